@@ -1,0 +1,134 @@
+"""What every command shares: ``--json``, reading files and logs, rendering tables."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+if TYPE_CHECKING:
+    from ledger.events import Record
+    from ledger.jsonl import LogReader
+    from ledger.store import TornTail
+    from projections.model import PlanState
+
+__all__ = [
+    "emit",
+    "json_option",
+    "log_argument",
+    "open_records",
+    "raise_if_torn",
+    "read_json_file",
+    "read_state",
+    "table",
+    "truncate",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def json_option(func: F) -> F:
+    """The shared ``--json`` flag: machine output on stdout (parse it with any JSON parser)."""
+    return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")(func)
+
+
+def log_argument(func: F) -> F:
+    """The LOG argument every log command takes first."""
+    return click.argument("log", type=click.Path(dir_okay=True, path_type=str))(func)
+
+
+def emit(as_json: bool, data: Any, human: Callable[[], str]) -> None:
+    """Print ``data`` as JSON, or the human rendering."""
+    if as_json:
+        import orjson
+
+        click.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2, default=_json_default).decode())
+    else:
+        click.echo(human())
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, tuple) and hasattr(value, "_asdict"):
+        return value._asdict()
+    raise TypeError(f"cannot encode {type(value).__name__}")
+
+
+def read_json_file(path: str, what: str) -> Any:
+    """Read a JSON input file (``-`` for stdin) strictly; DRAFT_INVALID when it is not JSON."""
+    import orjson
+
+    from ledger.errors import error
+
+    try:
+        raw = click.get_binary_stream("stdin").read() if path == "-" else _read_bytes(path)
+    except OSError as exc:
+        from ledger.jsonl import os_error
+
+        raise os_error(exc, path, what) from None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise error("DRAFT_INVALID", f"{what} {path} is not valid JSON: {exc}", path=path) from None
+
+
+def _read_bytes(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+@contextmanager
+def open_records(path: str) -> Iterator[tuple[LogReader, Iterator[Record]]]:
+    """Open a log read-only and stream its checked records."""
+    from ledger.jsonl import LogReader
+
+    with LogReader(path) as reader:
+        yield reader, reader.records()
+
+
+def raise_if_torn(path: str, torn: TornTail | None) -> None:
+    """After printing what the valid part says, report a torn tail as TORN_TAIL (exit 3)."""
+    if torn is not None:
+        from ledger.errors import error
+
+        raise error(
+            "TORN_TAIL",
+            f"{path} ends with {torn.length} bytes of an incomplete record after line {torn.line - 1}; "
+            f"the output above covers the valid part; run `plantrail repair {path}`",
+            line=torn.line,
+            offset=torn.offset,
+        )
+
+
+def read_state(path: str) -> tuple[PlanState, LogReader]:
+    """Fold a whole log; return the state and the (closed) reader, whose ``torn`` reports a torn tail."""
+    from projections.state import fold
+
+    with open_records(path) as (reader, records):
+        state = fold(records)
+    return state, reader
+
+
+def truncate(text: str | None, width: int) -> str:
+    """One line of at most ``width`` characters."""
+    if not text:
+        return ""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: max(width - 1, 1)] + "…"
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, last_flexible: bool = True) -> str:
+    """A plain aligned table; the last column is cut to fit the terminal."""
+    if not rows:
+        return "  (none)"
+    cells = [list(headers), *[list(r) for r in rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    if last_flexible:
+        room = shutil.get_terminal_size((120, 24)).columns - sum(w + 2 for w in widths[:-1]) - 2
+        widths[-1] = max(min(widths[-1], room), 12)
+        cells = [[*r[:-1], truncate(r[-1], widths[-1])] for r in cells]
+    lines = ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
+    lines.insert(1, "  " + "  ".join("-" * w for w in widths))
+    return "\n".join(lines)

@@ -1,0 +1,311 @@
+"""Commands that record: create, start, complete, block, fail, criterion, finish, replan.
+
+Each parses its arguments, calls one library function, and renders the acknowledgement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from cli.common import emit, json_option, log_argument, read_json_file
+
+if TYPE_CHECKING:
+    from ledger.api import Ledger
+    from ledger.decide import Command
+    from ledger.store import Ack
+
+__all__ = ["record_commands"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+ACTORS = click.Choice(["agent", "planner", "user", "runtime", "importer"])
+REASONS = (
+    "new_constraint",
+    "failed_assumption",
+    "repeated_tool_failure",
+    "no_ready_step",
+    "retries_exhausted",
+    "coverage_gap",
+    "budget_change",
+    "user_request",
+    "agent_revision",
+)
+
+
+def _write_options(default_actor: str) -> Callable[[F], F]:
+    """Options every recording command shares: fencing, optimistic concurrency, idempotency, actor."""
+
+    def decorate(func: F) -> F:
+        func = click.option("--actor", type=ACTORS, default=default_actor, show_default=True,
+                            help="Who issued the command.")(func)
+        func = click.option("--idempotency-key", "key", metavar="KEY",
+                            help="Retry-safe key: the same key and content returns the original seq; "
+                                 "other content is IDEMPOTENCY_CONFLICT.")(func)
+        func = click.option("--expected-seq", type=click.IntRange(min=0), metavar="N",
+                            help="Refuse (STALE_EXPECTED_SEQ) unless the log still ends at seq N.")(func)
+        return json_option(func)
+
+    return decorate
+
+
+def _plan_version_option(func: F) -> F:
+    return click.option("--plan-version", type=click.IntRange(min=1), metavar="V",
+                        help="The plan version the worker was on (default: the active one). A result for a "
+                             "superseded version lands on the orphan path.")(func)
+
+
+def _attempt_option(func: F) -> F:
+    return click.option("--attempt", type=click.IntRange(min=1), metavar="N",
+                        help="The attempt this result belongs to (default: the step's current one).")(func)
+
+
+def _run(log: str, command: Command, expected_seq: int | None, as_json: bool) -> None:
+    from ledger.api import Ledger
+
+    with Ledger.open(log) as ledger:
+        ack = ledger.execute(command, expected_seq=expected_seq)
+        _acknowledge(ledger, command, ack, as_json)
+
+
+def _describe(command: Command) -> str:
+    fields = [getattr(command, name, None) for name in ("step", "criterion", "outcome")]
+    subject = next((f for f in fields if f), "")
+    return f"{type(command).__name__.lower()} {subject}".strip()
+
+
+def _acknowledge(ledger: Ledger, command: Command, ack: Ack, as_json: bool) -> None:
+    from projections.views import advice, ready_steps
+
+    state = ledger.state
+    data = {
+        "ok": True,
+        "seq": ack.seq,
+        "hash": ack.hash,
+        "duplicate": ack.duplicate,
+        "orphan": ack.orphan,
+        "durable": ack.durable,
+        "plan_version": state.version,
+        "outcome": state.outcome,
+        "ready": ready_steps(state),
+        "advice": advice(state),
+    }
+
+    def human() -> str:
+        what = _describe(command)
+        if ack.duplicate:
+            return f"seq {ack.seq}: {what} was already recorded under this idempotency key; nothing written"
+        lines = [f"seq {ack.seq}: {what} recorded (plan v{state.version})"]
+        if ack.orphan:
+            lines[0] = f"seq {ack.seq}: {what} is a late result: it landed on the orphan path ({ack.orphan})"
+        if state.outcome:
+            lines.append(f"run: {state.outcome}")
+        elif data["ready"]:
+            lines.append("ready: " + ", ".join(data["ready"]))
+        if data["advice"]:
+            lines.append(f"advice: consider a replan ({data['advice']})")
+        return "\n".join(lines)
+
+    emit(as_json, data, human)
+
+
+@click.command()
+@click.argument("log", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--plan", "plan_path", required=True, metavar="DRAFT", help="The plan draft (JSON file, - for stdin).")
+@click.option("--run", "run_id", metavar="ID", help="The run id (default: the log's file name without .jsonl).")
+@click.option("--fsync", type=click.Choice(["always", "batch", "none"]), default="always", show_default=True,
+              help="Durability policy recorded in the header (see README, Durability).")
+@click.option("--actor", type=ACTORS, default="planner", show_default=True, help="Who issued the command.")
+@json_option
+def create(log: str, plan_path: str, run_id: str | None, fsync: str, actor: str, as_json: bool) -> None:
+    """Create LOG with a validated plan draft as version 1 (never overwrites a file).
+
+    \b
+    Example:
+      plantrail create run.jsonl --plan samples/cli-name-flag.draft.json
+    """
+    from ledger.api import Ledger
+    from ledger.plan import parse_draft
+
+    draft = parse_draft(read_json_file(plan_path, "draft"))
+    with Ledger.create(log, draft, run=run_id, fsync=fsync, actor=actor) as ledger:  # type: ignore[arg-type]
+        state = ledger.state
+        data = {"ok": True, "run": state.run, "seq": state.last_seq, "hash": state.head, "plan_version": 1,
+                "steps": list(state.steps), "ready": [s for s in state.steps if s in _ready(ledger)]}
+        emit(as_json, data, lambda: f"created {log}: run {state.run}, plan v1 with {len(state.steps)} steps\n"
+                                    f"ready: {', '.join(data['ready'])}")
+
+
+def _ready(ledger: Ledger) -> list[str]:
+    from projections.views import ready_steps
+
+    return ready_steps(ledger.state)
+
+
+@click.command()
+@log_argument
+@click.argument("step")
+@_plan_version_option
+@_write_options("agent")
+def start(log: str, step: str, plan_version: int | None, expected_seq: int | None, key: str | None, actor: str,
+          as_json: bool) -> None:
+    """Start STEP's next attempt (it must be pending, ready, and within max_in_progress).
+
+    \b
+    Example:
+      plantrail start run.jsonl inspect
+    """
+    from ledger.decide import Start
+
+    _run(log, Start(step=step, plan_version=plan_version, key=key, actor=actor), expected_seq, as_json)  # type: ignore[arg-type]
+
+
+@click.command()
+@log_argument
+@click.argument("step")
+@click.option("--evidence", "-e", multiple=True, required=True, metavar="TEXT",
+              help="What shows the step is done (repeatable; must not be blank).")
+@_plan_version_option
+@_attempt_option
+@_write_options("agent")
+def complete(log: str, step: str, evidence: tuple[str, ...], plan_version: int | None, attempt: int | None,
+             expected_seq: int | None, key: str | None, actor: str, as_json: bool) -> None:
+    """Complete STEP's attempt with evidence.
+
+    \b
+    Example:
+      plantrail complete run.jsonl inspect --evidence "read src/cli.py, tests/test_cli.py, package.json"
+    """
+    from ledger.decide import Complete
+
+    command = Complete(step=step, evidence=evidence, plan_version=plan_version, attempt=attempt, key=key,
+                       actor=actor)  # type: ignore[arg-type]
+    _run(log, command, expected_seq, as_json)
+
+
+@click.command()
+@log_argument
+@click.argument("step")
+@click.option("--reason", required=True, metavar="TEXT", help="Why the step cannot continue.")
+@_plan_version_option
+@_attempt_option
+@_write_options("agent")
+def block(log: str, step: str, reason: str, plan_version: int | None, attempt: int | None,
+          expected_seq: int | None, key: str | None, actor: str, as_json: bool) -> None:
+    """Block STEP's attempt with a reason (a replan is needed to go on).
+
+    \b
+    Example:
+      plantrail block run.jsonl implement --reason "needs write access to src/auth"
+    """
+    from ledger.decide import Block
+
+    command = Block(step=step, reason=reason, plan_version=plan_version, attempt=attempt, key=key,
+                    actor=actor)  # type: ignore[arg-type]
+    _run(log, command, expected_seq, as_json)
+
+
+@click.command()
+@log_argument
+@click.argument("step")
+@click.option("--error", "error_text", required=True, metavar="TEXT", help="What went wrong.")
+@_plan_version_option
+@_attempt_option
+@_write_options("agent")
+def fail(log: str, step: str, error_text: str, plan_version: int | None, attempt: int | None,
+         expected_seq: int | None, key: str | None, actor: str, as_json: bool) -> None:
+    """Record a failed attempt of STEP: back to pending while attempts remain, else blocked.
+
+    \b
+    Example:
+      plantrail fail run.jsonl validate --error "pytest exited 1: test_name_flag failed"
+    """
+    from ledger.decide import Fail
+
+    command = Fail(step=step, error=error_text, plan_version=plan_version, attempt=attempt, key=key,
+                   actor=actor)  # type: ignore[arg-type]
+    _run(log, command, expected_seq, as_json)
+
+
+@click.command()
+@log_argument
+@click.argument("criterion")
+@click.option("--passed/--failed", "passed", required=True, help="The verdict.")
+@click.option("--evidence", "-e", required=True, metavar="TEXT", help="What shows the verdict.")
+@_plan_version_option
+@_write_options("agent")
+def criterion(log: str, criterion: str, passed: bool, evidence: str, plan_version: int | None,
+              expected_seq: int | None, key: str | None, actor: str, as_json: bool) -> None:
+    """Record that acceptance CRITERION passed or failed, with evidence.
+
+    \b
+    Example:
+      plantrail criterion run.jsonl name-success --passed --evidence "node cli.js --name Lin printed Lin"
+    """
+    from ledger.decide import VerifyCriterion
+
+    command = VerifyCriterion(criterion=criterion, passed=passed, evidence=evidence, plan_version=plan_version,
+                              key=key, actor=actor)  # type: ignore[arg-type]
+    _run(log, command, expected_seq, as_json)
+
+
+@click.command()
+@log_argument
+@click.option("--outcome", required=True, type=click.Choice(["complete", "paused", "failed", "cancelled"]),
+              help="complete needs every step completed and every criterion passed; paused is not final.")
+@click.option("--reason", required=True, metavar="TEXT", help="Why the run ends or pauses.")
+@_plan_version_option
+@_write_options("agent")
+def finish(log: str, outcome: str, reason: str, plan_version: int | None, expected_seq: int | None,
+           key: str | None, actor: str, as_json: bool) -> None:
+    """Finish the run (complete, failed, cancelled) or pause it.
+
+    \b
+    Example:
+      plantrail finish run.jsonl --outcome complete --reason "all criteria passed"
+    """
+    from ledger.decide import Finish
+
+    command = Finish(outcome=outcome, reason=reason, plan_version=plan_version, key=key,
+                     actor=actor)  # type: ignore[arg-type]
+    _run(log, command, expected_seq, as_json)
+
+
+@click.command()
+@log_argument
+@click.option("--plan", "plan_path", metavar="DRAFT", help="The whole new draft (JSON file, - for stdin).")
+@click.option("--patch", "patch_path", metavar="PATCH",
+              help='A patch {"base_version": N, "operations": [...]} instead of a whole draft.')
+@click.option("--reason", required=True, type=click.Choice(REASONS), help="Why, as a code.")
+@click.option("--why", required=True, metavar="TEXT", help="Why, in words: what was observed.")
+@click.option("--caused-by", "causes", multiple=True, type=click.IntRange(min=1), metavar="SEQ",
+              help="Seq of an event in the log that caused the replan (repeatable).")
+@click.option("--observation", "observations", multiple=True, metavar="TEXT",
+              help="A free-text observation behind the replan (repeatable).")
+@_plan_version_option
+@_write_options("planner")
+def replan(log: str, plan_path: str | None, patch_path: str | None, reason: str, why: str, causes: tuple[int, ...],
+           observations: tuple[str, ...], plan_version: int | None, expected_seq: int | None, key: str | None,
+           actor: str, as_json: bool) -> None:
+    """Adopt a new plan version; completed work is kept only where its contract and lineage are unchanged.
+
+    \b
+    Example:
+      plantrail replan run.jsonl --plan v2.json --reason failed_assumption \\
+          --why "auth service returns 500, not 401" --caused-by 6
+    """
+    from ledger.decide import Replan
+    from ledger.errors import error
+    from ledger.plan import parse_draft, parse_patch
+
+    if (plan_path is None) == (patch_path is None):
+        raise error("USAGE", "give exactly one of --plan DRAFT or --patch PATCH")
+    draft = parse_draft(read_json_file(plan_path, "draft")) if plan_path else None
+    patch = parse_patch(read_json_file(patch_path, "patch")) if patch_path else None
+    command = Replan(reason=reason, why=why, plan=draft, patch=patch, causes=causes, observations=observations,  # type: ignore[arg-type]
+                     plan_version=plan_version, key=key, actor=actor)  # type: ignore[arg-type]
+    _run(log, command, expected_seq, as_json)
+
+
+record_commands = (create, start, complete, block, fail, criterion, finish, replan)

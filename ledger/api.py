@@ -1,0 +1,237 @@
+"""The library's front door: a run's log opened for recording.
+
+Each turn takes the store's writer lock, catches up with what other writers appended, checks the caller's
+expected seq and idempotency key, decides the command against the current state, and appends the events
+with one write (command -> event -> store -> reducer). A refusal raises before anything is written.
+
+    with Ledger.create("run.jsonl", draft) as ledger:
+        ledger.start("inspect")
+        ledger.complete("inspect", ["read cli.py, test_cli.py and package.json"])
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from ledger.clock import utc_now
+from ledger.decide import (
+    Block,
+    Command,
+    Complete,
+    Create,
+    Fail,
+    Finish,
+    Replan,
+    Start,
+    VerifyCriterion,
+    decide,
+)
+from ledger.errors import error
+from ledger.events import Outcome, ReasonCode, Record, Source
+from ledger.idempotency import KeyEntry, match, record_view
+from ledger.jsonl import JsonlStore
+from ledger.plan import Draft, PlanPatch, PlanSpec, check_id, parse_draft
+from ledger.store import Ack, FsyncPolicy, PendingRecord, Session, Store
+from projections.model import PlanState
+from projections.state import evolve, initial
+
+__all__ = ["Ledger", "default_run_id"]
+
+
+def default_run_id(path: str | os.PathLike[str]) -> str:
+    """The run id a log gets when none is given: its file name without ``.jsonl``."""
+    name = os.path.basename(os.fspath(path))
+    return name[: -len(".jsonl")] if name.endswith(".jsonl") else name
+
+
+class Ledger:
+    """One run's log, opened for recording commands."""
+
+    def __init__(self, store: Store, *, clock: Callable[[], str] = utc_now) -> None:
+        self._store = store
+        self._clock = clock
+        self._state = initial()
+        self._keys: dict[str, KeyEntry] = {}
+
+    # ----------------------------------------------------------- opening
+
+    @classmethod
+    def create(
+        cls,
+        path: str | os.PathLike[str],
+        plan: Draft | PlanSpec | Mapping[str, Any],
+        *,
+        run: str | None = None,
+        fsync: FsyncPolicy = "always",
+        actor: str = "planner",
+        source: Source | None = None,
+        key: str | None = None,
+        nonce: str | None = None,
+        clock: Callable[[], str] = utc_now,
+    ) -> Ledger:
+        """Create a new log holding its header and the plan's first version (atomically)."""
+        run_id = check_id(run if run is not None else default_run_id(path), "run id")
+        spec = parse_draft(plan) if isinstance(plan, Mapping) else plan
+        [event] = decide(initial(), Create(plan=spec, actor=actor, source=source, key=key))  # type: ignore[arg-type]
+        ts = clock()
+        first = PendingRecord(ts=ts, plan_version=1, actor=event.actor, data=event.data, source=source, key=key)
+        store, _ = JsonlStore.create(path, run=run_id, first=[first], fsync=fsync, nonce=nonce, ts=ts, actor=actor,
+                                     clock=clock)
+        ledger = cls(store, clock=clock)
+        ledger.refresh()
+        return ledger
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        fsync: FsyncPolicy | None = None,
+        batch_size: int = 100,
+        repair: bool = False,
+        clock: Callable[[], str] = utc_now,
+    ) -> Ledger:
+        """Open an existing log; ``repair=True`` repairs a torn tail instead of refusing (TORN_TAIL)."""
+        store = JsonlStore.open(path, fsync=fsync, batch_size=batch_size, repair=repair, clock=clock)
+        ledger = cls(store, clock=clock)
+        try:
+            ledger.refresh()
+        except BaseException:
+            store.close()
+            raise
+        return ledger
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Sync what the fsync policy owes and release the log."""
+        self._store.close()
+
+    def sync(self) -> None:
+        """Make every acknowledged event durable (for the ``batch`` policy)."""
+        self._store.sync()
+
+    # ----------------------------------------------------------- state
+
+    @property
+    def state(self) -> PlanState:
+        """The state as of this ledger's last turn (call :meth:`refresh` to see other writers' events)."""
+        return self._state
+
+    def refresh(self) -> PlanState:
+        """Catch up with everything appended to the log and return the current state."""
+        with self._store.session() as session:
+            self._catch_up(session)
+        return self._state
+
+    def _catch_up(self, session: Session) -> None:
+        if session.rewound:
+            self._state, self._keys = initial(), {}
+        state = self._state
+        for record in session.new_records():
+            state = evolve(state, record)
+            self._index(self._keys, record)
+        self._state = state
+
+    @staticmethod
+    def _index(keys: dict[str, KeyEntry], record: Record) -> None:
+        if record.key is not None and record.key not in keys:
+            keys[record.key] = record_view(record)
+
+    # ----------------------------------------------------------- commands
+
+    def execute(self, command: Command, *, expected_seq: int | None = None) -> Ack:
+        """Decide one command and append its event; return its ack (or the original's, for a retried key)."""
+        [ack] = self.execute_many([command], expected_seq=expected_seq)
+        return ack
+
+    def execute_many(self, commands: Iterable[Command], *, expected_seq: int | None = None) -> list[Ack]:
+        """Decide commands in order and append all their events with one write and one fsync (group commit).
+
+        All or nothing: if any command is refused, nothing is written.
+        """
+        with self._store.session() as session:
+            self._catch_up(session)
+            state, keys = self._state, dict(self._keys)
+            acks: list[Ack] = []
+            checked_seq = False
+            for command in commands:
+                if command.key is not None and command.key in keys:
+                    entry = keys[command.key]
+                    match(entry, command, command.key)
+                    acks.append(Ack(seq=entry.seq, hash=entry.hash, duplicate=True))
+                    continue
+                if not checked_seq:
+                    _check_expected(session, expected_seq)
+                    checked_seq = True
+                for event in decide(state, command):
+                    record = session.stage(
+                        PendingRecord(ts=self._clock(), plan_version=event.plan_version, actor=event.actor,
+                                      data=event.data, source=event.source, key=event.key)
+                    )
+                    state = evolve(state, record)
+                    self._index(keys, record)
+                    acks.append(Ack(seq=record.seq, hash=record.h, orphan=event.orphan))
+            durable = session.commit()
+            self._state, self._keys = state, keys
+        return [a if a.duplicate else a._replace(durable=durable) for a in acks]
+
+    def start(self, step: str, **options: Any) -> Ack:
+        """Start the next attempt of ``step``."""
+        return self._run(Start, options, step=step)
+
+    def complete(self, step: str, evidence: Sequence[str], **options: Any) -> Ack:
+        """Complete ``step`` with evidence."""
+        return self._run(Complete, options, step=step, evidence=tuple(evidence))
+
+    def block(self, step: str, reason: str, **options: Any) -> Ack:
+        """Block ``step`` with a reason."""
+        return self._run(Block, options, step=step, reason=reason)
+
+    def fail(self, step: str, error: str, **options: Any) -> Ack:
+        """Record a failed attempt of ``step``."""
+        return self._run(Fail, options, step=step, error=error)
+
+    def verify_criterion(self, criterion: str, passed: bool, evidence: str, **options: Any) -> Ack:
+        """Record an acceptance criterion's verdict."""
+        return self._run(VerifyCriterion, options, criterion=criterion, passed=passed, evidence=evidence)
+
+    def finish(self, outcome: Outcome, reason: str, **options: Any) -> Ack:
+        """Finish (or pause) the run."""
+        return self._run(Finish, options, outcome=outcome, reason=reason)
+
+    def replan(
+        self,
+        reason: ReasonCode,
+        why: str,
+        *,
+        plan: Draft | PlanSpec | Mapping[str, Any] | None = None,
+        patch: PlanPatch | None = None,
+        causes: Sequence[int] = (),
+        observations: Sequence[str] = (),
+        **options: Any,
+    ) -> Ack:
+        """Adopt a new plan version from a whole draft or a patch."""
+        draft = parse_draft(plan) if isinstance(plan, Mapping) else plan
+        return self._run(Replan, options, reason=reason, why=why, plan=draft, patch=patch, causes=tuple(causes),
+                         observations=tuple(observations))
+
+    def _run(self, command_type: Callable[..., Command], options: dict[str, Any], **fields: Any) -> Ack:
+        expected_seq = options.pop("expected_seq", None)
+        return self.execute(command_type(**fields, **options), expected_seq=expected_seq)
+
+
+def _check_expected(session: Session, expected_seq: int | None) -> None:
+    if expected_seq is not None and expected_seq != session.head_seq:
+        raise error(
+            "STALE_EXPECTED_SEQ",
+            f"expected the log to end at seq {expected_seq}; it ends at seq {session.head_seq}",
+            expected=expected_seq,
+            actual=session.head_seq,
+        )

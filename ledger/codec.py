@@ -1,0 +1,220 @@
+"""Bytes <-> records: the line framing, the hash chain and strict decoding.
+
+A line is the compact JSON of one record with its hash member last and fixed-width::
+
+    {"v":1,"seq":7,...,"data":{...},"prev":"<64 hex>","h":"<64 hex>"}\\n
+
+``h`` is the SHA-256 of the line without its ``,"h":"..."`` member, that is ``line[:-72] + b"}"``, so a
+verifier in any language needs no canonical-JSON library; ``prev`` is the previous line's ``h`` (64 zeros
+for the header), so the hashes form a chain. Decoding checks, in order: length, framing, hash, JSON and
+schema (one pydantic ``TypeAdapter`` over the discriminated union), and canonical form (no duplicate keys).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+import typing
+from collections.abc import Callable
+from functools import cache
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, Union
+
+import orjson
+
+from ledger import events as ev
+from ledger.errors import error
+from ledger.events import FORMAT_VERSION, Record, Source
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
+__all__ = [
+    "GENESIS_PREV",
+    "MAX_LINE_BYTES",
+    "decode",
+    "encode",
+    "json_schema",
+    "record_adapter",
+]
+
+#: Lines longer than this are refused on write and reported as CORRUPT_LINE on read.
+MAX_LINE_BYTES: Final = 16 * 1024 * 1024
+#: The ``prev`` of the header line.
+GENESIS_PREV: Final = "0" * 64
+
+_SUFFIX: Final = 72  # len(',"h":"') + 64 + len('"}')
+_PREFIX: Final = b'{"v":%d,' % FORMAT_VERSION
+_HEX64 = re.compile(rb"[0-9a-f]{64}")
+
+EVENT_CLASSES: Final[tuple[type[Any], ...]] = typing.get_args(ev.Event)
+
+
+def encode(
+    *,
+    seq: int,
+    ts: str,
+    run: str,
+    plan_version: int,
+    actor: str,
+    data: ev.Event,
+    prev: str,
+    source: Source | None = None,
+    key: str | None = None,
+) -> tuple[bytes, str]:
+    """Encode one record as its line (newline included) and return it with its hash."""
+    body: dict[str, Any] = {
+        "v": FORMAT_VERSION,
+        "seq": seq,
+        "ts": ts,
+        "run": run,
+        "type": data.TYPE,
+        "plan_version": plan_version,
+        "actor": actor,
+    }
+    if source is not None:
+        body["source"] = source
+    if key is not None:
+        body["key"] = key
+    body["data"] = data
+    body["prev"] = prev
+    try:
+        raw = orjson.dumps(body)
+    except orjson.JSONEncodeError as exc:
+        raise error("INVALID_TEXT", f"the event cannot be encoded: {exc}", seq=seq) from None
+    h = hashlib.sha256(raw).hexdigest()
+    line = b"%s,\"h\":\"%s\"}\n" % (raw[:-1], h.encode())
+    if len(line) > MAX_LINE_BYTES:
+        raise error("EVENT_TOO_LARGE", f"the event is {len(line)} bytes; the limit is {MAX_LINE_BYTES}", seq=seq)
+    return line, h
+
+
+def decode(line: bytes, *, line_no: int) -> Record:
+    """Decode and check one line (without its newline); raise a LogDamaged error naming the line."""
+    if len(line) > MAX_LINE_BYTES:
+        raise error("CORRUPT_LINE", f"line {line_no} is {len(line)} bytes, over the limit", line=line_no)
+    if not line.startswith(_PREFIX) or not _framed(line):
+        raise _framing_error(line, line_no)
+    h = line[-66:-2]
+    if hashlib.sha256(line[:-_SUFFIX] + b"}").hexdigest().encode() != h:
+        raise error("HASH_MISMATCH", f"line {line_no}: the content does not match its hash", line=line_no)
+    record = _validate(line, line_no)
+    if line.count(b'":') - line.count(b'\\":') != _key_count(record):
+        raise error("CORRUPT_LINE", f"line {line_no}: duplicate or non-canonical keys", line=line_no)
+    return record
+
+
+def _framed(line: bytes) -> bool:
+    return (
+        len(line) > _SUFFIX
+        and line[-_SUFFIX:-66] == b',"h":"'
+        and line.endswith(b'"}')
+        and _HEX64.fullmatch(line, len(line) - 66, len(line) - 2) is not None
+    )
+
+
+def _framing_error(line: bytes, line_no: int) -> Exception:
+    """Tell a newer format from plain damage for a line that does not frame as a v1 record."""
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        return error("CORRUPT_LINE", f"line {line_no} is not JSON: {exc}", line=line_no)
+    if isinstance(value, dict):
+        version = value.get("v")
+        if isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION:
+            return error(
+                "UNSUPPORTED_SCHEMA_VERSION",
+                f"line {line_no} is format v{version}; this plantrail reads v{FORMAT_VERSION}",
+                line=line_no,
+                expected=FORMAT_VERSION,
+                actual=version,
+            )
+    return error("CORRUPT_LINE", f"line {line_no} is not a plantrail record (bad framing)", line=line_no)
+
+
+def _validate(line: bytes, line_no: int) -> Record:
+    from pydantic import ValidationError
+
+    try:
+        record: Record = record_adapter().validate_json(line)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        if first["type"] == "union_tag_invalid":
+            tag = first.get("ctx", {}).get("tag", "?")
+            raise error("UNKNOWN_EVENT_TYPE", f"line {line_no}: unknown event type {tag}", line=line_no) from None
+        where = ".".join(str(p) for p in first["loc"]) or "line"
+        raise error("CORRUPT_LINE", f"line {line_no}: {where}: {first['msg']}", line=line_no, field=where) from None
+    return record
+
+
+# --------------------------------------------------------------------------- the union
+
+
+@cache
+def record_adapter() -> TypeAdapter[Record]:
+    """The one pydantic adapter that validates any record from bytes (built on first use)."""
+    from pydantic import Field, TypeAdapter
+
+    wire = tuple(_wire_class(cls) for cls in EVENT_CLASSES)
+    union: Any = Annotated[Union[wire], Field(discriminator="type")]  # noqa: UP007 - a runtime tuple of types
+    return TypeAdapter(union)
+
+
+def _wire_class(event_cls: type[Any]) -> type[Record]:
+    """A Record subclass that pins ``type`` to one event type, so the union can discriminate on it."""
+    name = event_cls.__name__ + "Record"
+    fields = [("type", Literal[event_cls.TYPE]), ("data", event_cls)]
+    cls = dataclasses.make_dataclass(name, fields, bases=(Record,), frozen=True, slots=True, kw_only=True)
+    cls.__module__ = __name__
+    return typing.cast(type[Record], cls)
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of one log line."""
+    schema = record_adapter().json_schema()
+    schema["title"] = "plantrail log record (format v%d)" % FORMAT_VERSION
+    schema["description"] = (
+        "One line of a plantrail log. Members appear in the order v seq ts run type plan_version actor "
+        "[source] [key] data prev h; h = sha256 of the line without its h member."
+    )
+    return schema
+
+
+# --------------------------------------------------------------------------- canonical form
+
+
+def _key_count(record: Record) -> int:
+    """How many object keys the canonical encoding of ``record`` has (10 envelope members + extras)."""
+    n = 10 + _keys(record.data)
+    if record.source is not None:
+        n += 1 + _keys(record.source)
+    if record.key is not None:
+        n += 1
+    return n
+
+
+def _keys(value: Any) -> int:
+    if isinstance(value, tuple):
+        return sum(_keys(v) for v in value) if value and dataclasses.is_dataclass(value[0]) else 0
+    counter = _counter(type(value))
+    return counter(value) if counter is not None else 0
+
+
+@cache
+def _counter(cls: type[Any]) -> Callable[[Any], int] | None:
+    """A key counter for a dataclass type: a constant when no field can hold another dataclass."""
+    if not dataclasses.is_dataclass(cls):
+        return None
+    fields = dataclasses.fields(cls)
+    hints = typing.get_type_hints(cls)
+    nested = tuple(f.name for f in fields if _may_hold_dataclass(hints[f.name]))
+    own = len(fields)
+    if not nested:
+        return lambda _value: own
+    return lambda value: own + sum(_keys(getattr(value, name)) for name in nested)
+
+
+def _may_hold_dataclass(tp: Any) -> bool:
+    if dataclasses.is_dataclass(tp):
+        return True
+    return any(_may_hold_dataclass(arg) for arg in typing.get_args(tp))

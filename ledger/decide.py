@@ -1,0 +1,494 @@
+"""Commands -> events: one decision per command, checked against the current state before a byte is written.
+
+Each command first *builds* its event (filling in defaults: the active plan version, the step's attempt),
+then :func:`check` judges the event against the state. ``check`` is the one place the rules live, so
+``plantrail verify`` can replay it over a whole log to catch events a plantrail writer would have refused.
+A refusal raises a :class:`~ledger.errors.CommandRefused` or :class:`~ledger.errors.PlanInvalid` with a
+stable code and structured fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Final, Literal
+
+from ledger.errors import error
+from ledger.events import (
+    OUTCOMES,
+    Actor,
+    REASON_CODES,
+    CriterionVerified,
+    Event,
+    Outcome,
+    PlanCreated,
+    PlanReplanned,
+    ReasonCode,
+    RunFinished,
+    Source,
+    StepBlocked,
+    StepCompleted,
+    StepFailed,
+    StepStarted,
+)
+from ledger.plan import Draft, PlanPatch, PlanSpec, apply_patch, build_plan, validate_plan
+from projections.model import OrphanWhy, PlanState, StepState
+from projections.state import orphan_reason
+
+__all__ = [
+    "Block",
+    "Command",
+    "Complete",
+    "Create",
+    "Fail",
+    "Finish",
+    "NewEvent",
+    "Replan",
+    "Start",
+    "VerifyCriterion",
+    "check",
+    "decide",
+]
+
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    """An event a decision produced, with the envelope fields the caller chose."""
+
+    data: Event
+    plan_version: int
+    actor: Actor
+    source: Source | None = None
+    key: str | None = None
+    orphan: OrphanWhy | None = None
+    explicit_attempt: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Command:
+    actor: Actor = "agent"
+    source: Source | None = None
+    key: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Create(_Command):
+    """Create the plan (version 1) from a validated-on-use draft or plan."""
+
+    plan: Draft | PlanSpec
+    actor: Actor = "planner"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Start(_Command):
+    """Start the next attempt of a step."""
+
+    step: str
+    plan_version: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Complete(_Command):
+    """Complete a step's attempt with evidence."""
+
+    step: str
+    evidence: Sequence[str]
+    plan_version: int | None = None
+    attempt: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Block(_Command):
+    """Block a step's attempt with a reason."""
+
+    step: str
+    reason: str
+    plan_version: int | None = None
+    attempt: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fail(_Command):
+    """Record that a step's attempt failed with an error."""
+
+    step: str
+    error: str
+    plan_version: int | None = None
+    attempt: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VerifyCriterion(_Command):
+    """Record an acceptance criterion's verdict with evidence."""
+
+    criterion: str
+    passed: bool
+    evidence: str
+    plan_version: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Finish(_Command):
+    """End (or pause) the run with an outcome and a reason."""
+
+    outcome: Outcome
+    reason: str
+    plan_version: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Replan(_Command):
+    """Adopt a new plan version from a whole draft or a patch, with a reason code, why and causes."""
+
+    reason: ReasonCode
+    why: str
+    plan: Draft | PlanSpec | None = None
+    patch: PlanPatch | None = None
+    causes: tuple[int, ...] = ()
+    observations: tuple[str, ...] = field(default=())
+    plan_version: int | None = None
+    actor: Actor = "planner"
+
+
+Command = Create | Start | Complete | Block | Fail | VerifyCriterion | Finish | Replan
+
+
+# --------------------------------------------------------------------------- decide
+
+
+def decide(state: PlanState, command: Command) -> list[NewEvent]:
+    """The events ``command`` produces against ``state``, or a refusal with a stable code."""
+    event = _build(state, command)
+    orphan = check(state, event.data, event.plan_version)
+    return [replace(event, orphan=orphan)]
+
+
+def _envelope(command: Command, data: Event, plan_version: int, *, explicit_attempt: bool = False) -> NewEvent:
+    return NewEvent(
+        data=data,
+        plan_version=plan_version,
+        actor=command.actor,
+        source=command.source,
+        key=command.key,
+        explicit_attempt=explicit_attempt,
+    )
+
+
+def _build(state: PlanState, command: Command) -> NewEvent:
+    """Turn a command into its event, filling in defaults; no rule is judged here."""
+    if isinstance(command, Create):
+        if state.plan is not None:
+            raise error("PLAN_ALREADY_CREATED", "the log already has a plan; use replan", plan_version=state.version)
+        return _envelope(command, PlanCreated(plan=_as_plan(command.plan)), 1)
+    _require_plan(state)
+    version = state.version if command.plan_version is None else command.plan_version
+    match command:
+        case Start():
+            current = state.steps.get(command.step)
+            attempt = 1 if current is None else current.attempt + 1
+            return _envelope(command, StepStarted(step=command.step, attempt=attempt), version)
+        case Complete():
+            attempt = _attempt(state, command.step, version, command.attempt)
+            data: Event = StepCompleted(
+                step=command.step, attempt=attempt, evidence=tuple(e.strip() for e in command.evidence)
+            )
+            return _envelope(command, data, version, explicit_attempt=command.attempt is not None)
+        case Block():
+            attempt = _attempt(state, command.step, version, command.attempt)
+            data = StepBlocked(step=command.step, attempt=attempt, reason=command.reason.strip())
+            return _envelope(command, data, version, explicit_attempt=command.attempt is not None)
+        case Fail():
+            attempt = _attempt(state, command.step, version, command.attempt)
+            data = StepFailed(step=command.step, attempt=attempt, error=command.error.strip())
+            return _envelope(command, data, version, explicit_attempt=command.attempt is not None)
+        case VerifyCriterion():
+            verdict: Literal["passed", "failed"] = "passed" if command.passed else "failed"
+            data = CriterionVerified(criterion=command.criterion, verdict=verdict, evidence=command.evidence.strip())
+            return _envelope(command, data, version)
+        case Finish():
+            return _envelope(command, RunFinished(outcome=command.outcome, reason=command.reason.strip()), version)
+        case Replan():
+            return _envelope(command, _replanned(state, command, version), version)
+
+
+def _as_plan(plan: Draft | PlanSpec, *, goal: str | None = None, base: PlanSpec | None = None) -> PlanSpec:
+    if isinstance(plan, PlanSpec):
+        validate_plan(plan)
+        return plan
+    return build_plan(plan, goal=goal, policy=None if base is None else base.policy)
+
+
+def _replanned(state: PlanState, command: Replan, version: int) -> PlanReplanned:
+    assert state.plan is not None  # guarded by _require_plan
+    if (command.plan is None) == (command.patch is None):
+        raise error("USAGE", "a replan takes either a whole plan or a patch, not both or neither")
+    if command.patch is not None:
+        if command.patch.base_version != state.version:
+            raise error(
+                "STALE_PLAN_VERSION",
+                f"the patch is based on version {command.patch.base_version}; the active version is {state.version}",
+                expected=state.version,
+                actual=command.patch.base_version,
+                plan_version=command.patch.base_version,
+            )
+        plan = apply_patch(state.plan, command.patch)
+    else:
+        assert command.plan is not None
+        if isinstance(command.plan, Draft) and command.plan.goal not in (None, state.plan.goal):
+            raise _goal_changed(state.plan.goal, command.plan.goal)
+        plan = _as_plan(command.plan, goal=state.plan.goal, base=state.plan)
+    return PlanReplanned(
+        new_version=state.version + 1,
+        reason=command.reason,
+        why=command.why.strip(),
+        causes=tuple(command.causes),
+        observations=tuple(o.strip() for o in command.observations if o.strip()),
+        plan=plan,
+        patch=command.patch,
+    )
+
+
+def _attempt(state: PlanState, step: str, version: int, attempt: int | None) -> int:
+    """The attempt a result refers to: the caller's, else the step's attempt in that version."""
+    if attempt is not None:
+        return attempt
+    if version >= state.version:
+        current = state.steps.get(step)
+        return 0 if current is None else current.attempt
+    for info in state.versions:  # the replan that superseded ``version`` recorded the attempt it cut off
+        if info.version == version + 1 and info.changes is not None:
+            for change in (*info.changes.reset, *info.changes.removed):
+                if change.step == step and change.attempt:
+                    return change.attempt
+    return 1
+
+
+# --------------------------------------------------------------------------- rules
+
+_TRANSITION_TARGET: Final = {
+    "step.started": "in_progress",
+    "step.completed": "completed",
+    "step.blocked": "blocked",
+    "step.failed": "pending",
+}
+
+
+def _require_plan(state: PlanState) -> None:
+    if state.plan is None:
+        raise error("PLAN_NOT_CREATED", "the log has no plan yet; run create first")
+
+
+def _goal_changed(old: str, new: str | None) -> Exception:
+    return error("GOAL_CHANGED", f"a replan cannot change the goal (was {old!r}, draft says {new!r})")
+
+
+def check(state: PlanState, data: Event, plan_version: int) -> OrphanWhy | None:
+    """Judge one event against the state before it; return why it is a late result, or None if it applies."""
+    if isinstance(data, PlanCreated):
+        if state.plan is not None:
+            raise error("PLAN_ALREADY_CREATED", "the log already has a plan; use replan", plan_version=state.version)
+        validate_plan(data.plan)
+        return None
+    if data.TYPE.startswith("log."):
+        return None
+    _require_plan(state)
+    if plan_version > state.version:
+        raise error(
+            "UNKNOWN_PLAN_VERSION",
+            f"plan version {plan_version} does not exist; the active version is {state.version}",
+            plan_version=plan_version,
+            expected=state.version,
+        )
+    match data:
+        case StepCompleted() | StepBlocked() | StepFailed():
+            return _check_result(state, data, plan_version)
+        case StepStarted():
+            _check_start(state, data, plan_version)
+        case CriterionVerified():
+            _check_criterion(state, data, plan_version)
+        case RunFinished():
+            _check_finish(state, data, plan_version)
+        case PlanReplanned():
+            _check_replan(state, data, plan_version)
+    return None
+
+
+def _not_stale(state: PlanState, plan_version: int, what: str) -> None:
+    if plan_version < state.version:
+        raise error(
+            "STALE_PLAN_VERSION",
+            f"{what} was issued against plan version {plan_version}; version {state.version} superseded it",
+            plan_version=plan_version,
+            expected=state.version,
+            actual=plan_version,
+        )
+
+
+def _not_finished(state: PlanState) -> None:
+    if state.finished:
+        raise error("RUN_FINISHED", f"the run finished {state.outcome}", seq=state.outcome_seq)
+
+
+def _step(state: PlanState, step_id: str) -> StepState:
+    step = state.steps.get(step_id)
+    if step is None:
+        raise error(
+            "STEP_NOT_FOUND", f"no step {step_id} in plan version {state.version}", step=step_id, plan_version=state.version
+        )
+    return step
+
+
+def _transition(step: StepState, expected: str, target: str, version: int) -> Exception:
+    return error(
+        "INVALID_TRANSITION",
+        f"step {step.id} is {step.status}; it must be {expected} to become {target}",
+        step=step.id,
+        plan_version=version,
+        current=step.status,
+        expected=expected,
+        target=target,
+    )
+
+
+def _check_start(state: PlanState, data: StepStarted, plan_version: int) -> None:
+    _not_stale(state, plan_version, f"start {data.step}")
+    _not_finished(state)
+    step = _step(state, data.step)
+    if step.status != "pending":
+        raise _transition(step, "pending", "in_progress", state.version)
+    if data.attempt != step.attempt + 1:
+        raise error(
+            "INVALID_TRANSITION",
+            f"step {step.id} starts attempt {step.attempt + 1}, not {data.attempt}",
+            step=step.id,
+            expected=step.attempt + 1,
+            actual=data.attempt,
+        )
+    assert state.plan is not None
+    limit = state.plan.policy.max_in_progress
+    active = [s.id for s in state.steps.values_in_order() if s.status == "in_progress"]
+    if limit is not None and len(active) >= limit:
+        raise error(
+            "STEP_ALREADY_ACTIVE",
+            f"{len(active)} step(s) already in progress ({', '.join(active)}); the plan allows {limit}",
+            step=data.step,
+            plan_version=state.version,
+            active=active,
+        )
+    spec = next(s for s in state.plan.steps if s.id == data.step)
+    waiting = sorted(d for d in set(spec.depends_on) if state.steps[d].status != "completed")
+    if waiting:
+        raise error(
+            "STEP_NOT_READY",
+            f"step {data.step} waits for unfinished dependencies: {', '.join(waiting)}",
+            step=data.step,
+            plan_version=state.version,
+            waiting=waiting,
+        )
+
+
+def _result_text(data: StepCompleted | StepBlocked | StepFailed) -> None:
+    if isinstance(data, StepCompleted):
+        if not data.evidence or not all(e.strip() for e in data.evidence):
+            raise error("EVIDENCE_REQUIRED", f"completing {data.step} needs non-empty evidence", step=data.step)
+    elif not (data.reason if isinstance(data, StepBlocked) else data.error).strip():
+        what = "a reason" if isinstance(data, StepBlocked) else "an error"
+        raise error("REASON_REQUIRED", f"{data.TYPE} for {data.step} needs {what}", step=data.step)
+
+
+def _check_result(state: PlanState, data: StepCompleted | StepBlocked | StepFailed, plan_version: int) -> OrphanWhy | None:
+    _result_text(data)
+    if plan_version < state.version:
+        if not any(s.id == data.step for s in state.versions[plan_version - 1].plan.steps):
+            raise error(
+                "STEP_NOT_FOUND", f"no step {data.step} in plan version {plan_version}", step=data.step,
+                plan_version=plan_version,
+            )
+        return "SUPERSEDED_VERSION"
+    step = _step(state, data.step)
+    target = _TRANSITION_TARGET[data.TYPE]
+    why = orphan_reason(state, plan_version, data.step, data.attempt)
+    if why == "STALE_ATTEMPT":
+        if not 1 <= data.attempt < step.attempt:
+            raise error(
+                "INVALID_TRANSITION",
+                f"step {step.id} never started attempt {data.attempt} (its attempt is {step.attempt})",
+                step=step.id,
+                plan_version=state.version,
+                current=step.status,
+                expected="in_progress",
+                target=target,
+            )
+        return why
+    if step.status != "in_progress":
+        if why == "RUN_FINISHED":
+            _not_finished(state)
+        raise _transition(step, "in_progress", target, state.version)
+    return why
+
+
+def _check_criterion(state: PlanState, data: CriterionVerified, plan_version: int) -> None:
+    _not_stale(state, plan_version, f"criterion {data.criterion}")
+    _not_finished(state)
+    if data.criterion not in state.criteria:
+        raise error(
+            "CRITERION_NOT_FOUND",
+            f"no acceptance criterion {data.criterion} in plan version {state.version}",
+            criterion=data.criterion,
+            plan_version=state.version,
+        )
+    if not data.evidence.strip():
+        raise error("EVIDENCE_REQUIRED", f"a verdict on {data.criterion} needs evidence", criterion=data.criterion)
+
+
+def _check_finish(state: PlanState, data: RunFinished, plan_version: int) -> None:
+    _not_stale(state, plan_version, "finish")
+    _not_finished(state)
+    if data.outcome not in OUTCOMES:
+        raise error("USAGE", f"outcome must be one of {', '.join(OUTCOMES)}")
+    if not data.reason.strip():
+        raise error("REASON_REQUIRED", "finishing the run needs a reason")
+    if data.outcome != "complete":
+        return
+    open_steps = [s.id for s in state.steps.values_in_order() if s.status != "completed"]
+    open_criteria = [c.id for c in state.criteria.values_in_order() if c.status != "passed"]
+    if open_steps or open_criteria or not state.criteria:
+        parts = []
+        if open_steps:
+            parts.append(f"steps not completed: {', '.join(open_steps)}")
+        if open_criteria:
+            parts.append(f"criteria not passed: {', '.join(open_criteria)}")
+        raise error(
+            "CRITERIA_UNVERIFIED",
+            "the run cannot finish complete; " + "; ".join(parts or ["the plan has no criteria"]),
+            steps=open_steps,
+            criteria=open_criteria,
+        )
+
+
+def _check_replan(state: PlanState, data: PlanReplanned, plan_version: int) -> None:
+    assert state.plan is not None
+    _not_stale(state, plan_version, "the replan")
+    _not_finished(state)
+    if data.reason not in REASON_CODES:
+        raise error("UNKNOWN_REASON_CODE", f"reason must be one of {', '.join(REASON_CODES)}", actual=data.reason)
+    if not data.why.strip():
+        raise error("REASON_REQUIRED", "a replan needs a why: what was observed and why the plan changes")
+    unknown = sorted(c for c in set(data.causes) if not 1 <= c <= state.last_seq)
+    if unknown:
+        raise error(
+            "UNKNOWN_CAUSE",
+            f"causes must be seqs of events in the log (1..{state.last_seq}); unknown: {', '.join(map(str, unknown))}",
+            causes=unknown,
+        )
+    if data.new_version != state.version + 1:
+        raise error(
+            "INVALID_TRANSITION",
+            f"a replan of version {state.version} creates version {state.version + 1}, not {data.new_version}",
+            expected=state.version + 1,
+            actual=data.new_version,
+        )
+    if data.plan.goal != state.plan.goal:
+        raise _goal_changed(state.plan.goal, data.plan.goal)
+    validate_plan(data.plan)
+    if data.patch is not None and apply_patch(state.plan, data.patch) != data.plan:
+        raise error("PATCH_INVALID", "the recorded plan is not the patch applied to its base version")

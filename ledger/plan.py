@@ -1,0 +1,431 @@
+"""Plans: the draft format, validation with stable codes, patches, and the stable topological order.
+
+A draft is JSON: ``goal``, ``acceptance_criteria`` (``id``, ``description``), ``steps`` (``id``, ``title``,
+``depends_on``, ``completion_evidence``, ``max_attempts`` = 3) and ``policy`` (``max_in_progress``: a number
+or ``"unlimited"``, default 1). The camelCase keys of seed 000 (``acceptanceCriteria``, ``dependsOn``,
+``completionEvidence``, ``maxAttempts``, ``maxInProgress``) are accepted too. Text is trimmed; ids match
+``[A-Za-z0-9][A-Za-z0-9._:-]{0,127}``.
+
+Everything here is pure and iterative (no recursion), so a 10,000-step draft or a 10,000-long chain is fine.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Literal
+
+from ledger.errors import error
+
+__all__ = [
+    "DEFAULT_MAX_ATTEMPTS",
+    "CriterionSpec",
+    "Draft",
+    "PatchOp",
+    "PlanPatch",
+    "PlanSpec",
+    "Policy",
+    "StepSpec",
+    "apply_patch",
+    "build_plan",
+    "check_id",
+    "parse_draft",
+    "parse_patch",
+    "topo_order",
+    "validate_plan",
+]
+
+DEFAULT_MAX_ATTEMPTS = 3
+_STRICT: dict[str, Any] = {"extra": "forbid", "strict": True}  # how pydantic validates these in the log
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+
+
+@dataclass(frozen=True, slots=True)
+class StepSpec:
+    """One step of a plan version: its contract plus its attempt budget."""
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+
+    id: str
+    title: str
+    depends_on: tuple[str, ...]
+    completion_evidence: str
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+
+    def contract(self) -> tuple[str, str, frozenset[str]]:
+        """What a completed step promised: title, completion evidence and dependencies (as a set)."""
+        return (self.title, self.completion_evidence, frozenset(self.depends_on))
+
+
+@dataclass(frozen=True, slots=True)
+class CriterionSpec:
+    """One acceptance criterion of the goal."""
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+
+    id: str
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """Run policy; ``max_in_progress`` None means unlimited."""
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+
+    max_in_progress: int | None = 1
+
+
+@dataclass(frozen=True, slots=True)
+class PlanSpec:
+    """A whole plan version as recorded in the log (steps in draft order)."""
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+
+    goal: str
+    acceptance_criteria: tuple[CriterionSpec, ...]
+    steps: tuple[StepSpec, ...]
+    policy: Policy = Policy()
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    """A parsed draft before defaults are filled in: goal and policy may be absent (a replan keeps them)."""
+
+    goal: str | None
+    acceptance_criteria: tuple[CriterionSpec, ...]
+    steps: tuple[StepSpec, ...]
+    policy: Policy | None
+
+
+PatchOpName = Literal[
+    "add_step", "replace_step", "remove_step", "add_criterion", "replace_criterion", "remove_criterion", "set_policy"
+]
+
+
+@dataclass(frozen=True, slots=True)
+class PatchOp:
+    """One patch operation; only the fields its ``op`` needs are set."""
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+
+    op: PatchOpName
+    step_id: str | None = None
+    step: StepSpec | None = None
+    criterion_id: str | None = None
+    criterion: CriterionSpec | None = None
+    policy: Policy | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlanPatch:
+    """Operations applied to plan version ``base_version`` to give the whole next draft."""
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+
+    base_version: int
+    operations: tuple[PatchOp, ...]
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def _get(obj: Mapping[str, Any], *names: str) -> Any:
+    for name in names:
+        if name in obj:
+            return obj[name]
+    return None
+
+
+def _require_mapping(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise error("DRAFT_INVALID", f"{where} must be a JSON object", path=where)
+    return value
+
+
+def _reject_unknown(obj: Mapping[str, Any], allowed: set[str], where: str) -> None:
+    unknown = sorted(set(obj) - allowed)
+    if unknown:
+        raise error("DRAFT_INVALID", f"{where} has unknown keys: {', '.join(unknown)}", path=where, ids=unknown)
+
+
+def _text(value: Any, where: str) -> str:
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        raise error("DRAFT_INVALID", f"{where} must be a string", path=where)
+    text = value.strip()
+    if not text:
+        raise error("BLANK_FIELD", f"{where} is blank", path=where)
+    return text
+
+
+def check_id(value: Any, where: str) -> str:
+    """Return ``value`` if it is a valid id, else raise INVALID_ID naming where it came from."""
+    if not isinstance(value, str) or not _ID.fullmatch(value):
+        shown = repr(value)[:80]
+        raise error(
+            "INVALID_ID",
+            f"{where} {shown} is not a valid id (letters, digits and ._:- only, at most 128, no spaces)",
+            path=where,
+        )
+    return value
+
+
+def _positive_int(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise error("DRAFT_INVALID", f"{where} must be a whole number >= 1", path=where)
+    return value
+
+
+_STEP_KEYS = {
+    "id", "title", "depends_on", "dependsOn", "completion_evidence", "completionEvidence", "max_attempts", "maxAttempts"
+}
+
+
+def _parse_step(raw: Any, where: str) -> StepSpec:
+    obj = _require_mapping(raw, where)
+    _reject_unknown(obj, _STEP_KEYS, where)
+    step_id = check_id(obj.get("id"), f"{where}.id")
+    deps = _get(obj, "depends_on", "dependsOn")
+    if deps is None:
+        deps = []
+    if not isinstance(deps, list):
+        raise error("DRAFT_INVALID", f"{where}.depends_on must be a list of step ids", path=where, step=step_id)
+    attempts = _get(obj, "max_attempts", "maxAttempts")
+    return StepSpec(
+        id=step_id,
+        title=_text(obj.get("title"), f"{where}.title"),
+        depends_on=tuple(check_id(d, f"{where}.depends_on") for d in deps),
+        completion_evidence=_text(_get(obj, "completion_evidence", "completionEvidence"), f"{where}.completion_evidence"),
+        max_attempts=DEFAULT_MAX_ATTEMPTS if attempts is None else _positive_int(attempts, f"{where}.max_attempts"),
+    )
+
+
+def _parse_criterion(raw: Any, where: str) -> CriterionSpec:
+    obj = _require_mapping(raw, where)
+    _reject_unknown(obj, {"id", "description"}, where)
+    return CriterionSpec(
+        id=check_id(obj.get("id"), f"{where}.id"), description=_text(obj.get("description"), f"{where}.description")
+    )
+
+
+def _parse_policy(raw: Any, where: str) -> Policy:
+    obj = _require_mapping(raw, where)
+    _reject_unknown(obj, {"max_in_progress", "maxInProgress"}, where)
+    value = _get(obj, "max_in_progress", "maxInProgress")
+    if value is None:
+        return Policy()
+    if value == "unlimited":
+        return Policy(max_in_progress=None)
+    return Policy(max_in_progress=_positive_int(value, f"{where}.max_in_progress"))
+
+
+def _parse_list(raw: Any, where: str) -> list[Any]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise error("DRAFT_INVALID", f"{where} must be a list", path=where)
+    return raw
+
+
+_DRAFT_KEYS = {"goal", "acceptance_criteria", "acceptanceCriteria", "steps", "policy"}
+
+
+def parse_draft(raw: Any) -> Draft:
+    """Parse a draft's JSON value (snake_case or seed 000 camelCase) without judging the graph."""
+    obj = _require_mapping(raw, "draft")
+    _reject_unknown(obj, _DRAFT_KEYS, "draft")
+    goal = obj.get("goal")
+    criteria = _parse_list(_get(obj, "acceptance_criteria", "acceptanceCriteria"), "acceptance_criteria")
+    steps = _parse_list(obj.get("steps"), "steps")
+    policy = obj.get("policy")
+    return Draft(
+        goal=None if goal is None else _text(goal, "goal"),
+        acceptance_criteria=tuple(_parse_criterion(c, f"acceptance_criteria[{i}]") for i, c in enumerate(criteria)),
+        steps=tuple(_parse_step(s, f"steps[{i}]") for i, s in enumerate(steps)),
+        policy=None if policy is None else _parse_policy(policy, "policy"),
+    )
+
+
+def build_plan(draft: Draft, *, goal: str | None = None, policy: Policy | None = None) -> PlanSpec:
+    """Fill in a draft's goal and policy (``goal``/``policy`` are what it inherits) and validate it."""
+    plan_goal = draft.goal if draft.goal is not None else goal
+    if plan_goal is None:
+        raise error("BLANK_FIELD", "the draft has no goal", path="goal")
+    spec = PlanSpec(
+        goal=plan_goal,
+        acceptance_criteria=draft.acceptance_criteria,
+        steps=draft.steps,
+        policy=draft.policy or policy or Policy(),
+    )
+    validate_plan(spec)
+    return spec
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _duplicates(ids: Iterable[str]) -> list[str]:
+    seen: set[str] = set()
+    dups: set[str] = set()
+    for i in ids:
+        (dups if i in seen else seen).add(i)
+    return sorted(dups)
+
+
+def validate_plan(plan: PlanSpec) -> tuple[str, ...]:
+    """Check a plan's structure and graph; return its stable topological order or raise a draft code."""
+    if not plan.acceptance_criteria:
+        raise error("NO_ACCEPTANCE_CRITERIA", "the plan needs at least one acceptance criterion")
+    if not plan.steps:
+        raise error("EMPTY_PLAN", "the plan needs at least one step")
+    dup_criteria = _duplicates(c.id for c in plan.acceptance_criteria)
+    if dup_criteria:
+        raise error("DUPLICATE_CRITERION_ID", f"duplicate criterion ids: {', '.join(dup_criteria)}", ids=dup_criteria)
+    dup_steps = _duplicates(s.id for s in plan.steps)
+    if dup_steps:
+        raise error("DUPLICATE_STEP_ID", f"duplicate step ids: {', '.join(dup_steps)}", ids=dup_steps)
+    known = {s.id for s in plan.steps}
+    for step in plan.steps:
+        missing = sorted(set(step.depends_on) - known)
+        if missing:
+            raise error(
+                "UNKNOWN_DEPENDENCY",
+                f"step {step.id} depends on unknown steps: {', '.join(missing)}",
+                step=step.id,
+                ids=missing,
+            )
+        if step.id in step.depends_on:
+            raise error("SELF_DEPENDENCY", f"step {step.id} depends on itself", step=step.id, ids=[step.id])
+    return topo_order(plan.steps)
+
+
+def topo_order(steps: Sequence[StepSpec]) -> tuple[str, ...]:
+    """Kahn's algorithm, always taking the smallest ready id: the one stable order of every listing."""
+    indegree = {s.id: len(set(s.depends_on)) for s in steps}
+    dependents: dict[str, list[str]] = {s.id: [] for s in steps}
+    for s in steps:
+        for dep in set(s.depends_on):
+            dependents[dep].append(s.id)
+    ready = [i for i, d in indegree.items() if d == 0]
+    heapq.heapify(ready)
+    order: list[str] = []
+    while ready:
+        current = heapq.heappop(ready)
+        order.append(current)
+        for child in dependents[current]:
+            indegree[child] -= 1
+            if indegree[child] == 0:
+                heapq.heappush(ready, child)
+    if len(order) != len(steps):
+        cycle = _find_cycle({s.id: s.depends_on for s in steps if indegree[s.id] > 0})
+        raise error("DEPENDENCY_CYCLE", f"dependency cycle: {' -> '.join([*cycle, cycle[0]])}", ids=cycle)
+    return tuple(order)
+
+
+def _find_cycle(graph: Mapping[str, Sequence[str]]) -> list[str]:
+    """One cycle among steps that Kahn could not order, rotated to start at its smallest id."""
+    # Every remaining node has a remaining dependency, so walking dependencies must revisit a node.
+    node = min(graph)
+    position: dict[str, int] = {}
+    path: list[str] = []
+    while node not in position:
+        position[node] = len(path)
+        path.append(node)
+        node = min(d for d in graph[node] if d in graph)
+    cycle = path[position[node]:]
+    cycle.reverse()  # list it in execution order: each step depends on the one before it
+    start = cycle.index(min(cycle))
+    return cycle[start:] + cycle[:start]
+
+
+# --------------------------------------------------------------------------- patches
+
+_OP_NAMES = {"add_step", "replace_step", "remove_step", "add_criterion", "replace_criterion", "remove_criterion", "set_policy"}
+
+
+def _parse_op(raw: Any, where: str) -> PatchOp:
+    obj = _require_mapping(raw, where)
+    op = obj.get("op")
+    if op not in _OP_NAMES:
+        raise error("PATCH_INVALID", f"{where}.op must be one of {', '.join(sorted(_OP_NAMES))}", path=where)
+    _reject_unknown(obj, {"op", "step_id", "stepId", "step", "criterion_id", "criterionId", "criterion", "policy"}, where)
+    step_id = _get(obj, "step_id", "stepId")
+    criterion_id = _get(obj, "criterion_id", "criterionId")
+    needs_step = op in ("add_step", "replace_step")
+    needs_criterion = op in ("add_criterion", "replace_criterion")
+    if op in ("replace_step", "remove_step"):
+        step_id = check_id(step_id, f"{where}.step_id")
+    if op in ("replace_criterion", "remove_criterion"):
+        criterion_id = check_id(criterion_id, f"{where}.criterion_id")
+    if op == "set_policy" and obj.get("policy") is None:
+        raise error("PATCH_INVALID", f"{where}: set_policy needs a policy", path=where)
+    return PatchOp(
+        op=op,
+        step_id=step_id,
+        step=_parse_step(obj.get("step"), f"{where}.step") if needs_step else None,
+        criterion_id=criterion_id,
+        criterion=_parse_criterion(obj.get("criterion"), f"{where}.criterion") if needs_criterion else None,
+        policy=_parse_policy(obj["policy"], f"{where}.policy") if op == "set_policy" else None,
+    )
+
+
+def parse_patch(raw: Any) -> PlanPatch:
+    """Parse a patch's JSON value: ``{"base_version": N, "operations": [...]}``."""
+    obj = _require_mapping(raw, "patch")
+    _reject_unknown(obj, {"base_version", "baseVersion", "operations"}, "patch")
+    base = _get(obj, "base_version", "baseVersion")
+    if isinstance(base, bool) or not isinstance(base, int) or base < 1:
+        raise error("PATCH_INVALID", "patch.base_version must be a plan version (>= 1)", path="patch.base_version")
+    ops = obj.get("operations")
+    if not isinstance(ops, list) or not ops:
+        raise error("PATCH_INVALID", "patch.operations must be a non-empty list", path="patch.operations")
+    return PlanPatch(base_version=base, operations=tuple(_parse_op(o, f"operations[{i}]") for i, o in enumerate(ops)))
+
+
+def _index_of(items: Sequence[Any], item_id: str, what: str, where: str) -> int:
+    for i, item in enumerate(items):
+        if item.id == item_id:
+            return i
+    raise error("PATCH_INVALID", f"{where}: no {what} {item_id} in the base version", ids=[item_id])
+
+
+def _apply_op(plan: PlanSpec, op: PatchOp, where: str) -> PlanSpec:
+    steps = list(plan.steps)
+    criteria = list(plan.acceptance_criteria)
+    if op.op == "add_step" and op.step is not None:
+        if any(s.id == op.step.id for s in steps):
+            raise error("PATCH_INVALID", f"{where}: step {op.step.id} already exists", ids=[op.step.id])
+        steps.append(op.step)
+    elif op.op == "replace_step" and op.step is not None and op.step_id is not None:
+        steps[_index_of(steps, op.step_id, "step", where)] = op.step
+        if op.step.id != op.step_id:  # a renamed step keeps its dependents pointing at it
+            steps = [
+                replace(s, depends_on=tuple(op.step.id if d == op.step_id else d for d in s.depends_on))
+                for s in steps
+            ]
+    elif op.op == "remove_step" and op.step_id is not None:
+        del steps[_index_of(steps, op.step_id, "step", where)]
+    elif op.op == "add_criterion" and op.criterion is not None:
+        if any(c.id == op.criterion.id for c in criteria):
+            raise error("PATCH_INVALID", f"{where}: criterion {op.criterion.id} already exists", ids=[op.criterion.id])
+        criteria.append(op.criterion)
+    elif op.op == "replace_criterion" and op.criterion is not None and op.criterion_id is not None:
+        criteria[_index_of(criteria, op.criterion_id, "criterion", where)] = op.criterion
+    elif op.op == "remove_criterion" and op.criterion_id is not None:
+        del criteria[_index_of(criteria, op.criterion_id, "criterion", where)]
+    elif op.op == "set_policy" and op.policy is not None:
+        return replace(plan, policy=op.policy)
+    return replace(plan, steps=tuple(steps), acceptance_criteria=tuple(criteria))
+
+
+def apply_patch(base: PlanSpec, patch: PlanPatch) -> PlanSpec:
+    """Apply every operation in order to ``base`` and validate the whole result."""
+    plan = base
+    for i, op in enumerate(patch.operations):
+        plan = _apply_op(plan, op, f"operations[{i}] ({op.op})")
+    validate_plan(plan)
+    return plan

@@ -1,0 +1,100 @@
+"""The store boundary: what any event store (the JSONL file, later PostgreSQL) must provide.
+
+A store appends records for one run under an exclusive writer lock, assigns gapless seqs, chains hashes and
+guards its invariants before a byte is written. The ledger (:mod:`ledger.api`) talks to a store only
+through :class:`Store` and :class:`Session`, so every store runs the same contract tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from typing import Literal, NamedTuple, Protocol
+
+from ledger.events import Actor, Event, Record, Source
+
+__all__ = ["Ack", "FsyncPolicy", "PendingRecord", "Session", "Store", "TornTail"]
+
+FsyncPolicy = Literal["always", "batch", "none"]
+
+
+class PendingRecord(NamedTuple):
+    """A record the ledger wants appended; the store assigns ``seq``, ``prev`` and ``h``."""
+
+    ts: str
+    plan_version: int
+    actor: Actor
+    data: Event
+    source: Source | None = None
+    key: str | None = None
+
+
+class Ack(NamedTuple):
+    """What an append returns: the record's seq and hash; ``durable`` once an fsync covers it."""
+
+    seq: int
+    hash: str
+    durable: bool = True
+    duplicate: bool = False
+    orphan: str | None = None
+
+
+class TornTail(NamedTuple):
+    """Bytes after the last valid record that a crash left behind (no newline, or a zero-filled block)."""
+
+    offset: int
+    length: int
+    line: int
+    zero_fill: bool = False
+
+
+class Session(Protocol):
+    """One exclusive turn at the log: catch up with what others wrote, then append."""
+
+    @property
+    def head_seq(self) -> int:
+        """The seq of the last record in the log."""
+        ...
+
+    @property
+    def head_hash(self) -> str:
+        """The hash of the last record in the log."""
+        ...
+
+    @property
+    def rewound(self) -> bool:
+        """True when the log no longer extends what this store saw before (a repair cut it back)."""
+        ...
+
+    def new_records(self) -> Iterator[Record]:
+        """Records appended since this store last looked (all of them on the first session)."""
+        ...
+
+    def stage(self, record: PendingRecord) -> Record:
+        """Assign the next seq and chain hash to ``record``; nothing is written until :meth:`commit`."""
+        ...
+
+    def commit(self) -> bool:
+        """Write every staged record as one unit; return True when they are durable (fsynced)."""
+        ...
+
+
+class Store(Protocol):
+    """One run's log."""
+
+    @property
+    def run(self) -> str:
+        """The run id from the log's header."""
+        ...
+
+    def session(self) -> AbstractContextManager[Session]:
+        """Take the writer lock for one read-decide-append turn."""
+        ...
+
+    def sync(self) -> None:
+        """Make every acknowledged record durable (group commit)."""
+        ...
+
+    def close(self) -> None:
+        """Sync what the policy owes and release the store."""
+        ...

@@ -1,0 +1,110 @@
+"""``plantrail verify``: the full audit of a log.
+
+1. Every line: framing, hash, schema, canonical form, seq continuity and the hash chain (the reader).
+2. Every event legal when replayed in order: the rules of :func:`ledger.decide.check` against the state
+   before it; late results are allowed, as orphans.
+3. No orphan ever applied: a late result changes nothing but the orphan list.
+4. Determinism: an independent second read and fold gives the same canonical bytes.
+5. Optionally, an anchor ``SEQ:HASH`` the auditor kept: the log must still contain that record.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import NamedTuple
+
+from ledger.decide import check
+from ledger.errors import PlantrailError, error
+from ledger.jsonl import LogReader
+from ledger.store import TornTail
+from projections.canonical import canonical_bytes, state_hash
+from projections.model import PlanState
+from projections.state import evolve, fold, initial
+
+__all__ = ["VerifyReport", "parse_anchor", "verify_log"]
+
+
+class VerifyReport(NamedTuple):
+    """What verify checked and the figures it found."""
+
+    records: int
+    last_seq: int
+    head_hash: str | None
+    versions: int
+    orphans: int
+    outcome: str | None
+    state_hash: str
+    anchor: tuple[int, str] | None
+    torn: TornTail | None
+
+
+def parse_anchor(text: str) -> tuple[int, str]:
+    """Parse ``SEQ:HASH`` (the head ``verify`` prints)."""
+    seq, _, h = text.partition(":")
+    if not seq.isdigit() or len(h) != 64 or any(c not in "0123456789abcdef" for c in h):
+        raise error("USAGE", f"an anchor is SEQ:HASH with a 64-hex hash, not {text!r}")
+    return int(seq), h
+
+
+def _plan_part(state: PlanState) -> PlanState:
+    """The state without what a late result may change (the orphan list) or what every record moves."""
+    return state._replace(orphans=(), last_seq=0, head=None)
+
+
+def _judge(state: PlanState, record_type: str, seq: int, data: object, plan_version: int) -> str | None:
+    try:
+        return check(state, data, plan_version)  # type: ignore[arg-type]
+    except PlantrailError as exc:
+        raise error(
+            "ILLEGAL_EVENT",
+            f"seq {seq} ({record_type}) breaks a rule when replayed: {exc.code}: {exc.message}",
+            seq=seq,
+            rule=exc.code,
+        ) from None
+
+
+def verify_log(path: str | os.PathLike[str], *, anchor: tuple[int, str] | None = None) -> VerifyReport:
+    """Run every check; raise the first damage found (a LogDamaged error), else report."""
+    state = initial()
+    count = 0
+    anchored = anchor is None
+    with LogReader(path) as reader:
+        for record in reader.records():
+            count += 1
+            if anchor is not None and record.seq == anchor[0]:
+                if record.h != anchor[1]:
+                    raise error("ANCHOR_MISMATCH", f"seq {anchor[0]} has hash {record.h}, not the anchored one",
+                                seq=anchor[0])
+                anchored = True
+            late = _judge(state, record.type, record.seq, record.data, record.plan_version)
+            after = evolve(state, record)
+            if late is not None:
+                if _plan_part(after) != _plan_part(state) or len(after.orphans) != len(state.orphans) + 1:
+                    raise error("ORPHAN_APPLIED", f"the late result at seq {record.seq} changed the plan",
+                                seq=record.seq)
+            state = after
+        torn = reader.torn
+    if not anchored:
+        assert anchor is not None
+        raise error(
+            "ANCHOR_MISMATCH",
+            f"the log ends at seq {state.last_seq}; it no longer contains the anchored seq {anchor[0]} "
+            "(cut off or rewritten)",
+            seq=anchor[0],
+            actual=state.last_seq,
+        )
+    with LogReader(path) as second:
+        again = fold(second.records())
+    if canonical_bytes(again) != canonical_bytes(state):
+        raise error("NONDETERMINISTIC_FOLD", "two folds of the same log gave different states")
+    return VerifyReport(
+        records=count,
+        last_seq=state.last_seq,
+        head_hash=state.head,
+        versions=len(state.versions),
+        orphans=len(state.orphans),
+        outcome=state.outcome,
+        state_hash=state_hash(state),
+        anchor=anchor,
+        torn=torn,
+    )

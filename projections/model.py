@@ -1,0 +1,153 @@
+"""The plan state model: immutable values that :mod:`projections.state` folds the log into."""
+
+from __future__ import annotations
+
+from typing import Final, Literal, NamedTuple
+
+from ledger.plan import PlanSpec
+from projections.table import Table
+
+__all__ = [
+    "EMPTY_TABLE",
+    "FINAL_OUTCOMES",
+    "Changes",
+    "CriterionState",
+    "CriterionStatus",
+    "Orphan",
+    "OrphanWhy",
+    "PlanState",
+    "StepChange",
+    "StepState",
+    "StepStatus",
+    "VersionInfo",
+]
+
+StepStatus = Literal["pending", "in_progress", "completed", "blocked"]
+CriterionStatus = Literal["unverified", "passed", "failed"]
+OrphanWhy = Literal["SUPERSEDED_VERSION", "STALE_ATTEMPT", "RUN_FINISHED"]
+FINAL_OUTCOMES: Final = frozenset({"complete", "failed", "cancelled"})
+
+
+class StepState(NamedTuple):
+    """One step of the active version.
+
+    ``reset`` says why the step (re)started in this version (``added``, ``contract_changed``,
+    ``upstream_invalidated``, ``superseded``, ``unblocked``); ``invalidated_by`` names the upstream step
+    whose change invalidated it. ``exhausted`` marks a step blocked because its attempts ran out.
+    """
+
+    id: str
+    status: StepStatus = "pending"
+    attempt: int = 0
+    evidence: tuple[str, ...] = ()
+    reason: str | None = None
+    error: str | None = None
+    exhausted: bool = False
+    max_attempts: int = 3
+    last_seq: int = 0
+    reset: str | None = None
+    invalidated_by: str | None = None
+
+
+class CriterionState(NamedTuple):
+    """One acceptance criterion of the active version; ``reset`` says why a verdict was dropped."""
+
+    id: str
+    status: CriterionStatus = "unverified"
+    evidence: str | None = None
+    last_seq: int = 0
+    reset: str | None = None
+
+
+class Orphan(NamedTuple):
+    """A late result, kept for the audit and never applied to the plan."""
+
+    seq: int
+    type: str
+    step: str
+    plan_version: int
+    attempt: int
+    active_version: int
+    why: OrphanWhy
+    evidence: tuple[str, ...] = ()
+    reason: str | None = None
+
+
+class StepChange(NamedTuple):
+    """What a replan did to one step or criterion that existed before: ``cause``, its status then (``was``),
+    the attempt it was on, the upstream step whose change invalidated it, and the contract fields that changed."""
+
+    step: str
+    cause: str
+    was: str | None = None
+    attempt: int = 0
+    upstream: str | None = None
+    fields: tuple[str, ...] = ()
+
+
+class Changes(NamedTuple):
+    """What a replan did to the previous version: kept, reset (with causes), added and removed work."""
+
+    kept: tuple[str, ...] = ()
+    reset: tuple[StepChange, ...] = ()
+    added: tuple[str, ...] = ()
+    removed: tuple[StepChange, ...] = ()
+    criteria_kept: tuple[str, ...] = ()
+    criteria_reset: tuple[StepChange, ...] = ()
+    criteria_added: tuple[str, ...] = ()
+    criteria_removed: tuple[str, ...] = ()
+    policy_changed: bool = False
+
+
+class VersionInfo(NamedTuple):
+    """One plan version: when and why it was adopted, its causes, the whole plan, and what changed."""
+
+    version: int
+    seq: int
+    ts: str
+    actor: str
+    plan: PlanSpec
+    reason: str | None = None
+    why: str | None = None
+    causes: tuple[int, ...] = ()
+    observations: tuple[str, ...] = ()
+    patched: bool = False
+    changes: Changes | None = None
+
+
+EMPTY_TABLE: Final[Table[object]] = Table((), ())
+
+
+class PlanState(NamedTuple):
+    """Everything the log says about the run, folded; compare two states by :func:`projections.canonical.state_hash`."""
+
+    run: str | None = None
+    plan: PlanSpec | None = None
+    version: int = 0
+    steps: Table[StepState] = EMPTY_TABLE  # type: ignore[assignment]
+    criteria: Table[CriterionState] = EMPTY_TABLE  # type: ignore[assignment]
+    outcome: str | None = None
+    outcome_reason: str | None = None
+    outcome_seq: int | None = None
+    versions: tuple[VersionInfo, ...] = ()
+    orphans: tuple[Orphan, ...] = ()
+    consecutive_failures: int = 0
+    last_seq: int = -1
+    head: str | None = None
+
+    @property
+    def goal(self) -> str | None:
+        """The run's goal (it never changes across versions)."""
+        return None if self.plan is None else self.plan.goal
+
+    @property
+    def finished(self) -> bool:
+        """True once the run ended complete, failed or cancelled (``paused`` is not final)."""
+        return self.outcome in FINAL_OUTCOMES
+
+
+def initial() -> PlanState:
+    """The state of an empty log."""
+    return PlanState()
+
+

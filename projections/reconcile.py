@@ -1,0 +1,133 @@
+"""Reconcile on replan (seed 000 ``reconcilePlan``, seed 001 section 9.3): what work a new version keeps.
+
+A completed step keeps its status, attempt and evidence only if its contract (title, completion evidence,
+dependencies as a set) is unchanged **and** every dependency was itself kept: invalidation follows lineage,
+and each reset step names the upstream step whose change started the chain. Everything else starts
+pending at attempt 0; a step in progress at the replan is superseded. A criterion keeps its verdict only
+if its description is unchanged and the replan invalidated no completed work (evidence must be current).
+"""
+
+from __future__ import annotations
+
+from ledger.plan import PlanSpec, StepSpec, topo_order
+from projections.model import Changes, CriterionState, StepChange, StepState
+from projections.table import Table
+
+__all__ = ["reconcile"]
+
+_CONTRACT_FIELDS = ("title", "completion_evidence", "depends_on")
+
+
+def _changed_fields(old: StepSpec, new: StepSpec) -> tuple[str, ...]:
+    diffs = []
+    for name, a, b in zip(_CONTRACT_FIELDS, old.contract(), new.contract(), strict=True):
+        if a != b:
+            diffs.append(name)
+    return tuple(diffs)
+
+
+def _step_verdict(
+    old: StepState | None, old_spec: StepSpec | None, new_spec: StepSpec, kept: set[str], roots: dict[str, str]
+) -> StepChange | None:
+    """None when ``old`` keeps its work; otherwise why it starts again (only for work that existed)."""
+    if old is None or old_spec is None:
+        return StepChange(step=new_spec.id, cause="added")
+    fields = _changed_fields(old_spec, new_spec)
+    was = {"was": old.status, "attempt": old.attempt, "fields": fields}
+    if old.status == "in_progress":
+        return StepChange(step=new_spec.id, cause="superseded", **was)
+    if fields:
+        return StepChange(step=new_spec.id, cause="contract_changed", **was)
+    if old.status == "blocked":
+        return StepChange(step=new_spec.id, cause="unblocked", **was)
+    if old.status == "pending":
+        return None
+    broken = sorted(d for d in set(new_spec.depends_on) if d not in kept)
+    if broken:
+        upstream = roots.get(broken[0], broken[0])
+        return StepChange(step=new_spec.id, cause="upstream_invalidated", upstream=upstream, **was)
+    return None
+
+
+def reconcile(
+    old_plan: PlanSpec,
+    old_steps: Table[StepState],
+    old_criteria: Table[CriterionState],
+    new_plan: PlanSpec,
+    seq: int,
+) -> tuple[Table[StepState], Table[CriterionState], Changes]:
+    """The new version's step and criterion states, and the record of what changed, at replan ``seq``."""
+    old_specs = {s.id: s for s in old_plan.steps}
+    new_specs = {s.id: s for s in new_plan.steps}
+    order = topo_order(new_plan.steps)
+    kept: set[str] = set()
+    roots: dict[str, str] = {}  # reset step -> the upstream step whose change invalidated it
+    resets: list[StepChange] = []
+    states: list[StepState] = []
+    for step_id in order:  # dependencies come first, so lineage is known when a dependent is judged
+        spec = new_specs[step_id]
+        old = old_steps.get(step_id)
+        change = _step_verdict(old, old_specs.get(step_id), spec, kept, roots)
+        if old is not None and change is None and old.status == "completed":
+            kept.add(step_id)
+            states.append(old._replace(max_attempts=spec.max_attempts))
+            continue
+        if change is not None:
+            roots[step_id] = change.upstream or step_id
+            if change.cause != "added":
+                resets.append(change)
+        states.append(
+            StepState(
+                id=step_id,
+                max_attempts=spec.max_attempts,
+                last_seq=seq if change is not None else (old.last_seq if old else seq),
+                reset=None if change is None else change.cause,
+                invalidated_by=None if change is None else change.upstream,
+            )
+        )
+    removed = tuple(
+        StepChange(step=s.id, cause="removed", was=old_steps[s.id].status, attempt=old_steps[s.id].attempt)
+        for s in old_plan.steps
+        if s.id not in new_specs
+    )
+    lost_work = any(c.was == "completed" for c in (*resets, *removed))
+    criteria, criteria_changes = _reconcile_criteria(old_plan, old_criteria, new_plan, lost_work, seq)
+    changes = Changes(
+        kept=tuple(kept_id for kept_id in order if kept_id in kept),
+        reset=tuple(resets),
+        added=tuple(s for s in order if s not in old_specs),
+        removed=removed,
+        criteria_kept=criteria_changes[0],
+        criteria_reset=criteria_changes[1],
+        criteria_added=criteria_changes[2],
+        criteria_removed=tuple(c.id for c in old_plan.acceptance_criteria if c.id not in criteria),
+        policy_changed=old_plan.policy != new_plan.policy,
+    )
+    return Table(order, states), criteria, changes
+
+
+def _reconcile_criteria(
+    old_plan: PlanSpec, old_criteria: Table[CriterionState], new_plan: PlanSpec, lost_work: bool, seq: int
+) -> tuple[Table[CriterionState], tuple[tuple[str, ...], tuple[StepChange, ...], tuple[str, ...]]]:
+    old_descriptions = {c.id: c.description for c in old_plan.acceptance_criteria}
+    states: list[CriterionState] = []
+    kept: list[str] = []
+    reset: list[StepChange] = []
+    added: list[str] = []
+    for spec in new_plan.acceptance_criteria:
+        old = old_criteria.get(spec.id)
+        if old is None:
+            added.append(spec.id)
+            states.append(CriterionState(id=spec.id, last_seq=seq, reset="added"))
+            continue
+        cause = "description_changed" if old_descriptions[spec.id] != spec.description else None
+        if cause is None and lost_work and old.status != "unverified":
+            cause = "work_invalidated"
+        if cause is None:
+            kept.append(spec.id)
+            states.append(old)
+            continue
+        reset.append(StepChange(step=spec.id, cause=cause, was=old.status))
+        states.append(CriterionState(id=spec.id, last_seq=seq, reset=cause))
+    ids = tuple(c.id for c in new_plan.acceptance_criteria)
+    return Table(ids, states), (tuple(kept), tuple(reset), tuple(added))
