@@ -1,0 +1,1 @@
+"""plantrail benchmark suite: run with `python -m bench.run`."""

@@ -1,0 +1,317 @@
+"""Entry point: `python -m bench.run` prints machine info and a Markdown table of medians and ratios.
+
+Rows are RowSpec entries in ROWS. A side is a function (workload, n) -> probe; the helpers
+on_log, on_append, process_time and process_rss turn plain functions into sides, e.g.
+
+    RowSpec("full replay", all_sizes, baseline=on_log(orjson_read),
+            candidate=on_log(ledger.replay), target="<=3x")
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+from bench.baselines import (
+    eventsourcing_replay,
+    orjson_read,
+    python_import_process,
+    write_fsync_batches,
+    write_fsync_each,
+)
+from bench.corpus import make_lines, write_log
+from bench.harness import Probe, Row, compare_values, peak_rss_mb, render_table, run_process, sample, timed
+
+PACKAGES = ("orjson", "pydantic", "click", "eventsourcing", "plantrail")
+
+
+@dataclass(frozen=True)
+class Config:
+    """What to run: event counts, repeats, and the size of fsync-bound and process rows."""
+
+    sizes: tuple[int, ...]
+    repeats: int
+    append_events: int
+    status_events: int = 1000
+
+
+@dataclass
+class Workload:
+    """Generated inputs shared by all rows (lines and log files cached per size) plus run notes.
+
+    `generator` makes the event lines; swap in one built on plantrail's writer once its
+    replay checks the hash chain, so both sides of each row read a valid plantrail log.
+    """
+
+    dir: Path
+    generator: Callable[[int], list[bytes]] = make_lines
+    notes: list[str] = field(default_factory=list)
+    _lines: dict[int, list[bytes]] = field(default_factory=dict)
+
+    def lines(self, n: int) -> list[bytes]:
+        """n event lines from the generator (by default synthetic ~400-byte hash-chained lines)."""
+        if n not in self._lines:
+            self._lines[n] = self.generator(n)
+        return self._lines[n]
+
+    def log(self, n: int) -> Path:
+        """Path of a JSONL log holding lines(n), written on first use."""
+        path = self.dir / f"log-{n}.jsonl"
+        if not path.exists():
+            write_log(path, self.lines(n))
+        return path
+
+
+Side = Callable[[Workload, int], Probe]
+
+
+@dataclass(frozen=True)
+class RowSpec:
+    """One figure: which sizes it runs at and the candidate (plantrail) and baseline sides."""
+
+    figure: str
+    sizes: Callable[[Config], Sequence[int]]
+    baseline: Side | None
+    candidate: Side | None = None
+    target: str | None = None
+    unit: str = "s"
+    per_event: bool = True
+
+
+def all_sizes(config: Config) -> Sequence[int]:
+    """Every --sizes value."""
+    return config.sizes
+
+
+def largest_size(config: Config) -> Sequence[int]:
+    """Only the largest --sizes value."""
+    return (max(config.sizes),)
+
+
+def append_size(config: Config) -> Sequence[int]:
+    """The --append-events count (fsync-bound rows cannot run at 10^6)."""
+    return (config.append_events,)
+
+
+def status_size(config: Config) -> Sequence[int]:
+    """The log size of the whole-process status row."""
+    return (config.status_events,)
+
+
+def on_log(fn: Callable[[Path], object]) -> Side:
+    """Time fn(path of the n-event log); the log is written before timing starts."""
+
+    def side(wl: Workload, n: int) -> Probe:
+        path = wl.log(n)
+        return timed(lambda: fn(path))
+
+    return side
+
+
+def on_append(fn: Callable[[Path, Sequence[bytes]], object]) -> Side:
+    """Time fn(empty file, n lines); the file is recreated and fsynced untimed before each run."""
+
+    def side(wl: Workload, n: int) -> Probe:
+        path = wl.dir / f"append-{fn.__name__}-{n}.jsonl"
+        lines = wl.lines(n)
+        return timed(lambda: fn(path, lines), lambda: _fresh_file(path))
+
+    return side
+
+
+def process_time(argv: Callable[[Workload, int], list[str]]) -> Side:
+    """Wall time of the whole process argv(workload, n)."""
+    return lambda wl, n: timed(run_process(argv(wl, n)), collect=False)
+
+
+def process_rss(argv: Callable[[Workload, int], list[str]]) -> Side:
+    """Peak RSS in MB of the process argv(workload, n)."""
+
+    def side(wl: Workload, n: int) -> Probe:
+        args = argv(wl, n)
+        return lambda: peak_rss_mb(args)
+
+    return side
+
+
+def _fresh_file(path: Path) -> None:
+    """Create or truncate path and make the empty file durable."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _import_argv(wl: Workload, n: int) -> list[str]:
+    """The import-only interpreter, whatever the size."""
+    return python_import_process()
+
+
+def _eventsourcing(wl: Workload, n: int) -> Probe:
+    """Set up eventsourcing's POPO store with n events (untimed, noted) and time its replay."""
+    start = time.perf_counter()
+    replay = eventsourcing_replay(n)
+    wl.notes.append(f"eventsourcing setup of {n:,} events took {time.perf_counter() - start:.1f} s (untimed)")
+    return timed(replay)
+
+
+ROWS: list[RowSpec] = [
+    RowSpec("full replay of a log", all_sizes, baseline=on_log(orjson_read)),
+    RowSpec("eventsourcing replay, POPO store (vs orjson read)", all_sizes,
+            baseline=on_log(orjson_read), candidate=_eventsourcing),
+    RowSpec("durable append, fsync per event", append_size, baseline=on_append(write_fsync_each)),
+    RowSpec("group-commit append, batches of 100", append_size, baseline=on_append(write_fsync_batches)),
+    RowSpec("resume / current state (vs full replay)", largest_size, baseline=None),
+    RowSpec("rebuild one plan version (vs folding its events)", largest_size, baseline=None),
+    RowSpec("peak memory of a full replay (vs interpreter + imports)", largest_size,
+            baseline=process_rss(_import_argv), unit="MB", per_event=False),
+    RowSpec("`plantrail status`, whole process (vs python -c import)", status_size,
+            baseline=process_time(_import_argv), per_event=False),
+]
+
+
+def run_spec(spec: RowSpec, wl: Workload, n: int, repeats: int) -> Row:
+    """Measure one spec at size n: interleaved when both sides exist, one side or pending otherwise."""
+    events = n if spec.per_event else None
+    base = spec.baseline(wl, n) if spec.baseline else None
+    try:
+        cand = spec.candidate(wl, n) if spec.candidate else None
+    except ModuleNotFoundError as exc:
+        wl.notes.append(f"{spec.figure}: skipped, {exc}")
+        cand = None
+    if cand is not None and base is not None:
+        return compare_values(spec.figure, cand, base, repeats=repeats, target=spec.target,
+                              unit=spec.unit, size=n, events=events)
+    cand_s = sample(cand, repeats=repeats) if cand else None
+    base_s = sample(base, repeats=repeats) if base else None
+    return Row(spec.figure, n, spec.unit, cand_s, base_s, spec.target, events)
+
+
+def run_all(specs: Sequence[RowSpec], config: Config, wl: Workload) -> list[Row]:
+    """Run every spec at each of its sizes, logging progress to stderr."""
+    rows = []
+    for spec in specs:
+        for n in spec.sizes(config):
+            print(f"… {spec.figure} at {n:,}", file=sys.stderr, flush=True)
+            rows.append(run_spec(spec, wl, n, config.repeats))
+    return rows
+
+
+def filesystem_of(path: Path) -> str:
+    """Filesystem type and source of the mount holding path, from /proc/self/mountinfo."""
+    target = os.path.realpath(path)
+    best, found = "", "unknown"
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields, _, tail = line.partition(" - ")
+        mount = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields.split()[4])
+        inside = target == mount or target.startswith(mount.rstrip("/") + "/")
+        if inside and len(mount) >= len(best):
+            fstype, source = tail.split()[:2]
+            best, found = mount, f"{fstype} ({source} on {mount})"
+    return found
+
+
+def cpu_model() -> str:
+    """CPU model name from /proc/cpuinfo, or platform.processor()."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def version_of(package: str) -> str:
+    """Installed version of package, or 'not installed'."""
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def machine_info(workdir: Path, config: Config) -> list[str]:
+    """Markdown bullet lines describing the machine and the run."""
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    packages = ", ".join(f"{p} {version_of(p)}" for p in PACKAGES)
+    return [
+        f"- CPU: {cpu_model()}; {os.cpu_count()} cores, {len(os.sched_getaffinity(0))} usable; load {load}",
+        f"- Python {platform.python_version()} ({platform.python_implementation()}) on {platform.platform()}",
+        f"- packages: {packages}",
+        f"- work dir: {workdir} on {filesystem_of(workdir)}",
+        f"- repeats: {config.repeats} (medians; candidate and baseline interleaved)",
+    ]
+
+
+def parse_sizes(text: str) -> tuple[int, ...]:
+    """Parse '1e4,1e5,1e6' into event counts."""
+    sizes = tuple(int(float(part)) for part in text.split(",") if part.strip())
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"sizes must be positive counts, got {text!r}")
+    return sizes
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Command-line options."""
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=parse_sizes, help="event counts (default 1e4,1e5,1e6; quick 1e3,1e4)")
+    parser.add_argument("--repeats", type=int, help="runs per measurement (default 5; quick 3)")
+    parser.add_argument("--append-events", type=int, help="events per fsync-bound run (default 10000; quick 1000)")
+    parser.add_argument("--quick", action="store_true", help="small sizes and fewer repeats, for a smoke run")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--keep", type=Path, metavar="DIR", help="generate files in DIR and keep them")
+    where.add_argument("--tmp", type=Path, metavar="DIR", help="parent of the temp dir (default: current dir)")
+    return parser.parse_args(argv)
+
+
+def config_from(args: argparse.Namespace) -> Config:
+    """Resolve defaults, which depend on --quick."""
+    quick = args.quick
+    return Config(
+        sizes=args.sizes or ((1_000, 10_000) if quick else (10_000, 100_000, 1_000_000)),
+        repeats=args.repeats or (3 if quick else 5),
+        append_events=args.append_events or (1_000 if quick else 10_000),
+    )
+
+
+@contextmanager
+def workdir(keep: Path | None, tmp: Path | None) -> Iterator[Path]:
+    """--keep DIR as is, else a temp dir under --tmp or the current dir, removed afterwards."""
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        yield keep
+        return
+    path = Path(tempfile.mkdtemp(prefix=".plantrail-bench-", dir=tmp or Path.cwd()))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the benchmark and print machine info, the table and notes."""
+    args = parse_args(argv)
+    config = config_from(args)
+    with workdir(args.keep, args.tmp) as path:
+        wl = Workload(path)
+        info = machine_info(path, config)
+        rows = run_all(ROWS, config, wl)
+    print("\n".join(["## plantrail benchmark", "", *info, "", render_table(rows)]))
+    if wl.notes:
+        print("\n".join(["", "Notes:", *(f"- {note}" for note in wl.notes)]))
+
+
+if __name__ == "__main__":
+    main()
