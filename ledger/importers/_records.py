@@ -1,0 +1,149 @@
+"""Helpers shared by the format parsers: typed field access, line streaming, skip accounting."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import MappingProxyType
+
+import orjson
+
+from .errors import TranscriptError
+from .model import Status, TodoItem
+
+JsonObject = Mapping[str, object]
+
+CONTEXT_LIMIT = 500
+STATUSES: frozenset[Status] = frozenset({"pending", "in_progress", "completed"})
+
+
+def text_field(record: JsonObject | None, key: str) -> str | None:
+    """The value at `key` when it is a string, else None."""
+    value = record.get(key) if record is not None else None
+    return value if isinstance(value, str) else None
+
+
+def object_field(record: JsonObject | None, key: str) -> JsonObject | None:
+    """The value at `key` when it is a JSON object, else None."""
+    value = record.get(key) if record is not None else None
+    return value if isinstance(value, dict) else None
+
+
+def list_field(record: JsonObject | None, key: str) -> list[object] | None:
+    """The value at `key` when it is a JSON array, else None."""
+    value = record.get(key) if record is not None else None
+    return value if isinstance(value, list) else None
+
+
+def objects(values: list[object] | None) -> Iterator[JsonObject]:
+    """The JSON objects in `values`, in order; anything else is passed over."""
+    for value in values or ():
+        if isinstance(value, dict):
+            yield value
+
+
+def clip(text: str) -> str:
+    """`text` without surrounding whitespace, cut to CONTEXT_LIMIT characters with a trailing '…'."""
+    text = text.strip()
+    return text if len(text) <= CONTEXT_LIMIT else text[: CONTEXT_LIMIT - 1] + "…"
+
+
+def iso_from_millis(millis: int) -> str:
+    """A Unix time in milliseconds as an ISO-8601 UTC timestamp with milliseconds."""
+    moment = datetime.fromtimestamp(millis // 1000, tz=UTC).replace(microsecond=(millis % 1000) * 1000)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def status_of(value: object, allowed: frozenset[Status] = STATUSES) -> Status | None:
+    """`value` as an item status when it is one of `allowed`, else None."""
+    for status in allowed:
+        if value == status:
+            return status
+    return None
+
+
+def todo_items(values: object, allowed: frozenset[Status] = STATUSES) -> tuple[TodoItem, ...] | None:
+    """`{content, status, id?, activeForm?, priority?}` objects as items; None if any is malformed."""
+    if not isinstance(values, list):
+        return None
+    items: list[TodoItem] = []
+    for value in values:
+        item = _todo_item(value, allowed) if isinstance(value, dict) else None
+        if item is None:
+            return None
+        items.append(item)
+    return tuple(items)
+
+
+def _todo_item(value: JsonObject, allowed: frozenset[Status]) -> TodoItem | None:
+    text = text_field(value, "content")
+    status = status_of(value.get("status"), allowed)
+    if text is None or status is None:
+        return None
+    label = value.get("id")
+    return TodoItem(
+        text=text,
+        status=status,
+        position_label=None if label is None else str(label),
+        active_form=text_field(value, "activeForm"),
+        priority=text_field(value, "priority"),
+    )
+
+
+@dataclass
+class Tally:
+    """Counts a transcript's lines, the lines of the parser's own format, and skipped lines."""
+
+    total: int = 0
+    recognized: int = 0
+    skipped: dict[int, str] = field(default_factory=dict)
+
+    def skip(self, line: int, reason: str) -> None:
+        """Count `line` as skipped; a line keeps the first reason it was skipped for."""
+        self.skipped.setdefault(line, reason)
+
+    def reasons(self) -> Mapping[str, int]:
+        """Skipped lines per reason, in reason order, read-only."""
+        return MappingProxyType(dict(sorted(Counter(self.skipped.values()).items())))
+
+    def require(self, format_name: str, path: Path) -> None:
+        """Refuse a file in which no line was a record of `format_name`."""
+        if self.recognized == 0:
+            raise TranscriptError("NOT_A_TRANSCRIPT", f"{path} holds no {format_name} record")
+
+
+def json_lines(path: Path, tally: Tally) -> Iterator[tuple[int, JsonObject]]:
+    """Stream the JSON objects of a JSONL file with their 1-based line numbers.
+
+    Blank lines, lines that are not JSON and JSON values that are not objects are skipped and
+    counted in `tally`, never fatal.
+    """
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            tally.total = number
+            record = _decode_line(raw)
+            if isinstance(record, str):
+                tally.skip(number, record)
+            else:
+                yield number, record
+
+
+def _decode_line(raw: bytes) -> JsonObject | str:
+    if not raw.strip():
+        return "blank_line"
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return "invalid_json"
+    return value if isinstance(value, dict) else "not_an_object"
+
+
+def json_document(path: Path, format_name: str) -> object:
+    """The whole file as one JSON value; a file that is not JSON is not a transcript."""
+    try:
+        return orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as exc:
+        raise TranscriptError("NOT_A_TRANSCRIPT", f"{path} is not a {format_name} JSON document") from exc

@@ -1,0 +1,274 @@
+"""Claude Code session transcripts (JSONL): TodoWrite snapshots and 2.1 TaskCreate / TaskUpdate events.
+
+A call sits in an `assistant` line as a `tool_use` block; its answer sits in a later `user` line as a
+`tool_result` block with the same id, often beside a structured `toolUseResult`. Both TodoWrite
+schemas are read: up to 1.0.x `{id, content, status, priority}` (the id is a position, kept as
+`position_label`) and from 1.0.128 `{content, status, activeForm}`. A subagent's transcript (a file
+named `...__subagent-<id>.jsonl`, or `subagents/agent-<id>.jsonl`) and sidechain lines are told apart
+from the lead's through `agent`: "lead", "subagent:<agent id>", or "subagent" for a sidechain line
+that names no agent.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ._records import (
+    JsonObject,
+    Tally,
+    clip,
+    json_lines,
+    list_field,
+    object_field,
+    objects,
+    text_field,
+    todo_items,
+)
+from .model import ListSnapshot, Observation, TaskEvent, ToolOutcome, Transcript
+
+__all__ = ["FORMAT", "is_record", "parse"]
+
+FORMAT = "claude-code"
+LEAD = "lead"
+RECORD_TYPES = frozenset(
+    {
+        "assistant",
+        "attachment",
+        "file-history-snapshot",
+        "last-prompt",
+        "permission-mode",
+        "progress",
+        "queue-operation",
+        "summary",
+        "system",
+        "user",
+    }
+)
+PLAN_TOOLS = frozenset({"TodoWrite", "TaskCreate", "TaskUpdate"})
+_IDENTITY_KEYS = ("sessionId", "uuid", "leafUuid", "messageId")
+_NOT_USER_WORDS = (
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<local-command-caveat>",
+    "<ide_",
+    "<system-reminder>",
+)
+_SUBAGENT_FILE = re.compile(r"__subagent-(?P<id>[^_.]+)\.jsonl$")
+_SUBAGENT_IN_FOLDER = re.compile(r"^agent-(?P<id>[^.]+)\.jsonl$")
+_CREATED_TEXT = re.compile(r"^Task #(?P<id>\S+) created")
+_UPDATED_TEXT = re.compile(r"^Updated task #\S+ ?(?P<fields>.*)$", re.DOTALL)
+
+
+def is_record(record: JsonObject) -> bool:
+    """Whether a JSONL line is a Claude Code transcript record."""
+    return record.get("type") in RECORD_TYPES and any(key in record for key in _IDENTITY_KEYS)
+
+
+@dataclass
+class _Reader:
+    """What the parser carries from line to line."""
+
+    file_agent: str
+    observations: list[Observation] = field(default_factory=list)
+    awaiting: dict[str, int] = field(default_factory=dict)
+    context: tuple[str | None, int | None] = (None, None)
+    session_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Origin:
+    """Where a call comes from: its line, id, time, author and the user message before it."""
+
+    line: int
+    native_id: str | None
+    timestamp: str | None
+    agent: str
+    context: str | None
+    context_line: int | None
+
+
+def parse(path: Path) -> Transcript:
+    """Read a Claude Code transcript into its plan observations, in file order."""
+    tally = Tally()
+    reader = _Reader(file_agent=_file_agent(path))
+    for number, record in json_lines(path, tally):
+        if not is_record(record):
+            tally.skip(number, "unknown_record_type")
+            continue
+        tally.recognized += 1
+        reader.session_id = reader.session_id or text_field(record, "sessionId")
+        if record.get("type") == "assistant":
+            if not _read_calls(reader, number, record):
+                tally.skip(number, "malformed_plan_update")
+        elif record.get("type") == "user":
+            _read_user(reader, number, record)
+    tally.require(FORMAT, path)
+    return Transcript(
+        format=FORMAT,
+        path=str(path),
+        session_id=reader.session_id,
+        observations=tuple(reader.observations),
+        lines_total=tally.total,
+        lines_skipped=len(tally.skipped),
+        skipped_reasons=tally.reasons(),
+    )
+
+
+def _file_agent(path: Path) -> str:
+    found = _SUBAGENT_FILE.search(path.name)
+    if found is None and path.parent.name == "subagents":
+        found = _SUBAGENT_IN_FOLDER.match(path.name)
+    return LEAD if found is None else f"subagent:{found['id']}"
+
+
+def _agent(record: JsonObject, file_agent: str) -> str:
+    agent_id = text_field(record, "agentId")
+    if agent_id is not None:
+        return f"subagent:{agent_id}"
+    if record.get("isSidechain") is True and file_agent == LEAD:
+        return "subagent"
+    return file_agent
+
+
+def _blocks(record: JsonObject, block_type: str) -> list[JsonObject]:
+    content = list_field(object_field(record, "message"), "content")
+    return [block for block in objects(content) if block.get("type") == block_type]
+
+
+def _read_calls(reader: _Reader, number: int, record: JsonObject) -> bool:
+    """Append the line's plan calls, awaiting their results; False when one of them is malformed."""
+    well_formed = True
+    for block in _blocks(record, "tool_use"):
+        name = text_field(block, "name")
+        if name not in PLAN_TOOLS:
+            continue
+        origin = _Origin(
+            line=number,
+            native_id=text_field(block, "id"),
+            timestamp=text_field(record, "timestamp"),
+            agent=_agent(record, reader.file_agent),
+            context=reader.context[0],
+            context_line=reader.context[1],
+        )
+        observation = _observation(name, object_field(block, "input"), origin)
+        if observation is None:
+            well_formed = False
+            continue
+        if origin.native_id is not None:
+            reader.awaiting[origin.native_id] = len(reader.observations)
+        reader.observations.append(observation)
+    return well_formed
+
+
+def _observation(name: str | None, call: JsonObject | None, origin: _Origin) -> Observation | None:
+    if call is None:
+        return None
+    if name == "TodoWrite":
+        return _snapshot(call, origin)
+    return TaskEvent(
+        line=origin.line,
+        native_id=origin.native_id,
+        timestamp=origin.timestamp,
+        kind="created" if name == "TaskCreate" else "updated",
+        task_id=text_field(call, "taskId"),
+        subject=text_field(call, "subject"),
+        description=text_field(call, "description"),
+        status_from=None,
+        status_to=None,
+        agent=origin.agent,
+        context=origin.context,
+        context_line=origin.context_line,
+        requested_status=text_field(call, "status"),
+        owner=text_field(call, "owner"),
+        active_form=text_field(call, "activeForm"),
+    )
+
+
+def _snapshot(call: JsonObject, origin: _Origin) -> ListSnapshot | None:
+    items = todo_items(call.get("todos"))
+    if items is None:
+        return None
+    return ListSnapshot(
+        line=origin.line,
+        native_id=origin.native_id,
+        timestamp=origin.timestamp,
+        items=items,
+        tool="TodoWrite",
+        context=origin.context,
+        context_line=origin.context_line,
+        agent=origin.agent,
+    )
+
+
+def _read_user(reader: _Reader, number: int, record: JsonObject) -> None:
+    results = _blocks(record, "tool_result")
+    structured = object_field(record, "toolUseResult") if len(results) == 1 else None
+    for block in results:
+        index = reader.awaiting.pop(text_field(block, "tool_use_id") or "", None)
+        if index is not None:
+            reader.observations[index] = _resolve(reader.observations[index], number, block, structured)
+    prompt = _prompt(record)
+    if prompt is not None:
+        reader.context = (clip(prompt), number)
+
+
+def _prompt(record: JsonObject) -> str | None:
+    """The words a person sent in a `user` line; None for tool results, meta and command output."""
+    if record.get("isMeta") is True or record.get("isCompactSummary") is True:
+        return None
+    content = object_field(record, "message")
+    texts = [text_field(content, "content")] + [text_field(block, "text") for block in _blocks(record, "text")]
+    words = [text for text in texts if text and text.strip() and not text.lstrip().startswith(_NOT_USER_WORDS)]
+    return "\n".join(words) if words else None
+
+
+def _resolve(observation: Observation, number: int, block: JsonObject, structured: JsonObject | None) -> Observation:
+    failed = block.get("is_error") is True or (structured is not None and structured.get("success") is False)
+    outcome: ToolOutcome = "error" if failed else "ok"
+    if isinstance(observation, ListSnapshot):
+        prior = todo_items(structured.get("oldTodos")) if structured is not None else None
+        return replace(observation, result=outcome, result_line=number, prior_items=prior)
+    answered = replace(observation, result=outcome, result_line=number)
+    if failed:
+        return answered
+    if answered.kind == "created":
+        return replace(answered, task_id=_created_id(block, structured))
+    return _status_change(answered, block, structured)
+
+
+def _result_text(block: JsonObject) -> str:
+    content = block.get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(text_field(part, "text") or "" for part in objects(list_field(block, "content")))
+
+
+def _created_id(block: JsonObject, structured: JsonObject | None) -> str | None:
+    task_id = text_field(object_field(structured, "task"), "id")
+    found = _CREATED_TEXT.match(_result_text(block))
+    return task_id or (found["id"] if found else None)
+
+
+def _status_change(event: TaskEvent, block: JsonObject, structured: JsonObject | None) -> TaskEvent:
+    fields = _updated_fields(block, structured)
+    event = replace(event, updated_fields=fields)
+    change = object_field(structured, "statusChange")
+    if change is not None:
+        return replace(
+            event, status_from=text_field(change, "from"), status_to=text_field(change, "to"), status_source="result"
+        )
+    if fields is not None and "status" in fields and event.requested_status is not None:
+        return replace(event, status_to=event.requested_status, status_source="request")
+    return event
+
+
+def _updated_fields(block: JsonObject, structured: JsonObject | None) -> tuple[str, ...] | None:
+    listed = list_field(structured, "updatedFields")
+    if listed is not None:
+        return tuple(name for name in listed if isinstance(name, str))
+    found = _UPDATED_TEXT.match(_result_text(block))
+    if found is None:
+        return None
+    return tuple(name.strip() for name in found["fields"].split(",") if name.strip())

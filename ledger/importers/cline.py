@@ -1,0 +1,125 @@
+"""Cline task histories (`api_conversation_history.json`, one JSON array of messages): checklists.
+
+The history is a single document, so `line` on an observation is the 1-based index of its message
+in the array, and `lines_total` counts messages. Cline carries its plan as a `task_progress`
+parameter of ordinary tool calls: a markdown checklist whose `- [x]` items are completed and whose
+`- [ ]` items are pending (Cline has no in-progress mark). A `<br>` that a model sometimes writes in
+front of an item is not part of its text. The history has no timestamps. A person's words are the
+`<task>`, `<feedback>`, `<answer>` and `<user_message>` elements of user messages, outside the output
+of tools other than those that ask the person (`ask_followup_question`, `plan_mode_respond`); the
+rest of a user message is tool output and environment details.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TypeGuard
+
+from ._records import (
+    Tally,
+    clip,
+    json_document,
+    list_field,
+    object_field,
+    objects,
+    text_field,
+)
+from .errors import TranscriptError
+from .model import ListSnapshot, TodoItem, Transcript
+
+__all__ = ["FORMAT", "is_document", "parse"]
+
+FORMAT = "cline"
+PLAN_PARAMETER = "task_progress"
+_ROLES = frozenset({"user", "assistant"})
+_ITEM = re.compile(r"^\s*(?:<br\s*/?>\s*)*[-*+]\s+\[(?P<mark>[ xX])\]\s*(?P<text>.*?)\s*$")
+_USER_WORDS = re.compile(r"<(task|feedback|answer|user_message)>\s*(?P<words>.*?)\s*</\1>", re.DOTALL)
+_TOOL_RESULT = re.compile(r"^\[(?P<tool>\w+)(?: for .*?)?\] Result:", re.DOTALL)
+_ANSWERING_TOOLS = frozenset({"ask_followup_question", "plan_mode_respond"})
+
+
+def is_document(document: object) -> bool:
+    """Whether a JSON value has the shape of a Cline conversation history: it opens with a message."""
+    return isinstance(document, list) and bool(document) and _is_message(document[0])
+
+
+def _is_message(value: object) -> TypeGuard[dict[str, object]]:
+    return isinstance(value, dict) and value.get("role") in _ROLES and isinstance(value.get("content"), list)
+
+
+def parse(path: Path) -> Transcript:
+    """Read a Cline conversation history into its checklist snapshots, in document order."""
+    document = json_document(path, FORMAT)
+    if not isinstance(document, list) or not any(map(_is_message, document)):
+        raise TranscriptError("NOT_A_TRANSCRIPT", f"{path} is not a Cline conversation history")
+    tally = Tally(total=len(document))
+    observations: list[ListSnapshot] = []
+    context: tuple[str | None, int | None] = (None, None)
+    for index, message in enumerate(document, start=1):
+        if not _is_message(message):
+            tally.skip(index, "unknown_record_type")
+        elif message.get("role") == "user":
+            context = _prompt(list_field(message, "content") or [], index) or context
+        else:
+            observations.extend(_snapshots(list_field(message, "content") or [], index, context, tally))
+    return Transcript(
+        format=FORMAT,
+        path=str(path),
+        session_id=None,
+        observations=tuple(observations),
+        lines_total=tally.total,
+        lines_skipped=len(tally.skipped),
+        skipped_reasons=tally.reasons(),
+    )
+
+
+def _prompt(content: list[object], index: int) -> tuple[str, int] | None:
+    texts = (text_field(block, "text") or "" for block in objects(content) if block.get("type") == "text")
+    words = [word for text in texts for word in _person_words(text) if word.strip()]
+    return (clip("\n".join(words)), index) if words else None
+
+
+def _person_words(text: str) -> list[str]:
+    """The person's words in one text block; a tool's output only counts when the tool asked the person."""
+    header = _TOOL_RESULT.match(text.lstrip())
+    if header is not None and header["tool"] not in _ANSWERING_TOOLS:
+        return []
+    return [found["words"] for found in _USER_WORDS.finditer(text)]
+
+
+def _snapshots(
+    content: list[object], index: int, context: tuple[str | None, int | None], tally: Tally
+) -> list[ListSnapshot]:
+    snapshots = []
+    for block in objects(content):
+        call = object_field(block, "input") if block.get("type") == "tool_use" else None
+        checklist = text_field(call, PLAN_PARAMETER)
+        if checklist is None:
+            continue
+        items = checklist_items(checklist)
+        if items is None:
+            tally.skip(index, "malformed_plan_update")
+            continue
+        snapshots.append(
+            ListSnapshot(
+                line=index,
+                native_id=text_field(block, "id"),
+                timestamp=None,
+                items=items,
+                tool=PLAN_PARAMETER,
+                context=context[0],
+                context_line=context[1],
+            )
+        )
+    return snapshots
+
+
+def checklist_items(checklist: str) -> tuple[TodoItem, ...] | None:
+    """A markdown checklist as items; None when non-blank text holds no checklist item at all."""
+    items = tuple(
+        TodoItem(text=found["text"], status="completed" if found["mark"] != " " else "pending")
+        for found in map(_ITEM.match, checklist.splitlines())
+        if found is not None
+    )
+    return None if checklist.strip() and not items else items

@@ -1,0 +1,125 @@
+"""Normalized plan observations read from agent transcripts.
+
+Every value is immutable (frozen dataclasses with slots, tuples not lists) and records only what the
+transcript shows: a field the transcript does not carry is None, never a guess. Where a value is
+derived rather than read, the field that says so is documented (`TaskEvent.status_source`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+__all__ = [
+    "ListSnapshot",
+    "Observation",
+    "Status",
+    "TaskEvent",
+    "TodoItem",
+    "ToolOutcome",
+    "Transcript",
+]
+
+Status = Literal["pending", "in_progress", "completed", "cancelled"]
+"""An item's status as written by the agent. `cancelled` occurs only in OpenCode transcripts."""
+
+ToolOutcome = Literal["ok", "error"]
+"""What the tool answered to the call; None on an observation means the transcript holds no answer."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TodoItem:
+    """One item of a whole-list plan update.
+
+    `native_id` is set only where the format gives the item a real identity; no supported list format
+    does. Model-chosen labels (old TodoWrite `id`, OpenCode `id`) are positions that agents reuse for
+    other items after a replan, so they are kept in `position_label` and never used as identity.
+    """
+
+    text: str
+    status: Status
+    native_id: str | None = None
+    position_label: str | None = None
+    active_form: str | None = None
+    priority: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListSnapshot:
+    """A whole-list replacement: TodoWrite, update_plan, OpenCode todowrite or a Cline checklist.
+
+    `line` is the 1-based line of the call in a JSONL transcript; for the single-document JSON
+    formats (OpenCode, Cline) it is the 1-based index of the message in the document's message list.
+    `context` is the most recent user message before the update (at most 500 characters, cut with
+    a trailing "…"), `context_line` its line or message index. `result` and `result_line` describe
+    the tool's answer where the transcript pairs one with the call. `prior_items` is the tool's own
+    record of the list just before this write (Claude Code `toolUseResult.oldTodos`), which shows
+    when the tool itself emptied the list; None where the transcript does not carry it.
+    """
+
+    line: int
+    native_id: str | None
+    timestamp: str | None
+    items: tuple[TodoItem, ...]
+    tool: str
+    explanation: str | None = None
+    context: str | None = None
+    context_line: int | None = None
+    agent: str | None = None
+    result: ToolOutcome | None = None
+    result_line: int | None = None
+    prior_items: tuple[TodoItem, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskEvent:
+    """One change made with the Claude Code 2.1 task tools (TaskCreate, TaskUpdate).
+
+    A created task's id exists only in the tool's result, so `task_id` is None when the result is
+    missing. `status_from` and `status_to` come from the result's `statusChange` (`status_source`
+    "result"); when the result only names the updated fields (subagent files carry no structured
+    result) and "status" is among them, `status_to` is the status the call asked for and
+    `status_source` is "request"; otherwise both are None and `status_source` is None.
+    `requested_status` is what the call asked for, whether or not it took effect.
+    """
+
+    line: int
+    native_id: str | None
+    timestamp: str | None
+    kind: Literal["created", "updated"]
+    task_id: str | None
+    subject: str | None
+    description: str | None
+    status_from: str | None
+    status_to: str | None
+    agent: str | None
+    context: str | None = None
+    context_line: int | None = None
+    requested_status: str | None = None
+    status_source: Literal["result", "request"] | None = None
+    owner: str | None = None
+    active_form: str | None = None
+    updated_fields: tuple[str, ...] | None = None
+    result: ToolOutcome | None = None
+    result_line: int | None = None
+
+
+Observation: TypeAlias = ListSnapshot | TaskEvent
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Transcript:
+    """A parsed transcript: its plan observations in file order, and what was skipped and why.
+
+    `lines_total` counts the file's lines (for the single-document formats, the messages in the
+    document); `lines_skipped` counts those that were not understood, each under one reason.
+    """
+
+    format: str
+    path: str
+    session_id: str | None
+    observations: tuple[Observation, ...]
+    lines_total: int
+    lines_skipped: int
+    skipped_reasons: Mapping[str, int]

@@ -1,0 +1,49 @@
+"""The entry point: a transcript file, of a given or detected format, to a `Transcript`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from . import claude_code, cline, codex, opencode
+from .detect import detect_format, ensure_not_empty
+from .errors import TranscriptError
+from .model import Transcript
+
+__all__ = ["FORMATS", "parse_transcript"]
+
+_PARSERS: Mapping[str, Callable[[Path], Transcript]] = {
+    claude_code.FORMAT: claude_code.parse,
+    codex.FORMAT: codex.parse,
+    opencode.FORMAT: opencode.parse,
+    cline.FORMAT: cline.parse,
+}
+_ALIASES: Mapping[str, str] = {"claude-code-tasks": claude_code.FORMAT}
+
+FORMATS: tuple[str, ...] = tuple(_PARSERS)
+"""The format names `parse_transcript` accepts (and `claude-code-tasks`, read as `claude-code`)."""
+
+
+def parse_transcript(path: str | os.PathLike[str], format: str | None = None) -> Transcript:
+    """Parse a transcript file into its plan observations, detecting its format when none is given.
+
+    Raises TranscriptError: UNKNOWN_FORMAT, EMPTY_TRANSCRIPT, NOT_A_TRANSCRIPT or TRANSCRIPT_UNREADABLE.
+    """
+    source = Path(path)
+    parser = _parser(format)
+    try:
+        ensure_not_empty(source)
+        return (parser or _PARSERS[detect_format(source)])(source)
+    except OSError as exc:
+        raise TranscriptError("TRANSCRIPT_UNREADABLE", f"cannot read {source}: {exc.strerror or exc}") from exc
+
+
+def _parser(format: str | None) -> Callable[[Path], Transcript] | None:
+    if format is None:
+        return None
+    parser = _PARSERS.get(_ALIASES.get(format, format))
+    if parser is None:
+        known = ", ".join(FORMATS)
+        raise TranscriptError("UNKNOWN_FORMAT", f"unknown transcript format {format!r} (known: {known})")
+    return parser
