@@ -20,9 +20,11 @@ __all__ = [
     "json_option",
     "log_argument",
     "open_records",
+    "printed_output",
     "raise_if_torn",
     "read_json_file",
     "read_state",
+    "reset_output",
     "table",
     "truncate",
 ]
@@ -40,8 +42,22 @@ def log_argument(func: F) -> F:
     return click.argument("log", type=click.Path(dir_okay=True, path_type=str))(func)
 
 
+_printed: list[bool] = []  # set once a command has printed its result (reset per invocation by cli.main)
+
+
+def printed_output() -> bool:
+    """True once the running command has printed its result on stdout."""
+    return bool(_printed)
+
+
+def reset_output() -> None:
+    """Forget earlier output (one CLI invocation at a time)."""
+    _printed.clear()
+
+
 def emit(as_json: bool, data: Any, human: Callable[[], str]) -> None:
     """Print ``data`` as JSON, or the human rendering."""
+    _printed.append(True)
     if as_json:
         import orjson
 

@@ -23,7 +23,8 @@ def render_status(state: PlanState, view: dict[str, Any]) -> str:
     if state.outcome_reason:
         outcome += f" ({truncate(state.outcome_reason, 60)})"
     lines = [
-        f"run {state.run} · plan v{state.version} · {outcome} · last seq {state.last_seq} · head {(state.head or '')[:12]}",
+        f"run {state.run} · plan v{state.version} · {outcome} · last seq {state.last_seq}"
+        f" · head {(state.head or '')[:12]}",
         f"goal: {state.goal}",
         "",
         "steps",

@@ -1,7 +1,8 @@
 """The ``plantrail`` command: the click group, and the one place errors become exit codes.
 
 Library errors print ``error[CODE]: message`` on stderr and exit with the error's class code (1 refused,
-2 usage, 3 damaged log, 4 cannot read or write); with ``--json`` the error also goes to stdout as JSON.
+2 usage, 3 damaged log, 4 cannot read or write); with ``--json`` the error also goes to stdout as JSON when
+the command printed nothing else (a torn tail is reported after the valid part's document).
 No Python traceback ever reaches a user: anything unexpected is ``error[INTERNAL]`` with exit 70.
 """
 
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 
 import click
 
+from cli.common import printed_output, reset_output
 from cli.inspect import inspect_commands
 from cli.maintain import maintain_commands
 from cli.record import record_commands
@@ -44,7 +46,7 @@ for _command in (*record_commands, *inspect_commands, *maintain_commands):
 
 def _report(code: str, message: str, exit_code: int, as_json: bool, fields: dict[str, object] | None = None) -> int:
     click.echo(f"error[{code}]: {message}", err=True)
-    if as_json:
+    if as_json and not printed_output():  # stdout holds exactly one JSON document
         import orjson
 
         body = {"ok": False, "error": {"code": code, "message": message, "exit_code": exit_code, **(fields or {})}}
@@ -56,6 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args
+    reset_output()
     try:
         result = plantrail.main(args=args, prog_name="plantrail", standalone_mode=False)
     except click.ClickException as exc:
@@ -68,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _report("INTERRUPTED", "interrupted", 130, as_json)
     except BrokenPipeError:
         return 0
-    except Exception as exc:  # noqa: BLE001 - the edge where every error becomes a message and a code
+    except Exception as exc:
         from ledger.errors import PlantrailError
 
         if isinstance(exc, PlantrailError):

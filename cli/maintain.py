@@ -26,8 +26,12 @@ def verify(log: str, anchor: str | None, as_json: bool) -> None:
     from ledger.verify import parse_anchor, verify_log
 
     report = verify_log(log, anchor=parse_anchor(anchor) if anchor else None)
-    data = report._asdict() | {"ok": report.torn is None, "anchor": anchor, "head": f"{report.last_seq}:{report.head_hash}",
-                               "torn": None if report.torn is None else report.torn._asdict()}
+    data = report._asdict() | {
+        "ok": report.torn is None,
+        "anchor": anchor,
+        "head": f"{report.last_seq}:{report.head_hash}",
+        "torn": None if report.torn is None else report.torn._asdict(),
+    }
 
     def human() -> str:
         lines = [

@@ -46,7 +46,41 @@ _EXPORTS = {
     "verify_log": "ledger.verify",
 }
 
-__all__ = sorted([*_EXPORTS, "__version__"])
+__all__ = [
+    "Ack",
+    "Block",
+    "Command",
+    "CommandRefused",
+    "Complete",
+    "Create",
+    "Fail",
+    "Finish",
+    "JsonlStore",
+    "Ledger",
+    "LogDamaged",
+    "LogReader",
+    "PlanInvalid",
+    "PlanPatch",
+    "PlanSpec",
+    "PlantrailError",
+    "Record",
+    "Refused",
+    "Replan",
+    "Source",
+    "Start",
+    "StorageError",
+    "Store",
+    "UsageError",
+    "VerifyCriterion",
+    "__version__",
+    "check",
+    "decide",
+    "default_run_id",
+    "parse_draft",
+    "parse_patch",
+    "repair",
+    "verify_log",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -58,7 +92,19 @@ def __getattr__(name: str) -> Any:
 
 if TYPE_CHECKING:
     from ledger.api import Ledger, default_run_id
-    from ledger.decide import Block, Command, Complete, Create, Fail, Finish, Replan, Start, VerifyCriterion, check, decide
+    from ledger.decide import (
+        Block,
+        Command,
+        Complete,
+        Create,
+        Fail,
+        Finish,
+        Replan,
+        Start,
+        VerifyCriterion,
+        check,
+        decide,
+    )
     from ledger.errors import CommandRefused, LogDamaged, PlanInvalid, PlantrailError, Refused, StorageError, UsageError
     from ledger.events import Record, Source
     from ledger.jsonl import JsonlStore, LogReader, repair

@@ -99,7 +99,7 @@ def decode(line: bytes, *, line_no: int) -> Record:
     if hashlib.sha256(line[:-_SUFFIX] + b"}").hexdigest().encode() != h:
         raise error("HASH_MISMATCH", f"line {line_no}: the content does not match its hash", line=line_no)
     record = _validate(line, line_no)
-    if line.count(b'":') - line.count(b'\\":') != _key_count(record):
+    if _keys_in(line) != _key_count(record):
         raise error("CORRUPT_LINE", f"line {line_no}: duplicate or non-canonical keys", line=line_no)
     return record
 
@@ -166,13 +166,14 @@ def _wire_class(event_cls: type[Any]) -> type[Record]:
     fields = [("type", Literal[event_cls.TYPE]), ("data", event_cls)]
     cls = dataclasses.make_dataclass(name, fields, bases=(Record,), frozen=True, slots=True, kw_only=True)
     cls.__module__ = __name__
+    globals()[name] = cls  # so records pickle (multiprocessing, caches) like any module-level class
     return typing.cast(type[Record], cls)
 
 
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of one log line."""
     schema = record_adapter().json_schema()
-    schema["title"] = "plantrail log record (format v%d)" % FORMAT_VERSION
+    schema["title"] = f"plantrail log record (format v{FORMAT_VERSION})"
     schema["description"] = (
         "One line of a plantrail log. Members appear in the order v seq ts run type plan_version actor "
         "[source] [key] data prev h; h = sha256 of the line without its h member."
@@ -181,6 +182,22 @@ def json_schema() -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- canonical form
+
+
+def _keys_in(line: bytes) -> int:
+    """Count the object keys in compact JSON without parsing it again.
+
+    A key ends with ``":``. So does a string *value* that starts with ``:``, but its opening quote follows
+    ``:``, ``,`` or ``[``; and a quote inside a string is always escaped (``\\"``). Keys here are field names,
+    which never end in a backslash or start with a colon.
+    """
+    return (
+        line.count(b'":')
+        - line.count(b'\\":')
+        - line.count(b':":')
+        - line.count(b',":')
+        - line.count(b'[":')
+    )
 
 
 def _key_count(record: Record) -> int:

@@ -16,8 +16,8 @@ from typing import Final, Literal
 from ledger.errors import error
 from ledger.events import (
     OUTCOMES,
-    Actor,
     REASON_CODES,
+    Actor,
     CriterionVerified,
     Event,
     Outcome,
@@ -332,7 +332,10 @@ def _step(state: PlanState, step_id: str) -> StepState:
     step = state.steps.get(step_id)
     if step is None:
         raise error(
-            "STEP_NOT_FOUND", f"no step {step_id} in plan version {state.version}", step=step_id, plan_version=state.version
+            "STEP_NOT_FOUND",
+            f"no step {step_id} in plan version {state.version}",
+            step=step_id,
+            plan_version=state.version,
         )
     return step
 
@@ -395,7 +398,9 @@ def _result_text(data: StepCompleted | StepBlocked | StepFailed) -> None:
         raise error("REASON_REQUIRED", f"{data.TYPE} for {data.step} needs {what}", step=data.step)
 
 
-def _check_result(state: PlanState, data: StepCompleted | StepBlocked | StepFailed, plan_version: int) -> OrphanWhy | None:
+def _check_result(
+    state: PlanState, data: StepCompleted | StepBlocked | StepFailed, plan_version: int
+) -> OrphanWhy | None:
     _result_text(data)
     if plan_version < state.version:
         if not any(s.id == data.step for s in state.versions[plan_version - 1].plan.steps):

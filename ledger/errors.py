@@ -22,7 +22,6 @@ from typing import Any, ClassVar
 
 __all__ = [
     "CODES",
-    "error",
     "CommandRefused",
     "LogDamaged",
     "PlanInvalid",
@@ -30,6 +29,7 @@ __all__ = [
     "Refused",
     "StorageError",
     "UsageError",
+    "error",
 ]
 
 
@@ -89,7 +89,10 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     # usage
     "USAGE": (UsageError, "the arguments or options are malformed"),
     # plan drafts and patches
-    "INVALID_ID": (PlanInvalid, "an id (step, criterion, run) is empty, too long, or has a character outside [A-Za-z0-9._:-]"),
+    "INVALID_ID": (
+        PlanInvalid,
+        "an id (step, criterion, run) is empty, too long, or has a character outside [A-Za-z0-9._:-]",
+    ),
     "DRAFT_INVALID": (PlanInvalid, "the draft is not a JSON object of the documented shape"),
     "EMPTY_PLAN": (PlanInvalid, "the draft has no steps"),
     "NO_ACCEPTANCE_CRITERIA": (PlanInvalid, "the draft has no acceptance criteria"),
@@ -108,7 +111,10 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "STEP_NOT_FOUND": (CommandRefused, "no such step in the plan version"),
     "STEP_NOT_READY": (CommandRefused, "the step's dependencies are not all completed (they are named)"),
     "STEP_ALREADY_ACTIVE": (CommandRefused, "max_in_progress steps are already in progress (they are named)"),
-    "INVALID_TRANSITION": (CommandRefused, "the step is not in the status the command needs (current, expected, target)"),
+    "INVALID_TRANSITION": (
+        CommandRefused,
+        "the step is not in the status the command needs (current, expected, target)",
+    ),
     "EVIDENCE_REQUIRED": (CommandRefused, "evidence is empty after trimming"),
     "REASON_REQUIRED": (CommandRefused, "a reason, error or why is empty after trimming"),
     "CRITERION_NOT_FOUND": (CommandRefused, "no such acceptance criterion in the active version"),
@@ -136,7 +142,6 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "ANCHOR_MISMATCH": (LogDamaged, "the log does not contain the anchored head seq and hash"),
     "CHECKPOINT_INVALID": (LogDamaged, "a keyed checkpoint does not verify with the given key"),
     "DATA_LOSS": (LogDamaged, "an acknowledged record is missing or differs"),
-    "NOT_REPAIRABLE": (LogDamaged, "the damage is not a torn tail; repair refuses to cut history"),
     # storage
     "LOG_NOT_FOUND": (StorageError, "the log file does not exist"),
     "NOT_A_FILE": (StorageError, "the path is a directory or not a regular file"),

@@ -71,7 +71,9 @@ def record_view(record: Record) -> KeyEntry:
             parts = [data.TYPE, data.reason, data.why, list(data.causes), list(data.observations), shape]
         case _:
             parts = [data.TYPE, data]
-    return KeyEntry(seq=record.seq, hash=record.h, view=_digest(parts), plan_version=record.plan_version, attempt=attempt)
+    return KeyEntry(
+        seq=record.seq, hash=record.h, view=_digest(parts), plan_version=record.plan_version, attempt=attempt
+    )
 
 
 def command_view(command: Command) -> str:

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import hashlib
@@ -108,7 +109,9 @@ class LogScan:
             lines = (carry + chunk).split(b"\n")
             carry = lines.pop()
             if len(carry) > MAX_LINE_BYTES:
-                raise error("CORRUPT_LINE", f"line {self.line_no} is longer than {MAX_LINE_BYTES} bytes", line=self.line_no)
+                raise error(
+                    "CORRUPT_LINE", f"line {self.line_no} is longer than {MAX_LINE_BYTES} bytes", line=self.line_no
+                )
             for line in lines:
                 record = self._check(line)
                 if record is None:
@@ -291,7 +294,11 @@ class JsonlStore:
         if os.path.lexists(name):
             raise error("LOG_EXISTS", f"{name} already exists; create never overwrites a log", path=name)
         header = LogOpened(
-            format=FORMAT, run=run, nonce=nonce or secrets.token_hex(16), fsync=fsync, created_by=f"plantrail {__version__}"
+            format=FORMAT,
+            run=run,
+            nonce=nonce or secrets.token_hex(16),
+            fsync=fsync,
+            created_by=f"plantrail {__version__}",
         )
         opened = PendingRecord(ts=ts or clock(), plan_version=0, actor=actor, data=header)  # type: ignore[arg-type]
         lines: list[bytes] = []
@@ -338,7 +345,9 @@ class JsonlStore:
         """Hold the writer lock for one catch-up, decide and append turn."""
         with self._thread_lock:
             if self._poisoned:
-                raise error("WRITER_POISONED", f"this writer is poisoned: {self._poisoned}; reopen the log", path=self.path)
+                raise error(
+                    "WRITER_POISONED", f"this writer is poisoned: {self._poisoned}; reopen the log", path=self.path
+                )
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             try:
                 yield _Session(self, rewound=self._check_file())
@@ -524,10 +533,8 @@ def _write_all(fd: int, blob: bytes) -> None:
 
 
 def _unlink_quietly(path: str) -> None:
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
-    except FileNotFoundError:
-        pass
 
 
 def _read_header(fd: int, path: str) -> LogOpened:

@@ -199,7 +199,9 @@ def _parse_step(raw: Any, where: str) -> StepSpec:
         id=step_id,
         title=_text(obj.get("title"), f"{where}.title"),
         depends_on=tuple(check_id(d, f"{where}.depends_on") for d in deps),
-        completion_evidence=_text(_get(obj, "completion_evidence", "completionEvidence"), f"{where}.completion_evidence"),
+        completion_evidence=_text(
+            _get(obj, "completion_evidence", "completionEvidence"), f"{where}.completion_evidence"
+        ),
         max_attempts=DEFAULT_MAX_ATTEMPTS if attempts is None else _positive_int(attempts, f"{where}.max_attempts"),
     )
 
@@ -344,7 +346,10 @@ def _find_cycle(graph: Mapping[str, Sequence[str]]) -> list[str]:
 
 # --------------------------------------------------------------------------- patches
 
-_OP_NAMES = {"add_step", "replace_step", "remove_step", "add_criterion", "replace_criterion", "remove_criterion", "set_policy"}
+_OP_NAMES = {
+    "add_step", "replace_step", "remove_step", "add_criterion", "replace_criterion", "remove_criterion", "set_policy"
+}
+_OP_KEYS = {"op", "step_id", "stepId", "step", "criterion_id", "criterionId", "criterion", "policy"}
 
 
 def _parse_op(raw: Any, where: str) -> PatchOp:
@@ -352,7 +357,7 @@ def _parse_op(raw: Any, where: str) -> PatchOp:
     op = obj.get("op")
     if op not in _OP_NAMES:
         raise error("PATCH_INVALID", f"{where}.op must be one of {', '.join(sorted(_OP_NAMES))}", path=where)
-    _reject_unknown(obj, {"op", "step_id", "stepId", "step", "criterion_id", "criterionId", "criterion", "policy"}, where)
+    _reject_unknown(obj, _OP_KEYS, where)
     step_id = _get(obj, "step_id", "stepId")
     criterion_id = _get(obj, "criterion_id", "criterionId")
     needs_step = op in ("add_step", "replace_step")

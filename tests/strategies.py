@@ -1,0 +1,115 @@
+"""Hypothesis strategies shared by the property tests: plans, commands, and logs built through the real codec."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from hypothesis import strategies as st
+
+from ledger.codec import GENESIS_PREV, decode, encode
+from ledger.decide import (
+    Block,
+    Command,
+    Complete,
+    Create,
+    Fail,
+    Finish,
+    Replan,
+    Start,
+    VerifyCriterion,
+    decide,
+)
+from ledger.errors import PlantrailError
+from ledger.events import REASON_CODES, LogOpened, Record
+from ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec, topo_order
+from projections.model import PlanState
+from projections.state import evolve, initial
+
+STEP_IDS = ("a", "b", "c", "d", "e")
+CRITERIA = ("c1", "c2")
+text = st.text(min_size=1, max_size=12).filter(lambda t: t.strip() != "")
+
+
+@st.composite
+def plans(draw: st.DrawFn, goal: str = "ship it") -> PlanSpec:
+    """A small valid plan: 1-5 steps, each depending only on earlier ones (so it is a DAG)."""
+    n = draw(st.integers(min_value=1, max_value=len(STEP_IDS)))
+    ids = list(STEP_IDS[:n])
+    steps = []
+    for i, step_id in enumerate(ids):
+        deps = draw(st.lists(st.sampled_from(ids[:i]), unique=True, max_size=2)) if i else []
+        title = draw(st.sampled_from(["do " + step_id, "redo " + step_id]))
+        steps.append(StepSpec(step_id, title, tuple(deps), "evidence of " + step_id,
+                              draw(st.integers(min_value=1, max_value=3))))
+    criteria = tuple(CriterionSpec(c, draw(st.sampled_from(["works", "still works"]))) for c in
+                     draw(st.lists(st.sampled_from(CRITERIA), min_size=1, unique=True)))
+    limit = draw(st.sampled_from([1, 1, 2, None]))
+    plan = PlanSpec(goal=goal, acceptance_criteria=criteria, steps=tuple(steps), policy=Policy(limit))
+    topo_order(plan.steps)
+    return plan
+
+
+def commands() -> st.SearchStrategy[Command]:
+    """Any command, legal or not: unknown steps, stale versions and attempts, replans, finishes."""
+    step = st.sampled_from([*STEP_IDS, "ghost"])
+    version = st.none() | st.integers(min_value=1, max_value=4)
+    attempt = st.none() | st.integers(min_value=1, max_value=3)
+    return st.one_of(
+        st.builds(Start, step=step, plan_version=version),
+        st.builds(Start, step=step),
+        st.builds(Complete, step=step, evidence=st.lists(text, min_size=0, max_size=2), plan_version=version,
+                  attempt=attempt),
+        st.builds(Block, step=step, reason=text, plan_version=version, attempt=attempt),
+        st.builds(Fail, step=step, error=text, plan_version=version, attempt=attempt),
+        st.builds(VerifyCriterion, criterion=st.sampled_from([*CRITERIA, "ghost"]), passed=st.booleans(),
+                  evidence=text),
+        st.builds(Finish, outcome=st.sampled_from(["complete", "paused", "failed", "cancelled"]), reason=text),
+        st.builds(Replan, reason=st.sampled_from(REASON_CODES), why=text, plan=plans(),
+                  causes=st.lists(st.integers(min_value=1, max_value=6), max_size=2).map(tuple)),
+    )
+
+
+class Simulation(NamedTuple):
+    """A log produced by deciding commands in order: its lines, records, and the state after each record."""
+
+    lines: list[bytes]
+    records: list[Record]
+    states: list[PlanState]
+    refused: int
+
+
+def simulate(plan: PlanSpec, cmds: list[Command], run: str = "r") -> Simulation:
+    """Decide ``cmds`` against the evolving state and encode every accepted event through the real codec."""
+    lines: list[bytes] = []
+    records: list[Record] = []
+    states: list[PlanState] = []
+    state = initial()
+    prev = GENESIS_PREV
+    refused = 0
+
+    def append(data: Any, plan_version: int, actor: str = "agent") -> None:
+        nonlocal prev, state
+        seq = len(records)
+        line, prev = encode(seq=seq, ts=f"2026-01-01T00:00:{seq:02d}.000000Z", run=run, plan_version=plan_version,
+                            actor=actor, data=data, prev=prev)
+        record = decode(line[:-1], line_no=seq + 1)
+        lines.append(line)
+        records.append(record)
+        state = evolve(state, record)
+        states.append(state)
+
+    append(LogOpened(format="plantrail/1", run=run, nonce="0" * 32, fsync="none", created_by="tests"), 0, "runtime")
+    for command in [Create(plan=plan), *cmds]:
+        try:
+            events = decide(state, command)
+        except PlantrailError:
+            refused += 1
+            continue
+        for event in events:
+            append(event.data, event.plan_version, event.actor)
+    return Simulation(lines, records, states, refused)
+
+
+def plan_part(state: PlanState) -> PlanState:
+    """The state without the orphan list and the position fields every record moves."""
+    return state._replace(orphans=(), last_seq=0, head=None)

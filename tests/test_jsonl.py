@@ -1,0 +1,195 @@
+"""The JSONL store: atomic create, catch-up between writers, torn tails, repair, fsync policies."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledger.api import Ledger
+from ledger.errors import LogDamaged, PlantrailError
+from ledger.jsonl import JsonlStore, LogReader, repair
+from projections.state import fold
+
+MakeLedger = Callable[..., Ledger]
+
+
+def _records(path: Path) -> tuple[list[int], Any]:
+    with LogReader(path) as reader:
+        seqs = [r.seq for r in reader.records()]
+    return seqs, reader.torn
+
+
+def _recorded(make_ledger: MakeLedger) -> Ledger:
+    ledger = make_ledger()
+    ledger.start("reproduce")
+    ledger.complete("reproduce", ["login.test.ts fails with 401 — ünïcode evidence"])
+    return ledger
+
+
+def test_cutting_the_last_line_at_any_byte_gives_the_earlier_events_or_a_torn_tail(make_ledger: MakeLedger,
+                                                                                   tmp_path: Path) -> None:
+    """Every cut inside the last line reads as the earlier records plus TORN_TAIL, never as garbage."""
+    _recorded(make_ledger).close()
+    log = tmp_path / "run.jsonl"
+    data = log.read_bytes()
+    start = data.rindex(b"\n", 0, len(data) - 1) + 1
+    for cut in range(start, len(data) + 1):
+        log.write_bytes(data[:cut])
+        seqs, torn = _records(log)
+        if cut == len(data):
+            assert (seqs, torn) == ([0, 1, 2, 3], None)
+        elif cut == start:
+            assert (seqs, torn) == ([0, 1, 2], None)
+        else:
+            assert seqs == [0, 1, 2]
+            assert (torn.offset, torn.length, torn.line) == (start, cut - start, 4)
+
+
+def test_appends_refuse_a_torn_tail_until_repair_quarantines_it(make_ledger: MakeLedger, tmp_path: Path) -> None:
+    """A torn tail blocks writers (TORN_TAIL); repair moves the bytes aside, cuts back and records log.repaired."""
+    _recorded(make_ledger).close()
+    log = tmp_path / "run.jsonl"
+    torn = b'{"v":1,"seq":4,"ts":"2026-'
+    log.write_bytes(log.read_bytes() + torn)
+    with pytest.raises(LogDamaged) as info:
+        Ledger.open(log)
+    assert info.value.code == "TORN_TAIL"
+    size = len(log.read_bytes()) - len(torn)
+    result = repair(log)
+    assert result.record is not None and result.record.type == "log.repaired"
+    quarantined = list(tmp_path.glob("run.jsonl.quarantine.*"))
+    assert [q.read_bytes() for q in quarantined] == [torn]
+    assert result.record.data.truncated_at == size  # type: ignore[union-attr]
+    with Ledger.open(log) as ledger:
+        assert ledger.state.steps["reproduce"].status == "completed"
+        ledger.start("diagnose")
+    assert _records(log) == ([0, 1, 2, 3, 4, 5], None)
+
+
+def test_open_can_repair_a_torn_tail_when_asked(make_ledger: MakeLedger, tmp_path: Path) -> None:
+    """Ledger.open(repair=True) repairs under the writer lock and goes on."""
+    _recorded(make_ledger).close()
+    log = tmp_path / "run.jsonl"
+    log.write_bytes(log.read_bytes() + b'{"v":1,"se')
+    with Ledger.open(log, repair=True) as ledger:
+        assert ledger.state.last_seq == 4
+        assert ledger.start("diagnose").seq == 5
+
+
+def test_a_zero_filled_tail_is_a_torn_tail(make_ledger: MakeLedger, tmp_path: Path) -> None:
+    """NUL bytes after the last record (power loss extended the file, not its data) read as a torn tail."""
+    _recorded(make_ledger).close()
+    log = tmp_path / "run.jsonl"
+    log.write_bytes(log.read_bytes() + b"\0" * 300 + b"\n" + b"\0" * 100)
+    seqs, torn = _records(log)
+    assert seqs == [0, 1, 2, 3] and torn is not None and torn.zero_fill
+    assert repair(log).record is not None
+
+
+def test_damage_followed_by_a_valid_record_is_corruption_not_a_torn_tail(make_ledger: MakeLedger,
+                                                                         tmp_path: Path) -> None:
+    """A damaged middle line is refused with its line number; repair refuses to cut history."""
+    _recorded(make_ledger).close()
+    log = tmp_path / "run.jsonl"
+    lines = log.read_bytes().split(b"\n")
+    lines[2] = lines[2].replace(b'"attempt":1', b'"attempt":7')
+    log.write_bytes(b"\n".join(lines))
+    before = log.read_bytes()
+    for action in (lambda: _records(log), lambda: repair(log), lambda: Ledger.open(log)):
+        with pytest.raises(LogDamaged) as info:
+            action()
+        assert (info.value.code, info.value.fields["line"]) == ("HASH_MISMATCH", 3)
+    assert log.read_bytes() == before
+
+
+def test_repair_refuses_to_cut_an_acknowledged_record(make_ledger: MakeLedger, tmp_path: Path) -> None:
+    """With the caller's last acknowledged (seq, hash), a missing acknowledged record is DATA_LOSS."""
+    ledger = _recorded(make_ledger)
+    acked = (ledger.state.last_seq, ledger.state.head or "")
+    ledger.close()
+    log = tmp_path / "run.jsonl"
+    data = log.read_bytes()
+    log.write_bytes(data[:-1])  # the acknowledged last record lost its newline: it now looks torn
+    with pytest.raises(LogDamaged) as info:
+        repair(log, acked=acked)
+    assert info.value.code == "DATA_LOSS"
+    assert log.read_bytes() == data[:-1]
+    assert not list(tmp_path.glob("*.quarantine.*"))
+
+
+def test_a_second_writer_sees_the_first_writers_events(make_ledger: MakeLedger, tmp_path: Path) -> None:
+    """Two ledgers on one file: each catches up under the lock before it decides."""
+    first = make_ledger()
+    second = Ledger.open(tmp_path / "run.jsonl", fsync="none")
+    first.start("reproduce")
+    with pytest.raises(PlantrailError) as info:
+        second.start("reproduce")
+    assert info.value.code == "INVALID_TRANSITION"
+    second.complete("reproduce", ["seen through catch-up"])
+    first.start("diagnose")
+    assert fold(_read(tmp_path / "run.jsonl")).steps["diagnose"].status == "in_progress"
+    second.close()
+
+
+def _read(path: Path) -> list[Any]:
+    with LogReader(path) as reader:
+        return list(reader.records())
+
+
+def test_create_is_atomic_and_never_overwrites(make_ledger: MakeLedger, tmp_path: Path, draft: dict[str, Any]) -> None:
+    """create leaves no temporary file and refuses an existing path (LOG_EXISTS), even an empty one."""
+    make_ledger()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.jsonl"]
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    with pytest.raises(PlantrailError) as info:
+        Ledger.create(tmp_path / "empty.jsonl", draft)
+    assert info.value.code == "LOG_EXISTS"
+
+
+def test_an_empty_file_is_not_a_log(tmp_path: Path) -> None:
+    """A log always starts with its header: an empty file is EMPTY_LOG, for readers and writers."""
+    (tmp_path / "empty.jsonl").write_bytes(b"")
+    for action in (lambda: LogReader(tmp_path / "empty.jsonl"), lambda: JsonlStore.open(tmp_path / "empty.jsonl")):
+        with pytest.raises(LogDamaged) as info:
+            action()
+        assert info.value.code == "EMPTY_LOG"
+
+
+def test_missing_logs_and_directories_are_storage_errors(tmp_path: Path) -> None:
+    """A missing path is LOG_NOT_FOUND and a directory is NOT_A_FILE (exit 4)."""
+    for path, code in ((tmp_path / "nope.jsonl", "LOG_NOT_FOUND"), (tmp_path, "NOT_A_FILE")):
+        with pytest.raises(PlantrailError) as info:
+            Ledger.open(path)
+        assert (info.value.code, info.value.exit_code) == (code, 4)
+
+
+@pytest.mark.parametrize("policy", ["always", "batch", "none"])
+def test_the_fsync_policy_is_recorded_in_the_header(tmp_path: Path, draft: dict[str, Any], policy: str) -> None:
+    """The header says what an acknowledgement meant; reopening uses the recorded policy."""
+    Ledger.create(tmp_path / "run.jsonl", draft, fsync=policy).close()  # type: ignore[arg-type]
+    header = _read(tmp_path / "run.jsonl")[0]
+    assert header.data.fsync == policy
+    store = JsonlStore.open(tmp_path / "run.jsonl")
+    assert store.fsync == policy
+    store.close()
+
+
+def test_batch_policy_acknowledges_before_sync_and_reports_durability(tmp_path: Path, draft: dict[str, Any]) -> None:
+    """Under fsync=batch an append is acknowledged as not yet durable until a group commit covers it."""
+    with Ledger.create(tmp_path / "run.jsonl", draft, fsync="batch") as ledger:
+        ledger._store._batch_size = 2  # type: ignore[attr-defined]
+        assert ledger.start("reproduce").durable is False
+        assert ledger.complete("reproduce", ["ok"]).durable is True
+
+
+def test_a_replaced_file_is_noticed(make_ledger: MakeLedger, tmp_path: Path, draft: dict[str, Any]) -> None:
+    """If the log is swapped for another file while open, the writer refuses instead of writing into it."""
+    ledger = make_ledger()
+    (tmp_path / "run.jsonl").rename(tmp_path / "old.jsonl")
+    Ledger.create(tmp_path / "run.jsonl", draft).close()
+    with pytest.raises(PlantrailError) as info:
+        ledger.start("reproduce")
+    assert info.value.code == "IO_ERROR"
