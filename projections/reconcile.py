@@ -3,7 +3,8 @@
 A completed step keeps its status, attempt and evidence only if its contract (title, completion evidence,
 dependencies as a set) is unchanged **and** every dependency was itself kept: invalidation follows lineage,
 and each reset step names the upstream step whose change started the chain. Everything else starts
-pending at attempt 0; a step in progress at the replan is superseded. A criterion keeps its verdict only
+pending at attempt 0; a step in progress at the replan is superseded. A kept step carries its work, not the
+reason it restarted in an earlier version (``reset`` and ``invalidated_by`` describe this replan only). A criterion keeps its verdict only
 if its description is unchanged and the replan invalidated no completed work (evidence must be current).
 """
 
@@ -70,7 +71,7 @@ def reconcile(
         change = _step_verdict(old, old_specs.get(step_id), spec, kept, roots)
         if old is not None and change is None and old.status == "completed":
             kept.add(step_id)
-            states.append(old._replace(max_attempts=spec.max_attempts))
+            states.append(old._replace(max_attempts=spec.max_attempts, reset=None, invalidated_by=None))
             continue
         if change is not None:
             roots[step_id] = change.upstream or step_id
