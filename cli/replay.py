@@ -5,6 +5,8 @@ All read-only: they fold the log (nothing is re-executed) and render a view of :
 
 from __future__ import annotations
 
+import shutil
+import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -42,7 +44,6 @@ _CAUSES: Final[dict[str, str]] = {
     "upstream_invalidated": "invalidated by",
     "superseded": "superseded while in progress",
     "unblocked": "unblocked",
-    "removed": "removed",
     "description_changed": "description changed",
     "work_invalidated": "completed work was invalidated",
 }
@@ -52,57 +53,66 @@ def _when(ts: str) -> str:
     return ts[:19].replace("T", " ")
 
 
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
 def _aligned(rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
     """Rows of cells, left-aligned in columns, without a header."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))] if rows else []
     return [indent + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
 
 
+def _listing(label: str, items: Sequence[str]) -> list[str]:
+    """``label: a, b, c`` cut to the terminal's width; nothing when there are no items."""
+    width = shutil.get_terminal_size((120, 24)).columns - 4 - len(label)
+    return [f"  {label}: {truncate(', '.join(items), width)}"] if items else []
+
+
 def _why_reset(change: dict[str, Any]) -> str:
-    """One reset step or criterion in words: its cause, upstream, changed fields, and what it was."""
-    cause = str(_CAUSES.get(change["cause"], change["cause"]))
-    if change.get("upstream"):
-        cause += f" {change['upstream']}"
-    if change.get("fields"):
-        cause += f" ({', '.join(change['fields'])})"
+    """Why a step or criterion lost its state, in words: cause (upstream, fields), what it was, where."""
+    parts = []
+    if change.get("cause") in _CAUSES:
+        cause = _CAUSES[change["cause"]]
+        if change.get("upstream"):
+            cause += f" {change['upstream']}"
+        if change.get("fields"):
+            cause += f" ({', '.join(change['fields'])})"
+        parts.append(cause)
     if change.get("was"):
-        cause += f"; was {change['was']}"
-        if change.get("attempt"):
-            cause += f", attempt {change['attempt']}"
+        parts.append(f"was {change['was']}" + (f", attempt {change['attempt']}" if change.get("attempt") else ""))
     if change.get("at_version"):
-        cause += f" (at v{change['at_version']})"
-    return cause
+        parts.append(f"at v{change['at_version']}")
+    return "; ".join(parts)
 
 
-def _change_rows(changes: dict[str, Any]) -> list[list[str]]:
-    """A replan's recorded changes (:func:`projections.history.changes_view`) as label / item / detail rows."""
-    rows: list[list[str]] = []
-    if changes["kept"]:
-        rows.append(["kept", ", ".join(changes["kept"]), ""])
-    rows += [["reset", c["step"], _why_reset(c)] for c in changes["reset"]]
-    rows += [["removed", c["step"], _why_reset(c | {"cause": "removed"})] for c in changes["removed"]]
-    if changes["added"]:
-        rows.append(["added", ", ".join(changes["added"]), ""])
-    if changes["criteria_kept"]:
-        rows.append(["criteria kept", ", ".join(changes["criteria_kept"]), ""])
-    rows += [["criteria reset", c["criterion"], _why_reset(c)] for c in changes["criteria_reset"]]
-    for label, key in (("criteria added", "criteria_added"), ("criteria removed", "criteria_removed")):
-        if changes[key]:
-            rows.append([label, ", ".join(changes[key]), ""])
-    if changes["policy_changed"]:
-        rows.append(["policy", "changed", ""])
-    return rows
+def _change_lines(changes: dict[str, Any]) -> list[str]:
+    """A replan's recorded changes (:func:`projections.history.changes_view`), lists first, then each loss."""
+    rows = [["reset", c["step"], _why_reset(c)] for c in changes["reset"]]
+    rows += [["removed", c["step"], _why_reset(c)] for c in changes["removed"]]
+    rows += [["criterion reset", c["criterion"], _why_reset(c)] for c in changes["criteria_reset"]]
+    return [
+        *_listing("kept", changes["kept"]),
+        *_listing("added", changes["added"]),
+        *_aligned(rows),
+        *_listing("criteria kept", changes["criteria_kept"]),
+        *_listing("criteria added", changes["criteria_added"]),
+        *_listing("criteria removed", changes["criteria_removed"]),
+        *(["  policy: changed"] if changes["policy_changed"] else []),
+    ]
 
 
 # --------------------------------------------------------------------------- versions
 
 
 def _render_versions(state: PlanState, versions: list[dict[str, Any]]) -> str:
-    lines = [f"run {state.run} · {len(versions)} plan version(s) · active v{state.version}", ""]
+    lines = [f"run {state.run} · {_plural(len(versions), 'plan version', 'plan versions')} · active v{state.version}",
+             ""]
     rows = []
     for v in versions:
         causes = ",".join(map(str, v["causes"])) or "-"
-        what = v["why"] if v["changes"] else f"created: {v['steps']} step(s), {v['criteria']} criterion(s)"
+        created = f"created: {_plural(v['steps'], 'step', 'steps')}, {_plural(v['criteria'], 'criterion', 'criteria')}"
+        what = v["why"] if v["changes"] else created
         rows.append([f"v{v['version']}", str(v["seq"]), _when(v["ts"]), v["actor"], v["reason"] or "created", causes,
                      what])
     lines.append(table(["VERSION", "SEQ", "ADOPTED (UTC)", "ACTOR", "REASON", "CAUSES", "WHY"], rows))
@@ -110,7 +120,7 @@ def _render_versions(state: PlanState, versions: list[dict[str, Any]]) -> str:
         if v["changes"]:
             patched = ", from a patch" if v["patched"] else ""
             lines += ["", f"v{v['version']}: what the replan at seq {v['seq']} changed{patched}"]
-            lines += _aligned(_change_rows(v["changes"]))
+            lines += _change_lines(v["changes"])
     return "\n".join(lines)
 
 
@@ -208,35 +218,42 @@ def replay(log: str, version: int | None, at_seq: int | None, as_json: bool) -> 
 # --------------------------------------------------------------------------- diff
 
 
-def _render_fields(fields: dict[str, dict[str, Any]]) -> str:
-    return "; ".join(f"{name}: {truncate(str(c['from']), 40)} -> {truncate(str(c['to']), 40)}" for name, c in fields.items())
+def _field_rows(step: str, fields: dict[str, dict[str, Any]]) -> list[list[str]]:
+    """One row per changed field of a step: ``name: from -> to`` (lists shown comma-separated)."""
+
+    def shown(value: Any) -> str:
+        return truncate(", ".join(value) if isinstance(value, list) else str(value), 50)
+
+    return [["changed" if i == 0 else "", step if i == 0 else "", f"{name}: {shown(c['from'])} -> {shown(c['to'])}"]
+            for i, (name, c) in enumerate(fields.items())]
 
 
-def _render_diff(diff: dict[str, Any]) -> str:
-    through = "" if diff["adjacent"] else " (work traced through every replan between them)"
+def _render_diff(diff: dict[str, Any]) -> list[str]:
+    """The body of a diff: lists of added and removed ids, then one row per changed, kept or reset item."""
     at: dict[str, Any] = {"at_version": None} if diff["adjacent"] else {}  # adjacent: every change is at V2
-    rows: list[list[str]] = []
-    for label, key in (("added", "added"), ("removed", "removed")):
-        if diff[key]:
-            rows.append([label, ", ".join(diff[key]), ""])
-    rows += [["changed", c["step"], _render_fields(c["fields"])] for c in diff["changed"]]
-    rows += [["kept", k["step"], f"attempt {k['attempt']}: {truncate('; '.join(k['evidence']), 70)}"] for k in diff["kept"]]
-    rows += [["reset", r["step"], _why_reset(r | at)] for r in diff["reset"]]
     criteria = diff["criteria"]
-    for label, key in (("criteria added", "added"), ("criteria removed", "removed")):
-        if criteria[key]:
-            rows.append([label, ", ".join(criteria[key]), ""])
-    rows += [["criteria changed", c["criterion"], f"{truncate(c['from'], 40)} -> {truncate(c['to'], 40)}"]
+    rows = [row for c in diff["changed"] for row in _field_rows(c["step"], c["fields"])]
+    rows += [["kept", k["step"], f"attempt {k['attempt']}: {truncate('; '.join(k['evidence']), 70)}"]
+             for k in diff["kept"]]
+    rows += [["removed" if r["cause"] == "removed" else "reset", r["step"], _why_reset(r | at)] for r in diff["reset"]]
+    rows += [["criterion changed", c["criterion"], f"{truncate(c['from'], 40)} -> {truncate(c['to'], 40)}"]
              for c in criteria["changed"]]
-    rows += [["criteria kept", k["criterion"], f"{k['status']}: {truncate(k['evidence'], 70)}"] for k in criteria["kept"]]
-    rows += [["criteria reset", r["criterion"], _why_reset(r | at)] for r in criteria["reset"]]
-    rows += [["criteria reverified", r["criterion"], f"a newer verdict in v{r['at_version']}"]
+    rows += [["criterion kept", k["criterion"], f"{k['status']}: {truncate(k['evidence'], 70)}"]
+             for k in criteria["kept"]]
+    rows += [["criterion reset", r["criterion"], _why_reset(r | at)] for r in criteria["reset"]]
+    rows += [["criterion reverified", r["criterion"], f"a newer verdict in v{r['at_version']}"]
              for r in criteria["reverified"]]
     if diff["policy"]:
         change = diff["policy"]["max_in_progress"]
         rows.append(["policy", "max_in_progress", f"{change['from']} -> {change['to']}"])
-    body = _aligned(rows) if rows else ["  (no differences)"]
-    return "\n".join([f"diff v{diff['from']} -> v{diff['to']}{through}", *body])
+    lines = [
+        *_listing("added", diff["added"]),
+        *_listing("removed", diff["removed"]),
+        *_listing("criteria added", criteria["added"]),
+        *_listing("criteria removed", criteria["removed"]),
+        *_aligned(rows),
+    ]
+    return lines or ["  (no differences)"]
 
 
 @click.command()
@@ -272,7 +289,8 @@ def diff(log: str, old: int, new: int, as_json: bool) -> None:
     with open_records(log) as (_, records):
         ends = {v: span.state for v, span in replay_versions(records, range(old, new + 1)).items()}
     data = diff_view(ends, ends[new].versions, old, new)
-    emit(as_json, data, lambda: _render_diff(data))
+    through = "" if data["adjacent"] else " (work traced through every replan between them)"
+    emit(as_json, data, lambda: "\n".join([f"diff v{old} -> v{new}{through}", *_render_diff(data)]))
 
 
 # --------------------------------------------------------------------------- why
@@ -281,7 +299,8 @@ def diff(log: str, old: int, new: int, as_json: bool) -> None:
 def _render_why(why: dict[str, Any]) -> str:
     title = (f"why v{why['version']}: {why['reason']} · replan at seq {why['seq']} ({_when(why['ts'])} UTC) "
              f"by {why['actor']}, replacing v{why['replaced']}")
-    lines = [title, f"  {why['why']}"]
+    width = min(shutil.get_terminal_size((100, 24)).columns, 100)
+    lines = [title, textwrap.fill(why["why"], width, initial_indent="  ", subsequent_indent="  ")]
     if why["observations"]:
         lines += ["", "observations", *(f"  - {o}" for o in why["observations"])]
     if why["patch"]:
@@ -291,10 +310,10 @@ def _render_why(why: dict[str, Any]) -> str:
     lines += [f"  seq {c['seq']} · {_when(c['ts'])} · {c['actor']} · {c['type']} (plan v{c['plan_version']})\n"
               f"    {_quote_data(c['data'])}" for c in why["causes"]] or ["  (no causing event recorded)"]
     lines += ["", f"what changed from v{why['replaced']}"]
-    lines.append(_render_diff(why["changes"]).split("\n", 1)[1])
+    lines += _render_diff(why["changes"])
     lines += ["", f"late results for v{why['replaced']} (kept off the plan)"]
     lines += [f"  seq {o['seq']} · {o['type']} {o['step']} attempt {o['attempt']} · {o['why']} · "
-              f"{truncate('; '.join(o['evidence']) or o['reason'], 80)}" for o in why["late_results"]] or ["  (none)"]
+              f"{truncate('; '.join(o['evidence']) or o['reason'], 100)}" for o in why["late_results"]] or ["  (none)"]
     return "\n".join(lines)
 
 
@@ -350,7 +369,8 @@ def _render_orphans(state: PlanState, orphans: list[dict[str, Any]]) -> str:
         for o in orphans
     ]
     header = ["SEQ", "STEP", "RESULT", "STAMPED", "ARRIVED", "WHY", "STEP NOW", "EVIDENCE / REASON"]
-    summary = f"{len(orphans)} late result(s) in run {state.run}, none applied to the plan (active v{state.version})"
+    count = _plural(len(orphans), "late result", "late results")
+    summary = f"{count} in run {state.run}, none applied to the plan (active v{state.version})"
     return f"{table(header, rows)}\n\n{summary}"
 
 
