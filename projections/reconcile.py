@@ -34,19 +34,22 @@ def _step_verdict(
     if old is None or old_spec is None:
         return StepChange(step=new_spec.id, cause="added")
     fields = _changed_fields(old_spec, new_spec)
-    was = {"was": old.status, "attempt": old.attempt, "fields": fields}
+
+    def reset(cause: str, upstream: str | None = None) -> StepChange:
+        return StepChange(step=new_spec.id, cause=cause, was=old.status, attempt=old.attempt, upstream=upstream,
+                          fields=fields)
+
     if old.status == "in_progress":
-        return StepChange(step=new_spec.id, cause="superseded", **was)
+        return reset("superseded")
     if fields:
-        return StepChange(step=new_spec.id, cause="contract_changed", **was)
+        return reset("contract_changed")
     if old.status == "blocked":
-        return StepChange(step=new_spec.id, cause="unblocked", **was)
+        return reset("unblocked")
     if old.status == "pending":
         return None
     broken = sorted(d for d in set(new_spec.depends_on) if d not in kept)
     if broken:
-        upstream = roots.get(broken[0], broken[0])
-        return StepChange(step=new_spec.id, cause="upstream_invalidated", upstream=upstream, **was)
+        return reset("upstream_invalidated", upstream=roots.get(broken[0], broken[0]))
     return None
 
 
