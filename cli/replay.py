@@ -440,7 +440,8 @@ def _render_receipt(receipt: dict[str, Any], code: int) -> str:
     if receipt["criteria_failed"]:
         lines.append(f"criteria failed: {', '.join(receipt['criteria_failed'])}")
     if receipt["orphans"]:
-        lines.append(f"orphans: {len(receipt['orphans'])} late result(s), none applied (plantrail orphans LOG)")
+        count = _plural(len(receipt["orphans"]), "late result", "late results")
+        lines.append(f"orphans: {count}, none applied (plantrail orphans LOG)")
     if receipt["advice"]:
         lines.append(f"advice: replan with --reason {receipt['advice']}")
     return "\n".join(lines)
