@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 if TYPE_CHECKING:
+    from ledger.errors import PlantrailError
     from ledger.events import Record
     from ledger.jsonl import LogReader
     from ledger.store import TornTail
@@ -26,6 +27,7 @@ __all__ = [
     "read_state",
     "reset_output",
     "table",
+    "torn_error",
     "truncate",
 ]
 
@@ -104,18 +106,23 @@ def open_records(path: str) -> Iterator[tuple[LogReader, Iterator[Record]]]:
         yield reader, reader.records()
 
 
+def torn_error(path: str, torn: TornTail) -> PlantrailError:
+    """The TORN_TAIL error for a log whose valid part ends before ``torn``."""
+    from ledger.errors import error
+
+    return error(
+        "TORN_TAIL",
+        f"{path} ends with {torn.length} bytes of an incomplete record after line {torn.line - 1}; "
+        f"the output above covers the valid part; run `plantrail repair {path}`",
+        line=torn.line,
+        offset=torn.offset,
+    )
+
+
 def raise_if_torn(path: str, torn: TornTail | None) -> None:
     """After printing what the valid part says, report a torn tail as TORN_TAIL (exit 3)."""
     if torn is not None:
-        from ledger.errors import error
-
-        raise error(
-            "TORN_TAIL",
-            f"{path} ends with {torn.length} bytes of an incomplete record after line {torn.line - 1}; "
-            f"the output above covers the valid part; run `plantrail repair {path}`",
-            line=torn.line,
-            offset=torn.offset,
-        )
+        raise torn_error(path, torn)
 
 
 def read_state(path: str) -> tuple[PlanState, LogReader]:

@@ -153,9 +153,16 @@ def log_command(log: str, from_seq: int, limit: int | None, as_json: bool) -> No
 def next_command(log: str, as_json: bool) -> None:
     """The ready steps in stable order, or the replan advice when nothing can start (seed 000 shouldReplan).
 
+    Advice: repeated_tool_failure after two failed attempts in a row, retries_exhausted when a step ran out of
+    attempts, no_ready_step when work remains but nothing runs and nothing can start.
+
+    \b
+    JSON: {"plan_version", "outcome", "ready": [step ids, stable topological order],
+      "in_progress": [step ids], "advice": null | reason code}
+
     \b
     Example:
-      plantrail next samples/login-fix.jsonl
+      plantrail next samples/login-fix-replans.jsonl
     """
     from projections.views import advice, in_doubt, ready_steps
 

@@ -17,6 +17,7 @@ from cli.common import printed_output, reset_output
 from cli.inspect import inspect_commands
 from cli.maintain import maintain_commands
 from cli.record import record_commands
+from cli.replay import replay_commands
 
 __all__ = ["main", "plantrail"]
 
@@ -40,7 +41,7 @@ def plantrail() -> None:
     """
 
 
-for _command in (*record_commands, *inspect_commands, *maintain_commands):
+for _command in (*record_commands, *inspect_commands, *replay_commands, *maintain_commands):
     plantrail.add_command(_command)
 
 

@@ -279,8 +279,9 @@ def finish(log: str, outcome: str, reason: str, plan_version: int | None, expect
               help='A patch {"base_version": N, "operations": [...]} instead of a whole draft.')
 @click.option("--reason", required=True, type=click.Choice(REASONS), help="Why, as a code.")
 @click.option("--why", required=True, metavar="TEXT", help="Why, in words: what was observed.")
-@click.option("--caused-by", "causes", multiple=True, type=click.IntRange(min=1), metavar="SEQ",
-              help="Seq of an event in the log that caused the replan (repeatable).")
+@click.option("--caused-by", "causes", multiple=True, type=click.IntRange(min=0), metavar="SEQ",
+              help="Seq of an event in the log that caused the replan (repeatable); any other seq is "
+                   "UNKNOWN_CAUSE.")
 @click.option("--observation", "observations", multiple=True, metavar="TEXT",
               help="A free-text observation behind the replan (repeatable).")
 @_plan_version_option

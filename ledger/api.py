@@ -32,7 +32,7 @@ from ledger.errors import error
 from ledger.events import Outcome, ReasonCode, Record, Source
 from ledger.idempotency import KeyEntry, match, record_view
 from ledger.jsonl import JsonlStore
-from ledger.plan import Draft, PlanPatch, PlanSpec, check_id, parse_draft
+from ledger.plan import Draft, PlanPatch, PlanSpec, check_id, parse_draft, parse_patch
 from ledger.store import Ack, FsyncPolicy, PendingRecord, Session, Store
 from projections.model import PlanState
 from projections.state import evolve, initial
@@ -212,14 +212,15 @@ class Ledger:
         why: str,
         *,
         plan: Draft | PlanSpec | Mapping[str, Any] | None = None,
-        patch: PlanPatch | None = None,
+        patch: PlanPatch | Mapping[str, Any] | None = None,
         causes: Sequence[int] = (),
         observations: Sequence[str] = (),
         **options: Any,
     ) -> Ack:
-        """Adopt a new plan version from a whole draft or a patch."""
+        """Adopt a new plan version from a whole draft or a patch (parsed from JSON-like mappings if need be)."""
         draft = parse_draft(plan) if isinstance(plan, Mapping) else plan
-        return self._run(Replan, options, reason=reason, why=why, plan=draft, patch=patch, causes=tuple(causes),
+        changes = parse_patch(patch) if isinstance(patch, Mapping) else patch
+        return self._run(Replan, options, reason=reason, why=why, plan=draft, patch=changes, causes=tuple(causes),
                          observations=tuple(observations))
 
     def _run(self, command_type: Callable[..., Command], options: dict[str, Any], **fields: Any) -> Ack:

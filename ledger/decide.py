@@ -219,6 +219,7 @@ def _as_plan(plan: Draft | PlanSpec, *, goal: str | None = None, base: PlanSpec 
 
 def _replanned(state: PlanState, command: Replan, version: int) -> PlanReplanned:
     assert state.plan is not None  # guarded by _require_plan
+    _not_finished(state)  # before the draft is judged: no draft can continue a finished run
     if (command.plan is None) == (command.patch is None):
         raise error("USAGE", "a replan takes either a whole plan or a patch, not both or neither")
     if command.patch is not None:
@@ -291,7 +292,7 @@ def check(state: PlanState, data: Event, plan_version: int) -> OrphanWhy | None:
     if data.TYPE.startswith("log."):
         return None
     _require_plan(state)
-    if plan_version > state.version:
+    if not 1 <= plan_version <= state.version:
         raise error(
             "UNKNOWN_PLAN_VERSION",
             f"plan version {plan_version} does not exist; the active version is {state.version}",

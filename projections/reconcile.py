@@ -3,7 +3,8 @@
 A completed step keeps its status, attempt and evidence only if its contract (title, completion evidence,
 dependencies as a set) is unchanged **and** every dependency was itself kept: invalidation follows lineage,
 and each reset step names the upstream step whose change started the chain. Everything else starts
-pending at attempt 0; a step in progress at the replan is superseded. A criterion keeps its verdict only
+pending at attempt 0; a step in progress at the replan is superseded. A kept step carries its work, not the
+reason it restarted in an earlier version (``reset`` and ``invalidated_by`` describe this replan only). A criterion keeps its verdict only
 if its description is unchanged and the replan invalidated no completed work (evidence must be current).
 """
 
@@ -33,19 +34,22 @@ def _step_verdict(
     if old is None or old_spec is None:
         return StepChange(step=new_spec.id, cause="added")
     fields = _changed_fields(old_spec, new_spec)
-    was = {"was": old.status, "attempt": old.attempt, "fields": fields}
+
+    def reset(cause: str, upstream: str | None = None) -> StepChange:
+        return StepChange(step=new_spec.id, cause=cause, was=old.status, attempt=old.attempt, upstream=upstream,
+                          fields=fields)
+
     if old.status == "in_progress":
-        return StepChange(step=new_spec.id, cause="superseded", **was)
+        return reset("superseded")
     if fields:
-        return StepChange(step=new_spec.id, cause="contract_changed", **was)
+        return reset("contract_changed")
     if old.status == "blocked":
-        return StepChange(step=new_spec.id, cause="unblocked", **was)
+        return reset("unblocked")
     if old.status == "pending":
         return None
     broken = sorted(d for d in set(new_spec.depends_on) if d not in kept)
     if broken:
-        upstream = roots.get(broken[0], broken[0])
-        return StepChange(step=new_spec.id, cause="upstream_invalidated", upstream=upstream, **was)
+        return reset("upstream_invalidated", upstream=roots.get(broken[0], broken[0]))
     return None
 
 
@@ -70,7 +74,7 @@ def reconcile(
         change = _step_verdict(old, old_specs.get(step_id), spec, kept, roots)
         if old is not None and change is None and old.status == "completed":
             kept.add(step_id)
-            states.append(old._replace(max_attempts=spec.max_attempts))
+            states.append(old._replace(max_attempts=spec.max_attempts, reset=None, invalidated_by=None))
             continue
         if change is not None:
             roots[step_id] = change.upstream or step_id

@@ -1,0 +1,491 @@
+"""Replay and audit commands: versions, replay, diff, why, orphans, resume.
+
+All read-only: they fold the log (nothing is re-executed) and render a view of :mod:`projections.history`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+import click
+
+from cli.common import (
+    emit,
+    json_option,
+    log_argument,
+    open_records,
+    raise_if_torn,
+    read_state,
+    table,
+    truncate,
+)
+
+if TYPE_CHECKING:
+    from ledger.errors import PlantrailError
+    from projections.model import PlanState
+
+__all__ = ["RESUME_EXIT_CODES", "replay_commands"]
+
+#: ``plantrail resume`` exit codes by verdict (documented in its help).
+RESUME_EXIT_CODES: Final[dict[str, int]] = {
+    "continue": 0,
+    "damaged": 3,
+    "in_doubt": 10,
+    "stuck": 11,
+    "paused": 12,
+    "finished": 13,
+}
+
+_CAUSES: Final[dict[str, str]] = {
+    "contract_changed": "contract changed",
+    "upstream_invalidated": "invalidated by",
+    "superseded": "superseded while in progress",
+    "unblocked": "unblocked",
+    "description_changed": "description changed",
+    "work_invalidated": "completed work was invalidated",
+}
+
+
+def _when(ts: str) -> str:
+    return ts[:19].replace("T", " ")
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _aligned(rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
+    """Rows of cells, left-aligned in columns, without a header."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))] if rows else []
+    return [indent + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+
+
+def _listing(label: str, items: Sequence[str]) -> list[str]:
+    """``label: a, b, c`` cut to the terminal's width; nothing when there are no items."""
+    width = shutil.get_terminal_size((120, 24)).columns - 4 - len(label)
+    return [f"  {label}: {truncate(', '.join(items), width)}"] if items else []
+
+
+def _why_reset(change: dict[str, Any]) -> str:
+    """Why a step or criterion lost its state, in words: cause (upstream, fields), what it was, where."""
+    parts = []
+    if change.get("cause") in _CAUSES:
+        cause = _CAUSES[change["cause"]]
+        if change.get("upstream"):
+            cause += f" {change['upstream']}"
+        if change.get("fields"):
+            cause += f" ({', '.join(change['fields'])})"
+        parts.append(cause)
+    if change.get("was"):
+        parts.append(f"was {change['was']}" + (f", attempt {change['attempt']}" if change.get("attempt") else ""))
+    if change.get("at_version"):
+        parts.append(f"at v{change['at_version']}")
+    return "; ".join(parts)
+
+
+def _change_lines(changes: dict[str, Any]) -> list[str]:
+    """A replan's recorded changes (:func:`projections.history.changes_view`), lists first, then each loss."""
+    rows = [["reset", c["step"], _why_reset(c)] for c in changes["reset"]]
+    rows += [["removed", c["step"], _why_reset(c)] for c in changes["removed"]]
+    rows += [["criterion reset", c["criterion"], _why_reset(c)] for c in changes["criteria_reset"]]
+    return [
+        *_listing("kept", changes["kept"]),
+        *_listing("added", changes["added"]),
+        *_aligned(rows),
+        *_listing("criteria kept", changes["criteria_kept"]),
+        *_listing("criteria added", changes["criteria_added"]),
+        *_listing("criteria removed", changes["criteria_removed"]),
+        *(["  policy: changed"] if changes["policy_changed"] else []),
+    ]
+
+
+# --------------------------------------------------------------------------- versions
+
+
+def _render_versions(state: PlanState, versions: list[dict[str, Any]]) -> str:
+    lines = [f"run {state.run} · {_plural(len(versions), 'plan version', 'plan versions')} · active v{state.version}",
+             ""]
+    rows = []
+    for v in versions:
+        causes = ",".join(map(str, v["causes"])) or "-"
+        created = f"created: {_plural(v['steps'], 'step', 'steps')}, {_plural(v['criteria'], 'criterion', 'criteria')}"
+        what = v["why"] if v["changes"] else created
+        rows.append([f"v{v['version']}", str(v["seq"]), _when(v["ts"]), v["actor"], v["reason"] or "created", causes,
+                     what])
+    lines.append(table(["VERSION", "SEQ", "ADOPTED (UTC)", "ACTOR", "REASON", "CAUSES", "WHY"], rows))
+    for v in versions:
+        if v["changes"]:
+            patched = ", from a patch" if v["patched"] else ""
+            lines += ["", f"v{v['version']}: what the replan at seq {v['seq']} changed{patched}"]
+            lines += _change_lines(v["changes"])
+    return "\n".join(lines)
+
+
+@click.command()
+@log_argument
+@json_option
+def versions(log: str, as_json: bool) -> None:
+    """Every plan version: when, by whom and why it was adopted, its causes, and what changed.
+
+    \b
+    JSON: {"run", "active_version", "versions": [{"version", "seq", "ts", "actor", "reason", "why",
+      "causes": [seq], "observations", "patched", "steps", "criteria", "superseded_at",
+      "changes": null | {"kept", "reset": [{"step", "cause", "was", "attempt", "upstream", "fields"}],
+      "added", "removed": [...], "criteria_kept", "criteria_reset": [{"criterion", "cause", "was"}],
+      "criteria_added", "criteria_removed", "policy_changed"}}]}
+
+    \b
+    Example:
+      plantrail versions samples/login-fix-replans.jsonl
+    """
+    from projections.history import versions_view
+
+    state, reader = read_state(log)
+    view = versions_view(state)
+    data = {"run": state.run, "active_version": state.version, "versions": view}
+    emit(as_json, data, lambda: _render_versions(state, view))
+    raise_if_torn(log, reader.torn)
+
+
+# --------------------------------------------------------------------------- replay
+
+
+def _replay_header(state: PlanState, version: int | None, at_seq: int | None, superseded_at: int | None) -> str:
+    if at_seq is not None:
+        return f"replay: the state after seq {at_seq} (plan v{state.version})"
+    if superseded_at is not None:
+        return (f"replay: plan v{state.version} as it stood when superseded at seq {superseded_at} "
+                f"(the state after seq {state.last_seq})")
+    active = "" if version is None else f"v{version} is the active version; "
+    return f"replay: {active}the state now (after seq {state.last_seq})"
+
+
+@click.command()
+@log_argument
+@click.option("--version", "version", type=click.IntRange(min=1), metavar="V",
+              help="Rebuild version V as it stood when superseded (or now, for the active version).")
+@click.option("--at-seq", type=click.IntRange(min=0), metavar="N", help="Rebuild the state right after event N.")
+@json_option
+def replay(log: str, version: int | None, at_seq: int | None, as_json: bool) -> None:
+    """Rebuild the plan and every step's state at a past point, read-only (nothing is re-executed).
+
+    --version V folds the log up to the replan that superseded V and reads no further (so damage after
+    that point is not reported: run verify); --at-seq N folds events 0..N. Without either, the state now.
+
+    \b
+    JSON: the status --json document at that point, plus "state_hash" and
+      "replay": {"version", "at_seq", "superseded_at"} (superseded_at: the seq of the replan that
+      superseded the version; null for the active version and for --at-seq, which reads no further).
+
+    \b
+    Example:
+      plantrail replay samples/login-fix-replans.jsonl --version 1
+      plantrail replay samples/login-fix-replans.jsonl --at-seq 12 --json
+    """
+    from cli.inspect import render_status
+    from ledger.errors import error
+    from projections.canonical import state_hash
+    from projections.history import replay_at_seq, replay_version
+    from projections.state import fold
+    from projections.views import status_view
+
+    if version is not None and at_seq is not None:
+        raise error("USAGE", "give --version V or --at-seq N, not both")
+    superseded_at = None
+    with open_records(log) as (reader, records):
+        if at_seq is not None:
+            state = replay_at_seq(records, at_seq)
+        elif version is not None:
+            state, superseded_at = replay_version(records, version)
+        else:
+            state = fold(records)
+    view = status_view(state) | {
+        "state_hash": state_hash(state),
+        "replay": {"version": state.version, "at_seq": at_seq, "superseded_at": superseded_at},
+    }
+
+    def human() -> str:
+        header = _replay_header(state, version, at_seq, superseded_at)
+        return f"{header}\n\n{render_status(state, view)}\n\nstate hash: {view['state_hash']}"
+
+    emit(as_json, view, human)
+    raise_if_torn(log, reader.torn)
+
+
+# --------------------------------------------------------------------------- diff
+
+
+def _field_rows(step: str, fields: dict[str, dict[str, Any]]) -> list[list[str]]:
+    """One row per changed field of a step: ``name: from -> to`` (lists shown comma-separated)."""
+
+    def shown(value: Any) -> str:
+        return truncate(", ".join(value) if isinstance(value, list) else str(value), 50)
+
+    return [["changed" if i == 0 else "", step if i == 0 else "", f"{name}: {shown(c['from'])} -> {shown(c['to'])}"]
+            for i, (name, c) in enumerate(fields.items())]
+
+
+def _render_diff(diff: dict[str, Any]) -> list[str]:
+    """The body of a diff: lists of added and removed ids, then one row per changed, kept or reset item."""
+    at: dict[str, Any] = {"at_version": None} if diff["adjacent"] else {}  # adjacent: every change is at V2
+    criteria = diff["criteria"]
+    rows = [row for c in diff["changed"] for row in _field_rows(c["step"], c["fields"])]
+    rows += [["kept", k["step"], f"attempt {k['attempt']}: {truncate('; '.join(k['evidence']), 70)}"]
+             for k in diff["kept"]]
+    rows += [["removed" if r["cause"] == "removed" else "reset", r["step"], _why_reset(r | at)] for r in diff["reset"]]
+    rows += [["criterion changed", c["criterion"], f"{truncate(c['from'], 40)} -> {truncate(c['to'], 40)}"]
+             for c in criteria["changed"]]
+    rows += [["criterion kept", k["criterion"], f"{k['status']}: {truncate(k['evidence'], 70)}"]
+             for k in criteria["kept"]]
+    rows += [["criterion reset", r["criterion"], _why_reset(r | at)] for r in criteria["reset"]]
+    rows += [["criterion reverified", r["criterion"], f"a newer verdict in v{r['at_version']}"]
+             for r in criteria["reverified"]]
+    if diff["policy"]:
+        change = diff["policy"]["max_in_progress"]
+        rows.append(["policy", "max_in_progress", f"{change['from']} -> {change['to']}"])
+    lines = [
+        *_listing("added", diff["added"]),
+        *_listing("removed", diff["removed"]),
+        *_listing("criteria added", criteria["added"]),
+        *_listing("criteria removed", criteria["removed"]),
+        *_aligned(rows),
+    ]
+    return lines or ["  (no differences)"]
+
+
+@click.command()
+@log_argument
+@click.argument("old", metavar="V1", type=click.IntRange(min=1))
+@click.argument("new", metavar="V2", type=click.IntRange(min=1))
+@json_option
+def diff(log: str, old: int, new: int, as_json: bool) -> None:
+    """What changed from plan version V1 to a later V2: steps added, removed and changed field by field;
+    completed work kept (with its evidence) or reset (with the cause, and the upstream step for lineage);
+    criteria kept or reset. Reads the log only up to the end of V2.
+
+    For versions that are not adjacent, the work is traced through each replan between them as that replan
+    recorded it, not recomputed (see projections.history.diff_view).
+
+    \b
+    JSON: {"from", "to", "adjacent", "added", "removed", "changed": [{"step", "fields": {name: {"from",
+      "to"}}}], "kept": [{"step", "attempt", "evidence", "completed_seq"}], "reset": [{"step", "cause",
+      "was", "attempt", "upstream", "fields", "at_version"}], "criteria": {"added", "removed",
+      "changed": [{"criterion", "from", "to"}], "kept": [{"criterion", "status", "evidence",
+      "verified_seq"}], "reset": [{"criterion", "cause", "was", "at_version"}], "reverified":
+      [{"criterion", "at_version"}]}, "policy": null | {"max_in_progress": {"from", "to"}}}
+
+    \b
+    Example:
+      plantrail diff samples/login-fix-replans.jsonl 1 2
+    """
+    from ledger.errors import error
+    from projections.history import diff_view, replay_versions
+
+    if old >= new:
+        raise error("USAGE", f"diff compares an earlier version with a later one, not v{old} with v{new}")
+    with open_records(log) as (_, records):
+        ends = {v: span.state for v, span in replay_versions(records, range(old, new + 1)).items()}
+    data = diff_view(ends, ends[new].versions, old, new)
+    through = "" if data["adjacent"] else " (work traced through every replan between them)"
+    emit(as_json, data, lambda: "\n".join([f"diff v{old} -> v{new}{through}", *_render_diff(data)]))
+
+
+# --------------------------------------------------------------------------- why
+
+
+def _render_why(why: dict[str, Any]) -> str:
+    title = (f"why v{why['version']}: {why['reason']} · replan at seq {why['seq']} ({_when(why['ts'])} UTC) "
+             f"by {why['actor']}, replacing v{why['replaced']}")
+    width = min(shutil.get_terminal_size((100, 24)).columns, 100)
+    lines = [title, textwrap.fill(why["why"], width, initial_indent="  ", subsequent_indent="  ")]
+    if why["observations"]:
+        lines += ["", "observations", *(f"  - {o}" for o in why["observations"])]
+    if why["patch"]:
+        ops = "; ".join(_patch_op(op) for op in why["patch"]["operations"])
+        lines += ["", f"patch on v{why['patch']['base_version']}: {ops}"]
+    lines += ["", "caused by"]
+    lines += [f"  seq {c['seq']} · {_when(c['ts'])} · {c['actor']} · {c['type']} (plan v{c['plan_version']})\n"
+              f"    {_quote_data(c['data'])}" for c in why["causes"]] or ["  (no causing event recorded)"]
+    lines += ["", f"what changed from v{why['replaced']}"]
+    lines += _render_diff(why["changes"])
+    lines += ["", f"late results for v{why['replaced']} (kept off the plan)"]
+    lines += [f"  seq {o['seq']} · {o['type']} {o['step']} attempt {o['attempt']} · {o['why']} · "
+              f"{truncate('; '.join(o['evidence']) or o['reason'], 100)}" for o in why["late_results"]] or ["  (none)"]
+    return "\n".join(lines)
+
+
+def _patch_op(op: dict[str, Any]) -> str:
+    """One patch operation in words: its name and the step or criterion it touches."""
+    item = op["step"] or op["criterion"] or {}
+    subject = op["step_id"] or op["criterion_id"] or item.get("id") or ""
+    return f"{op['op']} {subject}".rstrip()
+
+
+def _quote_data(data: dict[str, Any]) -> str:
+    import orjson
+
+    return orjson.dumps(data).decode()
+
+
+@click.command()
+@log_argument
+@click.option("--version", "version", type=click.IntRange(min=2), metavar="V",
+              help="Explain the replan that created version V (default: the latest replan).")
+@json_option
+def why(log: str, version: int | None, as_json: bool) -> None:
+    """The audit of a replan: reason code, why, actor, the causing events quoted in full, what changed, what
+    work was kept, and the late results that arrived for the version it replaced.
+
+    \b
+    JSON: {"version", "replaced", "seq", "ts", "actor", "reason", "why", "observations",
+      "patch": null | {"base_version", "operations": [...]}, "causes": [{"seq", "ts", "actor", "type",
+      "plan_version", "data", "h", "source"?}], "changes": <diff --json of the two versions>,
+      "late_results": [<orphans --json item without status_now>]}
+
+    \b
+    Example:
+      plantrail why samples/login-fix-replans.jsonl --version 2
+    """
+    from projections.history import why_view
+
+    state, reader = read_state(log)
+    with open_records(log) as (_, records):
+        data = why_view(records, state, version)
+    emit(as_json, data, lambda: _render_why(data))
+    raise_if_torn(log, reader.torn)
+
+
+# --------------------------------------------------------------------------- orphans
+
+
+def _render_orphans(state: PlanState, orphans: list[dict[str, Any]]) -> str:
+    rows = [
+        [str(o["seq"]), o["step"], o["type"].removeprefix("step."), f"v{o['plan_version']} attempt {o['attempt']}",
+         f"v{o['active_version']}", o["why"], o["status_now"] or "not in plan",
+         "; ".join(o["evidence"]) or o["reason"] or ""]
+        for o in orphans
+    ]
+    header = ["SEQ", "STEP", "RESULT", "STAMPED", "ARRIVED", "WHY", "STEP NOW", "EVIDENCE / REASON"]
+    count = _plural(len(orphans), "late result", "late results")
+    summary = f"{count} in run {state.run}, none applied to the plan (active v{state.version})"
+    return f"{table(header, rows)}\n\n{summary}"
+
+
+@click.command()
+@log_argument
+@json_option
+def orphans(log: str, as_json: bool) -> None:
+    """Late results: completions, blocks and failures stamped with a superseded version or a stale attempt, or
+    arriving after the run finished. They are in the log, never lost, and never applied to the plan.
+
+    \b
+    JSON: {"run", "active_version", "orphans": [{"seq", "type", "step", "plan_version", "attempt",
+      "active_version", "why", "evidence", "reason", "status_now"}]}
+      (why: SUPERSEDED_VERSION | STALE_ATTEMPT | RUN_FINISHED; status_now: the step's status in the active
+      version, null when it has no such step)
+
+    \b
+    Example:
+      plantrail orphans samples/login-fix-replans.jsonl
+    """
+    from projections.history import orphans_view
+
+    state, reader = read_state(log)
+    view = orphans_view(state)
+    emit(as_json, {"run": state.run, "active_version": state.version, "orphans": view},
+         lambda: _render_orphans(state, view))
+    raise_if_torn(log, reader.torn)
+
+
+# --------------------------------------------------------------------------- resume
+
+
+def _fold_valid_part(log: str) -> tuple[PlanState, PlantrailError | None]:
+    """Fold every valid record; return the state and the damage that stopped the read (None when intact)."""
+    from cli.common import torn_error
+    from ledger.errors import LogDamaged
+    from projections.state import evolve, initial
+
+    state = initial()
+    with open_records(log) as (reader, records):
+        try:
+            for record in records:
+                state = evolve(state, record)
+        except LogDamaged as exc:
+            return state, exc
+    return state, None if reader.torn is None else torn_error(log, reader.torn)
+
+
+def _render_receipt(receipt: dict[str, Any], code: int) -> str:
+    outcome = receipt["outcome"] or "open"
+    lines = [
+        f"run {receipt['run']} · plan v{receipt['plan_version']} · {outcome} · last seq {receipt['last_seq']}",
+        f"verdict: {receipt['verdict']} (exit {code})",
+        f"next: {receipt['next']}",
+        "",
+        f"done ({len(receipt['done'])})",
+    ]
+    lines += _aligned([[d["step"], f"attempt {d['attempt']}", truncate("; ".join(d["evidence"]), 70)]
+                       for d in receipt["done"]]) or ["  (none)"]
+    lines += [f"in doubt ({len(receipt['in_doubt'])}): started, no result"]
+    lines += _aligned([[d["step"], f"attempt {d['attempt']}", f"started at seq {d['started_seq']}"]
+                       for d in receipt["in_doubt"]]) or ["  (none)"]
+    lines.append(f"ready: {', '.join(receipt['ready']) or '(none)'}")
+    if receipt["blocked"]:
+        lines.append("blocked: " + "; ".join(f"{b['step']} ({truncate(b['reason'], 50)})" for b in receipt["blocked"]))
+    lines.append(f"criteria unverified: {', '.join(receipt['criteria_unverified']) or '(none)'}")
+    if receipt["criteria_failed"]:
+        lines.append(f"criteria failed: {', '.join(receipt['criteria_failed'])}")
+    if receipt["orphans"]:
+        count = _plural(len(receipt["orphans"]), "late result", "late results")
+        lines.append(f"orphans: {count}, none applied (plantrail orphans LOG)")
+    if receipt["advice"]:
+        lines.append(f"advice: replan with --reason {receipt['advice']}")
+    return "\n".join(lines)
+
+
+@click.command()
+@log_argument
+@json_option
+@click.pass_context
+def resume(ctx: click.Context, log: str, as_json: bool) -> None:
+    """The resume receipt after a crash: is the run finished (and how), the active version, steps done, steps
+    in doubt (started, no result) with their attempt, late results, the next ready steps, criteria still
+    unverified, and whether the log needs a repair first. Read-only.
+
+    \b
+    Exit codes (a supervisor script can branch on them; the first that applies wins):
+      3   the log is damaged or has a torn tail: repair first (the receipt of the valid part is printed)
+      13  the run finished (complete, failed or cancelled)
+      10  steps in doubt: check whether their work happened before continuing
+      12  the run is paused
+      11  no step can start: replan (the advice is printed)
+      0   open and can continue
+      4   the log cannot be read
+
+    \b
+    JSON: {"verdict": "damaged|finished|in_doubt|paused|stuck|continue", "exit_code", "next", "run",
+      "goal", "plan_version", "finished", "outcome", "outcome_reason", "done": [{"step", "attempt",
+      "evidence", "completed_seq"}], "in_doubt": [{"step", "attempt", "started_seq"}], "ready",
+      "blocked": [{"step", "reason"}], "criteria_unverified", "criteria_failed", "orphans": [...],
+      "advice", "last_seq", "head_hash", "damage": null | {"code", "message", ...}}
+
+    \b
+    Example:
+      plantrail resume run.jsonl; case $? in 0) ;; 10) echo "check steps in doubt" ;; esac
+    """
+    from projections.history import resume_receipt
+
+    state, damage = _fold_valid_part(log)
+    receipt = resume_receipt(state, None if damage is None else damage.as_dict())
+    code = RESUME_EXIT_CODES[receipt["verdict"]]
+    emit(as_json, receipt | {"exit_code": code}, lambda: _render_receipt(receipt, code))
+    if damage is not None:
+        click.echo(f"error[{damage.code}]: {damage.message}", err=True)
+    ctx.exit(code)
+
+
+replay_commands = (versions, replay, diff, why, orphans, resume)

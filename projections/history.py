@@ -1,0 +1,523 @@
+"""A run's history: replay one plan version or one seq, and the audit views over its versions.
+
+Pure functions over an iterable of records, read lazily and only as far as the answer needs (stop iterating
+and the rest of the log is never read), or over folded states. Nothing is re-executed and nothing does I/O:
+:mod:`cli.replay` reads the log and renders. The dicts returned are the ``--json`` contract of
+``plantrail versions``, ``replay``, ``diff``, ``why``, ``orphans`` and ``resume``.
+
+A plan version's *span* is its stretch of the log: from the record that adopted it up to, not including,
+the replan that superseded it. :func:`fold_span` folds one span from any state, so a snapshot taken at the
+start of a version can seed it instead of a fold from seq 0.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+
+from ledger.errors import error
+from ledger.plan import PlanSpec, Policy, StepSpec
+from projections.model import (
+    Changes,
+    CriterionState,
+    PlanState,
+    StepChange,
+    StepState,
+    VersionInfo,
+)
+from projections.state import evolve, initial
+from projections.views import advice, in_doubt, orphan_view, ready_steps
+
+if TYPE_CHECKING:
+    from ledger.events import Record
+
+__all__ = [
+    "Span",
+    "Verdict",
+    "changes_view",
+    "diff_view",
+    "fold_span",
+    "orphans_view",
+    "quote_record",
+    "replay_at_seq",
+    "replay_version",
+    "replay_versions",
+    "resume_receipt",
+    "resume_verdict",
+    "spans",
+    "versions_view",
+    "why_view",
+]
+
+
+class Span(NamedTuple):
+    """One plan version's span, folded: the state at its end and the seq of the record that superseded it
+    (None while the version is active)."""
+
+    state: PlanState
+    superseded_at: int | None = None
+
+
+# --------------------------------------------------------------------------- replay
+
+
+def fold_span(records: Iterator[Record], state: PlanState) -> tuple[Span, PlanState | None]:
+    """Fold ``records`` from ``state`` (a fold so far, or a snapshot) until one moves the run to another version.
+
+    Returns the span, which ends just before that record, and the state just after it (None when the records
+    ran out). No record after it is read.
+    """
+    for record in records:
+        after = evolve(state, record)
+        if after.version != state.version:
+            return Span(state, record.seq), after
+        state = after
+    return Span(state), None
+
+
+def spans(records: Iterable[Record], start: PlanState | None = None) -> Iterator[Span]:
+    """Every version's span in log order, folded lazily from ``start`` (version 0 is the header before the plan)."""
+    stream = iter(records)
+    state: PlanState | None = initial() if start is None else start
+    while state is not None:
+        span, state = fold_span(stream, state)
+        yield span
+
+
+def replay_versions(records: Iterable[Record], versions: Collection[int], start: PlanState | None = None) -> dict[int, Span]:
+    """Each of ``versions`` as it stood when superseded (or now, for the active one), by version.
+
+    Reads no further than the replan that superseded the latest version asked for. UNKNOWN_PLAN_VERSION
+    names a version the log does not have.
+    """
+    wanted = set(versions)
+    found: dict[int, Span] = {}
+    reached = 0
+    for span in spans(records, start):
+        reached = span.state.version
+        if reached in wanted:
+            found[reached] = span
+        if reached >= max(wanted, default=0):
+            break
+    missing = sorted(wanted - found.keys())
+    if missing:
+        raise error(
+            "UNKNOWN_PLAN_VERSION",
+            f"plan version {missing[0]} is not in the log (it has versions 1 to {reached})",
+            plan_version=missing[0],
+            expected=reached,
+        )
+    return found
+
+
+def replay_version(records: Iterable[Record], version: int, start: PlanState | None = None) -> Span:
+    """Version ``version`` as it stood when superseded, or now for the active one (see :func:`replay_versions`)."""
+    return replay_versions(records, (version,), start)[version]
+
+
+def replay_at_seq(records: Iterable[Record], seq: int, start: PlanState | None = None) -> PlanState:
+    """The state right after record ``seq``; records after it are not read. UNKNOWN_SEQ when the log stops short."""
+    state = initial() if start is None else start
+    if state.last_seq < seq:
+        for record in records:
+            state = evolve(state, record)
+            if record.seq >= seq:
+                break
+    if state.last_seq != seq:
+        raise error("UNKNOWN_SEQ", f"seq {seq} is not in the log (its records end at seq {state.last_seq})",
+                    seq=seq, actual=state.last_seq)
+    return state
+
+
+# --------------------------------------------------------------------------- versions
+
+
+def _step_change(change: StepChange) -> dict[str, Any]:
+    return change._asdict() | {"fields": list(change.fields)}
+
+
+def _criterion_change(change: StepChange) -> dict[str, Any]:
+    return {"criterion": change.step, "cause": change.cause, "was": change.was}
+
+
+def changes_view(changes: Changes) -> dict[str, Any]:
+    """What one replan recorded: kept / reset / added / removed steps and criteria, and a policy change.
+
+    Shape: ``kept``, ``added``, ``criteria_kept``, ``criteria_added``, ``criteria_removed`` are id lists;
+    ``reset`` and ``removed`` hold ``{step, cause, was, attempt, upstream, fields}``; ``criteria_reset``
+    holds ``{criterion, cause, was}``; ``policy_changed`` is a bool.
+    """
+    return {
+        "kept": list(changes.kept),
+        "reset": [_step_change(c) for c in changes.reset],
+        "added": list(changes.added),
+        "removed": [_step_change(c) for c in changes.removed],
+        "criteria_kept": list(changes.criteria_kept),
+        "criteria_reset": [_criterion_change(c) for c in changes.criteria_reset],
+        "criteria_added": list(changes.criteria_added),
+        "criteria_removed": list(changes.criteria_removed),
+        "policy_changed": changes.policy_changed,
+    }
+
+
+def versions_view(state: PlanState) -> list[dict[str, Any]]:
+    """``plantrail versions``: each version with when, by whom and why it was adopted, its causes and changes.
+
+    Each item: ``version``, ``seq``, ``ts``, ``actor``, ``reason``, ``why``, ``causes`` (seqs),
+    ``observations``, ``patched``, ``steps`` and ``criteria`` (counts), ``superseded_at`` (the seq of the
+    next replan, None for the active version) and ``changes`` (:func:`changes_view`; None for version 1).
+    """
+    infos = state.versions
+    return [
+        {
+            "version": info.version,
+            "seq": info.seq,
+            "ts": info.ts,
+            "actor": info.actor,
+            "reason": info.reason,
+            "why": info.why,
+            "causes": list(info.causes),
+            "observations": list(info.observations),
+            "patched": info.patched,
+            "steps": len(info.plan.steps),
+            "criteria": len(info.plan.acceptance_criteria),
+            "superseded_at": infos[i].seq if i < len(infos) else None,
+            "changes": None if info.changes is None else changes_view(info.changes),
+        }
+        for i, info in enumerate(infos, start=1)
+    ]
+
+
+# --------------------------------------------------------------------------- diff
+
+
+def _policy(policy: Policy) -> int | str:
+    return "unlimited" if policy.max_in_progress is None else policy.max_in_progress
+
+
+def _field_changes(was: StepSpec, now: StepSpec) -> dict[str, dict[str, Any]]:
+    """The fields of one step that differ between two plans (``depends_on`` compared as a set)."""
+    changes = {}
+    for name in ("title", "completion_evidence"):
+        if getattr(was, name) != getattr(now, name):
+            changes[name] = {"from": getattr(was, name), "to": getattr(now, name)}
+    if set(was.depends_on) != set(now.depends_on):
+        changes["depends_on"] = {"from": list(was.depends_on), "to": list(now.depends_on)}
+    if was.max_attempts != now.max_attempts:
+        changes["max_attempts"] = {"from": was.max_attempts, "to": now.max_attempts}
+    return changes
+
+
+def _changed_steps(old: PlanSpec, new: PlanSpec) -> list[dict[str, Any]]:
+    before = {s.id: s for s in old.steps}
+    pairs = ((before[s.id], s) for s in new.steps if s.id in before)
+    return [{"step": now.id, "fields": fields} for was, now in pairs if (fields := _field_changes(was, now))]
+
+
+def _criteria_plan_diff(old: PlanSpec, new: PlanSpec) -> dict[str, Any]:
+    before = {c.id: c.description for c in old.acceptance_criteria}
+    after = {c.id: c.description for c in new.acceptance_criteria}
+    return {
+        "added": [c for c in after if c not in before],
+        "removed": [c for c in before if c not in after],
+        "changed": [{"criterion": c, "from": before[c], "to": d} for c, d in after.items() if c in before and before[c] != d],
+    }
+
+
+def _replan_changes(info: VersionInfo) -> Changes:
+    assert info.changes is not None  # every version after the first was adopted by a replan, which records them
+    return info.changes
+
+
+def _steps_dropped(changes: Changes) -> Iterable[StepChange]:
+    return (*changes.reset, *changes.removed)
+
+
+def _criteria_dropped(changes: Changes) -> Iterable[StepChange]:
+    return (*changes.criteria_reset, *(StepChange(step=c, cause="removed") for c in changes.criteria_removed))
+
+
+def _first_drop(
+    item: str, replans: Sequence[VersionInfo], dropped: Callable[[Changes], Iterable[StepChange]]
+) -> tuple[int, StepChange] | None:
+    """The first replan (its version) that reset or removed ``item``, and what it recorded."""
+    for info in replans:
+        change = next((c for c in dropped(_replan_changes(info)) if c.step == item), None)
+        if change is not None:
+            return info.version, change
+    return None
+
+
+def _kept_step(step: StepState) -> dict[str, Any]:
+    return {"step": step.id, "attempt": step.attempt, "evidence": list(step.evidence), "completed_seq": step.last_seq}
+
+
+def _step_fates(before: PlanState, replans: Sequence[VersionInfo]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Completed work kept through every replan, and each step's first reset with the replan that did it."""
+    kept: list[dict[str, Any]] = []
+    reset: list[dict[str, Any]] = []
+    for step in before.steps.values_in_order():
+        done = step.status == "completed"
+        drop = _first_drop(step.id, replans if done else replans[:1], _steps_dropped)
+        if drop is not None:
+            reset.append(_step_change(drop[1]) | {"at_version": drop[0]})
+        elif done:
+            kept.append(_kept_step(step))
+    return kept, reset
+
+
+def _criterion_fates(ends: Mapping[int, PlanState], old: int, replans: Sequence[VersionInfo]) -> dict[str, Any]:
+    """Verdicts of version ``old`` kept, reset by a replan, or replaced by a newer verdict in a version between."""
+    fates: dict[str, list[dict[str, Any]]] = {"kept": [], "reset": [], "reverified": []}
+    for criterion in ends[old].criteria.values_in_order():
+        judged = criterion.status != "unverified"
+        drop = _first_drop(criterion.id, replans if judged else replans[:1], _criteria_dropped)
+        carried_to = old + len(replans) if drop is None else drop[0]
+        replaced = next((v for v in range(old + 1, carried_to) if judged
+                         and ends[v].criteria[criterion.id].last_seq != criterion.last_seq), None)
+        if replaced is not None:
+            fates["reverified"].append({"criterion": criterion.id, "at_version": replaced})
+        elif drop is not None:
+            change = drop[1]
+            fates["reset"].append({"criterion": criterion.id, "cause": change.cause,
+                                   "was": change.was or criterion.status, "at_version": drop[0]})
+        elif judged:
+            fates["kept"].append(_kept_criterion(criterion))
+    return fates
+
+
+def _kept_criterion(criterion: CriterionState) -> dict[str, Any]:
+    return {"criterion": criterion.id, "status": criterion.status, "evidence": criterion.evidence,
+            "verified_seq": criterion.last_seq}
+
+
+def diff_view(ends: Mapping[int, PlanState], versions: Sequence[VersionInfo], old: int, new: int) -> dict[str, Any]:
+    """``plantrail diff``: plan version ``old`` against version ``new``.
+
+    ``ends`` holds the state at the end of every version from ``old`` to ``new - 1`` (from
+    :func:`replay_versions`); ``versions`` is any later state's version list (it must reach ``new``).
+
+    The plans are compared as recorded, field by field (``depends_on`` as a set). The work is traced, not
+    recomputed: starting from the state at the end of ``old``, through each replan up to ``new`` as that
+    replan recorded it, so nothing is claimed that a direct reconcile of ``old`` against ``new`` would say
+    but the run never did. A step completed at the end of ``old`` is ``kept`` if every replan kept it
+    (a completed step cannot change inside a version), else ``reset`` at the first replan that dropped it,
+    with that replan's cause and, for lineage, the upstream step that started it. A step that was not
+    completed carries no work past the next replan, so only that replan's verdict on it is reported.
+    Criteria likewise, except that a verdict may be recorded again inside a version: once a newer verdict
+    replaced the old one, the criterion is listed under ``reverified`` instead. For adjacent versions this
+    is exactly what the replan recorded.
+
+    Shape: ``from``, ``to``, ``adjacent``; ``added`` and ``removed`` (step ids); ``changed``
+    (``{step, fields: {name: {from, to}}}``); ``kept`` (``{step, attempt, evidence, completed_seq}``);
+    ``reset`` (``{step, cause, was, attempt, upstream, fields, at_version}``); ``criteria`` with
+    ``added``, ``removed``, ``changed`` (``{criterion, from, to}``), ``kept`` (``{criterion, status,
+    evidence, verified_seq}``), ``reset`` (``{criterion, cause, was, at_version}``) and ``reverified``
+    (``{criterion, at_version}``); ``policy`` (``{max_in_progress: {from, to}}``, or None if unchanged).
+    """
+    if not 1 <= old < new:
+        raise error("USAGE", f"diff compares an earlier version with a later one, not v{old} with v{new}")
+    if new > len(versions):
+        raise error("UNKNOWN_PLAN_VERSION", f"plan version {new} is not in the log (it has versions 1 to "
+                    f"{len(versions)})", plan_version=new)
+    old_plan, new_plan = versions[old - 1].plan, versions[new - 1].plan
+    replans = versions[old:new]
+    kept, reset = _step_fates(ends[old], replans)
+    before_steps = {s.id for s in old_plan.steps}
+    after_steps = {s.id for s in new_plan.steps}
+    policies = (_policy(old_plan.policy), _policy(new_plan.policy))
+    return {
+        "from": old,
+        "to": new,
+        "adjacent": new == old + 1,
+        "added": [s.id for s in new_plan.steps if s.id not in before_steps],
+        "removed": [s.id for s in old_plan.steps if s.id not in after_steps],
+        "changed": _changed_steps(old_plan, new_plan),
+        "kept": kept,
+        "reset": reset,
+        "criteria": _criteria_plan_diff(old_plan, new_plan) | _criterion_fates(ends, old, replans),
+        "policy": None if policies[0] == policies[1] else {"max_in_progress": {"from": policies[0], "to": policies[1]}},
+    }
+
+
+# --------------------------------------------------------------------------- why, orphans
+
+
+def quote_record(record: Record) -> dict[str, Any]:
+    """A record quoted in full: ``seq``, ``ts``, ``actor``, ``type``, ``plan_version``, ``data``, ``h``
+    (its hash) and ``source`` when it was imported."""
+    quoted: dict[str, Any] = {
+        "seq": record.seq,
+        "ts": record.ts,
+        "actor": record.actor,
+        "type": record.type,
+        "plan_version": record.plan_version,
+        "data": dataclasses.asdict(record.data),
+        "h": record.h,
+    }
+    if record.source is not None:
+        quoted["source"] = dataclasses.asdict(record.source)
+    return quoted
+
+
+def _replan_version(state: PlanState, version: int | None) -> int:
+    latest = len(state.versions)
+    if version is None:
+        if latest < 2:
+            raise error("UNKNOWN_PLAN_VERSION", "the run was never replanned: it has only version 1", plan_version=2)
+        return latest
+    if version < 2:
+        raise error("USAGE", "version 1 was created, not replanned; why explains versions 2 and later")
+    if version > latest:
+        raise error("UNKNOWN_PLAN_VERSION", f"plan version {version} is not in the log (it has versions 1 to "
+                    f"{latest})", plan_version=version)
+    return version
+
+
+def why_view(records: Iterable[Record], final: PlanState, version: int | None = None) -> dict[str, Any]:
+    """``plantrail why``: the audit of the replan that created ``version`` (default: the latest replan).
+
+    ``final`` is the fold of the whole log (the late results may arrive at any time after the replan);
+    ``records`` is the log again from its start: it is read only up to that replan, to quote the causing
+    events and to rebuild the superseded version for the work it kept.
+
+    Shape: ``version``, ``replaced`` (the version before), ``seq``, ``ts``, ``actor``, ``reason``, ``why``,
+    ``observations``, ``patch`` (``{base_version, operations}`` or None), ``causes`` (each
+    :func:`quote_record`), ``changes`` (:func:`diff_view` of the two versions) and ``late_results`` (the
+    orphans stamped with the replaced version, as in ``orphans``).
+    """
+    version = _replan_version(final, version)
+    info = final.versions[version - 1]
+    wanted = {*info.causes, info.seq}
+    quoted: dict[int, Record] = {}
+
+    def tap() -> Iterator[Record]:
+        for record in records:
+            if record.seq in wanted:
+                quoted[record.seq] = record
+            yield record
+
+    before = replay_version(tap(), version - 1).state
+    patch = getattr(quoted[info.seq].data, "patch", None) if info.seq in quoted else None
+    return {
+        "version": version,
+        "replaced": version - 1,
+        "seq": info.seq,
+        "ts": info.ts,
+        "actor": info.actor,
+        "reason": info.reason,
+        "why": info.why,
+        "observations": list(info.observations),
+        "patch": None if patch is None else dataclasses.asdict(patch),
+        "causes": [quote_record(quoted[seq]) for seq in info.causes if seq in quoted],
+        "changes": diff_view({version - 1: before}, final.versions, version - 1, version),
+        "late_results": [orphan_view(o) for o in final.orphans if o.plan_version == version - 1],
+    }
+
+
+def _status_now(state: PlanState, step: str) -> str | None:
+    current = state.steps.get(step)
+    return None if current is None else current.status
+
+
+def orphans_view(state: PlanState) -> list[dict[str, Any]]:
+    """``plantrail orphans``: every late result in log order, never applied to the plan.
+
+    Each item: ``seq``, ``type``, ``step``, ``plan_version`` (the version it was stamped with), ``attempt``,
+    ``active_version`` (the version active when it arrived), ``why`` (``SUPERSEDED_VERSION``,
+    ``STALE_ATTEMPT`` or ``RUN_FINISHED``), ``evidence``, ``reason``, and ``status_now``: the step's status
+    in the active version (None when the active version has no such step).
+    """
+    return [orphan_view(o) | {"status_now": _status_now(state, o.step)} for o in state.orphans]
+
+
+# --------------------------------------------------------------------------- resume
+
+Verdict = Literal["damaged", "finished", "in_doubt", "paused", "stuck", "continue"]
+
+
+def resume_verdict(state: PlanState, *, damaged: bool = False) -> Verdict:
+    """What to do first after a crash, by priority: repair, stop (finished), check steps in doubt, resume a
+    pause, replan a run where no step can start, else continue."""
+    if damaged:
+        return "damaged"
+    if state.finished:
+        return "finished"
+    if in_doubt(state):
+        return "in_doubt"
+    if state.outcome == "paused":
+        return "paused"
+    work_left = any(s.status != "completed" for s in state.steps.values_in_order())
+    if state.plan is None or (work_left and not ready_steps(state)):
+        return "stuck"
+    return "continue"
+
+
+def _next_action(state: PlanState, verdict: Verdict, damage: Mapping[str, Any] | None) -> str:
+    match verdict:
+        case "damaged":
+            return _repair_action(damage)
+        case "finished":
+            return f"nothing to resume: the run finished {state.outcome} ({state.outcome_reason})"
+        case "in_doubt":
+            return ("find out whether each step in doubt did its work, then record its result "
+                    "(complete, fail or block with --attempt) or replan")
+        case "paused":
+            return "the run is paused: start a ready step or replan to continue it"
+        case "stuck" if state.plan is None:
+            return "no step can start: the log has no plan yet"
+        case "stuck":
+            return f"no step can start: replan (advice: {advice(state) or 'no_ready_step'})"
+    ready = ready_steps(state)
+    if ready:
+        return f"start {ready[0]}"
+    open_criteria = [c.id for c in state.criteria.values_in_order() if c.status != "passed"]
+    if open_criteria:
+        return f"verify {', '.join(open_criteria)}, then finish"
+    return "every step and criterion is done: finish --outcome complete"
+
+
+def _repair_action(damage: Mapping[str, Any] | None) -> str:
+    code = None if damage is None else damage.get("code")
+    if code == "TORN_TAIL":
+        return "repair the torn tail first (plantrail repair LOG), then resume again"
+    return f"the log is damaged ({code}) and cannot be repaired automatically: run plantrail verify LOG to locate it"
+
+
+def resume_receipt(state: PlanState, damage: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``plantrail resume``: where a run stands after a crash and what to do next.
+
+    ``state`` is the fold of the log's valid part; ``damage`` describes what stopped the read (a torn tail
+    or damage further in: ``{code, message, ...}``), None for an intact log.
+
+    Shape: ``verdict`` (:func:`resume_verdict`), ``next`` (one sentence), ``run``, ``goal``,
+    ``plan_version``, ``finished``, ``outcome``, ``outcome_reason``, ``done`` (``{step, attempt, evidence,
+    completed_seq}``), ``in_doubt`` (``{step, attempt, started_seq}``: started, no result), ``ready``,
+    ``blocked`` (``{step, reason}``), ``criteria_unverified`` and ``criteria_failed`` (ids), ``orphans``
+    (as in ``orphans``), ``advice``, ``last_seq``, ``head_hash`` and ``damage``.
+    """
+    verdict = resume_verdict(state, damaged=damage is not None)
+    steps = list(state.steps.values_in_order())
+    criteria = list(state.criteria.values_in_order())
+    return {
+        "verdict": verdict,
+        "next": _next_action(state, verdict, damage),
+        "run": state.run,
+        "goal": state.goal,
+        "plan_version": state.version,
+        "finished": state.finished,
+        "outcome": state.outcome,
+        "outcome_reason": state.outcome_reason,
+        "done": [_kept_step(s) for s in steps if s.status == "completed"],
+        "in_doubt": [{"step": s.id, "attempt": s.attempt, "started_seq": s.last_seq} for s in in_doubt(state)],
+        "ready": ready_steps(state),
+        "blocked": [{"step": s.id, "reason": s.reason} for s in steps if s.status == "blocked"],
+        "criteria_unverified": [c.id for c in criteria if c.status == "unverified"],
+        "criteria_failed": [c.id for c in criteria if c.status == "failed"],
+        "orphans": orphans_view(state),
+        "advice": advice(state),
+        "last_seq": state.last_seq,
+        "head_hash": state.head,
+        "damage": None if damage is None else dict(damage),
+    }

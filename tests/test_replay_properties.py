@@ -1,0 +1,311 @@
+"""Properties of replans, late results and replay over random runs (a hypothesis state machine).
+
+Rules drive a real ledger on disk: start, complete / fail / block, verify criteria, replan with a whole draft
+or a patch, late results stamped with a superseded version or a stale attempt, pause and finish, and a
+writer restart. After every
+rule the log is read back and checked: the fold equals the state the writer saw, twice over by hash; no late
+result changed the plan; dropping every late result gives the same plan; replaying each superseded version
+gives the state seen just before its replan; and ``verify_log`` passes. Each replan is also checked against
+the reconcile rules. ``pytest --hypothesis-show-statistics`` shows how often replans kept work, invalidated
+work by lineage, and how many late results of each kind the runs produced.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, event, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
+
+from ledger.api import Ledger
+from ledger.plan import PlanSpec, StepSpec
+from ledger.verify import verify_log
+from projections.canonical import state_hash
+from projections.history import replay_version
+from projections.model import PlanState
+from projections.state import fold
+from projections.views import in_doubt, ready_steps
+from tests.conftest import Clock
+from tests.logs import read_records
+
+BASE: dict[str, Any] = {
+    "goal": "Fix the login failure and run the tests",
+    "acceptance_criteria": [
+        {"id": "login-passes", "description": "tests/login.test.ts passes"},
+        {"id": "no-regressions", "description": "the whole suite passes"},
+    ],
+    "policy": {"max_in_progress": "unlimited"},
+    "steps": [
+        {"id": "reproduce", "title": "Reproduce", "completion_evidence": "failing output"},
+        {"id": "diagnose", "title": "Diagnose", "depends_on": ["reproduce"], "completion_evidence": "root cause"},
+        {"id": "test", "title": "Write a test", "depends_on": ["reproduce"], "completion_evidence": "failing test"},
+        {"id": "fix", "title": "Fix", "depends_on": ["diagnose", "test"], "completion_evidence": "patch"},
+        {"id": "docs", "title": "Changelog", "completion_evidence": "entry"},
+    ],
+}
+
+
+def _plan_part(state: PlanState) -> PlanState:
+    return state._replace(orphans=(), last_seq=0, head=None)
+
+
+def _step_json(step: StepSpec) -> dict[str, Any]:
+    return {"id": step.id, "title": step.title, "depends_on": list(step.depends_on),
+            "completion_evidence": step.completion_evidence, "max_attempts": step.max_attempts}
+
+
+def _ancestors(plan: PlanSpec, step: str) -> set[str]:
+    deps = {s.id: s.depends_on for s in plan.steps}
+    seen: set[str] = set()
+    todo = list(deps[step])
+    while todo:
+        current = todo.pop()
+        if current not in seen:
+            seen.add(current)
+            todo.extend(deps[current])
+    return seen
+
+
+class ReplayMachine(RuleBasedStateMachine):
+    """A run driven at random, with a model of what replay must give back."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dir = Path(tempfile.mkdtemp(prefix="plantrail-props-"))
+        self.path = self.dir / "run.jsonl"
+        self.ledger: Ledger
+        self.before_replan: dict[int, PlanState] = {}  # version -> the state seen just before its replan
+        self.fresh = 0
+
+    @initialize()
+    def create(self) -> None:
+        self.ledger = Ledger.create(self.path, BASE, fsync="none", nonce="0" * 32, clock=Clock())
+
+    def teardown(self) -> None:
+        if hasattr(self, "ledger"):
+            self.ledger.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    @property
+    def state(self) -> PlanState:
+        return self.ledger.state
+
+    def _new_id(self) -> str:
+        self.fresh += 1
+        return f"new-{self.fresh}"
+
+    # ----------------------------------------------------------- rules that apply to the plan
+
+    @precondition(lambda self: bool(ready_steps(self.state)))
+    @rule(pick=st.integers(min_value=0, max_value=9))
+    def start(self, pick: int) -> None:
+        ready = ready_steps(self.state)
+        assert self.ledger.start(ready[pick % len(ready)]).orphan is None
+
+    @precondition(lambda self: bool(ready_steps(self.state)))
+    @rule(pick=st.integers(min_value=0, max_value=9))
+    def do_a_step(self, pick: int) -> None:
+        ready = ready_steps(self.state)
+        step = ready[pick % len(ready)]
+        self.ledger.start(step)
+        assert self.ledger.complete(step, [f"{step} evidence"]).orphan is None
+
+    @precondition(lambda self: bool(ready_steps(self.state)))
+    @rule(pick=st.integers(min_value=0, max_value=9))
+    def fail_and_retry(self, pick: int) -> None:
+        ready = ready_steps(self.state)
+        step = ready[pick % len(ready)]
+        self.ledger.start(step)
+        self.ledger.fail(step, f"{step}: tool timed out")
+        if step in ready_steps(self.state):
+            self.ledger.start(step)
+
+    @precondition(lambda self: bool(in_doubt(self.state)))
+    @rule(pick=st.integers(min_value=0, max_value=9), kind=st.sampled_from(["complete", "fail", "block"]))
+    def result(self, pick: int, kind: str) -> None:
+        running = in_doubt(self.state)
+        step = running[pick % len(running)].id
+        finished = self.state.finished
+        before = self.state
+        if kind == "complete":
+            ack = self.ledger.complete(step, [f"{step} evidence"])
+        elif kind == "fail":
+            ack = self.ledger.fail(step, f"{step} error")
+        else:
+            ack = self.ledger.block(step, f"{step} reason")
+        assert ack.orphan == ("RUN_FINISHED" if finished else None)
+        if finished:
+            assert _plan_part(self.state) == _plan_part(before)
+
+    @precondition(lambda self: not self.state.finished)
+    @rule(pick=st.integers(min_value=0, max_value=9), passed=st.booleans())
+    def verify_criterion(self, pick: int, passed: bool) -> None:
+        ids = list(self.state.criteria)
+        self.ledger.verify_criterion(ids[pick % len(ids)], passed, "suite output")
+
+    @precondition(lambda self: not self.state.finished)
+    @rule(data=st.data())
+    def replan_whole_draft(self, data: st.DataObject) -> None:
+        assert self.state.plan is not None
+        steps = [_step_json(s) for s in self.state.plan.steps]
+        for step in steps:
+            change = data.draw(st.sampled_from(["keep", "keep", "title", "evidence", "budget"]))
+            if change == "title":
+                step["title"] += "'"
+            elif change == "evidence":
+                step["completion_evidence"] += " (current revision)"
+            elif change == "budget":
+                step["max_attempts"] += 1
+        if len(steps) > 1 and data.draw(st.booleans()):
+            gone = steps.pop(data.draw(st.integers(0, len(steps) - 1)))["id"]
+            for step in steps:
+                step["depends_on"] = [d for d in step["depends_on"] if d != gone]
+        if data.draw(st.booleans()):
+            deps = data.draw(st.lists(st.sampled_from([s["id"] for s in steps]), max_size=2, unique=True))
+            steps.append({"id": self._new_id(), "title": "Added", "depends_on": deps, "completion_evidence": "out"})
+        criteria = [{"id": c.id, "description": c.description} for c in self.state.plan.acceptance_criteria]
+        if data.draw(st.booleans()):
+            criteria[0]["description"] += " and logout"
+        self._replan({"acceptance_criteria": criteria, "steps": steps}, None)
+
+    @precondition(lambda self: not self.state.finished)
+    @rule(data=st.data())
+    def replan_patch(self, data: st.DataObject) -> None:
+        assert self.state.plan is not None
+        plan = self.state.plan
+        leaves = [s.id for s in plan.steps if not any(s.id in t.depends_on for t in plan.steps)]
+        kinds = ["replace_step", "add_step", "replace_criterion"] + (["remove_step"] if len(plan.steps) > 1 else [])
+        kind = data.draw(st.sampled_from(kinds))
+        if kind == "replace_step":
+            old = data.draw(st.sampled_from(plan.steps))
+            op: dict[str, Any] = {"op": kind, "step_id": old.id, "step": _step_json(old) | {"title": old.title + "!"}}
+        elif kind == "add_step":
+            deps = data.draw(st.lists(st.sampled_from([s.id for s in plan.steps]), max_size=2, unique=True))
+            op = {"op": kind, "step": {"id": self._new_id(), "title": "Added", "depends_on": deps,
+                                       "completion_evidence": "out"}}
+        elif kind == "remove_step":
+            op = {"op": kind, "step_id": data.draw(st.sampled_from(leaves))}
+        else:
+            old_criterion = data.draw(st.sampled_from(plan.acceptance_criteria))
+            op = {"op": kind, "criterion_id": old_criterion.id,
+                  "criterion": {"id": old_criterion.id, "description": old_criterion.description + "!"}}
+        self._replan(None, {"base_version": self.state.version, "operations": [op]})
+
+    def _replan(self, plan: dict[str, Any] | None, patch: dict[str, Any] | None) -> None:
+        before = self.state
+        self.before_replan[before.version] = before
+        self.ledger.replan("agent_revision", "a random revision", plan=plan, patch=patch, causes=[before.last_seq])
+        self._check_reconcile(before, self.state)
+        changes = self.state.versions[-1].changes
+        assert changes is not None
+        event("replan kept completed work" if changes.kept else "replan kept no completed work")
+        if any(c.cause == "upstream_invalidated" for c in changes.reset):
+            event("replan invalidated work by lineage")
+
+    @staticmethod
+    def _check_reconcile(before: PlanState, after: PlanState) -> None:
+        """Kept work kept its contract and lineage; lost work says why; verdicts stand only over intact work."""
+        assert before.plan is not None and after.plan is not None
+        changes = after.versions[-1].changes
+        assert changes is not None
+        old_specs = {s.id: s for s in before.plan.steps}
+        new_specs = {s.id: s for s in after.plan.steps}
+        reset = {c.step: c for c in changes.reset}
+        for kept in changes.kept:
+            assert before.steps[kept].status == "completed"
+            assert old_specs[kept].contract() == new_specs[kept].contract()
+            assert set(new_specs[kept].depends_on) <= set(changes.kept)
+            assert after.steps[kept] == before.steps[kept]._replace(max_attempts=new_specs[kept].max_attempts,
+                                                                     reset=None, invalidated_by=None)
+        for step in new_specs:
+            was = before.steps.get(step)
+            if was is not None and was.status == "completed" and step not in changes.kept:
+                change = reset[step]
+                assert change.cause in ("contract_changed", "upstream_invalidated")
+                if change.cause == "upstream_invalidated":
+                    assert change.upstream in _ancestors(after.plan, step)
+                    assert reset[change.upstream].cause == "contract_changed"
+        lost = any(c.was == "completed" for c in (*changes.reset, *changes.removed))
+        for criterion in changes.criteria_kept:
+            assert after.criteria[criterion] == before.criteria[criterion]
+            assert not lost or before.criteria[criterion].status == "unverified"
+
+    # ----------------------------------------------------------- late results
+
+    @precondition(lambda self: self.state.version > 1)
+    @rule(data=st.data(), kind=st.sampled_from(["complete", "fail", "block"]))
+    def late_result_for_a_superseded_version(self, data: st.DataObject, kind: str) -> None:
+        version = data.draw(st.integers(1, self.state.version - 1))
+        step = data.draw(st.sampled_from(self.state.versions[version - 1].plan.steps)).id
+        self._late(kind, step, "SUPERSEDED_VERSION", plan_version=version)
+
+    @precondition(lambda self: any(s.attempt > 1 for s in self.state.steps.values_in_order()))
+    @rule(data=st.data(), kind=st.sampled_from(["complete", "fail", "block"]))
+    def late_result_for_a_stale_attempt(self, data: st.DataObject, kind: str) -> None:
+        retried = [s for s in self.state.steps.values_in_order() if s.attempt > 1]
+        step = data.draw(st.sampled_from(retried))
+        self._late(kind, step.id, "STALE_ATTEMPT", attempt=data.draw(st.integers(1, step.attempt - 1)))
+
+    def _late(self, kind: str, step: str, why: str, **fence: int) -> None:
+        before = self.state
+        if kind == "complete":
+            ack = self.ledger.complete(step, ["late evidence"], **fence)
+        elif kind == "fail":
+            ack = self.ledger.fail(step, "late error", **fence)
+        else:
+            ack = self.ledger.block(step, "late reason", **fence)
+        assert ack.orphan == why
+        assert _plan_part(self.state) == _plan_part(before)
+        assert self.state.orphans[-1].seq == ack.seq
+        event(f"late result: {why}")
+
+    # ----------------------------------------------------------- finishing
+
+    @precondition(lambda self: not self.state.finished)
+    @rule()
+    def pause(self) -> None:
+        self.ledger.finish("paused", "the user went for lunch")
+
+    @precondition(lambda self: not self.state.finished)
+    @rule(outcome=st.sampled_from(["failed", "cancelled"]), now=st.integers(0, 3))
+    def give_up(self, outcome: str, now: int) -> None:
+        if now == 0:  # rarely: most runs should go on
+            self.ledger.finish(outcome, "the user stopped the run")  # type: ignore[arg-type]
+
+    @rule()
+    def restart_the_writer(self) -> None:
+        seen = self.state
+        self.ledger.close()
+        self.ledger = Ledger.open(self.path, clock=Clock())
+        assert self.state == seen
+
+    # ----------------------------------------------------------- invariants
+
+    @invariant()
+    def replay_gives_back_what_the_writer_saw(self) -> None:
+        records = read_records(self.path)
+        state = fold(records)
+        assert state == self.state
+        assert state_hash(fold(records)) == state_hash(state)
+        late = {o.seq for o in state.orphans}
+        assert _plan_part(fold(r for r in records if r.seq not in late)) == _plan_part(state)
+        for version, seen in self.before_replan.items():
+            assert replay_version(records, version).state == seen
+        report = verify_log(self.path)
+        assert (report.orphans, report.state_hash) == (len(state.orphans), state_hash(state))
+
+
+ReplayMachine.TestCase.settings = settings(
+    max_examples=40, stateful_step_count=30, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+TestReplayMachine = ReplayMachine.TestCase

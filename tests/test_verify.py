@@ -1,0 +1,69 @@
+"""verify over logs with replans and late results: late results pass as orphans, illegal ones do not."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledger.api import Ledger
+from ledger.errors import PlantrailError
+from ledger.events import StepCompleted
+from ledger.jsonl import JsonlStore
+from ledger.store import PendingRecord
+from ledger.verify import verify_log
+from projections.canonical import state_hash
+
+
+def _replanned_with_a_late_result(make_ledger: Callable[..., Ledger], draft: dict[str, Any]) -> Ledger:
+    ledger = make_ledger(draft)
+    ledger.start("reproduce")
+    revised = copy.deepcopy(draft)
+    revised["steps"][0]["title"] = "Reproduce with the auth logs on"
+    ledger.replan("failed_assumption", "need the auth logs", plan=revised, causes=[2])
+    ledger.complete("reproduce", ["old output"], plan_version=1)
+    return ledger
+
+
+def _append_raw(path: Path, plan_version: int, data: StepCompleted) -> None:
+    """Append a record the way a foreign writer could, without plantrail's decision step."""
+    store = JsonlStore.open(path)
+    try:
+        with store.session() as session:
+            list(session.new_records())
+            session.stage(PendingRecord(ts="2026-01-01T00:00:01Z", plan_version=plan_version, actor="agent", data=data))
+            session.commit()
+    finally:
+        store.close()
+
+
+def test_verify_accepts_late_results_as_orphans(
+    tmp_path: Path, make_ledger: Callable[..., Ledger], draft: dict[str, Any]
+) -> None:
+    """A log with a replan and a late result verifies, counting the orphan and printing the fold's hash."""
+    ledger = _replanned_with_a_late_result(make_ledger, draft)
+
+    report = verify_log(tmp_path / "run.jsonl")
+
+    assert (report.versions, report.orphans, report.state_hash) == (2, 1, state_hash(ledger.state))
+
+
+@pytest.mark.parametrize(
+    ("plan_version", "step", "rule"),
+    [(0, "reproduce", "UNKNOWN_PLAN_VERSION"), (1, "no-such-step", "STEP_NOT_FOUND")],
+)
+def test_verify_refuses_a_result_no_plan_version_could_have_issued(
+    tmp_path: Path, make_ledger: Callable[..., Ledger], draft: dict[str, Any], plan_version: int, step: str,
+    rule: str,
+) -> None:
+    """A result stamped with version 0, or for a step the superseded version never had, is ILLEGAL_EVENT."""
+    _replanned_with_a_late_result(make_ledger, draft)
+    _append_raw(tmp_path / "run.jsonl", plan_version, StepCompleted(step=step, attempt=1, evidence=("x",)))
+
+    with pytest.raises(PlantrailError) as raised:
+        verify_log(tmp_path / "run.jsonl")
+
+    assert (raised.value.code, raised.value.fields["rule"]) == ("ILLEGAL_EVENT", rule)

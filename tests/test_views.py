@@ -1,0 +1,98 @@
+"""Readiness and replan advice (seed 000 selectNextStep and shouldReplan), and `plantrail next`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ledger.api import Ledger
+from projections.views import advice, ready_steps
+from tests.conftest import CliResult
+
+FAN_OUT: dict[str, Any] = {
+    "goal": "Audit three modules",
+    "acceptance_criteria": [{"id": "report", "description": "the audit report lists every module"}],
+    "policy": {"max_in_progress": "unlimited"},
+    "steps": [
+        {"id": "list", "title": "List the modules", "completion_evidence": "module list"},
+        {"id": "zeta", "title": "Audit zeta", "depends_on": ["list"], "completion_evidence": "zeta notes"},
+        {"id": "alpha", "title": "Audit alpha", "depends_on": ["list"], "completion_evidence": "alpha notes",
+         "max_attempts": 1},
+        {"id": "mid", "title": "Audit mid", "depends_on": ["list"], "completion_evidence": "mid notes"},
+        {"id": "merge", "title": "Merge the notes", "depends_on": ["zeta", "alpha", "mid"],
+         "completion_evidence": "report"},
+    ],
+}
+
+
+def test_ready_steps_come_in_a_stable_order(make_ledger: Callable[..., Ledger]) -> None:
+    """Steps whose dependencies are done are listed in the stable topological order (smallest id first)."""
+    ledger = make_ledger(FAN_OUT)
+    ledger.start("list")
+    ledger.complete("list", ["alpha, mid, zeta"])
+    assert ready_steps(ledger.state) == ["alpha", "mid", "zeta"]
+
+
+def test_two_failures_in_a_row_advise_a_replan(make_ledger: Callable[..., Ledger], draft: dict[str, Any]) -> None:
+    """Seed 000: two consecutive failed attempts advise repeated_tool_failure even though a step is ready."""
+    ledger = make_ledger(draft)
+    for _ in range(2):
+        ledger.start("reproduce")
+        ledger.fail("reproduce", "npm install: ETIMEDOUT")
+    assert (ready_steps(ledger.state), advice(ledger.state)) == (["reproduce"], "repeated_tool_failure")
+
+
+def test_a_completion_breaks_the_failure_streak(make_ledger: Callable[..., Ledger]) -> None:
+    """A failure, a completion, then a failure are not two consecutive failures."""
+    ledger = make_ledger(FAN_OUT)
+    ledger.start("list")
+    ledger.fail("list", "ls: permission denied")
+    ledger.start("list")
+    ledger.complete("list", ["alpha, mid, zeta"])
+    ledger.start("zeta")
+    ledger.fail("zeta", "parser crashed")
+    assert advice(ledger.state) is None
+
+
+def test_a_step_out_of_attempts_advises_retries_exhausted(make_ledger: Callable[..., Ledger]) -> None:
+    """alpha allows one attempt: its failure blocks it and advises retries_exhausted."""
+    ledger = make_ledger(FAN_OUT)
+    ledger.start("list")
+    ledger.complete("list", ["alpha, mid, zeta"])
+    ledger.start("alpha")
+    ledger.fail("alpha", "timeout")
+    assert (ledger.state.steps["alpha"].status, advice(ledger.state)) == ("blocked", "retries_exhausted")
+
+
+def test_nothing_ready_and_nothing_running_advises_no_ready_step(
+    make_ledger: Callable[..., Ledger], draft: dict[str, Any]
+) -> None:
+    """A blocked first step leaves work that nothing can start: no_ready_step."""
+    ledger = make_ledger(draft)
+    ledger.start("reproduce")
+    ledger.block("reproduce", "staging is down")
+    assert (ready_steps(ledger.state), advice(ledger.state)) == ([], "no_ready_step")
+
+
+def test_a_replan_clears_the_advice(make_ledger: Callable[..., Ledger], draft: dict[str, Any]) -> None:
+    """After a replan the failure streak starts again and a blocked step is pending again."""
+    ledger = make_ledger(draft)
+    ledger.start("reproduce")
+    ledger.block("reproduce", "staging is down")
+    ledger.replan("no_ready_step", "reproduce against a local database", plan=draft)
+    assert (ready_steps(ledger.state), advice(ledger.state)) == (["reproduce"], None)
+
+
+def test_next_prints_the_ready_steps_or_the_advice(
+    tmp_path: Path, make_ledger: Callable[..., Ledger], draft: dict[str, Any], run_cli: Callable[..., CliResult]
+) -> None:
+    """plantrail next lists what can start, then the advice once nothing can."""
+    ledger = make_ledger(draft)
+    log = tmp_path / "run.jsonl"
+    assert run_cli("next", log, "--json").json() == {
+        "plan_version": 1, "outcome": None, "ready": ["reproduce"], "in_progress": [], "advice": None}
+    ledger.start("reproduce")
+    ledger.block("reproduce", "staging is down")
+    result = run_cli("next", log)
+    assert result.out == "no step is ready\nadvice: replan with --reason no_ready_step\n"
