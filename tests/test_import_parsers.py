@@ -548,6 +548,7 @@ def test_public_api_is_pinned() -> None:
         [
             "FORMATS",
             "ErrorCode",
+            "ImportReport",
             "ListSnapshot",
             "Observation",
             "Status",
@@ -557,6 +558,7 @@ def test_public_api_is_pinned() -> None:
             "Transcript",
             "TranscriptError",
             "detect_format",
+            "import_transcript",
             "parse_transcript",
         ]
     )
