@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import click
 
+from cli.importing import import_command
 from cli.inspect import inspect_commands
 from cli.maintain import maintain_commands
 from cli.record import record_commands
@@ -40,6 +41,7 @@ def plantrail() -> None:
 
 for _command in (*record_commands, *inspect_commands, *maintain_commands):
     plantrail.add_command(_command)
+plantrail.add_command(import_command)
 
 
 def _report(code: str, message: str, exit_code: int, as_json: bool, fields: dict[str, object] | None = None) -> int:
