@@ -418,6 +418,20 @@ def test_positional_ids_are_not_identities(tmp_path: Path) -> None:
     assert trail(report)[-1] == "start add-an-alias"
 
 
+def test_old_todowrite_ids_reused_for_new_items_do_not_carry_work_over(tmp_path: Path) -> None:
+    """Old-schema TodoWrite ids 1 and 2 reused for new items make new steps; the completed ones are removed."""
+    report = import_transcript(FIXTURES / "claude_old_schema.jsonl", tmp_path / "out.jsonl")
+    verify_log(report.log)
+    changes = state(report).versions[1].changes
+
+    assert changes is not None and changes.kept == ()
+    assert [(c.step, c.was) for c in changes.removed] == [
+        ("read-the-status-command", "completed"), ("add-the-json-flag", "completed"),
+    ]
+    assert statuses(report) == {"document-the-json-flag-in-the-readme": "in_progress",
+                                "add-an-example-to-the-help-text": "in_progress"}
+
+
 def test_the_same_text_twice_in_one_list_is_two_steps(tmp_path: Path) -> None:
     """Two items with the same text are told apart by their order of occurrence."""
     session = Claude()
