@@ -528,6 +528,19 @@ def test_a_renamed_task_keeps_its_step_and_a_deleted_one_leaves(tmp_path: Path) 
     ]
 
 
+def test_a_session_using_a_list_and_the_task_board_keeps_both(tmp_path: Path) -> None:
+    """A TodoWrite list and task-tool tasks in one session are one plan: the list's writes never drop the tasks."""
+    session = Claude()
+    session.todo(("Read the code", "in_progress"))
+    session.task_create("Write the migration")
+    session.todo(("Read the code", "completed"))
+
+    report = imported(tmp_path, session)
+
+    assert statuses(report) == {"read-the-code": "completed", "write-the-migration": "pending"}
+    assert report.versions == 2
+
+
 def test_a_lead_and_its_subagent_are_merged_by_time(tmp_path: Path) -> None:
     """With subagents, a subagent's completion of the lead's task lands in the lead's log, in time order."""
     for name in ("claude_tasks_lead.jsonl", "claude_tasks_lead__subagent-d4n4.jsonl"):
