@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import click
 
 from cli.common import printed_output, reset_output
+from cli.importing import import_command
 from cli.inspect import inspect_commands
 from cli.maintain import maintain_commands
 from cli.record import record_commands
@@ -41,7 +42,7 @@ def plantrail() -> None:
     """
 
 
-for _command in (*record_commands, *inspect_commands, *replay_commands, *maintain_commands):
+for _command in (*record_commands, *inspect_commands, *replay_commands, *maintain_commands, import_command):
     plantrail.add_command(_command)
 
 

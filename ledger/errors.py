@@ -4,11 +4,16 @@ The tree::
 
     PlantrailError                 code, exit_code, fields; message derived from the fields
     ├── UsageError                 exit 2   bad arguments or options
+    │   └── UnknownTranscriptFormat*        no transcript parser has that format name
     ├── Refused                    exit 1   a rule refused the command; the log is unchanged
     │   ├── PlanInvalid                     the plan draft or patch does not validate
-    │   └── CommandRefused                  the command is illegal in the current state
+    │   ├── CommandRefused                  the command is illegal in the current state
+    │   └── TranscriptRefused*              the input is no transcript, is empty, or holds no plan to import
     ├── LogDamaged                 exit 3   the log is corrupt, torn or tampered with
     └── StorageError               exit 4   the file cannot be read or written
+        └── TranscriptUnreadable*           the transcript cannot be opened or read
+
+    * also a TranscriptError: catch that one class for any problem with a transcript given to import.
 
 Codes are part of the public contract (README, "Error codes"): a code is never renamed or reused.
 Structured fields (``step``, ``plan_version``, ``seq``, ``line``, ``expected``, ``actual`` ...) travel
@@ -28,6 +33,10 @@ __all__ = [
     "PlantrailError",
     "Refused",
     "StorageError",
+    "TranscriptError",
+    "TranscriptRefused",
+    "TranscriptUnreadable",
+    "UnknownTranscriptFormat",
     "UsageError",
     "error",
 ]
@@ -82,6 +91,28 @@ class StorageError(PlantrailError):
     """The log or a file beside it could not be read or written."""
 
     exit_code = 4
+
+
+class TranscriptError(PlantrailError):
+    """A transcript given to import cannot be imported at all; ``line`` says where, when known."""
+
+    @property
+    def line(self) -> int | None:
+        """The transcript line the error is about, if any."""
+        line = self.fields.get("line")
+        return line if isinstance(line, int) else None
+
+
+class UnknownTranscriptFormat(TranscriptError, UsageError):
+    """A transcript format name that no parser handles."""
+
+
+class TranscriptRefused(TranscriptError, Refused):
+    """The input is not a transcript of a known format, is empty, or holds no plan the importer can record."""
+
+
+class TranscriptUnreadable(TranscriptError, StorageError):
+    """The transcript cannot be opened or read."""
 
 
 #: Every stable code, the class that carries it, and what it means (rendered in the README).
@@ -150,6 +181,12 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "IO_ERROR": (StorageError, "the operating system reported an I/O error"),
     "WRITER_POISONED": (StorageError, "an earlier write or fsync failed; this writer acknowledges nothing more"),
     "FILE_NOT_FOUND": (StorageError, "an input file (draft, patch, transcript, key) does not exist"),
+    # transcripts given to import
+    "UNKNOWN_FORMAT": (UnknownTranscriptFormat, "no transcript parser has that format name"),
+    "NOT_A_TRANSCRIPT": (TranscriptRefused, "the file is not a transcript of a known (or of the requested) format"),
+    "EMPTY_TRANSCRIPT": (TranscriptRefused, "the transcript holds nothing but whitespace"),
+    "NO_PLAN_IN_TRANSCRIPT": (TranscriptRefused, "the transcript holds no plan update the importer can record"),
+    "TRANSCRIPT_UNREADABLE": (TranscriptUnreadable, "the transcript cannot be opened or read"),
 }
 
 

@@ -325,6 +325,23 @@ def test_a_file_in_a_subagents_folder_is_a_subagent_transcript(tmp_path: Path) -
     assert {s.agent for s in snapshots(fixture("claude_new_schema.jsonl"))} == {"lead"}
 
 
+def test_claude_code_calls_keep_the_agents_words_before_them() -> None:
+    """A TodoWrite keeps the text the agent wrote before it since the last user line, and nothing older."""
+    transcript = fixture("claude_old_schema.jsonl")
+    first, *_, last = snapshots(transcript)
+
+    assert (first.explanation, first.explanation_line) == (None, None)
+    assert (last.explanation, last.explanation_line) == ("I'll plan the documentation work.", 9)
+
+
+def test_codex_explanation_is_on_the_calls_own_line() -> None:
+    """A Codex explanation is cited at the line of the update_plan call that carries it."""
+    first, second = snapshots(fixture("codex_rollout.jsonl"))
+
+    assert first.explanation_line == first.line
+    assert second.explanation_line is None
+
+
 # Codex, OpenCode, Cline fixtures
 
 
@@ -531,6 +548,7 @@ def test_public_api_is_pinned() -> None:
         [
             "FORMATS",
             "ErrorCode",
+            "ImportReport",
             "ListSnapshot",
             "Observation",
             "Status",
@@ -540,6 +558,7 @@ def test_public_api_is_pinned() -> None:
             "Transcript",
             "TranscriptError",
             "detect_format",
+            "import_transcript",
             "parse_transcript",
         ]
     )

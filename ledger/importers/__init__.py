@@ -1,14 +1,18 @@
-"""Transcript importers, parsing half: agent transcripts to ordered, normalized plan observations.
+"""Transcript importers: agent transcripts to plantrail logs.
 
-    parse_transcript(path, format=None) -> Transcript
+    parse_transcript(path, format=None) -> Transcript          the parsing half (parse, model, formats)
+    import_transcript(path, log, format=None) -> ImportReport  the whole import (agent_plan, mapping, importer)
 
 Supported formats: Claude Code (TodoWrite and the 2.1 task tools, lead and subagent files), Codex
-rollouts (update_plan), OpenCode exports (todowrite) and Cline histories (task_progress). Nothing
-here knows about the ledger; mapping observations to plan events is the importer's other half.
+rollouts (update_plan), OpenCode exports (todowrite) and Cline histories (task_progress). The parsers
+know nothing about the ledger; `agent_plan` folds their observations into the agent's whole plan after
+each update, `mapping` turns those into ledger commands (the rules are in its docstring), and
+`importer` writes them with the Ledger API.
 """
 
 from .detect import detect_format
 from .errors import ErrorCode, TranscriptError
+from .importer import ImportReport, import_transcript
 from .model import (
     ListSnapshot,
     Observation,
@@ -23,6 +27,7 @@ from .parse import FORMATS, parse_transcript
 __all__ = [
     "FORMATS",
     "ErrorCode",
+    "ImportReport",
     "ListSnapshot",
     "Observation",
     "Status",
@@ -32,5 +37,6 @@ __all__ = [
     "Transcript",
     "TranscriptError",
     "detect_format",
+    "import_transcript",
     "parse_transcript",
 ]

@@ -11,7 +11,7 @@ from types import MappingProxyType
 
 import orjson
 
-from .errors import TranscriptError
+from .errors import transcript_error
 from .model import Status, TodoItem
 
 JsonObject = Mapping[str, object]
@@ -112,7 +112,7 @@ class Tally:
     def require(self, format_name: str, path: Path) -> None:
         """Refuse a file in which no line was a record of `format_name`."""
         if self.recognized == 0:
-            raise TranscriptError("NOT_A_TRANSCRIPT", f"{path} holds no {format_name} record")
+            raise transcript_error("NOT_A_TRANSCRIPT", f"{path} holds no {format_name} record")
 
 
 def json_lines(path: Path, tally: Tally) -> Iterator[tuple[int, JsonObject]]:
@@ -146,4 +146,4 @@ def json_document(path: Path, format_name: str) -> object:
     try:
         return orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError as exc:
-        raise TranscriptError("NOT_A_TRANSCRIPT", f"{path} is not a {format_name} JSON document") from exc
+        raise transcript_error("NOT_A_TRANSCRIPT", f"{path} is not a {format_name} JSON document") from exc

@@ -7,6 +7,9 @@ schemas are read: up to 1.0.x `{id, content, status, priority}` (the id is a pos
 named `...__subagent-<id>.jsonl`, or `subagents/agent-<id>.jsonl`) and sidechain lines are told apart
 from the lead's through `agent`: "lead", "subagent:<agent id>", or "subagent" for a sidechain line
 that names no agent.
+
+The agent's own words before a call (the last `text` block of an assistant line since the previous
+`user` line, on the same line or an earlier one) are kept as the call's `explanation`.
 """
 
 from __future__ import annotations
@@ -74,12 +77,13 @@ class _Reader:
     observations: list[Observation] = field(default_factory=list)
     awaiting: dict[str, int] = field(default_factory=dict)
     context: tuple[str | None, int | None] = (None, None)
+    said: tuple[str | None, int | None] = (None, None)
     session_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class _Origin:
-    """Where a call comes from: its line, id, time, author and the user message before it."""
+    """Where a call comes from: its line, id, time, author, the user message and the agent's words before it."""
 
     line: int
     native_id: str | None
@@ -87,6 +91,8 @@ class _Origin:
     agent: str
     context: str | None
     context_line: int | None
+    explanation: str | None
+    explanation_line: int | None
 
 
 def parse(path: Path) -> Transcript:
@@ -103,6 +109,7 @@ def parse(path: Path) -> Transcript:
             if not _read_calls(reader, number, record):
                 tally.skip(number, "malformed_plan_update")
         elif record.get("type") == "user":
+            reader.said = (None, None)
             _read_user(reader, number, record)
     tally.require(FORMAT, path)
     return Transcript(
@@ -138,10 +145,17 @@ def _blocks(record: JsonObject, block_type: str) -> list[JsonObject]:
 
 
 def _read_calls(reader: _Reader, number: int, record: JsonObject) -> bool:
-    """Append the line's plan calls, awaiting their results; False when one of them is malformed."""
+    """Append the line's plan calls, awaiting their results; False when one of them is malformed.
+
+    The line's text blocks, in order with its calls, become the explanation of the calls after them.
+    """
     well_formed = True
-    for block in _blocks(record, "tool_use"):
-        name = text_field(block, "name")
+    content = list_field(object_field(record, "message"), "content")
+    for block in objects(content):
+        words = text_field(block, "text") if block.get("type") == "text" else None
+        if words is not None and words.strip():
+            reader.said = (clip(words), number)
+        name = text_field(block, "name") if block.get("type") == "tool_use" else None
         if name not in PLAN_TOOLS:
             continue
         origin = _Origin(
@@ -151,6 +165,8 @@ def _read_calls(reader: _Reader, number: int, record: JsonObject) -> bool:
             agent=_agent(record, reader.file_agent),
             context=reader.context[0],
             context_line=reader.context[1],
+            explanation=reader.said[0],
+            explanation_line=reader.said[1],
         )
         observation = _observation(name, object_field(block, "input"), origin)
         if observation is None:
@@ -180,6 +196,8 @@ def _observation(name: str | None, call: JsonObject | None, origin: _Origin) -> 
         agent=origin.agent,
         context=origin.context,
         context_line=origin.context_line,
+        explanation=origin.explanation,
+        explanation_line=origin.explanation_line,
         requested_status=text_field(call, "status"),
         owner=text_field(call, "owner"),
         active_form=text_field(call, "activeForm"),
@@ -196,6 +214,8 @@ def _snapshot(call: JsonObject, origin: _Origin) -> ListSnapshot | None:
         timestamp=origin.timestamp,
         items=items,
         tool="TodoWrite",
+        explanation=origin.explanation,
+        explanation_line=origin.explanation_line,
         context=origin.context,
         context_line=origin.context_line,
         agent=origin.agent,

@@ -25,7 +25,7 @@ from ._records import (
     objects,
     text_field,
 )
-from .errors import TranscriptError
+from .errors import transcript_error
 from .model import ListSnapshot, TodoItem, Transcript
 
 __all__ = ["FORMAT", "is_document", "parse"]
@@ -52,7 +52,7 @@ def parse(path: Path) -> Transcript:
     """Read a Cline conversation history into its checklist snapshots, in document order."""
     document = json_document(path, FORMAT)
     if not isinstance(document, list) or not any(map(_is_message, document)):
-        raise TranscriptError("NOT_A_TRANSCRIPT", f"{path} is not a Cline conversation history")
+        raise transcript_error("NOT_A_TRANSCRIPT", f"{path} is not a Cline conversation history")
     tally = Tally(total=len(document))
     observations: list[ListSnapshot] = []
     context: tuple[str | None, int | None] = (None, None)

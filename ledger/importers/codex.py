@@ -95,6 +95,7 @@ def _read_plan_call(reader: _Reader, number: int, record: JsonObject, payload: J
     if arguments is None or items is None:
         return False
     call_id = text_field(payload, "call_id")
+    explanation = text_field(arguments, "explanation")
     if call_id is not None:
         reader.awaiting[call_id] = len(reader.observations)
     reader.observations.append(
@@ -104,7 +105,8 @@ def _read_plan_call(reader: _Reader, number: int, record: JsonObject, payload: J
             timestamp=text_field(record, "timestamp"),
             items=items,
             tool=PLAN_TOOL,
-            explanation=text_field(arguments, "explanation"),
+            explanation=explanation,
+            explanation_line=None if explanation is None else number,
             context=reader.context[0],
             context_line=reader.context[1],
         )

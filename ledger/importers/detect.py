@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 
 from . import claude_code, cline, codex, opencode
-from .errors import TranscriptError
+from .errors import transcript_error
 
 __all__ = ["detect_format", "ensure_not_empty"]
 
@@ -28,7 +28,7 @@ def ensure_not_empty(path: Path) -> None:
         while chunk := handle.read(_CHUNK):
             if chunk.strip():
                 return
-    raise TranscriptError("EMPTY_TRANSCRIPT", f"{path} is empty")
+    raise transcript_error("EMPTY_TRANSCRIPT", f"{path} is empty")
 
 
 def detect_format(path: Path) -> str:
@@ -44,7 +44,7 @@ def detect_format(path: Path) -> str:
         found = _document_format(_loads(path.read_bytes()))
         if found is not None:
             return found
-    raise TranscriptError("NOT_A_TRANSCRIPT", f"{path} is not a transcript of a known format")
+    raise transcript_error("NOT_A_TRANSCRIPT", f"{path} is not a transcript of a known format")
 
 
 def _loads(raw: bytes) -> object:

@@ -51,7 +51,9 @@ class ListSnapshot:
 
     `line` is the 1-based line of the call in a JSONL transcript; for the single-document JSON
     formats (OpenCode, Cline) it is the 1-based index of the message in the document's message list.
-    `context` is the most recent user message before the update (at most 500 characters, cut with
+    `explanation` is the agent's own words about the update, at `explanation_line`: Codex's
+    `explanation` argument (on the call's line), or the text a Claude Code agent wrote just before
+    the call (since the last `user` line). `context` is the most recent user message before the update (at most 500 characters, cut with
     a trailing "…"), `context_line` its line or message index. `result` and `result_line` describe
     the tool's answer where the transcript pairs one with the call. `prior_items` is the tool's own
     record of the list just before this write (Claude Code `toolUseResult.oldTodos`), which shows
@@ -64,6 +66,7 @@ class ListSnapshot:
     items: tuple[TodoItem, ...]
     tool: str
     explanation: str | None = None
+    explanation_line: int | None = None
     context: str | None = None
     context_line: int | None = None
     agent: str | None = None
@@ -81,7 +84,8 @@ class TaskEvent:
     "result"); when the result only names the updated fields (subagent files carry no structured
     result) and "status" is among them, `status_to` is the status the call asked for and
     `status_source` is "request"; otherwise both are None and `status_source` is None.
-    `requested_status` is what the call asked for, whether or not it took effect.
+    `requested_status` is what the call asked for, whether or not it took effect. `explanation` is
+    the text the agent wrote just before the call (since the last `user` line), at `explanation_line`.
     """
 
     line: int
@@ -96,6 +100,8 @@ class TaskEvent:
     agent: str | None
     context: str | None = None
     context_line: int | None = None
+    explanation: str | None = None
+    explanation_line: int | None = None
     requested_status: str | None = None
     status_source: Literal["result", "request"] | None = None
     owner: str | None = None

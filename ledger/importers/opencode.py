@@ -26,7 +26,7 @@ from ._records import (
     text_field,
     todo_items,
 )
-from .errors import TranscriptError
+from .errors import transcript_error
 from .model import ListSnapshot, Status, ToolOutcome, Transcript
 
 __all__ = ["FORMAT", "is_document", "parse"]
@@ -50,7 +50,7 @@ def parse(path: Path) -> Transcript:
     """Read an OpenCode export into its todowrite snapshots, in document order."""
     document = json_document(path, FORMAT)
     if not is_document(document):
-        raise TranscriptError("NOT_A_TRANSCRIPT", f"{path} is not an OpenCode session export")
+        raise transcript_error("NOT_A_TRANSCRIPT", f"{path} is not an OpenCode session export")
     messages = list_field(document, "messages") or []
     tally = Tally(total=len(messages))
     observations: list[ListSnapshot] = []

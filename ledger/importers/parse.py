@@ -8,7 +8,7 @@ from pathlib import Path
 
 from . import claude_code, cline, codex, opencode
 from .detect import detect_format, ensure_not_empty
-from .errors import TranscriptError
+from .errors import transcript_error
 from .model import Transcript
 
 __all__ = ["FORMATS", "parse_transcript"]
@@ -36,7 +36,7 @@ def parse_transcript(path: str | os.PathLike[str], format: str | None = None) ->
         ensure_not_empty(source)
         return (parser or _PARSERS[detect_format(source)])(source)
     except OSError as exc:
-        raise TranscriptError("TRANSCRIPT_UNREADABLE", f"cannot read {source}: {exc.strerror or exc}") from exc
+        raise transcript_error("TRANSCRIPT_UNREADABLE", f"cannot read {source}: {exc.strerror or exc}") from exc
 
 
 def _parser(format: str | None) -> Callable[[Path], Transcript] | None:
@@ -45,5 +45,5 @@ def _parser(format: str | None) -> Callable[[Path], Transcript] | None:
     parser = _PARSERS.get(_ALIASES.get(format, format))
     if parser is None:
         known = ", ".join(FORMATS)
-        raise TranscriptError("UNKNOWN_FORMAT", f"unknown transcript format {format!r} (known: {known})")
+        raise transcript_error("UNKNOWN_FORMAT", f"unknown transcript format {format!r} (known: {known})")
     return parser

@@ -1,0 +1,65 @@
+"""``plantrail import``: an agent transcript (Claude Code, Codex, OpenCode, Cline) into a new plantrail log."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+from cli.common import emit, json_option
+
+if TYPE_CHECKING:
+    from ledger.importers.importer import ImportReport
+
+__all__ = ["import_command", "render_report"]
+
+
+def render_report(report: ImportReport) -> str:
+    """The human summary of an import: what was read, what was written, what was inferred or skipped."""
+    lines = [
+        f"imported {report.format} transcript {report.transcripts[0]} -> {report.log}",
+        *(f"  with subagent file {path}" for path in report.transcripts[1:]),
+        f"run {report.run} · head {report.last_seq}:{report.head_hash[:12]}",
+        f"  plan updates seen  {report.plan_updates}",
+        f"  versions made      {report.versions}",
+        f"  steps completed    {report.steps_completed}",
+        f"  events written     {report.events_written} ({report.events_inferred} inferred)",
+        f"  max in progress    {report.max_in_progress}",
+        f"  lines read         {report.lines_read} ({report.lines_skipped} skipped)",
+        *(f"    skipped {count} {reason}" for reason, count in report.skipped.items()),
+    ]
+    if report.subagent_files:
+        lines.append(f"note: {len(report.subagent_files)} subagent file(s) beside it were not imported; "
+                     "add --with-subagents to merge them into this log")
+    return "\n".join(lines)
+
+
+@click.command(name="import")
+@click.argument("transcript", type=click.Path(path_type=str))
+@click.option("-o", "--output", "log", required=True, metavar="LOG", type=click.Path(dir_okay=False, path_type=str),
+              help="The plantrail log to write (refused if it exists, unless --force).")
+@click.option("--format", "format_name", metavar="NAME",
+              help="claude-code, codex, opencode or cline (default: detected from the file).")
+@click.option("--with-subagents", is_flag=True,
+              help="Claude Code: merge the subagent files beside the lead's transcript into the same log.")
+@click.option("--run", "run_id", metavar="ID", help="The run id (default: the transcript's session id).")
+@click.option("--force", is_flag=True, help="Replace LOG if it exists (written aside, then renamed).")
+@json_option
+def import_command(transcript: str, log: str, format_name: str | None, with_subagents: bool, run_id: str | None,
+                   force: bool, as_json: bool) -> None:
+    """Turn an agent transcript into a plantrail log that status, log, verify and replay can read.
+
+    Each whole-list plan update (TodoWrite, update_plan, todowrite, a Cline checklist) or task change
+    (TaskCreate, TaskUpdate) becomes plan versions and step events, citing the transcript line it came
+    from; events the agent never emitted are marked inferred. The same transcript always gives the same
+    bytes.
+
+    \b
+    Example:
+      plantrail import samples/claude-session.jsonl -o session.plantrail.jsonl
+      plantrail status session.plantrail.jsonl
+    """
+    from ledger.importers.importer import import_transcript
+
+    report = import_transcript(transcript, log, format_name, with_subagents=with_subagents, run=run_id, force=force)
+    emit(as_json, {"ok": True, **report._asdict()}, lambda: render_report(report))

@@ -1,0 +1,226 @@
+"""Import a transcript into a new plantrail log: parse, map (see `mapping`), write with the Ledger API.
+
+    import_transcript("session.jsonl", "session.plantrail.jsonl") -> ImportReport
+
+Choices, and why:
+
+* **Same input, same bytes out.** Every event's `ts` comes from the transcript (`mapping`), the header's
+  nonce is the first 32 hex digits of the SHA-256 of the transcript bytes, and the run id defaults to the
+  transcript's session id (or, failing that, its file name made into a valid id); sources name files by
+  their base name, so the output does not depend on where the files lie, on the clock or on chance.
+* **Durability.** The log is written to a temporary file beside LOG: its header and plan with the
+  `always` policy (so that later appends to the imported log are durable), the rest with fsync `none`,
+  then one fsync of the whole file before it is linked into place (an existing LOG is refused with
+  LOG_EXISTS) or, with `force`, renamed over LOG. A failed import leaves no file behind.
+* **Lead and subagent files.** Claude Code agent teams write one task board from several files: the
+  lead's and each subagent's (`<lead>__subagent-<id>.jsonl` or `<lead>/subagents/agent-<id>.jsonl`). A
+  file is imported alone by default, and the report names the subagent files found beside it; with
+  `with_subagents` they are merged into the lead's log by timestamp, each file keeping its own line
+  order (timestamps are not monotonic within a file), the lead first on a tie. Merging is explicit
+  because a subagent file alone updates tasks it never created (its updates are skipped as
+  `unknown_task`), and a lead alone cannot show what its subagents completed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import os
+import re
+import secrets
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from ledger.api import Ledger
+from ledger.decide import Create
+from ledger.errors import error
+from ledger.jsonl import fsync_dir, os_error
+from ledger.plan import PlanSpec
+
+from .mapping import Batch, MappedRun, map_updates
+from .model import Observation, Transcript
+from .parse import parse_transcript
+
+__all__ = ["ImportReport", "import_transcript", "subagent_files"]
+
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+_NOT_ID = re.compile(r"[^A-Za-z0-9._:-]+")
+
+
+class ImportReport(NamedTuple):
+    """What an import read and wrote."""
+
+    format: str
+    transcripts: tuple[str, ...]
+    log: str
+    run: str
+    plan_updates: int
+    versions: int
+    steps_completed: int
+    events_written: int
+    events_inferred: int
+    max_in_progress: int
+    lines_read: int
+    lines_skipped: int
+    skipped: dict[str, int]
+    subagent_files: tuple[str, ...]
+    last_seq: int
+    head_hash: str
+
+
+class _Clock:
+    """The time the ledger stamps on the next events: set from the transcript before each batch."""
+
+    def __init__(self, now: str) -> None:
+        self.now = now
+
+    def __call__(self) -> str:
+        return self.now
+
+
+def subagent_files(lead: str | os.PathLike[str]) -> tuple[Path, ...]:
+    """The Claude Code subagent transcripts beside a lead's: `<stem>__subagent-*.jsonl`, `<stem>/subagents/*`."""
+    path = Path(lead)
+    prefix = f"{path.stem}__subagent-"
+    beside = [p for p in path.parent.iterdir() if p.name.startswith(prefix) and p.suffix == ".jsonl"]
+    folder = path.parent / path.stem / "subagents"
+    nested = [p for p in folder.iterdir() if p.name.startswith("agent-")] if folder.is_dir() else []
+    return tuple(sorted(beside) + sorted(nested))
+
+
+def import_transcript(
+    transcript_path: str | os.PathLike[str],
+    log_path: str | os.PathLike[str],
+    format: str | None = None,
+    *,
+    with_subagents: bool = False,
+    run: str | None = None,
+    force: bool = False,
+) -> ImportReport:
+    """Turn a transcript into a new plantrail log at `log_path` and report what was read and written."""
+    source, log = Path(transcript_path), os.fspath(log_path)
+    _check_target(source, log, force)
+    lead = parse_transcript(source, format)
+    found = subagent_files(source) if lead.format == "claude-code" and source.is_file() else ()
+    if with_subagents and lead.format != "claude-code":
+        raise error("USAGE", "--with-subagents applies to Claude Code transcripts only")
+    transcripts = [lead, *(parse_transcript(p, "claude-code") for p in found)] if with_subagents else [lead]
+    mapped = map_updates(_merged(transcripts), format=lead.format, session=_session(lead))
+    run_id = run or _run_id(lead)
+    last_seq, head = _write(log, mapped, run_id, _nonce(transcripts), force)
+    skipped = Counter(mapped.skipped)
+    for transcript in transcripts:
+        skipped.update(transcript.skipped_reasons)
+    return ImportReport(
+        format=lead.format,
+        transcripts=tuple(t.path for t in transcripts),
+        log=log,
+        run=run_id,
+        plan_updates=mapped.plan_updates,
+        versions=mapped.versions,
+        steps_completed=mapped.completions,
+        events_written=last_seq,
+        events_inferred=mapped.inferred,
+        max_in_progress=mapped.max_in_progress,
+        lines_read=sum(t.lines_total for t in transcripts),
+        lines_skipped=sum(skipped.values()),
+        skipped=dict(sorted(skipped.items())),
+        subagent_files=() if with_subagents else tuple(map(str, found)),
+        last_seq=last_seq,
+        head_hash=head,
+    )
+
+
+def _check_target(source: Path, log: str, force: bool) -> None:
+    if os.path.lexists(log) and not force:
+        raise error("LOG_EXISTS", f"{log} already exists; import never overwrites a log (use --force)", path=log)
+    if os.path.lexists(log) and source.exists() and os.path.samefile(source, log):
+        raise error("USAGE", f"the log {log} would overwrite the transcript it is imported from")
+
+
+def _merged(transcripts: Sequence[Transcript]) -> list[tuple[str, Observation]]:
+    """Every file's observations, each file in its own order, interleaved by timestamp (the first file wins ties)."""
+    streams = [[(Path(t.path).name, o) for o in t.observations] for t in transcripts]
+    return list(heapq.merge(*streams, key=lambda pair: pair[1].timestamp or ""))
+
+
+def _session(transcript: Transcript) -> str:
+    return transcript.session_id or Path(transcript.path).name
+
+
+def _run_id(transcript: Transcript) -> str:
+    """The transcript's session id when it is a valid run id, else its file name made into one."""
+    if transcript.session_id and _ID.fullmatch(transcript.session_id):
+        return transcript.session_id
+    name = _NOT_ID.sub("-", Path(transcript.path).stem).strip("-._:")[:128]
+    return name or "imported"
+
+
+def _nonce(transcripts: Sequence[Transcript]) -> str:
+    digest = hashlib.sha256()
+    for transcript in transcripts:
+        digest.update(Path(transcript.path).read_bytes())
+    return digest.hexdigest()[:32]
+
+
+def _write(log: str, mapped: MappedRun, run_id: str, nonce: str, force: bool) -> tuple[int, str]:
+    """Write the whole log to a temporary file, fsync it once, and put it in place; return its head."""
+    temporary = f"{log}.import-{secrets.token_hex(4)}.tmp"
+    try:
+        last_seq, head = _record(temporary, mapped.batches, run_id, nonce)
+        _sync(temporary)
+        _install(temporary, log, force)
+    finally:
+        _remove(temporary)
+    return last_seq, head
+
+
+def _record(path: str, batches: Sequence[Batch], run_id: str, nonce: str) -> tuple[int, str]:
+    first, *rest = batches
+    create, *started = first.commands
+    assert isinstance(create, Create) and isinstance(create.plan, PlanSpec)  # the mapper opens with the Create
+    clock = _Clock(first.ts)
+    Ledger.create(path, create.plan, run=run_id, fsync="always", actor=create.actor, source=create.source,
+                  nonce=nonce, clock=clock).close()
+    with Ledger.open(path, fsync="none", clock=clock) as ledger:
+        ledger.execute_many(started)
+        for batch in rest:
+            clock.now = batch.ts
+            ledger.execute_many(batch.commands)
+        state = ledger.state
+    assert state.head is not None
+    return state.last_seq, state.head
+
+
+def _sync(path: str) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise os_error(exc, path) from None
+
+
+def _install(temporary: str, log: str, force: bool) -> None:
+    try:
+        if force:
+            os.replace(temporary, log)
+        else:
+            os.link(temporary, log)
+    except FileExistsError:
+        raise error("LOG_EXISTS", f"{log} already exists; import never overwrites a log (use --force)",
+                    path=log) from None
+    except OSError as exc:
+        raise os_error(exc, log) from None
+    fsync_dir(log)
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

@@ -1,0 +1,415 @@
+"""Plan updates seen in a transcript -> the ledger commands that record them (pure; nothing is written).
+
+The rules, and why:
+
+* **The plan.** The first update that lists at least one item creates the plan (`plan.created`, actor
+  `importer`: the importer composed version 1 from the agent's list). Steps are the agent's items in its
+  order, titled with the item's text; a step's id is a slug of its first title (ASCII letters, digits and
+  dashes, at most 40 characters, `item-<sha256 prefix>` when nothing is left), with `-2`, `-3` ... added in
+  order of first appearance when two items would share one. Todo lists state no order constraints, so
+  steps have no dependencies. Every step's completion evidence says what completion means here: "the agent
+  marks this item completed in its plan".
+* **The goal** is the user message that preceded the first plan update (the request the plan was made
+  for), whitespace collapsed and cut at 200 characters; without one, a fallback that names the session.
+  The one acceptance criterion restates that request; nothing in a transcript verifies it, so it stays
+  `unverified`. No `run.finished` is ever written: a session that ends is not a run that finished.
+* **Replans.** An update that adds, removes or renames items (a reworded, merged or split item is a
+  removal plus an addition: identity is by text) is a `plan.replanned` with the new whole list. Its reason
+  is `user_request` when the user wrote between the previous plan update of the same file and this one,
+  else `agent_revision`. Its why quotes the transcript: the user's message, else the agent's own words
+  before the update (Codex `explanation`, Claude Code text), else it says that no reason was given. The
+  observations cite each fact as "transcript line N: ...": the quotes in full, each item added, removed,
+  renamed or reopened, cancelled items, and a list the tool had emptied by itself. Causes stay empty:
+  DESIGN's causes are seqs of log events, and what caused an imported replan is a transcript line, not an
+  event; the line is cited in the event's source (file, line, the call's id and timestamp) and in the
+  observations rather than pinned on an unrelated event. A reorder alone is not a replan: steps without
+  dependencies have no order for the ledger to record.
+* **Status changes.** pending -> in_progress is a `step.started`; in_progress -> completed a
+  `step.completed` with the evidence "marked completed by the agent in <tool> at line N". Where the ledger
+  needs an event the agent never emitted, the importer writes it with actor `importer` and
+  `source.inferred = true`: the start before a completion that skipped in_progress (or of an item born
+  completed), and the new start of an item still in progress after a replan (a replan supersedes work in
+  progress, DESIGN "Replan semantics"). Completions of items the update keeps are recorded against the old
+  version, before the replan, so that a replan never throws away work the transcript shows done.
+* **Going back.** The ledger cannot move a step backwards. An item the agent moves from in_progress back
+  to pending is recorded as a replan (the step is superseded, hence pending, in the new version); an item
+  it reopens after completing it gets a new completion evidence ("... again: the agent reopened it at line
+  N"), a contract change, so the replan resets it to pending, and it is started or completed again as the
+  transcript goes on.
+* **Emptied lists** (an agent that clears its list, or Claude Code emptying it once all is done) write
+  nothing: the agent's plan simply ends, and the next list is compared with the last plan recorded.
+* **Concurrency.** `max_in_progress` is the largest number of steps the imported log has in progress at
+  once, at least 1. Within an update, completions come first and starts last, so this is the agent's own
+  peak, except where an item goes from pending to completed while another stays in progress: its inferred
+  start then needs one more slot for an instant (none of the real transcripts we test on does this).
+* **Time.** Each event is stamped with its update's transcript timestamp; where the format has none
+  (Cline), with 1970-01-01T00:00:00Z plus the message number in seconds, and `source.timestamp` stays
+  empty so that nobody mistakes it for a real time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from types import MappingProxyType
+
+from ledger.decide import Command, Complete, Create, Replan, Start
+from ledger.events import Actor, ReasonCode, Source
+from ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec
+
+from .agent_plan import AgentPlan, ItemStatus, Key, PlanItem, Update, location
+from .errors import transcript_error
+from .model import ListSnapshot, Observation, TaskEvent
+
+__all__ = ["Batch", "MappedRun", "map_updates", "slug"]
+
+EVIDENCE = "the agent marks this item completed in its plan"
+CRITERION_ID = "request-met"
+GOAL_LIMIT = 200
+WHY_LIMIT = 300
+NOTE_LIMIT = 500
+SLUG_LIMIT = 40
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """The commands one plan update gives, and the time to record them at."""
+
+    ts: str
+    commands: tuple[Command, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MappedRun:
+    """A transcript's plan updates as ledger commands (the first batch opens with the `Create`) and figures."""
+
+    batches: tuple[Batch, ...]
+    plan_updates: int
+    versions: int
+    completions: int
+    inferred: int
+    max_in_progress: int
+    skipped: Mapping[str, int]
+
+
+def map_updates(observations: Sequence[tuple[str, Observation]], *, format: str, session: str) -> MappedRun:
+    """Map (file name, observation) pairs, in order, to ledger commands; NO_PLAN_IN_TRANSCRIPT if none lists an item."""
+    mapper = _Mapper(format=format, session=session)
+    agent = AgentPlan(format=format)
+    for file, observation in observations:
+        mapper.apply(agent.read(file, observation))
+    return mapper.result(len(observations))
+
+
+def slug(text: str) -> str:
+    """A step id for an item's text: lower-case ASCII words joined by dashes, bounded; a hash when none is left."""
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    words = re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")
+    if len(words) > SLUG_LIMIT:
+        cut = words[:SLUG_LIMIT]
+        words = cut.rsplit("-", 1)[0] if "-" in cut else cut
+    return words or "item-" + hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def quote(text: str, limit: int) -> str:
+    """`text` on one line (whitespace collapsed), cut to `limit` characters with a trailing '…'."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _timestamp(observation: Observation) -> str:
+    if observation.timestamp:
+        return observation.timestamp
+    moment = _EPOCH + timedelta(seconds=observation.line)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _tool(observation: Observation) -> str:
+    if isinstance(observation, ListSnapshot):
+        return observation.tool
+    return "TaskCreate" if observation.kind == "created" else "TaskUpdate"
+
+
+def _who(agent: str | None) -> str:
+    if agent is not None and agent.startswith("subagent:"):
+        return f"subagent {agent.removeprefix('subagent:')}"
+    return "a subagent" if agent == "subagent" else "the agent"
+
+
+@dataclass
+class _StepIds:
+    """Stable step ids: one per item identity, for the whole import."""
+
+    ids: dict[Key, str] = field(default_factory=dict)
+    used: set[str] = field(default_factory=set)
+
+    def of(self, item: PlanItem) -> str:
+        """The step id of `item`, chosen the first time its identity is seen."""
+        found = self.ids.get(item.key)
+        if found is not None:
+            return found
+        occurrence = item.key[2]
+        base = slug(item.title) if occurrence == 1 else f"{slug(item.title)}-{occurrence}"
+        candidate, n = base, 1
+        while candidate in self.used:
+            n += 1
+            candidate = f"{base}-{n}"
+        self.ids[item.key] = candidate
+        self.used.add(candidate)
+        return candidate
+
+
+@dataclass
+class _Mapper:
+    """The ledger as the mapper mirrors it (plan, step statuses), the agent's last view, and the output."""
+
+    format: str
+    session: str
+    ids: _StepIds = field(default_factory=_StepIds)
+    plan: dict[Key, StepSpec] | None = None
+    goal: str = ""
+    criteria: tuple[CriterionSpec, ...] = ()
+    status: dict[Key, ItemStatus] = field(default_factory=dict)
+    agent: dict[Key, ItemStatus] = field(default_factory=dict)
+    evidence: dict[Key, str] = field(default_factory=dict)
+    previous_line: dict[str, int] = field(default_factory=dict)
+    primary_file: str | None = None
+    batches: list[Batch] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)
+    versions: int = 0
+    peak: int = 0
+
+    # ----------------------------------------------------------- one update
+
+    def apply(self, update: Update) -> None:
+        """Record one update: create, finish kept work, replan, then catch up with the agent's statuses."""
+        self.primary_file = self.primary_file or update.file
+        commands: list[Command] = []
+        if update.skipped is not None:
+            self.skipped[update.skipped] += 1
+        elif self.plan is None:
+            if update.items:
+                commands += self._create(update)
+                commands += self._catch_up(update)
+        elif update.items:
+            commands += self._finish_kept(update)
+            commands += self._replan_if_changed(update)
+            commands += self._catch_up(update)
+        if update.skipped is None:
+            self.agent = {item.key: item.status for item in update.items}
+        self.previous_line[update.file] = update.observation.line
+        if commands:
+            self.batches.append(Batch(_timestamp(update.observation), tuple(commands)))
+
+    def _create(self, update: Update) -> list[Command]:
+        context = update.observation.context
+        if context and context.strip():
+            self.goal = quote(context, GOAL_LIMIT)
+            described = f'what the user asked for is done: "{self.goal}"'
+        else:
+            self.goal = f"the plan of {self.format} session {self.session} (the transcript states no request before it)"
+            described = "the plan's items are done (the transcript states no request to check them against)"
+        self.criteria = (CriterionSpec(id=CRITERION_ID, description=described),)
+        self.plan = {item.key: self._spec(item) for item in update.items}
+        self.status = {item.key: "pending" for item in update.items}
+        self.versions = 1
+        return [Create(plan=self._plan_spec(), actor="importer", source=self._source(update, inferred=False))]
+
+    def _finish_kept(self, update: Update) -> list[Command]:
+        """Completions of items that keep their step, recorded in the version they were done in."""
+        assert self.plan is not None
+        done = [
+            item for item in update.items
+            if item.status == "completed" and self.status.get(item.key) not in (None, "completed")
+            and self.plan[item.key].title == item.title
+        ]
+        done.sort(key=lambda item: self.status[item.key] != "in_progress")
+        return [command for item in done for command in self._complete(update, item)]
+
+    def _catch_up(self, update: Update) -> list[Command]:
+        """After any replan: complete what the agent shows completed, then start what it shows in progress."""
+        commands: list[Command] = []
+        for item in update.items:
+            if item.status == "completed" and self.status[item.key] != "completed":
+                commands += self._complete(update, item)
+        for item in update.items:
+            if item.status == "in_progress" and self.status[item.key] == "pending":
+                commands.append(self._start(update, item, inferred=self.agent.get(item.key) == "in_progress"))
+        return commands
+
+    def _start(self, update: Update, item: PlanItem, *, inferred: bool) -> Start:
+        self.status[item.key] = "in_progress"
+        self.peak = max(self.peak, sum(1 for status in self.status.values() if status == "in_progress"))
+        actor: Actor = "importer" if inferred else "agent"
+        return Start(step=self.ids.of(item), actor=actor, source=self._source(update, inferred=inferred))
+
+    def _complete(self, update: Update, item: PlanItem) -> list[Command]:
+        commands: list[Command] = []
+        if self.status[item.key] == "pending":
+            commands.append(self._start(update, item, inferred=True))
+        again = self.agent.get(item.key) == "completed"
+        self.status[item.key] = "completed"
+        evidence = self._evidence(update, again=again)
+        actor: Actor = "importer" if again else "agent"
+        source = self._source(update, inferred=again)
+        commands.append(Complete(step=self.ids.of(item), evidence=(evidence,), actor=actor, source=source))
+        return commands
+
+    # ----------------------------------------------------------- replans
+
+    def _replan_if_changed(self, update: Update) -> list[Command]:
+        assert self.plan is not None
+        old = self.plan
+        reopened = [
+            item for item in update.items
+            if item.key in old and self.status[item.key] == "completed" and item.status != "completed"
+        ]
+        for item in reopened:
+            where = location(self.format, update.observation.line)
+            self.evidence[item.key] = f"{EVIDENCE} again: the agent reopened it at {where}"
+        new = {item.key: self._spec(item) for item in update.items}
+        went_back = [
+            item for item in update.items
+            if item.key in old and self.status[item.key] == "in_progress" and item.status == "pending"
+        ]
+        if new.keys() == old.keys() and all(new[key] == old[key] for key in new) and not went_back:
+            return []
+        changes = self._changes(update, old, new, reopened, went_back)
+        self.plan = new
+        self.evidence = {key: text for key, text in self.evidence.items() if key in new}
+        self.status = {
+            key: self.status[key]
+            if key in old and old[key] == spec and self.status[key] != "in_progress"
+            else "pending"
+            for key, spec in new.items()
+        }
+        self.versions += 1
+        return [self._replan(update, changes)]
+
+    def _changes(
+        self, update: Update, old: dict[Key, StepSpec], new: dict[Key, StepSpec],
+        reopened: Iterable[PlanItem], went_back: Iterable[PlanItem],
+    ) -> list[str]:
+        by_key = {item.key: item for item in update.items}
+        changes = [f"added {item.label} ({item.status})" for item in update.items if item.key not in old]
+        changes += [
+            f'removed "{spec.title}" (it was {self.status[key]})' for key, spec in old.items() if key not in new
+        ]
+        changes += [
+            f'{by_key[key].label} renamed from "{old[key].title}"'
+            for key in new if key in old and old[key].title != new[key].title
+        ]
+        changes += [f"{item.label} is {item.status} again after being completed" for item in reopened]
+        changes += [f"{item.label} went back from in_progress to pending" for item in went_back]
+        return changes
+
+    def _replan(self, update: Update, changes: list[str]) -> Replan:
+        observation = update.observation
+        here = f"transcript {location(self.format, observation.line)}"
+        user = self._user_words(update)
+        said = observation.explanation
+        notes: list[str] = []
+        if user is not None:
+            reason: ReasonCode = "user_request"
+            where = location(self.format, observation.context_line or 0)
+            why = f'the user wrote at {where}: "{quote(user, WHY_LIMIT)}"'
+            notes.append(f"transcript {where}: the user wrote: {user}")
+        else:
+            reason = "agent_revision"
+            why = f"the agent changed its plan in {_tool(observation)} at {location(self.format, observation.line)}"
+            why += f" without saying why ({'; '.join(changes)})" if said is None else ""
+        if said is not None:
+            where = location(self.format, observation.explanation_line or observation.line)
+            notes.append(f"transcript {where}: the agent wrote: {said}")
+            if user is None:
+                why = f'the agent wrote at {where}: "{quote(said, WHY_LIMIT)}"'
+        notes += [f"{here}: {note}" for note in (*update.notes, *changes)]
+        return Replan(
+            reason=reason,
+            why=quote(why, WHY_LIMIT + 100),
+            plan=self._plan_spec(),
+            observations=tuple(note if len(note) <= NOTE_LIMIT else note[: NOTE_LIMIT - 1] + "…" for note in notes),
+            actor="agent",
+            source=self._source(update, inferred=False),
+        )
+
+    def _user_words(self, update: Update) -> str | None:
+        """The user's message, when one came between the previous plan update of this file and this one."""
+        observation = update.observation
+        previous = self.previous_line.get(update.file)
+        if observation.agent is not None and observation.agent.startswith("subagent"):
+            return None  # a subagent's "user" is its lead agent
+        if observation.context is None or observation.context_line is None or previous is None:
+            return None
+        return observation.context if observation.context_line > previous else None
+
+    # ----------------------------------------------------------- building blocks
+
+    def _spec(self, item: PlanItem) -> StepSpec:
+        evidence = self.evidence.get(item.key, EVIDENCE)
+        return StepSpec(id=self.ids.of(item), title=item.title, depends_on=(), completion_evidence=evidence)
+
+    def _plan_spec(self) -> PlanSpec:
+        assert self.plan is not None
+        return PlanSpec(
+            goal=self.goal, acceptance_criteria=self.criteria, steps=tuple(self.plan.values()), policy=Policy(None)
+        )
+
+    def _source(self, update: Update, *, inferred: bool) -> Source:
+        observation = update.observation
+        return Source(
+            file=update.file,
+            line=observation.line,
+            id=observation.native_id,
+            timestamp=observation.timestamp,
+            tool=_tool(observation),
+            inferred=inferred,
+        )
+
+    def _evidence(self, update: Update, *, again: bool) -> str:
+        observation = update.observation
+        where = location(self.format, observation.line)
+        if update.file != self.primary_file:
+            where += f" of {update.file}"
+        marked = f"marked completed by {_who(observation.agent)} in {_tool(observation)} at {where}"
+        if isinstance(observation, TaskEvent) and observation.status_source == "request":
+            marked += " (the tool's answer names the status as updated; the value is the one requested)"
+        if again:
+            return f"still {marked}; recorded again because the replan there reset the step"
+        return marked
+
+    # ----------------------------------------------------------- the result
+
+    def result(self, plan_updates: int) -> MappedRun:
+        """The batches with the plan's policy filled in, and the figures; refuses a transcript with no plan."""
+        if self.plan is None:
+            skipped = ", ".join(f"{count} {reason}" for reason, count in sorted(self.skipped.items()))
+            detail = f" ({skipped})" if skipped else ""
+            raise transcript_error(
+                "NO_PLAN_IN_TRANSCRIPT",
+                f"none of the transcript's {plan_updates} plan updates lists an item to import{detail}",
+            )
+        policy = Policy(max_in_progress=max(self.peak, 1))
+        batches = tuple(Batch(b.ts, tuple(_with_policy(c, policy) for c in b.commands)) for b in self.batches)
+        commands = [c for b in batches for c in b.commands]
+        return MappedRun(
+            batches=batches,
+            plan_updates=plan_updates,
+            versions=self.versions,
+            completions=sum(1 for c in commands if isinstance(c, Complete)),
+            inferred=sum(1 for c in commands if c.source is not None and c.source.inferred),
+            max_in_progress=policy.max_in_progress or 1,
+            skipped=MappingProxyType(dict(sorted(self.skipped.items()))),
+        )
+
+
+def _with_policy(command: Command, policy: Policy) -> Command:
+    if isinstance(command, (Create, Replan)) and isinstance(command.plan, PlanSpec):
+        return replace(command, plan=replace(command.plan, policy=policy))
+    return command

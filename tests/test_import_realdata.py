@@ -1,0 +1,150 @@
+"""Every real transcript in ../shared/realdata imports into a log that verifies, replays and matches the transcript.
+
+The expected figures are computed here from the parser's observations by a plain model (a version for the
+first list and for every list that adds, removes or reopens items; a completion for every item that becomes
+completed), independent of the importer's mapping; the table pins them as well, so that a change of
+mapping shows up as a diff of numbers.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from ledger.importers import (
+    ListSnapshot,
+    TaskEvent,
+    TranscriptError,
+    import_transcript,
+    parse_transcript,
+)
+from ledger.jsonl import LogReader
+from ledger.verify import verify_log
+from projections.canonical import state_hash
+from projections.state import fold
+
+ROOT = Path(__file__).resolve().parents[1]
+REALDATA = Path(os.environ.get("PLANTRAIL_REALDATA", ROOT.parent / "shared" / "realdata"))
+LEAD = "claude-code-tasks__daaain-real_projects__experiments-worktrees__ef958aa1.jsonl"
+SUBAGENT = "claude-code-tasks__daaain-real_projects__experiments-worktrees__ef958aa1__subagent-a52886dc180afb356.jsonl"
+
+#: file -> (plan updates seen, versions made, steps completed, events inferred, max in progress)
+FIGURES: dict[str, tuple[int, int, int, int, int]] = {
+    "claude-code__amac0-ClaudeStatus__example2.jsonl": (75, 24, 51, 13, 1),
+    "claude-code__amac0-ClaudeStatus__example.jsonl": (5, 1, 4, 0, 1),
+    "claude-code__daaain-real_projects__JSSoundRecorder__7acd37a8.jsonl": (15, 4, 11, 1, 1),
+    "claude-code__daaain-real_projects__deep-manifest__a7da6a22.jsonl": (14, 2, 16, 4, 1),
+    "claude-code__daaain-real_projects__danieldemmel-me-next__f852ad25.jsonl": (12, 3, 14, 7, 1),
+    LEAD: (18, 6, 5, 0, 3),
+    "claude-code__agentlogs__todos.jsonl": (5, 1, 3, 0, 1),
+    "codex__MoonMind__rollout-2025-11-13T16-00-16-019a7fa9.jsonl": (7, 2, 8, 3, 1),
+    "codex__OpenPrintKit__rollout-2025-10-31T19-02-58-c61729d4.jsonl": (3, 1, 2, 0, 1),
+    "opencode__agentlogs__all-tools.json": (1, 1, 1, 1, 1),
+    "cline__agentlogs__crud.json": (21, 5, 4, 4, 1),
+}
+#: The lead merged with its subagent: the subagent's completion of task 2 is the sixth.
+MERGED_FIGURES = (19, 6, 6, 0, 3)
+
+pytestmark = pytest.mark.skipif(not REALDATA.is_dir(), reason=f"no real transcripts at {REALDATA}")
+
+
+def _present(names: list[str]) -> list[str]:
+    return [name for name in names if (REALDATA / name).is_file()]
+
+
+def _expected_from_lists(path: Path) -> tuple[int, int, int]:
+    """Plan updates, versions and completions of a whole-list transcript, by a plain model of its lists."""
+    observations = parse_transcript(path).observations
+    last: dict[tuple[str, int], str] | None = None
+    versions = completions = 0
+    for snapshot in observations:
+        assert isinstance(snapshot, ListSnapshot)
+        seen: Counter[str] = Counter()
+        current: dict[tuple[str, int], str] = {}
+        for item in snapshot.items:
+            if item.text.strip() and item.status != "cancelled" and snapshot.result != "error":
+                seen[item.text.strip()] += 1
+                current[(item.text.strip(), seen[item.text.strip()])] = item.status
+        if not current:
+            continue
+        before = last or {}
+        went_back = any(
+            (before.get(key), status) in {("completed", "pending"), ("completed", "in_progress"),
+                                          ("in_progress", "pending")}
+            for key, status in current.items()
+        )
+        versions += last is None or set(current) != set(before) or went_back
+        completions += sum(1 for key, status in current.items() if status == "completed" != before.get(key))
+        last = current
+    return len(observations), versions, completions
+
+
+def _expected_from_tasks(*paths: Path) -> tuple[int, int, int]:
+    """Plan updates, versions and completions of task-board transcripts: one version per task, one completion each."""
+    events = [o for path in paths for o in parse_transcript(path).observations]
+    assert all(isinstance(e, TaskEvent) for e in events)
+    created = {e.task_id for e in events if isinstance(e, TaskEvent) and e.kind == "created" and e.task_id}
+    completed = {e.task_id for e in events if isinstance(e, TaskEvent) and e.status_to == "completed"} & created
+    return len(events), len(created), len(completed)
+
+
+def _check_log(log: Path) -> tuple[int, int, int, int]:
+    """Verify and replay the log; return its versions, completions, inferred events and max_in_progress."""
+    report = verify_log(log)
+    with LogReader(log) as reader:
+        records = list(reader.records())
+    state = fold(records)
+    assert state_hash(state) == report.state_hash == state_hash(fold(records))
+    assert all(r.source is not None and r.source.line for r in records[1:])
+    assert {c.status for c in state.criteria.values_in_order()} == {"unverified"}
+    assert state.outcome is None
+    inferred = [r for r in records if r.source is not None and r.source.inferred]
+    assert {r.actor for r in inferred} <= {"importer"}
+    completions = [r for r in records if r.type == "step.completed"]
+    assert state.plan is not None and state.plan.policy.max_in_progress is not None
+    return len(state.versions), len(completions), len(inferred), state.plan.policy.max_in_progress
+
+
+@pytest.mark.parametrize("name", _present(sorted(FIGURES)))
+def test_a_real_transcript_imports_verifies_and_matches_its_counts(tmp_path: Path, name: str) -> None:
+    """The import verifies and replays, and its figures match the transcript's own plan updates."""
+    path = REALDATA / name
+    report = import_transcript(path, tmp_path / "out.plantrail.jsonl")
+
+    versions, completions, inferred, most = _check_log(tmp_path / "out.plantrail.jsonl")
+    expected = _expected_from_tasks(path) if name == LEAD else _expected_from_lists(path)
+
+    assert (report.plan_updates, report.versions, report.steps_completed) == expected
+    assert (versions, completions, inferred, most) == (*expected[1:], report.events_inferred, report.max_in_progress)
+    assert (*expected, report.events_inferred, report.max_in_progress) == FIGURES[name]
+    assert report.lines_skipped == parse_transcript(path).lines_skipped
+
+
+@pytest.mark.skipif(not (REALDATA / SUBAGENT).is_file() or not (REALDATA / LEAD).is_file(),
+                    reason="the agent-team transcripts are absent")
+def test_the_real_lead_and_subagent_import_together(tmp_path: Path) -> None:
+    """The lead merged with its subagent records the subagent's completion; the subagent alone holds no plan."""
+    log = tmp_path / "team.plantrail.jsonl"
+
+    report = import_transcript(REALDATA / LEAD, log, with_subagents=True)
+    figures = (report.plan_updates, report.versions, report.steps_completed, report.events_inferred,
+               report.max_in_progress)
+
+    assert figures == MERGED_FIGURES
+    assert figures[:3] == _expected_from_tasks(REALDATA / LEAD, REALDATA / SUBAGENT)
+    assert _check_log(log) == MERGED_FIGURES[1:]
+    with pytest.raises(TranscriptError) as caught:
+        import_transcript(REALDATA / SUBAGENT, tmp_path / "alone.jsonl")
+    assert caught.value.code == "NO_PLAN_IN_TRANSCRIPT"
+
+
+@pytest.mark.parametrize("name", _present(sorted(FIGURES)))
+def test_a_real_transcript_imports_to_the_same_bytes_twice(tmp_path: Path, name: str) -> None:
+    """Importing a real transcript twice gives byte-identical logs."""
+    first = import_transcript(REALDATA / name, tmp_path / "first.jsonl")
+    second = import_transcript(REALDATA / name, tmp_path / "second.jsonl")
+
+    assert Path(first.log).read_bytes() == Path(second.log).read_bytes()
