@@ -141,10 +141,12 @@ def versions(log: str, as_json: bool) -> None:
     Example:
       plantrail versions samples/login-fix-replans.jsonl
     """
-    from projections.history import versions_view
+    from projections.history import history, versions_view
 
-    state, reader = read_state(log)
-    view = versions_view(state)
+    with open_records(log) as (reader, records):
+        log_history = history(records)
+    state = log_history.state
+    view = versions_view(log_history)
     data = {"run": state.run, "active_version": state.version, "versions": view}
     emit(as_json, data, lambda: _render_versions(state, view))
     raise_if_torn(log, reader.torn)
@@ -282,13 +284,15 @@ def diff(log: str, old: int, new: int, as_json: bool) -> None:
       plantrail diff samples/login-fix-replans.jsonl 1 2
     """
     from ledger.errors import error
-    from projections.history import diff_view, replay_versions
+    from projections.history import diff_view, history, replay_versions
 
     if old >= new:
         raise error("USAGE", f"diff compares an earlier version with a later one, not v{old} with v{new}")
     with open_records(log) as (_, records):
         ends = {v: span.state for v, span in replay_versions(records, range(old, new + 1)).items()}
-    data = diff_view(ends, ends[new].versions, old, new)
+    with open_records(log) as (_, records):
+        versions = history(records).versions
+    data = diff_view(ends, versions, old, new)
     through = "" if data["adjacent"] else " (work traced through every replan between them)"
     emit(as_json, data, lambda: "\n".join([f"diff v{old} -> v{new}{through}", *_render_diff(data)]))
 
@@ -349,11 +353,12 @@ def why(log: str, version: int | None, as_json: bool) -> None:
     Example:
       plantrail why samples/login-fix-replans.jsonl --version 2
     """
-    from projections.history import why_view
+    from projections.history import history, why_view
 
-    state, reader = read_state(log)
+    with open_records(log) as (reader, records):
+        log_history = history(records)
     with open_records(log) as (_, records):
-        data = why_view(records, state, version)
+        data = why_view(records, log_history, version)
     emit(as_json, data, lambda: _render_why(data))
     raise_if_torn(log, reader.torn)
 

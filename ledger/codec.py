@@ -90,31 +90,45 @@ def encode(
 
 
 def decode(line: bytes, *, line_no: int) -> Record:
-    """Decode and check one line (without its newline); raise a LogDamaged error naming the line."""
-    if len(line) > MAX_LINE_BYTES:
-        raise error("CORRUPT_LINE", f"line {line_no} is {len(line)} bytes, over the limit", line=line_no)
-    if not line.startswith(_PREFIX) or not _framed(line):
+    """Decode and check one line (without its newline); raise a LogDamaged error naming the line.
+
+    The hot path of every replay: framing by slicing, one SHA-256, one pydantic validation from the bytes,
+    and one ``count`` for the canonical-form check. Anything unusual falls to the slow paths below, which
+    only classify the damage.
+    """
+    if (
+        len(line) > MAX_LINE_BYTES
+        or line[-_SUFFIX:-66] != b',"h":"'
+        or line[-2:] != b'"}'
+        or not line.startswith(_PREFIX)
+    ):
         raise _framing_error(line, line_no)
-    h = line[-66:-2]
-    if hashlib.sha256(line[:-_SUFFIX] + b"}").hexdigest().encode() != h:
-        raise error("HASH_MISMATCH", f"line {line_no}: the content does not match its hash", line=line_no)
-    record = _validate(line, line_no)
-    if _keys_in(line) != _key_count(record):
+    if _sha256(line[:-_SUFFIX] + b"}").hexdigest().encode() != line[-66:-2]:
+        raise _hash_error(line, line_no)
+    try:
+        record: Record = (_VALIDATE or _validator())(line)
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        raise _schema_error(exc, line_no) from None
+    fixed = _FIXED_KEYS.get(type(record.data))
+    expected = fixed if fixed is not None and record.source is None and record.key is None else _key_count(record)
+    if line.count(b'":') != expected and _keys_in(line) != expected:
         raise error("CORRUPT_LINE", f"line {line_no}: duplicate or non-canonical keys", line=line_no)
     return record
 
 
-def _framed(line: bytes) -> bool:
-    return (
-        len(line) > _SUFFIX
-        and line[-_SUFFIX:-66] == b',"h":"'
-        and line.endswith(b'"}')
-        and _HEX64.fullmatch(line, len(line) - 66, len(line) - 2) is not None
-    )
+_sha256 = hashlib.sha256
+
+
+def _hash_error(line: bytes, line_no: int) -> Exception:
+    if _HEX64.fullmatch(line, len(line) - 66, len(line) - 2) is None:
+        return error("CORRUPT_LINE", f"line {line_no} is not a plantrail record (bad hash member)", line=line_no)
+    return error("HASH_MISMATCH", f"line {line_no}: the content does not match its hash", line=line_no)
 
 
 def _framing_error(line: bytes, line_no: int) -> Exception:
-    """Tell a newer format from plain damage for a line that does not frame as a v1 record."""
+    """Tell an over-long line, a newer format and plain damage apart for a line that does not frame as v1."""
+    if len(line) > MAX_LINE_BYTES:
+        return error("CORRUPT_LINE", f"line {line_no} is {len(line)} bytes, over the limit", line=line_no)
     try:
         value = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
@@ -132,22 +146,37 @@ def _framing_error(line: bytes, line_no: int) -> Exception:
     return error("CORRUPT_LINE", f"line {line_no} is not a plantrail record (bad framing)", line=line_no)
 
 
-def _validate(line: bytes, line_no: int) -> Record:
+def _schema_error(exc: ValueError, line_no: int) -> Exception:
     from pydantic import ValidationError
 
-    try:
-        record: Record = record_adapter().validate_json(line)
-    except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        if first["type"] == "union_tag_invalid":
-            tag = first.get("ctx", {}).get("tag", "?")
-            raise error("UNKNOWN_EVENT_TYPE", f"line {line_no}: unknown event type {tag}", line=line_no) from None
-        where = ".".join(str(p) for p in first["loc"]) or "line"
-        raise error("CORRUPT_LINE", f"line {line_no}: {where}: {first['msg']}", line=line_no, field=where) from None
-    return record
+    if not isinstance(exc, ValidationError):
+        return error("CORRUPT_LINE", f"line {line_no}: {exc}", line=line_no)
+    first = exc.errors(include_url=False)[0]
+    if first["type"] == "union_tag_invalid":
+        tag = first.get("ctx", {}).get("tag", "?")
+        return error("UNKNOWN_EVENT_TYPE", f"line {line_no}: unknown event type {tag}", line=line_no)
+    where = ".".join(str(p) for p in first["loc"]) or "line"
+    return error("CORRUPT_LINE", f"line {line_no}: {where}: {first['msg']}", line=line_no, field=where)
 
 
 # --------------------------------------------------------------------------- the union
+
+
+_VALIDATE: Callable[[bytes], Record] | None = None
+#: Key counts of records without source or key whose data type has a fixed shape (the hot types).
+_FIXED_KEYS: dict[type[Any], int] = {}
+
+
+def _validator() -> Callable[[bytes], Record]:
+    """The adapter's core validator, called directly: the replay loop skips TypeAdapter's per-call overhead."""
+    global _VALIDATE
+    if _VALIDATE is None:
+        for cls in EVENT_CLASSES:
+            count = _counter(cls)
+            if isinstance(count, int):
+                _FIXED_KEYS[cls] = 10 + count
+        _VALIDATE = record_adapter().validator.validate_json
+    return _VALIDATE
 
 
 @cache
@@ -214,20 +243,20 @@ def _keys(value: Any) -> int:
     if isinstance(value, tuple):
         return sum(_keys(v) for v in value) if value and dataclasses.is_dataclass(value[0]) else 0
     counter = _counter(type(value))
-    return counter(value) if counter is not None else 0
+    return counter if isinstance(counter, int) else counter(value)
 
 
 @cache
-def _counter(cls: type[Any]) -> Callable[[Any], int] | None:
-    """A key counter for a dataclass type: a constant when no field can hold another dataclass."""
+def _counter(cls: type[Any]) -> int | Callable[[Any], int]:
+    """A dataclass type's key count: a constant when no field can hold another dataclass, else a function."""
     if not dataclasses.is_dataclass(cls):
-        return None
+        return 0
     fields = dataclasses.fields(cls)
     hints = typing.get_type_hints(cls)
     nested = tuple(f.name for f in fields if _may_hold_dataclass(hints[f.name]))
     own = len(fields)
     if not nested:
-        return lambda _value: own
+        return own
     return lambda value: own + sum(_keys(getattr(value, name)) for name in nested)
 
 

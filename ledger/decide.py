@@ -31,7 +31,7 @@ from ledger.events import (
     StepFailed,
     StepStarted,
 )
-from ledger.plan import Draft, PlanPatch, PlanSpec, apply_patch, build_plan, validate_plan
+from ledger.plan import Draft, PlanPatch, PlanSpec, apply_patch, build_plan, check_id, validate_plan
 from projections.model import OrphanWhy, PlanState, StepState
 from projections.state import orphan_reason
 
@@ -255,11 +255,11 @@ def _attempt(state: PlanState, step: str, version: int, attempt: int | None) -> 
     if version >= state.version:
         current = state.steps.get(step)
         return 0 if current is None else current.attempt
-    for info in state.versions:  # the replan that superseded ``version`` recorded the attempt it cut off
-        if info.version == version + 1 and info.changes is not None:
-            for change in (*info.changes.reset, *info.changes.removed):
-                if change.step == step and change.attempt:
-                    return change.attempt
+    adopted = state.adopted  # the replan that superseded the previous version recorded the attempts it cut off
+    if version == state.version - 1 and adopted is not None and adopted.changes is not None:
+        for change in (*adopted.changes.reset, *adopted.changes.removed):
+            if change.step == step and change.attempt:
+                return change.attempt
     return 1
 
 
@@ -404,11 +404,8 @@ def _check_result(
 ) -> OrphanWhy | None:
     _result_text(data)
     if plan_version < state.version:
-        if not any(s.id == data.step for s in state.versions[plan_version - 1].plan.steps):
-            raise error(
-                "STEP_NOT_FOUND", f"no step {data.step} in plan version {plan_version}", step=data.step,
-                plan_version=plan_version,
-            )
+        # A late result is a fact: it is recorded as the worker reported it, never refused.
+        check_id(data.step, "step")
         return "SUPERSEDED_VERSION"
     step = _step(state, data.step)
     target = _TRANSITION_TARGET[data.TYPE]

@@ -113,27 +113,24 @@ class LogScan:
                     "CORRUPT_LINE", f"line {self.line_no} is longer than {MAX_LINE_BYTES} bytes", line=self.line_no
                 )
             for line in lines:
-                record = self._check(line)
-                if record is None:
+                # The replay hot path: the common case (next seq, linked to the previous hash) is inlined;
+                # _check_chain names whatever else is wrong.
+                try:
+                    record = decode(line, line_no=self.line_no)
+                    if (record.seq != self.next_seq or record.prev != self.prev or record.run != self.run
+                            or record.type == "log.opened"):
+                        self._check_chain(record)
+                except LogDamaged:
+                    if not self._zero_filled_tail():
+                        raise
                     return
+                self.end += len(line) + 1
+                self.line_no += 1
+                self.next_seq += 1
+                self.prev = record.h
                 yield record
         if carry:
             self.tail = TornTail(offset=self.end, length=len(carry), line=self.line_no, zero_fill=b"\0" in carry)
-
-    def _check(self, line: bytes) -> Record | None:
-        """Decode one line and check its place in the chain; None when it starts a zero-filled tail."""
-        try:
-            record = decode(line, line_no=self.line_no)
-            self._check_chain(record)
-        except LogDamaged:
-            if not self._zero_filled_tail():
-                raise
-            return None
-        self.end += len(line) + 1
-        self.line_no += 1
-        self.next_seq += 1
-        self.prev = record.h
-        return record
 
     def _check_chain(self, record: Record) -> None:
         line = self.line_no
@@ -149,7 +146,7 @@ class LogScan:
             )
         if (record.seq == 0) != (record.type == "log.opened"):
             raise error("CORRUPT_LINE", f"line {line}: only the first line is the log.opened header", line=line)
-        if self.run is None:
+        if self.run is None and record.seq == 0:
             self.run = record.run
         elif record.run != self.run:
             raise error("CORRUPT_LINE", f"line {line}: run {record.run} in a log of run {self.run}", line=line)

@@ -33,11 +33,13 @@ if TYPE_CHECKING:
     from ledger.events import Record
 
 __all__ = [
+    "History",
     "Span",
     "Verdict",
     "changes_view",
     "diff_view",
     "fold_span",
+    "history",
     "orphans_view",
     "quote_record",
     "replay_at_seq",
@@ -133,6 +135,25 @@ def replay_at_seq(records: Iterable[Record], seq: int, start: PlanState | None =
 # --------------------------------------------------------------------------- versions
 
 
+class History(NamedTuple):
+    """The whole log folded, with every plan version as it was adopted (the state keeps only the active one)."""
+
+    state: PlanState
+    versions: tuple[VersionInfo, ...]
+
+
+def history(records: Iterable[Record], start: PlanState | None = None) -> History:
+    """Fold ``records`` and collect each version the moment it is adopted (its plan and what its replan changed)."""
+    state = initial() if start is None else start
+    versions = [] if state.adopted is None else [state.adopted]
+    for record in records:
+        state = evolve(state, record)
+        adopted = state.adopted
+        if adopted is not None and adopted.seq == record.seq:
+            versions.append(adopted)
+    return History(state, tuple(versions))
+
+
 def _step_change(change: StepChange) -> dict[str, Any]:
     return change._asdict() | {"fields": list(change.fields)}
 
@@ -161,14 +182,14 @@ def changes_view(changes: Changes) -> dict[str, Any]:
     }
 
 
-def versions_view(state: PlanState) -> list[dict[str, Any]]:
+def versions_view(log: History) -> list[dict[str, Any]]:
     """``plantrail versions``: each version with when, by whom and why it was adopted, its causes and changes.
 
     Each item: ``version``, ``seq``, ``ts``, ``actor``, ``reason``, ``why``, ``causes`` (seqs),
     ``observations``, ``patched``, ``steps`` and ``criteria`` (counts), ``superseded_at`` (the seq of the
     next replan, None for the active version) and ``changes`` (:func:`changes_view`; None for version 1).
     """
-    infos = state.versions
+    infos = log.versions
     return [
         {
             "version": info.version,
@@ -361,8 +382,8 @@ def quote_record(record: Record) -> dict[str, Any]:
     return quoted
 
 
-def _replan_version(state: PlanState, version: int | None) -> int:
-    latest = len(state.versions)
+def _replan_version(log: History, version: int | None) -> int:
+    latest = len(log.versions)
     if version is None:
         if latest < 2:
             raise error("UNKNOWN_PLAN_VERSION", "the run was never replanned: it has only version 1", plan_version=2)
@@ -375,10 +396,10 @@ def _replan_version(state: PlanState, version: int | None) -> int:
     return version
 
 
-def why_view(records: Iterable[Record], final: PlanState, version: int | None = None) -> dict[str, Any]:
+def why_view(records: Iterable[Record], final: History, version: int | None = None) -> dict[str, Any]:
     """``plantrail why``: the audit of the replan that created ``version`` (default: the latest replan).
 
-    ``final`` is the fold of the whole log (the late results may arrive at any time after the replan);
+    ``final`` is the history of the whole log (the late results may arrive at any time after the replan);
     ``records`` is the log again from its start: it is read only up to that replan, to quote the causing
     events and to rebuild the superseded version for the work it kept.
 
@@ -412,7 +433,7 @@ def why_view(records: Iterable[Record], final: PlanState, version: int | None = 
         "patch": None if patch is None else dataclasses.asdict(patch),
         "causes": [quote_record(quoted[seq]) for seq in info.causes if seq in quoted],
         "changes": diff_view({version - 1: before}, final.versions, version - 1, version),
-        "late_results": [orphan_view(o) for o in final.orphans if o.plan_version == version - 1],
+        "late_results": [orphan_view(o) for o in final.state.orphans if o.plan_version == version - 1],
     }
 
 

@@ -119,7 +119,12 @@ EMPTY_TABLE: Final[Table[object]] = Table((), ())
 
 
 class PlanState(NamedTuple):
-    """Everything the log says about the run, folded; compare two states by :func:`projections.canonical.state_hash`."""
+    """What the log says about the run now; compare two states by :func:`projections.canonical.state_hash`.
+
+    Its size follows the active plan, not the length of the log: ``adopted`` describes only the active
+    version (when, why, and what its replan changed); the history of every version is its own projection
+    (:func:`projections.history.history`). Late results (``orphans``) are kept in full.
+    """
 
     run: str | None = None
     plan: PlanSpec | None = None
@@ -129,7 +134,7 @@ class PlanState(NamedTuple):
     outcome: str | None = None
     outcome_reason: str | None = None
     outcome_seq: int | None = None
-    versions: tuple[VersionInfo, ...] = ()
+    adopted: VersionInfo | None = None
     orphans: tuple[Orphan, ...] = ()
     consecutive_failures: int = 0
     last_seq: int = -1

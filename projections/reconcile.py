@@ -4,11 +4,14 @@ A completed step keeps its status, attempt and evidence only if its contract (ti
 dependencies as a set) is unchanged **and** every dependency was itself kept: invalidation follows lineage,
 and each reset step names the upstream step whose change started the chain. Everything else starts
 pending at attempt 0; a step in progress at the replan is superseded. A kept step carries its work, not the
-reason it restarted in an earlier version (``reset`` and ``invalidated_by`` describe this replan only). A criterion keeps its verdict only
-if its description is unchanged and the replan invalidated no completed work (evidence must be current).
+reason it restarted in an earlier version (``reset`` and ``invalidated_by`` describe this replan only). A
+criterion keeps its verdict only if its description is unchanged and the replan invalidated no completed
+work (evidence must be current).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from ledger.plan import PlanSpec, StepSpec, topo_order
 from projections.model import Changes, CriterionState, StepChange, StepState
@@ -16,14 +19,16 @@ from projections.table import Table
 
 __all__ = ["reconcile"]
 
-_CONTRACT_FIELDS = ("title", "completion_evidence", "depends_on")
-
-
 def _changed_fields(old: StepSpec, new: StepSpec) -> tuple[str, ...]:
+    if old is new:  # the reducer shares unchanged specs between versions (projections.state.share_unchanged)
+        return ()
     diffs = []
-    for name, a, b in zip(_CONTRACT_FIELDS, old.contract(), new.contract(), strict=True):
-        if a != b:
-            diffs.append(name)
+    if old.title != new.title:
+        diffs.append("title")
+    if old.completion_evidence != new.completion_evidence:
+        diffs.append("completion_evidence")
+    if old.depends_on != new.depends_on and set(old.depends_on) != set(new.depends_on):
+        diffs.append("depends_on")
     return tuple(diffs)
 
 
@@ -34,36 +39,48 @@ def _step_verdict(
     if old is None or old_spec is None:
         return StepChange(step=new_spec.id, cause="added")
     fields = _changed_fields(old_spec, new_spec)
-
-    def reset(cause: str, upstream: str | None = None) -> StepChange:
-        return StepChange(step=new_spec.id, cause=cause, was=old.status, attempt=old.attempt, upstream=upstream,
-                          fields=fields)
-
+    cause, upstream = None, None
     if old.status == "in_progress":
-        return reset("superseded")
-    if fields:
-        return reset("contract_changed")
-    if old.status == "blocked":
-        return reset("unblocked")
-    if old.status == "pending":
+        cause = "superseded"
+    elif fields:
+        cause = "contract_changed"
+    elif old.status == "blocked":
+        cause = "unblocked"
+    elif old.status == "completed":
+        broken = sorted(d for d in set(new_spec.depends_on) if d not in kept)
+        if broken:
+            cause, upstream = "upstream_invalidated", roots.get(broken[0], broken[0])
+    if cause is None:
         return None
-    broken = sorted(d for d in set(new_spec.depends_on) if d not in kept)
-    if broken:
-        return reset("upstream_invalidated", upstream=roots.get(broken[0], broken[0]))
-    return None
+    return StepChange(step=new_spec.id, cause=cause, was=old.status, attempt=old.attempt, upstream=upstream,
+                      fields=fields)
+
+
+def _order(old_plan: PlanSpec, old_order: tuple[str, ...], new_plan: PlanSpec) -> tuple[str, ...]:
+    """The stable topological order of ``new_plan``: the old one when ids and dependencies are unchanged."""
+    if len(old_plan.steps) == len(new_plan.steps) and all(
+        a is b or (a.id == b.id and a.depends_on == b.depends_on) for a, b in zip(old_plan.steps, new_plan.steps)
+    ):
+        return old_order
+    return topo_order(new_plan.steps)
+
+
+def _unchanged(old: StepState, spec: StepSpec) -> bool:
+    """True when a step's state can be carried over as the very same object."""
+    return old.reset is None and old.invalidated_by is None and old.max_attempts == spec.max_attempts
 
 
 def reconcile(
     old_plan: PlanSpec,
-    old_steps: Table[StepState],
-    old_criteria: Table[CriterionState],
+    old_steps: Mapping[str, StepState],
+    old_criteria: Mapping[str, CriterionState],
     new_plan: PlanSpec,
     seq: int,
 ) -> tuple[Table[StepState], Table[CriterionState], Changes]:
     """The new version's step and criterion states, and the record of what changed, at replan ``seq``."""
     old_specs = {s.id: s for s in old_plan.steps}
     new_specs = {s.id: s for s in new_plan.steps}
-    order = topo_order(new_plan.steps)
+    order = _order(old_plan, tuple(old_steps), new_plan)
     kept: set[str] = set()
     roots: dict[str, str] = {}  # reset step -> the upstream step whose change invalidated it
     resets: list[StepChange] = []
@@ -74,7 +91,11 @@ def reconcile(
         change = _step_verdict(old, old_specs.get(step_id), spec, kept, roots)
         if old is not None and change is None and old.status == "completed":
             kept.add(step_id)
-            states.append(old._replace(max_attempts=spec.max_attempts, reset=None, invalidated_by=None))
+            states.append(old if _unchanged(old, spec) else
+                          old._replace(max_attempts=spec.max_attempts, reset=None, invalidated_by=None))
+            continue
+        if old is not None and change is None and old.attempt == 0 and _unchanged(old, spec):
+            states.append(old)  # a pending step nothing touched
             continue
         if change is not None:
             roots[step_id] = change.upstream or step_id
@@ -111,7 +132,7 @@ def reconcile(
 
 
 def _reconcile_criteria(
-    old_plan: PlanSpec, old_criteria: Table[CriterionState], new_plan: PlanSpec, lost_work: bool, seq: int
+    old_plan: PlanSpec, old_criteria: Mapping[str, CriterionState], new_plan: PlanSpec, lost_work: bool, seq: int
 ) -> tuple[Table[CriterionState], tuple[tuple[str, ...], tuple[StepChange, ...], tuple[str, ...]]]:
     old_descriptions = {c.id: c.description for c in old_plan.acceptance_criteria}
     states: list[CriterionState] = []

@@ -11,10 +11,10 @@ after the run finished) never touch the plan: they land on ``orphans``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from ledger.plan import PlanSpec, topo_order
-from projections.model import CriterionState, Orphan, OrphanWhy, PlanState, StepState, VersionInfo
+from projections.model import FINAL_OUTCOMES, CriterionState, Orphan, OrphanWhy, PlanState, StepState, VersionInfo
 from projections.reconcile import reconcile
 from projections.table import Table
 
@@ -33,10 +33,13 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "Delta",
+    "StateView",
     "evolve",
     "fold",
     "initial",
     "orphan_reason",
+    "share_unchanged",
 ]
 
 def initial() -> PlanState:
@@ -44,25 +47,141 @@ def initial() -> PlanState:
     return PlanState()
 
 
-# --------------------------------------------------------------------------- evolve
+# --------------------------------------------------------------------------- evolve and fold
+#
+# Each handler reads the state before a record and returns a Delta: the one step, criterion or orphan the
+# record changes, plus the rare whole-state fields (a new plan, an outcome). ``evolve`` applies a delta to an
+# immutable state, sharing every unchanged structure; ``fold`` applies it in place to a private builder that
+# no caller ever sees, and freezes the result once. One transition logic, two ways to apply it, and a
+# property test that they agree (tests/test_state.py).
+
+
+class Delta(NamedTuple):
+    """What one record changes."""
+
+    step: StepState | None = None
+    criterion: CriterionState | None = None
+    orphan: Orphan | None = None
+    failures: int | None = None
+    version: VersionInfo | None = None  # the version the record adopted
+    fields: Mapping[str, Any] | None = None
+
+
+class StateView(Protocol):
+    """What a handler may read: a :class:`PlanState`, or fold's builder."""
+
+    @property
+    def plan(self) -> PlanSpec | None: ...
+    @property
+    def version(self) -> int: ...
+    @property
+    def steps(self) -> Mapping[str, StepState]: ...
+    @property
+    def criteria(self) -> Mapping[str, CriterionState]: ...
+    @property
+    def outcome(self) -> str | None: ...
+    @property
+    def consecutive_failures(self) -> int: ...
+    @property
+    def finished(self) -> bool: ...
 
 
 def evolve(state: PlanState, record: Record) -> PlanState:
     """Apply one record; never mutates ``state`` or ``record``."""
     handler = _HANDLERS.get(record.type)
-    moved = state._replace(last_seq=record.seq, head=record.h)
-    return moved if handler is None else handler(moved, record, record.data)
+    delta = None if handler is None else handler(state, record, record.data)
+    s = state if delta is None or delta.fields is None else state._replace(**delta.fields)
+    if delta is None:
+        steps, criteria, orphans, adopted, failures = s.steps, s.criteria, s.orphans, s.adopted, s.consecutive_failures
+    else:
+        steps = s.steps if delta.step is None else s.steps.set(delta.step.id, delta.step)
+        criteria = s.criteria if delta.criterion is None else s.criteria.set(delta.criterion.id, delta.criterion)
+        orphans = s.orphans if delta.orphan is None else (*s.orphans, delta.orphan)
+        adopted = s.adopted if delta.version is None else delta.version
+        failures = s.consecutive_failures if delta.failures is None else delta.failures
+    return PlanState(s.run, s.plan, s.version, steps, criteria, s.outcome, s.outcome_reason, s.outcome_seq,
+                     adopted, orphans, failures, record.seq, record.h)
+
+
+class _Builder:
+    """fold's private, mutable copy of the state; it never escapes (``freeze`` returns an immutable state)."""
+
+    __slots__ = ("_state", "consecutive_failures", "criteria", "orphans", "steps")
+
+    def __init__(self, state: PlanState) -> None:
+        self._state = state
+        self.steps: dict[str, StepState] = dict(state.steps.items())
+        self.criteria: dict[str, CriterionState] = dict(state.criteria.items())
+        self.orphans = list(state.orphans)
+        self.consecutive_failures = state.consecutive_failures
+
+    @property
+    def plan(self) -> PlanSpec | None:
+        return self._state.plan
+
+    @property
+    def version(self) -> int:
+        return self._state.version
+
+    @property
+    def outcome(self) -> str | None:
+        return self._state.outcome
+
+    @property
+    def finished(self) -> bool:
+        return self._state.outcome in FINAL_OUTCOMES
+
+    def apply(self, delta: Delta) -> None:
+        if delta.fields is not None:
+            fields = dict(delta.fields)
+            if "steps" in fields:
+                self.steps = dict(fields.pop("steps").items())
+            if "criteria" in fields:
+                self.criteria = dict(fields.pop("criteria").items())
+            self._state = self._state._replace(**fields)
+        if delta.step is not None:
+            self.steps[delta.step.id] = delta.step
+        if delta.criterion is not None:
+            self.criteria[delta.criterion.id] = delta.criterion
+        if delta.orphan is not None:
+            self.orphans.append(delta.orphan)
+        if delta.version is not None:
+            self._state = self._state._replace(adopted=delta.version)
+        if delta.failures is not None:
+            self.consecutive_failures = delta.failures
+
+    def freeze(self, last_seq: int, head: str | None) -> PlanState:
+        return self._state._replace(
+            steps=Table(tuple(self.steps), self.steps.values()),
+            criteria=Table(tuple(self.criteria), self.criteria.values()),
+            orphans=tuple(self.orphans),
+            consecutive_failures=self.consecutive_failures,
+            last_seq=last_seq,
+            head=head,
+        )
 
 
 def fold(records: Iterable[Record], state: PlanState | None = None) -> PlanState:
-    """Evolve ``state`` (default: the empty state) through every record in order."""
-    current = initial() if state is None else state
+    """The state after every record in order, from ``state`` (default: the empty state).
+
+    Equal to applying :func:`evolve` record by record, in a fraction of the time: the transitions are the
+    same; only the builder is mutable, and it never leaves this function.
+    """
+    start = initial() if state is None else state
+    builder = _Builder(start)
+    handlers = _HANDLERS
+    last_seq, head = start.last_seq, start.head
     for record in records:
-        current = evolve(current, record)
-    return current
+        last_seq, head = record.seq, record.h
+        handler = handlers.get(record.type)
+        if handler is not None:
+            delta = handler(builder, record, record.data)
+            if delta is not None:
+                builder.apply(delta)
+    return builder.freeze(last_seq, head)
 
 
-def orphan_reason(state: PlanState, plan_version: int, step: str, attempt: int) -> OrphanWhy | None:
+def orphan_reason(state: StateView, plan_version: int, step: str, attempt: int) -> OrphanWhy | None:
     """Why a result stamped (version, step, attempt) is late, or None when it applies to the active plan."""
     if plan_version < state.version:
         return "SUPERSEDED_VERSION"
@@ -74,8 +193,11 @@ def orphan_reason(state: PlanState, plan_version: int, step: str, attempt: int) 
     return None
 
 
-def _opened(state: PlanState, record: Record, data: LogOpened) -> PlanState:
-    return state._replace(run=data.run)
+# --------------------------------------------------------------------------- transitions
+
+
+def _opened(state: StateView, record: Record, data: LogOpened) -> Delta:
+    return Delta(fields={"run": data.run})
 
 
 def _step_tables(plan: PlanSpec, seq: int) -> tuple[Table[StepState], Table[CriterionState]]:
@@ -86,30 +208,28 @@ def _step_tables(plan: PlanSpec, seq: int) -> tuple[Table[StepState], Table[Crit
     return steps, Table(ids, (CriterionState(id=i, last_seq=seq) for i in ids))
 
 
-def _created(state: PlanState, record: Record, data: PlanCreated) -> PlanState:
+def _created(state: StateView, record: Record, data: PlanCreated) -> Delta | None:
     if state.plan is not None:
-        return state
+        return None
     steps, criteria = _step_tables(data.plan, record.seq)
     info = VersionInfo(version=1, seq=record.seq, ts=record.ts, actor=record.actor, plan=data.plan)
-    return state._replace(plan=data.plan, version=1, steps=steps, criteria=criteria, versions=(info,))
+    return Delta(version=info, fields={"plan": data.plan, "version": 1, "steps": steps, "criteria": criteria})
 
 
-def _continue(state: PlanState) -> PlanState:
-    """A start or a replan continues a paused run."""
-    if state.outcome == "paused":
-        return state._replace(outcome=None, outcome_reason=None, outcome_seq=None)
-    return state
+_CONTINUE: Final[Mapping[str, Any]] = {"outcome": None, "outcome_reason": None, "outcome_seq": None}
 
 
-def _started(state: PlanState, record: Record, data: StepStarted) -> PlanState:
-    step = state.steps.get(data.step)
-    if step is None or record.plan_version != state.version or state.finished:
-        return state
-    started = step._replace(status="in_progress", attempt=data.attempt, last_seq=record.seq)
-    return _continue(state._replace(steps=state.steps.set(step.id, started)))
+def _started(state: StateView, record: Record, data: StepStarted) -> Delta | None:
+    s = state.steps.get(data.step)
+    if s is None or record.plan_version != state.version or state.finished:
+        return None
+    # Positional construction: a start is a third of all events, and NamedTuple._replace is four times slower.
+    started = StepState(s.id, "in_progress", data.attempt, s.evidence, s.reason, s.error, s.exhausted,
+                        s.max_attempts, record.seq, s.reset, s.invalidated_by)
+    return Delta(step=started, fields=_CONTINUE if state.outcome == "paused" else None)
 
 
-def _late(state: PlanState, record: Record, data: StepCompleted | StepBlocked | StepFailed) -> PlanState | None:
+def _late(state: StateView, record: Record, data: StepCompleted | StepBlocked | StepFailed) -> Delta | None:
     """Put a late result on the orphan path; None when the result applies to the active plan."""
     why = orphan_reason(state, record.plan_version, data.step, data.attempt)
     if why is None:
@@ -125,69 +245,70 @@ def _late(state: PlanState, record: Record, data: StepCompleted | StepBlocked | 
         evidence=getattr(data, "evidence", ()),
         reason=getattr(data, "reason", None) or getattr(data, "error", None),
     )
-    return state._replace(orphans=(*state.orphans, orphan))
+    return Delta(orphan=orphan)
 
 
-def _in_progress(state: PlanState, step_id: str) -> StepState | None:
+def _in_progress(state: StateView, step_id: str) -> StepState | None:
     step = state.steps.get(step_id)
     return step if step is not None and step.status == "in_progress" else None
 
 
-def _completed(state: PlanState, record: Record, data: StepCompleted) -> PlanState:
+def _completed(state: StateView, record: Record, data: StepCompleted) -> Delta | None:
+    late = _late(state, record, data)
+    s = None if late is not None else _in_progress(state, data.step)
+    if s is None:
+        return late
+    done = StepState(s.id, "completed", s.attempt, data.evidence, s.reason, s.error, s.exhausted, s.max_attempts,
+                     record.seq, s.reset, s.invalidated_by)
+    return Delta(step=done, failures=0)
+
+
+def _blocked(state: StateView, record: Record, data: StepBlocked) -> Delta | None:
     late = _late(state, record, data)
     step = None if late is not None else _in_progress(state, data.step)
     if step is None:
-        return late or state
-    done = step._replace(status="completed", evidence=data.evidence, last_seq=record.seq)
-    return state._replace(steps=state.steps.set(step.id, done), consecutive_failures=0)
+        return late
+    return Delta(step=step._replace(status="blocked", reason=data.reason, last_seq=record.seq))
 
 
-def _blocked(state: PlanState, record: Record, data: StepBlocked) -> PlanState:
+def _failed(state: StateView, record: Record, data: StepFailed) -> Delta | None:
     late = _late(state, record, data)
     step = None if late is not None else _in_progress(state, data.step)
     if step is None:
-        return late or state
-    blocked = step._replace(status="blocked", reason=data.reason, last_seq=record.seq)
-    return state._replace(steps=state.steps.set(step.id, blocked))
-
-
-def _failed(state: PlanState, record: Record, data: StepFailed) -> PlanState:
-    late = _late(state, record, data)
-    step = None if late is not None else _in_progress(state, data.step)
-    if step is None:
-        return late or state
+        return late
     if step.attempt < step.max_attempts:
         failed = step._replace(status="pending", error=data.error, last_seq=record.seq)
     else:
         reason = f"attempts exhausted ({step.attempt} of {step.max_attempts}); last error: {data.error}"
         failed = step._replace(status="blocked", error=data.error, reason=reason, exhausted=True, last_seq=record.seq)
-    return state._replace(steps=state.steps.set(step.id, failed), consecutive_failures=state.consecutive_failures + 1)
+    return Delta(step=failed, failures=state.consecutive_failures + 1)
 
 
-def _verified(state: PlanState, record: Record, data: CriterionVerified) -> PlanState:
+def _verified(state: StateView, record: Record, data: CriterionVerified) -> Delta | None:
     criterion = state.criteria.get(data.criterion)
     if criterion is None or state.finished:
-        return state
-    verdict = criterion._replace(status=data.verdict, evidence=data.evidence, last_seq=record.seq, reset=None)
-    return state._replace(criteria=state.criteria.set(criterion.id, verdict))
+        return None
+    return Delta(criterion=criterion._replace(status=data.verdict, evidence=data.evidence, last_seq=record.seq,
+                                              reset=None))
 
 
-def _finished(state: PlanState, record: Record, data: RunFinished) -> PlanState:
+def _finished(state: StateView, record: Record, data: RunFinished) -> Delta | None:
     if state.plan is None or state.finished:
-        return state
-    return state._replace(outcome=data.outcome, outcome_reason=data.reason, outcome_seq=record.seq)
+        return None
+    return Delta(fields={"outcome": data.outcome, "outcome_reason": data.reason, "outcome_seq": record.seq})
 
 
-def _replanned(state: PlanState, record: Record, data: PlanReplanned) -> PlanState:
+def _replanned(state: StateView, record: Record, data: PlanReplanned) -> Delta | None:
     if state.plan is None or state.finished or data.new_version != state.version + 1:
-        return state
-    steps, criteria, changes = reconcile(state.plan, state.steps, state.criteria, data.plan, record.seq)
+        return None
+    plan = share_unchanged(state.plan, data.plan)
+    steps, criteria, changes = reconcile(state.plan, state.steps, state.criteria, plan, record.seq)
     info = VersionInfo(
         version=data.new_version,
         seq=record.seq,
         ts=record.ts,
         actor=record.actor,
-        plan=data.plan,
+        plan=plan,
         reason=data.reason,
         why=data.why,
         causes=data.causes,
@@ -195,18 +316,31 @@ def _replanned(state: PlanState, record: Record, data: PlanReplanned) -> PlanSta
         patched=data.patch is not None,
         changes=changes,
     )
-    replanned = state._replace(
-        plan=data.plan,
-        version=data.new_version,
+    fields = {"plan": plan, "version": data.new_version, "steps": steps, "criteria": criteria}
+    if state.outcome == "paused":
+        fields |= _CONTINUE
+    return Delta(version=info, failures=0, fields=fields)
+
+
+def share_unchanged(old: PlanSpec, new: PlanSpec) -> PlanSpec:
+    """``new`` with every step and criterion equal to one of ``old`` replaced by ``old``'s object.
+
+    Sharing what a replan did not change keeps a history of versions small, and lets reconcile compare an
+    unchanged step by identity.
+    """
+    old_steps = {s.id: s for s in old.steps}
+    old_criteria = {c.id: c for c in old.acceptance_criteria}
+    steps = tuple(old_steps[s.id] if old_steps.get(s.id) == s else s for s in new.steps)
+    criteria = tuple(old_criteria[c.id] if old_criteria.get(c.id) == c else c for c in new.acceptance_criteria)
+    return PlanSpec(
+        goal=old.goal if old.goal == new.goal else new.goal,
+        acceptance_criteria=criteria,
         steps=steps,
-        criteria=criteria,
-        versions=(*state.versions, info),
-        consecutive_failures=0,
+        policy=old.policy if old.policy == new.policy else new.policy,
     )
-    return _continue(replanned)
 
 
-_HANDLERS: Final[Mapping[str, Callable[[PlanState, Record, Any], PlanState]]] = {
+_HANDLERS: Final[Mapping[str, Callable[[Any, Record, Any], Delta | None]]] = {
     "log.opened": _opened,
     "plan.created": _created,
     "step.started": _started,

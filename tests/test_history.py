@@ -17,6 +17,7 @@ from projections.canonical import state_hash
 from projections.history import (
     diff_view,
     fold_span,
+    history,
     orphans_view,
     replay_at_seq,
     replay_version,
@@ -141,14 +142,15 @@ def test_a_replayed_log_gives_the_same_graph(three_versions: ThreeVersions) -> N
 
     assert state_hash(fold(records)) == state_hash(state) == state_hash(ledger.state)
     assert patch is not None
-    assert apply_patch(state.versions[1].plan, patch) == state.versions[2].plan
+    versions = history(records).versions
+    assert apply_patch(versions[1].plan, patch) == versions[2].plan
 
 
 def test_versions_view_lists_when_who_why_causes_and_changes(three_versions: ThreeVersions) -> None:
     """Each version says when and why it was adopted, what superseded it, and what its replan kept or reset."""
     ledger = three_versions.ledger
 
-    view = versions_view(ledger.state)
+    view = versions_view(history(three_versions.records))
 
     assert [(v["version"], v["reason"], v["causes"], v["superseded_at"]) for v in view] == [
         (1, None, [], 8), (2, "failed_assumption", [7], 12), (3, "new_constraint", [11], None)]
@@ -165,7 +167,7 @@ def test_diff_of_adjacent_versions_is_what_the_replan_recorded(three_versions: T
     ledger, records = three_versions.ledger, three_versions.records
     ends = {v: s.state for v, s in replay_versions(records, (1, 2)).items()}
 
-    diff = diff_view(ends, ledger.state.versions, 1, 2)
+    diff = diff_view(ends, history(records).versions, 1, 2)
 
     assert diff["changed"] == [{"step": "implement", "fields": {"title": {
         "from": "Change the CLI and add success and error tests",
@@ -182,7 +184,7 @@ def test_diff_across_versions_traces_work_through_each_replan(three_versions: Th
     records = three_versions.records
     ends = {v: s.state for v, s in replay_versions(records, (1, 2, 3)).items()}
 
-    diff = diff_view(ends, ends[3].versions, 1, 3)
+    diff = diff_view(ends, history(records).versions, 1, 3)
 
     assert (diff["adjacent"], diff["added"], diff["removed"]) == (False, ["docs"], [])
     assert [k["step"] for k in diff["kept"]] == ["inspect"]
@@ -199,13 +201,15 @@ def test_diff_reports_a_verdict_replaced_inside_a_version_between(
     ledger.replan("agent_revision", "clearer title", plan=_retitle(draft, "diagnose", "Find the root cause"))
     ledger.verify_criterion("login-test-passes", True, "login.test.ts: 3 passed")
     ledger.replan("agent_revision", "clearer title", plan=_retitle(draft, "diagnose", "Locate the root cause"))
-    ends = {v: s.state for v, s in replay_versions(read_records(tmp_path / "run.jsonl"), (1, 2, 3)).items()}
+    records = read_records(tmp_path / "run.jsonl")
+    ends = {v: s.state for v, s in replay_versions(records, (1, 2, 3)).items()}
+    versions = history(records).versions
 
-    criteria = diff_view(ends, ends[3].versions, 1, 3)["criteria"]
+    criteria = diff_view(ends, versions, 1, 3)["criteria"]
 
     assert (criteria["kept"], criteria["reset"]) == ([], [])
     assert criteria["reverified"] == [{"criterion": "login-test-passes", "at_version": 2}]
-    assert diff_view(ends, ends[3].versions, 2, 3)["criteria"]["kept"][0]["evidence"] == "login.test.ts: 3 passed"
+    assert diff_view(ends, versions, 2, 3)["criteria"]["kept"][0]["evidence"] == "login.test.ts: 3 passed"
 
 
 def test_why_quotes_the_causes_and_lists_kept_work_and_late_results(
@@ -214,7 +218,7 @@ def test_why_quotes_the_causes_and_lists_kept_work_and_late_results(
     """why v2 quotes the causing step.started in full, shows kept work, and the v1 result that came late."""
     ledger, records = three_versions.ledger, three_versions.records
 
-    why = why_view(records, ledger.state, 2)
+    why = why_view(records, history(records), 2)
 
     assert (why["reason"], why["why"], why["actor"], why["patch"]) == (
         "failed_assumption", "the help text also prints the name", "planner", None)
@@ -229,7 +233,7 @@ def test_why_defaults_to_the_latest_replan_and_shows_its_patch(three_versions: T
     """Without a version, why explains v3, quoting the patch it was made from."""
     ledger, records = three_versions.ledger, three_versions.records
 
-    why = why_view(records, ledger.state)
+    why = why_view(records, history(records))
 
     assert (why["version"], why["replaced"], why["actor"]) == (3, 2, "user")
     assert why["patch"]["base_version"] == 2
@@ -244,7 +248,7 @@ def test_why_refuses_a_version_no_replan_created(
     """Version 1 was created, not replanned, and version 4 does not exist."""
     ledger, records = three_versions.ledger, three_versions.records
     with pytest.raises(PlantrailError) as raised:
-        why_view(records, ledger.state, version)
+        why_view(records, history(records), version)
     assert raised.value.code == code
 
 

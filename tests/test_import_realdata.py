@@ -105,7 +105,7 @@ def _check_log(log: Path) -> tuple[int, int, int, int]:
     assert {r.actor for r in inferred} <= {"importer"}
     completions = [r for r in records if r.type == "step.completed"]
     assert state.plan is not None and state.plan.policy.max_in_progress is not None
-    return len(state.versions), len(completions), len(inferred), state.plan.policy.max_in_progress
+    return state.version, len(completions), len(inferred), state.plan.policy.max_in_progress
 
 
 @pytest.mark.parametrize("name", _present(sorted(FIGURES)))

@@ -20,6 +20,7 @@ from ledger.importers.importer import ImportReport, import_transcript
 from ledger.importers.mapping import slug
 from ledger.jsonl import LogReader
 from ledger.verify import verify_log
+from projections.history import history
 from projections.model import PlanState
 from projections.state import fold
 from tests.transcripts import Claude, Cline, Codex, OpenCode
@@ -191,7 +192,7 @@ def test_a_reworded_item_is_a_replan_removing_the_old_text_and_adding_the_new(tm
 
     report = imported(tmp_path, session)
     [replan] = replans(report)
-    changes = state(report).versions[1].changes
+    changes = history(records(report)).versions[1].changes
 
     assert trail(report) == ["create", "start fix-the-parser", "replan v2 agent_revision",
                              "start* fix-read-rows-at-eof", "complete fix-read-rows-at-eof"]
@@ -257,7 +258,7 @@ def test_completions_in_a_replanning_update_are_recorded_before_the_replan(tmp_p
     session.todo(("Fix", "completed"), ("Document", "in_progress"))
 
     report = imported(tmp_path, session)
-    changes = state(report).versions[1].changes
+    changes = history(records(report)).versions[1].changes
 
     assert trail(report) == ["create", "start fix", "complete fix", "replan v2 agent_revision", "start document"]
     assert changes is not None and changes.kept == ("fix",)
@@ -301,7 +302,7 @@ def test_an_item_removed_and_re_added_keeps_its_step_id_and_starts_afresh(tmp_pa
     session.todo(("Fix", "completed"), ("Benchmark", "in_progress"))
 
     report = imported(tmp_path, session)
-    added = [v.changes.added for v in state(report).versions[1:] if v.changes is not None]
+    added = [v.changes.added for v in history(records(report)).versions[1:] if v.changes is not None]
 
     assert trail(report) == ["create", "start fix", "replan v2 agent_revision", "start* fix", "complete fix",
                              "replan v3 agent_revision", "start benchmark"]
@@ -346,7 +347,7 @@ def test_a_reopened_item_gets_a_new_contract_and_is_completed_again(tmp_path: Pa
 
     report = imported(tmp_path, session)
     plan = state(report).plan
-    reset = state(report).versions[1].changes
+    reset = history(records(report)).versions[1].changes
 
     assert trail(report) == ["create", "start* fix", "complete fix", "start test", "replan v2 agent_revision",
                              "start fix", "complete fix"]
@@ -422,7 +423,7 @@ def test_old_todowrite_ids_reused_for_new_items_do_not_carry_work_over(tmp_path:
     """Old-schema TodoWrite ids 1 and 2 reused for new items make new steps; the completed ones are removed."""
     report = import_transcript(FIXTURES / "claude_old_schema.jsonl", tmp_path / "out.jsonl")
     verify_log(report.log)
-    changes = state(report).versions[1].changes
+    changes = history(records(report)).versions[1].changes
 
     assert changes is not None and changes.kept == ()
     assert [(c.step, c.was) for c in changes.removed] == [

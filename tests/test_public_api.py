@@ -23,7 +23,8 @@ def test_ledger_exports_are_pinned_and_resolve() -> None:
 
 def test_projection_exports_are_pinned() -> None:
     """The reducer and its model expose a small, stable surface."""
-    assert projections.state.__all__ == ["evolve", "fold", "initial", "orphan_reason"]
+    assert projections.state.__all__ == ["Delta", "StateView", "evolve", "fold", "initial", "orphan_reason",
+                                         "share_unchanged"]
     assert "PlanState" in projections.model.__all__ and "StepState" in projections.model.__all__
     assert projections.canonical.__all__ == ["canonical_bytes", "state_hash"]
     assert set(projections.views.__all__) >= {"advice", "ready_steps", "status_view"}

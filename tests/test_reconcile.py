@@ -41,7 +41,7 @@ def _retitle(plan: dict[str, Any], step: str, title: str) -> dict[str, Any]:
 
 
 def _reset(ledger: Ledger) -> dict[str, StepChange]:
-    changes = ledger.state.versions[-1].changes
+    changes = ledger.state.adopted.changes  # type: ignore[union-attr]
     assert changes is not None
     return {c.step: c for c in changes.reset}
 
@@ -63,7 +63,8 @@ def test_completed_work_is_kept_when_its_contract_is_unchanged(
     assert state.goal == draft["goal"]
     reproduce = state.steps["reproduce"]
     assert (reproduce.status, reproduce.evidence) == ("completed", ("login.test.ts fails with 401",))
-    assert state.versions[-1].changes is not None and state.versions[-1].changes.kept == ("reproduce",)
+    assert state.adopted is not None and state.adopted.changes is not None
+    assert state.adopted.changes.kept == ("reproduce",)
 
 
 def test_completed_work_is_invalidated_when_its_contract_changes(
@@ -151,7 +152,7 @@ def test_unrelated_successes_are_reused(make_ledger: Callable[..., Ledger]) -> N
 
     ledger.replan("failed_assumption", "the handler needs paging", plan=_retitle(DIAMOND, "api", "Add a paged handler"))
 
-    changes = ledger.state.versions[-1].changes
+    changes = ledger.state.adopted.changes  # type: ignore[union-attr]
     assert changes is not None
     assert changes.kept == ("docs", "inspect", "db")  # the stable topological order
     assert _reset(ledger)["integrate"].upstream == "api"
@@ -214,7 +215,7 @@ def test_a_renamed_step_invalidates_its_dependents(make_ledger: Callable[..., Le
 
     ledger.replan("failed_assumption", "unit test cannot show it", patch=patch)
 
-    changes = ledger.state.versions[-1].changes
+    changes = ledger.state.adopted.changes  # type: ignore[union-attr]
     assert changes is not None
     assert [c.step for c in changes.removed] == ["reproduce"]
     assert changes.added == ("reproduce-e2e",)

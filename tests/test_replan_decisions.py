@@ -13,6 +13,7 @@ from ledger.api import Ledger
 from ledger.errors import PlantrailError
 from ledger.events import PlanReplanned
 from ledger.plan import apply_patch, parse_patch
+from projections.history import history
 from tests.logs import read_records
 
 
@@ -53,7 +54,7 @@ def test_a_patch_replan_records_the_whole_plan_the_patch_reason_why_causes_and_a
     assert (data.new_version, data.reason, data.why, data.causes, data.observations) == (
         2, "failed_assumption", "auth returns 500", (3,), ("HTTP 500",))
     assert data.patch == parse_patch(patch)
-    assert data.plan == apply_patch(ledger.state.versions[0].plan, parse_patch(patch))
+    assert data.plan == apply_patch(history(read_records(tmp_path / "run.jsonl")).versions[0].plan, parse_patch(patch))
     assert [s.id for s in data.plan.steps] == ["reproduce", "diagnose", "check-auth"]
 
 

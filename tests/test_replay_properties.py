@@ -206,7 +206,8 @@ class ReplayMachine(RuleBasedStateMachine):
         self.before_replan[before.version] = before
         self.ledger.replan("agent_revision", "a random revision", plan=plan, patch=patch, causes=[before.last_seq])
         self._check_reconcile(before, self.state)
-        changes = self.state.versions[-1].changes
+        assert self.state.adopted is not None
+        changes = self.state.adopted.changes
         assert changes is not None
         event("replan kept completed work" if changes.kept else "replan kept no completed work")
         if any(c.cause == "upstream_invalidated" for c in changes.reset):
@@ -216,7 +217,8 @@ class ReplayMachine(RuleBasedStateMachine):
     def _check_reconcile(before: PlanState, after: PlanState) -> None:
         """Kept work kept its contract and lineage; lost work says why; verdicts stand only over intact work."""
         assert before.plan is not None and after.plan is not None
-        changes = after.versions[-1].changes
+        assert after.adopted is not None
+        changes = after.adopted.changes
         assert changes is not None
         old_specs = {s.id: s for s in before.plan.steps}
         new_specs = {s.id: s for s in after.plan.steps}
@@ -246,7 +248,9 @@ class ReplayMachine(RuleBasedStateMachine):
     @rule(data=st.data(), kind=st.sampled_from(["complete", "fail", "block"]))
     def late_result_for_a_superseded_version(self, data: st.DataObject, kind: str) -> None:
         version = data.draw(st.integers(1, self.state.version - 1))
-        step = data.draw(st.sampled_from(self.state.versions[version - 1].plan.steps)).id
+        superseded = self.before_replan[version].plan  # the plan of a version is the one in force just before its replan
+        assert superseded is not None
+        step = data.draw(st.sampled_from(superseded.steps)).id
         self._late(kind, step, "SUPERSEDED_VERSION", plan_version=version)
 
     @precondition(lambda self: any(s.attempt > 1 for s in self.state.steps.values_in_order()))

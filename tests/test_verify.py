@@ -53,13 +53,13 @@ def test_verify_accepts_late_results_as_orphans(
 
 @pytest.mark.parametrize(
     ("plan_version", "step", "rule"),
-    [(0, "reproduce", "UNKNOWN_PLAN_VERSION"), (1, "no-such-step", "STEP_NOT_FOUND")],
+    [(0, "reproduce", "UNKNOWN_PLAN_VERSION"), (1, "no such step", "INVALID_ID")],
 )
 def test_verify_refuses_a_result_no_plan_version_could_have_issued(
     tmp_path: Path, make_ledger: Callable[..., Ledger], draft: dict[str, Any], plan_version: int, step: str,
     rule: str,
 ) -> None:
-    """A result stamped with version 0, or for a step the superseded version never had, is ILLEGAL_EVENT."""
+    """A result stamped with version 0, or naming a step no plan could have (not an id), is ILLEGAL_EVENT."""
     _replanned_with_a_late_result(make_ledger, draft)
     _append_raw(tmp_path / "run.jsonl", plan_version, StepCompleted(step=step, attempt=1, evidence=("x",)))
 
@@ -67,3 +67,13 @@ def test_verify_refuses_a_result_no_plan_version_could_have_issued(
         verify_log(tmp_path / "run.jsonl")
 
     assert (raised.value.code, raised.value.fields["rule"]) == ("ILLEGAL_EVENT", rule)
+
+
+def test_a_late_result_is_recorded_as_reported(
+    tmp_path: Path, make_ledger: Callable[..., Ledger], draft: dict[str, Any]
+) -> None:
+    """A result stamped with a superseded version is a fact: it is not judged against that version's plan."""
+    ledger = _replanned_with_a_late_result(make_ledger, draft)
+    ack = ledger.complete("renamed-later", ["a worker's report"], plan_version=1)
+    assert ack.orphan == "SUPERSEDED_VERSION"
+    assert verify_log(tmp_path / "run.jsonl").orphans == 2
