@@ -125,13 +125,12 @@ def raise_if_torn(path: str, torn: TornTail | None) -> None:
         raise torn_error(path, torn)
 
 
-def read_state(path: str) -> tuple[PlanState, LogReader]:
-    """Fold a whole log; return the state and the (closed) reader, whose ``torn`` reports a torn tail."""
-    from projections.state import fold
+def read_state(path: str) -> tuple[PlanState, TornTail | None]:
+    """The log's current state (from its snapshot when one checks out) and its torn tail, if any."""
+    from ledger.cache import read_state as read
 
-    with open_records(path) as (reader, records):
-        state = fold(records)
-    return state, reader
+    result = read(path)
+    return result.state, result.torn
 
 
 def truncate(text: str | None, width: int) -> str:

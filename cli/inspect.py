@@ -61,10 +61,10 @@ def status(log: str, as_json: bool) -> None:
     from projections.canonical import state_hash
     from projections.views import status_view
 
-    state, reader = read_state(log)
-    view = status_view(state) | {"state_hash": state_hash(state), "torn_tail": reader.torn is not None}
+    state, torn = read_state(log)
+    view = status_view(state) | {"state_hash": state_hash(state), "torn_tail": torn is not None}
     emit(as_json, view, lambda: render_status(state, view))
-    raise_if_torn(log, reader.torn)
+    raise_if_torn(log, torn)
 
 
 def _summary(record: Record) -> str:
@@ -166,7 +166,7 @@ def next_command(log: str, as_json: bool) -> None:
     """
     from projections.views import advice, in_doubt, ready_steps
 
-    state, reader = read_state(log)
+    state, torn = read_state(log)
     data = {
         "plan_version": state.version,
         "outcome": state.outcome,
@@ -186,7 +186,7 @@ def next_command(log: str, as_json: bool) -> None:
         return "\n".join(lines)
 
     emit(as_json, data, human)
-    raise_if_torn(log, reader.torn)
+    raise_if_torn(log, torn)
 
 
 inspect_commands = (status, log_command, next_command)

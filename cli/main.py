@@ -8,24 +8,51 @@ No Python traceback ever reaches a user: anything unexpected is ``error[INTERNAL
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Sequence
 
 import click
 
 from cli.common import printed_output, reset_output
-from cli.importing import import_command
-from cli.inspect import inspect_commands
-from cli.maintain import maintain_commands
-from cli.record import record_commands
-from cli.replay import replay_commands
 
-__all__ = ["main", "plantrail"]
+__all__ = ["all_commands", "main", "plantrail"]
 
 EXIT_INTERNAL = 70
 
+#: Where each command lives; a command's module is imported only when that command runs (fast start-up).
+COMMANDS: dict[str, str] = {
+    **dict.fromkeys(("create", "start", "complete", "block", "fail", "criterion", "finish", "replan"), "cli.record"),
+    **{"status": "cli.inspect:status", "log": "cli.inspect:log_command", "next": "cli.inspect:next_command"},
+    **dict.fromkeys(("versions", "replay", "diff", "why", "orphans", "resume"), "cli.replay"),
+    **dict.fromkeys(("verify", "repair", "schema"), "cli.maintain"),
+    "import": "cli.importing:import_command",
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+
+class LazyGroup(click.Group):
+    """A group that imports a command's module only when the command is used."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, _, attribute = target.partition(":")
+        command = getattr(importlib.import_module(module_name), attribute or cmd_name)
+        assert isinstance(command, click.Command)
+        return command
+
+
+def all_commands() -> dict[str, click.Command]:
+    """Every command by name (imports them all)."""
+    ctx = click.Context(plantrail)
+    return {name: command for name in plantrail.list_commands(ctx) if (command := plantrail.get_command(ctx, name))}
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="plantrail", prog_name="plantrail")
 def plantrail() -> None:
     """Record, replay and audit what an AI agent planned and did.
@@ -41,9 +68,6 @@ def plantrail() -> None:
       plantrail status run.jsonl
     """
 
-
-for _command in (*record_commands, *inspect_commands, *replay_commands, *maintain_commands, import_command):
-    plantrail.add_command(_command)
 
 
 def _report(code: str, message: str, exit_code: int, as_json: bool, fields: dict[str, object] | None = None) -> int:

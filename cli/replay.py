@@ -398,11 +398,11 @@ def orphans(log: str, as_json: bool) -> None:
     """
     from projections.history import orphans_view
 
-    state, reader = read_state(log)
+    state, torn = read_state(log)
     view = orphans_view(state)
     emit(as_json, {"run": state.run, "active_version": state.version, "orphans": view},
          lambda: _render_orphans(state, view))
-    raise_if_torn(log, reader.torn)
+    raise_if_torn(log, torn)
 
 
 # --------------------------------------------------------------------------- resume
@@ -411,17 +411,12 @@ def orphans(log: str, as_json: bool) -> None:
 def _fold_valid_part(log: str) -> tuple[PlanState, PlantrailError | None]:
     """Fold every valid record; return the state and the damage that stopped the read (None when intact)."""
     from cli.common import torn_error
-    from ledger.errors import LogDamaged
-    from projections.state import evolve, initial
+    from ledger.cache import read_state
 
-    state = initial()
-    with open_records(log) as (reader, records):
-        try:
-            for record in records:
-                state = evolve(state, record)
-        except LogDamaged as exc:
-            return state, exc
-    return state, None if reader.torn is None else torn_error(log, reader.torn)
+    result = read_state(log, stop_at_damage=True)
+    if result.damage is not None:
+        return result.state, result.damage
+    return result.state, None if result.torn is None else torn_error(log, result.torn)
 
 
 def _render_receipt(receipt: dict[str, Any], code: int) -> str:

@@ -30,10 +30,10 @@ from ledger.decide import (
 )
 from ledger.errors import error
 from ledger.events import Outcome, ReasonCode, Record, Source
-from ledger.idempotency import KeyEntry, match, record_view
+from ledger.idempotency import match, record_view
 from ledger.jsonl import JsonlStore
 from ledger.plan import Draft, PlanPatch, PlanSpec, check_id, parse_draft, parse_patch
-from ledger.store import Ack, FsyncPolicy, PendingRecord, Session, Store
+from ledger.store import Ack, FsyncPolicy, KeyEntry, PendingRecord, Session, Store
 from projections.model import PlanState
 from projections.state import evolve, initial
 
@@ -49,9 +49,10 @@ def default_run_id(path: str | os.PathLike[str]) -> str:
 class Ledger:
     """One run's log, opened for recording commands."""
 
-    def __init__(self, store: Store, *, clock: Callable[[], str] = utc_now) -> None:
+    def __init__(self, store: Store, *, clock: Callable[[], str] = utc_now, cache: bool = True) -> None:
         self._store = store
         self._clock = clock
+        self._cache = cache
         self._state = initial()
         self._keys: dict[str, KeyEntry] = {}
 
@@ -70,8 +71,12 @@ class Ledger:
         key: str | None = None,
         nonce: str | None = None,
         clock: Callable[[], str] = utc_now,
+        cache: bool = True,
     ) -> Ledger:
-        """Create a new log holding its header and the plan's first version (atomically)."""
+        """Create a new log holding its header and the plan's first version (atomically).
+
+        ``cache=False`` leaves no snapshot beside the log (see :mod:`ledger.cache`).
+        """
         run_id = check_id(run if run is not None else default_run_id(path), "run id")
         spec = parse_draft(plan) if isinstance(plan, Mapping) else plan
         [event] = decide(initial(), Create(plan=spec, actor=actor, source=source, key=key))  # type: ignore[arg-type]
@@ -79,7 +84,7 @@ class Ledger:
         first = PendingRecord(ts=ts, plan_version=1, actor=event.actor, data=event.data, source=source, key=key)
         store, _ = JsonlStore.create(path, run=run_id, first=[first], fsync=fsync, nonce=nonce, ts=ts, actor=actor,
                                      clock=clock)
-        ledger = cls(store, clock=clock)
+        ledger = cls(store, clock=clock, cache=cache)
         ledger.refresh()
         return ledger
 
@@ -92,11 +97,19 @@ class Ledger:
         batch_size: int = 100,
         repair: bool = False,
         clock: Callable[[], str] = utc_now,
+        cache: bool = True,
     ) -> Ledger:
-        """Open an existing log; ``repair=True`` repairs a torn tail instead of refusing (TORN_TAIL)."""
+        """Open an existing log; ``repair=True`` repairs a torn tail instead of refusing (TORN_TAIL).
+
+        With ``cache`` (the default) the ledger starts from the log's snapshot when it checks out, and leaves
+        a fresh one when it closes; ``cache=False`` reads the whole log and leaves none.
+        """
         store = JsonlStore.open(path, fsync=fsync, batch_size=batch_size, repair=repair, clock=clock)
-        ledger = cls(store, clock=clock)
+        ledger = cls(store, clock=clock, cache=cache)
         try:
+            snapshot = store.resume() if cache else None
+            if snapshot is not None:
+                ledger._state, ledger._keys = snapshot.state, dict(snapshot.keys)
             ledger.refresh()
         except BaseException:
             store.close()
@@ -110,8 +123,12 @@ class Ledger:
         self.close()
 
     def close(self) -> None:
-        """Sync what the fsync policy owes and release the log."""
-        self._store.close()
+        """Sync what the fsync policy owes, leave a snapshot for the next reader, and release the log."""
+        try:
+            if self._cache:
+                self._store.checkpoint(self._state, self._keys)
+        finally:
+            self._store.close()
 
     def sync(self) -> None:
         """Make every acknowledged event durable (for the ``batch`` policy)."""

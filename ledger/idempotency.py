@@ -10,7 +10,7 @@ compared, so a retry is recognised even though the state has moved.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, NamedTuple
+from typing import Any
 
 import orjson
 
@@ -27,18 +27,9 @@ from ledger.events import (
     StepStarted,
 )
 from ledger.plan import Draft, PlanSpec
+from ledger.store import KeyEntry
 
 __all__ = ["KeyEntry", "command_view", "match", "record_view"]
-
-
-class KeyEntry(NamedTuple):
-    """What the log holds under one idempotency key."""
-
-    seq: int
-    hash: str
-    view: str
-    plan_version: int
-    attempt: int | None
 
 
 def _digest(parts: list[Any]) -> str:

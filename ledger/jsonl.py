@@ -24,16 +24,21 @@ import os
 import secrets
 import stat
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Final, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from ledger import __version__
 from ledger.clock import utc_now
+from ledger.cache import Position, Snapshot, load_snapshot, save_snapshot
 from ledger.codec import GENESIS_PREV, MAX_LINE_BYTES, decode, encode
 from ledger.errors import LogDamaged, PlantrailError, error
 from ledger.events import FORMAT, FORMAT_VERSION, LogOpened, LogRepaired, Record
 from ledger.store import FsyncPolicy, PendingRecord, TornTail
+
+if TYPE_CHECKING:
+    from ledger.store import KeyEntry
+    from projections.model import PlanState
 
 __all__ = ["JsonlStore", "LogReader", "LogScan", "RepairResult", "fsync_dir", "os_error", "repair"]
 
@@ -200,9 +205,19 @@ class LogReader:
             os.close(self._fd)
             self._fd = -1
 
-    def records(self) -> Iterator[Record]:
-        """Every valid record in order; afterwards ``torn`` says whether a torn tail follows them."""
-        scan = LogScan(self._fd)
+    @property
+    def fd(self) -> int:
+        """The open file descriptor (read-only)."""
+        return self._fd
+
+    def records(self, start: Position | None = None, run: str | None = None) -> Iterator[Record]:
+        """Every valid record in order (after ``start``, a checked position of run ``run``, when given);
+        afterwards ``torn`` says whether a torn tail follows them."""
+        if start is None:
+            scan = LogScan(self._fd)
+        else:
+            scan = LogScan(self._fd, offset=start.offset, next_seq=start.seq + 1, prev=start.hash, run=run,
+                           line_no=start.line)
         yield from scan
         if scan.tail is not None:
             # A writer may be mid-write: wait for its lock, then look again.
@@ -334,6 +349,23 @@ class JsonlStore:
     def run(self) -> str:
         """The run id from the header."""
         return self._header.run
+
+    def resume(self) -> Snapshot | None:
+        """Start from the log's snapshot when it checks out (see :mod:`ledger.cache`); None to read it all."""
+        snapshot = load_snapshot(self.path, self._fd)
+        if snapshot is not None:
+            p = snapshot.position
+            self._head = _Head(end=p.offset, next_seq=p.seq + 1, prev=p.hash, line_no=p.line)
+        return snapshot
+
+    def checkpoint(self, state: PlanState, keys: Mapping[str, KeyEntry]) -> None:
+        """Save a snapshot of ``state`` (the fold of everything up to this store's head) beside the log."""
+        head = self._head
+        if self._fd < 0 or self._poisoned:
+            return
+        if state.last_seq == head.next_seq - 1 and state.head == head.prev:
+            position = Position(head.end, state.last_seq, head.prev, head.line_no)
+            save_snapshot(self.path, self._fd, Snapshot(position, state, keys))
 
     # ----------------------------------------------------------- the writer turn
 

@@ -7,13 +7,16 @@ through :class:`Store` and :class:`Session`, so every store runs the same contra
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager
-from typing import Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
-from ledger.events import Actor, Event, Record, Source
+if TYPE_CHECKING:
+    from ledger.cache import Snapshot
+    from ledger.events import Actor, Event, Record, Source
+    from projections.model import PlanState
 
-__all__ = ["Ack", "FsyncPolicy", "PendingRecord", "Session", "Store", "TornTail"]
+__all__ = ["Ack", "FsyncPolicy", "KeyEntry", "PendingRecord", "Session", "Store", "TornTail"]
 
 FsyncPolicy = Literal["always", "batch", "none"]
 
@@ -27,6 +30,16 @@ class PendingRecord(NamedTuple):
     data: Event
     source: Source | None = None
     key: str | None = None
+
+
+class KeyEntry(NamedTuple):
+    """What a log holds under one idempotency key: the record, and its comparable content (see ledger.idempotency)."""
+
+    seq: int
+    hash: str
+    view: str
+    plan_version: int
+    attempt: int | None
 
 
 class Ack(NamedTuple):
@@ -93,6 +106,14 @@ class Store(Protocol):
 
     def sync(self) -> None:
         """Make every acknowledged record durable (group commit)."""
+        ...
+
+    def resume(self) -> Snapshot | None:
+        """A checked snapshot to start from instead of reading the whole log, if the store keeps one."""
+        ...
+
+    def checkpoint(self, state: PlanState, keys: Mapping[str, KeyEntry]) -> None:
+        """Keep a snapshot of ``state`` (the fold up to the store's head); a store without a cache ignores it."""
         ...
 
     def close(self) -> None:

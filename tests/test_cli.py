@@ -9,11 +9,11 @@ from typing import Any
 import click
 import pytest
 
-from cli.main import plantrail
+from cli.main import all_commands
 from tests.conftest import CliResult
 
 Run = Callable[..., CliResult]
-COMMANDS = sorted(plantrail.commands)
+COMMANDS = sorted(all_commands())
 
 
 @pytest.mark.parametrize("name", COMMANDS)
@@ -30,7 +30,7 @@ def test_every_command_that_takes_a_log_offers_json() -> None:
     def options(command: click.Command) -> set[str]:
         return {o for p in command.params if isinstance(p, click.Option) for o in p.opts}
 
-    missing = [n for n, c in plantrail.commands.items() if n != "schema" and "--json" not in options(c)]
+    missing = [n for n, c in all_commands().items() if n != "schema" and "--json" not in options(c)]
     assert missing == []
 
 

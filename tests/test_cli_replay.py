@@ -10,7 +10,7 @@ from typing import Any
 import click
 import pytest
 
-from cli.main import plantrail
+from cli.main import all_commands
 from cli.replay import replay_commands
 from ledger.api import Ledger
 from tests.conftest import CliResult
@@ -196,7 +196,7 @@ def test_replan_cli_refuses_a_blank_why_and_an_unknown_cause(
 @pytest.mark.parametrize("command", [c.name for c in replay_commands])
 def test_every_replay_command_documents_its_json_and_an_example(command: str) -> None:
     """Each command's help shows an Example block and the shape of its --json output."""
-    cmd = plantrail.commands[command]
+    cmd = all_commands()[command]
     with click.Context(cmd, info_name=command) as ctx:
         help_text = cmd.get_help(ctx)
     assert "Example:" in help_text

@@ -183,8 +183,8 @@ def _record(path: str, batches: Sequence[Batch], run_id: str, nonce: str) -> tup
     assert isinstance(create, Create) and isinstance(create.plan, PlanSpec)  # the mapper opens with the Create
     clock = _Clock(first.ts)
     Ledger.create(path, create.plan, run=run_id, fsync="always", actor=create.actor, source=create.source,
-                  nonce=nonce, clock=clock).close()
-    with Ledger.open(path, fsync="none", clock=clock) as ledger:
+                  nonce=nonce, clock=clock, cache=False).close()
+    with Ledger.open(path, fsync="none", clock=clock, cache=False) as ledger:
         ledger.execute_many(started)
         for batch in rest:
             clock.now = batch.ts

@@ -1,0 +1,238 @@
+"""Snapshots beside a log: a cache that makes the current state of a long log cheap, never a source of truth.
+
+``<log>.plantrail-cache/head.snap`` holds the folded state (and the idempotency index) as of one record,
+with where that record ends. Before use it is checked against the log itself: the log's header hash, the
+record ending at the snapshot's offset (its framing, its SHA-256, its seq), the snapshot's own digest, and the
+reducer version. Any mismatch (another log, a repaired or rewritten log, a torn or edited cache file, another
+plantrail) and the snapshot is ignored: the log is folded from its start. Deleting the directory changes no
+answer. ``verify`` never reads it.
+
+A snapshot is as trustworthy as the directory it lives in: someone who can write there and recompute a
+SHA-256 can make ``status`` show another state until the next ``verify``. That is the limit of a cache; the
+audit path (verify, anchors, keyed checkpoints) does not use it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Final, NamedTuple
+
+import orjson
+
+from ledger.errors import LogDamaged
+from ledger.store import KeyEntry, TornTail
+from projections.model import PlanState
+from projections.snapshot import REDUCER_VERSION, decode_state, encode_state
+
+if TYPE_CHECKING:
+    from ledger.events import Record
+
+__all__ = [
+    "Position",
+    "ReadResult",
+    "Snapshot",
+    "cache_dir",
+    "first_hash",
+    "indexed",
+    "load_snapshot",
+    "position_after",
+    "read_state",
+    "save_snapshot",
+    "use_cache_default",
+]
+
+FORMAT: Final = "plantrail-snapshot/1"
+SUFFIX: Final = ".plantrail-cache"
+_SCAN_BACK: Final = 64 * 1024
+
+
+class Position(NamedTuple):
+    """Just after one record of a log: the byte offset, the record's seq and hash, and the next line number."""
+
+    offset: int
+    seq: int
+    hash: str
+    line: int
+
+
+class Snapshot(NamedTuple):
+    """The state folded up to ``position``, and the idempotency keys seen so far."""
+
+    position: Position
+    state: PlanState
+    keys: Mapping[str, KeyEntry]
+
+
+def cache_dir(log_path: str) -> str:
+    """The sidecar directory of a log."""
+    return log_path + SUFFIX
+
+
+def first_hash(fd: int) -> str | None:
+    """The header line's hash, read from its fixed-width suffix (None when the file has no complete line)."""
+    head = os.pread(fd, 64 * 1024, 0)
+    end = head.find(b"\n")
+    return None if end < 72 else head[end - 66 : end - 2].decode("ascii", "replace")
+
+
+def _line_ending_at(fd: int, offset: int) -> bytes | None:
+    """The line whose newline is the byte before ``offset``, without it; None when there is none."""
+    back = min(offset, _SCAN_BACK)
+    while True:
+        chunk = os.pread(fd, back, offset - back)
+        if len(chunk) != back or not chunk.endswith(b"\n"):
+            return None
+        start = chunk.rfind(b"\n", 0, len(chunk) - 1)
+        if start >= 0:
+            return chunk[start + 1 : -1]
+        if back == offset:
+            return chunk[:-1]
+        back = min(offset, back * 4)
+
+
+def _holds(fd: int, position: Position) -> bool:
+    """True when the log's line ending at ``position.offset`` is intact and is record ``position.seq``."""
+    line = _line_ending_at(fd, position.offset)
+    if line is None or line[-72:-66] != b',"h":"':
+        return False
+    if hashlib.sha256(line[:-72] + b"}").hexdigest() != position.hash or line[-66:-2] != position.hash.encode():
+        return False
+    try:
+        return bool(orjson.loads(line).get("seq") == position.seq)
+    except (orjson.JSONDecodeError, AttributeError):
+        return False
+
+
+def load_snapshot(log_path: str, fd: int) -> Snapshot | None:
+    """The log's snapshot if it checks out against the log, else None."""
+    try:
+        with open(os.path.join(cache_dir(log_path), "head.snap"), "rb") as f:
+            meta_line, state_line, keys_line = f.read().split(b"\n", 2)
+        meta = orjson.loads(meta_line)
+        if meta.get("format") != FORMAT or meta.get("reducer") != REDUCER_VERSION:
+            return None
+        if hashlib.sha256(state_line + b"\n" + keys_line).hexdigest() != meta.get("digest"):
+            return None
+        position = Position(*meta["position"])
+        if meta.get("header") != first_hash(fd) or not _holds(fd, position):
+            return None
+        state = decode_state(state_line)
+        keys = {k: KeyEntry(*v) for k, v in orjson.loads(keys_line).items()}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if state.last_seq != position.seq or state.head != position.hash:
+        return None
+    return Snapshot(position, state, keys)
+
+
+def save_snapshot(log_path: str, fd: int, snapshot: Snapshot) -> None:
+    """Write the snapshot atomically (temp file + rename); a cache that cannot be written is simply skipped."""
+    header = first_hash(fd)
+    if header is None:
+        return
+    state_line = encode_state(snapshot.state)
+    keys_line = orjson.dumps({k: list(v) for k, v in snapshot.keys.items()})
+    meta = {
+        "format": FORMAT,
+        "reducer": REDUCER_VERSION,
+        "header": header,
+        "position": list(snapshot.position),
+        "digest": hashlib.sha256(state_line + b"\n" + keys_line).hexdigest(),
+    }
+    directory = cache_dir(log_path)
+    tmp = os.path.join(directory, f"head.snap.{os.getpid()}.tmp")
+    with contextlib.suppress(OSError):
+        os.makedirs(directory, exist_ok=True)
+        with open(tmp, "wb") as f:
+            f.write(orjson.dumps(meta) + b"\n" + state_line + b"\n" + keys_line)
+        os.replace(tmp, os.path.join(directory, "head.snap"))
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
+
+
+def indexed(records: Iterable[Record], keys: dict[str, KeyEntry]) -> Iterator[Record]:
+    """Pass records through, adding every idempotency key to ``keys``."""
+    from ledger.idempotency import record_view
+
+    for record in records:
+        if record.key is not None and record.key not in keys:
+            keys[record.key] = record_view(record)
+        yield record
+
+
+def position_after(torn: TornTail | None, end: int, state: PlanState) -> Position | None:
+    """Where a fold that ended at byte ``end`` stands (None before the header or with a torn tail)."""
+    if torn is not None or state.head is None:
+        return None
+    return Position(end, state.last_seq, state.head, state.last_seq + 2)
+
+
+#: A reader that had to fold at least this many records past the snapshot refreshes it.
+REFRESH_AFTER: Final = 1000
+
+
+class ReadResult(NamedTuple):
+    """A log's current state; ``torn`` or ``damage`` say why the read stopped early (the state is the valid part's)."""
+
+    state: PlanState
+    torn: TornTail | None
+    damage: LogDamaged | None = None
+
+
+def _until_damage(records: Iterable[Record], found: list[LogDamaged]) -> Iterator[Record]:
+    try:
+        yield from records
+    except LogDamaged as exc:
+        found.append(exc)
+
+
+def _covering_snapshot(log_path: str) -> Snapshot | None:
+    """The snapshot when it checks out and covers the whole file: then nothing else needs reading (or importing)."""
+    try:
+        fd = os.open(log_path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None  # the slow path reports the error with its proper code
+    try:
+        snapshot = load_snapshot(log_path, fd)
+        covers = snapshot is not None and snapshot.position.offset == os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+    return snapshot if covers else None
+
+
+def use_cache_default() -> bool:
+    """Snapshots are used unless ``PLANTRAIL_NO_CACHE`` is set to a non-empty value."""
+    return not os.environ.get("PLANTRAIL_NO_CACHE")
+
+
+def read_state(log_path: str, *, use_cache: bool | None = None, stop_at_damage: bool = False) -> ReadResult:
+    """The current state of a log, from its snapshot plus the records after it when the snapshot checks out.
+
+    With ``stop_at_damage`` a damaged line ends the read instead of raising: the state is that of the valid
+    part, and ``damage`` says what stopped it.
+    """
+    cached = use_cache_default() if use_cache is None else use_cache
+    if cached:
+        current = _covering_snapshot(log_path)
+        if current is not None:
+            return ReadResult(current.state, None)
+    from ledger.jsonl import LogReader
+    from projections.state import fold
+
+    damage: list[LogDamaged] = []
+    with LogReader(log_path) as reader:
+        snapshot = load_snapshot(reader.path, reader.fd) if cached else None
+        keys = dict(snapshot.keys) if snapshot is not None else {}
+        start = snapshot.position if snapshot is not None else None
+        records: Iterable[Record] = reader.records(start=start, run=None if snapshot is None else snapshot.state.run)
+        if stop_at_damage:
+            records = _until_damage(records, damage)
+        state = fold(indexed(records, keys), None if snapshot is None else snapshot.state)
+        folded = state.last_seq - (snapshot.position.seq if snapshot is not None else -1)
+        position = None if damage else position_after(reader.torn, reader.end, state)
+        if cached and position is not None and folded >= REFRESH_AFTER:
+            save_snapshot(reader.path, reader.fd, Snapshot(position, state, keys))
+    return ReadResult(state, reader.torn, damage[0] if damage else None)

@@ -1,0 +1,117 @@
+"""A plan state as JSON and back, for snapshots (a cache: see :mod:`ledger.cache`).
+
+Pure and independent of pydantic, so loading a snapshot costs one ``orjson.loads`` and the constructors.
+``REDUCER_VERSION`` names the reducer's semantics: a snapshot made by another version is never used.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import orjson
+
+from ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec
+from projections.model import (
+    Changes,
+    CriterionState,
+    Orphan,
+    PlanState,
+    StepChange,
+    StepState,
+    VersionInfo,
+)
+from projections.table import Table
+
+__all__ = ["REDUCER_VERSION", "decode_state", "encode_state"]
+
+#: Bump whenever evolve's semantics change: snapshots made under another value are ignored.
+REDUCER_VERSION: Final = 1
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, tuple) and hasattr(value, "_asdict"):
+        return value._asdict()
+    if isinstance(value, Table):
+        return list(value.values_in_order())
+    raise TypeError(f"cannot encode {type(value).__name__}")
+
+
+def encode_state(state: PlanState) -> bytes:
+    """The state as compact JSON (steps and criteria as lists, in their order)."""
+    return orjson.dumps(state, default=_default)
+
+
+def _plan(d: dict[str, Any] | None) -> PlanSpec | None:
+    if d is None:
+        return None
+    return PlanSpec(
+        goal=d["goal"],
+        acceptance_criteria=tuple(CriterionSpec(c["id"], c["description"]) for c in d["acceptance_criteria"]),
+        steps=tuple(
+            StepSpec(s["id"], s["title"], tuple(s["depends_on"]), s["completion_evidence"], s["max_attempts"])
+            for s in d["steps"]
+        ),
+        policy=Policy(d["policy"]["max_in_progress"]),
+    )
+
+
+def _change(d: dict[str, Any]) -> StepChange:
+    return StepChange(**{**d, "fields": tuple(d["fields"])})
+
+
+def _changes(d: dict[str, Any] | None) -> Changes | None:
+    if d is None:
+        return None
+    return Changes(
+        kept=tuple(d["kept"]),
+        reset=tuple(_change(c) for c in d["reset"]),
+        added=tuple(d["added"]),
+        removed=tuple(_change(c) for c in d["removed"]),
+        criteria_kept=tuple(d["criteria_kept"]),
+        criteria_reset=tuple(_change(c) for c in d["criteria_reset"]),
+        criteria_added=tuple(d["criteria_added"]),
+        criteria_removed=tuple(d["criteria_removed"]),
+        policy_changed=d["policy_changed"],
+    )
+
+
+def _adopted(d: dict[str, Any] | None, plan: PlanSpec | None) -> VersionInfo | None:
+    if d is None:
+        return None
+    recorded = _plan(d["plan"])
+    return VersionInfo(
+        version=d["version"],
+        seq=d["seq"],
+        ts=d["ts"],
+        actor=d["actor"],
+        plan=plan if recorded == plan and plan is not None else recorded,  # type: ignore[arg-type]
+        reason=d["reason"],
+        why=d["why"],
+        causes=tuple(d["causes"]),
+        observations=tuple(d["observations"]),
+        patched=d["patched"],
+        changes=_changes(d["changes"]),
+    )
+
+
+def decode_state(raw: bytes) -> PlanState:
+    """The state :func:`encode_state` encoded."""
+    d = orjson.loads(raw)
+    plan = _plan(d["plan"])
+    steps = [StepState(**{**s, "evidence": tuple(s["evidence"])}) for s in d["steps"]]
+    criteria = [CriterionState(**c) for c in d["criteria"]]
+    return PlanState(
+        run=d["run"],
+        plan=plan,
+        version=d["version"],
+        steps=Table(tuple(s.id for s in steps), steps),
+        criteria=Table(tuple(c.id for c in criteria), criteria),
+        outcome=d["outcome"],
+        outcome_reason=d["outcome_reason"],
+        outcome_seq=d["outcome_seq"],
+        adopted=_adopted(d["adopted"], plan),
+        orphans=tuple(Orphan(**{**o, "evidence": tuple(o["evidence"])}) for o in d["orphans"]),
+        consecutive_failures=d["consecutive_failures"],
+        last_seq=d["last_seq"],
+        head=d["head"],
+    )
