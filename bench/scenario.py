@@ -94,7 +94,7 @@ def _reworded(state: PlanState, rng: random.Random, share: float) -> dict[str, A
 def _results(state: PlanState, rng: random.Random) -> list[Command]:
     commands: list[Command] = []
     for step in state.steps.values_in_order():
-        if step.status != "in_progress":
+        if step.status != "in_progress" or rng.random() < 0.5:  # workers finish at different times
             continue
         roll = rng.random()
         if roll < 0.915:
@@ -132,7 +132,8 @@ def commands_for(ledger: Ledger, n: int, seed: int = 7) -> Iterator[list[Command
         if state.last_seq >= next_replan or stalled:
             done = all(s.status == "completed" for s in state.steps.values_in_order())
             yield [_replan(state, rng, 0.6 if done else 0.08)]
-            next_replan = state.last_seq + rng.randint(1500, 3000)
+            if not stalled:
+                next_replan = state.last_seq + rng.randint(1500, 3000)
             late = [Complete(step=s.id, evidence=_evidence(rng, s.id), plan_version=state.version, attempt=s.attempt)
                     for s in running if rng.random() < 0.5]
             if late:

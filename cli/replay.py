@@ -188,22 +188,23 @@ def replay(log: str, version: int | None, at_seq: int | None, as_json: bool) -> 
       plantrail replay samples/login-fix-replans.jsonl --at-seq 12 --json
     """
     from cli.inspect import render_status
+    from ledger.cache import rebuild_version
     from ledger.errors import error
     from projections.canonical import state_hash
-    from projections.history import replay_at_seq, replay_version
-    from projections.state import fold
+    from projections.history import replay_at_seq
     from projections.views import status_view
 
     if version is not None and at_seq is not None:
         raise error("USAGE", "give --version V or --at-seq N, not both")
     superseded_at = None
-    with open_records(log) as (reader, records):
-        if at_seq is not None:
+    if version is not None:
+        state, superseded_at, torn = rebuild_version(log, version)
+    elif at_seq is not None:
+        with open_records(log) as (reader, records):
             state = replay_at_seq(records, at_seq)
-        elif version is not None:
-            state, superseded_at = replay_version(records, version)
-        else:
-            state = fold(records)
+        torn = reader.torn
+    else:
+        state, torn = read_state(log)
     view = status_view(state) | {
         "state_hash": state_hash(state),
         "replay": {"version": state.version, "at_seq": at_seq, "superseded_at": superseded_at},
@@ -214,7 +215,7 @@ def replay(log: str, version: int | None, at_seq: int | None, as_json: bool) -> 
         return f"{header}\n\n{render_status(state, view)}\n\nstate hash: {view['state_hash']}"
 
     emit(as_json, view, human)
-    raise_if_torn(log, reader.torn)
+    raise_if_torn(log, torn)
 
 
 # --------------------------------------------------------------------------- diff

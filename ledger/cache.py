@@ -17,6 +17,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import struct
+import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Final, NamedTuple
 
@@ -25,7 +27,7 @@ import orjson
 from ledger.errors import LogDamaged
 from ledger.store import KeyEntry, TornTail
 from projections.model import PlanState
-from projections.snapshot import REDUCER_VERSION, decode_state, encode_state
+from projections.snapshot import REDUCER_VERSION, decode_orphans, decode_state, encode_state
 
 if TYPE_CHECKING:
     from ledger.events import Record
@@ -34,6 +36,8 @@ __all__ = [
     "Position",
     "ReadResult",
     "Snapshot",
+    "VersionStart",
+    "build_version_index",
     "cache_dir",
     "first_hash",
     "indexed",
@@ -42,6 +46,7 @@ __all__ = [
     "read_state",
     "save_snapshot",
     "use_cache_default",
+    "version_start",
 ]
 
 FORMAT: Final = "plantrail-snapshot/1"
@@ -236,3 +241,112 @@ def read_state(log_path: str, *, use_cache: bool | None = None, stop_at_damage: 
         if cached and position is not None and folded >= REFRESH_AFTER:
             save_snapshot(reader.path, reader.fd, Snapshot(position, state, keys))
     return ReadResult(state, reader.torn, damage[0] if damage else None)
+
+
+# --------------------------------------------------------------------------- the version index
+#
+# versions.meta (JSON: format, reducer, the log's header hash, the orphans known when it was built),
+# versions.idx (one fixed-width entry per plan version: where its adopting record ends in the log, that
+# record's seq and hash, and where its state lies in versions.bin) and versions.bin (each version's state
+# right after its adopting record, zlib-compressed, without the orphans: those come from the meta, by seq).
+# Rebuilding version V is then one seek, one small decode, and a fold of V's own records.
+
+_ENTRY = struct.Struct("<QQQQ32sQI")  # version, seq, log offset, next line, hash, blob offset, blob length
+
+
+class VersionStart(NamedTuple):
+    """Where plan version ``version`` begins: just after its adopting record, and the state there."""
+
+    version: int
+    position: Position
+    state: PlanState
+
+
+def _index_paths(log_path: str) -> tuple[str, str, str]:
+    base = os.path.join(cache_dir(log_path), "versions")
+    return base + ".meta", base + ".idx", base + ".bin"
+
+
+def version_start(log_path: str, fd: int, version: int) -> VersionStart | None:
+    """Version ``version``'s start from the index, checked against the log; None when there is no usable one."""
+    meta_path, idx_path, bin_path = _index_paths(log_path)
+    try:
+        with open(meta_path, "rb") as f:
+            meta = orjson.loads(f.read())
+        if meta.get("format") != FORMAT or meta.get("reducer") != REDUCER_VERSION or meta.get("header") != first_hash(fd):
+            return None
+        with open(idx_path, "rb") as f:
+            f.seek((version - 1) * _ENTRY.size)
+            entry = f.read(_ENTRY.size)
+        if len(entry) != _ENTRY.size:
+            return None
+        number, seq, offset, line, raw_hash, blob_at, blob_len = _ENTRY.unpack(entry)
+        position = Position(offset, seq, raw_hash.hex(), line)
+        if number != version or not _holds(fd, position):
+            return None
+        with open(bin_path, "rb") as f:
+            f.seek(blob_at)
+            state = decode_state(zlib.decompress(f.read(blob_len)))
+        orphans = tuple(o for o in decode_orphans(meta["orphans"]) if o.seq <= seq)
+    except (OSError, ValueError, KeyError, TypeError, zlib.error):
+        return None
+    return VersionStart(version, position, state._replace(orphans=orphans))
+
+
+def build_version_index(log_path: str) -> PlanState:
+    """Fold the whole log once and write its version index; return the final state (the cache is optional)."""
+    from ledger.jsonl import LogReader
+    from projections.state import fold
+
+    entries: list[bytes] = []
+    blobs: list[bytes] = []
+    at = 0
+    with LogReader(log_path) as reader:
+
+        def adopted(state: PlanState) -> None:
+            nonlocal at
+            where = reader.position  # just after the adopting record, which the fold has just applied
+            blob = zlib.compress(encode_state(state._replace(orphans=())), 1)
+            entries.append(_ENTRY.pack(state.version, where.seq, where.offset, where.line, bytes.fromhex(where.hash),
+                                       at, len(blob)))
+            blobs.append(blob)
+            at += len(blob)
+
+        state = fold(reader.records(), on_adopt=adopted)
+        header = first_hash(reader.fd)
+    if header is None or reader.torn is not None:
+        return state
+    meta = {"format": FORMAT, "reducer": REDUCER_VERSION, "header": header,
+            "orphans": orjson.loads(encode_state(state))["orphans"]}
+    meta_path, idx_path, bin_path = _index_paths(log_path)
+    with contextlib.suppress(OSError):
+        os.makedirs(cache_dir(log_path), exist_ok=True)
+        for path, data in ((bin_path, b"".join(blobs)), (idx_path, b"".join(entries)), (meta_path, orjson.dumps(meta))):
+            with open(path + ".tmp", "wb") as f:
+                f.write(data)
+            os.replace(path + ".tmp", path)
+    return state
+
+
+#: Logs at least this large get a version index the first time a version is rebuilt.
+INDEX_FROM_BYTES: Final = 1 << 20
+
+
+def rebuild_version(log_path: str, version: int, *, use_cache: bool | None = None) -> tuple[PlanState, int | None, TornTail | None]:
+    """Version ``version`` as it stood when superseded (or now, for the active one), the seq of the record that
+    superseded it, and the torn tail the read ended on. With the version index this folds only the version's
+    own records; without one it folds from the start (and, for a large log, builds the index for next time)."""
+    from ledger.jsonl import LogReader
+    from projections.history import fold_span, replay_version
+
+    cached = use_cache_default() if use_cache is None else use_cache
+    with LogReader(log_path) as reader:
+        start = version_start(log_path, reader.fd, version) if cached else None
+        if start is None and cached and os.fstat(reader.fd).st_size >= INDEX_FROM_BYTES:
+            build_version_index(log_path)
+            start = version_start(log_path, reader.fd, version)
+        if start is None:
+            span = replay_version(reader.records(), version)
+        else:
+            span, _ = fold_span(iter(reader.records(start=start.position, run=start.state.run)), start.state)
+    return span.state, span.superseded_at, reader.torn

@@ -189,6 +189,7 @@ class LogReader:
         self._fd = _open(self.path, os.O_RDONLY)
         self.torn: TornTail | None = None
         self.end = 0
+        self._scan = LogScan(self._fd)
         if os.fstat(self._fd).st_size == 0:
             os.close(self._fd)
             raise error("EMPTY_LOG", f"log {self.path} is empty: a log starts with its header line", path=self.path)
@@ -210,6 +211,12 @@ class LogReader:
         """The open file descriptor (read-only)."""
         return self._fd
 
+    @property
+    def position(self) -> Position:
+        """Just after the last record :meth:`records` yielded."""
+        scan = self._scan
+        return Position(scan.end, scan.next_seq - 1, scan.prev, scan.line_no)
+
     def records(self, start: Position | None = None, run: str | None = None) -> Iterator[Record]:
         """Every valid record in order (after ``start``, a checked position of run ``run``, when given);
         afterwards ``torn`` says whether a torn tail follows them."""
@@ -218,6 +225,7 @@ class LogReader:
         else:
             scan = LogScan(self._fd, offset=start.offset, next_seq=start.seq + 1, prev=start.hash, run=run,
                            line_no=start.line)
+        self._scan = scan
         yield from scan
         if scan.tail is not None:
             # A writer may be mid-write: wait for its lock, then look again.
@@ -227,6 +235,7 @@ class LogReader:
                     self._fd, offset=scan.end, next_seq=scan.next_seq, prev=scan.prev, run=scan.run,
                     line_no=scan.line_no,
                 )
+                self._scan = rest
                 yield from rest
                 scan = rest
             finally:

@@ -26,7 +26,7 @@ from projections.model import (
     StepState,
     VersionInfo,
 )
-from projections.state import evolve, initial
+from projections.state import evolve, fold, initial
 from projections.views import advice, in_doubt, orphan_view, ready_steps
 
 if TYPE_CHECKING:
@@ -64,18 +64,29 @@ class Span(NamedTuple):
 # --------------------------------------------------------------------------- replay
 
 
+_CHUNK = 1024
+
+
 def fold_span(records: Iterator[Record], state: PlanState) -> tuple[Span, PlanState | None]:
     """Fold ``records`` from ``state`` (a fold so far, or a snapshot) until one moves the run to another version.
 
     Returns the span, which ends just before that record, and the state just after it (None when the records
-    ran out). No record after it is read.
+    ran out). No record after it is read. Records between plan events are folded in chunks (the fast fold);
+    each plan event is evolved on its own to see whether it changed the version.
     """
+    pending: list[Record] = []
     for record in records:
+        if not record.type.startswith("plan."):
+            pending.append(record)
+            if len(pending) >= _CHUNK:
+                state, pending = fold(pending, state), []
+            continue
+        state, pending = fold(pending, state), []
         after = evolve(state, record)
         if after.version != state.version:
             return Span(state, record.seq), after
         state = after
-    return Span(state), None
+    return Span(fold(pending, state)), None
 
 
 def spans(records: Iterable[Record], start: PlanState | None = None) -> Iterator[Span]:

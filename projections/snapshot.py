@@ -22,7 +22,7 @@ from projections.model import (
 )
 from projections.table import Table
 
-__all__ = ["REDUCER_VERSION", "decode_state", "encode_state"]
+__all__ = ["REDUCER_VERSION", "decode_orphans", "decode_state", "encode_state"]
 
 #: Bump whenever evolve's semantics change: snapshots made under another value are ignored.
 REDUCER_VERSION: Final = 1
@@ -94,6 +94,11 @@ def _adopted(d: dict[str, Any] | None, plan: PlanSpec | None) -> VersionInfo | N
     )
 
 
+def decode_orphans(items: list[dict[str, Any]]) -> tuple[Orphan, ...]:
+    """Orphans as :func:`encode_state` wrote them."""
+    return tuple(Orphan(**{**o, "evidence": tuple(o["evidence"])}) for o in items)
+
+
 def decode_state(raw: bytes) -> PlanState:
     """The state :func:`encode_state` encoded."""
     d = orjson.loads(raw)
@@ -110,7 +115,7 @@ def decode_state(raw: bytes) -> PlanState:
         outcome_reason=d["outcome_reason"],
         outcome_seq=d["outcome_seq"],
         adopted=_adopted(d["adopted"], plan),
-        orphans=tuple(Orphan(**{**o, "evidence": tuple(o["evidence"])}) for o in d["orphans"]),
+        orphans=decode_orphans(d["orphans"]),
         consecutive_failures=d["consecutive_failures"],
         last_seq=d["last_seq"],
         head=d["head"],

@@ -161,11 +161,17 @@ class _Builder:
         )
 
 
-def fold(records: Iterable[Record], state: PlanState | None = None) -> PlanState:
+def fold(
+    records: Iterable[Record],
+    state: PlanState | None = None,
+    *,
+    on_adopt: Callable[[PlanState], None] | None = None,
+) -> PlanState:
     """The state after every record in order, from ``state`` (default: the empty state).
 
     Equal to applying :func:`evolve` record by record, in a fraction of the time: the transitions are the
-    same; only the builder is mutable, and it never leaves this function.
+    same; only the builder is mutable, and it never leaves this function. ``on_adopt``, when given, sees the
+    state right after each record that adopts a plan version (a snapshot of the builder, never the builder).
     """
     start = initial() if state is None else state
     builder = _Builder(start)
@@ -178,6 +184,8 @@ def fold(records: Iterable[Record], state: PlanState | None = None) -> PlanState
             delta = handler(builder, record, record.data)
             if delta is not None:
                 builder.apply(delta)
+                if on_adopt is not None and delta.version is not None:
+                    on_adopt(builder.freeze(last_seq, head))
     return builder.freeze(last_seq, head)
 
 

@@ -1,0 +1,103 @@
+"""The cache beside a log (snapshots, version index) changes no answer, and is ignored whenever it does not check out."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledger import cache
+from ledger.api import Ledger
+from projections.canonical import state_hash
+from tests.conftest import CliResult
+
+
+def _run(make_ledger: Callable[..., Ledger], draft: dict[str, Any]) -> Path:
+    """A run with two replans, a late result and a keyed command; closing it leaves a snapshot."""
+    ledger = make_ledger(draft)
+    ledger.start("reproduce", key="w1")
+    ledger.complete("reproduce", ["login.test.ts fails with 401"])
+    ledger.start("diagnose")
+    draft["steps"][1]["title"] = "Check what the auth service returns"
+    ledger.replan("failed_assumption", "the 401 comes from the auth service", plan=draft, causes=[3])
+    ledger.complete("diagnose", ["late: the token check"], plan_version=1, attempt=1)
+    ledger.start("diagnose")
+    draft["steps"][1]["title"] = "Trace the auth client timeout"
+    ledger.replan("new_constraint", "auth times out", plan=draft, causes=[7])
+    ledger.close()
+    return Path(ledger._store.path)  # type: ignore[attr-defined]
+
+
+def _fresh(log: Path) -> str:
+    return state_hash(cache.read_state(str(log), use_cache=False).state)
+
+
+def test_a_snapshot_gives_the_same_state_as_a_full_read(make_ledger: Callable[..., Ledger], draft: dict[str, Any]) -> None:
+    """The state read through the snapshot equals the state folded from the first line."""
+    log = _run(make_ledger, draft)
+    assert (Path(str(log) + ".plantrail-cache") / "head.snap").exists()
+    assert state_hash(cache.read_state(str(log)).state) == _fresh(log)
+
+
+def test_a_writer_resumes_from_the_snapshot_with_its_idempotency_keys(make_ledger: Callable[..., Ledger],
+                                                                      draft: dict[str, Any]) -> None:
+    """A reopened writer starts from the snapshot, still knows old keys, and appends after it."""
+    log = _run(make_ledger, draft)
+    with Ledger.open(log, fsync="none") as ledger:
+        assert ledger.start("reproduce", key="w1").duplicate
+        ledger.start("diagnose")
+    assert state_hash(cache.read_state(str(log)).state) == _fresh(log)
+
+
+@pytest.mark.parametrize("damage", ["digest", "other-log", "cut-back", "reducer"])
+def test_a_snapshot_that_does_not_check_out_is_ignored(make_ledger: Callable[..., Ledger], draft: dict[str, Any],
+                                                       tmp_path: Path, damage: str) -> None:
+    """An edited snapshot, another log's snapshot, a log cut back under it, or another reducer: all ignored."""
+    log = _run(make_ledger, draft)
+    snap = Path(str(log) + ".plantrail-cache") / "head.snap"
+    meta, state, keys = snap.read_bytes().split(b"\n", 2)
+    if damage == "digest":
+        snap.write_bytes(meta + b"\n" + state.replace(b'"completed"', b'"blocked"') + b"\n" + keys)
+    elif damage == "reducer":
+        snap.write_bytes(meta.replace(b'"reducer":1', b'"reducer":99') + b"\n" + state + b"\n" + keys)
+    elif damage == "other-log":
+        other = Ledger.create(tmp_path / "other.jsonl", draft, fsync="none")
+        other.close()
+        shutil.copytree(str(log) + ".plantrail-cache", str(tmp_path / "other.jsonl") + ".plantrail-cache",
+                        dirs_exist_ok=True)
+        log = tmp_path / "other.jsonl"
+    else:
+        data = log.read_bytes()
+        log.write_bytes(data[: data.rindex(b"\n", 0, len(data) - 1) + 1])  # drop the last record
+    with open(log, "rb") as f:
+        assert cache.load_snapshot(str(log), f.fileno()) is None
+    assert state_hash(cache.read_state(str(log)).state) == _fresh(log)
+
+
+def test_the_version_index_rebuilds_every_version_like_a_full_read(make_ledger: Callable[..., Ledger],
+                                                                   draft: dict[str, Any],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the index, each version as it stood when superseded is exactly what a full fold gives."""
+    log = _run(make_ledger, draft)
+    monkeypatch.setattr(cache, "INDEX_FROM_BYTES", 0)
+    for version in (1, 2, 3):
+        plain = cache.rebuild_version(str(log), version, use_cache=False)
+        indexed = cache.rebuild_version(str(log), version)
+        assert (state_hash(indexed[0]), indexed[1]) == (state_hash(plain[0]), plain[1])
+    with open(log, "rb") as f:
+        start = cache.version_start(str(log), f.fileno(), 2)
+    assert start is not None and start.state.version == 2
+
+
+def test_deleting_the_cache_changes_no_answer(make_ledger: Callable[..., Ledger], draft: dict[str, Any],
+                                              run_cli: Callable[..., CliResult]) -> None:
+    """status, resume and replay print the same with and without the cache directory."""
+    log = _run(make_ledger, draft)
+    commands = [("status", "--json"), ("resume", "--json"), ("replay", "--version", "2", "--json")]
+    warm = [run_cli(c[0], log, *c[1:]).out for c in commands]
+    shutil.rmtree(str(log) + ".plantrail-cache")
+    cold = [run_cli(c[0], log, *c[1:]).out for c in commands]
+    assert warm == cold
