@@ -21,7 +21,7 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
     ">": operator.gt,
 }
-_TARGET = re.compile(r"^\s*(<=|>=|<|>)\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(x?)\s*$")
+_TARGET = re.compile(r"^\s*(\+?)(<=|>=|<|>)\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(x?)\s*$")
 
 # Runs the command with stdout/stderr discarded from a small interpreter, so the
 # child's ru_maxrss is not inflated by a large parent's RSS (Linux copies the
@@ -51,24 +51,28 @@ class Sample:
 
 @dataclass(frozen=True)
 class Target:
-    """A bound on the ratio (``<=2x``) or on the candidate median (``<=150``)."""
+    """A bound on the ratio (``<=2x``), on the candidate median (``<=150``), or on how far the candidate
+    median is above the baseline's (``+<=60``)."""
 
     op: str
     bound: float
     on_ratio: bool
+    on_difference: bool = False
 
-    def met(self, ratio: float, candidate: float) -> bool:
-        """Whether the bound holds for this ratio or candidate median."""
+    def met(self, ratio: float, candidate: float, baseline: float = 0.0) -> bool:
+        """Whether the bound holds for this ratio, candidate median, or difference from the baseline."""
+        if self.on_difference:
+            return _OPS[self.op](candidate - baseline, self.bound)
         return _OPS[self.op](ratio if self.on_ratio else candidate, self.bound)
 
 
 def parse_target(text: str) -> Target:
-    """Parse ``<=2x`` (ratio bound) or ``<=150`` (bound in the row's unit)."""
+    """Parse ``<=2x`` (ratio bound), ``<=150`` (bound in the row's unit) or ``+<=60`` (bound on the difference)."""
     match = _TARGET.match(text)
-    if match is None:
-        raise ValueError(f"target must look like '<=2x' or '<150', got {text!r}")
-    op, bound, x = match.groups()
-    return Target(op, float(bound), on_ratio=bool(x))
+    if match is None or (match[1] and match[4]):
+        raise ValueError(f"target must look like '<=2x', '<150' or '+<=60', got {text!r}")
+    plus, op, bound, x = match.groups()
+    return Target(op, float(bound), on_ratio=bool(x), on_difference=bool(plus))
 
 
 @dataclass(frozen=True)
@@ -96,8 +100,8 @@ class Row:
         ratio = self.ratio
         if self.target is None or ratio is None:
             return None
-        assert self.candidate is not None
-        return parse_target(self.target).met(ratio, self.candidate.median)
+        assert self.candidate is not None and self.baseline is not None
+        return parse_target(self.target).met(ratio, self.candidate.median, self.baseline.median)
 
     def per_event(self, sample: Sample | None) -> float | None:
         """Median per event (seconds per event for time rows), when the row counts events."""
