@@ -69,6 +69,7 @@ class Ledger:
         source: Source | None = None,
         key: str | None = None,
         nonce: str | None = None,
+        allow_network_fs: bool = False,
         clock: Callable[[], str] = utc_now,
     ) -> Ledger:
         """Create a new log holding its header and the plan's first version (atomically)."""
@@ -78,7 +79,7 @@ class Ledger:
         ts = clock()
         first = PendingRecord(ts=ts, plan_version=1, actor=event.actor, data=event.data, source=source, key=key)
         store, _ = JsonlStore.create(path, run=run_id, first=[first], fsync=fsync, nonce=nonce, ts=ts, actor=actor,
-                                     clock=clock)
+                                     allow_network_fs=allow_network_fs, clock=clock)
         ledger = cls(store, clock=clock)
         ledger.refresh()
         return ledger
@@ -91,10 +92,17 @@ class Ledger:
         fsync: FsyncPolicy | None = None,
         batch_size: int = 100,
         repair: bool = False,
+        acked: tuple[int, str] | None = None,
+        allow_network_fs: bool = False,
         clock: Callable[[], str] = utc_now,
     ) -> Ledger:
-        """Open an existing log; ``repair=True`` repairs a torn tail instead of refusing (TORN_TAIL)."""
-        store = JsonlStore.open(path, fsync=fsync, batch_size=batch_size, repair=repair, clock=clock)
+        """Open an existing log; ``repair=True`` repairs a torn tail instead of refusing (TORN_TAIL).
+
+        ``acked`` is the ``(seq, hash)`` of the last event this caller was acknowledged: opening raises
+        DATA_LOSS (and repairs nothing) unless the log still holds exactly that record.
+        """
+        store = JsonlStore.open(path, fsync=fsync, batch_size=batch_size, repair=repair, acked=acked,
+                                allow_network_fs=allow_network_fs, clock=clock)
         ledger = cls(store, clock=clock)
         try:
             ledger.refresh()
