@@ -15,6 +15,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from ledger.checkpoint import make_checkpoint
 from ledger.clock import utc_now
 from ledger.decide import (
     Block,
@@ -189,6 +190,17 @@ class Ledger:
             durable = session.commit()
             self._state, self._keys = state, keys
         return [a if a.duplicate else a._replace(durable=durable) for a in acks]
+
+    def checkpoint(self, key: bytes) -> Ack:
+        """Append a keyed checkpoint over the current head (see :mod:`ledger.checkpoint`); return its ack."""
+        with self._store.session() as session:
+            self._catch_up(session)
+            data = make_checkpoint(key, self._store.run, session.head_seq, session.head_hash)
+            record = session.stage(PendingRecord(ts=self._clock(), plan_version=self._state.version, actor="runtime",
+                                                 data=data))
+            durable = session.commit()
+            self._state = evolve(self._state, record)
+        return Ack(seq=record.seq, hash=record.h, durable=durable)
 
     def start(self, step: str, **options: Any) -> Ack:
         """Start the next attempt of ``step``."""

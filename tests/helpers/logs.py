@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 
 from ledger.api import Ledger
@@ -11,6 +12,7 @@ __all__ = ["build_log", "lines_of", "rechain", "reseal", "write_lines"]
 
 _H = 72  # ,"h":"<64 hex>"}
 _PREV = slice(-_H - 65, -_H - 1)  # the 64 hex digits of "prev"
+_CHECKPOINT_HEAD = re.compile(rb'"head":"[0-9a-f]{64}"')
 
 
 def build_log(ledger: Ledger, verdicts: int) -> None:
@@ -37,9 +39,13 @@ def reseal(line: bytes) -> bytes:
 
 
 def rechain(lines: list[bytes], start: int) -> list[bytes]:
-    """Re-seal ``lines[start:]`` so that every ``prev`` links to the line before: a full re-chain."""
+    """Re-seal ``lines[start:]`` so that every ``prev`` (and a checkpoint's ``head``) links to the line before.
+
+    This is what someone who can write the file, but lacks the checkpoint key, can do: only MACs stay stale.
+    """
     out = list(lines[:start])
     for line in lines[start:]:
         prev = out[-1][-66:-2] if out else b"0" * 64
+        line = _CHECKPOINT_HEAD.sub(b'"head":"' + prev + b'"', line)
         out.append(reseal(line[: _PREV.start] + prev + line[_PREV.stop :]))
     return out
