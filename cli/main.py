@@ -42,8 +42,13 @@ for _command in (*record_commands, *inspect_commands, *maintain_commands):
     plantrail.add_command(_command)
 
 
+def _one_line(text: str) -> str:
+    """The message with control characters escaped: one line, and nothing a terminal would act on."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
 def _report(code: str, message: str, exit_code: int, as_json: bool, fields: dict[str, object] | None = None) -> int:
-    click.echo(f"error[{code}]: {message}", err=True)
+    click.echo(f"error[{code}]: {_one_line(message)}", err=True)
     if as_json:
         import orjson
 

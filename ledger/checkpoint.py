@@ -35,8 +35,9 @@ _ALGORITHM: Final = "hmac-sha256"
 def load_key(key_file: str | None) -> bytes:
     """The key from ``key_file`` (its bytes without a trailing newline), else from ``$PLANTRAIL_CHECKPOINT_KEY``."""
     if key_file is not None:
-        from ledger.jsonl import os_error
+        from ledger.jsonl import check_path, os_error
 
+        check_path(key_file, "key file")
         try:
             with open(key_file, "rb") as f:
                 key = f.read().rstrip(b"\r\n")

@@ -45,6 +45,7 @@ __all__ = [
     "LogReader",
     "LogScan",
     "RepairResult",
+    "check_path",
     "clean_stale_temps",
     "filesystem_type",
     "fsync_dir",
@@ -75,7 +76,14 @@ def os_error(exc: OSError, path: str, what: str = "log") -> PlantrailError:
     return error("IO_ERROR", f"{what} {path}: {reason}", path=path, errno=exc.errno)
 
 
+def check_path(path: str, what: str = "log") -> None:
+    """Refuse a path no file can have (a NUL byte) as a usage error rather than a crash."""
+    if "\0" in path:
+        raise error("USAGE", f"the {what} path {path!r} contains a NUL byte", path=path)
+
+
 def _open(path: str, flags: int) -> int:
+    check_path(path)
     try:
         fd = os.open(path, flags | os.O_CLOEXEC)
     except OSError as exc:
@@ -307,6 +315,8 @@ class LogReader:
                 scan = rest
             finally:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
+        if scan.next_seq == 0 and scan.tail is not None:
+            raise error("TORN_TAIL", f"log {self.path} has no complete header line", line=1, offset=0, path=self.path)
         self.torn = scan.tail
         self.end = scan.end
 
@@ -392,6 +402,7 @@ class JsonlStore:
         Leftover temporary files of an earlier, crashed create of the same path are removed first.
         """
         name = os.fspath(path)
+        check_path(name)
         if fsync not in _POLICIES:
             raise error("USAGE", f"fsync policy must be one of {', '.join(_POLICIES)}")
         if os.path.lexists(name):
