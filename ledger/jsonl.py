@@ -31,7 +31,7 @@ import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Final, NamedTuple
+from typing import Final, NamedTuple, Self
 
 from ledger import __version__
 from ledger.clock import utc_now
@@ -287,7 +287,7 @@ class LogReader:
             raise error("EMPTY_LOG", f"log {self.path} is empty: a log starts with its header line", path=self.path,
                         offset=0)
 
-    def __enter__(self) -> LogReader:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -96,10 +96,10 @@ def verify_log(
                 anchored = True
             late = _judge(state, record.type, record.seq, record.data, record.plan_version)
             after = evolve(state, record)
-            if late is not None:
-                if _plan_part(after) != _plan_part(state) or len(after.orphans) != len(state.orphans) + 1:
-                    raise error("ORPHAN_APPLIED", f"the late result at seq {record.seq} changed the plan",
-                                seq=record.seq)
+            if late is not None and (
+                _plan_part(after) != _plan_part(state) or len(after.orphans) != len(state.orphans) + 1
+            ):
+                raise error("ORPHAN_APPLIED", f"the late result at seq {record.seq} changed the plan", seq=record.seq)
             state = after
         torn = reader.torn
     if not anchored:
