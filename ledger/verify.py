@@ -63,8 +63,9 @@ def _judge(state: PlanState, record_type: str, seq: int, data: object, plan_vers
     except PlantrailError as exc:
         raise error(
             "ILLEGAL_EVENT",
-            f"seq {seq} ({record_type}) breaks a rule when replayed: {exc.code}: {exc.message}",
+            f"line {seq + 1}: seq {seq} ({record_type}) breaks a rule when replayed: {exc.code}: {exc.message}",
             seq=seq,
+            line=seq + 1,
             rule=exc.code,
         ) from None
 

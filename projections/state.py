@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from ledger.plan import PlanSpec, topo_order
+from ledger.errors import PlanInvalid
+from ledger.plan import PlanSpec, validate_plan
 from projections.model import CriterionState, Orphan, OrphanWhy, PlanState, StepState, VersionInfo
 from projections.reconcile import reconcile
 from projections.table import Table
@@ -78,8 +79,16 @@ def _opened(state: PlanState, record: Record, data: LogOpened) -> PlanState:
     return state._replace(run=data.run)
 
 
-def _step_tables(plan: PlanSpec, seq: int) -> tuple[Table[StepState], Table[CriterionState]]:
-    order = topo_order(plan.steps)
+def _valid_order(plan: PlanSpec) -> tuple[str, ...] | None:
+    """The plan's step order, or None for a plan that never validated (only a hand-made log holds one;
+    it is not applied, and ``verify`` reports it as ILLEGAL_EVENT)."""
+    try:
+        return validate_plan(plan)
+    except PlanInvalid:
+        return None
+
+
+def _step_tables(plan: PlanSpec, order: tuple[str, ...], seq: int) -> tuple[Table[StepState], Table[CriterionState]]:
     budget = {s.id: s.max_attempts for s in plan.steps}
     steps = Table(order, (StepState(id=i, max_attempts=budget[i], last_seq=seq) for i in order))
     ids = tuple(c.id for c in plan.acceptance_criteria)
@@ -89,7 +98,10 @@ def _step_tables(plan: PlanSpec, seq: int) -> tuple[Table[StepState], Table[Crit
 def _created(state: PlanState, record: Record, data: PlanCreated) -> PlanState:
     if state.plan is not None:
         return state
-    steps, criteria = _step_tables(data.plan, record.seq)
+    order = _valid_order(data.plan)
+    if order is None:
+        return state
+    steps, criteria = _step_tables(data.plan, order, record.seq)
     info = VersionInfo(version=1, seq=record.seq, ts=record.ts, actor=record.actor, plan=data.plan)
     return state._replace(plan=data.plan, version=1, steps=steps, criteria=criteria, versions=(info,))
 
@@ -180,6 +192,8 @@ def _finished(state: PlanState, record: Record, data: RunFinished) -> PlanState:
 
 def _replanned(state: PlanState, record: Record, data: PlanReplanned) -> PlanState:
     if state.plan is None or state.finished or data.new_version != state.version + 1:
+        return state
+    if _valid_order(data.plan) is None:
         return state
     steps, criteria, changes = reconcile(state.plan, state.steps, state.criteria, data.plan, record.seq)
     info = VersionInfo(

@@ -262,6 +262,19 @@ def run_cli_unprivileged(capfd: pytest.CaptureFixture[str], args: list[str]) -> 
     return CliResult(os.waitstatus_to_exitcode(status), captured.out, captured.err)
 
 
+@pytest.mark.parametrize("depends", [b'["nowhere"]', b'["diagnose"]'], ids=["unknown-dependency", "cycle"])
+def test_a_stored_plan_that_never_validated_is_reported_not_crashed_on(
+    env: Env, run_cli: Callable[..., CliResult], depends: bytes
+) -> None:
+    """A hand-made, correctly hashed plan that would never validate: verify names it, status still reads."""
+    lines = lines_of(env.log)
+    env.log.write_bytes(join(rechain([lines[0], lines[1].replace(b'"depends_on":[]', b'"depends_on":' + depends, 1),
+                                      *lines[2:]], 1)))
+    check_refusal(run_cli("verify", env.log), "ILLEGAL_EVENT", 3)
+    assert "line 2" in run_cli("verify", env.log).err
+    assert run_cli("status", env.log, "--json").code == 0
+
+
 def test_a_10000_step_chain_is_accepted(env: Env, run_cli: Callable[..., CliResult]) -> None:
     """A 10,000-step chain of dependencies is a valid draft: no recursion limit, no slowness."""
     result = run_cli("create", env.tmp / "big.jsonl", "--plan", env.draft(steps=steps_in_a_chain(10_000, False)))

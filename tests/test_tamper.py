@@ -105,10 +105,15 @@ def swap_lines(lines: list[bytes], rng: random.Random) -> Tampered:
 
 
 def insert_line(lines: list[bytes], rng: random.Random) -> Tampered:
-    """Insert a forged record (a copy of another with a new time, its own hash recomputed)."""
+    """Insert a forged record (a copy of another with a new time, its own hash recomputed).
+
+    A forgery of the very record it is inserted before links perfectly (same seq and prev), so the break
+    shows on the next line: the displaced original no longer links. Either way verify names where it breaks.
+    """
     k = rng.randrange(len(lines) + 1)
-    forged = reseal(lines[rng.randrange(1, len(lines))].replace(b'"ts":"2026', b'"ts":"2027'))
-    return Tampered(join([*lines[:k], forged, *lines[k:]]), k + 1)
+    j = rng.randrange(1, len(lines))
+    forged = reseal(lines[j].replace(b'"ts":"2026', b'"ts":"2027'))
+    return Tampered(join([*lines[:k], forged, *lines[k:]]), k + 2 if j == k else k + 1)
 
 
 KINDS: dict[str, Tamper] = {
