@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import random
 from multiprocessing.connection import Connection
+from multiprocessing.synchronize import Event
 from typing import NamedTuple
 
 from ledger.api import Ledger
 from ledger.decide import VerifyCriterion
 from ledger.errors import PlantrailError
+from ledger.jsonl import LogReader
 
-__all__ = ["AppendReport", "KeyResult", "append_worker", "keyed_worker"]
+__all__ = ["AppendReport", "KeyResult", "append_worker", "keyed_worker", "reader_worker"]
 
 _CRITERION = "login-test-passes"
 
@@ -86,4 +88,23 @@ def keyed_worker(path: str, keys: int, variant: int, conn: Connection) -> None:
                 continue
             results.append(KeyResult(f"k{n}", ack.seq, ack.hash, ack.duplicate, conflict=False))
     conn.send(results)
+    conn.close()
+
+
+def reader_worker(path: str, stop: Event, conn: Connection) -> None:
+    """Read the whole log again and again while writers append; report the last record of every read.
+
+    A reader never repairs: when it meets a final line without its newline it waits for the writer's lock
+    and reads on, so with live writers it must never report a torn tail.
+    """
+    heads: list[tuple[int, str]] = []
+    while not stop.is_set():
+        with LogReader(path) as reader:
+            last = None
+            for last in reader.records():
+                pass
+            assert reader.torn is None, f"a reader saw a torn tail while writers were alive: {reader.torn}"
+        assert last is not None
+        heads.append((last.seq, last.h))
+    conn.send(heads)
     conn.close()
