@@ -52,10 +52,10 @@ def line_at(lines: list[bytes], offset: int) -> int:
     raise AssertionError(offset)
 
 
-def flip(lines: list[bytes], rng: random.Random, mask: int) -> Tampered:
-    """XOR one random byte of the file with ``mask``."""
+def flip(lines: list[bytes], rng: random.Random, mask: int, start: int = 0) -> Tampered:
+    """XOR one random byte of the file, at or after ``start``, with ``mask``."""
     data = bytearray(join(lines))
-    offset = rng.randrange(len(data))
+    offset = rng.randrange(start, len(data))
     data[offset] ^= mask
     return Tampered(bytes(data), line_at(lines, offset))
 
@@ -68,6 +68,11 @@ def byte_flip(lines: list[bytes], rng: random.Random) -> Tampered:
 def bit_flip(lines: list[bytes], rng: random.Random) -> Tampered:
     """Flip one bit."""
     return flip(lines, rng, 1 << rng.randrange(8))
+
+
+def last_line_byte_flip(lines: list[bytes], rng: random.Random) -> Tampered:
+    """Replace one byte of the last line: the one place a flip (of its newline) can pass for a torn write."""
+    return flip(lines, rng, rng.randrange(1, 256), start=len(join(lines[:-1])))
 
 
 def edit_value(lines: list[bytes], rng: random.Random) -> Tampered:
@@ -119,6 +124,7 @@ def insert_line(lines: list[bytes], rng: random.Random) -> Tampered:
 KINDS: dict[str, Tamper] = {
     "byte flips": byte_flip,
     "bit flips": bit_flip,
+    "byte flips in the last line": last_line_byte_flip,
     "edited values": edit_value,
     "deleted lines": delete_line,
     "duplicated lines": duplicate_line,
