@@ -22,6 +22,7 @@ from typing import Final
 
 from ledger.errors import error
 from ledger.events import LogCheckpoint, Record
+from ledger.jsonl import check_path, os_error
 
 __all__ = ["KEY_ENV", "MIN_KEY_BYTES", "check_checkpoint", "key_id", "load_key", "make_checkpoint", "note"]
 
@@ -35,8 +36,6 @@ _ALGORITHM: Final = "hmac-sha256"
 def load_key(key_file: str | None) -> bytes:
     """The key from ``key_file`` (its bytes without a trailing newline), else from ``$PLANTRAIL_CHECKPOINT_KEY``."""
     if key_file is not None:
-        from ledger.jsonl import check_path, os_error
-
         check_path(key_file, "key file")
         try:
             with open(key_file, "rb") as f:

@@ -20,6 +20,9 @@ from typing import Final, NamedTuple
 from ledger.codec import GENESIS_PREV, MAX_LINE_BYTES, decode
 from ledger.errors import LogDamaged, error
 from ledger.events import LogRepaired, Record
+from ledger.jsonl import (
+    _open,  # the one way to open a log: NUL-free path, regular file, mapped errors
+)
 
 __all__ = ["Damage", "QuarantineFile", "SalvageReport", "SalvagedRecord", "Segment", "salvage"]
 
@@ -101,8 +104,6 @@ class _Line(NamedTuple):
 
 def salvage(path: str | os.PathLike[str]) -> SalvageReport:
     """Inventory a log without writing to it (a shared lock keeps writers out while it reads)."""
-    from ledger.jsonl import _open
-
     name = os.fspath(path)
     fd = _open(name, os.O_RDONLY)
     try:
