@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from projections.model import PlanState
 
 __all__ = [
+    "FilePath",
     "emit",
     "json_option",
     "log_argument",
@@ -39,9 +40,18 @@ def json_option(func: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")(func)
 
 
+class FilePath(click.Path):
+    """A path parameter that refuses a NUL byte as a usage error (click's own check would crash on it)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and "\0" in value:
+            self.fail(f"{value!r} contains a NUL byte", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def log_argument(func: F) -> F:
     """The LOG argument every log command takes first."""
-    return click.argument("log", type=click.Path(dir_okay=True, path_type=str))(func)
+    return click.argument("log", type=FilePath(dir_okay=True, path_type=str))(func)
 
 
 _printed: list[bool] = []  # set once a command has printed its result (reset per invocation by cli.main)
@@ -79,12 +89,12 @@ def read_json_file(path: str, what: str) -> Any:
     import orjson
 
     from ledger.errors import error
+    from ledger.jsonl import check_path, os_error
 
+    check_path(path, what)
     try:
         raw = click.get_binary_stream("stdin").read() if path == "-" else _read_bytes(path)
     except OSError as exc:
-        from ledger.jsonl import os_error
-
         raise os_error(exc, path, what) from None
     try:
         return orjson.loads(raw)

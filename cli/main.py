@@ -25,7 +25,7 @@ COMMANDS: dict[str, str] = {
     **dict.fromkeys(("create", "start", "complete", "block", "fail", "criterion", "finish", "replan"), "cli.record"),
     **{"status": "cli.inspect:status", "log": "cli.inspect:log_command", "next": "cli.inspect:next_command"},
     **dict.fromkeys(("versions", "replay", "diff", "why", "orphans", "resume"), "cli.replay"),
-    **dict.fromkeys(("verify", "repair", "schema"), "cli.maintain"),
+    **dict.fromkeys(("verify", "checkpoint", "repair", "salvage", "schema"), "cli.maintain"),
     "import": "cli.importing:import_command",
 }
 
@@ -70,8 +70,13 @@ def plantrail() -> None:
 
 
 
+def _one_line(text: str) -> str:
+    """The message with control characters escaped: one line, and nothing a terminal would act on."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
 def _report(code: str, message: str, exit_code: int, as_json: bool, fields: dict[str, object] | None = None) -> int:
-    click.echo(f"error[{code}]: {message}", err=True)
+    click.echo(f"error[{code}]: {_one_line(message)}", err=True)
     if as_json and not printed_output():  # stdout holds exactly one JSON document
         import orjson
 

@@ -1,10 +1,16 @@
-"""Commands that check and mend: verify, repair, schema."""
+"""Commands that check and mend: verify, checkpoint, repair, salvage, schema."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import click
 
 from cli.common import emit, json_option, log_argument
+
+if TYPE_CHECKING:
+    from ledger.salvage import SalvageReport
+    from ledger.verify import VerifyReport
 
 __all__ = ["maintain_commands"]
 
@@ -12,41 +18,82 @@ __all__ = ["maintain_commands"]
 @click.command()
 @log_argument
 @click.option("--anchor", metavar="SEQ:HASH", help="A head printed by an earlier verify: prove the log still holds it.")
+@click.option("--key-file", metavar="FILE",
+              help="Check every keyed checkpoint's MAC with this key (default: $PLANTRAIL_CHECKPOINT_KEY if set).")
 @json_option
-def verify(log: str, anchor: str | None, as_json: bool) -> None:
+def verify(log: str, anchor: str | None, key_file: str | None, as_json: bool) -> None:
     """Check everything: framing, seq, hash chain, every event legal in order, no late result applied, and a
-    deterministic fold. Prints the head (keep it as an anchor) and the state hash.
+    deterministic fold. Prints the head (keep it as an anchor) and the state hash. With a checkpoint key,
+    every checkpoint's MAC must verify and at least one must exist.
 
     \b
     Example:
       plantrail verify samples/login-fix.jsonl
       plantrail verify run.jsonl --anchor 14:3f2a...   # the head an earlier verify printed
+      plantrail verify run.jsonl --key-file ~/.plantrail/audit.key
     """
+    import os
+
     from cli.common import raise_if_torn
+    from ledger.checkpoint import KEY_ENV, load_key
     from ledger.verify import parse_anchor, verify_log
 
-    report = verify_log(log, anchor=parse_anchor(anchor) if anchor else None)
+    key = load_key(key_file) if key_file is not None or os.environ.get(KEY_ENV) else None
+    report = verify_log(log, anchor=parse_anchor(anchor) if anchor else None, key=key)
     data = report._asdict() | {
         "ok": report.torn is None,
         "anchor": anchor,
         "head": f"{report.last_seq}:{report.head_hash}",
         "torn": None if report.torn is None else report.torn._asdict(),
     }
-
-    def human() -> str:
-        lines = [
-            f"ok: {report.records} records, seq 0..{report.last_seq}, hash chain intact, every event legal in order",
-            f"plan versions: {report.versions} · late results (orphans): {report.orphans}, none applied · "
-            f"outcome: {report.outcome or 'open'}",
-            f"head: {report.last_seq}:{report.head_hash}",
-            f"state hash: {report.state_hash}",
-        ]
-        if anchor:
-            lines.insert(1, f"anchor {anchor[:24]}… is in the log")
-        return "\n".join(lines)
-
-    emit(as_json, data, human)
+    emit(as_json, data, lambda: _render_verify(report, anchor))
     raise_if_torn(log, report.torn)
+
+
+def _render_verify(report: VerifyReport, anchor: str | None) -> str:
+    lines = [
+        f"ok: {report.records} records, seq 0..{report.last_seq}, hash chain intact, every event legal in order",
+        (f"plan versions: {report.versions} · late results (orphans): {report.orphans}, none applied · "
+         f"outcome: {report.outcome or 'open'}"),
+        f"head: {report.last_seq}:{report.head_hash}",
+        f"state hash: {report.state_hash}",
+    ]
+    if anchor:
+        lines.insert(1, f"anchor {anchor[:24]}… is in the log")
+    if report.checkpoints:
+        checked = "MACs verified with the key" if report.keyed else "MACs not checked (no key given)"
+        after = report.last_seq - (report.checkpointed_seq or 0)
+        lines.insert(1, f"checkpoints: {report.checkpoints}, {checked}; the last covers seq {report.checkpointed_seq}"
+                        f" ({after} record(s) after it rest on the chain alone)")
+    return "\n".join(lines)
+
+
+@click.command()
+@log_argument
+@click.option("--key-file", metavar="FILE",
+              help="The HMAC key (at least 16 bytes; a trailing newline is ignored). "
+                   "Default: $PLANTRAIL_CHECKPOINT_KEY.")
+@json_option
+def checkpoint(log: str, key_file: str | None, as_json: bool) -> None:
+    """Append a keyed checkpoint: an HMAC-SHA256, under a key kept outside the log, over the run id and the
+    head's seq and hash. Someone who can rewrite the file but lacks the key can no longer re-chain history
+    unnoticed (verify --key-file). Keep the printed anchor too: it also catches a cut-off tail.
+
+    \b
+    Example:
+      PLANTRAIL_CHECKPOINT_KEY=$(cat ~/.plantrail/audit.key) plantrail checkpoint run.jsonl
+      plantrail checkpoint run.jsonl --key-file ~/.plantrail/audit.key
+    """
+    from ledger.api import Ledger
+    from ledger.checkpoint import key_id, load_key
+
+    key = load_key(key_file)
+    with Ledger.open(log) as ledger:
+        ack = ledger.checkpoint(key)
+    data = {"ok": True, "seq": ack.seq, "hash": ack.hash, "covers_seq": ack.seq - 1, "key_id": key_id(key),
+            "anchor": f"{ack.seq}:{ack.hash}", "durable": ack.durable}
+    emit(as_json, data, lambda: f"checkpoint at seq {ack.seq} covers seq {ack.seq - 1} (key {data['key_id']})\n"
+                                f"anchor: {data['anchor']}")
 
 
 @click.command()
@@ -62,22 +109,71 @@ def repair(log: str, acked: str | None, as_json: bool) -> None:
     Example:
       plantrail repair run.jsonl
     """
+    from ledger.events import LogRepaired
     from ledger.jsonl import repair as repair_log
     from ledger.verify import parse_anchor
 
     result = repair_log(log, acked=parse_anchor(acked) if acked else None)
     record = result.record
     data = {"ok": True, "repaired": record is not None, "last_seq": result.last_seq,
-            "repair": None if record is None else record.data}
+            "repair": None if record is None else record.data, "removed_temp_files": list(result.removed_temps)}
 
     def human() -> str:
         if record is None:
-            return f"nothing to repair: {log} ends with a complete record (seq {result.last_seq})"
-        d = record.data
-        return (f"repaired {log}: {d.bytes} torn bytes at offset {d.truncated_at} moved to "  # type: ignore[union-attr]
-                f"{d.quarantine}; log.repaired recorded at seq {record.seq}")  # type: ignore[union-attr]
+            lines = [f"nothing to repair: {log} ends with a complete record (seq {result.last_seq})"]
+        else:
+            d = record.data
+            assert isinstance(d, LogRepaired)
+            lines = [(f"repaired {log}: {d.bytes} torn bytes at offset {d.truncated_at} moved to {d.quarantine}; "
+                      f"log.repaired recorded at seq {record.seq}")]
+        lines += [f"removed {name} (left by a create that crashed)" for name in result.removed_temps]
+        return "\n".join(lines)
 
     emit(as_json, data, human)
+
+
+@click.command()
+@log_argument
+@json_option
+def salvage(log: str, as_json: bool) -> None:
+    """List every record that still verifies and every damaged byte range, to the end of the file, without
+    writing anything (not even a repair). Also lists quarantine and leftover temporary files beside LOG.
+    Exits 0 when the log is whole, else 3 with the code of the first damage.
+
+    \b
+    Example:
+      plantrail salvage run.jsonl
+      plantrail salvage run.jsonl --json | jq '.damaged'
+    """
+    from ledger.errors import error
+    from ledger.salvage import salvage as salvage_log
+
+    report = salvage_log(log)
+    data = {"ok": report.clean, "path": report.path, "size": report.size, "records": report.records,
+            "segments": report.segments, "damaged": report.damaged, "quarantine": report.quarantine,
+            "temp_files": report.temp_files}
+    emit(as_json, data, lambda: _render_salvage(report))
+    problems = sorted([(d.start, d.first_line, d.code) for d in report.damaged]
+                      + [(s.start, s.first_line, s.break_code) for s in report.segments if s.break_code])
+    if problems:
+        offset, line, code = problems[0]
+        raise error(code, f"{log}: {len(problems)} damaged range(s) or chain break(s), the first at line {line} "
+                          f"(byte {offset}); the records listed above verify on their own", line=line, offset=offset)
+
+
+def _render_salvage(report: SalvageReport) -> str:
+    lines = [f"{report.path}: {report.size} bytes, {len(report.records)} verifiable record(s)"]
+    rows = [(s.start, (f"  records  seq {s.first_seq}..{s.last_seq}  lines {s.first_line}..{s.last_line}  "
+                       f"bytes {s.start}..{s.end}" + (f"  (does not chain on: {s.break_code})" if s.break_code else "")))
+            for s in report.segments]
+    rows += [(d.start, (f"  damaged  lines {d.first_line}..{d.last_line}  bytes {d.start}..{d.end}  {d.code}: "
+                        f"{d.message}")) for d in report.damaged]
+    lines += [text for _, text in sorted(rows)]
+    for q in report.quarantine:
+        state = "recorded by a log.repaired record" if q.recorded else "NOT recorded in the log"
+        lines.append(f"quarantine: {q.name} ({q.size} bytes cut at offset {q.offset}; {state})")
+    lines += [f"leftover temporary file: {name} (plantrail repair removes it)" for name in report.temp_files]
+    return "\n".join(lines)
 
 
 @click.command()
@@ -95,4 +191,4 @@ def schema() -> None:
     click.echo(orjson.dumps(json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode())
 
 
-maintain_commands = (verify, repair, schema)
+maintain_commands = (verify, checkpoint, repair, salvage, schema)

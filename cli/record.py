@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from cli.common import emit, json_option, log_argument, read_json_file
+from cli.common import FilePath, emit, json_option, log_argument, read_json_file
 
 if TYPE_CHECKING:
     from ledger.api import Ledger
@@ -111,7 +111,7 @@ def _acknowledge(ledger: Ledger, command: Command, ack: Ack, as_json: bool) -> N
 
 
 @click.command()
-@click.argument("log", type=click.Path(dir_okay=False, path_type=str))
+@click.argument("log", type=FilePath(dir_okay=False, path_type=str))
 @click.option("--plan", "plan_path", required=True, metavar="DRAFT", help="The plan draft (JSON file, - for stdin).")
 @click.option("--run", "run_id", metavar="ID", help="The run id (default: the log's file name without .jsonl).")
 @click.option("--fsync", type=click.Choice(["always", "batch", "none"]), default="always", show_default=True,
@@ -127,20 +127,15 @@ def create(log: str, plan_path: str, run_id: str | None, fsync: str, actor: str,
     """
     from ledger.api import Ledger
     from ledger.plan import parse_draft
+    from projections.views import ready_steps
 
     draft = parse_draft(read_json_file(plan_path, "draft"))
     with Ledger.create(log, draft, run=run_id, fsync=fsync, actor=actor) as ledger:  # type: ignore[arg-type]
         state = ledger.state
         data = {"ok": True, "run": state.run, "seq": state.last_seq, "hash": state.head, "plan_version": 1,
-                "steps": list(state.steps), "ready": [s for s in state.steps if s in _ready(ledger)]}
+                "steps": list(state.steps), "ready": ready_steps(state)}
         emit(as_json, data, lambda: f"created {log}: run {state.run}, plan v1 with {len(state.steps)} steps\n"
                                     f"ready: {', '.join(data['ready'])}")
-
-
-def _ready(ledger: Ledger) -> list[str]:
-    from projections.views import ready_steps
-
-    return ready_steps(ledger.state)
 
 
 @click.command()

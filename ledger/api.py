@@ -15,6 +15,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from ledger.checkpoint import make_checkpoint
 from ledger.clock import utc_now
 from ledger.decide import (
     Block,
@@ -70,6 +71,7 @@ class Ledger:
         source: Source | None = None,
         key: str | None = None,
         nonce: str | None = None,
+        allow_network_fs: bool = False,
         clock: Callable[[], str] = utc_now,
         cache: bool = True,
     ) -> Ledger:
@@ -83,7 +85,7 @@ class Ledger:
         ts = clock()
         first = PendingRecord(ts=ts, plan_version=1, actor=event.actor, data=event.data, source=source, key=key)
         store, _ = JsonlStore.create(path, run=run_id, first=[first], fsync=fsync, nonce=nonce, ts=ts, actor=actor,
-                                     clock=clock)
+                                     allow_network_fs=allow_network_fs, clock=clock)
         ledger = cls(store, clock=clock, cache=cache)
         ledger.refresh()
         return ledger
@@ -96,18 +98,24 @@ class Ledger:
         fsync: FsyncPolicy | None = None,
         batch_size: int = 100,
         repair: bool = False,
+        acked: tuple[int, str] | None = None,
+        allow_network_fs: bool = False,
         clock: Callable[[], str] = utc_now,
         cache: bool = True,
     ) -> Ledger:
         """Open an existing log; ``repair=True`` repairs a torn tail instead of refusing (TORN_TAIL).
 
         With ``cache`` (the default) the ledger starts from the log's snapshot when it checks out, and leaves
-        a fresh one when it closes; ``cache=False`` reads the whole log and leaves none.
+        a fresh one when it closes; ``cache=False`` reads the whole log and leaves none. ``acked`` is the
+        ``(seq, hash)`` of the last event this caller was acknowledged: opening raises DATA_LOSS (and repairs
+        nothing) unless the log still holds exactly that record.
         """
-        store = JsonlStore.open(path, fsync=fsync, batch_size=batch_size, repair=repair, clock=clock)
+        store = JsonlStore.open(path, fsync=fsync, batch_size=batch_size, repair=repair, acked=acked,
+                                allow_network_fs=allow_network_fs, clock=clock)
         ledger = cls(store, clock=clock, cache=cache)
         try:
-            snapshot = store.resume() if cache else None
+            # With a watermark every record up to it must be checked, so the whole log is read.
+            snapshot = store.resume() if cache and acked is None else None
             if snapshot is not None:
                 ledger._state, ledger._keys = snapshot.state, dict(snapshot.keys)
             ledger.refresh()
@@ -198,6 +206,17 @@ class Ledger:
             durable = session.commit()
             self._state, self._keys = state, keys
         return [a if a.duplicate else a._replace(durable=durable) for a in acks]
+
+    def checkpoint(self, key: bytes) -> Ack:
+        """Append a keyed checkpoint over the current head (see :mod:`ledger.checkpoint`); return its ack."""
+        with self._store.session() as session:
+            self._catch_up(session)
+            data = make_checkpoint(key, self._store.run, session.head_seq, session.head_hash)
+            record = session.stage(PendingRecord(ts=self._clock(), plan_version=self._state.version, actor="runtime",
+                                                 data=data))
+            durable = session.commit()
+            self._state = evolve(self._state, record)
+        return Ack(seq=record.seq, hash=record.h, durable=durable)
 
     def start(self, step: str, **options: Any) -> Ack:
         """Start the next attempt of ``step``."""

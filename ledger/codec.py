@@ -34,6 +34,7 @@ __all__ = [
     "MAX_LINE_BYTES",
     "decode",
     "encode",
+    "holds_record_end",
     "json_schema",
     "record_adapter",
 ]
@@ -46,6 +47,7 @@ GENESIS_PREV: Final = "0" * 64
 _SUFFIX: Final = 72  # len(',"h":"') + 64 + len('"}')
 _PREFIX: Final = b'{"v":%d,' % FORMAT_VERSION
 _HEX64 = re.compile(rb"[0-9a-f]{64}")
+_RECORD_END = re.compile(rb',"h":"[0-9a-f]{64}"\}')
 
 EVENT_CLASSES: Final[tuple[type[Any], ...]] = typing.get_args(ev.Event)
 
@@ -123,6 +125,15 @@ def _hash_error(line: bytes, line_no: int) -> Exception:
     if _HEX64.fullmatch(line, len(line) - 66, len(line) - 2) is None:
         return error("CORRUPT_LINE", f"line {line_no} is not a plantrail record (bad hash member)", line=line_no)
     return error("HASH_MISMATCH", f"line {line_no}: the content does not match its hash", line=line_no)
+
+
+def holds_record_end(data: bytes) -> bool:
+    """True when ``data`` holds a complete record ending (``,"h":"<64 hex>"}``), whatever its hash says.
+
+    Recovery asks this of damaged bytes: a crash leaves a prefix of a write or zeros, never the end of a
+    whole record after the damage, so bytes that hold one are corruption, not a torn tail.
+    """
+    return _RECORD_END.search(data) is not None
 
 
 def _framing_error(line: bytes, line_no: int) -> Exception:

@@ -119,6 +119,7 @@ class TranscriptUnreadable(TranscriptError, StorageError):
 CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     # usage
     "USAGE": (UsageError, "the arguments or options are malformed"),
+    "CHECKPOINT_KEY_INVALID": (UsageError, "no checkpoint key was given, or it is shorter than 16 bytes"),
     # plan drafts and patches
     "INVALID_ID": (
         PlanInvalid,
@@ -173,12 +174,16 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "NONDETERMINISTIC_FOLD": (LogDamaged, "verify: two folds of the log gave different bytes"),
     "ANCHOR_MISMATCH": (LogDamaged, "the log does not contain the anchored head seq and hash"),
     "CHECKPOINT_INVALID": (LogDamaged, "a keyed checkpoint does not verify with the given key"),
+    "CHECKPOINT_MISSING": (LogDamaged, "verify was given a checkpoint key but the log holds no checkpoint"),
     "DATA_LOSS": (LogDamaged, "an acknowledged record is missing or differs"),
+    "NOT_REPAIRABLE": (LogDamaged, "the damage is not a torn tail; repair refuses to cut history"),
     # storage
     "LOG_NOT_FOUND": (StorageError, "the log file does not exist"),
     "NOT_A_FILE": (StorageError, "the path is a directory or not a regular file"),
     "PERMISSION_DENIED": (StorageError, "the file cannot be opened with the needed permission"),
     "IO_ERROR": (StorageError, "the operating system reported an I/O error"),
+    "NO_SPACE": (StorageError, "the disk or quota is full (ENOSPC, EDQUOT, EFBIG); nothing was added"),
+    "NETWORK_FILESYSTEM": (StorageError, "the log is on NFS or SMB, where appends and locks are unsafe"),
     "WRITER_POISONED": (StorageError, "an earlier write or fsync failed; this writer acknowledges nothing more"),
     "FILE_NOT_FOUND": (StorageError, "an input file (draft, patch, transcript, key) does not exist"),
     # transcripts given to import

@@ -11,7 +11,11 @@
   briefly to tell which. Damage followed by a valid record is corruption, never a torn tail.
 * **Repair** happens only under the writer lock: the torn bytes go to ``<log>.quarantine.<offset>.<time>``
   (fsynced, never deleted), the log is cut back to its last valid record, and a ``log.repaired`` record
-  says so in the history.
+  says so in the history. A crash between the cut and that record is finished on the next repairing open
+  (the log then ends exactly where a quarantine file starts). A caller's last acknowledged ``(seq, hash)``
+  turns a repair that would cut it off into DATA_LOSS.
+* **Writers refuse NFS and SMB** (found from ``/proc/self/mountinfo``), where ``O_APPEND`` and ``flock``
+  do not hold across machines, unless ``allow_network_fs`` or ``PLANTRAIL_ALLOW_NETWORK_FS=1`` says otherwise.
 """
 
 from __future__ import annotations
@@ -19,19 +23,21 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import glob
 import hashlib
 import os
+import re
 import secrets
 import stat
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple, Self
 
 from ledger import __version__
 from ledger.clock import utc_now
-from ledger.cache import Position, Snapshot, load_snapshot, save_snapshot
-from ledger.codec import GENESIS_PREV, MAX_LINE_BYTES, decode, encode
+from ledger.cache import Position, Snapshot, load_snapshot, prefix_crc, save_snapshot
+from ledger.codec import GENESIS_PREV, MAX_LINE_BYTES, decode, encode, holds_record_end
 from ledger.errors import LogDamaged, PlantrailError, error
 from ledger.events import FORMAT, FORMAT_VERSION, LogOpened, LogRepaired, Record
 from ledger.store import FsyncPolicy, PendingRecord, TornTail
@@ -40,10 +46,25 @@ if TYPE_CHECKING:
     from ledger.store import KeyEntry
     from projections.model import PlanState
 
-__all__ = ["JsonlStore", "LogReader", "LogScan", "RepairResult", "fsync_dir", "os_error", "repair"]
+__all__ = [
+    "JsonlStore",
+    "LogReader",
+    "LogScan",
+    "RepairResult",
+    "check_path",
+    "clean_stale_temps",
+    "filesystem_type",
+    "fsync_dir",
+    "os_error",
+    "repair",
+]
 
 _CHUNK: Final = 1 << 20
+_HEADER_READ: Final = 64 * 1024
 _POLICIES: Final = ("always", "batch", "none")
+_NETWORK_FS: Final = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs", "ncpfs"})
+_ALLOW_NETWORK_FS_ENV: Final = "PLANTRAIL_ALLOW_NETWORK_FS"
+_TEMP_NAME = re.compile(r"\.tmp\.(\d+)\.[0-9a-f]{8}")
 
 
 def os_error(exc: OSError, path: str, what: str = "log") -> PlantrailError:
@@ -56,10 +77,19 @@ def os_error(exc: OSError, path: str, what: str = "log") -> PlantrailError:
         return error("PERMISSION_DENIED", f"cannot open {what} {path}: {reason}", path=path)
     if exc.errno in (errno.EISDIR, errno.ENOTDIR):
         return error("NOT_A_FILE", f"{what} {path} is not a regular file", path=path)
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return error("NO_SPACE", f"{what} {path}: {reason}", path=path, errno=exc.errno)
     return error("IO_ERROR", f"{what} {path}: {reason}", path=path, errno=exc.errno)
 
 
+def check_path(path: str, what: str = "log") -> None:
+    """Refuse a path no file can have (a NUL byte) as a usage error rather than a crash."""
+    if "\0" in path:
+        raise error("USAGE", f"the {what} path {path!r} contains a NUL byte", path=path)
+
+
 def _open(path: str, flags: int) -> int:
+    check_path(path)
     try:
         fd = os.open(path, flags | os.O_CLOEXEC)
     except OSError as exc:
@@ -77,6 +107,76 @@ def fsync_dir(path: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def filesystem_type(dev: int, mountinfo: str = "/proc/self/mountinfo") -> str | None:
+    """The type of the mounted filesystem with device number ``dev`` (``st_dev``); None when unknown."""
+    wanted = f"{os.major(dev)}:{os.minor(dev)}"
+    try:
+        with open(mountinfo, encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        fields = line.split(" ")
+        if len(fields) > 2 and fields[2] == wanted and " - " in line:
+            return line.split(" - ", 1)[1].split(" ", 1)[0]
+    return None
+
+
+def _refuse_network_fs(dev: int, path: str, allowed: bool) -> None:
+    """Writers refuse NFS and SMB: O_APPEND and flock do not hold between machines there."""
+    if allowed or os.environ.get(_ALLOW_NETWORK_FS_ENV) == "1":
+        return
+    kind = filesystem_type(dev)
+    if kind in _NETWORK_FS:
+        raise error(
+            "NETWORK_FILESYSTEM",
+            f"{path} is on {kind}, where appends from several machines can interleave and locks may not hold; "
+            f"keep logs on a local disk (or set {_ALLOW_NETWORK_FS_ENV}=1 if one machine writes it)",
+            path=path,
+            filesystem=kind,
+        )
+
+
+def clean_stale_temps(path: str | os.PathLike[str]) -> list[str]:
+    """Remove the ``<log>.tmp.<pid>.<hex>`` files a crashed create left beside ``path``; return their names.
+
+    Such a file is removed when it is another name of the log itself (the crash came after the link) or
+    when its creator ``pid`` is gone (the crash came before the link: it never became a log). The file of a
+    create still running is left alone.
+    """
+    name = os.fspath(path)
+    try:
+        st = os.stat(name)
+        log_identity: tuple[int, int] | None = (st.st_dev, st.st_ino)
+    except OSError:
+        log_identity = None
+    removed = []
+    for temp in sorted(glob.glob(glob.escape(name) + ".tmp.*")):
+        match = _TEMP_NAME.fullmatch(temp[len(name):])
+        if match is None:
+            continue
+        try:
+            tst = os.lstat(temp)
+        except FileNotFoundError:
+            continue
+        if (tst.st_dev, tst.st_ino) == log_identity or not _process_alive(int(match.group(1))):
+            _unlink_quietly(temp)
+            removed.append(temp)
+    if removed:
+        fsync_dir(name)
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 # --------------------------------------------------------------------------- reading
@@ -157,22 +257,20 @@ class LogScan:
             raise error("CORRUPT_LINE", f"line {line}: run {record.run} in a log of run {self.run}", line=line)
 
     def _zero_filled_tail(self) -> bool:
-        """True when everything from the current line on is damage holding NUL bytes (power loss) and no record."""
+        """True when everything from the current line on holds NUL bytes (power loss) and no record's end.
+
+        A crash leaves zeros or a prefix of a write; a framed line (whatever its hash) or a record after the
+        damage cannot come from one, so those stay corruption.
+        """
         rest = _read_from(self._fd, self.end)
-        if b"\0" not in rest:
-            return False
-        for candidate in rest.split(b"\n"):
-            try:
-                decode(candidate, line_no=0)
-            except LogDamaged:
-                continue
+        if b"\0" not in rest or holds_record_end(rest):
             return False
         self.tail = TornTail(offset=self.end, length=len(rest), line=self.line_no, zero_fill=True)
         return True
 
 
 def _read_from(fd: int, offset: int) -> bytes:
-    parts = []
+    parts: list[bytes] = []
     while True:
         chunk = os.pread(fd, _CHUNK, offset)
         if not chunk:
@@ -192,9 +290,10 @@ class LogReader:
         self._scan = LogScan(self._fd)
         if os.fstat(self._fd).st_size == 0:
             os.close(self._fd)
-            raise error("EMPTY_LOG", f"log {self.path} is empty: a log starts with its header line", path=self.path)
+            raise error("EMPTY_LOG", f"log {self.path} is empty: a log starts with its header line", path=self.path,
+                        offset=0)
 
-    def __enter__(self) -> LogReader:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -240,6 +339,8 @@ class LogReader:
                 scan = rest
             finally:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
+        if scan.next_seq == 0 and scan.tail is not None:
+            raise error("TORN_TAIL", f"log {self.path} has no complete header line", line=1, offset=0, path=self.path)
         self.torn = scan.tail
         self.end = scan.end
 
@@ -258,7 +359,7 @@ class JsonlStore:
     """One run's JSONL log, opened for appending."""
 
     def __init__(self, path: str, fd: int, header: LogOpened, *, fsync: FsyncPolicy, batch_size: int, repair: bool,
-                 clock: Callable[[], str]) -> None:
+                 clock: Callable[[], str], acked: tuple[int, str] | None = None) -> None:
         self.path = path
         self._fd = fd
         self._header = header
@@ -266,11 +367,14 @@ class JsonlStore:
         self._batch_size = batch_size
         self._repair = repair
         self._clock = clock
+        self._acked = acked
+        self._first_turn = True
         st = os.fstat(fd)
         self._identity = (st.st_dev, st.st_ino)
         self._head = _Head(end=0, next_seq=0, prev=GENESIS_PREV, line_no=1)
         self._unsynced = 0
         self._poisoned: str | None = None
+        self._crc = (0, 0)  # (offset, CRC-32 of the log's bytes before it), carried between snapshots
         self._thread_lock = threading.Lock()
 
     # ----------------------------------------------------------- opening
@@ -283,17 +387,26 @@ class JsonlStore:
         fsync: FsyncPolicy | None = None,
         batch_size: int = 100,
         repair: bool = False,
+        acked: tuple[int, str] | None = None,
+        allow_network_fs: bool = False,
         clock: Callable[[], str] = utc_now,
     ) -> JsonlStore:
-        """Open an existing log for appending; the fsync policy defaults to the one in its header."""
+        """Open an existing log for appending; the fsync policy defaults to the one in its header.
+
+        ``repair`` cuts a torn tail off (quarantined and recorded) instead of refusing with TORN_TAIL.
+        ``acked`` is the ``(seq, hash)`` of the last record the caller was acknowledged: the first turn
+        raises DATA_LOSS, and repairs nothing, unless the valid part of the log holds exactly that record.
+        """
         name = os.fspath(path)
         fd = _open(name, os.O_RDWR | os.O_APPEND)
         try:
+            _refuse_network_fs(os.fstat(fd).st_dev, name, allow_network_fs)
             header = _read_header(fd, name)
         except BaseException:
             os.close(fd)
             raise
-        return cls(name, fd, header, fsync=fsync or header.fsync, batch_size=batch_size, repair=repair, clock=clock)
+        return cls(name, fd, header, fsync=fsync or header.fsync, batch_size=batch_size, repair=repair, clock=clock,
+                   acked=acked)
 
     @classmethod
     def create(
@@ -306,14 +419,25 @@ class JsonlStore:
         nonce: str | None = None,
         ts: str | None = None,
         actor: str = "runtime",
+        allow_network_fs: bool = False,
         clock: Callable[[], str] = utc_now,
     ) -> tuple[JsonlStore, list[Record]]:
-        """Create a log atomically with its header and ``first`` records; fails if the path exists."""
+        """Create a log atomically with its header and ``first`` records; fails if the path exists.
+
+        Leftover temporary files of an earlier, crashed create of the same path are removed first.
+        """
         name = os.fspath(path)
+        check_path(name)
         if fsync not in _POLICIES:
             raise error("USAGE", f"fsync policy must be one of {', '.join(_POLICIES)}")
         if os.path.lexists(name):
             raise error("LOG_EXISTS", f"{name} already exists; create never overwrites a log", path=name)
+        try:
+            directory = os.stat(os.path.dirname(os.path.abspath(name)))
+        except OSError as exc:
+            raise os_error(exc, name) from None
+        _refuse_network_fs(directory.st_dev, name, allow_network_fs)
+        clean_stale_temps(name)
         header = LogOpened(
             format=FORMAT,
             run=run,
@@ -352,7 +476,7 @@ class JsonlStore:
             _unlink_quietly(tmp)
         if fsync != "none":
             fsync_dir(name)
-        return cls.open(name, fsync=fsync, clock=clock), records
+        return cls.open(name, fsync=fsync, allow_network_fs=True, clock=clock), records
 
     @property
     def run(self) -> str:
@@ -365,6 +489,7 @@ class JsonlStore:
         if snapshot is not None:
             p = snapshot.position
             self._head = _Head(end=p.offset, next_seq=p.seq + 1, prev=p.hash, line_no=p.line)
+            self._crc = (p.offset, snapshot.crc)
         return snapshot
 
     def checkpoint(self, state: PlanState, keys: Mapping[str, KeyEntry]) -> None:
@@ -374,7 +499,10 @@ class JsonlStore:
             return
         if state.last_seq == head.next_seq - 1 and state.head == head.prev:
             position = Position(head.end, state.last_seq, head.prev, head.line_no)
-            save_snapshot(self.path, self._fd, Snapshot(position, state, keys))
+            offset, crc = self._crc if self._crc[0] <= head.end else (0, 0)
+            crc = prefix_crc(self._fd, head.end, offset, crc)
+            self._crc = (head.end, crc)
+            save_snapshot(self.path, self._fd, Snapshot(position, state, keys, crc))
 
     # ----------------------------------------------------------- the writer turn
 
@@ -402,6 +530,7 @@ class JsonlStore:
             raise error("IO_ERROR", f"log {self.path} was replaced while open; reopen it", path=self.path)
         if os.fstat(self._fd).st_size < self._head.end:
             self._head = _Head(end=0, next_seq=0, prev=GENESIS_PREV, line_no=1)
+            self._crc = (0, 0)
             return True
         return False
 
@@ -467,11 +596,12 @@ class JsonlStore:
         except OSError as exc:
             self._poisoned = f"could not undo a failed write ({exc.strerror})"
 
-    def _repair_tail(self, tail: TornTail, acked: tuple[int, str] | None = None) -> Record:
-        """Quarantine a torn tail and cut the log back to its last valid record (writer lock held)."""
-        head = self._head
-        if acked is not None:
-            _check_watermark(head, acked)
+    def _repair_tail(self, tail: TornTail) -> Record:
+        """Quarantine a torn tail, cut the log back to its last valid record, record it (writer lock held).
+
+        The quarantine file is durable before the cut; the cut and the ``log.repaired`` record are made
+        durable by one fsync, so a crash between them is finished by :meth:`_finish_repair`.
+        """
         damaged = _read_from(self._fd, tail.offset)
         quarantine = f"{self.path}.quarantine.{tail.offset}.{self._clock().replace(':', '')}"
         try:
@@ -482,12 +612,30 @@ class JsonlStore:
             finally:
                 os.close(qfd)
             fsync_dir(quarantine)
-            os.ftruncate(self._fd, tail.offset)
-            os.fsync(self._fd)
         except OSError as exc:
             raise os_error(exc, quarantine, "quarantine file") from None
+        try:
+            os.ftruncate(self._fd, tail.offset)
+        except OSError as exc:
+            raise os_error(exc, self.path) from None
+        return self._record_repair(tail.offset, damaged, quarantine)
+
+    def _finish_repair(self) -> Record | None:
+        """Record a repair that a crash interrupted after its cut: the log ends where a quarantine file starts."""
+        end = self._head.end
+        found = sorted(glob.glob(glob.escape(self.path) + f".quarantine.{end}.*"))
+        if not found:
+            return None
+        try:
+            with open(found[-1], "rb") as f:
+                damaged = f.read()
+        except OSError as exc:
+            raise os_error(exc, found[-1], "quarantine file") from None
+        return self._record_repair(end, damaged, found[-1])
+
+    def _record_repair(self, offset: int, damaged: bytes, quarantine: str) -> Record:
         data = LogRepaired(
-            truncated_at=tail.offset,
+            truncated_at=offset,
             bytes=len(damaged),
             sha256=hashlib.sha256(damaged).hexdigest(),
             kind="torn_tail",
@@ -507,6 +655,7 @@ class _Session:
     def __init__(self, store: JsonlStore, *, rewound: bool) -> None:
         self._store = store
         self.rewound = rewound
+        self.repaired: Record | None = None
         self._lines: list[bytes] = []
         self._staged: list[Record] = []
 
@@ -521,10 +670,13 @@ class _Session:
     def new_records(self) -> Iterator[Record]:
         store = self._store
         scan = store._scan()
-        for record in scan:
+        acked = store._acked if store._first_turn else None
+        for record in scan if acked is None else _watch_acked(scan, acked):
             store._advance(scan)
             yield record
         store._advance(scan)
+        if acked is not None:
+            _check_watermark(store._head, acked, scan.tail)
         if scan.tail is not None:
             if not store._repair:
                 raise error(
@@ -533,7 +685,12 @@ class _Session:
                     f"{scan.tail.line - 1} (a crash mid-write); run `plantrail repair {store.path}`",
                     line=scan.tail.line, offset=scan.tail.offset, path=store.path,
                 )
-            yield store._repair_tail(scan.tail)
+            self.repaired = store._repair_tail(scan.tail)
+        elif store._repair and store._first_turn:
+            self.repaired = store._finish_repair()
+        store._first_turn = False
+        if self.repaired is not None:
+            yield self.repaired
 
     def stage(self, record: PendingRecord) -> Record:
         if self._staged:
@@ -576,13 +733,15 @@ def _unlink_quietly(path: str) -> None:
 
 
 def _read_header(fd: int, path: str) -> LogOpened:
-    first = os.pread(fd, 64 * 1024, 0)
+    first = os.pread(fd, _HEADER_READ, 0)
     if not first:
-        raise error("EMPTY_LOG", f"log {path} is empty: a log starts with its header line", path=path)
-    line = first.split(b"\n", 1)[0]
-    if b"\n" not in first:
+        raise error("EMPTY_LOG", f"log {path} is empty: a log starts with its header line", path=path, offset=0)
+    end = first.find(b"\n")
+    if end < 0 and len(first) == _HEADER_READ:
+        raise error("CORRUPT_LINE", f"line 1 of {path} is longer than any header line", line=1, offset=0, path=path)
+    if end < 0:
         raise error("TORN_TAIL", f"log {path} has no complete header line", line=1, offset=0, path=path)
-    record = decode(line, line_no=1)
+    record = decode(first[:end], line_no=1)
     if not isinstance(record.data, LogOpened) or record.seq != 0:
         raise error("CORRUPT_LINE", f"line 1 of {path} is not the log.opened header", line=1, path=path)
     return record.data
@@ -596,42 +755,59 @@ class RepairResult(NamedTuple):
 
     record: Record | None
     last_seq: int
+    removed_temps: tuple[str, ...] = ()
 
 
-def _check_watermark(head: _Head, acked: tuple[int, str]) -> None:
-    """Refuse to repair when the caller's last acknowledged record is not in the valid part."""
+def _watch_acked(records: Iterable[Record], acked: tuple[int, str]) -> Iterator[Record]:
+    """Pass records through; DATA_LOSS when the acknowledged seq is there with another hash."""
     seq, h = acked
-    if seq > head.next_seq - 1:
+    for record in records:
+        if record.seq == seq and record.h != h:
+            raise error("DATA_LOSS", f"acknowledged seq {seq} has a different hash in the log (line {seq + 1})",
+                        seq=seq, line=seq + 1)
+        yield record
+
+
+def _check_watermark(head: _Head, acked: tuple[int, str], tail: TornTail | None) -> None:
+    """Refuse (DATA_LOSS) when the caller's last acknowledged record is not in the valid part of the log."""
+    seq, h = acked
+    last = head.next_seq - 1
+    if seq > last:
+        where = f"; {tail.length} torn bytes follow at offset {tail.offset}, not cut" if tail is not None else ""
         raise error(
             "DATA_LOSS",
-            f"acknowledged seq {seq} is not in the log (its valid part ends at seq {head.next_seq - 1}); "
-            "repair refuses to cut it",
+            f"acknowledged seq {seq} is not in the log: its valid part ends at seq {last}{where}",
             seq=seq,
             expected=seq,
-            actual=head.next_seq - 1,
+            actual=last,
+            line=head.line_no,
+            offset=head.end,
         )
-    if seq == head.next_seq - 1 and h != head.prev:
-        raise error("DATA_LOSS", f"acknowledged seq {seq} has a different hash in the log", seq=seq)
+    if seq == last and h != head.prev:
+        raise error("DATA_LOSS", f"acknowledged seq {seq} has a different hash in the log (line {seq + 1})",
+                    seq=seq, line=seq + 1)
 
 
 def repair(
     path: str | os.PathLike[str], *, acked: tuple[int, str] | None = None, clock: Callable[[], str] = utc_now
 ) -> RepairResult:
-    """Repair a torn tail under the writer lock; refuse anything that is not a torn tail."""
-    store = JsonlStore.open(path, clock=clock)
+    """Repair a torn tail under the writer lock and remove a crashed create's temporary files.
+
+    Anything that is not a torn tail is refused with NOT_REPAIRABLE (naming the damage); an acknowledged
+    record that the repair would cut off is refused with DATA_LOSS.
+    """
+    store = JsonlStore.open(path, repair=True, acked=acked, clock=clock)
     try:
-        with store.session():
-            scan = store._scan()
-            for record in scan:
-                if acked is not None and record.seq == acked[0] and record.h != acked[1]:
-                    raise error("DATA_LOSS", f"acknowledged seq {acked[0]} has a different hash in the log",
-                                seq=acked[0], line=scan.line_no - 1)
-            store._advance(scan)
-            if scan.tail is None:
-                if acked is not None:
-                    _check_watermark(store._head, acked)
-                return RepairResult(record=None, last_seq=scan.next_seq - 1)
-            record = store._repair_tail(scan.tail, acked)
-            return RepairResult(record=record, last_seq=record.seq)
+        with store.session() as session:
+            try:
+                for _ in session.new_records():
+                    pass
+            except LogDamaged as exc:
+                if exc.code == "DATA_LOSS":
+                    raise
+                raise error("NOT_REPAIRABLE", f"{exc.message} ({exc.code}); repair only cuts off a torn tail",
+                            **{**exc.fields, "cause": exc.code}) from None
+            result = RepairResult(record=session.repaired, last_seq=session.head_seq)
     finally:
         store.close()
+    return result._replace(removed_temps=tuple(clean_stale_temps(path)))

@@ -324,7 +324,8 @@ def topo_order(steps: Sequence[StepSpec]) -> tuple[str, ...]:
                 heapq.heappush(ready, child)
     if len(order) != len(steps):
         cycle = _find_cycle({s.id: s.depends_on for s in steps if indegree[s.id] > 0})
-        raise error("DEPENDENCY_CYCLE", f"dependency cycle: {' -> '.join([*cycle, cycle[0]])}", ids=cycle)
+        shown = [*cycle, cycle[0]] if len(cycle) <= 12 else [*cycle[:10], f"... {len(cycle) - 10} more", cycle[0]]
+        raise error("DEPENDENCY_CYCLE", f"dependency cycle: {' -> '.join(shown)}", ids=cycle)
     return tuple(order)
 
 

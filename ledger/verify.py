@@ -6,6 +6,8 @@
 3. No orphan ever applied: a late result changes nothing but the orphan list.
 4. Determinism: an independent second read and fold gives the same canonical bytes.
 5. Optionally, an anchor ``SEQ:HASH`` the auditor kept: the log must still contain that record.
+6. Every keyed checkpoint covers the record before it; given the key, every MAC verifies and there is at
+   least one checkpoint (:mod:`ledger.checkpoint`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
+from ledger.checkpoint import check_checkpoint
 from ledger.decide import check
 from ledger.errors import PlantrailError, error
 from ledger.jsonl import LogReader
@@ -36,6 +39,9 @@ class VerifyReport(NamedTuple):
     state_hash: str
     anchor: tuple[int, str] | None
     torn: TornTail | None
+    checkpoints: int = 0
+    checkpointed_seq: int | None = None
+    keyed: bool = False
 
 
 def parse_anchor(text: str) -> tuple[int, str]:
@@ -57,20 +63,33 @@ def _judge(state: PlanState, record_type: str, seq: int, data: object, plan_vers
     except PlantrailError as exc:
         raise error(
             "ILLEGAL_EVENT",
-            f"seq {seq} ({record_type}) breaks a rule when replayed: {exc.code}: {exc.message}",
+            f"line {seq + 1}: seq {seq} ({record_type}) breaks a rule when replayed: {exc.code}: {exc.message}",
             seq=seq,
+            line=seq + 1,
             rule=exc.code,
         ) from None
 
 
-def verify_log(path: str | os.PathLike[str], *, anchor: tuple[int, str] | None = None) -> VerifyReport:
-    """Run every check; raise the first damage found (a LogDamaged error), else report."""
+def verify_log(
+    path: str | os.PathLike[str], *, anchor: tuple[int, str] | None = None, key: bytes | None = None
+) -> VerifyReport:
+    """Run every check; raise the first damage found (a LogDamaged error), else report.
+
+    ``key`` checks the MAC of every keyed checkpoint; ``checkpointed_seq`` is the last seq a checkpoint
+    covers (records after it are protected by the chain alone).
+    """
     state = initial()
     count = 0
+    checkpoints = 0
+    checkpointed: int | None = None
     anchored = anchor is None
     with LogReader(path) as reader:
         for record in reader.records():
             count += 1
+            if record.type == "log.checkpoint":
+                check_checkpoint(record, key)
+                checkpoints += 1
+                checkpointed = record.seq - 1
             if anchor is not None and record.seq == anchor[0]:
                 if record.h != anchor[1]:
                     raise error("ANCHOR_MISMATCH", f"seq {anchor[0]} has hash {record.h}, not the anchored one",
@@ -93,6 +112,9 @@ def verify_log(path: str | os.PathLike[str], *, anchor: tuple[int, str] | None =
             seq=anchor[0],
             actual=state.last_seq,
         )
+    if key is not None and checkpoints == 0:
+        raise error("CHECKPOINT_MISSING", "a checkpoint key was given but the log holds no checkpoint: nothing in it "
+                    "is protected by the key (were the checkpoints stripped?)")
     with LogReader(path) as second:
         again = fold(second.records())
     if canonical_bytes(again) != canonical_bytes(state):
@@ -107,4 +129,7 @@ def verify_log(path: str | os.PathLike[str], *, anchor: tuple[int, str] | None =
         state_hash=state_hash(state),
         anchor=anchor,
         torn=torn,
+        checkpoints=checkpoints,
+        checkpointed_seq=checkpointed,
+        keyed=key is not None,
     )

@@ -76,11 +76,15 @@ def reconcile(
     old_criteria: Mapping[str, CriterionState],
     new_plan: PlanSpec,
     seq: int,
+    *,
+    order: tuple[str, ...] | None = None,
 ) -> tuple[Table[StepState], Table[CriterionState], Changes]:
-    """The new version's step and criterion states, and the record of what changed, at replan ``seq``."""
+    """The new version's step and criterion states, and the record of what changed, at replan ``seq``
+    (``order``: the new plan's topological order, when the caller already has it)."""
     old_specs = {s.id: s for s in old_plan.steps}
     new_specs = {s.id: s for s in new_plan.steps}
-    order = _order(old_plan, tuple(old_steps), new_plan)
+    if order is None:
+        order = _order(old_plan, tuple(old_steps), new_plan)
     kept: set[str] = set()
     roots: dict[str, str] = {}  # reset step -> the upstream step whose change invalidated it
     resets: list[StepChange] = []

@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
-from ledger.plan import PlanSpec, topo_order
+from ledger.errors import PlanInvalid
+from ledger.plan import PlanSpec, validate_plan
 from projections.model import FINAL_OUTCOMES, CriterionState, Orphan, OrphanWhy, PlanState, StepState, VersionInfo
 from projections.reconcile import reconcile
 from projections.table import Table
@@ -208,8 +209,16 @@ def _opened(state: StateView, record: Record, data: LogOpened) -> Delta:
     return Delta(fields={"run": data.run})
 
 
-def _step_tables(plan: PlanSpec, seq: int) -> tuple[Table[StepState], Table[CriterionState]]:
-    order = topo_order(plan.steps)
+def _valid_order(plan: PlanSpec) -> tuple[str, ...] | None:
+    """The plan's step order, or None for a plan that never validated (only a hand-made log holds one;
+    it is not applied, and ``verify`` reports it as ILLEGAL_EVENT)."""
+    try:
+        return validate_plan(plan)
+    except PlanInvalid:
+        return None
+
+
+def _step_tables(plan: PlanSpec, order: tuple[str, ...], seq: int) -> tuple[Table[StepState], Table[CriterionState]]:
     budget = {s.id: s.max_attempts for s in plan.steps}
     steps = Table(order, (StepState(id=i, max_attempts=budget[i], last_seq=seq) for i in order))
     ids = tuple(c.id for c in plan.acceptance_criteria)
@@ -219,7 +228,10 @@ def _step_tables(plan: PlanSpec, seq: int) -> tuple[Table[StepState], Table[Crit
 def _created(state: StateView, record: Record, data: PlanCreated) -> Delta | None:
     if state.plan is not None:
         return None
-    steps, criteria = _step_tables(data.plan, record.seq)
+    order = _valid_order(data.plan)
+    if order is None:
+        return None
+    steps, criteria = _step_tables(data.plan, order, record.seq)
     info = VersionInfo(version=1, seq=record.seq, ts=record.ts, actor=record.actor, plan=data.plan)
     return Delta(version=info, fields={"plan": data.plan, "version": 1, "steps": steps, "criteria": criteria})
 
@@ -309,8 +321,11 @@ def _finished(state: StateView, record: Record, data: RunFinished) -> Delta | No
 def _replanned(state: StateView, record: Record, data: PlanReplanned) -> Delta | None:
     if state.plan is None or state.finished or data.new_version != state.version + 1:
         return None
+    order = _valid_order(data.plan)
+    if order is None:
+        return None
     plan = share_unchanged(state.plan, data.plan)
-    steps, criteria, changes = reconcile(state.plan, state.steps, state.criteria, plan, record.seq)
+    steps, criteria, changes = reconcile(state.plan, state.steps, state.criteria, plan, record.seq, order=order)
     info = VersionInfo(
         version=data.new_version,
         seq=record.seq,

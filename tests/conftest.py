@@ -57,6 +57,23 @@ def full(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--full"))
 
 
+_FIGURES = pytest.StashKey[list[str]]()
+
+
+@pytest.fixture
+def figures(request: pytest.FixtureRequest) -> Callable[[str], None]:
+    """Record one line of figures (trials, events, detections); they are printed at the end of the run."""
+    return request.config.stash.setdefault(_FIGURES, []).append
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    lines = config.stash.get(_FIGURES, [])
+    if lines:
+        terminalreporter.section("reliability figures")
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
 @pytest.fixture
 def draft() -> dict[str, Any]:
     """A fresh copy of the seed 000 login-failure draft."""

@@ -1,0 +1,19 @@
+"""Every click command defined in cli/ is reachable from the plantrail group (commands load lazily)."""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+from cli.main import COMMANDS, all_commands
+
+
+def test_every_command_module_is_registered() -> None:
+    """No command defined in a cli module is missing from the lazy registry, and every entry resolves."""
+    defined = set()
+    for module_name in {target.partition(":")[0] for target in COMMANDS.values()}:
+        module = importlib.import_module(module_name)
+        defined |= {c.name for c in vars(module).values() if isinstance(c, click.Command) and c.name}
+    assert defined <= set(all_commands())
+    assert set(all_commands()) == set(COMMANDS)
