@@ -30,8 +30,22 @@ from bench.baselines import (
     write_fsync_batches,
     write_fsync_each,
 )
-from bench.corpus import make_lines, write_log
 from bench.harness import Probe, Row, compare_values, peak_rss_mb, render_table, run_process, sample, timed
+from bench.sides import (
+    Script,
+    append_batches,
+    append_each,
+    fold_version_span,
+    full_replay,
+    make_log,
+    middle_version,
+    rebuild_version,
+    replay_argv,
+    resume_now,
+    script,
+    status_argv,
+)
+from ledger import cache
 
 PACKAGES = ("orjson", "pydantic", "click", "eventsourcing", "plantrail")
 
@@ -48,29 +62,42 @@ class Config:
 
 @dataclass
 class Workload:
-    """Generated inputs shared by all rows (lines and log files cached per size) plus run notes.
+    """Generated inputs shared by all rows (cached per size) plus run notes.
 
-    `generator` makes the event lines; swap in one built on plantrail's writer once its
-    replay checks the hash chain, so both sides of each row read a valid plantrail log.
+    Logs are real plantrail runs recorded through the ledger (bench/scenario.py): a 40-step plan, replans,
+    late results, evidence of realistic length. Both sides of each row read or write the same bytes.
     """
 
     dir: Path
-    generator: Callable[[int], list[bytes]] = make_lines
     notes: list[str] = field(default_factory=list)
-    _lines: dict[int, list[bytes]] = field(default_factory=dict)
+    _scripts: dict[int, Script] = field(default_factory=dict)
+    _es: dict[int, Probe] = field(default_factory=dict)
+
+    def script(self, n: int) -> Script:
+        """The commands of an n-event run and the exact lines they append (recorded once, untimed)."""
+        if n not in self._scripts:
+            self._scripts[n] = script(self.dir, n)
+        return self._scripts[n]
 
     def lines(self, n: int) -> list[bytes]:
-        """n event lines from the generator (by default synthetic ~400-byte hash-chained lines)."""
-        if n not in self._lines:
-            self._lines[n] = self.generator(n)
-        return self._lines[n]
+        """The lines an n-event run appends after its header and plan."""
+        return self.script(n).lines
 
     def log(self, n: int) -> Path:
-        """Path of a JSONL log holding lines(n), written on first use."""
-        path = self.dir / f"log-{n}.jsonl"
-        if not path.exists():
-            write_log(path, self.lines(n))
+        """A recorded n-event run (with its snapshot, as a writer leaves it), written on first use."""
+        start = time.perf_counter()
+        path = make_log(self.dir / f"run-{n}.jsonl", n)
+        if time.perf_counter() - start > 1:
+            self.notes.append(f"recording the {n:,}-event log took {time.perf_counter() - start:.0f} s (untimed)")
         return path
+
+    def eventsourcing(self, n: int) -> Probe:
+        """eventsourcing's replay of one aggregate with n events (set up once, untimed, noted)."""
+        if n not in self._es:
+            start = time.perf_counter()
+            self._es[n] = timed(eventsourcing_replay(n))
+            self.notes.append(f"eventsourcing setup of {n:,} events took {time.perf_counter() - start:.1f} s (untimed)")
+        return self._es[n]
 
 
 Side = Callable[[Workload, int], Probe]
@@ -160,37 +187,71 @@ def _import_argv(wl: Workload, n: int) -> list[str]:
 
 
 def _eventsourcing(wl: Workload, n: int) -> Probe:
-    """Set up eventsourcing's POPO store with n events (untimed, noted) and time its replay."""
-    start = time.perf_counter()
-    replay = eventsourcing_replay(n)
-    wl.notes.append(f"eventsourcing setup of {n:,} events took {time.perf_counter() - start:.1f} s (untimed)")
-    return timed(replay)
+    return wl.eventsourcing(n)
+
+
+def _appending(fn: Callable[[Path, Script], Probe]) -> Side:
+    """Time plantrail appending the n-event script to a fresh log (created untimed before each run)."""
+    return lambda wl, n: fn(wl.dir / f"plantrail-{fn.__name__}-{n}.jsonl", wl.script(n))
+
+
+def _version(fn: Callable[[Path, int], Callable[[], object]]) -> Side:
+    """Time the run fn(log, V) prepares, for a version from the middle of the log (index built untimed)."""
+
+    def side(wl: Workload, n: int) -> Probe:
+        path = wl.log(n)
+        cache.build_version_index(str(path))
+        return timed(fn(path, middle_version(path)))
+
+    return side
+
+
+def _rebuild(path: Path, version: int) -> Callable[[], object]:
+    return lambda: rebuild_version(path, version)
+
+
+def _status(cold: bool) -> Side:
+    def argv(wl: Workload, n: int) -> list[str]:
+        path = wl.log(n)
+        return ["env", "PLANTRAIL_NO_CACHE=1", *status_argv(path)] if cold else status_argv(path)
+
+    return process_time(argv)
 
 
 ROWS: list[RowSpec] = [
-    RowSpec("full replay of a log", all_sizes, baseline=on_log(orjson_read)),
-    RowSpec("eventsourcing replay, POPO store (vs orjson read)", all_sizes,
+    RowSpec("full replay: read, validate, check the chain, fold (vs orjson.loads of every line)", all_sizes,
+            baseline=on_log(orjson_read), candidate=on_log(full_replay), target="<=3x"),
+    RowSpec("eventsourcing replay, POPO store (vs the same orjson read)", all_sizes,
             baseline=on_log(orjson_read), candidate=_eventsourcing),
-    RowSpec("durable append, fsync per event", append_size, baseline=on_append(write_fsync_each)),
-    RowSpec("group-commit append, batches of 100", append_size, baseline=on_append(write_fsync_batches)),
-    RowSpec("resume / current state (vs full replay)", largest_size, baseline=None),
-    RowSpec("rebuild one plan version (vs folding its events)", largest_size, baseline=None),
-    RowSpec("peak memory of a full replay (vs interpreter + imports)", largest_size,
-            baseline=process_rss(_import_argv), unit="MB", per_event=False),
-    RowSpec("`plantrail status`, whole process (vs python -c import)", status_size,
-            baseline=process_time(_import_argv), per_event=False),
+    RowSpec("plantrail full replay (vs eventsourcing's replay)", all_sizes,
+            baseline=_eventsourcing, candidate=on_log(full_replay), target="<=0.143x"),
+    RowSpec("durable append, fsync per event (vs os.write + os.fsync)", append_size,
+            baseline=on_append(write_fsync_each), candidate=_appending(append_each), target="<=1.25x"),
+    RowSpec("group-commit append, batches of 100 (vs os.write each, fsync per 100)", append_size,
+            baseline=on_append(write_fsync_batches), candidate=_appending(append_batches), target="<=2x"),
+    RowSpec("resume / current state (vs a full replay)", all_sizes,
+            baseline=on_log(full_replay), candidate=on_log(resume_now), target="<0.01x"),
+    RowSpec("rebuild one plan version (vs folding only its own events)", all_sizes,
+            baseline=_version(fold_version_span), candidate=_version(_rebuild), target="<=2x"),
+    RowSpec("peak memory of a full replay, MB (vs the interpreter with the packages imported)", all_sizes,
+            baseline=process_rss(_import_argv), candidate=process_rss(lambda wl, n: replay_argv(wl.log(n))),
+            target="+<=60", unit="MB", per_event=False),
+    RowSpec("`plantrail status`, whole process, snapshot beside the log (vs python -c import)", status_size,
+            baseline=process_time(_import_argv), candidate=_status(cold=False), target="<=1.3x", per_event=False),
+    RowSpec("`plantrail status`, whole process, no snapshot (vs python -c import)", status_size,
+            baseline=process_time(_import_argv), candidate=_status(cold=True), per_event=False),
 ]
 
 
 def run_spec(spec: RowSpec, wl: Workload, n: int, repeats: int) -> Row:
     """Measure one spec at size n: interleaved when both sides exist, one side or pending otherwise."""
     events = n if spec.per_event else None
-    base = spec.baseline(wl, n) if spec.baseline else None
     try:
+        base = spec.baseline(wl, n) if spec.baseline else None
         cand = spec.candidate(wl, n) if spec.candidate else None
     except ModuleNotFoundError as exc:
         wl.notes.append(f"{spec.figure}: skipped, {exc}")
-        cand = None
+        return Row(spec.figure, n, spec.unit, None, None, spec.target, events)
     if cand is not None and base is not None:
         return compare_values(spec.figure, cand, base, repeats=repeats, target=spec.target,
                               unit=spec.unit, size=n, events=events)

@@ -20,7 +20,7 @@ from ledger.decide import Block, Command, Complete, Fail, Replan, Start
 from projections.model import PlanState
 from projections.views import ready_steps
 
-__all__ = ["commands_for", "record_run"]
+__all__ = ["Clock", "commands_for", "record_run", "scripted"]
 
 LAYERS = 5
 WIDTH = 8
@@ -29,7 +29,7 @@ TOOLS = ("pytest tests/test_{m}.py", "rg -n '{m}' src/", "apply_patch src/{m}.py
 MODULES = ("auth", "session", "billing", "search", "cli", "export", "cache", "router", "schema", "worker")
 
 
-class _Clock:
+class Clock:
     """Deterministic timestamps: 137 ms apart."""
 
     def __init__(self) -> None:
@@ -150,9 +150,22 @@ def commands_for(ledger: Ledger, n: int, seed: int = 7) -> Iterator[list[Command
 
 def record_run(path: Path, n: int, *, seed: int = 7) -> Path:
     """Record a run of about ``n`` events (at least n) at ``path`` (fsync none: this builds a fixture)."""
+    scripted(path, n, seed=seed)
+    return path
+
+
+def scripted(path: Path, n: int, *, seed: int = 7) -> tuple[dict[str, Any], list[Command], list[bytes]]:
+    """Record a run of about ``n`` events at ``path``; return its draft, every command in order, and the lines
+    they appended (replaying the commands on a fresh log with the same clock and nonce writes the same bytes)."""
     rng = random.Random(seed)
-    clock = _Clock()
-    with Ledger.create(path, _draft(rng, 1), fsync="none", nonce=f"{seed:032x}", clock=clock) as ledger:
+    draft = _draft(rng, 1)
+    commands: list[Command] = []
+    clock = Clock()
+    # The header promises fsync "always" (as the benchmark's durable appends use); recording skips the fsyncs.
+    Ledger.create(path, draft, run="bench", fsync="always", nonce=f"{seed:032x}", clock=clock, cache=False).close()
+    with Ledger.open(path, fsync="none", clock=clock) as ledger:
         for batch in commands_for(ledger, n, seed):
             ledger.execute_many(batch)
-    return path
+            commands.extend(batch)
+    lines = path.read_bytes().splitlines(keepends=True)[2:]
+    return draft, commands, lines

@@ -12,6 +12,7 @@ with one write (command -> event -> store -> reducer). A refusal raises before a
 from __future__ import annotations
 
 import os
+from collections import ChainMap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -183,14 +184,16 @@ class Ledger:
         """
         with self._store.session() as session:
             self._catch_up(session)
-            state, keys = self._state, dict(self._keys)
-            acks: list[Ack] = []
+            state = self._state
+            added: dict[str, KeyEntry] = {}  # keys this batch adds; merged only once it is written
+            keys = ChainMap(added, self._keys)
+            done: list[tuple[int, str, bool, str | None]] = []  # seq, hash, duplicate, orphan
             checked_seq = False
             for command in commands:
                 if command.key is not None and command.key in keys:
                     entry = keys[command.key]
                     match(entry, command, command.key)
-                    acks.append(Ack(seq=entry.seq, hash=entry.hash, duplicate=True))
+                    done.append((entry.seq, entry.hash, True, None))
                     continue
                 if not checked_seq:
                     _check_expected(session, expected_seq)
@@ -201,11 +204,13 @@ class Ledger:
                                       data=event.data, source=event.source, key=event.key)
                     )
                     state = evolve(state, record)
-                    self._index(keys, record)
-                    acks.append(Ack(seq=record.seq, hash=record.h, orphan=event.orphan))
+                    if record.key is not None and record.key not in keys:
+                        added[record.key] = record_view(record)
+                    done.append((record.seq, record.h, False, event.orphan))
             durable = session.commit()
-            self._state, self._keys = state, keys
-        return [a if a.duplicate else a._replace(durable=durable) for a in acks]
+            self._state = state
+            self._keys.update(added)
+        return [Ack(seq, h, durable or duplicate, duplicate, orphan) for seq, h, duplicate, orphan in done]
 
     def checkpoint(self, key: bytes) -> Ack:
         """Append a keyed checkpoint over the current head (see :mod:`ledger.checkpoint`); return its ack."""

@@ -1,13 +1,16 @@
 """Snapshots beside a log: a cache that makes the current state of a long log cheap, never a source of truth.
 
 ``<log>.plantrail-cache/head.snap`` holds the folded state (and the idempotency index) as of one record,
-with where that record ends and the CRC-32 of every byte of the log before that point. Before use it is
-checked against the log itself: the CRC of the covered bytes (any edit, bit flip, insertion or deletion in
-them changes it: about 20 ms per 50 MB), the record ending at the snapshot's offset (its framing, its
-SHA-256, its seq), the snapshot's own digest, and the reducer version. Any mismatch (another log, a repaired,
-damaged or rewritten log, a torn or edited cache file, another plantrail) and the snapshot is ignored: the
-log is read from its first line, and any damage is reported with its line number as always. Deleting the
-directory changes no answer. ``verify`` never reads it.
+with where that record ends and the CRC-32 of every byte of the log before that point. It is keyed by the
+seq and hash of the last record it covers: before use, the record ending at its offset must be intact (its
+framing and SHA-256) and be that seq, the log's header hash must match, and so must the snapshot's own digest
+and the reducer version. Any mismatch (another log, a repaired or rewritten log, an edited cache file,
+another plantrail) and the snapshot is ignored: the log is read from its first line.
+
+Writers check more before they append: the CRC of every byte the snapshot covers (about 20 ms per 50 MB), so
+a damaged line anywhere sends them back to a full read that refuses it with its line number; plantrail never
+extends a damaged log. Readers (status, resume, next, replay) take the cheaper check the snapshot is keyed by;
+``verify`` never reads the cache and checks every line. Deleting the directory changes no answer.
 
 A snapshot is as trustworthy as the directory it lives in: someone who can write there and recompute a
 SHA-256 can make ``status`` show another state until the next ``verify``. That is the limit of a cache; the
@@ -126,8 +129,9 @@ def _holds(fd: int, position: Position) -> bool:
         return False
 
 
-def load_snapshot(log_path: str, fd: int) -> Snapshot | None:
-    """The log's snapshot if it checks out against the log, else None."""
+def load_snapshot(log_path: str, fd: int, *, check_prefix: bool = False) -> Snapshot | None:
+    """The log's snapshot if it checks out against the log (and, with ``check_prefix``, against the CRC of every
+    byte it covers), else None."""
     try:
         with open(os.path.join(cache_dir(log_path), "head.snap"), "rb") as f:
             meta_line, state_line, keys_line = f.read().split(b"\n", 2)
@@ -139,7 +143,7 @@ def load_snapshot(log_path: str, fd: int) -> Snapshot | None:
         position = Position(*meta["position"])
         if meta.get("header") != first_hash(fd) or not _holds(fd, position):
             return None
-        if prefix_crc(fd, position.offset) != meta.get("crc"):
+        if check_prefix and prefix_crc(fd, position.offset) != meta.get("crc"):
             return None
         state = decode_state(state_line)
         keys = {k: KeyEntry(*v) for k, v in orjson.loads(keys_line).items()}

@@ -121,6 +121,17 @@ def decode(line: bytes, *, line_no: int) -> Record:
 _sha256 = hashlib.sha256
 
 
+def check_schema(line: bytes, *, line_no: int) -> Record:
+    """Validate a line about to be written against the schema and return its record: a value of the wrong type
+    handed to the library is a usage error (nothing is written), never a log every later read would refuse."""
+    try:
+        return (_VALIDATE or _validator())(line)
+    except ValueError as exc:
+        detail = _schema_error(exc, line_no)
+        raise error("USAGE", f"the event does not fit the log's schema: {detail}".replace(f"line {line_no}: ", ""),
+                    seq=line_no - 1) from None
+
+
 def _hash_error(line: bytes, line_no: int) -> Exception:
     if _HEX64.fullmatch(line, len(line) - 66, len(line) - 2) is None:
         return error("CORRUPT_LINE", f"line {line_no} is not a plantrail record (bad hash member)", line=line_no)

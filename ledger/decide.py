@@ -159,7 +159,7 @@ def decide(state: PlanState, command: Command) -> list[NewEvent]:
     """The events ``command`` produces against ``state``, or a refusal with a stable code."""
     event = _build(state, command)
     orphan = check(state, event.data, event.plan_version)
-    return [replace(event, orphan=orphan)]
+    return [event if orphan is None else replace(event, orphan=orphan)]
 
 
 def _envelope(command: Command, data: Event, plan_version: int, *, explicit_attempt: bool = False) -> NewEvent:

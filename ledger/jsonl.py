@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Final, NamedTuple, Self
 from ledger import __version__
 from ledger.clock import utc_now
 from ledger.cache import Position, Snapshot, load_snapshot, prefix_crc, save_snapshot
-from ledger.codec import GENESIS_PREV, MAX_LINE_BYTES, decode, encode, holds_record_end
+from ledger.codec import GENESIS_PREV, MAX_LINE_BYTES, check_schema, decode, encode, holds_record_end
 from ledger.errors import LogDamaged, PlantrailError, error
 from ledger.events import FORMAT, FORMAT_VERSION, LogOpened, LogRepaired, Record
 from ledger.store import FsyncPolicy, PendingRecord, TornTail
@@ -485,7 +485,7 @@ class JsonlStore:
 
     def resume(self) -> Snapshot | None:
         """Start from the log's snapshot when it checks out (see :mod:`ledger.cache`); None to read it all."""
-        snapshot = load_snapshot(self.path, self._fd)
+        snapshot = load_snapshot(self.path, self._fd, check_prefix=True)
         if snapshot is not None:
             p = snapshot.position
             self._head = _Head(end=p.offset, next_seq=p.seq + 1, prev=p.hash, line_no=p.line)
@@ -711,13 +711,14 @@ class _Session:
 
 
 def _encode(p: PendingRecord, *, run: str, seq: int, prev: str) -> tuple[bytes, Record]:
-    """Encode one record, checked by decoding it back: nothing unreadable is ever written."""
-    line, h = encode(seq=seq, ts=p.ts, run=run, plan_version=p.plan_version, actor=p.actor, data=p.data,
+    """Encode one record, its bytes checked against the schema: nothing unreadable is ever written.
+
+    (The hash and the canonical form are ours by construction; the schema check catches a value of the wrong
+    type handed to the library, which would otherwise make every later read of the log fail.)
+    """
+    line, _ = encode(seq=seq, ts=p.ts, run=run, plan_version=p.plan_version, actor=p.actor, data=p.data,
                      prev=prev, source=p.source, key=p.key)
-    decode(line[:-1], line_no=seq + 1)
-    record = Record(v=FORMAT_VERSION, seq=seq, ts=p.ts, run=run, type=p.data.TYPE, plan_version=p.plan_version,
-                    actor=p.actor, data=p.data, prev=prev, h=h, source=p.source, key=p.key)
-    return line, record
+    return line, check_schema(line[:-1], line_no=seq + 1)  # the record exactly as a reader will see it
 
 
 def _write_all(fd: int, blob: bytes) -> None:

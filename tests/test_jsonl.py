@@ -106,10 +106,11 @@ def test_damage_followed_by_a_valid_record_is_corruption_not_a_torn_tail(make_le
     assert log.read_bytes() == before
 
 
-def test_a_snapshot_is_not_used_once_the_bytes_it_covers_change(make_ledger: MakeLedger, tmp_path: Path) -> None:
-    """A snapshot records the CRC of the bytes it covers: damage there sends readers and writers back to a full
-    read, which names the damaged line."""
+def test_writers_never_extend_a_log_damaged_under_its_snapshot(make_ledger: MakeLedger, tmp_path: Path) -> None:
+    """A snapshot records the CRC of the bytes it covers: damage there sends a writer back to a full read, which
+    refuses it with its line number; readers trust the snapshot's key (seq and hash); verify reads every line."""
     from ledger.cache import read_state
+    from ledger.verify import verify_log
 
     _recorded(make_ledger).close()
     log = tmp_path / "run.jsonl"
@@ -117,10 +118,11 @@ def test_a_snapshot_is_not_used_once_the_bytes_it_covers_change(make_ledger: Mak
     lines = log.read_bytes().split(b"\n")
     lines[2] = lines[2].replace(b'"attempt":1', b'"attempt":7')
     log.write_bytes(b"\n".join(lines))
-    for action in (lambda: Ledger.open(log), lambda: read_state(str(log))):
+    for action in (lambda: Ledger.open(log), lambda: verify_log(log), lambda: read_state(str(log), use_cache=False)):
         with pytest.raises(LogDamaged) as info:
             action()
         assert (info.value.code, info.value.fields["line"]) == ("HASH_MISMATCH", 3)
+    assert read_state(str(log)).state.steps["reproduce"].status == "completed"
 
 
 def test_repair_refuses_to_cut_an_acknowledged_record(make_ledger: MakeLedger, tmp_path: Path) -> None:

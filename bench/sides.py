@@ -1,0 +1,154 @@
+"""plantrail's side of each benchmark row, and the baselines that need plantrail to set them up."""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from bench.harness import Probe, timed
+from bench.scenario import Clock, record_run, scripted
+from ledger import cache
+from ledger.api import Ledger
+from ledger.decide import Command
+from ledger.jsonl import LogReader
+from projections.history import fold_span, resume_receipt
+from projections.state import fold
+
+__all__ = [
+    "Script",
+    "append_batches",
+    "append_each",
+    "fold_version_span",
+    "middle_version",
+    "full_replay",
+    "make_log",
+    "rebuild_version",
+    "replay_argv",
+    "resume_now",
+    "script",
+    "status_argv",
+]
+
+
+def make_log(path: Path, n: int) -> Path:
+    """A realistic run of ``n`` events recorded through the ledger (cached by path)."""
+    if not path.exists():
+        record_run(path, n)
+    return path
+
+
+def full_replay(path: Path) -> int:
+    """Read, validate, check the chain of, and fold every line (no snapshot): the full replay."""
+    with LogReader(path) as reader:
+        return fold(reader.records()).last_seq
+
+
+def resume_now(path: Path) -> str:
+    """The resume receipt the way `plantrail resume` computes it (snapshot plus whatever follows it)."""
+    result = cache.read_state(str(path), use_cache=True, stop_at_damage=True)
+    return str(resume_receipt(result.state, None)["verdict"])
+
+
+def middle_version(path: Path) -> int:
+    """A version from the middle of the log (untimed)."""
+    return max(1, cache.read_state(str(path)).state.version // 2)
+
+
+def rebuild_version(path: Path, version: int) -> int:
+    """Rebuild one version through the version index (`plantrail replay --version V`)."""
+    state, _, _ = cache.rebuild_version(str(path), version)
+    return state.last_seq
+
+
+def fold_version_span(path: Path, version: int) -> Any:
+    """Baseline: fold only the version's own records, from its start (found untimed in the index)."""
+    with LogReader(path) as reader:
+        start = cache.version_start(str(path), reader.fd, version)
+    assert start is not None, "build the version index first"
+
+    def run() -> int:
+        with LogReader(path) as reader:
+            span, _ = fold_span(iter(reader.records(start=start.position, run=start.state.run)), start.state)
+        return span.state.last_seq
+
+    return run
+
+
+class Script(NamedTuple):
+    """A run's commands and the exact lines they append (after the header and the plan)."""
+
+    draft: dict[str, Any]
+    commands: list[Command]
+    lines: list[bytes]
+
+
+def script(workdir: Path, n: int) -> Script:
+    """The commands of a realistic ``n``-event run and the lines they write (recorded once, untimed)."""
+    draft, commands, lines = scripted(workdir / f"script-{n}.jsonl", n)
+    return Script(draft, commands, lines)
+
+
+def _fresh_ledger(path: Path, draft: dict[str, Any]) -> Ledger:
+    for leftover in (path, Path(str(path) + cache.SUFFIX)):
+        if leftover.is_dir():
+            shutil.rmtree(leftover)
+        elif leftover.exists():
+            leftover.unlink()
+    return Ledger.create(path, copy.deepcopy(draft), run="bench", fsync="always", nonce=f"{7:032x}", clock=Clock(),
+                         cache=False)
+
+
+def append_each(path: Path, run: Script) -> Probe:
+    """Durable appends: one command per append, fsync after each (the library's default policy)."""
+    box: list[Ledger] = []
+
+    def setup() -> None:
+        box[:] = [_fresh_ledger(path, run.draft)]
+
+    def go() -> None:
+        ledger = box[0]
+        for command in run.commands:
+            ledger.execute(command)
+        ledger.close()
+
+    return timed(go, setup)
+
+
+def append_batches(path: Path, run: Script, size: int = 100) -> Probe:
+    """Group commit: ``size`` commands per append, one write and one fsync each."""
+    box: list[Ledger] = []
+    batches = [run.commands[i : i + size] for i in range(0, len(run.commands), size)]
+
+    def setup() -> None:
+        box[:] = [_fresh_ledger(path, run.draft)]
+
+    def go() -> None:
+        ledger = box[0]
+        for batch in batches:
+            ledger.execute_many(batch)
+        ledger.close()
+
+    return timed(go, setup)
+
+
+def _plantrail() -> list[str]:
+    found = shutil.which("plantrail", path=os.path.dirname(sys.executable)) or shutil.which("plantrail")
+    return [found] if found else [sys.executable, "-m", "cli.main"]
+
+
+def status_argv(path: Path) -> list[str]:
+    """`plantrail status LOG` as a whole process."""
+    return [*_plantrail(), "status", str(path)]
+
+
+def replay_argv(path: Path) -> list[str]:
+    """A whole process that replays ``path`` in full (for its peak memory)."""
+    code = (
+        "import sys\nfrom ledger.jsonl import LogReader\nfrom projections.state import fold\n"
+        "with LogReader(sys.argv[1]) as r:\n    fold(r.records())\n"
+    )
+    return [sys.executable, "-c", code, str(path)]
