@@ -219,27 +219,78 @@ def _status(cold: bool) -> Side:
 
 
 ROWS: list[RowSpec] = [
-    RowSpec("full replay: read, validate, check the chain, fold (vs orjson.loads of every line)", all_sizes,
-            baseline=on_log(orjson_read), candidate=on_log(full_replay), target="<=3x"),
-    RowSpec("eventsourcing replay, POPO store (vs the same orjson read)", all_sizes,
-            baseline=on_log(orjson_read), candidate=_eventsourcing),
-    RowSpec("plantrail full replay (vs eventsourcing's replay)", all_sizes,
-            baseline=_eventsourcing, candidate=on_log(full_replay), target="<=0.143x"),
-    RowSpec("durable append, fsync per event (vs os.write + os.fsync)", append_size,
-            baseline=on_append(write_fsync_each), candidate=_appending(append_each), target="<=1.25x"),
-    RowSpec("group-commit append, batches of 100 (vs os.write each, fsync per 100)", append_size,
-            baseline=on_append(write_fsync_batches), candidate=_appending(append_batches), target="<=2x"),
-    RowSpec("resume / current state (vs a full replay)", all_sizes,
-            baseline=on_log(full_replay), candidate=on_log(resume_now), target="<0.01x"),
-    RowSpec("rebuild one plan version (vs folding only its own events)", all_sizes,
-            baseline=_version(fold_version_span), candidate=_version(_rebuild), target="<=2x"),
-    RowSpec("peak memory of a full replay, MB (vs the interpreter with the packages imported)", all_sizes,
-            baseline=process_rss(_import_argv), candidate=process_rss(lambda wl, n: replay_argv(wl.log(n))),
-            target="+<=60", unit="MB", per_event=False),
-    RowSpec("`plantrail status`, whole process, snapshot beside the log (vs python -c import)", status_size,
-            baseline=process_time(_import_argv), candidate=_status(cold=False), target="<=1.3x", per_event=False),
-    RowSpec("`plantrail status`, whole process, no snapshot (vs python -c import)", status_size,
-            baseline=process_time(_import_argv), candidate=_status(cold=True), per_event=False),
+    RowSpec(
+        "full replay: read, validate, check the chain, fold (vs orjson.loads of every line)",
+        all_sizes,
+        baseline=on_log(orjson_read),
+        candidate=on_log(full_replay),
+        target="<=3x",
+    ),
+    RowSpec(
+        "eventsourcing replay, POPO store (vs the same orjson read)",
+        all_sizes,
+        baseline=on_log(orjson_read),
+        candidate=_eventsourcing,
+    ),
+    RowSpec(
+        "plantrail full replay (vs eventsourcing's replay)",
+        all_sizes,
+        baseline=_eventsourcing,
+        candidate=on_log(full_replay),
+        target="<=0.143x",
+    ),
+    RowSpec(
+        "durable append, fsync per event (vs os.write + os.fsync)",
+        append_size,
+        baseline=on_append(write_fsync_each),
+        candidate=_appending(append_each),
+        target="<=1.25x",
+    ),
+    RowSpec(
+        "group-commit append, batches of 100 (vs os.write each, fsync per 100)",
+        append_size,
+        baseline=on_append(write_fsync_batches),
+        candidate=_appending(append_batches),
+        target="<=2x",
+    ),
+    RowSpec(
+        "resume / current state (vs a full replay)",
+        all_sizes,
+        baseline=on_log(full_replay),
+        candidate=on_log(resume_now),
+        target="<0.01x",
+    ),
+    RowSpec(
+        "rebuild one plan version (vs folding only its own events)",
+        all_sizes,
+        baseline=_version(fold_version_span),
+        candidate=_version(_rebuild),
+        target="<=2x",
+    ),
+    RowSpec(
+        "peak memory of a full replay, MB (vs the interpreter with the packages imported)",
+        all_sizes,
+        baseline=process_rss(_import_argv),
+        candidate=process_rss(lambda wl, n: replay_argv(wl.log(n))),
+        target="+<=60",
+        unit="MB",
+        per_event=False,
+    ),
+    RowSpec(
+        "`plantrail status`, whole process, snapshot beside the log (vs python -c import)",
+        status_size,
+        baseline=process_time(_import_argv),
+        candidate=_status(cold=False),
+        target="<=1.3x",
+        per_event=False,
+    ),
+    RowSpec(
+        "`plantrail status`, whole process, no snapshot (vs python -c import)",
+        status_size,
+        baseline=process_time(_import_argv),
+        candidate=_status(cold=True),
+        per_event=False,
+    ),
 ]
 
 
@@ -253,8 +304,9 @@ def run_spec(spec: RowSpec, wl: Workload, n: int, repeats: int) -> Row:
         wl.notes.append(f"{spec.figure}: skipped, {exc}")
         return Row(spec.figure, n, spec.unit, None, None, spec.target, events)
     if cand is not None and base is not None:
-        return compare_values(spec.figure, cand, base, repeats=repeats, target=spec.target,
-                              unit=spec.unit, size=n, events=events)
+        return compare_values(
+            spec.figure, cand, base, repeats=repeats, target=spec.target, unit=spec.unit, size=n, events=events
+        )
     cand_s = sample(cand, repeats=repeats) if cand else None
     base_s = sample(base, repeats=repeats) if base else None
     return Row(spec.figure, n, spec.unit, cand_s, base_s, spec.target, events)

@@ -24,8 +24,15 @@ __all__ = ["Clock", "commands_for", "record_run", "scripted"]
 
 LAYERS = 5
 WIDTH = 8
-TOOLS = ("pytest tests/test_{m}.py", "rg -n '{m}' src/", "apply_patch src/{m}.py", "mypy src/{m}.py",
-         "read_file docs/{m}.md", "npm test -- {m}.test.ts")
+TOOLS = (
+    "pytest tests/test_{m}.py",
+    "rg -n '{m}' src/",
+    "apply_patch src/{m}.py",
+    "mypy src/{m}.py",
+    "read_file docs/{m}.md",
+    "npm test -- {m}.test.ts",
+)
+VERBS = ("Inspect", "Change", "Test", "Review", "Ship")
 MODULES = ("auth", "session", "billing", "search", "cli", "export", "cache", "router", "schema", "worker")
 
 
@@ -50,33 +57,50 @@ def _draft(rng: random.Random, generation: int) -> dict[str, Any]:
             sid = f"L{layer}-s{i}"
             deps = sorted({f"L{layer - 1}-s{rng.randrange(WIDTH)}" for _ in range(rng.randint(1, 2))}) if layer else []
             module = MODULES[(layer * WIDTH + i) % len(MODULES)]
-            steps.append({
-                "id": sid,
-                "title": f"{('Inspect', 'Change', 'Test', 'Review', 'Ship')[layer]} the {module} module (pass {generation})",
-                "depends_on": deps,
-                "completion_evidence": f"observable output of the {module} work: command, exit code, files touched",
-                "max_attempts": 3,
-            })
-    criteria = [{"id": f"c{i}", "description": d} for i, d in enumerate(
-        ("the full test suite passes", "mypy --strict is clean", "the changelog names every user-visible change"))]
-    return {"goal": "Refactor the service layer without changing behaviour", "acceptance_criteria": criteria,
-            "steps": steps, "policy": {"max_in_progress": 4}}
+            steps.append(
+                {
+                    "id": sid,
+                    "title": f"{VERBS[layer]} the {module} module (pass {generation})",
+                    "depends_on": deps,
+                    "completion_evidence": f"observable output of the {module} work: command, exit code, files touched",
+                    "max_attempts": 3,
+                }
+            )
+    criteria = [
+        {"id": f"c{i}", "description": d}
+        for i, d in enumerate(
+            ("the full test suite passes", "mypy --strict is clean", "the changelog names every user-visible change")
+        )
+    ]
+    return {
+        "goal": "Refactor the service layer without changing behaviour",
+        "acceptance_criteria": criteria,
+        "steps": steps,
+        "policy": {"max_in_progress": 4},
+    }
 
 
 def _evidence(rng: random.Random, step: str) -> list[str]:
     module = rng.choice(MODULES)
     tool = rng.choice(TOOLS).format(m=module)
-    return [f"{tool}: exit 0 in {rng.uniform(0.2, 9.0):.2f}s; {rng.randint(3, 120)} passed, 0 failed; "
-            f"touched src/{module}/{step.lower()}.py (+{rng.randint(1, 80)} -{rng.randint(0, 40)}); "
-            f"output saved to artifacts/{step}-{rng.randrange(10**6):06d}.log"]
+    return [
+        f"{tool}: exit 0 in {rng.uniform(0.2, 9.0):.2f}s; {rng.randint(3, 120)} passed, 0 failed; "
+        f"touched src/{module}/{step.lower()}.py (+{rng.randint(1, 80)} -{rng.randint(0, 40)}); "
+        f"output saved to artifacts/{step}-{rng.randrange(10**6):06d}.log"
+    ]
 
 
 def _reworded(state: PlanState, rng: random.Random, share: float) -> dict[str, Any]:
     """The active plan with a share of its steps reworded (resetting them and their dependents), one added."""
     assert state.plan is not None
     steps = [
-        {"id": s.id, "title": s.title, "depends_on": list(s.depends_on), "completion_evidence": s.completion_evidence,
-         "max_attempts": s.max_attempts}
+        {
+            "id": s.id,
+            "title": s.title,
+            "depends_on": list(s.depends_on),
+            "completion_evidence": s.completion_evidence,
+            "max_attempts": s.max_attempts,
+        }
         for s in state.plan.steps
     ]
     for step in rng.sample(steps, k=max(1, int(len(steps) * share))):
@@ -85,10 +109,18 @@ def _reworded(state: PlanState, rng: random.Random, share: float) -> dict[str, A
     if len(extra) > 3:
         steps.remove(extra[0])
     core = [s for s in steps if not s["id"].startswith("extra-")]
-    steps.append({"id": f"extra-{state.version}", "title": f"Follow up on finding {state.version}",
-                  "depends_on": [rng.choice(core)["id"]], "completion_evidence": "a note in docs/findings.md"})
-    return {"acceptance_criteria": [{"id": c.id, "description": c.description}
-                                    for c in state.plan.acceptance_criteria], "steps": steps}
+    steps.append(
+        {
+            "id": f"extra-{state.version}",
+            "title": f"Follow up on finding {state.version}",
+            "depends_on": [rng.choice(core)["id"]],
+            "completion_evidence": "a note in docs/findings.md",
+        }
+    )
+    return {
+        "acceptance_criteria": [{"id": c.id, "description": c.description} for c in state.plan.acceptance_criteria],
+        "steps": steps,
+    }
 
 
 def _results(state: PlanState, rng: random.Random) -> list[Command]:
@@ -107,12 +139,22 @@ def _results(state: PlanState, rng: random.Random) -> list[Command]:
 
 
 def _replan(state: PlanState, rng: random.Random, share: float) -> Replan:
-    reason = rng.choice(["failed_assumption", "new_constraint", "coverage_gap", "agent_revision",
-                         "no_ready_step" if not ready_steps(state) else "user_request"])
-    return Replan(reason=reason,  # type: ignore[arg-type]
-                  why=f"review of seq {state.last_seq} showed the plan missed a dependency between modules",
-                  plan=_as_draft(_reworded(state, rng, share)), causes=(state.last_seq,),
-                  observations=(f"observed at seq {state.last_seq}",))
+    reason = rng.choice(
+        [
+            "failed_assumption",
+            "new_constraint",
+            "coverage_gap",
+            "agent_revision",
+            "no_ready_step" if not ready_steps(state) else "user_request",
+        ]
+    )
+    return Replan(
+        reason=reason,  # type: ignore[arg-type]
+        why=f"review of seq {state.last_seq} showed the plan missed a dependency between modules",
+        plan=_as_draft(_reworded(state, rng, share)),
+        causes=(state.last_seq,),
+        observations=(f"observed at seq {state.last_seq}",),
+    )
 
 
 def _as_draft(raw: dict[str, Any]) -> Any:
@@ -134,8 +176,11 @@ def commands_for(ledger: Ledger, n: int, seed: int = 7) -> Iterator[list[Command
             yield [_replan(state, rng, 0.6 if done else 0.08)]
             if not stalled:
                 next_replan = state.last_seq + rng.randint(1500, 3000)
-            late = [Complete(step=s.id, evidence=_evidence(rng, s.id), plan_version=state.version, attempt=s.attempt)
-                    for s in running if rng.random() < 0.5]
+            late = [
+                Complete(step=s.id, evidence=_evidence(rng, s.id), plan_version=state.version, attempt=s.attempt)
+                for s in running
+                if rng.random() < 0.5
+            ]
             if late:
                 yield late
             continue

@@ -23,9 +23,9 @@ __all__ = [
     "append_batches",
     "append_each",
     "fold_version_span",
-    "middle_version",
     "full_replay",
     "make_log",
+    "middle_version",
     "rebuild_version",
     "replay_argv",
     "resume_now",
@@ -98,8 +98,9 @@ def _fresh_ledger(path: Path, draft: dict[str, Any]) -> Ledger:
             shutil.rmtree(leftover)
         elif leftover.exists():
             leftover.unlink()
-    return Ledger.create(path, copy.deepcopy(draft), run="bench", fsync="always", nonce=f"{7:032x}", clock=Clock(),
-                         cache=False)
+    return Ledger.create(
+        path, copy.deepcopy(draft), run="bench", fsync="always", nonce=f"{7:032x}", clock=Clock(), cache=False
+    )
 
 
 def append_each(path: Path, run: Script) -> Probe:

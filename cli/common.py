@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -93,13 +94,17 @@ def read_json_file(path: str, what: str) -> Any:
 
     check_path(path, what)
     try:
-        raw = click.get_binary_stream("stdin").read() if path == "-" else _read_bytes(path)
+        raw = _read_stdin() if path == "-" else _read_bytes(path)
     except OSError as exc:
         raise os_error(exc, path, what) from None
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise error("DRAFT_INVALID", f"{what} {path} is not valid JSON: {exc}", path=path) from None
+
+
+def _read_stdin() -> bytes:
+    return sys.stdin.buffer.read()
 
 
 def _read_bytes(path: str) -> bytes:

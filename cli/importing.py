@@ -29,24 +29,47 @@ def render_report(report: ImportReport) -> str:
         *(f"    skipped {count} {reason}" for reason, count in report.skipped.items()),
     ]
     if report.subagent_files:
-        lines.append(f"note: {len(report.subagent_files)} subagent file(s) beside it were not imported; "
-                     "add --with-subagents to merge them into this log")
+        lines.append(
+            f"note: {len(report.subagent_files)} subagent file(s) beside it were not imported; "
+            "add --with-subagents to merge them into this log"
+        )
     return "\n".join(lines)
 
 
 @click.command(name="import")
 @click.argument("transcript", type=click.Path(path_type=str))
-@click.option("-o", "--output", "log", required=True, metavar="LOG", type=click.Path(dir_okay=False, path_type=str),
-              help="The plantrail log to write (refused if it exists, unless --force).")
-@click.option("--format", "format_name", metavar="NAME",
-              help="claude-code, codex, opencode or cline (default: detected from the file).")
-@click.option("--with-subagents", is_flag=True,
-              help="Claude Code: merge the subagent files beside the lead's transcript into the same log.")
+@click.option(
+    "-o",
+    "--output",
+    "log",
+    required=True,
+    metavar="LOG",
+    type=click.Path(dir_okay=False, path_type=str),
+    help="The plantrail log to write (refused if it exists, unless --force).",
+)
+@click.option(
+    "--format",
+    "format_name",
+    metavar="NAME",
+    help="claude-code, codex, opencode or cline (default: detected from the file).",
+)
+@click.option(
+    "--with-subagents",
+    is_flag=True,
+    help="Claude Code: merge the subagent files beside the lead's transcript into the same log.",
+)
 @click.option("--run", "run_id", metavar="ID", help="The run id (default: the transcript's session id).")
 @click.option("--force", is_flag=True, help="Replace LOG if it exists (written aside, then renamed).")
 @json_option
-def import_command(transcript: str, log: str, format_name: str | None, with_subagents: bool, run_id: str | None,
-                   force: bool, as_json: bool) -> None:
+def import_command(
+    transcript: str,
+    log: str,
+    format_name: str | None,
+    with_subagents: bool,
+    run_id: str | None,
+    force: bool,
+    as_json: bool,
+) -> None:
     """Turn an agent transcript into a plantrail log that status, log, verify and replay can read.
 
     Each whole-list plan update (TodoWrite, update_plan, todowrite, a Cline checklist) or task change

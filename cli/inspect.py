@@ -125,7 +125,7 @@ def log_command(log: str, from_seq: int, limit: int | None, as_json: bool) -> No
     """
     from projections.state import evolve, initial
 
-    entries = []
+    entries: list[dict[str, Any]] = []
     state = initial()
     with open_records(log) as (reader, records):
         for record in records:
@@ -139,8 +139,9 @@ def log_command(log: str, from_seq: int, limit: int | None, as_json: bool) -> No
         rows = []
         for e in entries:
             kind = e["type"] + (" (late)" if e["orphan"] else "")
-            rows.append([str(e["seq"]), e["ts"][:19].replace("T", " "), e["actor"], kind, f"v{e['plan_version']}",
-                         e["summary"]])
+            rows.append(
+                [str(e["seq"]), e["ts"][:19].replace("T", " "), e["actor"], kind, f"v{e['plan_version']}", e["summary"]]
+            )
         return table(["SEQ", "TIME (UTC)", "ACTOR", "TYPE", "PLAN", "SUMMARY"], rows)
 
     emit(as_json, entries, human)
@@ -167,20 +168,22 @@ def next_command(log: str, as_json: bool) -> None:
     from projections.views import advice, in_doubt, ready_steps
 
     state, torn = read_state(log)
+    ready = ready_steps(state)
+    running = [s.id for s in in_doubt(state)]
     data = {
         "plan_version": state.version,
         "outcome": state.outcome,
-        "ready": ready_steps(state),
-        "in_progress": [s.id for s in in_doubt(state)],
+        "ready": ready,
+        "in_progress": running,
         "advice": advice(state),
     }
 
     def human() -> str:
         if state.finished:
             return f"the run finished {state.outcome}; nothing to do"
-        lines = [f"ready: {', '.join(data['ready'])}" if data["ready"] else "no step is ready"]
-        if data["in_progress"]:
-            lines.append(f"in progress: {', '.join(data['in_progress'])}")
+        lines = [f"ready: {', '.join(ready)}" if ready else "no step is ready"]
+        if running:
+            lines.append(f"in progress: {', '.join(running)}")
         if data["advice"]:
             lines.append(f"advice: replan with --reason {data['advice']}")
         return "\n".join(lines)

@@ -69,7 +69,6 @@ def plantrail() -> None:
     """
 
 
-
 def _one_line(text: str) -> str:
     """The message with control characters escaped: one line, and nothing a terminal would act on."""
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
@@ -107,8 +106,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if isinstance(exc, PlantrailError):
             return _report(exc.code, exc.message, exc.exit_code, as_json, dict(exc.fields))
-        return _report("INTERNAL", f"{type(exc).__name__}: {exc} (a bug in plantrail; please report it)",
-                       EXIT_INTERNAL, as_json)
+        return _report(
+            "INTERNAL", f"{type(exc).__name__}: {exc} (a bug in plantrail; please report it)", EXIT_INTERNAL, as_json
+        )
     return result if isinstance(result, int) else 0  # click returns ctx.exit(code)'s code here
 
 

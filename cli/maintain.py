@@ -18,8 +18,11 @@ __all__ = ["maintain_commands"]
 @click.command()
 @log_argument
 @click.option("--anchor", metavar="SEQ:HASH", help="A head printed by an earlier verify: prove the log still holds it.")
-@click.option("--key-file", metavar="FILE",
-              help="Check every keyed checkpoint's MAC with this key (default: $PLANTRAIL_CHECKPOINT_KEY if set).")
+@click.option(
+    "--key-file",
+    metavar="FILE",
+    help="Check every keyed checkpoint's MAC with this key (default: $PLANTRAIL_CHECKPOINT_KEY if set).",
+)
 @json_option
 def verify(log: str, anchor: str | None, key_file: str | None, as_json: bool) -> None:
     """Check everything: framing, seq, hash chain, every event legal in order, no late result applied, and a
@@ -53,8 +56,10 @@ def verify(log: str, anchor: str | None, key_file: str | None, as_json: bool) ->
 def _render_verify(report: VerifyReport, anchor: str | None) -> str:
     lines = [
         f"ok: {report.records} records, seq 0..{report.last_seq}, hash chain intact, every event legal in order",
-        (f"plan versions: {report.versions} · late results (orphans): {report.orphans}, none applied · "
-         f"outcome: {report.outcome or 'open'}"),
+        (
+            f"plan versions: {report.versions} · late results (orphans): {report.orphans}, none applied · "
+            f"outcome: {report.outcome or 'open'}"
+        ),
         f"head: {report.last_seq}:{report.head_hash}",
         f"state hash: {report.state_hash}",
     ]
@@ -63,16 +68,21 @@ def _render_verify(report: VerifyReport, anchor: str | None) -> str:
     if report.checkpoints:
         checked = "MACs verified with the key" if report.keyed else "MACs not checked (no key given)"
         after = report.last_seq - (report.checkpointed_seq or 0)
-        lines.insert(1, f"checkpoints: {report.checkpoints}, {checked}; the last covers seq {report.checkpointed_seq}"
-                        f" ({after} record(s) after it rest on the chain alone)")
+        lines.insert(
+            1,
+            f"checkpoints: {report.checkpoints}, {checked}; the last covers seq {report.checkpointed_seq}"
+            f" ({after} record(s) after it rest on the chain alone)",
+        )
     return "\n".join(lines)
 
 
 @click.command()
 @log_argument
-@click.option("--key-file", metavar="FILE",
-              help="The HMAC key (at least 16 bytes; a trailing newline is ignored). "
-                   "Default: $PLANTRAIL_CHECKPOINT_KEY.")
+@click.option(
+    "--key-file",
+    metavar="FILE",
+    help="The HMAC key (at least 16 bytes; a trailing newline is ignored). Default: $PLANTRAIL_CHECKPOINT_KEY.",
+)
 @json_option
 def checkpoint(log: str, key_file: str | None, as_json: bool) -> None:
     """Append a keyed checkpoint: an HMAC-SHA256, under a key kept outside the log, over the run id and the
@@ -90,16 +100,31 @@ def checkpoint(log: str, key_file: str | None, as_json: bool) -> None:
     key = load_key(key_file)
     with Ledger.open(log) as ledger:
         ack = ledger.checkpoint(key)
-    data = {"ok": True, "seq": ack.seq, "hash": ack.hash, "covers_seq": ack.seq - 1, "key_id": key_id(key),
-            "anchor": f"{ack.seq}:{ack.hash}", "durable": ack.durable}
-    emit(as_json, data, lambda: f"checkpoint at seq {ack.seq} covers seq {ack.seq - 1} (key {data['key_id']})\n"
-                                f"anchor: {data['anchor']}")
+    data = {
+        "ok": True,
+        "seq": ack.seq,
+        "hash": ack.hash,
+        "covers_seq": ack.seq - 1,
+        "key_id": key_id(key),
+        "anchor": f"{ack.seq}:{ack.hash}",
+        "durable": ack.durable,
+    }
+    emit(
+        as_json,
+        data,
+        lambda: (
+            f"checkpoint at seq {ack.seq} covers seq {ack.seq - 1} (key {data['key_id']})\nanchor: {data['anchor']}"
+        ),
+    )
 
 
 @click.command()
 @log_argument
-@click.option("--acked", metavar="SEQ:HASH",
-              help="The last record your writer acknowledged: refuse (DATA_LOSS) instead of cutting it off.")
+@click.option(
+    "--acked",
+    metavar="SEQ:HASH",
+    help="The last record your writer acknowledged: refuse (DATA_LOSS) instead of cutting it off.",
+)
 @json_option
 def repair(log: str, acked: str | None, as_json: bool) -> None:
     """Repair a torn tail: move the torn bytes to a quarantine file beside LOG (never deleted), cut the log back
@@ -115,8 +140,13 @@ def repair(log: str, acked: str | None, as_json: bool) -> None:
 
     result = repair_log(log, acked=parse_anchor(acked) if acked else None)
     record = result.record
-    data = {"ok": True, "repaired": record is not None, "last_seq": result.last_seq,
-            "repair": None if record is None else record.data, "removed_temp_files": list(result.removed_temps)}
+    data = {
+        "ok": True,
+        "repaired": record is not None,
+        "last_seq": result.last_seq,
+        "repair": None if record is None else record.data,
+        "removed_temp_files": list(result.removed_temps),
+    }
 
     def human() -> str:
         if record is None:
@@ -124,8 +154,12 @@ def repair(log: str, acked: str | None, as_json: bool) -> None:
         else:
             d = record.data
             assert isinstance(d, LogRepaired)
-            lines = [(f"repaired {log}: {d.bytes} torn bytes at offset {d.truncated_at} moved to {d.quarantine}; "
-                      f"log.repaired recorded at seq {record.seq}")]
+            lines = [
+                (
+                    f"repaired {log}: {d.bytes} torn bytes at offset {d.truncated_at} moved to {d.quarantine}; "
+                    f"log.repaired recorded at seq {record.seq}"
+                )
+            ]
         lines += [f"removed {name} (left by a create that crashed)" for name in result.removed_temps]
         return "\n".join(lines)
 
@@ -149,25 +183,48 @@ def salvage(log: str, as_json: bool) -> None:
     from ledger.salvage import salvage as salvage_log
 
     report = salvage_log(log)
-    data = {"ok": report.clean, "path": report.path, "size": report.size, "records": report.records,
-            "segments": report.segments, "damaged": report.damaged, "quarantine": report.quarantine,
-            "temp_files": report.temp_files}
+    data = {
+        "ok": report.clean,
+        "path": report.path,
+        "size": report.size,
+        "records": report.records,
+        "segments": report.segments,
+        "damaged": report.damaged,
+        "quarantine": report.quarantine,
+        "temp_files": report.temp_files,
+    }
     emit(as_json, data, lambda: _render_salvage(report))
-    problems = sorted([(d.start, d.first_line, d.code) for d in report.damaged]
-                      + [(s.start, s.first_line, s.break_code) for s in report.segments if s.break_code])
+    problems = sorted(
+        [(d.start, d.first_line, d.code) for d in report.damaged]
+        + [(s.start, s.first_line, s.break_code) for s in report.segments if s.break_code]
+    )
     if problems:
         offset, line, code = problems[0]
-        raise error(code, f"{log}: {len(problems)} damaged range(s) or chain break(s), the first at line {line} "
-                          f"(byte {offset}); the records listed above verify on their own", line=line, offset=offset)
+        raise error(
+            code,
+            f"{log}: {len(problems)} damaged range(s) or chain break(s), the first at line {line} "
+            f"(byte {offset}); the records listed above verify on their own",
+            line=line,
+            offset=offset,
+        )
 
 
 def _render_salvage(report: SalvageReport) -> str:
     lines = [f"{report.path}: {report.size} bytes, {len(report.records)} verifiable record(s)"]
-    rows = [(s.start, (f"  records  seq {s.first_seq}..{s.last_seq}  lines {s.first_line}..{s.last_line}  "
-                       f"bytes {s.start}..{s.end}" + (f"  (does not chain on: {s.break_code})" if s.break_code else "")))
-            for s in report.segments]
-    rows += [(d.start, (f"  damaged  lines {d.first_line}..{d.last_line}  bytes {d.start}..{d.end}  {d.code}: "
-                        f"{d.message}")) for d in report.damaged]
+    rows = [
+        (
+            s.start,
+            (
+                f"  records  seq {s.first_seq}..{s.last_seq}  lines {s.first_line}..{s.last_line}  "
+                f"bytes {s.start}..{s.end}" + (f"  (does not chain on: {s.break_code})" if s.break_code else "")
+            ),
+        )
+        for s in report.segments
+    ]
+    rows += [
+        (d.start, (f"  damaged  lines {d.first_line}..{d.last_line}  bytes {d.start}..{d.end}  {d.code}: {d.message}"))
+        for d in report.damaged
+    ]
     lines += [text for _, text in sorted(rows)]
     for q in report.quarantine:
         state = "recorded by a log.repaired record" if q.recorded else "NOT recorded in the log"

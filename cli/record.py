@@ -6,7 +6,7 @@ Each parses its arguments, calls one library function, and renders the acknowled
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
@@ -15,7 +15,8 @@ from cli.common import FilePath, emit, json_option, log_argument, read_json_file
 if TYPE_CHECKING:
     from ledger.api import Ledger
     from ledger.decide import Command
-    from ledger.store import Ack
+    from ledger.events import Actor, Outcome, ReasonCode
+    from ledger.store import Ack, FsyncPolicy
 
 __all__ = ["record_commands"]
 
@@ -38,27 +39,44 @@ def _write_options(default_actor: str) -> Callable[[F], F]:
     """Options every recording command shares: fencing, optimistic concurrency, idempotency, actor."""
 
     def decorate(func: F) -> F:
-        func = click.option("--actor", type=ACTORS, default=default_actor, show_default=True,
-                            help="Who issued the command.")(func)
-        func = click.option("--idempotency-key", "key", metavar="KEY",
-                            help="Retry-safe key: the same key and content returns the original seq; "
-                                 "other content is IDEMPOTENCY_CONFLICT.")(func)
-        func = click.option("--expected-seq", type=click.IntRange(min=0), metavar="N",
-                            help="Refuse (STALE_EXPECTED_SEQ) unless the log still ends at seq N.")(func)
+        func = click.option(
+            "--actor", type=ACTORS, default=default_actor, show_default=True, help="Who issued the command."
+        )(func)
+        func = click.option(
+            "--idempotency-key",
+            "key",
+            metavar="KEY",
+            help="Retry-safe key: the same key and content returns the original seq; "
+            "other content is IDEMPOTENCY_CONFLICT.",
+        )(func)
+        func = click.option(
+            "--expected-seq",
+            type=click.IntRange(min=0),
+            metavar="N",
+            help="Refuse (STALE_EXPECTED_SEQ) unless the log still ends at seq N.",
+        )(func)
         return json_option(func)
 
     return decorate
 
 
 def _plan_version_option(func: F) -> F:
-    return click.option("--plan-version", type=click.IntRange(min=1), metavar="V",
-                        help="The plan version the worker was on (default: the active one). A result for a "
-                             "superseded version lands on the orphan path.")(func)
+    return click.option(
+        "--plan-version",
+        type=click.IntRange(min=1),
+        metavar="V",
+        help="The plan version the worker was on (default: the active one). A result for a "
+        "superseded version lands on the orphan path.",
+    )(func)
 
 
 def _attempt_option(func: F) -> F:
-    return click.option("--attempt", type=click.IntRange(min=1), metavar="N",
-                        help="The attempt this result belongs to (default: the step's current one).")(func)
+    return click.option(
+        "--attempt",
+        type=click.IntRange(min=1),
+        metavar="N",
+        help="The attempt this result belongs to (default: the step's current one).",
+    )(func)
 
 
 def _run(log: str, command: Command, expected_seq: int | None, as_json: bool) -> None:
@@ -79,7 +97,9 @@ def _acknowledge(ledger: Ledger, command: Command, ack: Ack, as_json: bool) -> N
     from projections.views import advice, ready_steps
 
     state = ledger.state
-    data = {
+    ready = ready_steps(state)
+    next_advice = advice(state)
+    data: dict[str, Any] = {
         "ok": True,
         "seq": ack.seq,
         "hash": ack.hash,
@@ -88,8 +108,8 @@ def _acknowledge(ledger: Ledger, command: Command, ack: Ack, as_json: bool) -> N
         "durable": ack.durable,
         "plan_version": state.version,
         "outcome": state.outcome,
-        "ready": ready_steps(state),
-        "advice": advice(state),
+        "ready": ready,
+        "advice": next_advice,
     }
 
     def human() -> str:
@@ -101,10 +121,10 @@ def _acknowledge(ledger: Ledger, command: Command, ack: Ack, as_json: bool) -> N
             lines[0] = f"seq {ack.seq}: {what} is a late result: it landed on the orphan path ({ack.orphan})"
         if state.outcome:
             lines.append(f"run: {state.outcome}")
-        elif data["ready"]:
-            lines.append("ready: " + ", ".join(data["ready"]))
-        if data["advice"]:
-            lines.append(f"advice: consider a replan ({data['advice']})")
+        elif ready:
+            lines.append("ready: " + ", ".join(ready))
+        if next_advice:
+            lines.append(f"advice: consider a replan ({next_advice})")
         return "\n".join(lines)
 
     emit(as_json, data, human)
@@ -114,8 +134,13 @@ def _acknowledge(ledger: Ledger, command: Command, ack: Ack, as_json: bool) -> N
 @click.argument("log", type=FilePath(dir_okay=False, path_type=str))
 @click.option("--plan", "plan_path", required=True, metavar="DRAFT", help="The plan draft (JSON file, - for stdin).")
 @click.option("--run", "run_id", metavar="ID", help="The run id (default: the log's file name without .jsonl).")
-@click.option("--fsync", type=click.Choice(["always", "batch", "none"]), default="always", show_default=True,
-              help="Durability policy recorded in the header (see README, Durability).")
+@click.option(
+    "--fsync",
+    type=click.Choice(["always", "batch", "none"]),
+    default="always",
+    show_default=True,
+    help="Durability policy recorded in the header (see README, Durability).",
+)
 @click.option("--actor", type=ACTORS, default="planner", show_default=True, help="Who issued the command.")
 @json_option
 def create(log: str, plan_path: str, run_id: str | None, fsync: str, actor: str, as_json: bool) -> None:
@@ -130,12 +155,23 @@ def create(log: str, plan_path: str, run_id: str | None, fsync: str, actor: str,
     from projections.views import ready_steps
 
     draft = parse_draft(read_json_file(plan_path, "draft"))
-    with Ledger.create(log, draft, run=run_id, fsync=fsync, actor=actor) as ledger:  # type: ignore[arg-type]
+    with Ledger.create(log, draft, run=run_id, fsync=cast("FsyncPolicy", fsync), actor=cast("Actor", actor)) as ledger:
         state = ledger.state
-        data = {"ok": True, "run": state.run, "seq": state.last_seq, "hash": state.head, "plan_version": 1,
-                "steps": list(state.steps), "ready": ready_steps(state)}
-        emit(as_json, data, lambda: f"created {log}: run {state.run}, plan v1 with {len(state.steps)} steps\n"
-                                    f"ready: {', '.join(data['ready'])}")
+        ready = ready_steps(state)
+        data = {
+            "ok": True,
+            "run": state.run,
+            "seq": state.last_seq,
+            "hash": state.head,
+            "plan_version": 1,
+            "steps": list(state.steps),
+            "ready": ready,
+        }
+        emit(
+            as_json,
+            data,
+            lambda: f"created {log}: run {state.run}, plan v1 with {len(state.steps)} steps\nready: {', '.join(ready)}",
+        )
 
 
 @click.command()
@@ -143,8 +179,9 @@ def create(log: str, plan_path: str, run_id: str | None, fsync: str, actor: str,
 @click.argument("step")
 @_plan_version_option
 @_write_options("agent")
-def start(log: str, step: str, plan_version: int | None, expected_seq: int | None, key: str | None, actor: str,
-          as_json: bool) -> None:
+def start(
+    log: str, step: str, plan_version: int | None, expected_seq: int | None, key: str | None, actor: str, as_json: bool
+) -> None:
     """Start STEP's next attempt (it must be pending, ready, and within max_in_progress).
 
     \b
@@ -153,19 +190,34 @@ def start(log: str, step: str, plan_version: int | None, expected_seq: int | Non
     """
     from ledger.decide import Start
 
-    _run(log, Start(step=step, plan_version=plan_version, key=key, actor=actor), expected_seq, as_json)  # type: ignore[arg-type]
+    _run(log, Start(step=step, plan_version=plan_version, key=key, actor=cast("Actor", actor)), expected_seq, as_json)
 
 
 @click.command()
 @log_argument
 @click.argument("step")
-@click.option("--evidence", "-e", multiple=True, required=True, metavar="TEXT",
-              help="What shows the step is done (repeatable; must not be blank).")
+@click.option(
+    "--evidence",
+    "-e",
+    multiple=True,
+    required=True,
+    metavar="TEXT",
+    help="What shows the step is done (repeatable; must not be blank).",
+)
 @_plan_version_option
 @_attempt_option
 @_write_options("agent")
-def complete(log: str, step: str, evidence: tuple[str, ...], plan_version: int | None, attempt: int | None,
-             expected_seq: int | None, key: str | None, actor: str, as_json: bool) -> None:
+def complete(
+    log: str,
+    step: str,
+    evidence: tuple[str, ...],
+    plan_version: int | None,
+    attempt: int | None,
+    expected_seq: int | None,
+    key: str | None,
+    actor: str,
+    as_json: bool,
+) -> None:
     """Complete STEP's attempt with evidence.
 
     \b
@@ -174,8 +226,9 @@ def complete(log: str, step: str, evidence: tuple[str, ...], plan_version: int |
     """
     from ledger.decide import Complete
 
-    command = Complete(step=step, evidence=evidence, plan_version=plan_version, attempt=attempt, key=key,
-                       actor=actor)  # type: ignore[arg-type]
+    command = Complete(
+        step=step, evidence=evidence, plan_version=plan_version, attempt=attempt, key=key, actor=cast("Actor", actor)
+    )
     _run(log, command, expected_seq, as_json)
 
 
@@ -186,8 +239,17 @@ def complete(log: str, step: str, evidence: tuple[str, ...], plan_version: int |
 @_plan_version_option
 @_attempt_option
 @_write_options("agent")
-def block(log: str, step: str, reason: str, plan_version: int | None, attempt: int | None,
-          expected_seq: int | None, key: str | None, actor: str, as_json: bool) -> None:
+def block(
+    log: str,
+    step: str,
+    reason: str,
+    plan_version: int | None,
+    attempt: int | None,
+    expected_seq: int | None,
+    key: str | None,
+    actor: str,
+    as_json: bool,
+) -> None:
     """Block STEP's attempt with a reason (a replan is needed to go on).
 
     \b
@@ -196,8 +258,9 @@ def block(log: str, step: str, reason: str, plan_version: int | None, attempt: i
     """
     from ledger.decide import Block
 
-    command = Block(step=step, reason=reason, plan_version=plan_version, attempt=attempt, key=key,
-                    actor=actor)  # type: ignore[arg-type]
+    command = Block(
+        step=step, reason=reason, plan_version=plan_version, attempt=attempt, key=key, actor=cast("Actor", actor)
+    )
     _run(log, command, expected_seq, as_json)
 
 
@@ -208,8 +271,17 @@ def block(log: str, step: str, reason: str, plan_version: int | None, attempt: i
 @_plan_version_option
 @_attempt_option
 @_write_options("agent")
-def fail(log: str, step: str, error_text: str, plan_version: int | None, attempt: int | None,
-         expected_seq: int | None, key: str | None, actor: str, as_json: bool) -> None:
+def fail(
+    log: str,
+    step: str,
+    error_text: str,
+    plan_version: int | None,
+    attempt: int | None,
+    expected_seq: int | None,
+    key: str | None,
+    actor: str,
+    as_json: bool,
+) -> None:
     """Record a failed attempt of STEP: back to pending while attempts remain, else blocked.
 
     \b
@@ -218,8 +290,9 @@ def fail(log: str, step: str, error_text: str, plan_version: int | None, attempt
     """
     from ledger.decide import Fail
 
-    command = Fail(step=step, error=error_text, plan_version=plan_version, attempt=attempt, key=key,
-                   actor=actor)  # type: ignore[arg-type]
+    command = Fail(
+        step=step, error=error_text, plan_version=plan_version, attempt=attempt, key=key, actor=cast("Actor", actor)
+    )
     _run(log, command, expected_seq, as_json)
 
 
@@ -230,8 +303,17 @@ def fail(log: str, step: str, error_text: str, plan_version: int | None, attempt
 @click.option("--evidence", "-e", required=True, metavar="TEXT", help="What shows the verdict.")
 @_plan_version_option
 @_write_options("agent")
-def criterion(log: str, criterion: str, passed: bool, evidence: str, plan_version: int | None,
-              expected_seq: int | None, key: str | None, actor: str, as_json: bool) -> None:
+def criterion(
+    log: str,
+    criterion: str,
+    passed: bool,
+    evidence: str,
+    plan_version: int | None,
+    expected_seq: int | None,
+    key: str | None,
+    actor: str,
+    as_json: bool,
+) -> None:
     """Record that acceptance CRITERION passed or failed, with evidence.
 
     \b
@@ -240,20 +322,38 @@ def criterion(log: str, criterion: str, passed: bool, evidence: str, plan_versio
     """
     from ledger.decide import VerifyCriterion
 
-    command = VerifyCriterion(criterion=criterion, passed=passed, evidence=evidence, plan_version=plan_version,
-                              key=key, actor=actor)  # type: ignore[arg-type]
+    command = VerifyCriterion(
+        criterion=criterion,
+        passed=passed,
+        evidence=evidence,
+        plan_version=plan_version,
+        key=key,
+        actor=cast("Actor", actor),
+    )
     _run(log, command, expected_seq, as_json)
 
 
 @click.command()
 @log_argument
-@click.option("--outcome", required=True, type=click.Choice(["complete", "paused", "failed", "cancelled"]),
-              help="complete needs every step completed and every criterion passed; paused is not final.")
+@click.option(
+    "--outcome",
+    required=True,
+    type=click.Choice(["complete", "paused", "failed", "cancelled"]),
+    help="complete needs every step completed and every criterion passed; paused is not final.",
+)
 @click.option("--reason", required=True, metavar="TEXT", help="Why the run ends or pauses.")
 @_plan_version_option
 @_write_options("agent")
-def finish(log: str, outcome: str, reason: str, plan_version: int | None, expected_seq: int | None,
-           key: str | None, actor: str, as_json: bool) -> None:
+def finish(
+    log: str,
+    outcome: str,
+    reason: str,
+    plan_version: int | None,
+    expected_seq: int | None,
+    key: str | None,
+    actor: str,
+    as_json: bool,
+) -> None:
     """Finish the run (complete, failed, cancelled) or pause it.
 
     \b
@@ -262,28 +362,58 @@ def finish(log: str, outcome: str, reason: str, plan_version: int | None, expect
     """
     from ledger.decide import Finish
 
-    command = Finish(outcome=outcome, reason=reason, plan_version=plan_version, key=key,
-                     actor=actor)  # type: ignore[arg-type]
+    command = Finish(
+        outcome=cast("Outcome", outcome),
+        reason=reason,
+        plan_version=plan_version,
+        key=key,
+        actor=cast("Actor", actor),
+    )
     _run(log, command, expected_seq, as_json)
 
 
 @click.command()
 @log_argument
 @click.option("--plan", "plan_path", metavar="DRAFT", help="The whole new draft (JSON file, - for stdin).")
-@click.option("--patch", "patch_path", metavar="PATCH",
-              help='A patch {"base_version": N, "operations": [...]} instead of a whole draft.')
+@click.option(
+    "--patch",
+    "patch_path",
+    metavar="PATCH",
+    help='A patch {"base_version": N, "operations": [...]} instead of a whole draft.',
+)
 @click.option("--reason", required=True, type=click.Choice(REASONS), help="Why, as a code.")
 @click.option("--why", required=True, metavar="TEXT", help="Why, in words: what was observed.")
-@click.option("--caused-by", "causes", multiple=True, type=click.IntRange(min=0), metavar="SEQ",
-              help="Seq of an event in the log that caused the replan (repeatable); any other seq is "
-                   "UNKNOWN_CAUSE.")
-@click.option("--observation", "observations", multiple=True, metavar="TEXT",
-              help="A free-text observation behind the replan (repeatable).")
+@click.option(
+    "--caused-by",
+    "causes",
+    multiple=True,
+    type=click.IntRange(min=0),
+    metavar="SEQ",
+    help="Seq of an event in the log that caused the replan (repeatable); any other seq is UNKNOWN_CAUSE.",
+)
+@click.option(
+    "--observation",
+    "observations",
+    multiple=True,
+    metavar="TEXT",
+    help="A free-text observation behind the replan (repeatable).",
+)
 @_plan_version_option
 @_write_options("planner")
-def replan(log: str, plan_path: str | None, patch_path: str | None, reason: str, why: str, causes: tuple[int, ...],
-           observations: tuple[str, ...], plan_version: int | None, expected_seq: int | None, key: str | None,
-           actor: str, as_json: bool) -> None:
+def replan(
+    log: str,
+    plan_path: str | None,
+    patch_path: str | None,
+    reason: str,
+    why: str,
+    causes: tuple[int, ...],
+    observations: tuple[str, ...],
+    plan_version: int | None,
+    expected_seq: int | None,
+    key: str | None,
+    actor: str,
+    as_json: bool,
+) -> None:
     """Adopt a new plan version; completed work is kept only where its contract and lineage are unchanged.
 
     \b
@@ -299,8 +429,17 @@ def replan(log: str, plan_path: str | None, patch_path: str | None, reason: str,
         raise error("USAGE", "give exactly one of --plan DRAFT or --patch PATCH")
     draft = parse_draft(read_json_file(plan_path, "draft")) if plan_path else None
     patch = parse_patch(read_json_file(patch_path, "patch")) if patch_path else None
-    command = Replan(reason=reason, why=why, plan=draft, patch=patch, causes=causes, observations=observations,  # type: ignore[arg-type]
-                     plan_version=plan_version, key=key, actor=actor)  # type: ignore[arg-type]
+    command = Replan(
+        reason=cast("ReasonCode", reason),
+        why=why,
+        plan=draft,
+        patch=patch,
+        causes=causes,
+        observations=observations,
+        plan_version=plan_version,
+        key=key,
+        actor=cast("Actor", actor),
+    )
     _run(log, command, expected_seq, as_json)
 
 

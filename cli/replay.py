@@ -106,15 +106,18 @@ def _change_lines(changes: dict[str, Any]) -> list[str]:
 
 
 def _render_versions(state: PlanState, versions: list[dict[str, Any]]) -> str:
-    lines = [f"run {state.run} · {_plural(len(versions), 'plan version', 'plan versions')} · active v{state.version}",
-             ""]
+    lines = [
+        f"run {state.run} · {_plural(len(versions), 'plan version', 'plan versions')} · active v{state.version}",
+        "",
+    ]
     rows = []
     for v in versions:
         causes = ",".join(map(str, v["causes"])) or "-"
         created = f"created: {_plural(v['steps'], 'step', 'steps')}, {_plural(v['criteria'], 'criterion', 'criteria')}"
         what = v["why"] if v["changes"] else created
-        rows.append([f"v{v['version']}", str(v["seq"]), _when(v["ts"]), v["actor"], v["reason"] or "created", causes,
-                     what])
+        rows.append(
+            [f"v{v['version']}", str(v["seq"]), _when(v["ts"]), v["actor"], v["reason"] or "created", causes, what]
+        )
     lines.append(table(["VERSION", "SEQ", "ADOPTED (UTC)", "ACTOR", "REASON", "CAUSES", "WHY"], rows))
     for v in versions:
         if v["changes"]:
@@ -159,16 +162,23 @@ def _replay_header(state: PlanState, version: int | None, at_seq: int | None, su
     if at_seq is not None:
         return f"replay: the state after seq {at_seq} (plan v{state.version})"
     if superseded_at is not None:
-        return (f"replay: plan v{state.version} as it stood when superseded at seq {superseded_at} "
-                f"(the state after seq {state.last_seq})")
+        return (
+            f"replay: plan v{state.version} as it stood when superseded at seq {superseded_at} "
+            f"(the state after seq {state.last_seq})"
+        )
     active = "" if version is None else f"v{version} is the active version; "
     return f"replay: {active}the state now (after seq {state.last_seq})"
 
 
 @click.command()
 @log_argument
-@click.option("--version", "version", type=click.IntRange(min=1), metavar="V",
-              help="Rebuild version V as it stood when superseded (or now, for the active version).")
+@click.option(
+    "--version",
+    "version",
+    type=click.IntRange(min=1),
+    metavar="V",
+    help="Rebuild version V as it stood when superseded (or now, for the active version).",
+)
 @click.option("--at-seq", type=click.IntRange(min=0), metavar="N", help="Rebuild the state right after event N.")
 @json_option
 def replay(log: str, version: int | None, at_seq: int | None, as_json: bool) -> None:
@@ -227,8 +237,10 @@ def _field_rows(step: str, fields: dict[str, dict[str, Any]]) -> list[list[str]]
     def shown(value: Any) -> str:
         return truncate(", ".join(value) if isinstance(value, list) else str(value), 50)
 
-    return [["changed" if i == 0 else "", step if i == 0 else "", f"{name}: {shown(c['from'])} -> {shown(c['to'])}"]
-            for i, (name, c) in enumerate(fields.items())]
+    return [
+        ["changed" if i == 0 else "", step if i == 0 else "", f"{name}: {shown(c['from'])} -> {shown(c['to'])}"]
+        for i, (name, c) in enumerate(fields.items())
+    ]
 
 
 def _render_diff(diff: dict[str, Any]) -> list[str]:
@@ -236,16 +248,22 @@ def _render_diff(diff: dict[str, Any]) -> list[str]:
     at: dict[str, Any] = {"at_version": None} if diff["adjacent"] else {}  # adjacent: every change is at V2
     criteria = diff["criteria"]
     rows = [row for c in diff["changed"] for row in _field_rows(c["step"], c["fields"])]
-    rows += [["kept", k["step"], f"attempt {k['attempt']}: {truncate('; '.join(k['evidence']), 70)}"]
-             for k in diff["kept"]]
+    rows += [
+        ["kept", k["step"], f"attempt {k['attempt']}: {truncate('; '.join(k['evidence']), 70)}"] for k in diff["kept"]
+    ]
     rows += [["removed" if r["cause"] == "removed" else "reset", r["step"], _why_reset(r | at)] for r in diff["reset"]]
-    rows += [["criterion changed", c["criterion"], f"{truncate(c['from'], 40)} -> {truncate(c['to'], 40)}"]
-             for c in criteria["changed"]]
-    rows += [["criterion kept", k["criterion"], f"{k['status']}: {truncate(k['evidence'], 70)}"]
-             for k in criteria["kept"]]
+    rows += [
+        ["criterion changed", c["criterion"], f"{truncate(c['from'], 40)} -> {truncate(c['to'], 40)}"]
+        for c in criteria["changed"]
+    ]
+    rows += [
+        ["criterion kept", k["criterion"], f"{k['status']}: {truncate(k['evidence'], 70)}"] for k in criteria["kept"]
+    ]
     rows += [["criterion reset", r["criterion"], _why_reset(r | at)] for r in criteria["reset"]]
-    rows += [["criterion reverified", r["criterion"], f"a newer verdict in v{r['at_version']}"]
-             for r in criteria["reverified"]]
+    rows += [
+        ["criterion reverified", r["criterion"], f"a newer verdict in v{r['at_version']}"]
+        for r in criteria["reverified"]
+    ]
     if diff["policy"]:
         change = diff["policy"]["max_in_progress"]
         rows.append(["policy", "max_in_progress", f"{change['from']} -> {change['to']}"])
@@ -302,8 +320,10 @@ def diff(log: str, old: int, new: int, as_json: bool) -> None:
 
 
 def _render_why(why: dict[str, Any]) -> str:
-    title = (f"why v{why['version']}: {why['reason']} · replan at seq {why['seq']} ({_when(why['ts'])} UTC) "
-             f"by {why['actor']}, replacing v{why['replaced']}")
+    title = (
+        f"why v{why['version']}: {why['reason']} · replan at seq {why['seq']} ({_when(why['ts'])} UTC) "
+        f"by {why['actor']}, replacing v{why['replaced']}"
+    )
     width = min(shutil.get_terminal_size((100, 24)).columns, 100)
     lines = [title, textwrap.fill(why["why"], width, initial_indent="  ", subsequent_indent="  ")]
     if why["observations"]:
@@ -312,13 +332,19 @@ def _render_why(why: dict[str, Any]) -> str:
         ops = "; ".join(_patch_op(op) for op in why["patch"]["operations"])
         lines += ["", f"patch on v{why['patch']['base_version']}: {ops}"]
     lines += ["", "caused by"]
-    lines += [f"  seq {c['seq']} · {_when(c['ts'])} · {c['actor']} · {c['type']} (plan v{c['plan_version']})\n"
-              f"    {_quote_data(c['data'])}" for c in why["causes"]] or ["  (no causing event recorded)"]
+    lines += [
+        f"  seq {c['seq']} · {_when(c['ts'])} · {c['actor']} · {c['type']} (plan v{c['plan_version']})\n"
+        f"    {_quote_data(c['data'])}"
+        for c in why["causes"]
+    ] or ["  (no causing event recorded)"]
     lines += ["", f"what changed from v{why['replaced']}"]
     lines += _render_diff(why["changes"])
     lines += ["", f"late results for v{why['replaced']} (kept off the plan)"]
-    lines += [f"  seq {o['seq']} · {o['type']} {o['step']} attempt {o['attempt']} · {o['why']} · "
-              f"{truncate('; '.join(o['evidence']) or o['reason'], 100)}" for o in why["late_results"]] or ["  (none)"]
+    lines += [
+        f"  seq {o['seq']} · {o['type']} {o['step']} attempt {o['attempt']} · {o['why']} · "
+        f"{truncate('; '.join(o['evidence']) or o['reason'], 100)}"
+        for o in why["late_results"]
+    ] or ["  (none)"]
     return "\n".join(lines)
 
 
@@ -337,8 +363,13 @@ def _quote_data(data: dict[str, Any]) -> str:
 
 @click.command()
 @log_argument
-@click.option("--version", "version", type=click.IntRange(min=2), metavar="V",
-              help="Explain the replan that created version V (default: the latest replan).")
+@click.option(
+    "--version",
+    "version",
+    type=click.IntRange(min=2),
+    metavar="V",
+    help="Explain the replan that created version V (default: the latest replan).",
+)
 @json_option
 def why(log: str, version: int | None, as_json: bool) -> None:
     """The audit of a replan: reason code, why, actor, the causing events quoted in full, what changed, what
@@ -369,9 +400,16 @@ def why(log: str, version: int | None, as_json: bool) -> None:
 
 def _render_orphans(state: PlanState, orphans: list[dict[str, Any]]) -> str:
     rows = [
-        [str(o["seq"]), o["step"], o["type"].removeprefix("step."), f"v{o['plan_version']} attempt {o['attempt']}",
-         f"v{o['active_version']}", o["why"], o["status_now"] or "not in plan",
-         "; ".join(o["evidence"]) or o["reason"] or ""]
+        [
+            str(o["seq"]),
+            o["step"],
+            o["type"].removeprefix("step."),
+            f"v{o['plan_version']} attempt {o['attempt']}",
+            f"v{o['active_version']}",
+            o["why"],
+            o["status_now"] or "not in plan",
+            "; ".join(o["evidence"]) or o["reason"] or "",
+        ]
         for o in orphans
     ]
     header = ["SEQ", "STEP", "RESULT", "STAMPED", "ARRIVED", "WHY", "STEP NOW", "EVIDENCE / REASON"]
@@ -401,8 +439,11 @@ def orphans(log: str, as_json: bool) -> None:
 
     state, torn = read_state(log)
     view = orphans_view(state)
-    emit(as_json, {"run": state.run, "active_version": state.version, "orphans": view},
-         lambda: _render_orphans(state, view))
+    emit(
+        as_json,
+        {"run": state.run, "active_version": state.version, "orphans": view},
+        lambda: _render_orphans(state, view),
+    )
     raise_if_torn(log, torn)
 
 
@@ -429,11 +470,13 @@ def _render_receipt(receipt: dict[str, Any], code: int) -> str:
         "",
         f"done ({len(receipt['done'])})",
     ]
-    lines += _aligned([[d["step"], f"attempt {d['attempt']}", truncate("; ".join(d["evidence"]), 70)]
-                       for d in receipt["done"]]) or ["  (none)"]
+    lines += _aligned(
+        [[d["step"], f"attempt {d['attempt']}", truncate("; ".join(d["evidence"]), 70)] for d in receipt["done"]]
+    ) or ["  (none)"]
     lines += [f"in doubt ({len(receipt['in_doubt'])}): started, no result"]
-    lines += _aligned([[d["step"], f"attempt {d['attempt']}", f"started at seq {d['started_seq']}"]
-                       for d in receipt["in_doubt"]]) or ["  (none)"]
+    lines += _aligned(
+        [[d["step"], f"attempt {d['attempt']}", f"started at seq {d['started_seq']}"] for d in receipt["in_doubt"]]
+    ) or ["  (none)"]
     lines.append(f"ready: {', '.join(receipt['ready']) or '(none)'}")
     if receipt["blocked"]:
         lines.append("blocked: " + "; ".join(f"{b['step']} ({truncate(b['reason'], 50)})" for b in receipt["blocked"]))

@@ -85,8 +85,17 @@ class Ledger:
         [event] = decide(initial(), Create(plan=spec, actor=actor, source=source, key=key))  # type: ignore[arg-type]
         ts = clock()
         first = PendingRecord(ts=ts, plan_version=1, actor=event.actor, data=event.data, source=source, key=key)
-        store, _ = JsonlStore.create(path, run=run_id, first=[first], fsync=fsync, nonce=nonce, ts=ts, actor=actor,
-                                     allow_network_fs=allow_network_fs, clock=clock)
+        store, _ = JsonlStore.create(
+            path,
+            run=run_id,
+            first=[first],
+            fsync=fsync,
+            nonce=nonce,
+            ts=ts,
+            actor=actor,
+            allow_network_fs=allow_network_fs,
+            clock=clock,
+        )
         ledger = cls(store, clock=clock, cache=cache)
         ledger.refresh()
         return ledger
@@ -111,8 +120,15 @@ class Ledger:
         ``(seq, hash)`` of the last event this caller was acknowledged: opening raises DATA_LOSS (and repairs
         nothing) unless the log still holds exactly that record.
         """
-        store = JsonlStore.open(path, fsync=fsync, batch_size=batch_size, repair=repair, acked=acked,
-                                allow_network_fs=allow_network_fs, clock=clock)
+        store = JsonlStore.open(
+            path,
+            fsync=fsync,
+            batch_size=batch_size,
+            repair=repair,
+            acked=acked,
+            allow_network_fs=allow_network_fs,
+            clock=clock,
+        )
         ledger = cls(store, clock=clock, cache=cache)
         try:
             # With a watermark every record up to it must be checked, so the whole log is read.
@@ -200,8 +216,14 @@ class Ledger:
                     checked_seq = True
                 for event in decide(state, command):
                     record = session.stage(
-                        PendingRecord(ts=self._clock(), plan_version=event.plan_version, actor=event.actor,
-                                      data=event.data, source=event.source, key=event.key)
+                        PendingRecord(
+                            ts=self._clock(),
+                            plan_version=event.plan_version,
+                            actor=event.actor,
+                            data=event.data,
+                            source=event.source,
+                            key=event.key,
+                        )
                     )
                     state = evolve(state, record)
                     if record.key is not None and record.key not in keys:
@@ -217,8 +239,9 @@ class Ledger:
         with self._store.session() as session:
             self._catch_up(session)
             data = make_checkpoint(key, self._store.run, session.head_seq, session.head_hash)
-            record = session.stage(PendingRecord(ts=self._clock(), plan_version=self._state.version, actor="runtime",
-                                                 data=data))
+            record = session.stage(
+                PendingRecord(ts=self._clock(), plan_version=self._state.version, actor="runtime", data=data)
+            )
             durable = session.commit()
             self._state = evolve(self._state, record)
         return Ack(seq=record.seq, hash=record.h, durable=durable)
@@ -261,8 +284,16 @@ class Ledger:
         """Adopt a new plan version from a whole draft or a patch (parsed from JSON-like mappings if need be)."""
         draft = parse_draft(plan) if isinstance(plan, Mapping) else plan
         changes = parse_patch(patch) if isinstance(patch, Mapping) else patch
-        return self._run(Replan, options, reason=reason, why=why, plan=draft, patch=changes, causes=tuple(causes),
-                         observations=tuple(observations))
+        return self._run(
+            Replan,
+            options,
+            reason=reason,
+            why=why,
+            plan=draft,
+            patch=changes,
+            causes=tuple(causes),
+            observations=tuple(observations),
+        )
 
     def _run(self, command_type: Callable[..., Command], options: dict[str, Any], **fields: Any) -> Ack:
         expected_seq = options.pop("expected_seq", None)

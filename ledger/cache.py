@@ -297,7 +297,11 @@ def version_start(log_path: str, fd: int, version: int) -> VersionStart | None:
     try:
         with open(meta_path, "rb") as f:
             meta = orjson.loads(f.read())
-        if meta.get("format") != FORMAT or meta.get("reducer") != REDUCER_VERSION or meta.get("header") != first_hash(fd):
+        if (
+            meta.get("format") != FORMAT
+            or meta.get("reducer") != REDUCER_VERSION
+            or meta.get("header") != first_hash(fd)
+        ):
             return None
         with open(idx_path, "rb") as f:
             f.seek((version - 1) * _ENTRY.size)
@@ -331,8 +335,11 @@ def build_version_index(log_path: str) -> PlanState:
             nonlocal at
             where = reader.position  # just after the adopting record, which the fold has just applied
             blob = zlib.compress(encode_state(state._replace(orphans=())), 1)
-            entries.append(_ENTRY.pack(state.version, where.seq, where.offset, where.line, bytes.fromhex(where.hash),
-                                       at, len(blob)))
+            entries.append(
+                _ENTRY.pack(
+                    state.version, where.seq, where.offset, where.line, bytes.fromhex(where.hash), at, len(blob)
+                )
+            )
             blobs.append(blob)
             at += len(blob)
 
@@ -340,8 +347,12 @@ def build_version_index(log_path: str) -> PlanState:
         header = first_hash(reader.fd)
     if header is None or reader.torn is not None:
         return state
-    meta = {"format": FORMAT, "reducer": REDUCER_VERSION, "header": header,
-            "orphans": orjson.loads(encode_state(state))["orphans"]}
+    meta = {
+        "format": FORMAT,
+        "reducer": REDUCER_VERSION,
+        "header": header,
+        "orphans": orjson.loads(encode_state(state))["orphans"],
+    }
     meta_path, idx_path, bin_path = _index_paths(log_path)
     with contextlib.suppress(OSError):
         os.makedirs(cache_dir(log_path), exist_ok=True)
@@ -356,7 +367,9 @@ def build_version_index(log_path: str) -> PlanState:
 INDEX_FROM_BYTES: Final = 1 << 20
 
 
-def rebuild_version(log_path: str, version: int, *, use_cache: bool | None = None) -> tuple[PlanState, int | None, TornTail | None]:
+def rebuild_version(
+    log_path: str, version: int, *, use_cache: bool | None = None
+) -> tuple[PlanState, int | None, TornTail | None]:
     """Version ``version`` as it stood when superseded (or now, for the active one), the seq of the record that
     superseded it, and the torn tail the read ended on. With the version index this folds only the version's
     own records; without one it folds from the start (and, for a large log, builds the index for next time)."""

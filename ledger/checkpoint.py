@@ -69,8 +69,9 @@ def _mac(key: bytes, run: str, seq: int, head: str) -> str:
 
 def make_checkpoint(key: bytes, run: str, seq: int, head: str) -> LogCheckpoint:
     """The checkpoint event over the record ``seq`` with hash ``head``."""
-    return LogCheckpoint(covers_seq=seq, head=head, algorithm=_ALGORITHM, key_id=key_id(key),
-                         mac=_mac(key, run, seq, head))
+    return LogCheckpoint(
+        covers_seq=seq, head=head, algorithm=_ALGORITHM, key_id=key_id(key), mac=_mac(key, run, seq, head)
+    )
 
 
 def check_checkpoint(record: Record, key: bytes | None) -> None:
@@ -79,16 +80,27 @@ def check_checkpoint(record: Record, key: bytes | None) -> None:
     assert isinstance(data, LogCheckpoint)
     line = record.seq + 1
     if data.covers_seq != record.seq - 1 or data.head != record.prev:
-        raise error("CHECKPOINT_INVALID",
-                    f"line {line}: the checkpoint at seq {record.seq} does not cover the record before it",
-                    seq=record.seq, line=line)
+        raise error(
+            "CHECKPOINT_INVALID",
+            f"line {line}: the checkpoint at seq {record.seq} does not cover the record before it",
+            seq=record.seq,
+            line=line,
+        )
     if key is None:
         return
     if data.key_id != key_id(key):
-        raise error("CHECKPOINT_INVALID",
-                    f"line {line}: the checkpoint at seq {record.seq} was made with key {data.key_id}, "
-                    f"not the given key {key_id(key)}", seq=record.seq, line=line)
+        raise error(
+            "CHECKPOINT_INVALID",
+            f"line {line}: the checkpoint at seq {record.seq} was made with key {data.key_id}, "
+            f"not the given key {key_id(key)}",
+            seq=record.seq,
+            line=line,
+        )
     if not hmac.compare_digest(data.mac, _mac(key, record.run, data.covers_seq, data.head)):
-        raise error("CHECKPOINT_INVALID",
-                    f"line {line}: the MAC of the checkpoint at seq {record.seq} does not verify: the records it "
-                    "covers were rewritten, or it was forged", seq=record.seq, line=line)
+        raise error(
+            "CHECKPOINT_INVALID",
+            f"line {line}: the MAC of the checkpoint at seq {record.seq} does not verify: the records it "
+            "covers were rewritten, or it was forged",
+            seq=record.seq,
+            line=line,
+        )

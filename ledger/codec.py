@@ -85,7 +85,7 @@ def encode(
     except orjson.JSONEncodeError as exc:
         raise error("INVALID_TEXT", f"the event cannot be encoded: {exc}", seq=seq) from None
     h = hashlib.sha256(raw).hexdigest()
-    line = b"%s,\"h\":\"%s\"}\n" % (raw[:-1], h.encode())
+    line = b'%s,"h":"%s"}\n' % (raw[:-1], h.encode())
     if len(line) > MAX_LINE_BYTES:
         raise error("EVENT_TOO_LARGE", f"the event is {len(line)} bytes; the limit is {MAX_LINE_BYTES}", seq=seq)
     return line, h
@@ -128,8 +128,11 @@ def check_schema(line: bytes, *, line_no: int) -> Record:
         return (_VALIDATE or _validator())(line)
     except ValueError as exc:
         detail = _schema_error(exc, line_no)
-        raise error("USAGE", f"the event does not fit the log's schema: {detail}".replace(f"line {line_no}: ", ""),
-                    seq=line_no - 1) from None
+        raise error(
+            "USAGE",
+            f"the event does not fit the log's schema: {detail}".replace(f"line {line_no}: ", ""),
+            seq=line_no - 1,
+        ) from None
 
 
 def _hash_error(line: bytes, line_no: int) -> Exception:
@@ -242,13 +245,7 @@ def _keys_in(line: bytes) -> int:
     ``:``, ``,`` or ``[``; and a quote inside a string is always escaped (``\\"``). Keys here are field names,
     which never end in a backslash or start with a colon.
     """
-    return (
-        line.count(b'":')
-        - line.count(b'\\":')
-        - line.count(b':":')
-        - line.count(b',":')
-        - line.count(b'[":')
-    )
+    return line.count(b'":') - line.count(b'\\":') - line.count(b':":') - line.count(b',":') - line.count(b'[":')
 
 
 def _key_count(record: Record) -> int:
@@ -268,9 +265,18 @@ def _keys(value: Any) -> int:
     return counter if isinstance(counter, int) else counter(value)
 
 
-@cache
+_COUNTERS: dict[type[Any], int | Callable[[Any], int]] = {}
+
+
 def _counter(cls: type[Any]) -> int | Callable[[Any], int]:
     """A dataclass type's key count: a constant when no field can hold another dataclass, else a function."""
+    known = _COUNTERS.get(cls)
+    if known is None:
+        known = _COUNTERS[cls] = _make_counter(cls)
+    return known
+
+
+def _make_counter(cls: type[Any]) -> int | Callable[[Any], int]:
     if not dataclasses.is_dataclass(cls):
         return 0
     fields = dataclasses.fields(cls)

@@ -50,6 +50,7 @@ __all__ = [
     "decide",
 ]
 
+
 @dataclass(frozen=True, slots=True)
 class NewEvent:
     """An event a decision produced, with the envelope fields the caller chose."""

@@ -35,11 +35,11 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Final, NamedTuple, Self
 
 from ledger import __version__
-from ledger.clock import utc_now
 from ledger.cache import Position, Snapshot, load_snapshot, prefix_crc, save_snapshot
+from ledger.clock import utc_now
 from ledger.codec import GENESIS_PREV, MAX_LINE_BYTES, check_schema, decode, encode, holds_record_end
 from ledger.errors import LogDamaged, PlantrailError, error
-from ledger.events import FORMAT, FORMAT_VERSION, LogOpened, LogRepaired, Record
+from ledger.events import FORMAT, LogOpened, LogRepaired, Record
 from ledger.store import FsyncPolicy, PendingRecord, TornTail
 
 if TYPE_CHECKING:
@@ -154,7 +154,7 @@ def clean_stale_temps(path: str | os.PathLike[str]) -> list[str]:
         log_identity = None
     removed = []
     for temp in sorted(glob.glob(glob.escape(name) + ".tmp.*")):
-        match = _TEMP_NAME.fullmatch(temp[len(name):])
+        match = _TEMP_NAME.fullmatch(temp[len(name) :])
         if match is None:
             continue
         try:
@@ -222,8 +222,12 @@ class LogScan:
                 # _check_chain names whatever else is wrong.
                 try:
                     record = decode(line, line_no=self.line_no)
-                    if (record.seq != self.next_seq or record.prev != self.prev or record.run != self.run
-                            or record.type == "log.opened"):
+                    if (
+                        record.seq != self.next_seq
+                        or record.prev != self.prev
+                        or record.run != self.run
+                        or record.type == "log.opened"
+                    ):
                         self._check_chain(record)
                 except LogDamaged:
                     if not self._zero_filled_tail():
@@ -241,13 +245,19 @@ class LogScan:
         line = self.line_no
         if record.seq != self.next_seq:
             raise error(
-                "SEQ_GAP", f"line {line}: expected seq {self.next_seq}, found {record.seq}", line=line,
-                expected=self.next_seq, actual=record.seq, seq=record.seq,
+                "SEQ_GAP",
+                f"line {line}: expected seq {self.next_seq}, found {record.seq}",
+                line=line,
+                expected=self.next_seq,
+                actual=record.seq,
+                seq=record.seq,
             )
         if record.prev != self.prev:
             raise error(
-                "HASH_MISMATCH", f"line {line}: seq {record.seq} does not link to the previous line's hash",
-                line=line, seq=record.seq,
+                "HASH_MISMATCH",
+                f"line {line}: seq {record.seq} does not link to the previous line's hash",
+                line=line,
+                seq=record.seq,
             )
         if (record.seq == 0) != (record.type == "log.opened"):
             raise error("CORRUPT_LINE", f"line {line}: only the first line is the log.opened header", line=line)
@@ -290,8 +300,9 @@ class LogReader:
         self._scan = LogScan(self._fd)
         if os.fstat(self._fd).st_size == 0:
             os.close(self._fd)
-            raise error("EMPTY_LOG", f"log {self.path} is empty: a log starts with its header line", path=self.path,
-                        offset=0)
+            raise error(
+                "EMPTY_LOG", f"log {self.path} is empty: a log starts with its header line", path=self.path, offset=0
+            )
 
     def __enter__(self) -> Self:
         return self
@@ -322,8 +333,9 @@ class LogReader:
         if start is None:
             scan = LogScan(self._fd)
         else:
-            scan = LogScan(self._fd, offset=start.offset, next_seq=start.seq + 1, prev=start.hash, run=run,
-                           line_no=start.line)
+            scan = LogScan(
+                self._fd, offset=start.offset, next_seq=start.seq + 1, prev=start.hash, run=run, line_no=start.line
+            )
         self._scan = scan
         yield from scan
         if scan.tail is not None:
@@ -331,7 +343,11 @@ class LogReader:
             fcntl.flock(self._fd, fcntl.LOCK_SH)
             try:
                 rest = LogScan(
-                    self._fd, offset=scan.end, next_seq=scan.next_seq, prev=scan.prev, run=scan.run,
+                    self._fd,
+                    offset=scan.end,
+                    next_seq=scan.next_seq,
+                    prev=scan.prev,
+                    run=scan.run,
                     line_no=scan.line_no,
                 )
                 self._scan = rest
@@ -358,8 +374,18 @@ class _Head(NamedTuple):
 class JsonlStore:
     """One run's JSONL log, opened for appending."""
 
-    def __init__(self, path: str, fd: int, header: LogOpened, *, fsync: FsyncPolicy, batch_size: int, repair: bool,
-                 clock: Callable[[], str], acked: tuple[int, str] | None = None) -> None:
+    def __init__(
+        self,
+        path: str,
+        fd: int,
+        header: LogOpened,
+        *,
+        fsync: FsyncPolicy,
+        batch_size: int,
+        repair: bool,
+        clock: Callable[[], str],
+        acked: tuple[int, str] | None = None,
+    ) -> None:
         self.path = path
         self._fd = fd
         self._header = header
@@ -405,8 +431,16 @@ class JsonlStore:
         except BaseException:
             os.close(fd)
             raise
-        return cls(name, fd, header, fsync=fsync or header.fsync, batch_size=batch_size, repair=repair, clock=clock,
-                   acked=acked)
+        return cls(
+            name,
+            fd,
+            header,
+            fsync=fsync or header.fsync,
+            batch_size=batch_size,
+            repair=repair,
+            clock=clock,
+            acked=acked,
+        )
 
     @classmethod
     def create(
@@ -555,14 +589,16 @@ class JsonlStore:
             os.fdatasync(self._fd)
         except OSError as exc:
             self._poisoned = f"fsync failed ({exc.strerror})"
-            raise error("IO_ERROR", f"fsync of {self.path} failed: {exc.strerror}; the writer is poisoned",
-                        path=self.path) from None
+            raise error(
+                "IO_ERROR", f"fsync of {self.path} failed: {exc.strerror}; the writer is poisoned", path=self.path
+            ) from None
         self._unsynced = 0
 
     def _scan(self) -> LogScan:
         head = self._head
-        return LogScan(self._fd, offset=head.end, next_seq=head.next_seq, prev=head.prev, run=self.run,
-                       line_no=head.line_no)
+        return LogScan(
+            self._fd, offset=head.end, next_seq=head.next_seq, prev=head.prev, run=self.run, line_no=head.line_no
+        )
 
     def _advance(self, scan: LogScan) -> None:
         self._head = _Head(end=scan.end, next_seq=scan.next_seq, prev=scan.prev, line_no=scan.line_no)
@@ -581,8 +617,11 @@ class JsonlStore:
             raise os_error(exc, self.path) from None
         if written != len(blob):
             self._cut_back(size)
-            raise error("IO_ERROR", f"short write to {self.path} ({written} of {len(blob)} bytes); nothing was added",
-                        path=self.path)
+            raise error(
+                "IO_ERROR",
+                f"short write to {self.path} ({written} of {len(blob)} bytes); nothing was added",
+                path=self.path,
+            )
         self._head = _Head(end=size + len(blob), next_seq=last.seq + 1, prev=last.h, line_no=head.line_no + len(lines))
         self._unsynced += len(lines)
         if self.fsync == "always" or (self.fsync == "batch" and self._unsynced >= self._batch_size):
@@ -642,8 +681,12 @@ class JsonlStore:
             quarantine=os.path.basename(quarantine),
         )
         head = self._head
-        line, record = _encode(PendingRecord(ts=self._clock(), plan_version=0, actor="runtime", data=data),
-                               run=self.run, seq=head.next_seq, prev=head.prev)
+        line, record = _encode(
+            PendingRecord(ts=self._clock(), plan_version=0, actor="runtime", data=data),
+            run=self.run,
+            seq=head.next_seq,
+            prev=head.prev,
+        )
         if not self._write([line], record):
             self._fdatasync()
         return record
@@ -683,7 +726,9 @@ class _Session:
                     "TORN_TAIL",
                     f"{store.path} ends with {scan.tail.length} bytes of an incomplete record after line "
                     f"{scan.tail.line - 1} (a crash mid-write); run `plantrail repair {store.path}`",
-                    line=scan.tail.line, offset=scan.tail.offset, path=store.path,
+                    line=scan.tail.line,
+                    offset=scan.tail.offset,
+                    path=store.path,
                 )
             self.repaired = store._repair_tail(scan.tail)
         elif store._repair and store._first_turn:
@@ -716,8 +761,17 @@ def _encode(p: PendingRecord, *, run: str, seq: int, prev: str) -> tuple[bytes, 
     (The hash and the canonical form are ours by construction; the schema check catches a value of the wrong
     type handed to the library, which would otherwise make every later read of the log fail.)
     """
-    line, _ = encode(seq=seq, ts=p.ts, run=run, plan_version=p.plan_version, actor=p.actor, data=p.data,
-                     prev=prev, source=p.source, key=p.key)
+    line, _ = encode(
+        seq=seq,
+        ts=p.ts,
+        run=run,
+        plan_version=p.plan_version,
+        actor=p.actor,
+        data=p.data,
+        prev=prev,
+        source=p.source,
+        key=p.key,
+    )
     return line, check_schema(line[:-1], line_no=seq + 1)  # the record exactly as a reader will see it
 
 
@@ -764,8 +818,12 @@ def _watch_acked(records: Iterable[Record], acked: tuple[int, str]) -> Iterator[
     seq, h = acked
     for record in records:
         if record.seq == seq and record.h != h:
-            raise error("DATA_LOSS", f"acknowledged seq {seq} has a different hash in the log (line {seq + 1})",
-                        seq=seq, line=seq + 1)
+            raise error(
+                "DATA_LOSS",
+                f"acknowledged seq {seq} has a different hash in the log (line {seq + 1})",
+                seq=seq,
+                line=seq + 1,
+            )
         yield record
 
 
@@ -785,8 +843,12 @@ def _check_watermark(head: _Head, acked: tuple[int, str], tail: TornTail | None)
             offset=head.end,
         )
     if seq == last and h != head.prev:
-        raise error("DATA_LOSS", f"acknowledged seq {seq} has a different hash in the log (line {seq + 1})",
-                    seq=seq, line=seq + 1)
+        raise error(
+            "DATA_LOSS",
+            f"acknowledged seq {seq} has a different hash in the log (line {seq + 1})",
+            seq=seq,
+            line=seq + 1,
+        )
 
 
 def repair(
@@ -806,8 +868,11 @@ def repair(
             except LogDamaged as exc:
                 if exc.code == "DATA_LOSS":
                     raise
-                raise error("NOT_REPAIRABLE", f"{exc.message} ({exc.code}); repair only cuts off a torn tail",
-                            **{**exc.fields, "cause": exc.code}) from None
+                raise error(
+                    "NOT_REPAIRABLE",
+                    f"{exc.message} ({exc.code}); repair only cuts off a torn tail",
+                    **{**exc.fields, "cause": exc.code},
+                ) from None
             result = RepairResult(record=session.repaired, last_seq=session.head_seq)
     finally:
         store.close()

@@ -181,7 +181,14 @@ def _positive_int(value: Any, where: str) -> int:
 
 
 _STEP_KEYS = {
-    "id", "title", "depends_on", "dependsOn", "completion_evidence", "completionEvidence", "max_attempts", "maxAttempts"
+    "id",
+    "title",
+    "depends_on",
+    "dependsOn",
+    "completion_evidence",
+    "completionEvidence",
+    "max_attempts",
+    "maxAttempts",
 }
 
 
@@ -339,7 +346,7 @@ def _find_cycle(graph: Mapping[str, Sequence[str]]) -> list[str]:
         position[node] = len(path)
         path.append(node)
         node = min(d for d in graph[node] if d in graph)
-    cycle = path[position[node]:]
+    cycle = path[position[node] :]
     cycle.reverse()  # list it in execution order: each step depends on the one before it
     start = cycle.index(min(cycle))
     return cycle[start:] + cycle[:start]
@@ -348,7 +355,13 @@ def _find_cycle(graph: Mapping[str, Sequence[str]]) -> list[str]:
 # --------------------------------------------------------------------------- patches
 
 _OP_NAMES = {
-    "add_step", "replace_step", "remove_step", "add_criterion", "replace_criterion", "remove_criterion", "set_policy"
+    "add_step",
+    "replace_step",
+    "remove_step",
+    "add_criterion",
+    "replace_criterion",
+    "remove_criterion",
+    "set_policy",
 }
 _OP_KEYS = {"op", "step_id", "stepId", "step", "criterion_id", "criterionId", "criterion", "policy"}
 
@@ -410,8 +423,7 @@ def _apply_op(plan: PlanSpec, op: PatchOp, where: str) -> PlanSpec:
         steps[_index_of(steps, op.step_id, "step", where)] = op.step
         if op.step.id != op.step_id:  # a renamed step keeps its dependents pointing at it
             steps = [
-                replace(s, depends_on=tuple(op.step.id if d == op.step_id else d for d in s.depends_on))
-                for s in steps
+                replace(s, depends_on=tuple(op.step.id if d == op.step_id else d for d in s.depends_on)) for s in steps
             ]
     elif op.op == "remove_step" and op.step_id is not None:
         del steps[_index_of(steps, op.step_id, "step", where)]

@@ -143,8 +143,14 @@ class _Inventory:
         except LogDamaged as exc:
             self._add_damage(line, exc)
             return
-        entry = SalvagedRecord(seq=record.seq, line=line.number, offset=line.offset, length=line.end - line.offset,
-                               type=record.type, hash=record.h)
+        entry = SalvagedRecord(
+            seq=record.seq,
+            line=line.number,
+            offset=line.offset,
+            length=line.end - line.offset,
+            type=record.type,
+            hash=record.h,
+        )
         self.records.append(entry)
         if isinstance(record.data, LogRepaired):
             self.repaired.add(record.data.truncated_at)
@@ -154,29 +160,48 @@ class _Inventory:
     def _add_record(self, entry: SalvagedRecord, break_code: str | None) -> None:
         current = self.segments[-1] if self.segments else None
         if current is not None and break_code is None and current.end == entry.offset:
-            self.segments[-1] = current._replace(last_seq=entry.seq, last_line=entry.line,
-                                                 end=entry.offset + entry.length)
+            self.segments[-1] = current._replace(
+                last_seq=entry.seq, last_line=entry.line, end=entry.offset + entry.length
+            )
             return
-        self.segments.append(Segment(first_seq=entry.seq, last_seq=entry.seq, first_line=entry.line,
-                                     last_line=entry.line, start=entry.offset, end=entry.offset + entry.length,
-                                     break_code=break_code))
+        self.segments.append(
+            Segment(
+                first_seq=entry.seq,
+                last_seq=entry.seq,
+                first_line=entry.line,
+                last_line=entry.line,
+                start=entry.offset,
+                end=entry.offset + entry.length,
+                break_code=break_code,
+            )
+        )
 
     def _add_damage(self, line: _Line, problem: LogDamaged) -> None:
         if self.damaged and self.damaged[-1].end == line.offset:
             self.damaged[-1] = self.damaged[-1]._replace(end=line.end, last_line=line.number)
             return
-        self.damaged.append(Damage(start=line.offset, end=line.end, first_line=line.number, last_line=line.number,
-                                   code=problem.code, message=problem.message))
+        self.damaged.append(
+            Damage(
+                start=line.offset,
+                end=line.end,
+                first_line=line.number,
+                last_line=line.number,
+                code=problem.code,
+                message=problem.message,
+            )
+        )
 
 
 def _decode(line: _Line) -> Record:
     """The record a line holds; a LogDamaged error naming the line when it holds none."""
     if not line.terminated:
-        raise error("TORN_TAIL", f"line {line.number}: {line.length} bytes without a newline at the end "
-                         "(a crash mid-write)", line=line.number)
+        raise error(
+            "TORN_TAIL",
+            f"line {line.number}: {line.length} bytes without a newline at the end (a crash mid-write)",
+            line=line.number,
+        )
     if line.data is None:
-        raise error("CORRUPT_LINE", f"line {line.number} is {line.length} bytes, over the limit",
-                         line=line.number)
+        raise error("CORRUPT_LINE", f"line {line.number} is {line.length} bytes, over the limit", line=line.number)
     return decode(line.data, line_no=line.number)
 
 
@@ -224,7 +249,7 @@ def _lines(fd: int) -> Iterator[_Line]:
 def _quarantine_files(path: str, repaired: set[int]) -> tuple[QuarantineFile, ...]:
     found = []
     for name in glob.glob(glob.escape(path) + ".quarantine.*"):
-        match = _QUARANTINE.fullmatch(name[len(path):])
+        match = _QUARANTINE.fullmatch(name[len(path) :])
         if match is None:
             continue
         offset = int(match.group(1))

@@ -92,8 +92,9 @@ def verify_log(
                 checkpointed = record.seq - 1
             if anchor is not None and record.seq == anchor[0]:
                 if record.h != anchor[1]:
-                    raise error("ANCHOR_MISMATCH", f"seq {anchor[0]} has hash {record.h}, not the anchored one",
-                                seq=anchor[0])
+                    raise error(
+                        "ANCHOR_MISMATCH", f"seq {anchor[0]} has hash {record.h}, not the anchored one", seq=anchor[0]
+                    )
                 anchored = True
             late = _judge(state, record.type, record.seq, record.data, record.plan_version)
             after = evolve(state, record)
@@ -113,8 +114,11 @@ def verify_log(
             actual=state.last_seq,
         )
     if key is not None and checkpoints == 0:
-        raise error("CHECKPOINT_MISSING", "a checkpoint key was given but the log holds no checkpoint: nothing in it "
-                    "is protected by the key (were the checkpoints stripped?)")
+        raise error(
+            "CHECKPOINT_MISSING",
+            "a checkpoint key was given but the log holds no checkpoint: nothing in it "
+            "is protected by the key (were the checkpoints stripped?)",
+        )
     with LogReader(path) as second:
         again = fold(second.records())
     if canonical_bytes(again) != canonical_bytes(state):

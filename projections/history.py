@@ -98,7 +98,9 @@ def spans(records: Iterable[Record], start: PlanState | None = None) -> Iterator
         yield span
 
 
-def replay_versions(records: Iterable[Record], versions: Collection[int], start: PlanState | None = None) -> dict[int, Span]:
+def replay_versions(
+    records: Iterable[Record], versions: Collection[int], start: PlanState | None = None
+) -> dict[int, Span]:
     """Each of ``versions`` as it stood when superseded (or now, for the active one), by version.
 
     Reads no further than the replan that superseded the latest version asked for. UNKNOWN_PLAN_VERSION
@@ -138,8 +140,12 @@ def replay_at_seq(records: Iterable[Record], seq: int, start: PlanState | None =
             if record.seq >= seq:
                 break
     if state.last_seq != seq:
-        raise error("UNKNOWN_SEQ", f"seq {seq} is not in the log (its records end at seq {state.last_seq})",
-                    seq=seq, actual=state.last_seq)
+        raise error(
+            "UNKNOWN_SEQ",
+            f"seq {seq} is not in the log (its records end at seq {state.last_seq})",
+            seq=seq,
+            actual=state.last_seq,
+        )
     return state
 
 
@@ -253,7 +259,9 @@ def _criteria_plan_diff(old: PlanSpec, new: PlanSpec) -> dict[str, Any]:
     return {
         "added": [c for c in after if c not in before],
         "removed": [c for c in before if c not in after],
-        "changed": [{"criterion": c, "from": before[c], "to": d} for c, d in after.items() if c in before and before[c] != d],
+        "changed": [
+            {"criterion": c, "from": before[c], "to": d} for c, d in after.items() if c in before and before[c] != d
+        ],
     }
 
 
@@ -306,22 +314,38 @@ def _criterion_fates(ends: Mapping[int, PlanState], old: int, replans: Sequence[
         judged = criterion.status != "unverified"
         drop = _first_drop(criterion.id, replans if judged else replans[:1], _criteria_dropped)
         carried_to = old + len(replans) if drop is None else drop[0]
-        replaced = next((v for v in range(old + 1, carried_to) if judged
-                         and ends[v].criteria[criterion.id].last_seq != criterion.last_seq), None)
+        replaced = next(
+            (
+                v
+                for v in range(old + 1, carried_to)
+                if judged and ends[v].criteria[criterion.id].last_seq != criterion.last_seq
+            ),
+            None,
+        )
         if replaced is not None:
             fates["reverified"].append({"criterion": criterion.id, "at_version": replaced})
         elif drop is not None:
             change = drop[1]
-            fates["reset"].append({"criterion": criterion.id, "cause": change.cause,
-                                   "was": change.was or criterion.status, "at_version": drop[0]})
+            fates["reset"].append(
+                {
+                    "criterion": criterion.id,
+                    "cause": change.cause,
+                    "was": change.was or criterion.status,
+                    "at_version": drop[0],
+                }
+            )
         elif judged:
             fates["kept"].append(_kept_criterion(criterion))
     return fates
 
 
 def _kept_criterion(criterion: CriterionState) -> dict[str, Any]:
-    return {"criterion": criterion.id, "status": criterion.status, "evidence": criterion.evidence,
-            "verified_seq": criterion.last_seq}
+    return {
+        "criterion": criterion.id,
+        "status": criterion.status,
+        "evidence": criterion.evidence,
+        "verified_seq": criterion.last_seq,
+    }
 
 
 def diff_view(ends: Mapping[int, PlanState], versions: Sequence[VersionInfo], old: int, new: int) -> dict[str, Any]:
@@ -351,8 +375,11 @@ def diff_view(ends: Mapping[int, PlanState], versions: Sequence[VersionInfo], ol
     if not 1 <= old < new:
         raise error("USAGE", f"diff compares an earlier version with a later one, not v{old} with v{new}")
     if new > len(versions):
-        raise error("UNKNOWN_PLAN_VERSION", f"plan version {new} is not in the log (it has versions 1 to "
-                    f"{len(versions)})", plan_version=new)
+        raise error(
+            "UNKNOWN_PLAN_VERSION",
+            f"plan version {new} is not in the log (it has versions 1 to {len(versions)})",
+            plan_version=new,
+        )
     old_plan, new_plan = versions[old - 1].plan, versions[new - 1].plan
     replans = versions[old:new]
     kept, reset = _step_fates(ends[old], replans)
@@ -402,8 +429,11 @@ def _replan_version(log: History, version: int | None) -> int:
     if version < 2:
         raise error("USAGE", "version 1 was created, not replanned; why explains versions 2 and later")
     if version > latest:
-        raise error("UNKNOWN_PLAN_VERSION", f"plan version {version} is not in the log (it has versions 1 to "
-                    f"{latest})", plan_version=version)
+        raise error(
+            "UNKNOWN_PLAN_VERSION",
+            f"plan version {version} is not in the log (it has versions 1 to {latest})",
+            plan_version=version,
+        )
     return version
 
 
@@ -493,8 +523,10 @@ def _next_action(state: PlanState, verdict: Verdict, damage: Mapping[str, Any] |
         case "finished":
             return f"nothing to resume: the run finished {state.outcome} ({state.outcome_reason})"
         case "in_doubt":
-            return ("find out whether each step in doubt did its work, then record its result "
-                    "(complete, fail or block with --attempt) or replan")
+            return (
+                "find out whether each step in doubt did its work, then record its result "
+                "(complete, fail or block with --attempt) or replan"
+            )
         case "paused":
             return "the run is paused: start a ready step or replan to continue it"
         case "stuck" if state.plan is None:

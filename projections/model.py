@@ -154,5 +154,3 @@ class PlanState(NamedTuple):
 def initial() -> PlanState:
     """The state of an empty log."""
     return PlanState()
-
-

@@ -19,6 +19,7 @@ from projections.table import Table
 
 __all__ = ["reconcile"]
 
+
 def _changed_fields(old: StepSpec, new: StepSpec) -> tuple[str, ...]:
     if old is new:  # the reducer shares unchanged specs between versions (projections.state.share_unchanged)
         return ()
@@ -52,14 +53,16 @@ def _step_verdict(
             cause, upstream = "upstream_invalidated", roots.get(broken[0], broken[0])
     if cause is None:
         return None
-    return StepChange(step=new_spec.id, cause=cause, was=old.status, attempt=old.attempt, upstream=upstream,
-                      fields=fields)
+    return StepChange(
+        step=new_spec.id, cause=cause, was=old.status, attempt=old.attempt, upstream=upstream, fields=fields
+    )
 
 
 def _order(old_plan: PlanSpec, old_order: tuple[str, ...], new_plan: PlanSpec) -> tuple[str, ...]:
     """The stable topological order of ``new_plan``: the old one when ids and dependencies are unchanged."""
     if len(old_plan.steps) == len(new_plan.steps) and all(
-        a is b or (a.id == b.id and a.depends_on == b.depends_on) for a, b in zip(old_plan.steps, new_plan.steps)
+        a is b or (a.id == b.id and a.depends_on == b.depends_on)
+        for a, b in zip(old_plan.steps, new_plan.steps, strict=True)
     ):
         return old_order
     return topo_order(new_plan.steps)
@@ -95,8 +98,11 @@ def reconcile(
         change = _step_verdict(old, old_specs.get(step_id), spec, kept, roots)
         if old is not None and change is None and old.status == "completed":
             kept.add(step_id)
-            states.append(old if _unchanged(old, spec) else
-                          old._replace(max_attempts=spec.max_attempts, reset=None, invalidated_by=None))
+            states.append(
+                old
+                if _unchanged(old, spec)
+                else old._replace(max_attempts=spec.max_attempts, reset=None, invalidated_by=None)
+            )
             continue
         if old is not None and change is None and old.attempt == 0 and _unchanged(old, spec):
             states.append(old)  # a pending step nothing touched

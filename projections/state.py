@@ -43,6 +43,7 @@ __all__ = [
     "share_unchanged",
 ]
 
+
 def initial() -> PlanState:
     """The state of an empty log."""
     return PlanState()
@@ -100,8 +101,21 @@ def evolve(state: PlanState, record: Record) -> PlanState:
         orphans = s.orphans if delta.orphan is None else (*s.orphans, delta.orphan)
         adopted = s.adopted if delta.version is None else delta.version
         failures = s.consecutive_failures if delta.failures is None else delta.failures
-    return PlanState(s.run, s.plan, s.version, steps, criteria, s.outcome, s.outcome_reason, s.outcome_seq,
-                     adopted, orphans, failures, record.seq, record.h)
+    return PlanState(
+        s.run,
+        s.plan,
+        s.version,
+        steps,
+        criteria,
+        s.outcome,
+        s.outcome_reason,
+        s.outcome_seq,
+        adopted,
+        orphans,
+        failures,
+        record.seq,
+        record.h,
+    )
 
 
 class _Builder:
@@ -244,8 +258,19 @@ def _started(state: StateView, record: Record, data: StepStarted) -> Delta | Non
     if s is None or record.plan_version != state.version or state.finished:
         return None
     # Positional construction: a start is a third of all events, and NamedTuple._replace is four times slower.
-    started = StepState(s.id, "in_progress", data.attempt, s.evidence, s.reason, s.error, s.exhausted,
-                        s.max_attempts, record.seq, s.reset, s.invalidated_by)
+    started = StepState(
+        s.id,
+        "in_progress",
+        data.attempt,
+        s.evidence,
+        s.reason,
+        s.error,
+        s.exhausted,
+        s.max_attempts,
+        record.seq,
+        s.reset,
+        s.invalidated_by,
+    )
     return Delta(step=started, fields=_CONTINUE if state.outcome == "paused" else None)
 
 
@@ -278,8 +303,19 @@ def _completed(state: StateView, record: Record, data: StepCompleted) -> Delta |
     s = None if late is not None else _in_progress(state, data.step)
     if s is None:
         return late
-    done = StepState(s.id, "completed", s.attempt, data.evidence, s.reason, s.error, s.exhausted, s.max_attempts,
-                     record.seq, s.reset, s.invalidated_by)
+    done = StepState(
+        s.id,
+        "completed",
+        s.attempt,
+        data.evidence,
+        s.reason,
+        s.error,
+        s.exhausted,
+        s.max_attempts,
+        record.seq,
+        s.reset,
+        s.invalidated_by,
+    )
     return Delta(step=done, failures=0)
 
 
@@ -308,8 +344,9 @@ def _verified(state: StateView, record: Record, data: CriterionVerified) -> Delt
     criterion = state.criteria.get(data.criterion)
     if criterion is None or state.finished:
         return None
-    return Delta(criterion=criterion._replace(status=data.verdict, evidence=data.evidence, last_seq=record.seq,
-                                              reset=None))
+    return Delta(
+        criterion=criterion._replace(status=data.verdict, evidence=data.evidence, last_seq=record.seq, reset=None)
+    )
 
 
 def _finished(state: StateView, record: Record, data: RunFinished) -> Delta | None:

@@ -20,10 +20,18 @@ LOGIN_DRAFT: dict[str, Any] = {
     "goal": "Fix the login failure and run the tests",
     "acceptanceCriteria": [{"id": "login-test-passes", "description": "the login test passes"}],
     "steps": [
-        {"id": "reproduce", "title": "Reproduce the login failure", "dependsOn": [],
-         "completionEvidence": "saved failing test output"},
-        {"id": "diagnose", "title": "Find the cause of the failure", "dependsOn": ["reproduce"],
-         "completionEvidence": "root cause and the code location"},
+        {
+            "id": "reproduce",
+            "title": "Reproduce the login failure",
+            "dependsOn": [],
+            "completionEvidence": "saved failing test output",
+        },
+        {
+            "id": "diagnose",
+            "title": "Find the cause of the failure",
+            "dependsOn": ["reproduce"],
+            "completionEvidence": "root cause and the code location",
+        },
     ],
 }
 
@@ -36,19 +44,35 @@ NAME_FLAG_DRAFT: dict[str, Any] = {
         {"id": "cli-regression", "description": "existing CLI behaviour still passes"},
     ],
     "steps": [
-        {"id": "inspect", "title": "Read the CLI, its tests and package.json", "dependsOn": [],
-         "completionEvidence": "read_file observations of the three files"},
-        {"id": "implement", "title": "Change the CLI and add success and error tests", "dependsOn": ["inspect"],
-         "completionEvidence": "a controlled patch to the implementation and tests"},
-        {"id": "validate", "title": "Run the narrowest relevant tests", "dependsOn": ["implement"],
-         "completionEvidence": "the CLI tests pass at the current revision"},
+        {
+            "id": "inspect",
+            "title": "Read the CLI, its tests and package.json",
+            "dependsOn": [],
+            "completionEvidence": "read_file observations of the three files",
+        },
+        {
+            "id": "implement",
+            "title": "Change the CLI and add success and error tests",
+            "dependsOn": ["inspect"],
+            "completionEvidence": "a controlled patch to the implementation and tests",
+        },
+        {
+            "id": "validate",
+            "title": "Run the narrowest relevant tests",
+            "dependsOn": ["implement"],
+            "completionEvidence": "the CLI tests pass at the current revision",
+        },
     ],
 }
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--full", action="store_true", default=False,
-                     help="run slow stress tests (crash trials, concurrency, tampering) at their full size")
+    parser.addoption(
+        "--full",
+        action="store_true",
+        default=False,
+        help="run slow stress tests (crash trials, concurrency, tampering) at their full size",
+    )
 
 
 @pytest.fixture

@@ -39,10 +39,13 @@ def plans(draw: st.DrawFn, goal: str = "ship it") -> PlanSpec:
     for i, step_id in enumerate(ids):
         deps = draw(st.lists(st.sampled_from(ids[:i]), unique=True, max_size=2)) if i else []
         title = draw(st.sampled_from(["do " + step_id, "redo " + step_id]))
-        steps.append(StepSpec(step_id, title, tuple(deps), "evidence of " + step_id,
-                              draw(st.integers(min_value=1, max_value=3))))
-    criteria = tuple(CriterionSpec(c, draw(st.sampled_from(["works", "still works"]))) for c in
-                     draw(st.lists(st.sampled_from(CRITERIA), min_size=1, unique=True)))
+        steps.append(
+            StepSpec(step_id, title, tuple(deps), "evidence of " + step_id, draw(st.integers(min_value=1, max_value=3)))
+        )
+    criteria = tuple(
+        CriterionSpec(c, draw(st.sampled_from(["works", "still works"])))
+        for c in draw(st.lists(st.sampled_from(CRITERIA), min_size=1, unique=True))
+    )
     limit = draw(st.sampled_from([1, 1, 2, None]))
     plan = PlanSpec(goal=goal, acceptance_criteria=criteria, steps=tuple(steps), policy=Policy(limit))
     topo_order(plan.steps)
@@ -57,15 +60,22 @@ def commands() -> st.SearchStrategy[Command]:
     return st.one_of(
         st.builds(Start, step=step, plan_version=version),
         st.builds(Start, step=step),
-        st.builds(Complete, step=step, evidence=st.lists(text, min_size=0, max_size=2), plan_version=version,
-                  attempt=attempt),
+        st.builds(
+            Complete, step=step, evidence=st.lists(text, min_size=0, max_size=2), plan_version=version, attempt=attempt
+        ),
         st.builds(Block, step=step, reason=text, plan_version=version, attempt=attempt),
         st.builds(Fail, step=step, error=text, plan_version=version, attempt=attempt),
-        st.builds(VerifyCriterion, criterion=st.sampled_from([*CRITERIA, "ghost"]), passed=st.booleans(),
-                  evidence=text),
+        st.builds(
+            VerifyCriterion, criterion=st.sampled_from([*CRITERIA, "ghost"]), passed=st.booleans(), evidence=text
+        ),
         st.builds(Finish, outcome=st.sampled_from(["complete", "paused", "failed", "cancelled"]), reason=text),
-        st.builds(Replan, reason=st.sampled_from(REASON_CODES), why=text, plan=plans(),
-                  causes=st.lists(st.integers(min_value=1, max_value=6), max_size=2).map(tuple)),
+        st.builds(
+            Replan,
+            reason=st.sampled_from(REASON_CODES),
+            why=text,
+            plan=plans(),
+            causes=st.lists(st.integers(min_value=1, max_value=6), max_size=2).map(tuple),
+        ),
     )
 
 
@@ -90,8 +100,15 @@ def simulate(plan: PlanSpec, cmds: list[Command], run: str = "r") -> Simulation:
     def append(data: Any, plan_version: int, actor: str = "agent") -> None:
         nonlocal prev, state
         seq = len(records)
-        line, prev = encode(seq=seq, ts=f"2026-01-01T00:00:{seq:02d}.000000Z", run=run, plan_version=plan_version,
-                            actor=actor, data=data, prev=prev)
+        line, prev = encode(
+            seq=seq,
+            ts=f"2026-01-01T00:00:{seq:02d}.000000Z",
+            run=run,
+            plan_version=plan_version,
+            actor=actor,
+            data=data,
+            prev=prev,
+        )
         record = decode(line[:-1], line_no=seq + 1)
         lines.append(line)
         records.append(record)

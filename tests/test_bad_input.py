@@ -51,7 +51,7 @@ LOG_CASES: dict[str, tuple[Callable[[list[bytes]], bytes], str]] = {
     "empty file": (lambda lines: b"", "EMPTY_LOG"),
     "blank line": (lambda lines: join([*lines[:2], b"", *lines[2:]]), "CORRUPT_LINE"),
     "not JSON": (raw3(b"this is not json"), "CORRUPT_LINE"),
-    "a JSON array": (raw3(b'[1, 2, 3]'), "CORRUPT_LINE"),
+    "a JSON array": (raw3(b"[1, 2, 3]"), "CORRUPT_LINE"),
     "a JSON string": (raw3(b'"hello"'), "CORRUPT_LINE"),
     "missing field (actor)": (edit3(b'"actor":"agent",', b""), "CORRUPT_LINE"),
     "seq: true": (edit3(b'"seq":2', b'"seq":true'), "CORRUPT_LINE"),
@@ -71,8 +71,10 @@ LOG_CASES: dict[str, tuple[Callable[[list[bytes]], bytes], str]] = {
     "100,000-deep nesting": (edit3(b'"evidence 0"', b"[" * 100_000 + b"]" * 100_000), "CORRUPT_LINE"),
     "5,000-digit number": (edit3(b'"plan_version":1', b'"plan_version":' + b"7" * 5_000), "CORRUPT_LINE"),
     "NUL bytes in a line": (edit3(b"evidence 0", b"evid\x00\x00nce 0"), "CORRUPT_LINE"),
-    "a hash that does not match": (lambda lines: join([*lines[:2], lines[2].replace(b"evidence 0", b"evidence 9"),
-                                                       *lines[3:]]), "HASH_MISMATCH"),
+    "a hash that does not match": (
+        lambda lines: join([*lines[:2], lines[2].replace(b"evidence 0", b"evidence 9"), *lines[3:]]),
+        "HASH_MISMATCH",
+    ),
     "a deleted line (seq gap)": (lambda lines: join([*lines[:2], *lines[3:]]), "SEQ_GAP"),
     "a line of another run": (edit3(b'"run":"run"', b'"run":"other"'), "CORRUPT_LINE"),
     "a second header": (second_header, "CORRUPT_LINE"),
@@ -140,11 +142,13 @@ def on_log(*args: str) -> Callable[[Env], list[Any]]:
 
 def bad_step_id(text: str) -> Callable[[Env], list[Any]]:
     """A draft whose first step has id ``text``."""
+
     def args(env: Env) -> list[Any]:
         steps = copy.deepcopy(LOGIN_DRAFT["steps"])
         steps[0]["id"] = text
         steps[1]["dependsOn"] = [text]
         return ["create", env.tmp / "new.jsonl", "--plan", env.draft(steps=steps)]
+
     return args
 
 
@@ -164,41 +168,64 @@ CLI_CASES: dict[str, tuple[Callable[[Env], list[Any]], str, int]] = {
     "draft: invalid UTF-8": (create_with(DRAFT.replace(b"login", b"l\xffgin")), "DRAFT_INVALID", 1),
     "draft: lone surrogate": (create_with(DRAFT.replace(b"Fix the", b"Fix \\udc00the")), "DRAFT_INVALID", 1),
     "draft: 100,000-deep nesting": (create_with(b"[" * 100_000 + b"]" * 100_000), "DRAFT_INVALID", 1),
-    "draft: 5,000-digit number": (create_with(DRAFT.replace(b'"steps"', b'"x":' + b"9" * 5000 + b',"steps"')),
-                                  "DRAFT_INVALID", 1),
+    "draft: 5,000-digit number": (
+        create_with(DRAFT.replace(b'"steps"', b'"x":' + b"9" * 5000 + b',"steps"')),
+        "DRAFT_INVALID",
+        1,
+    ),
     "draft: maxAttempts: true": (create_with_draft(steps=[step(0, []) | {"maxAttempts": True}]), "DRAFT_INVALID", 1),
     "draft: unknown key": (create_with_draft(surprise=1), "DRAFT_INVALID", 1),
     "draft: no goal": (create_with_draft(goal="  "), "BLANK_FIELD", 1),
     "draft: a cycle": (cyclic, "DEPENDENCY_CYCLE", 1),
-    "draft: 10,000 steps closing a cycle": (create_with_draft(steps=steps_in_a_chain(10_000, closed=True)),
-                                            "DEPENDENCY_CYCLE", 1),
+    "draft: 10,000 steps closing a cycle": (
+        create_with_draft(steps=steps_in_a_chain(10_000, closed=True)),
+        "DEPENDENCY_CYCLE",
+        1,
+    ),
     "id with a newline": (bad_step_id("step\none"), "INVALID_ID", 1),
     "id with a control character": (bad_step_id("step\x07"), "INVALID_ID", 1),
-    "run id trying path traversal": (lambda env: ["create", env.tmp / "new.jsonl", "--plan", env.draft(),
-                                                  "--run", "../../etc/passwd"], "INVALID_ID", 1),
-    "draft file missing": (lambda env: ["create", env.tmp / "new.jsonl", "--plan", env.tmp / "nope.json"],
-                           "FILE_NOT_FOUND", 4),
-    "draft path is a directory": (lambda env: ["create", env.tmp / "new.jsonl", "--plan", env.tmp],
-                                  "NOT_A_FILE", 4),
+    "run id trying path traversal": (
+        lambda env: ["create", env.tmp / "new.jsonl", "--plan", env.draft(), "--run", "../../etc/passwd"],
+        "INVALID_ID",
+        1,
+    ),
+    "draft file missing": (
+        lambda env: ["create", env.tmp / "new.jsonl", "--plan", env.tmp / "nope.json"],
+        "FILE_NOT_FOUND",
+        4,
+    ),
+    "draft path is a directory": (lambda env: ["create", env.tmp / "new.jsonl", "--plan", env.tmp], "NOT_A_FILE", 4),
     "log path with a NUL byte": (lambda env: ["status", str(env.log) + "\0x"], "USAGE", 2),
     "log path is a directory": (lambda env: ["start", env.tmp, "reproduce"], "NOT_A_FILE", 4),
     "log path missing": (lambda env: ["start", env.tmp / "missing.jsonl", "reproduce"], "LOG_NOT_FOUND", 4),
     "create over an existing log": (lambda env: ["create", env.log, "--plan", env.draft()], "LOG_EXISTS", 1),
     "negative --expected-seq": (on_log("start", "reproduce", "--expected-seq", "-1"), "USAGE", 2),
     "stale --expected-seq": (on_log("start", "reproduce", "--expected-seq", "1"), "STALE_EXPECTED_SEQ", 1),
-    "blank evidence": (on_log("criterion", "login-test-passes", "--passed", "--evidence", " \t "),
-                       "EVIDENCE_REQUIRED", 1),
-    "undecodable argument (lone surrogate)": (on_log("criterion", "login-test-passes", "--passed", "--evidence",
-                                                     "bad \udcff byte"), "INVALID_TEXT", 1),
-    "a 20 MB event": (on_log("criterion", "login-test-passes", "--passed", "--evidence", "x" * 20_000_000),
-                      "EVENT_TOO_LARGE", 1),
+    "blank evidence": (
+        on_log("criterion", "login-test-passes", "--passed", "--evidence", " \t "),
+        "EVIDENCE_REQUIRED",
+        1,
+    ),
+    "undecodable argument (lone surrogate)": (
+        on_log("criterion", "login-test-passes", "--passed", "--evidence", "bad \udcff byte"),
+        "INVALID_TEXT",
+        1,
+    ),
+    "a 20 MB event": (
+        on_log("criterion", "login-test-passes", "--passed", "--evidence", "x" * 20_000_000),
+        "EVENT_TOO_LARGE",
+        1,
+    ),
     "step id with a newline": (on_log("start", "reproduce\n"), "STEP_NOT_FOUND", 1),
     "unknown option": (on_log("start", "reproduce", "--bogus"), "USAGE", 2),
     "malformed --anchor": (on_log("verify", "--anchor", "12:xyz"), "USAGE", 2),
     "malformed --acked": (on_log("repair", "--acked", "latest"), "USAGE", 2),
     "checkpoint key too short": (short_key, "CHECKPOINT_KEY_INVALID", 2),
-    "replan with --plan and --patch": (on_log("replan", "--plan", "a.json", "--patch", "b.json", "--reason",
-                                              "user_request", "--why", "both"), "USAGE", 2),
+    "replan with --plan and --patch": (
+        on_log("replan", "--plan", "a.json", "--patch", "b.json", "--reason", "user_request", "--why", "both"),
+        "USAGE",
+        2,
+    ),
 }
 
 
@@ -211,8 +238,7 @@ def check_refusal(result: CliResult, code: str, exit_status: int) -> None:
 
 
 @pytest.mark.parametrize("case", list(LOG_CASES))
-def test_damaged_log_is_refused_by_readers_and_writers(env: Env, run_cli: Callable[..., CliResult],
-                                                       case: str) -> None:
+def test_damaged_log_is_refused_by_readers_and_writers(env: Env, run_cli: Callable[..., CliResult], case: str) -> None:
     """A damaged log gives its documented code (exit 3) to verify and to start, and stays byte for byte."""
     damage, code = LOG_CASES[case]
     env.log.write_bytes(damage(lines_of(env.log)))
@@ -268,8 +294,9 @@ def test_a_stored_plan_that_never_validated_is_reported_not_crashed_on(
 ) -> None:
     """A hand-made, correctly hashed plan that would never validate: verify names it, status still reads."""
     lines = lines_of(env.log)
-    env.log.write_bytes(join(rechain([lines[0], lines[1].replace(b'"depends_on":[]', b'"depends_on":' + depends, 1),
-                                      *lines[2:]], 1)))
+    env.log.write_bytes(
+        join(rechain([lines[0], lines[1].replace(b'"depends_on":[]', b'"depends_on":' + depends, 1), *lines[2:]], 1))
+    )
     check_refusal(run_cli("verify", env.log), "ILLEGAL_EVENT", 3)
     assert "line 2" in run_cli("verify", env.log).err
     assert run_cli("status", env.log, "--json").code == 0
@@ -315,36 +342,51 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
     junk = rng.randbytes(rng.randint(1, 8))
     match rng.randrange(4):
         case 0:
-            return data[:at] + junk + data[at + len(junk):]
+            return data[:at] + junk + data[at + len(junk) :]
         case 1:
             return data[:at] + junk + data[at:]
         case 2:
-            return data[:at] + data[at + rng.randint(1, 64):]
+            return data[:at] + data[at + rng.randint(1, 64) :]
         case _:
             return data[:at]
 
 
 @pytest.mark.slow
-def test_fuzzed_bytes_only_raise_documented_errors(tmp_path_factory: pytest.TempPathFactory, full: bool,
-                                                   valid_lines: list[bytes], figures: Callable[[str], None]) -> None:
+def test_fuzzed_bytes_only_raise_documented_errors(
+    tmp_path_factory: pytest.TempPathFactory, full: bool, valid_lines: list[bytes], figures: Callable[[str], None]
+) -> None:
     """Arbitrary bytes, mutated logs and re-sealed mutated lines raise only PlantrailErrors naming a line or offset."""
     tmp = tmp_path_factory.mktemp("fuzzing")
     valid = join(valid_lines)
     examples = FUZZ_EXAMPLES[full]
 
-    @settings(max_examples=examples, deadline=None, database=None, derandomize=True,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    @given(st.one_of(
-        st.binary(max_size=2048),
-        st.randoms(use_true_random=False).map(lambda rng: mutate(valid, rng)),
-        st.tuples(st.integers(0, len(valid_lines) - 1), st.randoms(use_true_random=False)).map(
-            lambda pick: join([*valid_lines[: pick[0]], reseal(mutate(valid_lines[pick[0]][:-72], pick[1])
-                                                               + valid_lines[pick[0]][-72:]),
-                               *valid_lines[pick[0] + 1:]])),
-    ))
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(
+        st.one_of(
+            st.binary(max_size=2048),
+            st.randoms(use_true_random=False).map(lambda rng: mutate(valid, rng)),
+            st.tuples(st.integers(0, len(valid_lines) - 1), st.randoms(use_true_random=False)).map(
+                lambda pick: join(
+                    [
+                        *valid_lines[: pick[0]],
+                        reseal(mutate(valid_lines[pick[0]][:-72], pick[1]) + valid_lines[pick[0]][-72:]),
+                        *valid_lines[pick[0] + 1 :],
+                    ]
+                )
+            ),
+        )
+    )
     def check(data: bytes) -> None:
         readable(data, tmp)
 
     check()
-    figures(f"fuzz: {examples} inputs (random bytes, mutated logs, re-sealed mutated lines): only documented "
-            "errors, each naming a line or byte offset; no input changed by a reader or a non-repairing writer")
+    figures(
+        f"fuzz: {examples} inputs (random bytes, mutated logs, re-sealed mutated lines): only documented "
+        "errors, each naming a line or byte offset; no input changed by a reader or a non-repairing writer"
+    )

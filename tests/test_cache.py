@@ -1,4 +1,4 @@
-"""The cache beside a log (snapshots, version index) changes no answer, and is ignored whenever it does not check out."""
+"""The cache beside a log (snapshots, version index) changes no answer, and is ignored unless it checks out."""
 
 from __future__ import annotations
 
@@ -35,15 +35,18 @@ def _fresh(log: Path) -> str:
     return state_hash(cache.read_state(str(log), use_cache=False).state)
 
 
-def test_a_snapshot_gives_the_same_state_as_a_full_read(make_ledger: Callable[..., Ledger], draft: dict[str, Any]) -> None:
+def test_a_snapshot_gives_the_same_state_as_a_full_read(
+    make_ledger: Callable[..., Ledger], draft: dict[str, Any]
+) -> None:
     """The state read through the snapshot equals the state folded from the first line."""
     log = _run(make_ledger, draft)
     assert (Path(str(log) + ".plantrail-cache") / "head.snap").exists()
     assert state_hash(cache.read_state(str(log)).state) == _fresh(log)
 
 
-def test_a_writer_resumes_from_the_snapshot_with_its_idempotency_keys(make_ledger: Callable[..., Ledger],
-                                                                      draft: dict[str, Any]) -> None:
+def test_a_writer_resumes_from_the_snapshot_with_its_idempotency_keys(
+    make_ledger: Callable[..., Ledger], draft: dict[str, Any]
+) -> None:
     """A reopened writer starts from the snapshot, still knows old keys, and appends after it."""
     log = _run(make_ledger, draft)
     with Ledger.open(log, fsync="none") as ledger:
@@ -53,8 +56,9 @@ def test_a_writer_resumes_from_the_snapshot_with_its_idempotency_keys(make_ledge
 
 
 @pytest.mark.parametrize("damage", ["digest", "other-log", "cut-back", "reducer"])
-def test_a_snapshot_that_does_not_check_out_is_ignored(make_ledger: Callable[..., Ledger], draft: dict[str, Any],
-                                                       tmp_path: Path, damage: str) -> None:
+def test_a_snapshot_that_does_not_check_out_is_ignored(
+    make_ledger: Callable[..., Ledger], draft: dict[str, Any], tmp_path: Path, damage: str
+) -> None:
     """An edited snapshot, another log's snapshot, a log cut back under it, or another reducer: all ignored."""
     log = _run(make_ledger, draft)
     snap = Path(str(log) + ".plantrail-cache") / "head.snap"
@@ -66,8 +70,9 @@ def test_a_snapshot_that_does_not_check_out_is_ignored(make_ledger: Callable[...
     elif damage == "other-log":
         other = Ledger.create(tmp_path / "other.jsonl", draft, fsync="none")
         other.close()
-        shutil.copytree(str(log) + ".plantrail-cache", str(tmp_path / "other.jsonl") + ".plantrail-cache",
-                        dirs_exist_ok=True)
+        shutil.copytree(
+            str(log) + ".plantrail-cache", str(tmp_path / "other.jsonl") + ".plantrail-cache", dirs_exist_ok=True
+        )
         log = tmp_path / "other.jsonl"
     else:
         data = log.read_bytes()
@@ -77,9 +82,9 @@ def test_a_snapshot_that_does_not_check_out_is_ignored(make_ledger: Callable[...
     assert state_hash(cache.read_state(str(log)).state) == _fresh(log)
 
 
-def test_the_version_index_rebuilds_every_version_like_a_full_read(make_ledger: Callable[..., Ledger],
-                                                                   draft: dict[str, Any],
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_version_index_rebuilds_every_version_like_a_full_read(
+    make_ledger: Callable[..., Ledger], draft: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """With the index, each version as it stood when superseded is exactly what a full fold gives."""
     log = _run(make_ledger, draft)
     monkeypatch.setattr(cache, "INDEX_FROM_BYTES", 0)
@@ -92,8 +97,9 @@ def test_the_version_index_rebuilds_every_version_like_a_full_read(make_ledger: 
     assert start is not None and start.state.version == 2
 
 
-def test_deleting_the_cache_changes_no_answer(make_ledger: Callable[..., Ledger], draft: dict[str, Any],
-                                              run_cli: Callable[..., CliResult]) -> None:
+def test_deleting_the_cache_changes_no_answer(
+    make_ledger: Callable[..., Ledger], draft: dict[str, Any], run_cli: Callable[..., CliResult]
+) -> None:
     """status, resume and replay print the same with and without the cache directory."""
     log = _run(make_ledger, draft)
     commands = [("status", "--json"), ("resume", "--json"), ("replay", "--version", "2", "--json")]

@@ -44,8 +44,7 @@ def test_checkpoint_covers_the_head_under_the_key(log: Path) -> None:
     assert note("run", 6, "ab" * 32) == b"plantrail/run\n6\n" + b"ab" * 32 + b"\n"
 
 
-def test_another_key_or_no_checkpoint_fails(log: Path, tmp_path: Path,
-                                           make_ledger: Callable[..., Ledger]) -> None:
+def test_another_key_or_no_checkpoint_fails(log: Path, tmp_path: Path, make_ledger: Callable[..., Ledger]) -> None:
     """A different key gives CHECKPOINT_INVALID; a key for a log without checkpoints gives CHECKPOINT_MISSING."""
     assert verify_code(log, b"some other key of 32 bytes......") == "CHECKPOINT_INVALID"
     make_ledger(name="bare.jsonl").close()
@@ -85,8 +84,9 @@ def test_cli_checkpoint_and_verify_with_key_file_and_env(
 
 
 @pytest.mark.parametrize("key", [b"", b"short\n"])
-def test_missing_or_short_key_is_a_usage_error(log: Path, tmp_path: Path, run_cli: Callable[..., CliResult],
-                                               key: bytes) -> None:
+def test_missing_or_short_key_is_a_usage_error(
+    log: Path, tmp_path: Path, run_cli: Callable[..., CliResult], key: bytes
+) -> None:
     """A key file that is empty or under 16 bytes is refused with exit 2 and the log is unchanged."""
     key_file = tmp_path / "k"
     key_file.write_bytes(key)

@@ -27,6 +27,7 @@ def test_every_command_has_help_with_an_example(name: str, run_cli: Run) -> None
 
 def test_every_command_that_takes_a_log_offers_json() -> None:
     """--json is an option of every subcommand except schema (which only prints JSON)."""
+
     def options(command: click.Command) -> set[str]:
         return {o for p in command.params if isinstance(p, click.Option) for o in p.opts}
 
@@ -94,11 +95,21 @@ def test_status_json_has_the_documented_fields(log: Path, run_cli: Run) -> None:
         assert key in status
     step = status["steps"][0]
     assert {k: step[k] for k in ("id", "status", "ready", "attempt", "depends_on", "evidence", "reason")} == {
-        "id": "reproduce", "status": "in_progress", "ready": False, "attempt": 1, "depends_on": [], "evidence": [],
-        "reason": None}
+        "id": "reproduce",
+        "status": "in_progress",
+        "ready": False,
+        "attempt": 1,
+        "depends_on": [],
+        "evidence": [],
+        "reason": None,
+    }
     assert status["criteria"][0] | {"evidence": None} == {
-        "id": "login-test-passes", "description": "the login test passes", "status": "unverified", "evidence": None,
-        "reset": None}
+        "id": "login-test-passes",
+        "description": "the login test passes",
+        "status": "unverified",
+        "evidence": None,
+        "reset": None,
+    }
 
 
 def test_a_recorded_run_reads_as_a_table(log: Path, run_cli: Run) -> None:
@@ -110,13 +121,26 @@ def test_a_recorded_run_reads_as_a_table(log: Path, run_cli: Run) -> None:
     assert "diagnose   pending (ready)" in out
 
 
-def test_plan_version_and_attempt_fence_results_from_the_cli(log: Path, run_cli: Run,
-                                                             write_json: Callable[[str, Any], Path],
-                                                             draft: dict[str, Any]) -> None:
+def test_plan_version_and_attempt_fence_results_from_the_cli(
+    log: Path, run_cli: Run, write_json: Callable[[str, Any], Path], draft: dict[str, Any]
+) -> None:
     """A worker that passes its (old) plan version gets its result onto the orphan path, not refused."""
     run_cli("start", log, "reproduce")
-    assert run_cli("replan", log, "--plan", write_json("v2.json", draft), "--reason", "new_constraint",
-                   "--why", "scope changed", "--caused-by", "2").code == 0
+    assert (
+        run_cli(
+            "replan",
+            log,
+            "--plan",
+            write_json("v2.json", draft),
+            "--reason",
+            "new_constraint",
+            "--why",
+            "scope changed",
+            "--caused-by",
+            "2",
+        ).code
+        == 0
+    )
     result = run_cli("complete", log, "reproduce", "-e", "late", "--plan-version", "1", "--json")
     assert (result.code, result.json()["orphan"]) == (0, "SUPERSEDED_VERSION")
     assert run_cli("status", log, "--json").json()["orphans"][0]["step"] == "reproduce"

@@ -31,8 +31,12 @@ def log(tmp_path: Path, make_ledger: Callable[..., Ledger], draft: dict[str, Any
     ledger.start("reproduce")
     ledger.complete("reproduce", ["login.test.ts: expected 200, got 500"])
     ledger.start("diagnose")  # seq 4
-    ledger.replan("failed_assumption", "the 500 comes from the auth service", causes=[3],
-                  plan=_retitle(draft, "diagnose", "Check what the auth service returns"))  # seq 5
+    ledger.replan(
+        "failed_assumption",
+        "the 500 comes from the auth service",
+        causes=[3],
+        plan=_retitle(draft, "diagnose", "Check what the auth service returns"),
+    )  # seq 5
     ledger.complete("diagnose", ["token check looks fine"], plan_version=1)  # seq 6: late
     return tmp_path / "run.jsonl"
 
@@ -122,8 +126,9 @@ def test_orphans_lists_the_late_result_and_the_step_now(log: Path, run_cli: Cli)
     assert "none applied to the plan" in run_cli("orphans", log).out
 
 
-def test_resume_exit_codes_follow_the_run(tmp_path: Path, make_ledger: Callable[..., Ledger], draft: dict[str, Any],
-                                          run_cli: Cli) -> None:
+def test_resume_exit_codes_follow_the_run(
+    tmp_path: Path, make_ledger: Callable[..., Ledger], draft: dict[str, Any], run_cli: Cli
+) -> None:
     """resume exits 0 when a step is ready, 10 with a step in doubt, 12 paused, 11 stuck, 13 finished."""
     ledger = make_ledger(draft)
     log = tmp_path / "run.jsonl"

@@ -35,8 +35,9 @@ def run_workers(target: Callable[..., None], args: Sequence[tuple[Any, ...]]) ->
     """Fork one worker per argument tuple (each gets a pipe as its last argument) and return their reports."""
     context = multiprocessing.get_context("fork")
     pipes = [context.Pipe(duplex=False) for _ in args]
-    workers = [context.Process(target=target, args=(*a, send), daemon=True) for a, (_, send) in zip(args, pipes,
-                                                                                                      strict=True)]
+    workers = [
+        context.Process(target=target, args=(*a, send), daemon=True) for a, (_, send) in zip(args, pipes, strict=True)
+    ]
     for worker in workers:
         worker.start()
     reports = [receive.recv() for receive, _ in pipes]
@@ -67,8 +68,9 @@ def test_concurrent_appends_keep_exactly_the_accepted_events(
     follower = context.Process(target=reader_worker, args=(str(path), stop, send), daemon=True)
     follower.start()
     started = time.perf_counter()
-    reports: list[AppendReport] = run_workers(append_worker,
-                                              [(str(path), w, each, 7_000 + w) for w in range(processes)])
+    reports: list[AppendReport] = run_workers(
+        append_worker, [(str(path), w, each, 7_000 + w) for w in range(processes)]
+    )
     elapsed = time.perf_counter() - started
     stop.set()
     heads: list[tuple[int, str]] = receive.recv()
@@ -89,15 +91,18 @@ def test_concurrent_appends_keep_exactly_the_accepted_events(
     races = sum(r.races_lost for r in reports)
     batches = sum(r.batches for r in reports)
     assert stale > 0
-    figures(f"concurrency {processes} processes x {each} appends: {processes * each} events in {batches} batches "
-            f"of 1-8, all present once, seq contiguous, 0 torn or interleaved lines, chain verified; {stale} "
-            f"deliberately stale expected seqs all refused; {races} optimistic appends overtaken and retried; "
-            f"{len(heads)} whole-log reads alongside, none torn, each a prefix of the final log; "
-            f"{elapsed:.1f} s (fsync always)")
+    figures(
+        f"concurrency {processes} processes x {each} appends: {processes * each} events in {batches} batches "
+        f"of 1-8, all present once, seq contiguous, 0 torn or interleaved lines, chain verified; {stale} "
+        f"deliberately stale expected seqs all refused; {races} optimistic appends overtaken and retried; "
+        f"{len(heads)} whole-log reads alongside, none torn, each a prefix of the final log; "
+        f"{elapsed:.1f} s (fsync always)"
+    )
 
 
 def test_idempotency_keys_hold_across_processes(tmp_path: Path) -> None:
-    """Two processes writing the same keys leave one record per key; a retry gets the original, other content is refused."""
+    """Two processes writing the same keys leave one record per key; a retry gets the original; other content
+    is refused."""
     keys = 200
     path = new_log(tmp_path, "keys.jsonl")
     same, other = run_workers(keyed_worker, [(str(path), keys, 0), (str(path), keys, 1)])

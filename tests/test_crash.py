@@ -59,8 +59,14 @@ class Outcome(NamedTuple):
 def draw(seed: int, writers: int) -> Trial:
     """The trial a seed stands for."""
     rng = random.Random(seed)
-    return Trial(seed=seed, writers=writers, big=rng.random() < 0.1, policy=rng.choice(_POLICIES),
-                 torn_before=rng.random() < 0.2, delay=rng.uniform(0.002, 0.080))
+    return Trial(
+        seed=seed,
+        writers=writers,
+        big=rng.random() < 0.1,
+        policy=rng.choice(_POLICIES),
+        torn_before=rng.random() < 0.2,
+        delay=rng.uniform(0.002, 0.080),
+    )
 
 
 def seeds(base: int, count: int) -> Sequence[int]:
@@ -80,8 +86,10 @@ def run_writers(trial: Trial, path: Path) -> list[Acked]:
     """Fork the writers, kill them all after the trial's delay, and return what they acknowledged."""
     read_fd, write_fd = os.pipe()
     context = multiprocessing.get_context("fork")
-    writers = [context.Process(target=crash_writer, args=(str(path), write_fd, trial.seed, w, trial.big), daemon=True)
-               for w in range(trial.writers)]
+    writers = [
+        context.Process(target=crash_writer, args=(str(path), write_fd, trial.seed, w, trial.big), daemon=True)
+        for w in range(trial.writers)
+    ]
     try:
         for writer in writers:
             writer.start()
@@ -132,8 +140,10 @@ def run_trial(tmp_path: Path, trial: Trial) -> Outcome:
     try:
         return check_after_crash(path, run_writers(trial, path))
     except Exception as exc:
-        raise AssertionError(f"crash trial failed: {trial} (rerun: PLANTRAIL_TRIAL_SEED={trial.seed}); "
-                             f"artefacts in {tmp_path}: {type(exc).__name__}: {exc}") from exc
+        raise AssertionError(
+            f"crash trial failed: {trial} (rerun: PLANTRAIL_TRIAL_SEED={trial.seed}); "
+            f"artefacts in {tmp_path}: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def run_trials(tmp_path: Path, base: int, count: int, writers: int) -> collections.Counter[str]:
@@ -142,8 +152,14 @@ def run_trials(tmp_path: Path, base: int, count: int, writers: int) -> collectio
     for seed in seeds(base, count):
         trial = draw(seed, writers)
         outcome = run_trial(tmp_path, trial)
-        totals.update(trials=1, big=trial.big, torn_before=trial.torn_before, acked=outcome.acked,
-                      torn=outcome.torn, finished=outcome.finished_repair)
+        totals.update(
+            trials=1,
+            big=trial.big,
+            torn_before=trial.torn_before,
+            acked=outcome.acked,
+            torn=outcome.torn,
+            finished=outcome.finished_repair,
+        )
         for leftover in tmp_path.glob(f"seed-{seed}.jsonl*"):
             if leftover.is_dir():
                 shutil.rmtree(leftover)  # the snapshot cache beside the log
@@ -154,9 +170,11 @@ def run_trials(tmp_path: Path, base: int, count: int, writers: int) -> collectio
 
 def describe(name: str, totals: collections.Counter[str]) -> str:
     """One line of published figures."""
-    return (f"crash {name}: {totals['trials']} trials ({totals['big']} with 1-8 MiB events, {totals['torn_before']} "
-            f"opened on a torn tail), {totals['acked']} acked events, 0 lost, {totals['torn']} torn tails after "
-            f"SIGKILL (all repaired, quarantined and recorded), {totals['finished']} interrupted repairs finished")
+    return (
+        f"crash {name}: {totals['trials']} trials ({totals['big']} with 1-8 MiB events, {totals['torn_before']} "
+        f"opened on a torn tail), {totals['acked']} acked events, 0 lost, {totals['torn']} torn tails after "
+        f"SIGKILL (all repaired, quarantined and recorded), {totals['finished']} interrupted repairs finished"
+    )
 
 
 @pytest.mark.slow

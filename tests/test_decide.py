@@ -60,8 +60,11 @@ def test_start_names_the_unfinished_dependencies(make_ledger: MakeLedger, tmp_pa
 
 def test_start_beyond_max_in_progress_names_the_active_steps(make_ledger: MakeLedger, tmp_path: Path) -> None:
     """With one step in progress (the default policy) a second start is STEP_ALREADY_ACTIVE naming it."""
-    plan = {"goal": "g", "acceptance_criteria": [{"id": "c", "description": "d"}],
-            "steps": [{"id": i, "title": i, "completion_evidence": "e"} for i in ("a", "b", "c")]}
+    plan = {
+        "goal": "g",
+        "acceptance_criteria": [{"id": "c", "description": "d"}],
+        "steps": [{"id": i, "title": i, "completion_evidence": "e"} for i in ("a", "b", "c")],
+    }
     ledger = make_ledger(plan)
     ledger.start("a")
     exc = refused(ledger, tmp_path, lambda: ledger.start("b"), "STEP_ALREADY_ACTIVE")
@@ -70,9 +73,12 @@ def test_start_beyond_max_in_progress_names_the_active_steps(make_ledger: MakeLe
 
 def test_an_unlimited_policy_runs_several_steps_at_once(make_ledger: MakeLedger) -> None:
     """max_in_progress "unlimited" lets every ready step start."""
-    plan = {"goal": "g", "acceptance_criteria": [{"id": "c", "description": "d"}],
-            "policy": {"max_in_progress": "unlimited"},
-            "steps": [{"id": i, "title": i, "completion_evidence": "e"} for i in ("a", "b", "c")]}
+    plan = {
+        "goal": "g",
+        "acceptance_criteria": [{"id": "c", "description": "d"}],
+        "policy": {"max_in_progress": "unlimited"},
+        "steps": [{"id": i, "title": i, "completion_evidence": "e"} for i in ("a", "b", "c")],
+    }
     ledger = make_ledger(plan)
     for step in ("a", "b", "c"):
         ledger.start(step)
@@ -84,8 +90,11 @@ def test_start_of_a_running_step_is_an_invalid_transition(make_ledger: MakeLedge
     ledger = make_ledger()
     ledger.start("reproduce")
     exc = refused(ledger, tmp_path, lambda: ledger.start("reproduce"), "INVALID_TRANSITION")
-    assert (exc.fields["current"], exc.fields["expected"], exc.fields["target"]) == ("in_progress", "pending",
-                                                                                      "in_progress")
+    assert (exc.fields["current"], exc.fields["expected"], exc.fields["target"]) == (
+        "in_progress",
+        "pending",
+        "in_progress",
+    )
 
 
 def test_complete_needs_a_running_step(make_ledger: MakeLedger, tmp_path: Path) -> None:
@@ -122,8 +131,11 @@ def test_block_keeps_the_trimmed_reason(make_ledger: MakeLedger) -> None:
 
 def test_a_failed_attempt_returns_to_pending_until_attempts_run_out(make_ledger: MakeLedger) -> None:
     """step.failed goes back to pending while attempts remain and blocks the step when they are exhausted."""
-    plan = {"goal": "g", "acceptance_criteria": [{"id": "c", "description": "d"}],
-            "steps": [{"id": "a", "title": "a", "completion_evidence": "e", "max_attempts": 2}]}
+    plan = {
+        "goal": "g",
+        "acceptance_criteria": [{"id": "c", "description": "d"}],
+        "steps": [{"id": "a", "title": "a", "completion_evidence": "e", "max_attempts": 2}],
+    }
     ledger = make_ledger(plan)
     ledger.start("a")
     ledger.fail("a", "exit 1")
@@ -150,8 +162,9 @@ def test_finish_complete_needs_every_step_and_criterion(make_ledger: MakeLedger,
     assert exc.fields["criteria"] == ["login-test-passes"]
 
 
-def test_finish_complete_refuses_completed_steps_with_unverified_criteria(make_ledger: MakeLedger,
-                                                                         tmp_path: Path) -> None:
+def test_finish_complete_refuses_completed_steps_with_unverified_criteria(
+    make_ledger: MakeLedger, tmp_path: Path
+) -> None:
     """All steps completed is not enough: every criterion must have passed (seed 000 allCriteriaPassed)."""
     ledger = make_ledger()
     for step in ("reproduce", "diagnose"):
@@ -195,8 +208,9 @@ def test_paused_is_not_final(make_ledger: MakeLedger) -> None:
     assert ledger.state.outcome is None
 
 
-def test_a_start_stamped_with_a_superseded_version_is_refused(make_ledger: MakeLedger, tmp_path: Path,
-                                                             draft: dict[str, Any]) -> None:
+def test_a_start_stamped_with_a_superseded_version_is_refused(
+    make_ledger: MakeLedger, tmp_path: Path, draft: dict[str, Any]
+) -> None:
     """STALE_PLAN_VERSION for a start issued against an older plan version."""
     ledger = make_ledger()
     ledger.replan("new_constraint", "the user wants a logout test too", plan=draft)
@@ -255,9 +269,18 @@ def test_a_key_reused_for_other_content_is_refused(make_ledger: MakeLedger, tmp_
 def test_a_batch_is_all_or_nothing(make_ledger: MakeLedger, tmp_path: Path) -> None:
     """execute_many writes nothing when any command in it is refused."""
     ledger = make_ledger()
-    refused(ledger, tmp_path, lambda: ledger.execute_many([
-        Start(step="reproduce"), Complete(step="reproduce", evidence=["ok"]), Start(step="nope"),
-    ]), "STEP_NOT_FOUND")
+    refused(
+        ledger,
+        tmp_path,
+        lambda: ledger.execute_many(
+            [
+                Start(step="reproduce"),
+                Complete(step="reproduce", evidence=["ok"]),
+                Start(step="nope"),
+            ]
+        ),
+        "STEP_NOT_FOUND",
+    )
     acks = ledger.execute_many([Start(step="reproduce"), Complete(step="reproduce", evidence=["ok"])])
     assert [a.seq for a in acks] == [2, 3]
 
@@ -265,7 +288,9 @@ def test_a_batch_is_all_or_nothing(make_ledger: MakeLedger, tmp_path: Path) -> N
 def test_a_draft_error_is_a_plan_refusal(make_ledger: MakeLedger, tmp_path: Path) -> None:
     """A replan with an invalid draft is refused with the draft's code and writes nothing."""
     ledger = make_ledger()
-    bad = {"acceptance_criteria": [{"id": "c", "description": "d"}],
-           "steps": [{"id": "a", "title": "a", "depends_on": ["a"], "completion_evidence": "e"}]}
+    bad = {
+        "acceptance_criteria": [{"id": "c", "description": "d"}],
+        "steps": [{"id": "a", "title": "a", "depends_on": ["a"], "completion_evidence": "e"}],
+    }
     exc = refused(ledger, tmp_path, lambda: ledger.replan("failed_assumption", "why", plan=bad), "SELF_DEPENDENCY")
     assert isinstance(exc, PlanInvalid)

@@ -81,8 +81,12 @@ def half_then_enospc(real: Callable[..., int]) -> Callable[..., int]:
 
 @pytest.mark.parametrize(
     ("fault", "code"),
-    [(half_write, "IO_ERROR"), (lambda real: raising(errno.ENOSPC), "NO_SPACE"), (half_then_enospc, "NO_SPACE"),
-     (lambda real: raising(errno.EDQUOT), "NO_SPACE")],
+    [
+        (half_write, "IO_ERROR"),
+        (lambda real: raising(errno.ENOSPC), "NO_SPACE"),
+        (half_then_enospc, "NO_SPACE"),
+        (lambda real: raising(errno.EDQUOT), "NO_SPACE"),
+    ],
     ids=["short-write", "enospc", "partial-then-enospc", "quota"],
 )
 def test_failed_write_leaves_the_file_as_it_was(

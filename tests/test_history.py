@@ -55,9 +55,7 @@ class ThreeVersions(NamedTuple):
 
 
 @pytest.fixture
-def three_versions(
-    tmp_path: Path, make_ledger: Callable[..., Ledger], name_draft: dict[str, Any]
-) -> ThreeVersions:
+def three_versions(tmp_path: Path, make_ledger: Callable[..., Ledger], name_draft: dict[str, Any]) -> ThreeVersions:
     """inspect and implement done in v1; v2 retitles implement while validate runs; a v1 validate result
     arrives late; implement is redone in v2; v3 (a patch, by the user) adds a docs step."""
     ledger = make_ledger(name_draft)
@@ -73,10 +71,23 @@ def three_versions(
     ledger.start("implement")
     ledger.complete("implement", ["implement: done again"])
     before_v3 = ledger.state
-    patch = {"base_version": 2, "operations": [{"op": "add_step", "step": {
-        "id": "docs", "title": "Document --name", "depends_on": ["implement"], "completion_evidence": "README diff"}}]}
-    ledger.replan("new_constraint", "the user wants the flag documented", patch=patch, causes=[11],
-                  actor="user")  # seq 12
+    patch = {
+        "base_version": 2,
+        "operations": [
+            {
+                "op": "add_step",
+                "step": {
+                    "id": "docs",
+                    "title": "Document --name",
+                    "depends_on": ["implement"],
+                    "completion_evidence": "README diff",
+                },
+            }
+        ],
+    }
+    ledger.replan(
+        "new_constraint", "the user wants the flag documented", patch=patch, causes=[11], actor="user"
+    )  # seq 12
     return ThreeVersions(ledger, read_records(tmp_path / "run.jsonl"), before_v2, before_v3)
 
 
@@ -148,12 +159,14 @@ def test_a_replayed_log_gives_the_same_graph(three_versions: ThreeVersions) -> N
 
 def test_versions_view_lists_when_who_why_causes_and_changes(three_versions: ThreeVersions) -> None:
     """Each version says when and why it was adopted, what superseded it, and what its replan kept or reset."""
-    ledger = three_versions.ledger
 
     view = versions_view(history(three_versions.records))
 
     assert [(v["version"], v["reason"], v["causes"], v["superseded_at"]) for v in view] == [
-        (1, None, [], 8), (2, "failed_assumption", [7], 12), (3, "new_constraint", [11], None)]
+        (1, None, [], 8),
+        (2, "failed_assumption", [7], 12),
+        (3, "new_constraint", [11], None),
+    ]
     assert view[0]["changes"] is None
     v2 = view[1]["changes"]
     assert v2["kept"] == ["inspect"]
@@ -164,19 +177,30 @@ def test_versions_view_lists_when_who_why_causes_and_changes(three_versions: Thr
 
 def test_diff_of_adjacent_versions_is_what_the_replan_recorded(three_versions: ThreeVersions) -> None:
     """diff 1 2 shows the changed title field by field, inspect kept with its evidence, and the resets."""
-    ledger, records = three_versions.ledger, three_versions.records
+    _ledger, records = three_versions.ledger, three_versions.records
     ends = {v: s.state for v, s in replay_versions(records, (1, 2)).items()}
 
     diff = diff_view(ends, history(records).versions, 1, 2)
 
-    assert diff["changed"] == [{"step": "implement", "fields": {"title": {
-        "from": "Change the CLI and add success and error tests",
-        "to": "Change the CLI, add success, error and help tests"}}}]
+    assert diff["changed"] == [
+        {
+            "step": "implement",
+            "fields": {
+                "title": {
+                    "from": "Change the CLI and add success and error tests",
+                    "to": "Change the CLI, add success, error and help tests",
+                }
+            },
+        }
+    ]
     assert diff["kept"] == [{"step": "inspect", "attempt": 1, "evidence": ["inspect: done"], "completed_seq": 3}]
     assert [(r["step"], r["cause"], r["was"], r["at_version"]) for r in diff["reset"]] == [
-        ("implement", "contract_changed", "completed", 2), ("validate", "superseded", "in_progress", 2)]
+        ("implement", "contract_changed", "completed", 2),
+        ("validate", "superseded", "in_progress", 2),
+    ]
     assert diff["criteria"]["reset"] == [
-        {"criterion": "name-success", "cause": "work_invalidated", "was": "passed", "at_version": 2}]
+        {"criterion": "name-success", "cause": "work_invalidated", "was": "passed", "at_version": 2}
+    ]
 
 
 def test_diff_across_versions_traces_work_through_each_replan(three_versions: ThreeVersions) -> None:
@@ -216,14 +240,19 @@ def test_why_quotes_the_causes_and_lists_kept_work_and_late_results(
     three_versions: ThreeVersions,
 ) -> None:
     """why v2 quotes the causing step.started in full, shows kept work, and the v1 result that came late."""
-    ledger, records = three_versions.ledger, three_versions.records
+    _ledger, records = three_versions.ledger, three_versions.records
 
     why = why_view(records, history(records), 2)
 
     assert (why["reason"], why["why"], why["actor"], why["patch"]) == (
-        "failed_assumption", "the help text also prints the name", "planner", None)
+        "failed_assumption",
+        "the help text also prints the name",
+        "planner",
+        None,
+    )
     assert [(c["seq"], c["type"], c["data"]) for c in why["causes"]] == [
-        (7, "step.started", {"step": "validate", "attempt": 1})]
+        (7, "step.started", {"step": "validate", "attempt": 1})
+    ]
     assert why["causes"][0]["h"] == records[7].h
     assert [k["step"] for k in why["changes"]["kept"]] == ["inspect"]
     assert [(o["seq"], o["step"], o["why"]) for o in why["late_results"]] == [(9, "validate", "SUPERSEDED_VERSION")]
@@ -231,7 +260,7 @@ def test_why_quotes_the_causes_and_lists_kept_work_and_late_results(
 
 def test_why_defaults_to_the_latest_replan_and_shows_its_patch(three_versions: ThreeVersions) -> None:
     """Without a version, why explains v3, quoting the patch it was made from."""
-    ledger, records = three_versions.ledger, three_versions.records
+    _ledger, records = three_versions.ledger, three_versions.records
 
     why = why_view(records, history(records))
 
@@ -242,11 +271,9 @@ def test_why_defaults_to_the_latest_replan_and_shows_its_patch(three_versions: T
 
 
 @pytest.mark.parametrize(("version", "code"), [(1, "USAGE"), (4, "UNKNOWN_PLAN_VERSION")])
-def test_why_refuses_a_version_no_replan_created(
-    three_versions: ThreeVersions, version: int, code: str
-) -> None:
+def test_why_refuses_a_version_no_replan_created(three_versions: ThreeVersions, version: int, code: str) -> None:
     """Version 1 was created, not replanned, and version 4 does not exist."""
-    ledger, records = three_versions.ledger, three_versions.records
+    _ledger, records = three_versions.ledger, three_versions.records
     with pytest.raises(PlantrailError) as raised:
         why_view(records, history(records), version)
     assert raised.value.code == code
@@ -292,8 +319,9 @@ def test_the_resume_receipt_names_what_to_do(make_ledger: Callable[..., Ledger],
     receipt = resume_receipt(ledger.state)
 
     assert receipt["verdict"] == "in_doubt"
-    assert receipt["done"] == [{"step": "reproduce", "attempt": 1, "evidence": ["login.test.ts fails with 500"],
-                                "completed_seq": 3}]
+    assert receipt["done"] == [
+        {"step": "reproduce", "attempt": 1, "evidence": ["login.test.ts fails with 500"], "completed_seq": 3}
+    ]
     assert receipt["in_doubt"] == [{"step": "diagnose", "attempt": 1, "started_seq": 4}]
     assert (receipt["ready"], receipt["criteria_unverified"], receipt["damage"]) == ([], ["login-test-passes"], None)
     assert "record its result" in receipt["next"]

@@ -17,8 +17,9 @@ from tests.conftest import CliResult
 MakeLedger = Callable[..., Ledger]
 
 
-def test_retry_with_the_same_key_returns_the_original_and_writes_nothing(make_ledger: MakeLedger,
-                                                                         tmp_path: Path) -> None:
+def test_retry_with_the_same_key_returns_the_original_and_writes_nothing(
+    make_ledger: MakeLedger, tmp_path: Path
+) -> None:
     """A retried keyed command acks the original seq and hash, marked duplicate, and the file is unchanged."""
     ledger = make_ledger()
     first = ledger.start("reproduce", key="start-reproduce")
@@ -58,14 +59,16 @@ def test_a_batch_with_a_retried_key_writes_only_the_new_events(make_ledger: Make
     """In one group commit, retried keys ack their originals and only new events are written."""
     ledger = make_ledger()
     started = ledger.start("reproduce", key="a")
-    acks = ledger.execute_many([Start(step="reproduce", key="a"),
-                                Complete(step="reproduce", evidence=["out"], key="b")])
+    acks = ledger.execute_many(
+        [Start(step="reproduce", key="a"), Complete(step="reproduce", evidence=["out"], key="b")]
+    )
     assert [(a.seq, a.duplicate) for a in acks] == [(started.seq, True), (started.seq + 1, False)]
     assert ledger.state.last_seq == started.seq + 1
 
 
-def test_cli_idempotency_key(tmp_path: Path, run_cli: Callable[..., CliResult],
-                             write_json: Callable[[str, Any], Path], draft: dict[str, Any]) -> None:
+def test_cli_idempotency_key(
+    tmp_path: Path, run_cli: Callable[..., CliResult], write_json: Callable[[str, Any], Path], draft: dict[str, Any]
+) -> None:
     """`--idempotency-key`: a retry exits 0 with the original seq; other content exits 1, log unchanged."""
     log = tmp_path / "run.jsonl"
     run_cli("create", log, "--plan", write_json("d.json", draft))

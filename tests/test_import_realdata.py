@@ -72,8 +72,8 @@ def _expected_from_lists(path: Path) -> tuple[int, int, int]:
             continue
         before = last or {}
         went_back = any(
-            (before.get(key), status) in {("completed", "pending"), ("completed", "in_progress"),
-                                          ("in_progress", "pending")}
+            (before.get(key), status)
+            in {("completed", "pending"), ("completed", "in_progress"), ("in_progress", "pending")}
             for key, status in current.items()
         )
         versions += last is None or set(current) != set(before) or went_back
@@ -123,15 +123,22 @@ def test_a_real_transcript_imports_verifies_and_matches_its_counts(tmp_path: Pat
     assert report.lines_skipped == parse_transcript(path).lines_skipped
 
 
-@pytest.mark.skipif(not (REALDATA / SUBAGENT).is_file() or not (REALDATA / LEAD).is_file(),
-                    reason="the agent-team transcripts are absent")
+@pytest.mark.skipif(
+    not (REALDATA / SUBAGENT).is_file() or not (REALDATA / LEAD).is_file(),
+    reason="the agent-team transcripts are absent",
+)
 def test_the_real_lead_and_subagent_import_together(tmp_path: Path) -> None:
     """The lead merged with its subagent records the subagent's completion; the subagent alone holds no plan."""
     log = tmp_path / "team.plantrail.jsonl"
 
     report = import_transcript(REALDATA / LEAD, log, with_subagents=True)
-    figures = (report.plan_updates, report.versions, report.steps_completed, report.events_inferred,
-               report.max_in_progress)
+    figures = (
+        report.plan_updates,
+        report.versions,
+        report.steps_completed,
+        report.events_inferred,
+        report.max_in_progress,
+    )
 
     assert figures == MERGED_FIGURES
     assert figures[:3] == _expected_from_tasks(REALDATA / LEAD, REALDATA / SUBAGENT)

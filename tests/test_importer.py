@@ -96,7 +96,10 @@ def test_the_first_list_creates_the_plan_with_the_user_request_as_goal(tmp_path:
     ]
     assert {s.completion_evidence for s in plan.steps} == {"the agent marks this item completed in its plan"}
     assert [(c.id, c.status) for c in state(report).criteria.values_in_order()] == [("request-met", "unverified")]
-    assert plan.acceptance_criteria[0].description == 'what the user asked for is done: "The CSV parser drops the last row. Fix it."'
+    assert (
+        plan.acceptance_criteria[0].description
+        == 'what the user asked for is done: "The CSV parser drops the last row. Fix it."'
+    )
     assert (created.actor, created.source is not None and created.source.line) == ("importer", line)
     assert state(report).outcome is None
 
@@ -109,7 +112,9 @@ def test_a_plan_without_a_user_request_names_its_session(tmp_path: Path) -> None
     plan = state(imported(tmp_path, session)).plan
 
     assert plan is not None
-    assert plan.goal == f"the plan of claude-code session {session.session} (the transcript states no request before it)"
+    assert (
+        plan.goal == f"the plan of claude-code session {session.session} (the transcript states no request before it)"
+    )
 
 
 # Status changes
@@ -194,8 +199,13 @@ def test_a_reworded_item_is_a_replan_removing_the_old_text_and_adding_the_new(tm
     [replan] = replans(report)
     changes = history(records(report)).versions[1].changes
 
-    assert trail(report) == ["create", "start fix-the-parser", "replan v2 agent_revision",
-                             "start* fix-read-rows-at-eof", "complete fix-read-rows-at-eof"]
+    assert trail(report) == [
+        "create",
+        "start fix-the-parser",
+        "replan v2 agent_revision",
+        "start* fix-read-rows-at-eof",
+        "complete fix-read-rows-at-eof",
+    ]
     assert changes is not None and [(c.step, c.was) for c in changes.removed] == [("fix-the-parser", "in_progress")]
     assert replan.observations == (
         f'transcript line {line}: added "Fix read_rows at EOF" (completed)',
@@ -235,7 +245,8 @@ def test_an_agent_revision_quotes_the_agents_own_words(tmp_path: Path) -> None:
     [replan] = replans(imported(tmp_path, session))
 
     assert (replan.reason, replan.why) == (
-        "agent_revision", f'the agent wrote at line {said}: "The bug is in two places; splitting the fix."'
+        "agent_revision",
+        f'the agent wrote at line {said}: "The bug is in two places; splitting the fix."',
     )
 
 
@@ -304,8 +315,15 @@ def test_an_item_removed_and_re_added_keeps_its_step_id_and_starts_afresh(tmp_pa
     report = imported(tmp_path, session)
     added = [v.changes.added for v in history(records(report)).versions[1:] if v.changes is not None]
 
-    assert trail(report) == ["create", "start fix", "replan v2 agent_revision", "start* fix", "complete fix",
-                             "replan v3 agent_revision", "start benchmark"]
+    assert trail(report) == [
+        "create",
+        "start fix",
+        "replan v2 agent_revision",
+        "start* fix",
+        "complete fix",
+        "replan v3 agent_revision",
+        "start benchmark",
+    ]
     assert added == [(), ("benchmark",)]
     assert state(report).steps["benchmark"].attempt == 1
 
@@ -339,7 +357,8 @@ def test_in_progress_back_to_pending_is_a_replan_that_supersedes_the_step(tmp_pa
 
 
 def test_a_reopened_item_gets_a_new_contract_and_is_completed_again(tmp_path: Path) -> None:
-    """An item reopened after completion changes its completion evidence, so the replan resets it; it completes again."""
+    """An item reopened after completion changes its completion evidence, so the replan resets it; it completes
+    again."""
     session = Claude()
     session.todo(("Fix", "completed"), ("Test", "in_progress"))
     reopened = session.todo(("Fix", "in_progress"), ("Test", "pending"))
@@ -349,10 +368,18 @@ def test_a_reopened_item_gets_a_new_contract_and_is_completed_again(tmp_path: Pa
     plan = state(report).plan
     reset = history(records(report)).versions[1].changes
 
-    assert trail(report) == ["create", "start* fix", "complete fix", "start test", "replan v2 agent_revision",
-                             "start fix", "complete fix"]
+    assert trail(report) == [
+        "create",
+        "start* fix",
+        "complete fix",
+        "start test",
+        "replan v2 agent_revision",
+        "start fix",
+        "complete fix",
+    ]
     assert reset is not None and [(c.step, c.cause, c.fields) for c in reset.reset] == [
-        ("fix", "contract_changed", ("completion_evidence",)), ("test", "superseded", ()),
+        ("fix", "contract_changed", ("completion_evidence",)),
+        ("test", "superseded", ()),
     ]
     assert plan is not None and plan.steps[0].completion_evidence == (
         f"the agent marks this item completed in its plan again: the agent reopened it at line {reopened}"
@@ -374,7 +401,8 @@ def test_a_list_the_tool_emptied_is_noted_by_the_next_replan(tmp_path: Path) -> 
 
     assert trail(report) == ["create", "start* fix", "complete fix", "replan v2 agent_revision"]
     assert replan.observations[0] == (
-        f"transcript line {line}: the tool's answer at line {line + 1} shows the list was already empty before this write"
+        f"transcript line {line}: the tool's answer at line {line + 1} shows the list was already empty "
+        "before this write"
     )
     assert state(report).outcome is None
 
@@ -427,10 +455,13 @@ def test_old_todowrite_ids_reused_for_new_items_do_not_carry_work_over(tmp_path:
 
     assert changes is not None and changes.kept == ()
     assert [(c.step, c.was) for c in changes.removed] == [
-        ("read-the-status-command", "completed"), ("add-the-json-flag", "completed"),
+        ("read-the-status-command", "completed"),
+        ("add-the-json-flag", "completed"),
     ]
-    assert statuses(report) == {"document-the-json-flag-in-the-readme": "in_progress",
-                                "add-an-example-to-the-help-text": "in_progress"}
+    assert statuses(report) == {
+        "document-the-json-flag-in-the-readme": "in_progress",
+        "add-an-example-to-the-help-text": "in_progress",
+    }
 
 
 def test_the_same_text_twice_in_one_list_is_two_steps(tmp_path: Path) -> None:
@@ -439,7 +470,9 @@ def test_the_same_text_twice_in_one_list_is_two_steps(tmp_path: Path) -> None:
     session.todo(("Run the tests", "completed"), ("Fix", "pending"), ("Run the tests", "pending"))
 
     assert statuses(imported(tmp_path, session)) == {
-        "run-the-tests": "completed", "fix": "pending", "run-the-tests-2": "pending",
+        "run-the-tests": "completed",
+        "fix": "pending",
+        "run-the-tests-2": "pending",
     }
 
 
@@ -458,7 +491,9 @@ def test_step_ids_are_bounded_slugs_with_a_hash_when_no_letters_are_left() -> No
     """A slug is lower-case ASCII words, cut at a word within 40 characters, and a text hash when empty."""
     assert slug("Fix `read_rows()` at EOF!") == "fix-read-rows-at-eof"
     assert slug("Überprüfe die Ergebnisse") == "uberprufe-die-ergebnisse"
-    assert slug("a very long item text that keeps going well past the limit") == "a-very-long-item-text-that-keeps-going"
+    assert (
+        slug("a very long item text that keeps going well past the limit") == "a-very-long-item-text-that-keeps-going"
+    )
     assert slug("修复解析器") == "item-" + hashlib.sha256("修复解析器".encode()).hexdigest()[:8]
 
 
@@ -502,12 +537,18 @@ def test_task_creates_extend_the_plan_and_updates_start_and_complete(tmp_path: P
     report = imported(tmp_path, session)
     [replan] = replans(report)
 
-    assert trail(report) == ["create", "replan v2 agent_revision", "start draft-the-changelog",
-                             "start bump-the-version", "complete draft-the-changelog"]
+    assert trail(report) == [
+        "create",
+        "replan v2 agent_revision",
+        "start draft-the-changelog",
+        "start bump-the-version",
+        "complete draft-the-changelog",
+    ]
     assert replan.observations[-1].endswith('added task #2 "Bump the version" (pending)')
     assert report.max_in_progress == 2
     assert records(report)[-1].data == StepCompleted(
-        step="draft-the-changelog", attempt=1,
+        step="draft-the-changelog",
+        attempt=1,
         evidence=(f"marked completed by the agent in TaskUpdate at line {done}",),
     )
 
@@ -581,14 +622,19 @@ def test_a_codex_explanation_is_the_why_of_an_agent_revision(tmp_path: Path) -> 
     rollout = Codex()
     rollout.user("Add the MK4 profile and update the docs")
     rollout.plan(("Add the MK4 profile", "in_progress"), ("Update the docs", "pending"))
-    line = rollout.plan(("Add the MK4 profile", "completed"), ("Update the docs", "in_progress"),
-                        ("Add a changelog entry", "pending"), explanation="The docs need a changelog entry too.")
+    line = rollout.plan(
+        ("Add the MK4 profile", "completed"),
+        ("Update the docs", "in_progress"),
+        ("Add a changelog entry", "pending"),
+        explanation="The docs need a changelog entry too.",
+    )
 
     report = imported(tmp_path, rollout, "rollout.jsonl")
     [replan] = replans(report)
 
     assert (replan.reason, replan.why) == (
-        "agent_revision", f'the agent wrote at line {line}: "The docs need a changelog entry too."'
+        "agent_revision",
+        f'the agent wrote at line {line}: "The docs need a changelog entry too."',
     )
     assert report.run == "019c0000-0000-7000-8000-00000000c0de"
 
@@ -615,12 +661,18 @@ def test_lines_not_understood_are_skipped_and_counted(tmp_path: Path) -> None:
     session = Claude()
     session.todo(("Fix", "pending"))
     session.raw(b"{not json")
-    session.raw(b'{"type": "assistant", "uuid": "x", "message": {"content": [{"type": "tool_use", "id": "t9", '
-                b'"name": "TodoWrite", "input": {"todos": [{"content": "Oops", "status": "done"}]}}]}}')
-    session.raw(b'{"type": "assistant", "uuid": "y", "message": {"content": [{"type": "tool_use", "id": "t10", '
-                b'"name": "TodoWrite", "input": {"todos": [{"content": "Fix", "status": "completed"}]}}]}}')
-    session.raw(b'{"type": "user", "uuid": "z", "message": {"content": [{"type": "tool_result", "tool_use_id": "t10", '
-                b'"is_error": true, "content": "rejected"}]}}')
+    session.raw(
+        b'{"type": "assistant", "uuid": "x", "message": {"content": [{"type": "tool_use", "id": "t9", '
+        b'"name": "TodoWrite", "input": {"todos": [{"content": "Oops", "status": "done"}]}}]}}'
+    )
+    session.raw(
+        b'{"type": "assistant", "uuid": "y", "message": {"content": [{"type": "tool_use", "id": "t10", '
+        b'"name": "TodoWrite", "input": {"todos": [{"content": "Fix", "status": "completed"}]}}]}}'
+    )
+    session.raw(
+        b'{"type": "user", "uuid": "z", "message": {"content": [{"type": "tool_result", "tool_use_id": "t10", '
+        b'"is_error": true, "content": "rejected"}]}}'
+    )
 
     report = imported(tmp_path, session)
 
@@ -680,8 +732,15 @@ def test_subagents_apply_to_claude_code_only(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["claude_new_schema.jsonl", "claude_old_schema.jsonl", "claude_tasks_lead.jsonl", "codex_rollout.jsonl",
-             "opencode_export.json", "cline_history.json"],
+    "name",
+    [
+        "claude_new_schema.jsonl",
+        "claude_old_schema.jsonl",
+        "claude_tasks_lead.jsonl",
+        "codex_rollout.jsonl",
+        "opencode_export.json",
+        "cline_history.json",
+    ],
 )
 def test_the_same_transcript_gives_the_same_bytes(tmp_path: Path, name: str) -> None:
     """Two imports of one transcript, from different places to different logs, are byte-identical."""

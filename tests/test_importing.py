@@ -23,8 +23,14 @@ def test_import_prints_a_summary_and_the_log_reads_back(tmp_path: Path, run_cli:
 
     assert (result.code, result.err) == (0, "")
     assert f"imported claude-code transcript {SAMPLE} -> {log}" in result.out
-    for figure in ("plan updates seen  5", "versions made      2", "steps completed    4",
-                   "events written     11 (1 inferred)", "max in progress    1", "lines read         29 (0 skipped)"):
+    for figure in (
+        "plan updates seen  5",
+        "versions made      2",
+        "steps completed    4",
+        "events written     11 (1 inferred)",
+        "max in progress    1",
+        "lines read         29 (0 skipped)",
+    ):
         assert figure in result.out
     assert run_cli("status", log).code == 0
     assert run_cli("verify", log).code == 0
@@ -51,8 +57,7 @@ def test_import_names_subagent_files_it_did_not_merge(tmp_path: Path, run_cli: C
 
 def test_import_with_subagents_lists_the_merged_files(tmp_path: Path, run_cli: Callable[..., CliResult]) -> None:
     """With --with-subagents the summary names each subagent file merged into the log."""
-    result = run_cli("import", FIXTURES / "claude_tasks_lead.jsonl", "-o", tmp_path / "lead.jsonl",
-                     "--with-subagents")
+    result = run_cli("import", FIXTURES / "claude_tasks_lead.jsonl", "-o", tmp_path / "lead.jsonl", "--with-subagents")
 
     assert result.code == 0
     assert f"  with subagent file {FIXTURES / 'claude_tasks_lead__subagent-d4n4.jsonl'}" in result.out

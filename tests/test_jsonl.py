@@ -29,8 +29,9 @@ def _recorded(make_ledger: MakeLedger) -> Ledger:
     return ledger
 
 
-def test_cutting_the_last_line_at_any_byte_gives_the_earlier_events_or_a_torn_tail(make_ledger: MakeLedger,
-                                                                                   tmp_path: Path) -> None:
+def test_cutting_the_last_line_at_any_byte_gives_the_earlier_events_or_a_torn_tail(
+    make_ledger: MakeLedger, tmp_path: Path
+) -> None:
     """Every cut inside the last line reads as the earlier records plus TORN_TAIL, never as garbage."""
     _recorded(make_ledger).close()
     log = tmp_path / "run.jsonl"
@@ -89,8 +90,9 @@ def test_a_zero_filled_tail_is_a_torn_tail(make_ledger: MakeLedger, tmp_path: Pa
     assert repair(log).record is not None
 
 
-def test_damage_followed_by_a_valid_record_is_corruption_not_a_torn_tail(make_ledger: MakeLedger,
-                                                                         tmp_path: Path) -> None:
+def test_damage_followed_by_a_valid_record_is_corruption_not_a_torn_tail(
+    make_ledger: MakeLedger, tmp_path: Path
+) -> None:
     """A damaged middle line is refused with its line number; repair refuses to cut history."""
     _recorded(make_ledger).close()
     log = tmp_path / "run.jsonl"
@@ -98,8 +100,11 @@ def test_damage_followed_by_a_valid_record_is_corruption_not_a_torn_tail(make_le
     lines[2] = lines[2].replace(b'"attempt":1', b'"attempt":7')
     log.write_bytes(b"\n".join(lines))
     before = log.read_bytes()
-    for action, code in ((lambda: _records(log), "HASH_MISMATCH"), (lambda: repair(log), "NOT_REPAIRABLE"),
-                         (lambda: Ledger.open(log), "HASH_MISMATCH")):
+    for action, code in (
+        (lambda: _records(log), "HASH_MISMATCH"),
+        (lambda: repair(log), "NOT_REPAIRABLE"),
+        (lambda: Ledger.open(log), "HASH_MISMATCH"),
+    ):
         with pytest.raises(LogDamaged) as info:
             action()
         assert (info.value.code, info.value.fields["line"]) == (code, 3)

@@ -32,16 +32,16 @@ def test_filesystem_type_reads_mountinfo_by_device_number(tmp_path: Path) -> Non
     assert filesystem_type(os.makedev(0, 52), str(tmp_path / "missing")) is None
 
 
-def test_writers_refuse_a_network_filesystem_unless_allowed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_writers_refuse_a_network_filesystem_unless_allowed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Create and open refuse with NETWORK_FILESYSTEM on NFS; the library flag or the environment allows it."""
     path = tmp_path / "run.jsonl"
     Ledger.create(path, copy.deepcopy(LOGIN_DRAFT), fsync="none").close()
     monkeypatch.setattr(ledger.jsonl, "filesystem_type", lambda dev: "nfs")
 
-    actions: list[Callable[[], Ledger]] = [lambda: Ledger.open(path),
-                                           lambda: Ledger.create(tmp_path / "new.jsonl", LOGIN_DRAFT)]
+    actions: list[Callable[[], Ledger]] = [
+        lambda: Ledger.open(path),
+        lambda: Ledger.create(tmp_path / "new.jsonl", LOGIN_DRAFT),
+    ]
     for action in actions:
         with pytest.raises(PlantrailError) as caught:
             action()

@@ -23,7 +23,9 @@ def _retitled(draft: dict[str, Any]) -> dict[str, Any]:
     return new
 
 
-def test_a_late_result_never_overwrites_the_new_version(make_ledger: Callable[..., Ledger], draft: dict[str, Any]) -> None:
+def test_a_late_result_never_overwrites_the_new_version(
+    make_ledger: Callable[..., Ledger], draft: dict[str, Any]
+) -> None:
     """Seed 001 12.3: a v1 completion arriving while v2 re-runs the step leaves v2's attempt in progress."""
     ledger = make_ledger(draft)
     ledger.start("reproduce")
@@ -37,8 +39,18 @@ def test_a_late_result_never_overwrites_the_new_version(make_ledger: Callable[..
     assert ack.orphan == "SUPERSEDED_VERSION"
     assert _plan_part(after) == _plan_part(before)
     assert after.steps["reproduce"].status == "in_progress"
-    assert after.orphans == (Orphan(seq=ack.seq, type="step.completed", step="reproduce", plan_version=1, attempt=1,
-                                    active_version=2, why="SUPERSEDED_VERSION", evidence=("old output",)),)
+    assert after.orphans == (
+        Orphan(
+            seq=ack.seq,
+            type="step.completed",
+            step="reproduce",
+            plan_version=1,
+            attempt=1,
+            active_version=2,
+            why="SUPERSEDED_VERSION",
+            evidence=("old output",),
+        ),
+    )
 
 
 def test_a_cancelled_steps_late_result_lands_on_the_orphan_path(
@@ -49,8 +61,11 @@ def test_a_cancelled_steps_late_result_lands_on_the_orphan_path(
     ledger.start("reproduce")
     ledger.complete("reproduce", ["login.test.ts fails with 500"])
     ledger.start("diagnose")
-    ledger.replan("agent_revision", "diagnosis moves to another run",
-                  patch={"base_version": 1, "operations": [{"op": "remove_step", "step_id": "diagnose"}]})
+    ledger.replan(
+        "agent_revision",
+        "diagnosis moves to another run",
+        patch={"base_version": 1, "operations": [{"op": "remove_step", "step_id": "diagnose"}]},
+    )
 
     ack = ledger.fail("diagnose", "auth-service timed out", plan_version=1)
 

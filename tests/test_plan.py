@@ -46,8 +46,12 @@ def test_camel_and_snake_case_drafts_give_the_same_plan() -> None:
         "goal": LOGIN_DRAFT["goal"],
         "acceptance_criteria": LOGIN_DRAFT["acceptanceCriteria"],
         "steps": [
-            {"id": s["id"], "title": s["title"], "depends_on": s["dependsOn"],
-             "completion_evidence": s["completionEvidence"]}
+            {
+                "id": s["id"],
+                "title": s["title"],
+                "depends_on": s["dependsOn"],
+                "completion_evidence": s["completionEvidence"],
+            }
             for s in LOGIN_DRAFT["steps"]
         ],
     }
@@ -80,12 +84,22 @@ def test_text_is_trimmed() -> None:
         (_draft(), "EMPTY_PLAN", None),
         ({"goal": "g", "steps": [_step("a")]}, "NO_ACCEPTANCE_CRITERIA", None),
         (_draft(_step("a"), _step("a")), "DUPLICATE_STEP_ID", ["a"]),
-        ({"goal": "g", "acceptance_criteria": [{"id": "c", "description": "x"}, {"id": "c", "description": "y"}],
-          "steps": [_step("a")]}, "DUPLICATE_CRITERION_ID", ["c"]),
+        (
+            {
+                "goal": "g",
+                "acceptance_criteria": [{"id": "c", "description": "x"}, {"id": "c", "description": "y"}],
+                "steps": [_step("a")],
+            },
+            "DUPLICATE_CRITERION_ID",
+            ["c"],
+        ),
         (_draft(_step("a", "ghost")), "UNKNOWN_DEPENDENCY", ["ghost"]),
         (_draft(_step("a", "a")), "SELF_DEPENDENCY", ["a"]),
-        (_draft(_step("a", "c"), _step("b", "a"), _step("c", "b"), _step("d", "c")), "DEPENDENCY_CYCLE",
-         ["a", "b", "c"]),
+        (
+            _draft(_step("a", "c"), _step("b", "a"), _step("c", "b"), _step("d", "c")),
+            "DEPENDENCY_CYCLE",
+            ["a", "b", "c"],
+        ),
         (_draft({"id": "a", "title": "  ", "completion_evidence": "x"}), "BLANK_FIELD", None),
         (_draft({"id": "a", "title": "t", "completion_evidence": ""}), "BLANK_FIELD", None),
         (_draft({"id": "bad id", "title": "t", "completion_evidence": "x"}), "INVALID_ID", None),
@@ -135,16 +149,18 @@ def test_a_ten_thousand_long_cycle_is_found_without_recursion() -> None:
 def test_a_patch_adds_replaces_removes_and_sets_policy() -> None:
     """Patch operations apply in order to the base version and give the whole next plan."""
     base = _plan(_draft(_step("a"), _step("b", "a"), _step("c")))
-    patch = parse_patch({
-        "base_version": 1,
-        "operations": [
-            {"op": "add_step", "step": _step("d", "b")},
-            {"op": "replace_step", "step_id": "b", "step": {**_step("b2", "a"), "title": "do b better"}},
-            {"op": "remove_step", "step_id": "c"},
-            {"op": "add_criterion", "criterion": {"id": "c2", "description": "more"}},
-            {"op": "set_policy", "policy": {"max_in_progress": 2}},
-        ],
-    })
+    patch = parse_patch(
+        {
+            "base_version": 1,
+            "operations": [
+                {"op": "add_step", "step": _step("d", "b")},
+                {"op": "replace_step", "step_id": "b", "step": {**_step("b2", "a"), "title": "do b better"}},
+                {"op": "remove_step", "step_id": "c"},
+                {"op": "add_criterion", "criterion": {"id": "c2", "description": "more"}},
+                {"op": "set_policy", "policy": {"max_in_progress": 2}},
+            ],
+        }
+    )
     plan = apply_patch(base, patch)
     assert [s.id for s in plan.steps] == ["a", "b2", "d"]
     assert next(s for s in plan.steps if s.id == "d").depends_on == ("b2",)  # the renamed step keeps its dependents

@@ -11,20 +11,58 @@ import projections.views
 
 def test_ledger_exports_are_pinned_and_resolve() -> None:
     """ledger.__all__ is exactly the documented API, and every name in it loads."""
-    assert ledger.__all__ == sorted([
-        "Ack", "Block", "Command", "CommandRefused", "Complete", "Create", "Fail", "Finish", "JsonlStore", "Ledger",
-        "LogDamaged", "LogReader", "PlanInvalid", "PlanPatch", "PlanSpec", "PlantrailError", "Record", "Refused",
-        "Replan", "Source", "Start", "StorageError", "Store", "UsageError", "VerifyCriterion", "__version__",
-        "check", "decide", "default_run_id", "parse_draft", "parse_patch", "repair", "verify_log",
-    ])
+    assert ledger.__all__ == sorted(
+        [
+            "Ack",
+            "Block",
+            "Command",
+            "CommandRefused",
+            "Complete",
+            "Create",
+            "Fail",
+            "Finish",
+            "JsonlStore",
+            "Ledger",
+            "LogDamaged",
+            "LogReader",
+            "PlanInvalid",
+            "PlanPatch",
+            "PlanSpec",
+            "PlantrailError",
+            "Record",
+            "Refused",
+            "Replan",
+            "Source",
+            "Start",
+            "StorageError",
+            "Store",
+            "UsageError",
+            "VerifyCriterion",
+            "__version__",
+            "check",
+            "decide",
+            "default_run_id",
+            "parse_draft",
+            "parse_patch",
+            "repair",
+            "verify_log",
+        ]
+    )
     for name in ledger.__all__:
         assert getattr(ledger, name) is not None
 
 
 def test_projection_exports_are_pinned() -> None:
     """The reducer and its model expose a small, stable surface."""
-    assert projections.state.__all__ == ["Delta", "StateView", "evolve", "fold", "initial", "orphan_reason",
-                                         "share_unchanged"]
+    assert projections.state.__all__ == [
+        "Delta",
+        "StateView",
+        "evolve",
+        "fold",
+        "initial",
+        "orphan_reason",
+        "share_unchanged",
+    ]
     assert "PlanState" in projections.model.__all__ and "StepState" in projections.model.__all__
     assert projections.canonical.__all__ == ["canonical_bytes", "state_hash"]
     assert set(projections.views.__all__) >= {"advice", "ready_steps", "status_view"}

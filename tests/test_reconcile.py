@@ -21,8 +21,12 @@ DIAMOND: dict[str, Any] = {
         {"id": "inspect", "title": "Read the routes", "completion_evidence": "route table"},
         {"id": "api", "title": "Add the handler", "depends_on": ["inspect"], "completion_evidence": "handler diff"},
         {"id": "db", "title": "Add the query", "depends_on": ["inspect"], "completion_evidence": "query diff"},
-        {"id": "integrate", "title": "Wire handler and query", "depends_on": ["api", "db"],
-         "completion_evidence": "integration test output"},
+        {
+            "id": "integrate",
+            "title": "Wire handler and query",
+            "depends_on": ["api", "db"],
+            "completion_evidence": "integration test output",
+        },
         {"id": "docs", "title": "Update the docs", "completion_evidence": "docs diff"},
     ],
 }
@@ -76,8 +80,14 @@ def test_completed_work_is_invalidated_when_its_contract_changes(
     ledger.complete("reproduce", ["saved failure output"])
     revised = {
         "acceptanceCriteria": draft["acceptanceCriteria"],
-        "steps": [{"id": "reproduce", "title": "Reproduce and locate the login failure", "dependsOn": [],
-                   "completionEvidence": "failing output and root cause"}],
+        "steps": [
+            {
+                "id": "reproduce",
+                "title": "Reproduce and locate the login failure",
+                "dependsOn": [],
+                "completionEvidence": "failing output and root cause",
+            }
+        ],
     }
 
     ledger.replan("failed_assumption", "one step is enough", plan=revised)
@@ -85,7 +95,11 @@ def test_completed_work_is_invalidated_when_its_contract_changes(
     reproduce = ledger.state.steps["reproduce"]
     assert (reproduce.status, reproduce.evidence, reproduce.attempt) == ("pending", (), 0)
     change = _reset(ledger)["reproduce"]
-    assert (change.cause, change.was, change.fields) == ("contract_changed", "completed", ("title", "completion_evidence"))
+    assert (change.cause, change.was, change.fields) == (
+        "contract_changed",
+        "completed",
+        ("title", "completion_evidence"),
+    )
 
 
 def test_a_passed_criterion_is_reset_when_its_description_changes(
@@ -140,7 +154,11 @@ def test_invalidation_follows_lineage_transitively_and_names_the_root(make_ledge
     reset = _reset(ledger)
     assert reset["inspect"].cause == "contract_changed"
     for step in ("api", "db", "integrate"):
-        assert (reset[step].cause, reset[step].upstream, reset[step].was) == ("upstream_invalidated", "inspect", "completed")
+        assert (reset[step].cause, reset[step].upstream, reset[step].was) == (
+            "upstream_invalidated",
+            "inspect",
+            "completed",
+        )
         assert ledger.state.steps[step].invalidated_by == "inspect"
         assert ledger.state.steps[step].status == "pending"
 
@@ -159,7 +177,9 @@ def test_unrelated_successes_are_reused(make_ledger: Callable[..., Ledger]) -> N
     assert ledger.state.steps["docs"].evidence == ("docs done",)
 
 
-def test_a_step_in_progress_at_the_replan_is_superseded(make_ledger: Callable[..., Ledger], draft: dict[str, Any]) -> None:
+def test_a_step_in_progress_at_the_replan_is_superseded(
+    make_ledger: Callable[..., Ledger], draft: dict[str, Any]
+) -> None:
     """A step running when the replan lands starts again at attempt 0 in the new version."""
     ledger = make_ledger(draft)
     _complete(ledger, "reproduce")
@@ -210,8 +230,20 @@ def test_a_renamed_step_invalidates_its_dependents(make_ledger: Callable[..., Le
     """A patch replacing reproduce by a new id rewrites diagnose's dependency, so diagnose's contract changed."""
     ledger = make_ledger(draft)
     _complete(ledger, "reproduce", "diagnose")
-    patch = {"base_version": 1, "operations": [{"op": "replace_step", "step_id": "reproduce", "step": {
-        "id": "reproduce-e2e", "title": "Reproduce in the browser", "completion_evidence": "playwright trace"}}]}
+    patch = {
+        "base_version": 1,
+        "operations": [
+            {
+                "op": "replace_step",
+                "step_id": "reproduce",
+                "step": {
+                    "id": "reproduce-e2e",
+                    "title": "Reproduce in the browser",
+                    "completion_evidence": "playwright trace",
+                },
+            }
+        ],
+    }
 
     ledger.replan("failed_assumption", "unit test cannot show it", patch=patch)
 

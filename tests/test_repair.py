@@ -70,9 +70,13 @@ def test_torn_tail_is_quarantined_cut_back_and_recorded(log: Path) -> None:
     assert quarantine.read_bytes() == torn
     assert stat.S_IMODE(quarantine.stat().st_mode) == 0o444
     assert result.record is not None and isinstance(result.record.data, LogRepaired)
-    assert result.record.data == LogRepaired(truncated_at=len(whole), bytes=len(torn),
-                                             sha256=hashlib.sha256(torn).hexdigest(), kind="torn_tail",
-                                             quarantine=quarantine.name)
+    assert result.record.data == LogRepaired(
+        truncated_at=len(whole),
+        bytes=len(torn),
+        sha256=hashlib.sha256(torn).hexdigest(),
+        kind="torn_tail",
+        quarantine=quarantine.name,
+    )
     assert log.read_bytes().startswith(whole)
     assert verify_log(log).last_seq == result.record.seq == 7
 
@@ -95,8 +99,9 @@ def test_zero_filled_tail_from_power_loss_is_repaired(log: Path) -> None:
     ],
     ids=["damage-then-record", "bad-hash-last-line", "bad-hash-then-zeros", "zeros-then-record", "nul-in-framed-line"],
 )
-def test_damage_that_no_crash_explains_is_refused(log: Path, damage: Callable[[list[bytes]], list[bytes]],
-                                                  code: str) -> None:
+def test_damage_that_no_crash_explains_is_refused(
+    log: Path, damage: Callable[[list[bytes]], list[bytes]], code: str
+) -> None:
     """Damage followed by a record, or a well-formed line whose hash fails, is refused as corruption."""
     write_lines(log, damage(lines_of(log)))
     error = refused(log, "NOT_REPAIRABLE")

@@ -39,20 +39,39 @@ def test_a_patch_replan_records_the_whole_plan_the_patch_reason_why_causes_and_a
     ledger = make_ledger(draft)
     ledger.start("reproduce")
     ledger.complete("reproduce", ["login.test.ts fails with 500"])
-    patch = {"base_version": 1, "operations": [
-        {"op": "add_step", "step": {"id": "check-auth", "title": "Check the auth service",
-                                     "depends_on": ["reproduce"], "completion_evidence": "auth service logs"}},
-        {"op": "replace_criterion", "criterion_id": "login-test-passes",
-         "criterion": {"id": "login-test-passes", "description": "login passes against the real auth service"}},
-    ]}
+    patch = {
+        "base_version": 1,
+        "operations": [
+            {
+                "op": "add_step",
+                "step": {
+                    "id": "check-auth",
+                    "title": "Check the auth service",
+                    "depends_on": ["reproduce"],
+                    "completion_evidence": "auth service logs",
+                },
+            },
+            {
+                "op": "replace_criterion",
+                "criterion_id": "login-test-passes",
+                "criterion": {"id": "login-test-passes", "description": "login passes against the real auth service"},
+            },
+        ],
+    }
 
-    ledger.replan("failed_assumption", "auth returns 500", patch=patch, causes=[3], observations=["HTTP 500"],
-                  actor="user")
+    ledger.replan(
+        "failed_assumption", "auth returns 500", patch=patch, causes=[3], observations=["HTTP 500"], actor="user"
+    )
 
     actor, data = _last_replan(tmp_path / "run.jsonl")
     assert actor == "user"
     assert (data.new_version, data.reason, data.why, data.causes, data.observations) == (
-        2, "failed_assumption", "auth returns 500", (3,), ("HTTP 500",))
+        2,
+        "failed_assumption",
+        "auth returns 500",
+        (3,),
+        ("HTTP 500",),
+    )
     assert data.patch == parse_patch(patch)
     assert data.plan == apply_patch(history(read_records(tmp_path / "run.jsonl")).versions[0].plan, parse_patch(patch))
     assert [s.id for s in data.plan.steps] == ["reproduce", "diagnose", "check-auth"]
@@ -68,7 +87,12 @@ def test_a_patch_replan_records_the_whole_plan_the_patch_reason_why_causes_and_a
     ],
 )
 def test_a_replan_is_refused_with_a_stable_code(
-    tmp_path: Path, make_ledger: Callable[..., Ledger], draft: dict[str, Any], code: str, why: str, causes: tuple[int, ...],
+    tmp_path: Path,
+    make_ledger: Callable[..., Ledger],
+    draft: dict[str, Any],
+    code: str,
+    why: str,
+    causes: tuple[int, ...],
     goal: str | None,
 ) -> None:
     """A blank why, a cause outside the log's events, or a changed goal is refused and nothing is written."""
@@ -84,7 +108,9 @@ def test_an_invalid_draft_is_refused_with_its_draft_code(
     ledger = make_ledger(draft)
     cyclic = copy.deepcopy(draft)
     cyclic["steps"][0]["dependsOn"] = ["diagnose"]
-    _refused(tmp_path / "run.jsonl", "DEPENDENCY_CYCLE", lambda: ledger.replan("agent_revision", "reorder", plan=cyclic))
+    _refused(
+        tmp_path / "run.jsonl", "DEPENDENCY_CYCLE", lambda: ledger.replan("agent_revision", "reorder", plan=cyclic)
+    )
 
 
 def test_a_replan_of_a_finished_run_is_refused_before_the_draft_is_judged(
@@ -103,7 +129,9 @@ def test_a_patch_on_a_superseded_base_is_refused(
     ledger = make_ledger(draft)
     patch = {"base_version": 1, "operations": [{"op": "remove_step", "step_id": "diagnose"}]}
     ledger.replan("agent_revision", "diagnosis is not needed", patch=patch)
-    _refused(tmp_path / "run.jsonl", "STALE_PLAN_VERSION", lambda: ledger.replan("agent_revision", "again", patch=patch))
+    _refused(
+        tmp_path / "run.jsonl", "STALE_PLAN_VERSION", lambda: ledger.replan("agent_revision", "again", patch=patch)
+    )
 
 
 def test_a_result_stamped_with_a_plan_version_that_never_existed_is_refused(
@@ -113,5 +141,13 @@ def test_a_result_stamped_with_a_plan_version_that_never_existed_is_refused(
     ledger = make_ledger(draft)
     ledger.start("reproduce")
     ledger.replan("agent_revision", "retitle", plan=copy.deepcopy(draft) | {"goal": draft["goal"]})
-    _refused(tmp_path / "run.jsonl", "UNKNOWN_PLAN_VERSION", lambda: ledger.complete("reproduce", ["output"], plan_version=0, attempt=1))
-    _refused(tmp_path / "run.jsonl", "UNKNOWN_PLAN_VERSION", lambda: ledger.complete("reproduce", ["output"], plan_version=3, attempt=1))
+    _refused(
+        tmp_path / "run.jsonl",
+        "UNKNOWN_PLAN_VERSION",
+        lambda: ledger.complete("reproduce", ["output"], plan_version=0, attempt=1),
+    )
+    _refused(
+        tmp_path / "run.jsonl",
+        "UNKNOWN_PLAN_VERSION",
+        lambda: ledger.complete("reproduce", ["output"], plan_version=3, attempt=1),
+    )

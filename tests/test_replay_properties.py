@@ -60,8 +60,13 @@ def _plan_part(state: PlanState) -> PlanState:
 
 
 def _step_json(step: StepSpec) -> dict[str, Any]:
-    return {"id": step.id, "title": step.title, "depends_on": list(step.depends_on),
-            "completion_evidence": step.completion_evidence, "max_attempts": step.max_attempts}
+    return {
+        "id": step.id,
+        "title": step.title,
+        "depends_on": list(step.depends_on),
+        "completion_evidence": step.completion_evidence,
+        "max_attempts": step.max_attempts,
+    }
 
 
 def _ancestors(plan: PlanSpec, step: str) -> set[str]:
@@ -191,14 +196,19 @@ class ReplayMachine(RuleBasedStateMachine):
             op: dict[str, Any] = {"op": kind, "step_id": old.id, "step": _step_json(old) | {"title": old.title + "!"}}
         elif kind == "add_step":
             deps = data.draw(st.lists(st.sampled_from([s.id for s in plan.steps]), max_size=2, unique=True))
-            op = {"op": kind, "step": {"id": self._new_id(), "title": "Added", "depends_on": deps,
-                                       "completion_evidence": "out"}}
+            op = {
+                "op": kind,
+                "step": {"id": self._new_id(), "title": "Added", "depends_on": deps, "completion_evidence": "out"},
+            }
         elif kind == "remove_step":
             op = {"op": kind, "step_id": data.draw(st.sampled_from(leaves))}
         else:
             old_criterion = data.draw(st.sampled_from(plan.acceptance_criteria))
-            op = {"op": kind, "criterion_id": old_criterion.id,
-                  "criterion": {"id": old_criterion.id, "description": old_criterion.description + "!"}}
+            op = {
+                "op": kind,
+                "criterion_id": old_criterion.id,
+                "criterion": {"id": old_criterion.id, "description": old_criterion.description + "!"},
+            }
         self._replan(None, {"base_version": self.state.version, "operations": [op]})
 
     def _replan(self, plan: dict[str, Any] | None, patch: dict[str, Any] | None) -> None:
@@ -227,8 +237,9 @@ class ReplayMachine(RuleBasedStateMachine):
             assert before.steps[kept].status == "completed"
             assert old_specs[kept].contract() == new_specs[kept].contract()
             assert set(new_specs[kept].depends_on) <= set(changes.kept)
-            assert after.steps[kept] == before.steps[kept]._replace(max_attempts=new_specs[kept].max_attempts,
-                                                                     reset=None, invalidated_by=None)
+            assert after.steps[kept] == before.steps[kept]._replace(
+                max_attempts=new_specs[kept].max_attempts, reset=None, invalidated_by=None
+            )
         for step in new_specs:
             was = before.steps.get(step)
             if was is not None and was.status == "completed" and step not in changes.kept:
@@ -248,7 +259,9 @@ class ReplayMachine(RuleBasedStateMachine):
     @rule(data=st.data(), kind=st.sampled_from(["complete", "fail", "block"]))
     def late_result_for_a_superseded_version(self, data: st.DataObject, kind: str) -> None:
         version = data.draw(st.integers(1, self.state.version - 1))
-        superseded = self.before_replan[version].plan  # the plan of a version is the one in force just before its replan
+        superseded = self.before_replan[
+            version
+        ].plan  # the plan of a version is the one in force just before its replan
         assert superseded is not None
         step = data.draw(st.sampled_from(superseded.steps)).id
         self._late(kind, step, "SUPERSEDED_VERSION", plan_version=version)

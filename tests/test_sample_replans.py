@@ -28,7 +28,10 @@ def test_versions_name_both_replans_and_their_causes(run_cli: Cli) -> None:
     """v2 is a failed assumption caused by diagnose's result; v3 a user's new constraint caused by the fix."""
     data = run_cli("versions", SAMPLE, "--json").json()
     assert [(v["version"], v["reason"], v["actor"], v["causes"]) for v in data["versions"]] == [
-        (1, None, "planner", []), (2, "failed_assumption", "planner", [10]), (3, "new_constraint", "user", [20])]
+        (1, None, "planner", []),
+        (2, "failed_assumption", "planner", [10]),
+        (3, "new_constraint", "user", [20]),
+    ]
 
 
 def test_why_v2_shows_the_cause_lineage_and_the_late_result(run_cli: Cli) -> None:
@@ -54,10 +57,17 @@ def test_why_v3_shows_the_patch_and_the_criterion_reset(run_cli: Cli) -> None:
     assert [op["op"] for op in data["patch"]["operations"]] == ["add_step", "replace_step", "add_criterion"]
     changes = data["changes"]
     assert [k["step"] for k in changes["kept"]] == [
-        "reproduce", "capture-fixture", "diagnose", "check-timeout", "regression-test", "fix"]
+        "reproduce",
+        "capture-fixture",
+        "diagnose",
+        "check-timeout",
+        "regression-test",
+        "fix",
+    ]
     assert [(r["step"], r["cause"]) for r in changes["reset"]] == [("verify", "contract_changed")]
     assert changes["criteria"]["reset"] == [
-        {"criterion": "login-test-passes", "cause": "work_invalidated", "was": "passed", "at_version": 3}]
+        {"criterion": "login-test-passes", "cause": "work_invalidated", "was": "passed", "at_version": 3}
+    ]
     assert data["late_results"] == []
 
 
@@ -75,8 +85,9 @@ def test_the_script_records_the_same_run(tmp_path: Path, full: bool) -> None:
         pytest.skip("runs about 30 CLI processes; use --full")
     out = tmp_path / "again.jsonl"
     env = os.environ | {"PLANTRAIL": f"{sys.executable} -m cli.main"}
-    subprocess.run(["bash", str(SAMPLES / "record_login_fix_replans.sh"), str(out)], check=True, env=env,
-                   capture_output=True)
+    subprocess.run(
+        ["bash", str(SAMPLES / "record_login_fix_replans.sh"), str(out)], check=True, env=env, capture_output=True
+    )
 
     def events(path: Path) -> list[tuple[object, ...]]:
         return [(r.seq, r.type, r.actor, r.plan_version, r.data) for r in read_records(path)[1:]]

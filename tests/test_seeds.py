@@ -81,17 +81,28 @@ def test_seed000_invalidates_completed_work_when_the_contract_changes(make_ledge
     ledger = make_ledger()
     ledger.start("reproduce")
     ledger.complete("reproduce", ["saved failure output"])
-    ledger.replan("failed_assumption", "reproducing is not enough", plan={
-        "acceptanceCriteria": [{"id": "login-test-passes", "description": "the login test passes"}],
-        "steps": [{"id": "reproduce", "title": "Reproduce and locate the login failure", "dependsOn": [],
-                   "completionEvidence": "failing output and root cause"}],
-    })
+    ledger.replan(
+        "failed_assumption",
+        "reproducing is not enough",
+        plan={
+            "acceptanceCriteria": [{"id": "login-test-passes", "description": "the login test passes"}],
+            "steps": [
+                {
+                    "id": "reproduce",
+                    "title": "Reproduce and locate the login failure",
+                    "dependsOn": [],
+                    "completionEvidence": "failing output and root cause",
+                }
+            ],
+        },
+    )
     step = ledger.state.steps["reproduce"]
     assert (step.status, step.evidence, step.reset) == ("pending", (), "contract_changed")
 
 
-def test_seed000_invalidates_passed_criteria_when_their_description_changes(make_ledger: MakeLedger,
-                                                                           draft: dict[str, Any]) -> None:
+def test_seed000_invalidates_passed_criteria_when_their_description_changes(
+    make_ledger: MakeLedger, draft: dict[str, Any]
+) -> None:
     """A passed criterion whose description changes returns to unverified, without its evidence."""
     ledger = make_ledger()
     ledger.verify_criterion("login-test-passes", True, "old evidence")
@@ -103,9 +114,11 @@ def test_seed000_invalidates_passed_criteria_when_their_description_changes(make
 
 def test_seed000_rejects_duplicate_acceptance_criterion_ids() -> None:
     """Two criteria named the same are refused."""
-    raw = {"goal": "g", "acceptanceCriteria": [{"id": "same", "description": "first"},
-                                               {"id": "same", "description": "second"}],
-           "steps": [{"id": "inspect", "title": "Inspect", "dependsOn": [], "completionEvidence": "output"}]}
+    raw = {
+        "goal": "g",
+        "acceptanceCriteria": [{"id": "same", "description": "first"}, {"id": "same", "description": "second"}],
+        "steps": [{"id": "inspect", "title": "Inspect", "dependsOn": [], "completionEvidence": "output"}],
+    }
     from ledger.plan import build_plan
 
     assert _code(lambda: build_plan(parse_draft(raw))) == "DUPLICATE_CRITERION_ID"
@@ -156,9 +169,18 @@ def _records(plan: PlanSpec, commands: list[Any]) -> list[Record]:
         except PlantrailError:
             continue
         for event in events:
-            record = Record(v=FORMAT_VERSION, seq=seq, ts="t", run="r", type=event.data.TYPE,
-                            plan_version=event.plan_version, actor=event.actor, data=event.data,
-                            prev=GENESIS_PREV, h=f"{seq:064x}")
+            record = Record(
+                v=FORMAT_VERSION,
+                seq=seq,
+                ts="t",
+                run="r",
+                type=event.data.TYPE,
+                plan_version=event.plan_version,
+                actor=event.actor,
+                data=event.data,
+                prev=GENESIS_PREV,
+                h=f"{seq:064x}",
+            )
             state = evolve(state, record)
             records.append(record)
     return records
@@ -187,8 +209,11 @@ def test_seed003_block_requires_a_reason_and_keeps_it_trimmed(make_ledger: MakeL
 def test_seed003_unknown_id_is_refused_before_any_transition(make_ledger: MakeLedger) -> None:
     """An unknown id is STEP_NOT_FOUND for every command."""
     ledger = make_ledger(_todo_draft(1))
-    for action in (lambda: ledger.start("todo-999"), lambda: ledger.complete("todo-999", ["x"]),
-                   lambda: ledger.block("todo-999", "r")):
+    for action in (
+        lambda: ledger.start("todo-999"),
+        lambda: ledger.complete("todo-999", ["x"]),
+        lambda: ledger.block("todo-999", "r"),
+    ):
         assert _code(action) == "STEP_NOT_FOUND"
 
 
@@ -205,9 +230,13 @@ def test_seed003_snapshots_are_immutable(make_ledger: MakeLedger) -> None:
 
 
 def _todo_draft(n: int) -> dict[str, Any]:
-    return {"goal": "todo", "acceptance_criteria": [{"id": "done", "description": "every todo completed"}],
-            "steps": [{"id": f"todo-{i:03d}", "title": f"task {i}", "completion_evidence": "done"}
-                      for i in range(1, n + 1)]}
+    return {
+        "goal": "todo",
+        "acceptance_criteria": [{"id": "done", "description": "every todo completed"}],
+        "steps": [
+            {"id": f"todo-{i:03d}", "title": f"task {i}", "completion_evidence": "done"} for i in range(1, n + 1)
+        ],
+    }
 
 
 _OPS = st.lists(
@@ -220,13 +249,21 @@ _OPS = st.lists(
 @given(_OPS)
 def test_seed003_no_sequence_of_operations_makes_two_todos_in_progress(ops: list[tuple[str, int]]) -> None:
     """Whatever the operations (legal or not), at most one todo is ever in progress (seed 003's homework)."""
-    plan = PlanSpec(goal="todo", acceptance_criteria=(CriterionSpec("done", "all done"),),
-                    steps=tuple(StepSpec(f"todo-{i:03d}", f"task {i}", (), "done") for i in range(1, 5)))
+    plan = PlanSpec(
+        goal="todo",
+        acceptance_criteria=(CriterionSpec("done", "all done"),),
+        steps=tuple(StepSpec(f"todo-{i:03d}", f"task {i}", (), "done") for i in range(1, 5)),
+    )
     commands: list[Any] = []
     for op, i in ops:
         step = f"todo-{i:03d}"
-        commands.append({"start": Start(step=step), "complete": Complete(step=step, evidence=["ok"]),
-                         "block": Block(step=step, reason="stuck")}[op])
+        commands.append(
+            {
+                "start": Start(step=step),
+                "complete": Complete(step=step, evidence=["ok"]),
+                "block": Block(step=step, reason="stuck"),
+            }[op]
+        )
     state = initial()
     for record in _records(plan, commands):
         state = evolve(state, record)

@@ -32,8 +32,9 @@ def test_evolve_never_mutates_its_inputs(log: tuple[PlanSpec, list[Command]]) ->
 
 @settings(max_examples=150, deadline=None)
 @given(LOGS, st.data())
-def test_fold_of_a_concatenation_is_fold_of_the_tail_from_the_head(log: tuple[PlanSpec, list[Command]],
-                                                                    data: st.DataObject) -> None:
+def test_fold_of_a_concatenation_is_fold_of_the_tail_from_the_head(
+    log: tuple[PlanSpec, list[Command]], data: st.DataObject
+) -> None:
     """fold(a + b) == fold(b, fold(a)) at every split point."""
     records = simulate(*log).records
     cut = data.draw(st.integers(min_value=0, max_value=len(records)))
@@ -67,9 +68,18 @@ def test_an_unknown_record_type_only_moves_the_position() -> None:
     """evolve is total: a record type it does not handle changes only last_seq and head."""
     from ledger.events import LogRepaired, Record
 
-    record = Record(v=1, seq=5, ts="t", run="r", type="log.repaired", plan_version=0, actor="runtime",
-                    data=LogRepaired(truncated_at=1, bytes=2, sha256="0" * 64, kind="torn_tail", quarantine="q"),
-                    prev="0" * 64, h="f" * 64)
+    record = Record(
+        v=1,
+        seq=5,
+        ts="t",
+        run="r",
+        type="log.repaired",
+        plan_version=0,
+        actor="runtime",
+        data=LogRepaired(truncated_at=1, bytes=2, sha256="0" * 64, kind="torn_tail", quarantine="q"),
+        prev="0" * 64,
+        h="f" * 64,
+    )
     assert evolve(initial(), record) == initial()._replace(last_seq=5, head="f" * 64)
 
 

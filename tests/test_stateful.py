@@ -25,8 +25,10 @@ PLAN = {
     "goal": "exercise the rules",
     "acceptance_criteria": [{"id": c, "description": c} for c in CRITERIA],
     "policy": {"max_in_progress": 2},
-    "steps": [{"id": s, "title": s, "depends_on": list(d), "completion_evidence": "e", "max_attempts": ATTEMPTS[s]}
-              for s, d in STEPS.items()],
+    "steps": [
+        {"id": s, "title": s, "depends_on": list(d), "completion_evidence": "e", "max_attempts": ATTEMPTS[s]}
+        for s, d in STEPS.items()
+    ],
 }
 LIMIT = 2
 step_ids = st.sampled_from([*STEPS, "ghost"])
@@ -46,8 +48,11 @@ class Model:
     orphans: int = 0
 
     def ready(self) -> list[str]:
-        return [s for s, deps in STEPS.items()
-                if self.status[s] == "pending" and all(self.status[d] == "completed" for d in deps)]
+        return [
+            s
+            for s, deps in STEPS.items()
+            if self.status[s] == "pending" and all(self.status[d] == "completed" for d in deps)
+        ]
 
     def running(self) -> list[str]:
         return [s for s in STEPS if self.status[s] == "in_progress"]
@@ -92,8 +97,9 @@ class Model:
     def finish(self, outcome: str) -> bool:
         if self.final:
             return False
-        if outcome == "complete" and (any(s != "completed" for s in self.status.values())
-                                      or any(v != "passed" for v in self.verdict.values())):
+        if outcome == "complete" and (
+            any(s != "completed" for s in self.status.values()) or any(v != "passed" for v in self.verdict.values())
+        ):
             return False
         self.outcome = outcome
         return True
@@ -169,8 +175,11 @@ class LedgerMachine(RuleBasedStateMachine):
 
     def result(self, kind: str, step: str, text: str) -> None:
         expected = self.model.result(kind, step, text)
-        calls = {"complete": lambda: self.ledger.complete(step, [text]),
-                 "block": lambda: self.ledger.block(step, text), "fail": lambda: self.ledger.fail(step, text)}
+        calls = {
+            "complete": lambda: self.ledger.complete(step, [text]),
+            "block": lambda: self.ledger.block(step, text),
+            "fail": lambda: self.ledger.fail(step, text),
+        }
         self._apply(expected, calls[kind])
 
     def verify(self, criterion: str, passed: bool) -> None:

@@ -85,14 +85,14 @@ def edit_value(lines: list[bytes], rng: random.Random) -> Tampered:
         record["data"][name] = value + 1 if isinstance(value, int) else f"{value}!"
     else:
         record[field] = "user" if field == "actor" and record[field] != "user" else f"{record[field]}0"
-    edited = [*lines[:k], orjson.dumps(record), *lines[k + 1:]]
+    edited = [*lines[:k], orjson.dumps(record), *lines[k + 1 :]]
     return Tampered(join(edited), k + 1)
 
 
 def delete_line(lines: list[bytes], rng: random.Random) -> Tampered:
     """Delete one line other than the last (deleting the last is a truncation)."""
     k = rng.randrange(len(lines) - 1)
-    return Tampered(join(lines[:k] + lines[k + 1:]), k + 1)
+    return Tampered(join(lines[:k] + lines[k + 1 :]), k + 1)
 
 
 def duplicate_line(lines: list[bytes], rng: random.Random) -> Tampered:
@@ -182,8 +182,10 @@ def test_verify_finds_every_tampering_at_its_line(
         finding = found(path)
         assert finding is not None and finding.line == tampered.line, f"{kind} at line {tampered.line}: {finding}"
         counts.update(trials=1, torn=finding.torn)
-    figures(f"tamper {kind}: {counts['trials']}/{counts['trials']} detected at the right line ({counts['torn']} "
-            "of them as a torn tail: the last line lost its newline, which only an anchor tells from a crash)")
+    figures(
+        f"tamper {kind}: {counts['trials']}/{counts['trials']} detected at the right line ({counts['torn']} "
+        "of them as a torn tail: the last line lost its newline, which only an anchor tells from a crash)"
+    )
 
 
 @pytest.mark.slow
@@ -201,8 +203,10 @@ def test_a_cut_off_tail_passes_the_chain_and_fails_the_anchor(
         chain_only += found(path) is not None
         anchored += found(path, anchor=anchor) is not None
     assert (chain_only, anchored) == (0, trials)
-    figures(f"tamper cut-off tail (1-20 lines): chain alone {chain_only}/{trials} detected (the known limit); "
-            f"with the anchor {anchored}/{trials}")
+    figures(
+        f"tamper cut-off tail (1-20 lines): chain alone {chain_only}/{trials} detected (the known limit); "
+        f"with the anchor {anchored}/{trials}"
+    )
 
 
 @pytest.mark.slow
@@ -216,13 +220,15 @@ def test_a_rechained_history_passes_the_chain_and_fails_the_key(
     trials = PER_KIND[full]
     for _ in range(trials):
         k = rng.randrange(1, len(pristine) - 1)  # any record the final checkpoint covers
-        edited = [*pristine[:k], pristine[k].replace(b'"ts":"2026', b'"ts":"2027'), *pristine[k + 1:]]
+        edited = [*pristine[:k], pristine[k].replace(b'"ts":"2026', b'"ts":"2027'), *pristine[k + 1 :]]
         path.write_bytes(join(rechain(edited, k)))
         chain_only += found(path) is not None
         keyed += found(path, key=KEY) is not None
     assert (chain_only, keyed) == (0, trials)
-    figures(f"tamper edit + full re-chain: chain alone {chain_only}/{trials} detected (the known limit); "
-            f"with the checkpoint key {keyed}/{trials}")
+    figures(
+        f"tamper edit + full re-chain: chain alone {chain_only}/{trials} detected (the known limit); "
+        f"with the checkpoint key {keyed}/{trials}"
+    )
 
 
 @pytest.mark.slow
@@ -244,8 +250,10 @@ def test_a_rechain_that_drops_checkpoints_needs_the_anchor(
         keyed += found(path, key=KEY) is not None
         anchored += found(path, anchor=anchor, key=KEY) is not None
     assert (keyed, anchored) == (none_left, trials)
-    figures(f"tamper edit + re-chain + checkpoints after the edit dropped: key alone {keyed}/{trials} detected "
-            f"(exactly those with no checkpoint left); key with the anchor {anchored}/{trials}")
+    figures(
+        f"tamper edit + re-chain + checkpoints after the edit dropped: key alone {keyed}/{trials} detected "
+        f"(exactly those with no checkpoint left); key with the anchor {anchored}/{trials}"
+    )
 
 
 @pytest.mark.parametrize("kind", list(KINDS))

@@ -56,7 +56,11 @@ def test_verify_accepts_late_results_as_orphans(
     [(0, "reproduce", "UNKNOWN_PLAN_VERSION"), (1, "no such step", "INVALID_ID")],
 )
 def test_verify_refuses_a_result_no_plan_version_could_have_issued(
-    tmp_path: Path, make_ledger: Callable[..., Ledger], draft: dict[str, Any], plan_version: int, step: str,
+    tmp_path: Path,
+    make_ledger: Callable[..., Ledger],
+    draft: dict[str, Any],
+    plan_version: int,
+    step: str,
     rule: str,
 ) -> None:
     """A result stamped with version 0, or naming a step no plan could have (not an id), is ILLEGAL_EVENT."""

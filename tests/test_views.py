@@ -17,11 +17,20 @@ FAN_OUT: dict[str, Any] = {
     "steps": [
         {"id": "list", "title": "List the modules", "completion_evidence": "module list"},
         {"id": "zeta", "title": "Audit zeta", "depends_on": ["list"], "completion_evidence": "zeta notes"},
-        {"id": "alpha", "title": "Audit alpha", "depends_on": ["list"], "completion_evidence": "alpha notes",
-         "max_attempts": 1},
+        {
+            "id": "alpha",
+            "title": "Audit alpha",
+            "depends_on": ["list"],
+            "completion_evidence": "alpha notes",
+            "max_attempts": 1,
+        },
         {"id": "mid", "title": "Audit mid", "depends_on": ["list"], "completion_evidence": "mid notes"},
-        {"id": "merge", "title": "Merge the notes", "depends_on": ["zeta", "alpha", "mid"],
-         "completion_evidence": "report"},
+        {
+            "id": "merge",
+            "title": "Merge the notes",
+            "depends_on": ["zeta", "alpha", "mid"],
+            "completion_evidence": "report",
+        },
     ],
 }
 
@@ -91,7 +100,12 @@ def test_next_prints_the_ready_steps_or_the_advice(
     ledger = make_ledger(draft)
     log = tmp_path / "run.jsonl"
     assert run_cli("next", log, "--json").json() == {
-        "plan_version": 1, "outcome": None, "ready": ["reproduce"], "in_progress": [], "advice": None}
+        "plan_version": 1,
+        "outcome": None,
+        "ready": ["reproduce"],
+        "in_progress": [],
+        "advice": None,
+    }
     ledger.start("reproduce")
     ledger.block("reproduce", "staging is down")
     result = run_cli("next", log)

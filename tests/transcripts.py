@@ -26,8 +26,11 @@ class Claude:
         self.calls = 0
 
     def _add(self, record: dict[str, Any]) -> int:
-        record |= {"sessionId": self.session, "uuid": f"u-{len(self.lines) + 1}",
-                   "timestamp": f"2026-02-01T10:{len(self.lines) // 60:02d}:{len(self.lines) % 60:02d}.000Z"}
+        record |= {
+            "sessionId": self.session,
+            "uuid": f"u-{len(self.lines) + 1}",
+            "timestamp": f"2026-02-01T10:{len(self.lines) // 60:02d}:{len(self.lines) % 60:02d}.000Z",
+        }
         if self.agent is not None:
             record |= {"agentId": self.agent, "isSidechain": True}
         self.lines.append(orjson.dumps(record))
@@ -39,8 +42,9 @@ class Claude:
 
     def says(self, text: str) -> int:
         """The agent's text."""
-        return self._add({"type": "assistant", "message": {"role": "assistant",
-                                                           "content": [{"type": "text", "text": text}]}})
+        return self._add(
+            {"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": text}]}}
+        )
 
     def raw(self, line: bytes) -> int:
         """A line written as given (e.g. one that is not JSON)."""
@@ -50,10 +54,22 @@ class Claude:
     def _call(self, name: str, call: dict[str, Any], result: str, structured: dict[str, Any] | None) -> int:
         self.calls += 1
         call_id = f"toolu_{self.calls}"
-        line = self._add({"type": "assistant", "message": {"role": "assistant", "content": [
-            {"type": "tool_use", "id": call_id, "name": name, "input": call}]}})
-        answer: dict[str, Any] = {"type": "user", "message": {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": call_id, "content": result}]}}
+        line = self._add(
+            {
+                "type": "assistant",
+                "message": {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": call_id, "name": name, "input": call}],
+                },
+            }
+        )
+        answer: dict[str, Any] = {
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": call_id, "content": result}],
+            },
+        }
         if structured is not None:
             answer["toolUseResult"] = structured
         self._add(answer)
@@ -64,17 +80,32 @@ class Claude:
         todos = [{"content": text, "status": status, "activeForm": text} for text, status in items]
         old = [] if emptied else self.todos
         self.todos = todos
-        return self._call("TodoWrite", {"todos": todos}, "Todos have been modified successfully.",
-                          {"oldTodos": old, "newTodos": todos})
+        return self._call(
+            "TodoWrite",
+            {"todos": todos},
+            "Todos have been modified successfully.",
+            {"oldTodos": old, "newTodos": todos},
+        )
 
     def task_create(self, subject: str) -> int:
         """A TaskCreate answered with the next task id."""
         task_id = str(sum(1 for line in self.lines if b'"TaskCreate"' in line) + 1)
-        return self._call("TaskCreate", {"subject": subject, "description": subject},
-                          f"Task #{task_id} created successfully: {subject}", {"task": {"id": task_id}})
+        return self._call(
+            "TaskCreate",
+            {"subject": subject, "description": subject},
+            f"Task #{task_id} created successfully: {subject}",
+            {"task": {"id": task_id}},
+        )
 
-    def task_update(self, task_id: str, status: str | None = None, *, was: str | None = None,
-                    subject: str | None = None, structured: bool = True) -> int:
+    def task_update(
+        self,
+        task_id: str,
+        status: str | None = None,
+        *,
+        was: str | None = None,
+        subject: str | None = None,
+        structured: bool = True,
+    ) -> int:
         """A TaskUpdate; the answer reports the status change from `was` (nothing when `was` is None)."""
         call: dict[str, Any] = {"taskId": task_id}
         fields = []
@@ -101,8 +132,15 @@ class Codex:
     """A Codex rollout with update_plan calls."""
 
     def __init__(self) -> None:
-        self.lines: list[bytes] = [orjson.dumps({"timestamp": "2026-02-01T09:00:00.000Z", "type": "session_meta",
-                                                 "payload": {"id": "019c0000-0000-7000-8000-00000000c0de"}})]
+        self.lines: list[bytes] = [
+            orjson.dumps(
+                {
+                    "timestamp": "2026-02-01T09:00:00.000Z",
+                    "type": "session_meta",
+                    "payload": {"id": "019c0000-0000-7000-8000-00000000c0de"},
+                }
+            )
+        ]
 
     def _add(self, kind: str, payload: dict[str, Any]) -> int:
         stamp = f"2026-02-01T09:00:{len(self.lines):02d}.000Z"
@@ -119,8 +157,15 @@ class Codex:
         if explanation is not None:
             arguments["explanation"] = explanation
         call_id = f"call_{len(self.lines)}"
-        line = self._add("response_item", {"type": "function_call", "name": "update_plan", "call_id": call_id,
-                                           "arguments": orjson.dumps(arguments).decode()})
+        line = self._add(
+            "response_item",
+            {
+                "type": "function_call",
+                "name": "update_plan",
+                "call_id": call_id,
+                "arguments": orjson.dumps(arguments).decode(),
+            },
+        )
         self._add("response_item", {"type": "function_call_output", "call_id": call_id, "output": "Plan updated"})
         return line
 
@@ -143,11 +188,20 @@ class OpenCode:
 
     def todo(self, *items: tuple[str, str]) -> int:
         """An assistant message with one todowrite part (positional ids, as OpenCode writes them)."""
-        todos = [{"id": str(n), "content": text, "status": status, "priority": "high"}
-                 for n, (text, status) in enumerate(items, start=1)]
-        part = {"type": "tool", "tool": "todowrite", "callID": f"call_{len(self.messages) + 1}",
-                "state": {"status": "completed", "input": {"todos": todos},
-                          "time": {"start": 1769900000000 + 1000 * len(self.messages)}}}
+        todos = [
+            {"id": str(n), "content": text, "status": status, "priority": "high"}
+            for n, (text, status) in enumerate(items, start=1)
+        ]
+        part = {
+            "type": "tool",
+            "tool": "todowrite",
+            "callID": f"call_{len(self.messages) + 1}",
+            "state": {
+                "status": "completed",
+                "input": {"todos": todos},
+                "time": {"start": 1769900000000 + 1000 * len(self.messages)},
+            },
+        }
         self.messages.append({"info": {"role": "assistant", "agent": "build"}, "parts": [part]})
         return len(self.messages)
 
@@ -171,8 +225,12 @@ class Cline:
     def checklist(self, *items: tuple[str, bool]) -> int:
         """An assistant tool call carrying the checklist."""
         progress = "\n".join(f"- [{'x' if done else ' '}] {text}" for text, done in items)
-        call = {"type": "tool_use", "id": f"toolu_{len(self.messages) + 1}", "name": "read_file",
-                "input": {"path": "README.md", "task_progress": progress}}
+        call = {
+            "type": "tool_use",
+            "id": f"toolu_{len(self.messages) + 1}",
+            "name": "read_file",
+            "input": {"path": "README.md", "task_progress": progress},
+        }
         self.messages.append({"role": "assistant", "content": [call]})
         return len(self.messages)
 

@@ -105,10 +105,7 @@ class AgentPlan:
         return Update(file, snapshot, self._items(), tuple(notes))
 
     def _change_task(self, file: str, event: TaskEvent) -> Update:
-        if event.kind == "created":
-            skipped = self._create_task(event)
-        else:
-            skipped = self._update_task(event)
+        skipped = self._create_task(event) if event.kind == "created" else self._update_task(event)
         if skipped is not None:
             return Update(file, event, skipped=skipped)
         return Update(file, event, self._items())

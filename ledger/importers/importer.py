@@ -23,6 +23,7 @@ Choices, and why:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import heapq
 import os
@@ -182,8 +183,17 @@ def _record(path: str, batches: Sequence[Batch], run_id: str, nonce: str) -> tup
     create, *started = first.commands
     assert isinstance(create, Create) and isinstance(create.plan, PlanSpec)  # the mapper opens with the Create
     clock = _Clock(first.ts)
-    Ledger.create(path, create.plan, run=run_id, fsync="always", actor=create.actor, source=create.source,
-                  nonce=nonce, clock=clock, cache=False).close()
+    Ledger.create(
+        path,
+        create.plan,
+        run=run_id,
+        fsync="always",
+        actor=create.actor,
+        source=create.source,
+        nonce=nonce,
+        clock=clock,
+        cache=False,
+    ).close()
     with Ledger.open(path, fsync="none", clock=clock, cache=False) as ledger:
         ledger.execute_many(started)
         for batch in rest:
@@ -212,15 +222,14 @@ def _install(temporary: str, log: str, force: bool) -> None:
         else:
             os.link(temporary, log)
     except FileExistsError:
-        raise error("LOG_EXISTS", f"{log} already exists; import never overwrites a log (use --force)",
-                    path=log) from None
+        raise error(
+            "LOG_EXISTS", f"{log} already exists; import never overwrites a log (use --force)", path=log
+        ) from None
     except OSError as exc:
         raise os_error(exc, log) from None
     fsync_dir(log)
 
 
 def _remove(path: str) -> None:
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
-    except FileNotFoundError:
-        pass

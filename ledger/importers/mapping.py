@@ -225,8 +225,10 @@ class _Mapper:
         """Completions of items that keep their step, recorded in the version they were done in."""
         assert self.plan is not None
         done = [
-            item for item in update.items
-            if item.status == "completed" and self.status.get(item.key) not in (None, "completed")
+            item
+            for item in update.items
+            if item.status == "completed"
+            and self.status.get(item.key) not in (None, "completed")
             and self.plan[item.key].title == item.title
         ]
         done.sort(key=lambda item: self.status[item.key] != "in_progress")
@@ -267,7 +269,8 @@ class _Mapper:
         assert self.plan is not None
         old = self.plan
         reopened = [
-            item for item in update.items
+            item
+            for item in update.items
             if item.key in old and self.status[item.key] == "completed" and item.status != "completed"
         ]
         for item in reopened:
@@ -275,7 +278,8 @@ class _Mapper:
             self.evidence[item.key] = f"{EVIDENCE} again: the agent reopened it at {where}"
         new = {item.key: self._spec(item) for item in update.items}
         went_back = [
-            item for item in update.items
+            item
+            for item in update.items
             if item.key in old and self.status[item.key] == "in_progress" and item.status == "pending"
         ]
         if new.keys() == old.keys() and all(new[key] == old[key] for key in new) and not went_back:
@@ -293,8 +297,12 @@ class _Mapper:
         return [self._replan(update, changes)]
 
     def _changes(
-        self, update: Update, old: dict[Key, StepSpec], new: dict[Key, StepSpec],
-        reopened: Iterable[PlanItem], went_back: Iterable[PlanItem],
+        self,
+        update: Update,
+        old: dict[Key, StepSpec],
+        new: dict[Key, StepSpec],
+        reopened: Iterable[PlanItem],
+        went_back: Iterable[PlanItem],
     ) -> list[str]:
         by_key = {item.key: item for item in update.items}
         changes = [f"added {item.label} ({item.status})" for item in update.items if item.key not in old]
@@ -303,7 +311,8 @@ class _Mapper:
         ]
         changes += [
             f'{by_key[key].label} renamed from "{old[key].title}"'
-            for key in new if key in old and old[key].title != new[key].title
+            for key in new
+            if key in old and old[key].title != new[key].title
         ]
         changes += [f"{item.label} is {item.status} again after being completed" for item in reopened]
         changes += [f"{item.label} went back from in_progress to pending" for item in went_back]

@@ -53,11 +53,12 @@ class ListSnapshot:
     formats (OpenCode, Cline) it is the 1-based index of the message in the document's message list.
     `explanation` is the agent's own words about the update, at `explanation_line`: Codex's
     `explanation` argument (on the call's line), or the text a Claude Code agent wrote just before
-    the call (since the last `user` line). `context` is the most recent user message before the update (at most 500 characters, cut with
-    a trailing "…"), `context_line` its line or message index. `result` and `result_line` describe
-    the tool's answer where the transcript pairs one with the call. `prior_items` is the tool's own
-    record of the list just before this write (Claude Code `toolUseResult.oldTodos`), which shows
-    when the tool itself emptied the list; None where the transcript does not carry it.
+    the call (since the last `user` line). `context` is the most recent user message before the
+    update (at most 500 characters, cut with a trailing "…"), `context_line` its line or message index.
+    `result` and `result_line` describe the tool's answer where the transcript pairs one with the call.
+    `prior_items` is the tool's own record of the list just before this write (Claude Code
+    `toolUseResult.oldTodos`), which shows when the tool itself emptied the list; None where the transcript
+    does not carry it.
     """
 
     line: int

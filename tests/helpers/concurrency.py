@@ -28,8 +28,10 @@ class AppendReport(NamedTuple):
 
 
 def _batch(worker: int, first: int, size: int) -> list[VerifyCriterion]:
-    return [VerifyCriterion(criterion=_CRITERION, passed=True, evidence=f"worker {worker} event {n}", key=f"w{worker}-{n}")
-            for n in range(first, first + size)]
+    return [
+        VerifyCriterion(criterion=_CRITERION, passed=True, evidence=f"worker {worker} event {n}", key=f"w{worker}-{n}")
+        for n in range(first, first + size)
+    ]
 
 
 def append_worker(path: str, worker: int, count: int, seed: int, conn: Connection) -> None:
@@ -101,8 +103,8 @@ def reader_worker(path: str, stop: Event, conn: Connection) -> None:
     while not stop.is_set():
         with LogReader(path) as reader:
             last = None
-            for last in reader.records():
-                pass
+            for record in reader.records():
+                last = record
             assert reader.torn is None, f"a reader saw a torn tail while writers were alive: {reader.torn}"
         assert last is not None
         heads.append((last.seq, last.h))
