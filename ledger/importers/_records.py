@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,7 +12,7 @@ from types import MappingProxyType
 import orjson
 
 from .errors import transcript_error
-from .model import Status, TodoItem
+from .model import Observation, Status, TodoItem, Transcript
 
 JsonObject = Mapping[str, object]
 
@@ -113,6 +113,20 @@ class Tally:
         """Refuse a file in which no line was a record of `format_name`."""
         if self.recognized == 0:
             raise transcript_error("NOT_A_TRANSCRIPT", f"{path} holds no {format_name} record")
+
+    def transcript(
+        self, format_name: str, path: Path, session_id: str | None, observations: Iterable[Observation]
+    ) -> Transcript:
+        """The parsed transcript with this tally's counts."""
+        return Transcript(
+            format=format_name,
+            path=str(path),
+            session_id=session_id,
+            observations=tuple(observations),
+            lines_total=self.total,
+            lines_skipped=len(self.skipped),
+            skipped_reasons=self.reasons(),
+        )
 
 
 def json_lines(path: Path, tally: Tally) -> Iterator[tuple[int, JsonObject]]:

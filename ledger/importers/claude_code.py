@@ -112,15 +112,7 @@ def parse(path: Path) -> Transcript:
             reader.said = (None, None)
             _read_user(reader, number, record)
     tally.require(FORMAT, path)
-    return Transcript(
-        format=FORMAT,
-        path=str(path),
-        session_id=reader.session_id,
-        observations=tuple(reader.observations),
-        lines_total=tally.total,
-        lines_skipped=len(tally.skipped),
-        skipped_reasons=tally.reasons(),
-    )
+    return tally.transcript(FORMAT, path, reader.session_id, reader.observations)
 
 
 def _file_agent(path: Path) -> str:

@@ -63,15 +63,7 @@ def parse(path: Path) -> Transcript:
             context = _prompt(list_field(message, "content") or [], index) or context
         else:
             observations.extend(_snapshots(list_field(message, "content") or [], index, context, tally))
-    return Transcript(
-        format=FORMAT,
-        path=str(path),
-        session_id=None,
-        observations=tuple(observations),
-        lines_total=tally.total,
-        lines_skipped=len(tally.skipped),
-        skipped_reasons=tally.reasons(),
-    )
+    return tally.transcript(FORMAT, path, None, observations)
 
 
 def _prompt(content: list[object], index: int) -> tuple[str, int] | None:

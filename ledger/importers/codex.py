@@ -63,15 +63,7 @@ def parse(path: Path) -> Transcript:
         if not _read(reader, number, record, payload):
             tally.skip(number, "malformed_plan_update")
     tally.require(FORMAT, path)
-    return Transcript(
-        format=FORMAT,
-        path=str(path),
-        session_id=reader.session_id,
-        observations=tuple(reader.observations),
-        lines_total=tally.total,
-        lines_skipped=len(tally.skipped),
-        skipped_reasons=tally.reasons(),
-    )
+    return tally.transcript(FORMAT, path, reader.session_id, reader.observations)
 
 
 def _read(reader: _Reader, number: int, record: JsonObject, payload: JsonObject) -> bool:

@@ -64,15 +64,7 @@ def parse(path: Path) -> Transcript:
             context = _prompt(parts, index) or context
         else:
             observations.extend(_snapshots(parts, index, info, context, tally))
-    return Transcript(
-        format=FORMAT,
-        path=str(path),
-        session_id=text_field(object_field(document, "info"), "id"),
-        observations=tuple(observations),
-        lines_total=tally.total,
-        lines_skipped=len(tally.skipped),
-        skipped_reasons=tally.reasons(),
-    )
+    return tally.transcript(FORMAT, path, text_field(object_field(document, "info"), "id"), observations)
 
 
 def _prompt(parts: list[object], index: int) -> tuple[str, int] | None:
