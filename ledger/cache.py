@@ -23,6 +23,7 @@ import contextlib
 import hashlib
 import os
 import struct
+import threading
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Final, NamedTuple
@@ -48,7 +49,9 @@ __all__ = [
     "indexed",
     "load_snapshot",
     "position_after",
+    "prefix_crc",
     "read_state",
+    "rebuild_version",
     "save_snapshot",
     "use_cache_default",
     "version_start",
@@ -170,7 +173,7 @@ def save_snapshot(log_path: str, fd: int, snapshot: Snapshot) -> None:
         "digest": hashlib.sha256(state_line + b"\n" + keys_line).hexdigest(),
     }
     directory = cache_dir(log_path)
-    tmp = os.path.join(directory, f"head.snap.{os.getpid()}.tmp")
+    tmp = os.path.join(directory, f"head.snap.{os.getpid()}.{threading.get_ident()}.tmp")
     with contextlib.suppress(OSError):
         os.makedirs(directory, exist_ok=True)
         with open(tmp, "wb") as f:
