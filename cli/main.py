@@ -89,6 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args
     reset_output()
+    if not args:  # a bare `plantrail` shows its help, like --help
+        args = ["--help"]
     try:
         result = plantrail.main(args=args, prog_name="plantrail", standalone_mode=False)
     except click.ClickException as exc:

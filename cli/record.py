@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import click
 
 from cli.common import FilePath, emit, json_option, log_argument, read_json_file
+from ledger.events import ACTORS as ACTOR_NAMES
+from ledger.events import REASON_CODES
 
 if TYPE_CHECKING:
     from ledger.api import Ledger
@@ -21,18 +23,8 @@ if TYPE_CHECKING:
 __all__ = ["record_commands"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-ACTORS = click.Choice(["agent", "planner", "user", "runtime", "importer"])
-REASONS = (
-    "new_constraint",
-    "failed_assumption",
-    "repeated_tool_failure",
-    "no_ready_step",
-    "retries_exhausted",
-    "coverage_gap",
-    "budget_change",
-    "user_request",
-    "agent_revision",
-)
+ACTORS = click.Choice(ACTOR_NAMES)
+REASONS = REASON_CODES
 
 
 def _write_options(default_actor: str) -> Callable[[F], F]:

@@ -177,3 +177,10 @@ def test_a_bad_draft_file_is_refused_clearly(tmp_path: Path, run_cli: Run) -> No
     missing = run_cli("create", tmp_path / "run.jsonl", "--plan", tmp_path / "none.json")
     assert (missing.code, missing.err.split("]")[0]) == (4, "error[FILE_NOT_FOUND")
     assert not (tmp_path / "run.jsonl").exists()
+
+
+def test_a_bare_plantrail_shows_its_help(run_cli: Run) -> None:
+    """`plantrail` with no arguments prints the help on stdout and exits 0, like --help."""
+    result = run_cli()
+    assert result.code == 0
+    assert "Commands:" in result.out and result.err == ""
