@@ -61,7 +61,6 @@ class NewEvent:
     source: Source | None = None
     key: str | None = None
     orphan: OrphanWhy | None = None
-    explicit_attempt: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -163,14 +162,13 @@ def decide(state: PlanState, command: Command) -> list[NewEvent]:
     return [event if orphan is None else replace(event, orphan=orphan)]
 
 
-def _envelope(command: Command, data: Event, plan_version: int, *, explicit_attempt: bool = False) -> NewEvent:
+def _envelope(command: Command, data: Event, plan_version: int) -> NewEvent:
     return NewEvent(
         data=data,
         plan_version=plan_version,
         actor=command.actor,
         source=command.source,
         key=command.key,
-        explicit_attempt=explicit_attempt,
     )
 
 
@@ -192,15 +190,15 @@ def _build(state: PlanState, command: Command) -> NewEvent:
             data: Event = StepCompleted(
                 step=command.step, attempt=attempt, evidence=tuple(e.strip() for e in command.evidence)
             )
-            return _envelope(command, data, version, explicit_attempt=command.attempt is not None)
+            return _envelope(command, data, version)
         case Block():
             attempt = _attempt(state, command.step, version, command.attempt)
             data = StepBlocked(step=command.step, attempt=attempt, reason=command.reason.strip())
-            return _envelope(command, data, version, explicit_attempt=command.attempt is not None)
+            return _envelope(command, data, version)
         case Fail():
             attempt = _attempt(state, command.step, version, command.attempt)
             data = StepFailed(step=command.step, attempt=attempt, error=command.error.strip())
-            return _envelope(command, data, version, explicit_attempt=command.attempt is not None)
+            return _envelope(command, data, version)
         case VerifyCriterion():
             verdict: Literal["passed", "failed"] = "passed" if command.passed else "failed"
             data = CriterionVerified(criterion=command.criterion, verdict=verdict, evidence=command.evidence.strip())

@@ -161,14 +161,13 @@ class History(NamedTuple):
 
 def history(records: Iterable[Record], start: PlanState | None = None) -> History:
     """Fold ``records`` and collect each version the moment it is adopted (its plan and what its replan changed)."""
-    state = initial() if start is None else start
-    versions = [] if state.adopted is None else [state.adopted]
-    for record in records:
-        state = evolve(state, record)
-        adopted = state.adopted
-        if adopted is not None and adopted.seq == record.seq:
-            versions.append(adopted)
-    return History(state, tuple(versions))
+    versions = [] if start is None or start.adopted is None else [start.adopted]
+
+    def adopted(state: PlanState) -> None:
+        assert state.adopted is not None  # the fold calls this right after a record adopted a version
+        versions.append(state.adopted)
+
+    return History(fold(records, start, on_adopt=adopted), tuple(versions))
 
 
 def _step_change(change: StepChange) -> dict[str, Any]:

@@ -62,10 +62,6 @@ class Table(Mapping[str, V], Generic[V]):
     def __repr__(self) -> str:
         return f"Table({dict(self.items())!r})"
 
-    def keys_in_order(self) -> tuple[str, ...]:
-        """The keys, in the table's order."""
-        return self._keys
-
     def values_in_order(self) -> Iterator[V]:
         """The values, in the table's order."""
         for chunk in self._chunks:

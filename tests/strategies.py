@@ -125,8 +125,3 @@ def simulate(plan: PlanSpec, cmds: list[Command], run: str = "r") -> Simulation:
         for event in events:
             append(event.data, event.plan_version, event.actor)
     return Simulation(lines, records, states, refused)
-
-
-def plan_part(state: PlanState) -> PlanState:
-    """The state without the orphan list and the position fields every record moves."""
-    return state._replace(orphans=(), last_seq=0, head=None)
