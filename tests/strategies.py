@@ -20,8 +20,23 @@ from ledger.decide import (
     decide,
 )
 from ledger.errors import PlantrailError
-from ledger.events import REASON_CODES, LogOpened, Record
-from ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec, topo_order
+from ledger.events import (
+    REASON_CODES,
+    CriterionVerified,
+    LogCheckpoint,
+    LogOpened,
+    LogRepaired,
+    PlanCreated,
+    PlanReplanned,
+    Record,
+    RunFinished,
+    Source,
+    StepBlocked,
+    StepCompleted,
+    StepFailed,
+    StepStarted,
+)
+from ledger.plan import CriterionSpec, PatchOp, PlanPatch, PlanSpec, Policy, StepSpec, topo_order
 from projections.model import PlanState
 from projections.state import evolve, initial
 
@@ -125,3 +140,73 @@ def simulate(plan: PlanSpec, cmds: list[Command], run: str = "r") -> Simulation:
         for event in events:
             append(event.data, event.plan_version, event.actor)
     return Simulation(lines, records, states, refused)
+
+
+# --------------------------------------------------------------------------- any event of any type
+
+anything = st.text()  # any Unicode text hypothesis can make (it excludes lone surrogates)
+ident = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,20}", fullmatch=True)
+counts = st.integers(min_value=0, max_value=2**53)
+hex64 = st.text(alphabet="0123456789abcdef", min_size=64, max_size=64)
+
+EVENTS = st.one_of(
+    st.builds(PlanCreated, plan=plans()),
+    st.builds(StepStarted, step=ident, attempt=counts),
+    st.builds(StepCompleted, step=ident, attempt=counts, evidence=st.lists(anything, max_size=3).map(tuple)),
+    st.builds(StepBlocked, step=ident, attempt=counts, reason=anything),
+    st.builds(StepFailed, step=ident, attempt=counts, error=anything),
+    st.builds(CriterionVerified, criterion=ident, verdict=st.sampled_from(["passed", "failed"]), evidence=anything),
+    st.builds(RunFinished, outcome=st.sampled_from(["complete", "paused", "failed", "cancelled"]), reason=anything),
+    st.builds(
+        PlanReplanned,
+        new_version=counts,
+        reason=st.sampled_from(REASON_CODES),
+        why=anything,
+        causes=st.lists(counts, max_size=3).map(tuple),
+        observations=st.lists(anything, max_size=2).map(tuple),
+        plan=plans(),
+        patch=st.none()
+        | st.builds(
+            PlanPatch,
+            base_version=counts,
+            operations=st.lists(
+                st.one_of(
+                    st.builds(PatchOp, op=st.just("remove_step"), step_id=ident),
+                    st.builds(
+                        PatchOp,
+                        op=st.just("add_step"),
+                        step=st.builds(
+                            StepSpec, id=ident, title=anything, depends_on=st.just(()), completion_evidence=anything
+                        ),
+                    ),
+                    st.builds(
+                        PatchOp, op=st.just("add_criterion"), criterion=st.builds(CriterionSpec, ident, anything)
+                    ),
+                    st.builds(PatchOp, op=st.just("set_policy"), policy=st.builds(Policy, st.none() | counts)),
+                ),
+                max_size=3,
+            ).map(tuple),
+        ),
+    ),
+    st.builds(
+        LogOpened,
+        format=st.just("plantrail/1"),
+        run=ident,
+        nonce=hex64,
+        fsync=st.sampled_from(["always", "batch", "none"]),
+        created_by=anything,
+    ),
+    st.builds(
+        LogRepaired, truncated_at=counts, bytes=counts, sha256=hex64, kind=st.just("torn_tail"), quarantine=anything
+    ),
+    st.builds(LogCheckpoint, covers_seq=counts, head=hex64, algorithm=st.just("hmac-sha256"), key_id=ident, mac=hex64),
+)
+SOURCES = st.none() | st.builds(
+    Source,
+    file=anything,
+    line=st.none() | counts,
+    id=st.none() | anything,
+    timestamp=st.none() | anything,
+    tool=st.none() | anything,
+    inferred=st.booleans(),
+)

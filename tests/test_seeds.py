@@ -174,7 +174,6 @@ def _records(plan: PlanSpec, commands: list[Any]) -> list[Record]:
                 seq=seq,
                 ts="t",
                 run="r",
-                type=event.data.TYPE,
                 plan_version=event.plan_version,
                 actor=event.actor,
                 data=event.data,

@@ -73,7 +73,6 @@ def test_an_unknown_record_type_only_moves_the_position() -> None:
         seq=5,
         ts="t",
         run="r",
-        type="log.repaired",
         plan_version=0,
         actor="runtime",
         data=LogRepaired(truncated_at=1, bytes=2, sha256="0" * 64, kind="torn_tail", quarantine="q"),

@@ -1,0 +1,159 @@
+"""msgspec decodes the log's lines, but pydantic's schema is the contract: the two must agree on every line.
+
+The codec decodes each line with msgspec and hands whatever msgspec refuses to pydantic. That is only sound
+if msgspec never accepts a line pydantic refuses, and decodes every line it accepts to the record pydantic
+would give. These properties mutate valid lines of every event type (values of every JSON type at every
+place, members removed and added, bytes inserted) and compare the codec's verdict with pydantic's alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from ledger import codec
+from ledger.codec import GENESIS_PREV, encode
+from ledger.errors import LogDamaged
+from ledger.events import Source
+from tests.strategies import EVENTS, SOURCES, anything, counts
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+def _line_body(event: Any, source: Source | None, key: str | None, seq: int) -> dict[str, Any]:
+    line, _ = encode(
+        seq=seq, ts="2026-11-29T23:00:00Z", run="r", plan_version=1, actor="agent", data=event, prev=GENESIS_PREV,
+        source=source, key=key,
+    )  # fmt: skip
+    body: dict[str, Any] = orjson.loads(line)
+    del body["h"]
+    return body
+
+
+def _compact(value: Any) -> bytes:
+    """Compact JSON of any value, integers beyond 64 bits included (orjson refuses those)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _sealed(raw: bytes) -> bytes:
+    return raw[:-1] + b',"h":"' + hashlib.sha256(raw).hexdigest().encode() + b'"}'
+
+
+def _places(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every place in a JSON value: the path of keys and indices that leads to it."""
+    found = [path]
+    if isinstance(value, dict):
+        for name, inner in value.items():
+            found += _places(inner, (*path, name))
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            found += _places(inner, (*path, index))
+    return found
+
+
+def _mutated(body: dict[str, Any], path: tuple[Any, ...], how: str, value: Any, name: str) -> Any:
+    """``body`` with the value at ``path`` replaced, removed or renamed, or (an object) given one more member."""
+    if not path:
+        return value if how == "replace" else body
+    parent = body
+    for step in path[:-1]:
+        parent = parent[step]
+    last = path[-1]
+    if how == "replace":
+        parent[last] = value
+    elif how == "remove":
+        del parent[last]
+    elif how == "rename" and isinstance(parent, dict):  # same place, same number of members, another name
+        renamed = {(name if key == last else key): inner for key, inner in parent.items()}
+        parent.clear()
+        parent.update(renamed)
+    elif isinstance(parent[last], dict):
+        parent[last][name] = value
+    return body
+
+
+def _verdict(decode_line: Any, line: bytes) -> tuple[Any, ...]:
+    try:
+        record = decode_line(line)
+    except LogDamaged as exc:
+        return ("refused", exc.code, str(exc))
+    return ("accepted", type(record).__name__, *(getattr(record, f) for f in record.__struct_fields__))
+
+
+def _pydantic_alone(line: bytes) -> Any:
+    """The reference: what pydantic alone accepts, with the codec's canonical-form check."""
+    try:
+        wire = codec.record_adapter().validate_json(line)
+    except ValidationError as exc:
+        raise codec._schema_error(exc, 1) from None
+    except ValueError as exc:
+        raise LogDamaged("CORRUPT_LINE", f"line 1: {exc}") from None
+    record = codec._RECORD_CLASSES[wire.type](**{f: getattr(wire, f) for f in codec.Record.__struct_fields__})
+    if line.count(b'":') != codec._key_count(record) and codec._keys_in(line) != codec._key_count(record):
+        raise LogDamaged("CORRUPT_LINE", "line 1: duplicate or non-canonical keys")
+    return record
+
+
+def _codec(line: bytes) -> Any:
+    """The codec's own path: ``decode`` for a line framed as v1 (its hot path included), else the schema check."""
+    if line.startswith(b'{"v":1,'):
+        return codec.decode(line, line_no=1)
+    return codec._record(line, 1, codec._msgspec(line))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    EVENTS,
+    SOURCES,
+    st.none() | anything,
+    counts,
+    st.data(),
+    st.sampled_from(["replace", "remove", "rename", "add"]),
+    json_values,
+    st.text(max_size=6),
+)
+def test_msgspec_accepts_exactly_what_pydantic_accepts_on_mutated_lines(
+    event: Any, source: Source | None, key: str | None, seq: int, data: st.DataObject, how: str, value: Any, name: str
+) -> None:
+    """Whatever member of whatever line is changed, removed, renamed or added, the codec's verdict is pydantic's."""
+    body = _line_body(event, source, key, seq)
+    path = data.draw(st.sampled_from(_places(body)))
+    line = _sealed(_compact(_mutated(body, path, how, value, name)))
+    assert _verdict(_codec, line) == _verdict(_pydantic_alone, line)
+
+
+@settings(max_examples=500, deadline=None)
+@given(EVENTS, SOURCES, counts, st.data(), st.binary(min_size=1, max_size=4))
+def test_msgspec_accepts_exactly_what_pydantic_accepts_after_inserted_bytes(
+    event: Any, source: Source | None, seq: int, data: st.DataObject, junk: bytes
+) -> None:
+    """Bytes inserted anywhere in a line (mostly breaking its JSON) get pydantic's verdict from the codec."""
+    raw = orjson.dumps(_line_body(event, source, None, seq))
+    at = data.draw(st.integers(min_value=0, max_value=len(raw) - 1))  # before the closing brace
+    line = _sealed(raw[:at] + junk + raw[at:])
+    assert _verdict(_codec, line) == _verdict(_pydantic_alone, line)
+
+
+def test_the_fast_path_decodes_the_hot_types_without_pydantic() -> None:
+    """A valid line of each step type is decoded by msgspec alone (the fast path is really taken)."""
+    for event in ("step.started", "step.completed"):
+        data = {"step": "a", "attempt": 1} | ({"evidence": ["ok"]} if event == "step.completed" else {})
+        body = {"v": 1, "seq": 1, "ts": "t", "run": "r", "type": event, "plan_version": 1, "actor": "agent",
+                "data": data, "prev": GENESIS_PREV}  # fmt: skip
+        line = _sealed(orjson.dumps(body))
+        record = codec._msgspec(line)
+        assert record is not None and codec._faithful(record, line) and record.type == event
