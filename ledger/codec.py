@@ -144,7 +144,11 @@ def _decode_in_full(line: bytes, line_no: int, digest: str, record: Record | Non
 def _record(line: bytes, line_no: int, record: Record | None) -> Record:
     """The record a framed line holds, checked against the schema and for canonical form, given what msgspec
     made of it (None: refused)."""
-    if record is None or not _faithful(record, line):
+    if record is not None and (record.source is not None or type(record.data) in _DEFAULTED):
+        if _as_written(record) == line[:-_SUFFIX] + b"}":
+            return record  # byte for byte its canonical encoding: no key can be missing, misspelt or repeated
+        record = None  # msgspec may have skipped a misspelt member and taken a default: pydantic judges
+    if record is None:
         record = _checked(line, line_no)
     fixed = _FIXED_KEYS.get(type(record.data))
     expected = fixed if fixed is not None and record.source is None and record.key is None else _key_count(record)
@@ -252,17 +256,11 @@ def _msgspec(line: bytes) -> Record | None:
         return None
 
 
-def _faithful(record: Record, line: bytes) -> bool:
-    """Whether msgspec's record is the line's whole content. Only a dataclass with a default can lose a
-    misspelt member silently (plans, sources); such records must re-encode to the very bytes of the line."""
-    if record.source is None and type(record.data) not in _DEFAULTED:
-        return True
-    return _as_written(record) == line[:-_SUFFIX] + b"}"
-
-
 def _as_written(record: Record) -> bytes:
     """The compact JSON of a decoded record without ``h``: the line's own bytes when it was canonical.
 
+    Only a dataclass with a default can lose a misspelt member silently (plans, sources), so msgspec's
+    records of those are trusted only when they re-encode to the very bytes of the line.
     msgspec's encoder writes the same bytes as orjson (the writer's) and encodes dataclasses 3x faster.
     """
     return _ENCODE(
