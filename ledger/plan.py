@@ -291,16 +291,16 @@ def validate_plan(plan: PlanSpec) -> tuple[str, ...]:
         raise error("NO_ACCEPTANCE_CRITERIA", "the plan needs at least one acceptance criterion")
     if not plan.steps:
         raise error("EMPTY_PLAN", "the plan needs at least one step")
-    dup_criteria = _duplicates(c.id for c in plan.acceptance_criteria)
-    if dup_criteria:
+    if len({c.id for c in plan.acceptance_criteria}) != len(plan.acceptance_criteria):
+        dup_criteria = _duplicates(c.id for c in plan.acceptance_criteria)
         raise error("DUPLICATE_CRITERION_ID", f"duplicate criterion ids: {', '.join(dup_criteria)}", ids=dup_criteria)
-    dup_steps = _duplicates(s.id for s in plan.steps)
-    if dup_steps:
-        raise error("DUPLICATE_STEP_ID", f"duplicate step ids: {', '.join(dup_steps)}", ids=dup_steps)
     known = {s.id for s in plan.steps}
+    if len(known) != len(plan.steps):
+        dup_steps = _duplicates(s.id for s in plan.steps)
+        raise error("DUPLICATE_STEP_ID", f"duplicate step ids: {', '.join(dup_steps)}", ids=dup_steps)
     for step in plan.steps:
-        missing = sorted(set(step.depends_on) - known)
-        if missing:
+        if not known.issuperset(step.depends_on):
+            missing = sorted(set(step.depends_on) - known)
             raise error(
                 "UNKNOWN_DEPENDENCY",
                 f"step {step.id} depends on unknown steps: {', '.join(missing)}",
@@ -314,10 +314,12 @@ def validate_plan(plan: PlanSpec) -> tuple[str, ...]:
 
 def topo_order(steps: Sequence[StepSpec]) -> tuple[str, ...]:
     """Kahn's algorithm, always taking the smallest ready id: the one stable order of every listing."""
-    indegree = {s.id: len(set(s.depends_on)) for s in steps}
+    indegree: dict[str, int] = {}
     dependents: dict[str, list[str]] = {s.id: [] for s in steps}
     for s in steps:
-        for dep in set(s.depends_on):
+        deps = set(s.depends_on)
+        indegree[s.id] = len(deps)
+        for dep in deps:
             dependents[dep].append(s.id)
     ready = [i for i, d in indegree.items() if d == 0]
     heapq.heapify(ready)
