@@ -134,8 +134,8 @@ class _Builder:
 
     def __init__(self, state: PlanState) -> None:
         self._state = state
-        self.steps: dict[str, StepState] = dict(state.steps.items())
-        self.criteria: dict[str, CriterionState] = dict(state.criteria.items())
+        self.steps: dict[str, StepState] = state.steps.to_dict()
+        self.criteria: dict[str, CriterionState] = state.criteria.to_dict()
         self.orphans = list(state.orphans)
         self.consecutive_failures = state.consecutive_failures
 
@@ -159,9 +159,9 @@ class _Builder:
         if delta.fields is not None:
             fields = dict(delta.fields)
             if "steps" in fields:
-                self.steps = dict(fields.pop("steps").items())
+                self.steps = fields.pop("steps").to_dict()
             if "criteria" in fields:
-                self.criteria = dict(fields.pop("criteria").items())
+                self.criteria = fields.pop("criteria").to_dict()
             self._state = self._state._replace(**fields)
         if delta.step is not None:
             self.steps[delta.step.id] = delta.step
