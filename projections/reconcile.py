@@ -70,6 +70,23 @@ def _unchanged(old: StepState, spec: StepSpec) -> bool:
     return old.reset is None and old.invalidated_by is None and old.max_attempts == spec.max_attempts
 
 
+def _kept(old: StepState, spec: StepSpec) -> StepState:
+    """A kept completed step: its work, the new attempt budget, and no reason from an earlier version."""
+    return StepState(
+        old.id,
+        old.status,
+        old.attempt,
+        old.evidence,
+        old.reason,
+        old.error,
+        old.exhausted,
+        spec.max_attempts,
+        old.last_seq,
+        None,
+        None,
+    )
+
+
 def _restarted(step_id: str, spec: StepSpec, seq: int, reset: str | None, upstream: str | None) -> StepState:
     """A step that starts again, pending at attempt 0 (built positionally: most steps of a replan land here)."""
     return StepState(step_id, "pending", 0, (), None, None, False, spec.max_attempts, seq, reset, upstream)
@@ -93,20 +110,22 @@ def reconcile(
     kept: set[str] = set()
     roots: dict[str, str] = {}  # reset step -> the upstream step whose change invalidated it
     resets: list[StepChange] = []
+    added: list[str] = []
+    kept_in_order: list[str] = []
     states: list[StepState] = []
     for step_id in order:  # dependencies come first, so lineage is known when a dependent is judged
         spec = new_specs[step_id]
         old = old_steps.get(step_id)
-        change = _step_verdict(old, old_specs.get(step_id), spec, kept, roots)
+        old_spec = old_specs.get(step_id)
+        if old_spec is None:
+            added.append(step_id)
+        change = _step_verdict(old, old_spec, spec, kept, roots)
         if change is None:
             assert old is not None  # a step with no verdict existed before
             if old.status == "completed":
                 kept.add(step_id)
-                states.append(
-                    old
-                    if _unchanged(old, spec)
-                    else old._replace(max_attempts=spec.max_attempts, reset=None, invalidated_by=None)
-                )
+                kept_in_order.append(step_id)
+                states.append(old if _unchanged(old, spec) else _kept(old, spec))
                 continue
             if old.attempt == 0 and _unchanged(old, spec):
                 states.append(old)  # a pending step nothing touched
@@ -125,9 +144,9 @@ def reconcile(
     lost_work = any(c.was == "completed" for c in (*resets, *removed))
     criteria, criteria_changes = _reconcile_criteria(old_plan, old_criteria, new_plan, lost_work, seq)
     changes = Changes(
-        kept=tuple(kept_id for kept_id in order if kept_id in kept),
+        kept=tuple(kept_in_order),
         reset=tuple(resets),
-        added=tuple(s for s in order if s not in old_specs),
+        added=tuple(added),
         removed=removed,
         criteria_kept=criteria_changes[0],
         criteria_reset=criteria_changes[1],
