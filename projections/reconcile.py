@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ledger.plan import PlanSpec, StepSpec, topo_order
+from ledger.plan import PlanSpec, StepSpec, carried_order, topo_order
 from projections.model import Changes, CriterionState, StepChange, StepState
 from projections.table import Table
 
@@ -56,13 +56,9 @@ def _step_verdict(
 
 
 def _order(old_plan: PlanSpec, old_order: tuple[str, ...], new_plan: PlanSpec) -> tuple[str, ...]:
-    """The stable topological order of ``new_plan``: the old one when ids and dependencies are unchanged."""
-    if len(old_plan.steps) == len(new_plan.steps) and all(
-        a is b or (a.id == b.id and a.depends_on == b.depends_on)
-        for a, b in zip(old_plan.steps, new_plan.steps, strict=True)
-    ):
-        return old_order
-    return topo_order(new_plan.steps)
+    """The stable topological order of ``new_plan``, carried over from the old one when it can be."""
+    order = carried_order(old_plan.steps, old_order, new_plan.steps)
+    return topo_order(new_plan.steps) if order is None else order
 
 
 def _unchanged(old: StepState, spec: StepSpec) -> bool:

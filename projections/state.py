@@ -242,11 +242,12 @@ def _opened(state: StateView, record: Record, data: LogOpened) -> Delta:
     return Delta(fields={"run": data.run})
 
 
-def _valid_order(plan: PlanSpec) -> tuple[str, ...] | None:
+def _valid_order(plan: PlanSpec, previous: tuple[PlanSpec, tuple[str, ...]] | None = None) -> tuple[str, ...] | None:
     """The plan's step order, or None for a plan that never validated (only a hand-made log holds one;
-    it is not applied, and ``verify`` reports it as ILLEGAL_EVENT)."""
+    it is not applied, and ``verify`` reports it as ILLEGAL_EVENT). ``previous``: the active plan and its
+    order (the order of the state's steps), which a replan may carry over."""
     try:
-        return validate_plan(plan)
+        return validate_plan(plan, previous)
     except PlanInvalid:
         return None
 
@@ -363,7 +364,7 @@ def _finished(state: StateView, record: Record, data: RunFinished) -> Delta | No
 def _replanned(state: StateView, record: Record, data: PlanReplanned) -> Delta | None:
     if state.plan is None or state.finished or data.new_version != state.version + 1:
         return None
-    order = _valid_order(data.plan)
+    order = _valid_order(data.plan, (state.plan, tuple(state.steps)))
     if order is None:
         return None
     plan = share_unchanged(state.plan, data.plan)
