@@ -30,6 +30,7 @@ __all__ = [
     "StepSpec",
     "apply_patch",
     "build_plan",
+    "carried_order",
     "check_id",
     "parse_draft",
     "parse_patch",
@@ -285,22 +286,26 @@ def _duplicates(ids: Iterable[str]) -> list[str]:
     return sorted(dups)
 
 
-def validate_plan(plan: PlanSpec) -> tuple[str, ...]:
-    """Check a plan's structure and graph; return its stable topological order or raise a draft code."""
+def validate_plan(plan: PlanSpec, previous: tuple[PlanSpec, tuple[str, ...]] | None = None) -> tuple[str, ...]:
+    """Check a plan's structure and graph; return its stable topological order or raise a draft code.
+
+    ``previous`` (a valid plan and the order this gave it) lets a replan that only adds or removes steps
+    reuse that order instead of sorting again (:func:`carried_order`).
+    """
     if not plan.acceptance_criteria:
         raise error("NO_ACCEPTANCE_CRITERIA", "the plan needs at least one acceptance criterion")
     if not plan.steps:
         raise error("EMPTY_PLAN", "the plan needs at least one step")
-    dup_criteria = _duplicates(c.id for c in plan.acceptance_criteria)
-    if dup_criteria:
+    if len({c.id for c in plan.acceptance_criteria}) != len(plan.acceptance_criteria):
+        dup_criteria = _duplicates(c.id for c in plan.acceptance_criteria)
         raise error("DUPLICATE_CRITERION_ID", f"duplicate criterion ids: {', '.join(dup_criteria)}", ids=dup_criteria)
-    dup_steps = _duplicates(s.id for s in plan.steps)
-    if dup_steps:
-        raise error("DUPLICATE_STEP_ID", f"duplicate step ids: {', '.join(dup_steps)}", ids=dup_steps)
     known = {s.id for s in plan.steps}
+    if len(known) != len(plan.steps):
+        dup_steps = _duplicates(s.id for s in plan.steps)
+        raise error("DUPLICATE_STEP_ID", f"duplicate step ids: {', '.join(dup_steps)}", ids=dup_steps)
     for step in plan.steps:
-        missing = sorted(set(step.depends_on) - known)
-        if missing:
+        if not known.issuperset(step.depends_on):
+            missing = sorted(set(step.depends_on) - known)
             raise error(
                 "UNKNOWN_DEPENDENCY",
                 f"step {step.id} depends on unknown steps: {', '.join(missing)}",
@@ -309,15 +314,18 @@ def validate_plan(plan: PlanSpec) -> tuple[str, ...]:
             )
         if step.id in step.depends_on:
             raise error("SELF_DEPENDENCY", f"step {step.id} depends on itself", step=step.id, ids=[step.id])
-    return topo_order(plan.steps)
+    order = None if previous is None else carried_order(previous[0].steps, previous[1], plan.steps)
+    return topo_order(plan.steps) if order is None else order
 
 
 def topo_order(steps: Sequence[StepSpec]) -> tuple[str, ...]:
     """Kahn's algorithm, always taking the smallest ready id: the one stable order of every listing."""
-    indegree = {s.id: len(set(s.depends_on)) for s in steps}
+    indegree: dict[str, int] = {}
     dependents: dict[str, list[str]] = {s.id: [] for s in steps}
     for s in steps:
-        for dep in set(s.depends_on):
+        deps = set(s.depends_on)
+        indegree[s.id] = len(deps)
+        for dep in deps:
             dependents[dep].append(s.id)
     ready = [i for i, d in indegree.items() if d == 0]
     heapq.heapify(ready)
@@ -334,6 +342,51 @@ def topo_order(steps: Sequence[StepSpec]) -> tuple[str, ...]:
         shown = [*cycle, cycle[0]] if len(cycle) <= 12 else [*cycle[:10], f"... {len(cycle) - 10} more", cycle[0]]
         raise error("DEPENDENCY_CYCLE", f"dependency cycle: {' -> '.join(shown)}", ids=cycle)
     return tuple(order)
+
+
+def carried_order(
+    previous: Sequence[StepSpec], previous_order: Sequence[str], steps: Sequence[StepSpec]
+) -> tuple[str, ...] | None:
+    """``topo_order(steps)`` worked out from ``previous_order`` (``topo_order(previous)``); None when a step
+    both lists hold has other dependencies, or the added steps form a cycle (then sort from scratch).
+
+    ``steps`` must have unique ids and known dependencies. A step both lists hold cannot depend on an added
+    step (its id did not exist) nor on a removed one (its id is unknown now), so Kahn's smallest-ready-first
+    choices among those steps are the same as before: they keep their previous order. Each added step is
+    taken as Kahn would take it: once its dependencies are placed, before the next kept step with a larger id.
+    """
+    before = {s.id: s.depends_on for s in previous}
+    added: list[StepSpec] = []
+    for s in steps:
+        deps = before.get(s.id)
+        if deps is None:
+            added.append(s)
+        elif deps != s.depends_on:
+            return None
+    ids = {s.id for s in steps}
+    kept = [i for i in previous_order if i in ids]
+    if not added:
+        return tuple(kept)
+    waiting = {s.id: len(set(s.depends_on)) for s in added}  # dependencies not yet placed
+    dependents: dict[str, list[str]] = {}
+    for s in added:
+        for dep in set(s.depends_on):
+            dependents.setdefault(dep, []).append(s.id)
+    ready = [i for i, n in waiting.items() if n == 0]
+    heapq.heapify(ready)
+    order: list[str] = []
+    k = 0
+    while ready or k < len(kept):
+        if ready and (k == len(kept) or ready[0] < kept[k]):
+            current = heapq.heappop(ready)
+        else:
+            current, k = kept[k], k + 1
+        order.append(current)
+        for child in dependents.get(current, ()):
+            waiting[child] -= 1
+            if waiting[child] == 0:
+                heapq.heappush(ready, child)
+    return tuple(order) if len(order) == len(steps) else None
 
 
 def _find_cycle(graph: Mapping[str, Sequence[str]]) -> list[str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ledger.plan import PlanSpec, StepSpec, topo_order
+from ledger.plan import PlanSpec, StepSpec, carried_order, topo_order
 from projections.model import Changes, CriterionState, StepChange, StepState
 from projections.table import Table
 
@@ -38,7 +38,7 @@ def _step_verdict(
 ) -> StepChange | None:
     """None when ``old`` keeps its work; otherwise why it starts again (only for work that existed)."""
     if old is None or old_spec is None:
-        return StepChange(step=new_spec.id, cause="added")
+        return StepChange(new_spec.id, "added")
     fields = _changed_fields(old_spec, new_spec)
     cause, upstream = None, None
     if old.status == "in_progress":
@@ -47,30 +47,45 @@ def _step_verdict(
         cause = "contract_changed"
     elif old.status == "blocked":
         cause = "unblocked"
-    elif old.status == "completed":
-        broken = sorted(d for d in set(new_spec.depends_on) if d not in kept)
-        if broken:
-            cause, upstream = "upstream_invalidated", roots.get(broken[0], broken[0])
+    elif old.status == "completed" and not kept.issuperset(new_spec.depends_on):
+        broken = min(d for d in new_spec.depends_on if d not in kept)
+        cause, upstream = "upstream_invalidated", roots.get(broken, broken)
     if cause is None:
         return None
-    return StepChange(
-        step=new_spec.id, cause=cause, was=old.status, attempt=old.attempt, upstream=upstream, fields=fields
-    )
+    return StepChange(new_spec.id, cause, old.status, old.attempt, upstream, fields)
 
 
 def _order(old_plan: PlanSpec, old_order: tuple[str, ...], new_plan: PlanSpec) -> tuple[str, ...]:
-    """The stable topological order of ``new_plan``: the old one when ids and dependencies are unchanged."""
-    if len(old_plan.steps) == len(new_plan.steps) and all(
-        a is b or (a.id == b.id and a.depends_on == b.depends_on)
-        for a, b in zip(old_plan.steps, new_plan.steps, strict=True)
-    ):
-        return old_order
-    return topo_order(new_plan.steps)
+    """The stable topological order of ``new_plan``, carried over from the old one when it can be."""
+    order = carried_order(old_plan.steps, old_order, new_plan.steps)
+    return topo_order(new_plan.steps) if order is None else order
 
 
 def _unchanged(old: StepState, spec: StepSpec) -> bool:
     """True when a step's state can be carried over as the very same object."""
     return old.reset is None and old.invalidated_by is None and old.max_attempts == spec.max_attempts
+
+
+def _kept(old: StepState, spec: StepSpec) -> StepState:
+    """A kept completed step: its work, the new attempt budget, and no reason from an earlier version."""
+    return StepState(
+        old.id,
+        old.status,
+        old.attempt,
+        old.evidence,
+        old.reason,
+        old.error,
+        old.exhausted,
+        spec.max_attempts,
+        old.last_seq,
+        None,
+        None,
+    )
+
+
+def _restarted(step_id: str, spec: StepSpec, seq: int, reset: str | None, upstream: str | None) -> StepState:
+    """A step that starts again, pending at attempt 0 (built positionally: most steps of a replan land here)."""
+    return StepState(step_id, "pending", 0, (), None, None, False, spec.max_attempts, seq, reset, upstream)
 
 
 def reconcile(
@@ -91,35 +106,32 @@ def reconcile(
     kept: set[str] = set()
     roots: dict[str, str] = {}  # reset step -> the upstream step whose change invalidated it
     resets: list[StepChange] = []
+    added: list[str] = []
+    kept_in_order: list[str] = []
     states: list[StepState] = []
     for step_id in order:  # dependencies come first, so lineage is known when a dependent is judged
         spec = new_specs[step_id]
         old = old_steps.get(step_id)
-        change = _step_verdict(old, old_specs.get(step_id), spec, kept, roots)
-        if old is not None and change is None and old.status == "completed":
-            kept.add(step_id)
-            states.append(
-                old
-                if _unchanged(old, spec)
-                else old._replace(max_attempts=spec.max_attempts, reset=None, invalidated_by=None)
-            )
+        old_spec = old_specs.get(step_id)
+        if old_spec is None:
+            added.append(step_id)
+        change = _step_verdict(old, old_spec, spec, kept, roots)
+        if change is None:
+            assert old is not None  # a step with no verdict existed before
+            if old.status == "completed":
+                kept.add(step_id)
+                kept_in_order.append(step_id)
+                states.append(old if _unchanged(old, spec) else _kept(old, spec))
+                continue
+            if old.attempt == 0 and _unchanged(old, spec):
+                states.append(old)  # a pending step nothing touched
+                continue
+            states.append(_restarted(step_id, spec, old.last_seq, None, None))
             continue
-        if old is not None and change is None and old.attempt == 0 and _unchanged(old, spec):
-            states.append(old)  # a pending step nothing touched
-            continue
-        if change is not None:
-            roots[step_id] = change.upstream or step_id
-            if change.cause != "added":
-                resets.append(change)
-        states.append(
-            StepState(
-                id=step_id,
-                max_attempts=spec.max_attempts,
-                last_seq=seq if change is not None else (old.last_seq if old else seq),
-                reset=None if change is None else change.cause,
-                invalidated_by=None if change is None else change.upstream,
-            )
-        )
+        roots[step_id] = change.upstream or step_id
+        if change.cause != "added":
+            resets.append(change)
+        states.append(_restarted(step_id, spec, seq, change.cause, change.upstream))
     removed = tuple(
         StepChange(step=s.id, cause="removed", was=old_steps[s.id].status, attempt=old_steps[s.id].attempt)
         for s in old_plan.steps
@@ -128,9 +140,9 @@ def reconcile(
     lost_work = any(c.was == "completed" for c in (*resets, *removed))
     criteria, criteria_changes = _reconcile_criteria(old_plan, old_criteria, new_plan, lost_work, seq)
     changes = Changes(
-        kept=tuple(kept_id for kept_id in order if kept_id in kept),
+        kept=tuple(kept_in_order),
         reset=tuple(resets),
-        added=tuple(s for s in order if s not in old_specs),
+        added=tuple(added),
         removed=removed,
         criteria_kept=criteria_changes[0],
         criteria_reset=criteria_changes[1],

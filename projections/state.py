@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 from ledger.errors import PlanInvalid
 from ledger.plan import PlanSpec, validate_plan
 from projections.model import (
-    FINAL_OUTCOMES,
     CriterionState,
     Orphan,
     OrphanWhy,
@@ -61,10 +60,12 @@ def initial() -> PlanState:
 # --------------------------------------------------------------------------- evolve and fold
 #
 # Each handler reads the state before a record and returns a Delta: the one step, criterion or orphan the
-# record changes, plus the rare whole-state fields (a new plan, an outcome). ``evolve`` applies a delta to an
-# immutable state, sharing every unchanged structure; ``fold`` applies it in place to a private builder that
-# no caller ever sees, and freezes the result once. One transition logic, two ways to apply it, and a
-# property test that they agree (tests/test_state.py).
+# record changes, plus the rare whole-state fields (a new plan, an outcome). When the record changes one step
+# and nothing else (most events: starts, completions), the handler returns that StepState alone, which is
+# cheaper to build and to apply. ``evolve`` applies a change to an immutable state, sharing every unchanged
+# structure; ``fold`` applies it in place to a private builder that no caller ever sees, and freezes the
+# result once. One transition logic, two ways to apply it, and a property test that they agree
+# (tests/test_state.py).
 
 
 class Delta(NamedTuple):
@@ -100,7 +101,8 @@ class StateView(Protocol):
 def evolve(state: PlanState, record: Record) -> PlanState:
     """Apply one record; never mutates ``state`` or ``record``."""
     handler = _HANDLERS.get(record.type)
-    delta = None if handler is None else handler(state, record, record.data)
+    change = None if handler is None else handler(state, record, record.data)
+    delta = Delta(step=change) if isinstance(change, StepState) else change
     s = state if delta is None or delta.fields is None else state._replace(**delta.fields)
     if delta is None:
         steps, criteria, orphans, adopted, failures = s.steps, s.criteria, s.orphans, s.adopted, s.consecutive_failures
@@ -130,39 +132,41 @@ def evolve(state: PlanState, record: Record) -> PlanState:
 class _Builder:
     """fold's private, mutable copy of the state; it never escapes (``freeze`` returns an immutable state)."""
 
-    __slots__ = ("_state", "consecutive_failures", "criteria", "orphans", "steps")
+    __slots__ = (
+        "_state",
+        "consecutive_failures",
+        "criteria",
+        "finished",
+        "orphans",
+        "outcome",
+        "plan",
+        "steps",
+        "version",
+    )
 
     def __init__(self, state: PlanState) -> None:
-        self._state = state
-        self.steps: dict[str, StepState] = dict(state.steps.items())
-        self.criteria: dict[str, CriterionState] = dict(state.criteria.items())
+        self._set_state(state)
+        self.steps: dict[str, StepState] = state.steps.to_dict()
+        self.criteria: dict[str, CriterionState] = state.criteria.to_dict()
         self.orphans = list(state.orphans)
         self.consecutive_failures = state.consecutive_failures
 
-    @property
-    def plan(self) -> PlanSpec | None:
-        return self._state.plan
-
-    @property
-    def version(self) -> int:
-        return self._state.version
-
-    @property
-    def outcome(self) -> str | None:
-        return self._state.outcome
-
-    @property
-    def finished(self) -> bool:
-        return self._state.outcome in FINAL_OUTCOMES
+    def _set_state(self, state: PlanState) -> None:
+        """Keep ``state`` for its whole-state fields, copied to plain attributes that handlers read per event."""
+        self._state = state
+        self.plan: PlanSpec | None = state.plan
+        self.version: int = state.version
+        self.outcome: str | None = state.outcome
+        self.finished: bool = state.finished
 
     def apply(self, delta: Delta) -> None:
         if delta.fields is not None:
             fields = dict(delta.fields)
             if "steps" in fields:
-                self.steps = dict(fields.pop("steps").items())
+                self.steps = fields.pop("steps").to_dict()
             if "criteria" in fields:
-                self.criteria = dict(fields.pop("criteria").items())
-            self._state = self._state._replace(**fields)
+                self.criteria = fields.pop("criteria").to_dict()
+            self._set_state(self._state._replace(**fields))
         if delta.step is not None:
             self.steps[delta.step.id] = delta.step
         if delta.criterion is not None:
@@ -170,7 +174,7 @@ class _Builder:
         if delta.orphan is not None:
             self.orphans.append(delta.orphan)
         if delta.version is not None:
-            self._state = self._state._replace(adopted=delta.version)
+            self._set_state(self._state._replace(adopted=delta.version))
         if delta.failures is not None:
             self.consecutive_failures = delta.failures
 
@@ -200,17 +204,23 @@ def fold(
     start = initial() if state is None else state
     builder = _Builder(start)
     handlers = _HANDLERS
-    last_seq, head = start.last_seq, start.head
+    record = None
     for record in records:
-        last_seq, head = record.seq, record.h
         handler = handlers.get(record.type)
-        if handler is not None:
-            delta = handler(builder, record, record.data)
-            if delta is not None:
-                builder.apply(delta)
-                if on_adopt is not None and delta.version is not None:
-                    on_adopt(builder.freeze(last_seq, head))
-    return builder.freeze(last_seq, head)
+        if handler is None:
+            continue
+        change = handler(builder, record, record.data)
+        if change is None:
+            continue
+        if isinstance(change, StepState):
+            builder.steps[change.id] = change
+            continue
+        builder.apply(change)
+        if on_adopt is not None and change.version is not None:
+            on_adopt(builder.freeze(record.seq, record.h))
+    if record is None:
+        return builder.freeze(start.last_seq, start.head)
+    return builder.freeze(record.seq, record.h)
 
 
 def orphan_reason(state: StateView, plan_version: int, step: str, attempt: int) -> OrphanWhy | None:
@@ -232,11 +242,12 @@ def _opened(state: StateView, record: Record, data: LogOpened) -> Delta:
     return Delta(fields={"run": data.run})
 
 
-def _valid_order(plan: PlanSpec) -> tuple[str, ...] | None:
+def _valid_order(plan: PlanSpec, previous: tuple[PlanSpec, tuple[str, ...]] | None = None) -> tuple[str, ...] | None:
     """The plan's step order, or None for a plan that never validated (only a hand-made log holds one;
-    it is not applied, and ``verify`` reports it as ILLEGAL_EVENT)."""
+    it is not applied, and ``verify`` reports it as ILLEGAL_EVENT). ``previous``: the active plan and its
+    order (the order of the state's steps), which a replan may carry over."""
     try:
-        return validate_plan(plan)
+        return validate_plan(plan, previous)
     except PlanInvalid:
         return None
 
@@ -262,19 +273,18 @@ def _created(state: StateView, record: Record, data: PlanCreated) -> Delta | Non
 _CONTINUE: Final[Mapping[str, Any]] = {"outcome": None, "outcome_reason": None, "outcome_seq": None}
 
 
-def _started(state: StateView, record: Record, data: StepStarted) -> Delta | None:
+def _started(state: StateView, record: Record, data: StepStarted) -> Delta | StepState | None:
     s = state.steps.get(data.step)
     if s is None or record.plan_version != state.version or state.finished:
         return None
     started = _moved(s, "in_progress", data.attempt, s.evidence, record.seq)
-    return Delta(step=started, fields=_CONTINUE if state.outcome == "paused" else None)
+    return Delta(step=started, fields=_CONTINUE) if state.outcome == "paused" else started
 
 
-def _late(state: StateView, record: Record, data: StepCompleted | StepBlocked | StepFailed) -> Delta | None:
-    """Put a late result on the orphan path; None when the result applies to the active plan."""
-    why = orphan_reason(state, record.plan_version, data.step, data.attempt)
-    if why is None:
-        return None
+def _orphaned(
+    state: StateView, record: Record, data: StepCompleted | StepBlocked | StepFailed, why: OrphanWhy
+) -> Delta:
+    """A late result on the orphan path."""
     orphan = Orphan(
         seq=record.seq,
         type=record.type,
@@ -301,25 +311,27 @@ def _result_step(
     state: StateView, record: Record, data: StepCompleted | StepBlocked | StepFailed
 ) -> tuple[Delta | None, StepState | None]:
     """A result's orphan delta when it is late; else the in-progress step it applies to (None: nothing to do)."""
-    late = _late(state, record, data)
-    if late is not None:
-        return late, None
+    why = orphan_reason(state, record.plan_version, data.step, data.attempt)
+    if why is not None:
+        return _orphaned(state, record, data, why), None
     step = state.steps.get(data.step)
     return None, step if step is not None and step.status == "in_progress" else None
 
 
-def _completed(state: StateView, record: Record, data: StepCompleted) -> Delta | None:
+def _completed(state: StateView, record: Record, data: StepCompleted) -> Delta | StepState | None:
     late, step = _result_step(state, record, data)
     if step is None:
         return late
-    return Delta(step=_moved(step, "completed", step.attempt, data.evidence, record.seq), failures=0)
+    completed = _moved(step, "completed", step.attempt, data.evidence, record.seq)
+    # A completion resets the failure streak; with no streak there is nothing else to change.
+    return completed if state.consecutive_failures == 0 else Delta(step=completed, failures=0)
 
 
-def _blocked(state: StateView, record: Record, data: StepBlocked) -> Delta | None:
+def _blocked(state: StateView, record: Record, data: StepBlocked) -> Delta | StepState | None:
     late, step = _result_step(state, record, data)
     if step is None:
         return late
-    return Delta(step=step._replace(status="blocked", reason=data.reason, last_seq=record.seq))
+    return step._replace(status="blocked", reason=data.reason, last_seq=record.seq)
 
 
 def _failed(state: StateView, record: Record, data: StepFailed) -> Delta | None:
@@ -352,7 +364,7 @@ def _finished(state: StateView, record: Record, data: RunFinished) -> Delta | No
 def _replanned(state: StateView, record: Record, data: PlanReplanned) -> Delta | None:
     if state.plan is None or state.finished or data.new_version != state.version + 1:
         return None
-    order = _valid_order(data.plan)
+    order = _valid_order(data.plan, (state.plan, tuple(state.steps)))
     if order is None:
         return None
     plan = share_unchanged(state.plan, data.plan)
@@ -394,7 +406,7 @@ def share_unchanged(old: PlanSpec, new: PlanSpec) -> PlanSpec:
     )
 
 
-_HANDLERS: Final[Mapping[str, Callable[[Any, Record, Any], Delta | None]]] = {
+_HANDLERS: Final[Mapping[str, Callable[[Any, Record, Any], Delta | StepState | None]]] = {
     "log.opened": _opened,
     "plan.created": _created,
     "step.started": _started,

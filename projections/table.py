@@ -8,6 +8,7 @@ whole table, so :func:`projections.state.evolve` stays pure without copying a 10
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from itertools import chain
 from typing import Final, Generic, TypeVar
 
 __all__ = ["Table"]
@@ -66,6 +67,10 @@ class Table(Mapping[str, V], Generic[V]):
         """The values, in the table's order."""
         for chunk in self._chunks:
             yield from chunk
+
+    def to_dict(self) -> dict[str, V]:
+        """A mutable copy as a plain dict, in the table's order."""
+        return dict(zip(self._keys, chain.from_iterable(self._chunks), strict=True))
 
     def set(self, key: str, value: V) -> Table[V]:
         """A new table with ``key`` bound to ``value``; the key must already exist."""
