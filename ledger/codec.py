@@ -111,9 +111,10 @@ def _envelope(
 def decode(line: bytes, *, line_no: int) -> Record:
     """Decode and check one line (without its newline); raise a LogDamaged error naming the line.
 
-    The hot path of every replay, inlined: framing by slicing, one msgspec decode from the bytes, one
-    SHA-256 and, for the fixed-shape step events, one ``count`` for the canonical-form check. Every other
-    line takes :func:`_decode_in_full`, which checks the same things in the order damage is named.
+    The hot path of every replay, inlined for the fixed-shape step events: framing by slicing, one msgspec
+    decode from the bytes, one SHA-256, and the canonical-form check of :func:`_exact` (a key count and one
+    search). Every other line takes :func:`_decode_in_full`, which checks the same things in the order
+    damage is named.
     """
     if (
         len(line) > MAX_LINE_BYTES
@@ -129,7 +130,7 @@ def decode(line: bytes, *, line_no: int) -> Record:
     digest = _sha256(line[:-_SUFFIX] + b"}").hexdigest()
     if record is not None and digest == record.h and record.source is None and record.key is None:
         expected = _FIXED_KEYS.get(type(record.data))
-        if expected is not None and line.count(b'":') == expected:
+        if expected is not None and line.count(b'":') == expected and _KEY_GAP.search(line) is None:
             return record
     return _decode_in_full(line, line_no, digest, record)
 
@@ -143,19 +144,34 @@ def _decode_in_full(line: bytes, line_no: int, digest: str, record: Record | Non
 
 def _record(line: bytes, line_no: int, record: Record | None) -> Record:
     """The record a framed line holds, checked against the schema and for canonical form, given what msgspec
-    made of it (None: refused)."""
-    if record is not None and (record.source is not None or type(record.data) in _DEFAULTED):
-        if _as_written(record) == line[:-_SUFFIX] + b"}":
-            return record  # byte for byte its canonical encoding: no key can be missing, misspelt or repeated
-        record = None  # msgspec may have skipped a misspelt member and taken a default: pydantic judges
-    if record is None:
-        record = _checked(line, line_no)
-    fixed = _FIXED_KEYS.get(type(record.data))
-    expected = fixed if fixed is not None and record.source is None and record.key is None else _key_count(record)
+    made of it (None: refused). msgspec's record stands when it is exactly the line's content; any other
+    line gets pydantic's verdict and the key count, as the schema defines them."""
+    if record is not None and _exact(record, line):
+        return record
+    record = _checked(line, line_no)
+    expected = _key_count(record)
     if line.count(b'":') != expected and _keys_in(line) != expected:
-        _checked(line, line_no)  # an unknown member of an event (msgspec skips those) is pydantic's to name
         raise error("CORRUPT_LINE", f"line {line_no}: duplicate or non-canonical keys", line=line_no)
     return record
+
+
+def _exact(record: Record, line: bytes) -> bool:
+    """Whether msgspec's record is exactly what the line holds: no member unknown, repeated or defaulted.
+
+    msgspec skips a dataclass's unknown members and takes defaults for absent ones. For a fixed-shape event
+    (every field required, no nesting) without source or key, a line with no gap between a key and its colon
+    has one ``":`` per key, plus one per escaped quote before a colon in a string; msgspec found every field,
+    so a count equal to the field count leaves no room for another key. Any other record must re-encode to
+    the line's very bytes.
+    """
+    expected = _FIXED_KEYS.get(type(record.data))
+    if expected is not None and record.source is None and record.key is None:
+        return line.count(b'":') == expected and _KEY_GAP.search(line) is None
+    return _as_written(record) == line[:-_SUFFIX] + b"}"
+
+
+#: Whitespace between a string and a colon: a key that ``count(b'":')`` would miss.
+_KEY_GAP: Final = re.compile(rb'"[ \t\r]+:')
 
 
 _sha256 = hashlib.sha256
@@ -230,10 +246,7 @@ def _schema_error(exc: ValueError, line_no: int) -> Exception:
 # times faster, so it decodes every line first; whatever it refuses goes to pydantic, whose verdict stands
 # (an error, or rarely a record msgspec was too strict for). msgspec may never accept what pydantic refuses:
 # tests/test_codec_fast.py holds it to that on mutated lines. One gap is closed by hand: msgspec skips an
-# unknown member of a dataclass. Where every field is required, a misspelt member leaves one missing, which
-# msgspec refuses, and an extra one fails the canonical-form key count; where a field has a default (plans,
-# sources), a misspelt member would be skipped and the default taken, so those records are trusted only when
-# re-encoding them gives back the very bytes of the line.
+# unknown member of a dataclass, so its record stands only when it is exactly the line's content (_exact).
 
 #: The envelope's members in wire order (``h`` last; ``source`` and ``key`` only when set).
 WIRE_ORDER: Final = ("v", "seq", "ts", "run", "type", "plan_version", "actor", "source", "key", "data", "prev", "h")
@@ -241,8 +254,6 @@ WIRE_ORDER: Final = ("v", "seq", "ts", "run", "type", "plan_version", "actor", "
 _DECODE: Callable[[bytes], Record] | None = None
 #: Each event type's Record subclass, by type name.
 _RECORD_CLASSES: dict[str, type[Record]] = {}
-#: Event types holding a field with a default (plans: a step's max_attempts, the policy) at any depth.
-_DEFAULTED: set[type[Any]] = set()
 #: Key counts of records without source or key whose data type has a fixed shape and no defaults (the hot
 #: types: step events, criteria, the run's end, the log's own records).
 _FIXED_KEYS: dict[type[Any], int] = {}
@@ -258,9 +269,6 @@ def _msgspec(line: bytes) -> Record | None:
 
 def _as_written(record: Record) -> bytes:
     """The compact JSON of a decoded record without ``h``: the line's own bytes when it was canonical.
-
-    Only a dataclass with a default can lose a misspelt member silently (plans, sources), so msgspec's
-    records of those are trusted only when they re-encode to the very bytes of the line.
     msgspec's encoder writes the same bytes as orjson (the writer's) and encodes dataclasses 3x faster.
     """
     return _ENCODE(
@@ -303,9 +311,7 @@ def _fast_decoder() -> Callable[[bytes], Record]:
         for cls in EVENT_CLASSES:
             _RECORD_CLASSES[cls.TYPE] = _record_class(cls)
             count = _counter(cls)
-            if _has_defaults(cls):
-                _DEFAULTED.add(cls)
-            elif isinstance(count, int):
+            if isinstance(count, int) and not _has_defaults(cls):
                 _FIXED_KEYS[cls] = 10 + count
         union: Any = Union[tuple(_RECORD_CLASSES.values())]  # noqa: UP007 - a runtime tuple of types
         _DECODE = msgspec.json.Decoder(union).decode

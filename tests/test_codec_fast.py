@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
@@ -157,3 +158,26 @@ def test_the_fast_path_decodes_the_hot_types_without_pydantic() -> None:
         line = _sealed(orjson.dumps(body))
         record = codec._msgspec(line)
         assert record is not None and record.type == event
+
+
+def _started(envelope_seq_key: bytes, data: bytes) -> bytes:
+    return _sealed(
+        b'{"v":1,' + envelope_seq_key + b'1,"ts":"t","run":"r","type":"step.started","plan_version":1,'
+        b'"actor":"agent","data":' + data + b',"prev":"' + GENESIS_PREV.encode() + b'"}'
+    )
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # an unknown member counted away by a gap between another key and its colon
+        _started(b'"seq" :', b'{"step":"a","attempt":1,"zz":3}'),
+        _started(b'"seq":', b'{"step":"a","attempt"\t:1,"zz":3}'),
+        # an unknown member whose name ends in "[", which the escaped-string correction of the count discounts
+        _started(b'"seq":', b'{"step":"a","attempt":1,"[":null}'),
+    ],
+)
+def test_an_unknown_member_hidden_from_the_key_count_is_still_refused(line: bytes) -> None:
+    """msgspec skips unknown members; the codec must still refuse every line pydantic refuses."""
+    assert _verdict(_pydantic_alone, line)[:2] == ("refused", "CORRUPT_LINE")
+    assert _verdict(_codec, line) == _verdict(_pydantic_alone, line)

@@ -167,7 +167,17 @@ def test_a_completion_after_failures_and_a_start_after_a_pause_take_the_delta_pa
 def _hand_made(records: list[Record], data: Any, plan_version: int) -> list[Record]:
     """``records`` plus one record no writer checked (fold does not look at the hash chain)."""
     last = records[-1]
-    extra = replace(last, seq=last.seq + 1, type=data.TYPE, plan_version=plan_version, data=data, actor="planner")
+    extra = Record(
+        v=last.v,
+        seq=last.seq + 1,
+        ts=last.ts,
+        run=last.run,
+        plan_version=plan_version,
+        actor="planner",
+        data=data,
+        prev=last.h,
+        h=last.h,
+    )
     return [*records, extra]
 
 
