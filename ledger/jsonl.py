@@ -550,23 +550,27 @@ class JsonlStore:
                 )
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             try:
-                yield _Session(self, rewound=self._check_file())
+                size, rewound = self._check_file()
+                yield _Session(self, size=size, rewound=rewound)
             finally:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
 
-    def _check_file(self) -> bool:
-        """Detect a replaced or cut-back file; True when this store must re-read from the start."""
+    def _check_file(self) -> tuple[int, bool]:
+        """Refuse a replaced log; return its size, and True when it was cut back (re-read from the start).
+
+        One ``stat`` of the path does both: once its identity is ours, its size is our descriptor's.
+        """
         try:
             st = os.stat(self.path)
         except OSError as exc:
             raise os_error(exc, self.path) from None
         if (st.st_dev, st.st_ino) != self._identity:
             raise error("IO_ERROR", f"log {self.path} was replaced while open; reopen it", path=self.path)
-        if os.fstat(self._fd).st_size < self._head.end:
+        if st.st_size < self._head.end:
             self._head = _Head(end=0, next_seq=0, prev=GENESIS_PREV, line_no=1)
             self._crc = (0, 0)
-            return True
-        return False
+            return st.st_size, True
+        return st.st_size, False
 
     def sync(self) -> None:
         """Make every appended record durable now (the group commit of the ``batch`` policy)."""
@@ -606,7 +610,7 @@ class JsonlStore:
     def _write(self, lines: Sequence[bytes], last: Record) -> bool:
         """Append encoded lines with one write after the head; fsync per policy; True when durable."""
         head = self._head
-        size = os.fstat(self._fd).st_size
+        size = os.lseek(self._fd, 0, os.SEEK_END)  # the size (the descriptor appends wherever it points)
         if size != head.end:
             raise error("IO_ERROR", f"log {self.path} changed outside the writer lock", path=self.path)
         blob = b"".join(lines)
@@ -695,12 +699,13 @@ class JsonlStore:
 class _Session:
     """One turn under the writer lock (see :class:`ledger.store.Session`)."""
 
-    def __init__(self, store: JsonlStore, *, rewound: bool) -> None:
+    def __init__(self, store: JsonlStore, *, size: int, rewound: bool) -> None:
         self._store = store
+        self._size = size  # the log's size when the turn began
         self.rewound = rewound
         self.repaired: Record | None = None
         self._lines: list[bytes] = []
-        self._staged: list[Record] = []
+        self._last: Record | None = None  # the last staged record
 
     @property
     def head_seq(self) -> int:
@@ -711,6 +716,13 @@ class _Session:
         return self._store._head.prev
 
     def new_records(self) -> Iterator[Record]:
+        store = self._store
+        if self._size == store._head.end and not store._first_turn:
+            return iter(())  # nothing was appended since our last turn: no need to read
+        return self._read_new()
+
+    def _read_new(self) -> Iterator[Record]:
+        """Read and check what follows the head; repair or refuse a torn tail; check a watermark on the first turn."""
         store = self._store
         scan = store._scan()
         acked = store._acked if store._first_turn else None
@@ -738,20 +750,23 @@ class _Session:
             yield self.repaired
 
     def stage(self, record: PendingRecord) -> Record:
-        if self._staged:
-            seq, prev = self._staged[-1].seq + 1, self._staged[-1].h
+        last = self._last
+        if last is None:
+            head = self._store._head
+            seq, prev = head.next_seq, head.prev
         else:
-            seq, prev = self._store._head.next_seq, self._store._head.prev
+            seq, prev = last.seq + 1, last.h
         line, stored = _encode(record, run=self._store.run, seq=seq, prev=prev)
         self._lines.append(line)
-        self._staged.append(stored)
+        self._last = stored
         return stored
 
     def commit(self) -> bool:
-        if not self._staged:
+        last = self._last
+        if last is None:
             return True
-        lines, last = self._lines, self._staged[-1]
-        self._lines, self._staged = [], []
+        lines = self._lines
+        self._lines, self._last = [], None
         return self._store._write(lines, last)
 
 
