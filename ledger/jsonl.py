@@ -31,7 +31,6 @@ import secrets
 import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Final, NamedTuple, Self
 
 from ledger import __version__
@@ -540,20 +539,34 @@ class JsonlStore:
 
     # ----------------------------------------------------------- the writer turn
 
-    @contextmanager
-    def session(self) -> Iterator[_Session]:
-        """Hold the writer lock for one catch-up, decide and append turn."""
-        with self._thread_lock:
+    def session(self) -> _Session:
+        """One catch-up, decide and append turn: entering it takes the writer lock, leaving it releases it."""
+        return _Session(self)
+
+    def _lock(self) -> tuple[int, bool]:
+        """Take the thread lock and the file lock (refusing a poisoned writer), then check the file (see
+        :meth:`_check_file`); whatever fails releases what was taken."""
+        self._thread_lock.acquire()
+        try:
             if self._poisoned:
                 raise error(
                     "WRITER_POISONED", f"this writer is poisoned: {self._poisoned}; reopen the log", path=self.path
                 )
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             try:
-                size, rewound = self._check_file()
-                yield _Session(self, size=size, rewound=rewound)
-            finally:
+                return self._check_file()
+            except BaseException:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
+                raise
+        except BaseException:
+            self._thread_lock.release()
+            raise
+
+    def _unlock(self) -> None:
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        finally:
+            self._thread_lock.release()
 
     def _check_file(self) -> tuple[int, bool]:
         """Refuse a replaced log; return its size, and True when it was cut back (re-read from the start).
@@ -697,15 +710,22 @@ class JsonlStore:
 
 
 class _Session:
-    """One turn under the writer lock (see :class:`ledger.store.Session`)."""
+    """One turn under the writer lock (see :class:`ledger.store.Session`), held while the session is entered."""
 
-    def __init__(self, store: JsonlStore, *, size: int, rewound: bool) -> None:
+    def __init__(self, store: JsonlStore) -> None:
         self._store = store
-        self._size = size  # the log's size when the turn began
-        self.rewound = rewound
+        self._size = 0  # the log's size when the turn began
+        self.rewound = False
         self.repaired: Record | None = None
         self._lines: list[bytes] = []
         self._last: Record | None = None  # the last staged record
+
+    def __enter__(self) -> Self:
+        self._size, self.rewound = self._store._lock()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._store._unlock()
 
     @property
     def head_seq(self) -> int:
