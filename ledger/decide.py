@@ -362,22 +362,33 @@ def _check_start(state: PlanState, data: StepStarted, plan_version: int) -> None
         )
     assert state.plan is not None
     limit = state.plan.policy.max_in_progress
+    if limit is not None:
+        _room_to_start(state, data.step, limit)
+    _dependencies_done(state, state.plan, data.step)
+
+
+def _room_to_start(state: PlanState, step: str, limit: int) -> None:
+    """Refuse a start when ``limit`` steps are already in progress."""
     active = [s.id for s in state.steps.values_in_order() if s.status == "in_progress"]
-    if limit is not None and len(active) >= limit:
+    if len(active) >= limit:
         raise error(
             "STEP_ALREADY_ACTIVE",
             f"{len(active)} step(s) already in progress ({', '.join(active)}); the plan allows {limit}",
-            step=data.step,
+            step=step,
             plan_version=state.version,
             active=active,
         )
-    spec = next(s for s in state.plan.steps if s.id == data.step)
+
+
+def _dependencies_done(state: PlanState, plan: PlanSpec, step: str) -> None:
+    """Refuse a start while any of the step's dependencies is not completed."""
+    spec = next(s for s in plan.steps if s.id == step)
     waiting = sorted(d for d in set(spec.depends_on) if state.steps[d].status != "completed")
     if waiting:
         raise error(
             "STEP_NOT_READY",
-            f"step {data.step} waits for unfinished dependencies: {', '.join(waiting)}",
-            step=data.step,
+            f"step {step} waits for unfinished dependencies: {', '.join(waiting)}",
+            step=step,
             plan_version=state.version,
             waiting=waiting,
         )
