@@ -2,9 +2,10 @@
 
 * **Create** is atomic: the header (and the first events) go to a temporary file that is fsynced, linked into
   place (``link`` fails if the log exists), then the directory is fsynced. A headless log never exists.
-* **Append** takes ``flock(LOCK_EX)`` on the log, catches up with what other writers appended (checking
-  every line), writes the whole batch with **one** ``os.write`` on an ``O_APPEND`` descriptor, and fsyncs
-  per policy before the lock is released. A short or failed write is cut back (``ftruncate``) so the file
+* **Append** takes ``flock(LOCK_EX)`` on the log, refuses a log whose path now names another file, catches
+  up with what other writers appended (checking every line; one ``stat`` says whether there is anything to
+  read), writes the whole batch with **one** ``os.write`` on an ``O_APPEND`` descriptor, and fsyncs per
+  policy before the lock is released. A short or failed write is cut back (``ftruncate``) so the file
   is as it was; a failed fsync *poisons* the writer: it acknowledges nothing more (PostgreSQL's lesson).
 * **Read** streams the file in chunks and checks each line's framing, hash, schema, seq and chain. A final
   fragment without a newline is either a write in progress or a torn tail: the reader takes a shared lock
