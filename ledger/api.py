@@ -12,7 +12,6 @@ with one write (command -> event -> store -> reducer). A refusal raises before a
 from __future__ import annotations
 
 import os
-from collections import ChainMap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -29,6 +28,7 @@ from ledger.decide import (
     Start,
     VerifyCriterion,
     decide,
+    decide_one,
 )
 from ledger.errors import error
 from ledger.events import Outcome, ReasonCode, Record, Source
@@ -201,37 +201,32 @@ class Ledger:
         with self._store.session() as session:
             self._catch_up(session)
             state = self._state
+            known = self._keys
             added: dict[str, KeyEntry] = {}  # keys this batch adds; merged only once it is written
-            keys = ChainMap(added, self._keys)
             done: list[tuple[int, str, bool, str | None]] = []  # seq, hash, duplicate, orphan
             checked_seq = False
             for command in commands:
-                if command.key is not None and command.key in keys:
-                    entry = keys[command.key]
-                    match(entry, command, command.key)
-                    done.append((entry.seq, entry.hash, True, None))
-                    continue
+                key = command.key
+                if key is not None:
+                    entry = added.get(key) or known.get(key)
+                    if entry is not None:
+                        match(entry, command, key)
+                        done.append((entry.seq, entry.hash, True, None))
+                        continue
                 if not checked_seq:
                     _check_expected(session, expected_seq)
                     checked_seq = True
-                for event in decide(state, command):
-                    record = session.stage(
-                        PendingRecord(
-                            ts=self._clock(),
-                            plan_version=event.plan_version,
-                            actor=event.actor,
-                            data=event.data,
-                            source=event.source,
-                            key=event.key,
-                        )
-                    )
-                    state = evolve(state, record)
-                    if record.key is not None and record.key not in keys:
-                        added[record.key] = record_view(record)
-                    done.append((record.seq, record.h, False, event.orphan))
+                data, plan_version, orphan = decide_one(state, command)
+                record = session.stage(
+                    PendingRecord(self._clock(), plan_version, command.actor, data, command.source, key)
+                )
+                state = evolve(state, record)
+                if key is not None:
+                    added[key] = record_view(record)
+                done.append((record.seq, record.h, False, orphan))
             durable = session.commit()
             self._state = state
-            self._keys.update(added)
+            known.update(added)
         return [Ack(seq, h, durable or duplicate, duplicate, orphan) for seq, h, duplicate, orphan in done]
 
     def checkpoint(self, key: bytes) -> Ack:

@@ -10,7 +10,7 @@ stable code and structured fields.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from ledger.errors import error
@@ -48,6 +48,7 @@ __all__ = [
     "VerifyCriterion",
     "check",
     "decide",
+    "decide_one",
 ]
 
 
@@ -157,56 +158,49 @@ Command = Create | Start | Complete | Block | Fail | VerifyCriterion | Finish | 
 
 def decide(state: PlanState, command: Command) -> list[NewEvent]:
     """The events ``command`` produces against ``state``, or a refusal with a stable code."""
-    event = _build(state, command)
-    orphan = check(state, event.data, event.plan_version)
-    return [event if orphan is None else replace(event, orphan=orphan)]
+    data, plan_version, orphan = decide_one(state, command)
+    return [NewEvent(data, plan_version, command.actor, command.source, command.key, orphan)]
 
 
-def _envelope(command: Command, data: Event, plan_version: int) -> NewEvent:
-    return NewEvent(
-        data=data,
-        plan_version=plan_version,
-        actor=command.actor,
-        source=command.source,
-        key=command.key,
-    )
+def decide_one(state: PlanState, command: Command) -> tuple[Event, int, OrphanWhy | None]:
+    """The one event ``command`` produces (its data and plan version; the envelope's actor, source and key are
+    the command's), and why it is a late result (None when it applies); or a refusal, as :func:`decide`."""
+    data, plan_version = _build(state, command)
+    return data, plan_version, check(state, data, plan_version)
 
 
-def _build(state: PlanState, command: Command) -> NewEvent:
-    """Turn a command into its event, filling in defaults; no rule is judged here."""
+def _build(state: PlanState, command: Command) -> tuple[Event, int]:
+    """Turn a command into its event and the plan version it is issued against, filling in defaults; no rule
+    is judged here."""
     if isinstance(command, Create):
         if state.plan is not None:
             raise error("PLAN_ALREADY_CREATED", "the log already has a plan; use replan", plan_version=state.version)
-        return _envelope(command, PlanCreated(plan=_as_plan(command.plan)), 1)
+        return PlanCreated(plan=_as_plan(command.plan)), 1
     _require_plan(state)
     version = state.version if command.plan_version is None else command.plan_version
     match command:
         case Start():
             current = state.steps.get(command.step)
             attempt = 1 if current is None else current.attempt + 1
-            return _envelope(command, StepStarted(step=command.step, attempt=attempt), version)
+            return StepStarted(step=command.step, attempt=attempt), version
         case Complete():
             attempt = _attempt(state, command.step, version, command.attempt)
-            data: Event = StepCompleted(
-                step=command.step, attempt=attempt, evidence=tuple(e.strip() for e in command.evidence)
-            )
-            return _envelope(command, data, version)
+            evidence = tuple([e.strip() for e in command.evidence])
+            return StepCompleted(step=command.step, attempt=attempt, evidence=evidence), version
         case Block():
             attempt = _attempt(state, command.step, version, command.attempt)
-            data = StepBlocked(step=command.step, attempt=attempt, reason=command.reason.strip())
-            return _envelope(command, data, version)
+            return StepBlocked(step=command.step, attempt=attempt, reason=command.reason.strip()), version
         case Fail():
             attempt = _attempt(state, command.step, version, command.attempt)
-            data = StepFailed(step=command.step, attempt=attempt, error=command.error.strip())
-            return _envelope(command, data, version)
+            return StepFailed(step=command.step, attempt=attempt, error=command.error.strip()), version
         case VerifyCriterion():
             verdict: Literal["passed", "failed"] = "passed" if command.passed else "failed"
             data = CriterionVerified(criterion=command.criterion, verdict=verdict, evidence=command.evidence.strip())
-            return _envelope(command, data, version)
+            return data, version
         case Finish():
-            return _envelope(command, RunFinished(outcome=command.outcome, reason=command.reason.strip()), version)
+            return RunFinished(outcome=command.outcome, reason=command.reason.strip()), version
         case Replan():
-            return _envelope(command, _replanned(state, command, version), version)
+            return _replanned(state, command, version), version
 
 
 def _as_plan(plan: Draft | PlanSpec, *, goal: str | None = None, base: PlanSpec | None = None) -> PlanSpec:
@@ -368,22 +362,33 @@ def _check_start(state: PlanState, data: StepStarted, plan_version: int) -> None
         )
     assert state.plan is not None
     limit = state.plan.policy.max_in_progress
+    if limit is not None:
+        _room_to_start(state, data.step, limit)
+    _dependencies_done(state, state.plan, data.step)
+
+
+def _room_to_start(state: PlanState, step: str, limit: int) -> None:
+    """Refuse a start when ``limit`` steps are already in progress."""
     active = [s.id for s in state.steps.values_in_order() if s.status == "in_progress"]
-    if limit is not None and len(active) >= limit:
+    if len(active) >= limit:
         raise error(
             "STEP_ALREADY_ACTIVE",
             f"{len(active)} step(s) already in progress ({', '.join(active)}); the plan allows {limit}",
-            step=data.step,
+            step=step,
             plan_version=state.version,
             active=active,
         )
-    spec = next(s for s in state.plan.steps if s.id == data.step)
+
+
+def _dependencies_done(state: PlanState, plan: PlanSpec, step: str) -> None:
+    """Refuse a start while any of the step's dependencies is not completed."""
+    spec = next(s for s in plan.steps if s.id == step)
     waiting = sorted(d for d in set(spec.depends_on) if state.steps[d].status != "completed")
     if waiting:
         raise error(
             "STEP_NOT_READY",
-            f"step {data.step} waits for unfinished dependencies: {', '.join(waiting)}",
-            step=data.step,
+            f"step {step} waits for unfinished dependencies: {', '.join(waiting)}",
+            step=step,
             plan_version=state.version,
             waiting=waiting,
         )

@@ -2,9 +2,10 @@
 
 * **Create** is atomic: the header (and the first events) go to a temporary file that is fsynced, linked into
   place (``link`` fails if the log exists), then the directory is fsynced. A headless log never exists.
-* **Append** takes ``flock(LOCK_EX)`` on the log, catches up with what other writers appended (checking
-  every line), writes the whole batch with **one** ``os.write`` on an ``O_APPEND`` descriptor, and fsyncs
-  per policy before the lock is released. A short or failed write is cut back (``ftruncate``) so the file
+* **Append** takes ``flock(LOCK_EX)`` on the log, refuses a log whose path now names another file, catches
+  up with what other writers appended (checking every line; one ``stat`` says whether there is anything to
+  read), writes the whole batch with **one** ``os.write`` on an ``O_APPEND`` descriptor, and fsyncs per
+  policy before the lock is released. A short or failed write is cut back (``ftruncate``) so the file
   is as it was; a failed fsync *poisons* the writer: it acknowledges nothing more (PostgreSQL's lesson).
 * **Read** streams the file in chunks and checks each line's framing, hash, schema, seq and chain. A final
   fragment without a newline is either a write in progress or a torn tail: the reader takes a shared lock
@@ -31,7 +32,6 @@ import secrets
 import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Final, NamedTuple, Self
 
 from ledger import __version__
@@ -540,33 +540,51 @@ class JsonlStore:
 
     # ----------------------------------------------------------- the writer turn
 
-    @contextmanager
-    def session(self) -> Iterator[_Session]:
-        """Hold the writer lock for one catch-up, decide and append turn."""
-        with self._thread_lock:
+    def session(self) -> _Session:
+        """One catch-up, decide and append turn: entering it takes the writer lock, leaving it releases it."""
+        return _Session(self)
+
+    def _lock(self) -> tuple[int, bool]:
+        """Take the thread lock and the file lock (refusing a poisoned writer), then check the file (see
+        :meth:`_check_file`); whatever fails releases what was taken."""
+        self._thread_lock.acquire()
+        try:
             if self._poisoned:
                 raise error(
                     "WRITER_POISONED", f"this writer is poisoned: {self._poisoned}; reopen the log", path=self.path
                 )
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             try:
-                yield _Session(self, rewound=self._check_file())
-            finally:
+                return self._check_file()
+            except BaseException:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
+                raise
+        except BaseException:
+            self._thread_lock.release()
+            raise
 
-    def _check_file(self) -> bool:
-        """Detect a replaced or cut-back file; True when this store must re-read from the start."""
+    def _unlock(self) -> None:
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        finally:
+            self._thread_lock.release()
+
+    def _check_file(self) -> tuple[int, bool]:
+        """Refuse a replaced log; return its size, and True when it was cut back (re-read from the start).
+
+        One ``stat`` of the path does both: once its identity is ours, its size is our descriptor's.
+        """
         try:
             st = os.stat(self.path)
         except OSError as exc:
             raise os_error(exc, self.path) from None
         if (st.st_dev, st.st_ino) != self._identity:
             raise error("IO_ERROR", f"log {self.path} was replaced while open; reopen it", path=self.path)
-        if os.fstat(self._fd).st_size < self._head.end:
+        if st.st_size < self._head.end:
             self._head = _Head(end=0, next_seq=0, prev=GENESIS_PREV, line_no=1)
             self._crc = (0, 0)
-            return True
-        return False
+            return st.st_size, True
+        return st.st_size, False
 
     def sync(self) -> None:
         """Make every appended record durable now (the group commit of the ``batch`` policy)."""
@@ -606,7 +624,7 @@ class JsonlStore:
     def _write(self, lines: Sequence[bytes], last: Record) -> bool:
         """Append encoded lines with one write after the head; fsync per policy; True when durable."""
         head = self._head
-        size = os.fstat(self._fd).st_size
+        size = os.lseek(self._fd, 0, os.SEEK_END)  # the size (the descriptor appends wherever it points)
         if size != head.end:
             raise error("IO_ERROR", f"log {self.path} changed outside the writer lock", path=self.path)
         blob = b"".join(lines)
@@ -693,14 +711,22 @@ class JsonlStore:
 
 
 class _Session:
-    """One turn under the writer lock (see :class:`ledger.store.Session`)."""
+    """One turn under the writer lock (see :class:`ledger.store.Session`), held while the session is entered."""
 
-    def __init__(self, store: JsonlStore, *, rewound: bool) -> None:
+    def __init__(self, store: JsonlStore) -> None:
         self._store = store
-        self.rewound = rewound
+        self._size = 0  # the log's size when the turn began
+        self.rewound = False
         self.repaired: Record | None = None
         self._lines: list[bytes] = []
-        self._staged: list[Record] = []
+        self._last: Record | None = None  # the last staged record
+
+    def __enter__(self) -> Self:
+        self._size, self.rewound = self._store._lock()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._store._unlock()
 
     @property
     def head_seq(self) -> int:
@@ -711,6 +737,13 @@ class _Session:
         return self._store._head.prev
 
     def new_records(self) -> Iterator[Record]:
+        store = self._store
+        if self._size == store._head.end and not store._first_turn:
+            return iter(())  # nothing was appended since our last turn: no need to read
+        return self._read_new()
+
+    def _read_new(self) -> Iterator[Record]:
+        """Read and check what follows the head; repair or refuse a torn tail; check a watermark on the first turn."""
         store = self._store
         scan = store._scan()
         acked = store._acked if store._first_turn else None
@@ -738,20 +771,23 @@ class _Session:
             yield self.repaired
 
     def stage(self, record: PendingRecord) -> Record:
-        if self._staged:
-            seq, prev = self._staged[-1].seq + 1, self._staged[-1].h
+        last = self._last
+        if last is None:
+            head = self._store._head
+            seq, prev = head.next_seq, head.prev
         else:
-            seq, prev = self._store._head.next_seq, self._store._head.prev
+            seq, prev = last.seq + 1, last.h
         line, stored = _encode(record, run=self._store.run, seq=seq, prev=prev)
         self._lines.append(line)
-        self._staged.append(stored)
+        self._last = stored
         return stored
 
     def commit(self) -> bool:
-        if not self._staged:
+        last = self._last
+        if last is None:
             return True
-        lines, last = self._lines, self._staged[-1]
-        self._lines, self._staged = [], []
+        lines = self._lines
+        self._lines, self._last = [], None
         return self._store._write(lines, last)
 
 

@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 
 from ledger.api import Ledger
-from ledger.decide import Complete, Start, decide
+from ledger.decide import Command, Complete, Fail, NewEvent, Start, decide
 from ledger.errors import CommandRefused, PlanInvalid, PlantrailError
-from projections.state import initial
+from ledger.events import Source
+from ledger.jsonl import LogReader
+from projections.state import evolve, initial
 
 MakeLedger = Callable[..., Ledger]
 
@@ -294,3 +296,34 @@ def test_a_draft_error_is_a_plan_refusal(make_ledger: MakeLedger, tmp_path: Path
     }
     exc = refused(ledger, tmp_path, lambda: ledger.replan("failed_assumption", "why", plan=bad), "SELF_DEPENDENCY")
     assert isinstance(exc, PlanInvalid)
+
+
+def test_the_ledger_appends_exactly_the_events_decide_returns(make_ledger: MakeLedger, tmp_path: Path) -> None:
+    """A group commit decides each command as decide() does, against the state the batch has reached: the
+    same data, plan version, envelope and orphan verdict; a key repeated inside the batch acks its first use."""
+    ledger = make_ledger()
+    source = Source(file="transcript.jsonl", line=3)
+    commands: list[Command] = [
+        Start(step="reproduce", key="s"),
+        Fail(step="reproduce", error=" flaky runner ", actor="runtime", source=source),
+        Start(step="reproduce"),
+        Complete(step="reproduce", evidence=[" attempt 1 reported late "], attempt=1, key="late"),
+        Start(step="reproduce", key="s"),
+        Complete(step="reproduce", evidence=["  401 reproduced  "]),
+    ]
+    before = ledger.state
+    acks = ledger.execute_many(commands)
+    assert [a.duplicate for a in acks] == [False, False, False, False, True, False]
+    assert acks[4].seq == acks[0].seq
+    with LogReader(tmp_path / "run.jsonl") as reader:
+        written = {r.seq: r for r in reader.records()}
+    state = before
+    for command, ack in zip(commands, acks, strict=True):
+        if ack.duplicate:
+            continue
+        record = written[ack.seq]
+        fields = (record.plan_version, record.actor, record.source, record.key, ack.orphan)
+        assert decide(state, command) == [NewEvent(record.data, *fields)]
+        state = evolve(state, record)
+    assert acks[3].orphan == "STALE_ATTEMPT"
+    assert state == ledger.state

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -157,6 +158,94 @@ def test_a_second_writer_sees_the_first_writers_events(make_ledger: MakeLedger, 
     first.start("diagnose")
     assert fold(_read(tmp_path / "run.jsonl")).steps["diagnose"].status == "in_progress"
     second.close()
+
+
+def test_a_turn_reads_the_log_only_when_it_grew(
+    make_ledger: MakeLedger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn skips the catch-up read when the log still ends at our head, and reads what another writer
+    appended otherwise: either way the ledger ends where a full read of the log ends."""
+    log = tmp_path / "run.jsonl"
+    first = make_ledger()
+    second = Ledger.open(log, fsync="none")
+    reads: list[int] = []
+    real_pread = os.pread
+
+    def counting_pread(fd: int, n: int, offset: int) -> bytes:
+        reads.append(offset)
+        return real_pread(fd, n, offset)
+
+    monkeypatch.setattr(os, "pread", counting_pread)
+    first.start("reproduce")
+    first.complete("reproduce", ["nobody else wrote in between"])
+    assert reads == []  # both turns found the log where the first writer's last turn left it
+    second.refresh()
+    assert reads  # the second writer read what the first appended
+    reads.clear()
+    second.start("diagnose")
+    assert reads == []
+    first.block("diagnose", "waiting for the second writer's step")
+    assert reads  # the first writer caught up with the second's event before deciding
+    assert first.state == second.refresh() == fold(_read(log))
+    second.close()
+
+
+def test_a_log_replaced_by_an_identical_copy_is_noticed(make_ledger: MakeLedger, tmp_path: Path) -> None:
+    """The identity check does not rely on the size: a same-sized copy renamed over the log is refused too."""
+    log = tmp_path / "run.jsonl"
+    ledger = make_ledger()
+    ledger.start("reproduce")
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(log.read_bytes())
+    os.replace(copy, log)
+    before = log.read_bytes()
+    with pytest.raises(PlantrailError) as info:
+        ledger.complete("reproduce", ["written into the replaced file?"])
+    assert info.value.code == "IO_ERROR"
+    assert log.read_bytes() == before
+
+
+def test_a_log_renamed_away_is_not_written(make_ledger: MakeLedger, tmp_path: Path) -> None:
+    """A writer whose log was renamed away refuses (LOG_NOT_FOUND) rather than append to the old name's file."""
+    ledger = make_ledger()
+    ledger.start("reproduce")
+    moved = tmp_path / "moved.jsonl"
+    (tmp_path / "run.jsonl").rename(moved)
+    before = moved.read_bytes()
+    with pytest.raises(PlantrailError) as info:
+        ledger.complete("reproduce", ["written into the moved file?"])
+    assert info.value.code == "LOG_NOT_FOUND"
+    assert moved.read_bytes() == before
+
+
+def test_a_log_cut_back_under_the_writer_is_read_again(make_ledger: MakeLedger, tmp_path: Path) -> None:
+    """When the log is shorter than our head (another process cut it back), the next turn starts over
+    from the first line and decides against what the log now holds."""
+    log = tmp_path / "run.jsonl"
+    ledger = _recorded(make_ledger)
+    lines = log.read_bytes().splitlines(keepends=True)
+    log.write_bytes(b"".join(lines[:-1]))  # drop the completion: the step is in progress again
+    ledger.complete("reproduce", ["completed again after the cut"])
+    assert ledger.state == fold(_read(log))
+    assert [r.seq for r in _read(log)] == [0, 1, 2, 3]
+
+
+def test_bytes_appended_outside_the_lock_before_the_write_are_refused(make_ledger: MakeLedger, tmp_path: Path) -> None:
+    """Bytes that appear after the catch-up (a writer ignoring the lock) stop the write: nothing is added."""
+    log = tmp_path / "run.jsonl"
+    ledger = make_ledger()
+
+    def intruding_clock() -> str:  # the ledger reads the clock after its catch-up, before it writes
+        with open(log, "ab") as f:
+            f.write(b"{}\n")
+        return "2026-01-01T00:00:00.000000Z"
+
+    ledger._clock = intruding_clock  # type: ignore[method-assign]
+    before = log.read_bytes()
+    with pytest.raises(PlantrailError) as info:
+        ledger.start("reproduce")
+    assert info.value.code == "IO_ERROR"
+    assert log.read_bytes() == before + b"{}\n"
 
 
 def _read(path: Path) -> list[Any]:
