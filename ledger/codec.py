@@ -108,7 +108,7 @@ def _envelope(
     return body
 
 
-def decode(line: bytes, *, line_no: int) -> Record:
+def decode(line: bytes, line_no: int) -> Record:
     """Decode and check one line (without its newline); raise a LogDamaged error naming the line.
 
     The hot path of every replay, inlined for the fixed-shape step events: framing by slicing, one msgspec
@@ -322,7 +322,13 @@ def _record_class(event_cls: type[Any]) -> type[Record]:
     """The Record subclass of one event type: tagged with its type name, ``data`` of its class."""
     name = event_cls.__name__ + "Record"
     cls = msgspec.defstruct(
-        name, [("data", event_cls)], bases=(Record,), module=__name__, tag=event_cls.TYPE, forbid_unknown_fields=True
+        name,
+        [("data", event_cls)],
+        bases=(Record,),
+        module=__name__,
+        namespace={"type": event_cls.TYPE},  # a plain class attribute: read for every record of a replay
+        tag=event_cls.TYPE,
+        forbid_unknown_fields=True,
     )
     globals()[name] = cls  # so records pickle (multiprocessing, caches) like any module-level class
     return typing.cast(type[Record], cls)

@@ -221,7 +221,7 @@ class LogScan:
                 # The replay hot path: the common case (next seq, linked to the previous hash) is inlined;
                 # _check_chain names whatever else is wrong.
                 try:
-                    record = decode(line, line_no=self.line_no)
+                    record = decode(line, self.line_no)
                     if (
                         record.seq != self.next_seq
                         or record.prev != self.prev
