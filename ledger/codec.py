@@ -52,6 +52,7 @@ _HEX64 = re.compile(rb"[0-9a-f]{64}")
 _RECORD_END = re.compile(rb',"h":"[0-9a-f]{64}"\}')
 
 EVENT_CLASSES: Final[tuple[type[Any], ...]] = typing.get_args(ev.Event)
+_EVENT_CLASSES_BY_TYPE: Final[dict[str, type[Any]]] = {cls.TYPE: cls for cls in EVENT_CLASSES}
 
 
 def encode(
@@ -68,7 +69,7 @@ def encode(
 ) -> tuple[bytes, str]:
     """Encode one record as its line (newline included) and return it with its hash."""
     try:
-        raw = orjson.dumps(_envelope(seq, ts, run, plan_version, actor, data, prev, source, key))
+        raw = orjson.dumps(_envelope(seq, ts, run, plan_version, actor, data, prev, source, key), default=_struct_dict)
     except orjson.JSONEncodeError as exc:
         raise error("INVALID_TEXT", f"the event cannot be encoded: {exc}", seq=seq) from None
     h = hashlib.sha256(raw).hexdigest()
@@ -76,6 +77,13 @@ def encode(
     if len(line) > MAX_LINE_BYTES:
         raise error("EVENT_TOO_LARGE", f"the event is {len(line)} bytes; the limit is {MAX_LINE_BYTES}", seq=seq)
     return line, h
+
+
+def _struct_dict(value: Any) -> dict[str, Any]:
+    """orjson's view of a msgspec struct (a fixed-shape event): its fields in order."""
+    if isinstance(value, msgspec.Struct):
+        return msgspec.structs.asdict(value)
+    raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
 
 
 def _envelope(
@@ -112,9 +120,8 @@ def decode(line: bytes, line_no: int) -> Record:
     """Decode and check one line (without its newline); raise a LogDamaged error naming the line.
 
     The hot path of every replay, inlined for the fixed-shape step events: framing by slicing, one msgspec
-    decode from the bytes, one SHA-256, and the canonical-form check of :func:`_exact` (a key count and one
-    search). Every other line takes :func:`_decode_in_full`, which checks the same things in the order
-    damage is named.
+    decode from the bytes, one SHA-256, and the canonical-form check of :func:`_exact` (a key count). Every
+    other line takes :func:`_decode_in_full`, which checks the same things in the order damage is named.
     """
     if (
         len(line) > MAX_LINE_BYTES
@@ -130,7 +137,7 @@ def decode(line: bytes, line_no: int) -> Record:
     digest = _sha256(line[:-_SUFFIX] + b"}").hexdigest()
     if record is not None and digest == record.h and record.source is None and record.key is None:
         expected = _FIXED_KEYS.get(type(record.data))
-        if expected is not None and line.count(b'":') == expected and _KEY_GAP.search(line) is None:
+        if expected is not None and line.count(b'":') == expected:
             return record
     return _decode_in_full(line, line_no, digest, record)
 
@@ -156,22 +163,17 @@ def _record(line: bytes, line_no: int, record: Record | None) -> Record:
 
 
 def _exact(record: Record, line: bytes) -> bool:
-    """Whether msgspec's record is exactly what the line holds: no member unknown, repeated or defaulted.
+    """Whether msgspec's record is exactly what the line holds, so pydantic would give the same record.
 
-    msgspec skips a dataclass's unknown members and takes defaults for absent ones. For a fixed-shape event
-    (every field required, no nesting) without source or key, a line with no gap between a key and its colon
-    has one ``":`` per key, plus one per escaped quote before a colon in a string; msgspec found every field,
-    so a count equal to the field count leaves no room for another key. Any other record must re-encode to
-    the line's very bytes.
+    A fixed-shape event is a struct msgspec decodes with every field required and no unknown member, inside
+    an envelope that forbids them too; so a key count equal to the field count (no repeated key) is all the
+    canonical form still asks. Any other record (plans, sources: dataclasses, whose unknown members msgspec
+    skips and whose defaults it takes) must re-encode to the line's very bytes.
     """
     expected = _FIXED_KEYS.get(type(record.data))
     if expected is not None and record.source is None and record.key is None:
-        return line.count(b'":') == expected and _KEY_GAP.search(line) is None
+        return line.count(b'":') == expected
     return _as_written(record) == line[:-_SUFFIX] + b"}"
-
-
-#: Whitespace between a string and a colon: a key that ``count(b'":')`` would miss.
-_KEY_GAP: Final = re.compile(rb'"[ \t\r]+:')
 
 
 _sha256 = hashlib.sha256
@@ -301,7 +303,9 @@ def _checked(line: bytes, line_no: int) -> Record:
         raise error("CORRUPT_LINE", f"line {line_no}: {exc}", line=line_no) from None
     _fast_decoder()
     record_class = _RECORD_CLASSES[wire.type]
-    return record_class(**{name: getattr(wire, name) for name in record_class.__struct_fields__})
+    fields = {name: getattr(wire, name) for name in record_class.__struct_fields__}
+    fields["data"] = _from_view(wire.data, _EVENT_CLASSES_BY_TYPE[wire.type])
+    return record_class(**fields)
 
 
 def _fast_decoder() -> Callable[[bytes], Record]:
@@ -311,7 +315,7 @@ def _fast_decoder() -> Callable[[bytes], Record]:
         for cls in EVENT_CLASSES:
             _RECORD_CLASSES[cls.TYPE] = _record_class(cls)
             count = _counter(cls)
-            if isinstance(count, int) and not _has_defaults(cls):
+            if issubclass(cls, msgspec.Struct) and isinstance(count, int) and not _has_defaults(cls):
                 _FIXED_KEYS[cls] = 10 + count
         union: Any = Union[tuple(_RECORD_CLASSES.values())]  # noqa: UP007 - a runtime tuple of types
         _DECODE = msgspec.json.Decoder(union).decode
@@ -346,12 +350,32 @@ def record_adapter() -> TypeAdapter[Any]:
 
 def _wire_class(event_cls: type[Any]) -> type[Any]:
     """pydantic's view of one record type: a frozen dataclass with ``type`` pinned to one event type."""
-    hints = typing.get_type_hints(Record) | {"type": Literal[event_cls.TYPE], "data": event_cls}
+    hints = typing.get_type_hints(Record) | {"type": Literal[event_cls.TYPE], "data": _pydantic_view(event_cls)}
     fields: list[Any] = [(f, hints[f]) for f in WIRE_ORDER if f not in ("source", "key")]
     fields += [(f, hints[f], dataclasses.field(default=None)) for f in ("source", "key")]
     cls = dataclasses.make_dataclass(event_cls.__name__ + "Record", fields, frozen=True, slots=True, kw_only=True)
     cls.__pydantic_config__ = {"extra": "forbid", "strict": True}  # type: ignore[attr-defined]
     return cls
+
+
+def _pydantic_view(event_cls: type[Any]) -> type[Any]:
+    """The type pydantic validates an event as: the event's own dataclass, or a struct's dataclass twin (same
+    name, fields and strictness, so the JSON Schema and every error message read as before)."""
+    if not issubclass(event_cls, msgspec.Struct):
+        return event_cls
+    twin = dataclasses.make_dataclass(
+        event_cls.__name__, list(_field_hints(event_cls).items()), frozen=True, slots=True
+    )
+    twin.__pydantic_config__ = {"extra": "forbid", "strict": True}  # type: ignore[attr-defined]
+    twin.__doc__ = event_cls.__doc__
+    return twin
+
+
+def _from_view(value: Any, event_cls: type[Any]) -> Any:
+    """The event that ``value``, pydantic's view of it, stands for."""
+    if type(value) is event_cls:
+        return value
+    return event_cls(**{name: getattr(value, name) for name in event_cls.__struct_fields__})
 
 
 def json_schema() -> dict[str, Any]:
@@ -390,7 +414,7 @@ def _key_count(record: Record) -> int:
 
 def _keys(value: Any) -> int:
     if isinstance(value, tuple):
-        return sum(_keys(v) for v in value) if value and dataclasses.is_dataclass(value[0]) else 0
+        return sum(_keys(v) for v in value) if value and _is_object(type(value[0])) else 0
     counter = _counter(type(value))
     return counter if isinstance(counter, int) else counter(value)
 
@@ -399,7 +423,7 @@ _COUNTERS: dict[type[Any], int | Callable[[Any], int]] = {}
 
 
 def _counter(cls: type[Any]) -> int | Callable[[Any], int]:
-    """A dataclass type's key count: a constant when no field can hold another dataclass, else a function."""
+    """An object type's key count: a constant when no field can hold another object, else a function."""
     known = _COUNTERS.get(cls)
     if known is None:
         known = _COUNTERS[cls] = _make_counter(cls)
@@ -407,29 +431,43 @@ def _counter(cls: type[Any]) -> int | Callable[[Any], int]:
 
 
 def _make_counter(cls: type[Any]) -> int | Callable[[Any], int]:
-    if not dataclasses.is_dataclass(cls):
+    if not _is_object(cls):
         return 0
-    fields = dataclasses.fields(cls)
-    hints = typing.get_type_hints(cls)
-    nested = tuple(f.name for f in fields if _may_hold_dataclass(hints[f.name]))
-    own = len(fields)
+    hints = _field_hints(cls)
+    nested = tuple(name for name, hint in hints.items() if _may_hold_object(hint))
+    own = len(hints)
     if not nested:
         return own
     return lambda value: own + sum(_keys(getattr(value, name)) for name in nested)
 
 
+def _is_object(tp: Any) -> bool:
+    """Whether ``tp`` encodes as a JSON object: a dataclass or a msgspec struct."""
+    return dataclasses.is_dataclass(tp) or (isinstance(tp, type) and issubclass(tp, msgspec.Struct))
+
+
+def _field_hints(cls: type[Any]) -> dict[str, Any]:
+    """A dataclass's or struct's fields and their types, in order."""
+    hints = typing.get_type_hints(cls)
+    if dataclasses.is_dataclass(cls):
+        return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+    return {name: hints[name] for name in cls.__struct_fields__}
+
+
 def _has_defaults(tp: Any) -> bool:
-    """True when a dataclass type, or one it may hold at any depth, has a field with a default."""
+    """True when an object type, or one it may hold at any depth, has a field with a default."""
     if dataclasses.is_dataclass(tp):
         fields = dataclasses.fields(tp)
         hints = typing.get_type_hints(tp)
         return any(f.default is not dataclasses.MISSING for f in fields) or any(
             _has_defaults(hints[f.name]) for f in fields
         )
+    if _is_object(tp):
+        return bool(tp.__struct_defaults__) or any(_has_defaults(h) for h in _field_hints(tp).values())
     return any(_has_defaults(arg) for arg in typing.get_args(tp))
 
 
-def _may_hold_dataclass(tp: Any) -> bool:
-    if dataclasses.is_dataclass(tp):
+def _may_hold_object(tp: Any) -> bool:
+    if _is_object(tp):
         return True
-    return any(_may_hold_dataclass(arg) for arg in typing.get_args(tp))
+    return any(_may_hold_object(arg) for arg in typing.get_args(tp))

@@ -1,10 +1,11 @@
 """The log's vocabulary: every event type, and the record envelope each line carries.
 
 This module is the storage contract (README, "The log format"). Type names are explicit strings, never
-derived from Python names. Events are frozen dataclasses and the record envelope a frozen
-``msgspec.Struct``. The schema is pydantic's: one discriminated union on ``type`` (see
-:mod:`ledger.codec`) gives the JSON Schema and every error message; msgspec decodes the lines that pass,
-and a property test holds it to accept nothing pydantic refuses.
+derived from Python names. The record envelope and the fixed-shape events (steps, criteria, the run's end,
+the log's own records) are frozen ``msgspec.Struct``s; the plan events, which nest plan specs, are frozen
+dataclasses. The schema is pydantic's: one discriminated union on ``type`` (see :mod:`ledger.codec`) gives
+the JSON Schema and every error message; msgspec decodes the lines, and a property test holds it to accept
+exactly what pydantic accepts.
 
 A change of shape adds a new format version and an upcaster in :mod:`ledger.codec`; old logs are never
 rewritten.
@@ -97,15 +98,21 @@ class Source:
     inferred: bool = False
 
 
+class _FixedShape(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
+    """The base of the fixed-shape events (every field required, none nested): the step events and their kin
+    are most lines of every log, and as msgspec structs they decode without a member msgspec does not know.
+    The plan events stay dataclasses. pydantic sees each struct through a dataclass twin (ledger.codec)."""
+
+    TYPE: ClassVar[str]
+
+
 # --------------------------------------------------------------------------- log records (seq 0 and repairs)
 
 
-@dataclass(frozen=True, slots=True)
-class LogOpened:
+class LogOpened(_FixedShape, frozen=True):
     """The header at seq 0: format, run id, a random nonce (no two runs share a chain), the fsync policy."""
 
     TYPE: ClassVar[str] = "log.opened"
-    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
 
     format: str
     run: str
@@ -114,12 +121,10 @@ class LogOpened:
     created_by: str
 
 
-@dataclass(frozen=True, slots=True)
-class LogRepaired:
+class LogRepaired(_FixedShape, frozen=True):
     """A torn tail was cut off: where, how many bytes, their SHA-256 and the quarantine file holding them."""
 
     TYPE: ClassVar[str] = "log.repaired"
-    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
 
     truncated_at: int
     bytes: int
@@ -128,12 +133,10 @@ class LogRepaired:
     quarantine: str
 
 
-@dataclass(frozen=True, slots=True)
-class LogCheckpoint:
+class LogCheckpoint(_FixedShape, frozen=True):
     """A keyed checkpoint: an HMAC over the run id, seq and hash of the head it covers (key kept elsewhere)."""
 
     TYPE: ClassVar[str] = "log.checkpoint"
-    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
 
     covers_seq: int
     head: str
@@ -155,47 +158,39 @@ class PlanCreated:
     plan: PlanSpec
 
 
-@dataclass(frozen=True, slots=True)
-class StepStarted:
+class StepStarted(_FixedShape, frozen=True):
     """A step begins its ``attempt``-th attempt."""
 
     TYPE: ClassVar[str] = "step.started"
-    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
 
     step: str
     attempt: int
 
 
-@dataclass(frozen=True, slots=True)
-class StepCompleted:
+class StepCompleted(_FixedShape, frozen=True):
     """A step's attempt ended with evidence."""
 
     TYPE: ClassVar[str] = "step.completed"
-    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
 
     step: str
     attempt: int
     evidence: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class StepBlocked:
+class StepBlocked(_FixedShape, frozen=True):
     """A step's attempt cannot continue, and why."""
 
     TYPE: ClassVar[str] = "step.blocked"
-    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
 
     step: str
     attempt: int
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
-class StepFailed:
+class StepFailed(_FixedShape, frozen=True):
     """A step's attempt failed; it returns to pending while attempts remain, else it is blocked."""
 
     TYPE: ClassVar[str] = "step.failed"
-    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
 
     step: str
     attempt: int
@@ -218,24 +213,20 @@ class PlanReplanned:
     patch: PlanPatch | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class CriterionVerified:
+class CriterionVerified(_FixedShape, frozen=True):
     """An acceptance criterion passed or failed, with evidence."""
 
     TYPE: ClassVar[str] = "criterion.verified"
-    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
 
     criterion: str
     verdict: Literal["passed", "failed"]
     evidence: str
 
 
-@dataclass(frozen=True, slots=True)
-class RunFinished:
+class RunFinished(_FixedShape, frozen=True):
     """The run ends (``complete``, ``failed``, ``cancelled``) or pauses (``paused``), with a reason."""
 
     TYPE: ClassVar[str] = "run.finished"
-    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
 
     outcome: Outcome
     reason: str

@@ -16,6 +16,8 @@ import dataclasses
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
+import msgspec
+
 from ledger.errors import error
 from ledger.plan import PlanSpec, Policy, StepSpec
 from projections.model import (
@@ -411,11 +413,11 @@ def quote_record(record: Record) -> dict[str, Any]:
         "actor": record.actor,
         "type": record.type,
         "plan_version": record.plan_version,
-        "data": dataclasses.asdict(record.data),
+        "data": msgspec.to_builtins(record.data),
         "h": record.h,
     }
     if record.source is not None:
-        quoted["source"] = dataclasses.asdict(record.source)
+        quoted["source"] = msgspec.to_builtins(record.source)
     return quoted
 
 

@@ -103,7 +103,9 @@ def _pydantic_alone(line: bytes) -> Any:
         raise codec._schema_error(exc, 1) from None
     except ValueError as exc:
         raise LogDamaged("CORRUPT_LINE", f"line 1: {exc}") from None
-    record = codec._RECORD_CLASSES[wire.type](**{f: getattr(wire, f) for f in codec.Record.__struct_fields__})
+    fields = {f: getattr(wire, f) for f in codec.Record.__struct_fields__}
+    fields["data"] = codec._from_view(wire.data, codec._EVENT_CLASSES_BY_TYPE[wire.type])  # a struct's twin
+    record = codec._RECORD_CLASSES[wire.type](**fields)
     if line.count(b'":') != codec._key_count(record) and codec._keys_in(line) != codec._key_count(record):
         raise LogDamaged("CORRUPT_LINE", "line 1: duplicate or non-canonical keys")
     return record
