@@ -47,7 +47,7 @@ from bench.sides import (
 )
 from ledger import cache
 
-PACKAGES = ("orjson", "pydantic", "click", "eventsourcing", "plantrail")
+PACKAGES = ("orjson", "msgspec", "pydantic", "click", "eventsourcing", "plantrail")
 
 
 @dataclass(frozen=True)
