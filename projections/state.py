@@ -80,7 +80,8 @@ class Delta(NamedTuple):
 
 
 class StateView(Protocol):
-    """What a handler may read: a :class:`PlanState`, or fold's builder."""
+    """What a handler, :func:`ledger.decide.decide` or :func:`ledger.decide.check` may read: a :class:`PlanState`,
+    or the builder that fold and a group commit advance in place."""
 
     @property
     def plan(self) -> PlanSpec | None: ...
@@ -96,6 +97,12 @@ class StateView(Protocol):
     def consecutive_failures(self) -> int: ...
     @property
     def finished(self) -> bool: ...
+    @property
+    def outcome_seq(self) -> int | None: ...
+    @property
+    def adopted(self) -> VersionInfo | None: ...
+    @property
+    def last_seq(self) -> int: ...
 
 
 def evolve(state: PlanState, record: Record) -> PlanState:
@@ -130,13 +137,16 @@ def evolve(state: PlanState, record: Record) -> PlanState:
 
 
 class _Builder:
-    """fold's private, mutable copy of the state; it never escapes (``freeze`` returns an immutable state)."""
+    """A private, mutable copy of the state, advanced in place record by record; it never reaches a caller
+    (``freeze`` returns an immutable state). It reads like a :class:`PlanState` for everything in
+    :class:`StateView`, so a group commit can decide each command against it (see :class:`Advancing`)."""
 
     __slots__ = (
         "_state",
         "consecutive_failures",
         "criteria",
         "finished",
+        "last_seq",
         "orphans",
         "outcome",
         "plan",
@@ -150,6 +160,7 @@ class _Builder:
         self.criteria: dict[str, CriterionState] = state.criteria.to_dict()
         self.orphans = list(state.orphans)
         self.consecutive_failures = state.consecutive_failures
+        self.last_seq = state.last_seq
 
     def _set_state(self, state: PlanState) -> None:
         """Keep ``state`` for its whole-state fields, copied to plain attributes that handlers read per event."""
@@ -158,6 +169,29 @@ class _Builder:
         self.version: int = state.version
         self.outcome: str | None = state.outcome
         self.finished: bool = state.finished
+
+    @property
+    def outcome_seq(self) -> int | None:
+        return self._state.outcome_seq
+
+    @property
+    def adopted(self) -> VersionInfo | None:
+        return self._state.adopted
+
+    def add(self, record: Record) -> Delta | StepState | None:
+        """Apply one record in place (what :func:`evolve` does to an immutable state); return its change."""
+        self.last_seq = record.seq
+        handler = _HANDLERS.get(record.type)
+        if handler is None:
+            return None
+        change = handler(self, record, record.data)
+        if change is None:
+            return None
+        if isinstance(change, StepState):
+            self.steps[change.id] = change
+        else:
+            self.apply(change)
+        return change
 
     def apply(self, delta: Delta) -> None:
         if delta.fields is not None:
@@ -203,24 +237,60 @@ def fold(
     """
     start = initial() if state is None else state
     builder = _Builder(start)
-    handlers = _HANDLERS
+    add = builder.add
     record = None
     for record in records:
-        handler = handlers.get(record.type)
-        if handler is None:
-            continue
-        change = handler(builder, record, record.data)
-        if change is None:
-            continue
-        if isinstance(change, StepState):
-            builder.steps[change.id] = change
-            continue
-        builder.apply(change)
-        if on_adopt is not None and change.version is not None:
+        change = add(record)
+        if on_adopt is not None and isinstance(change, Delta) and change.version is not None:
             on_adopt(builder.freeze(record.seq, record.h))
     if record is None:
         return builder.freeze(start.last_seq, start.head)
     return builder.freeze(record.seq, record.h)
+
+
+class Advancing:
+    """A state that records advance one at a time and that is read in between: a group commit decides each
+    command against the state its predecessors reached.
+
+    A lone record is applied with :func:`evolve` (which shares the state's structure); from the second
+    record on, the records go to a private builder that is frozen once, at the end. Either way the result is
+    the state :func:`evolve` reaches record by record (tests/test_state.py).
+    """
+
+    __slots__ = ("_builder", "_head", "_start", "_waiting")
+
+    def __init__(self, state: PlanState) -> None:
+        self._start = state
+        self._builder: _Builder | None = None
+        self._waiting: Record | None = None  # the last record added, not yet applied
+        self._head = state.head
+
+    def add(self, record: Record) -> None:
+        """Take the next record."""
+        self._apply_waiting()
+        self._waiting = record
+        self._head = record.h
+
+    def current(self) -> StateView:
+        """The state after every record added so far, to read (never to keep: the builder moves on)."""
+        self._apply_waiting()
+        return self._start if self._builder is None else self._builder
+
+    def result(self) -> PlanState:
+        """The immutable state after every record added."""
+        if self._builder is None:
+            return self._start if self._waiting is None else evolve(self._start, self._waiting)
+        self._apply_waiting()
+        return self._builder.freeze(self._builder.last_seq, self._head)
+
+    def _apply_waiting(self) -> None:
+        """Move the waiting record (if any) onto the builder, made on first need."""
+        if self._waiting is None:
+            return
+        if self._builder is None:
+            self._builder = _Builder(self._start)
+        self._builder.add(self._waiting)
+        self._waiting = None
 
 
 def orphan_reason(state: StateView, plan_version: int, step: str, attempt: int) -> OrphanWhy | None:

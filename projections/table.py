@@ -7,7 +7,7 @@ whole table, so :func:`projections.state.evolve` stays pure without copying a 10
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, ValuesView
 from itertools import chain
 from typing import Final, Generic, TypeVar
 
@@ -63,10 +63,13 @@ class Table(Mapping[str, V], Generic[V]):
     def __repr__(self) -> str:
         return f"Table({dict(self.items())!r})"
 
+    def values(self) -> ValuesView[V]:
+        """The values, in the table's order (iterated chunk by chunk, not looked up key by key)."""
+        return _Values(self)
+
     def values_in_order(self) -> Iterator[V]:
         """The values, in the table's order."""
-        for chunk in self._chunks:
-            yield from chunk
+        return chain.from_iterable(self._chunks)
 
     def to_dict(self) -> dict[str, V]:
         """A mutable copy as a plain dict, in the table's order."""
@@ -81,3 +84,13 @@ class Table(Mapping[str, V], Generic[V]):
         new_chunk = (*chunk[:j], value, *chunk[j + 1 :])
         chunks = (*self._chunks[:c], new_chunk, *self._chunks[c + 1 :])
         return Table._share(self._keys, self._index, chunks)
+
+
+class _Values(ValuesView[V]):
+    """A table's values view, iterated straight from its chunks."""
+
+    __slots__ = ()
+    _mapping: Table[V]
+
+    def __iter__(self) -> Iterator[V]:
+        return chain.from_iterable(self._mapping._chunks)
