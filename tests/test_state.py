@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from ledger.decide import Command
 from ledger.plan import PlanSpec
 from projections.canonical import canonical_bytes, state_hash
-from projections.state import evolve, fold, initial
+from projections.state import Advancing, StateView, evolve, fold, initial
 from projections.table import Table
 from tests.strategies import commands, plans, simulate
 
@@ -39,6 +39,41 @@ def test_fold_of_a_concatenation_is_fold_of_the_tail_from_the_head(
     records = simulate(*log).records
     cut = data.draw(st.integers(min_value=0, max_value=len(records)))
     assert fold(records[cut:], fold(records[:cut])) == fold(records)
+
+
+def _readable(state: StateView) -> tuple[object, ...]:
+    """Everything decide and check may read of a state, in plain values."""
+    return (
+        state.plan,
+        state.version,
+        list(state.steps.items()),
+        list(state.criteria.items()),
+        state.outcome,
+        state.outcome_seq,
+        state.finished,
+        state.adopted,
+        state.consecutive_failures,
+        state.last_seq,
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(LOGS, st.data())
+def test_advancing_reads_and_ends_like_evolve(log: tuple[PlanSpec, list[Command]], data: st.DataObject) -> None:
+    """From any point of a log, Advancing read between records (or not) shows what evolve reaches record by
+    record, and its result equals evolve's state; with no records, the result is the start itself."""
+    sim = simulate(*log)
+    cut = data.draw(st.integers(min_value=0, max_value=len(sim.records)))
+    start = initial() if cut == 0 else sim.states[cut - 1]
+    advancing = Advancing(start)
+    assert _readable(advancing.current()) == _readable(start)
+    for record, after in zip(sim.records[cut:], sim.states[cut:], strict=True):
+        advancing.add(record)
+        if data.draw(st.booleans()):
+            assert _readable(advancing.current()) == _readable(after)
+    end = advancing.result()
+    assert end is start if cut == len(sim.records) else end == sim.states[-1]
+    assert canonical_bytes(end) == canonical_bytes(fold(sim.records))
 
 
 @settings(max_examples=100, deadline=None)
