@@ -109,16 +109,22 @@ def evolve(state: PlanState, record: Record) -> PlanState:
     """Apply one record; never mutates ``state`` or ``record``."""
     handler = _HANDLERS.get(record.type)
     change = None if handler is None else handler(state, record, record.data)
-    delta = Delta(step=change) if isinstance(change, StepState) else change
-    s = state if delta is None or delta.fields is None else state._replace(**delta.fields)
-    if delta is None:
-        steps, criteria, orphans, adopted, failures = s.steps, s.criteria, s.orphans, s.adopted, s.consecutive_failures
-    else:
-        steps = s.steps if delta.step is None else s.steps.set(delta.step.id, delta.step)
-        criteria = s.criteria if delta.criterion is None else s.criteria.set(delta.criterion.id, delta.criterion)
-        orphans = s.orphans if delta.orphan is None else (*s.orphans, delta.orphan)
-        adopted = s.adopted if delta.version is None else delta.version
-        failures = s.consecutive_failures if delta.failures is None else delta.failures
+    fields = None if change is None or isinstance(change, StepState) else change.fields
+    s = state if fields is None else state._replace(**fields)
+    steps, criteria, orphans, adopted, failures = s.steps, s.criteria, s.orphans, s.adopted, s.consecutive_failures
+    if isinstance(change, StepState):  # most events: one step changes, and nothing else
+        steps = steps.set(change.id, change)
+    elif change is not None:
+        if change.step is not None:
+            steps = steps.set(change.step.id, change.step)
+        if change.criterion is not None:
+            criteria = criteria.set(change.criterion.id, change.criterion)
+        if change.orphan is not None:
+            orphans = (*orphans, change.orphan)
+        if change.version is not None:
+            adopted = change.version
+        if change.failures is not None:
+            failures = change.failures
     return PlanState(
         s.run,
         s.plan,

@@ -125,3 +125,22 @@ def test_table_set_shares_structure_and_leaves_the_original_alone() -> None:
     assert (table["k70"], changed["k70"]) == (70, -1)
     assert list(changed) == list(keys)
     assert [changed[k] for k in keys if k != "k70"] == [table[k] for k in keys if k != "k70"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(), max_size=80), st.data())
+def test_table_reads_like_the_dict_of_its_items(values: list[int], data: st.DataObject) -> None:
+    """get (with and without a default), values(), values_in_order() and `in` read exactly as a dict of the
+    same items does, after any sets; so do the Mapping methods built on them."""
+    keys = tuple(f"k{i}" for i in range(len(values)))
+    table, plain = Table(keys, values), dict(zip(keys, values, strict=True))
+    for key in data.draw(st.lists(st.sampled_from(keys), max_size=5)) if keys else ():
+        table, plain[key] = table.set(key, -1), -1
+    probes = [*keys, "missing", ""]
+    assert [table.get(k) for k in probes] == [plain.get(k) for k in probes]
+    assert [table.get(k, "none") for k in probes] == [plain.get(k, "none") for k in probes]
+    assert [k in table for k in probes] == [k in plain for k in probes]
+    assert list(table.values()) == list(table.values_in_order()) == list(plain.values())
+    assert len(table.values()) == len(plain)
+    assert all(v in table.values() for v in plain.values())
+    assert list(table.items()) == list(plain.items()) and dict(table) == plain
