@@ -31,7 +31,7 @@ from ledger.events import (
     StepFailed,
     StepStarted,
 )
-from ledger.plan import Draft, PlanPatch, PlanSpec, apply_patch, build_plan, check_id, validate_plan
+from ledger.plan import Draft, PlanPatch, PlanSpec, StepSpec, apply_patch, build_plan, check_id, validate_plan
 from projections.model import OrphanWhy, StepState
 from projections.state import StateView, orphan_reason
 
@@ -380,18 +380,31 @@ def _room_to_start(state: StateView, step: str, limit: int) -> None:
         )
 
 
+def _contract(plan: PlanSpec, step: str) -> StepSpec:
+    """The step's contract in ``plan`` (whose steps are the state's steps: the caller checked it is there)."""
+    for spec in plan.steps:
+        if spec.id == step:
+            return spec
+    raise KeyError(step)
+
+
 def _dependencies_done(state: StateView, plan: PlanSpec, step: str) -> None:
     """Refuse a start while any of the step's dependencies is not completed."""
-    spec = next(s for s in plan.steps if s.id == step)
-    waiting = sorted(d for d in set(spec.depends_on) if state.steps[d].status != "completed")
-    if waiting:
-        raise error(
-            "STEP_NOT_READY",
-            f"step {step} waits for unfinished dependencies: {', '.join(waiting)}",
-            step=step,
-            plan_version=state.version,
-            waiting=waiting,
-        )
+    steps = state.steps
+    spec = _contract(plan, step)
+    for dependency in spec.depends_on:
+        if steps[dependency].status != "completed":
+            break
+    else:
+        return  # every dependency is completed (the common case: no set, no sort)
+    waiting = sorted(d for d in set(spec.depends_on) if steps[d].status != "completed")
+    raise error(
+        "STEP_NOT_READY",
+        f"step {step} waits for unfinished dependencies: {', '.join(waiting)}",
+        step=step,
+        plan_version=state.version,
+        waiting=waiting,
+    )
 
 
 def _result_text(data: StepCompleted | StepBlocked | StepFailed) -> None:
