@@ -37,7 +37,7 @@ from ledger.jsonl import JsonlStore
 from ledger.plan import Draft, PlanPatch, PlanSpec, check_id, parse_draft, parse_patch
 from ledger.store import Ack, FsyncPolicy, KeyEntry, PendingRecord, Session, Store
 from projections.model import PlanState
-from projections.state import evolve, initial
+from projections.state import Advancing, evolve, initial
 
 __all__ = ["Ledger", "default_run_id"]
 
@@ -200,7 +200,7 @@ class Ledger:
         """
         with self._store.session() as session:
             self._catch_up(session)
-            state = self._state
+            state = Advancing(self._state)  # each command is decided against the state the batch has reached
             known = self._keys
             added: dict[str, KeyEntry] = {}  # keys this batch adds; merged only once it is written
             done: list[tuple[int, str, bool, str | None]] = []  # seq, hash, duplicate, orphan
@@ -216,16 +216,16 @@ class Ledger:
                 if not checked_seq:
                     _check_expected(session, expected_seq)
                     checked_seq = True
-                data, plan_version, orphan = decide_one(state, command)
+                data, plan_version, orphan = decide_one(state.current(), command)
                 record = session.stage(
                     PendingRecord(self._clock(), plan_version, command.actor, data, command.source, key)
                 )
-                state = evolve(state, record)
+                state.add(record)
                 if key is not None:
                     added[key] = record_view(record)
                 done.append((record.seq, record.h, False, orphan))
             durable = session.commit()
-            self._state = state
+            self._state = state.result()
             known.update(added)
         return [Ack(seq, h, durable or duplicate, duplicate, orphan) for seq, h, duplicate, orphan in done]
 

@@ -31,9 +31,9 @@ from ledger.events import (
     StepFailed,
     StepStarted,
 )
-from ledger.plan import Draft, PlanPatch, PlanSpec, apply_patch, build_plan, check_id, validate_plan
-from projections.model import OrphanWhy, PlanState, StepState
-from projections.state import orphan_reason
+from ledger.plan import Draft, PlanPatch, PlanSpec, StepSpec, apply_patch, build_plan, check_id, validate_plan
+from projections.model import OrphanWhy, StepState
+from projections.state import StateView, orphan_reason
 
 __all__ = [
     "Block",
@@ -156,20 +156,20 @@ Command = Create | Start | Complete | Block | Fail | VerifyCriterion | Finish | 
 # --------------------------------------------------------------------------- decide
 
 
-def decide(state: PlanState, command: Command) -> list[NewEvent]:
+def decide(state: StateView, command: Command) -> list[NewEvent]:
     """The events ``command`` produces against ``state``, or a refusal with a stable code."""
     data, plan_version, orphan = decide_one(state, command)
     return [NewEvent(data, plan_version, command.actor, command.source, command.key, orphan)]
 
 
-def decide_one(state: PlanState, command: Command) -> tuple[Event, int, OrphanWhy | None]:
+def decide_one(state: StateView, command: Command) -> tuple[Event, int, OrphanWhy | None]:
     """The one event ``command`` produces (its data and plan version; the envelope's actor, source and key are
     the command's), and why it is a late result (None when it applies); or a refusal, as :func:`decide`."""
     data, plan_version = _build(state, command)
     return data, plan_version, check(state, data, plan_version)
 
 
-def _build(state: PlanState, command: Command) -> tuple[Event, int]:
+def _build(state: StateView, command: Command) -> tuple[Event, int]:
     """Turn a command into its event and the plan version it is issued against, filling in defaults; no rule
     is judged here."""
     if isinstance(command, Create):
@@ -210,7 +210,7 @@ def _as_plan(plan: Draft | PlanSpec, *, goal: str | None = None, base: PlanSpec 
     return build_plan(plan, goal=goal, policy=None if base is None else base.policy)
 
 
-def _replanned(state: PlanState, command: Replan, version: int) -> PlanReplanned:
+def _replanned(state: StateView, command: Replan, version: int) -> PlanReplanned:
     assert state.plan is not None  # guarded by _require_plan
     _not_finished(state)  # before the draft is judged: no draft can continue a finished run
     if (command.plan is None) == (command.patch is None):
@@ -241,7 +241,7 @@ def _replanned(state: PlanState, command: Replan, version: int) -> PlanReplanned
     )
 
 
-def _attempt(state: PlanState, step: str, version: int, attempt: int | None) -> int:
+def _attempt(state: StateView, step: str, version: int, attempt: int | None) -> int:
     """The attempt a result refers to: the caller's, else the step's attempt in that version."""
     if attempt is not None:
         return attempt
@@ -266,7 +266,7 @@ _TRANSITION_TARGET: Final = {
 }
 
 
-def _require_plan(state: PlanState) -> None:
+def _require_plan(state: StateView) -> None:
     if state.plan is None:
         raise error("PLAN_NOT_CREATED", "the log has no plan yet; run create first")
 
@@ -275,7 +275,7 @@ def _goal_changed(old: str, new: str | None) -> Exception:
     return error("GOAL_CHANGED", f"a replan cannot change the goal (was {old!r}, draft says {new!r})")
 
 
-def check(state: PlanState, data: Event, plan_version: int) -> OrphanWhy | None:
+def check(state: StateView, data: Event, plan_version: int) -> OrphanWhy | None:
     """Judge one event against the state before it; return why it is a late result, or None if it applies."""
     if isinstance(data, PlanCreated):
         if state.plan is not None:
@@ -306,7 +306,7 @@ def check(state: PlanState, data: Event, plan_version: int) -> OrphanWhy | None:
     return None
 
 
-def _not_stale(state: PlanState, plan_version: int, what: str) -> None:
+def _not_stale(state: StateView, plan_version: int, what: str) -> None:
     if plan_version < state.version:
         raise error(
             "STALE_PLAN_VERSION",
@@ -317,12 +317,12 @@ def _not_stale(state: PlanState, plan_version: int, what: str) -> None:
         )
 
 
-def _not_finished(state: PlanState) -> None:
+def _not_finished(state: StateView) -> None:
     if state.finished:
         raise error("RUN_FINISHED", f"the run finished {state.outcome}", seq=state.outcome_seq)
 
 
-def _step(state: PlanState, step_id: str) -> StepState:
+def _step(state: StateView, step_id: str) -> StepState:
     step = state.steps.get(step_id)
     if step is None:
         raise error(
@@ -346,7 +346,7 @@ def _transition(step: StepState, expected: str, target: str, version: int) -> Ex
     )
 
 
-def _check_start(state: PlanState, data: StepStarted, plan_version: int) -> None:
+def _check_start(state: StateView, data: StepStarted, plan_version: int) -> None:
     _not_stale(state, plan_version, f"start {data.step}")
     _not_finished(state)
     step = _step(state, data.step)
@@ -367,9 +367,9 @@ def _check_start(state: PlanState, data: StepStarted, plan_version: int) -> None
     _dependencies_done(state, state.plan, data.step)
 
 
-def _room_to_start(state: PlanState, step: str, limit: int) -> None:
+def _room_to_start(state: StateView, step: str, limit: int) -> None:
     """Refuse a start when ``limit`` steps are already in progress."""
-    active = [s.id for s in state.steps.values_in_order() if s.status == "in_progress"]
+    active = [s.id for s in state.steps.values() if s.status == "in_progress"]
     if len(active) >= limit:
         raise error(
             "STEP_ALREADY_ACTIVE",
@@ -380,18 +380,31 @@ def _room_to_start(state: PlanState, step: str, limit: int) -> None:
         )
 
 
-def _dependencies_done(state: PlanState, plan: PlanSpec, step: str) -> None:
+def _contract(plan: PlanSpec, step: str) -> StepSpec:
+    """The step's contract in ``plan`` (whose steps are the state's steps: the caller checked it is there)."""
+    for spec in plan.steps:
+        if spec.id == step:
+            return spec
+    raise KeyError(step)
+
+
+def _dependencies_done(state: StateView, plan: PlanSpec, step: str) -> None:
     """Refuse a start while any of the step's dependencies is not completed."""
-    spec = next(s for s in plan.steps if s.id == step)
-    waiting = sorted(d for d in set(spec.depends_on) if state.steps[d].status != "completed")
-    if waiting:
-        raise error(
-            "STEP_NOT_READY",
-            f"step {step} waits for unfinished dependencies: {', '.join(waiting)}",
-            step=step,
-            plan_version=state.version,
-            waiting=waiting,
-        )
+    steps = state.steps
+    spec = _contract(plan, step)
+    for dependency in spec.depends_on:
+        if steps[dependency].status != "completed":
+            break
+    else:
+        return  # every dependency is completed (the common case: no set, no sort)
+    waiting = sorted(d for d in set(spec.depends_on) if steps[d].status != "completed")
+    raise error(
+        "STEP_NOT_READY",
+        f"step {step} waits for unfinished dependencies: {', '.join(waiting)}",
+        step=step,
+        plan_version=state.version,
+        waiting=waiting,
+    )
 
 
 def _result_text(data: StepCompleted | StepBlocked | StepFailed) -> None:
@@ -404,7 +417,7 @@ def _result_text(data: StepCompleted | StepBlocked | StepFailed) -> None:
 
 
 def _check_result(
-    state: PlanState, data: StepCompleted | StepBlocked | StepFailed, plan_version: int
+    state: StateView, data: StepCompleted | StepBlocked | StepFailed, plan_version: int
 ) -> OrphanWhy | None:
     _result_text(data)
     if plan_version < state.version:
@@ -433,7 +446,7 @@ def _check_result(
     return why
 
 
-def _check_criterion(state: PlanState, data: CriterionVerified, plan_version: int) -> None:
+def _check_criterion(state: StateView, data: CriterionVerified, plan_version: int) -> None:
     _not_stale(state, plan_version, f"criterion {data.criterion}")
     _not_finished(state)
     if data.criterion not in state.criteria:
@@ -447,7 +460,7 @@ def _check_criterion(state: PlanState, data: CriterionVerified, plan_version: in
         raise error("EVIDENCE_REQUIRED", f"a verdict on {data.criterion} needs evidence", criterion=data.criterion)
 
 
-def _check_finish(state: PlanState, data: RunFinished, plan_version: int) -> None:
+def _check_finish(state: StateView, data: RunFinished, plan_version: int) -> None:
     _not_stale(state, plan_version, "finish")
     _not_finished(state)
     if data.outcome not in OUTCOMES:
@@ -456,8 +469,8 @@ def _check_finish(state: PlanState, data: RunFinished, plan_version: int) -> Non
         raise error("REASON_REQUIRED", "finishing the run needs a reason")
     if data.outcome != "complete":
         return
-    open_steps = [s.id for s in state.steps.values_in_order() if s.status != "completed"]
-    open_criteria = [c.id for c in state.criteria.values_in_order() if c.status != "passed"]
+    open_steps = [s.id for s in state.steps.values() if s.status != "completed"]
+    open_criteria = [c.id for c in state.criteria.values() if c.status != "passed"]
     if open_steps or open_criteria or not state.criteria:
         parts = []
         if open_steps:
@@ -472,7 +485,7 @@ def _check_finish(state: PlanState, data: RunFinished, plan_version: int) -> Non
         )
 
 
-def _check_replan(state: PlanState, data: PlanReplanned, plan_version: int) -> None:
+def _check_replan(state: StateView, data: PlanReplanned, plan_version: int) -> None:
     assert state.plan is not None
     _not_stale(state, plan_version, "the replan")
     _not_finished(state)

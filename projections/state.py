@@ -80,7 +80,8 @@ class Delta(NamedTuple):
 
 
 class StateView(Protocol):
-    """What a handler may read: a :class:`PlanState`, or fold's builder."""
+    """What a handler, :func:`ledger.decide.decide` or :func:`ledger.decide.check` may read: a :class:`PlanState`,
+    or the builder that fold and a group commit advance in place."""
 
     @property
     def plan(self) -> PlanSpec | None: ...
@@ -96,22 +97,34 @@ class StateView(Protocol):
     def consecutive_failures(self) -> int: ...
     @property
     def finished(self) -> bool: ...
+    @property
+    def outcome_seq(self) -> int | None: ...
+    @property
+    def adopted(self) -> VersionInfo | None: ...
+    @property
+    def last_seq(self) -> int: ...
 
 
 def evolve(state: PlanState, record: Record) -> PlanState:
     """Apply one record; never mutates ``state`` or ``record``."""
     handler = _HANDLERS.get(record.type)
     change = None if handler is None else handler(state, record, record.data)
-    delta = Delta(step=change) if isinstance(change, StepState) else change
-    s = state if delta is None or delta.fields is None else state._replace(**delta.fields)
-    if delta is None:
-        steps, criteria, orphans, adopted, failures = s.steps, s.criteria, s.orphans, s.adopted, s.consecutive_failures
-    else:
-        steps = s.steps if delta.step is None else s.steps.set(delta.step.id, delta.step)
-        criteria = s.criteria if delta.criterion is None else s.criteria.set(delta.criterion.id, delta.criterion)
-        orphans = s.orphans if delta.orphan is None else (*s.orphans, delta.orphan)
-        adopted = s.adopted if delta.version is None else delta.version
-        failures = s.consecutive_failures if delta.failures is None else delta.failures
+    fields = None if change is None or isinstance(change, StepState) else change.fields
+    s = state if fields is None else state._replace(**fields)
+    steps, criteria, orphans, adopted, failures = s.steps, s.criteria, s.orphans, s.adopted, s.consecutive_failures
+    if isinstance(change, StepState):  # most events: one step changes, and nothing else
+        steps = steps.set(change.id, change)
+    elif change is not None:
+        if change.step is not None:
+            steps = steps.set(change.step.id, change.step)
+        if change.criterion is not None:
+            criteria = criteria.set(change.criterion.id, change.criterion)
+        if change.orphan is not None:
+            orphans = (*orphans, change.orphan)
+        if change.version is not None:
+            adopted = change.version
+        if change.failures is not None:
+            failures = change.failures
     return PlanState(
         s.run,
         s.plan,
@@ -130,13 +143,16 @@ def evolve(state: PlanState, record: Record) -> PlanState:
 
 
 class _Builder:
-    """fold's private, mutable copy of the state; it never escapes (``freeze`` returns an immutable state)."""
+    """A private, mutable copy of the state, advanced in place record by record; it never reaches a caller
+    (``freeze`` returns an immutable state). It reads like a :class:`PlanState` for everything in
+    :class:`StateView`, so a group commit can decide each command against it (see :class:`Advancing`)."""
 
     __slots__ = (
         "_state",
         "consecutive_failures",
         "criteria",
         "finished",
+        "last_seq",
         "orphans",
         "outcome",
         "plan",
@@ -150,6 +166,7 @@ class _Builder:
         self.criteria: dict[str, CriterionState] = state.criteria.to_dict()
         self.orphans = list(state.orphans)
         self.consecutive_failures = state.consecutive_failures
+        self.last_seq = state.last_seq
 
     def _set_state(self, state: PlanState) -> None:
         """Keep ``state`` for its whole-state fields, copied to plain attributes that handlers read per event."""
@@ -158,6 +175,29 @@ class _Builder:
         self.version: int = state.version
         self.outcome: str | None = state.outcome
         self.finished: bool = state.finished
+
+    @property
+    def outcome_seq(self) -> int | None:
+        return self._state.outcome_seq
+
+    @property
+    def adopted(self) -> VersionInfo | None:
+        return self._state.adopted
+
+    def add(self, record: Record) -> Delta | StepState | None:
+        """Apply one record in place (what :func:`evolve` does to an immutable state); return its change."""
+        self.last_seq = record.seq
+        handler = _HANDLERS.get(record.type)
+        if handler is None:
+            return None
+        change = handler(self, record, record.data)
+        if change is None:
+            return None
+        if isinstance(change, StepState):
+            self.steps[change.id] = change
+        else:
+            self.apply(change)
+        return change
 
     def apply(self, delta: Delta) -> None:
         if delta.fields is not None:
@@ -203,24 +243,60 @@ def fold(
     """
     start = initial() if state is None else state
     builder = _Builder(start)
-    handlers = _HANDLERS
+    add = builder.add
     record = None
     for record in records:
-        handler = handlers.get(record.type)
-        if handler is None:
-            continue
-        change = handler(builder, record, record.data)
-        if change is None:
-            continue
-        if isinstance(change, StepState):
-            builder.steps[change.id] = change
-            continue
-        builder.apply(change)
-        if on_adopt is not None and change.version is not None:
+        change = add(record)
+        if on_adopt is not None and isinstance(change, Delta) and change.version is not None:
             on_adopt(builder.freeze(record.seq, record.h))
     if record is None:
         return builder.freeze(start.last_seq, start.head)
     return builder.freeze(record.seq, record.h)
+
+
+class Advancing:
+    """A state that records advance one at a time and that is read in between: a group commit decides each
+    command against the state its predecessors reached.
+
+    A lone record is applied with :func:`evolve` (which shares the state's structure); from the second
+    record on, the records go to a private builder that is frozen once, at the end. Either way the result is
+    the state :func:`evolve` reaches record by record (tests/test_state.py).
+    """
+
+    __slots__ = ("_builder", "_head", "_start", "_waiting")
+
+    def __init__(self, state: PlanState) -> None:
+        self._start = state
+        self._builder: _Builder | None = None
+        self._waiting: Record | None = None  # the last record added, not yet applied
+        self._head = state.head
+
+    def add(self, record: Record) -> None:
+        """Take the next record."""
+        self._apply_waiting()
+        self._waiting = record
+        self._head = record.h
+
+    def current(self) -> StateView:
+        """The state after every record added so far, to read (never to keep: the builder moves on)."""
+        self._apply_waiting()
+        return self._start if self._builder is None else self._builder
+
+    def result(self) -> PlanState:
+        """The immutable state after every record added."""
+        if self._builder is None:
+            return self._start if self._waiting is None else evolve(self._start, self._waiting)
+        self._apply_waiting()
+        return self._builder.freeze(self._builder.last_seq, self._head)
+
+    def _apply_waiting(self) -> None:
+        """Move the waiting record (if any) onto the builder, made on first need."""
+        if self._waiting is None:
+            return
+        if self._builder is None:
+            self._builder = _Builder(self._start)
+        self._builder.add(self._waiting)
+        self._waiting = None
 
 
 def orphan_reason(state: StateView, plan_version: int, step: str, attempt: int) -> OrphanWhy | None:

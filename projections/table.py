@@ -7,13 +7,14 @@ whole table, so :func:`projections.state.evolve` stays pure without copying a 10
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, ValuesView
 from itertools import chain
-from typing import Final, Generic, TypeVar
+from typing import Final, Generic, TypeVar, overload
 
 __all__ = ["Table"]
 
 V = TypeVar("V")
+T = TypeVar("T")
 _BITS: Final = 5
 _CHUNK: Final = 1 << _BITS
 _MASK: Final = _CHUNK - 1
@@ -44,6 +45,15 @@ class Table(Mapping[str, V], Generic[V]):
         i = self._index[key]
         return self._chunks[i >> _BITS][i & _MASK]
 
+    @overload
+    def get(self, key: str, /) -> V | None: ...
+    @overload
+    def get(self, key: str, /, default: V | T) -> V | T: ...
+    def get(self, key: str, default: object = None) -> object:
+        """The value bound to ``key``, or ``default`` (one index lookup, not Mapping's try/except around [])."""
+        i = self._index.get(key)
+        return default if i is None else self._chunks[i >> _BITS][i & _MASK]
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._keys)
 
@@ -63,10 +73,13 @@ class Table(Mapping[str, V], Generic[V]):
     def __repr__(self) -> str:
         return f"Table({dict(self.items())!r})"
 
+    def values(self) -> ValuesView[V]:
+        """The values, in the table's order (iterated chunk by chunk, not looked up key by key)."""
+        return _Values(self)
+
     def values_in_order(self) -> Iterator[V]:
         """The values, in the table's order."""
-        for chunk in self._chunks:
-            yield from chunk
+        return chain.from_iterable(self._chunks)
 
     def to_dict(self) -> dict[str, V]:
         """A mutable copy as a plain dict, in the table's order."""
@@ -76,8 +89,18 @@ class Table(Mapping[str, V], Generic[V]):
         """A new table with ``key`` bound to ``value``; the key must already exist."""
         i = self._index[key]
         c = i >> _BITS
-        chunk = self._chunks[c]
-        j = i & _MASK
-        new_chunk = (*chunk[:j], value, *chunk[j + 1 :])
-        chunks = (*self._chunks[:c], new_chunk, *self._chunks[c + 1 :])
-        return Table._share(self._keys, self._index, chunks)
+        chunk = list(self._chunks[c])  # copying through lists is twice as fast as slicing and unpacking
+        chunk[i & _MASK] = value
+        chunks = list(self._chunks)
+        chunks[c] = tuple(chunk)
+        return Table._share(self._keys, self._index, tuple(chunks))
+
+
+class _Values(ValuesView[V]):
+    """A table's values view, iterated straight from its chunks."""
+
+    __slots__ = ()
+    _mapping: Table[V]
+
+    def __iter__(self) -> Iterator[V]:
+        return chain.from_iterable(self._mapping._chunks)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from ledger.decide import Command
 from ledger.plan import PlanSpec
 from projections.canonical import canonical_bytes, state_hash
-from projections.state import evolve, fold, initial
+from projections.state import Advancing, StateView, evolve, fold, initial
 from projections.table import Table
 from tests.strategies import commands, plans, simulate
 
@@ -39,6 +39,41 @@ def test_fold_of_a_concatenation_is_fold_of_the_tail_from_the_head(
     records = simulate(*log).records
     cut = data.draw(st.integers(min_value=0, max_value=len(records)))
     assert fold(records[cut:], fold(records[:cut])) == fold(records)
+
+
+def _readable(state: StateView) -> tuple[object, ...]:
+    """Everything decide and check may read of a state, in plain values."""
+    return (
+        state.plan,
+        state.version,
+        list(state.steps.items()),
+        list(state.criteria.items()),
+        state.outcome,
+        state.outcome_seq,
+        state.finished,
+        state.adopted,
+        state.consecutive_failures,
+        state.last_seq,
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(LOGS, st.data())
+def test_advancing_reads_and_ends_like_evolve(log: tuple[PlanSpec, list[Command]], data: st.DataObject) -> None:
+    """From any point of a log, Advancing read between records (or not) shows what evolve reaches record by
+    record, and its result equals evolve's state; with no records, the result is the start itself."""
+    sim = simulate(*log)
+    cut = data.draw(st.integers(min_value=0, max_value=len(sim.records)))
+    start = initial() if cut == 0 else sim.states[cut - 1]
+    advancing = Advancing(start)
+    assert _readable(advancing.current()) == _readable(start)
+    for record, after in zip(sim.records[cut:], sim.states[cut:], strict=True):
+        advancing.add(record)
+        if data.draw(st.booleans()):
+            assert _readable(advancing.current()) == _readable(after)
+    end = advancing.result()
+    assert end is start if cut == len(sim.records) else end == sim.states[-1]
+    assert canonical_bytes(end) == canonical_bytes(fold(sim.records))
 
 
 @settings(max_examples=100, deadline=None)
@@ -90,3 +125,22 @@ def test_table_set_shares_structure_and_leaves_the_original_alone() -> None:
     assert (table["k70"], changed["k70"]) == (70, -1)
     assert list(changed) == list(keys)
     assert [changed[k] for k in keys if k != "k70"] == [table[k] for k in keys if k != "k70"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(), max_size=80), st.data())
+def test_table_reads_like_the_dict_of_its_items(values: list[int], data: st.DataObject) -> None:
+    """get (with and without a default), values(), values_in_order() and `in` read exactly as a dict of the
+    same items does, after any sets; so do the Mapping methods built on them."""
+    keys = tuple(f"k{i}" for i in range(len(values)))
+    table, plain = Table(keys, values), dict(zip(keys, values, strict=True))
+    for key in data.draw(st.lists(st.sampled_from(keys), max_size=5)) if keys else ():
+        table, plain[key] = table.set(key, -1), -1
+    probes = [*keys, "missing", ""]
+    assert [table.get(k) for k in probes] == [plain.get(k) for k in probes]
+    assert [table.get(k, "none") for k in probes] == [plain.get(k, "none") for k in probes]
+    assert [k in table for k in probes] == [k in plain for k in probes]
+    assert list(table.values()) == list(table.values_in_order()) == list(plain.values())
+    assert len(table.values()) == len(plain)
+    assert all(v in table.values() for v in plain.values())
+    assert list(table.items()) == list(plain.items()) and dict(table) == plain
