@@ -265,7 +265,7 @@ def render_table(rows: Sequence[Row]) -> str:
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in rows:
-        ratio = "—" if row.ratio is None else f"{row.ratio:.2f}x"
+        ratio = "—" if row.ratio is None else _ratio_text(row.ratio)
         cells = [
             row.figure,
             format_size(row.size),
@@ -277,3 +277,8 @@ def render_table(rows: Sequence[Row]) -> str:
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _ratio_text(ratio: float) -> str:
+    """Two decimals, or three significant digits below 0.1 (so 0.0143x is not shown as 0.01x)."""
+    return f"{ratio:.2f}x" if ratio >= 0.1 else f"{ratio:.3g}x"

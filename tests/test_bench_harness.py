@@ -11,6 +11,7 @@ import pytest
 from bench.harness import (
     Row,
     Sample,
+    _ratio_text,
     compare,
     format_quantity,
     format_size,
@@ -141,3 +142,13 @@ def test_peak_rss_mb_raises_when_the_child_fails() -> None:
 def test_subprocess_time_returns_one_value_per_repeat() -> None:
     result = subprocess_time([sys.executable, "-c", "pass"], repeats=2)
     assert len(result.values) == 2 and result.median > 0
+
+
+def test_small_ratios_keep_three_significant_digits() -> None:
+    """A resume that takes 1.43 % of a replay reads 0.0143x, not 0.01x (which hides a missed <0.01x target)."""
+    assert (_ratio_text(0.0143), _ratio_text(0.000352), _ratio_text(5.234), _ratio_text(0.1)) == (
+        "0.0143x",
+        "0.000352x",
+        "5.23x",
+        "0.10x",
+    )
