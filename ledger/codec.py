@@ -244,11 +244,12 @@ def _schema_error(exc: ValueError, line_no: int) -> Exception:
 # --------------------------------------------------------------------------- the union
 #
 # Two decoders of one schema. pydantic's discriminated union is the schema: it gives the JSON Schema and
-# every error message. msgspec decodes a tagged union of Record subclasses, one per event type, about three
-# times faster, so it decodes every line first; whatever it refuses goes to pydantic, whose verdict stands
-# (an error, or rarely a record msgspec was too strict for). msgspec may never accept what pydantic refuses:
-# tests/test_codec_fast.py holds it to that on mutated lines. One gap is closed by hand: msgspec skips an
-# unknown member of a dataclass, so its record stands only when it is exactly the line's content (_exact).
+# every error message. msgspec decodes a tagged union of Record subclasses, one per event type, about four
+# times faster on the step events that make most of a log, so it decodes every line first; whatever it
+# refuses goes to pydantic, whose verdict stands (an error, or rarely a record msgspec was too strict for).
+# msgspec may never accept what pydantic refuses: tests/test_codec_fast.py holds it to that on mutated
+# lines. One gap is closed by hand: msgspec skips an unknown member of a dataclass (the plan events), so its
+# record stands only when it is exactly the line's content (_exact).
 
 #: The envelope's members in wire order (``h`` last; ``source`` and ``key`` only when set).
 WIRE_ORDER: Final = ("v", "seq", "ts", "run", "type", "plan_version", "actor", "source", "key", "data", "prev", "h")
@@ -271,6 +272,7 @@ def _msgspec(line: bytes) -> Record | None:
 
 def _as_written(record: Record) -> bytes:
     """The compact JSON of a decoded record without ``h``: the line's own bytes when it was canonical.
+
     msgspec's encoder writes the same bytes as orjson (the writer's) and encodes dataclasses 3x faster.
     """
     return _ENCODE(
@@ -292,7 +294,8 @@ _ENCODE: Final = msgspec.json.Encoder().encode
 
 
 def _checked(line: bytes, line_no: int) -> Record:
-    """pydantic's verdict on a line msgspec refused: its LogDamaged error, or the record it accepts."""
+    """pydantic's verdict on a line msgspec refused or did not decode exactly: its LogDamaged error, or the
+    record it accepts."""
     from pydantic import ValidationError
 
     try:
@@ -315,7 +318,7 @@ def _fast_decoder() -> Callable[[bytes], Record]:
         for cls in EVENT_CLASSES:
             _RECORD_CLASSES[cls.TYPE] = _record_class(cls)
             count = _counter(cls)
-            if issubclass(cls, msgspec.Struct) and isinstance(count, int) and not _has_defaults(cls):
+            if issubclass(cls, msgspec.Struct) and isinstance(count, int) and not cls.__struct_defaults__:
                 _FIXED_KEYS[cls] = 10 + count
         union: Any = Union[tuple(_RECORD_CLASSES.values())]  # noqa: UP007 - a runtime tuple of types
         _DECODE = msgspec.json.Decoder(union).decode
@@ -452,19 +455,6 @@ def _field_hints(cls: type[Any]) -> dict[str, Any]:
     if dataclasses.is_dataclass(cls):
         return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
     return {name: hints[name] for name in cls.__struct_fields__}
-
-
-def _has_defaults(tp: Any) -> bool:
-    """True when an object type, or one it may hold at any depth, has a field with a default."""
-    if dataclasses.is_dataclass(tp):
-        fields = dataclasses.fields(tp)
-        hints = typing.get_type_hints(tp)
-        return any(f.default is not dataclasses.MISSING for f in fields) or any(
-            _has_defaults(hints[f.name]) for f in fields
-        )
-    if _is_object(tp):
-        return bool(tp.__struct_defaults__) or any(_has_defaults(h) for h in _field_hints(tp).values())
-    return any(_has_defaults(arg) for arg in typing.get_args(tp))
 
 
 def _may_hold_object(tp: Any) -> bool:
