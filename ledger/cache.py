@@ -318,7 +318,7 @@ def version_start(log_path: str, fd: int, version: int) -> VersionStart | None:
         with open(bin_path, "rb") as f:
             f.seek(blob_at)
             state = decode_state(zlib.decompress(f.read(blob_len)))
-        orphans = tuple(o for o in decode_orphans(meta["orphans"]) if o.seq <= seq)
+        orphans = decode_orphans(meta["orphans"], up_to=seq)
     except (OSError, ValueError, KeyError, TypeError, zlib.error):
         return None
     return VersionStart(version, position, state._replace(orphans=orphans))

@@ -94,9 +94,26 @@ def _adopted(d: dict[str, Any] | None, plan: PlanSpec | None) -> VersionInfo | N
     )
 
 
-def decode_orphans(items: list[dict[str, Any]]) -> tuple[Orphan, ...]:
-    """Orphans as :func:`encode_state` wrote them."""
-    return tuple(Orphan(**{**o, "evidence": tuple(o["evidence"])}) for o in items)
+def decode_orphans(items: list[dict[str, Any]], *, up_to: int | None = None) -> tuple[Orphan, ...]:
+    """Orphans as :func:`encode_state` wrote them (only those recorded at or before seq ``up_to``, when given).
+
+    Built positionally: a long run keeps every late result, and the version index decodes them per rebuild.
+    """
+    return tuple(
+        Orphan(
+            o["seq"],
+            o["type"],
+            o["step"],
+            o["plan_version"],
+            o["attempt"],
+            o["active_version"],
+            o["why"],
+            tuple(o["evidence"]),
+            o["reason"],
+        )
+        for o in items
+        if up_to is None or o["seq"] <= up_to
+    )
 
 
 def decode_state(raw: bytes) -> PlanState:
