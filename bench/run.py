@@ -45,7 +45,7 @@ from bench.sides import (
     script,
     status_argv,
 )
-from ledger import cache
+from plantrail.ledger import cache
 
 PACKAGES = ("orjson", "msgspec", "pydantic", "click", "eventsourcing", "plantrail")
 

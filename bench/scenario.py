@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ledger.api import Ledger
-from ledger.decide import Block, Command, Complete, Fail, Replan, Start
-from projections.model import PlanState
-from projections.views import ready_steps
+from plantrail.ledger.api import Ledger
+from plantrail.ledger.decide import Block, Command, Complete, Fail, Replan, Start
+from plantrail.projections.model import PlanState
+from plantrail.projections.views import ready_steps
 
 __all__ = ["Clock", "commands_for", "record_run", "scripted"]
 
@@ -158,7 +158,7 @@ def _replan(state: PlanState, rng: random.Random, share: float) -> Replan:
 
 
 def _as_draft(raw: dict[str, Any]) -> Any:
-    from ledger.plan import parse_draft
+    from plantrail.ledger.plan import parse_draft
 
     return parse_draft(raw)
 

@@ -11,12 +11,12 @@ from typing import Any, NamedTuple
 
 from bench.harness import Probe, timed
 from bench.scenario import Clock, record_run, scripted
-from ledger import cache
-from ledger.api import Ledger
-from ledger.decide import Command
-from ledger.jsonl import LogReader
-from projections.history import fold_span, resume_receipt
-from projections.state import fold
+from plantrail.ledger import cache
+from plantrail.ledger.api import Ledger
+from plantrail.ledger.decide import Command
+from plantrail.ledger.jsonl import LogReader
+from plantrail.projections.history import fold_span, resume_receipt
+from plantrail.projections.state import fold
 
 __all__ = [
     "Script",
@@ -138,7 +138,7 @@ def append_batches(path: Path, run: Script, size: int = 100) -> Probe:
 
 def _plantrail() -> list[str]:
     found = shutil.which("plantrail", path=os.path.dirname(sys.executable)) or shutil.which("plantrail")
-    return [found] if found else [sys.executable, "-m", "cli.main"]
+    return [found] if found else [sys.executable, "-m", "plantrail"]
 
 
 def status_argv(path: Path) -> list[str]:

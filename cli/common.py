@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 if TYPE_CHECKING:
-    from ledger.errors import PlantrailError
-    from ledger.events import Record
-    from ledger.jsonl import LogReader
-    from ledger.store import TornTail
-    from projections.model import PlanState
+    from plantrail.ledger.errors import PlantrailError
+    from plantrail.ledger.events import Record
+    from plantrail.ledger.jsonl import LogReader
+    from plantrail.ledger.store import TornTail
+    from plantrail.projections.model import PlanState
 
 __all__ = [
     "FilePath",
@@ -89,8 +89,8 @@ def read_json_file(path: str, what: str) -> Any:
     """Read a JSON input file (``-`` for stdin) strictly; DRAFT_INVALID when it is not JSON."""
     import orjson
 
-    from ledger.errors import error
-    from ledger.jsonl import check_path, os_error
+    from plantrail.ledger.errors import error
+    from plantrail.ledger.jsonl import check_path, os_error
 
     check_path(path, what)
     try:
@@ -115,7 +115,7 @@ def _read_bytes(path: str) -> bytes:
 @contextmanager
 def open_records(path: str) -> Iterator[tuple[LogReader, Iterator[Record]]]:
     """Open a log read-only and stream its checked records."""
-    from ledger.jsonl import LogReader
+    from plantrail.ledger.jsonl import LogReader
 
     with LogReader(path) as reader:
         yield reader, reader.records()
@@ -123,7 +123,7 @@ def open_records(path: str) -> Iterator[tuple[LogReader, Iterator[Record]]]:
 
 def torn_error(path: str, torn: TornTail) -> PlantrailError:
     """The TORN_TAIL error for a log whose valid part ends before ``torn``."""
-    from ledger.errors import error
+    from plantrail.ledger.errors import error
 
     return error(
         "TORN_TAIL",
@@ -142,7 +142,7 @@ def raise_if_torn(path: str, torn: TornTail | None) -> None:
 
 def read_state(path: str) -> tuple[PlanState, TornTail | None]:
     """The log's current state (from its snapshot when one checks out) and its torn tail, if any."""
-    from ledger.cache import read_state as read
+    from plantrail.ledger.cache import read_state as read
 
     result = read(path)
     return result.state, result.torn

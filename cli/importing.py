@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from cli.common import emit, json_option
+from plantrail.cli.common import emit, json_option
 
 if TYPE_CHECKING:
-    from ledger.importers.importer import ImportReport
+    from plantrail.ledger.importers.importer import ImportReport
 
 __all__ = ["import_command", "render_report"]
 
@@ -82,7 +82,7 @@ def import_command(
       plantrail import samples/claude-session.jsonl -o session.plantrail.jsonl
       plantrail status session.plantrail.jsonl
     """
-    from ledger.importers.importer import import_transcript
+    from plantrail.ledger.importers.importer import import_transcript
 
     report = import_transcript(transcript, log, format_name, with_subagents=with_subagents, run=run_id, force=force)
     emit(as_json, {"ok": True, **report._asdict()}, lambda: render_report(report))

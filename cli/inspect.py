@@ -6,11 +6,20 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from cli.common import emit, json_option, log_argument, open_records, raise_if_torn, read_state, table, truncate
+from plantrail.cli.common import (
+    emit,
+    json_option,
+    log_argument,
+    open_records,
+    raise_if_torn,
+    read_state,
+    table,
+    truncate,
+)
 
 if TYPE_CHECKING:
-    from ledger.events import Record
-    from projections.model import PlanState
+    from plantrail.ledger.events import Record
+    from plantrail.projections.model import PlanState
 
 __all__ = ["inspect_commands", "render_status"]
 
@@ -58,8 +67,8 @@ def status(log: str, as_json: bool) -> None:
     Example:
       plantrail status samples/login-fix.jsonl
     """
-    from projections.canonical import state_hash
-    from projections.views import status_view
+    from plantrail.projections.canonical import state_hash
+    from plantrail.projections.views import status_view
 
     state, torn = read_state(log)
     view = status_view(state) | {"state_hash": state_hash(state), "torn_tail": torn is not None}
@@ -123,7 +132,7 @@ def log_command(log: str, from_seq: int, limit: int | None, as_json: bool) -> No
     Example:
       plantrail log samples/login-fix.jsonl --from-seq 5
     """
-    from projections.state import evolve, initial
+    from plantrail.projections.state import evolve, initial
 
     entries: list[dict[str, Any]] = []
     state = initial()
@@ -165,7 +174,7 @@ def next_command(log: str, as_json: bool) -> None:
     Example:
       plantrail next samples/login-fix-replans.jsonl
     """
-    from projections.views import advice, in_doubt, ready_steps
+    from plantrail.projections.views import advice, in_doubt, ready_steps
 
     state, torn = read_state(log)
     ready = ready_steps(state)

@@ -14,19 +14,22 @@ from collections.abc import Sequence
 
 import click
 
-from cli.common import printed_output, reset_output
+from plantrail.cli.common import printed_output, reset_output
 
 __all__ = ["all_commands", "main", "plantrail"]
 
 EXIT_INTERNAL = 70
 
 #: Where each command lives; a command's module is imported only when that command runs (fast start-up).
+_RECORDING = ("create", "start", "complete", "block", "fail", "criterion", "finish", "replan")
 COMMANDS: dict[str, str] = {
-    **dict.fromkeys(("create", "start", "complete", "block", "fail", "criterion", "finish", "replan"), "cli.record"),
-    **{"status": "cli.inspect:status", "log": "cli.inspect:log_command", "next": "cli.inspect:next_command"},
-    **dict.fromkeys(("versions", "replay", "diff", "why", "orphans", "resume"), "cli.replay"),
-    **dict.fromkeys(("verify", "checkpoint", "repair", "salvage", "schema"), "cli.maintain"),
-    "import": "cli.importing:import_command",
+    **dict.fromkeys(_RECORDING, "plantrail.cli.record"),
+    "status": "plantrail.cli.inspect:status",
+    "log": "plantrail.cli.inspect:log_command",
+    "next": "plantrail.cli.inspect:next_command",
+    **dict.fromkeys(("versions", "replay", "diff", "why", "orphans", "resume"), "plantrail.cli.replay"),
+    **dict.fromkeys(("verify", "checkpoint", "repair", "salvage", "schema"), "plantrail.cli.maintain"),
+    "import": "plantrail.cli.importing:import_command",
 }
 
 
@@ -104,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as exc:
-        from ledger.errors import PlantrailError
+        from plantrail.ledger.errors import PlantrailError
 
         if isinstance(exc, PlantrailError):
             return _report(exc.code, exc.message, exc.exit_code, as_json, dict(exc.fields))

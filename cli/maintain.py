@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING
 
 import click
 
-from cli.common import emit, json_option, log_argument
+from plantrail.cli.common import emit, json_option, log_argument
 
 if TYPE_CHECKING:
-    from ledger.salvage import SalvageReport
-    from ledger.verify import VerifyReport
+    from plantrail.ledger.salvage import SalvageReport
+    from plantrail.ledger.verify import VerifyReport
 
 __all__ = ["maintain_commands"]
 
@@ -37,9 +37,9 @@ def verify(log: str, anchor: str | None, key_file: str | None, as_json: bool) ->
     """
     import os
 
-    from cli.common import raise_if_torn
-    from ledger.checkpoint import KEY_ENV, load_key
-    from ledger.verify import parse_anchor, verify_log
+    from plantrail.cli.common import raise_if_torn
+    from plantrail.ledger.checkpoint import KEY_ENV, load_key
+    from plantrail.ledger.verify import parse_anchor, verify_log
 
     key = load_key(key_file) if key_file is not None or os.environ.get(KEY_ENV) else None
     report = verify_log(log, anchor=parse_anchor(anchor) if anchor else None, key=key)
@@ -94,8 +94,8 @@ def checkpoint(log: str, key_file: str | None, as_json: bool) -> None:
       PLANTRAIL_CHECKPOINT_KEY=$(cat ~/.plantrail/audit.key) plantrail checkpoint run.jsonl
       plantrail checkpoint run.jsonl --key-file ~/.plantrail/audit.key
     """
-    from ledger.api import Ledger
-    from ledger.checkpoint import key_id, load_key
+    from plantrail.ledger.api import Ledger
+    from plantrail.ledger.checkpoint import key_id, load_key
 
     key = load_key(key_file)
     with Ledger.open(log) as ledger:
@@ -134,9 +134,9 @@ def repair(log: str, acked: str | None, as_json: bool) -> None:
     Example:
       plantrail repair run.jsonl
     """
-    from ledger.events import LogRepaired
-    from ledger.jsonl import repair as repair_log
-    from ledger.verify import parse_anchor
+    from plantrail.ledger.events import LogRepaired
+    from plantrail.ledger.jsonl import repair as repair_log
+    from plantrail.ledger.verify import parse_anchor
 
     result = repair_log(log, acked=parse_anchor(acked) if acked else None)
     record = result.record
@@ -179,8 +179,8 @@ def salvage(log: str, as_json: bool) -> None:
       plantrail salvage run.jsonl
       plantrail salvage run.jsonl --json | jq '.damaged'
     """
-    from ledger.errors import error
-    from ledger.salvage import salvage as salvage_log
+    from plantrail.ledger.errors import error
+    from plantrail.ledger.salvage import salvage as salvage_log
 
     report = salvage_log(log)
     data = {
@@ -243,7 +243,7 @@ def schema() -> None:
     """
     import orjson
 
-    from ledger.codec import json_schema
+    from plantrail.ledger.codec import json_schema
 
     click.echo(orjson.dumps(json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode())
 

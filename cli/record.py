@@ -10,15 +10,15 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
-from cli.common import FilePath, emit, json_option, log_argument, read_json_file
-from ledger.events import ACTORS as ACTOR_NAMES
-from ledger.events import REASON_CODES
+from plantrail.cli.common import FilePath, emit, json_option, log_argument, read_json_file
+from plantrail.ledger.events import ACTORS as ACTOR_NAMES
+from plantrail.ledger.events import REASON_CODES
 
 if TYPE_CHECKING:
-    from ledger.api import Ledger
-    from ledger.decide import Command
-    from ledger.events import Actor, Outcome, ReasonCode
-    from ledger.store import Ack, FsyncPolicy
+    from plantrail.ledger.api import Ledger
+    from plantrail.ledger.decide import Command
+    from plantrail.ledger.events import Actor, Outcome, ReasonCode
+    from plantrail.ledger.store import Ack, FsyncPolicy
 
 __all__ = ["record_commands"]
 
@@ -72,7 +72,7 @@ def _attempt_option(func: F) -> F:
 
 
 def _run(log: str, command: Command, expected_seq: int | None, as_json: bool) -> None:
-    from ledger.api import Ledger
+    from plantrail.ledger.api import Ledger
 
     with Ledger.open(log) as ledger:
         ack = ledger.execute(command, expected_seq=expected_seq)
@@ -86,7 +86,7 @@ def _describe(command: Command) -> str:
 
 
 def _acknowledge(ledger: Ledger, command: Command, ack: Ack, as_json: bool) -> None:
-    from projections.views import advice, ready_steps
+    from plantrail.projections.views import advice, ready_steps
 
     state = ledger.state
     ready = ready_steps(state)
@@ -142,9 +142,9 @@ def create(log: str, plan_path: str, run_id: str | None, fsync: str, actor: str,
     Example:
       plantrail create run.jsonl --plan samples/cli-name-flag.draft.json
     """
-    from ledger.api import Ledger
-    from ledger.plan import parse_draft
-    from projections.views import ready_steps
+    from plantrail.ledger.api import Ledger
+    from plantrail.ledger.plan import parse_draft
+    from plantrail.projections.views import ready_steps
 
     draft = parse_draft(read_json_file(plan_path, "draft"))
     with Ledger.create(log, draft, run=run_id, fsync=cast("FsyncPolicy", fsync), actor=cast("Actor", actor)) as ledger:
@@ -180,7 +180,7 @@ def start(
     Example:
       plantrail start run.jsonl inspect
     """
-    from ledger.decide import Start
+    from plantrail.ledger.decide import Start
 
     _run(log, Start(step=step, plan_version=plan_version, key=key, actor=cast("Actor", actor)), expected_seq, as_json)
 
@@ -216,7 +216,7 @@ def complete(
     Example:
       plantrail complete run.jsonl inspect --evidence "read src/cli.py, tests/test_cli.py, package.json"
     """
-    from ledger.decide import Complete
+    from plantrail.ledger.decide import Complete
 
     command = Complete(
         step=step, evidence=evidence, plan_version=plan_version, attempt=attempt, key=key, actor=cast("Actor", actor)
@@ -248,7 +248,7 @@ def block(
     Example:
       plantrail block run.jsonl implement --reason "needs write access to src/auth"
     """
-    from ledger.decide import Block
+    from plantrail.ledger.decide import Block
 
     command = Block(
         step=step, reason=reason, plan_version=plan_version, attempt=attempt, key=key, actor=cast("Actor", actor)
@@ -280,7 +280,7 @@ def fail(
     Example:
       plantrail fail run.jsonl validate --error "pytest exited 1: test_name_flag failed"
     """
-    from ledger.decide import Fail
+    from plantrail.ledger.decide import Fail
 
     command = Fail(
         step=step, error=error_text, plan_version=plan_version, attempt=attempt, key=key, actor=cast("Actor", actor)
@@ -312,7 +312,7 @@ def criterion(
     Example:
       plantrail criterion run.jsonl name-success --passed --evidence "node cli.js --name Lin printed Lin"
     """
-    from ledger.decide import VerifyCriterion
+    from plantrail.ledger.decide import VerifyCriterion
 
     command = VerifyCriterion(
         criterion=criterion,
@@ -352,7 +352,7 @@ def finish(
     Example:
       plantrail finish run.jsonl --outcome complete --reason "all criteria passed"
     """
-    from ledger.decide import Finish
+    from plantrail.ledger.decide import Finish
 
     command = Finish(
         outcome=cast("Outcome", outcome),
@@ -413,9 +413,9 @@ def replan(
       plantrail replan run.jsonl --plan v2.json --reason failed_assumption \\
           --why "auth service returns 500, not 401" --caused-by 6
     """
-    from ledger.decide import Replan
-    from ledger.errors import error
-    from ledger.plan import parse_draft, parse_patch
+    from plantrail.ledger.decide import Replan
+    from plantrail.ledger.errors import error
+    from plantrail.ledger.plan import parse_draft, parse_patch
 
     if (plan_path is None) == (patch_path is None):
         raise error("USAGE", "give exactly one of --plan DRAFT or --patch PATCH")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import click
 
-from cli.common import (
+from plantrail.cli.common import (
     emit,
     json_option,
     log_argument,
@@ -24,8 +24,8 @@ from cli.common import (
 )
 
 if TYPE_CHECKING:
-    from ledger.errors import PlantrailError
-    from projections.model import PlanState
+    from plantrail.ledger.errors import PlantrailError
+    from plantrail.projections.model import PlanState
 
 __all__ = ["RESUME_EXIT_CODES", "replay_commands"]
 
@@ -144,7 +144,7 @@ def versions(log: str, as_json: bool) -> None:
     Example:
       plantrail versions samples/login-fix-replans.jsonl
     """
-    from projections.history import history, versions_view
+    from plantrail.projections.history import history, versions_view
 
     with open_records(log) as (reader, records):
         log_history = history(records)
@@ -197,12 +197,12 @@ def replay(log: str, version: int | None, at_seq: int | None, as_json: bool) -> 
       plantrail replay samples/login-fix-replans.jsonl --version 1
       plantrail replay samples/login-fix-replans.jsonl --at-seq 12 --json
     """
-    from cli.inspect import render_status
-    from ledger.cache import rebuild_version
-    from ledger.errors import error
-    from projections.canonical import state_hash
-    from projections.history import replay_at_seq
-    from projections.views import status_view
+    from plantrail.cli.inspect import render_status
+    from plantrail.ledger.cache import rebuild_version
+    from plantrail.ledger.errors import error
+    from plantrail.projections.canonical import state_hash
+    from plantrail.projections.history import replay_at_seq
+    from plantrail.projections.views import status_view
 
     if version is not None and at_seq is not None:
         raise error("USAGE", "give --version V or --at-seq N, not both")
@@ -302,8 +302,8 @@ def diff(log: str, old: int, new: int, as_json: bool) -> None:
     Example:
       plantrail diff samples/login-fix-replans.jsonl 1 2
     """
-    from ledger.errors import error
-    from projections.history import diff_view, history, replay_versions
+    from plantrail.ledger.errors import error
+    from plantrail.projections.history import diff_view, history, replay_versions
 
     if old >= new:
         raise error("USAGE", f"diff compares an earlier version with a later one, not v{old} with v{new}")
@@ -385,7 +385,7 @@ def why(log: str, version: int | None, as_json: bool) -> None:
     Example:
       plantrail why samples/login-fix-replans.jsonl --version 2
     """
-    from projections.history import history, why_view
+    from plantrail.projections.history import history, why_view
 
     with open_records(log) as (reader, records):
         log_history = history(records)
@@ -435,7 +435,7 @@ def orphans(log: str, as_json: bool) -> None:
     Example:
       plantrail orphans samples/login-fix-replans.jsonl
     """
-    from projections.history import orphans_view
+    from plantrail.projections.history import orphans_view
 
     state, torn = read_state(log)
     view = orphans_view(state)
@@ -452,8 +452,8 @@ def orphans(log: str, as_json: bool) -> None:
 
 def _fold_valid_part(log: str) -> tuple[PlanState, PlantrailError | None]:
     """Fold every valid record; return the state and the damage that stopped the read (None when intact)."""
-    from cli.common import torn_error
-    from ledger.cache import read_state
+    from plantrail.cli.common import torn_error
+    from plantrail.ledger.cache import read_state
 
     result = read_state(log, stop_at_damage=True)
     if result.damage is not None:
@@ -521,7 +521,7 @@ def resume(ctx: click.Context, log: str, as_json: bool) -> None:
     Example:
       plantrail resume run.jsonl; case $? in 0) ;; 10) echo "check steps in doubt" ;; esac
     """
-    from projections.history import resume_receipt
+    from plantrail.projections.history import resume_receipt
 
     state, damage = _fold_valid_part(log)
     receipt = resume_receipt(state, None if damage is None else damage.as_dict())

@@ -1,7 +1,7 @@
 """plantrail's ledger: plan drafts, events, decisions, and the stores that keep a run's log.
 
-The public names below load on first use, so ``import ledger.plan`` stays cheap and the CLI starts fast.
-``ledger`` never imports ``cli``.
+The public names below load on first use, so ``import plantrail.ledger.plan`` stays cheap and the CLI starts fast.
+``plantrail.ledger`` never imports ``plantrail.cli``.
 """
 
 from __future__ import annotations
@@ -9,44 +9,44 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from plantrail import __version__
 
 _EXPORTS = {
-    "Ack": "ledger.store",
-    "Block": "ledger.decide",
-    "Command": "ledger.decide",
-    "CommandRefused": "ledger.errors",
-    "Complete": "ledger.decide",
-    "Create": "ledger.decide",
-    "Fail": "ledger.decide",
-    "Finish": "ledger.decide",
-    "JsonlStore": "ledger.jsonl",
-    "Ledger": "ledger.api",
-    "LogDamaged": "ledger.errors",
-    "LogReader": "ledger.jsonl",
-    "PlanInvalid": "ledger.errors",
-    "PlanPatch": "ledger.plan",
-    "PlanSpec": "ledger.plan",
-    "PlantrailError": "ledger.errors",
-    "Record": "ledger.events",
-    "Refused": "ledger.errors",
-    "Replan": "ledger.decide",
-    "Source": "ledger.events",
-    "Start": "ledger.decide",
-    "StorageError": "ledger.errors",
-    "Store": "ledger.store",
-    "UsageError": "ledger.errors",
-    "VerifyCriterion": "ledger.decide",
-    "check": "ledger.decide",
-    "decide": "ledger.decide",
-    "default_run_id": "ledger.api",
-    "parse_draft": "ledger.plan",
-    "parse_patch": "ledger.plan",
-    "repair": "ledger.jsonl",
-    "verify_log": "ledger.verify",
+    "Ack": "plantrail.ledger.store",
+    "Block": "plantrail.ledger.decide",
+    "Command": "plantrail.ledger.decide",
+    "CommandRefused": "plantrail.ledger.errors",
+    "Complete": "plantrail.ledger.decide",
+    "Create": "plantrail.ledger.decide",
+    "Fail": "plantrail.ledger.decide",
+    "Finish": "plantrail.ledger.decide",
+    "JsonlStore": "plantrail.ledger.jsonl",
+    "Ledger": "plantrail.ledger.api",
+    "LogDamaged": "plantrail.ledger.errors",
+    "LogReader": "plantrail.ledger.jsonl",
+    "PlanInvalid": "plantrail.ledger.errors",
+    "PlanPatch": "plantrail.ledger.plan",
+    "PlanSpec": "plantrail.ledger.plan",
+    "PlantrailError": "plantrail.ledger.errors",
+    "Record": "plantrail.ledger.events",
+    "Refused": "plantrail.ledger.errors",
+    "Replan": "plantrail.ledger.decide",
+    "Source": "plantrail.ledger.events",
+    "Start": "plantrail.ledger.decide",
+    "StorageError": "plantrail.ledger.errors",
+    "Store": "plantrail.ledger.store",
+    "UsageError": "plantrail.ledger.errors",
+    "VerifyCriterion": "plantrail.ledger.decide",
+    "check": "plantrail.ledger.decide",
+    "decide": "plantrail.ledger.decide",
+    "default_run_id": "plantrail.ledger.api",
+    "parse_draft": "plantrail.ledger.plan",
+    "parse_patch": "plantrail.ledger.plan",
+    "repair": "plantrail.ledger.jsonl",
+    "verify_log": "plantrail.ledger.verify",
 }
 
-__all__ = [
+__all__: list[str] = [
     "Ack",
     "Block",
     "Command",
@@ -86,13 +86,13 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
-        raise AttributeError(f"module 'ledger' has no attribute {name!r}")
+        raise AttributeError(f"module 'plantrail.ledger' has no attribute {name!r}")
     return getattr(importlib.import_module(module), name)
 
 
 if TYPE_CHECKING:
-    from ledger.api import Ledger, default_run_id
-    from ledger.decide import (
+    from plantrail.ledger.api import Ledger, default_run_id
+    from plantrail.ledger.decide import (
         Block,
         Command,
         Complete,
@@ -105,9 +105,17 @@ if TYPE_CHECKING:
         check,
         decide,
     )
-    from ledger.errors import CommandRefused, LogDamaged, PlanInvalid, PlantrailError, Refused, StorageError, UsageError
-    from ledger.events import Record, Source
-    from ledger.jsonl import JsonlStore, LogReader, repair
-    from ledger.plan import PlanPatch, PlanSpec, parse_draft, parse_patch
-    from ledger.store import Ack, Store
-    from ledger.verify import verify_log
+    from plantrail.ledger.errors import (
+        CommandRefused,
+        LogDamaged,
+        PlanInvalid,
+        PlantrailError,
+        Refused,
+        StorageError,
+        UsageError,
+    )
+    from plantrail.ledger.events import Record, Source
+    from plantrail.ledger.jsonl import JsonlStore, LogReader, repair
+    from plantrail.ledger.plan import PlanPatch, PlanSpec, parse_draft, parse_patch
+    from plantrail.ledger.store import Ack, Store
+    from plantrail.ledger.verify import verify_log

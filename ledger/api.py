@@ -15,9 +15,9 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ledger.checkpoint import make_checkpoint
-from ledger.clock import utc_now
-from ledger.decide import (
+from plantrail.ledger.checkpoint import make_checkpoint
+from plantrail.ledger.clock import utc_now
+from plantrail.ledger.decide import (
     Block,
     Command,
     Complete,
@@ -30,14 +30,14 @@ from ledger.decide import (
     decide,
     decide_one,
 )
-from ledger.errors import error
-from ledger.events import Outcome, ReasonCode, Record, Source
-from ledger.idempotency import match, record_view
-from ledger.jsonl import JsonlStore
-from ledger.plan import Draft, PlanPatch, PlanSpec, check_id, parse_draft, parse_patch
-from ledger.store import Ack, FsyncPolicy, KeyEntry, PendingRecord, Session, Store
-from projections.model import PlanState
-from projections.state import Advancing, evolve, initial
+from plantrail.ledger.errors import error
+from plantrail.ledger.events import Outcome, ReasonCode, Record, Source
+from plantrail.ledger.idempotency import match, record_view
+from plantrail.ledger.jsonl import JsonlStore
+from plantrail.ledger.plan import Draft, PlanPatch, PlanSpec, check_id, parse_draft, parse_patch
+from plantrail.ledger.store import Ack, FsyncPolicy, KeyEntry, PendingRecord, Session, Store
+from plantrail.projections.model import PlanState
+from plantrail.projections.state import Advancing, evolve, initial
 
 __all__ = ["Ledger", "default_run_id"]
 

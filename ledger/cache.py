@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING, Final, NamedTuple
 
 import orjson
 
-from ledger.errors import LogDamaged
-from ledger.store import KeyEntry, TornTail
-from projections.model import PlanState
-from projections.snapshot import REDUCER_VERSION, decode_orphans, decode_state, encode_state
+from plantrail.ledger.errors import LogDamaged
+from plantrail.ledger.store import KeyEntry, TornTail
+from plantrail.projections.model import PlanState
+from plantrail.projections.snapshot import REDUCER_VERSION, decode_orphans, decode_state, encode_state
 
 if TYPE_CHECKING:
-    from ledger.events import Record
+    from plantrail.ledger.events import Record
 
 __all__ = [
     "Position",
@@ -185,7 +185,7 @@ def save_snapshot(log_path: str, fd: int, snapshot: Snapshot) -> None:
 
 def indexed(records: Iterable[Record], keys: dict[str, KeyEntry]) -> Iterator[Record]:
     """Pass records through, adding every idempotency key to ``keys``."""
-    from ledger.idempotency import record_view
+    from plantrail.ledger.idempotency import record_view
 
     for record in records:
         if record.key is not None and record.key not in keys:
@@ -249,8 +249,8 @@ def read_state(log_path: str, *, use_cache: bool | None = None, stop_at_damage: 
         current = _covering_snapshot(log_path)
         if current is not None:
             return ReadResult(current.state, None)
-    from ledger.jsonl import LogReader
-    from projections.state import fold
+    from plantrail.ledger.jsonl import LogReader
+    from plantrail.projections.state import fold
 
     damage: list[LogDamaged] = []
     with LogReader(log_path) as reader:
@@ -326,8 +326,8 @@ def version_start(log_path: str, fd: int, version: int) -> VersionStart | None:
 
 def build_version_index(log_path: str) -> PlanState:
     """Fold the whole log once and write its version index; return the final state (the cache is optional)."""
-    from ledger.jsonl import LogReader
-    from projections.state import fold
+    from plantrail.ledger.jsonl import LogReader
+    from plantrail.projections.state import fold
 
     entries: list[bytes] = []
     blobs: list[bytes] = []
@@ -376,8 +376,8 @@ def rebuild_version(
     """Version ``version`` as it stood when superseded (or now, for the active one), the seq of the record that
     superseded it, and the torn tail the read ended on. With the version index this folds only the version's
     own records; without one it folds from the start (and, for a large log, builds the index for next time)."""
-    from ledger.jsonl import LogReader
-    from projections.history import fold_span, replay_version
+    from plantrail.ledger.jsonl import LogReader
+    from plantrail.projections.history import fold_span, replay_version
 
     cached = use_cache_default() if use_cache is None else use_cache
     with LogReader(log_path) as reader:

@@ -20,9 +20,9 @@ import hmac
 import os
 from typing import Final
 
-from ledger.errors import error
-from ledger.events import LogCheckpoint, Record
-from ledger.jsonl import check_path, os_error
+from plantrail.ledger.errors import error
+from plantrail.ledger.events import LogCheckpoint, Record
+from plantrail.ledger.jsonl import check_path, os_error
 
 __all__ = ["KEY_ENV", "MIN_KEY_BYTES", "check_checkpoint", "key_id", "load_key", "make_checkpoint", "note"]
 

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, Union
 import msgspec
 import orjson
 
-from ledger import events as ev
-from ledger.errors import LogDamaged, error
-from ledger.events import FORMAT_VERSION, Record, Source
+from plantrail.ledger import events as ev
+from plantrail.ledger.errors import LogDamaged, error
+from plantrail.ledger.events import FORMAT_VERSION, Record, Source
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-from ledger.errors import error
-from ledger.events import (
+from plantrail.ledger.errors import error
+from plantrail.ledger.events import (
     OUTCOMES,
     REASON_CODES,
     Actor,
@@ -31,9 +31,9 @@ from ledger.events import (
     StepFailed,
     StepStarted,
 )
-from ledger.plan import Draft, PlanPatch, PlanSpec, StepSpec, apply_patch, build_plan, check_id, validate_plan
-from projections.model import OrphanWhy, StepState
-from projections.state import StateView, orphan_reason
+from plantrail.ledger.plan import Draft, PlanPatch, PlanSpec, StepSpec, apply_patch, build_plan, check_id, validate_plan
+from plantrail.projections.model import OrphanWhy, StepState
+from plantrail.projections.state import StateView, orphan_reason
 
 __all__ = [
     "Block",

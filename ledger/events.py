@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Final, Literal
 
 import msgspec
 
-from ledger.plan import PlanPatch, PlanSpec
+from plantrail.ledger.plan import PlanPatch, PlanSpec
 
 __all__ = [
     "ACTORS",

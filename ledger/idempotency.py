@@ -14,9 +14,9 @@ from typing import Any
 
 import orjson
 
-from ledger.decide import Block, Command, Complete, Fail, Finish, Replan, Start, VerifyCriterion
-from ledger.errors import error
-from ledger.events import (
+from plantrail.ledger.decide import Block, Command, Complete, Fail, Finish, Replan, Start, VerifyCriterion
+from plantrail.ledger.errors import error
+from plantrail.ledger.events import (
     CriterionVerified,
     PlanReplanned,
     Record,
@@ -26,8 +26,8 @@ from ledger.events import (
     StepFailed,
     StepStarted,
 )
-from ledger.plan import Draft, PlanSpec
-from ledger.store import KeyEntry
+from plantrail.ledger.plan import Draft, PlanSpec
+from plantrail.ledger.store import KeyEntry
 
 __all__ = ["KeyEntry", "command_view", "match", "record_view"]
 

@@ -34,17 +34,17 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Final, NamedTuple, Self
 
-from ledger import __version__
-from ledger.cache import Position, Snapshot, load_snapshot, prefix_crc, save_snapshot
-from ledger.clock import utc_now
-from ledger.codec import GENESIS_PREV, MAX_LINE_BYTES, check_schema, decode, encode, holds_record_end
-from ledger.errors import LogDamaged, PlantrailError, error
-from ledger.events import FORMAT, LogOpened, LogRepaired, Record
-from ledger.store import FsyncPolicy, PendingRecord, TornTail
+from plantrail.ledger import __version__
+from plantrail.ledger.cache import Position, Snapshot, load_snapshot, prefix_crc, save_snapshot
+from plantrail.ledger.clock import utc_now
+from plantrail.ledger.codec import GENESIS_PREV, MAX_LINE_BYTES, check_schema, decode, encode, holds_record_end
+from plantrail.ledger.errors import LogDamaged, PlantrailError, error
+from plantrail.ledger.events import FORMAT, LogOpened, LogRepaired, Record
+from plantrail.ledger.store import FsyncPolicy, PendingRecord, TornTail
 
 if TYPE_CHECKING:
-    from ledger.store import KeyEntry
-    from projections.model import PlanState
+    from plantrail.ledger.store import KeyEntry
+    from plantrail.projections.model import PlanState
 
 __all__ = [
     "JsonlStore",

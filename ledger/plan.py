@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal
 
-from ledger.errors import error
+from plantrail.ledger.errors import error
 
 __all__ = [
     "DEFAULT_MAX_ATTEMPTS",

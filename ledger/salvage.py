@@ -17,10 +17,10 @@ import re
 from collections.abc import Iterator
 from typing import Final, NamedTuple
 
-from ledger.codec import GENESIS_PREV, MAX_LINE_BYTES, decode
-from ledger.errors import LogDamaged, error
-from ledger.events import LogRepaired, Record
-from ledger.jsonl import (
+from plantrail.ledger.codec import GENESIS_PREV, MAX_LINE_BYTES, decode
+from plantrail.ledger.errors import LogDamaged, error
+from plantrail.ledger.events import LogRepaired, Record
+from plantrail.ledger.jsonl import (
     _open,  # the one way to open a log: NUL-free path, regular file, mapped errors
 )
 

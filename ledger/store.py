@@ -12,9 +12,9 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
 if TYPE_CHECKING:
-    from ledger.cache import Snapshot
-    from ledger.events import Actor, Event, Record, Source
-    from projections.model import PlanState
+    from plantrail.ledger.cache import Snapshot
+    from plantrail.ledger.events import Actor, Event, Record, Source
+    from plantrail.projections.model import PlanState
 
 __all__ = ["Ack", "FsyncPolicy", "KeyEntry", "PendingRecord", "Session", "Store", "TornTail"]
 

@@ -15,14 +15,14 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
-from ledger.checkpoint import check_checkpoint
-from ledger.decide import check
-from ledger.errors import PlantrailError, error
-from ledger.jsonl import LogReader
-from ledger.store import TornTail
-from projections.canonical import canonical_bytes, state_hash
-from projections.model import PlanState
-from projections.state import evolve, fold, initial
+from plantrail.ledger.checkpoint import check_checkpoint
+from plantrail.ledger.decide import check
+from plantrail.ledger.errors import PlantrailError, error
+from plantrail.ledger.jsonl import LogReader
+from plantrail.ledger.store import TornTail
+from plantrail.projections.canonical import canonical_bytes, state_hash
+from plantrail.projections.model import PlanState
+from plantrail.projections.state import evolve, fold, initial
 
 __all__ = ["VerifyReport", "parse_anchor", "verify_log"]
 

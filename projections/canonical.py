@@ -7,8 +7,8 @@ from typing import Any
 
 import orjson
 
-from projections.model import PlanState
-from projections.table import Table
+from plantrail.projections.model import PlanState
+from plantrail.projections.table import Table
 
 __all__ = ["canonical_bytes", "state_hash"]
 

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import msgspec
 
-from ledger.errors import error
-from ledger.plan import PlanSpec, Policy, StepSpec
-from projections.model import (
+from plantrail.ledger.errors import error
+from plantrail.ledger.plan import PlanSpec, Policy, StepSpec
+from plantrail.projections.model import (
     Changes,
     CriterionState,
     PlanState,
@@ -28,11 +28,11 @@ from projections.model import (
     StepState,
     VersionInfo,
 )
-from projections.state import evolve, fold, initial
-from projections.views import advice, in_doubt, orphan_view, ready_steps
+from plantrail.projections.state import evolve, fold, initial
+from plantrail.projections.views import advice, in_doubt, orphan_view, ready_steps
 
 if TYPE_CHECKING:
-    from ledger.events import Record
+    from plantrail.ledger.events import Record
 
 __all__ = [
     "History",

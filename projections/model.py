@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Final, Literal, NamedTuple
 
-from ledger.plan import PlanSpec
-from projections.table import Table
+from plantrail.ledger.plan import PlanSpec
+from plantrail.projections.table import Table
 
 __all__ = [
     "EMPTY_TABLE",

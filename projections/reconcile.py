@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ledger.plan import PlanSpec, StepSpec, carried_order, topo_order
-from projections.model import Changes, CriterionState, StepChange, StepState
-from projections.table import Table
+from plantrail.ledger.plan import PlanSpec, StepSpec, carried_order, topo_order
+from plantrail.projections.model import Changes, CriterionState, StepChange, StepState
+from plantrail.projections.table import Table
 
 __all__ = ["reconcile"]
 

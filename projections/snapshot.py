@@ -10,8 +10,8 @@ from typing import Any, Final
 
 import orjson
 
-from ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec
-from projections.model import (
+from plantrail.ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec
+from plantrail.projections.model import (
     Changes,
     CriterionState,
     Orphan,
@@ -20,7 +20,7 @@ from projections.model import (
     StepState,
     VersionInfo,
 )
-from projections.table import Table
+from plantrail.projections.table import Table
 
 __all__ = ["REDUCER_VERSION", "decode_orphans", "decode_state", "encode_state"]
 

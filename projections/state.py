@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
-from ledger.errors import PlanInvalid
-from ledger.plan import PlanSpec, validate_plan
-from projections.model import (
+from plantrail.ledger.errors import PlanInvalid
+from plantrail.ledger.plan import PlanSpec, validate_plan
+from plantrail.projections.model import (
     CriterionState,
     Orphan,
     OrphanWhy,
@@ -24,11 +24,11 @@ from projections.model import (
     StepStatus,
     VersionInfo,
 )
-from projections.reconcile import reconcile
-from projections.table import Table
+from plantrail.projections.reconcile import reconcile
+from plantrail.projections.table import Table
 
 if TYPE_CHECKING:
-    from ledger.events import (
+    from plantrail.ledger.events import (
         CriterionVerified,
         LogOpened,
         PlanCreated,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ledger.plan import StepSpec
-from projections.model import Orphan, PlanState, StepState
+from plantrail.ledger.plan import StepSpec
+from plantrail.projections.model import Orphan, PlanState, StepState
 
 __all__ = [
     "advice",

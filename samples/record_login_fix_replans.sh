@@ -11,7 +11,7 @@
 #       logout test is added (a patch) and the completed verify step must run again.
 #
 # Usage: samples/record_login_fix_replans.sh [OUT]   (default: samples/login-fix-replans.jsonl, replaced)
-# Set PLANTRAIL to run another build, e.g. PLANTRAIL="python -m cli.main".
+# Set PLANTRAIL to run another build, e.g. PLANTRAIL="python -m plantrail".
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import orjson
 import pytest
 
-from ledger.api import Ledger
+from plantrail.ledger.api import Ledger
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 
@@ -159,7 +159,7 @@ class CliResult(NamedTuple):
 @pytest.fixture
 def run_cli(capfd: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
     """Run ``plantrail ARGS`` in-process through the real entry point; return exit code, stdout, stderr."""
-    from cli.main import main
+    from plantrail.cli.main import main
 
     def run(*args: str | os.PathLike[str]) -> CliResult:
         capfd.readouterr()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from ledger.events import Record
-from ledger.jsonl import LogReader
+from plantrail.ledger.events import Record
+from plantrail.ledger.jsonl import LogReader
 
 
 def read_records(path: str | os.PathLike[str]) -> list[Record]:

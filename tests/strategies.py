@@ -6,8 +6,8 @@ from typing import Any, NamedTuple
 
 from hypothesis import strategies as st
 
-from ledger.codec import GENESIS_PREV, decode, encode
-from ledger.decide import (
+from plantrail.ledger.codec import GENESIS_PREV, decode, encode
+from plantrail.ledger.decide import (
     Block,
     Command,
     Complete,
@@ -19,8 +19,8 @@ from ledger.decide import (
     VerifyCriterion,
     decide,
 )
-from ledger.errors import PlantrailError
-from ledger.events import (
+from plantrail.ledger.errors import PlantrailError
+from plantrail.ledger.events import (
     REASON_CODES,
     CriterionVerified,
     LogCheckpoint,
@@ -36,9 +36,9 @@ from ledger.events import (
     StepFailed,
     StepStarted,
 )
-from ledger.plan import CriterionSpec, PatchOp, PlanPatch, PlanSpec, Policy, StepSpec, topo_order
-from projections.model import PlanState
-from projections.state import evolve, initial
+from plantrail.ledger.plan import CriterionSpec, PatchOp, PlanPatch, PlanSpec, Policy, StepSpec, topo_order
+from plantrail.projections.model import PlanState
+from plantrail.projections.state import evolve, initial
 
 STEP_IDS = ("a", "b", "c", "d", "e")
 CRITERIA = ("c1", "c2")

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger.api import Ledger
-from ledger.errors import PlantrailError
-from ledger.jsonl import LogReader
+from plantrail.ledger.api import Ledger
+from plantrail.ledger.errors import PlantrailError
+from plantrail.ledger.jsonl import LogReader
 from tests.conftest import LOGIN_DRAFT, CliResult, Clock
 from tests.helpers.logs import lines_of, rechain, reseal
 
@@ -267,8 +267,8 @@ def test_unreadable_log_is_permission_denied(env: Env, capfd: pytest.CaptureFixt
 
 def run_cli_unprivileged(capfd: pytest.CaptureFixture[str], args: list[str]) -> CliResult:
     """Run the CLI in a child process that has dropped root, so that file permissions apply."""
-    import cli.inspect  # noqa: F401 - loaded before privileges drop; the child may not read the sources
-    from cli.main import main
+    import plantrail.cli.inspect  # noqa: F401 - loaded before privileges drop; the child may not read the sources
+    from plantrail.cli.main import main
 
     capfd.readouterr()
     pid = os.fork()

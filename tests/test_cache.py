@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from ledger import cache
-from ledger.api import Ledger
-from projections.canonical import state_hash
+from plantrail.ledger import cache
+from plantrail.ledger.api import Ledger
+from plantrail.projections.canonical import state_hash
 from tests.conftest import CliResult
 
 

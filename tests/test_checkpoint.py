@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from ledger.api import Ledger
-from ledger.checkpoint import key_id, note
-from ledger.errors import PlantrailError
-from ledger.verify import verify_log
+from plantrail.ledger.api import Ledger
+from plantrail.ledger.checkpoint import key_id, note
+from plantrail.ledger.errors import PlantrailError
+from plantrail.ledger.verify import verify_log
 from tests.conftest import CliResult
 from tests.helpers.logs import build_log, lines_of, rechain, write_lines
 

@@ -9,7 +9,7 @@ from typing import Any
 import click
 import pytest
 
-from cli.main import all_commands
+from plantrail.cli.main import all_commands
 from tests.conftest import CliResult
 
 Run = Callable[..., CliResult]

@@ -6,7 +6,7 @@ import importlib
 
 import click
 
-from cli.main import COMMANDS, all_commands
+from plantrail.cli.main import COMMANDS, all_commands
 
 
 def test_every_command_module_is_registered() -> None:

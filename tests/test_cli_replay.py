@@ -10,9 +10,9 @@ from typing import Any
 import click
 import pytest
 
-from cli.main import all_commands
-from cli.replay import replay_commands
-from ledger.api import Ledger
+from plantrail.cli.main import all_commands
+from plantrail.cli.replay import replay_commands
+from plantrail.ledger.api import Ledger
 from tests.conftest import CliResult
 
 Cli = Callable[..., CliResult]

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.codec import GENESIS_PREV, decode, encode, json_schema
-from ledger.errors import LogDamaged
-from ledger.events import (
+from plantrail.ledger.codec import GENESIS_PREV, decode, encode, json_schema
+from plantrail.ledger.errors import LogDamaged
+from plantrail.ledger.events import (
     Source,
     StepCompleted,
 )

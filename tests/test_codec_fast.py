@@ -17,10 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger import codec
-from ledger.codec import GENESIS_PREV, encode
-from ledger.errors import LogDamaged
-from ledger.events import Source
+from plantrail.ledger import codec
+from plantrail.ledger.codec import GENESIS_PREV, encode
+from plantrail.ledger.errors import LogDamaged
+from plantrail.ledger.events import Source
 from tests.strategies import EVENTS, SOURCES, anything, counts
 
 json_values = st.recursive(

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from ledger.api import Ledger
-from ledger.jsonl import LogReader
-from ledger.verify import verify_log
+from plantrail.ledger.api import Ledger
+from plantrail.ledger.jsonl import LogReader
+from plantrail.ledger.verify import verify_log
 from tests.conftest import LOGIN_DRAFT
 from tests.helpers.concurrency import (
     AppendReport,

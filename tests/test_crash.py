@@ -25,10 +25,10 @@ from typing import NamedTuple
 
 import pytest
 
-from ledger.api import Ledger
-from ledger.jsonl import LogReader
-from ledger.salvage import salvage
-from ledger.verify import verify_log
+from plantrail.ledger.api import Ledger
+from plantrail.ledger.jsonl import LogReader
+from plantrail.ledger.salvage import salvage
+from plantrail.ledger.verify import verify_log
 from tests.conftest import LOGIN_DRAFT
 from tests.helpers.crash import Acked, crash_writer, drain, parse_acks
 

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from ledger.api import Ledger
-from ledger.decide import Command, Complete, Fail, NewEvent, Start, decide
-from ledger.errors import CommandRefused, PlanInvalid, PlantrailError
-from ledger.events import Source
-from ledger.jsonl import LogReader
-from projections.state import evolve, initial
+from plantrail.ledger.api import Ledger
+from plantrail.ledger.decide import Command, Complete, Fail, NewEvent, Start, decide
+from plantrail.ledger.errors import CommandRefused, PlanInvalid, PlantrailError
+from plantrail.ledger.events import Source
+from plantrail.ledger.jsonl import LogReader
+from plantrail.projections.state import evolve, initial
 
 MakeLedger = Callable[..., Ledger]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from cli.main import all_commands
-from ledger.errors import CODES
+from plantrail.cli.main import all_commands
+from plantrail.ledger.errors import CODES
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-import ledger.jsonl
-from ledger.api import Ledger
-from ledger.errors import PlantrailError
-from ledger.jsonl import repair
-from ledger.verify import verify_log
+from plantrail.ledger import jsonl as jsonl_store
+from plantrail.ledger.api import Ledger
+from plantrail.ledger.errors import PlantrailError
+from plantrail.ledger.jsonl import repair
+from plantrail.ledger.verify import verify_log
 from tests.conftest import LOGIN_DRAFT, CliResult
 from tests.helpers.logs import build_log
 
@@ -177,7 +177,7 @@ CREATE_STEPS: dict[str, tuple[Any, str, Callable[..., Any]]] = {
     "before-fsync": (os, "fsync", die),
     "before-link": (os, "link", die),
     "after-link": (os, "unlink", die),
-    "before-dir-fsync": (ledger.jsonl, "fsync_dir", die),
+    "before-dir-fsync": (jsonl_store, "fsync_dir", die),
 }
 
 

@@ -10,13 +10,13 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from ledger.decide import Command, Complete, Fail, Finish, Replan, Start
-from ledger.errors import PlanInvalid
-from ledger.events import PlanReplanned, Record, StepStarted
-from ledger.plan import CriterionSpec, PlanSpec, StepSpec, carried_order, topo_order, validate_plan
-from projections.model import PlanState
-from projections.reconcile import reconcile
-from projections.state import evolve, fold, share_unchanged
+from plantrail.ledger.decide import Command, Complete, Fail, Finish, Replan, Start
+from plantrail.ledger.errors import PlanInvalid
+from plantrail.ledger.events import PlanReplanned, Record, StepStarted
+from plantrail.ledger.plan import CriterionSpec, PlanSpec, StepSpec, carried_order, topo_order, validate_plan
+from plantrail.projections.model import PlanState
+from plantrail.projections.reconcile import reconcile
+from plantrail.projections.state import evolve, fold, share_unchanged
 from tests.strategies import commands, plans, simulate
 
 #: Ids whose sorted order says nothing about the dependency order, so the smallest-ready rule matters.

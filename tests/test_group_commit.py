@@ -12,9 +12,9 @@ from typing import NamedTuple
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.api import Ledger
-from ledger.codec import GENESIS_PREV, decode, encode
-from ledger.decide import (
+from plantrail.ledger.api import Ledger
+from plantrail.ledger.codec import GENESIS_PREV, decode, encode
+from plantrail.ledger.decide import (
     Block,
     Command,
     Complete,
@@ -26,14 +26,14 @@ from ledger.decide import (
     decide,
     decide_one,
 )
-from ledger.errors import PlantrailError
-from ledger.events import REASON_CODES, Event, Record
-from ledger.idempotency import match, record_view
-from ledger.plan import PlanSpec
-from ledger.store import Ack, KeyEntry
-from projections.model import PlanState
-from projections.state import evolve
-from projections.views import in_doubt, ready_steps
+from plantrail.ledger.errors import PlantrailError
+from plantrail.ledger.events import REASON_CODES, Event, Record
+from plantrail.ledger.idempotency import match, record_view
+from plantrail.ledger.plan import PlanSpec
+from plantrail.ledger.store import Ack, KeyEntry
+from plantrail.projections.model import PlanState
+from plantrail.projections.state import evolve
+from plantrail.projections.views import in_doubt, ready_steps
 from tests.strategies import commands, plans
 
 TS = "2026-01-01T00:00:00.000000Z"

@@ -9,12 +9,12 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from ledger.api import Ledger
-from ledger.errors import PlantrailError
-from ledger.events import Record
-from ledger.plan import apply_patch
-from projections.canonical import state_hash
-from projections.history import (
+from plantrail.ledger.api import Ledger
+from plantrail.ledger.errors import PlantrailError
+from plantrail.ledger.events import Record
+from plantrail.ledger.plan import apply_patch
+from plantrail.projections.canonical import state_hash
+from plantrail.projections.history import (
     diff_view,
     fold_span,
     history,
@@ -27,8 +27,8 @@ from projections.history import (
     versions_view,
     why_view,
 )
-from projections.model import PlanState
-from projections.state import fold
+from plantrail.projections.model import PlanState
+from plantrail.projections.state import fold
 from tests.logs import read_records
 
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from ledger.api import Ledger
-from ledger.decide import Complete, Start
-from ledger.errors import PlantrailError
+from plantrail.ledger.api import Ledger
+from plantrail.ledger.decide import Complete, Start
+from plantrail.ledger.errors import PlantrailError
 from tests.conftest import CliResult
 
 MakeLedger = Callable[..., Ledger]

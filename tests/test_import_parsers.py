@@ -12,8 +12,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-import ledger.importers as importers
-from ledger.importers import (
+import plantrail.ledger.importers as importers
+from plantrail.ledger.importers import (
     ListSnapshot,
     TaskEvent,
     Transcript,

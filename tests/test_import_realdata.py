@@ -14,17 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from ledger.importers import (
+from plantrail.ledger.importers import (
     ListSnapshot,
     TaskEvent,
     TranscriptError,
     import_transcript,
     parse_transcript,
 )
-from ledger.jsonl import LogReader
-from ledger.verify import verify_log
-from projections.canonical import state_hash
-from projections.state import fold
+from plantrail.ledger.jsonl import LogReader
+from plantrail.ledger.verify import verify_log
+from plantrail.projections.canonical import state_hash
+from plantrail.projections.state import fold
 
 ROOT = Path(__file__).resolve().parents[1]
 REALDATA = Path(os.environ.get("PLANTRAIL_REALDATA", ROOT.parent / "shared" / "realdata"))

@@ -14,15 +14,15 @@ from typing import Any
 
 import pytest
 
-from ledger.errors import PlantrailError, TranscriptError
-from ledger.events import PlanReplanned, Record, StepCompleted, StepStarted
-from ledger.importers.importer import ImportReport, import_transcript
-from ledger.importers.mapping import slug
-from ledger.jsonl import LogReader
-from ledger.verify import verify_log
-from projections.history import history
-from projections.model import PlanState
-from projections.state import fold
+from plantrail.ledger.errors import PlantrailError, TranscriptError
+from plantrail.ledger.events import PlanReplanned, Record, StepCompleted, StepStarted
+from plantrail.ledger.importers.importer import ImportReport, import_transcript
+from plantrail.ledger.importers.mapping import slug
+from plantrail.ledger.jsonl import LogReader
+from plantrail.ledger.verify import verify_log
+from plantrail.projections.history import history
+from plantrail.projections.model import PlanState
+from plantrail.projections.state import fold
 from tests.transcripts import Claude, Cline, Codex, OpenCode
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "transcripts"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.importers import import_transcript
+from plantrail.ledger.importers import import_transcript
 from tests.conftest import SAMPLES, CliResult
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "transcripts"

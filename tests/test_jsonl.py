@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from ledger.api import Ledger
-from ledger.errors import LogDamaged, PlantrailError
-from ledger.jsonl import JsonlStore, LogReader, repair
-from projections.state import fold
+from plantrail.ledger.api import Ledger
+from plantrail.ledger.errors import LogDamaged, PlantrailError
+from plantrail.ledger.jsonl import JsonlStore, LogReader, repair
+from plantrail.projections.state import fold
 
 MakeLedger = Callable[..., Ledger]
 
@@ -115,8 +115,8 @@ def test_damage_followed_by_a_valid_record_is_corruption_not_a_torn_tail(
 def test_writers_never_extend_a_log_damaged_under_its_snapshot(make_ledger: MakeLedger, tmp_path: Path) -> None:
     """A snapshot records the CRC of the bytes it covers: damage there sends a writer back to a full read, which
     refuses it with its line number; readers trust the snapshot's key (seq and hash); verify reads every line."""
-    from ledger.cache import read_state
-    from ledger.verify import verify_log
+    from plantrail.ledger.cache import read_state
+    from plantrail.ledger.verify import verify_log
 
     _recorded(make_ledger).close()
     log = tmp_path / "run.jsonl"

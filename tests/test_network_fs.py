@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-import ledger.jsonl
-from ledger.api import Ledger
-from ledger.errors import PlantrailError
-from ledger.jsonl import filesystem_type
+from plantrail.ledger import jsonl as jsonl_store
+from plantrail.ledger.api import Ledger
+from plantrail.ledger.errors import PlantrailError
+from plantrail.ledger.jsonl import filesystem_type
 from tests.conftest import LOGIN_DRAFT
 
 MOUNTINFO = """\
@@ -36,7 +36,7 @@ def test_writers_refuse_a_network_filesystem_unless_allowed(tmp_path: Path, monk
     """Create and open refuse with NETWORK_FILESYSTEM on NFS; the library flag or the environment allows it."""
     path = tmp_path / "run.jsonl"
     Ledger.create(path, copy.deepcopy(LOGIN_DRAFT), fsync="none").close()
-    monkeypatch.setattr(ledger.jsonl, "filesystem_type", lambda dev: "nfs")
+    monkeypatch.setattr(jsonl_store, "filesystem_type", lambda dev: "nfs")
 
     actions: list[Callable[[], Ledger]] = [
         lambda: Ledger.open(path),

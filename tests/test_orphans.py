@@ -7,9 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ledger.api import Ledger
-from projections.model import Orphan, PlanState
-from projections.state import evolve, fold, initial
+from plantrail.ledger.api import Ledger
+from plantrail.projections.model import Orphan, PlanState
+from plantrail.projections.state import evolve, fold, initial
 from tests.logs import read_records
 
 

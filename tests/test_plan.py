@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from ledger.errors import PlanInvalid
-from ledger.plan import (
+from plantrail.ledger.errors import PlanInvalid
+from plantrail.ledger.plan import (
     CriterionSpec,
     Policy,
     StepSpec,

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import ledger
-import projections.canonical
-import projections.model
-import projections.state
-import projections.views
+from plantrail import ledger
+from plantrail.projections import canonical, model, state, views
 
 
 def test_ledger_exports_are_pinned_and_resolve() -> None:
@@ -54,7 +51,7 @@ def test_ledger_exports_are_pinned_and_resolve() -> None:
 
 def test_projection_exports_are_pinned() -> None:
     """The reducer and its model expose a small, stable surface."""
-    assert projections.state.__all__ == [
+    assert state.__all__ == [
         "Delta",
         "StateView",
         "evolve",
@@ -63,6 +60,6 @@ def test_projection_exports_are_pinned() -> None:
         "orphan_reason",
         "share_unchanged",
     ]
-    assert "PlanState" in projections.model.__all__ and "StepState" in projections.model.__all__
-    assert projections.canonical.__all__ == ["canonical_bytes", "state_hash"]
-    assert set(projections.views.__all__) >= {"advice", "ready_steps", "status_view"}
+    assert "PlanState" in model.__all__ and "StepState" in model.__all__
+    assert canonical.__all__ == ["canonical_bytes", "state_hash"]
+    assert set(views.__all__) >= {"advice", "ready_steps", "status_view"}

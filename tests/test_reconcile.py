@@ -6,8 +6,8 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from ledger.api import Ledger
-from projections.model import StepChange
+from plantrail.ledger.api import Ledger
+from plantrail.projections.model import StepChange
 
 #: A diamond with a side branch: inspect -> (api, db) -> integrate; docs stands alone.
 DIAMOND: dict[str, Any] = {

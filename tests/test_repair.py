@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from ledger.api import Ledger
-from ledger.errors import PlantrailError
-from ledger.events import LogRepaired
-from ledger.jsonl import JsonlStore, LogReader, repair
-from ledger.verify import verify_log
+from plantrail.ledger.api import Ledger
+from plantrail.ledger.errors import PlantrailError
+from plantrail.ledger.events import LogRepaired
+from plantrail.ledger.jsonl import JsonlStore, LogReader, repair
+from plantrail.ledger.verify import verify_log
 from tests.conftest import CliResult
 from tests.helpers.logs import build_log, lines_of, reseal, write_lines
 

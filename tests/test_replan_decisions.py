@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from ledger.api import Ledger
-from ledger.errors import PlantrailError
-from ledger.events import PlanReplanned
-from ledger.plan import apply_patch, parse_patch
-from projections.history import history
+from plantrail.ledger.api import Ledger
+from plantrail.ledger.errors import PlantrailError
+from plantrail.ledger.events import PlanReplanned
+from plantrail.ledger.plan import apply_patch, parse_patch
+from plantrail.projections.history import history
 from tests.logs import read_records
 
 

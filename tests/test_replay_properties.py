@@ -27,14 +27,14 @@ from hypothesis.stateful import (
     rule,
 )
 
-from ledger.api import Ledger
-from ledger.plan import PlanSpec, StepSpec
-from ledger.verify import verify_log
-from projections.canonical import state_hash
-from projections.history import replay_version
-from projections.model import PlanState
-from projections.state import fold
-from projections.views import in_doubt, ready_steps
+from plantrail.ledger.api import Ledger
+from plantrail.ledger.plan import PlanSpec, StepSpec
+from plantrail.ledger.verify import verify_log
+from plantrail.projections.canonical import state_hash
+from plantrail.projections.history import replay_version
+from plantrail.projections.model import PlanState
+from plantrail.projections.state import fold
+from plantrail.projections.views import in_doubt, ready_steps
 from tests.conftest import Clock
 from tests.logs import read_records
 

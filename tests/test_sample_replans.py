@@ -84,7 +84,7 @@ def test_the_script_records_the_same_run(tmp_path: Path, full: bool) -> None:
     if not full:
         pytest.skip("runs about 30 CLI processes; use --full")
     out = tmp_path / "again.jsonl"
-    env = os.environ | {"PLANTRAIL": f"{sys.executable} -m cli.main"}
+    env = os.environ | {"PLANTRAIL": f"{sys.executable} -m plantrail"}
     subprocess.run(
         ["bash", str(SAMPLES / "record_login_fix_replans.sh"), str(out)], check=True, env=env, capture_output=True
     )

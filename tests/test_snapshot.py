@@ -5,11 +5,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.decide import Command
-from ledger.plan import PlanSpec
-from projections.canonical import state_hash
-from projections.snapshot import decode_state, encode_state
-from projections.state import initial
+from plantrail.ledger.decide import Command
+from plantrail.ledger.plan import PlanSpec
+from plantrail.projections.canonical import state_hash
+from plantrail.projections.snapshot import decode_state, encode_state
+from plantrail.projections.state import initial
 from tests.strategies import commands, plans, simulate
 
 

@@ -7,11 +7,11 @@ import pickle
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.decide import Command
-from ledger.plan import PlanSpec
-from projections.canonical import canonical_bytes, state_hash
-from projections.state import Advancing, StateView, evolve, fold, initial
-from projections.table import Table
+from plantrail.ledger.decide import Command
+from plantrail.ledger.plan import PlanSpec
+from plantrail.projections.canonical import canonical_bytes, state_hash
+from plantrail.projections.state import Advancing, StateView, evolve, fold, initial
+from plantrail.projections.table import Table
 from tests.strategies import commands, plans, simulate
 
 LOGS = st.tuples(plans(), st.lists(commands(), max_size=25))
@@ -101,7 +101,7 @@ def test_invariants_hold_after_every_event(log: tuple[PlanSpec, list[Command]]) 
 
 def test_an_unknown_record_type_only_moves_the_position() -> None:
     """evolve is total: a record type it does not handle changes only last_seq and head."""
-    from ledger.events import LogRepaired, Record
+    from plantrail.ledger.events import LogRepaired, Record
 
     record = Record(
         v=1,

@@ -12,11 +12,11 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from ledger.api import Ledger
-from ledger.errors import PlantrailError
-from ledger.jsonl import LogReader
-from projections.canonical import canonical_bytes
-from projections.state import fold
+from plantrail.ledger.api import Ledger
+from plantrail.ledger.errors import PlantrailError
+from plantrail.ledger.jsonl import LogReader
+from plantrail.projections.canonical import canonical_bytes
+from plantrail.projections.state import fold
 
 STEPS = {"a": (), "b": ("a",), "c": ("a",), "d": ("b", "c"), "e": (), "f": ()}
 ATTEMPTS = {"a": 2, "b": 1, "c": 3, "d": 2, "e": 1, "f": 1}

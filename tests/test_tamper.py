@@ -17,9 +17,9 @@ from typing import NamedTuple
 import orjson
 import pytest
 
-from ledger.api import Ledger
-from ledger.errors import LogDamaged
-from ledger.verify import verify_log
+from plantrail.ledger.api import Ledger
+from plantrail.ledger.errors import LogDamaged
+from plantrail.ledger.verify import verify_log
 from tests.conftest import LOGIN_DRAFT, CliResult, Clock
 from tests.helpers.logs import lines_of, rechain, reseal
 

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from ledger.api import Ledger
-from ledger.errors import PlantrailError
-from ledger.events import StepCompleted
-from ledger.jsonl import JsonlStore
-from ledger.store import PendingRecord
-from ledger.verify import verify_log
-from projections.canonical import state_hash
+from plantrail.ledger.api import Ledger
+from plantrail.ledger.errors import PlantrailError
+from plantrail.ledger.events import StepCompleted
+from plantrail.ledger.jsonl import JsonlStore
+from plantrail.ledger.store import PendingRecord
+from plantrail.ledger.verify import verify_log
+from plantrail.projections.canonical import state_hash
 
 
 def _replanned_with_a_late_result(make_ledger: Callable[..., Ledger], draft: dict[str, Any]) -> Ledger:

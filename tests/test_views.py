@@ -6,8 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ledger.api import Ledger
-from projections.views import advice, ready_steps
+from plantrail.ledger.api import Ledger
+from plantrail.projections.views import advice, ready_steps
 from tests.conftest import CliResult
 
 FAN_OUT: dict[str, Any] = {

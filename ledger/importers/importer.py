@@ -34,11 +34,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from ledger.api import Ledger
-from ledger.decide import Create
-from ledger.errors import error
-from ledger.jsonl import fsync_dir, os_error
-from ledger.plan import PlanSpec
+from plantrail.ledger.api import Ledger
+from plantrail.ledger.decide import Create
+from plantrail.ledger.errors import error
+from plantrail.ledger.jsonl import fsync_dir, os_error
+from plantrail.ledger.plan import PlanSpec
 
 from .mapping import Batch, MappedRun, map_updates
 from .model import Observation, Transcript

@@ -58,9 +58,9 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 
-from ledger.decide import Command, Complete, Create, Replan, Start
-from ledger.events import Actor, ReasonCode, Source
-from ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec
+from plantrail.ledger.decide import Command, Complete, Create, Replan, Start
+from plantrail.ledger.events import Actor, ReasonCode, Source
+from plantrail.ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec
 
 from .agent_plan import AgentPlan, ItemStatus, Key, PlanItem, Update, location
 from .errors import transcript_error

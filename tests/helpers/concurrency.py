@@ -7,10 +7,10 @@ from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Event
 from typing import NamedTuple
 
-from ledger.api import Ledger
-from ledger.decide import VerifyCriterion
-from ledger.errors import PlantrailError
-from ledger.jsonl import LogReader
+from plantrail.ledger.api import Ledger
+from plantrail.ledger.decide import VerifyCriterion
+from plantrail.ledger.errors import PlantrailError
+from plantrail.ledger.jsonl import LogReader
 
 __all__ = ["AppendReport", "KeyResult", "append_worker", "keyed_worker", "reader_worker"]
 

@@ -16,7 +16,7 @@ import struct
 import time
 from typing import Final, NamedTuple
 
-from ledger.api import Ledger
+from plantrail.ledger.api import Ledger
 
 __all__ = ["ACK", "CRITERION", "Acked", "crash_writer", "drain", "evidence", "parse_acks"]
 

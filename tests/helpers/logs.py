@@ -6,7 +6,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from ledger.api import Ledger
+from plantrail.ledger.api import Ledger
 
 __all__ = ["build_log", "lines_of", "rechain", "reseal", "write_lines"]
 
