@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.stores import cache, reads
+from plantrail.ledger.stores import cache, reads, seal
 from plantrail.projections.canonical import state_hash
 from tests.conftest import CliResult
 
@@ -29,6 +29,22 @@ def _run(make_ledger: Callable[..., Ledger], draft: dict[str, Any]) -> Path:
     ledger.replan("new_constraint", "auth times out", plan=draft, causes=[7])
     ledger.close()
     return Path(ledger._store.path)  # type: ignore[attr-defined]
+
+
+def _payload(snap: Path) -> bytes:
+    """The payload of a sealed cache file (read with this user's key)."""
+    key = seal.cache_key(create=False)
+    assert key is not None
+    payload = seal.unseal(key, "snapshot", snap.read_bytes())
+    assert payload is not None
+    return payload
+
+
+def _reseal(snap: Path, payload: bytes) -> None:
+    """Write a payload sealed with this user's key, as plantrail itself would."""
+    key = seal.cache_key(create=False)
+    assert key is not None
+    snap.write_bytes(seal.seal(key, "snapshot", payload))
 
 
 def _fresh(log: Path) -> str:
@@ -62,11 +78,11 @@ def test_a_snapshot_that_does_not_check_out_is_ignored(
     """An edited snapshot, another log's snapshot, a log cut back under it, or another reducer: all ignored."""
     log = _run(make_ledger, draft)
     snap = Path(str(log) + ".plantrail-cache") / "head.snap"
-    meta, state, keys = snap.read_bytes().split(b"\n", 2)
+    meta, state, keys = _payload(snap).split(b"\n", 2)
     if damage == "digest":
-        snap.write_bytes(meta + b"\n" + state.replace(b'"completed"', b'"blocked"') + b"\n" + keys)
+        _reseal(snap, meta + b"\n" + state.replace(b'"completed"', b'"blocked"') + b"\n" + keys)
     elif damage == "reducer":
-        snap.write_bytes(meta.replace(b'"reducer":1', b'"reducer":99') + b"\n" + state + b"\n" + keys)
+        _reseal(snap, meta.replace(b'"reducer":1', b'"reducer":99') + b"\n" + state + b"\n" + keys)
     elif damage == "other-log":
         other = Ledger.create(tmp_path / "other.jsonl", draft, fsync="none")
         other.close()

@@ -38,7 +38,7 @@ from plantrail.ledger.clock import utc_now
 from plantrail.ledger.codec import GENESIS_PREV, MAX_LINE_BYTES, check_schema, decode, encode, holds_record_end
 from plantrail.ledger.errors import LogDamaged, error
 from plantrail.ledger.events import FORMAT, LogOpened, LogRepaired, Record
-from plantrail.ledger.files import check_path, fsync_dir, os_error
+from plantrail.ledger.files import check_path, fsync_dir, os_error, read_regular, shared_lock_within
 from plantrail.ledger.store import FsyncPolicy, PendingRecord, Resumed, TornTail
 from plantrail.ledger.stores.cache import Position, Snapshot, load_snapshot, prefix_crc, save_snapshot
 
@@ -61,6 +61,8 @@ _HEADER_READ: Final = 64 * 1024
 _POLICIES: Final = ("always", "batch", "none")
 _NETWORK_FS: Final = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs", "ncpfs"})
 _ALLOW_NETWORK_FS_ENV: Final = "PLANTRAIL_ALLOW_NETWORK_FS"
+#: A torn tail is at most one line, or a zero-filled block a power loss left; no quarantine file is larger.
+_MAX_QUARANTINE: Final = 1 << 30
 _TEMP_NAME = re.compile(r"\.tmp\.(\d+)\.[0-9a-f]{8}")
 
 
@@ -128,6 +130,8 @@ def clean_stale_temps(path: str | os.PathLike[str]) -> list[str]:
             tst = os.lstat(temp)
         except FileNotFoundError:
             continue
+        if not stat.S_ISREG(tst.st_mode) or tst.st_uid != os.geteuid():
+            continue  # not a file a create of ours left (a planted link, FIFO or directory, or another user's)
         if (tst.st_dev, tst.st_ino) == log_identity or not _process_alive(int(match.group(1))):
             _unlink_quietly(temp)
             removed.append(temp)
@@ -306,8 +310,8 @@ class LogReader:
         self._scan = scan
         yield from scan
         if scan.tail is not None:
-            # A writer may be mid-write: wait for its lock, then look again.
-            fcntl.flock(self._fd, fcntl.LOCK_SH)
+            # A writer may be mid-write: wait (a bounded time) for its lock, then look again.
+            shared_lock_within(self._fd, self.path, "to tell a write in progress from a torn tail")
             try:
                 rest = LogScan(
                     self._fd,
@@ -458,7 +462,7 @@ class JsonlStore:
         blob = b"".join(lines)
         tmp = f"{name}.tmp.{os.getpid()}.{secrets.token_hex(4)}"
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         except OSError as exc:
             raise os_error(exc, name) from None
         try:
@@ -631,7 +635,7 @@ class JsonlStore:
         damaged = _read_from(self._fd, tail.offset)
         quarantine = f"{self.path}.quarantine.{tail.offset}.{self._clock().replace(':', '')}"
         try:
-            qfd = os.open(quarantine, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
+            qfd = os.open(quarantine, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444)
             try:
                 _write_all(qfd, damaged)
                 os.fsync(qfd)
@@ -647,17 +651,19 @@ class JsonlStore:
         return self._record_repair(tail.offset, damaged, quarantine)
 
     def _finish_repair(self) -> Record | None:
-        """Record a repair that a crash interrupted after its cut: the log ends where a quarantine file starts."""
+        """Record a repair that a crash interrupted after its cut: the log ends where a quarantine file starts.
+
+        Only a quarantine file a repair of ours could have left is believed: a regular file owned by this
+        user, opened without following a link or blocking on a FIFO, not empty and no larger than any torn
+        tail can be. Anything else planted at that name (another user's file, a link, a FIFO, a directory,
+        a device) is ignored.
+        """
         end = self._head.end
-        found = sorted(glob.glob(glob.escape(self.path) + f".quarantine.{end}.*"))
-        if not found:
-            return None
-        try:
-            with open(found[-1], "rb") as f:
-                damaged = f.read()
-        except OSError as exc:
-            raise os_error(exc, found[-1], "quarantine file") from None
-        return self._record_repair(end, damaged, found[-1])
+        for name in sorted(glob.glob(glob.escape(self.path) + f".quarantine.{end}.*"), reverse=True):
+            damaged = read_regular(name, _MAX_QUARANTINE)
+            if damaged:
+                return self._record_repair(end, damaged, name)
+        return None
 
     def _record_repair(self, offset: int, damaged: bytes, quarantine: str) -> Record:
         data = LogRepaired(
