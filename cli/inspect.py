@@ -12,7 +12,8 @@ from plantrail.cli.common import (
     log_argument,
     open_records,
     raise_if_torn,
-    read_state,
+    read_state_noted,
+    snapshot_note,
     table,
     truncate,
 )
@@ -70,9 +71,13 @@ def status(log: str, as_json: bool) -> None:
     from plantrail.projections.canonical import state_hash
     from plantrail.projections.views import status_view
 
-    state, torn = read_state(log)
-    view = status_view(state) | {"state_hash": state_hash(state), "torn_tail": torn is not None}
-    emit(as_json, view, lambda: render_status(state, view))
+    state, torn, snapshot_seq = read_state_noted(log)
+    view = status_view(state) | {
+        "state_hash": state_hash(state),
+        "torn_tail": torn is not None,
+        "snapshot_seq": snapshot_seq,
+    }
+    emit(as_json, view, lambda: render_status(state, view) + snapshot_note(snapshot_seq))
     raise_if_torn(log, torn)
 
 
@@ -168,7 +173,8 @@ def next_command(log: str, as_json: bool) -> None:
 
     \b
     JSON: {"plan_version", "outcome", "ready": [step ids, stable topological order],
-      "in_progress": [step ids], "advice": null | reason code}
+      "in_progress": [step ids], "advice": null | reason code,
+      "snapshot_seq": null | the seq up to which a snapshot answered (those records were not re-read)}
 
     \b
     Example:
@@ -176,7 +182,7 @@ def next_command(log: str, as_json: bool) -> None:
     """
     from plantrail.projections.views import advice, in_doubt, ready_steps
 
-    state, torn = read_state(log)
+    state, torn, snapshot_seq = read_state_noted(log)
     ready = ready_steps(state)
     running = [s.id for s in in_doubt(state)]
     data = {
@@ -185,9 +191,13 @@ def next_command(log: str, as_json: bool) -> None:
         "ready": ready,
         "in_progress": running,
         "advice": advice(state),
+        "snapshot_seq": snapshot_seq,
     }
 
     def human() -> str:
+        return answer() + snapshot_note(snapshot_seq)
+
+    def answer() -> str:
         if state.finished:
             return f"the run finished {state.outcome}; nothing to do"
         lines = [f"ready: {', '.join(ready)}" if ready else "no step is ready"]

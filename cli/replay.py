@@ -19,6 +19,7 @@ from plantrail.cli.common import (
     open_records,
     raise_if_torn,
     read_state,
+    snapshot_note,
     table,
     truncate,
 )
@@ -450,15 +451,16 @@ def orphans(log: str, as_json: bool) -> None:
 # --------------------------------------------------------------------------- resume
 
 
-def _fold_valid_part(log: str) -> tuple[PlanState, PlantrailError | None]:
-    """Fold every valid record; return the state and the damage that stopped the read (None when intact)."""
+def _fold_valid_part(log: str, *, every_byte: bool) -> tuple[PlanState, PlantrailError | None, int | None]:
+    """Fold every valid record (from the snapshot unless ``every_byte``); return the state, the damage that
+    stopped the read (None when intact) and the seq up to which a snapshot answered."""
     from plantrail.cli.common import torn_error
     from plantrail.ledger.stores.reads import read_state
 
-    result = read_state(log, stop_at_damage=True)
+    result = read_state(log, stop_at_damage=True, use_cache=False if every_byte else None)
     if result.damage is not None:
-        return result.state, result.damage
-    return result.state, None if result.torn is None else torn_error(log, result.torn)
+        return result.state, result.damage, result.snapshot_seq
+    return result.state, None if result.torn is None else torn_error(log, result.torn), result.snapshot_seq
 
 
 def _render_receipt(receipt: dict[str, Any], code: int) -> str:
@@ -493,9 +495,15 @@ def _render_receipt(receipt: dict[str, Any], code: int) -> str:
 
 @click.command()
 @log_argument
+@click.option(
+    "--verify",
+    "every_byte",
+    is_flag=True,
+    help="Read and check every byte of the log instead of starting from the cache's snapshot.",
+)
 @json_option
 @click.pass_context
-def resume(ctx: click.Context, log: str, as_json: bool) -> None:
+def resume(ctx: click.Context, log: str, every_byte: bool, as_json: bool) -> None:
     """The resume receipt after a crash: is the run finished (and how), the active version, steps done, steps
     in doubt (started, no result) with their attempt, late results, the next ready steps, criteria still
     unverified, and whether the log needs a repair first. Read-only.
@@ -515,18 +523,24 @@ def resume(ctx: click.Context, log: str, as_json: bool) -> None:
       "goal", "plan_version", "finished", "outcome", "outcome_reason", "done": [{"step", "attempt",
       "evidence", "completed_seq"}], "in_doubt": [{"step", "attempt", "started_seq"}], "ready",
       "blocked": [{"step", "reason"}], "criteria_unverified", "criteria_failed", "orphans": [...],
-      "advice", "last_seq", "head_hash", "damage": null | {"code", "message", ...}}
+      "advice", "last_seq", "head_hash", "damage": null | {"code", "message", ...},
+      "snapshot_seq": null | the seq up to which the cache's snapshot answered (not re-read; --verify
+      reads every byte and gives null)}
 
     \b
     Example:
-      plantrail resume run.jsonl; case $? in 0) ;; 10) echo "check steps in doubt" ;; esac
+      plantrail resume --verify run.jsonl; case $? in 0) ;; 10) echo "check steps in doubt" ;; esac
     """
     from plantrail.projections.history import resume_receipt
 
-    state, damage = _fold_valid_part(log)
+    state, damage, snapshot_seq = _fold_valid_part(log, every_byte=every_byte)
     receipt = resume_receipt(state, None if damage is None else damage.as_dict())
     code = RESUME_EXIT_CODES[receipt["verdict"]]
-    emit(as_json, receipt | {"exit_code": code}, lambda: _render_receipt(receipt, code))
+    emit(
+        as_json,
+        receipt | {"exit_code": code, "snapshot_seq": snapshot_seq},
+        lambda: _render_receipt(receipt, code) + snapshot_note(snapshot_seq),
+    )
     if damage is not None:
         click.echo(f"error[{damage.code}]: {damage.message}", err=True)
     ctx.exit(code)

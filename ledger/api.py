@@ -202,16 +202,16 @@ class Ledger:
             self._catch_up(session)
             state = Advancing(self._state)  # each command is decided against the state the batch has reached
             known = self._keys
-            added: dict[str, KeyEntry] = {}  # keys this batch adds; merged only once it is written
+            added: dict[str, Record] = {}  # records with keys this batch adds; indexed only once written
             done: list[tuple[int, str, bool, str | None]] = []  # seq, hash, duplicate, orphan
             checked_seq = False
             for command in commands:
                 key = command.key
                 if key is not None:
-                    entry = added.get(key) or known.get(key)
-                    if entry is not None:
-                        match(entry, command, key)
-                        done.append((entry.seq, entry.hash, True, None))
+                    original = added.get(key) or _original(session, known, key)
+                    if original is not None:
+                        match(original, command, key)
+                        done.append((original.seq, original.h, True, None))
                         continue
                 if not checked_seq:
                     _check_expected(session, expected_seq)
@@ -222,12 +222,16 @@ class Ledger:
                 )
                 state.add(record)
                 if key is not None:
-                    added[key] = record_view(record)
+                    added[key] = record
                 done.append((record.seq, record.h, False, orphan))
             durable = session.commit()
             self._state = state.result()
-            known.update(added)
-        return [Ack(seq, h, durable or duplicate, duplicate, orphan) for seq, h, duplicate, orphan in done]
+            known.update((k, record_view(r)) for k, r in added.items())
+            acks = [
+                Ack(seq, h, session.durable(seq) if duplicate else durable, duplicate, orphan)
+                for seq, h, duplicate, orphan in done
+            ]
+        return acks
 
     def checkpoint(self, key: bytes) -> Ack:
         """Append a keyed checkpoint over the current head (see :mod:`ledger.checkpoint`); return its ack."""
@@ -293,6 +297,19 @@ class Ledger:
     def _run(self, command_type: Callable[..., Command], options: dict[str, Any], **fields: Any) -> Ack:
         expected_seq = options.pop("expected_seq", None)
         return self.execute(command_type(**fields, **options), expected_seq=expected_seq)
+
+
+def _original(session: Session, known: dict[str, KeyEntry], key: str) -> Record | None:
+    """The record ``key`` wrote, read from the log's own bytes; None when the log holds none (then an index
+    entry that claimed one, e.g. from a cache, is dropped: the command is decided as new)."""
+    entry = known.get(key)
+    if entry is None:
+        return None
+    record = session.record(entry.seq, entry.hash)
+    if record is None or record.key != key:
+        del known[key]
+        return None
+    return record
 
 
 def _check_expected(session: Session, expected_seq: int | None) -> None:

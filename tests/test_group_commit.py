@@ -28,9 +28,9 @@ from plantrail.ledger.decide import (
 )
 from plantrail.ledger.errors import PlantrailError
 from plantrail.ledger.events import REASON_CODES, Event, Record
-from plantrail.ledger.idempotency import match, record_view
+from plantrail.ledger.idempotency import match
 from plantrail.ledger.plan import PlanSpec
-from plantrail.ledger.store import Ack, KeyEntry
+from plantrail.ledger.store import Ack
 from plantrail.projections.model import PlanState
 from plantrail.projections.state import evolve
 from plantrail.projections.views import in_doubt, ready_steps
@@ -45,10 +45,12 @@ def _clock() -> str:
 
 
 class Reference(NamedTuple):
-    """The one-at-a-time path's view of the log: its state and its idempotency keys."""
+    """The one-at-a-time path's view of the log: its state, its idempotency keys, and the first seq the ledger
+    under test appended (with fsync "none", nothing from it on is durable)."""
 
     state: PlanState
-    keys: dict[str, KeyEntry]
+    keys: dict[str, Record]
+    first_appended: int | None = None
 
 
 def reference_batch(ref: Reference, batch: list[Command]) -> tuple[Reference, list[bytes], list[Ack]]:
@@ -62,7 +64,7 @@ def reference_batch(ref: Reference, batch: list[Command]) -> tuple[Reference, li
         if entry is not None:
             assert key is not None
             match(entry, command, key)
-            done.append((entry.seq, entry.hash, True, None))
+            done.append((entry.seq, entry.h, True, None))
             continue
         data, plan_version, orphan = decide_one(state, command)
         seq, prev = state.last_seq + 1, state.head
@@ -82,11 +84,16 @@ def reference_batch(ref: Reference, batch: list[Command]) -> tuple[Reference, li
         lines.append(line)
         state = evolve(state, record)
         if key is not None:
-            keys[key] = record_view(record)
+            keys[key] = record
         done.append((record.seq, record.h, False, orphan))
+    first = ref.first_appended
+    if first is None and lines:
+        first = min(seq for seq, _, dup, _ in done if not dup)
     durable = not lines  # the ledger under test syncs nothing (fsync="none")
-    acks = [Ack(seq, h, durable or dup, dup, orphan) for seq, h, dup, orphan in done]
-    return Reference(state, keys), lines, acks
+    acks = [
+        Ack(seq, h, (first is None or seq < first) if dup else durable, dup, orphan) for seq, h, dup, orphan in done
+    ]
+    return Reference(state, keys, first), lines, acks
 
 
 def keyed(command: Command, key: str | None) -> Command:

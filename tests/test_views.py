@@ -105,6 +105,7 @@ def test_next_prints_the_ready_steps_or_the_advice(
         "ready": ["reproduce"],
         "in_progress": [],
         "advice": None,
+        "snapshot_seq": None,
     }
     ledger.start("reproduce")
     ledger.block("reproduce", "staging is down")

@@ -25,6 +25,7 @@ import contextlib
 import fcntl
 import glob
 import hashlib
+import mmap
 import os
 import re
 import secrets
@@ -370,6 +371,7 @@ class JsonlStore:
         self._identity = (st.st_dev, st.st_ino)
         self._head = _Head(end=0, next_seq=0, prev=GENESIS_PREV, line_no=1)
         self._unsynced = 0
+        self._unsynced_from: int | None = None  # the first seq this writer wrote that no fsync covers yet
         self._poisoned: str | None = None
         self._crc = (0, 0)  # (offset, CRC-32 of the log's bytes before it), carried between snapshots
         self._thread_lock = threading.Lock()
@@ -584,6 +586,7 @@ class JsonlStore:
                 "IO_ERROR", f"fsync of {self.path} failed: {exc.strerror}; the writer is poisoned", path=self.path
             ) from None
         self._unsynced = 0
+        self._unsynced_from = None
 
     def _scan(self) -> LogScan:
         head = self._head
@@ -614,10 +617,31 @@ class JsonlStore:
                 path=self.path,
             )
         self._head = _Head(end=size + len(blob), next_seq=last.seq + 1, prev=last.h, line_no=head.line_no + len(lines))
+        if self._unsynced_from is None:
+            self._unsynced_from = head.next_seq
         self._unsynced += len(lines)
         if self.fsync == "always" or (self.fsync == "batch" and self._unsynced >= self._batch_size):
             self._fdatasync()
         return self._unsynced == 0
+
+    def _find(self, seq: int, h: str) -> Record | None:
+        """Record ``seq`` with hash ``h`` from the bytes this writer has checked (writer lock held): the line
+        ending in that hash, decoded and checked again (its own hash, schema and seq)."""
+        end = self._head.end
+        if end == 0 or not 0 <= seq < self._head.next_seq:
+            return None
+        needle = b',"h":"' + h.encode("ascii", "replace") + b'"}\n'
+        with mmap.mmap(self._fd, end, access=mmap.ACCESS_READ) as view:
+            at = view.find(needle)
+            if at < 0:
+                return None
+            start = view.rfind(b"\n", 0, at) + 1
+            line = view[start : at + len(needle) - 1]
+        try:
+            record = decode(line, seq + 1)
+        except LogDamaged:
+            return None
+        return record if record.seq == seq and record.h == h else None
 
     def _cut_back(self, size: int) -> None:
         """Undo a failed write; if even that fails, poison the writer."""
@@ -745,10 +769,24 @@ class _Session:
         if self.repaired is not None:
             yield self.repaired
 
+    def record(self, seq: int, hash: str) -> Record | None:
+        return self._store._find(seq, hash)
+
+    def durable(self, seq: int) -> bool:
+        first = self._store._unsynced_from
+        return first is None or seq < first
+
     def stage(self, record: PendingRecord) -> Record:
         last = self._last
         if last is None:
             head = self._store._head
+            if head.next_seq == 0:  # cut back below its header while open: never write a headless log
+                raise error(
+                    "IO_ERROR",
+                    f"log {self._store.path} lost its header line while open (cut back to {self._size} bytes); "
+                    "reopen it",
+                    path=self._store.path,
+                )
             seq, prev = head.next_seq, head.prev
         else:
             seq, prev = last.seq + 1, last.h
