@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from plantrail.ledger.checkpoint import make_checkpoint
 from plantrail.ledger.clock import utc_now
@@ -31,7 +31,7 @@ from plantrail.ledger.decide import (
     decide_one,
 )
 from plantrail.ledger.errors import error
-from plantrail.ledger.events import Outcome, ReasonCode, Record, Source
+from plantrail.ledger.events import LogBatch, Outcome, ReasonCode, Record, Source
 from plantrail.ledger.idempotency import match, record_view
 from plantrail.ledger.plan import Draft, PlanPatch, PlanSpec, check_id, parse_draft, parse_patch
 from plantrail.ledger.store import Ack, FsyncPolicy, KeyEntry, PendingRecord, Session, Store
@@ -196,8 +196,11 @@ class Ledger:
     def execute_many(self, commands: Iterable[Command], *, expected_seq: int | None = None) -> list[Ack]:
         """Decide commands in order and append all their events with one write and one fsync (group commit).
 
-        All or nothing: if any command is refused, nothing is written.
+        All or nothing: if any command is refused, nothing is written; and after a crash too: more than one
+        command's events are written between a ``log.batch`` begin and end, and readers take none of them
+        unless the end is there.
         """
+        commands = list(commands)
         with self._store.session() as session:
             self._catch_up(session)
             state = Advancing(self._state)  # each command is decided against the state the batch has reached
@@ -205,6 +208,7 @@ class Ledger:
             added: dict[str, Record] = {}  # records with keys this batch adds; indexed only once written
             done: list[tuple[int, str, bool, str | None]] = []  # seq, hash, duplicate, orphan
             checked_seq = False
+            bounded = False  # a log.batch begin is staged
             for command in commands:
                 key = command.key
                 if key is not None:
@@ -217,6 +221,9 @@ class Ledger:
                     _check_expected(session, expected_seq)
                     checked_seq = True
                 data, plan_version, orphan = decide_one(state.current(), command)
+                if len(commands) > 1 and not bounded:
+                    state.add(self._bound(session, "begin", plan_version))
+                    bounded = True
                 record = session.stage(
                     PendingRecord(self._clock(), plan_version, command.actor, data, command.source, key)
                 )
@@ -224,6 +231,8 @@ class Ledger:
                 if key is not None:
                     added[key] = record
                 done.append((record.seq, record.h, False, orphan))
+            if bounded:
+                state.add(self._bound(session, "end", state.current().version))
             durable = session.commit()
             self._state = state.result()
             known.update((k, record_view(r)) for k, r in added.items())
@@ -232,6 +241,10 @@ class Ledger:
                 for seq, h, duplicate, orphan in done
             ]
         return acks
+
+    def _bound(self, session: Session, part: Literal["begin", "end"], plan_version: int) -> Record:
+        """Stage one bound of a group commit (see :class:`ledger.events.LogBatch`)."""
+        return session.stage(PendingRecord(self._clock(), plan_version, "runtime", LogBatch(part=part)))
 
     def checkpoint(self, key: bytes) -> Ack:
         """Append a keyed checkpoint over the current head (see :mod:`ledger.checkpoint`); return its ack."""

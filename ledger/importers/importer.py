@@ -39,6 +39,7 @@ from plantrail.ledger.decide import Create
 from plantrail.ledger.errors import error
 from plantrail.ledger.files import fsync_dir, os_error
 from plantrail.ledger.plan import PlanSpec
+from plantrail.ledger.store import Ack
 
 from .mapping import Batch, MappedRun, map_updates
 from .model import Observation, Transcript
@@ -110,7 +111,7 @@ def import_transcript(
     transcripts = [lead, *(parse_transcript(p, "claude-code") for p in found)] if with_subagents else [lead]
     mapped = map_updates(_merged(transcripts), format=lead.format, session=_session(lead))
     run_id = run or _run_id(lead)
-    last_seq, head = _write(log, mapped, run_id, _nonce(transcripts), force)
+    last_seq, head, written = _write(log, mapped, run_id, _nonce(transcripts), force)
     skipped = Counter(mapped.skipped)
     for transcript in transcripts:
         skipped.update(transcript.skipped_reasons)
@@ -122,7 +123,7 @@ def import_transcript(
         plan_updates=mapped.plan_updates,
         versions=mapped.versions,
         steps_completed=mapped.completions,
-        events_written=last_seq,
+        events_written=written,
         events_inferred=mapped.inferred,
         max_in_progress=mapped.max_in_progress,
         lines_read=sum(t.lines_total for t in transcripts),
@@ -166,19 +167,20 @@ def _nonce(transcripts: Sequence[Transcript]) -> str:
     return digest.hexdigest()[:32]
 
 
-def _write(log: str, mapped: MappedRun, run_id: str, nonce: str, force: bool) -> tuple[int, str]:
-    """Write the whole log to a temporary file, fsync it once, and put it in place; return its head."""
+def _write(log: str, mapped: MappedRun, run_id: str, nonce: str, force: bool) -> tuple[int, str, int]:
+    """Write the whole log to a temporary file, fsync it once, and put it in place; return its head and how
+    many events it holds after the header (group commits' log.batch bounds aside)."""
     temporary = f"{log}.import-{secrets.token_hex(4)}.tmp"
     try:
-        last_seq, head = _record(temporary, mapped.batches, run_id, nonce)
+        last_seq, head, written = _record(temporary, mapped.batches, run_id, nonce)
         _sync(temporary)
         _install(temporary, log, force)
     finally:
         _remove(temporary)
-    return last_seq, head
+    return last_seq, head, written
 
 
-def _record(path: str, batches: Sequence[Batch], run_id: str, nonce: str) -> tuple[int, str]:
+def _record(path: str, batches: Sequence[Batch], run_id: str, nonce: str) -> tuple[int, str, int]:
     first, *rest = batches
     create, *started = first.commands
     assert isinstance(create, Create) and isinstance(create.plan, PlanSpec)  # the mapper opens with the Create
@@ -195,13 +197,17 @@ def _record(path: str, batches: Sequence[Batch], run_id: str, nonce: str) -> tup
         cache=False,
     ).close()
     with Ledger.open(path, fsync="none", clock=clock, cache=False) as ledger:
-        ledger.execute_many(started)
+        written = 1 + _written(ledger.execute_many(started))  # the plan, then every new event
         for batch in rest:
             clock.now = batch.ts
-            ledger.execute_many(batch.commands)
+            written += _written(ledger.execute_many(batch.commands))
         state = ledger.state
     assert state.head is not None
-    return state.last_seq, state.head
+    return state.last_seq, state.head, written
+
+
+def _written(acks: list[Ack]) -> int:
+    return sum(not a.duplicate for a in acks)
 
 
 def _sync(path: str) -> None:

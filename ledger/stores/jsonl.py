@@ -38,7 +38,7 @@ from plantrail.ledger import __version__
 from plantrail.ledger.clock import utc_now
 from plantrail.ledger.codec import GENESIS_PREV, MAX_LINE_BYTES, check_schema, decode, encode, holds_record_end
 from plantrail.ledger.errors import LogDamaged, error
-from plantrail.ledger.events import FORMAT, LogOpened, LogRepaired, Record
+from plantrail.ledger.events import FORMAT, LogBatch, LogOpened, LogRepaired, Record
 from plantrail.ledger.files import check_path, fsync_dir, os_error, read_regular, shared_lock_within
 from plantrail.ledger.store import FsyncPolicy, PendingRecord, Resumed, TornTail
 from plantrail.ledger.stores.cache import Position, Snapshot, load_snapshot, prefix_crc, save_snapshot
@@ -64,6 +64,8 @@ _NETWORK_FS: Final = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs", "ncpfs"}
 _ALLOW_NETWORK_FS_ENV: Final = "PLANTRAIL_ALLOW_NETWORK_FS"
 #: A torn tail is at most one line, or a zero-filled block a power loss left; no quarantine file is larger.
 _MAX_QUARANTINE: Final = 1 << 30
+#: Record types a reader checks off the hot path: the header, and the bounds of a group commit.
+_FRAMING_TYPES: Final = frozenset({"log.opened", "log.batch"})
 _TEMP_NAME = re.compile(r"\.tmp\.(\d+)\.[0-9a-f]{8}")
 
 
@@ -178,6 +180,8 @@ class LogScan:
     def __iter__(self) -> Iterator[Record]:
         carry = b""
         read_at = self.end
+        batch: list[Record] | None = None  # the records of a group commit whose end is not read yet
+        mark = self.end, self.next_seq, self.prev, self.line_no  # where that group commit begins
         while True:
             chunk = os.pread(self._fd, _CHUNK, read_at)
             if not chunk:
@@ -190,30 +194,48 @@ class LogScan:
                     "CORRUPT_LINE", f"line {self.line_no} is longer than {MAX_LINE_BYTES} bytes", line=self.line_no
                 )
             for line in lines:
-                # The replay hot path: the common case (next seq, linked to the previous hash) is inlined;
-                # _check_chain names whatever else is wrong.
+                # The replay hot path: the common case (next seq, linked to the previous hash, outside a
+                # group commit) is inlined; _check_chain names whatever else is wrong.
                 try:
                     record = decode(line, self.line_no)
                     if (
                         record.seq != self.next_seq
                         or record.prev != self.prev
                         or record.run != self.run
-                        or record.type == "log.opened"
+                        or record.type in _FRAMING_TYPES
                     ):
-                        self._check_chain(record)
+                        self._check_chain(record, in_batch=batch is not None)
                 except LogDamaged:
+                    if batch is not None:
+                        self.end, self.next_seq, self.prev, self.line_no = mark
                     if not self._zero_filled_tail():
                         raise
                     return
+                if batch is None and record.type != "log.batch":
+                    self.end += len(line) + 1
+                    self.line_no += 1
+                    self.next_seq += 1
+                    self.prev = record.h
+                    yield record
+                    continue
+                if batch is None:
+                    mark = self.end, self.next_seq, self.prev, self.line_no
+                    batch = []
                 self.end += len(line) + 1
                 self.line_no += 1
                 self.next_seq += 1
                 self.prev = record.h
-                yield record
-        if carry:
+                batch.append(record)
+                if record.type == "log.batch" and record.data.part == "end":  # type: ignore[union-attr]
+                    yield from batch
+                    batch = None
+        if batch is not None:  # a group commit cut short: nothing of it counts, it is a torn tail
+            self.end, self.next_seq, self.prev, self.line_no = mark
+            self.tail = TornTail(offset=self.end, length=read_at - self.end, line=self.line_no)
+        elif carry:
             self.tail = TornTail(offset=self.end, length=len(carry), line=self.line_no, zero_fill=b"\0" in carry)
 
-    def _check_chain(self, record: Record) -> None:
+    def _check_chain(self, record: Record, *, in_batch: bool = False) -> None:
         line = self.line_no
         if record.seq != self.next_seq:
             raise error(
@@ -233,6 +255,13 @@ class LogScan:
             )
         if (record.seq == 0) != (record.type == "log.opened"):
             raise error("CORRUPT_LINE", f"line {line}: only the first line is the log.opened header", line=line)
+        if isinstance(record.data, LogBatch) and (record.data.part == "begin") == in_batch:
+            raise error(
+                "CORRUPT_LINE",
+                f"line {line}: a group commit's {record.data.part} without its "
+                + ("end" if record.data.part == "begin" else "begin"),
+                line=line,
+            )
         if self.run is None and record.seq == 0:
             self.run = record.run
         elif record.run != self.run:
