@@ -53,7 +53,8 @@ _EVENT_TYPE: Final[dict[type, str]] = {
 
 
 def _builtins(value: Any) -> Any:
-    return msgspec.to_builtins(value)
+    """Plain JSON values (lists for every sequence), so a command and a record compare field by field."""
+    return orjson.loads(msgspec.json.encode(value))
 
 
 def _trimmed(value: Any) -> Any:
