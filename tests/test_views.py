@@ -103,6 +103,9 @@ def test_next_prints_the_ready_steps_or_the_advice(
         "plan_version": 1,
         "outcome": None,
         "ready": ["reproduce"],
+        "can_start": ["reproduce"],
+        "waiting": [],
+        "capacity": {"max_in_progress": 1, "in_progress": 0, "free": 1},
         "in_progress": [],
         "advice": None,
     }
