@@ -216,6 +216,14 @@ def _replanned(state: StateView, command: Replan, version: int) -> PlanReplanned
     if (command.plan is None) == (command.patch is None):
         raise error("USAGE", "a replan takes either a whole plan or a patch, not both or neither")
     if command.patch is not None:
+        if command.patch.base_version > state.version:
+            raise error(
+                "UNKNOWN_PLAN_VERSION",
+                f"the patch is based on version {command.patch.base_version}, which does not exist; "
+                f"the active version is {state.version}",
+                plan_version=command.patch.base_version,
+                expected=state.version,
+            )
         if command.patch.base_version != state.version:
             raise error(
                 "STALE_PLAN_VERSION",

@@ -186,6 +186,7 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "NETWORK_FILESYSTEM": (StorageError, "the log is on NFS or SMB, where appends and locks are unsafe"),
     "WRITER_POISONED": (StorageError, "an earlier write or fsync failed; this writer acknowledges nothing more"),
     "FILE_NOT_FOUND": (StorageError, "an input file (draft, patch, transcript, key) does not exist"),
+    "FOLDER_NOT_FOUND": (StorageError, "the folder a new log (create, import) should go in does not exist"),
     # transcripts given to import
     "UNKNOWN_FORMAT": (UnknownTranscriptFormat, "no transcript parser has that format name"),
     "NOT_A_TRANSCRIPT": (TranscriptRefused, "the file is not a transcript of a known (or of the requested) format"),
