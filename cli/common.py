@@ -134,7 +134,7 @@ def read_text(path: str, what: str) -> str:
     """
     from plantrail.ledger.codec import MAX_LINE_BYTES
     from plantrail.ledger.errors import error
-    from plantrail.ledger.jsonl import check_path, os_error
+    from plantrail.ledger.files import check_path, os_error
 
     check_path(path, what)
     shown = "standard input" if path == "-" else path

@@ -74,7 +74,11 @@ class Refused(PlantrailError):
 
 
 class PlanInvalid(Refused):
-    """A plan draft or patch failed validation."""
+    """A plan draft or patch failed validation; ``errors`` lists every problem found (this one first)."""
+
+    def __init__(self, code: str, message: str, **fields: Any) -> None:
+        super().__init__(code, message, **fields)
+        self.errors: tuple[PlantrailError, ...] = (self,)
 
 
 class CommandRefused(Refused):
