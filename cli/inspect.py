@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 __all__ = ["inspect_commands", "render_status"]
 
 
+_NARROW = 24  # terminal columns a step's title or dependency list may take in the status table (JSON has all)
+
+
 def render_status(state: PlanState, view: dict[str, Any]) -> str:
     """The human status: run line, anchor, steps table, what can start, criteria table, orphans and advice."""
     if state.plan is None:
@@ -48,8 +51,9 @@ def render_status(state: PlanState, view: dict[str, Any]) -> str:
         if s["reset"] and s["status"] == "pending" and not detail:
             detail = f"reset: {s['reset']}" + (f" by {s['invalidated_by']}" if s["invalidated_by"] else "")
         attempt = f"{s['attempt']}/{s['max_attempts']}"
-        rows.append([s["id"], status, attempt, ",".join(s["depends_on"]) or "-", detail])
-    lines.append(table(["STEP", "STATUS", "ATTEMPT", "DEPENDS ON", "EVIDENCE / REASON"], rows))
+        depends = truncate(",".join(s["depends_on"]) or "-", _NARROW)
+        rows.append([s["id"], truncate(s["title"], _NARROW), status, attempt, depends, detail])
+    lines.append(table(["STEP", "TITLE", "STATUS", "ATTEMPT", "DEPENDS ON", "EVIDENCE / REASON"], rows))
     if not state.finished:
         lines += readiness_lines(state)
     if "attempts" in view:

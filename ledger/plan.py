@@ -332,10 +332,10 @@ def parse_draft(raw: Any) -> Draft:
     obj = _require_mapping(raw, "draft")
     problems: list[PlantrailError] = []
     _noted(problems, None, _reject_unknown, obj, _DRAFT_KEYS, "draft")
-    raw_criteria = _noted(
+    raw_criteria: list[Any] = _noted(
         problems, [], _parse_list, _get(obj, "acceptance_criteria", "acceptanceCriteria"), "acceptance_criteria"
     )
-    raw_steps = _noted(problems, [], _parse_list, obj.get("steps"), "steps")
+    raw_steps: list[Any] = _noted(problems, [], _parse_list, obj.get("steps"), "steps")
     goal = obj.get("goal")
     goal_text = None if goal is None else _noted(problems, "", _text, goal, "goal")
     criteria = _parse_all(problems, _parse_criterion, raw_criteria, "acceptance_criteria")
@@ -369,7 +369,10 @@ def build_plan(draft: Draft, *, goal: str | None = None, policy: Policy | None =
         steps=draft.steps,
         policy=draft.policy or policy or Policy(),
     )
-    _noted(problems, (), validate_plan, spec)
+    try:
+        validate_plan(spec)
+    except PlanInvalid as exc:
+        problems.extend(exc.errors)
     _raise_if_any(problems)
     return spec
 
