@@ -88,6 +88,10 @@ def _reasons(state: PlanState, step: StepState, spec: StepSpec, capacity: WaitRe
     return reasons
 
 
+#: The wait reasons that make a step not ready in DESIGN.md's sense (capacity, and reasons added later, do not).
+_NOT_READY = frozenset({"run_finished", "status", "dependencies"})
+
+
 def wait_reasons(state: PlanState) -> dict[str, list[WaitReason]]:
     """Why each step of the active version cannot start now, by id in the stable order (empty: it can start)."""
     if state.plan is None:
@@ -164,8 +168,8 @@ def _step_view(step: StepState, spec: StepSpec, ready: bool, waits: list[WaitRea
 def status_view(state: PlanState) -> dict[str, Any]:
     """The ``status --json`` document."""
     contracts = specs(state)
-    ready = set(ready_steps(state))
     waits = wait_reasons(state)
+    ready = {s for s, w in waits.items() if not any(r["code"] in _NOT_READY for r in w)}  # one pass for both
     descriptions = {} if state.plan is None else {c.id: c.description for c in state.plan.acceptance_criteria}
     policy = None if state.plan is None else state.plan.policy.max_in_progress
     return {

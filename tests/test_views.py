@@ -138,6 +138,9 @@ def test_a_ready_step_waits_for_capacity_when_the_limit_is_reached(make_ledger: 
     assert startable_steps(state) == []
     assert wait_reasons(state)["zeta"] == [{"code": "capacity", "max_in_progress": 2, "in_progress": ["alpha", "mid"]}]
     assert capacity_view(state) == {"max_in_progress": 2, "in_progress": 2, "free": 0}
+    view = status_view(state)
+    assert (view["ready"], view["can_start"]) == (["zeta"], [])  # ready as DESIGN.md defines it, capacity aside
+    assert [s["id"] for s in view["steps"] if s["ready"]] == ["zeta"]
 
 
 def test_wait_reasons_name_every_cause_in_a_fixed_order(make_ledger: Callable[..., Ledger]) -> None:
