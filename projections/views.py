@@ -84,7 +84,7 @@ def _reasons(state: PlanState, step: StepState, spec: StepSpec, capacity: WaitRe
     if waiting:
         reasons.append({"code": "dependencies", "waiting": waiting})
     if capacity is not None:
-        reasons.append(capacity)
+        reasons.append({**capacity, "in_progress": list(capacity["in_progress"])})  # each step its own copy
     return reasons
 
 

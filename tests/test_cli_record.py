@@ -164,3 +164,10 @@ def test_a_late_criterion_verdict_is_refused_and_not_recorded(
     result = run_cli("criterion", log, "login-test-passes", "--passed", "-e", "ok", "--plan-version", "1")
     assert (result.code, result.err.split("]")[0]) == (1, "error[STALE_PLAN_VERSION")
     assert log.read_bytes() == before
+
+
+def test_the_file_options_state_the_real_size_limit() -> None:
+    """Every --*-file option's help names the event limit the code enforces."""
+    limit = f"{MAX_LINE_BYTES // 2**20} MiB"
+    helps = [p.help or "" for c in record_commands for p in c.params if p.name and p.name.endswith(("_file", "_files"))]
+    assert len(helps) == 5 and all(limit in h for h in helps)
