@@ -239,13 +239,27 @@ def _step_id(raw: Any) -> str | None:
     return value if isinstance(value, str) and _ID.fullmatch(value) else None
 
 
+def _dependencies(obj: Mapping[str, Any], where: str, step_id: str | None) -> Sequence[Any]:
+    """A raw step's dependencies as given (none when absent); DRAFT_INVALID when they are not a list."""
+    deps = _get(obj, "depends_on", "dependsOn")
+    if deps is None:
+        return ()
+    if not isinstance(deps, list):
+        raise error("DRAFT_INVALID", f"{where}.depends_on must be a list of step ids", path=where, step=step_id)
+    return deps
+
+
 def _skeleton(raw: Any) -> StepSpec | None:
     """A raw step's place in the graph (its id and dependencies, when both are readable), whatever else is
     wrong with it: what a draft that does not parse can still be judged on as a graph."""
     step_id = _step_id(raw)
-    deps = _get(raw, "depends_on", "dependsOn") if step_id is not None else None
-    deps = [] if deps is None else deps
-    if step_id is None or not isinstance(deps, list) or not all(isinstance(d, str) and _ID.fullmatch(d) for d in deps):
+    if step_id is None:
+        return None
+    try:
+        deps = _dependencies(raw, "", step_id)
+    except PlanInvalid:
+        return None
+    if not all(isinstance(d, str) and _ID.fullmatch(d) for d in deps):
         return None
     return StepSpec(id=step_id, title="", depends_on=tuple(deps), completion_evidence="")
 
@@ -255,14 +269,7 @@ def _parse_step(raw: Any, where: str) -> StepSpec:
     problems: list[PlantrailError] = []
     _noted(problems, None, _reject_unknown, obj, _STEP_KEYS, where)
     step_id = _noted(problems, "", check_id, obj.get("id"), f"{where}.id")
-    deps = _get(obj, "depends_on", "dependsOn")
-    if deps is None:
-        deps = []
-    if not isinstance(deps, list):
-        problems.append(
-            error("DRAFT_INVALID", f"{where}.depends_on must be a list of step ids", path=where, step=step_id or None)
-        )
-        deps = []
+    deps = _noted(problems, (), _dependencies, obj, where, step_id or None)
     title = _noted(problems, "", _text, obj.get("title"), f"{where}.title")
     depends_on = tuple(_noted(problems, "", check_id, d, f"{where}.depends_on") for d in deps)
     evidence = _noted(
