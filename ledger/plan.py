@@ -269,7 +269,8 @@ def _parse_step(raw: Any, where: str) -> StepSpec:
     problems: list[PlantrailError] = []
     _noted(problems, None, _reject_unknown, obj, _STEP_KEYS, where)
     step_id = _noted(problems, "", check_id, obj.get("id"), f"{where}.id")
-    deps = _noted(problems, (), _dependencies, obj, where, step_id or None)
+    no_deps: Sequence[Any] = ()
+    deps = _noted(problems, no_deps, _dependencies, obj, where, step_id or None)
     title = _noted(problems, "", _text, obj.get("title"), f"{where}.title")
     depends_on = tuple(_noted(problems, "", check_id, d, f"{where}.depends_on") for d in deps)
     evidence = _noted(
