@@ -78,7 +78,7 @@ def command_content(command: Command) -> dict[str, Any]:
     """The comparable content of a command, named and normalised as its decision would write it."""
     content = {
         f.name: _trimmed(_builtins(getattr(command, f.name)))
-        for f in dataclasses.fields(command)  # type: ignore[arg-type]
+        for f in dataclasses.fields(command)
         if f.name not in _NOT_CONTENT
     }
     if isinstance(command, VerifyCriterion):
