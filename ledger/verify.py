@@ -5,8 +5,9 @@
    before it; late results are allowed, as orphans.
 3. No orphan ever applied: a late result changes nothing but the orphan list.
 4. Determinism: :func:`fold` (with its fast paths) over the same decoded records gives the canonical bytes
-   the record-by-record ``evolve`` of step 2 gave. The file is read and decoded once, so a log another
-   process is appending to is verified up to the seq the read reached (``last_seq``, ``verified_bytes``).
+   that step 2's record-by-record advance (:class:`Advancing`, the group commit's builder) reached. The
+   file is read and decoded once, so a log another process is appending to is verified up to the seq the
+   read reached (``last_seq``, ``verified_bytes``).
 5. Optionally, an anchor ``SEQ:HASH`` the auditor kept: the log must still contain that record.
 6. Every keyed checkpoint covers the record before it; given the key, every MAC verifies and there is at
    least one checkpoint (:mod:`ledger.checkpoint`).
@@ -26,7 +27,7 @@ from plantrail.ledger.store import TornTail
 from plantrail.ledger.stores.jsonl import LogReader
 from plantrail.projections.canonical import canonical_bytes, state_hash
 from plantrail.projections.model import PlanState
-from plantrail.projections.state import evolve, fold, initial
+from plantrail.projections.state import Advancing, evolve, fold, initial
 
 __all__ = ["VerifyReport", "parse_anchor", "verify_log"]
 
@@ -77,20 +78,29 @@ def _judge(state: PlanState, record_type: str, seq: int, data: object, plan_vers
 
 
 class _Audit:
-    """The record-by-record checks of one read (steps 1 to 3, 5 and 6), passing each checked record on."""
+    """The record-by-record checks of one read (steps 1 to 3, 5 and 6), passing each checked record on.
+
+    The state each record is judged against advances through :class:`Advancing` (the group commit's
+    builder), an implementation independent of :func:`fold`'s fast paths: step 4 compares the two.
+    """
 
     def __init__(self, anchor: tuple[int, str] | None, key: bytes | None) -> None:
         self.anchor = anchor
         self.key = key
-        self.state = initial()
+        self._state = Advancing(initial())
         self.count = 0
         self.checkpoints = 0
         self.checkpointed: int | None = None
         self.anchored = anchor is None
 
+    @property
+    def state(self) -> PlanState:
+        """The state after every record checked so far."""
+        return self._state.result()
+
     def checked(self, records: Iterable[Record]) -> Iterator[Record]:
         anchor = self.anchor
-        state = self.state
+        state = self._state
         for record in records:
             self.count += 1
             if record.type == "log.checkpoint":
@@ -103,13 +113,17 @@ class _Audit:
                         "ANCHOR_MISMATCH", f"seq {anchor[0]} has hash {record.h}, not the anchored one", seq=anchor[0]
                     )
                 self.anchored = True
-            late = _judge(state, record.type, record.seq, record.data, record.plan_version)
-            after = evolve(state, record)
-            if late is not None and (
-                _plan_part(after) != _plan_part(state) or len(after.orphans) != len(state.orphans) + 1
-            ):
-                raise error("ORPHAN_APPLIED", f"the late result at seq {record.seq} changed the plan", seq=record.seq)
-            state = self.state = after
+            late = _judge(state.current(), record.type, record.seq, record.data, record.plan_version)
+            if late is None:
+                state.add(record)
+            else:  # a late result: prove it changed nothing but the orphan list
+                before = state.result()
+                after = evolve(before, record)
+                if _plan_part(after) != _plan_part(before) or len(after.orphans) != len(before.orphans) + 1:
+                    raise error(
+                        "ORPHAN_APPLIED", f"the late result at seq {record.seq} changed the plan", seq=record.seq
+                    )
+                state = self._state = Advancing(after)
             yield record
 
 
@@ -145,7 +159,9 @@ def verify_log(
             "is protected by the key (were the checkpoints stripped?)",
         )
     if canonical_bytes(folded) != canonical_bytes(state):
-        raise error("NONDETERMINISTIC_FOLD", "fold and record-by-record evolve of the same log gave different states")
+        raise error(
+            "NONDETERMINISTIC_FOLD", "fold and the record-by-record advance of the same log gave different states"
+        )
     return VerifyReport(
         records=audit.count,
         last_seq=state.last_seq,

@@ -341,3 +341,23 @@ def test_a_duplicates_ack_is_durable_only_once_an_fsync_covers_it(make_ledger: M
     ledger.sync()
     assert ledger.start("reproduce", key="s").durable
     ledger.close()
+
+
+def test_verify_decodes_every_line_once(make_ledger: MakeLedger, monkeypatch: pytest.MonkeyPatch) -> None:
+    """verify reads and decodes each line of the log exactly once (its determinism check needs no second read)."""
+    from plantrail.ledger.stores import jsonl
+
+    ledger = make_ledger()
+    ledger.start("reproduce")
+    ledger.complete("reproduce", ["401 reproduced"])
+    log = Path(ledger._store.path)  # type: ignore[attr-defined]
+    calls: list[int] = []
+    real = jsonl.decode
+
+    def counted(line: bytes, line_no: int) -> Any:
+        calls.append(line_no)
+        return real(line, line_no)
+
+    monkeypatch.setattr(jsonl, "decode", counted)
+    report = verify_log(log)
+    assert calls == list(range(1, report.last_seq + 2))
