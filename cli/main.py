@@ -110,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from plantrail.ledger.errors import PlantrailError
 
         if isinstance(exc, PlantrailError):
-            return _report(exc.code, exc.message, exc.exit_code, as_json, dict(exc.fields))
+            return _report(exc.code, exc.text("cli"), exc.exit_code, as_json, dict(exc.fields))
         return _report(
             "INTERNAL", f"{type(exc).__name__}: {exc} (a bug in plantrail; please report it)", EXIT_INTERNAL, as_json
         )

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal
 
 from plantrail.ledger.errors import error
+from plantrail.ledger.items import as_items
 
 __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
@@ -54,6 +55,10 @@ class StepSpec:
     depends_on: tuple[str, ...]
     completion_evidence: str
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
+
+    def __post_init__(self) -> None:
+        if type(self.depends_on) is not tuple:  # built in Python: a bare str is one dependency
+            object.__setattr__(self, "depends_on", as_items(self.depends_on, str, f"step {self.id} depends_on"))
 
     def contract(self) -> tuple[str, str, frozenset[str]]:
         """What a completed step promised: title, completion evidence and dependencies (as a set)."""
@@ -197,11 +202,12 @@ def _parse_step(raw: Any, where: str) -> StepSpec:
     obj = _require_mapping(raw, where)
     _reject_unknown(obj, _STEP_KEYS, where)
     step_id = check_id(obj.get("id"), f"{where}.id")
-    deps = _get(obj, "depends_on", "dependsOn")
-    if deps is None:
-        deps = []
-    if not isinstance(deps, list):
-        raise error("DRAFT_INVALID", f"{where}.depends_on must be a list of step ids", path=where, step=step_id)
+    raw_deps = _get(obj, "depends_on", "dependsOn")
+    deps = (
+        ()
+        if raw_deps is None
+        else as_items(raw_deps, str, f"{where}.depends_on", code="DRAFT_INVALID", path=where, step=step_id)
+    )
     attempts = _get(obj, "max_attempts", "maxAttempts")
     return StepSpec(
         id=step_id,
