@@ -25,6 +25,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
+import orjson
+
 from plantrail.ledger.errors import PlantrailError, error
 
 if TYPE_CHECKING:
@@ -209,6 +211,8 @@ def read_why(path: Path, version: int | None = None) -> Reading:
         log_history = history(records)
     with _records(path) as (_, records):
         document = why_view(records, log_history, version)
+    # The quoted events and the patch hold tuples; the document holds what JSON holds (lists), as printed.
+    document = orjson.loads(orjson.dumps(document))
     return Reading(document, log_history.state, _damage(path, reader.torn))
 
 

@@ -36,6 +36,7 @@ __all__ = [
     "CODES",
     "Advice",
     "CommandRefused",
+    "Door",
     "LogDamaged",
     "PlanInvalid",
     "PlantrailError",
@@ -82,7 +83,8 @@ class PlantrailError(Exception):
         """What to do about the error through ``door`` (None when there is nothing more to say)."""
         if self._advice is None:
             return None
-        return getattr(self._advice, door).format_map(_Placeholders(self.fields))
+        template = self._advice.python if door == "python" else self._advice.cli
+        return template.format_map(_Placeholders(self.fields))
 
     def text(self, door: Door = "python") -> str:
         """The message, then the advice for ``door``: what a person reads."""

@@ -27,13 +27,15 @@ def as_items(value: T | Iterable[T], item: type[T], what: str, *, code: str = "U
     ``what`` names the argument in the refusal, raised with ``code`` (USAGE unless the caller parses a
     document, e.g. DRAFT_INVALID) and ``fields``.
     """
-    if _is_item(value, item):
-        return (value,)  # type: ignore[return-value]  # _is_item checked it is a T
-    if isinstance(value, _NOT_SEQUENCES) or not isinstance(value, Iterable):
-        raise _refusal(value, item, what, code, fields)
+    kind = type(value)
+    if kind is not tuple and kind is not list:  # the common cases skip the checks below (this is a hot path)
+        if _is_item(value, item):
+            return (value,)  # type: ignore[return-value]  # _is_item checked it is a T
+        if isinstance(value, _NOT_SEQUENCES) or not isinstance(value, Iterable):
+            raise _refusal(value, item, what, code, fields)
     items = tuple(value)
     for i, one in enumerate(items):
-        if not _is_item(one, item):
+        if type(one) is not item and not _is_item(one, item):
             raise error(code, f"{what}[{i}] must be {_name(item)}, not {type(one).__name__}", **fields)
     return items
 
