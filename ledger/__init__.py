@@ -1,4 +1,4 @@
-"""plantrail's ledger: plan drafts, events, decisions, and the stores that keep a run's log.
+"""plantrail's ledger: plan drafts, events, decisions, the stores that keep a run's log, and its audit views.
 
 The public names below load on first use, so ``import plantrail.ledger.plan`` stays cheap and the CLI starts fast.
 ``plantrail.ledger`` never imports ``plantrail.cli``.

@@ -6,7 +6,11 @@ with one write (command -> event -> store -> reducer). A refusal raises before a
 
     with Ledger.create("run.jsonl", draft) as ledger:
         ledger.start("inspect")
-        ledger.complete("inspect", ["read cli.py, test_cli.py and package.json"])
+        ledger.complete("inspect", "read cli.py, test_cli.py and package.json", idempotency_key="inspect-1")
+
+The recording methods take their command's options as keyword-only arguments named as the CLI names them;
+a bare ``str`` of evidence or observations is one item (see :mod:`ledger.items`). The reference, with every
+option, is ``docs/library.md``; the audit views are in :mod:`ledger.audit`.
 """
 
 from __future__ import annotations

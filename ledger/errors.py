@@ -22,8 +22,8 @@ with the error so callers never parse the message.
 An error's ``message`` says what is wrong, in words any caller understands. What to do about it depends
 on the front door the caller came through (a Python call or the ``plantrail`` command), so it is kept
 apart, in :data:`ADVICE`: ``str(exc)`` is the message with the Python advice (``Ledger.open(path,
-repair=True)``), and the CLI prints ``exc.text("cli")``, the message with the command's advice (``run
-`plantrail repair LOG```).
+repair=True)``), and the CLI prints ``exc.text("cli")``, the message with the command's advice (run
+``plantrail repair LOG``). A raise site names its advice when the code's own does not fit (``advice=``).
 """
 
 from __future__ import annotations
