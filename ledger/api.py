@@ -16,6 +16,8 @@ option, is ``docs/library.md``; the audit views are in :mod:`ledger.audit`.
 from __future__ import annotations
 
 import os
+import random
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -34,17 +36,21 @@ from plantrail.ledger.decide import (
     decide,
     decide_one,
 )
-from plantrail.ledger.errors import error
+from plantrail.ledger.errors import PlantrailError, error
 from plantrail.ledger.events import Actor, Outcome, ReasonCode, Record, Source
 from plantrail.ledger.idempotency import match, record_view
 from plantrail.ledger.items import as_items
-from plantrail.ledger.jsonl import JsonlStore
 from plantrail.ledger.plan import Draft, PlanPatch, PlanSpec, check_id, parse_draft, parse_patch
 from plantrail.ledger.store import Ack, FsyncPolicy, KeyEntry, PendingRecord, Session, Store
+from plantrail.ledger.stores import is_database_url
+from plantrail.ledger.stores.jsonl import JsonlStore
 from plantrail.projections.model import PlanState
 from plantrail.projections.state import Advancing, evolve, initial
 
 __all__ = ["Ledger", "default_run_id"]
+
+#: How many times a batch is decided again when a database writer lost the race for the next seq.
+_CONFLICT_RETRIES = 32
 
 
 def default_run_id(path: str | os.PathLike[str]) -> str:
@@ -83,29 +89,37 @@ class Ledger:
     ) -> Ledger:
         """Create a new log holding its header and the plan's first version (atomically).
 
-        ``run`` defaults to the file name without ``.jsonl``; ``fsync`` is the durability policy recorded in
-        the header; ``idempotency_key`` is stored on the plan's record. ``nonce`` fixes the header's nonce
-        (for reproducible logs in tests), ``allow_network_fs`` accepts a log on NFS or SMB, ``clock`` supplies
-        timestamps, and ``cache=False`` leaves no snapshot beside the log (see :mod:`ledger.cache`).
+        ``path`` is a file, or a database run (``postgresql://.../db#RUN``). ``run`` defaults to the file name
+        without ``.jsonl``; ``fsync`` is the durability policy recorded in the header; ``idempotency_key`` is
+        stored on the plan's record. ``nonce`` fixes the header's nonce (for reproducible logs in tests),
+        ``allow_network_fs`` accepts a log on NFS or SMB, ``clock`` supplies timestamps, and ``cache=False``
+        leaves no snapshot beside the log (see :mod:`plantrail.ledger.stores.cache`).
         """
-        run_id = check_id(run if run is not None else default_run_id(path), "run id")
         spec = parse_draft(plan) if isinstance(plan, Mapping) else plan
         [event] = decide(initial(), Create(plan=spec, actor=actor, source=source, key=idempotency_key))
         ts = clock()
         first = PendingRecord(
             ts=ts, plan_version=1, actor=event.actor, data=event.data, source=source, key=idempotency_key
         )
-        store, _ = JsonlStore.create(
-            path,
-            run=run_id,
-            first=[first],
-            fsync=fsync,
-            nonce=nonce,
-            ts=ts,
-            actor=actor,
-            allow_network_fs=allow_network_fs,
-            clock=clock,
-        )
+        store: Store
+        if is_database_url(target := os.fspath(path)):
+            from plantrail.ledger.stores.postgres import PostgresStore
+
+            store, _ = PostgresStore.create(
+                target, run=run, first=[first], fsync=fsync, nonce=nonce, ts=ts, actor=actor, clock=clock
+            )
+        else:
+            store, _ = JsonlStore.create(
+                path,
+                run=check_id(run if run is not None else default_run_id(path), "run id"),
+                first=[first],
+                fsync=fsync,
+                nonce=nonce,
+                ts=ts,
+                actor=actor,
+                allow_network_fs=allow_network_fs,
+                clock=clock,
+            )
         ledger = cls(store, clock=clock, cache=cache)
         ledger.refresh()
         return ledger
@@ -130,15 +144,23 @@ class Ledger:
         ``(seq, hash)`` of the last event this caller was acknowledged: opening raises DATA_LOSS (and repairs
         nothing) unless the log still holds exactly that record.
         """
-        store = JsonlStore.open(
-            path,
-            fsync=fsync,
-            batch_size=batch_size,
-            repair=repair,
-            acked=acked,
-            allow_network_fs=allow_network_fs,
-            clock=clock,
-        )
+        store: Store
+        if is_database_url(url := os.fspath(path)):
+            if acked is not None:
+                raise error("USAGE", "acked= is a JSONL store option; a database run is never cut back")
+            from plantrail.ledger.stores.postgres import PostgresStore
+
+            store = PostgresStore.open(url, clock=clock)
+        else:
+            store = JsonlStore.open(
+                path,
+                fsync=fsync,
+                batch_size=batch_size,
+                repair=repair,
+                acked=acked,
+                allow_network_fs=allow_network_fs,
+                clock=clock,
+            )
         ledger = cls(store, clock=clock, cache=cache)
         try:
             # With a watermark every record up to it must be checked, so the whole log is read.
@@ -206,8 +228,30 @@ class Ledger:
     def execute_many(self, commands: Iterable[Command], *, expected_seq: int | None = None) -> list[Ack]:
         """Decide commands in order and append all their events with one write and one fsync (group commit).
 
-        All or nothing: if any command is refused, nothing is written.
+        All or nothing: if any command is refused, nothing is written. A store without a writer lock (a
+        database) may find that another writer appended first: the commands are then decided again against
+        the new head, up to a bounded number of times, or refused STALE_EXPECTED_SEQ when ``expected_seq``
+        was given.
         """
+        batch = list(commands)
+        for attempt in range(_CONFLICT_RETRIES):
+            try:
+                return self._execute_once(batch, expected_seq)
+            except PlantrailError as exc:
+                if exc.code != "WRITE_CONFLICT":
+                    raise
+                if expected_seq is not None:
+                    raise error(
+                        "STALE_EXPECTED_SEQ",
+                        f"expected the log to end at seq {expected_seq}; another writer appended after it",
+                        expected=expected_seq,
+                    ) from None
+                if attempt == _CONFLICT_RETRIES - 1:
+                    raise
+                time.sleep(random.uniform(0, min(0.05, 0.001 * 2**attempt)))  # spread colliding writers
+        raise AssertionError("unreachable")
+
+    def _execute_once(self, commands: Sequence[Command], expected_seq: int | None) -> list[Ack]:
         with self._store.session() as session:
             self._catch_up(session)
             state = Advancing(self._state)  # each command is decided against the state the batch has reached

@@ -31,8 +31,8 @@ from plantrail.ledger.errors import PlantrailError, error
 
 if TYPE_CHECKING:
     from plantrail.ledger.events import Record
-    from plantrail.ledger.jsonl import LogReader
     from plantrail.ledger.store import TornTail
+    from plantrail.ledger.stores.jsonl import LogReader
     from plantrail.projections.model import PlanState
 
 __all__ = [
@@ -101,7 +101,7 @@ def _damage(path: Path, torn: TornTail | None) -> PlantrailError | None:
 
 @contextmanager
 def _records(path: Path) -> Iterator[tuple[LogReader, Iterator[Record]]]:
-    from plantrail.ledger.jsonl import LogReader
+    from plantrail.ledger.stores.jsonl import LogReader
 
     with LogReader(os.fspath(path)) as reader:
         yield reader, reader.records()
@@ -136,7 +136,7 @@ def versions(path: Path) -> dict[str, Any]:
 
 def read_replay(path: Path, version: int | None = None, at_seq: int | None = None) -> Reading:
     """:func:`replay` as a :class:`Reading`."""
-    from plantrail.ledger.cache import read_state, rebuild_version
+    from plantrail.ledger.stores.reads import read_state, rebuild_version
     from plantrail.projections.canonical import state_hash
     from plantrail.projections.history import replay_at_seq
     from plantrail.projections.views import status_view
@@ -231,7 +231,7 @@ def why(path: Path, version: int | None = None) -> dict[str, Any]:
 
 def read_orphans(path: Path) -> Reading:
     """:func:`orphans` as a :class:`Reading`."""
-    from plantrail.ledger.cache import read_state
+    from plantrail.ledger.stores.reads import read_state
     from plantrail.projections.history import orphans_view
 
     result = read_state(os.fspath(path))
@@ -255,7 +255,7 @@ def orphans(path: Path) -> dict[str, Any]:
 
 def read_resume(path: Path) -> Reading:
     """:func:`resume` as a :class:`Reading`: ``damage`` is the error that stopped the read, if any."""
-    from plantrail.ledger.cache import read_state
+    from plantrail.ledger.stores.reads import read_state
     from plantrail.projections.history import resume_receipt
 
     result = read_state(os.fspath(path), stop_at_damage=True)

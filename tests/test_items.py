@@ -13,8 +13,8 @@ from plantrail.ledger.api import Ledger
 from plantrail.ledger.decide import Complete, Replan
 from plantrail.ledger.errors import PlantrailError
 from plantrail.ledger.items import as_items
-from plantrail.ledger.jsonl import LogReader
 from plantrail.ledger.plan import StepSpec, build_plan, parse_draft
+from plantrail.ledger.stores.jsonl import LogReader
 
 
 def _records(path: Path) -> list[Any]:
