@@ -33,7 +33,8 @@ def as_items(value: T | Iterable[T], item: type[T], what: str, *, code: str = "U
             return (value,)  # type: ignore[return-value]  # _is_item checked it is a T
         if isinstance(value, _NOT_SEQUENCES) or not isinstance(value, Iterable):
             raise _refusal(value, item, what, code, fields)
-    items = tuple(value)
+    iterable: Any = value  # a tuple, a list or another iterable (no bare item): its items are checked below
+    items: tuple[T, ...] = tuple(iterable)
     for i, one in enumerate(items):
         if type(one) is not item and not _is_item(one, item):
             raise error(code, f"{what}[{i}] must be {_name(item)}, not {type(one).__name__}", **fields)
