@@ -31,7 +31,7 @@ from plantrail.ledger.events import (
     StepFailed,
     StepStarted,
 )
-from plantrail.ledger.items import as_items
+from plantrail.ledger.items import as_items, as_text
 from plantrail.ledger.plan import Draft, PlanPatch, PlanSpec, StepSpec, apply_patch, build_plan, check_id, validate_plan
 from plantrail.projections.model import OrphanWhy, StepState
 from plantrail.projections.state import StateView, orphan_reason
@@ -110,6 +110,9 @@ class Block(_Command):
     plan_version: int | None = None
     attempt: int | None = None
 
+    def __post_init__(self) -> None:
+        as_text(self.reason, "reason")
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Fail(_Command):
@@ -119,6 +122,9 @@ class Fail(_Command):
     error: str
     plan_version: int | None = None
     attempt: int | None = None
+
+    def __post_init__(self) -> None:
+        as_text(self.error, "error")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -130,6 +136,9 @@ class VerifyCriterion(_Command):
     evidence: str
     plan_version: int | None = None
 
+    def __post_init__(self) -> None:
+        as_text(self.evidence, "a criterion's evidence")
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Finish(_Command):
@@ -138,6 +147,9 @@ class Finish(_Command):
     outcome: Outcome
     reason: str
     plan_version: int | None = None
+
+    def __post_init__(self) -> None:
+        as_text(self.reason, "reason")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -155,6 +167,7 @@ class Replan(_Command):
     actor: Actor = "planner"
 
     def __post_init__(self) -> None:
+        as_text(self.why, "why")
         object.__setattr__(self, "causes", as_items(self.causes, int, "causes"))
         object.__setattr__(self, "observations", as_items(self.observations, str, "observations"))
 

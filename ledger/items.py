@@ -1,10 +1,12 @@
-"""Sequence arguments: where a sequence is expected, a bare item is one item, everywhere.
+"""Sequence and text arguments: where a sequence is expected, a bare item is one item, everywhere.
 
 ``tuple("pytest: ok")`` is ten one-character strings, and a log can never be corrected; so every public
 entry that takes a sequence of strings (evidence, observations, dependencies) or of seqs (causes) turns its
 argument into a tuple here, and only here: a bare ``str`` (or a bare ``int`` for seqs) is one item; any
 other iterable gives its items in order, each of which must be of the item type; anything else (a mapping,
-bytes, a number where text is expected) is refused with a stable code naming the argument.
+bytes, a number where text is expected) is refused with a stable code naming the argument. The converse
+mistake, a list where one text is expected (a criterion's evidence, a reason), is refused by
+:func:`as_text` rather than failing deep inside a decision.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any, TypeVar
 
 from plantrail.ledger.errors import error
 
-__all__ = ["as_items"]
+__all__ = ["as_items", "as_text"]
 
 T = TypeVar("T", str, int)
 
@@ -52,3 +54,10 @@ def _name(item: type[str] | type[int]) -> str:
 def _refusal(value: Any, item: type[str] | type[int], what: str, code: str, fields: dict[str, Any]) -> Exception:
     many = "strings" if item is str else "whole numbers"
     return error(code, f"{what} must be {_name(item)} or a sequence of {many}, not {type(value).__name__}", **fields)
+
+
+def as_text(value: str, what: str) -> str:
+    """``value`` if it is a ``str``; else USAGE naming ``what`` (the only list of texts is a completion's)."""
+    if isinstance(value, str):
+        return value
+    raise error("USAGE", f"{what} must be a string, not {type(value).__name__}")

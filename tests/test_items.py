@@ -117,3 +117,27 @@ def test_a_step_spec_built_in_python_takes_a_string_dependency() -> None:
     draft = parse_draft({"goal": "g", "acceptance_criteria": [{"id": "c", "description": "d"}]})
     plan = build_plan(replace(draft, steps=steps))
     assert [s.depends_on for s in plan.steps] == [(), ("a",)]
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        lambda ledger: ledger.verify_criterion("login-test-passes", True, ["pytest: ok"]),
+        lambda ledger: ledger.block("reproduce", ["no access"]),
+        lambda ledger: ledger.fail("reproduce", None),
+        lambda ledger: ledger.finish("paused", 3),
+        lambda ledger: ledger.replan("agent_revision", ["why"], plan=None),
+    ],
+    ids=["criterion evidence", "block reason", "fail error", "finish reason", "replan why"],
+)
+def test_a_list_or_other_value_where_one_text_is_expected_is_a_usage_error(
+    make_ledger: Callable[..., Ledger], tmp_path: Path, record: Callable[[Ledger], Any]
+) -> None:
+    """Where one text is expected, anything but a str is USAGE naming the argument, and the log is unchanged."""
+    ledger = make_ledger()
+    ledger.start("reproduce")
+    before = (tmp_path / "run.jsonl").read_bytes()
+    with pytest.raises(PlantrailError) as caught:
+        record(ledger)
+    assert caught.value.code == "USAGE" and "must be a string" in caught.value.message
+    assert (tmp_path / "run.jsonl").read_bytes() == before
