@@ -159,3 +159,12 @@ def test_the_audit_module_is_the_front_doors_audit() -> None:
     import plantrail.ledger
 
     assert audit is plantrail.ledger.audit
+
+
+def test_the_audit_surface_is_pinned() -> None:
+    """audit.__all__ is exactly the six views, their readings, the exit codes and the torn-tail error."""
+    views = ["diff", "orphans", "replay", "resume", "versions", "why"]
+    assert audit.__all__ == sorted(
+        ["RESUME_EXIT_CODES", "Reading", "torn_tail_error", *views, *(f"read_{v}" for v in views)]
+    )
+    assert all(callable(getattr(audit, name)) for name in audit.__all__ if name != "RESUME_EXIT_CODES")
