@@ -271,10 +271,18 @@ def test_connections_cut_mid_run_lose_and_duplicate_nothing(url: str) -> None:
 
 
 def _append_many(location: str, count: int, queue: Any) -> None:
-    """In a child process: pause the run ``count`` times (no expected seq), reporting each ack."""
+    """In a child process: pause the run ``count`` times (no expected seq), reporting each ack. Under heavy
+    contention the ledger's bounded re-decides can run out (WRITE_CONFLICT, nothing written): the child then
+    retries with the same idempotency key, as a runtime would, which can never write the event twice."""
     with Ledger.open(location, fsync="none") as ledger:
         for i in range(count):
-            ack = ledger.finish("paused", f"pause {os.getpid()} {i}")
+            while True:
+                try:
+                    ack = ledger.finish("paused", f"pause {os.getpid()} {i}", key=f"{os.getpid()}-{i}")
+                    break
+                except PlantrailError as exc:
+                    if exc.code != "WRITE_CONFLICT":
+                        raise
             queue.put((ack.seq, ack.hash))
 
 
