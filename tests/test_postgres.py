@@ -278,7 +278,7 @@ def _append_many(location: str, count: int, queue: Any) -> None:
         for i in range(count):
             while True:
                 try:
-                    ack = ledger.finish("paused", f"pause {os.getpid()} {i}", key=f"{os.getpid()}-{i}")
+                    ack = ledger.finish("paused", f"pause {os.getpid()} {i}", idempotency_key=f"{os.getpid()}-{i}")
                     break
                 except PlantrailError as exc:
                     if exc.code != "WRITE_CONFLICT":
