@@ -27,7 +27,7 @@ from plantrail.ledger.store import TornTail
 from plantrail.ledger.stores.jsonl import LogReader
 from plantrail.projections.canonical import canonical_bytes, state_hash
 from plantrail.projections.model import PlanState
-from plantrail.projections.state import Advancing, evolve, fold, initial
+from plantrail.projections.state import Advancing, StateView, evolve, fold, initial
 
 __all__ = ["VerifyReport", "parse_anchor", "verify_log"]
 
@@ -64,7 +64,7 @@ def _plan_part(state: PlanState) -> PlanState:
     return state._replace(orphans=(), last_seq=0, head=None)
 
 
-def _judge(state: PlanState, record_type: str, seq: int, data: object, plan_version: int) -> str | None:
+def _judge(state: StateView, record_type: str, seq: int, data: object, plan_version: int) -> str | None:
     try:
         return check(state, data, plan_version)  # type: ignore[arg-type]
     except PlantrailError as exc:

@@ -35,7 +35,7 @@ def _cache(log: Path) -> Path:
 def _closed_run(make_ledger: MakeLedger) -> Path:
     """A small run whose writer has closed (leaving its snapshot), with one keyed start."""
     ledger = make_ledger()
-    ledger.start("reproduce", key="s1")
+    ledger.start("reproduce", idempotency_key="s1")
     ledger.complete("reproduce", ["401 reproduced"])
     ledger.close()
     return Path(ledger._store.path)  # type: ignore[attr-defined]
@@ -184,9 +184,9 @@ def test_a_claimed_duplicate_the_log_does_not_hold_is_decided_and_written(make_l
     forged_meta = orjson.dumps(orjson.loads(meta) | {"digest": digest})
     snap.write_bytes(seal.seal(key, "snapshot", forged_meta + b"\n" + state + b"\n" + forged_keys))
     with Ledger.open(log) as ledger:
-        first = ledger.start("diagnose", key="forged")
+        first = ledger.start("diagnose", idempotency_key="forged")
         ledger.fail("diagnose", "flaky")
-        second = ledger.start("diagnose", key="borrowed")
+        second = ledger.start("diagnose", idempotency_key="borrowed")
     assert not first.duplicate and not second.duplicate
     with LogReader(log) as reader:
         assert [r.key for r in reader.records()][-3:] == ["forged", None, "borrowed"]
@@ -324,10 +324,12 @@ def test_a_checkpoint_after_the_log_was_emptied_under_the_ledger_writes_nothing(
 def test_a_retried_replan_with_another_policy_is_a_conflict(make_ledger: MakeLedger, draft: dict[str, Any]) -> None:
     """The policy is part of a replan's content: the same key with another policy is IDEMPOTENCY_CONFLICT."""
     ledger = make_ledger(draft)
-    ledger.replan("agent_revision", "parallel", plan=draft | {"policy": {"maxInProgress": 2}}, key="r")
-    assert ledger.replan("agent_revision", "parallel", plan=draft | {"policy": {"maxInProgress": 2}}, key="r").duplicate
+    ledger.replan("agent_revision", "parallel", plan=draft | {"policy": {"maxInProgress": 2}}, idempotency_key="r")
+    assert ledger.replan(
+        "agent_revision", "parallel", plan=draft | {"policy": {"maxInProgress": 2}}, idempotency_key="r"
+    ).duplicate
     with pytest.raises(PlantrailError) as info:
-        ledger.replan("agent_revision", "parallel", plan=draft | {"policy": {"maxInProgress": 3}}, key="r")
+        ledger.replan("agent_revision", "parallel", plan=draft | {"policy": {"maxInProgress": 3}}, idempotency_key="r")
     assert info.value.code == "IDEMPOTENCY_CONFLICT"
 
 
@@ -335,11 +337,11 @@ def test_a_duplicates_ack_is_durable_only_once_an_fsync_covers_it(make_ledger: M
     """Under fsync batch, a retried key's ack says durable: false until the group commit's fsync has run."""
     log = Path(make_ledger(fsync="batch")._store.path)  # type: ignore[attr-defined]
     ledger = Ledger.open(log, batch_size=1000)
-    first = ledger.start("reproduce", key="s")
+    first = ledger.start("reproduce", idempotency_key="s")
     assert not first.durable
-    assert not ledger.start("reproduce", key="s").durable
+    assert not ledger.start("reproduce", idempotency_key="s").durable
     ledger.sync()
-    assert ledger.start("reproduce", key="s").durable
+    assert ledger.start("reproduce", idempotency_key="s").durable
     ledger.close()
 
 
