@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     **dict.fromkeys(("versions", "replay", "diff", "why", "orphans", "resume"), "plantrail.cli.replay"),
     **dict.fromkeys(("verify", "checkpoint", "repair", "salvage", "schema"), "plantrail.cli.maintain"),
     "import": "plantrail.cli.importing:import_command",
+    **dict.fromkeys(("graph", "report", "watch"), "plantrail.cli.pictures"),
 }
 
 
