@@ -223,8 +223,8 @@ def render_svg(graph: PlanGraph, geometry: Geometry = GEOMETRY) -> str:
 
 
 def _dot(text: str) -> str:
-    """A DOT double-quoted string (backslashes and quotes escaped, newlines as \\n)."""
-    body = _clean(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "")
+    """A DOT double-quoted string: backslashes and quotes escaped, every kind of line break as ``\\n``."""
+    body = "\\n".join(_clean(text).replace("\\", "\\\\").replace('"', '\\"').splitlines())
     return f'"{body}"'
 
 

@@ -247,7 +247,7 @@ def report_data(
     s = _Strings([*NODE_STYLES, "superseded", "in_progress", "failed", DEPENDS_ON])
     versions = _version_rows(ends, final, seen, s)
     criteria_text = {} if final.plan is None else {c.id: c.description for c in final.plan.acceptance_criteria}
-    data = {
+    data: dict[str, Any] = {
         "run": final.run,
         "goal": final.goal,
         "outcome": final.outcome,
@@ -267,7 +267,7 @@ def report_data(
         "styles": _styles(),
     }
     data["S"] = s.items
-    data["fields"] = {"version": VERSION_FIELDS, "changes": CHANGE_FIELDS}
+    data["fields"] = {"version": list(VERSION_FIELDS), "changes": list(CHANGE_FIELDS)}
     return data
 
 

@@ -1,0 +1,129 @@
+"""plantrail watch: follows a growing log, plain lines into a pipe, redraws on a terminal, Ctrl-C exits 0."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from plantrail.cli.progress import bar_line, progress_for
+from plantrail.cli.watching import REDRAW, frame, terminal_safe
+from plantrail.ledger.api import Ledger
+from plantrail.ledger.stores.jsonl import LogReader
+from tests.logs import read_records
+from tests.pictures import HOSTILE_TITLE, diamond
+
+WAIT = 20.0  # seconds before a test gives up waiting for output (a bound, not a timing)
+
+
+def _watch(log: Path, stdout: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "plantrail", "watch", str(log), "--interval", "0.02"],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "COLUMNS": "120"},
+    )
+
+
+def _read_until(fd: int, wanted: bytes, seen: bytearray) -> bytes:
+    """Read ``fd`` into ``seen`` until ``wanted`` appears (or WAIT passes); what was read."""
+    deadline = time.monotonic() + WAIT
+    while wanted not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+    return bytes(seen)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> int:
+    proc.send_signal(signal.SIGINT)
+    return proc.wait(timeout=WAIT)
+
+
+def test_watch_into_a_pipe_prints_each_new_event(make_ledger: Callable[..., Ledger], tmp_path: Path) -> None:
+    """Into a pipe: the status once, then one plain line per appended event, no escape sequence; Ctrl-C exits 0."""
+    ledger = make_ledger(diamond(HOSTILE_TITLE))
+    log = tmp_path / "run.jsonl"
+    proc = _watch(log, subprocess.PIPE)
+    assert proc.stdout is not None
+    seen = bytearray()
+    _read_until(proc.stdout.fileno(), b"(watching; Ctrl-C to stop)", seen)
+    ledger.start("a")
+    ledger.complete("a", ["evidence with \x1b]0;title\x07 inside"])
+    out = _read_until(proc.stdout.fileno(), b"step.completed a", seen)
+    assert _stop(proc) == 0
+    text = out.decode()
+    assert "seq 2 · " in text and "step.started a (v1)" in text and "step.completed a (v1)" in text
+    assert "\x1b" not in text and "\x07" not in text and "\\x1b]0;title\\x07" in text
+
+
+def test_watch_on_a_terminal_redraws(make_ledger: Callable[..., Ledger], tmp_path: Path) -> None:
+    """On a pseudo-terminal each append redraws the screen; the redraw is the only escape sequence written."""
+    ledger = make_ledger(diamond(HOSTILE_TITLE))
+    log = tmp_path / "run.jsonl"
+    main, follower = pty.openpty()
+    proc = _watch(log, follower)
+    os.close(follower)
+    seen = bytearray()
+    _read_until(main, b"Ctrl-C to stop", seen)
+    ledger.start("a")
+    out = _read_until(main, b"step.started a", seen)
+    assert _stop(proc) == 0
+    os.close(main)
+    text = out.decode(errors="replace")
+    assert text.count(REDRAW) >= 2
+    assert text.replace(REDRAW, "").count("\x1b") == 0
+    assert "in_progress" in text
+
+
+def test_frame_escapes_log_text(make_ledger: Callable[..., Ledger], tmp_path: Path) -> None:
+    """The frame shows control characters from titles and evidence as escapes, never raw."""
+    ledger = make_ledger(diamond(HOSTILE_TITLE))
+    ledger.start("a")
+    ledger.complete("a", ["done \x1b[2J\r\x9b"])
+    records = [r for r in read_records(tmp_path / "run.jsonl") if not r.type.startswith("log.")]
+    screen = frame(ledger.state, records[-3:], width=160)
+    assert all(c == "\n" or c.isprintable() for c in screen)
+    assert "\\x1b[2J" in screen and "\\x9b" in screen and "\r" not in screen
+    assert terminal_safe("a\nb\x1b") == "a\nb\\x1b"
+
+
+def test_progress_bar_only_on_a_terminal(make_ledger: Callable[..., Ledger], tmp_path: Path) -> None:
+    """The bar is drawn on a terminal for a large enough log and erased at the end; into a pipe nothing at all."""
+    make_ledger()
+    log = tmp_path / "run.jsonl"
+    assert bar_line("verify", 50, 100, width=10) == "verify [#####.....]  50%"
+
+    class Terminal:
+        def __init__(self, tty: bool) -> None:
+            self.text, self.tty = "", tty
+
+        def isatty(self) -> bool:
+            return self.tty
+
+        def write(self, text: str) -> None:
+            self.text += text
+
+        def flush(self) -> None:
+            pass
+
+    for tty, drawn in ((True, True), (False, False)):
+        out = Terminal(tty)
+        with LogReader(str(log)) as reader, progress_for(reader, "read", out, show_from=0) as tick:  # type: ignore[arg-type]
+            for record in reader.records():
+                for _ in range(2048):
+                    tick(record)
+        assert ("read [" in out.text) is drawn
+        assert out.text.endswith("\r\x1b[K") is drawn
