@@ -1,6 +1,7 @@
 """A progress bar on stderr for long reads, shown only when stderr is a terminal (never in pipes or JSON).
 
-:func:`bar_line` is the pure rendering; :func:`progress_for` ticks it from a log reader's position.
+:func:`bar_line` is the pure rendering; :func:`progress_bar` draws it for a read of ``total`` bytes;
+:func:`progress_for` ticks it from a log reader's position, once every few thousand records.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ if TYPE_CHECKING:
     from plantrail.ledger.events import Record
     from plantrail.ledger.stores.jsonl import LogReader
 
-__all__ = ["SHOW_FROM_BYTES", "bar_line", "progress_for"]
+__all__ = ["EVERY", "SHOW_FROM_BYTES", "bar_line", "progress_bar", "progress_for"]
 
 #: Logs smaller than this read too fast for a bar to help.
 SHOW_FROM_BYTES: Final = 4 << 20
-_EVERY: Final = 2048  # records between two redraws
+#: Records between two redraws.
+EVERY: Final = 2048
 
 
 def bar_line(label: str, done: int, total: int, width: int = 30) -> str:
@@ -29,10 +31,6 @@ def bar_line(label: str, done: int, total: int, width: int = 30) -> str:
     return f"{label} [{'#' * filled}{'.' * (width - filled)}] {share * 100:3.0f}%"
 
 
-def _nothing(record: Record) -> None:
-    return None
-
-
 def _is_terminal(stream: TextIO) -> bool:
     try:
         return stream.isatty()
@@ -40,29 +38,46 @@ def _is_terminal(stream: TextIO) -> bool:
         return False
 
 
+def _nothing(done: int) -> None:
+    return None
+
+
+@contextmanager
+def progress_bar(
+    label: str, total: int, stream: TextIO | None = None, *, show_from: int = SHOW_FROM_BYTES, enabled: bool = True
+) -> Iterator[Callable[[int], None]]:
+    """A callback taking the bytes done so far; it redraws the bar on ``stream`` (stderr) when that is a
+    terminal, the read is at least ``show_from`` bytes and ``enabled`` (False under ``--json``), and the bar
+    is erased at the end. Otherwise the callback does nothing."""
+    out = sys.stderr if stream is None else stream
+    if not enabled or total < show_from or not _is_terminal(out):
+        yield _nothing
+        return
+
+    def show(done: int) -> None:
+        out.write("\r" + bar_line(label, done, total))
+        out.flush()
+
+    try:
+        yield show
+    finally:
+        out.write("\r\x1b[K")
+        out.flush()
+
+
 @contextmanager
 def progress_for(
     reader: LogReader, label: str, stream: TextIO | None = None, *, show_from: int = SHOW_FROM_BYTES
 ) -> Iterator[Callable[[Record], None]]:
-    """A callback to give each record read from ``reader``; it redraws the bar on ``stream`` (stderr) every
-    few thousand records when that is a terminal and the log is at least ``show_from`` bytes, and the bar is
-    erased at the end. Otherwise the callback does nothing."""
-    out = sys.stderr if stream is None else stream
-    total = os.fstat(reader.fd).st_size
-    if total < show_from or not _is_terminal(out):
-        yield _nothing
-        return
-    count = 0
+    """A callback to give each record read from ``reader``: every :data:`EVERY` records it shows how far the
+    reader is through the file (see :func:`progress_bar`)."""
+    with progress_bar(label, os.fstat(reader.fd).st_size, stream, show_from=show_from) as show:
+        count = 0
 
-    def tick(record: Record) -> None:
-        nonlocal count
-        count += 1
-        if count % _EVERY == 0:
-            out.write("\r" + bar_line(label, reader.position.offset, total))
-            out.flush()
+        def tick(record: Record) -> None:
+            nonlocal count
+            count += 1
+            if count % EVERY == 0:
+                show(reader.position.offset)
 
-    try:
         yield tick
-    finally:
-        out.write("\r\x1b[K")
-        out.flush()

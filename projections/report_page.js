@@ -208,9 +208,15 @@
         "<div><b>reset</b>" + list(ch.reset.map(function (c) { return esc(c.step + ": " + why(c)); })) +
         "<b>criteria reset</b>" + list(ch.criteria_reset.map(function (c) { return esc(c.criterion + ": " + (c.cause || "")); })) + "</div></div>");
     }
-    html.push("<b>late results for v" + ver.v + "</b>" + list(late.map(function (o) {
-      return esc("seq " + o.seq + " " + o.type + " " + o.step + " attempt " + o.attempt + " (" + o.why + ", arrived in v" + o.active_version + ")");
-    })));
+    function lateItem(o) {
+      return esc("seq " + o.seq + " " + o.type + " " + o.step + " attempt " + o.attempt + " (" + o.why +
+        ", arrived in v" + o.active_version + ")");
+    }
+    if (ver.v > 1) {
+      var replaced = D.orphans.filter(function (o) { return o.plan_version === ver.v - 1; });
+      html.push("<b>late results for v" + (ver.v - 1) + ", the version this replan replaced</b>" + list(replaced.map(lateItem)));
+    }
+    html.push("<b>late results stamped v" + ver.v + "</b> (\u2691 on the graph)" + list(late.map(lateItem)));
     panel.innerHTML = html.join("");
     if (picked) { pickNode(picked); }
   }

@@ -12,10 +12,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from plantrail.cli.progress import bar_line, progress_for
 from plantrail.cli.watching import REDRAW, frame, terminal_safe
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.stores.jsonl import LogReader
 from tests.logs import read_records
 from tests.pictures import HOSTILE_TITLE, diamond
 
@@ -98,32 +96,3 @@ def test_frame_escapes_log_text(make_ledger: Callable[..., Ledger], tmp_path: Pa
     assert all(c == "\n" or c.isprintable() for c in screen)
     assert "\\x1b[2J" in screen and "\\x9b" in screen and "\r" not in screen
     assert terminal_safe("a\nb\x1b") == "a\nb\\x1b"
-
-
-def test_progress_bar_only_on_a_terminal(make_ledger: Callable[..., Ledger], tmp_path: Path) -> None:
-    """The bar is drawn on a terminal for a large enough log and erased at the end; into a pipe nothing at all."""
-    make_ledger()
-    log = tmp_path / "run.jsonl"
-    assert bar_line("verify", 50, 100, width=10) == "verify [#####.....]  50%"
-
-    class Terminal:
-        def __init__(self, tty: bool) -> None:
-            self.text, self.tty = "", tty
-
-        def isatty(self) -> bool:
-            return self.tty
-
-        def write(self, text: str) -> None:
-            self.text += text
-
-        def flush(self) -> None:
-            pass
-
-    for tty, drawn in ((True, True), (False, False)):
-        out = Terminal(tty)
-        with LogReader(str(log)) as reader, progress_for(reader, "read", out, show_from=0) as tick:  # type: ignore[arg-type]
-            for record in reader.records():
-                for _ in range(2048):
-                    tick(record)
-        assert ("read [" in out.text) is drawn
-        assert out.text.endswith("\r\x1b[K") is drawn
