@@ -11,7 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from plantrail.cli.common import FilePath, log_argument, open_records, raise_if_torn, read_state
+from plantrail.cli.common import (
+    FilePath,
+    emit,
+    json_option,
+    log_argument,
+    open_records,
+    raise_if_torn,
+    read_state,
+)
 
 if TYPE_CHECKING:
     from plantrail.projections.model import PlanState
@@ -63,11 +71,17 @@ def _graph_state(log: str, version: int | None, at_seq: int | None) -> tuple[Pla
 @click.option("--at-seq", type=click.IntRange(min=0), metavar="N", help="Draw the plan as it stood after event N.")
 @click.option("--format", "fmt", type=click.Choice(_FORMATS), default="svg", show_default=True, help="Output format.")
 @click.option("-o", "--output", type=FilePath(dir_okay=False, path_type=str), help="Write to FILE instead of stdout.")
-def graph(log: str, version: int | None, at_seq: int | None, fmt: str, output: str | None) -> None:
+@json_option
+def graph(log: str, version: int | None, at_seq: int | None, fmt: str, output: str | None, as_json: bool) -> None:
     """The plan as a graph: steps coloured by status, ready ones marked, steps reset by lineage marked, late
     results as marks on their step, and the critical path (the longest chain of steps not yet completed)
     highlighted. SVG is laid out by plantrail itself; dot is for Graphviz, mermaid for Markdown on GitHub.
     Every node and edge has a stable id and data-step-id, data-status and data-version attributes.
+
+    \b
+    JSON (instead of --format): {"run", "version", "nodes": [{"id", "title", "status", "ready", "attempt",
+      "max_attempts", "reset", "invalidated_by", "late", "critical", "rank", "slot"}], "edges": [{"source",
+      "target", "kind", "critical"}], "ranks", "widest", "critical": [step ids, first to last]}
 
     \b
     Example:
@@ -79,6 +93,16 @@ def graph(log: str, version: int | None, at_seq: int | None, fmt: str, output: s
 
     state, final = _graph_state(log, version, at_seq)
     drawn = plan_graph(state, final.orphans)
+    if as_json:
+        import orjson
+
+        nodes, edges = [n._asdict() for n in drawn.nodes], [e._asdict() for e in drawn.edges]
+        data = drawn._asdict() | {"nodes": nodes, "edges": edges}
+        if output is None:
+            emit(True, data, str)
+        else:
+            _write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n", output)
+        return
     renderers = {"svg": render_svg, "dot": render_dot, "mermaid": render_mermaid}
     _write(renderers[fmt](drawn), output)
 
@@ -102,11 +126,16 @@ def _verify(log: str) -> dict[str, Any]:
 @click.option(
     "-o", "--output", type=FilePath(dir_okay=False, path_type=str), required=True, help="The HTML file to write."
 )
-def report(log: str, output: str) -> None:
+@json_option
+def report(log: str, output: str, as_json: bool) -> None:
     """One self-contained HTML report of the run, to open from disk (it makes no network request): header
     (goal, outcome, head hash, whether verify passed), the version strip (open a version for its graph, why
     and diff), a timeline lane per step, the criteria matrix, the late results and the resume receipt, with
     filters (failed only, superseded only, one step).
+
+    \b
+    JSON: {"ok", "output", "bytes", "run", "versions", "last_seq", "head_hash", "verify": {"ok", "code",
+      "message"}}
 
     \b
     Example:
@@ -116,10 +145,24 @@ def report(log: str, output: str) -> None:
     from plantrail.projections.report import render_report, report_data
 
     verified = _verify(log)
-    with open_records(log) as (reader, records), progress_for(reader, "report") as tick:
+    with open_records(log) as (reader, records), progress_for(reader, "report", enabled=not as_json) as tick:
         data = report_data(records, verify=verified, on_record=tick)
-    _write(render_report(data), output)
-    click.echo(f"wrote {output}: {len(data['versions'])} plan versions, {data['last_seq']} events", err=True)
+    page = render_report(data)
+    _write(page, output)
+    summary = {
+        "ok": True,
+        "output": output,
+        "bytes": len(page.encode()),
+        "run": data["run"],
+        "versions": len(data["versions"]),
+        "last_seq": data["last_seq"],
+        "head_hash": data["head"],
+        "verify": verified,
+    }
+    if as_json:
+        emit(True, summary, str)
+    else:
+        click.echo(f"wrote {output}: {summary['versions']} plan versions, {summary['last_seq']} events", err=True)
     raise_if_torn(log, reader.torn)
 
 
@@ -129,10 +172,15 @@ def report(log: str, output: str) -> None:
 @click.option(
     "--interval", type=click.FloatRange(min=0.01), default=0.05, show_default=True, help="Seconds between checks."
 )
-def watch(log: str, events: int, interval: float) -> None:
+@json_option
+def watch(log: str, events: int, interval: float, as_json: bool) -> None:
     """A live view of a run in progress: the status table, the last few events and the advice, redrawn as
     events arrive (it follows the file and never re-reads it from the start). Ctrl-C ends it. When stdout is
     not a terminal it prints plain lines, one per event, instead of redrawing.
+
+    \b
+    JSON: JSON Lines: the status --json document first, then {"event": <the record quoted as in why's
+      causes>, "advice"} per new event.
 
     \b
     Example:
@@ -140,4 +188,4 @@ def watch(log: str, events: int, interval: float) -> None:
     """
     from plantrail.cli.watching import follow
 
-    follow(log, sys.stdout, recent=events, interval=interval)
+    follow(log, sys.stdout, recent=events, interval=interval, as_json=as_json)

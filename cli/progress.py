@@ -67,11 +67,17 @@ def progress_bar(
 
 @contextmanager
 def progress_for(
-    reader: LogReader, label: str, stream: TextIO | None = None, *, show_from: int = SHOW_FROM_BYTES
+    reader: LogReader,
+    label: str,
+    stream: TextIO | None = None,
+    *,
+    show_from: int = SHOW_FROM_BYTES,
+    enabled: bool = True,
 ) -> Iterator[Callable[[Record], None]]:
     """A callback to give each record read from ``reader``: every :data:`EVERY` records it shows how far the
     reader is through the file (see :func:`progress_bar`)."""
-    with progress_bar(label, os.fstat(reader.fd).st_size, stream, show_from=show_from) as show:
+    size = os.fstat(reader.fd).st_size
+    with progress_bar(label, size, stream, show_from=show_from, enabled=enabled) as show:
         count = 0
 
         def tick(record: Record) -> None:

@@ -88,18 +88,25 @@ def follow(
     recent: int = 8,
     interval: float = 0.05,
     until: Callable[[], bool] | None = None,
+    as_json: bool = False,
 ) -> None:
-    """Watch ``path`` until Ctrl-C (or until ``until()`` is true, checked after each wait), writing to ``out``."""
+    """Watch ``path`` until Ctrl-C (or until ``until()`` is true, checked after each wait), writing to ``out``;
+    ``as_json`` writes JSON Lines (the status document, then one ``{"event", "advice"}`` per event) instead."""
     from plantrail.ledger.stores.jsonl import LogReader
+    from plantrail.projections.history import quote_record
     from plantrail.projections.state import fold
-    from plantrail.projections.views import advice
+    from plantrail.projections.views import advice, status_view
 
-    live = _is_terminal(out)
+    live = _is_terminal(out) and not as_json
     last: deque[Record] = deque(maxlen=recent)
     try:
         with LogReader(path) as reader:
             state = fold(_noted(reader.records(), last, []))
-            out.write((REDRAW if live else "") + frame(state, last, _columns()) + "\n")
+            out.write(
+                _json_line(status_view(state))
+                if as_json
+                else (REDRAW if live else "") + frame(state, last, _columns()) + "\n"
+            )
             out.flush()
             while until is None or not until():
                 time.sleep(interval)
@@ -109,7 +116,10 @@ def follow(
                 fresh: list[Record] = []
                 before = advice(state)
                 state = fold(_noted(reader.records(start=position, run=state.run), last, fresh), state)
-                if fresh:
+                if fresh and as_json:
+                    out.writelines(_json_line({"event": quote_record(r), "advice": advice(state)}) for r in fresh)
+                    out.flush()
+                elif fresh:
                     _update(out, live, state, last, fresh, before)
     except KeyboardInterrupt:
         pass
@@ -117,6 +127,12 @@ def follow(
         if live:
             out.write("\n")
         out.flush()
+
+
+def _json_line(data: object) -> str:
+    import orjson
+
+    return orjson.dumps(data).decode() + "\n"
 
 
 def _noted(records: Iterable[Record], last: deque[Record], fresh: list[Record]) -> Iterable[Record]:

@@ -128,3 +128,15 @@ def test_the_installed_wheel_renders_a_report(wheels: tuple[Path, Path], tmp_pat
     assert done.returncode == 0, done.stderr
     page = out.read_text(encoding="utf-8")
     assert "DecompressionStream" in page and ".lane{" in page and read_embedded(page)["run"] == "login-fix-replans"
+
+
+def test_graph_and_report_speak_json(run_cli: Callable[..., CliResult], tmp_path: Path) -> None:
+    """graph --json is the laid-out graph; report --json describes the page it wrote."""
+    shown = run_cli("graph", REPLANS, "--json").json()
+    assert [n["id"] for n in shown["nodes"]][:2] == ["reproduce", "capture-fixture"] and shown["version"] == 3
+    assert {"source", "target", "kind", "critical"} <= set(shown["edges"][0]) and shown["critical"] == []
+    out = tmp_path / "run.html"
+    result = run_cli("report", REPLANS, "-o", out, "--json")
+    body = result.json()
+    assert result.code == 0 and result.err == ""
+    assert (body["ok"], body["bytes"], body["versions"], body["verify"]["ok"]) == (True, out.stat().st_size, 3, True)

@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import orjson
+
 from plantrail.cli.watching import REDRAW, frame, terminal_safe
 from plantrail.ledger.api import Ledger
 from tests.logs import read_records
@@ -20,9 +22,9 @@ from tests.pictures import HOSTILE_TITLE, diamond
 WAIT = 20.0  # seconds before a test gives up waiting for output (a bound, not a timing)
 
 
-def _watch(log: Path, stdout: int) -> subprocess.Popen[bytes]:
+def _watch(log: Path, stdout: int, *extra: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "plantrail", "watch", str(log), "--interval", "0.02"],
+        [sys.executable, "-m", "plantrail", "watch", str(log), "--interval", "0.02", *extra],
         stdout=stdout,
         stderr=subprocess.PIPE,
         env={**os.environ, "COLUMNS": "120"},
@@ -96,3 +98,18 @@ def test_frame_escapes_log_text(make_ledger: Callable[..., Ledger], tmp_path: Pa
     assert all(c == "\n" or c.isprintable() for c in screen)
     assert "\\x1b[2J" in screen and "\\x9b" in screen and "\r" not in screen
     assert terminal_safe("a\nb\x1b") == "a\nb\\x1b"
+
+
+def test_watch_json_is_one_document_per_line(make_ledger: Callable[..., Ledger], tmp_path: Path) -> None:
+    """--json writes the status document, then one {"event", "advice"} line per appended event."""
+    ledger = make_ledger(diamond())
+    proc = _watch(tmp_path / "run.jsonl", subprocess.PIPE, "--json")
+    assert proc.stdout is not None
+    seen = bytearray()
+    _read_until(proc.stdout.fileno(), b"\n", seen)
+    ledger.start("a")
+    _read_until(proc.stdout.fileno(), b'"advice":null}\n', seen)  # the end of the event's line
+    assert _stop(proc) == 0
+    first, second = [orjson.loads(line) for line in bytes(seen).splitlines()[:2]]
+    assert first["plan_version"] == 1 and [s["id"] for s in first["steps"]] == ["a", "b", "c", "d", "e"]
+    assert (second["event"]["type"], second["event"]["data"]["step"], second["advice"]) == ("step.started", "a", None)
