@@ -29,8 +29,10 @@ REDRAW: Final = "\x1b[H\x1b[J"
 
 def terminal_safe(text: str) -> str:
     """``text`` with every control character (ESC, CR, BEL, C1 controls, …) shown as a Python escape, newlines
-    kept: nothing a terminal would act on."""
-    return "".join(c if c == "\n" or c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+    kept: nothing a terminal would act on (each line through :func:`cli.tables.cell`)."""
+    from plantrail.cli.tables import cell
+
+    return "\n".join(cell(line) for line in text.split("\n"))
 
 
 def _detail(record: Record) -> str:
