@@ -22,7 +22,7 @@ from plantrail.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from plantrail.projections.model import PlanState
+    from plantrail.projections.model import Orphan, PlanState
 
 __all__ = ["graph", "report", "watch"]
 
@@ -44,25 +44,26 @@ def _write(text: str, output: str | None) -> None:
         raise os_error(exc, output, "output file") from None
 
 
-def _graph_state(log: str, version: int | None, at_seq: int | None) -> tuple[PlanState, PlanState]:
-    """The state to draw and the log's final state (for the late results of a past version)."""
+def _graph_state(log: str, version: int | None, at_seq: int | None) -> tuple[PlanState, tuple[Orphan, ...]]:
+    """The state to draw and the late results to mark on it: for a past version, every late result the
+    whole log holds for it; at a seq, only those that had arrived by then."""
     from plantrail.ledger.errors import error
     from plantrail.ledger.stores.reads import rebuild_version
     from plantrail.projections.history import replay_at_seq
 
     if version is not None and at_seq is not None:
         raise error("USAGE", "give --version V or --at-seq N, not both")
-    final, torn = read_state(log)
-    if version is not None:
-        state, _, torn = rebuild_version(log, version)
-    elif at_seq is not None:
-        with open_records(log) as (reader, records):
+    if at_seq is not None:
+        with open_records(log) as (_, records):
             state = replay_at_seq(records, at_seq)
-        torn = reader.torn
-    else:
-        state = final
+        return state, state.orphans
+    final, torn = read_state(log)
     raise_if_torn(log, torn)
-    return state, final
+    if version is None:
+        return final, final.orphans
+    state, _, torn = rebuild_version(log, version)
+    raise_if_torn(log, torn)
+    return state, final.orphans
 
 
 @click.command()
@@ -91,8 +92,8 @@ def graph(log: str, version: int | None, at_seq: int | None, fmt: str, output: s
     from plantrail.projections.graph import plan_graph
     from plantrail.projections.graph_render import render_dot, render_mermaid, render_svg
 
-    state, final = _graph_state(log, version, at_seq)
-    drawn = plan_graph(state, final.orphans)
+    state, late = _graph_state(log, version, at_seq)
+    drawn = plan_graph(state, late)
     if as_json:
         import orjson
 

@@ -2,9 +2,10 @@
 
 :func:`report_data` reads the log once: the records go through the timeline's collector into the version
 spans of :func:`projections.history.spans` (one fold), and everything the page shows comes from the
-library's views of what that fold produced (:func:`~projections.graph.plan_graph` per version,
-:func:`~projections.history.changes_view`, :func:`~projections.history.orphans_view`,
-:func:`~projections.history.resume_receipt`). :func:`render_report` is pure text assembly: the data as
+library's views of what that fold produced (:func:`~projections.graph.plan_graph` of each version as it
+stood when superseded, the changes each replan recorded, :func:`~projections.history.orphans_view`,
+:func:`~projections.history.resume_receipt`). Whether ``verify`` passed is the caller's to say: verify is
+its own, independent read. :func:`render_report` is pure text assembly: the data as
 compact JSON (:func:`embed_data`), the page's CSS and its small script (``report_page.css`` and
 ``report_page.js`` beside this module, shipped as package data).
 The page loads nothing: no network request of any kind.

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.stores.reads import read_state, rebuild_version
@@ -86,3 +90,39 @@ def test_a_past_version_carries_its_late_results(make_ledger: Callable[..., Ledg
     assert superseded_at is not None and nodes["c"].late == 1
     assert nodes["b"].attempt == 2 and nodes["b"].status == "completed"
     assert [n.rank for n in graph.nodes] == [0, 1, 1, 2, 3]
+
+
+@st.composite
+def dags(draw: st.DrawFn) -> tuple[list[str], dict[str, list[str]], set[str]]:
+    """A random DAG in topological order (each node depends on some earlier ones) and a set of done nodes."""
+    size = draw(st.integers(min_value=0, max_value=9))
+    order = [f"n{i}" for i in range(size)]
+    deps = {n: sorted(draw(st.sets(st.sampled_from(order[:i]), max_size=3))) if i else [] for i, n in enumerate(order)}
+    done = draw(st.sets(st.sampled_from(order))) if order else set()
+    return order, deps, done
+
+
+def _chains(order: list[str], deps: dict[str, list[str]], done: set[str]) -> list[tuple[str, ...]]:
+    """Every dependency chain of not-done nodes, by brute force."""
+    chains: list[tuple[str, ...]] = []
+    for node in order:
+        if node not in done:
+            chains.append((node,))
+            chains += [(*c, node) for c in list(chains) if c[-1] in deps[node]]
+    return chains
+
+
+@settings(max_examples=200, deadline=None)
+@given(dags())
+def test_layout_and_critical_path_hold_for_any_dag(dag: tuple[list[str], dict[str, list[str]], set[str]]) -> None:
+    """Ranks put every step right of its dependencies, layers partition the steps, and the critical path is a
+    chain of steps not done as long as the longest one brute force finds."""
+    order, deps, done = dag
+    ranks = longest_path_ranks(order, deps)
+    assert all(ranks[n] > ranks[d] for n in order for d in deps[n])
+    layers = barycentre_order(order, deps, ranks)
+    assert sorted(n for layer in layers for n in layer) == sorted(order)
+    path = critical_path(order, deps, done)
+    assert not set(path) & done
+    assert all(a in deps[b] for a, b in itertools.pairwise(path))
+    assert len(path) == max((len(c) for c in _chains(order, deps, done)), default=0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,8 @@ import pytest
 from plantrail.cli.common import open_records
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.stores.reads import read_state, rebuild_version
+from plantrail.projections.graph import plan_graph
+from plantrail.projections.graph_render import render_svg
 from plantrail.projections.report import render_report, report_data
 from plantrail.projections.timeline import timeline
 from tests.browser import Opened, launched, open_report, require_browser
@@ -19,6 +22,7 @@ from tests.logs import read_records
 from tests.pictures import HOSTILE_TITLE, record_replanned_run
 
 REPLANS = SAMPLES / "login-fix-replans.jsonl"
+SVG = "{http://www.w3.org/2000/svg}"
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +70,19 @@ def test_the_active_graph_has_the_plans_nodes_and_edges(replans: Opened) -> None
     assert page.locator("#graph path.edge").count() == deps
     ids = page.eval_on_selector_all("#graph g.node", "els => els.map(e => e.dataset.stepId)")
     assert ids == list(state.steps)
+    svg = ET.fromstring(render_svg(plan_graph(state)))  # the page draws what `plantrail graph` draws
+    python_edges = [[p.get("id"), p.get("d")] for p in svg.iter(f"{SVG}path") if p.get("data-kind")]
+    python_nodes = [(g.get("id"), g.get("class")) for g in svg.iter(f"{SVG}g") if g.get("data-step-id")]
+    edges = page.eval_on_selector_all("#graph path.edge", "els => els.map(e => [e.id, e.getAttribute('d')])")
+    assert edges == python_edges
+    assert page.eval_on_selector_all("#graph g.node", "els => els.map(e => [e.id, e.getAttribute('class')])") == [
+        list(pair) for pair in python_nodes
+    ]
+    python_boxes = [(r.get("x"), r.get("y")) for r in svg.iter(f"{SVG}rect")]
+    page_boxes = page.eval_on_selector_all(
+        "#graph g.node rect", "els => els.map(e => [e.getAttribute('x'), e.getAttribute('y')])"
+    )
+    assert page_boxes == [list(b) for b in python_boxes]
 
 
 def test_opening_a_version_shows_its_graph(replans: Opened) -> None:
