@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 
@@ -140,3 +141,16 @@ def test_graph_and_report_speak_json(run_cli: Callable[..., CliResult], tmp_path
     body = result.json()
     assert result.code == 0 and result.err == ""
     assert (body["ok"], body["bytes"], body["versions"], body["verify"]["ok"]) == (True, out.stat().st_size, 3, True)
+
+
+def _late_marks(svg: str) -> dict[str, str]:
+    root = ET.fromstring(svg)
+    return {g.get("data-step-id", ""): g.get("data-late", "") for g in root.iter() if g.get("data-late") is not None}
+
+
+def test_graph_marks_late_results_as_of_its_point(run_cli: Callable[..., CliResult]) -> None:
+    """Version 1 drawn whole carries the late result that arrived at seq 12; drawn at seq 10 it does not yet."""
+    whole = run_cli("graph", REPLANS, "--version", "1")
+    early = run_cli("graph", REPLANS, "--at-seq", "10")
+    assert whole.code == early.code == 0
+    assert _late_marks(whole.out)["check-config"] == "1" and _late_marks(early.out)["check-config"] == "0"
