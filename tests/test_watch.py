@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import pty
 import select
@@ -9,13 +10,17 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import orjson
+import pytest
 
-from plantrail.cli.watching import REDRAW, frame, terminal_safe
+from plantrail.cli.watching import REDRAW, follow, frame, terminal_safe
 from plantrail.ledger.api import Ledger
+from plantrail.ledger.events import Record
+from plantrail.ledger.stores.cache import Position
+from plantrail.ledger.stores.jsonl import LogReader
 from tests.logs import read_records
 from tests.pictures import HOSTILE_TITLE, diamond
 
@@ -113,3 +118,33 @@ def test_watch_json_is_one_document_per_line(make_ledger: Callable[..., Ledger],
     first, second = [orjson.loads(line) for line in bytes(seen).splitlines()[:2]]
     assert first["plan_version"] == 1 and [s["id"] for s in first["steps"]] == ["a", "b", "c", "d", "e"]
     assert (second["event"]["type"], second["event"]["data"]["step"], second["advice"]) == ("step.started", "a", None)
+
+
+def test_watch_follows_from_where_it_stopped(
+    make_ledger: Callable[..., Ledger], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the first read, each read starts at the position the last one ended at, never at the start."""
+    ledger = make_ledger(diamond())
+    starts: list[int | None] = []
+    records = LogReader.records
+
+    def noted(self: LogReader, start: Position | None = None, run: str | None = None) -> Iterator[Record]:
+        starts.append(None if start is None else start.offset)
+        return records(self, start, run)
+
+    monkeypatch.setattr(LogReader, "records", noted)
+    checks = iter([lambda: ledger.start("a"), lambda: ledger.complete("a", ["done"]), None])
+
+    def until() -> bool:
+        step = next(checks)
+        if step is None:
+            return True
+        step()
+        return False
+
+    out = io.StringIO()
+    follow(str(tmp_path / "run.jsonl"), out, interval=0.01, until=until)
+    size = (tmp_path / "run.jsonl").stat().st_size
+    assert starts[0] is None and len(starts) == 3
+    assert 0 < starts[1] < starts[2] < size  # each read picked up where the one before stopped
+    assert "step.started a (v1)" in out.getvalue() and "step.completed a (v1): done" in out.getvalue()
