@@ -50,9 +50,13 @@
     app.appendChild(box);
     return box;
   }
+  var SHOWN = 12;  /* a longer list shows its first items and folds the rest */
   function list(items) {
-    return items.length ? "<ul class=\"flat\">" + items.map(function (i) { return "<li>" + i + "</li>"; }).join("") + "</ul>"
-      : "<div class=\"empty\">none</div>";
+    if (!items.length) { return "<div class=\"empty\">none</div>"; }
+    function li(i) { return "<li>" + i + "</li>"; }
+    var head = "<ul class=\"flat\">" + items.slice(0, SHOWN).map(li).join("") + "</ul>";
+    return items.length <= SHOWN ? head : head + "<details><summary>" + (items.length - SHOWN) + " more</summary><ul class=\"flat\">" +
+      items.slice(SHOWN).map(li).join("") + "</ul></details>";
   }
 
   /* header */
@@ -289,7 +293,8 @@
     }).join("");
     return "<tr data-criterion=\"" + esc(c.id) + "\"><td><code>" + esc(c.id) + "</code></td><td>" + esc(c.description) + "</td><td>" +
       "<span class=\"pill " + (c.status === "passed" ? "ok" : c.status === "failed" ? "bad" : "") + "\">" + esc(c.status) + "</span></td><td>" +
-      esc(c.evidence || "") + "</td><td><svg class=\"matrix\" width=\"" + Math.max(n * mw, 10) + "\" height=\"14\">" + cells + "</svg></td></tr>";
+      esc(c.evidence || "") + "</td><td class=\"matrix-cell\"><svg class=\"matrix\" width=\"100%\" height=\"14\" viewBox=\"0 0 " +
+      Math.max(n * mw, 10) + " 14\" preserveAspectRatio=\"none\">" + cells + "</svg></td></tr>";
   });
   crit.innerHTML = rows.length ? "<table><thead><tr><th>criterion</th><th>description</th><th>now</th><th>evidence</th>" +
     "<th>verdict at the end of each version</th></tr></thead><tbody>" + rows.join("") + "</tbody></table>" : "<div class=\"empty\">no criteria</div>";
