@@ -30,17 +30,24 @@ _FORMATS = ("svg", "dot", "mermaid")
 
 
 def _write(text: str, output: str | None) -> None:
-    """``text`` to stdout, or to the file ``output`` (written whole: a reader never sees half of it)."""
+    """``text`` to stdout, or to the file ``output``: written beside it and renamed over it, so a browser or a
+    reader of ``output`` never sees half a page."""
     if output is None or output == "-":
         click.echo(text, nl=False)
         return
+    import os
+
     from plantrail.ledger.files import check_path, os_error
 
     check_path(output, "output file")
+    partial = f"{output}.partial-{os.getpid()}"
     try:
-        with open(output, "w", encoding="utf-8", newline="\n") as f:
+        with open(partial, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
+        os.replace(partial, output)
     except OSError as exc:
+        if os.path.lexists(partial):
+            os.unlink(partial)
         raise os_error(exc, output, "output file") from None
 
 

@@ -154,3 +154,10 @@ def test_graph_marks_late_results_as_of_its_point(run_cli: Callable[..., CliResu
     early = run_cli("graph", REPLANS, "--at-seq", "10")
     assert whole.code == early.code == 0
     assert _late_marks(whole.out)["check-config"] == "1" and _late_marks(early.out)["check-config"] == "0"
+
+
+def test_an_unwritable_output_is_an_error_not_a_traceback(run_cli: Callable[..., CliResult], tmp_path: Path) -> None:
+    """Writing into a folder that does not exist fails with a stable code and leaves no partial file behind."""
+    result = run_cli("graph", REPLANS, "-o", tmp_path / "missing" / "g.svg")
+    assert result.code == 4 and result.err.startswith("error[") and "Traceback" not in result.err
+    assert list(tmp_path.iterdir()) == []
