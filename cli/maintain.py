@@ -48,12 +48,12 @@ def verify(log: str, anchor: str | None, key_file: str | None, as_json: bool) ->
     import os
 
     from plantrail.cli.common import raise_if_torn
-    from plantrail.cli.progress import progress_bar
+    from plantrail.cli.progress import progress_bar, size_of
     from plantrail.ledger.checkpoint import KEY_ENV, load_key
     from plantrail.ledger.verify import parse_anchor, verify_log
 
     key = load_key(key_file) if key_file is not None or os.environ.get(KEY_ENV) else None
-    with progress_bar("verify", _size(log), enabled=not as_json) as shown:
+    with progress_bar("verify", size_of(log), enabled=not as_json) as shown:
         report = verify_log(log, anchor=parse_anchor(anchor) if anchor else None, key=key, on_progress=shown)
     head = f"{report.last_seq}:{report.head_hash}"
     data = report._asdict() | {
@@ -65,16 +65,6 @@ def verify(log: str, anchor: str | None, key_file: str | None, as_json: bool) ->
     }
     emit(as_json, data, lambda: _render_verify(report, anchor))
     raise_if_torn(log, report.torn)
-
-
-def _size(path: str) -> int:
-    """The file's size for the progress bar (0 when it cannot be read: verify then says why)."""
-    import os
-
-    try:
-        return os.stat(path).st_size
-    except (OSError, ValueError):
-        return 0
 
 
 def _render_verify(report: VerifyReport, anchor: str | None) -> str:

@@ -10,18 +10,24 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Final, TextIO
+from typing import TYPE_CHECKING, Final, Protocol, TextIO
 
 if TYPE_CHECKING:
     from plantrail.ledger.events import Record
     from plantrail.ledger.stores.jsonl import LogReader
 
-__all__ = ["EVERY", "SHOW_FROM_BYTES", "bar_line", "progress_bar", "progress_for"]
+__all__ = ["EVERY", "SHOW_FROM_BYTES", "Shown", "bar_line", "progress_bar", "progress_for", "size_of"]
 
 #: Logs smaller than this read too fast for a bar to help.
 SHOW_FROM_BYTES: Final = 4 << 20
 #: Records between two redraws.
 EVERY: Final = 2048
+
+
+class Shown(Protocol):
+    """What :func:`progress_bar` yields: tell it how much is done (of its total, or of ``of``)."""
+
+    def __call__(self, done: int, of: int | None = None) -> None: ...
 
 
 def bar_line(label: str, done: int, total: int, width: int = 30) -> str:
@@ -38,24 +44,34 @@ def _is_terminal(stream: TextIO) -> bool:
         return False
 
 
-def _nothing(done: int) -> None:
+def _nothing(done: int, of: int | None = None) -> None:
     return None
+
+
+def size_of(path: str) -> int:
+    """A file's size, to decide whether a bar is worth showing (0 when it cannot be read: the command then
+    says why)."""
+    try:
+        return os.stat(path).st_size
+    except (OSError, ValueError):
+        return 0
 
 
 @contextmanager
 def progress_bar(
     label: str, total: int, stream: TextIO | None = None, *, show_from: int = SHOW_FROM_BYTES, enabled: bool = True
-) -> Iterator[Callable[[int], None]]:
-    """A callback taking the bytes done so far; it redraws the bar on ``stream`` (stderr) when that is a
-    terminal, the read is at least ``show_from`` bytes and ``enabled`` (False under ``--json``), and the bar
-    is erased at the end. Otherwise the callback does nothing."""
+) -> Iterator[Shown]:
+    """A callback taking how much is done (bytes of ``total``, or units of the ``total`` it is given); it
+    redraws the bar on ``stream`` (stderr) when that is a terminal, the work is at least ``show_from`` bytes
+    and ``enabled`` (False under ``--json``), and the bar is erased at the end. Otherwise the callback does
+    nothing."""
     out = sys.stderr if stream is None else stream
     if not enabled or total < show_from or not _is_terminal(out):
         yield _nothing
         return
 
-    def show(done: int) -> None:
-        out.write("\r" + bar_line(label, done, total))
+    def show(done: int, of: int | None = None) -> None:
+        out.write("\r" + bar_line(label, done, total if of is None else of))
         out.flush()
 
     try:

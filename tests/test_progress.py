@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from bench.scenario import record_run
 from plantrail.cli.progress import EVERY, bar_line, progress_bar, progress_for
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.stores.jsonl import LogReader
 from plantrail.ledger.verify import verify_log
-from tests.conftest import CliResult
+from tests.conftest import SAMPLES, CliResult
 
 
 class Stream:
@@ -66,3 +68,16 @@ def test_verify_in_a_pipe_prints_no_bar(run_cli: Callable[..., CliResult], tmp_p
     log = record_run(tmp_path / "run.jsonl", 9000)
     result = run_cli("verify", log, "--json")
     assert result.code == 0 and result.err == "" and result.json()["ok"] is True
+
+
+def test_import_reports_its_progress(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """import tells its callback how many of its batches it has written, of how many."""
+    from plantrail.ledger.importers import importer
+
+    monkeypatch.setattr(importer, "_PROGRESS_EVERY", 1)
+    seen: list[tuple[int, int]] = []
+    importer.import_transcript(
+        SAMPLES / "claude-session.jsonl", tmp_path / "run.jsonl", on_progress=lambda d, t: seen.append((d, t))
+    )
+    assert seen and [d for d, _ in seen] == sorted(d for d, _ in seen) and {t for _, t in seen} == {seen[0][1]}
+    assert seen[-1][0] <= seen[0][1]
