@@ -197,15 +197,9 @@ def open_records(path: str) -> Iterator[tuple[LogReader, Iterator[Record]]]:
 
 def torn_error(path: str, torn: TornTail) -> PlantrailError:
     """The TORN_TAIL error for a log whose valid part ends before ``torn``."""
-    from plantrail.ledger.errors import error
+    from plantrail.ledger.audit import torn_tail_error
 
-    return error(
-        "TORN_TAIL",
-        f"{path} ends with {torn.length} bytes of an incomplete record after line {torn.line - 1}; "
-        f"the output above covers the valid part; run `plantrail repair {path}`",
-        line=torn.line,
-        offset=torn.offset,
-    )
+    return torn_tail_error(path, torn)
 
 
 def raise_if_torn(path: str, torn: TornTail | None) -> None:
