@@ -161,8 +161,10 @@ def read_text(path: str, what: str) -> str:
 
 
 def anchor(seq: int, head: str | None) -> str | None:
-    """The anchor ``SEQ:HASH`` (all 64 hex digits) to paste into ``verify --anchor`` or ``repair --acked``."""
-    return None if head is None else f"{seq}:{head}"
+    """The anchor ``SEQ:HASH`` (see :func:`plantrail.projections.views.anchor`; imported when first used)."""
+    from plantrail.projections.views import anchor as view_anchor
+
+    return view_anchor(seq, head)
 
 
 def readiness_lines(state: PlanState) -> list[str]:

@@ -20,10 +20,11 @@ from typing import Any, Final
 import msgspec
 import orjson
 
-from plantrail.ledger.decide import Block, Command, Complete, Fail, Finish, Replan, Start, VerifyCriterion
+from plantrail.ledger.decide import Block, Command, Complete, Create, Fail, Finish, Replan, Start, VerifyCriterion
 from plantrail.ledger.errors import error
 from plantrail.ledger.events import (
     CriterionVerified,
+    PlanCreated,
     PlanReplanned,
     Record,
     RunFinished,
@@ -49,6 +50,7 @@ _EVENT_TYPE: Final[dict[type, str]] = {
     VerifyCriterion: CriterionVerified.TYPE,
     Finish: RunFinished.TYPE,
     Replan: PlanReplanned.TYPE,
+    Create: PlanCreated.TYPE,
 }
 
 

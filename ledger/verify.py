@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple
 
 from plantrail.ledger.checkpoint import check_checkpoint
@@ -30,6 +30,8 @@ from plantrail.projections.model import PlanState
 from plantrail.projections.state import Advancing, StateView, evolve, fold, initial
 
 __all__ = ["VerifyReport", "parse_anchor", "verify_log"]
+
+_PROGRESS_EVERY = 4096
 
 
 class VerifyReport(NamedTuple):
@@ -84,9 +86,17 @@ class _Audit:
     builder), an implementation independent of :func:`fold`'s fast paths: step 4 compares the two.
     """
 
-    def __init__(self, anchor: tuple[int, str] | None, key: bytes | None) -> None:
+    def __init__(
+        self,
+        anchor: tuple[int, str] | None,
+        key: bytes | None,
+        on_progress: Callable[[int], None] | None = None,
+        where: Callable[[], int] = lambda: 0,
+    ) -> None:
         self.anchor = anchor
         self.key = key
+        self.on_progress = on_progress
+        self.where = where
         self._state = Advancing(initial())
         self.count = 0
         self.checkpoints = 0
@@ -103,6 +113,8 @@ class _Audit:
         state = self._state
         for record in records:
             self.count += 1
+            if self.on_progress is not None and self.count % _PROGRESS_EVERY == 0:
+                self.on_progress(self.where())
             if record.type == "log.checkpoint":
                 check_checkpoint(record, self.key)
                 self.checkpoints += 1
@@ -128,16 +140,21 @@ class _Audit:
 
 
 def verify_log(
-    path: str | os.PathLike[str], *, anchor: tuple[int, str] | None = None, key: bytes | None = None
+    path: str | os.PathLike[str],
+    *,
+    anchor: tuple[int, str] | None = None,
+    key: bytes | None = None,
+    on_progress: Callable[[int], None] | None = None,
 ) -> VerifyReport:
     """Run every check over one read of the log; raise the first damage found (a LogDamaged error), else report.
 
     ``key`` checks the MAC of every keyed checkpoint; ``checkpointed_seq`` is the last seq a checkpoint
     covers (records after it are protected by the chain alone). Records appended while the read ran past
-    ``verified_bytes`` are not covered; ``grew`` says whether there were any.
+    ``verified_bytes`` are not covered; ``grew`` says whether there were any. ``on_progress``, when given,
+    is told the bytes checked so far every few thousand records (a progress bar).
     """
-    audit = _Audit(anchor, key)
     with LogReader(path) as reader:
+        audit = _Audit(anchor, key, on_progress, lambda: reader.position.offset)
         folded = fold(audit.checked(reader.records()))
         torn = reader.torn
         end = reader.end if torn is None else torn.offset + torn.length
