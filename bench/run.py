@@ -45,7 +45,7 @@ from bench.sides import (
     script,
     status_argv,
 )
-from plantrail.ledger import cache
+from plantrail.ledger.stores import reads
 
 PACKAGES = ("orjson", "msgspec", "pydantic", "click", "eventsourcing", "plantrail")
 
@@ -201,7 +201,7 @@ def _version(fn: Callable[[Path, int], Callable[[], object]]) -> Side:
 
     def side(wl: Workload, n: int) -> Probe:
         path = wl.log(n)
-        cache.build_version_index(str(path))
+        reads.build_version_index(str(path))
         return timed(fn(path, middle_version(path)))
 
     return side

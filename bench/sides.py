@@ -11,10 +11,10 @@ from typing import Any, NamedTuple
 
 from bench.harness import Probe, timed
 from bench.scenario import Clock, record_run, scripted
-from plantrail.ledger import cache
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.decide import Command
-from plantrail.ledger.jsonl import LogReader
+from plantrail.ledger.stores import cache, reads
+from plantrail.ledger.stores.jsonl import LogReader
 from plantrail.projections.history import fold_span, resume_receipt
 from plantrail.projections.state import fold
 
@@ -49,18 +49,18 @@ def full_replay(path: Path) -> int:
 
 def resume_now(path: Path) -> str:
     """The resume receipt the way `plantrail resume` computes it (snapshot plus whatever follows it)."""
-    result = cache.read_state(str(path), use_cache=True, stop_at_damage=True)
+    result = reads.read_state(str(path), use_cache=True, stop_at_damage=True)
     return str(resume_receipt(result.state, None)["verdict"])
 
 
 def middle_version(path: Path) -> int:
     """A version from the middle of the log (untimed)."""
-    return max(1, cache.read_state(str(path)).state.version // 2)
+    return max(1, reads.read_state(str(path)).state.version // 2)
 
 
 def rebuild_version(path: Path, version: int) -> int:
     """Rebuild one version through the version index (`plantrail replay --version V`)."""
-    state, _, _ = cache.rebuild_version(str(path), version)
+    state, _, _ = reads.rebuild_version(str(path), version)
     return state.last_seq
 
 
@@ -149,7 +149,8 @@ def status_argv(path: Path) -> list[str]:
 def replay_argv(path: Path) -> list[str]:
     """A whole process that replays ``path`` in full (for its peak memory)."""
     code = (
-        "import sys\nfrom ledger.jsonl import LogReader\nfrom projections.state import fold\n"
+        "import sys\nfrom plantrail.ledger.stores.jsonl import LogReader\n"
+        "from plantrail.projections.state import fold\n"
         "with LogReader(sys.argv[1]) as r:\n    fold(r.records())\n"
     )
     return [sys.executable, "-c", code, str(path)]

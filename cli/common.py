@@ -13,8 +13,8 @@ import click
 if TYPE_CHECKING:
     from plantrail.ledger.errors import PlantrailError
     from plantrail.ledger.events import Record
-    from plantrail.ledger.jsonl import LogReader
     from plantrail.ledger.store import TornTail
+    from plantrail.ledger.stores.jsonl import LogReader
     from plantrail.projections.model import PlanState
 
 __all__ = [
@@ -90,7 +90,7 @@ def read_json_file(path: str, what: str) -> Any:
     import orjson
 
     from plantrail.ledger.errors import error
-    from plantrail.ledger.jsonl import check_path, os_error
+    from plantrail.ledger.files import check_path, os_error
 
     check_path(path, what)
     try:
@@ -115,7 +115,7 @@ def _read_bytes(path: str) -> bytes:
 @contextmanager
 def open_records(path: str) -> Iterator[tuple[LogReader, Iterator[Record]]]:
     """Open a log read-only and stream its checked records."""
-    from plantrail.ledger.jsonl import LogReader
+    from plantrail.ledger.stores.jsonl import LogReader
 
     with LogReader(path) as reader:
         yield reader, reader.records()
@@ -142,7 +142,7 @@ def raise_if_torn(path: str, torn: TornTail | None) -> None:
 
 def read_state(path: str) -> tuple[PlanState, TornTail | None]:
     """The log's current state (from its snapshot when one checks out) and its torn tail, if any."""
-    from plantrail.ledger.cache import read_state as read
+    from plantrail.ledger.stores.reads import read_state as read
 
     result = read(path)
     return result.state, result.torn

@@ -9,7 +9,7 @@ import click
 from plantrail.cli.common import emit, json_option, log_argument
 
 if TYPE_CHECKING:
-    from plantrail.ledger.salvage import SalvageReport
+    from plantrail.ledger.stores.salvage import SalvageReport
     from plantrail.ledger.verify import VerifyReport
 
 __all__ = ["maintain_commands"]
@@ -135,7 +135,7 @@ def repair(log: str, acked: str | None, as_json: bool) -> None:
       plantrail repair run.jsonl
     """
     from plantrail.ledger.events import LogRepaired
-    from plantrail.ledger.jsonl import repair as repair_log
+    from plantrail.ledger.stores.jsonl import repair as repair_log
     from plantrail.ledger.verify import parse_anchor
 
     result = repair_log(log, acked=parse_anchor(acked) if acked else None)
@@ -180,7 +180,7 @@ def salvage(log: str, as_json: bool) -> None:
       plantrail salvage run.jsonl --json | jq '.damaged'
     """
     from plantrail.ledger.errors import error
-    from plantrail.ledger.salvage import salvage as salvage_log
+    from plantrail.ledger.stores.salvage import salvage as salvage_log
 
     report = salvage_log(log)
     data = {

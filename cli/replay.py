@@ -198,8 +198,8 @@ def replay(log: str, version: int | None, at_seq: int | None, as_json: bool) -> 
       plantrail replay samples/login-fix-replans.jsonl --at-seq 12 --json
     """
     from plantrail.cli.inspect import render_status
-    from plantrail.ledger.cache import rebuild_version
     from plantrail.ledger.errors import error
+    from plantrail.ledger.stores.reads import rebuild_version
     from plantrail.projections.canonical import state_hash
     from plantrail.projections.history import replay_at_seq
     from plantrail.projections.views import status_view
@@ -453,7 +453,7 @@ def orphans(log: str, as_json: bool) -> None:
 def _fold_valid_part(log: str) -> tuple[PlanState, PlantrailError | None]:
     """Fold every valid record; return the state and the damage that stopped the read (None when intact)."""
     from plantrail.cli.common import torn_error
-    from plantrail.ledger.cache import read_state
+    from plantrail.ledger.stores.reads import read_state
 
     result = read_state(log, stop_at_damage=True)
     if result.damage is not None:

@@ -20,10 +20,10 @@ _EXPORTS = {
     "Create": "plantrail.ledger.decide",
     "Fail": "plantrail.ledger.decide",
     "Finish": "plantrail.ledger.decide",
-    "JsonlStore": "plantrail.ledger.jsonl",
+    "JsonlStore": "plantrail.ledger.stores.jsonl",
     "Ledger": "plantrail.ledger.api",
     "LogDamaged": "plantrail.ledger.errors",
-    "LogReader": "plantrail.ledger.jsonl",
+    "LogReader": "plantrail.ledger.stores.jsonl",
     "PlanInvalid": "plantrail.ledger.errors",
     "PlanPatch": "plantrail.ledger.plan",
     "PlanSpec": "plantrail.ledger.plan",
@@ -42,7 +42,7 @@ _EXPORTS = {
     "default_run_id": "plantrail.ledger.api",
     "parse_draft": "plantrail.ledger.plan",
     "parse_patch": "plantrail.ledger.plan",
-    "repair": "plantrail.ledger.jsonl",
+    "repair": "plantrail.ledger.stores.jsonl",
     "verify_log": "plantrail.ledger.verify",
 }
 
@@ -115,7 +115,7 @@ if TYPE_CHECKING:
         UsageError,
     )
     from plantrail.ledger.events import Record, Source
-    from plantrail.ledger.jsonl import JsonlStore, LogReader, repair
     from plantrail.ledger.plan import PlanPatch, PlanSpec, parse_draft, parse_patch
     from plantrail.ledger.store import Ack, Store
+    from plantrail.ledger.stores.jsonl import JsonlStore, LogReader, repair
     from plantrail.ledger.verify import verify_log

@@ -33,9 +33,9 @@ from plantrail.ledger.decide import (
 from plantrail.ledger.errors import error
 from plantrail.ledger.events import Outcome, ReasonCode, Record, Source
 from plantrail.ledger.idempotency import match, record_view
-from plantrail.ledger.jsonl import JsonlStore
 from plantrail.ledger.plan import Draft, PlanPatch, PlanSpec, check_id, parse_draft, parse_patch
 from plantrail.ledger.store import Ack, FsyncPolicy, KeyEntry, PendingRecord, Session, Store
+from plantrail.ledger.stores.jsonl import JsonlStore
 from plantrail.projections.model import PlanState
 from plantrail.projections.state import Advancing, evolve, initial
 
@@ -78,7 +78,7 @@ class Ledger:
     ) -> Ledger:
         """Create a new log holding its header and the plan's first version (atomically).
 
-        ``cache=False`` leaves no snapshot beside the log (see :mod:`ledger.cache`).
+        ``cache=False`` leaves no snapshot beside the log (see :mod:`plantrail.ledger.stores.cache`).
         """
         run_id = check_id(run if run is not None else default_run_id(path), "run id")
         spec = parse_draft(plan) if isinstance(plan, Mapping) else plan

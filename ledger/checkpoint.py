@@ -22,7 +22,7 @@ from typing import Final
 
 from plantrail.ledger.errors import error
 from plantrail.ledger.events import LogCheckpoint, Record
-from plantrail.ledger.jsonl import check_path, os_error
+from plantrail.ledger.files import check_path, os_error
 
 __all__ = ["KEY_ENV", "MIN_KEY_BYTES", "check_checkpoint", "key_id", "load_key", "make_checkpoint", "note"]
 

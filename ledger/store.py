@@ -1,8 +1,10 @@
 """The store boundary: what any event store (the JSONL file, later PostgreSQL) must provide.
 
 A store appends records for one run under an exclusive writer lock, assigns gapless seqs, chains hashes and
-guards its invariants before a byte is written. The ledger (:mod:`ledger.api`) talks to a store only
-through :class:`Store` and :class:`Session`, so every store runs the same contract tests.
+guards its invariants before a byte is written. The ledger (:mod:`plantrail.ledger.api`) talks to a store
+only through :class:`Store` and :class:`Session`, so every store runs the same contract tests. This module
+depends on no store: the stores live beside each other in :mod:`plantrail.ledger.stores`, each with its own
+caches.
 """
 
 from __future__ import annotations
@@ -12,11 +14,10 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
 if TYPE_CHECKING:
-    from plantrail.ledger.cache import Snapshot
     from plantrail.ledger.events import Actor, Event, Record, Source
     from plantrail.projections.model import PlanState
 
-__all__ = ["Ack", "FsyncPolicy", "KeyEntry", "PendingRecord", "Session", "Store", "TornTail"]
+__all__ = ["Ack", "FsyncPolicy", "KeyEntry", "PendingRecord", "Resumed", "Session", "Store", "TornTail"]
 
 FsyncPolicy = Literal["always", "batch", "none"]
 
@@ -50,6 +51,14 @@ class Ack(NamedTuple):
     durable: bool = True
     duplicate: bool = False
     orphan: str | None = None
+
+
+class Resumed(NamedTuple):
+    """Where a store lets a ledger start instead of folding the whole log: the state as of the store's head,
+    and the idempotency keys of the records up to it."""
+
+    state: PlanState
+    keys: Mapping[str, KeyEntry]
 
 
 class TornTail(NamedTuple):
@@ -108,8 +117,8 @@ class Store(Protocol):
         """Make every acknowledged record durable (group commit)."""
         ...
 
-    def resume(self) -> Snapshot | None:
-        """A checked snapshot to start from instead of reading the whole log, if the store keeps one."""
+    def resume(self) -> Resumed | None:
+        """A checked state to start from instead of reading the whole log, if the store keeps one."""
         ...
 
     def checkpoint(self, state: PlanState, keys: Mapping[str, KeyEntry]) -> None:

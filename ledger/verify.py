@@ -18,8 +18,8 @@ from typing import NamedTuple
 from plantrail.ledger.checkpoint import check_checkpoint
 from plantrail.ledger.decide import check
 from plantrail.ledger.errors import PlantrailError, error
-from plantrail.ledger.jsonl import LogReader
 from plantrail.ledger.store import TornTail
+from plantrail.ledger.stores.jsonl import LogReader
 from plantrail.projections.canonical import canonical_bytes, state_hash
 from plantrail.projections.model import PlanState
 from plantrail.projections.state import evolve, fold, initial

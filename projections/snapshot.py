@@ -1,4 +1,4 @@
-"""A plan state as JSON and back, for snapshots (a cache: see :mod:`ledger.cache`).
+"""A plan state as JSON and back, for snapshots (a cache: see :mod:`plantrail.ledger.stores.cache`).
 
 Pure and independent of pydantic, so loading a snapshot costs one ``orjson.loads`` and the constructors.
 ``REDUCER_VERSION`` names the reducer's semantics: a snapshot made by another version is never used.

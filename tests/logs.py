@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from plantrail.ledger.events import Record
-from plantrail.ledger.jsonl import LogReader
+from plantrail.ledger.stores.jsonl import LogReader
 
 
 def read_records(path: str | os.PathLike[str]) -> list[Record]:

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.errors import PlantrailError
-from plantrail.ledger.jsonl import LogReader
+from plantrail.ledger.stores.jsonl import LogReader
 from tests.conftest import LOGIN_DRAFT, CliResult, Clock
 from tests.helpers.logs import lines_of, rechain, reseal
 

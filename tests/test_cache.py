@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from plantrail.ledger import cache
 from plantrail.ledger.api import Ledger
+from plantrail.ledger.stores import cache, reads
 from plantrail.projections.canonical import state_hash
 from tests.conftest import CliResult
 
@@ -32,7 +32,7 @@ def _run(make_ledger: Callable[..., Ledger], draft: dict[str, Any]) -> Path:
 
 
 def _fresh(log: Path) -> str:
-    return state_hash(cache.read_state(str(log), use_cache=False).state)
+    return state_hash(reads.read_state(str(log), use_cache=False).state)
 
 
 def test_a_snapshot_gives_the_same_state_as_a_full_read(
@@ -41,7 +41,7 @@ def test_a_snapshot_gives_the_same_state_as_a_full_read(
     """The state read through the snapshot equals the state folded from the first line."""
     log = _run(make_ledger, draft)
     assert (Path(str(log) + ".plantrail-cache") / "head.snap").exists()
-    assert state_hash(cache.read_state(str(log)).state) == _fresh(log)
+    assert state_hash(reads.read_state(str(log)).state) == _fresh(log)
 
 
 def test_a_writer_resumes_from_the_snapshot_with_its_idempotency_keys(
@@ -52,7 +52,7 @@ def test_a_writer_resumes_from_the_snapshot_with_its_idempotency_keys(
     with Ledger.open(log, fsync="none") as ledger:
         assert ledger.start("reproduce", key="w1").duplicate
         ledger.start("diagnose")
-    assert state_hash(cache.read_state(str(log)).state) == _fresh(log)
+    assert state_hash(reads.read_state(str(log)).state) == _fresh(log)
 
 
 @pytest.mark.parametrize("damage", ["digest", "other-log", "cut-back", "reducer"])
@@ -79,7 +79,7 @@ def test_a_snapshot_that_does_not_check_out_is_ignored(
         log.write_bytes(data[: data.rindex(b"\n", 0, len(data) - 1) + 1])  # drop the last record
     with open(log, "rb") as f:
         assert cache.load_snapshot(str(log), f.fileno()) is None
-    assert state_hash(cache.read_state(str(log)).state) == _fresh(log)
+    assert state_hash(reads.read_state(str(log)).state) == _fresh(log)
 
 
 def test_the_version_index_rebuilds_every_version_like_a_full_read(
@@ -87,10 +87,10 @@ def test_the_version_index_rebuilds_every_version_like_a_full_read(
 ) -> None:
     """With the index, each version as it stood when superseded is exactly what a full fold gives."""
     log = _run(make_ledger, draft)
-    monkeypatch.setattr(cache, "INDEX_FROM_BYTES", 0)
+    monkeypatch.setattr(reads, "INDEX_FROM_BYTES", 0)
     for version in (1, 2, 3):
-        plain = cache.rebuild_version(str(log), version, use_cache=False)
-        indexed = cache.rebuild_version(str(log), version)
+        plain = reads.rebuild_version(str(log), version, use_cache=False)
+        indexed = reads.rebuild_version(str(log), version)
         assert (state_hash(indexed[0]), indexed[1]) == (state_hash(plain[0]), plain[1])
     with open(log, "rb") as f:
         start = cache.version_start(str(log), f.fileno(), 2)
@@ -105,7 +105,7 @@ def test_deleting_the_cache_changes_no_answer(
 ) -> None:
     """status, resume and replay print the same through the snapshot and version index as without any cache."""
     log = _run(make_ledger, draft)
-    monkeypatch.setattr(cache, "INDEX_FROM_BYTES", 0)  # so even this small log gets its version index
+    monkeypatch.setattr(reads, "INDEX_FROM_BYTES", 0)  # so even this small log gets its version index
     commands = [("status", "--json"), ("resume", "--json"), ("replay", "--version", "2", "--json")]
     warm = [run_cli(c[0], log, *c[1:]).out for c in commands]
     assert (Path(str(log) + ".plantrail-cache") / "versions.idx").exists()

@@ -12,7 +12,7 @@ from plantrail.ledger.api import Ledger
 from plantrail.ledger.decide import Command, Complete, Fail, NewEvent, Start, decide
 from plantrail.ledger.errors import CommandRefused, PlanInvalid, PlantrailError
 from plantrail.ledger.events import Source
-from plantrail.ledger.jsonl import LogReader
+from plantrail.ledger.stores.jsonl import LogReader
 from plantrail.projections.state import evolve, initial
 
 MakeLedger = Callable[..., Ledger]

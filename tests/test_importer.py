@@ -18,7 +18,7 @@ from plantrail.ledger.errors import PlantrailError, TranscriptError
 from plantrail.ledger.events import PlanReplanned, Record, StepCompleted, StepStarted
 from plantrail.ledger.importers.importer import ImportReport, import_transcript
 from plantrail.ledger.importers.mapping import slug
-from plantrail.ledger.jsonl import LogReader
+from plantrail.ledger.stores.jsonl import LogReader
 from plantrail.ledger.verify import verify_log
 from plantrail.projections.history import history
 from plantrail.projections.model import PlanState

@@ -18,7 +18,7 @@ import pytest
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.errors import PlantrailError
 from plantrail.ledger.events import LogRepaired
-from plantrail.ledger.jsonl import JsonlStore, LogReader, repair
+from plantrail.ledger.stores.jsonl import JsonlStore, LogReader, repair
 from plantrail.ledger.verify import verify_log
 from tests.conftest import CliResult
 from tests.helpers.logs import build_log, lines_of, reseal, write_lines

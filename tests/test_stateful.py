@@ -14,7 +14,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.errors import PlantrailError
-from plantrail.ledger.jsonl import LogReader
+from plantrail.ledger.stores.jsonl import LogReader
 from plantrail.projections.canonical import canonical_bytes
 from plantrail.projections.state import fold
 

@@ -12,8 +12,8 @@ import pytest
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.errors import PlantrailError
 from plantrail.ledger.events import StepCompleted
-from plantrail.ledger.jsonl import JsonlStore
 from plantrail.ledger.store import PendingRecord
+from plantrail.ledger.stores.jsonl import JsonlStore
 from plantrail.ledger.verify import verify_log
 from plantrail.projections.canonical import state_hash
 

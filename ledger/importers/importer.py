@@ -37,7 +37,7 @@ from typing import NamedTuple
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.decide import Create
 from plantrail.ledger.errors import error
-from plantrail.ledger.jsonl import fsync_dir, os_error
+from plantrail.ledger.files import fsync_dir, os_error
 from plantrail.ledger.plan import PlanSpec
 
 from .mapping import Batch, MappedRun, map_updates

@@ -10,7 +10,7 @@ from typing import NamedTuple
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.decide import VerifyCriterion
 from plantrail.ledger.errors import PlantrailError
-from plantrail.ledger.jsonl import LogReader
+from plantrail.ledger.stores.jsonl import LogReader
 
 __all__ = ["AppendReport", "KeyResult", "append_worker", "keyed_worker", "reader_worker"]
 

@@ -20,7 +20,7 @@ from typing import Final, NamedTuple
 from plantrail.ledger.codec import GENESIS_PREV, MAX_LINE_BYTES, decode
 from plantrail.ledger.errors import LogDamaged, error
 from plantrail.ledger.events import LogRepaired, Record
-from plantrail.ledger.jsonl import (
+from plantrail.ledger.stores.jsonl import (
     _open,  # the one way to open a log: NUL-free path, regular file, mapped errors
 )
 

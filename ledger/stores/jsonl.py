@@ -22,7 +22,6 @@
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import glob
 import hashlib
@@ -35,12 +34,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Final, NamedTuple, Self
 
 from plantrail.ledger import __version__
-from plantrail.ledger.cache import Position, Snapshot, load_snapshot, prefix_crc, save_snapshot
 from plantrail.ledger.clock import utc_now
 from plantrail.ledger.codec import GENESIS_PREV, MAX_LINE_BYTES, check_schema, decode, encode, holds_record_end
-from plantrail.ledger.errors import LogDamaged, PlantrailError, error
+from plantrail.ledger.errors import LogDamaged, error
 from plantrail.ledger.events import FORMAT, LogOpened, LogRepaired, Record
-from plantrail.ledger.store import FsyncPolicy, PendingRecord, TornTail
+from plantrail.ledger.files import check_path, fsync_dir, os_error
+from plantrail.ledger.store import FsyncPolicy, PendingRecord, Resumed, TornTail
+from plantrail.ledger.stores.cache import Position, Snapshot, load_snapshot, prefix_crc, save_snapshot
 
 if TYPE_CHECKING:
     from plantrail.ledger.store import KeyEntry
@@ -51,11 +51,8 @@ __all__ = [
     "LogReader",
     "LogScan",
     "RepairResult",
-    "check_path",
     "clean_stale_temps",
     "filesystem_type",
-    "fsync_dir",
-    "os_error",
     "repair",
 ]
 
@@ -65,27 +62,6 @@ _POLICIES: Final = ("always", "batch", "none")
 _NETWORK_FS: Final = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs", "ncpfs"})
 _ALLOW_NETWORK_FS_ENV: Final = "PLANTRAIL_ALLOW_NETWORK_FS"
 _TEMP_NAME = re.compile(r"\.tmp\.(\d+)\.[0-9a-f]{8}")
-
-
-def os_error(exc: OSError, path: str, what: str = "log") -> PlantrailError:
-    """Map an OSError to the storage error with the right stable code."""
-    reason = exc.strerror or str(exc)
-    if exc.errno == errno.ENOENT:
-        code = "LOG_NOT_FOUND" if what == "log" else "FILE_NOT_FOUND"
-        return error(code, f"{what} {path} does not exist", path=path)
-    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return error("PERMISSION_DENIED", f"cannot open {what} {path}: {reason}", path=path)
-    if exc.errno in (errno.EISDIR, errno.ENOTDIR):
-        return error("NOT_A_FILE", f"{what} {path} is not a regular file", path=path)
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-        return error("NO_SPACE", f"{what} {path}: {reason}", path=path, errno=exc.errno)
-    return error("IO_ERROR", f"{what} {path}: {reason}", path=path, errno=exc.errno)
-
-
-def check_path(path: str, what: str = "log") -> None:
-    """Refuse a path no file can have (a NUL byte) as a usage error rather than a crash."""
-    if "\0" in path:
-        raise error("USAGE", f"the {what} path {path!r} contains a NUL byte", path=path)
 
 
 def _open(path: str, flags: int) -> int:
@@ -98,15 +74,6 @@ def _open(path: str, flags: int) -> int:
         os.close(fd)
         raise error("NOT_A_FILE", f"log {path} is not a regular file", path=path)
     return fd
-
-
-def fsync_dir(path: str) -> None:
-    """Make a directory entry durable (after create, link, rename or unlink)."""
-    fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def filesystem_type(dev: int, mountinfo: str = "/proc/self/mountinfo") -> str | None:
@@ -517,14 +484,16 @@ class JsonlStore:
         """The run id from the header."""
         return self._header.run
 
-    def resume(self) -> Snapshot | None:
-        """Start from the log's snapshot when it checks out (see :mod:`ledger.cache`); None to read it all."""
+    def resume(self) -> Resumed | None:
+        """Start from the log's snapshot when it checks out (see :mod:`plantrail.ledger.stores.cache`); None to
+        read it all."""
         snapshot = load_snapshot(self.path, self._fd, check_prefix=True)
-        if snapshot is not None:
-            p = snapshot.position
-            self._head = _Head(end=p.offset, next_seq=p.seq + 1, prev=p.hash, line_no=p.line)
-            self._crc = (p.offset, snapshot.crc)
-        return snapshot
+        if snapshot is None:
+            return None
+        p = snapshot.position
+        self._head = _Head(end=p.offset, next_seq=p.seq + 1, prev=p.hash, line_no=p.line)
+        self._crc = (p.offset, snapshot.crc)
+        return Resumed(snapshot.state, snapshot.keys)
 
     def checkpoint(self, state: PlanState, keys: Mapping[str, KeyEntry]) -> None:
         """Save a snapshot of ``state`` (the fold of everything up to this store's head) beside the log."""

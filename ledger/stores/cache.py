@@ -1,4 +1,4 @@
-"""Snapshots beside a log: a cache that makes the current state of a long log cheap, never a source of truth.
+"""The JSONL store's cache beside a log (snapshots and the version index): never a source of truth.
 
 ``<log>.plantrail-cache/head.snap`` holds the folded state (and the idempotency index) as of one record,
 with where that record ends and the CRC-32 of every byte of the log before that point. It is keyed by the
@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Final, NamedTuple
 
 import orjson
 
-from plantrail.ledger.errors import LogDamaged
 from plantrail.ledger.store import KeyEntry, TornTail
 from plantrail.projections.model import PlanState
 from plantrail.projections.snapshot import REDUCER_VERSION, decode_orphans, decode_state, encode_state
@@ -40,21 +39,18 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Position",
-    "ReadResult",
     "Snapshot",
     "VersionStart",
-    "build_version_index",
     "cache_dir",
     "first_hash",
+    "index_entry",
     "indexed",
     "load_snapshot",
     "position_after",
     "prefix_crc",
-    "read_state",
-    "rebuild_version",
     "save_snapshot",
-    "use_cache_default",
     "version_start",
+    "write_version_index",
 ]
 
 FORMAT: Final = "plantrail-snapshot/1"
@@ -200,76 +196,6 @@ def position_after(torn: TornTail | None, end: int, state: PlanState) -> Positio
     return Position(end, state.last_seq, state.head, state.last_seq + 2)
 
 
-#: A reader that had to fold at least this many records past the snapshot refreshes it.
-REFRESH_AFTER: Final = 1000
-
-
-class ReadResult(NamedTuple):
-    """A log's current state; ``torn`` or ``damage`` say why the read stopped early (the state is the valid part's)."""
-
-    state: PlanState
-    torn: TornTail | None
-    damage: LogDamaged | None = None
-
-
-def _until_damage(records: Iterable[Record], found: list[LogDamaged]) -> Iterator[Record]:
-    try:
-        yield from records
-    except LogDamaged as exc:
-        found.append(exc)
-
-
-def _covering_snapshot(log_path: str) -> Snapshot | None:
-    """The snapshot when it checks out and covers the whole file: then nothing else needs reading (or importing)."""
-    try:
-        fd = os.open(log_path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None  # the slow path reports the error with its proper code
-    try:
-        snapshot = load_snapshot(log_path, fd)
-        covers = snapshot is not None and snapshot.position.offset == os.fstat(fd).st_size
-    finally:
-        os.close(fd)
-    return snapshot if covers else None
-
-
-def use_cache_default() -> bool:
-    """Snapshots are used unless ``PLANTRAIL_NO_CACHE`` is set to a non-empty value."""
-    return not os.environ.get("PLANTRAIL_NO_CACHE")
-
-
-def read_state(log_path: str, *, use_cache: bool | None = None, stop_at_damage: bool = False) -> ReadResult:
-    """The current state of a log, from its snapshot plus the records after it when the snapshot checks out.
-
-    With ``stop_at_damage`` a damaged line ends the read instead of raising: the state is that of the valid
-    part, and ``damage`` says what stopped it.
-    """
-    cached = use_cache_default() if use_cache is None else use_cache
-    if cached:
-        current = _covering_snapshot(log_path)
-        if current is not None:
-            return ReadResult(current.state, None)
-    from plantrail.ledger.jsonl import LogReader
-    from plantrail.projections.state import fold
-
-    damage: list[LogDamaged] = []
-    with LogReader(log_path) as reader:
-        snapshot = load_snapshot(reader.path, reader.fd) if cached else None
-        keys = dict(snapshot.keys) if snapshot is not None else {}
-        start = snapshot.position if snapshot is not None else None
-        records: Iterable[Record] = reader.records(start=start, run=None if snapshot is None else snapshot.state.run)
-        if stop_at_damage:
-            records = _until_damage(records, damage)
-        state = fold(indexed(records, keys), None if snapshot is None else snapshot.state)
-        folded = state.last_seq - (snapshot.position.seq if snapshot is not None else -1)
-        position = None if damage else position_after(reader.torn, reader.end, state)
-        if cached and position is not None and folded >= REFRESH_AFTER:
-            known = (0, 0) if snapshot is None else (snapshot.position.offset, snapshot.crc)
-            crc = prefix_crc(reader.fd, position.offset, *known)
-            save_snapshot(reader.path, reader.fd, Snapshot(position, state, keys, crc))
-    return ReadResult(state, reader.torn, damage[0] if damage else None)
-
-
 # --------------------------------------------------------------------------- the version index
 #
 # versions.meta (JSON: format, reducer, the log's header hash, the orphans known when it was built),
@@ -324,32 +250,8 @@ def version_start(log_path: str, fd: int, version: int) -> VersionStart | None:
     return VersionStart(version, position, state._replace(orphans=orphans))
 
 
-def build_version_index(log_path: str) -> PlanState:
-    """Fold the whole log once and write its version index; return the final state (the cache is optional)."""
-    from plantrail.ledger.jsonl import LogReader
-    from plantrail.projections.state import fold
-
-    entries: list[bytes] = []
-    blobs: list[bytes] = []
-    at = 0
-    with LogReader(log_path) as reader:
-
-        def adopted(state: PlanState) -> None:
-            nonlocal at
-            where = reader.position  # just after the adopting record, which the fold has just applied
-            blob = zlib.compress(encode_state(state._replace(orphans=())), 1)
-            entries.append(
-                _ENTRY.pack(
-                    state.version, where.seq, where.offset, where.line, bytes.fromhex(where.hash), at, len(blob)
-                )
-            )
-            blobs.append(blob)
-            at += len(blob)
-
-        state = fold(reader.records(), on_adopt=adopted)
-        header = first_hash(reader.fd)
-    if header is None or reader.torn is not None:
-        return state
+def write_version_index(log_path: str, header: str, entries: list[bytes], blobs: list[bytes], state: PlanState) -> None:
+    """Write the version index of a log whose fold gave ``state`` (best effort: the cache is optional)."""
     meta = {
         "format": FORMAT,
         "reducer": REDUCER_VERSION,
@@ -363,30 +265,11 @@ def build_version_index(log_path: str) -> PlanState:
             with open(path + ".tmp", "wb") as f:
                 f.write(data)
             os.replace(path + ".tmp", path)
-    return state
 
 
-#: Logs at least this large get a version index the first time a version is rebuilt.
-INDEX_FROM_BYTES: Final = 1 << 20
-
-
-def rebuild_version(
-    log_path: str, version: int, *, use_cache: bool | None = None
-) -> tuple[PlanState, int | None, TornTail | None]:
-    """Version ``version`` as it stood when superseded (or now, for the active one), the seq of the record that
-    superseded it, and the torn tail the read ended on. With the version index this folds only the version's
-    own records; without one it folds from the start (and, for a large log, builds the index for next time)."""
-    from plantrail.ledger.jsonl import LogReader
-    from plantrail.projections.history import fold_span, replay_version
-
-    cached = use_cache_default() if use_cache is None else use_cache
-    with LogReader(log_path) as reader:
-        start = version_start(log_path, reader.fd, version) if cached else None
-        if start is None and cached and os.fstat(reader.fd).st_size >= INDEX_FROM_BYTES:
-            build_version_index(log_path)
-            start = version_start(log_path, reader.fd, version)
-        if start is None:
-            span = replay_version(reader.records(), version)
-        else:
-            span, _ = fold_span(iter(reader.records(start=start.position, run=start.state.run)), start.state)
-    return span.state, span.superseded_at, reader.torn
+def index_entry(state: PlanState, where: Position, at: int) -> tuple[bytes, bytes]:
+    """The index entry and state blob of the version ``state`` adopted, by the record ending at ``where``;
+    ``at`` is where the blob will lie in versions.bin."""
+    blob = zlib.compress(encode_state(state._replace(orphans=())), 1)
+    entry = _ENTRY.pack(state.version, where.seq, where.offset, where.line, bytes.fromhex(where.hash), at, len(blob))
+    return entry, blob
