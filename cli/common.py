@@ -159,8 +159,10 @@ def read_text(path: str, what: str) -> str:
 
 
 def anchor(seq: int, head: str | None) -> str | None:
-    """The anchor ``SEQ:HASH`` (all 64 hex digits) to paste into ``verify --anchor`` or ``repair --acked``."""
-    return None if head is None else f"{seq}:{head}"
+    """The anchor ``SEQ:HASH`` (see :func:`plantrail.projections.views.anchor`; imported when first used)."""
+    from plantrail.projections.views import anchor as view_anchor
+
+    return view_anchor(seq, head)
 
 
 def readiness_lines(state: PlanState) -> list[str]:
@@ -197,15 +199,9 @@ def open_records(path: str) -> Iterator[tuple[LogReader, Iterator[Record]]]:
 
 def torn_error(path: str, torn: TornTail) -> PlantrailError:
     """The TORN_TAIL error for a log whose valid part ends before ``torn``."""
-    from plantrail.ledger.errors import error
+    from plantrail.ledger.audit import torn_tail_error
 
-    return error(
-        "TORN_TAIL",
-        f"{path} ends with {torn.length} bytes of an incomplete record after line {torn.line - 1}; "
-        f"the output above covers the valid part; run `plantrail repair {path}`",
-        line=torn.line,
-        offset=torn.offset,
-    )
+    return torn_tail_error(path, torn)
 
 
 def raise_if_torn(path: str, torn: TornTail | None) -> None:

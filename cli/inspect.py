@@ -116,8 +116,7 @@ def status(log: str, with_attempts: bool, as_json: bool) -> None:
       plantrail status samples/login-fix.jsonl
       plantrail status samples/login-fix-replans.jsonl --attempts
     """
-    from plantrail.projections.canonical import state_hash
-    from plantrail.projections.views import status_view
+    from plantrail.projections.views import status_document
 
     attempts: dict[str, Any] | None = None
     if with_attempts:
@@ -131,11 +130,7 @@ def status(log: str, with_attempts: bool, as_json: bool) -> None:
         attempts = {s: attempts_view(history.attempts.get(s, ())) for s in [*state.steps, *gone]}
     else:
         state, torn = read_state(log)
-    view = status_view(state) | {
-        "anchor": anchor(state.last_seq, state.head),
-        "state_hash": state_hash(state),
-        "torn_tail": torn is not None,
-    }
+    view = status_document(state) | {"torn_tail": torn is not None}
     if attempts is not None:
         view["attempts"] = attempts
     emit(as_json, view, lambda: render_status(state, view))
@@ -246,29 +241,11 @@ def next_command(log: str, as_json: bool) -> None:
     Example:
       plantrail next samples/login-fix-replans.jsonl
     """
-    from plantrail.projections.views import (
-        advice,
-        capacity_view,
-        in_doubt,
-        ready_steps,
-        startable_steps,
-        wait_reasons,
-    )
+    from plantrail.projections.views import next_view
 
     state, torn = read_state(log)
-    ready = ready_steps(state)
-    running = [s.id for s in in_doubt(state)]
-    waits = wait_reasons(state)
-    data = {
-        "plan_version": state.version,
-        "outcome": state.outcome,
-        "ready": ready,
-        "can_start": startable_steps(state),
-        "waiting": [{"step": s, "wait_reasons": waits[s]} for s in ready if waits[s]],
-        "capacity": None if state.plan is None else capacity_view(state),
-        "in_progress": running,
-        "advice": advice(state),
-    }
+    data = next_view(state)
+    running = data["in_progress"]
 
     def human() -> str:
         if state.finished:

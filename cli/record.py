@@ -122,25 +122,11 @@ def _describe(command: Command) -> str:
 
 
 def _acknowledge(ledger: Ledger, command: Command, ack: Ack, as_json: bool) -> None:
-    from plantrail.projections.views import advice, capacity_view, ready_steps, startable_steps
+    from plantrail.projections.views import ack_view
 
     state = ledger.state
-    next_advice = advice(state)
-    data: dict[str, Any] = {
-        "ok": True,
-        "seq": ack.seq,
-        "hash": ack.hash,
-        "anchor": anchor(ack.seq, ack.hash),
-        "duplicate": ack.duplicate,
-        "orphan": ack.orphan,
-        "durable": ack.durable,
-        "plan_version": state.version,
-        "outcome": state.outcome,
-        "ready": ready_steps(state),
-        "can_start": startable_steps(state),
-        "capacity": capacity_view(state),
-        "advice": next_advice,
-    }
+    data = ack_view(state, ack)
+    next_advice = data["advice"]
 
     def human() -> str:
         what = _describe(command)

@@ -86,7 +86,7 @@ def test_both_stores_hold_the_same_bytes(tmp_path: Path, ledgers: list[Ledger]) 
     for target in targets:
         location, ledger = _create(target, ledgers, run=run, clock=Clock(), nonce="ab" * 16)
         ledger.start("reproduce")
-        ledger.complete("reproduce", ["saved the failing output"], key="k-1")
+        ledger.complete("reproduce", ["saved the failing output"], idempotency_key="k-1")
         ledger.replan("new_constraint", "the logs say so", plan=copy.deepcopy(LOGIN_DRAFT), causes=[3])
         seen.append((target.lines(location), ledger.state.head))
     assert seen[0] == seen[1]
@@ -119,11 +119,11 @@ def test_a_stale_expected_seq_is_refused(target: Target, ledgers: list[Ledger]) 
 def test_a_retried_key_is_written_once(target: Target, ledgers: list[Ledger]) -> None:
     """The same key and content answers the first ack as a duplicate; other content under it is refused."""
     location, ledger = _create(target, ledgers)
-    first = ledger.start("reproduce", key="start-1")
+    first = ledger.start("reproduce", idempotency_key="start-1")
     before = target.lines(location)
-    again = ledger.start("reproduce", key="start-1")
+    again = ledger.start("reproduce", idempotency_key="start-1")
     assert (again.seq, again.hash, again.duplicate) == (first.seq, first.hash, True)
-    _expect("IDEMPOTENCY_CONFLICT", lambda: ledger.complete("reproduce", ["x"], key="start-1"))
+    _expect("IDEMPOTENCY_CONFLICT", lambda: ledger.complete("reproduce", ["x"], idempotency_key="start-1"))
     assert target.lines(location) == before
 
 
@@ -132,8 +132,8 @@ def test_a_retried_key_from_another_writer_is_a_duplicate(target: Target, ledger
     location, first = _create(target, ledgers)
     second = Ledger.open(location)
     ledgers.append(second)
-    ack = first.start("reproduce", key="start-1")
-    again = second.start("reproduce", key="start-1")
+    ack = first.start("reproduce", idempotency_key="start-1")
+    again = second.start("reproduce", idempotency_key="start-1")
     assert (again.seq, again.hash, again.duplicate) == (ack.seq, ack.hash, True)
 
 

@@ -725,7 +725,7 @@ class _Session:
                 raise error(
                     "TORN_TAIL",
                     f"{store.path} ends with {scan.tail.length} bytes of an incomplete record after line "
-                    f"{scan.tail.line - 1} (a crash mid-write); run `plantrail repair {store.path}`",
+                    f"{scan.tail.line - 1} (a crash mid-write)",
                     line=scan.tail.line,
                     offset=scan.tail.offset,
                     path=store.path,
