@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import shutil
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from plantrail.cli.terminal import screen
+
 if TYPE_CHECKING:
     from plantrail.ledger.errors import PlantrailError
     from plantrail.ledger.events import Record
+    from plantrail.ledger.limits import Limit
     from plantrail.ledger.store import TornTail
     from plantrail.ledger.stores.jsonl import LogReader
     from plantrail.projections.model import PlanState
@@ -76,7 +78,7 @@ def emit(as_json: bool, data: Any, human: Callable[[], str]) -> None:
 
         click.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2, default=_json_default).decode())
     else:
-        click.echo(human())
+        click.echo(screen(human()))
 
 
 def _json_default(value: Any) -> Any:
@@ -85,31 +87,19 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"cannot encode {type(value).__name__}")
 
 
-def read_json_file(path: str, what: str) -> Any:
-    """Read a JSON input file (``-`` for stdin) strictly; DRAFT_INVALID when it is not JSON."""
+def read_json_file(path: str, limit: Limit) -> Any:
+    """Read a JSON input file (``-`` for stdin) strictly, at most its cap (``limit``); DRAFT_INVALID when it
+    is not JSON."""
     import orjson
 
     from plantrail.ledger.errors import error
-    from plantrail.ledger.files import check_path, os_error
+    from plantrail.ledger.files import read_capped
 
-    check_path(path, what)
-    try:
-        raw = _read_stdin() if path == "-" else _read_bytes(path)
-    except OSError as exc:
-        raise os_error(exc, path, what) from None
+    raw = read_capped(path, limit)
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise error("DRAFT_INVALID", f"{what} {path} is not valid JSON: {exc}", path=path) from None
-
-
-def _read_stdin() -> bytes:
-    return sys.stdin.buffer.read()
-
-
-def _read_bytes(path: str) -> bytes:
-    with open(path, "rb") as f:
-        return f.read()
+        raise error("DRAFT_INVALID", f"{limit.what} {path} is not valid JSON: {exc}", path=path) from None
 
 
 @contextmanager

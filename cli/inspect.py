@@ -16,6 +16,7 @@ from plantrail.cli.common import (
     table,
     truncate,
 )
+from plantrail.cli.terminal import printable
 
 if TYPE_CHECKING:
     from plantrail.ledger.events import Record
@@ -34,7 +35,7 @@ def render_status(state: PlanState, view: dict[str, Any]) -> str:
     lines = [
         f"run {state.run} · plan v{state.version} · {outcome} · last seq {state.last_seq}"
         f" · head {(state.head or '')[:12]}",
-        f"goal: {state.goal}",
+        f"goal: {printable(state.goal)}",
         "",
         "steps",
     ]

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import click
 
 from plantrail.cli.common import printed_output, reset_output
+from plantrail.cli.terminal import printable
 
 __all__ = ["all_commands", "main", "plantrail"]
 
@@ -72,13 +73,8 @@ def plantrail() -> None:
     """
 
 
-def _one_line(text: str) -> str:
-    """The message with control characters escaped: one line, and nothing a terminal would act on."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
-
-
 def _report(code: str, message: str, exit_code: int, as_json: bool, fields: dict[str, object] | None = None) -> int:
-    click.echo(f"error[{code}]: {_one_line(message)}", err=True)
+    click.echo(f"error[{code}]: {printable(message)}", err=True)  # one line, nothing a terminal acts on
     if as_json and not printed_output():  # stdout holds exactly one JSON document
         import orjson
 

@@ -22,6 +22,7 @@ from plantrail.cli.common import (
     table,
     truncate,
 )
+from plantrail.cli.terminal import printable
 
 if TYPE_CHECKING:
     from plantrail.ledger.errors import PlantrailError
@@ -327,7 +328,7 @@ def _render_why(why: dict[str, Any]) -> str:
     width = min(shutil.get_terminal_size((100, 24)).columns, 100)
     lines = [title, textwrap.fill(why["why"], width, initial_indent="  ", subsequent_indent="  ")]
     if why["observations"]:
-        lines += ["", "observations", *(f"  - {o}" for o in why["observations"])]
+        lines += ["", "observations", *(f"  - {printable(o)}" for o in why["observations"])]
     if why["patch"]:
         ops = "; ".join(_patch_op(op) for op in why["patch"]["operations"])
         lines += ["", f"patch on v{why['patch']['base_version']}: {ops}"]
@@ -528,7 +529,7 @@ def resume(ctx: click.Context, log: str, as_json: bool) -> None:
     code = RESUME_EXIT_CODES[receipt["verdict"]]
     emit(as_json, receipt | {"exit_code": code}, lambda: _render_receipt(receipt, code))
     if damage is not None:
-        click.echo(f"error[{damage.code}]: {damage.message}", err=True)
+        click.echo(f"error[{damage.code}]: {printable(damage.message)}", err=True)
     ctx.exit(code)
 
 

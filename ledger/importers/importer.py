@@ -40,6 +40,7 @@ from plantrail.ledger.errors import error
 from plantrail.ledger.files import fsync_dir, os_error
 from plantrail.ledger.plan import PlanSpec
 
+from ._records import open_transcript
 from .mapping import Batch, MappedRun, map_updates
 from .model import Observation, Transcript
 from .parse import parse_transcript
@@ -48,6 +49,7 @@ __all__ = ["ImportReport", "import_transcript", "subagent_files"]
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 _NOT_ID = re.compile(r"[^A-Za-z0-9._:-]+")
+_CHUNK = 1 << 20
 
 
 class ImportReport(NamedTuple):
@@ -162,7 +164,9 @@ def _run_id(transcript: Transcript) -> str:
 def _nonce(transcripts: Sequence[Transcript]) -> str:
     digest = hashlib.sha256()
     for transcript in transcripts:
-        digest.update(Path(transcript.path).read_bytes())
+        with open_transcript(Path(transcript.path)) as handle:
+            while chunk := handle.read(_CHUNK):
+                digest.update(chunk)
     return digest.hexdigest()[:32]
 
 

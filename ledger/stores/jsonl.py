@@ -28,7 +28,6 @@ import hashlib
 import os
 import re
 import secrets
-import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Final, NamedTuple, Self
@@ -38,7 +37,7 @@ from plantrail.ledger.clock import utc_now
 from plantrail.ledger.codec import GENESIS_PREV, MAX_LINE_BYTES, check_schema, decode, encode, holds_record_end
 from plantrail.ledger.errors import LogDamaged, error
 from plantrail.ledger.events import FORMAT, LogOpened, LogRepaired, Record
-from plantrail.ledger.files import check_path, fsync_dir, os_error
+from plantrail.ledger.files import check_path, fsync_dir, open_regular, os_error
 from plantrail.ledger.store import FsyncPolicy, PendingRecord, Resumed, TornTail
 from plantrail.ledger.stores.cache import Position, Snapshot, load_snapshot, prefix_crc, save_snapshot
 
@@ -58,6 +57,7 @@ __all__ = [
 
 _CHUNK: Final = 1 << 20
 _HEADER_READ: Final = 64 * 1024
+_RECORD_END_OVERLAP: Final = 128  # bytes kept between chunks: more than a record's end (72) spans
 _POLICIES: Final = ("always", "batch", "none")
 _NETWORK_FS: Final = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs", "ncpfs"})
 _ALLOW_NETWORK_FS_ENV: Final = "PLANTRAIL_ALLOW_NETWORK_FS"
@@ -65,15 +65,7 @@ _TEMP_NAME = re.compile(r"\.tmp\.(\d+)\.[0-9a-f]{8}")
 
 
 def _open(path: str, flags: int) -> int:
-    check_path(path)
-    try:
-        fd = os.open(path, flags | os.O_CLOEXEC)
-    except OSError as exc:
-        raise os_error(exc, path) from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise error("NOT_A_FILE", f"log {path} is not a regular file", path=path)
-    return fd
+    return open_regular(path, flags)  # never blocks: a FIFO planted as the log is refused, not waited on
 
 
 def filesystem_type(dev: int, mountinfo: str = "/proc/self/mountinfo") -> str | None:
@@ -237,12 +229,22 @@ class LogScan:
         """True when everything from the current line on holds NUL bytes (power loss) and no record's end.
 
         A crash leaves zeros or a prefix of a write; a framed line (whatever its hash) or a record after the
-        damage cannot come from one, so those stay corruption.
+        damage cannot come from one, so those stay corruption. The rest of the file is streamed, never held:
+        it may be gigabytes.
         """
-        rest = _read_from(self._fd, self.end)
-        if b"\0" not in rest or holds_record_end(rest):
+        length, zeros, overlap = 0, False, b""
+        offset = self.end
+        while chunk := os.pread(self._fd, _CHUNK, offset):
+            window = overlap + chunk
+            if holds_record_end(window):
+                return False
+            zeros = zeros or b"\0" in chunk
+            length += len(chunk)
+            offset += len(chunk)
+            overlap = window[-_RECORD_END_OVERLAP:]
+        if not zeros:
             return False
-        self.tail = TornTail(offset=self.end, length=len(rest), line=self.line_no, zero_fill=True)
+        self.tail = TornTail(offset=self.end, length=length, line=self.line_no, zero_fill=True)
         return True
 
 

@@ -9,8 +9,9 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import Final, NamedTuple
 
-from plantrail.ledger.errors import LogDamaged
+from plantrail.ledger.errors import LogDamaged, PlantrailError
 from plantrail.ledger.events import Record
+from plantrail.ledger.files import open_regular
 from plantrail.ledger.store import TornTail
 from plantrail.ledger.stores.cache import (
     Snapshot,
@@ -61,8 +62,8 @@ def _until_damage(records: Iterable[Record], found: list[LogDamaged]) -> Iterato
 def _covering_snapshot(log_path: str) -> Snapshot | None:
     """The snapshot when it checks out and covers the whole file: then nothing else needs reading (or importing)."""
     try:
-        fd = os.open(log_path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
+        fd = open_regular(log_path)
+    except PlantrailError:
         return None  # the slow path reports the error with its proper code
     try:
         snapshot = load_snapshot(log_path, fd)
