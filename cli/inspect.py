@@ -35,7 +35,7 @@ def render_status(state: PlanState, view: dict[str, Any]) -> str:
     lines = [
         f"run {state.run} · plan v{state.version} · {outcome} · last seq {state.last_seq}"
         f" · head {(state.head or '')[:12]}",
-        f"goal: {printable(state.goal)}",
+        f"goal: {printable(state.goal or '')}",
         "",
         "steps",
     ]

@@ -5,7 +5,7 @@ agents and imported transcripts. Printed raw, an ESC sequence in it could set th
 screen or rewrite earlier lines, and a bidi override could make a line read otherwise than its bytes. So
 every character a terminal could act on (C0 and C1 controls, DEL, bidi overrides and isolates, line and
 paragraph separators: whatever ``str.isprintable`` refuses) is shown as its Python escape (``\\x1b``,
-``\\u202e``).
+``\\u202e``, ``\\n``).
 
 :func:`printable` escapes one piece of data, line breaks included (a title cannot fake a line of output);
 :func:`screen` escapes a whole human rendering but keeps its own line breaks, which are plantrail's layout.
@@ -31,7 +31,13 @@ def screen(text: str) -> str:
     return "\n".join(printable(line) for line in text.split("\n"))
 
 
+_SHORT: dict[str, str] = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
 def _escape(char: str) -> str:
+    short = _SHORT.get(char)
+    if short is not None:
+        return short
     code = ord(char)
     if code <= 0xFF:
         return f"\\x{code:02x}"

@@ -76,7 +76,7 @@ def open_transcript(path: Path) -> BinaryIO:
     try:
         return open_capped(str(path), TRANSCRIPT)
     except StorageError as exc:
-        raise transcript_error("TRANSCRIPT_UNREADABLE", f"cannot read {path}: {exc.message}") from None
+        raise transcript_error("TRANSCRIPT_UNREADABLE", exc.message) from None
 
 
 def status_of(value: object, allowed: frozenset[Status] = STATUSES) -> Status | None:

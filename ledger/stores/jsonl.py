@@ -57,7 +57,7 @@ __all__ = [
 
 _CHUNK: Final = 1 << 20
 _HEADER_READ: Final = 64 * 1024
-_RECORD_END_OVERLAP: Final = 128  # bytes kept between chunks: more than a record's end (72) spans
+_RECORD_END_OVERLAP: Final = 128  # bytes looked at on each side of a chunk boundary: more than a record end (72)
 _POLICIES: Final = ("always", "batch", "none")
 _NETWORK_FS: Final = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs", "ncpfs"})
 _ALLOW_NETWORK_FS_ENV: Final = "PLANTRAIL_ALLOW_NETWORK_FS"
@@ -235,13 +235,14 @@ class LogScan:
         length, zeros, overlap = 0, False, b""
         offset = self.end
         while chunk := os.pread(self._fd, _CHUNK, offset):
-            window = overlap + chunk
-            if holds_record_end(window):
+            if holds_record_end(overlap + chunk[:_RECORD_END_OVERLAP]) or (
+                b"}" in chunk and holds_record_end(chunk)  # memchr first: zeros hold no brace
+            ):
                 return False
             zeros = zeros or b"\0" in chunk
             length += len(chunk)
             offset += len(chunk)
-            overlap = window[-_RECORD_END_OVERLAP:]
+            overlap = chunk[-_RECORD_END_OVERLAP:]
         if not zeros:
             return False
         self.tail = TornTail(offset=self.end, length=length, line=self.line_no, zero_fill=True)
