@@ -283,21 +283,22 @@ def _as_written(record: Record) -> bytes:
     """The compact JSON of a decoded record without ``h``: the line's own bytes when it was canonical.
 
     msgspec's encoder writes the same bytes as orjson (the writer's) and encodes dataclasses 3x faster. The
-    common envelope (no source, no key) is built inline: this runs for every line of every replay.
+    common envelope (no source, no key) is a struct (:class:`_Plain`), a third cheaper to encode than a dict:
+    this runs for every line of every replay.
     """
     if record.source is None and record.key is None:
         return _ENCODE(
-            {
-                "v": FORMAT_VERSION,
-                "seq": record.seq,
-                "ts": record.ts,
-                "run": record.run,
-                "type": record.type,
-                "plan_version": record.plan_version,
-                "actor": record.actor,
-                "data": record.data,
-                "prev": record.prev,
-            }
+            _Plain(
+                FORMAT_VERSION,
+                record.seq,
+                record.ts,
+                record.run,
+                record.type,
+                record.plan_version,
+                record.actor,
+                record.data,
+                record.prev,
+            )
         )
     return _ENCODE(
         _envelope(
@@ -315,6 +316,20 @@ def _as_written(record: Record) -> bytes:
 
 
 _ENCODE: Final = msgspec.json.Encoder().encode
+
+
+class _Plain(msgspec.Struct, gc=False):
+    """The envelope of a record without ``source`` or ``key``, members in wire order, ``h`` left out."""
+
+    v: int
+    seq: int
+    ts: str
+    run: str
+    type: str
+    plan_version: int
+    actor: str
+    data: Any
+    prev: str
 
 
 def _checked(line: bytes, line_no: int) -> Record:

@@ -91,7 +91,10 @@ def open_capped(path: str, limit: Limit) -> BinaryIO:
     to deliver more than ``limit.cap()`` bytes: it never reads more than the cap plus one byte."""
     cap = limit.cap()
     if path == "-":
-        fd = os.dup(sys.stdin.fileno())
+        try:
+            fd = os.dup(sys.stdin.fileno())
+        except (OSError, ValueError) as exc:  # no standard input at all (closed)
+            raise error("USAGE", f"cannot read the {limit.what} from standard input: {exc}") from None
     else:
         fd = open_regular(path, os.O_RDONLY, limit.what)
         try:
