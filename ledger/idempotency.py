@@ -14,10 +14,11 @@ from typing import Any
 
 import orjson
 
-from plantrail.ledger.decide import Block, Command, Complete, Fail, Finish, Replan, Start, VerifyCriterion
+from plantrail.ledger.decide import Block, Command, Complete, Create, Fail, Finish, Replan, Start, VerifyCriterion
 from plantrail.ledger.errors import error
 from plantrail.ledger.events import (
     CriterionVerified,
+    PlanCreated,
     PlanReplanned,
     Record,
     RunFinished,
@@ -60,6 +61,8 @@ def record_view(record: Record) -> KeyEntry:
         case PlanReplanned():
             shape = data.patch if data.patch is not None else _plan_view(data.plan)
             parts = [data.TYPE, data.reason, data.why, list(data.causes), list(data.observations), shape]
+        case PlanCreated():
+            parts = [data.TYPE, data.plan.goal, _plan_view(data.plan)]
         case _:
             parts = [data.TYPE, data]
     return KeyEntry(
@@ -83,6 +86,8 @@ def command_view(command: Command) -> str:
             parts = [CriterionVerified.TYPE, command.criterion, verdict, command.evidence.strip()]
         case Finish():
             parts = [RunFinished.TYPE, command.outcome, command.reason.strip()]
+        case Create():
+            parts = [PlanCreated.TYPE, command.plan.goal, _plan_view(command.plan)]
         case Replan():
             shape = command.patch if command.patch is not None else _plan_view(command.plan)  # type: ignore[arg-type]
             observations = [o.strip() for o in command.observations if o.strip()]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from typing import NamedTuple
 
 from plantrail.ledger.checkpoint import check_checkpoint
@@ -28,6 +29,7 @@ from plantrail.projections.state import evolve, fold, initial
 __all__ = ["VerifyReport", "parse_anchor", "verify_log"]
 
 _ANCHOR = re.compile(r"([0-9]{1,19}):([0-9a-f]{64})")
+_PROGRESS_EVERY = 4096
 
 
 class VerifyReport(NamedTuple):
@@ -76,12 +78,17 @@ def _judge(state: PlanState, record_type: str, seq: int, data: object, plan_vers
 
 
 def verify_log(
-    path: str | os.PathLike[str], *, anchor: tuple[int, str] | None = None, key: bytes | None = None
+    path: str | os.PathLike[str],
+    *,
+    anchor: tuple[int, str] | None = None,
+    key: bytes | None = None,
+    on_progress: Callable[[int], None] | None = None,
 ) -> VerifyReport:
     """Run every check; raise the first damage found (a LogDamaged error), else report.
 
     ``key`` checks the MAC of every keyed checkpoint; ``checkpointed_seq`` is the last seq a checkpoint
-    covers (records after it are protected by the chain alone).
+    covers (records after it are protected by the chain alone). ``on_progress``, when given, is told the
+    bytes checked so far every few thousand records (a progress bar).
     """
     state = initial()
     count = 0
@@ -91,6 +98,8 @@ def verify_log(
     with LogReader(path) as reader:
         for record in reader.records():
             count += 1
+            if on_progress is not None and count % _PROGRESS_EVERY == 0:
+                on_progress(reader.position.offset)
             if record.type == "log.checkpoint":
                 check_checkpoint(record, key)
                 checkpoints += 1

@@ -118,8 +118,8 @@ def replay_versions(
             found[reached] = span
         if reached >= top:
             break
-    missing = _first_missing(wanted, found)  # bounded by the log's versions, never by the numbers asked for
-    if missing is not None:
+    missing = _last_missing(wanted, found)  # bounded by the log's versions, never by the numbers asked for
+    if missing is not None:  # name the latest version asked for: the one the caller gave (diff 1 9 asks for 1..9)
         raise error(
             "UNKNOWN_PLAN_VERSION",
             f"plan version {missing} is not in the log (it has versions 1 to {reached})",
@@ -135,13 +135,13 @@ def _largest(wanted: range | frozenset[int]) -> int:
     return max(wanted, default=0)
 
 
-def _first_missing(wanted: range | frozenset[int], found: Mapping[int, Span]) -> int | None:
-    """The smallest of ``wanted`` not in ``found`` (None: all found). A range is walked from its low end, so
+def _last_missing(wanted: range | frozenset[int], found: Mapping[int, Span]) -> int | None:
+    """The largest of ``wanted`` not in ``found`` (None: all found). A range is walked from its high end, so
     in at most ``len(found) + 1`` steps whatever its length."""
     if isinstance(wanted, range):
-        ascending = wanted if wanted.step > 0 else reversed(wanted)
-        return next((v for v in ascending if v not in found), None)
-    return min((v for v in wanted if v not in found), default=None)
+        descending = reversed(wanted) if wanted.step > 0 else wanted
+        return next((v for v in descending if v not in found), None)
+    return max((v for v in wanted if v not in found), default=None)
 
 
 def replay_version(records: Iterable[Record], version: int, start: PlanState | None = None) -> Span:

@@ -1,24 +1,49 @@
-"""Queries over the plan state: readiness, replan advice, and the JSON views the CLI prints.
+"""Queries over the plan state: readiness, what can start now, replan advice, and the JSON views the CLI prints.
 
 All pure functions of a :class:`~projections.model.PlanState`. The JSON shapes here are the ``--json``
 contract documented in the README.
+
+*Ready* is DESIGN.md's word: a pending step whose dependencies are all completed. *Can start* is what a
+``start`` would accept now: ready, and the run has room under ``max_in_progress`` (and is not finished). A step
+that cannot start carries its *wait reasons*, each a JSON object with a ``code`` and the fields that explain
+it. The codes are an open set (readers must accept codes they do not know; approvals and write conflicts
+will add theirs):
+
+- ``run_finished`` (``outcome``): the run finished complete, failed or cancelled;
+- ``status`` (``status``): the step is not pending (in progress, completed or blocked);
+- ``dependencies`` (``waiting``): the dependencies not completed yet;
+- ``capacity`` (``max_in_progress``, ``in_progress``): the limit is reached by the steps named.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plantrail.ledger.plan import StepSpec
 from plantrail.projections.model import Orphan, PlanState, StepState
 
+if TYPE_CHECKING:
+    from plantrail.ledger.store import Ack
+
 __all__ = [
+    "WaitReason",
+    "ack_view",
     "advice",
+    "anchor",
+    "capacity_view",
     "in_doubt",
+    "next_view",
     "orphan_view",
     "ready_steps",
     "specs",
+    "startable_steps",
+    "status_document",
     "status_view",
+    "wait_reasons",
 ]
+
+#: One reason a step cannot start now: ``{"code": ..., <fields>}`` (the codes are an open set).
+WaitReason = dict[str, Any]
 
 
 def specs(state: PlanState) -> dict[str, StepSpec]:
@@ -42,6 +67,63 @@ def ready_steps(state: PlanState) -> list[str]:
 def in_doubt(state: PlanState) -> list[StepState]:
     """Steps started with no result yet: after a crash nobody knows whether their work happened."""
     return [s for s in state.steps.values_in_order() if s.status == "in_progress"]
+
+
+def _capacity_reason(state: PlanState) -> WaitReason | None:
+    """The ``capacity`` reason when ``max_in_progress`` steps are in progress, else None (room, or unlimited)."""
+    limit = None if state.plan is None else state.plan.policy.max_in_progress
+    if limit is None:
+        return None
+    active = [s.id for s in in_doubt(state)]
+    return {"code": "capacity", "max_in_progress": limit, "in_progress": active} if len(active) >= limit else None
+
+
+def _reasons(state: PlanState, step: StepState, spec: StepSpec, capacity: WaitReason | None) -> list[WaitReason]:
+    """Why ``step`` cannot start now, in a fixed order; empty when it can."""
+    reasons: list[WaitReason] = []
+    if state.finished:
+        reasons.append({"code": "run_finished", "outcome": state.outcome})
+    if step.status != "pending":
+        reasons.append({"code": "status", "status": step.status})
+        return reasons
+    steps = state.steps
+    waiting = [d for d in dict.fromkeys(spec.depends_on) if steps[d].status != "completed"]
+    if waiting:
+        reasons.append({"code": "dependencies", "waiting": waiting})
+    if capacity is not None:
+        reasons.append({**capacity, "in_progress": list(capacity["in_progress"])})  # each step its own copy
+    return reasons
+
+
+#: The wait reasons that make a step not ready in DESIGN.md's sense (capacity, and reasons added later, do not).
+_NOT_READY = frozenset({"run_finished", "status", "dependencies"})
+
+
+def wait_reasons(state: PlanState) -> dict[str, list[WaitReason]]:
+    """Why each step of the active version cannot start now, by id in the stable order (empty: it can start)."""
+    if state.plan is None:
+        return {}
+    contracts = specs(state)
+    capacity = _capacity_reason(state)
+    return {s.id: _reasons(state, s, contracts[s.id], capacity) for s in state.steps.values_in_order()}
+
+
+def startable_steps(state: PlanState) -> list[str]:
+    """The ready steps a ``start`` would accept now, in the stable order: none while ``max_in_progress`` steps
+    are in progress. Each can start on its own; :func:`capacity_view` says how many may start together."""
+    return [] if _capacity_reason(state) is not None else ready_steps(state)
+
+
+def capacity_view(state: PlanState) -> dict[str, Any]:
+    """The run's room to start steps: ``max_in_progress`` (a number or ``"unlimited"``), ``in_progress`` (how
+    many steps are) and ``free`` (how many more may start; None when unlimited)."""
+    limit = None if state.plan is None else state.plan.policy.max_in_progress
+    active = len(in_doubt(state))
+    return {
+        "max_in_progress": "unlimited" if limit is None else limit,
+        "in_progress": active,
+        "free": None if limit is None else max(limit - active, 0),
+    }
 
 
 def advice(state: PlanState) -> str | None:
@@ -69,12 +151,14 @@ def orphan_view(orphan: Orphan) -> dict[str, Any]:
     return orphan._asdict() | {"evidence": list(orphan.evidence)}
 
 
-def _step_view(step: StepState, spec: StepSpec, ready: bool) -> dict[str, Any]:
+def _step_view(step: StepState, spec: StepSpec, ready: bool, waits: list[WaitReason]) -> dict[str, Any]:
     return {
         "id": step.id,
         "title": spec.title,
         "status": step.status,
         "ready": ready,
+        "can_start": not waits,
+        "wait_reasons": waits,
         "attempt": step.attempt,
         "max_attempts": step.max_attempts,
         "depends_on": list(spec.depends_on),
@@ -91,7 +175,8 @@ def _step_view(step: StepState, spec: StepSpec, ready: bool) -> dict[str, Any]:
 def status_view(state: PlanState) -> dict[str, Any]:
     """The ``status --json`` document."""
     contracts = specs(state)
-    ready = set(ready_steps(state))
+    waits = wait_reasons(state)
+    ready = {s for s, w in waits.items() if not any(r["code"] in _NOT_READY for r in w)}  # one pass for both
     descriptions = {} if state.plan is None else {c.id: c.description for c in state.plan.acceptance_criteria}
     policy = None if state.plan is None else state.plan.policy.max_in_progress
     return {
@@ -101,7 +186,7 @@ def status_view(state: PlanState) -> dict[str, Any]:
         "outcome": state.outcome,
         "outcome_reason": state.outcome_reason,
         "max_in_progress": "unlimited" if state.plan is not None and policy is None else policy,
-        "steps": [_step_view(s, contracts[s.id], s.id in ready) for s in state.steps.values_in_order()],
+        "steps": [_step_view(s, contracts[s.id], s.id in ready, waits[s.id]) for s in state.steps.values_in_order()],
         "criteria": [
             {
                 "id": c.id,
@@ -113,8 +198,58 @@ def status_view(state: PlanState) -> dict[str, Any]:
             for c in state.criteria.values_in_order()
         ],
         "ready": [s for s in state.steps if s in ready],
+        "can_start": [s for s in state.steps if not waits[s]],
+        "capacity": None if state.plan is None else capacity_view(state),
         "advice": advice(state),
         "orphans": [orphan_view(o) for o in state.orphans],
         "last_seq": state.last_seq,
         "head_hash": state.head,
+    }
+
+
+def anchor(seq: int, head: str | None) -> str | None:
+    """The anchor ``SEQ:HASH`` (all 64 hex digits) to paste into ``verify --anchor`` or ``repair --acked``."""
+    return None if head is None else f"{seq}:{head}"
+
+
+def status_document(state: PlanState) -> dict[str, Any]:
+    """The status document every front door gives: :func:`status_view` with the anchor and the state hash."""
+    from plantrail.projections.canonical import state_hash
+
+    return status_view(state) | {"anchor": anchor(state.last_seq, state.head), "state_hash": state_hash(state)}
+
+
+def next_view(state: PlanState) -> dict[str, Any]:
+    """The ``next --json`` document: what is ready, what can start now and why the rest waits, the advice."""
+    ready = ready_steps(state)
+    waits = wait_reasons(state)
+    return {
+        "plan_version": state.version,
+        "outcome": state.outcome,
+        "ready": ready,
+        "can_start": startable_steps(state),
+        "waiting": [{"step": s, "wait_reasons": waits[s]} for s in ready if waits[s]],
+        "capacity": None if state.plan is None else capacity_view(state),
+        "in_progress": [s.id for s in in_doubt(state)],
+        "advice": advice(state),
+    }
+
+
+def ack_view(state: PlanState, ack: Ack) -> dict[str, Any]:
+    """What a recording command answers: the ack (seq, hash, anchor, duplicate, orphan, durable) and where the
+    run stands after it (version, outcome, ready, can start, capacity, advice)."""
+    return {
+        "ok": True,
+        "seq": ack.seq,
+        "hash": ack.hash,
+        "anchor": anchor(ack.seq, ack.hash),
+        "duplicate": ack.duplicate,
+        "orphan": ack.orphan,
+        "durable": ack.durable,
+        "plan_version": state.version,
+        "outcome": state.outcome,
+        "ready": ready_steps(state),
+        "can_start": startable_steps(state),
+        "capacity": capacity_view(state),
+        "advice": advice(state),
     }

@@ -26,6 +26,15 @@ HOSTILE = (
 HOSTILE_IN_FILES = HOSTILE + "\x00"
 
 
+#: Commands this test does not run, and why: each prints no data of a log for people here.
+NOT_WALKED = {
+    "mcp",  # speaks JSON-RPC on stdio to a program, not to a person
+    "store",  # store init prints a database URL and a schema version (it needs a database)
+    "graph",  # prints SVG, DOT or Mermaid: a file format for other programs (docs/pictures.md), not text for people
+    "watch",  # a live view that runs until interrupted; it renders through cli.tables.cell and emit
+}
+
+
 def raw_controls(text: str) -> list[str]:
     """Every character of ``text`` a terminal could act on, plantrail's own line breaks aside."""
     return sorted({c for c in text if not c.isprintable() and c != "\n"})
@@ -144,6 +153,8 @@ def test_no_human_output_carries_a_raw_control_character_from_data(
         ("import", [hostile_transcript(tmp_path), "-o", tmp_path / "imported \x9b.jsonl"]),
         ("status", [tmp_path / "imported \x9b.jsonl"]),
         ("log", [tmp_path / "imported \x9b.jsonl"]),
+        ("copy", [log, tmp_path / "copied \x1b[2J.jsonl"]),
+        ("report", [log, "-o", tmp_path / "report \x1b[2J.html"]),
         ("status", [tmp_path / "missing \x1b]0;x\x07.jsonl"]),  # an error naming a hostile path
         ("start", [log, "c"]),  # a refusal naming hostile state
     ]
@@ -153,7 +164,7 @@ def test_no_human_output_carries_a_raw_control_character_from_data(
         assert "Traceback" not in result.err and "error[INTERNAL]" not in result.err, (name, result.err)
         assert raw_controls(result.out) == [], (name, result.out)
         assert raw_controls(result.err) == [], (name, result.err)
-    assert {name for name, _ in outputs} == set(all_commands()), "every command is walked"
+    assert {name for name, _ in outputs} | NOT_WALKED == set(all_commands()), "every command is walked"
 
 
 def test_hostile_text_is_still_shown_escaped(
