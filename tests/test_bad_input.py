@@ -145,8 +145,9 @@ def create_with_draft(**changes: Any) -> Callable[[Env], list[Any]]:
 
 
 def on_log(*args: str) -> Callable[[Env], list[Any]]:
-    """A command on the valid log: the first argument is the command, the log goes second."""
-    return lambda env: [args[0], env.log, *args[1:]]
+    """A command on the valid log: the first argument is the command, the log goes second; ``{fifo}`` stands
+    for a FIFO no one writes to."""
+    return lambda env: [args[0], env.log, *(fifo(env) if a == "{fifo}" else a for a in args[1:])]
 
 
 def bad_step_id(text: str) -> Callable[[Env], list[Any]]:
@@ -330,6 +331,13 @@ ISOLATED_CASES: dict[str, Isolated] = {
     ),
     "key file is /dev/zero": Isolated(on_log("checkpoint", "--key-file", "/dev/zero"), "NOT_A_FILE", 4),
     "key file is a FIFO": Isolated(lambda env: ["verify", env.log, "--key-file", fifo(env)], "NOT_A_FILE", 4),
+    "evidence file is a FIFO": Isolated(
+        on_log("criterion", "login-test-passes", "--passed", "--evidence-file", "{fifo}"), "NOT_A_FILE", 4
+    ),
+    "evidence file is /dev/zero": Isolated(
+        on_log("criterion", "login-test-passes", "--passed", "--evidence-file", "/dev/zero"), "NOT_A_FILE", 4
+    ),
+    "reason file is a FIFO": Isolated(on_log("block", "reproduce", "--reason-file", "{fifo}"), "NOT_A_FILE", 4),
     "transcript is /dev/zero": Isolated(
         lambda env: ["import", "/dev/zero", "-o", env.tmp / "new.jsonl"], "TRANSCRIPT_UNREADABLE", 4
     ),
