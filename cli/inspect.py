@@ -222,7 +222,7 @@ def log_command(log: str, from_seq: int, limit: int | None, as_json: bool) -> No
 @log_argument
 @json_option
 def next_command(log: str, as_json: bool) -> None:
-    """The ready steps in stable order, or the replan advice when nothing can start (seed 000 shouldReplan).
+    """The ready steps in stable order, or the replan advice when nothing can start.
 
     Advice: repeated_tool_failure after two failed attempts in a row, retries_exhausted when a step ran out of
     attempts, no_ready_step when work remains but nothing runs and nothing can start.

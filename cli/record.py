@@ -116,10 +116,15 @@ def _run(log: str, command: Command, expected_seq: int | None, as_json: bool) ->
         _acknowledge(ledger, command, ack, as_json)
 
 
+#: What the acknowledgement calls each command: the CLI's own command names.
+_COMMAND_NAMES = {"VerifyCriterion": "criterion"}
+
+
 def _describe(command: Command) -> str:
     fields = [getattr(command, name, None) for name in ("step", "criterion", "outcome")]
     subject = next((f for f in fields if f), "")
-    return f"{type(command).__name__.lower()} {subject}".strip()
+    name = type(command).__name__
+    return f"{_COMMAND_NAMES.get(name, name.lower())} {subject}".strip()
 
 
 def _acknowledge(ledger: Ledger, command: Command, ack: Ack, as_json: bool) -> None:
@@ -160,7 +165,7 @@ def _acknowledge(ledger: Ledger, command: Command, ack: Ack, as_json: bool) -> N
     type=click.Choice(["always", "batch", "none"]),
     default="always",
     show_default=True,
-    help="Durability policy recorded in the header (see README, Durability).",
+    help="Durability policy recorded in the header (see docs/reliability.md).",
 )
 @click.option("--actor", type=ACTORS, default="planner", show_default=True, help="Who issued the command.")
 @json_option

@@ -15,7 +15,7 @@ The tree::
 
     * also a TranscriptError: catch that one class for any problem with a transcript given to import.
 
-Codes are part of the public contract (README, "Error codes"): a code is never renamed or reused.
+Codes are part of the public contract (docs/errors.md): a code is never renamed or reused.
 Structured fields (``step``, ``plan_version``, ``seq``, ``line``, ``expected``, ``actual`` ...) travel
 with the error so callers never parse the message.
 
@@ -154,7 +154,7 @@ class TranscriptUnreadable(TranscriptError, StorageError):
     """The transcript cannot be opened or read."""
 
 
-#: Every stable code, the class that carries it, and what it means (rendered in the README).
+#: Every stable code, the class that carries it, and what it means (the table in docs/errors.md).
 CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     # usage
     "USAGE": (UsageError, "the arguments or options are malformed"),

@@ -1,6 +1,6 @@
 """The log's vocabulary: every event type, and the record envelope each line carries.
 
-This module is the storage contract (README, "The log format"). Type names are explicit strings, never
+This module is the storage contract (docs/format.md). Type names are explicit strings, never
 derived from Python names. The record envelope and the fixed-shape events (steps, criteria, the run's end,
 the log's own records) are frozen ``msgspec.Struct``s; the plan events, which nest plan specs, are frozen
 dataclasses. The schema is pydantic's: one discriminated union on ``type`` (see :mod:`ledger.codec`) gives

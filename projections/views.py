@@ -1,7 +1,7 @@
 """Queries over the plan state: readiness, what can start now, replan advice, and the JSON views the CLI prints.
 
 All pure functions of a :class:`~projections.model.PlanState`. The JSON shapes here are the ``--json``
-contract documented in the README.
+contract documented in docs/cli.md and docs/semantics.md.
 
 *Ready* is DESIGN.md's word: a pending step whose dependencies are all completed. *Can start* is what a
 ``start`` would accept now: ready, and the run has room under ``max_in_progress`` (and is not finished). A step
