@@ -31,9 +31,11 @@ __all__ = [
     "raise_if_torn",
     "read_json_file",
     "read_state",
+    "read_state_noted",
     "read_text",
     "readiness_lines",
     "reset_output",
+    "snapshot_note",
     "table",
     "torn_error",
     "truncate",
@@ -225,3 +227,21 @@ def read_state(path: str) -> tuple[PlanState, TornTail | None]:
 
     result = read(path)
     return result.state, result.torn
+
+
+def read_state_noted(path: str) -> tuple[PlanState, TornTail | None, int | None]:
+    """Like :func:`read_state`, plus the seq up to which the answer came from a snapshot (None: all re-read)."""
+    from plantrail.ledger.stores.reads import read_state as read
+
+    result = read(path)
+    return result.state, result.torn, result.snapshot_seq
+
+
+def snapshot_note(snapshot_seq: int | None) -> str:
+    """The line a human output ends with when a snapshot answered part of it ("" when every record was read)."""
+    if snapshot_seq is None:
+        return ""
+    return (
+        f"\n(answered from the cache's snapshot up to seq {snapshot_seq}: those records were not re-read; "
+        "`plantrail verify` reads every byte)"
+    )

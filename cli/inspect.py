@@ -13,8 +13,9 @@ from plantrail.cli.common import (
     log_argument,
     open_records,
     raise_if_torn,
-    read_state,
+    read_state_noted,
     readiness_lines,
+    snapshot_note,
     table,
     truncate,
 )
@@ -119,6 +120,7 @@ def status(log: str, with_attempts: bool, as_json: bool) -> None:
     from plantrail.projections.views import status_document
 
     attempts: dict[str, Any] | None = None
+    snapshot_seq: int | None = None
     if with_attempts:
         from plantrail.projections.attempts import attempts_view
         from plantrail.projections.attempts import fold as fold_attempts
@@ -129,11 +131,11 @@ def status(log: str, with_attempts: bool, as_json: bool) -> None:
         gone = [s for s in history.attempts if s not in state.steps]  # steps a replan removed, in log order
         attempts = {s: attempts_view(history.attempts.get(s, ())) for s in [*state.steps, *gone]}
     else:
-        state, torn = read_state(log)
-    view = status_document(state) | {"torn_tail": torn is not None}
+        state, torn, snapshot_seq = read_state_noted(log)
+    view = status_document(state) | {"torn_tail": torn is not None, "snapshot_seq": snapshot_seq}
     if attempts is not None:
         view["attempts"] = attempts
-    emit(as_json, view, lambda: render_status(state, view))
+    emit(as_json, view, lambda: render_status(state, view) + snapshot_note(snapshot_seq))
     raise_if_torn(log, torn)
 
 
@@ -235,7 +237,8 @@ def next_command(log: str, as_json: bool) -> None:
       "can_start": [step ids], "waiting": [{"step", "wait_reasons": [{"code", ...}]}] (ready steps that
       cannot start now; the codes are an open set, e.g. "capacity" with "max_in_progress", "in_progress"),
       "capacity": {"max_in_progress", "in_progress", "free"}, "in_progress": [step ids],
-      "advice": null | reason code}
+      "advice": null | reason code,
+      "snapshot_seq": null | the seq up to which a snapshot answered (those records were not re-read)}
 
     \b
     Example:
@@ -243,11 +246,14 @@ def next_command(log: str, as_json: bool) -> None:
     """
     from plantrail.projections.views import next_view
 
-    state, torn = read_state(log)
-    data = next_view(state)
+    state, torn, snapshot_seq = read_state_noted(log)
+    data = next_view(state) | {"snapshot_seq": snapshot_seq}
     running = data["in_progress"]
 
     def human() -> str:
+        return answer() + snapshot_note(snapshot_seq)
+
+    def answer() -> str:
         if state.finished:
             return f"the run finished {state.outcome}; nothing to do"
         lines = readiness_lines(state) or ["no step is ready"]

@@ -82,6 +82,11 @@ def _render_verify(report: VerifyReport, anchor: str | None) -> str:
         f"anchor: {report.last_seq}:{report.head_hash}",
         f"state hash: {report.state_hash}",
     ]
+    if report.grew:
+        lines.append(
+            f"verified up to seq {report.last_seq} (the first {report.verified_bytes} bytes): the log grew while "
+            "verify read it, and what was appended after is not covered"
+        )
     if anchor:
         lines.insert(1, f"checked anchor {anchor}: the log still holds it")
     if report.checkpoints:

@@ -229,6 +229,7 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "NO_SPACE": (StorageError, "the disk or quota is full (ENOSPC, EDQUOT, EFBIG); nothing was added"),
     "NETWORK_FILESYSTEM": (StorageError, "the log is on NFS or SMB, where appends and locks are unsafe"),
     "WRITER_POISONED": (StorageError, "an earlier write or fsync failed; this writer acknowledges nothing more"),
+    "LOCK_TIMEOUT": (StorageError, "a reader waited too long for a writer's lock (a stopped writer holds it)"),
     "FILE_NOT_FOUND": (StorageError, "an input file (draft, patch, transcript, key) does not exist"),
     "FOLDER_NOT_FOUND": (StorageError, "the folder a new log (create, import) should go in does not exist"),
     "RUN_NOT_FOUND": (StorageError, "the database holds no run with that id"),

@@ -30,6 +30,7 @@ __all__ = [
     "Actor",
     "CriterionVerified",
     "Event",
+    "LogBatch",
     "LogCheckpoint",
     "LogOpened",
     "LogRepaired",
@@ -145,6 +146,15 @@ class LogCheckpoint(_FixedShape, frozen=True):
     mac: str
 
 
+class LogBatch(_FixedShape, frozen=True):
+    """The bounds of a group commit: ``begin`` before its records, ``end`` after them. Readers take the records
+    between the two only together: a batch a crash cut short (no ``end``) is a torn tail, from its ``begin``."""
+
+    TYPE: ClassVar[str] = "log.batch"
+
+    part: Literal["begin", "end"]
+
+
 # --------------------------------------------------------------------------- plan events
 
 
@@ -244,6 +254,7 @@ Event = (
     | LogOpened
     | LogRepaired
     | LogCheckpoint
+    | LogBatch
 )
 
 #: Result events: fenced by (plan version, step, attempt); late ones land on the orphan path.

@@ -39,6 +39,7 @@ from plantrail.ledger.decide import Create
 from plantrail.ledger.errors import error
 from plantrail.ledger.files import folder_of, fsync_dir, os_error
 from plantrail.ledger.plan import PlanSpec
+from plantrail.ledger.store import Ack
 
 from ._records import open_transcript
 from .mapping import Batch, MappedRun, map_updates
@@ -117,7 +118,7 @@ def import_transcript(
     transcripts = [lead, *(parse_transcript(p, "claude-code") for p in found)] if with_subagents else [lead]
     mapped = map_updates(_merged(transcripts), format=lead.format, session=_session(lead))
     run_id = run or _run_id(lead)
-    last_seq, head = _write(log, mapped, run_id, _nonce(transcripts), force, on_progress)
+    last_seq, head, written = _write(log, mapped, run_id, _nonce(transcripts), force, on_progress)
     skipped = Counter(mapped.skipped)
     for transcript in transcripts:
         skipped.update(transcript.skipped_reasons)
@@ -129,7 +130,7 @@ def import_transcript(
         plan_updates=mapped.plan_updates,
         versions=mapped.versions,
         steps_completed=mapped.completions,
-        events_written=last_seq,
+        events_written=written,
         events_inferred=mapped.inferred,
         max_in_progress=mapped.max_in_progress,
         lines_read=sum(t.lines_total for t in transcripts),
@@ -185,16 +186,17 @@ def _write(
     nonce: str,
     force: bool,
     on_progress: Callable[[int, int], None] | None = None,
-) -> tuple[int, str]:
-    """Write the whole log to a temporary file, fsync it once, and put it in place; return its head."""
+) -> tuple[int, str, int]:
+    """Write the whole log to a temporary file, fsync it once, and put it in place; return its head and how
+    many events it holds after the header (group commits' log.batch bounds aside)."""
     temporary = f"{log}.import-{secrets.token_hex(4)}.tmp"
     try:
-        last_seq, head = _record(temporary, mapped.batches, run_id, nonce, on_progress)
+        last_seq, head, written = _record(temporary, mapped.batches, run_id, nonce, on_progress)
         _sync(temporary)
         _install(temporary, log, force)
     finally:
         _remove(temporary)
-    return last_seq, head
+    return last_seq, head, written
 
 
 def _record(
@@ -203,7 +205,7 @@ def _record(
     run_id: str,
     nonce: str,
     on_progress: Callable[[int, int], None] | None = None,
-) -> tuple[int, str]:
+) -> tuple[int, str, int]:
     first, *rest = batches
     create, *started = first.commands
     assert isinstance(create, Create) and isinstance(create.plan, PlanSpec)  # the mapper opens with the Create
@@ -220,15 +222,19 @@ def _record(
         cache=False,
     ).close()
     with Ledger.open(path, fsync="none", clock=clock, cache=False) as ledger:
-        ledger.execute_many(started)
+        written = 1 + _written(ledger.execute_many(started))  # the plan, then every new event
         for done, batch in enumerate(rest, start=2):
             clock.now = batch.ts
-            ledger.execute_many(batch.commands)
+            written += _written(ledger.execute_many(batch.commands))
             if on_progress is not None and done % _PROGRESS_EVERY == 0:
                 on_progress(done, len(batches))
         state = ledger.state
     assert state.head is not None
-    return state.last_seq, state.head
+    return state.last_seq, state.head, written
+
+
+def _written(acks: list[Ack]) -> int:
+    return sum(not a.duplicate for a in acks)
 
 
 def _sync(path: str) -> None:
