@@ -105,11 +105,12 @@ def _change_lines(changes: dict[str, Any]) -> list[str]:
 # --------------------------------------------------------------------------- versions
 
 
-def _render_versions(state: PlanState, versions: list[dict[str, Any]]) -> str:
-    lines = [
-        f"run {state.run} · {_plural(len(versions), 'plan version', 'plan versions')} · active v{state.version}",
-        "",
-    ]
+def _render_versions(run: str | None, count: int, versions: list[dict[str, Any]]) -> str:
+    lines = [f"run {run} · {_plural(count, 'plan version', 'plan versions')} · active v{count}"]
+    if versions and len(versions) < count:
+        first, last = versions[0]["version"], versions[-1]["version"]
+        lines.append(f"showing v{first} to v{last} (--all for every version, --since-version V, --limit N)")
+    lines.append("")
     rows = []
     for v in versions:
         causes = ",".join(map(str, v["causes"])) or "-"
@@ -129,9 +130,15 @@ def _render_versions(state: PlanState, versions: list[dict[str, Any]]) -> str:
 
 @click.command()
 @log_argument
+@click.option("--all", "everything", is_flag=True, help="Every version (default: the latest 20).")
+@click.option(
+    "--limit", type=click.IntRange(min=1), metavar="N", help="The latest N versions (from V with --since-version)."
+)
+@click.option("--since-version", "since", type=click.IntRange(min=1), metavar="V", help="Versions from V on.")
 @json_option
-def versions(log: str, as_json: bool) -> None:
-    """Every plan version: when, by whom and why it was adopted, its causes, and what changed.
+def versions(log: str, everything: bool, limit: int | None, since: int | None, as_json: bool) -> None:
+    """Plan versions (the latest 20 by default): when, by whom and why each was adopted, its causes, and what
+    changed. Read from the history index beside the log (brought up to date first), not by folding the log.
 
     \b
     JSON: {"run", "active_version", "versions": [{"version", "seq", "ts", "actor", "reason", "why",
@@ -139,20 +146,33 @@ def versions(log: str, as_json: bool) -> None:
       "changes": null | {"kept", "reset": [{"step", "cause", "was", "attempt", "upstream", "fields"}],
       "added", "removed": [...], "criteria_kept", "criteria_reset": [{"criterion", "cause", "was"}],
       "criteria_added", "criteria_removed", "policy_changed"}}]}
+      (the versions shown; there are "active_version" in all)
 
     \b
     Example:
       plantrail versions samples/login-fix-replans.jsonl
+      plantrail versions run.jsonl --since-version 40 --limit 5 --json
     """
-    from plantrail.projections.history import history, versions_view
+    from plantrail.ledger.errors import error
+    from plantrail.ledger.stores.reads import read_versions
+    from plantrail.projections.history import shown_versions, version_items
 
-    with open_records(log) as (reader, records):
-        log_history = history(records)
-    state = log_history.state
-    view = versions_view(log_history)
-    data = {"run": state.run, "active_version": state.version, "versions": view}
-    emit(as_json, data, lambda: _render_versions(state, view))
-    raise_if_torn(log, reader.torn)
+    if everything and (limit is not None or since is not None):
+        raise error("USAGE", "--all shows every version: give it without --limit or --since-version")
+    found = read_versions(log)
+    if since is not None and since > found.count:
+        raise error(
+            "UNKNOWN_PLAN_VERSION",
+            f"plan version {since} is not in the log (it has versions 1 to {found.count})",
+            plan_version=since,
+        )
+    shown = shown_versions(found.count, everything=everything, limit=limit, since=since)
+    infos = [entry.info for entry in found.entries(shown.start, shown.stop - 1)]
+    after = found.entry(shown.stop).info.seq if shown.stop <= found.count else None
+    view = version_items(infos, after)
+    data = {"run": found.run, "active_version": found.count, "versions": view}
+    emit(as_json, data, lambda: _render_versions(found.run, found.count, view))
+    raise_if_torn(log, found.torn)
 
 
 # --------------------------------------------------------------------------- replay
@@ -285,7 +305,7 @@ def _render_diff(diff: dict[str, Any]) -> list[str]:
 def diff(log: str, old: int, new: int, as_json: bool) -> None:
     """What changed from plan version V1 to a later V2: steps added, removed and changed field by field;
     completed work kept (with its evidence) or reset (with the cause, and the upstream step for lineage);
-    criteria kept or reset. Reads the log only up to the end of V2.
+    criteria kept or reset. Read from the history index and the version index beside the log.
 
     For versions that are not adjacent, the work is traced through each replan between them as that replan
     recorded it, not recomputed (see projections.history.diff_view).
@@ -302,16 +322,9 @@ def diff(log: str, old: int, new: int, as_json: bool) -> None:
     Example:
       plantrail diff samples/login-fix-replans.jsonl 1 2
     """
-    from plantrail.ledger.errors import error
-    from plantrail.projections.history import diff_view, history, replay_versions
+    from plantrail.ledger.stores.reads import version_diff
 
-    if old >= new:
-        raise error("USAGE", f"diff compares an earlier version with a later one, not v{old} with v{new}")
-    with open_records(log) as (_, records):
-        ends = {v: span.state for v, span in replay_versions(records, range(old, new + 1)).items()}
-    with open_records(log) as (_, records):
-        versions = history(records).versions
-    data = diff_view(ends, versions, old, new)
+    data = version_diff(log, old, new)
     through = "" if data["adjacent"] else " (work traced through every replan between them)"
     emit(as_json, data, lambda: "\n".join([f"diff v{old} -> v{new}{through}", *_render_diff(data)]))
 
@@ -385,14 +398,11 @@ def why(log: str, version: int | None, as_json: bool) -> None:
     Example:
       plantrail why samples/login-fix-replans.jsonl --version 2
     """
-    from plantrail.projections.history import history, why_view
+    from plantrail.ledger.stores.reads import replan_audit
 
-    with open_records(log) as (reader, records):
-        log_history = history(records)
-    with open_records(log) as (_, records):
-        data = why_view(records, log_history, version)
+    data, torn = replan_audit(log, version)
     emit(as_json, data, lambda: _render_why(data))
-    raise_if_torn(log, reader.torn)
+    raise_if_torn(log, torn)
 
 
 # --------------------------------------------------------------------------- orphans

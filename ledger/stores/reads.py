@@ -6,37 +6,57 @@ The answers are the log's own: a snapshot or a version index only saves folding 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
-from typing import Final, NamedTuple
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Final, NamedTuple
 
-from plantrail.ledger.errors import LogDamaged
+from plantrail.ledger.errors import LogDamaged, error
 from plantrail.ledger.events import Record
 from plantrail.ledger.store import TornTail
 from plantrail.ledger.stores.cache import (
+    HistoryIndex,
+    HistoryWriter,
+    Position,
     Snapshot,
     first_hash,
+    history_lock,
     index_entry,
     indexed,
+    load_history,
     load_snapshot,
     position_after,
     prefix_crc,
+    read_history_entries,
+    read_open_state,
     save_snapshot,
     version_start,
     write_version_index,
 )
 from plantrail.ledger.stores.jsonl import LogReader
-from plantrail.projections.history import fold_span, replay_version
-from plantrail.projections.model import PlanState
-from plantrail.projections.state import fold
+from plantrail.projections.history import (
+    criterion_seqs,
+    diff_traced,
+    fold_span,
+    replan_version,
+    replay_version,
+    why_traced,
+)
+from plantrail.projections.model import PlanState, VersionInfo
+from plantrail.projections.snapshot import decode_state, decode_version, encode_state, encode_version
+from plantrail.projections.state import fold, initial
 
 __all__ = [
     "INDEX_FROM_BYTES",
     "REFRESH_AFTER",
     "ReadResult",
+    "VersionEntry",
+    "Versions",
     "build_version_index",
     "read_state",
+    "read_versions",
     "rebuild_version",
+    "replan_audit",
     "use_cache_default",
+    "version_diff",
 ]
 
 #: A reader that had to fold at least this many records past the snapshot refreshes it.
@@ -149,3 +169,154 @@ def rebuild_version(
         else:
             span, _ = fold_span(iter(reader.records(start=start.position, run=start.state.run)), start.state)
     return span.state, span.superseded_at, reader.torn
+
+
+# --------------------------------------------------------------------------- the history index
+
+
+class VersionEntry(NamedTuple):
+    """One plan version as adopted, and ``ended``: each criterion's verdict seq at the end of the version before
+    it (None for version 1)."""
+
+    info: VersionInfo
+    ended: tuple[tuple[str, int], ...] | None
+
+
+class Versions(NamedTuple):
+    """A log's plan versions: ``count`` of them (the last is the active one), read by :meth:`entries`; the run
+    id, and the torn tail the read of the log ended on."""
+
+    run: str | None
+    count: int
+    torn: TornTail | None
+    entries: Callable[[int, int], list[VersionEntry]]
+
+    def entry(self, version: int) -> VersionEntry:
+        """One version's entry."""
+        return self.entries(version, version)[0]
+
+
+def _versions_from(
+    reader: LogReader,
+    start: Position | None,
+    state: PlanState,
+    add: Callable[[VersionEntry, Position, PlanState], None],
+) -> PlanState:
+    """Fold the log from ``start`` (the state there: ``state``) to its end, reporting every version adopted on the
+    way with the position and state just after its adopting record; return the final state."""
+    stream = iter(reader.records(start=start, run=state.run if start is not None else None))
+    while True:
+        span, after = fold_span(stream, state)
+        if after is None:
+            return span.state
+        assert after.adopted is not None  # a version changes only by a record that adopts one
+        ended = None if span.state.version == 0 else tuple(criterion_seqs(span.state).items())
+        add(VersionEntry(after.adopted, ended), reader.position, after)
+        state = after
+
+
+def _in_memory(log_path: str) -> Versions:
+    """Every version from a fold of the whole log (no cache)."""
+    found: list[VersionEntry] = []
+    with LogReader(log_path) as reader:
+        final = _versions_from(reader, None, initial(), lambda entry, _, __: found.append(entry))
+    return Versions(final.run, len(found), reader.torn, lambda first, last: found[first - 1 : last])
+
+
+def _indexed_entries(log_path: str, index: HistoryIndex) -> Callable[[int, int], list[VersionEntry]]:
+    def entries(first: int, last: int) -> list[VersionEntry]:
+        if last < first:
+            return []
+        blobs = read_history_entries(log_path, index, first, last)
+        if blobs is None:
+            raise error("IO_ERROR", f"the history index of {log_path} changed while it was read; run the command again")
+        return [VersionEntry(*decode_version(blob)) for _, blob in blobs]
+
+    return entries
+
+
+def _updated_history(log_path: str) -> tuple[HistoryIndex | None, TornTail | None]:
+    """The log's history index, extended to the end of the log (or built, the first time) when it does not cover
+    it; None when it cannot be written (the caller folds the log instead)."""
+    with LogReader(log_path) as reader:
+        index = load_history(log_path, reader.fd)
+        if index is not None and index.covered.offset == os.fstat(reader.fd).st_size:
+            return index, None
+        header = first_hash(reader.fd)
+        if header is None:
+            return None, None
+        with history_lock(log_path):
+            index = load_history(log_path, reader.fd)  # another reader may have updated it meanwhile
+            if index is not None and index.covered.offset == os.fstat(reader.fd).st_size:
+                return index, None
+            base = None if index is None else read_open_state(log_path, index)
+            if index is None or base is None:
+                index, start, state = None, None, initial()
+            else:
+                start, state = index.open_start, decode_state(base)
+            opened: list[tuple[Position, PlanState]] = [] if start is None else [(start, state)]
+            with HistoryWriter(log_path, index) as writer:
+
+                def add(entry: VersionEntry, where: Position, after: PlanState) -> None:
+                    writer.add(entry.info.version, entry.info.seq, encode_version(entry.info, entry.ended))
+                    opened[:] = [(where, after)]
+
+                final = _versions_from(reader, start, state, add)
+                if opened and final.run is not None:
+                    where, after = opened[0]
+                    open_state = encode_state(after._replace(orphans=()))
+                    writer.commit(header, final.run, reader.position, where, open_state)
+        return load_history(log_path, reader.fd), reader.torn
+
+
+def read_versions(log_path: str, *, use_cache: bool | None = None) -> Versions:
+    """A log's plan versions, from its history index (brought up to date first) or, without the cache or
+    when it cannot be written, from a fold of the whole log. Either way the entries are the fold's."""
+    cached = use_cache_default() if use_cache is None else use_cache
+    if cached:
+        index, torn = _updated_history(log_path)
+        if index is not None:
+            return Versions(index.run, index.versions, torn, _indexed_entries(log_path, index))
+    return _in_memory(log_path)
+
+
+def _unknown_version(wanted: int, count: int) -> Exception:
+    return error(
+        "UNKNOWN_PLAN_VERSION",
+        f"plan version {wanted} is not in the log (it has versions 1 to {count})",
+        plan_version=wanted,
+        expected=count,
+    )
+
+
+def version_diff(log_path: str, old: int, new: int, *, use_cache: bool | None = None) -> dict[str, Any]:
+    """``plantrail diff``: :func:`projections.history.diff_view` of versions ``old`` and ``new``, from the history
+    index (each version's adoption and its criteria's verdict seqs when it ended) and the state at the end of
+    ``old`` (rebuilt from the version index)."""
+    if old >= new:
+        raise error("USAGE", f"diff compares an earlier version with a later one, not v{old} with v{new}")
+    found = read_versions(log_path, use_cache=use_cache)
+    if new > found.count:
+        raise _unknown_version(max(old, found.count + 1), found.count)
+    entries = found.entries(old, new)
+    infos = {entry.info.version: entry.info for entry in entries}
+    verdicts = {entry.info.version - 1: dict(entry.ended or ()) for entry in entries[2:]}
+    before, _, _ = rebuild_version(log_path, old, use_cache=use_cache)
+    return diff_traced(before, infos, verdicts, old, new)
+
+
+def replan_audit(
+    log_path: str, version: int | None = None, *, use_cache: bool | None = None
+) -> tuple[dict[str, Any], TornTail | None]:
+    """``plantrail why``: :func:`projections.history.why_view` of the replan that created ``version`` (default:
+    the latest), from the history index, the version index, the quoted records read by seq, and the late results
+    of the log's current state; and the torn tail the log ends on."""
+    from plantrail.ledger.stores.seek import record_at
+
+    found = read_versions(log_path, use_cache=use_cache)
+    version = replan_version(found.count, version)
+    replaced, adopted = (entry.info for entry in found.entries(version - 1, version))
+    before, _, _ = rebuild_version(log_path, version - 1, use_cache=use_cache)
+    quoted = {seq: record_at(log_path, seq) for seq in sorted({*adopted.causes, adopted.seq})}
+    current = read_state(log_path, use_cache=use_cache).state
+    return why_traced(replaced, adopted, before, quoted, current.orphans), found.torn
