@@ -240,11 +240,12 @@ def _updated_history(log_path: str) -> tuple[HistoryIndex | None, TornTail | Non
     it; None when it cannot be written (the caller folds the log instead)."""
     with LogReader(log_path) as reader:
         index = load_history(log_path, reader.fd)
-        if index is not None and index.covered.offset == os.fstat(reader.fd).st_size:
+        size = os.fstat(reader.fd).st_size
+        if index is not None and index.covered.offset == size:
             return index, None
         header = first_hash(reader.fd)
-        if header is None:
-            return None, None
+        if header is None or (index is None and size < INDEX_FROM_BYTES):
+            return None, None  # a small log folds faster than an index is written
         with history_lock(log_path):
             index = load_history(log_path, reader.fd)  # another reader may have updated it meanwhile
             if index is not None and index.covered.offset == os.fstat(reader.fd).st_size:
@@ -270,8 +271,9 @@ def _updated_history(log_path: str) -> tuple[HistoryIndex | None, TornTail | Non
 
 
 def read_versions(log_path: str, *, use_cache: bool | None = None) -> Versions:
-    """A log's plan versions, from its history index (brought up to date first) or, without the cache or
-    when it cannot be written, from a fold of the whole log. Either way the entries are the fold's."""
+    """A log's plan versions, from its history index (brought up to date first; built the first time for a log
+    of at least :data:`INDEX_FROM_BYTES`) or, without the cache, for a smaller log, or when the index cannot be
+    written, from a fold of the whole log. Either way the entries are the fold's."""
     cached = use_cache_default() if use_cache is None else use_cache
     if cached:
         index, torn = _updated_history(log_path)
