@@ -12,6 +12,8 @@ with one write (command -> event -> store -> reducer). A refusal raises before a
 from __future__ import annotations
 
 import os
+import random
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -30,16 +32,20 @@ from plantrail.ledger.decide import (
     decide,
     decide_one,
 )
-from plantrail.ledger.errors import error
+from plantrail.ledger.errors import PlantrailError, error
 from plantrail.ledger.events import Outcome, ReasonCode, Record, Source
 from plantrail.ledger.idempotency import match, record_view
 from plantrail.ledger.plan import Draft, PlanPatch, PlanSpec, check_id, parse_draft, parse_patch
 from plantrail.ledger.store import Ack, FsyncPolicy, KeyEntry, PendingRecord, Session, Store
+from plantrail.ledger.stores import is_database_url
 from plantrail.ledger.stores.jsonl import JsonlStore
 from plantrail.projections.model import PlanState
 from plantrail.projections.state import Advancing, evolve, initial
 
 __all__ = ["Ledger", "default_run_id"]
+
+#: How many times a batch is decided again when a database writer lost the race for the next seq.
+_CONFLICT_RETRIES = 32
 
 
 def default_run_id(path: str | os.PathLike[str]) -> str:
@@ -80,22 +86,29 @@ class Ledger:
 
         ``cache=False`` leaves no snapshot beside the log (see :mod:`plantrail.ledger.stores.cache`).
         """
-        run_id = check_id(run if run is not None else default_run_id(path), "run id")
         spec = parse_draft(plan) if isinstance(plan, Mapping) else plan
         [event] = decide(initial(), Create(plan=spec, actor=actor, source=source, key=key))  # type: ignore[arg-type]
         ts = clock()
         first = PendingRecord(ts=ts, plan_version=1, actor=event.actor, data=event.data, source=source, key=key)
-        store, _ = JsonlStore.create(
-            path,
-            run=run_id,
-            first=[first],
-            fsync=fsync,
-            nonce=nonce,
-            ts=ts,
-            actor=actor,
-            allow_network_fs=allow_network_fs,
-            clock=clock,
-        )
+        store: Store
+        if is_database_url(target := os.fspath(path)):
+            from plantrail.ledger.stores.postgres import PostgresStore
+
+            store, _ = PostgresStore.create(
+                target, run=run, first=[first], fsync=fsync, nonce=nonce, ts=ts, actor=actor, clock=clock
+            )
+        else:
+            store, _ = JsonlStore.create(
+                path,
+                run=check_id(run if run is not None else default_run_id(path), "run id"),
+                first=[first],
+                fsync=fsync,
+                nonce=nonce,
+                ts=ts,
+                actor=actor,
+                allow_network_fs=allow_network_fs,
+                clock=clock,
+            )
         ledger = cls(store, clock=clock, cache=cache)
         ledger.refresh()
         return ledger
@@ -120,15 +133,23 @@ class Ledger:
         ``(seq, hash)`` of the last event this caller was acknowledged: opening raises DATA_LOSS (and repairs
         nothing) unless the log still holds exactly that record.
         """
-        store = JsonlStore.open(
-            path,
-            fsync=fsync,
-            batch_size=batch_size,
-            repair=repair,
-            acked=acked,
-            allow_network_fs=allow_network_fs,
-            clock=clock,
-        )
+        store: Store
+        if is_database_url(url := os.fspath(path)):
+            if acked is not None:
+                raise error("USAGE", "acked= is a JSONL store option; a database run is never cut back")
+            from plantrail.ledger.stores.postgres import PostgresStore
+
+            store = PostgresStore.open(url, clock=clock)
+        else:
+            store = JsonlStore.open(
+                path,
+                fsync=fsync,
+                batch_size=batch_size,
+                repair=repair,
+                acked=acked,
+                allow_network_fs=allow_network_fs,
+                clock=clock,
+            )
         ledger = cls(store, clock=clock, cache=cache)
         try:
             # With a watermark every record up to it must be checked, so the whole log is read.
@@ -196,8 +217,30 @@ class Ledger:
     def execute_many(self, commands: Iterable[Command], *, expected_seq: int | None = None) -> list[Ack]:
         """Decide commands in order and append all their events with one write and one fsync (group commit).
 
-        All or nothing: if any command is refused, nothing is written.
+        All or nothing: if any command is refused, nothing is written. A store without a writer lock (a
+        database) may find that another writer appended first: the commands are then decided again against
+        the new head, up to a bounded number of times, or refused STALE_EXPECTED_SEQ when ``expected_seq``
+        was given.
         """
+        batch = list(commands)
+        for attempt in range(_CONFLICT_RETRIES):
+            try:
+                return self._execute_once(batch, expected_seq)
+            except PlantrailError as exc:
+                if exc.code != "WRITE_CONFLICT":
+                    raise
+                if expected_seq is not None:
+                    raise error(
+                        "STALE_EXPECTED_SEQ",
+                        f"expected the log to end at seq {expected_seq}; another writer appended after it",
+                        expected=expected_seq,
+                    ) from None
+                if attempt == _CONFLICT_RETRIES - 1:
+                    raise
+                time.sleep(random.uniform(0, min(0.05, 0.001 * 2**attempt)))  # spread colliding writers
+        raise AssertionError("unreachable")
+
+    def _execute_once(self, commands: Sequence[Command], expected_seq: int | None) -> list[Ack]:
         with self._store.session() as session:
             self._catch_up(session)
             state = Advancing(self._state)  # each command is decided against the state the batch has reached

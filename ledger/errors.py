@@ -159,6 +159,10 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "UNKNOWN_REASON_CODE": (CommandRefused, "a replan reason code outside the closed set"),
     "STALE_EXPECTED_SEQ": (CommandRefused, "the log no longer ends at the seq the caller expected"),
     "IDEMPOTENCY_CONFLICT": (CommandRefused, "the idempotency key was used for different content"),
+    "WRITE_CONFLICT": (
+        CommandRefused,
+        "other writers of a database run kept appending first; nothing was written (the ledger retried)",
+    ),
     "INVALID_TEXT": (CommandRefused, "a text field cannot be stored as UTF-8 (e.g. a lone surrogate)"),
     "EVENT_TOO_LARGE": (CommandRefused, "the encoded event exceeds the maximum line size"),
     # damaged logs
@@ -186,6 +190,9 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "NETWORK_FILESYSTEM": (StorageError, "the log is on NFS or SMB, where appends and locks are unsafe"),
     "WRITER_POISONED": (StorageError, "an earlier write or fsync failed; this writer acknowledges nothing more"),
     "FILE_NOT_FOUND": (StorageError, "an input file (draft, patch, transcript, key) does not exist"),
+    "RUN_NOT_FOUND": (StorageError, "the database holds no run with that id"),
+    "STORE_UNAVAILABLE": (StorageError, "the database cannot be reached, or the connection broke (retry with the key)"),
+    "STORE_SCHEMA_NEWER": (StorageError, "the database has a newer plantrail schema than this plantrail knows"),
     # transcripts given to import
     "UNKNOWN_FORMAT": (UnknownTranscriptFormat, "no transcript parser has that format name"),
     "NOT_A_TRANSCRIPT": (TranscriptRefused, "the file is not a transcript of a known (or of the requested) format"),

@@ -34,8 +34,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Final, NamedTuple, Self
 
 from plantrail.ledger import __version__
+from plantrail.ledger.chain import encode_pending as _encode
 from plantrail.ledger.clock import utc_now
-from plantrail.ledger.codec import GENESIS_PREV, MAX_LINE_BYTES, check_schema, decode, encode, holds_record_end
+from plantrail.ledger.codec import GENESIS_PREV, MAX_LINE_BYTES, decode, holds_record_end
 from plantrail.ledger.errors import LogDamaged, error
 from plantrail.ledger.events import FORMAT, LogOpened, LogRepaired, Record
 from plantrail.ledger.files import check_path, fsync_dir, os_error
@@ -758,26 +759,6 @@ class _Session:
         lines = self._lines
         self._lines, self._last = [], None
         return self._store._write(lines, last)
-
-
-def _encode(p: PendingRecord, *, run: str, seq: int, prev: str) -> tuple[bytes, Record]:
-    """Encode one record, its bytes checked against the schema: nothing unreadable is ever written.
-
-    (The hash and the canonical form are ours by construction; the schema check catches a value of the wrong
-    type handed to the library, which would otherwise make every later read of the log fail.)
-    """
-    line, _ = encode(
-        seq=seq,
-        ts=p.ts,
-        run=run,
-        plan_version=p.plan_version,
-        actor=p.actor,
-        data=p.data,
-        prev=prev,
-        source=p.source,
-        key=p.key,
-    )
-    return line, check_schema(line[:-1], line_no=seq + 1)  # the record exactly as a reader will see it
 
 
 def _write_all(fd: int, blob: bytes) -> None:
