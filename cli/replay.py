@@ -160,18 +160,18 @@ def versions(log: str, everything: bool, limit: int | None, since: int | None, a
     if everything and (limit is not None or since is not None):
         raise error("USAGE", "--all shows every version: give it without --limit or --since-version")
     found = read_versions(log)
-    if since is not None and since > found.count:
+    if since is not None and since > found.total:
         raise error(
             "UNKNOWN_PLAN_VERSION",
-            f"plan version {since} is not in the log (it has versions 1 to {found.count})",
+            f"plan version {since} is not in the log (it has versions 1 to {found.total})",
             plan_version=since,
         )
-    shown = shown_versions(found.count, everything=everything, limit=limit, since=since)
+    shown = shown_versions(found.total, everything=everything, limit=limit, since=since)
     infos = [entry.info for entry in found.entries(shown.start, shown.stop - 1)]
-    after = found.entry(shown.stop).info.seq if shown.stop <= found.count else None
+    after = found.entry(shown.stop).info.seq if shown.stop <= found.total else None
     view = version_items(infos, after)
-    data = {"run": found.run, "active_version": found.count, "versions": view}
-    emit(as_json, data, lambda: _render_versions(found.run, found.count, view))
+    data = {"run": found.run, "active_version": found.total, "versions": view}
+    emit(as_json, data, lambda: _render_versions(found.run, found.total, view))
     raise_if_torn(log, found.torn)
 
 

@@ -94,18 +94,24 @@ def _jsonl(items: Iterator[Item]) -> Iterator[str]:
         yield orjson.dumps(full_entry(record, orphan)).decode() + "\n"
 
 
-def _json_array(items: Iterator[Item]) -> Iterator[str]:
-    """The same document ``orjson.dumps(entries, option=OPT_INDENT_2)`` gives, written item by item."""
+def _json_array(items: Iterator[Item], batch: int = 256) -> Iterator[str]:
+    """The same document ``orjson.dumps(entries, option=OPT_INDENT_2)`` gives, written a batch at a time (the
+    items of an indented array are the array's lines between its brackets)."""
     import orjson
 
     from plantrail.ledger.timeline import timeline_entry
 
-    opener = "[\n  "
+    opener = "[\n"
+    entries: list[dict[str, Any]] = []
     for record, orphan in items:
-        body = orjson.dumps(timeline_entry(record, orphan), option=orjson.OPT_INDENT_2).decode()
-        yield opener + body.replace("\n", "\n  ")
-        opener = ",\n  "
-    yield "[]\n" if opener == "[\n  " else "\n]\n"
+        entries.append(timeline_entry(record, orphan))
+        if len(entries) >= batch:
+            yield opener + orjson.dumps(entries, option=orjson.OPT_INDENT_2)[2:-2].decode()
+            opener, entries = ",\n", []
+    if entries:
+        yield opener + orjson.dumps(entries, option=orjson.OPT_INDENT_2)[2:-2].decode()
+        opener = ",\n"
+    yield "[]\n" if opener == "[\n" else "\n]\n"
 
 
 @click.command(name="log")
@@ -165,7 +171,7 @@ def log_command(
     rows = _Rows(read.last_seq, read.version)
     try:
         if as_json:
-            _in_chunks(_json_array(read.items), every=_FLUSH_EVERY)
+            _in_chunks(_json_array(read.items), every=1)
         elif jsonl:
             _in_chunks(_jsonl(read.items), every=_FLUSH_EVERY)
         else:

@@ -124,12 +124,16 @@ def timeline(path: str, where: Filter | None = None, *, tail: int | None = None,
         with reader:
             start = after_record(reader.fd, where.from_seq - 1) if where.from_seq > 0 else None
             records = reader.records(start=start, run=state.run if start is not None else None)
+            every = not where.types and where.step is None and where.version is None  # the seek did from_seq
+            to_seq = where.to_seq
+            known, orphans = state.last_seq, {o.seq: o for o in state.orphans}
             shown = 0
             for record in records:
-                if where.to_seq is not None and record.seq > where.to_seq:
+                seq = record.seq
+                if to_seq is not None and seq > to_seq:
                     return
-                late_entry = late(record)
-                if where.keeps(record):
+                late_entry = orphans.get(seq) if seq <= known else late(record)
+                if every or where.keeps(record):
                     if limit is not None and shown >= limit:
                         return
                     shown += 1

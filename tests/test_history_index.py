@@ -133,15 +133,15 @@ def _folded(path: Path) -> tuple[PlanState, list[dict[str, Any]]]:
 def _indexed_views(path: Path) -> dict[str, Any]:
     """Every view the index answers, as JSON bytes' worth of data."""
     found = reads.read_versions(str(path))
-    views: dict[str, Any] = {"count": found.count, "run": found.run}
-    entries = found.entries(1, found.count)
+    views: dict[str, Any] = {"count": found.total, "run": found.run}
+    entries = found.entries(1, found.total)
     views["versions"] = reads_items(entries)
     views["diffs"] = {
         f"{old}-{new}": reads.version_diff(str(path), old, new)
-        for old in range(1, found.count)
-        for new in range(old + 1, min(found.count, old + 3) + 1)
+        for old in range(1, found.total)
+        for new in range(old + 1, min(found.total, old + 3) + 1)
     }
-    views["whys"] = {v: reads.replan_audit(str(path), v)[0] for v in range(2, found.count + 1)}
+    views["whys"] = {v: reads.replan_audit(str(path), v)[0] for v in range(2, found.total + 1)}
     return views
 
 
@@ -217,7 +217,7 @@ def test_without_the_cache_the_answers_come_from_a_fold(tmp_path: Path, monkeypa
     monkeypatch.setenv("PLANTRAIL_NO_CACHE", "1")
     path = _write(tmp_path / "run.jsonl", _replanned_lines())
     found = reads.read_versions(str(path))
-    assert found.count == 3
+    assert found.total == 3
     assert not Path(cache.cache_dir(str(path)), "history.meta").exists()
     assert reads_items(found.entries(1, 3)) == _folded(path)[1]
 
@@ -263,7 +263,7 @@ def test_a_torn_tail_is_reported_and_the_valid_part_answers(tmp_path: Path) -> N
     path = _write(tmp_path / "run.jsonl", [*lines, lines[-1][:20]])
     found = reads.read_versions(str(path))
     assert found.torn is not None
-    assert found.count == 3
+    assert found.total == 3
 
 
 @pytest.mark.parametrize(

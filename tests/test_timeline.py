@@ -194,3 +194,13 @@ def test_follow_refuses_a_json_array(log: Path, run_cli: Cli) -> None:
     result = run_cli("log", log, "--follow", "--json")
     assert result.code == 2
     assert "error[USAGE]" in result.err
+
+
+@pytest.mark.parametrize("batch", [1, 2, 3, 1000])
+def test_the_streamed_array_is_the_same_document_at_any_batch_size(log: Path, batch: int) -> None:
+    """The JSON array written a batch at a time is byte for byte orjson's indented dump of all the entries."""
+    from plantrail.cli.timeline import _json_array
+
+    read = timeline(str(log))
+    entries = [timeline_entry(r, o) for r, o in timeline(str(log)).items]
+    assert "".join(_json_array(read.items, batch)) == orjson.dumps(entries, option=orjson.OPT_INDENT_2).decode() + "\n"

@@ -183,11 +183,11 @@ class VersionEntry(NamedTuple):
 
 
 class Versions(NamedTuple):
-    """A log's plan versions: ``count`` of them (the last is the active one), read by :meth:`entries`; the run
+    """A log's plan versions: ``total`` of them (the last is the active one), read by :meth:`entries`; the run
     id, and the torn tail the read of the log ended on."""
 
     run: str | None
-    count: int
+    total: int
     torn: TornTail | None
     entries: Callable[[int, int], list[VersionEntry]]
 
@@ -298,8 +298,8 @@ def version_diff(log_path: str, old: int, new: int, *, use_cache: bool | None = 
     if old >= new:
         raise error("USAGE", f"diff compares an earlier version with a later one, not v{old} with v{new}")
     found = read_versions(log_path, use_cache=use_cache)
-    if new > found.count:
-        raise _unknown_version(max(old, found.count + 1), found.count)
+    if new > found.total:
+        raise _unknown_version(max(old, found.total + 1), found.total)
     entries = found.entries(old, new)
     infos = {entry.info.version: entry.info for entry in entries}
     verdicts = {entry.info.version - 1: dict(entry.ended or ()) for entry in entries[2:]}
@@ -316,7 +316,7 @@ def replan_audit(
     from plantrail.ledger.stores.seek import record_at
 
     found = read_versions(log_path, use_cache=use_cache)
-    version = replan_version(found.count, version)
+    version = replan_version(found.total, version)
     replaced, adopted = (entry.info for entry in found.entries(version - 1, version))
     before, _, _ = rebuild_version(log_path, version - 1, use_cache=use_cache)
     quoted = {seq: record_at(log_path, seq) for seq in sorted({*adopted.causes, adopted.seq})}
