@@ -16,9 +16,11 @@ import click
 from plantrail.cli.common import json_option, log_argument, mark_printed, raise_if_torn, truncate
 
 if TYPE_CHECKING:
-    from plantrail.ledger.events import Record
     from plantrail.ledger.timeline import Filter
-    from plantrail.projections.model import Orphan
+
+from plantrail.ledger.events import Record
+from plantrail.ledger.timeline import full_line, summary, timeline_entry
+from plantrail.projections.model import Orphan
 
 __all__ = ["log_command", "show", "timeline_commands"]
 
@@ -26,7 +28,7 @@ _FLUSH_EVERY: Final = 512
 _TYPE_WIDTH: Final = len("criterion.verified (late)")
 _ACTOR_WIDTH: Final = len("importer")
 
-Item = tuple["Record", "Orphan | None"]
+Item = tuple[Record, Orphan | None]
 
 
 def _write(text: str) -> None:
@@ -53,53 +55,43 @@ class _Rows:
         self.widths = [max(len(str(max(last_seq, 0))) + 1, 3), 19, _ACTOR_WIDTH, _TYPE_WIDTH, len(f"v{version}") + 1]
         room = shutil.get_terminal_size((120, 24)).columns - sum(w + 2 for w in self.widths) - 2
         self.summary_width = max(room, 12)
-
-    def _line(self, cells: list[str]) -> str:
-        widths = [*self.widths, 0]
-        return ("  " + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True))).rstrip() + "\n"
+        self._format = "  " + "  ".join(f"{{:<{w}}}" for w in self.widths) + "  {}"
 
     def header(self) -> str:
         """The column names and the rule under them."""
-        names = ["SEQ", "TIME (UTC)", "ACTOR", "TYPE", "PLAN", "SUMMARY"]
-        rule = "  " + "  ".join("-" * w for w in [*self.widths, self.summary_width]) + "\n"
-        return self._line(names) + rule
+        names = self._format.format("SEQ", "TIME (UTC)", "ACTOR", "TYPE", "PLAN", "SUMMARY")
+        rule = "  " + "  ".join("-" * w for w in [*self.widths, self.summary_width])
+        return f"{names}\n{rule}\n"
 
-    def row(self, entry: dict[str, Any]) -> str:
+    def row(self, record: Record, orphan: Orphan | None) -> str:
         """One event's row."""
-        kind = entry["type"] + (" (late)" if entry["orphan"] else "")
-        when = entry["ts"][:19].replace("T", " ")
-        cells = [str(entry["seq"]), when, entry["actor"], kind, f"v{entry['plan_version']}"]
-        return self._line([*cells, truncate(entry["summary"], self.summary_width)])
+        kind = record.type if orphan is None else record.type + " (late)"
+        when = record.ts[:19].replace("T", " ")
+        text = truncate(summary(record), self.summary_width)
+        line = self._format.format(record.seq, when, record.actor, kind, f"v{record.plan_version}", text)
+        return line.rstrip() + "\n"
 
 
 def _human(items: Iterator[Item], rows: _Rows, *, first: bool) -> Iterator[str]:
-    from plantrail.ledger.timeline import timeline_entry
-
     shown = not first
     for record, orphan in items:
         if not shown:
             yield rows.header()
             shown = True
-        yield rows.row(timeline_entry(record, orphan))
+        yield rows.row(record, orphan)
     if not shown:
         yield "  (none)\n"
 
 
 def _jsonl(items: Iterator[Item]) -> Iterator[str]:
-    import orjson
-
-    from plantrail.ledger.timeline import full_entry
-
     for record, orphan in items:
-        yield orjson.dumps(full_entry(record, orphan)).decode() + "\n"
+        yield full_line(record, orphan)
 
 
 def _json_array(items: Iterator[Item], batch: int = 256) -> Iterator[str]:
     """The same document ``orjson.dumps(entries, option=OPT_INDENT_2)`` gives, written a batch at a time (the
     items of an indented array are the array's lines between its brackets)."""
     import orjson
-
-    from plantrail.ledger.timeline import timeline_entry
 
     opener = "[\n"
     entries: list[dict[str, Any]] = []

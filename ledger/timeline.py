@@ -34,6 +34,7 @@ __all__ = [
     "follow",
     "following",
     "full_entry",
+    "full_line",
     "summary",
     "timeline",
     "timeline_entry",
@@ -220,6 +221,29 @@ def full_entry(record: Record, orphan: Orphan | None) -> dict[str, Any]:
     if record.key is not None:
         entry["key"] = record.key
     return entry
+
+
+def full_line(record: Record, orphan: Orphan | None) -> str:
+    """:func:`full_entry` as one line of JSON (with its newline), encoded straight from the record."""
+    entry: dict[str, Any] = {
+        "seq": record.seq,
+        "ts": record.ts,
+        "actor": record.actor,
+        "type": record.type,
+        "plan_version": record.plan_version,
+        "summary": summary(record),
+        "orphan": orphan is not None,
+    }
+    if record.source is not None:
+        entry["source"] = record.source
+    entry["data"] = record.data
+    entry["h"] = record.h
+    if record.key is not None:
+        entry["key"] = record.key
+    return _ENCODE(entry).decode() + "\n"
+
+
+_ENCODE = msgspec.json.Encoder().encode
 
 
 def event_view(record: Record, orphan: Orphan | None) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from plantrail.ledger.stores.jsonl import LogReader
-from plantrail.ledger.timeline import Filter, follow, timeline, timeline_entry
+from plantrail.ledger.timeline import Filter, follow, full_entry, timeline, timeline_entry
 from plantrail.projections.state import evolve, initial
 from tests.conftest import CliResult
 from tests.test_history_index import _recorded
@@ -91,6 +91,8 @@ def test_jsonl_holds_the_full_record_one_per_line(log: Path, run_cli: Cli) -> No
     for line, record in zip(lines, stored, strict=True):
         item = orjson.loads(line)
         assert (item["seq"], item["h"], item["data"]) == (record["seq"], record["h"], record["data"])
+    expected = [orjson.loads(orjson.dumps(full_entry(r, o))) for r, o in timeline(str(log)).items]
+    assert [orjson.loads(line) for line in lines] == expected
 
 
 def test_human_log_prints_a_row_per_event(log: Path, run_cli: Cli) -> None:
