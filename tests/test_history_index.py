@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import random
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from plantrail.projections.history import (
 )
 from plantrail.projections.model import PlanState
 from plantrail.projections.views import ready_steps
+from tests.conftest import CliResult
 from tests.strategies import commands, plans, simulate
 
 DRAFT: dict[str, Any] = {
@@ -283,3 +285,46 @@ def test_versions_shows_the_latest_twenty_unless_told_otherwise(
 ) -> None:
     """The default view is the latest 20 versions; --all, --limit and --since-version choose others."""
     assert shown_versions(count, **options) == shown
+
+
+@pytest.fixture
+def many_versions(tmp_path: Path) -> Path:
+    """A recorded run with more than 20 plan versions, its history index built on first read."""
+    path = tmp_path / "run.jsonl"
+    lines = _recorded(path, 1, 260)
+    assert sum(b'"plan.replanned"' in line for line in lines) > 21
+    path.write_bytes(b"".join(lines))
+    return path
+
+
+def test_versions_command_shows_the_latest_twenty_by_default(
+    many_versions: Path, run_cli: Callable[..., CliResult]
+) -> None:
+    """versions --json lists the latest 20 versions, --all every one, as the fold lists them."""
+    state, items = _folded(many_versions)
+    default = run_cli("versions", many_versions, "--json").json()
+    assert default == {"run": state.run, "active_version": state.version, "versions": items[-20:]}
+    assert run_cli("versions", many_versions, "--all", "--json").json()["versions"] == items
+    since = run_cli("versions", many_versions, "--since-version", "3", "--limit", "2", "--json").json()
+    assert since["versions"] == items[2:4]
+    human = run_cli("versions", many_versions).out
+    assert f"showing v{state.version - 19} to v{state.version}" in human
+
+
+def test_versions_command_refuses_what_cannot_mean_anything(
+    many_versions: Path, run_cli: Callable[..., CliResult]
+) -> None:
+    """--all with --limit is a usage error; a --since-version past the log is UNKNOWN_PLAN_VERSION."""
+    assert run_cli("versions", many_versions, "--all", "--limit", "3").code == 2
+    beyond = run_cli("versions", many_versions, "--since-version", "999")
+    assert beyond.code == 1
+    assert "error[UNKNOWN_PLAN_VERSION]" in beyond.err
+
+
+def test_why_and_diff_commands_answer_as_the_fold(many_versions: Path, run_cli: Callable[..., CliResult]) -> None:
+    """why --json and diff --json from the index equal the fold's views."""
+    count = len(_folded(many_versions)[1])
+    assert run_cli("why", many_versions, "--json").json() == orjson.loads(orjson.dumps(_full_why(many_versions, count)))
+    assert run_cli("diff", many_versions, "3", "7", "--json").json() == orjson.loads(
+        orjson.dumps(_full_diff(many_versions, 3, 7))
+    )

@@ -263,7 +263,8 @@ def _updated_history(log_path: str) -> tuple[HistoryIndex | None, TornTail | Non
                     opened[:] = [(where, after)]
 
                 final = _versions_from(reader, start, state, add)
-                if opened and final.run is not None:
+                unchanged = index is not None and writer.versions == index.versions and reader.position == index.covered
+                if opened and final.run is not None and not unchanged:
                     where, after = opened[0]
                     open_state = encode_state(after._replace(orphans=()))
                     writer.commit(header, final.run, reader.position, where, open_state)
