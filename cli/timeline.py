@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 import sys
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, get_args
 
 import click
 
@@ -18,13 +18,14 @@ from plantrail.cli.common import json_option, log_argument, mark_printed, raise_
 if TYPE_CHECKING:
     from plantrail.ledger.timeline import Filter
 
-from plantrail.ledger.events import Record
+from plantrail.ledger.events import Event, Record
 from plantrail.ledger.timeline import full_line, summary, timeline_entry
 from plantrail.projections.model import Orphan
 
 __all__ = ["log_command", "show", "timeline_commands"]
 
 _FLUSH_EVERY: Final = 512
+EVENT_TYPES: Final = sorted(kind.TYPE for kind in get_args(Event))
 _TYPE_WIDTH: Final = len("criterion.verified (late)")
 _ACTOR_WIDTH: Final = len("importer")
 
@@ -52,7 +53,13 @@ class _Rows:
     """The human timeline in fixed columns, so that each row can be printed as soon as it is read."""
 
     def __init__(self, last_seq: int, version: int) -> None:
-        self.widths = [max(len(str(max(last_seq, 0))) + 1, 3), 19, _ACTOR_WIDTH, _TYPE_WIDTH, len(f"v{version}") + 1]
+        self.widths = [
+            max(len(str(max(last_seq, 0))) + 1, 3),
+            19,
+            _ACTOR_WIDTH,
+            _TYPE_WIDTH,
+            max(len(f"v{version}") + 1, 4),
+        ]
         room = shutil.get_terminal_size((120, 24)).columns - sum(w + 2 for w in self.widths) - 2
         self.summary_width = max(room, 12)
         self._format = "  " + "  ".join(f"{{:<{w}}}" for w in self.widths) + "  {}"
@@ -110,7 +117,14 @@ def _json_array(items: Iterator[Item], batch: int = 256) -> Iterator[str]:
 @log_argument
 @click.option("--from-seq", type=click.IntRange(min=0), default=0, help="Start at this seq.")
 @click.option("--to-seq", type=click.IntRange(min=0), help="Stop after this seq.")
-@click.option("--type", "types", multiple=True, metavar="TYPE", help="Only events of this type (repeatable).")
+@click.option(
+    "--type",
+    "types",
+    multiple=True,
+    type=click.Choice(EVENT_TYPES),
+    metavar="TYPE",
+    help="Only events of this type (repeatable), e.g. plan.replanned.",
+)
 @click.option("--step", metavar="STEP", help="Only events about this step.")
 @click.option(
     "--version", "version", type=click.IntRange(min=0), metavar="V", help="Only events stamped with plan version V."
@@ -136,7 +150,7 @@ def log_command(
     """The timeline: every event with its seq, time, actor, type, plan version and a summary, printed as it is
     read (memory stays flat at any size). Filters combine; --tail N reads backwards from the end of the log.
 
-    Reading starts at the first event shown, so the chain before it is not checked here (verify checks it).
+    Reading starts at --from-seq (found by seq), so the chain before it is not checked here (verify checks it).
 
     \b
     JSON: --json prints one array of {"seq", "ts", "actor", "type", "plan_version", "summary", "orphan",
