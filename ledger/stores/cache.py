@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HISTORY_FORMAT",
+    "HistoryEntry",
     "HistoryIndex",
     "HistoryWriter",
     "Position",
@@ -55,7 +56,7 @@ __all__ = [
     "position_after",
     "prefix_crc",
     "read_history_entries",
-    "read_open_state",
+    "read_version_start",
     "save_snapshot",
     "version_start",
     "write_version_index",
@@ -286,29 +287,37 @@ def index_entry(state: PlanState, where: Position, at: int) -> tuple[bytes, byte
 # --------------------------------------------------------------------------- the history index
 #
 # history.meta (JSON: format, reducer, the log's header hash, the run, how many versions and bytes of the two
-# other files count, the position the index covers, and where the active version starts with the state
-# there), history.idx (one fixed-width entry per plan version: its number, the seq of its adopting record,
-# where its summary lies in history.bin and that blob's CRC-32) and history.bin (each version's adoption
-# record with the verdict seqs of the criteria at the end of the version before it, zlib-compressed; and the
-# active version's start state). The two data files only grow: an update writes past what the meta counts,
-# then replaces the meta, so a reader never sees a half-written entry. ``versions``, ``why`` and ``diff``
-# read one entry per version they show instead of folding the log; an update folds only the active
-# version's records and what was appended since.
+# other files count, and the position the index covers), history.idx (one fixed-width entry per plan version:
+# its number, the seq of its adopting record, where that record ends in the log and its hash, and where two
+# blobs lie in history.bin with their CRC-32s) and history.bin (per version, zlib-compressed: its adoption
+# record with the verdict seqs of the criteria at the end of the version before it; and the state just after
+# its adopting record, without the late results). The two data files only grow: an update writes past what
+# the meta counts, then replaces the meta, so a reader never sees a half-written entry. ``versions``, ``why``
+# and ``diff`` read one entry per version they show, and fold at most one version's own records, instead of
+# folding the log; an update folds only the active version's records and what was appended since.
 
 HISTORY_FORMAT: Final = "plantrail-history/1"
-_HISTORY_ENTRY = struct.Struct("<QQQII")  # version, adopting seq, blob offset, blob length, blob CRC-32
+# version, adopting seq, summary blob (offset, length, CRC-32), start-state blob (offset, length, CRC-32),
+# where the adopting record ends in the log, the next line number, the adopting record's hash
+_HISTORY_ENTRY = struct.Struct("<QQQIIQIIQQ32s")
 
 
 class HistoryIndex(NamedTuple):
-    """A checked history index: ``versions`` entries, covering the log up to ``covered``; the active version
-    (number ``versions``) starts at ``open_start``, with the state there stored at ``open_blob``."""
+    """A checked history index: ``versions`` entries, covering the log up to ``covered``."""
 
     run: str
     versions: int
     covered: Position
-    open_start: Position
-    open_blob: tuple[int, int, int]
     sizes: tuple[int, int]  # bytes of history.idx and history.bin that count
+
+
+class HistoryEntry(NamedTuple):
+    """One version's entry: where it starts in the log (just after its adopting record), its summary blob
+    (JSON) and where its start state lies."""
+
+    start: Position
+    summary: bytes
+    state_blob: tuple[int, int, int]
 
 
 def _history_paths(log_path: str) -> tuple[str, str, str, str]:
@@ -331,8 +340,6 @@ def load_history(log_path: str, fd: int) -> HistoryIndex | None:
             run=meta["run"],
             versions=meta["versions"],
             covered=Position(*meta["covered"]),
-            open_start=Position(*meta["open_start"]),
-            open_blob=(meta["open_blob"][0], meta["open_blob"][1], meta["open_blob"][2]),
             sizes=(meta["sizes"][0], meta["sizes"][1]),
         )
         if index.sizes[0] != index.versions * _HISTORY_ENTRY.size or not _holds(fd, index.covered):
@@ -350,40 +357,46 @@ def _blob(f: BinaryIO, at: int, length: int, crc: int) -> bytes:
     return zlib.decompress(raw)
 
 
-def read_history_entries(log_path: str, index: HistoryIndex, first: int, last: int) -> list[tuple[int, bytes]] | None:
-    """The adopting seq and summary blob (JSON) of versions ``first`` to ``last`` (inclusive), None when the
-    files do not hold what the meta says."""
+def read_history_entries(log_path: str, index: HistoryIndex, first: int, last: int) -> list[HistoryEntry] | None:
+    """The entries of versions ``first`` to ``last`` (inclusive), None when the files do not hold what the meta
+    says (a blob that fails its CRC, an entry out of place)."""
     _, idx_path, bin_path, _ = _history_paths(log_path)
-    found: list[tuple[int, bytes]] = []
+    found: list[HistoryEntry] = []
     try:
         with open(idx_path, "rb") as idx, open(bin_path, "rb") as data:
             idx.seek((first - 1) * _HISTORY_ENTRY.size)
             raw = idx.read((last - first + 1) * _HISTORY_ENTRY.size)
-            for i, (number, seq, at, length, crc) in enumerate(_HISTORY_ENTRY.iter_unpack(raw)):
-                if number != first + i or at + length > index.sizes[1]:
+            for i, fields in enumerate(_HISTORY_ENTRY.iter_unpack(raw)):
+                number, seq, at, length, crc, state_at, state_len, state_crc, offset, line, digest = fields
+                if number != first + i or max(at + length, state_at + state_len) > index.sizes[1]:
                     return None
-                found.append((seq, _blob(data, at, length, crc)))
+                start = Position(offset, seq, digest.hex(), line)
+                found.append(HistoryEntry(start, _blob(data, at, length, crc), (state_at, state_len, state_crc)))
     except (OSError, ValueError, struct.error, zlib.error):
         return None
     return found if len(found) == last - first + 1 else None
 
 
-def read_open_state(log_path: str, index: HistoryIndex) -> bytes | None:
-    """The encoded state at the start of the index's active version, None when it cannot be read back."""
+def read_version_start(log_path: str, fd: int, entry: HistoryEntry) -> bytes | None:
+    """The encoded state at the start of ``entry``'s version when the log's record there is still the one the
+    entry names (else, or when the blob cannot be read back, None)."""
+    if not _holds(fd, entry.start):
+        return None
     try:
         with open(_history_paths(log_path)[2], "rb") as data:
-            return _blob(data, *index.open_blob)
+            return _blob(data, *entry.state_blob)
     except (OSError, ValueError, zlib.error):
         return None
 
 
 class HistoryWriter:
-    """Extends (or starts) a log's history index (under :func:`history_lock`): entries are written past what the meta
-    counts, and :meth:`commit` replaces the meta. Best effort: a cache that cannot be written is skipped."""
+    """Extends (or starts) a log's history index (under :func:`history_lock`): entries are written past what
+    the meta counts, and :meth:`commit` replaces the meta. Best effort: a cache that cannot be written is
+    skipped."""
 
     def __init__(self, log_path: str, base: HistoryIndex | None) -> None:
-        _, idx_path, bin_path, _ = _history_paths(log_path)
-        self._meta_path = _history_paths(log_path)[0]
+        meta_path, idx_path, bin_path, _ = _history_paths(log_path)
+        self._meta_path = meta_path
         self._ok = True
         self._files: list[BinaryIO] = []
         sizes = base.sizes if base is not None else (0, 0)
@@ -411,25 +424,26 @@ class HistoryWriter:
         data.write(packed)
         return at, len(packed), zlib.crc32(packed)
 
-    def add(self, version: int, seq: int, summary: bytes) -> None:
-        """Append version ``version``'s summary blob (JSON), adopted by record ``seq``."""
+    def add(self, version: int, start: Position, summary: bytes, state: bytes) -> None:
+        """Append version ``version``'s entry: it starts at ``start`` (just after its adopting record) with the
+        encoded ``state``; ``summary`` is its adoption record (JSON)."""
         if not self._ok:
             return
         try:
             if version != self.versions + 1:
                 raise OSError("history entries go in version order")
-            at, length, crc = self._put(summary)
-            self._files[0].write(_HISTORY_ENTRY.pack(version, seq, at, length, crc))
+            blobs = (*self._put(summary), *self._put(state))
+            digest = bytes.fromhex(start.hash)
+            self._files[0].write(_HISTORY_ENTRY.pack(version, start.seq, *blobs, start.offset, start.line, digest))
             self.versions = version
-        except OSError:
+        except (OSError, ValueError, struct.error):
             self._ok = False
 
-    def commit(self, header: str, run: str, covered: Position, open_start: Position, open_state: bytes) -> None:
-        """Store the active version's start state and replace the meta: the new entries now count."""
+    def commit(self, header: str, run: str, covered: Position) -> None:
+        """Replace the meta: the new entries now count, and the index covers the log up to ``covered``."""
         if not self._ok:
             return
         with contextlib.suppress(OSError):
-            open_blob = self._put(open_state)
             for f in self._files:
                 f.flush()
             meta = {
@@ -439,8 +453,6 @@ class HistoryWriter:
                 "run": run,
                 "versions": self.versions,
                 "covered": list(covered),
-                "open_start": list(open_start),
-                "open_blob": list(open_blob),
                 "sizes": [self._files[0].tell(), self._files[1].tell()],
             }
             tmp = f"{self._meta_path}.{os.getpid()}.{threading.get_ident()}.tmp"

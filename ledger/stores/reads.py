@@ -13,6 +13,7 @@ from plantrail.ledger.errors import LogDamaged, error
 from plantrail.ledger.events import Record
 from plantrail.ledger.store import TornTail
 from plantrail.ledger.stores.cache import (
+    HistoryEntry,
     HistoryIndex,
     HistoryWriter,
     Position,
@@ -26,7 +27,7 @@ from plantrail.ledger.stores.cache import (
     position_after,
     prefix_crc,
     read_history_entries,
-    read_open_state,
+    read_version_start,
     save_snapshot,
     version_start,
     write_version_index,
@@ -184,12 +185,13 @@ class VersionEntry(NamedTuple):
 
 class Versions(NamedTuple):
     """A log's plan versions: ``total`` of them (the last is the active one), read by :meth:`entries`; the run
-    id, and the torn tail the read of the log ended on."""
+    id, the torn tail the read of the log ended on, and ``ending``: the state at the end of a version."""
 
     run: str | None
     total: int
     torn: TornTail | None
     entries: Callable[[int, int], list[VersionEntry]]
+    ending: Callable[[int], PlanState]
 
     def entry(self, version: int) -> VersionEntry:
         """One version's entry."""
@@ -215,24 +217,51 @@ def _versions_from(
         state = after
 
 
-def _in_memory(log_path: str) -> Versions:
-    """Every version from a fold of the whole log (no cache)."""
+def _in_memory(log_path: str, use_cache: bool) -> Versions:
+    """Every version from a fold of the whole log (no history index)."""
     found: list[VersionEntry] = []
     with LogReader(log_path) as reader:
         final = _versions_from(reader, None, initial(), lambda entry, _, __: found.append(entry))
-    return Versions(final.run, len(found), reader.torn, lambda first, last: found[first - 1 : last])
+
+    def ending(version: int) -> PlanState:
+        return rebuild_version(log_path, version, use_cache=use_cache)[0]
+
+    return Versions(final.run, len(found), reader.torn, lambda first, last: found[first - 1 : last], ending)
 
 
-def _indexed_entries(log_path: str, index: HistoryIndex) -> Callable[[int, int], list[VersionEntry]]:
+def _entries_of(log_path: str, index: HistoryIndex, first: int, last: int) -> list[HistoryEntry]:
+    found = [] if last < first else read_history_entries(log_path, index, first, last)
+    if found is None:
+        raise error("IO_ERROR", f"the history index of {log_path} changed while it was read; run the command again")
+    return found
+
+
+def _indexed(log_path: str, index: HistoryIndex, torn: TornTail | None) -> Versions:
+    """The versions the history index holds; a version's end is folded from its stored start (its own records)."""
+
     def entries(first: int, last: int) -> list[VersionEntry]:
-        if last < first:
-            return []
-        blobs = read_history_entries(log_path, index, first, last)
-        if blobs is None:
-            raise error("IO_ERROR", f"the history index of {log_path} changed while it was read; run the command again")
-        return [VersionEntry(*decode_version(blob)) for _, blob in blobs]
+        return [VersionEntry(*decode_version(e.summary)) for e in _entries_of(log_path, index, first, last)]
 
-    return entries
+    def ending(version: int) -> PlanState:
+        (entry,) = _entries_of(log_path, index, version, version)
+        with LogReader(log_path) as reader:
+            start = read_version_start(log_path, reader.fd, entry)
+            if start is None:
+                raise error("IO_ERROR", f"the history index of {log_path} no longer matches the log; run it again")
+            state = decode_state(start)
+            span, _ = fold_span(iter(reader.records(start=entry.start, run=state.run)), state)
+        return span.state
+
+    return Versions(index.run, index.versions, torn, entries, ending)
+
+
+def _resumed(log_path: str, fd: int, index: HistoryIndex) -> tuple[Position, PlanState] | None:
+    """Where an update of ``index`` starts folding: the active version's start, and the state there."""
+    if index.versions == 0:
+        return None
+    entries = read_history_entries(log_path, index, index.versions, index.versions)
+    start = None if entries is None else read_version_start(log_path, fd, entries[0])
+    return None if entries is None or start is None else (entries[0].start, decode_state(start))
 
 
 def _updated_history(log_path: str) -> tuple[HistoryIndex | None, TornTail | None]:
@@ -250,24 +279,21 @@ def _updated_history(log_path: str) -> tuple[HistoryIndex | None, TornTail | Non
             index = load_history(log_path, reader.fd)  # another reader may have updated it meanwhile
             if index is not None and index.covered.offset == os.fstat(reader.fd).st_size:
                 return index, None
-            base = None if index is None else read_open_state(log_path, index)
-            if index is None or base is None:
+            resumed = None if index is None else _resumed(log_path, reader.fd, index)
+            if resumed is None:
                 index, start, state = None, None, initial()
             else:
-                start, state = index.open_start, decode_state(base)
-            opened: list[tuple[Position, PlanState]] = [] if start is None else [(start, state)]
+                start, state = resumed
             with HistoryWriter(log_path, index) as writer:
 
                 def add(entry: VersionEntry, where: Position, after: PlanState) -> None:
-                    writer.add(entry.info.version, entry.info.seq, encode_version(entry.info, entry.ended))
-                    opened[:] = [(where, after)]
+                    summary = encode_version(entry.info, entry.ended)
+                    writer.add(entry.info.version, where, summary, encode_state(after._replace(orphans=())))
 
                 final = _versions_from(reader, start, state, add)
                 unchanged = index is not None and writer.versions == index.versions and reader.position == index.covered
-                if opened and final.run is not None and not unchanged:
-                    where, after = opened[0]
-                    open_state = encode_state(after._replace(orphans=()))
-                    writer.commit(header, final.run, reader.position, where, open_state)
+                if writer.versions and final.run is not None and not unchanged:
+                    writer.commit(header, final.run, reader.position)
         return load_history(log_path, reader.fd), reader.torn
 
 
@@ -279,8 +305,8 @@ def read_versions(log_path: str, *, use_cache: bool | None = None) -> Versions:
     if cached:
         index, torn = _updated_history(log_path)
         if index is not None:
-            return Versions(index.run, index.versions, torn, _indexed_entries(log_path, index))
-    return _in_memory(log_path)
+            return _indexed(log_path, index, torn)
+    return _in_memory(log_path, cached)
 
 
 def _unknown_version(wanted: int, count: int) -> Exception:
@@ -295,7 +321,7 @@ def _unknown_version(wanted: int, count: int) -> Exception:
 def version_diff(log_path: str, old: int, new: int, *, use_cache: bool | None = None) -> dict[str, Any]:
     """``plantrail diff``: :func:`projections.history.diff_view` of versions ``old`` and ``new``, from the history
     index (each version's adoption and its criteria's verdict seqs when it ended) and the state at the end of
-    ``old`` (rebuilt from the version index)."""
+    ``old`` (folded from its start, which the index holds)."""
     if old >= new:
         raise error("USAGE", f"diff compares an earlier version with a later one, not v{old} with v{new}")
     found = read_versions(log_path, use_cache=use_cache)
@@ -304,22 +330,22 @@ def version_diff(log_path: str, old: int, new: int, *, use_cache: bool | None = 
     entries = found.entries(old, new)
     infos = {entry.info.version: entry.info for entry in entries}
     verdicts = {entry.info.version - 1: dict(entry.ended or ()) for entry in entries[2:]}
-    before, _, _ = rebuild_version(log_path, old, use_cache=use_cache)
-    return diff_traced(before, infos, verdicts, old, new)
+    return diff_traced(found.ending(old), infos, verdicts, old, new)
 
 
 def replan_audit(
     log_path: str, version: int | None = None, *, use_cache: bool | None = None
 ) -> tuple[dict[str, Any], TornTail | None]:
     """``plantrail why``: :func:`projections.history.why_view` of the replan that created ``version`` (default:
-    the latest), from the history index, the version index, the quoted records read by seq, and the late results
-    of the log's current state; and the torn tail the log ends on."""
+    the latest), from the history index (the two versions, the end of the replaced one folded from its start),
+    the quoted records read by seq, and the late results of the log's current state; and the torn tail the log
+    ends on."""
     from plantrail.ledger.stores.seek import record_at
 
     found = read_versions(log_path, use_cache=use_cache)
     version = replan_version(found.total, version)
     replaced, adopted = (entry.info for entry in found.entries(version - 1, version))
-    before, _, _ = rebuild_version(log_path, version - 1, use_cache=use_cache)
+    before = found.ending(version - 1)
     quoted = {seq: record_at(log_path, seq) for seq in sorted({*adopted.causes, adopted.seq})}
     current = read_state(log_path, use_cache=use_cache).state
     return why_traced(replaced, adopted, before, quoted, current.orphans), found.torn
