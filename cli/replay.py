@@ -58,9 +58,10 @@ def _plural(n: int, one: str, many: str) -> str:
 
 
 def _aligned(rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
-    """Rows of cells, left-aligned in columns, without a header."""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))] if rows else []
-    return [indent + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    """Rows of cells, left-aligned in columns by display width, without a header."""
+    from plantrail.cli.tables import align
+
+    return align(rows, indent)
 
 
 def _listing(label: str, items: Sequence[str]) -> list[str]:
@@ -471,7 +472,25 @@ def _fold_valid_part(log: str) -> tuple[PlanState, PlantrailError | None]:
     return result.state, None if result.torn is None else torn_error(log, result.torn)
 
 
-def _render_receipt(receipt: dict[str, Any], code: int) -> str:
+#: How many items of each kind the resume receipt shows before it summarises the rest (``--all`` shows all).
+_RESUME_SHOWN: Final = 5
+
+
+def _first(items: Sequence[Any], show_all: bool) -> tuple[Sequence[Any], str | None]:
+    """The items to show, and the line that counts the others (None when every item is shown)."""
+    if show_all or len(items) <= _RESUME_SHOWN:
+        return items, None
+    return items[:_RESUME_SHOWN], f"  ... and {len(items) - _RESUME_SHOWN} more (--all shows every one)"
+
+
+def _ids(label: str, ids: Sequence[str], show_all: bool) -> str:
+    """``label (n): a, b, c`` with at most _RESUME_SHOWN ids unless ``show_all``."""
+    shown, more = _first(ids, show_all)
+    rest = f", ... {len(ids) - len(shown)} more" if more else ""
+    return f"{label} ({len(ids)}): {', '.join(shown) or '(none)'}{rest}"
+
+
+def _render_receipt(receipt: dict[str, Any], code: int, show_all: bool = False) -> str:
     outcome = receipt["outcome"] or "open"
     lines = [
         f"run {receipt['run']} · plan v{receipt['plan_version']} · {outcome} · last seq {receipt['last_seq']}",
@@ -480,19 +499,26 @@ def _render_receipt(receipt: dict[str, Any], code: int) -> str:
         "",
         f"done ({len(receipt['done'])})",
     ]
+    done, more = _first(receipt["done"], show_all)
     lines += _aligned(
-        [[d["step"], f"attempt {d['attempt']}", truncate("; ".join(d["evidence"]), 70)] for d in receipt["done"]]
+        [[d["step"], f"attempt {d['attempt']}", truncate("; ".join(d["evidence"]), 70)] for d in done]
     ) or ["  (none)"]
+    lines += [more] if more else []
     lines += [f"in doubt ({len(receipt['in_doubt'])}): started, no result"]
+    doubt, more = _first(receipt["in_doubt"], show_all)
     lines += _aligned(
-        [[d["step"], f"attempt {d['attempt']}", f"started at seq {d['started_seq']}"] for d in receipt["in_doubt"]]
+        [[d["step"], f"attempt {d['attempt']}", f"started at seq {d['started_seq']}"] for d in doubt]
     ) or ["  (none)"]
-    lines.append(f"ready: {', '.join(receipt['ready']) or '(none)'}")
+    lines += [more] if more else []
+    lines.append(_ids("ready", receipt["ready"], show_all))
     if receipt["blocked"]:
-        lines.append("blocked: " + "; ".join(f"{b['step']} ({truncate(b['reason'], 50)})" for b in receipt["blocked"]))
-    lines.append(f"criteria unverified: {', '.join(receipt['criteria_unverified']) or '(none)'}")
+        blocked, more = _first(receipt["blocked"], show_all)
+        lines.append(f"blocked ({len(receipt['blocked'])})")
+        lines += _aligned([[b["step"], truncate(b["reason"], 70)] for b in blocked])
+        lines += [more] if more else []
+    lines.append(_ids("criteria unverified", receipt["criteria_unverified"], show_all))
     if receipt["criteria_failed"]:
-        lines.append(f"criteria failed: {', '.join(receipt['criteria_failed'])}")
+        lines.append(_ids("criteria failed", receipt["criteria_failed"], show_all))
     if receipt["orphans"]:
         count = _plural(len(receipt["orphans"]), "late result", "late results")
         lines.append(f"orphans: {count}, none applied (plantrail orphans LOG)")
@@ -503,12 +529,19 @@ def _render_receipt(receipt: dict[str, Any], code: int) -> str:
 
 @click.command()
 @log_argument
+@click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help=f"List every step and criterion (by default a big plan shows counts and the first {_RESUME_SHOWN} of each).",
+)
 @json_option
 @click.pass_context
-def resume(ctx: click.Context, log: str, as_json: bool) -> None:
+def resume(ctx: click.Context, log: str, show_all: bool, as_json: bool) -> None:
     """The resume receipt after a crash: is the run finished (and how), the active version, steps done, steps
     in doubt (started, no result) with their attempt, late results, the next ready steps, criteria still
-    unverified, and whether the log needs a repair first. Read-only.
+    unverified, and whether the log needs a repair first. Read-only. A big plan is summarised: each kind
+    with its count and its first few items (--all lists every one; --json always holds them all).
 
     \b
     Exit codes (a supervisor script can branch on them; the first that applies wins):
@@ -536,7 +569,7 @@ def resume(ctx: click.Context, log: str, as_json: bool) -> None:
     state, damage = _fold_valid_part(log)
     receipt = resume_receipt(state, None if damage is None else damage.as_dict())
     code = RESUME_EXIT_CODES[receipt["verdict"]]
-    emit(as_json, receipt | {"exit_code": code}, lambda: _render_receipt(receipt, code))
+    emit(as_json, receipt | {"exit_code": code}, lambda: _render_receipt(receipt, code, show_all))
     if damage is not None:
         click.echo(f"error[{damage.code}]: {damage.message}", err=True)
     ctx.exit(code)

@@ -237,7 +237,7 @@ class Ledger:
                     ) from None
                 if attempt == _CONFLICT_RETRIES - 1:
                     raise
-                time.sleep(random.uniform(0, min(0.05, 0.001 * 2**attempt)))  # spread colliding writers
+                time.sleep(random.uniform(0, min(0.1, 0.001 * 2**attempt)))  # spread colliding writers
         raise AssertionError("unreachable")
 
     def _execute_once(self, commands: Sequence[Command], expected_seq: int | None) -> list[Ack]:

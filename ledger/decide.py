@@ -31,7 +31,17 @@ from plantrail.ledger.events import (
     StepFailed,
     StepStarted,
 )
-from plantrail.ledger.plan import Draft, PlanPatch, PlanSpec, StepSpec, apply_patch, build_plan, check_id, validate_plan
+from plantrail.ledger.plan import (
+    Draft,
+    PlanPatch,
+    PlanSpec,
+    StepSpec,
+    apply_patch,
+    build_plan,
+    check_id,
+    did_you_mean,
+    validate_plan,
+)
 from plantrail.projections.model import OrphanWhy, StepState
 from plantrail.projections.state import StateView, orphan_reason
 
@@ -216,6 +226,14 @@ def _replanned(state: StateView, command: Replan, version: int) -> PlanReplanned
     if (command.plan is None) == (command.patch is None):
         raise error("USAGE", "a replan takes either a whole plan or a patch, not both or neither")
     if command.patch is not None:
+        if command.patch.base_version > state.version:
+            raise error(
+                "UNKNOWN_PLAN_VERSION",
+                f"the patch is based on version {command.patch.base_version}, which does not exist; "
+                f"the active version is {state.version}",
+                plan_version=command.patch.base_version,
+                expected=state.version,
+            )
         if command.patch.base_version != state.version:
             raise error(
                 "STALE_PLAN_VERSION",
@@ -327,7 +345,7 @@ def _step(state: StateView, step_id: str) -> StepState:
     if step is None:
         raise error(
             "STEP_NOT_FOUND",
-            f"no step {step_id} in plan version {state.version}",
+            f"no step {step_id} in plan version {state.version}{did_you_mean(step_id, state.steps)}",
             step=step_id,
             plan_version=state.version,
         )
@@ -452,7 +470,8 @@ def _check_criterion(state: StateView, data: CriterionVerified, plan_version: in
     if data.criterion not in state.criteria:
         raise error(
             "CRITERION_NOT_FOUND",
-            f"no acceptance criterion {data.criterion} in plan version {state.version}",
+            f"no acceptance criterion {data.criterion} in plan version {state.version}"
+            f"{did_you_mean(data.criterion, state.criteria)}",
             criterion=data.criterion,
             plan_version=state.version,
         )

@@ -74,7 +74,11 @@ class Refused(PlantrailError):
 
 
 class PlanInvalid(Refused):
-    """A plan draft or patch failed validation."""
+    """A plan draft or patch failed validation; ``errors`` lists every problem found (this one first)."""
+
+    def __init__(self, code: str, message: str, **fields: Any) -> None:
+        super().__init__(code, message, **fields)
+        self.errors: tuple[PlantrailError, ...] = (self,)
 
 
 class CommandRefused(Refused):
@@ -190,6 +194,7 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "NETWORK_FILESYSTEM": (StorageError, "the log is on NFS or SMB, where appends and locks are unsafe"),
     "WRITER_POISONED": (StorageError, "an earlier write or fsync failed; this writer acknowledges nothing more"),
     "FILE_NOT_FOUND": (StorageError, "an input file (draft, patch, transcript, key) does not exist"),
+    "FOLDER_NOT_FOUND": (StorageError, "the folder a new log (create, import) should go in does not exist"),
     "RUN_NOT_FOUND": (StorageError, "the database holds no run with that id"),
     "STORE_UNAVAILABLE": (StorageError, "the database cannot be reached, or the connection broke (retry with the key)"),
     "STORE_SCHEMA_NEWER": (StorageError, "the database has a newer plantrail schema than this plantrail knows"),

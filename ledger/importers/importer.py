@@ -37,7 +37,7 @@ from typing import NamedTuple
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.decide import Create
 from plantrail.ledger.errors import error
-from plantrail.ledger.files import fsync_dir, os_error
+from plantrail.ledger.files import folder_of, fsync_dir, os_error
 from plantrail.ledger.plan import PlanSpec
 
 from .mapping import Batch, MappedRun, map_updates
@@ -135,6 +135,7 @@ def import_transcript(
 
 
 def _check_target(source: Path, log: str, force: bool) -> None:
+    folder_of(log)  # before the temporary file beside it is named in an error
     if os.path.lexists(log) and not force:
         raise error("LOG_EXISTS", f"{log} already exists; import never overwrites a log (use --force)", path=log)
     if os.path.lexists(log) and source.exists() and os.path.samefile(source, log):

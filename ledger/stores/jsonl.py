@@ -39,7 +39,7 @@ from plantrail.ledger.clock import utc_now
 from plantrail.ledger.codec import GENESIS_PREV, MAX_LINE_BYTES, decode, holds_record_end
 from plantrail.ledger.errors import LogDamaged, error
 from plantrail.ledger.events import FORMAT, LogOpened, LogRepaired, Record
-from plantrail.ledger.files import check_path, fsync_dir, os_error
+from plantrail.ledger.files import check_path, folder_of, fsync_dir, os_error
 from plantrail.ledger.store import FsyncPolicy, PendingRecord, Resumed, TornTail
 from plantrail.ledger.stores.cache import Position, Snapshot, load_snapshot, prefix_crc, save_snapshot
 
@@ -434,10 +434,7 @@ class JsonlStore:
             raise error("USAGE", f"fsync policy must be one of {', '.join(_POLICIES)}")
         if os.path.lexists(name):
             raise error("LOG_EXISTS", f"{name} already exists; create never overwrites a log", path=name)
-        try:
-            directory = os.stat(os.path.dirname(os.path.abspath(name)))
-        except OSError as exc:
-            raise os_error(exc, name) from None
+        directory = folder_of(name)
         _refuse_network_fs(directory.st_dev, name, allow_network_fs)
         clean_stale_temps(name)
         header = LogOpened(

@@ -62,8 +62,10 @@ __all__ = [
     "PostgresStore",
     "follow",
     "init_schema",
-    "is_database_url",
+    "insert_run",
+    "list_runs",
     "parse_location",
+    "read_checked_lines",
     "read_lines",
     "read_records",
 ]
@@ -102,6 +104,7 @@ class Location(NamedTuple):
     pool_size: int
     prepare_threshold: int | None
     notify: bool
+    connect_timeout: float  # seconds to wait for a connection (libpq's connect_timeout, default 10)
 
     def __str__(self) -> str:
         safe = _without_password(self.conninfo)
@@ -133,6 +136,7 @@ def parse_location(url: str, *, run: str | None = None) -> Location:
         if own.get("prepare_threshold", "").lower() in ("none", "off")
         else _int_option(own, "prepare_threshold", 5, minimum=0),
         notify=own.get("notify", "on").lower() not in ("off", "0", "false", "no"),
+        connect_timeout=float(_int_option(dict(rest), "connect_timeout", int(_CONNECT_TIMEOUT_S), minimum=1)),
     )
 
 
@@ -172,12 +176,12 @@ def _pool(location: Location) -> ConnectionPool[Any]:
                 min_size=1,
                 max_size=location.pool_size,
                 kwargs={"autocommit": True, "prepare_threshold": location.prepare_threshold},
-                timeout=_CONNECT_TIMEOUT_S,
+                timeout=location.connect_timeout,
                 open=False,
                 name="plantrail",
             )
             with _faults(location):
-                pool.open(wait=True, timeout=_CONNECT_TIMEOUT_S)
+                pool.open(wait=True, timeout=location.connect_timeout)
             _pools[key] = pool
     return pool
 
@@ -523,6 +527,48 @@ def read_records(url: str, *, run: str | None = None) -> Iterator[Record]:
             raise error("RUN_NOT_FOUND", f"database {location} holds no run {location.run!r}", run=location.run)
         with _faults(location):
             yield from _checked(conn, location.run, 0, GENESIS_PREV)
+
+
+def read_checked_lines(url: str, *, run: str | None = None) -> Iterator[tuple[Record, bytes]]:
+    """Every record of a run with its line exactly as stored (newline added, as in a JSONL file), checked."""
+    location = _with_run(parse_location(url, run=run))
+    assert location.run is not None
+    with _connection(location) as conn, _faults(location):
+        if conn.execute("SELECT 1 FROM plantrail_runs WHERE run = %s", (location.run,)).fetchone() is None:
+            raise error("RUN_NOT_FOUND", f"database {location} holds no run {location.run!r}", run=location.run)
+        next_seq, prev = 0, GENESIS_PREV
+        query = "SELECT line FROM plantrail_records WHERE run = %s ORDER BY seq"
+        for (raw,) in conn.cursor().stream(query, (location.run,)):
+            line = bytes(raw)
+            record = decode(line, next_seq + 1)
+            check_link(record, next_seq=next_seq, prev=prev, run=location.run, line=next_seq + 1)
+            next_seq, prev = record.seq + 1, record.h
+            yield record, line + b"\n"
+
+
+def list_runs(url: str) -> list[str]:
+    """The ids of every run in the database, in order."""
+    location = parse_location(url)
+    with _connection(location) as conn, _faults(location):
+        return [row[0] for row in conn.execute("SELECT run FROM plantrail_runs ORDER BY run").fetchall()]
+
+
+def insert_run(url: str, rows: Sequence[tuple[int, bytes, str, str | None]]) -> None:
+    """Insert a whole run's checked lines (seq, line without newline, hash, key) in one transaction;
+    LOG_EXISTS when the database has the run already."""
+    psycopg = _driver("psycopg")
+    location = _with_run(parse_location(url))
+    assert location.run is not None
+    run = location.run
+    with _connection(location) as conn, _faults(location, outcome_unknown=True):
+        try:
+            with conn.transaction():
+                conn.execute("INSERT INTO plantrail_runs (run) VALUES (%s)", (run,))
+                _insert(conn, [(run, seq, line, h, key) for seq, line, h, key in rows], location.notify)
+        except psycopg.errors.UniqueViolation:
+            raise error(
+                "LOG_EXISTS", f"run {run!r} already exists in {location}; copy never overwrites a log"
+            ) from None
 
 
 def read_lines(url: str, *, run: str | None = None) -> Iterator[bytes]:

@@ -326,7 +326,7 @@ def version_diff(log_path: str, old: int, new: int, *, use_cache: bool | None = 
         raise error("USAGE", f"diff compares an earlier version with a later one, not v{old} with v{new}")
     found = read_versions(log_path, use_cache=use_cache)
     if new > found.total:
-        raise _unknown_version(max(old, found.total + 1), found.total)
+        raise _unknown_version(new, found.total)
     entries = found.entries(old, new)
     infos = {entry.info.version: entry.info for entry in entries}
     verdicts = {entry.info.version - 1: dict(entry.ended or ()) for entry in entries[2:]}
