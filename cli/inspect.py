@@ -14,6 +14,7 @@ from plantrail.cli.common import (
     emit,
     json_option,
     log_argument,
+    open_records,
     raise_if_torn,
     read_state,
     readiness_lines,
