@@ -30,9 +30,11 @@ __all__ = [
     "raise_if_torn",
     "read_json_file",
     "read_state",
+    "read_state_noted",
     "read_text",
     "readiness_lines",
     "reset_output",
+    "snapshot_note",
     "table",
     "torn_error",
     "truncate",
@@ -165,8 +167,10 @@ def read_text(path: str, what: str) -> str:
 
 
 def anchor(seq: int, head: str | None) -> str | None:
-    """The anchor ``SEQ:HASH`` (all 64 hex digits) to paste into ``verify --anchor`` or ``repair --acked``."""
-    return None if head is None else f"{seq}:{head}"
+    """The anchor ``SEQ:HASH`` (see :func:`plantrail.projections.views.anchor`; imported when first used)."""
+    from plantrail.projections.views import anchor as view_anchor
+
+    return view_anchor(seq, head)
 
 
 def readiness_lines(state: PlanState) -> list[str]:
@@ -203,15 +207,9 @@ def open_records(path: str) -> Iterator[tuple[LogReader, Iterator[Record]]]:
 
 def torn_error(path: str, torn: TornTail) -> PlantrailError:
     """The TORN_TAIL error for a log whose valid part ends before ``torn``."""
-    from plantrail.ledger.errors import error
+    from plantrail.ledger.audit import torn_tail_error
 
-    return error(
-        "TORN_TAIL",
-        f"{path} ends with {torn.length} bytes of an incomplete record after line {torn.line - 1}; "
-        f"the output above covers the valid part; run `plantrail repair {path}`",
-        line=torn.line,
-        offset=torn.offset,
-    )
+    return torn_tail_error(path, torn)
 
 
 def raise_if_torn(path: str, torn: TornTail | None) -> None:
@@ -226,3 +224,21 @@ def read_state(path: str) -> tuple[PlanState, TornTail | None]:
 
     result = read(path)
     return result.state, result.torn
+
+
+def read_state_noted(path: str) -> tuple[PlanState, TornTail | None, int | None]:
+    """Like :func:`read_state`, plus the seq up to which the answer came from a snapshot (None: all re-read)."""
+    from plantrail.ledger.stores.reads import read_state as read
+
+    result = read(path)
+    return result.state, result.torn, result.snapshot_seq
+
+
+def snapshot_note(snapshot_seq: int | None) -> str:
+    """The line a human output ends with when a snapshot answered part of it ("" when every record was read)."""
+    if snapshot_seq is None:
+        return ""
+    return (
+        f"\n(answered from the cache's snapshot up to seq {snapshot_seq}: those records were not re-read; "
+        "`plantrail verify` reads every byte)"
+    )

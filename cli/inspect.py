@@ -16,8 +16,9 @@ from plantrail.cli.common import (
     log_argument,
     open_records,
     raise_if_torn,
-    read_state,
+    read_state_noted,
     readiness_lines,
+    snapshot_note,
     table,
     truncate,
 )
@@ -118,10 +119,10 @@ def status(log: str, with_attempts: bool, as_json: bool) -> None:
       plantrail status samples/login-fix.jsonl
       plantrail status samples/login-fix-replans.jsonl --attempts
     """
-    from plantrail.projections.canonical import state_hash
-    from plantrail.projections.views import status_view
+    from plantrail.projections.views import status_document
 
     attempts: dict[str, Any] | None = None
+    snapshot_seq: int | None = None
     if with_attempts:
         from plantrail.projections.attempts import attempts_view
         from plantrail.projections.attempts import fold as fold_attempts
@@ -132,15 +133,11 @@ def status(log: str, with_attempts: bool, as_json: bool) -> None:
         gone = [s for s in history.attempts if s not in state.steps]  # steps a replan removed, in log order
         attempts = {s: attempts_view(history.attempts.get(s, ())) for s in [*state.steps, *gone]}
     else:
-        state, torn = read_state(log)
-    view = status_view(state) | {
-        "anchor": anchor(state.last_seq, state.head),
-        "state_hash": state_hash(state),
-        "torn_tail": torn is not None,
-    }
+        state, torn, snapshot_seq = read_state_noted(log)
+    view = status_document(state) | {"torn_tail": torn is not None, "snapshot_seq": snapshot_seq}
     if attempts is not None:
         view["attempts"] = attempts
-    emit(as_json, view, lambda: render_status(state, view))
+    emit(as_json, view, lambda: render_status(state, view) + snapshot_note(snapshot_seq))
     raise_if_torn(log, torn)
 
 
@@ -148,7 +145,7 @@ def status(log: str, with_attempts: bool, as_json: bool) -> None:
 @log_argument
 @json_option
 def next_command(log: str, as_json: bool) -> None:
-    """The ready steps in stable order, or the replan advice when nothing can start (seed 000 shouldReplan).
+    """The ready steps in stable order, or the replan advice when nothing can start.
 
     Advice: repeated_tool_failure after two failed attempts in a row, retries_exhausted when a step ran out of
     attempts, no_ready_step when work remains but nothing runs and nothing can start.
@@ -161,37 +158,23 @@ def next_command(log: str, as_json: bool) -> None:
       "can_start": [step ids], "waiting": [{"step", "wait_reasons": [{"code", ...}]}] (ready steps that
       cannot start now; the codes are an open set, e.g. "capacity" with "max_in_progress", "in_progress"),
       "capacity": {"max_in_progress", "in_progress", "free"}, "in_progress": [step ids],
-      "advice": null | reason code}
+      "advice": null | reason code,
+      "snapshot_seq": null | the seq up to which a snapshot answered (those records were not re-read)}
 
     \b
     Example:
       plantrail next samples/login-fix-replans.jsonl
     """
-    from plantrail.projections.views import (
-        advice,
-        capacity_view,
-        in_doubt,
-        ready_steps,
-        startable_steps,
-        wait_reasons,
-    )
+    from plantrail.projections.views import next_view
 
-    state, torn = read_state(log)
-    ready = ready_steps(state)
-    running = [s.id for s in in_doubt(state)]
-    waits = wait_reasons(state)
-    data = {
-        "plan_version": state.version,
-        "outcome": state.outcome,
-        "ready": ready,
-        "can_start": startable_steps(state),
-        "waiting": [{"step": s, "wait_reasons": waits[s]} for s in ready if waits[s]],
-        "capacity": None if state.plan is None else capacity_view(state),
-        "in_progress": running,
-        "advice": advice(state),
-    }
+    state, torn, snapshot_seq = read_state_noted(log)
+    data = next_view(state) | {"snapshot_seq": snapshot_seq}
+    running = data["in_progress"]
 
     def human() -> str:
+        return answer() + snapshot_note(snapshot_seq)
+
+    def answer() -> str:
         if state.finished:
             return f"the run finished {state.outcome}; nothing to do"
         lines = readiness_lines(state) or ["no step is ready"]

@@ -39,6 +39,8 @@ COMMANDS: dict[str, str] = {
     "import": "plantrail.cli.importing:import_command",
     "copy": "plantrail.cli.stores:copy_command",
     "store": "plantrail.cli.stores:store",
+    "mcp": "plantrail.cli.mcp_server:mcp_command",
+    **dict.fromkeys(("graph", "report", "watch"), "plantrail.cli.pictures"),
 }
 
 
@@ -108,7 +110,7 @@ def _report(
     """Print an error (and ``more`` problems found with it, each on its own line); return the exit code."""
     click.echo(f"error[{code}]: {_one_line(message)}", err=True)
     for other in more:
-        click.echo(f"error[{other.code}]: {_one_line(other.message)}", err=True)
+        click.echo(f"error[{other.code}]: {_one_line(other.text('cli'))}", err=True)
     if as_json and not printed_output():  # stdout holds exactly one JSON document
         import orjson
 
@@ -142,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if isinstance(exc, PlantrailError):
             more = getattr(exc, "errors", (exc,))[1:]  # a PlanInvalid lists every problem validation found
-            return _report(exc.code, exc.message, exc.exit_code, as_json, dict(exc.fields), more)
+            return _report(exc.code, exc.text("cli"), exc.exit_code, as_json, dict(exc.fields), more)
         return _report(
             "INTERNAL", f"{type(exc).__name__}: {exc} (a bug in plantrail; please report it)", EXIT_INTERNAL, as_json
         )

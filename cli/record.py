@@ -115,32 +115,23 @@ def _run(log: str, command: Command, expected_seq: int | None, as_json: bool) ->
         _acknowledge(ledger, command, ack, as_json)
 
 
+#: What the acknowledgement calls each command: the CLI's own command names.
+_COMMAND_NAMES = {"VerifyCriterion": "criterion"}
+
+
 def _describe(command: Command) -> str:
     fields = [getattr(command, name, None) for name in ("step", "criterion", "outcome")]
     subject = next((f for f in fields if f), "")
-    return f"{type(command).__name__.lower()} {subject}".strip()
+    name = type(command).__name__
+    return f"{_COMMAND_NAMES.get(name, name.lower())} {subject}".strip()
 
 
 def _acknowledge(ledger: Ledger, command: Command, ack: Ack, as_json: bool) -> None:
-    from plantrail.projections.views import advice, capacity_view, ready_steps, startable_steps
+    from plantrail.projections.views import ack_view
 
     state = ledger.state
-    next_advice = advice(state)
-    data: dict[str, Any] = {
-        "ok": True,
-        "seq": ack.seq,
-        "hash": ack.hash,
-        "anchor": anchor(ack.seq, ack.hash),
-        "duplicate": ack.duplicate,
-        "orphan": ack.orphan,
-        "durable": ack.durable,
-        "plan_version": state.version,
-        "outcome": state.outcome,
-        "ready": ready_steps(state),
-        "can_start": startable_steps(state),
-        "capacity": capacity_view(state),
-        "advice": next_advice,
-    }
+    data = ack_view(state, ack)
+    next_advice = data["advice"]
 
     def human() -> str:
         what = _describe(command)
@@ -173,7 +164,7 @@ def _acknowledge(ledger: Ledger, command: Command, ack: Ack, as_json: bool) -> N
     type=click.Choice(["always", "batch", "none"]),
     default="always",
     show_default=True,
-    help="Durability policy recorded in the header (see README, Durability).",
+    help="Durability policy recorded in the header (see docs/reliability.md).",
 )
 @click.option("--actor", type=ACTORS, default="planner", show_default=True, help="Who issued the command.")
 @json_option

@@ -1,6 +1,7 @@
 """Replay and audit commands: versions, replay, diff, why, orphans, resume.
 
-All read-only: they fold the log (nothing is re-executed) and render a view of :mod:`projections.history`.
+All read-only: each calls the function of the same name in :mod:`ledger.audit` (which folds the log and
+builds the ``--json`` document) and renders the document.
 """
 
 from __future__ import annotations
@@ -12,32 +13,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 import click
 
-from plantrail.cli.common import (
-    emit,
-    json_option,
-    log_argument,
-    open_records,
-    raise_if_torn,
-    read_state,
-    table,
-    truncate,
-)
+from plantrail.cli.common import emit, json_option, log_argument, snapshot_note, table, truncate
+from plantrail.ledger.audit import RESUME_EXIT_CODES
 
 if TYPE_CHECKING:
-    from plantrail.ledger.errors import PlantrailError
+    from plantrail.ledger.audit import Reading
     from plantrail.projections.model import PlanState
 
 __all__ = ["RESUME_EXIT_CODES", "replay_commands"]
-
-#: ``plantrail resume`` exit codes by verdict (documented in its help).
-RESUME_EXIT_CODES: Final[dict[str, int]] = {
-    "continue": 0,
-    "damaged": 3,
-    "in_doubt": 10,
-    "stuck": 11,
-    "paused": 12,
-    "finished": 13,
-}
 
 _CAUSES: Final[dict[str, str]] = {
     "contract_changed": "contract changed",
@@ -154,26 +137,12 @@ def versions(log: str, everything: bool, limit: int | None, since: int | None, a
       plantrail versions samples/login-fix-replans.jsonl
       plantrail versions run.jsonl --since-version 40 --limit 5 --json
     """
-    from plantrail.ledger.errors import error
-    from plantrail.ledger.stores.reads import read_versions
-    from plantrail.projections.history import shown_versions, version_items
+    from plantrail.ledger.audit import read_versions
 
-    if everything and (limit is not None or since is not None):
-        raise error("USAGE", "--all shows every version: give it without --limit or --since-version")
-    found = read_versions(log)
-    if since is not None and since > found.total:
-        raise error(
-            "UNKNOWN_PLAN_VERSION",
-            f"plan version {since} is not in the log (it has versions 1 to {found.total})",
-            plan_version=since,
-        )
-    shown = shown_versions(found.total, everything=everything, limit=limit, since=since)
-    infos = [entry.info for entry in found.entries(shown.start, shown.stop - 1)]
-    after = found.entry(shown.stop).info.seq if shown.stop <= found.total else None
-    view = version_items(infos, after)
-    data = {"run": found.run, "active_version": found.total, "versions": view}
-    emit(as_json, data, lambda: _render_versions(found.run, found.total, view))
-    raise_if_torn(log, found.torn)
+    reading = read_versions(log, everything=everything, limit=limit, since=since)
+    document = reading.document
+    emit(as_json, document, lambda: _render_versions(document["run"], document["active_version"], document["versions"]))
+    _raise_damage(reading)
 
 
 # --------------------------------------------------------------------------- replay
@@ -219,34 +188,17 @@ def replay(log: str, version: int | None, at_seq: int | None, as_json: bool) -> 
       plantrail replay samples/login-fix-replans.jsonl --at-seq 12 --json
     """
     from plantrail.cli.inspect import render_status
-    from plantrail.ledger.errors import error
-    from plantrail.ledger.stores.reads import rebuild_version
-    from plantrail.projections.canonical import state_hash
-    from plantrail.projections.history import replay_at_seq
-    from plantrail.projections.views import status_view
+    from plantrail.ledger.audit import read_replay
 
-    if version is not None and at_seq is not None:
-        raise error("USAGE", "give --version V or --at-seq N, not both")
-    superseded_at = None
-    if version is not None:
-        state, superseded_at, torn = rebuild_version(log, version)
-    elif at_seq is not None:
-        with open_records(log) as (reader, records):
-            state = replay_at_seq(records, at_seq)
-        torn = reader.torn
-    else:
-        state, torn = read_state(log)
-    view = status_view(state) | {
-        "state_hash": state_hash(state),
-        "replay": {"version": state.version, "at_seq": at_seq, "superseded_at": superseded_at},
-    }
+    reading = read_replay(log, version, at_seq)
+    state, view = reading.state, reading.document
 
     def human() -> str:
-        header = _replay_header(state, version, at_seq, superseded_at)
+        header = _replay_header(state, version, at_seq, view["replay"]["superseded_at"])
         return f"{header}\n\n{render_status(state, view)}\n\nstate hash: {view['state_hash']}"
 
     emit(as_json, view, human)
-    raise_if_torn(log, torn)
+    _raise_damage(reading)
 
 
 # --------------------------------------------------------------------------- diff
@@ -323,9 +275,9 @@ def diff(log: str, old: int, new: int, as_json: bool) -> None:
     Example:
       plantrail diff samples/login-fix-replans.jsonl 1 2
     """
-    from plantrail.ledger.stores.reads import version_diff
+    from plantrail.ledger.audit import diff as diff_document
 
-    data = version_diff(log, old, new)
+    data = diff_document(log, old, new)
     through = "" if data["adjacent"] else " (work traced through every replan between them)"
     emit(as_json, data, lambda: "\n".join([f"diff v{old} -> v{new}{through}", *_render_diff(data)]))
 
@@ -399,11 +351,11 @@ def why(log: str, version: int | None, as_json: bool) -> None:
     Example:
       plantrail why samples/login-fix-replans.jsonl --version 2
     """
-    from plantrail.ledger.stores.reads import replan_audit
+    from plantrail.ledger.audit import read_why
 
-    data, torn = replan_audit(log, version)
-    emit(as_json, data, lambda: _render_why(data))
-    raise_if_torn(log, torn)
+    reading = read_why(log, version)
+    emit(as_json, reading.document, lambda: _render_why(reading.document))
+    _raise_damage(reading)
 
 
 # --------------------------------------------------------------------------- orphans
@@ -446,30 +398,14 @@ def orphans(log: str, as_json: bool) -> None:
     Example:
       plantrail orphans samples/login-fix-replans.jsonl
     """
-    from plantrail.projections.history import orphans_view
+    from plantrail.ledger.audit import read_orphans
 
-    state, torn = read_state(log)
-    view = orphans_view(state)
-    emit(
-        as_json,
-        {"run": state.run, "active_version": state.version, "orphans": view},
-        lambda: _render_orphans(state, view),
-    )
-    raise_if_torn(log, torn)
+    reading = read_orphans(log)
+    emit(as_json, reading.document, lambda: _render_orphans(reading.state, reading.document["orphans"]))
+    _raise_damage(reading)
 
 
 # --------------------------------------------------------------------------- resume
-
-
-def _fold_valid_part(log: str) -> tuple[PlanState, PlantrailError | None]:
-    """Fold every valid record; return the state and the damage that stopped the read (None when intact)."""
-    from plantrail.cli.common import torn_error
-    from plantrail.ledger.stores.reads import read_state
-
-    result = read_state(log, stop_at_damage=True)
-    if result.damage is not None:
-        return result.state, result.damage
-    return result.state, None if result.torn is None else torn_error(log, result.torn)
 
 
 #: How many items of each kind the resume receipt shows before it summarises the rest (``--all`` shows all).
@@ -535,9 +471,15 @@ def _render_receipt(receipt: dict[str, Any], code: int, show_all: bool = False) 
     is_flag=True,
     help=f"List every step and criterion (by default a big plan shows counts and the first {_RESUME_SHOWN} of each).",
 )
+@click.option(
+    "--verify",
+    "every_byte",
+    is_flag=True,
+    help="Read and check every byte of the log instead of starting from the cache's snapshot.",
+)
 @json_option
 @click.pass_context
-def resume(ctx: click.Context, log: str, show_all: bool, as_json: bool) -> None:
+def resume(ctx: click.Context, log: str, show_all: bool, every_byte: bool, as_json: bool) -> None:
     """The resume receipt after a crash: is the run finished (and how), the active version, steps done, steps
     in doubt (started, no result) with their attempt, late results, the next ready steps, criteria still
     unverified, and whether the log needs a repair first. Read-only. A big plan is summarised: each kind
@@ -558,21 +500,29 @@ def resume(ctx: click.Context, log: str, show_all: bool, as_json: bool) -> None:
       "goal", "plan_version", "finished", "outcome", "outcome_reason", "done": [{"step", "attempt",
       "evidence", "completed_seq"}], "in_doubt": [{"step", "attempt", "started_seq"}], "ready",
       "blocked": [{"step", "reason"}], "criteria_unverified", "criteria_failed", "orphans": [...],
-      "advice", "last_seq", "head_hash", "damage": null | {"code", "message", ...}}
+      "advice", "last_seq", "head_hash", "damage": null | {"code", "message", ...},
+      "snapshot_seq": null | the seq up to which the cache's snapshot answered (not re-read; --verify
+      reads every byte and gives null)}
 
     \b
     Example:
-      plantrail resume run.jsonl; case $? in 0) ;; 10) echo "check steps in doubt" ;; esac
+      plantrail resume --verify run.jsonl; case $? in 0) ;; 10) echo "check steps in doubt" ;; esac
     """
-    from plantrail.projections.history import resume_receipt
+    from plantrail.ledger.audit import read_resume
 
-    state, damage = _fold_valid_part(log)
-    receipt = resume_receipt(state, None if damage is None else damage.as_dict())
-    code = RESUME_EXIT_CODES[receipt["verdict"]]
-    emit(as_json, receipt | {"exit_code": code}, lambda: _render_receipt(receipt, code, show_all))
-    if damage is not None:
-        click.echo(f"error[{damage.code}]: {damage.message}", err=True)
+    reading = read_resume(log, every_byte=every_byte)
+    receipt = reading.document
+    code = receipt["exit_code"]
+    emit(as_json, receipt, lambda: _render_receipt(receipt, code, show_all) + snapshot_note(receipt["snapshot_seq"]))
+    if reading.damage is not None:
+        click.echo(f"error[{reading.damage.code}]: {reading.damage.text('cli')}", err=True)
     ctx.exit(code)
+
+
+def _raise_damage(reading: Reading) -> None:
+    """After printing what the valid part says, report what cut the read short (TORN_TAIL, exit 3)."""
+    if reading.damage is not None:
+        raise reading.damage
 
 
 replay_commands = (versions, replay, diff, why, orphans, resume)

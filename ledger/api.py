@@ -6,7 +6,11 @@ with one write (command -> event -> store -> reducer). A refusal raises before a
 
     with Ledger.create("run.jsonl", draft) as ledger:
         ledger.start("inspect")
-        ledger.complete("inspect", ["read cli.py, test_cli.py and package.json"])
+        ledger.complete("inspect", "read cli.py, test_cli.py and package.json", idempotency_key="inspect-1")
+
+The recording methods take their command's options as keyword-only arguments named as the CLI names them;
+a bare ``str`` of evidence or observations is one item (see :mod:`ledger.items`). The reference, with every
+option, is ``docs/library.md``; the audit views are in :mod:`ledger.audit`.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from plantrail.ledger.checkpoint import make_checkpoint
 from plantrail.ledger.clock import utc_now
@@ -33,8 +37,9 @@ from plantrail.ledger.decide import (
     decide_one,
 )
 from plantrail.ledger.errors import PlantrailError, error
-from plantrail.ledger.events import Outcome, ReasonCode, Record, Source
+from plantrail.ledger.events import Actor, LogBatch, Outcome, ReasonCode, Record, Source
 from plantrail.ledger.idempotency import match, record_view
+from plantrail.ledger.items import as_items
 from plantrail.ledger.plan import Draft, PlanPatch, PlanSpec, check_id, parse_draft, parse_patch
 from plantrail.ledger.store import Ack, FsyncPolicy, KeyEntry, PendingRecord, Session, Store
 from plantrail.ledger.stores import is_database_url
@@ -74,9 +79,9 @@ class Ledger:
         *,
         run: str | None = None,
         fsync: FsyncPolicy = "always",
-        actor: str = "planner",
+        actor: Actor = "planner",
         source: Source | None = None,
-        key: str | None = None,
+        idempotency_key: str | None = None,
         nonce: str | None = None,
         allow_network_fs: bool = False,
         clock: Callable[[], str] = utc_now,
@@ -84,12 +89,18 @@ class Ledger:
     ) -> Ledger:
         """Create a new log holding its header and the plan's first version (atomically).
 
-        ``cache=False`` leaves no snapshot beside the log (see :mod:`plantrail.ledger.stores.cache`).
+        ``path`` is a file, or a database run (``postgresql://.../db#RUN``). ``run`` defaults to the file name
+        without ``.jsonl``; ``fsync`` is the durability policy recorded in the header; ``idempotency_key`` is
+        stored on the plan's record. ``nonce`` fixes the header's nonce (for reproducible logs in tests),
+        ``allow_network_fs`` accepts a log on NFS or SMB, ``clock`` supplies timestamps, and ``cache=False``
+        leaves no snapshot beside the log (see :mod:`plantrail.ledger.stores.cache`).
         """
         spec = parse_draft(plan) if isinstance(plan, Mapping) else plan
-        [event] = decide(initial(), Create(plan=spec, actor=actor, source=source, key=key))  # type: ignore[arg-type]
+        [event] = decide(initial(), Create(plan=spec, actor=actor, source=source, key=idempotency_key))
         ts = clock()
-        first = PendingRecord(ts=ts, plan_version=1, actor=event.actor, data=event.data, source=source, key=key)
+        first = PendingRecord(
+            ts=ts, plan_version=1, actor=event.actor, data=event.data, source=source, key=idempotency_key
+        )
         store: Store
         if is_database_url(target := os.fspath(path)):
             from plantrail.ledger.stores.postgres import PostgresStore
@@ -217,7 +228,9 @@ class Ledger:
     def execute_many(self, commands: Iterable[Command], *, expected_seq: int | None = None) -> list[Ack]:
         """Decide commands in order and append all their events with one write and one fsync (group commit).
 
-        All or nothing: if any command is refused, nothing is written. A store without a writer lock (a
+        All or nothing: if any command is refused, nothing is written; and after a crash too: more than one
+        command's events are written between a ``log.batch`` begin and end, and readers take none of them
+        unless the end is there. A store without a writer lock (a
         database) may find that another writer appended first: the commands are then decided again against
         the new head, up to a bounded number of times, or refused STALE_EXPECTED_SEQ when ``expected_seq``
         was given.
@@ -245,32 +258,46 @@ class Ledger:
             self._catch_up(session)
             state = Advancing(self._state)  # each command is decided against the state the batch has reached
             known = self._keys
-            added: dict[str, KeyEntry] = {}  # keys this batch adds; merged only once it is written
+            added: dict[str, Record] = {}  # records with keys this batch adds; indexed only once written
             done: list[tuple[int, str, bool, str | None]] = []  # seq, hash, duplicate, orphan
             checked_seq = False
+            bounded = False  # a log.batch begin is staged
             for command in commands:
                 key = command.key
                 if key is not None:
-                    entry = added.get(key) or known.get(key)
-                    if entry is not None:
-                        match(entry, command, key)
-                        done.append((entry.seq, entry.hash, True, None))
+                    original = added.get(key) or _original(session, known, key)
+                    if original is not None:
+                        match(original, command, key)
+                        done.append((original.seq, original.h, True, None))
                         continue
                 if not checked_seq:
                     _check_expected(session, expected_seq)
                     checked_seq = True
                 data, plan_version, orphan = decide_one(state.current(), command)
+                if len(commands) > 1 and not bounded:
+                    state.add(self._bound(session, "begin", plan_version))
+                    bounded = True
                 record = session.stage(
                     PendingRecord(self._clock(), plan_version, command.actor, data, command.source, key)
                 )
                 state.add(record)
                 if key is not None:
-                    added[key] = record_view(record)
+                    added[key] = record
                 done.append((record.seq, record.h, False, orphan))
+            if bounded:
+                state.add(self._bound(session, "end", state.current().version))
             durable = session.commit()
             self._state = state.result()
-            known.update(added)
-        return [Ack(seq, h, durable or duplicate, duplicate, orphan) for seq, h, duplicate, orphan in done]
+            known.update((k, record_view(r)) for k, r in added.items())
+            acks = [
+                Ack(seq, h, session.durable(seq) if duplicate else durable, duplicate, orphan)
+                for seq, h, duplicate, orphan in done
+            ]
+        return acks
+
+    def _bound(self, session: Session, part: Literal["begin", "end"], plan_version: int) -> Record:
+        """Stage one bound of a group commit (see :class:`ledger.events.LogBatch`)."""
+        return session.stage(PendingRecord(self._clock(), plan_version, "runtime", LogBatch(part=part)))
 
     def checkpoint(self, key: bytes) -> Ack:
         """Append a keyed checkpoint over the current head (see :mod:`ledger.checkpoint`); return its ack."""
@@ -284,29 +311,142 @@ class Ledger:
             self._state = evolve(self._state, record)
         return Ack(seq=record.seq, hash=record.h, durable=durable)
 
-    def start(self, step: str, **options: Any) -> Ack:
-        """Start the next attempt of ``step``."""
-        return self._run(Start, options, step=step)
+    # Every recording method takes the options of its CLI command as keyword-only arguments, named alike:
+    # ``plan_version`` (--plan-version), ``attempt`` (--attempt), ``idempotency_key`` (--idempotency-key),
+    # ``expected_seq`` (--expected-seq), ``actor`` (--actor), plus ``source`` (where an imported event came
+    # from). An unknown keyword is Python's TypeError naming it.
 
-    def complete(self, step: str, evidence: Sequence[str], **options: Any) -> Ack:
-        """Complete ``step`` with evidence."""
-        return self._run(Complete, options, step=step, evidence=tuple(evidence))
+    def start(
+        self,
+        step: str,
+        *,
+        plan_version: int | None = None,
+        idempotency_key: str | None = None,
+        expected_seq: int | None = None,
+        actor: Actor = "agent",
+        source: Source | None = None,
+    ) -> Ack:
+        """Start the next attempt of ``step`` (``plantrail start``)."""
+        command = Start(step=step, plan_version=plan_version, key=idempotency_key, actor=actor, source=source)
+        return self.execute(command, expected_seq=expected_seq)
 
-    def block(self, step: str, reason: str, **options: Any) -> Ack:
-        """Block ``step`` with a reason."""
-        return self._run(Block, options, step=step, reason=reason)
+    def complete(
+        self,
+        step: str,
+        evidence: str | Sequence[str],
+        *,
+        plan_version: int | None = None,
+        attempt: int | None = None,
+        idempotency_key: str | None = None,
+        expected_seq: int | None = None,
+        actor: Actor = "agent",
+        source: Source | None = None,
+    ) -> Ack:
+        """Complete ``step``'s attempt with evidence: one ``str`` is one item (``plantrail complete -e``)."""
+        command = Complete(
+            step=step,
+            evidence=evidence,
+            plan_version=plan_version,
+            attempt=attempt,
+            key=idempotency_key,
+            actor=actor,
+            source=source,
+        )
+        return self.execute(command, expected_seq=expected_seq)
 
-    def fail(self, step: str, error: str, **options: Any) -> Ack:
-        """Record a failed attempt of ``step``."""
-        return self._run(Fail, options, step=step, error=error)
+    def block(
+        self,
+        step: str,
+        reason: str,
+        *,
+        plan_version: int | None = None,
+        attempt: int | None = None,
+        idempotency_key: str | None = None,
+        expected_seq: int | None = None,
+        actor: Actor = "agent",
+        source: Source | None = None,
+    ) -> Ack:
+        """Block ``step``'s attempt with a reason (``plantrail block``)."""
+        command = Block(
+            step=step,
+            reason=reason,
+            plan_version=plan_version,
+            attempt=attempt,
+            key=idempotency_key,
+            actor=actor,
+            source=source,
+        )
+        return self.execute(command, expected_seq=expected_seq)
 
-    def verify_criterion(self, criterion: str, passed: bool, evidence: str, **options: Any) -> Ack:
-        """Record an acceptance criterion's verdict."""
-        return self._run(VerifyCriterion, options, criterion=criterion, passed=passed, evidence=evidence)
+    def fail(
+        self,
+        step: str,
+        error: str,
+        *,
+        plan_version: int | None = None,
+        attempt: int | None = None,
+        idempotency_key: str | None = None,
+        expected_seq: int | None = None,
+        actor: Actor = "agent",
+        source: Source | None = None,
+    ) -> Ack:
+        """Record a failed attempt of ``step`` (``plantrail fail``)."""
+        command = Fail(
+            step=step,
+            error=error,
+            plan_version=plan_version,
+            attempt=attempt,
+            key=idempotency_key,
+            actor=actor,
+            source=source,
+        )
+        return self.execute(command, expected_seq=expected_seq)
 
-    def finish(self, outcome: Outcome, reason: str, **options: Any) -> Ack:
-        """Finish (or pause) the run."""
-        return self._run(Finish, options, outcome=outcome, reason=reason)
+    def verify_criterion(
+        self,
+        criterion: str,
+        passed: bool,
+        evidence: str,
+        *,
+        plan_version: int | None = None,
+        idempotency_key: str | None = None,
+        expected_seq: int | None = None,
+        actor: Actor = "agent",
+        source: Source | None = None,
+    ) -> Ack:
+        """Record an acceptance criterion's verdict with evidence (``plantrail criterion``)."""
+        command = VerifyCriterion(
+            criterion=criterion,
+            passed=passed,
+            evidence=evidence,
+            plan_version=plan_version,
+            key=idempotency_key,
+            actor=actor,
+            source=source,
+        )
+        return self.execute(command, expected_seq=expected_seq)
+
+    def finish(
+        self,
+        outcome: Outcome,
+        reason: str,
+        *,
+        plan_version: int | None = None,
+        idempotency_key: str | None = None,
+        expected_seq: int | None = None,
+        actor: Actor = "agent",
+        source: Source | None = None,
+    ) -> Ack:
+        """Finish the run (``complete``, ``failed``, ``cancelled``) or pause it (``plantrail finish``)."""
+        command = Finish(
+            outcome=outcome,
+            reason=reason,
+            plan_version=plan_version,
+            key=idempotency_key,
+            actor=actor,
+            source=source,
+        )
+        return self.execute(command, expected_seq=expected_seq)
 
     def replan(
         self,
@@ -315,27 +455,43 @@ class Ledger:
         *,
         plan: Draft | PlanSpec | Mapping[str, Any] | None = None,
         patch: PlanPatch | Mapping[str, Any] | None = None,
-        causes: Sequence[int] = (),
-        observations: Sequence[str] = (),
-        **options: Any,
+        causes: int | Sequence[int] = (),
+        observations: str | Sequence[str] = (),
+        plan_version: int | None = None,
+        idempotency_key: str | None = None,
+        expected_seq: int | None = None,
+        actor: Actor = "planner",
+        source: Source | None = None,
     ) -> Ack:
-        """Adopt a new plan version from a whole draft or a patch (parsed from JSON-like mappings if need be)."""
-        draft = parse_draft(plan) if isinstance(plan, Mapping) else plan
-        changes = parse_patch(patch) if isinstance(patch, Mapping) else patch
-        return self._run(
-            Replan,
-            options,
+        """Adopt a new plan version from a whole ``plan`` or a ``patch`` (parsed from JSON-like mappings if need
+        be), with ``causes`` (seqs; ``--caused-by``) and ``observations`` (one ``str`` is one item) (``plantrail
+        replan``)."""
+        command = Replan(
             reason=reason,
             why=why,
-            plan=draft,
-            patch=changes,
-            causes=tuple(causes),
-            observations=tuple(observations),
+            plan=parse_draft(plan) if isinstance(plan, Mapping) else plan,
+            patch=parse_patch(patch) if isinstance(patch, Mapping) else patch,
+            causes=as_items(causes, int, "causes"),
+            observations=as_items(observations, str, "observations"),
+            plan_version=plan_version,
+            key=idempotency_key,
+            actor=actor,
+            source=source,
         )
+        return self.execute(command, expected_seq=expected_seq)
 
-    def _run(self, command_type: Callable[..., Command], options: dict[str, Any], **fields: Any) -> Ack:
-        expected_seq = options.pop("expected_seq", None)
-        return self.execute(command_type(**fields, **options), expected_seq=expected_seq)
+
+def _original(session: Session, known: dict[str, KeyEntry], key: str) -> Record | None:
+    """The record ``key`` wrote, read from the log's own bytes; None when the log holds none (then an index
+    entry that claimed one, e.g. from a cache, is dropped: the command is decided as new)."""
+    entry = known.get(key)
+    if entry is None:
+        return None
+    record = session.record(entry.seq, entry.hash)
+    if record is None or record.key != key:
+        del known[key]
+        return None
+    return record
 
 
 def _check_expected(session: Session, expected_seq: int | None) -> None:

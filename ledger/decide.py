@@ -10,7 +10,7 @@ stable code and structured fields.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final, Literal
 
 from plantrail.ledger.errors import error
@@ -31,6 +31,7 @@ from plantrail.ledger.events import (
     StepFailed,
     StepStarted,
 )
+from plantrail.ledger.items import as_items, as_text
 from plantrail.ledger.plan import (
     Draft,
     PlanPatch,
@@ -99,12 +100,15 @@ class Start(_Command):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Complete(_Command):
-    """Complete a step's attempt with evidence."""
+    """Complete a step's attempt with evidence (a bare ``str`` is one item of evidence)."""
 
     step: str
     evidence: Sequence[str]
     plan_version: int | None = None
     attempt: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "evidence", as_items(self.evidence, str, "evidence"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,6 +120,9 @@ class Block(_Command):
     plan_version: int | None = None
     attempt: int | None = None
 
+    def __post_init__(self) -> None:
+        as_text(self.reason, "reason")
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Fail(_Command):
@@ -125,6 +132,9 @@ class Fail(_Command):
     error: str
     plan_version: int | None = None
     attempt: int | None = None
+
+    def __post_init__(self) -> None:
+        as_text(self.error, "error")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -136,6 +146,9 @@ class VerifyCriterion(_Command):
     evidence: str
     plan_version: int | None = None
 
+    def __post_init__(self) -> None:
+        as_text(self.evidence, "a criterion's evidence")
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Finish(_Command):
@@ -145,19 +158,28 @@ class Finish(_Command):
     reason: str
     plan_version: int | None = None
 
+    def __post_init__(self) -> None:
+        as_text(self.reason, "reason")
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Replan(_Command):
-    """Adopt a new plan version from a whole draft or a patch, with a reason code, why and causes."""
+    """Adopt a new plan version from a whole draft or a patch, with a reason code, why and causes (a bare
+    ``int`` is one cause, a bare ``str`` one observation)."""
 
     reason: ReasonCode
     why: str
     plan: Draft | PlanSpec | None = None
     patch: PlanPatch | None = None
-    causes: tuple[int, ...] = ()
-    observations: tuple[str, ...] = field(default=())
+    causes: Sequence[int] = ()
+    observations: Sequence[str] = ()
     plan_version: int | None = None
     actor: Actor = "planner"
+
+    def __post_init__(self) -> None:
+        as_text(self.why, "why")
+        object.__setattr__(self, "causes", as_items(self.causes, int, "causes"))
+        object.__setattr__(self, "observations", as_items(self.observations, str, "observations"))
 
 
 Command = Create | Start | Complete | Block | Fail | VerifyCriterion | Finish | Replan
@@ -184,7 +206,7 @@ def _build(state: StateView, command: Command) -> tuple[Event, int]:
     is judged here."""
     if isinstance(command, Create):
         if state.plan is not None:
-            raise error("PLAN_ALREADY_CREATED", "the log already has a plan; use replan", plan_version=state.version)
+            raise error("PLAN_ALREADY_CREATED", "the log already has a plan", plan_version=state.version)
         return PlanCreated(plan=_as_plan(command.plan)), 1
     _require_plan(state)
     version = state.version if command.plan_version is None else command.plan_version
@@ -286,7 +308,7 @@ _TRANSITION_TARGET: Final = {
 
 def _require_plan(state: StateView) -> None:
     if state.plan is None:
-        raise error("PLAN_NOT_CREATED", "the log has no plan yet; run create first")
+        raise error("PLAN_NOT_CREATED", "the log has no plan yet")
 
 
 def _goal_changed(old: str, new: str | None) -> Exception:
@@ -297,7 +319,7 @@ def check(state: StateView, data: Event, plan_version: int) -> OrphanWhy | None:
     """Judge one event against the state before it; return why it is a late result, or None if it applies."""
     if isinstance(data, PlanCreated):
         if state.plan is not None:
-            raise error("PLAN_ALREADY_CREATED", "the log already has a plan; use replan", plan_version=state.version)
+            raise error("PLAN_ALREADY_CREATED", "the log already has a plan", plan_version=state.version)
         validate_plan(data.plan)
         return None
     if data.TYPE.startswith("log."):

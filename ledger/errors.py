@@ -15,19 +15,28 @@ The tree::
 
     * also a TranscriptError: catch that one class for any problem with a transcript given to import.
 
-Codes are part of the public contract (README, "Error codes"): a code is never renamed or reused.
+Codes are part of the public contract (docs/errors.md): a code is never renamed or reused.
 Structured fields (``step``, ``plan_version``, ``seq``, ``line``, ``expected``, ``actual`` ...) travel
 with the error so callers never parse the message.
+
+An error's ``message`` says what is wrong, in words any caller understands. What to do about it depends
+on the front door the caller came through (a Python call or the ``plantrail`` command), so it is kept
+apart, in :data:`ADVICE`: ``str(exc)`` is the message with the Python advice (``Ledger.open(path,
+repair=True)``), and the CLI prints ``exc.text("cli")``, the message with the command's advice (run
+``plantrail repair LOG``). A raise site names its advice when the code's own does not fit (``advice=``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, NamedTuple
 
 __all__ = [
+    "ADVICE",
     "CODES",
+    "Advice",
     "CommandRefused",
+    "Door",
     "LogDamaged",
     "PlanInvalid",
     "PlantrailError",
@@ -41,20 +50,46 @@ __all__ = [
     "error",
 ]
 
+#: The front doors an error can be reported through; each has its own advice (see :data:`ADVICE`).
+Door = Literal["python", "cli"]
+
+
+class Advice(NamedTuple):
+    """What to do about an error, said for each front door; ``{name}`` is the error's field ``name``."""
+
+    python: str
+    cli: str
+
 
 class PlantrailError(Exception):
     """The root of every error plantrail raises on purpose."""
 
     exit_code: ClassVar[int] = 1
+    #: What a read could still answer before the error stopped it: the valid part's document, for a
+    #: TORN_TAIL raised by :mod:`ledger.audit`; None otherwise.
+    partial: Any = None
 
-    def __init__(self, code: str, message: str, **fields: Any) -> None:
+    def __init__(self, code: str, message: str, *, advice: str | None = None, **fields: Any) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.fields: Mapping[str, Any] = {k: v for k, v in fields.items() if v is not None}
+        self._advice = ADVICE.get(advice or code)
 
     def __str__(self) -> str:
-        return self.message
+        return self.text("python")
+
+    def advice(self, door: Door = "python") -> str | None:
+        """What to do about the error through ``door`` (None when there is nothing more to say)."""
+        if self._advice is None:
+            return None
+        template = self._advice.python if door == "python" else self._advice.cli
+        return template.format_map(_Placeholders(self.fields))
+
+    def text(self, door: Door = "python") -> str:
+        """The message, then the advice for ``door``: what a person reads."""
+        advice = self.advice(door)
+        return self.message if advice is None else f"{self.message}; {advice}"
 
     def as_dict(self) -> dict[str, Any]:
         """The error as JSON-ready data: code, message, exit code and fields."""
@@ -119,7 +154,7 @@ class TranscriptUnreadable(TranscriptError, StorageError):
     """The transcript cannot be opened or read."""
 
 
-#: Every stable code, the class that carries it, and what it means (rendered in the README).
+#: Every stable code, the class that carries it, and what it means (the table in docs/errors.md).
 CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     # usage
     "USAGE": (UsageError, "the arguments or options are malformed"),
@@ -193,6 +228,7 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "NO_SPACE": (StorageError, "the disk or quota is full (ENOSPC, EDQUOT, EFBIG); nothing was added"),
     "NETWORK_FILESYSTEM": (StorageError, "the log is on NFS or SMB, where appends and locks are unsafe"),
     "WRITER_POISONED": (StorageError, "an earlier write or fsync failed; this writer acknowledges nothing more"),
+    "LOCK_TIMEOUT": (StorageError, "a reader waited too long for a writer's lock (a stopped writer holds it)"),
     "FILE_NOT_FOUND": (StorageError, "an input file (draft, patch, transcript, key) does not exist"),
     "FOLDER_NOT_FOUND": (StorageError, "the folder a new log (create, import) should go in does not exist"),
     "RUN_NOT_FOUND": (StorageError, "the database holds no run with that id"),
@@ -207,7 +243,42 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
 }
 
 
-def error(code: str, message: str, **fields: Any) -> PlantrailError:
-    """Build the error of the right class for a stable code."""
+#: Advice by code, or by the name a raise site gives when a code needs different advice there.
+ADVICE: Mapping[str, Advice] = {
+    "TORN_TAIL": Advice(
+        python="repair it with plantrail.repair({path!r}) or Ledger.open({path!r}, repair=True) "
+        "(the torn bytes are moved aside, never deleted)",
+        cli="run `plantrail repair {path}`",
+    ),
+    "TORN_TAIL_READ": Advice(
+        python="the answer of the valid part is the error's .partial; repair the log with "
+        "plantrail.repair({path!r}) or Ledger.open({path!r}, repair=True)",
+        cli="the output above covers the valid part; run `plantrail repair {path}`",
+    ),
+    "PLAN_NOT_CREATED": Advice(
+        python="a log gets its plan from Ledger.create(path, plan)",
+        cli="a log gets its plan from `plantrail create LOG --plan DRAFT`",
+    ),
+    "PLAN_ALREADY_CREATED": Advice(python="use Ledger.replan", cli="use `plantrail replan`"),
+    "IMPORT_LOG_EXISTS": Advice(python="pass force=True to replace it", cli="pass --force to replace it"),
+    "SUBAGENTS_NOT_CLAUDE": Advice(python="leave with_subagents False", cli="leave out --with-subagents"),
+    "NO_CHECKPOINT_KEY": Advice(
+        python="give load_key a key file, or set $PLANTRAIL_CHECKPOINT_KEY",
+        cli="pass --key-file FILE or set $PLANTRAIL_CHECKPOINT_KEY",
+    ),
+    "REPLAY_ONE_POINT": Advice(python="pass version= or at_seq=", cli="give --version V or --at-seq N"),
+}
+
+
+class _Placeholders(dict[str, Any]):
+    """An error's fields for an advice template; a field the error lacks reads as its name in capitals."""
+
+    def __missing__(self, key: str) -> str:
+        return key.upper()
+
+
+def error(code: str, message: str, *, advice: str | None = None, **fields: Any) -> PlantrailError:
+    """Build the error of the right class for a stable code; ``advice`` names its entry in :data:`ADVICE`
+    when it is not the code's own."""
     cls, _ = CODES[code]
-    return cls(code, message, **fields)
+    return cls(code, message, advice=advice, **fields)

@@ -4,12 +4,30 @@ path checks, and durable directory entries."""
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import stat
+import time
+from typing import Final
 
 from plantrail.ledger.errors import PlantrailError, error
 
-__all__ = ["check_path", "folder_of", "fsync_dir", "os_error"]
+__all__ = [
+    "LOCK_TIMEOUT_ENV",
+    "check_path",
+    "folder_of",
+    "fsync_dir",
+    "lock_timeout",
+    "os_error",
+    "read_regular",
+    "shared_lock_within",
+]
+
+#: Seconds a reader waits for a writer's lock before giving up with LOCK_TIMEOUT (default 10).
+LOCK_TIMEOUT_ENV: Final = "PLANTRAIL_LOCK_TIMEOUT"
+_DEFAULT_LOCK_TIMEOUT: Final = 10.0
+#: Opening a file plantrail did not create: never through a symlink, never blocking on a FIFO.
+_SAFE_READ: Final = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 def os_error(exc: OSError, path: str, what: str = "log") -> PlantrailError:
@@ -61,5 +79,71 @@ def fsync_dir(path: str) -> None:
     fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def lock_timeout() -> float:
+    """How long a reader waits for the writer lock: ``$PLANTRAIL_LOCK_TIMEOUT`` seconds, else 10."""
+    text = os.environ.get(LOCK_TIMEOUT_ENV, "")
+    try:
+        value = float(text) if text else _DEFAULT_LOCK_TIMEOUT
+    except ValueError:
+        raise error("USAGE", f"${LOCK_TIMEOUT_ENV} must be a number of seconds, not {text!r}") from None
+    if not value >= 0:  # also refuses NaN
+        raise error("USAGE", f"${LOCK_TIMEOUT_ENV} must be a number of seconds, not {text!r}")
+    return value
+
+
+def shared_lock_within(fd: int, path: str, why: str) -> None:
+    """Take a shared ``flock`` on ``fd``, waiting at most :func:`lock_timeout` seconds; LOCK_TIMEOUT after that
+    (a writer that is stopped or hung holds the lock; ``why`` says what the lock was needed for)."""
+    limit = lock_timeout()
+    deadline = time.monotonic() + limit
+    pause = 0.001
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
+        now = time.monotonic()
+        if now >= deadline:
+            raise error(
+                "LOCK_TIMEOUT",
+                f"another process has held the lock on {path} for over {limit:g} s ({why}); is a writer stopped? "
+                f"(wait longer with {LOCK_TIMEOUT_ENV}=SECONDS)",
+                path=path,
+                seconds=limit,
+            )
+        time.sleep(min(pause, deadline - now))
+        pause = min(pause * 2, 0.05)
+
+
+def read_regular(path: str, limit: int, *, dir_fd: int | None = None, private: bool = False) -> bytes | None:
+    """The bytes of ``path`` when it is a regular file (not a symlink, FIFO or device) owned by this user and
+    at most ``limit`` bytes (with ``private``, also with no group or other permission bits); else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _SAFE_READ, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_size > limit:
+            return None
+        if private and st.st_mode & 0o077:
+            return None
+        parts: list[bytes] = []
+        left = limit + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 8 << 20))
+            if not chunk:
+                break
+            parts.append(chunk)
+            left -= len(chunk)
+        data = b"".join(parts)
+        return None if len(data) > limit else data
+    except OSError:
+        return None
     finally:
         os.close(fd)

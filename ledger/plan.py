@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal, TypeVar
 
 from plantrail.ledger.errors import PlanInvalid, PlantrailError, error
+from plantrail.ledger.items import as_items
 
 __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
@@ -62,6 +63,10 @@ class StepSpec:
     depends_on: tuple[str, ...]
     completion_evidence: str
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
+
+    def __post_init__(self) -> None:
+        if type(self.depends_on) is not tuple:  # built in Python: a bare str is one dependency
+            object.__setattr__(self, "depends_on", as_items(self.depends_on, str, f"step {self.id} depends_on"))
 
     def contract(self) -> tuple[str, str, frozenset[str]]:
         """What a completed step promised: title, completion evidence and dependencies (as a set)."""
@@ -240,13 +245,12 @@ def _step_id(raw: Any) -> str | None:
 
 
 def _dependencies(obj: Mapping[str, Any], where: str, step_id: str | None) -> Sequence[Any]:
-    """A raw step's dependencies as given (none when absent); DRAFT_INVALID when they are not a list."""
+    """A raw step's dependencies (none when absent; a bare string is one); DRAFT_INVALID when they are not a
+    string or a list of strings."""
     deps = _get(obj, "depends_on", "dependsOn")
     if deps is None:
         return ()
-    if not isinstance(deps, list):
-        raise error("DRAFT_INVALID", f"{where}.depends_on must be a list of step ids", path=where, step=step_id)
-    return deps
+    return as_items(deps, str, f"{where}.depends_on", code="DRAFT_INVALID", path=where, step=step_id)
 
 
 def _skeleton(raw: Any) -> StepSpec | None:

@@ -254,9 +254,9 @@ def test_expected_seq_must_match_the_end_of_the_log(make_ledger: MakeLedger, tmp
 def test_a_retried_key_returns_the_original_seq_and_writes_nothing(make_ledger: MakeLedger, tmp_path: Path) -> None:
     """The same idempotency key with the same content is acknowledged again without a write."""
     ledger = make_ledger()
-    first = ledger.start("reproduce", key="start-reproduce-1")
+    first = ledger.start("reproduce", idempotency_key="start-reproduce-1")
     before = (tmp_path / "run.jsonl").read_bytes()
-    again = ledger.start("reproduce", key="start-reproduce-1", expected_seq=1)
+    again = ledger.start("reproduce", idempotency_key="start-reproduce-1", expected_seq=1)
     assert (again.seq, again.hash, again.duplicate) == (first.seq, first.hash, True)
     assert (tmp_path / "run.jsonl").read_bytes() == before
 
@@ -264,8 +264,8 @@ def test_a_retried_key_returns_the_original_seq_and_writes_nothing(make_ledger: 
 def test_a_key_reused_for_other_content_is_refused(make_ledger: MakeLedger, tmp_path: Path) -> None:
     """IDEMPOTENCY_CONFLICT when a key comes back with different content."""
     ledger = make_ledger()
-    ledger.start("reproduce", key="k")
-    refused(ledger, tmp_path, lambda: ledger.complete("reproduce", ["x"], key="k"), "IDEMPOTENCY_CONFLICT")
+    ledger.start("reproduce", idempotency_key="k")
+    refused(ledger, tmp_path, lambda: ledger.complete("reproduce", ["x"], idempotency_key="k"), "IDEMPOTENCY_CONFLICT")
 
 
 def test_a_batch_is_all_or_nothing(make_ledger: MakeLedger, tmp_path: Path) -> None:
@@ -284,7 +284,7 @@ def test_a_batch_is_all_or_nothing(make_ledger: MakeLedger, tmp_path: Path) -> N
         "STEP_NOT_FOUND",
     )
     acks = ledger.execute_many([Start(step="reproduce"), Complete(step="reproduce", evidence=["ok"])])
-    assert [a.seq for a in acks] == [2, 3]
+    assert [a.seq for a in acks] == [3, 4]  # between the log.batch bounds at seqs 2 and 5
 
 
 def test_a_draft_error_is_a_plan_refusal(make_ledger: MakeLedger, tmp_path: Path) -> None:
@@ -326,4 +326,6 @@ def test_the_ledger_appends_exactly_the_events_decide_returns(make_ledger: MakeL
         assert decide(state, command) == [NewEvent(record.data, *fields)]
         state = evolve(state, record)
     assert acks[3].orphan == "STALE_ATTEMPT"
-    assert state == ledger.state
+    assert [written[acks[0].seq - 1].type, written[max(written)].type] == ["log.batch", "log.batch"]
+    assert state._replace(last_seq=0, head=None) == ledger.state._replace(last_seq=0, head=None)
+    assert ledger.state.last_seq == max(written)

@@ -139,7 +139,7 @@ def _indexed_views(path: Path) -> dict[str, Any]:
     entries = found.entries(1, found.total)
     views["versions"] = reads_items(entries)
     views["diffs"] = {
-        f"{old}-{new}": reads.version_diff(str(path), old, new)
+        f"{old}-{new}": reads.version_diff(str(path), old, new)[0]
         for old in range(1, found.total)
         for new in range(old + 1, min(found.total, old + 3) + 1)
     }

@@ -51,7 +51,7 @@ def database(url: str) -> Iterator[str]:
 def _recorded(location: str, clock: Clock | None = None) -> Ledger:
     ledger = Ledger.create(location, copy.deepcopy(LOGIN_DRAFT), fsync="none", clock=clock or Clock(), nonce="cd" * 16)
     ledger.start("reproduce")
-    ledger.complete("reproduce", ["the 401 reproduces"], key="done-1")
+    ledger.complete("reproduce", ["the 401 reproduces"], idempotency_key="done-1")
     ledger.close()
     return ledger
 
@@ -247,7 +247,7 @@ def test_connections_cut_mid_run_lose_and_duplicate_nothing(url: str) -> None:
     its key writes the event exactly once."""
     location = f"{url}#{unique_run()}"
     ledger = Ledger.create(location, copy.deepcopy(LOGIN_DRAFT), fsync="none")
-    ledger.start("reproduce", key="start")
+    ledger.start("reproduce", idempotency_key="start")
     with psycopg.connect(url, autocommit=True) as admin:
         killed = admin.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
@@ -257,7 +257,7 @@ def test_connections_cut_mid_run_lose_and_duplicate_nothing(url: str) -> None:
     outcomes = []
     for _ in range(3):
         try:
-            ledger.complete("reproduce", ["survived a cut connection"], key="done")
+            ledger.complete("reproduce", ["survived a cut connection"], idempotency_key="done")
             outcomes.append("ok")
             break
         except PlantrailError as exc:
@@ -278,7 +278,7 @@ def _append_many(location: str, count: int, queue: Any) -> None:
         for i in range(count):
             while True:
                 try:
-                    ack = ledger.finish("paused", f"pause {os.getpid()} {i}", key=f"{os.getpid()}-{i}")
+                    ack = ledger.finish("paused", f"pause {os.getpid()} {i}", idempotency_key=f"{os.getpid()}-{i}")
                     break
                 except PlantrailError as exc:
                     if exc.code != "WRITE_CONFLICT":

@@ -198,10 +198,10 @@ class LedgerMachine(RuleBasedStateMachine):
     def keyed_retry_writes_once(self, step: str) -> None:
         expected = self.model.start(step)
         key = f"retry-{self.ledger.state.last_seq}-{step}"
-        self._apply(expected, lambda: self.ledger.start(step, key=key))
+        self._apply(expected, lambda: self.ledger.start(step, idempotency_key=key))
         if expected:
             before = self.target.lines(self.log)
-            assert self.ledger.start(step, key=key).duplicate
+            assert self.ledger.start(step, idempotency_key=key).duplicate
             assert self.target.lines(self.log) == before
 
     @invariant()

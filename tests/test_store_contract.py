@@ -86,7 +86,7 @@ def test_both_stores_hold_the_same_bytes(tmp_path: Path, ledgers: list[Ledger]) 
     for target in targets:
         location, ledger = _create(target, ledgers, run=run, clock=Clock(), nonce="ab" * 16)
         ledger.start("reproduce")
-        ledger.complete("reproduce", ["saved the failing output"], key="k-1")
+        ledger.complete("reproduce", ["saved the failing output"], idempotency_key="k-1")
         ledger.replan("new_constraint", "the logs say so", plan=copy.deepcopy(LOGIN_DRAFT), causes=[3])
         seen.append((target.lines(location), ledger.state.head))
     assert seen[0] == seen[1]
@@ -119,11 +119,11 @@ def test_a_stale_expected_seq_is_refused(target: Target, ledgers: list[Ledger]) 
 def test_a_retried_key_is_written_once(target: Target, ledgers: list[Ledger]) -> None:
     """The same key and content answers the first ack as a duplicate; other content under it is refused."""
     location, ledger = _create(target, ledgers)
-    first = ledger.start("reproduce", key="start-1")
+    first = ledger.start("reproduce", idempotency_key="start-1")
     before = target.lines(location)
-    again = ledger.start("reproduce", key="start-1")
+    again = ledger.start("reproduce", idempotency_key="start-1")
     assert (again.seq, again.hash, again.duplicate) == (first.seq, first.hash, True)
-    _expect("IDEMPOTENCY_CONFLICT", lambda: ledger.complete("reproduce", ["x"], key="start-1"))
+    _expect("IDEMPOTENCY_CONFLICT", lambda: ledger.complete("reproduce", ["x"], idempotency_key="start-1"))
     assert target.lines(location) == before
 
 
@@ -132,20 +132,22 @@ def test_a_retried_key_from_another_writer_is_a_duplicate(target: Target, ledger
     location, first = _create(target, ledgers)
     second = Ledger.open(location)
     ledgers.append(second)
-    ack = first.start("reproduce", key="start-1")
-    again = second.start("reproduce", key="start-1")
+    ack = first.start("reproduce", idempotency_key="start-1")
+    again = second.start("reproduce", idempotency_key="start-1")
     assert (again.seq, again.hash, again.duplicate) == (ack.seq, ack.hash, True)
 
 
 def test_a_group_commit_is_all_or_nothing(target: Target, ledgers: list[Ledger]) -> None:
-    """A batch with one illegal command writes none of it; a legal batch writes all of it in order."""
+    """A batch with one illegal command writes none of it; a legal batch writes all of it in order, between its
+    log.batch bounds."""
     location, ledger = _create(target, ledgers)
     before = target.lines(location)
     _expect("STEP_ALREADY_ACTIVE", lambda: ledger.execute_many([Start(step="reproduce"), Start(step="diagnose")]))
     assert target.lines(location) == before
     acks = ledger.execute_many([Start(step="reproduce"), Complete(step="reproduce", evidence=("seen",))])
-    assert [a.seq for a in acks] == [2, 3]
-    assert [r.type for r in target.records(location)][-2:] == ["step.started", "step.completed"]
+    assert [a.seq for a in acks] == [3, 4]
+    types = [r.type for r in target.records(location)][-4:]
+    assert types == ["log.batch", "step.started", "step.completed", "log.batch"]
 
 
 def test_two_writers_see_each_other(target: Target, ledgers: list[Ledger]) -> None:

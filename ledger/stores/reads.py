@@ -6,6 +6,7 @@ The answers are the log's own: a snapshot or a version index only saves folding 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final, NamedTuple
 
@@ -21,14 +22,10 @@ from plantrail.ledger.stores.cache import (
     first_hash,
     history_lock,
     index_entry,
-    indexed,
     load_history,
     load_snapshot,
-    position_after,
-    prefix_crc,
     read_history_entries,
     read_version_start,
-    save_snapshot,
     version_start,
     write_version_index,
 )
@@ -47,7 +44,6 @@ from plantrail.projections.state import fold, initial
 
 __all__ = [
     "INDEX_FROM_BYTES",
-    "REFRESH_AFTER",
     "ReadResult",
     "VersionEntry",
     "Versions",
@@ -60,16 +56,17 @@ __all__ = [
     "version_diff",
 ]
 
-#: A reader that had to fold at least this many records past the snapshot refreshes it.
-REFRESH_AFTER: Final = 1000
-
 
 class ReadResult(NamedTuple):
-    """A log's current state; ``torn`` or ``damage`` say why the read stopped early (the state is the valid part's)."""
+    """A log's current state; ``torn`` or ``damage`` say why the read stopped early (the state is the valid
+    part's). ``snapshot_seq`` is the seq up to which the answer came from the snapshot: the records up to it
+    were not re-read (their framing and chain are checked where the snapshot ends; ``verify`` reads every
+    byte). None when every record was read."""
 
     state: PlanState
     torn: TornTail | None
     damage: LogDamaged | None = None
+    snapshot_seq: int | None = None
 
 
 def _until_damage(records: Iterable[Record], found: list[LogDamaged]) -> Iterator[Record]:
@@ -82,12 +79,15 @@ def _until_damage(records: Iterable[Record], found: list[LogDamaged]) -> Iterato
 def _covering_snapshot(log_path: str) -> Snapshot | None:
     """The snapshot when it checks out and covers the whole file: then nothing else needs reading (or importing)."""
     try:
-        fd = os.open(log_path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(log_path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
         return None  # the slow path reports the error with its proper code
     try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
         snapshot = load_snapshot(log_path, fd)
-        covers = snapshot is not None and snapshot.position.offset == os.fstat(fd).st_size
+        covers = snapshot is not None and snapshot.position.offset == st.st_size
     finally:
         os.close(fd)
     return snapshot if covers else None
@@ -101,30 +101,25 @@ def use_cache_default() -> bool:
 def read_state(log_path: str, *, use_cache: bool | None = None, stop_at_damage: bool = False) -> ReadResult:
     """The current state of a log, from its snapshot plus the records after it when the snapshot checks out.
 
-    With ``stop_at_damage`` a damaged line ends the read instead of raising: the state is that of the valid
-    part, and ``damage`` says what stopped it.
+    A read never writes the cache (only writers leave snapshots). With ``stop_at_damage`` a damaged line ends
+    the read instead of raising: the state is that of the valid part, and ``damage`` says what stopped it.
     """
     cached = use_cache_default() if use_cache is None else use_cache
     if cached:
         current = _covering_snapshot(log_path)
         if current is not None:
-            return ReadResult(current.state, None)
+            return ReadResult(current.state, None, None, current.position.seq)
     damage: list[LogDamaged] = []
     with LogReader(log_path) as reader:
         snapshot = load_snapshot(reader.path, reader.fd) if cached else None
-        keys = dict(snapshot.keys) if snapshot is not None else {}
         start = snapshot.position if snapshot is not None else None
         records: Iterable[Record] = reader.records(start=start, run=None if snapshot is None else snapshot.state.run)
         if stop_at_damage:
             records = _until_damage(records, damage)
-        state = fold(indexed(records, keys), None if snapshot is None else snapshot.state)
-        folded = state.last_seq - (snapshot.position.seq if snapshot is not None else -1)
-        position = None if damage else position_after(reader.torn, reader.end, state)
-        if cached and position is not None and folded >= REFRESH_AFTER:
-            known = (0, 0) if snapshot is None else (snapshot.position.offset, snapshot.crc)
-            crc = prefix_crc(reader.fd, position.offset, *known)
-            save_snapshot(reader.path, reader.fd, Snapshot(position, state, keys, crc))
-    return ReadResult(state, reader.torn, damage[0] if damage else None)
+        state = fold(records, None if snapshot is None else snapshot.state)
+    return ReadResult(
+        state, reader.torn, damage[0] if damage else None, None if snapshot is None else snapshot.position.seq
+    )
 
 
 def build_version_index(log_path: str) -> PlanState:
@@ -318,10 +313,12 @@ def _unknown_version(wanted: int, count: int) -> Exception:
     )
 
 
-def version_diff(log_path: str, old: int, new: int, *, use_cache: bool | None = None) -> dict[str, Any]:
+def version_diff(
+    log_path: str, old: int, new: int, *, use_cache: bool | None = None
+) -> tuple[dict[str, Any], PlanState]:
     """``plantrail diff``: :func:`projections.history.diff_view` of versions ``old`` and ``new``, from the history
     index (each version's adoption and its criteria's verdict seqs when it ended) and the state at the end of
-    ``old`` (folded from its start, which the index holds)."""
+    ``old`` (folded from its start, which the index holds); and the state at the end of ``new``."""
     if old >= new:
         raise error("USAGE", f"diff compares an earlier version with a later one, not v{old} with v{new}")
     found = read_versions(log_path, use_cache=use_cache)
@@ -330,7 +327,7 @@ def version_diff(log_path: str, old: int, new: int, *, use_cache: bool | None = 
     entries = found.entries(old, new)
     infos = {entry.info.version: entry.info for entry in entries}
     verdicts = {entry.info.version - 1: dict(entry.ended or ()) for entry in entries[2:]}
-    return diff_traced(found.ending(old), infos, verdicts, old, new)
+    return diff_traced(found.ending(old), infos, verdicts, old, new), found.ending(new)
 
 
 def replan_audit(
