@@ -74,9 +74,16 @@ class _Rows:
         """One event's row."""
         kind = record.type if orphan is None else record.type + " (late)"
         when = record.ts[:19].replace("T", " ")
-        text = truncate(summary(record), self.summary_width)
+        text = _cut(summary(record), self.summary_width)
         line = self._format.format(record.seq, when, record.actor, kind, f"v{record.plan_version}", text)
         return line.rstrip() + "\n"
+
+
+def _cut(text: str, width: int) -> str:
+    """:func:`truncate`, with its answer for printable ASCII (one column a character) computed directly."""
+    if text.isascii() and text.isprintable():
+        return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+    return truncate(text, width)
 
 
 def _human(items: Iterator[Item], rows: _Rows, *, first: bool) -> Iterator[str]:

@@ -206,3 +206,13 @@ def test_the_streamed_array_is_the_same_document_at_any_batch_size(log: Path, ba
     read = timeline(str(log))
     entries = [timeline_entry(r, o) for r, o in timeline(str(log)).items]
     assert "".join(_json_array(read.items, batch)) == orjson.dumps(entries, option=orjson.OPT_INDENT_2).decode() + "\n"
+
+
+@pytest.mark.parametrize("text", ["", "short", "x" * 200, "tab\there", "wide 漢字 " * 20, "e\u0301" * 90])
+def test_the_row_cut_is_the_table_cut(text: str) -> None:
+    """The timeline's fast cut of a summary gives what the shared truncate gives, for any text."""
+    from plantrail.cli.tables import truncate
+    from plantrail.cli.timeline import _cut
+
+    for width in (1, 12, 60):
+        assert _cut(text, width) == truncate(text, width)
