@@ -26,6 +26,7 @@ __all__ = [
     "emit",
     "json_option",
     "log_argument",
+    "mark_printed",
     "open_records",
     "printed_output",
     "raise_if_torn",
@@ -70,6 +71,11 @@ _stdin_read_by: list[str] = []  # what read standard input (it can be read once 
 def printed_output() -> bool:
     """True once the running command has printed its result on stdout."""
     return bool(_printed)
+
+
+def mark_printed() -> None:
+    """Note that the running command has started printing its result (a streamed one, say)."""
+    _printed.append(True)
 
 
 def reset_output() -> None:

@@ -24,12 +24,15 @@ of different builds are never read together.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import struct
+import threading
 import zlib
-from collections.abc import Mapping
-from typing import Final, NamedTuple
+from collections.abc import Iterator, Mapping
+from typing import BinaryIO, Final, NamedTuple
 
 import orjson
 
@@ -39,14 +42,22 @@ from plantrail.projections.model import PlanState
 from plantrail.projections.snapshot import REDUCER_VERSION, decode_orphans, decode_state, encode_state
 
 __all__ = [
+    "HISTORY_FORMAT",
+    "HistoryEntry",
+    "HistoryIndex",
+    "HistoryWriter",
     "Position",
     "Snapshot",
     "VersionStart",
     "cache_dir",
     "first_hash",
+    "history_lock",
     "index_entry",
+    "load_history",
     "load_snapshot",
     "prefix_crc",
+    "read_history_entries",
+    "read_version_start",
     "save_snapshot",
     "version_start",
     "write_version_index",
@@ -276,3 +287,203 @@ def index_entry(state: PlanState, where: Position, at: int) -> tuple[bytes, byte
     blob = zlib.compress(encode_state(state._replace(orphans=())), 1)
     entry = _ENTRY.pack(state.version, where.seq, where.offset, where.line, bytes.fromhex(where.hash), at, len(blob))
     return entry, blob
+
+
+# --------------------------------------------------------------------------- the history index
+#
+# history.meta (JSON: format, reducer, the log's header hash, the run, how many versions and bytes of the two
+# other files count, and the position the index covers), history.idx (one fixed-width entry per plan version:
+# its number, the seq of its adopting record, where that record ends in the log and its hash, and where two
+# blobs lie in history.bin with their CRC-32s) and history.bin (per version, zlib-compressed: its adoption
+# record with the verdict seqs of the criteria at the end of the version before it; and the state just after
+# its adopting record, without the late results). The two data files only grow: an update writes past what
+# the meta counts, then replaces the meta, so a reader never sees a half-written entry. ``versions``, ``why``
+# and ``diff`` read one entry per version they show, and fold at most one version's own records, instead of
+# folding the log; an update folds only the active version's records and what was appended since.
+
+HISTORY_FORMAT: Final = "plantrail-history/1"
+# version, adopting seq, summary blob (offset, length, CRC-32), start-state blob (offset, length, CRC-32),
+# where the adopting record ends in the log, the next line number, the adopting record's hash
+_HISTORY_ENTRY = struct.Struct("<QQQIIQIIQQ32s")
+
+
+class HistoryIndex(NamedTuple):
+    """A checked history index: ``versions`` entries, covering the log up to ``covered``."""
+
+    run: str
+    versions: int
+    covered: Position
+    sizes: tuple[int, int]  # bytes of history.idx and history.bin that count
+
+
+class HistoryEntry(NamedTuple):
+    """One version's entry: where it starts in the log (just after its adopting record), its summary blob
+    (JSON) and where its start state lies."""
+
+    start: Position
+    summary: bytes
+    state_blob: tuple[int, int, int]
+
+
+def _history_paths(log_path: str) -> tuple[str, str, str, str]:
+    base = os.path.join(cache_dir(log_path), "history")
+    return base + ".meta", base + ".idx", base + ".bin", base + ".lock"
+
+
+def load_history(log_path: str, fd: int) -> HistoryIndex | None:
+    """The log's history index when its meta checks out against the log (the record it covers up to is intact
+    and is that seq, the header hash matches), else None."""
+    meta_path = _history_paths(log_path)[0]
+    try:
+        with open(meta_path, "rb") as f:
+            meta = orjson.loads(f.read())
+        if meta.get("format") != HISTORY_FORMAT or meta.get("reducer") != REDUCER_VERSION:
+            return None
+        if meta.get("header") != first_hash(fd):
+            return None
+        index = HistoryIndex(
+            run=meta["run"],
+            versions=meta["versions"],
+            covered=Position(*meta["covered"]),
+            sizes=(meta["sizes"][0], meta["sizes"][1]),
+        )
+        if index.sizes[0] != index.versions * _HISTORY_ENTRY.size or not _holds(fd, index.covered):
+            return None
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None
+    return index
+
+
+def _blob(f: BinaryIO, at: int, length: int, crc: int) -> bytes:
+    f.seek(at)
+    raw = f.read(length)
+    if len(raw) != length or zlib.crc32(raw) != crc:
+        raise ValueError("a history blob does not match its CRC")
+    return zlib.decompress(raw)
+
+
+def read_history_entries(log_path: str, index: HistoryIndex, first: int, last: int) -> list[HistoryEntry] | None:
+    """The entries of versions ``first`` to ``last`` (inclusive), None when the files do not hold what the meta
+    says (a blob that fails its CRC, an entry out of place)."""
+    _, idx_path, bin_path, _ = _history_paths(log_path)
+    found: list[HistoryEntry] = []
+    try:
+        with open(idx_path, "rb") as idx, open(bin_path, "rb") as data:
+            idx.seek((first - 1) * _HISTORY_ENTRY.size)
+            raw = idx.read((last - first + 1) * _HISTORY_ENTRY.size)
+            for i, fields in enumerate(_HISTORY_ENTRY.iter_unpack(raw)):
+                number, seq, at, length, crc, state_at, state_len, state_crc, offset, line, digest = fields
+                if number != first + i or max(at + length, state_at + state_len) > index.sizes[1]:
+                    return None
+                start = Position(offset, seq, digest.hex(), line)
+                found.append(HistoryEntry(start, _blob(data, at, length, crc), (state_at, state_len, state_crc)))
+    except (OSError, ValueError, struct.error, zlib.error):
+        return None
+    return found if len(found) == last - first + 1 else None
+
+
+def read_version_start(log_path: str, fd: int, entry: HistoryEntry) -> bytes | None:
+    """The encoded state at the start of ``entry``'s version when the log's record there is still the one the
+    entry names (else, or when the blob cannot be read back, None)."""
+    if not _holds(fd, entry.start):
+        return None
+    try:
+        with open(_history_paths(log_path)[2], "rb") as data:
+            return _blob(data, *entry.state_blob)
+    except (OSError, ValueError, zlib.error):
+        return None
+
+
+class HistoryWriter:
+    """Extends (or starts) a log's history index (under :func:`history_lock`): entries are written past what
+    the meta counts, and :meth:`commit` replaces the meta. Best effort: a cache that cannot be written is
+    skipped."""
+
+    def __init__(self, log_path: str, base: HistoryIndex | None) -> None:
+        meta_path, idx_path, bin_path, _ = _history_paths(log_path)
+        self._meta_path = meta_path
+        self._ok = True
+        self._files: list[BinaryIO] = []
+        sizes = base.sizes if base is not None else (0, 0)
+        self.versions = base.versions if base is not None else 0
+        try:
+            os.makedirs(cache_dir(log_path), exist_ok=True)
+            for path, size in ((idx_path, sizes[0]), (bin_path, sizes[1])):
+                f = open(path, "r+b" if os.path.exists(path) else "w+b")  # noqa: SIM115  # closed in close()
+                self._files.append(f)
+                f.truncate(size)
+                f.seek(size)
+        except OSError:
+            self._ok = False
+
+    def __enter__(self) -> HistoryWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _put(self, blob: bytes) -> tuple[int, int, int]:
+        data = self._files[1]
+        packed = zlib.compress(blob, 1)
+        at = data.tell()
+        data.write(packed)
+        return at, len(packed), zlib.crc32(packed)
+
+    def add(self, version: int, start: Position, summary: bytes, state: bytes) -> None:
+        """Append version ``version``'s entry: it starts at ``start`` (just after its adopting record) with the
+        encoded ``state``; ``summary`` is its adoption record (JSON)."""
+        if not self._ok:
+            return
+        try:
+            if version != self.versions + 1:
+                raise OSError("history entries go in version order")
+            blobs = (*self._put(summary), *self._put(state))
+            digest = bytes.fromhex(start.hash)
+            self._files[0].write(_HISTORY_ENTRY.pack(version, start.seq, *blobs, start.offset, start.line, digest))
+            self.versions = version
+        except (OSError, ValueError, struct.error):
+            self._ok = False
+
+    def commit(self, header: str, run: str, covered: Position) -> None:
+        """Replace the meta: the new entries now count, and the index covers the log up to ``covered``."""
+        if not self._ok:
+            return
+        with contextlib.suppress(OSError):
+            for f in self._files:
+                f.flush()
+            meta = {
+                "format": HISTORY_FORMAT,
+                "reducer": REDUCER_VERSION,
+                "header": header,
+                "run": run,
+                "versions": self.versions,
+                "covered": list(covered),
+                "sizes": [self._files[0].tell(), self._files[1].tell()],
+            }
+            tmp = f"{self._meta_path}.{os.getpid()}.{threading.get_ident()}.tmp"
+            with open(tmp, "wb") as f:
+                f.write(orjson.dumps(meta))
+            os.replace(tmp, self._meta_path)
+
+    def close(self) -> None:
+        """Release the files."""
+        for f in self._files:
+            with contextlib.suppress(OSError):
+                f.close()
+        self._files.clear()
+
+
+@contextlib.contextmanager
+def history_lock(log_path: str) -> Iterator[None]:
+    """Hold the lock that one updater of a log's history index takes (nothing when it cannot be taken: the
+    update then is skipped by :class:`HistoryWriter`'s failures, or races harmlessly with a reader)."""
+    lock = -1
+    with contextlib.suppress(OSError):
+        os.makedirs(cache_dir(log_path), exist_ok=True)
+        lock = os.open(_history_paths(log_path)[3], os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        if lock >= 0:
+            os.close(lock)
