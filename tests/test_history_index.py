@@ -242,21 +242,54 @@ def _replanned_lines() -> list[bytes]:
 
 
 def test_an_edited_index_is_not_believed(tmp_path: Path) -> None:
-    """A history blob changed on disk fails its CRC: the read stops with an error instead of a wrong answer,
-    and a meta that no longer matches the log sends the read back to the log."""
+    """A history blob changed on disk fails its digest, an entry changed fails the idx hash the sealed meta
+    vouches for, and a meta rewritten without this user's key is not read: each time the answer is the
+    fold's, never an error and never the edit."""
     path = _write(tmp_path / "run.jsonl", _replanned_lines())
     expected = _folded(path)[1]
+    folder = Path(cache.cache_dir(str(path)))
     reads.read_versions(str(path))
-    bin_path = Path(cache.cache_dir(str(path)), "history.bin")
+    assert _loaded(path)
+    bin_path = folder / "history.bin"
     data = bytearray(bin_path.read_bytes())
     data[5] ^= 0xFF
     bin_path.write_bytes(bytes(data))
-    with pytest.raises(PlantrailError) as caught:
-        reads.read_versions(str(path)).entries(1, 3)
-    assert caught.value.code == "IO_ERROR"
-    meta = Path(cache.cache_dir(str(path)), "history.meta")
-    meta.write_bytes(meta.read_bytes().replace(b'"versions":3', b'"versions":2'))
     assert reads_items(reads.read_versions(str(path)).entries(1, 3)) == expected
+    shutil.rmtree(folder)
+    reads.read_versions(str(path))
+    idx_path = folder / "history.idx"
+    entries = bytearray(idx_path.read_bytes())
+    entries[0] ^= 0x01  # version 1's entry now claims another number
+    idx_path.write_bytes(bytes(entries))
+    assert not _loaded(path)
+    assert reads_items(reads.read_versions(str(path)).entries(1, 3)) == expected
+    meta = folder / "history.meta"
+    sealed = meta.read_bytes()
+    payload = sealed[sealed.index(b"{") :]
+    meta.write_bytes(payload)  # the same content, not sealed: what a writer without the key could leave
+    assert not _loaded(path)
+    assert reads_items(reads.read_versions(str(path)).entries(1, 3)) == expected
+
+
+def test_names_planted_in_the_cache_folder_are_never_followed(tmp_path: Path) -> None:
+    """A symlink planted at a history file's name is neither read nor written through: its target is unchanged
+    and the answers are the fold's."""
+    path = _write(tmp_path / "run.jsonl", _replanned_lines())
+    expected = _folded(path)[1]
+    folder = Path(cache.cache_dir(str(path)))
+    folder.mkdir(mode=0o700)
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(b"not plantrail's")
+    for name in ("history.idx", "history.bin", "history.lock"):
+        (folder / name).symlink_to(outside)
+    assert reads_items(reads.read_versions(str(path)).entries(1, 3)) == expected
+    assert outside.read_bytes() == b"not plantrail's"
+
+
+def _loaded(path: Path) -> bool:
+    """True when the log's history index checks out (its sealed meta, the idx it vouches for, the log)."""
+    with path.open("rb") as log:
+        return cache.load_history(str(path), log.fileno()) is not None
 
 
 def test_a_torn_tail_is_reported_and_the_valid_part_answers(tmp_path: Path) -> None:

@@ -224,25 +224,43 @@ def _in_memory(log_path: str, use_cache: bool) -> Versions:
     return Versions(final.run, len(found), reader.torn, lambda first, last: found[first - 1 : last], ending)
 
 
+class _Unreadable(Exception):
+    """The history index did not hold what its sealed meta vouches for (changed or damaged since it was loaded)."""
+
+
 def _entries_of(log_path: str, index: HistoryIndex, first: int, last: int) -> list[HistoryEntry]:
     found = [] if last < first else read_history_entries(log_path, index, first, last)
     if found is None:
-        raise error("IO_ERROR", f"the history index of {log_path} changed while it was read; run the command again")
+        raise _Unreadable
     return found
 
 
 def _indexed(log_path: str, index: HistoryIndex, torn: TornTail | None) -> Versions:
-    """The versions the history index holds; a version's end is folded from its stored start (its own records)."""
+    """The versions the history index holds; a version's end is folded from its stored start (its own records).
+    An index that turns out not to hold what it vouched for is dropped for a fold of the log (a cache is a hint:
+    it never changes an answer, nor turns one into an error)."""
+    fallback: list[Versions] = []
+
+    def folded() -> Versions:
+        if not fallback:
+            fallback.append(_in_memory(log_path, False))
+        return fallback[0]
 
     def entries(first: int, last: int) -> list[VersionEntry]:
-        return [VersionEntry(*decode_version(e.summary)) for e in _entries_of(log_path, index, first, last)]
+        try:
+            return [VersionEntry(*decode_version(e.summary)) for e in _entries_of(log_path, index, first, last)]
+        except _Unreadable:
+            return folded().entries(first, last)
 
     def ending(version: int) -> PlanState:
-        (entry,) = _entries_of(log_path, index, version, version)
+        try:
+            (entry,) = _entries_of(log_path, index, version, version)
+        except _Unreadable:
+            return folded().ending(version)
         with LogReader(log_path) as reader:
             start = read_version_start(log_path, reader.fd, entry)
             if start is None:
-                raise error("IO_ERROR", f"the history index of {log_path} no longer matches the log; run it again")
+                return folded().ending(version)
             state = decode_state(start)
             span, _ = fold_span(iter(reader.records(start=entry.start, run=state.run)), state)
         return span.state
