@@ -114,7 +114,7 @@ def read_versions(
     path: Path, *, everything: bool = False, limit: int | None = None, since: int | None = None
 ) -> Reading:
     """:func:`versions` as a :class:`Reading`."""
-    from plantrail.ledger.stores.reads import read_state
+    from plantrail.ledger.stores.current import read_state
     from plantrail.ledger.stores.reads import read_versions as read_index
     from plantrail.projections.history import shown_versions, version_items
 
@@ -244,7 +244,7 @@ def why(path: Path, version: int | None = None) -> dict[str, Any]:
 
 def read_orphans(path: Path) -> Reading:
     """:func:`orphans` as a :class:`Reading`."""
-    from plantrail.ledger.stores.reads import read_state
+    from plantrail.ledger.stores.current import read_state
     from plantrail.projections.history import orphans_view
 
     result = read_state(os.fspath(path))
@@ -268,7 +268,7 @@ def orphans(path: Path) -> dict[str, Any]:
 
 def read_resume(path: Path, *, every_byte: bool = False) -> Reading:
     """:func:`resume` as a :class:`Reading`: ``damage`` is the error that stopped the read, if any."""
-    from plantrail.ledger.stores.reads import read_state
+    from plantrail.ledger.stores.current import read_state
     from plantrail.projections.history import resume_receipt
 
     result = read_state(os.fspath(path), stop_at_damage=True, use_cache=False if every_byte else None)

@@ -97,7 +97,7 @@ class Timeline(NamedTuple):
 
 
 def _current(path: str) -> PlanState:
-    from plantrail.ledger.stores.reads import read_state
+    from plantrail.ledger.stores.current import read_state
 
     return read_state(path).state
 

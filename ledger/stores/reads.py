@@ -1,34 +1,33 @@
-"""Reads of a JSONL log that start from its cache when the cache checks out (see :mod:`plantrail.ledger.stores.cache`).
+"""Reads of a JSONL log's plan versions that start from its cache when the cache checks out (see
+:mod:`plantrail.ledger.stores.cache`): one version rebuilt, and the versions, diffs and replans the audit
+commands show. The current state is :mod:`plantrail.ledger.stores.current`'s (re-exported here).
 
-The answers are the log's own: a snapshot or a version index only saves folding the records it covers.
+The answers are the log's own: a version or history index only saves folding the records it covers.
 """
 
 from __future__ import annotations
 
 import os
-import stat
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
-from plantrail.ledger.errors import LogDamaged, error
-from plantrail.ledger.events import Record
+from plantrail.ledger.errors import error
 from plantrail.ledger.store import TornTail
 from plantrail.ledger.stores.cache import (
     HistoryEntry,
     HistoryIndex,
     HistoryWriter,
     Position,
-    Snapshot,
     first_hash,
     history_lock,
     index_entry,
     load_history,
-    load_snapshot,
     read_history_entries,
     read_version_start,
     version_start,
     write_version_index,
 )
+from plantrail.ledger.stores.current import ReadResult, read_state, use_cache_default
 from plantrail.ledger.stores.jsonl import LogReader
 from plantrail.projections.history import (
     criterion_seqs,
@@ -55,71 +54,6 @@ __all__ = [
     "use_cache_default",
     "version_diff",
 ]
-
-
-class ReadResult(NamedTuple):
-    """A log's current state; ``torn`` or ``damage`` say why the read stopped early (the state is the valid
-    part's). ``snapshot_seq`` is the seq up to which the answer came from the snapshot: the records up to it
-    were not re-read (their framing and chain are checked where the snapshot ends; ``verify`` reads every
-    byte). None when every record was read."""
-
-    state: PlanState
-    torn: TornTail | None
-    damage: LogDamaged | None = None
-    snapshot_seq: int | None = None
-
-
-def _until_damage(records: Iterable[Record], found: list[LogDamaged]) -> Iterator[Record]:
-    try:
-        yield from records
-    except LogDamaged as exc:
-        found.append(exc)
-
-
-def _covering_snapshot(log_path: str) -> Snapshot | None:
-    """The snapshot when it checks out and covers the whole file: then nothing else needs reading (or importing)."""
-    try:
-        fd = os.open(log_path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError:
-        return None  # the slow path reports the error with its proper code
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        snapshot = load_snapshot(log_path, fd)
-        covers = snapshot is not None and snapshot.position.offset == st.st_size
-    finally:
-        os.close(fd)
-    return snapshot if covers else None
-
-
-def use_cache_default() -> bool:
-    """Snapshots are used unless ``PLANTRAIL_NO_CACHE`` is set to a non-empty value."""
-    return not os.environ.get("PLANTRAIL_NO_CACHE")
-
-
-def read_state(log_path: str, *, use_cache: bool | None = None, stop_at_damage: bool = False) -> ReadResult:
-    """The current state of a log, from its snapshot plus the records after it when the snapshot checks out.
-
-    A read never writes the cache (only writers leave snapshots). With ``stop_at_damage`` a damaged line ends
-    the read instead of raising: the state is that of the valid part, and ``damage`` says what stopped it.
-    """
-    cached = use_cache_default() if use_cache is None else use_cache
-    if cached:
-        current = _covering_snapshot(log_path)
-        if current is not None:
-            return ReadResult(current.state, None, None, current.position.seq)
-    damage: list[LogDamaged] = []
-    with LogReader(log_path) as reader:
-        snapshot = load_snapshot(reader.path, reader.fd) if cached else None
-        start = snapshot.position if snapshot is not None else None
-        records: Iterable[Record] = reader.records(start=start, run=None if snapshot is None else snapshot.state.run)
-        if stop_at_damage:
-            records = _until_damage(records, damage)
-        state = fold(records, None if snapshot is None else snapshot.state)
-    return ReadResult(
-        state, reader.torn, damage[0] if damage else None, None if snapshot is None else snapshot.position.seq
-    )
 
 
 def build_version_index(log_path: str) -> PlanState:
