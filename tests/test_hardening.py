@@ -290,6 +290,36 @@ def test_a_group_commit_cut_short_by_a_crash_counts_for_nothing(make_ledger: Mak
     assert verify_log(log).last_seq == repaired.seq
 
 
+def test_a_group_commit_cut_short_by_power_loss_is_a_torn_tail_from_its_begin(make_ledger: MakeLedger) -> None:
+    """Power loss mid-batch can leave the batch's first records whole and a zeroed block after them (a block
+    whose zeros may hold a newline): a torn tail from the batch's begin, which repair quarantines, not
+    corruption; and a block of zeros with no newline is a zero-filled torn tail too."""
+    ledger = make_ledger()
+    log = Path(ledger._store.path)  # type: ignore[attr-defined]
+    ledger.start("reproduce")
+    before = log.stat().st_size
+    ledger.execute_many([Complete(step="reproduce", evidence=["x" * 100]), Start(step="diagnose")])
+    whole = log.read_bytes()
+    kept = whole.index(b"\n", whole.index(b"\n", before) + 1) + 1  # the batch's begin and its first event
+    log.write_bytes(whole[:kept] + b"\0" * 4000 + b"\n" + b"\0" * 95)  # a zeroed block holding a newline
+    ledger.close()
+    result = reads.read_state(str(log), use_cache=False)
+    assert result.torn is not None and (result.torn.offset, result.torn.zero_fill) == (before, True)
+    assert result.state.steps["reproduce"].status == "in_progress"
+    repaired = repair(log).record
+    assert repaired is not None and repaired.data.truncated_at == before  # type: ignore[union-attr]
+    assert verify_log(log).last_seq == repaired.seq
+    ledger = Ledger.open(log, fsync="none")
+    ledger.execute_many([Complete(step="reproduce", evidence=["y"]), Start(step="diagnose")])
+    ledger.close()
+    again = log.read_bytes()
+    start = again.rindex(b"log.batch", 0, again.rindex(b"log.batch"))  # the begin of the last batch
+    begin = again.rindex(b"\n", 0, start) + 1
+    log.write_bytes(again[: again.index(b"\n", begin) + 1] + b"\0" * 512)
+    torn = reads.read_state(str(log), use_cache=False).torn
+    assert torn is not None and (torn.offset, torn.zero_fill) == (begin, True)
+
+
 def test_readers_wait_a_bounded_time_for_a_stopped_writer_on_a_torn_tail(
     make_ledger: MakeLedger, run_cli: Callable[..., CliResult], monkeypatch: pytest.MonkeyPatch
 ) -> None:

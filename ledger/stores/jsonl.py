@@ -208,9 +208,10 @@ class LogScan:
                     ):
                         self._check_chain(record, in_batch=batch is not None)
                 except LogDamaged:
+                    damaged_at = self.end  # the damage is checked from here; a cut-short batch is torn from its begin
                     if batch is not None:
                         self.end, self.next_seq, self.prev, self.line_no = mark
-                    if not self._zero_filled_tail():
+                    if not self._zero_filled_tail(damaged_at):
                         raise
                     return
                 if batch is None and record.type != "log.batch":
@@ -233,7 +234,9 @@ class LogScan:
                     batch = None
         if batch is not None:  # a group commit cut short: nothing of it counts, it is a torn tail
             self.end, self.next_seq, self.prev, self.line_no = mark
-            self.tail = TornTail(offset=self.end, length=read_at - self.end, line=self.line_no)
+            self.tail = TornTail(
+                offset=self.end, length=read_at - self.end, line=self.line_no, zero_fill=b"\0" in carry
+            )
         elif carry:
             self.tail = TornTail(offset=self.end, length=len(carry), line=self.line_no, zero_fill=b"\0" in carry)
 
@@ -269,27 +272,28 @@ class LogScan:
         elif record.run != self.run:
             raise error("CORRUPT_LINE", f"line {line}: run {record.run} in a log of run {self.run}", line=line)
 
-    def _zero_filled_tail(self) -> bool:
-        """True when everything from the current line on holds NUL bytes (power loss) and no record's end.
+    def _zero_filled_tail(self, damaged_at: int | None = None) -> bool:
+        """True when everything from the damaged line on (``damaged_at``, default the current line) holds NUL
+        bytes (power loss) and no record's end; the torn tail then starts at the current line (the begin of a
+        group commit cut short, whose complete records before the damage count for nothing).
 
         A crash leaves zeros or a prefix of a write; a framed line (whatever its hash) or a record after the
         damage cannot come from one, so those stay corruption. The rest of the file is streamed, never held:
         it may be gigabytes.
         """
-        length, zeros, overlap = 0, False, b""
-        offset = self.end
+        zeros, overlap = False, b""
+        offset = self.end if damaged_at is None else damaged_at
         while chunk := os.pread(self._fd, _CHUNK, offset):
             if holds_record_end(overlap + chunk[:_RECORD_END_OVERLAP]) or (
                 b"}" in chunk and holds_record_end(chunk)  # memchr first: zeros hold no brace
             ):
                 return False
             zeros = zeros or b"\0" in chunk
-            length += len(chunk)
             offset += len(chunk)
             overlap = chunk[-_RECORD_END_OVERLAP:]
         if not zeros:
             return False
-        self.tail = TornTail(offset=self.end, length=length, line=self.line_no, zero_fill=True)
+        self.tail = TornTail(offset=self.end, length=offset - self.end, line=self.line_no, zero_fill=True)
         return True
 
 
