@@ -5,6 +5,13 @@ plantrail did not write (another user, a planted symlink, FIFO or directory, an 
 a folder that is not a real directory owned by this user is never used.
 
 ``<log>.plantrail-cache/head.snap`` holds the folded state (and the idempotency index) as of one record,
+without copying its large texts: every string longer than
+:data:`plantrail.projections.snapshot.INLINE_MAX` that the log holds (step and criterion evidence, late
+results' evidence and reasons, errors: whatever workers report) is a :class:`TextRef`, where the record that
+carries it lies (offset, length, the record's hash) and where the text lies inside it. Loading reads each such
+record at its offset and checks its framing and SHA-256 (a record that does not check out means the snapshot
+is not used), so a snapshot stays small whatever the evidence and a read with it reads no more than one
+without it. A large text the log does not hold verbatim (one the reducer derives) stays inline.
 with where that record ends and the CRC-32 of every byte of the log before that point. It is keyed by the
 seq and hash of the last record it covers: before use, the record ending at its offset must be intact (its
 framing and SHA-256) and be that seq, the log's header hash must match, and so must the snapshot's own digest
@@ -28,19 +35,26 @@ import hashlib
 import os
 import struct
 import zlib
-from collections.abc import Mapping
-from typing import Final, NamedTuple
+from collections.abc import Iterator, Mapping
+from typing import Any, Final, NamedTuple
 
 import orjson
 
 from plantrail.ledger.store import KeyEntry
 from plantrail.ledger.stores.seal import CacheFolder
 from plantrail.projections.model import PlanState
-from plantrail.projections.snapshot import REDUCER_VERSION, decode_orphans, decode_state, encode_state
+from plantrail.projections.snapshot import (
+    INLINE_MAX,
+    REDUCER_VERSION,
+    decode_orphans,
+    decode_state,
+    encode_state,
+)
 
 __all__ = [
     "Position",
     "Snapshot",
+    "TextRef",
     "VersionStart",
     "cache_dir",
     "first_hash",
@@ -48,11 +62,13 @@ __all__ = [
     "load_snapshot",
     "prefix_crc",
     "save_snapshot",
+    "texts_between",
     "version_start",
     "write_version_index",
 ]
 
-FORMAT: Final = "plantrail-snapshot/2"
+FORMAT: Final = "plantrail-snapshot/2"  # the version index's format
+SNAPSHOT_FORMAT: Final = "plantrail-snapshot/3"  # a snapshot's: large texts are references into the log
 _SNAPSHOT_KIND: Final = "snapshot"
 _INDEX_KINDS: Final = ("versions.meta", "versions.idx", "versions.bin")
 SUFFIX: Final = ".plantrail-cache"
@@ -68,14 +84,110 @@ class Position(NamedTuple):
     line: int
 
 
+class TextRef(NamedTuple):
+    """Where a large text lies in the log: the line of the record carrying it (its offset, its length without
+    the newline, the record's hash) and the path to the string in that line's JSON."""
+
+    offset: int
+    length: int
+    hash: str
+    path: tuple[str | int, ...]
+
+
 class Snapshot(NamedTuple):
-    """The state folded up to ``position``, the idempotency keys seen so far, and the CRC-32 of the log's
-    bytes before ``position.offset``."""
+    """The state folded up to ``position``, the idempotency keys seen so far, the CRC-32 of the log's bytes
+    before ``position.offset``, and where the state's large texts lie in the log (by the text itself)."""
 
     position: Position
     state: PlanState
     keys: Mapping[str, KeyEntry]
     crc: int
+    texts: Mapping[str, TextRef] = {}
+
+
+def _strings(value: Any, path: tuple[str | int, ...]) -> Iterator[tuple[str, tuple[str | int, ...]]]:
+    """Every string longer than INLINE_MAX in decoded JSON, with its path."""
+    if isinstance(value, str):
+        if len(value) > INLINE_MAX:
+            yield value, path
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings(v, (*path, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _strings(v, (*path, i))
+
+
+def _lines_between(fd: int, start: int, end: int) -> Iterator[tuple[int, bytes]]:
+    """The complete lines of the log's bytes [start, end) (``start`` at a line's start), with their offsets."""
+    carry, at, read_at = b"", start, start
+    while read_at < end:
+        chunk = os.pread(fd, min(end - read_at, 8 << 20), read_at)
+        if not chunk:
+            return
+        read_at += len(chunk)
+        lines = (carry + chunk).split(b"\n")
+        carry = lines.pop()
+        for line in lines:
+            yield at, line
+            at += len(line) + 1
+
+
+def texts_between(fd: int, start: int, end: int) -> dict[str, TextRef]:
+    """Where each large text of the records in the log's bytes [start, end) lies (bytes a writer has checked).
+
+    Only lines longer than INLINE_MAX can hold one, so the others are not decoded."""
+    found: dict[str, TextRef] = {}
+    for offset, line in _lines_between(fd, start, end):
+        if len(line) <= INLINE_MAX:
+            continue
+        try:
+            decoded = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        h = line[-66:-2].decode("ascii", "replace")
+        for text, path in _strings(decoded, ()):
+            found.setdefault(text, TextRef(offset, len(line), h, path))
+    return found
+
+
+def _record_at(fd: int, offset: int, length: int, h: str, before: int) -> Any:
+    """The decoded record whose line is [offset, offset + length) when it lies before ``before`` and is intact
+    with hash ``h`` (its framing and SHA-256); ValueError otherwise."""
+    if offset < 0 or length < 73 or offset + length >= before:
+        raise ValueError("a snapshot reference outside the part of the log it covers")
+    start = max(offset - 1, 0)
+    raw = os.pread(fd, length + 1 + (offset - start), start)
+    line = raw[offset - start : -1]
+    if raw[-1:] != b"\n" or (offset > 0 and raw[:1] != b"\n") or len(line) != length:
+        raise ValueError("a snapshot reference not at a line of the log")
+    if line[-72:-66] != b',"h":"' or line[-66:-2] != h.encode() or hashlib.sha256(line[:-72] + b"}").hexdigest() != h:
+        raise ValueError("a snapshot reference to a record that changed")
+    return orjson.loads(line)
+
+
+class _Filler:
+    """Fills a snapshot's references from the log, each record read and checked once; notes what it filled."""
+
+    def __init__(self, fd: int, before: int) -> None:
+        self._fd = fd
+        self._before = before
+        self._records: dict[int, Any] = {}
+        self.texts: dict[str, TextRef] = {}
+
+    def __call__(self, raw: Any) -> str:
+        offset, length, h, path = raw
+        ref = TextRef(int(offset), int(length), str(h), tuple(path))
+        record = self._records.get(ref.offset)
+        if record is None:
+            record = self._records[ref.offset] = _record_at(self._fd, ref.offset, ref.length, ref.hash, self._before)
+        value = record
+        for step in ref.path:
+            value = value[step]
+        if not isinstance(value, str) or len(value) <= INLINE_MAX:
+            raise ValueError("a snapshot reference to something other than a large text")
+        self.texts[value] = ref
+        return value
 
 
 def prefix_crc(fd: int, end: int, start: int = 0, crc: int = 0) -> int:
@@ -146,7 +258,7 @@ def load_snapshot(log_path: str, fd: int, *, check_prefix: bool = False) -> Snap
             return None
         meta_line, state_line, keys_line = blob.split(b"\n", 2)
         meta = orjson.loads(meta_line)
-        if meta.get("format") != FORMAT or meta.get("reducer") != REDUCER_VERSION:
+        if meta.get("format") != SNAPSHOT_FORMAT or meta.get("reducer") != REDUCER_VERSION:
             return None
         if hashlib.sha256(state_line + b"\n" + keys_line).hexdigest() != meta.get("digest"):
             return None
@@ -155,25 +267,39 @@ def load_snapshot(log_path: str, fd: int, *, check_prefix: bool = False) -> Snap
             return None
         if check_prefix and prefix_crc(fd, position.offset) != meta.get("crc"):
             return None
-        state = decode_state(state_line)
+        filler = _Filler(fd, position.offset)
+        state = decode_state(state_line, filler)
         keys = {k: KeyEntry(*v) for k, v in orjson.loads(keys_line).items()}
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
         return None
     if state.last_seq != position.seq or state.head != position.hash:
         return None
-    return Snapshot(position, state, keys, meta["crc"])
+    return Snapshot(position, state, keys, meta["crc"], filler.texts)
 
 
-def save_snapshot(log_path: str, fd: int, snapshot: Snapshot) -> None:
+def save_snapshot(log_path: str, fd: int, snapshot: Snapshot) -> dict[str, TextRef]:
     """Seal and write the snapshot atomically; a cache that cannot be written (or must not be: see
-    :mod:`plantrail.ledger.stores.seal`) is simply skipped. Only writers call this."""
+    :mod:`plantrail.ledger.stores.seal`) is simply skipped. Only writers call this.
+
+    Returns the references the state's large texts got (``snapshot.texts`` narrowed to them, keyed by the
+    state's own strings), the ones the next snapshot can start from."""
+    used: dict[str, TextRef] = {}
     header = first_hash(fd)
     if header is None:
-        return
-    state_line = encode_state(snapshot.state)
+        return used
+    texts = snapshot.texts
+
+    def refer(text: str) -> list[object] | None:
+        ref = texts.get(text)
+        if ref is None:
+            return None
+        used[text] = ref
+        return list(ref)
+
+    state_line = encode_state(snapshot.state, refer)
     keys_line = orjson.dumps({k: list(v) for k, v in snapshot.keys.items()})
     meta = {
-        "format": FORMAT,
+        "format": SNAPSHOT_FORMAT,
         "reducer": REDUCER_VERSION,
         "header": header,
         "position": list(snapshot.position),
@@ -181,10 +307,10 @@ def save_snapshot(log_path: str, fd: int, snapshot: Snapshot) -> None:
         "digest": hashlib.sha256(state_line + b"\n" + keys_line).hexdigest(),
     }
     folder = _folder(log_path, create=True)
-    if folder is None:
-        return
-    with folder:
-        folder.write("head.snap", _SNAPSHOT_KIND, orjson.dumps(meta) + b"\n" + state_line + b"\n" + keys_line)
+    if folder is not None:
+        with folder:
+            folder.write("head.snap", _SNAPSHOT_KIND, orjson.dumps(meta) + b"\n" + state_line + b"\n" + keys_line)
+    return used
 
 
 # --------------------------------------------------------------------------- the version index
