@@ -22,6 +22,7 @@ from plantrail.cli.common import (
 )
 from plantrail.ledger.events import ACTORS as ACTOR_NAMES
 from plantrail.ledger.events import REASON_CODES
+from plantrail.ledger.limits import DRAFT, PATCH
 
 if TYPE_CHECKING:
     from plantrail.ledger.api import Ledger
@@ -179,7 +180,7 @@ def create(log: str, plan_path: str, run_id: str | None, fsync: str, actor: str,
     from plantrail.ledger.plan import parse_draft
     from plantrail.projections.views import capacity_view, ready_steps, startable_steps
 
-    draft = parse_draft(read_json_file(plan_path, "draft"))
+    draft = parse_draft(read_json_file(plan_path, DRAFT))
     with Ledger.create(log, draft, run=run_id, fsync=cast("FsyncPolicy", fsync), actor=cast("Actor", actor)) as ledger:
         state = ledger.state
         data = {
@@ -510,8 +511,8 @@ def replan(
 
     if (plan_path is None) == (patch_path is None):
         raise error("USAGE", "give exactly one of --plan DRAFT or --patch PATCH")
-    draft = parse_draft(read_json_file(plan_path, "draft")) if plan_path else None
-    patch = parse_patch(read_json_file(patch_path, "patch")) if patch_path else None
+    draft = parse_draft(read_json_file(plan_path, DRAFT)) if plan_path else None
+    patch = parse_patch(read_json_file(patch_path, PATCH)) if patch_path else None
     command = Replan(
         reason=cast("ReasonCode", reason),
         why=why,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Final
 import click
 
 from plantrail.cli.common import emit, json_option, log_argument, snapshot_note, table, truncate
+from plantrail.cli.terminal import printable
 from plantrail.ledger.audit import RESUME_EXIT_CODES
 
 if TYPE_CHECKING:
@@ -283,7 +284,7 @@ def _render_why(why: dict[str, Any]) -> str:
     width = min(shutil.get_terminal_size((100, 24)).columns, 100)
     lines = [title, textwrap.fill(why["why"], width, initial_indent="  ", subsequent_indent="  ")]
     if why["observations"]:
-        lines += ["", "observations", *(f"  - {o}" for o in why["observations"])]
+        lines += ["", "observations", *(f"  - {printable(o)}" for o in why["observations"])]
     if why["patch"]:
         ops = "; ".join(_patch_op(op) for op in why["patch"]["operations"])
         lines += ["", f"patch on v{why['patch']['base_version']}: {ops}"]
@@ -505,7 +506,7 @@ def resume(ctx: click.Context, log: str, show_all: bool, every_byte: bool, as_js
     code = receipt["exit_code"]
     emit(as_json, receipt, lambda: _render_receipt(receipt, code, show_all) + snapshot_note(receipt["snapshot_seq"]))
     if reading.damage is not None:
-        click.echo(f"error[{reading.damage.code}]: {reading.damage.text('cli')}", err=True)
+        click.echo(f"error[{reading.damage.code}]: {printable(reading.damage.text('cli'))}", err=True)
     ctx.exit(code)
 
 

@@ -8,7 +8,7 @@ A line is the compact JSON of one record with its hash member last and fixed-wid
 verifier in any language needs no canonical-JSON library; ``prev`` is the previous line's ``h`` (64 zeros
 for the header), so the hashes form a chain. Decoding checks, in order: length, framing, hash, JSON and
 schema (msgspec, held to the one pydantic ``TypeAdapter`` over the discriminated union that is the schema),
-and canonical form (no duplicate keys).
+and canonical form (the record encodes back to the line's very bytes: no repeated, escaped or spaced key).
 """
 
 from __future__ import annotations
@@ -119,9 +119,10 @@ def _envelope(
 def decode(line: bytes, line_no: int) -> Record:
     """Decode and check one line (without its newline); raise a LogDamaged error naming the line.
 
-    The hot path of every replay, inlined for the fixed-shape step events: framing by slicing, one msgspec
-    decode from the bytes, one SHA-256, and the canonical-form check of :func:`_exact` (a key count). Every
-    other line takes :func:`_decode_in_full`, which checks the same things in the order damage is named.
+    The hot path of every replay, inlined: framing by slicing, one msgspec decode from the bytes, one
+    SHA-256, and the canonical-form check of :func:`_canonical` (the record encodes back to the line's very
+    bytes). Every other line takes :func:`_decode_in_full`, which checks the same things in the order damage
+    is named.
     """
     if (
         len(line) > MAX_LINE_BYTES
@@ -134,11 +135,11 @@ def decode(line: bytes, line_no: int) -> Record:
         record: Record | None = (_DECODE or _fast_decoder())(line)
     except msgspec.MsgspecError:
         record = None
-    digest = _sha256(line[:-_SUFFIX] + b"}").hexdigest()
-    if record is not None and digest == record.h and record.source is None and record.key is None:
-        expected = _FIXED_KEYS.get(type(record.data))
-        if expected is not None and line.count(b'":') == expected:
-            return record
+    body = line[:-_SUFFIX] + b"}"
+    digest = _sha256(body).hexdigest()
+    # msgspec's own record always encodes (its integers fit in 64 bits): _as_written needs no guard here.
+    if record is not None and digest == record.h and _as_written(record) == body:
+        return record
     return _decode_in_full(line, line_no, digest, record)
 
 
@@ -151,29 +152,40 @@ def _decode_in_full(line: bytes, line_no: int, digest: str, record: Record | Non
 
 def _record(line: bytes, line_no: int, record: Record | None) -> Record:
     """The record a framed line holds, checked against the schema and for canonical form, given what msgspec
-    made of it (None: refused). msgspec's record stands when it is exactly the line's content; any other
-    line gets pydantic's verdict and the key count, as the schema defines them."""
-    if record is not None and _exact(record, line):
+    made of it (None: refused). msgspec's record stands when it is exactly the line's content (then pydantic
+    would give the same record); any other line gets pydantic's verdict, and must then be the canonical
+    encoding of pydantic's record."""
+    body = line[:-_SUFFIX] + b"}"
+    if record is not None and _canonical(record, body):
         return record
     record = _checked(line, line_no)
-    expected = _key_count(record)
-    if line.count(b'":') != expected and _keys_in(line) != expected:
-        raise error("CORRUPT_LINE", f"line {line_no}: duplicate or non-canonical keys", line=line_no)
+    if not _canonical(record, body):
+        raise _not_canonical(line_no)
     return record
 
 
-def _exact(record: Record, line: bytes) -> bool:
-    """Whether msgspec's record is exactly what the line holds, so pydantic would give the same record.
+def _not_canonical(line_no: int) -> Exception:
+    return error(
+        "CORRUPT_LINE",
+        f"line {line_no} is not in canonical form (a repeated, escaped or spaced key, or a value spelled "
+        "otherwise than the writer spells it)",
+        line=line_no,
+    )
 
-    A fixed-shape event is a struct msgspec decodes with every field required and no unknown member, inside
-    an envelope that forbids them too; so a key count equal to the field count (no repeated key) is all the
-    canonical form still asks. Any other record (plans, sources: dataclasses, whose unknown members msgspec
-    skips and whose defaults it takes) must re-encode to the line's very bytes.
+
+def _canonical(record: Record, body: bytes) -> bool:
+    """Whether ``body`` (a line without its ``h`` member) is exactly the canonical encoding of ``record``.
+
+    This is the whole canonical-form check. A line with a repeated key (one hidden as ``"k" :``), an escaped
+    key (``"s\\u0065q"``), a gap between tokens or a value spelled another way encodes back to other bytes;
+    so does one with an unknown member msgspec skipped, or a default it filled in. msgspec's encoder writes
+    the same bytes as orjson (the writer's); a value no writer could have written (an integer beyond 64
+    bits) does not encode at all, and is not canonical either.
     """
-    expected = _FIXED_KEYS.get(type(record.data))
-    if expected is not None and record.source is None and record.key is None:
-        return line.count(b'":') == expected
-    return _as_written(record) == line[:-_SUFFIX] + b"}"
+    try:
+        return _as_written(record) == body
+    except (msgspec.EncodeError, OverflowError, TypeError, ValueError):
+        return False
 
 
 _sha256 = hashlib.sha256
@@ -248,8 +260,8 @@ def _schema_error(exc: ValueError, line_no: int) -> Exception:
 # times faster on the step events that make most of a log, so it decodes every line first; whatever it
 # refuses goes to pydantic, whose verdict stands (an error, or rarely a record msgspec was too strict for).
 # msgspec may never accept what pydantic refuses: tests/test_codec_fast.py holds it to that on mutated
-# lines. One gap is closed by hand: msgspec skips an unknown member of a dataclass (the plan events), so its
-# record stands only when it is exactly the line's content (_exact).
+# lines. One gap is closed by the canonical-form check: msgspec skips an unknown member of a dataclass (the
+# plan events), so its record stands only when it is exactly the line's content (_canonical).
 
 #: The envelope's members in wire order (``h`` last; ``source`` and ``key`` only when set).
 WIRE_ORDER: Final = ("v", "seq", "ts", "run", "type", "plan_version", "actor", "source", "key", "data", "prev", "h")
@@ -257,9 +269,6 @@ WIRE_ORDER: Final = ("v", "seq", "ts", "run", "type", "plan_version", "actor", "
 _DECODE: Callable[[bytes], Record] | None = None
 #: Each event type's Record subclass, by type name.
 _RECORD_CLASSES: dict[str, type[Record]] = {}
-#: Key counts of records without source or key whose data type has a fixed shape and no defaults (the hot
-#: types: step events, criteria, the run's end, the log's own records).
-_FIXED_KEYS: dict[type[Any], int] = {}
 
 
 def _msgspec(line: bytes) -> Record | None:
@@ -273,8 +282,24 @@ def _msgspec(line: bytes) -> Record | None:
 def _as_written(record: Record) -> bytes:
     """The compact JSON of a decoded record without ``h``: the line's own bytes when it was canonical.
 
-    msgspec's encoder writes the same bytes as orjson (the writer's) and encodes dataclasses 3x faster.
+    msgspec's encoder writes the same bytes as orjson (the writer's) and encodes dataclasses 3x faster. The
+    common envelope (no source, no key) is a struct (:class:`_Plain`), a third cheaper to encode than a dict:
+    this runs for every line of every replay.
     """
+    if record.source is None and record.key is None:
+        return _ENCODE(
+            _Plain(
+                FORMAT_VERSION,
+                record.seq,
+                record.ts,
+                record.run,
+                record.type,
+                record.plan_version,
+                record.actor,
+                record.data,
+                record.prev,
+            )
+        )
     return _ENCODE(
         _envelope(
             record.seq,
@@ -291,6 +316,20 @@ def _as_written(record: Record) -> bytes:
 
 
 _ENCODE: Final = msgspec.json.Encoder().encode
+
+
+class _Plain(msgspec.Struct, gc=False):
+    """The envelope of a record without ``source`` or ``key``, members in wire order, ``h`` left out."""
+
+    v: int
+    seq: int
+    ts: str
+    run: str
+    type: str
+    plan_version: int
+    actor: str
+    data: Any
+    prev: str
 
 
 def _checked(line: bytes, line_no: int) -> Record:
@@ -317,9 +356,6 @@ def _fast_decoder() -> Callable[[bytes], Record]:
     if _DECODE is None:
         for cls in EVENT_CLASSES:
             _RECORD_CLASSES[cls.TYPE] = _record_class(cls)
-            count = _counter(cls)
-            if issubclass(cls, msgspec.Struct) and isinstance(count, int) and not cls.__struct_defaults__:
-                _FIXED_KEYS[cls] = 10 + count
         union: Any = Union[tuple(_RECORD_CLASSES.values())]  # noqa: UP007 - a runtime tuple of types
         _DECODE = msgspec.json.Decoder(union).decode
     return _DECODE
@@ -392,61 +428,7 @@ def json_schema() -> dict[str, Any]:
     return schema
 
 
-# --------------------------------------------------------------------------- canonical form
-
-
-def _keys_in(line: bytes) -> int:
-    """Count the object keys in compact JSON without parsing it again.
-
-    A key ends with ``":``. So does a string *value* that starts with ``:``, but its opening quote follows
-    ``:``, ``,`` or ``[``; and a quote inside a string is always escaped (``\\"``). Keys here are field names,
-    which never end in a backslash or start with a colon.
-    """
-    return line.count(b'":') - line.count(b'\\":') - line.count(b':":') - line.count(b',":') - line.count(b'[":')
-
-
-def _key_count(record: Record) -> int:
-    """How many object keys the canonical encoding of ``record`` has (10 envelope members + extras)."""
-    n = 10 + _keys(record.data)
-    if record.source is not None:
-        n += 1 + _keys(record.source)
-    if record.key is not None:
-        n += 1
-    return n
-
-
-def _keys(value: Any) -> int:
-    if isinstance(value, tuple):
-        return sum(_keys(v) for v in value) if value and _is_object(type(value[0])) else 0
-    counter = _counter(type(value))
-    return counter if isinstance(counter, int) else counter(value)
-
-
-_COUNTERS: dict[type[Any], int | Callable[[Any], int]] = {}
-
-
-def _counter(cls: type[Any]) -> int | Callable[[Any], int]:
-    """An object type's key count: a constant when no field can hold another object, else a function."""
-    known = _COUNTERS.get(cls)
-    if known is None:
-        known = _COUNTERS[cls] = _make_counter(cls)
-    return known
-
-
-def _make_counter(cls: type[Any]) -> int | Callable[[Any], int]:
-    if not _is_object(cls):
-        return 0
-    hints = _field_hints(cls)
-    nested = tuple(name for name, hint in hints.items() if _may_hold_object(hint))
-    own = len(hints)
-    if not nested:
-        return own
-    return lambda value: own + sum(_keys(getattr(value, name)) for name in nested)
-
-
-def _is_object(tp: Any) -> bool:
-    """Whether ``tp`` encodes as a JSON object: a dataclass or a msgspec struct."""
-    return dataclasses.is_dataclass(tp) or (isinstance(tp, type) and issubclass(tp, msgspec.Struct))
+# --------------------------------------------------------------------------- field types
 
 
 def _field_hints(cls: type[Any]) -> dict[str, Any]:
@@ -455,9 +437,3 @@ def _field_hints(cls: type[Any]) -> dict[str, Any]:
     if dataclasses.is_dataclass(cls):
         return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
     return {name: hints[name] for name in cls.__struct_fields__}
-
-
-def _may_hold_object(tp: Any) -> bool:
-    if _is_object(tp):
-        return True
-    return any(_may_hold_object(arg) for arg in typing.get_args(tp))

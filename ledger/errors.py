@@ -204,6 +204,7 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     ),
     "INVALID_TEXT": (CommandRefused, "a text field cannot be stored as UTF-8 (e.g. a lone surrogate)"),
     "EVENT_TOO_LARGE": (CommandRefused, "the encoded event exceeds the maximum line size"),
+    "INPUT_TOO_LARGE": (Refused, "an input file (draft, patch, key file, transcript) is over its cap (docs/limits.md)"),
     # damaged logs
     "EMPTY_LOG": (LogDamaged, "the file is empty: a log always starts with its header line"),
     "CORRUPT_LINE": (LogDamaged, "a line is not a valid record (framing, JSON, schema or canonical form)"),

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple
 
@@ -31,6 +32,7 @@ from plantrail.projections.state import Advancing, StateView, evolve, fold, init
 
 __all__ = ["VerifyReport", "parse_anchor", "verify_log"]
 
+_ANCHOR = re.compile(r"([0-9]{1,19}):([0-9a-f]{64})")
 _PROGRESS_EVERY = 4096
 
 
@@ -54,11 +56,13 @@ class VerifyReport(NamedTuple):
 
 
 def parse_anchor(text: str) -> tuple[int, str]:
-    """Parse ``SEQ:HASH`` (the head ``verify`` prints)."""
-    seq, _, h = text.partition(":")
-    if not seq.isdigit() or len(h) != 64 or any(c not in "0123456789abcdef" for c in h):
-        raise error("USAGE", f"an anchor is SEQ:HASH with a 64-hex hash, not {text!r}")
-    return int(seq), h
+    """Parse ``SEQ:HASH`` (the head ``verify`` prints): SEQ in ASCII digits (at most 19 of them, as any seq a
+    log can hold), HASH 64 lowercase hex digits; USAGE for anything else."""
+    match = _ANCHOR.fullmatch(text)
+    if match is None:
+        shown = text if len(text) <= 100 else text[:100] + "…"
+        raise error("USAGE", f"an anchor is SEQ:HASH (SEQ in digits 0-9, HASH 64 hex digits), not {shown!r}")
+    return int(match[1]), match[2]
 
 
 def _plan_part(state: PlanState) -> PlanState:

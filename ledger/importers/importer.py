@@ -41,6 +41,7 @@ from plantrail.ledger.files import folder_of, fsync_dir, os_error
 from plantrail.ledger.plan import PlanSpec
 from plantrail.ledger.store import Ack
 
+from ._records import open_transcript
 from .mapping import Batch, MappedRun, map_updates
 from .model import Observation, Transcript
 from .parse import parse_transcript
@@ -49,6 +50,7 @@ __all__ = ["ImportReport", "import_transcript", "subagent_files"]
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 _NOT_ID = re.compile(r"[^A-Za-z0-9._:-]+")
+_CHUNK = 1 << 20
 _PROGRESS_EVERY = 256  # batches between two progress reports
 
 
@@ -171,7 +173,9 @@ def _run_id(transcript: Transcript) -> str:
 def _nonce(transcripts: Sequence[Transcript]) -> str:
     digest = hashlib.sha256()
     for transcript in transcripts:
-        digest.update(Path(transcript.path).read_bytes())
+        with open_transcript(Path(transcript.path)) as handle:
+            while chunk := handle.read(_CHUNK):
+                digest.update(chunk)
     return digest.hexdigest()[:32]
 
 

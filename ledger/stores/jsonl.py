@@ -40,7 +40,15 @@ from plantrail.ledger.clock import utc_now
 from plantrail.ledger.codec import GENESIS_PREV, MAX_LINE_BYTES, decode, holds_record_end
 from plantrail.ledger.errors import LogDamaged, error
 from plantrail.ledger.events import FORMAT, LogBatch, LogOpened, LogRepaired, Record
-from plantrail.ledger.files import check_path, folder_of, fsync_dir, os_error, read_regular, shared_lock_within
+from plantrail.ledger.files import (
+    check_path,
+    folder_of,
+    fsync_dir,
+    open_regular,
+    os_error,
+    read_regular,
+    shared_lock_within,
+)
 from plantrail.ledger.store import FsyncPolicy, PendingRecord, Resumed, TornTail
 from plantrail.ledger.stores.cache import (
     Position,
@@ -68,6 +76,7 @@ __all__ = [
 
 _CHUNK: Final = 1 << 20
 _HEADER_READ: Final = 64 * 1024
+_RECORD_END_OVERLAP: Final = 128  # bytes looked at on each side of a chunk boundary: more than a record end (72)
 _POLICIES: Final = ("always", "batch", "none")
 _NETWORK_FS: Final = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs", "ncpfs"})
 _ALLOW_NETWORK_FS_ENV: Final = "PLANTRAIL_ALLOW_NETWORK_FS"
@@ -79,15 +88,7 @@ _TEMP_NAME = re.compile(r"\.tmp\.(\d+)\.[0-9a-f]{8}")
 
 
 def _open(path: str, flags: int) -> int:
-    check_path(path)
-    try:
-        fd = os.open(path, flags | os.O_CLOEXEC)
-    except OSError as exc:
-        raise os_error(exc, path) from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise error("NOT_A_FILE", f"log {path} is not a regular file", path=path)
-    return fd
+    return open_regular(path, flags)  # never blocks: a FIFO planted as the log is refused, not waited on
 
 
 def filesystem_type(dev: int, mountinfo: str = "/proc/self/mountinfo") -> str | None:
@@ -280,12 +281,23 @@ class LogScan:
         """True when everything from the current line on holds NUL bytes (power loss) and no record's end.
 
         A crash leaves zeros or a prefix of a write; a framed line (whatever its hash) or a record after the
-        damage cannot come from one, so those stay corruption.
+        damage cannot come from one, so those stay corruption. The rest of the file is streamed, never held:
+        it may be gigabytes.
         """
-        rest = _read_from(self._fd, self.end)
-        if b"\0" not in rest or holds_record_end(rest):
+        length, zeros, overlap = 0, False, b""
+        offset = self.end
+        while chunk := os.pread(self._fd, _CHUNK, offset):
+            if holds_record_end(overlap + chunk[:_RECORD_END_OVERLAP]) or (
+                b"}" in chunk and holds_record_end(chunk)  # memchr first: zeros hold no brace
+            ):
+                return False
+            zeros = zeros or b"\0" in chunk
+            length += len(chunk)
+            offset += len(chunk)
+            overlap = chunk[-_RECORD_END_OVERLAP:]
+        if not zeros:
             return False
-        self.tail = TornTail(offset=self.end, length=len(rest), line=self.line_no, zero_fill=True)
+        self.tail = TornTail(offset=self.end, length=length, line=self.line_no, zero_fill=True)
         return True
 
 
