@@ -113,7 +113,7 @@ def test_a_reference_to_a_changed_record_makes_the_snapshot_unused(tmp_path: Pat
     """Changing one byte of a record a snapshot points into (keeping the file's size) makes readers and writers
     ignore the snapshot: the read goes back to the first line, which names the damage."""
     log = _evidence_run(tmp_path / "run.jsonl", 3, 4 * INLINE_MAX)
-    _, state_line, _ = _payload(Path(str(log) + ".plantrail-cache") / "head.snap").split(b"\n", 2)
+    _, state_line = _payload(Path(str(log) + ".plantrail-cache") / "head.snap").split(b"\n", 1)
     referenced = int(state_line.split(b'{"$ref":[', 1)[1].split(b",", 1)[0])  # where one pointed-to record lies
     data = bytearray(log.read_bytes())
     at = data.index(b"tool output line", referenced) + 5
@@ -136,7 +136,7 @@ def test_texts_the_log_does_not_hold_stay_inline(tmp_path: Path) -> None:
         ledger.start(first)
         ledger.fail(first, "E" * (3 * INLINE_MAX))
     log = tmp_path / "run.jsonl"
-    _, state_line, _ = _payload(Path(str(log) + ".plantrail-cache") / "head.snap").split(b"\n", 2)
+    _, state_line = _payload(Path(str(log) + ".plantrail-cache") / "head.snap").split(b"\n", 1)
     assert b'"$ref"' in state_line and b"attempts exhausted" in state_line
     assert state_hash(reads.read_state(str(log)).state) == _full(log)
 
@@ -155,3 +155,46 @@ def test_deleting_a_referencing_cache_changes_no_answer(tmp_path: Path, run_cli:
             line for line in c.out.splitlines() if strip not in line
         ]
     assert any('"snapshot_seq": null' not in w.out and strip in w.out for w in warm)
+
+
+def test_a_late_results_large_evidence_is_a_reference(tmp_path: Path) -> None:
+    """A late result's large evidence (an orphan) is referenced like a step's, and reads back as the full fold."""
+    draft = copy.deepcopy(LOGIN_DRAFT)
+    first = draft["steps"][0]["id"]
+    late = "late output " * (INLINE_MAX // 4) + "end"
+    with Ledger.create(tmp_path / "run.jsonl", draft, fsync="none") as ledger:
+        ledger.start(first)
+        draft["steps"][0]["title"] += ", again"
+        ledger.replan("new_constraint", "the step changed", plan=draft)
+        ledger.complete(first, [late], plan_version=1, attempt=1)
+        assert ledger.state.orphans and ledger.state.orphans[-1].evidence == (late,)
+    log = tmp_path / "run.jsonl"
+    _, state_line = _payload(Path(str(log) + ".plantrail-cache") / "head.snap").split(b"\n", 1)
+    assert b"late output" not in state_line and b'"$ref"' in state_line
+    assert state_hash(reads.read_state(str(log)).state) == _full(log)
+
+
+def test_the_idempotency_index_lives_in_its_own_file_rewritten_only_when_it_changes(
+    make_ledger: Callable[..., Ledger], draft: dict[str, Any]
+) -> None:
+    """An append without a key leaves keys.snap as it was; a keyed one rewrites it; readers answer from the
+    snapshot without it, and a writer without it reads the log in full and still knows every key."""
+    ledger = make_ledger(draft)
+    first = draft["steps"][0]["id"]
+    ledger.start(first, idempotency_key="k1")
+    ledger.close()
+    log = Path(ledger._store.path)  # type: ignore[attr-defined]
+    keys = Path(str(log) + ".plantrail-cache") / "keys.snap"
+    before = keys.stat().st_ino, keys.read_bytes()
+    with Ledger.open(log, fsync="none") as again:
+        again.complete(first, ["done"])
+    assert (keys.stat().st_ino, keys.read_bytes()) == before
+    with Ledger.open(log, fsync="none") as again:
+        again.start(draft["steps"][1]["id"], idempotency_key="k2")
+    assert keys.read_bytes() != before[1]
+    keys.unlink()
+    assert _snapshot_seq(log) == reads.read_state(str(log)).state.last_seq
+    with Ledger.open(log, fsync="none") as again:
+        assert again.start(first, idempotency_key="k1").duplicate
+        assert again.start(draft["steps"][1]["id"], idempotency_key="k2").duplicate
+    assert state_hash(reads.read_state(str(log)).state) == _full(log)

@@ -4,7 +4,8 @@ Every cache file is sealed and opened through :mod:`plantrail.ledger.stores.seal
 plantrail did not write (another user, a planted symlink, FIFO or directory, an edit) reads as absent, and
 a folder that is not a real directory owned by this user is never used.
 
-``<log>.plantrail-cache/head.snap`` holds the folded state (and the idempotency index) as of one record,
+``<log>.plantrail-cache/head.snap`` holds the folded state as of one record (and names by its SHA-256 the
+idempotency index, in its own sealed file ``keys.snap``, which only writers read),
 without copying its large texts: every string longer than
 :data:`plantrail.projections.snapshot.INLINE_MAX` that the log holds (step and criterion evidence, late
 results' evidence and reasons, errors: whatever workers report) is a :class:`TextRef`, where the record that
@@ -53,6 +54,7 @@ from plantrail.projections.snapshot import (
 
 __all__ = [
     "Position",
+    "Saved",
     "Snapshot",
     "TextRef",
     "VersionStart",
@@ -70,6 +72,7 @@ __all__ = [
 FORMAT: Final = "plantrail-snapshot/2"  # the version index's format
 SNAPSHOT_FORMAT: Final = "plantrail-snapshot/3"  # a snapshot's: large texts are references into the log
 _SNAPSHOT_KIND: Final = "snapshot"
+_KEYS_KIND: Final = "keys"
 _INDEX_KINDS: Final = ("versions.meta", "versions.idx", "versions.bin")
 SUFFIX: Final = ".plantrail-cache"
 _SCAN_BACK: Final = 64 * 1024
@@ -103,6 +106,7 @@ class Snapshot(NamedTuple):
     keys: Mapping[str, KeyEntry]
     crc: int
     texts: Mapping[str, TextRef] = {}
+    keys_digest: str | None = None  # the SHA-256 of the keys.snap these keys were read from or written as
 
 
 def _strings(value: Any, path: tuple[str | int, ...]) -> Iterator[tuple[str, tuple[str | int, ...]]]:
@@ -245,23 +249,37 @@ def _folder(log_path: str, *, create: bool = False) -> CacheFolder | None:
     return CacheFolder.open(cache_dir(log_path), create=create)
 
 
-def load_snapshot(log_path: str, fd: int, *, check_prefix: bool = False) -> Snapshot | None:
+def _read_keys(folder: CacheFolder, digest: str | None) -> dict[str, KeyEntry] | None:
+    """The idempotency index the snapshot names by ``digest`` (empty for None); None when it is not there."""
+    if digest is None:
+        return {}
+    blob = folder.read("keys.snap", _KEYS_KIND)
+    if blob is None or hashlib.sha256(blob).hexdigest() != digest:
+        return None
+    return {k: KeyEntry(*v) for k, v in orjson.loads(blob).items()}
+
+
+def load_snapshot(log_path: str, fd: int, *, check_prefix: bool = False, with_keys: bool = False) -> Snapshot | None:
     """The log's snapshot if it is sealed by this user's plantrail and checks out against the log (and, with
-    ``check_prefix``, against the CRC of every byte it covers), else None."""
+    ``check_prefix``, against the CRC of every byte it covers), else None. Its idempotency index is read only
+    ``with_keys`` (writers need it, readers do not); without, ``keys`` is empty."""
     folder = _folder(log_path)
     if folder is None:
         return None
     try:
         with folder:
             blob = folder.read("head.snap", _SNAPSHOT_KIND)
-        if blob is None:
-            return None
-        meta_line, state_line, keys_line = blob.split(b"\n", 2)
-        meta = orjson.loads(meta_line)
-        if meta.get("format") != SNAPSHOT_FORMAT or meta.get("reducer") != REDUCER_VERSION:
-            return None
-        if hashlib.sha256(state_line + b"\n" + keys_line).hexdigest() != meta.get("digest"):
-            return None
+            if blob is None:
+                return None
+            meta_line, state_line = blob.split(b"\n", 1)
+            meta = orjson.loads(meta_line)
+            if meta.get("format") != SNAPSHOT_FORMAT or meta.get("reducer") != REDUCER_VERSION:
+                return None
+            if hashlib.sha256(state_line).hexdigest() != meta.get("digest"):
+                return None
+            keys = _read_keys(folder, meta["keys"]) if with_keys else {}
+            if keys is None:
+                return None
         position = Position(*meta["position"])
         if meta.get("header") != first_hash(fd) or not _holds(fd, position):
             return None
@@ -269,24 +287,32 @@ def load_snapshot(log_path: str, fd: int, *, check_prefix: bool = False) -> Snap
             return None
         filler = _Filler(fd, position.offset)
         state = decode_state(state_line, filler)
-        keys = {k: KeyEntry(*v) for k, v in orjson.loads(keys_line).items()}
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         return None
     if state.last_seq != position.seq or state.head != position.hash:
         return None
-    return Snapshot(position, state, keys, meta["crc"], filler.texts)
+    return Snapshot(position, state, keys, meta["crc"], filler.texts, meta["keys"] if with_keys else None)
 
 
-def save_snapshot(log_path: str, fd: int, snapshot: Snapshot) -> dict[str, TextRef]:
+class Saved(NamedTuple):
+    """What a written snapshot leaves for the next one: the references its state's large texts got (keyed by
+    the state's own strings) and the digest of the idempotency index file it names."""
+
+    texts: dict[str, TextRef]
+    keys_digest: str | None
+
+
+def save_snapshot(log_path: str, fd: int, snapshot: Snapshot) -> Saved:
     """Seal and write the snapshot atomically; a cache that cannot be written (or must not be: see
     :mod:`plantrail.ledger.stores.seal`) is simply skipped. Only writers call this.
 
-    Returns the references the state's large texts got (``snapshot.texts`` narrowed to them, keyed by the
-    state's own strings), the ones the next snapshot can start from."""
+    The idempotency index goes to its own file, ``keys.snap``, written only when it differs from the one
+    ``snapshot.keys_digest`` names (so an append without a key does not rewrite it), and before the
+    snapshot that names it by its SHA-256."""
     used: dict[str, TextRef] = {}
     header = first_hash(fd)
     if header is None:
-        return used
+        return Saved(used, None)
     texts = snapshot.texts
 
     def refer(text: str) -> list[object] | None:
@@ -297,20 +323,27 @@ def save_snapshot(log_path: str, fd: int, snapshot: Snapshot) -> dict[str, TextR
         return list(ref)
 
     state_line = encode_state(snapshot.state, refer)
-    keys_line = orjson.dumps({k: list(v) for k, v in snapshot.keys.items()})
+    keys_blob = orjson.dumps({k: list(v) for k, v in snapshot.keys.items()}) if snapshot.keys else None
+    keys_digest = None if keys_blob is None else hashlib.sha256(keys_blob).hexdigest()
     meta = {
         "format": SNAPSHOT_FORMAT,
         "reducer": REDUCER_VERSION,
         "header": header,
         "position": list(snapshot.position),
         "crc": snapshot.crc,
-        "digest": hashlib.sha256(state_line + b"\n" + keys_line).hexdigest(),
+        "digest": hashlib.sha256(state_line).hexdigest(),
+        "keys": keys_digest,
     }
     folder = _folder(log_path, create=True)
-    if folder is not None:
-        with folder:
-            folder.write("head.snap", _SNAPSHOT_KIND, orjson.dumps(meta) + b"\n" + state_line + b"\n" + keys_line)
-    return used
+    if folder is None:
+        return Saved(used, None)
+    with folder:
+        if keys_blob is not None and keys_digest != snapshot.keys_digest:
+            if not folder.write("keys.snap", _KEYS_KIND, keys_blob):
+                return Saved(used, None)
+        if not folder.write("head.snap", _SNAPSHOT_KIND, orjson.dumps(meta) + b"\n" + state_line):
+            return Saved(used, None)
+    return Saved(used, keys_digest)
 
 
 # --------------------------------------------------------------------------- the version index

@@ -425,6 +425,7 @@ class JsonlStore:
         self._poisoned: str | None = None
         self._crc = (0, 0)  # (offset, CRC-32 of the log's bytes before it), carried between snapshots
         self._texts: tuple[int, dict[str, TextRef]] = (0, {})  # where the large texts before an offset lie
+        self._keys_digest: str | None = None  # the idempotency index file the cache holds (see save_snapshot)
         self._thread_lock = threading.Lock()
 
     # ----------------------------------------------------------- opening
@@ -541,13 +542,14 @@ class JsonlStore:
     def resume(self) -> Resumed | None:
         """Start from the log's snapshot when it checks out (see :mod:`plantrail.ledger.stores.cache`); None to
         read it all."""
-        snapshot = load_snapshot(self.path, self._fd, check_prefix=True)
+        snapshot = load_snapshot(self.path, self._fd, check_prefix=True, with_keys=True)
         if snapshot is None:
             return None
         p = snapshot.position
         self._head = _Head(end=p.offset, next_seq=p.seq + 1, prev=p.hash, line_no=p.line)
         self._crc = (p.offset, snapshot.crc)
         self._texts = (p.offset, dict(snapshot.texts))
+        self._keys_digest = snapshot.keys_digest
         return Resumed(snapshot.state, snapshot.keys)
 
     def checkpoint(self, state: PlanState, keys: Mapping[str, KeyEntry]) -> None:
@@ -561,8 +563,9 @@ class JsonlStore:
             crc = prefix_crc(self._fd, head.end, offset, crc)
             self._crc = (head.end, crc)
             texts = self._texts_until(head.end)
-            used = save_snapshot(self.path, self._fd, Snapshot(position, state, keys, crc, texts))
-            self._texts = (head.end, used)  # the texts the state still holds: the rest need not be kept
+            saved = save_snapshot(self.path, self._fd, Snapshot(position, state, keys, crc, texts, self._keys_digest))
+            self._texts = (head.end, saved.texts)  # the texts the state still holds: the rest need not be kept
+            self._keys_digest = saved.keys_digest
 
     def _texts_until(self, end: int) -> dict[str, TextRef]:
         """Where the large texts of the log's first ``end`` bytes lie: those the last snapshot referenced plus
