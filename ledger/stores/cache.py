@@ -494,10 +494,6 @@ class HistoryEntry(NamedTuple):
     state_blob: tuple[int, int, bytes]
 
 
-def _folder(log_path: str, *, create: bool = False) -> CacheFolder | None:
-    return CacheFolder.open(cache_dir(log_path), create=create)
-
-
 def _read_at(fd: int, at: int, length: int) -> bytes:
     parts: list[bytes] = []
     while length > 0:
