@@ -63,8 +63,8 @@ EVIDENCE_BYTES = 1 << 20
 
 
 def evidence_log(path: Path) -> Path:
-    """A 40-step run whose every step completed with 1 MiB of evidence (about 40 MB; recorded once, untimed);
-    its writer's close leaves the snapshot beside it, as a recording agent would."""
+    """A 40-step run whose every step completed with its own 1 MiB of evidence (about 40 MB; recorded once,
+    untimed); its writer's close leaves the snapshot beside it, as a recording agent would."""
     if path.exists():
         return path
     steps = [
@@ -75,9 +75,9 @@ def evidence_log(path: Path) -> Path:
     chunk = "tool output line with some numbers 0123456789\n"
     evidence = (chunk * (EVIDENCE_BYTES // len(chunk) + 1))[:EVIDENCE_BYTES]
     with Ledger.create(path, draft | {"steps": steps}, run="evidence", fsync="none", clock=Clock()) as ledger:
-        for step in steps:
+        for i, step in enumerate(steps):
             ledger.start(step["id"])
-            ledger.complete(step["id"], [evidence])
+            ledger.complete(step["id"], [f"{i:06d}" + evidence[6:]])  # each step its own output, as in a real run
     return path
 
 

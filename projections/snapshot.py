@@ -2,10 +2,18 @@
 
 Pure and independent of pydantic, so loading a snapshot costs one ``orjson.loads`` and the constructors.
 ``REDUCER_VERSION`` names the reducer's semantics: a snapshot made by another version is never used.
+
+Large texts need not be copied: given ``refer``, :func:`encode_state` asks it for a reference to every string
+of the state longer than :data:`INLINE_MAX` characters (evidence, reasons, errors: whatever workers report)
+and writes ``{"$ref": reference}`` in its place when it gets one; :func:`decode_state` asks ``fill`` for the
+string behind each reference. What a reference is (where the record carrying the text lies in the log) is
+the store's business; this module does no I/O. Plans are written inline (they are the agent's own, not what
+workers report).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 import orjson
@@ -22,7 +30,17 @@ from plantrail.projections.model import (
 )
 from plantrail.projections.table import Table
 
-__all__ = ["REDUCER_VERSION", "decode_orphans", "decode_state", "decode_version", "encode_state", "encode_version"]
+__all__ = [
+    "INLINE_MAX",
+    "REDUCER_VERSION",
+    "Fill",
+    "Refer",
+    "decode_orphans",
+    "decode_state",
+    "decode_version",
+    "encode_state",
+    "encode_version",
+]
 
 #: Bump whenever evolve's semantics change: snapshots made under another value are ignored.
 REDUCER_VERSION: Final = 1
@@ -36,9 +54,57 @@ def _default(value: Any) -> Any:
     raise TypeError(f"cannot encode {type(value).__name__}")
 
 
-def encode_state(state: PlanState) -> bytes:
-    """The state as compact JSON (steps and criteria as lists, in their order)."""
-    return orjson.dumps(state, default=_default)
+#: Strings up to this many characters stay inline in a snapshot. A reference (offset, length, a 64-digit hash
+#: and a short path) takes about 120 bytes and costs a read and a SHA-256 of its whole record, so texts of
+#: the size of an id, a title or a one-line reason are cheaper copied; 1 KiB keeps a 40-step plan's snapshot
+#: within tens of KiB of inline text whatever its evidence.
+INLINE_MAX: Final = 1024
+
+#: Asked for a reference to a large string of the state; None keeps the string inline.
+Refer = Callable[[str], Any]
+#: Given a reference :data:`Refer` made, the string behind it (ValueError when it cannot be had).
+Fill = Callable[[Any], str]
+
+_REF: Final = "$ref"
+
+
+def _externalize(value: Any, refer: Refer) -> Any:
+    """``value`` as plain JSON data, every string longer than INLINE_MAX that ``refer`` can name referenced."""
+    if isinstance(value, str):
+        if len(value) > INLINE_MAX:
+            ref = refer(value)
+            if ref is not None:
+                return {_REF: ref}
+        return value
+    if isinstance(value, tuple) and hasattr(value, "_asdict"):
+        return {k: _externalize(v, refer) for k, v in value._asdict().items()}
+    if isinstance(value, Table):
+        return [_externalize(v, refer) for v in value.values_in_order()]
+    if isinstance(value, tuple | list):
+        return [_externalize(v, refer) for v in value]
+    return value  # None, numbers, booleans, and plans (orjson writes their dataclasses inline)
+
+
+def encode_state(state: PlanState, refer: Refer | None = None) -> bytes:
+    """The state as compact JSON (steps and criteria as lists, in their order); with ``refer``, large strings
+    that it names as references (see the module's docstring)."""
+    if refer is None:
+        return orjson.dumps(state, default=_default)
+    return orjson.dumps(_externalize(state, refer), default=_default)
+
+
+def _internalize(value: Any, fill: Fill) -> Any:
+    """Decoded JSON with every ``{"$ref": r}`` replaced by ``fill(r)``."""
+    if isinstance(value, dict):
+        if len(value) == 1 and _REF in value:
+            text = fill(value[_REF])
+            if not isinstance(text, str):
+                raise ValueError("a snapshot reference did not give a string")
+            return text
+        return {k: _internalize(v, fill) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_internalize(v, fill) for v in value]
+    return value
 
 
 def _plan(d: dict[str, Any] | None) -> PlanSpec | None:
@@ -116,9 +182,16 @@ def decode_orphans(items: list[dict[str, Any]], *, up_to: int | None = None) -> 
     )
 
 
-def decode_state(raw: bytes) -> PlanState:
-    """The state :func:`encode_state` encoded."""
+def _no_fill(ref: Any) -> str:
+    raise ValueError("a snapshot with references was read without a way to fill them")
+
+
+def decode_state(raw: bytes, fill: Fill | None = None) -> PlanState:
+    """The state :func:`encode_state` encoded; ``fill`` gives the string behind each reference (a reference
+    without ``fill`` is a ValueError)."""
     d = orjson.loads(raw)
+    if b'"$ref"' in raw:
+        d = _internalize(d, fill or _no_fill)
     plan = _plan(d["plan"])
     steps = [StepState(**{**s, "evidence": tuple(s["evidence"])}) for s in d["steps"]]
     criteria = [CriterionState(**c) for c in d["criteria"]]

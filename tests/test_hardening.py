@@ -82,7 +82,7 @@ def test_a_planted_fifo_directory_or_endless_file_in_the_cache_is_ignored(
     """status neither hangs on a FIFO, nor crashes on a directory, nor reads /dev/zero without end (run in a
     process with a 1 GiB address-space limit and a timeout), at any cache file's name."""
     log = _closed_run(make_ledger)
-    for name in ("head.snap", "versions.meta", "versions.idx", "versions.bin"):
+    for name in ("head.snap", "keys.snap", "versions.meta", "versions.idx", "versions.bin"):
         target = _cache(log) / name
         if target.exists():
             target.unlink()
@@ -157,11 +157,11 @@ def test_a_forged_unsealed_snapshot_is_not_believed(make_ledger: MakeLedger) -> 
     assert key is not None
     payload = seal.unseal(key, "snapshot", snap.read_bytes())
     assert payload is not None
-    meta, state, keys = payload.split(b"\n", 2)
+    meta, state = payload.split(b"\n", 1)
     forged_state = state.replace(b'"completed"', b'"blocked"')
-    digest = __import__("hashlib").sha256(forged_state + b"\n" + keys).hexdigest()
+    digest = __import__("hashlib").sha256(forged_state).hexdigest()
     forged_meta = orjson.dumps(orjson.loads(meta) | {"digest": digest})
-    snap.write_bytes(forged_meta + b"\n" + forged_state + b"\n" + keys)  # the old, unsealed layout
+    snap.write_bytes(forged_meta + b"\n" + forged_state)  # unsealed
     assert reads.read_state(str(log)).snapshot_seq is None
     assert state_hash(reads.read_state(str(log)).state) == _cold_state(log)
 
@@ -175,14 +175,18 @@ def test_a_claimed_duplicate_the_log_does_not_hold_is_decided_and_written(make_l
     assert key is not None
     payload = seal.unseal(key, "snapshot", snap.read_bytes())
     assert payload is not None
-    meta, state, keys = payload.split(b"\n", 2)
+    meta, state = payload.split(b"\n", 1)
+    keys_file = _cache(log) / "keys.snap"
+    keys = seal.unseal(key, "keys", keys_file.read_bytes())
+    assert keys is not None
     index = orjson.loads(keys)
     index["forged"] = [*index["s1"][:1], "0" * 64, *index["s1"][2:]]
     index["borrowed"] = index["s1"]  # a real record, but another key's
     forged_keys = orjson.dumps(index)
-    digest = __import__("hashlib").sha256(state + b"\n" + forged_keys).hexdigest()
-    forged_meta = orjson.dumps(orjson.loads(meta) | {"digest": digest})
-    snap.write_bytes(seal.seal(key, "snapshot", forged_meta + b"\n" + state + b"\n" + forged_keys))
+    digest = __import__("hashlib").sha256(forged_keys).hexdigest()
+    forged_meta = orjson.dumps(orjson.loads(meta) | {"keys": digest})
+    keys_file.write_bytes(seal.seal(key, "keys", forged_keys))
+    snap.write_bytes(seal.seal(key, "snapshot", forged_meta + b"\n" + state))
     with Ledger.open(log) as ledger:
         first = ledger.start("diagnose", idempotency_key="forged")
         ledger.fail("diagnose", "flaky")

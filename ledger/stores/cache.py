@@ -4,7 +4,15 @@ Every cache file is sealed and opened through :mod:`plantrail.ledger.stores.seal
 plantrail did not write (another user, a planted symlink, FIFO or directory, an edit) reads as absent, and
 a folder that is not a real directory owned by this user is never used.
 
-``<log>.plantrail-cache/head.snap`` holds the folded state (and the idempotency index) as of one record,
+``<log>.plantrail-cache/head.snap`` holds the folded state as of one record (and names by its SHA-256 the
+idempotency index, in its own sealed file ``keys.snap``, which only writers read),
+without copying its large texts: every string longer than
+:data:`plantrail.projections.snapshot.INLINE_MAX` that the log holds (step and criterion evidence, late
+results' evidence and reasons, errors: whatever workers report) is a :class:`TextRef`, where the record that
+carries it lies (offset, length, the record's hash) and where the text lies inside it. Loading reads each such
+record at its offset and checks its framing and SHA-256 (a record that does not check out means the snapshot
+is not used), so a snapshot stays small whatever the evidence and a read with it reads no more than one
+without it. A large text the log does not hold verbatim (one the reducer derives) stays inline.
 with where that record ends and the CRC-32 of every byte of the log before that point. It is keyed by the
 seq and hash of the last record it covers: before use, the record ending at its offset must be intact (its
 framing and SHA-256) and be that seq, the log's header hash must match, and so must the snapshot's own digest
@@ -31,14 +39,20 @@ import os
 import struct
 import zlib
 from collections.abc import Iterator, Mapping
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple
 
 import orjson
 
 from plantrail.ledger.store import KeyEntry
 from plantrail.ledger.stores.seal import CacheFolder
 from plantrail.projections.model import PlanState
-from plantrail.projections.snapshot import REDUCER_VERSION, decode_orphans, decode_state, encode_state
+from plantrail.projections.snapshot import (
+    INLINE_MAX,
+    REDUCER_VERSION,
+    decode_orphans,
+    decode_state,
+    encode_state,
+)
 
 __all__ = [
     "HISTORY_FORMAT",
@@ -46,7 +60,9 @@ __all__ = [
     "HistoryIndex",
     "HistoryWriter",
     "Position",
+    "Saved",
     "Snapshot",
+    "TextRef",
     "VersionStart",
     "cache_dir",
     "first_hash",
@@ -58,12 +74,15 @@ __all__ = [
     "read_history_entries",
     "read_version_start",
     "save_snapshot",
+    "texts_between",
     "version_start",
     "write_version_index",
 ]
 
-FORMAT: Final = "plantrail-snapshot/2"
+FORMAT: Final = "plantrail-snapshot/2"  # the version index's format
+SNAPSHOT_FORMAT: Final = "plantrail-snapshot/3"  # a snapshot's: large texts are references into the log
 _SNAPSHOT_KIND: Final = "snapshot"
+_KEYS_KIND: Final = "keys"
 _INDEX_KINDS: Final = ("versions.meta", "versions.idx", "versions.bin")
 SUFFIX: Final = ".plantrail-cache"
 _SCAN_BACK: Final = 64 * 1024
@@ -78,14 +97,111 @@ class Position(NamedTuple):
     line: int
 
 
+class TextRef(NamedTuple):
+    """Where a large text lies in the log: the line of the record carrying it (its offset, its length without
+    the newline, the record's hash) and the path to the string in that line's JSON."""
+
+    offset: int
+    length: int
+    hash: str
+    path: tuple[str | int, ...]
+
+
 class Snapshot(NamedTuple):
-    """The state folded up to ``position``, the idempotency keys seen so far, and the CRC-32 of the log's
-    bytes before ``position.offset``."""
+    """The state folded up to ``position``, the idempotency keys seen so far, the CRC-32 of the log's bytes
+    before ``position.offset``, and where the state's large texts lie in the log (by the text itself)."""
 
     position: Position
     state: PlanState
     keys: Mapping[str, KeyEntry]
     crc: int
+    texts: Mapping[str, TextRef] = {}
+    keys_digest: str | None = None  # the SHA-256 of the keys.snap these keys were read from or written as
+
+
+def _strings(value: Any, path: tuple[str | int, ...]) -> Iterator[tuple[str, tuple[str | int, ...]]]:
+    """Every string longer than INLINE_MAX in decoded JSON, with its path."""
+    if isinstance(value, str):
+        if len(value) > INLINE_MAX:
+            yield value, path
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings(v, (*path, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _strings(v, (*path, i))
+
+
+def _lines_between(fd: int, start: int, end: int) -> Iterator[tuple[int, bytes]]:
+    """The complete lines of the log's bytes [start, end) (``start`` at a line's start), with their offsets."""
+    carry, at, read_at = b"", start, start
+    while read_at < end:
+        chunk = os.pread(fd, min(end - read_at, 8 << 20), read_at)
+        if not chunk:
+            return
+        read_at += len(chunk)
+        lines = (carry + chunk).split(b"\n")
+        carry = lines.pop()
+        for line in lines:
+            yield at, line
+            at += len(line) + 1
+
+
+def texts_between(fd: int, start: int, end: int) -> dict[str, TextRef]:
+    """Where each large text of the records in the log's bytes [start, end) lies (bytes a writer has checked).
+
+    Only lines longer than INLINE_MAX can hold one, so the others are not decoded."""
+    found: dict[str, TextRef] = {}
+    for offset, line in _lines_between(fd, start, end):
+        if len(line) <= INLINE_MAX:
+            continue
+        try:
+            decoded = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        h = line[-66:-2].decode("ascii", "replace")
+        for text, path in _strings(decoded, ()):
+            found.setdefault(text, TextRef(offset, len(line), h, path))
+    return found
+
+
+def _record_at(fd: int, offset: int, length: int, h: str, before: int) -> Any:
+    """The decoded record whose line is [offset, offset + length) when it lies before ``before`` and is intact
+    with hash ``h`` (its framing and SHA-256); ValueError otherwise."""
+    if offset < 0 or length < 73 or offset + length >= before:
+        raise ValueError("a snapshot reference outside the part of the log it covers")
+    start = max(offset - 1, 0)
+    raw = os.pread(fd, length + 1 + (offset - start), start)
+    line = raw[offset - start : -1]
+    if raw[-1:] != b"\n" or (offset > 0 and raw[:1] != b"\n") or len(line) != length:
+        raise ValueError("a snapshot reference not at a line of the log")
+    if line[-72:-66] != b',"h":"' or line[-66:-2] != h.encode() or hashlib.sha256(line[:-72] + b"}").hexdigest() != h:
+        raise ValueError("a snapshot reference to a record that changed")
+    return orjson.loads(line)
+
+
+class _Filler:
+    """Fills a snapshot's references from the log, each record read and checked once; notes what it filled."""
+
+    def __init__(self, fd: int, before: int) -> None:
+        self._fd = fd
+        self._before = before
+        self._records: dict[int, Any] = {}
+        self.texts: dict[str, TextRef] = {}
+
+    def __call__(self, raw: Any) -> str:
+        offset, length, h, path = raw
+        ref = TextRef(int(offset), int(length), str(h), tuple(path))
+        record = self._records.get(ref.offset)
+        if record is None:
+            record = self._records[ref.offset] = _record_at(self._fd, ref.offset, ref.length, ref.hash, self._before)
+        value = record
+        for step in ref.path:
+            value = value[step]
+        if not isinstance(value, str) or len(value) <= INLINE_MAX:
+            raise ValueError("a snapshot reference to something other than a large text")
+        self.texts[value] = ref
+        return value
 
 
 def prefix_crc(fd: int, end: int, start: int = 0, crc: int = 0) -> int:
@@ -143,58 +259,101 @@ def _folder(log_path: str, *, create: bool = False) -> CacheFolder | None:
     return CacheFolder.open(cache_dir(log_path), create=create)
 
 
-def load_snapshot(log_path: str, fd: int, *, check_prefix: bool = False) -> Snapshot | None:
+def _read_keys(folder: CacheFolder, digest: str | None) -> dict[str, KeyEntry] | None:
+    """The idempotency index the snapshot names by ``digest`` (empty for None); None when it is not there."""
+    if digest is None:
+        return {}
+    blob = folder.read("keys.snap", _KEYS_KIND)
+    if blob is None or hashlib.sha256(blob).hexdigest() != digest:
+        return None
+    return {k: KeyEntry(*v) for k, v in orjson.loads(blob).items()}
+
+
+def load_snapshot(log_path: str, fd: int, *, check_prefix: bool = False, with_keys: bool = False) -> Snapshot | None:
     """The log's snapshot if it is sealed by this user's plantrail and checks out against the log (and, with
-    ``check_prefix``, against the CRC of every byte it covers), else None."""
+    ``check_prefix``, against the CRC of every byte it covers), else None. Its idempotency index is read only
+    ``with_keys`` (writers need it, readers do not); without, ``keys`` is empty."""
     folder = _folder(log_path)
     if folder is None:
         return None
     try:
         with folder:
             blob = folder.read("head.snap", _SNAPSHOT_KIND)
-        if blob is None:
-            return None
-        meta_line, state_line, keys_line = blob.split(b"\n", 2)
-        meta = orjson.loads(meta_line)
-        if meta.get("format") != FORMAT or meta.get("reducer") != REDUCER_VERSION:
-            return None
-        if hashlib.sha256(state_line + b"\n" + keys_line).hexdigest() != meta.get("digest"):
-            return None
+            if blob is None:
+                return None
+            meta_line, state_line = blob.split(b"\n", 1)
+            meta = orjson.loads(meta_line)
+            if meta.get("format") != SNAPSHOT_FORMAT or meta.get("reducer") != REDUCER_VERSION:
+                return None
+            if hashlib.sha256(state_line).hexdigest() != meta.get("digest"):
+                return None
+            keys = _read_keys(folder, meta["keys"]) if with_keys else {}
+            if keys is None:
+                return None
         position = Position(*meta["position"])
         if meta.get("header") != first_hash(fd) or not _holds(fd, position):
             return None
         if check_prefix and prefix_crc(fd, position.offset) != meta.get("crc"):
             return None
-        state = decode_state(state_line)
-        keys = {k: KeyEntry(*v) for k, v in orjson.loads(keys_line).items()}
-    except (OSError, ValueError, KeyError, TypeError):
+        filler = _Filler(fd, position.offset)
+        state = decode_state(state_line, filler)
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
         return None
     if state.last_seq != position.seq or state.head != position.hash:
         return None
-    return Snapshot(position, state, keys, meta["crc"])
+    return Snapshot(position, state, keys, meta["crc"], filler.texts, meta["keys"] if with_keys else None)
 
 
-def save_snapshot(log_path: str, fd: int, snapshot: Snapshot) -> None:
+class Saved(NamedTuple):
+    """What a written snapshot leaves for the next one: the references its state's large texts got (keyed by
+    the state's own strings) and the digest of the idempotency index file it names."""
+
+    texts: dict[str, TextRef]
+    keys_digest: str | None
+
+
+def save_snapshot(log_path: str, fd: int, snapshot: Snapshot) -> Saved:
     """Seal and write the snapshot atomically; a cache that cannot be written (or must not be: see
-    :mod:`plantrail.ledger.stores.seal`) is simply skipped. Only writers call this."""
+    :mod:`plantrail.ledger.stores.seal`) is simply skipped. Only writers call this.
+
+    The idempotency index goes to its own file, ``keys.snap``, written only when it differs from the one
+    ``snapshot.keys_digest`` names (so an append without a key does not rewrite it), and before the
+    snapshot that names it by its SHA-256."""
+    used: dict[str, TextRef] = {}
     header = first_hash(fd)
     if header is None:
-        return
-    state_line = encode_state(snapshot.state)
-    keys_line = orjson.dumps({k: list(v) for k, v in snapshot.keys.items()})
+        return Saved(used, None)
+    texts = snapshot.texts
+
+    def refer(text: str) -> list[object] | None:
+        ref = texts.get(text)
+        if ref is None:
+            return None
+        used[text] = ref
+        return list(ref)
+
+    state_line = encode_state(snapshot.state, refer)
+    keys_blob = orjson.dumps({k: list(v) for k, v in snapshot.keys.items()}) if snapshot.keys else None
+    keys_digest = None if keys_blob is None else hashlib.sha256(keys_blob).hexdigest()
     meta = {
-        "format": FORMAT,
+        "format": SNAPSHOT_FORMAT,
         "reducer": REDUCER_VERSION,
         "header": header,
         "position": list(snapshot.position),
         "crc": snapshot.crc,
-        "digest": hashlib.sha256(state_line + b"\n" + keys_line).hexdigest(),
+        "digest": hashlib.sha256(state_line).hexdigest(),
+        "keys": keys_digest,
     }
     folder = _folder(log_path, create=True)
     if folder is None:
-        return
+        return Saved(used, None)
     with folder:
-        folder.write("head.snap", _SNAPSHOT_KIND, orjson.dumps(meta) + b"\n" + state_line + b"\n" + keys_line)
+        changed = keys_blob is not None and keys_digest != snapshot.keys_digest
+        if changed and keys_blob is not None and not folder.write("keys.snap", _KEYS_KIND, keys_blob):
+            return Saved(used, None)
+        if not folder.write("head.snap", _SNAPSHOT_KIND, orjson.dumps(meta) + b"\n" + state_line):
+            return Saved(used, None)
+    return Saved(used, keys_digest)
 
 
 # --------------------------------------------------------------------------- the version index
@@ -333,10 +492,6 @@ class HistoryEntry(NamedTuple):
     start: Position
     summary: bytes
     state_blob: tuple[int, int, bytes]
-
-
-def _folder(log_path: str, *, create: bool = False) -> CacheFolder | None:
-    return CacheFolder.open(cache_dir(log_path), create=create)
 
 
 def _read_at(fd: int, at: int, length: int) -> bytes:

@@ -50,7 +50,15 @@ from plantrail.ledger.files import (
     shared_lock_within,
 )
 from plantrail.ledger.store import FsyncPolicy, PendingRecord, Resumed, TornTail
-from plantrail.ledger.stores.cache import Position, Snapshot, load_snapshot, prefix_crc, save_snapshot
+from plantrail.ledger.stores.cache import (
+    Position,
+    Snapshot,
+    TextRef,
+    load_snapshot,
+    prefix_crc,
+    save_snapshot,
+    texts_between,
+)
 
 if TYPE_CHECKING:
     from plantrail.ledger.store import KeyEntry
@@ -410,6 +418,8 @@ class JsonlStore:
         self._unsynced_from: int | None = None  # the first seq this writer wrote that no fsync covers yet
         self._poisoned: str | None = None
         self._crc = (0, 0)  # (offset, CRC-32 of the log's bytes before it), carried between snapshots
+        self._texts: tuple[int, dict[str, TextRef]] = (0, {})  # where the large texts before an offset lie
+        self._keys_digest: str | None = None  # the idempotency index file the cache holds (see save_snapshot)
         self._thread_lock = threading.Lock()
 
     # ----------------------------------------------------------- opening
@@ -526,12 +536,14 @@ class JsonlStore:
     def resume(self) -> Resumed | None:
         """Start from the log's snapshot when it checks out (see :mod:`plantrail.ledger.stores.cache`); None to
         read it all."""
-        snapshot = load_snapshot(self.path, self._fd, check_prefix=True)
+        snapshot = load_snapshot(self.path, self._fd, check_prefix=True, with_keys=True)
         if snapshot is None:
             return None
         p = snapshot.position
         self._head = _Head(end=p.offset, next_seq=p.seq + 1, prev=p.hash, line_no=p.line)
         self._crc = (p.offset, snapshot.crc)
+        self._texts = (p.offset, dict(snapshot.texts))
+        self._keys_digest = snapshot.keys_digest
         return Resumed(snapshot.state, snapshot.keys)
 
     def checkpoint(self, state: PlanState, keys: Mapping[str, KeyEntry]) -> None:
@@ -544,7 +556,16 @@ class JsonlStore:
             offset, crc = self._crc if self._crc[0] <= head.end else (0, 0)
             crc = prefix_crc(self._fd, head.end, offset, crc)
             self._crc = (head.end, crc)
-            save_snapshot(self.path, self._fd, Snapshot(position, state, keys, crc))
+            texts = self._texts_until(head.end)
+            saved = save_snapshot(self.path, self._fd, Snapshot(position, state, keys, crc, texts, self._keys_digest))
+            self._texts = (head.end, saved.texts)  # the texts the state still holds: the rest need not be kept
+            self._keys_digest = saved.keys_digest
+
+    def _texts_until(self, end: int) -> dict[str, TextRef]:
+        """Where the large texts of the log's first ``end`` bytes lie: those the last snapshot referenced plus
+        those of the records after it (so a checkpoint reads only what was appended since the last one)."""
+        known_to, known = self._texts if self._texts[0] <= end else (0, {})
+        return {**known, **texts_between(self._fd, known_to, end)} if known_to < end else known
 
     # ----------------------------------------------------------- the writer turn
 
