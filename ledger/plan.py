@@ -54,6 +54,10 @@ class StepSpec:
     depends_on: tuple[str, ...]
     completion_evidence: str
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    priority: int = 0
+
+    #: Fields format v2 added (ledger.versions): left out of the bytes at their defaults.
+    ADDED: ClassVar[frozenset[str]] = frozenset({"priority"})
 
     def contract(self) -> tuple[str, str, frozenset[str]]:
         """What a completed step promised: title, completion evidence and dependencies (as a set)."""
@@ -190,6 +194,7 @@ _STEP_KEYS = {
     "completionEvidence",
     "max_attempts",
     "maxAttempts",
+    "priority",
 }
 
 
@@ -203,6 +208,9 @@ def _parse_step(raw: Any, where: str) -> StepSpec:
     if not isinstance(deps, list):
         raise error("DRAFT_INVALID", f"{where}.depends_on must be a list of step ids", path=where, step=step_id)
     attempts = _get(obj, "max_attempts", "maxAttempts")
+    priority = obj.get("priority", 0)
+    if isinstance(priority, bool) or not isinstance(priority, int) or not -(2**31) <= priority < 2**31:
+        raise error("DRAFT_INVALID", f"{where}.priority must be a whole number", path=where, step=step_id)
     return StepSpec(
         id=step_id,
         title=_text(obj.get("title"), f"{where}.title"),
@@ -211,6 +219,7 @@ def _parse_step(raw: Any, where: str) -> StepSpec:
             _get(obj, "completion_evidence", "completionEvidence"), f"{where}.completion_evidence"
         ),
         max_attempts=DEFAULT_MAX_ATTEMPTS if attempts is None else _positive_int(attempts, f"{where}.max_attempts"),
+        priority=priority,
     )
 
 
@@ -319,7 +328,10 @@ def validate_plan(plan: PlanSpec, previous: tuple[PlanSpec, tuple[str, ...]] | N
 
 
 def topo_order(steps: Sequence[StepSpec]) -> tuple[str, ...]:
-    """Kahn's algorithm, always taking the smallest ready id: the one stable order of every listing."""
+    """Kahn's algorithm, always taking the ready step of highest priority, then smallest id (seed 001 section
+    7): the one stable order of every listing. Without priorities (all 0) it takes the smallest ready id."""
+    if any(s.priority for s in steps):
+        return _prioritised_order(steps)
     indegree: dict[str, int] = {}
     dependents: dict[str, list[str]] = {s.id: [] for s in steps}
     for s in steps:
@@ -344,6 +356,31 @@ def topo_order(steps: Sequence[StepSpec]) -> tuple[str, ...]:
     return tuple(order)
 
 
+def _prioritised_order(steps: Sequence[StepSpec]) -> tuple[str, ...]:
+    """:func:`topo_order` for a plan with priorities: the ready heap is keyed by (-priority, id)."""
+    priority = {s.id: s.priority for s in steps}
+    indegree: dict[str, int] = {}
+    dependents: dict[str, list[str]] = {s.id: [] for s in steps}
+    for s in steps:
+        deps = set(s.depends_on)
+        indegree[s.id] = len(deps)
+        for dep in deps:
+            dependents[dep].append(s.id)
+    ready = [(-priority[i], i) for i, d in indegree.items() if d == 0]
+    heapq.heapify(ready)
+    order: list[str] = []
+    while ready:
+        _, current = heapq.heappop(ready)
+        order.append(current)
+        for child in dependents[current]:
+            indegree[child] -= 1
+            if indegree[child] == 0:
+                heapq.heappush(ready, (-priority[child], child))
+    if len(order) != len(steps):
+        return topo_order([replace(s, priority=0) for s in steps])  # raises DEPENDENCY_CYCLE, naming the cycle
+    return tuple(order)
+
+
 def carried_order(
     previous: Sequence[StepSpec], previous_order: Sequence[str], steps: Sequence[StepSpec]
 ) -> tuple[str, ...] | None:
@@ -354,7 +391,10 @@ def carried_order(
     step (its id did not exist) nor on a removed one (its id is unknown now), so Kahn's smallest-ready-first
     choices among those steps are the same as before: they keep their previous order. Each added step is
     taken as Kahn would take it: once its dependencies are placed, before the next kept step with a larger id.
+    With priorities in either list it returns None (sort from scratch: a changed priority reorders kept steps).
     """
+    if any(s.priority for s in previous) or any(s.priority for s in steps):
+        return None
     before = {s.id: s.depends_on for s in previous}
     added: list[StepSpec] = []
     for s in steps:

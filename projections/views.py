@@ -77,6 +77,7 @@ def _step_view(step: StepState, spec: StepSpec, ready: bool) -> dict[str, Any]:
         "ready": ready,
         "attempt": step.attempt,
         "max_attempts": step.max_attempts,
+        "priority": spec.priority,
         "depends_on": list(spec.depends_on),
         "completion_evidence": spec.completion_evidence,
         "evidence": list(step.evidence),
