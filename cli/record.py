@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from plantrail.ledger.api import Ledger
     from plantrail.ledger.decide import Command
     from plantrail.ledger.events import Actor, Outcome, ReasonCode
+    from plantrail.ledger.evidence import Report
     from plantrail.ledger.store import Ack, FsyncPolicy
 
 __all__ = ["record_commands"]
@@ -69,6 +70,22 @@ def _attempt_option(func: F) -> F:
         metavar="N",
         help="The attempt this result belongs to (default: the step's current one).",
     )(func)
+
+
+def _report_option(func: F) -> F:
+    return click.option(
+        "--report",
+        "report_path",
+        metavar="FILE",
+        help="The runtime's evidence record (JSON file, - for stdin): command, exit_code, started, truncated, "
+        "changed_paths, observations (one per check), tools, usage, duration_s, meta. Format v2.",
+    )(func)
+
+
+def _read_report(path: str | None) -> Report | None:
+    from plantrail.ledger.evidence import parse_report
+
+    return None if path is None else parse_report(read_json_file(path, "report"))
 
 
 def _run(log: str, command: Command, expected_seq: int | None, as_json: bool) -> None:
@@ -198,6 +215,7 @@ def start(
 )
 @_plan_version_option
 @_attempt_option
+@_report_option
 @_write_options("agent")
 def complete(
     log: str,
@@ -205,6 +223,7 @@ def complete(
     evidence: tuple[str, ...],
     plan_version: int | None,
     attempt: int | None,
+    report_path: str | None,
     expected_seq: int | None,
     key: str | None,
     actor: str,
@@ -212,14 +231,24 @@ def complete(
 ) -> None:
     """Complete STEP's attempt with evidence.
 
+    A step with typed checks completes only when the --report's observations satisfy every one of them
+    (CHECK_NOT_MET otherwise: report the attempt as fail with the same record).
+
     \b
     Example:
       plantrail complete run.jsonl inspect --evidence "read src/cli.py, tests/test_cli.py, package.json"
+      plantrail complete run.jsonl reproduce -e "the new test fails with 200" --report observed.json
     """
     from plantrail.ledger.decide import Complete
 
     command = Complete(
-        step=step, evidence=evidence, plan_version=plan_version, attempt=attempt, key=key, actor=cast("Actor", actor)
+        step=step,
+        evidence=evidence,
+        plan_version=plan_version,
+        attempt=attempt,
+        report=_read_report(report_path),
+        key=key,
+        actor=cast("Actor", actor),
     )
     _run(log, command, expected_seq, as_json)
 
@@ -230,6 +259,7 @@ def complete(
 @click.option("--reason", required=True, metavar="TEXT", help="Why the step cannot continue.")
 @_plan_version_option
 @_attempt_option
+@_report_option
 @_write_options("agent")
 def block(
     log: str,
@@ -237,6 +267,7 @@ def block(
     reason: str,
     plan_version: int | None,
     attempt: int | None,
+    report_path: str | None,
     expected_seq: int | None,
     key: str | None,
     actor: str,
@@ -251,7 +282,13 @@ def block(
     from plantrail.ledger.decide import Block
 
     command = Block(
-        step=step, reason=reason, plan_version=plan_version, attempt=attempt, key=key, actor=cast("Actor", actor)
+        step=step,
+        reason=reason,
+        plan_version=plan_version,
+        attempt=attempt,
+        report=_read_report(report_path),
+        key=key,
+        actor=cast("Actor", actor),
     )
     _run(log, command, expected_seq, as_json)
 
@@ -262,6 +299,7 @@ def block(
 @click.option("--error", "error_text", required=True, metavar="TEXT", help="What went wrong.")
 @_plan_version_option
 @_attempt_option
+@_report_option
 @_write_options("agent")
 def fail(
     log: str,
@@ -269,6 +307,7 @@ def fail(
     error_text: str,
     plan_version: int | None,
     attempt: int | None,
+    report_path: str | None,
     expected_seq: int | None,
     key: str | None,
     actor: str,
@@ -283,7 +322,13 @@ def fail(
     from plantrail.ledger.decide import Fail
 
     command = Fail(
-        step=step, error=error_text, plan_version=plan_version, attempt=attempt, key=key, actor=cast("Actor", actor)
+        step=step,
+        error=error_text,
+        plan_version=plan_version,
+        attempt=attempt,
+        report=_read_report(report_path),
+        key=key,
+        actor=cast("Actor", actor),
     )
     _run(log, command, expected_seq, as_json)
 
@@ -294,6 +339,7 @@ def fail(
 @click.option("--passed/--failed", "passed", required=True, help="The verdict.")
 @click.option("--evidence", "-e", required=True, metavar="TEXT", help="What shows the verdict.")
 @_plan_version_option
+@_report_option
 @_write_options("agent")
 def criterion(
     log: str,
@@ -301,6 +347,7 @@ def criterion(
     passed: bool,
     evidence: str,
     plan_version: int | None,
+    report_path: str | None,
     expected_seq: int | None,
     key: str | None,
     actor: str,
@@ -319,6 +366,7 @@ def criterion(
         passed=passed,
         evidence=evidence,
         plan_version=plan_version,
+        report=_read_report(report_path),
         key=key,
         actor=cast("Actor", actor),
     )

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
+from plantrail.ledger.contract import CheckSpec, unmet
 from plantrail.ledger.errors import error
 from plantrail.ledger.events import (
     OUTCOMES,
@@ -31,6 +32,7 @@ from plantrail.ledger.events import (
     StepFailed,
     StepStarted,
 )
+from plantrail.ledger.evidence import Report
 from plantrail.ledger.plan import Draft, PlanPatch, PlanSpec, StepSpec, apply_patch, build_plan, check_id, validate_plan
 from plantrail.projections.model import OrphanWhy, StepState
 from plantrail.projections.state import StateView, orphan_reason
@@ -95,6 +97,7 @@ class Complete(_Command):
     evidence: Sequence[str]
     plan_version: int | None = None
     attempt: int | None = None
+    report: Report | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -105,6 +108,7 @@ class Block(_Command):
     reason: str
     plan_version: int | None = None
     attempt: int | None = None
+    report: Report | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -115,6 +119,7 @@ class Fail(_Command):
     error: str
     plan_version: int | None = None
     attempt: int | None = None
+    report: Report | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,6 +130,7 @@ class VerifyCriterion(_Command):
     passed: bool
     evidence: str
     plan_version: int | None = None
+    report: Report | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -186,16 +192,22 @@ def _build(state: StateView, command: Command) -> tuple[Event, int]:
         case Complete():
             attempt = _attempt(state, command.step, version, command.attempt)
             evidence = tuple([e.strip() for e in command.evidence])
-            return StepCompleted(step=command.step, attempt=attempt, evidence=evidence), version
+            return StepCompleted(step=command.step, attempt=attempt, evidence=evidence, report=command.report), version
         case Block():
             attempt = _attempt(state, command.step, version, command.attempt)
-            return StepBlocked(step=command.step, attempt=attempt, reason=command.reason.strip()), version
+            blocked = StepBlocked(
+                step=command.step, attempt=attempt, reason=command.reason.strip(), report=command.report
+            )
+            return blocked, version
         case Fail():
             attempt = _attempt(state, command.step, version, command.attempt)
-            return StepFailed(step=command.step, attempt=attempt, error=command.error.strip()), version
+            failed = StepFailed(step=command.step, attempt=attempt, error=command.error.strip(), report=command.report)
+            return failed, version
         case VerifyCriterion():
             verdict: Literal["passed", "failed"] = "passed" if command.passed else "failed"
-            data = CriterionVerified(criterion=command.criterion, verdict=verdict, evidence=command.evidence.strip())
+            data = CriterionVerified(
+                criterion=command.criterion, verdict=verdict, evidence=command.evidence.strip(), report=command.report
+            )
             return data, version
         case Finish():
             return RunFinished(outcome=command.outcome, reason=command.reason.strip()), version
@@ -443,7 +455,26 @@ def _check_result(
         if why == "RUN_FINISHED":
             _not_finished(state)
         raise _transition(step, "in_progress", target, state.version)
+    if why is None and isinstance(data, StepCompleted):
+        assert state.plan is not None
+        _checks_met(_contract(state.plan, data.step).checks, data.report, f"step {data.step}", step=data.step)
     return why
+
+
+def _checks_met(checks: tuple[CheckSpec, ...], report: Report | None, owner: str, **fields: str) -> None:
+    """Refuse CHECK_NOT_MET unless the report's observations satisfy every check (seed 004: typed checkpoints;
+    an expected failure is a pass, a truncated or unstarted command never is)."""
+    if not checks:
+        return
+    missing = unmet(checks, report)
+    if missing:
+        shown = "; ".join(f"{check}: {why}" for check, why in missing)
+        raise error(
+            "CHECK_NOT_MET",
+            f"{owner} cannot pass: {shown} (report the attempt as fail with the same record)",
+            checks=[check for check, _ in missing],
+            **fields,
+        )
 
 
 def _check_criterion(state: StateView, data: CriterionVerified, plan_version: int) -> None:
@@ -458,6 +489,10 @@ def _check_criterion(state: StateView, data: CriterionVerified, plan_version: in
         )
     if not data.evidence.strip():
         raise error("EVIDENCE_REQUIRED", f"a verdict on {data.criterion} needs evidence", criterion=data.criterion)
+    if data.verdict == "passed":
+        assert state.plan is not None
+        spec = next(c for c in state.plan.acceptance_criteria if c.id == data.criterion)
+        _checks_met(spec.checks, data.report, f"criterion {data.criterion}", criterion=data.criterion)
 
 
 def _check_finish(state: StateView, data: RunFinished, plan_version: int) -> None:

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal
 
+from plantrail.ledger.contract import CheckSpec, parse_checks, validate_contract
 from plantrail.ledger.errors import error
 
 __all__ = [
@@ -55,13 +56,14 @@ class StepSpec:
     completion_evidence: str
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     priority: int = 0
+    checks: tuple[CheckSpec, ...] = ()
 
     #: Fields format v2 added (ledger.versions): left out of the bytes at their defaults.
-    ADDED: ClassVar[frozenset[str]] = frozenset({"priority"})
+    ADDED: ClassVar[frozenset[str]] = frozenset({"priority", "checks"})
 
-    def contract(self) -> tuple[str, str, frozenset[str]]:
-        """What a completed step promised: title, completion evidence and dependencies (as a set)."""
-        return (self.title, self.completion_evidence, frozenset(self.depends_on))
+    def contract(self) -> tuple[str, str, frozenset[str], tuple[CheckSpec, ...]]:
+        """What a completed step promised: title, completion evidence, dependencies (as a set) and checks."""
+        return (self.title, self.completion_evidence, frozenset(self.depends_on), self.checks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +74,10 @@ class CriterionSpec:
 
     id: str
     description: str
+    checks: tuple[CheckSpec, ...] = ()
+
+    #: Fields format v2 added (ledger.versions): left out of the bytes at their defaults.
+    ADDED: ClassVar[frozenset[str]] = frozenset({"checks"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +201,7 @@ _STEP_KEYS = {
     "max_attempts",
     "maxAttempts",
     "priority",
+    "checks",
 }
 
 
@@ -220,14 +227,17 @@ def _parse_step(raw: Any, where: str) -> StepSpec:
         ),
         max_attempts=DEFAULT_MAX_ATTEMPTS if attempts is None else _positive_int(attempts, f"{where}.max_attempts"),
         priority=priority,
+        checks=parse_checks(obj.get("checks"), f"{where}.checks"),
     )
 
 
 def _parse_criterion(raw: Any, where: str) -> CriterionSpec:
     obj = _require_mapping(raw, where)
-    _reject_unknown(obj, {"id", "description"}, where)
+    _reject_unknown(obj, {"id", "description", "checks"}, where)
     return CriterionSpec(
-        id=check_id(obj.get("id"), f"{where}.id"), description=_text(obj.get("description"), f"{where}.description")
+        id=check_id(obj.get("id"), f"{where}.id"),
+        description=_text(obj.get("description"), f"{where}.description"),
+        checks=parse_checks(obj.get("checks"), f"{where}.checks"),
     )
 
 
@@ -323,6 +333,7 @@ def validate_plan(plan: PlanSpec, previous: tuple[PlanSpec, tuple[str, ...]] | N
             )
         if step.id in step.depends_on:
             raise error("SELF_DEPENDENCY", f"step {step.id} depends on itself", step=step.id, ids=[step.id])
+    validate_contract(plan)
     order = None if previous is None else carried_order(previous[0].steps, previous[1], plan.steps)
     return topo_order(plan.steps) if order is None else order
 

@@ -10,6 +10,7 @@ from typing import Any, Final
 
 import orjson
 
+from plantrail.ledger.contract import CheckSpec
 from plantrail.ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec
 from plantrail.projections.model import (
     Changes,
@@ -46,7 +47,9 @@ def _plan(d: dict[str, Any] | None) -> PlanSpec | None:
         return None
     return PlanSpec(
         goal=d["goal"],
-        acceptance_criteria=tuple(CriterionSpec(c["id"], c["description"]) for c in d["acceptance_criteria"]),
+        acceptance_criteria=tuple(
+            CriterionSpec(c["id"], c["description"], _checks(c)) for c in d["acceptance_criteria"]
+        ),
         steps=tuple(
             StepSpec(
                 s["id"],
@@ -55,11 +58,17 @@ def _plan(d: dict[str, Any] | None) -> PlanSpec | None:
                 s["completion_evidence"],
                 s["max_attempts"],
                 s.get("priority", 0),
+                _checks(s),
             )
             for s in d["steps"]
         ),
         policy=Policy(d["policy"]["max_in_progress"]),
     )
+
+
+def _checks(d: dict[str, Any]) -> tuple[CheckSpec, ...]:
+    """A spec's typed checks (format v2; a snapshot of a v1 plan has none)."""
+    return tuple(CheckSpec(**c) for c in d.get("checks", ()))
 
 
 def _change(d: dict[str, Any]) -> StepChange:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from plantrail.ledger.plan import StepSpec
+from plantrail.ledger.versions import plain
 from plantrail.projections.model import Orphan, PlanState, StepState
 
 __all__ = [
@@ -78,6 +79,7 @@ def _step_view(step: StepState, spec: StepSpec, ready: bool) -> dict[str, Any]:
         "attempt": step.attempt,
         "max_attempts": step.max_attempts,
         "priority": spec.priority,
+        "checks": [plain(c) for c in spec.checks],
         "depends_on": list(spec.depends_on),
         "completion_evidence": spec.completion_evidence,
         "evidence": list(step.evidence),
@@ -93,7 +95,7 @@ def status_view(state: PlanState) -> dict[str, Any]:
     """The ``status --json`` document."""
     contracts = specs(state)
     ready = set(ready_steps(state))
-    descriptions = {} if state.plan is None else {c.id: c.description for c in state.plan.acceptance_criteria}
+    criteria_specs = {} if state.plan is None else {c.id: c for c in state.plan.acceptance_criteria}
     policy = None if state.plan is None else state.plan.policy.max_in_progress
     return {
         "run": state.run,
@@ -106,7 +108,8 @@ def status_view(state: PlanState) -> dict[str, Any]:
         "criteria": [
             {
                 "id": c.id,
-                "description": descriptions[c.id],
+                "description": criteria_specs[c.id].description,
+                "checks": [plain(check) for check in criteria_specs[c.id].checks],
                 "status": c.status,
                 "evidence": c.evidence,
                 "reset": c.reset,
