@@ -54,6 +54,11 @@ def render_status(state: PlanState, view: dict[str, Any]) -> str:
         lines += ["", f"orphans: {len(state.orphans)} late result(s) kept off the plan (plantrail orphans LOG)"]
     if view["advice"]:
         lines += ["", f"advice: consider a replan ({view['advice']})"]
+    stop = view.get("stop")
+    if stop is not None and stop["outcome"] not in ("continue", state.outcome):
+        lines += ["", f"stop policy: {stop['outcome']} ({stop['rule']}): {stop['reason']}"]
+    for advice in view.get("budget", {}).get("advice", []):
+        lines.append(f"budget: {advice}")
     return "\n".join(lines)
 
 
@@ -67,11 +72,12 @@ def status(log: str, as_json: bool) -> None:
     Example:
       plantrail status samples/login-fix.jsonl
     """
+    from plantrail.ledger.clock import utc_now
     from plantrail.projections.canonical import state_hash
     from plantrail.projections.views import status_view
 
     state, torn = read_state(log)
-    view = status_view(state) | {"state_hash": state_hash(state), "torn_tail": torn is not None}
+    view = status_view(state, now=utc_now()) | {"state_hash": state_hash(state), "torn_tail": torn is not None}
     emit(as_json, view, lambda: render_status(state, view))
     raise_if_torn(log, torn)
 
@@ -167,17 +173,21 @@ def next_command(log: str, as_json: bool) -> None:
     attempts, no_ready_step when work remains but nothing runs and nothing can start.
 
     \b
-    JSON: {"plan_version", "outcome", "ready": [step ids, stable topological order],
-      "in_progress": [step ids], "advice": null | reason code}
+    JSON: {"plan_version", "outcome", "ready": [step ids, stable topological order: priority, then id;
+      none while the stop policy forbids starting], "in_progress": [step ids], "advice": null | reason code,
+      "stop": {"outcome", "rule", "reason", "unmet"}}
 
     \b
     Example:
       plantrail next samples/login-fix-replans.jsonl
     """
+    from plantrail.ledger.clock import utc_now
+    from plantrail.projections.stop import STOPPING, stop_decision
     from plantrail.projections.views import advice, in_doubt, ready_steps
 
     state, torn = read_state(log)
-    ready = ready_steps(state)
+    stop = stop_decision(state, utc_now())
+    ready = [] if stop.outcome in STOPPING else ready_steps(state)
     running = [s.id for s in in_doubt(state)]
     data = {
         "plan_version": state.version,
@@ -185,12 +195,15 @@ def next_command(log: str, as_json: bool) -> None:
         "ready": ready,
         "in_progress": running,
         "advice": advice(state),
+        "stop": stop.as_dict(),
     }
 
     def human() -> str:
         if state.finished:
             return f"the run finished {state.outcome}; nothing to do"
         lines = [f"ready: {', '.join(ready)}" if ready else "no step is ready"]
+        if stop.outcome in STOPPING:
+            lines.append(f"stop policy: {stop.outcome} ({stop.rule}): {stop.reason}")
         if running:
             lines.append(f"in progress: {', '.join(running)}")
         if data["advice"]:

@@ -37,6 +37,8 @@ RESUME_EXIT_CODES: Final[dict[str, int]] = {
     "stuck": 11,
     "paused": 12,
     "finished": 13,
+    "failed": 14,
+    "budget_exhausted": 15,
 }
 
 _CAUSES: Final[dict[str, str]] = {
@@ -505,26 +507,31 @@ def resume(ctx: click.Context, log: str, as_json: bool) -> None:
       3   the log is damaged or has a torn tail: repair first (the receipt of the valid part is printed)
       13  the run finished (complete, failed or cancelled)
       10  steps in doubt: check whether their work happened before continuing
+      14  the stop policy says failed: the same failure repeated (no progress); replan or finish
+      15  the stop policy says budget_exhausted: a budget or the deadline is spent; replan or finish
       12  the run is paused
       11  no step can start: replan (the advice is printed)
       0   open and can continue
       4   the log cannot be read
 
     \b
-    JSON: {"verdict": "damaged|finished|in_doubt|paused|stuck|continue", "exit_code", "next", "run",
+    JSON: {"verdict": "damaged|finished|in_doubt|failed|budget_exhausted|paused|stuck|continue", "exit_code",
+      "next", "run",
       "goal", "plan_version", "finished", "outcome", "outcome_reason", "done": [{"step", "attempt",
       "evidence", "completed_seq"}], "in_doubt": [{"step", "attempt", "started_seq"}], "ready",
       "blocked": [{"step", "reason"}], "criteria_unverified", "criteria_failed", "orphans": [...],
-      "advice", "last_seq", "head_hash", "damage": null | {"code", "message", ...}}
+      "advice", "last_seq", "head_hash", "damage": null | {"code", "message", ...},
+      "stop": {"outcome", "rule", "reason", "unmet"}}
 
     \b
     Example:
       plantrail resume run.jsonl; case $? in 0) ;; 10) echo "check steps in doubt" ;; esac
     """
+    from plantrail.ledger.clock import utc_now
     from plantrail.projections.history import resume_receipt
 
     state, damage = _fold_valid_part(log)
-    receipt = resume_receipt(state, None if damage is None else damage.as_dict())
+    receipt = resume_receipt(state, None if damage is None else damage.as_dict(), now=utc_now())
     code = RESUME_EXIT_CODES[receipt["verdict"]]
     emit(as_json, receipt | {"exit_code": code}, lambda: _render_receipt(receipt, code))
     if damage is not None:

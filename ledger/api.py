@@ -216,10 +216,9 @@ class Ledger:
                 if not checked_seq:
                     _check_expected(session, expected_seq)
                     checked_seq = True
-                data, plan_version, orphan = decide_one(state.current(), command)
-                record = session.stage(
-                    PendingRecord(self._clock(), plan_version, command.actor, data, command.source, key)
-                )
+                ts = self._clock()
+                data, plan_version, orphan = decide_one(state.current(), command, now=ts)
+                record = session.stage(PendingRecord(ts, plan_version, command.actor, data, command.source, key))
                 state.add(record)
                 if key is not None:
                     added[key] = record_view(record)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 import orjson
@@ -29,7 +30,21 @@ from plantrail.ledger.evidence import Observation, Report
 if TYPE_CHECKING:
     from plantrail.ledger.plan import PlanSpec
 
-__all__ = ["CHECK_KINDS", "CheckKind", "CheckSpec", "parse_checks", "unmet", "validate_checks", "validate_contract"]
+__all__ = [
+    "CHECK_KINDS",
+    "DEFAULT_SOFT_THRESHOLD",
+    "RUN_POLICY_FIELDS",
+    "STEP_BUDGET_FIELDS",
+    "CheckKind",
+    "CheckSpec",
+    "parse_checks",
+    "parse_run_policy",
+    "parse_step_budget",
+    "parse_ts",
+    "unmet",
+    "validate_checks",
+    "validate_contract",
+]
 
 _STRICT: dict[str, Any] = {"extra": "forbid", "strict": True}
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
@@ -140,6 +155,85 @@ def validate_contract(plan: PlanSpec) -> None:
     for criterion in plan.acceptance_criteria:
         if criterion.checks:
             validate_checks(criterion.checks, f"criterion {criterion.id}")
+
+
+# --------------------------------------------------------------------------- budgets
+
+#: A step's budgets beside ``max_attempts`` (seed 001 StepBudget).
+STEP_BUDGET_FIELDS: Final = ("timeout_s", "max_tool_calls", "max_cost_usd")
+#: The run policy's fields beside ``max_in_progress``.
+RUN_POLICY_FIELDS: Final = (
+    "max_turns",
+    "max_tool_calls",
+    "max_cost_usd",
+    "deadline",
+    "soft_threshold",
+    "max_repeated_failures",
+    "allowed_partial",
+)
+#: The share of a budget at which status starts giving advice (never an outcome).
+DEFAULT_SOFT_THRESHOLD: Final = 0.8
+
+
+def _count(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 2**53:
+        raise _invalid(where, "must be a whole number >= 1")
+    return value
+
+
+def _amount(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1e15:
+        raise _invalid(where, "must be a number > 0")
+    return float(value)
+
+
+def _timestamp(value: Any, where: str) -> str:
+    if not isinstance(value, str) or parse_ts(value) is None:
+        raise _invalid(where, "must be a UTC timestamp such as 2026-12-01T18:00:00Z")
+    return value
+
+
+def parse_ts(value: str) -> datetime | None:
+    """A log timestamp (or a deadline) as an aware datetime; None when it is not one."""
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else None
+
+
+def parse_step_budget(obj: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """A step draft's ``timeout_s``, ``max_tool_calls`` and ``max_cost_usd`` (each optional)."""
+    budget: dict[str, Any] = {}
+    if obj.get("timeout_s") is not None:
+        budget["timeout_s"] = _amount(obj["timeout_s"], f"{where}.timeout_s")
+    if obj.get("max_tool_calls") is not None:
+        budget["max_tool_calls"] = _count(obj["max_tool_calls"], f"{where}.max_tool_calls")
+    if obj.get("max_cost_usd") is not None:
+        budget["max_cost_usd"] = _amount(obj["max_cost_usd"], f"{where}.max_cost_usd")
+    return budget
+
+
+def parse_run_policy(obj: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """A policy draft's budgets and stop settings (each optional)."""
+    policy: dict[str, Any] = {}
+    for name in ("max_turns", "max_tool_calls", "max_repeated_failures"):
+        if obj.get(name) is not None:
+            policy[name] = _count(obj[name], f"{where}.{name}")
+    if obj.get("max_cost_usd") is not None:
+        policy["max_cost_usd"] = _amount(obj["max_cost_usd"], f"{where}.max_cost_usd")
+    if obj.get("deadline") is not None:
+        policy["deadline"] = _timestamp(obj["deadline"], f"{where}.deadline")
+    if obj.get("soft_threshold") is not None:
+        threshold = obj["soft_threshold"]
+        if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 < threshold <= 1:
+            raise _invalid(f"{where}.soft_threshold", "must be a share of the budget (0 < x <= 1)")
+        policy["soft_threshold"] = float(threshold)
+    if obj.get("allowed_partial") is not None:
+        if not isinstance(obj["allowed_partial"], bool):
+            raise _invalid(f"{where}.allowed_partial", "must be true or false")
+        policy["allowed_partial"] = obj["allowed_partial"]
+    return policy
 
 
 # --------------------------------------------------------------------------- judging

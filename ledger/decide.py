@@ -36,6 +36,7 @@ from plantrail.ledger.evidence import Report
 from plantrail.ledger.plan import Draft, PlanPatch, PlanSpec, StepSpec, apply_patch, build_plan, check_id, validate_plan
 from plantrail.projections.model import OrphanWhy, StepState
 from plantrail.projections.state import StateView, orphan_reason
+from plantrail.projections.stop import STOPPING, stop_decision
 
 __all__ = [
     "Block",
@@ -168,11 +169,12 @@ def decide(state: StateView, command: Command) -> list[NewEvent]:
     return [NewEvent(data, plan_version, command.actor, command.source, command.key, orphan)]
 
 
-def decide_one(state: StateView, command: Command) -> tuple[Event, int, OrphanWhy | None]:
+def decide_one(state: StateView, command: Command, *, now: str | None = None) -> tuple[Event, int, OrphanWhy | None]:
     """The one event ``command`` produces (its data and plan version; the envelope's actor, source and key are
-    the command's), and why it is a late result (None when it applies); or a refusal, as :func:`decide`."""
+    the command's), and why it is a late result (None when it applies); or a refusal, as :func:`decide`.
+    ``now`` is the timestamp the event will carry: the stop policy judges a deadline against it."""
     data, plan_version = _build(state, command)
-    return data, plan_version, check(state, data, plan_version)
+    return data, plan_version, check(state, data, plan_version, now=now)
 
 
 def _build(state: StateView, command: Command) -> tuple[Event, int]:
@@ -287,8 +289,11 @@ def _goal_changed(old: str, new: str | None) -> Exception:
     return error("GOAL_CHANGED", f"a replan cannot change the goal (was {old!r}, draft says {new!r})")
 
 
-def check(state: StateView, data: Event, plan_version: int) -> OrphanWhy | None:
-    """Judge one event against the state before it; return why it is a late result, or None if it applies."""
+def check(state: StateView, data: Event, plan_version: int, *, now: str | None = None) -> OrphanWhy | None:
+    """Judge one event against the state before it; return why it is a late result, or None if it applies.
+
+    ``now`` is the event's timestamp (``verify`` passes each record's): rules on time, such as a deadline,
+    compare it with the plan; the clock itself is never read here."""
     if isinstance(data, PlanCreated):
         if state.plan is not None:
             raise error("PLAN_ALREADY_CREATED", "the log already has a plan; use replan", plan_version=state.version)
@@ -309,6 +314,8 @@ def check(state: StateView, data: Event, plan_version: int) -> OrphanWhy | None:
             return _check_result(state, data, plan_version)
         case StepStarted():
             _check_start(state, data, plan_version)
+            if state.contract:  # only a v2 plan declares what the stop policy's rules 5-7 need
+                _stop_allows(state, data.step, now)
         case CriterionVerified():
             _check_criterion(state, data, plan_version)
         case RunFinished():
@@ -377,6 +384,20 @@ def _check_start(state: StateView, data: StepStarted, plan_version: int) -> None
     if limit is not None:
         _room_to_start(state, data.step, limit)
     _dependencies_done(state, state.plan, data.step)
+
+
+def _stop_allows(state: StateView, step: str, now: str | None) -> None:
+    """Refuse a start the stop policy forbids (no progress, a budget or the deadline spent): STOP_POLICY."""
+    decision = stop_decision(state, now)
+    if decision.outcome in STOPPING:
+        raise error(
+            "STOP_POLICY",
+            f"the stop policy says {decision.outcome} ({decision.rule}): {decision.reason}; replan or finish",
+            step=step,
+            plan_version=state.version,
+            outcome=decision.outcome,
+            rule=decision.rule,
+        )
 
 
 def _room_to_start(state: StateView, step: str, limit: int) -> None:

@@ -158,6 +158,10 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "CRITERION_NOT_FOUND": (CommandRefused, "no such acceptance criterion in the active version"),
     "CRITERIA_UNVERIFIED": (CommandRefused, "finishing complete while a step or criterion is open"),
     "RUN_FINISHED": (CommandRefused, "the run finished complete, failed or cancelled"),
+    "STOP_POLICY": (
+        CommandRefused,
+        "the stop policy forbids starting work (no progress, a budget or the deadline spent)",
+    ),
     "STALE_PLAN_VERSION": (CommandRefused, "the command was issued against a superseded plan version"),
     "UNKNOWN_PLAN_VERSION": (CommandRefused, "the plan version does not exist yet"),
     "UNKNOWN_CAUSE": (CommandRefused, "a replan names a cause seq that is not in the log"),

@@ -17,7 +17,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal
 
-from plantrail.ledger.contract import CheckSpec, parse_checks, validate_contract
+from plantrail.ledger.contract import (
+    DEFAULT_SOFT_THRESHOLD,
+    RUN_POLICY_FIELDS,
+    STEP_BUDGET_FIELDS,
+    CheckSpec,
+    parse_checks,
+    parse_run_policy,
+    parse_step_budget,
+    validate_contract,
+)
 from plantrail.ledger.errors import error
 
 __all__ = [
@@ -57,9 +66,12 @@ class StepSpec:
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     priority: int = 0
     checks: tuple[CheckSpec, ...] = ()
+    timeout_s: float | None = None
+    max_tool_calls: int | None = None
+    max_cost_usd: float | None = None
 
     #: Fields format v2 added (ledger.versions): left out of the bytes at their defaults.
-    ADDED: ClassVar[frozenset[str]] = frozenset({"priority", "checks"})
+    ADDED: ClassVar[frozenset[str]] = frozenset({"priority", "checks", *STEP_BUDGET_FIELDS})
 
     def contract(self) -> tuple[str, str, frozenset[str], tuple[CheckSpec, ...]]:
         """What a completed step promised: title, completion evidence, dependencies (as a set) and checks."""
@@ -82,11 +94,22 @@ class CriterionSpec:
 
 @dataclass(frozen=True, slots=True)
 class Policy:
-    """Run policy; ``max_in_progress`` None means unlimited."""
+    """Run policy; ``max_in_progress`` None means unlimited. Format v2 adds the run's budgets (turns, tool
+    calls, cost, a hard ``deadline``), the soft threshold at which they give advice, how many times the same
+    failure may repeat before the stop policy calls the run failed, and whether a partial outcome is allowed
+    (:mod:`ledger.contract`)."""
 
     __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+    ADDED: ClassVar[frozenset[str]] = frozenset(RUN_POLICY_FIELDS)
 
     max_in_progress: int | None = 1
+    max_turns: int | None = None
+    max_tool_calls: int | None = None
+    max_cost_usd: float | None = None
+    deadline: str | None = None
+    soft_threshold: float = DEFAULT_SOFT_THRESHOLD
+    max_repeated_failures: int | None = None
+    allowed_partial: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +225,7 @@ _STEP_KEYS = {
     "maxAttempts",
     "priority",
     "checks",
+    *STEP_BUDGET_FIELDS,
 }
 
 
@@ -228,6 +252,7 @@ def _parse_step(raw: Any, where: str) -> StepSpec:
         max_attempts=DEFAULT_MAX_ATTEMPTS if attempts is None else _positive_int(attempts, f"{where}.max_attempts"),
         priority=priority,
         checks=parse_checks(obj.get("checks"), f"{where}.checks"),
+        **parse_step_budget(obj, where),
     )
 
 
@@ -243,13 +268,14 @@ def _parse_criterion(raw: Any, where: str) -> CriterionSpec:
 
 def _parse_policy(raw: Any, where: str) -> Policy:
     obj = _require_mapping(raw, where)
-    _reject_unknown(obj, {"max_in_progress", "maxInProgress"}, where)
+    _reject_unknown(obj, {"max_in_progress", "maxInProgress", *RUN_POLICY_FIELDS}, where)
     value = _get(obj, "max_in_progress", "maxInProgress")
+    contract = parse_run_policy(obj, where)
     if value is None:
-        return Policy()
+        return Policy(**contract)
     if value == "unlimited":
-        return Policy(max_in_progress=None)
-    return Policy(max_in_progress=_positive_int(value, f"{where}.max_in_progress"))
+        return Policy(max_in_progress=None, **contract)
+    return Policy(max_in_progress=_positive_int(value, f"{where}.max_in_progress"), **contract)
 
 
 def _parse_list(raw: Any, where: str) -> list[Any]:

@@ -82,6 +82,7 @@ def _kept(old: StepState, spec: StepSpec) -> StepState:
         old.last_seq,
         None,
         None,
+        old.usage,
     )
 
 

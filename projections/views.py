@@ -11,6 +11,7 @@ from typing import Any
 from plantrail.ledger.plan import StepSpec
 from plantrail.ledger.versions import plain
 from plantrail.projections.model import Orphan, PlanState, StepState
+from plantrail.projections.stop import budget_view, stop_decision
 
 __all__ = [
     "advice",
@@ -91,8 +92,8 @@ def _step_view(step: StepState, spec: StepSpec, ready: bool) -> dict[str, Any]:
     }
 
 
-def status_view(state: PlanState) -> dict[str, Any]:
-    """The ``status --json`` document."""
+def status_view(state: PlanState, now: str | None = None) -> dict[str, Any]:
+    """The ``status --json`` document; ``now`` is the time the stop policy judges a deadline at."""
     contracts = specs(state)
     ready = set(ready_steps(state))
     criteria_specs = {} if state.plan is None else {c.id: c for c in state.plan.acceptance_criteria}
@@ -121,4 +122,6 @@ def status_view(state: PlanState) -> dict[str, Any]:
         "orphans": [orphan_view(o) for o in state.orphans],
         "last_seq": state.last_seq,
         "head_hash": state.head,
+        "stop": stop_decision(state, now).as_dict(),
+        "budget": budget_view(state),
     }

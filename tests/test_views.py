@@ -105,6 +105,7 @@ def test_next_prints_the_ready_steps_or_the_advice(
         "ready": ["reproduce"],
         "in_progress": [],
         "advice": None,
+        "stop": {"outcome": "continue", "rule": "continue", "reason": "next bounded step", "unmet": []},
     }
     ledger.start("reproduce")
     ledger.block("reproduce", "staging is down")
