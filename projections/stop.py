@@ -127,7 +127,9 @@ def budget_view(state: PlanState) -> dict[str, Any]:
     policy = state.plan.policy
     threshold = policy.soft_threshold
     usage = state.usage or Usage()
-    run: dict[str, Any] = {used: _line(getattr(policy, limit), getattr(usage, used), threshold) for limit, used in _USAGE_FIELDS}
+    run: dict[str, Any] = {
+        used: _line(getattr(policy, limit), getattr(usage, used), threshold) for limit, used in _USAGE_FIELDS
+    }
     run["tokens"] = {"limit": None, "used": usage.tokens, "left": None, "level": None}
     run["deadline"] = policy.deadline
     steps: dict[str, Any] = {}
