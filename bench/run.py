@@ -297,6 +297,66 @@ ROWS: list[RowSpec] = [
 ]
 
 
+def postgres_append_size(config: Config) -> Sequence[int]:
+    """Appends to PostgreSQL: one transaction each, so at most 500 per writer."""
+    return (min(config.append_events, 500),)
+
+
+def postgres_sizes(config: Config) -> Sequence[int]:
+    """Replays from PostgreSQL: the --sizes up to 10^5 (copying 10^6 rows in costs more than the row tells)."""
+    return tuple(n for n in config.sizes if n <= 100_000) or (min(config.sizes),)
+
+
+def _postgres_append(writers: int, raw: bool) -> Side:
+    """Append the n-event script to fresh database runs with ``writers`` threads (plantrail, or the raw loop)."""
+    from bench import postgres
+
+    def side(wl: Workload, n: int) -> Probe:
+        url = postgres.server_url(wl.dir)
+        run = wl.script(n)
+        return (postgres.append_baseline if raw else postgres.append_ledger)(url, run, writers)
+
+    return side
+
+
+def _postgres_replay(from_database: bool) -> Side:
+    from bench import postgres
+
+    def side(wl: Workload, n: int) -> Probe:
+        path = wl.log(n)
+        return (
+            postgres.replay_postgres(postgres.server_url(wl.dir), path)
+            if from_database
+            else postgres.replay_jsonl(path)
+        )
+
+    return side
+
+
+POSTGRES_ROWS: list[RowSpec] = [
+    RowSpec(
+        "PostgreSQL append, 1 writer, a transaction per event (vs a raw psycopg loop, same rows and pattern)",
+        postgres_append_size,
+        baseline=_postgres_append(1, raw=True),
+        candidate=_postgres_append(1, raw=False),
+        target="<=1.43x",  # at least 0.7x the raw loop's throughput
+    ),
+    RowSpec(
+        "PostgreSQL append, 8 writers on 8 runs (vs the raw loop with 8 writers)",
+        postgres_append_size,
+        baseline=_postgres_append(8, raw=True),
+        candidate=_postgres_append(8, raw=False),
+        target="<=1.43x",
+    ),
+    RowSpec(
+        "full replay from PostgreSQL (vs the same run from its JSONL file)",
+        postgres_sizes,
+        baseline=_postgres_replay(from_database=False),
+        candidate=_postgres_replay(from_database=True),
+    ),
+]
+
+
 def run_spec(spec: RowSpec, wl: Workload, n: int, repeats: int, *, judged: bool = True) -> Row:
     """Measure one spec at size n: interleaved when both sides exist, one side or pending otherwise; the
     target is shown (and met or not) only where ``judged``."""
@@ -389,6 +449,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, help="runs per measurement (default 5; quick 3)")
     parser.add_argument("--append-events", type=int, help="events per fsync-bound run (default 10000; quick 1000)")
     parser.add_argument("--quick", action="store_true", help="small sizes and fewer repeats, for a smoke run")
+    parser.add_argument(
+        "--no-postgres", action="store_true", help="leave out the PostgreSQL rows (they need plantrail[postgres])"
+    )
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--keep", type=Path, metavar="DIR", help="generate files in DIR and keep them")
     where.add_argument("--tmp", type=Path, metavar="DIR", help="parent of the temp dir (default: current dir)")
@@ -419,6 +482,18 @@ def workdir(keep: Path | None, tmp: Path | None) -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
+def _postgres_available(wl: Workload) -> bool:
+    """True when the PostgreSQL rows can run: the driver, and a named server or the pgserver wheel."""
+    import importlib.util
+
+    if importlib.util.find_spec("psycopg") is None or not (
+        os.environ.get("PLANTRAIL_BENCH_POSTGRES") or importlib.util.find_spec("pgserver")
+    ):
+        wl.notes.append("PostgreSQL rows left out: pip install '.[bench]' (psycopg, pgserver) to run them")
+        return False
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the benchmark and print machine info, the table and notes."""
     args = parse_args(argv)
@@ -426,7 +501,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     with workdir(args.keep, args.tmp) as path:
         wl = Workload(path)
         info = machine_info(path, config)
-        rows = run_all(ROWS, config, wl)
+        specs = ROWS + ([] if args.no_postgres or not _postgres_available(wl) else POSTGRES_ROWS)
+        rows = run_all(specs, config, wl)
     print("\n".join(["## plantrail benchmark", "", *info, "", render_table(rows)]))
     if wl.notes:
         print("\n".join(["", "Notes:", *(f"- {note}" for note in wl.notes)]))

@@ -1,14 +1,15 @@
-"""What every command shares: ``--json``, reading files and logs, rendering tables."""
+"""What every command shares: ``--json``, reading files, text inputs and logs, anchors, what can start."""
 
 from __future__ import annotations
 
-import shutil
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+
+from plantrail.cli.tables import table, truncate
 
 if TYPE_CHECKING:
     from plantrail.ledger.errors import PlantrailError
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FilePath",
+    "anchor",
     "emit",
     "json_option",
     "log_argument",
@@ -27,6 +29,8 @@ __all__ = [
     "raise_if_torn",
     "read_json_file",
     "read_state",
+    "read_text",
+    "readiness_lines",
     "reset_output",
     "table",
     "torn_error",
@@ -56,6 +60,7 @@ def log_argument(func: F) -> F:
 
 
 _printed: list[bool] = []  # set once a command has printed its result (reset per invocation by cli.main)
+_stdin_read_by: list[str] = []  # what read standard input (it can be read once per invocation)
 
 
 def printed_output() -> bool:
@@ -64,8 +69,9 @@ def printed_output() -> bool:
 
 
 def reset_output() -> None:
-    """Forget earlier output (one CLI invocation at a time)."""
+    """Forget earlier output and reads of standard input (one CLI invocation at a time)."""
     _printed.clear()
+    _stdin_read_by.clear()
 
 
 def emit(as_json: bool, data: Any, human: Callable[[], str]) -> None:
@@ -94,7 +100,7 @@ def read_json_file(path: str, what: str) -> Any:
 
     check_path(path, what)
     try:
-        raw = _read_stdin() if path == "-" else _read_bytes(path)
+        raw = _read_stdin(what) if path == "-" else _read_bytes(path)
     except OSError as exc:
         raise os_error(exc, path, what) from None
     try:
@@ -103,13 +109,81 @@ def read_json_file(path: str, what: str) -> Any:
         raise error("DRAFT_INVALID", f"{what} {path} is not valid JSON: {exc}", path=path) from None
 
 
-def _read_stdin() -> bytes:
-    return sys.stdin.buffer.read()
+def _read_stdin(what: str, limit: int = -1) -> bytes:
+    """Standard input's bytes (at most ``limit``; -1 for all); USAGE when an earlier option already read it."""
+    from plantrail.ledger.errors import error
+
+    if _stdin_read_by:
+        raise error(
+            "USAGE", f"standard input can be read once: it already holds the {_stdin_read_by[0]}, not the {what}"
+        )
+    _stdin_read_by.append(what)
+    return sys.stdin.buffer.read(limit)
 
 
-def _read_bytes(path: str) -> bytes:
+def _read_bytes(path: str, limit: int = -1) -> bytes:
     with open(path, "rb") as f:
-        return f.read()
+        return f.read(limit)
+
+
+def read_text(path: str, what: str) -> str:
+    """A text input's content from file ``path`` (``-`` for standard input), whole and unchanged.
+
+    Real tool output of any size is welcome up to the most one event can hold; anything larger is refused
+    with EVENT_TOO_LARGE, never cut. The bytes must be UTF-8 (INVALID_TEXT otherwise).
+    """
+    from plantrail.ledger.codec import MAX_LINE_BYTES
+    from plantrail.ledger.errors import error
+    from plantrail.ledger.files import check_path, os_error
+
+    check_path(path, what)
+    shown = "standard input" if path == "-" else path
+    try:
+        raw = _read_stdin(what, MAX_LINE_BYTES + 1) if path == "-" else _read_bytes(path, MAX_LINE_BYTES + 1)
+    except OSError as exc:
+        raise os_error(exc, path, what) from None
+    if len(raw) > MAX_LINE_BYTES:
+        raise error(
+            "EVENT_TOO_LARGE",
+            f"the {what} from {shown} is larger than {MAX_LINE_BYTES} bytes, the most one event can hold; "
+            "nothing was recorded (keep the full output in a file and record where it is)",
+            path=path,
+            limit=MAX_LINE_BYTES,
+        )
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(
+            "INVALID_TEXT", f"the {what} from {shown} is not UTF-8 text (byte {exc.start} cannot be decoded)", path=path
+        ) from None
+
+
+def anchor(seq: int, head: str | None) -> str | None:
+    """The anchor ``SEQ:HASH`` (all 64 hex digits) to paste into ``verify --anchor`` or ``repair --acked``."""
+    return None if head is None else f"{seq}:{head}"
+
+
+def readiness_lines(state: PlanState) -> list[str]:
+    """What is ready, and what of it can start now (or why not): the lines ``next`` and the acks print."""
+    from plantrail.projections.views import capacity_view, in_doubt, ready_steps, startable_steps
+
+    ready = ready_steps(state)
+    if not ready:
+        return []
+    lines = [f"ready: {', '.join(ready)}"]
+    startable = startable_steps(state)
+    capacity = capacity_view(state)
+    running = ", ".join(s.id for s in in_doubt(state))
+    if not startable:
+        lines.append(f"can start now: none (max_in_progress {capacity['max_in_progress']} reached: {running})")
+    elif capacity["free"] is not None and capacity["free"] < len(startable):
+        lines.append(
+            f"can start now: {', '.join(startable)} (room for {capacity['free']} more: max_in_progress "
+            f"{capacity['max_in_progress']}, {capacity['in_progress']} in progress)"
+        )
+    else:
+        lines.append(f"can start now: {', '.join(startable)}")
+    return lines
 
 
 @contextmanager
@@ -123,15 +197,9 @@ def open_records(path: str) -> Iterator[tuple[LogReader, Iterator[Record]]]:
 
 def torn_error(path: str, torn: TornTail) -> PlantrailError:
     """The TORN_TAIL error for a log whose valid part ends before ``torn``."""
-    from plantrail.ledger.errors import error
+    from plantrail.ledger.audit import torn_tail_error
 
-    return error(
-        "TORN_TAIL",
-        f"{path} ends with {torn.length} bytes of an incomplete record after line {torn.line - 1}; "
-        f"the output above covers the valid part; run `plantrail repair {path}`",
-        line=torn.line,
-        offset=torn.offset,
-    )
+    return torn_tail_error(path, torn)
 
 
 def raise_if_torn(path: str, torn: TornTail | None) -> None:
@@ -146,26 +214,3 @@ def read_state(path: str) -> tuple[PlanState, TornTail | None]:
 
     result = read(path)
     return result.state, result.torn
-
-
-def truncate(text: str | None, width: int) -> str:
-    """One line of at most ``width`` characters."""
-    if not text:
-        return ""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: max(width - 1, 1)] + "…"
-
-
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, last_flexible: bool = True) -> str:
-    """A plain aligned table; the last column is cut to fit the terminal."""
-    if not rows:
-        return "  (none)"
-    cells = [list(headers), *[list(r) for r in rows]]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    if last_flexible:
-        room = shutil.get_terminal_size((120, 24)).columns - sum(w + 2 for w in widths[:-1]) - 2
-        widths[-1] = max(min(widths[-1], room), 12)
-        cells = [[*r[:-1], truncate(r[-1], widths[-1])] for r in cells]
-    lines = ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
-    lines.insert(1, "  " + "  ".join("-" * w for w in widths))
-    return "\n".join(lines)

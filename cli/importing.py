@@ -19,7 +19,8 @@ def render_report(report: ImportReport) -> str:
     lines = [
         f"imported {report.format} transcript {report.transcripts[0]} -> {report.log}",
         *(f"  with subagent file {path}" for path in report.transcripts[1:]),
-        f"run {report.run} · head {report.last_seq}:{report.head_hash[:12]}",
+        f"run {report.run} · last seq {report.last_seq}",
+        f"anchor: {report.last_seq}:{report.head_hash}",
         f"  plan updates seen  {report.plan_updates}",
         f"  versions made      {report.versions}",
         f"  steps completed    {report.steps_completed}",
@@ -85,4 +86,5 @@ def import_command(
     from plantrail.ledger.importers.importer import import_transcript
 
     report = import_transcript(transcript, log, format_name, with_subagents=with_subagents, run=run_id, force=force)
-    emit(as_json, {"ok": True, **report._asdict()}, lambda: render_report(report))
+    data = {"ok": True, **report._asdict(), "anchor": f"{report.last_seq}:{report.head_hash}"}
+    emit(as_json, data, lambda: render_report(report))

@@ -7,15 +7,18 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from plantrail.cli.common import (
+    anchor,
     emit,
     json_option,
     log_argument,
     open_records,
     raise_if_torn,
     read_state,
+    readiness_lines,
     table,
     truncate,
 )
+from plantrail.cli.tables import cell
 
 if TYPE_CHECKING:
     from plantrail.ledger.events import Record
@@ -24,17 +27,20 @@ if TYPE_CHECKING:
 __all__ = ["inspect_commands", "render_status"]
 
 
+_NARROW = 24  # terminal columns a step's title or dependency list may take in the status table (JSON has all)
+
+
 def render_status(state: PlanState, view: dict[str, Any]) -> str:
-    """The human status: run line, steps table, criteria table, orphans and advice."""
+    """The human status: run line, anchor, steps table, what can start, criteria table, orphans and advice."""
     if state.plan is None:
         return f"run {state.run}: no plan yet (last seq {state.last_seq})"
     outcome = state.outcome or "open"
     if state.outcome_reason:
         outcome += f" ({truncate(state.outcome_reason, 60)})"
     lines = [
-        f"run {state.run} · plan v{state.version} · {outcome} · last seq {state.last_seq}"
-        f" · head {(state.head or '')[:12]}",
-        f"goal: {state.goal}",
+        f"run {state.run} · plan v{state.version} · {outcome} · last seq {state.last_seq}",
+        f"anchor: {anchor(state.last_seq, state.head)}",
+        f"goal: {cell(state.goal)}",
         "",
         "steps",
     ]
@@ -45,8 +51,13 @@ def render_status(state: PlanState, view: dict[str, Any]) -> str:
         if s["reset"] and s["status"] == "pending" and not detail:
             detail = f"reset: {s['reset']}" + (f" by {s['invalidated_by']}" if s["invalidated_by"] else "")
         attempt = f"{s['attempt']}/{s['max_attempts']}"
-        rows.append([s["id"], status, attempt, ",".join(s["depends_on"]) or "-", detail])
-    lines.append(table(["STEP", "STATUS", "ATTEMPT", "DEPENDS ON", "EVIDENCE / REASON"], rows))
+        depends = truncate(",".join(s["depends_on"]) or "-", _NARROW)
+        rows.append([s["id"], truncate(s["title"], _NARROW), status, attempt, depends, detail])
+    lines.append(table(["STEP", "TITLE", "STATUS", "ATTEMPT", "DEPENDS ON", "EVIDENCE / REASON"], rows))
+    if not state.finished:
+        lines += readiness_lines(state)
+    if "attempts" in view:
+        lines += ["", "attempts", _attempts_table(view["attempts"], set(state.steps))]
     lines += ["", "acceptance criteria"]
     rows = [[c["id"], c["status"], c["evidence"] or c["description"]] for c in view["criteria"]]
     lines.append(table(["CRITERION", "STATUS", "EVIDENCE / DESCRIPTION"], rows))
@@ -62,22 +73,77 @@ def render_status(state: PlanState, view: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _attempt_result(a: dict[str, Any]) -> str:
+    if a["result"] is None:
+        return "in progress" if a["started_seq"] is not None else "-"
+    return f"{a['result']} (seq {a['result_seq']})"
+
+
+def _attempts_table(attempts: dict[str, list[dict[str, Any]]], in_plan: set[str]) -> str:
+    """One row per attempt of each step (late results on rows of their own, under their attempt)."""
+    rows = []
+    for step, entries in attempts.items():
+        name = step if step in in_plan else f"{step} (not in plan)"
+        for a in entries:
+            started = "-" if a["started_seq"] is None else f"seq {a['started_seq']}"
+            detail = "; ".join(a["evidence"]) or a["reason"] or ""
+            rows.append([name, f"v{a['plan_version']}", str(a["attempt"]), started, _attempt_result(a), detail])
+            for late in a["late"]:
+                late_detail = "; ".join(late["evidence"]) or late["reason"] or ""
+                result = f"late {late['type'].removeprefix('step.')} (seq {late['seq']}, {late['why']})"
+                rows.append(["", "", "", "", result, late_detail])
+    return table(["STEP", "PLAN", "ATTEMPT", "STARTED", "RESULT", "EVIDENCE / REASON"], rows)
+
+
 @click.command()
 @log_argument
+@click.option(
+    "--attempts",
+    "with_attempts",
+    is_flag=True,
+    help="Also show each step's attempt history (reads the whole log).",
+)
 @json_option
-def status(log: str, as_json: bool) -> None:
-    """Show the plan's current version, every step's status, the criteria and the late results.
+def status(log: str, with_attempts: bool, as_json: bool) -> None:
+    """Show the plan's current version, every step's status, what can start now, the criteria, the late
+    results, and the anchor (SEQ:HASH, for verify --anchor and repair --acked).
+
+    \b
+    JSON: the status document (DESIGN.md) plus "anchor", "state_hash", "torn_tail"; each step has
+      "can_start" and "wait_reasons" ([{"code": "run_finished" | "status" | "dependencies" | "capacity",
+      ...}], an open set); the run has "can_start" (step ids) and "capacity" ({"max_in_progress",
+      "in_progress", "free"}). With --attempts, "attempts": {step: [{"plan_version", "attempt",
+      "started_seq", "result", "result_seq", "evidence", "reason", "late": [...]}]} (the active
+      version's steps, then the ones replans removed).
 
     \b
     Example:
       plantrail status samples/login-fix.jsonl
+      plantrail status samples/login-fix-replans.jsonl --attempts
     """
     from plantrail.ledger.clock import utc_now
     from plantrail.projections.canonical import state_hash
     from plantrail.projections.views import status_view
 
-    state, torn = read_state(log)
-    view = status_view(state, now=utc_now()) | {"state_hash": state_hash(state), "torn_tail": torn is not None}
+    attempts: dict[str, Any] | None = None
+    if with_attempts:
+        from plantrail.projections.attempts import attempts_view
+        from plantrail.projections.attempts import fold as fold_attempts
+
+        with open_records(log) as (reader, records):
+            history = fold_attempts(records)
+        state, torn = history.state, reader.torn
+        gone = [s for s in history.attempts if s not in state.steps]  # steps a replan removed, in log order
+        attempts = {s: attempts_view(history.attempts.get(s, ())) for s in [*state.steps, *gone]}
+    else:
+        state, torn = read_state(log)
+    view = status_view(state, now=utc_now()) | {
+        "anchor": anchor(state.last_seq, state.head),
+        "state_hash": state_hash(state),
+        "torn_tail": torn is not None,
+    }
+    if attempts is not None:
+        view["attempts"] = attempts
     emit(as_json, view, lambda: render_status(state, view))
     raise_if_torn(log, torn)
 
@@ -172,10 +238,16 @@ def next_command(log: str, as_json: bool) -> None:
     Advice: repeated_tool_failure after two failed attempts in a row, retries_exhausted when a step ran out of
     attempts, no_ready_step when work remains but nothing runs and nothing can start.
 
+    Ready steps have their dependencies completed; of those, the ones that can start now also fit under
+    max_in_progress (the others wait for capacity).
+
     \b
-    JSON: {"plan_version", "outcome", "ready": [step ids, stable topological order: priority, then id;
-      none while the stop policy forbids starting], "in_progress": [step ids], "advice": null | reason code,
-      "stop": {"outcome", "rule", "reason", "unmet"}}
+    JSON: {"plan_version", "outcome", "ready": [step ids, stable topological order: priority, then id],
+      "can_start": [step ids], "waiting": [{"step", "wait_reasons": [{"code", ...}]}] (ready steps that
+      cannot start now; the codes are an open set, e.g. "capacity" with "max_in_progress", "in_progress"),
+      "capacity": {"max_in_progress", "in_progress", "free"}, "in_progress": [step ids],
+      "advice": null | reason code, "stop": {"outcome", "rule", "reason", "unmet"} (the stop policy: while
+      it says failed or budget_exhausted, nothing can start)}
 
     \b
     Example:
@@ -183,16 +255,29 @@ def next_command(log: str, as_json: bool) -> None:
     """
     from plantrail.ledger.clock import utc_now
     from plantrail.projections.stop import STOPPING, stop_decision
-    from plantrail.projections.views import advice, in_doubt, ready_steps
+    from plantrail.projections.views import (
+        advice,
+        capacity_view,
+        in_doubt,
+        ready_steps,
+        startable_steps,
+        wait_reasons,
+    )
 
     state, torn = read_state(log)
-    stop = stop_decision(state, utc_now())
-    ready = [] if stop.outcome in STOPPING else ready_steps(state)
+    now = utc_now()
+    stop = stop_decision(state, now)
+    stopped = state.contract and stop.outcome in STOPPING  # a v2 plan's stop policy forbids new work
+    ready = ready_steps(state)
     running = [s.id for s in in_doubt(state)]
+    waits = wait_reasons(state, now)
     data = {
         "plan_version": state.version,
         "outcome": state.outcome,
         "ready": ready,
+        "can_start": [] if stopped else startable_steps(state),
+        "waiting": [{"step": s, "wait_reasons": waits[s]} for s in ready if waits[s]],
+        "capacity": None if state.plan is None else capacity_view(state),
         "in_progress": running,
         "advice": advice(state),
         "stop": stop.as_dict(),
@@ -201,8 +286,8 @@ def next_command(log: str, as_json: bool) -> None:
     def human() -> str:
         if state.finished:
             return f"the run finished {state.outcome}; nothing to do"
-        lines = [f"ready: {', '.join(ready)}" if ready else "no step is ready"]
-        if stop.outcome in STOPPING:
+        lines = readiness_lines(state) or ["no step is ready"]
+        if stopped:
             lines.append(f"stop policy: {stop.outcome} ({stop.rule}): {stop.reason}")
         if running:
             lines.append(f"in progress: {', '.join(running)}")

@@ -2,7 +2,9 @@
 
 Library errors print ``error[CODE]: message`` on stderr and exit with the error's class code (1 refused,
 2 usage, 3 damaged log, 4 cannot read or write); with ``--json`` the error also goes to stdout as JSON when
-the command printed nothing else (a torn tail is reported after the valid part's document).
+the command printed nothing else (a torn tail is reported after the valid part's document): ``{"ok": false,
+"error": {...}, "errors": [...]}``, where ``errors`` lists every problem found (a plan draft's validation
+reports them all; ``error`` is the first) and text output prints each on its own line.
 No Python traceback ever reaches a user: anything unexpected is ``error[INTERNAL]`` with exit 70.
 """
 
@@ -11,10 +13,14 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import click
 
 from plantrail.cli.common import printed_output, reset_output
+
+if TYPE_CHECKING:
+    from plantrail.ledger.errors import PlantrailError
 
 __all__ = ["all_commands", "main", "plantrail"]
 
@@ -30,6 +36,8 @@ COMMANDS: dict[str, str] = {
     **dict.fromkeys(("versions", "replay", "diff", "why", "orphans", "resume"), "plantrail.cli.replay"),
     **dict.fromkeys(("verify", "checkpoint", "repair", "salvage", "schema"), "plantrail.cli.maintain"),
     "import": "plantrail.cli.importing:import_command",
+    "copy": "plantrail.cli.stores:copy_command",
+    "store": "plantrail.cli.stores:store",
 }
 
 
@@ -38,6 +46,17 @@ class LazyGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """The command named by ``args[0]``; an unknown name is a usage error that suggests the closest one."""
+        name = args[0] if args else ""
+        if name in COMMANDS or ctx.resilient_parsing or name.startswith("-"):
+            return super().resolve_command(ctx, args)
+        from plantrail.ledger.plan import did_you_mean
+
+        raise click.UsageError(f"No such command {name!r}{did_you_mean(name, COMMANDS)}.", ctx)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)
@@ -77,12 +96,23 @@ def _one_line(text: str) -> str:
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
-def _report(code: str, message: str, exit_code: int, as_json: bool, fields: dict[str, object] | None = None) -> int:
+def _report(
+    code: str,
+    message: str,
+    exit_code: int,
+    as_json: bool,
+    fields: dict[str, object] | None = None,
+    more: Sequence[PlantrailError] = (),
+) -> int:
+    """Print an error (and ``more`` problems found with it, each on its own line); return the exit code."""
     click.echo(f"error[{code}]: {_one_line(message)}", err=True)
+    for other in more:
+        click.echo(f"error[{other.code}]: {_one_line(other.text('cli'))}", err=True)
     if as_json and not printed_output():  # stdout holds exactly one JSON document
         import orjson
 
-        body = {"ok": False, "error": {"code": code, "message": message, "exit_code": exit_code, **(fields or {})}}
+        first = {"code": code, "message": message, "exit_code": exit_code, **(fields or {})}
+        body = {"ok": False, "error": first, "errors": [first, *(other.as_dict() for other in more)]}
         click.echo(orjson.dumps(body, option=orjson.OPT_INDENT_2, default=str).decode())
     return exit_code
 
@@ -110,7 +140,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from plantrail.ledger.errors import PlantrailError
 
         if isinstance(exc, PlantrailError):
-            return _report(exc.code, exc.message, exc.exit_code, as_json, dict(exc.fields))
+            more = getattr(exc, "errors", (exc,))[1:]  # a PlanInvalid lists every problem validation found
+            return _report(exc.code, exc.text("cli"), exc.exit_code, as_json, dict(exc.fields), more)
         return _report(
             "INTERNAL", f"{type(exc).__name__}: {exc} (a bug in plantrail; please report it)", EXIT_INTERNAL, as_json
         )

@@ -17,7 +17,11 @@ __all__ = ["maintain_commands"]
 
 @click.command()
 @log_argument
-@click.option("--anchor", metavar="SEQ:HASH", help="A head printed by an earlier verify: prove the log still holds it.")
+@click.option(
+    "--anchor",
+    metavar="SEQ:HASH",
+    help="An anchor printed earlier (by verify, status, import or a recording command): prove the log still holds it.",
+)
 @click.option(
     "--key-file",
     metavar="FILE",
@@ -26,8 +30,14 @@ __all__ = ["maintain_commands"]
 @json_option
 def verify(log: str, anchor: str | None, key_file: str | None, as_json: bool) -> None:
     """Check everything: framing, seq, hash chain, every event legal in order, no late result applied, and a
-    deterministic fold. Prints the head (keep it as an anchor) and the state hash. With a checkpoint key,
-    every checkpoint's MAC must verify and at least one must exist.
+    deterministic fold. Prints the head as an anchor (SEQ:HASH: keep it, and paste it into a later
+    --anchor) and the state hash. With a checkpoint key, every checkpoint's MAC must verify and at least
+    one must exist.
+
+    \b
+    JSON: {"ok", "records", "last_seq", "head_hash", "anchor": "SEQ:HASH" (the head), "anchor_checked"
+      (the --anchor given, or null), "head" (the same as anchor), "state_hash", "versions", "orphans",
+      "outcome", "checkpoints", "checkpointed_seq", "keyed", "torn": null | {"offset", "length", "line"}}
 
     \b
     Example:
@@ -43,10 +53,12 @@ def verify(log: str, anchor: str | None, key_file: str | None, as_json: bool) ->
 
     key = load_key(key_file) if key_file is not None or os.environ.get(KEY_ENV) else None
     report = verify_log(log, anchor=parse_anchor(anchor) if anchor else None, key=key)
+    head = f"{report.last_seq}:{report.head_hash}"
     data = report._asdict() | {
         "ok": report.torn is None,
-        "anchor": anchor,
-        "head": f"{report.last_seq}:{report.head_hash}",
+        "anchor": head,
+        "anchor_checked": anchor,
+        "head": head,
         "torn": None if report.torn is None else report.torn._asdict(),
     }
     emit(as_json, data, lambda: _render_verify(report, anchor))
@@ -54,17 +66,22 @@ def verify(log: str, anchor: str | None, key_file: str | None, as_json: bool) ->
 
 
 def _render_verify(report: VerifyReport, anchor: str | None) -> str:
+    checked = f"{report.records} records, seq 0..{report.last_seq}, hash chain intact, every event legal in order"
+    if report.torn is None:
+        verdict = f"ok: {checked}"
+    else:
+        verdict = f"NOT ok: a torn tail follows the valid part ({checked}); see the error below"
     lines = [
-        f"ok: {report.records} records, seq 0..{report.last_seq}, hash chain intact, every event legal in order",
+        verdict,
         (
             f"plan versions: {report.versions} · late results (orphans): {report.orphans}, none applied · "
             f"outcome: {report.outcome or 'open'}"
         ),
-        f"head: {report.last_seq}:{report.head_hash}",
+        f"anchor: {report.last_seq}:{report.head_hash}",
         f"state hash: {report.state_hash}",
     ]
     if anchor:
-        lines.insert(1, f"anchor {anchor[:24]}… is in the log")
+        lines.insert(1, f"checked anchor {anchor}: the log still holds it")
     if report.checkpoints:
         checked = "MACs verified with the key" if report.keyed else "MACs not checked (no key given)"
         after = report.last_seq - (report.checkpointed_seq or 0)
@@ -234,12 +251,15 @@ def _render_salvage(report: SalvageReport) -> str:
 
 
 @click.command()
-def schema() -> None:
-    """Print the JSON Schema of one log line (the storage contract).
+@json_option
+def schema(as_json: bool) -> None:
+    """Print the JSON Schema of one log line (the storage contract). The output is JSON either way; --json
+    is accepted like on every other command.
 
     \b
     Example:
       plantrail schema > plantrail-log.schema.json
+      plantrail schema --json
     """
     import orjson
 

@@ -10,7 +10,16 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
-from plantrail.cli.common import FilePath, emit, json_option, log_argument, read_json_file
+from plantrail.cli.common import (
+    FilePath,
+    anchor,
+    emit,
+    json_option,
+    log_argument,
+    read_json_file,
+    read_text,
+    readiness_lines,
+)
 from plantrail.ledger.events import ACTORS as ACTOR_NAMES
 from plantrail.ledger.events import REASON_CODES
 
@@ -53,14 +62,41 @@ def _write_options(default_actor: str) -> Callable[[F], F]:
     return decorate
 
 
-def _plan_version_option(func: F) -> F:
+#: What each command does with a --plan-version that a replan has superseded (DESIGN.md, fencing).
+_LATE_RESULT = "A result for a superseded version is still recorded, on the orphan path: never lost, never applied."
+_LATE_REFUSED = "A superseded version is refused (STALE_PLAN_VERSION) and nothing is recorded"
+
+
+def _plan_version_option(when_superseded: str) -> Callable[[F], F]:
     return click.option(
         "--plan-version",
         type=click.IntRange(min=1),
         metavar="V",
-        help="The plan version the worker was on (default: the active one). A result for a "
-        "superseded version lands on the orphan path.",
-    )(func)
+        help=f"The plan version the worker was on (default: the active one). {when_superseded}",
+    )
+
+
+#: How a text option reads a file or standard input (shared by every option that takes evidence or a reason).
+_FROM_FILE = (
+    "the whole file, up to the most one event holds (16 MiB; larger is refused with EVENT_TOO_LARGE, never cut)"
+)
+
+
+def _text_input(value: str | None, path: str | None, what: str, options: str) -> str:
+    """One text from ``--OPTION TEXT`` (``-`` reads standard input) or ``--OPTION-file FILE``: exactly one."""
+    from plantrail.ledger.errors import error
+
+    if (value is None) == (path is None):
+        raise error("USAGE", f"give exactly one of {options}")
+    if path is not None:
+        return read_text(path, what)
+    assert value is not None
+    return read_text("-", what) if value == "-" else value
+
+
+def _text_inputs(values: tuple[str, ...], paths: tuple[str, ...], what: str) -> tuple[str, ...]:
+    """Texts from a repeatable option (``-`` reads standard input) followed by those from its files."""
+    return tuple(read_text("-", what) if v == "-" else v for v in values) + tuple(read_text(p, what) for p in paths)
 
 
 def _attempt_option(func: F) -> F:
@@ -103,35 +139,41 @@ def _describe(command: Command) -> str:
 
 
 def _acknowledge(ledger: Ledger, command: Command, ack: Ack, as_json: bool) -> None:
-    from plantrail.projections.views import advice, ready_steps
+    from plantrail.projections.views import advice, capacity_view, ready_steps, startable_steps
 
     state = ledger.state
-    ready = ready_steps(state)
     next_advice = advice(state)
     data: dict[str, Any] = {
         "ok": True,
         "seq": ack.seq,
         "hash": ack.hash,
+        "anchor": anchor(ack.seq, ack.hash),
         "duplicate": ack.duplicate,
         "orphan": ack.orphan,
         "durable": ack.durable,
         "plan_version": state.version,
         "outcome": state.outcome,
-        "ready": ready,
+        "ready": ready_steps(state),
+        "can_start": startable_steps(state),
+        "capacity": capacity_view(state),
         "advice": next_advice,
     }
 
     def human() -> str:
         what = _describe(command)
         if ack.duplicate:
-            return f"seq {ack.seq}: {what} was already recorded under this idempotency key; nothing written"
-        lines = [f"seq {ack.seq}: {what} recorded (plan v{state.version})"]
-        if ack.orphan:
-            lines[0] = f"seq {ack.seq}: {what} is a late result: it landed on the orphan path ({ack.orphan})"
+            lines = [f"seq {ack.seq}: {what} was already recorded under this idempotency key; nothing written"]
+        elif ack.orphan:
+            lines = [f"seq {ack.seq}: {what} is a late result: it landed on the orphan path ({ack.orphan})"]
+        else:
+            lines = [f"seq {ack.seq}: {what} recorded (plan v{state.version})"]
+        lines.append(f"anchor: {data['anchor']}")
+        if ack.duplicate:
+            return "\n".join(lines)
         if state.outcome:
             lines.append(f"run: {state.outcome}")
-        elif ready:
-            lines.append("ready: " + ", ".join(ready))
+        if not state.finished:
+            lines += readiness_lines(state)
         if next_advice:
             lines.append(f"advice: consider a replan ({next_advice})")
         return "\n".join(lines)
@@ -161,32 +203,35 @@ def create(log: str, plan_path: str, run_id: str | None, fsync: str, actor: str,
     """
     from plantrail.ledger.api import Ledger
     from plantrail.ledger.plan import parse_draft
-    from plantrail.projections.views import ready_steps
+    from plantrail.projections.views import capacity_view, ready_steps, startable_steps
 
     draft = parse_draft(read_json_file(plan_path, "draft"))
     with Ledger.create(log, draft, run=run_id, fsync=cast("FsyncPolicy", fsync), actor=cast("Actor", actor)) as ledger:
         state = ledger.state
-        ready = ready_steps(state)
         data = {
             "ok": True,
             "run": state.run,
             "seq": state.last_seq,
             "hash": state.head,
+            "anchor": anchor(state.last_seq, state.head),
             "plan_version": 1,
             "steps": list(state.steps),
-            "ready": ready,
+            "ready": ready_steps(state),
+            "can_start": startable_steps(state),
+            "capacity": capacity_view(state),
         }
-        emit(
-            as_json,
-            data,
-            lambda: f"created {log}: run {state.run}, plan v1 with {len(state.steps)} steps\nready: {', '.join(ready)}",
-        )
+        lines = [
+            f"created {log}: run {state.run}, plan v1 with {len(state.steps)} steps",
+            f"anchor: {data['anchor']}",
+            *readiness_lines(state),
+        ]
+        emit(as_json, data, lambda: "\n".join(lines))
 
 
 @click.command()
 @log_argument
 @click.argument("step")
-@_plan_version_option
+@_plan_version_option(f"{_LATE_REFUSED}: start the step in the active version.")
 @_write_options("agent")
 def start(
     log: str, step: str, plan_version: int | None, expected_seq: int | None, key: str | None, actor: str, as_json: bool
@@ -209,11 +254,18 @@ def start(
     "--evidence",
     "-e",
     multiple=True,
-    required=True,
     metavar="TEXT",
-    help="What shows the step is done (repeatable; must not be blank).",
+    help="What shows the step is done (repeatable; - reads standard input; must not be blank).",
 )
-@_plan_version_option
+@click.option(
+    "--evidence-file",
+    "evidence_files",
+    multiple=True,
+    metavar="FILE",
+    type=FilePath(dir_okay=False, path_type=str),
+    help=f"One evidence item from a file (repeatable; - for standard input): {_FROM_FILE}.",
+)
+@_plan_version_option(_LATE_RESULT)
 @_attempt_option
 @_report_option
 @_write_options("agent")
@@ -221,6 +273,7 @@ def complete(
     log: str,
     step: str,
     evidence: tuple[str, ...],
+    evidence_files: tuple[str, ...],
     plan_version: int | None,
     attempt: int | None,
     report_path: str | None,
@@ -229,7 +282,8 @@ def complete(
     actor: str,
     as_json: bool,
 ) -> None:
-    """Complete STEP's attempt with evidence.
+    """Complete STEP's attempt with evidence (text, a file, or standard input: real tool output of any size
+    up to the event limit is recorded whole). Items from --evidence come first, then those from files.
 
     A step with typed checks completes only when the --report's observations satisfy every one of them
     (CHECK_NOT_MET otherwise: report the attempt as fail with the same record).
@@ -237,13 +291,17 @@ def complete(
     \b
     Example:
       plantrail complete run.jsonl inspect --evidence "read src/cli.py, tests/test_cli.py, package.json"
+      pytest -q 2>&1 | plantrail complete run.jsonl validate -e -
       plantrail complete run.jsonl reproduce -e "the new test fails with 200" --report observed.json
     """
     from plantrail.ledger.decide import Complete
+    from plantrail.ledger.errors import error
 
+    if not evidence and not evidence_files:
+        raise error("USAGE", "complete needs evidence: --evidence TEXT (- for standard input) or --evidence-file FILE")
     command = Complete(
         step=step,
-        evidence=evidence,
+        evidence=_text_inputs(evidence, evidence_files, "evidence"),
         plan_version=plan_version,
         attempt=attempt,
         report=_read_report(report_path),
@@ -256,15 +314,22 @@ def complete(
 @click.command()
 @log_argument
 @click.argument("step")
-@click.option("--reason", required=True, metavar="TEXT", help="Why the step cannot continue.")
-@_plan_version_option
+@click.option("--reason", metavar="TEXT", help="Why the step cannot continue (- reads standard input).")
+@click.option(
+    "--reason-file",
+    metavar="FILE",
+    type=FilePath(dir_okay=False, path_type=str),
+    help=f"The reason from a file (- for standard input): {_FROM_FILE}.",
+)
+@_plan_version_option(_LATE_RESULT)
 @_attempt_option
 @_report_option
 @_write_options("agent")
 def block(
     log: str,
     step: str,
-    reason: str,
+    reason: str | None,
+    reason_file: str | None,
     plan_version: int | None,
     attempt: int | None,
     report_path: str | None,
@@ -281,9 +346,10 @@ def block(
     """
     from plantrail.ledger.decide import Block
 
+    text = _text_input(reason, reason_file, "reason", "--reason TEXT or --reason-file FILE")
     command = Block(
         step=step,
-        reason=reason,
+        reason=text,
         plan_version=plan_version,
         attempt=attempt,
         report=_read_report(report_path),
@@ -296,15 +362,22 @@ def block(
 @click.command()
 @log_argument
 @click.argument("step")
-@click.option("--error", "error_text", required=True, metavar="TEXT", help="What went wrong.")
-@_plan_version_option
+@click.option("--error", "error_text", metavar="TEXT", help="What went wrong (- reads standard input).")
+@click.option(
+    "--error-file",
+    metavar="FILE",
+    type=FilePath(dir_okay=False, path_type=str),
+    help=f"The error from a file, e.g. a tool's output (- for standard input): {_FROM_FILE}.",
+)
+@_plan_version_option(_LATE_RESULT)
 @_attempt_option
 @_report_option
 @_write_options("agent")
 def fail(
     log: str,
     step: str,
-    error_text: str,
+    error_text: str | None,
+    error_file: str | None,
     plan_version: int | None,
     attempt: int | None,
     report_path: str | None,
@@ -318,12 +391,14 @@ def fail(
     \b
     Example:
       plantrail fail run.jsonl validate --error "pytest exited 1: test_name_flag failed"
+      plantrail fail run.jsonl validate --error-file pytest.log
     """
     from plantrail.ledger.decide import Fail
 
+    text = _text_input(error_text, error_file, "error", "--error TEXT or --error-file FILE")
     command = Fail(
         step=step,
-        error=error_text,
+        error=text,
         plan_version=plan_version,
         attempt=attempt,
         report=_read_report(report_path),
@@ -337,15 +412,25 @@ def fail(
 @log_argument
 @click.argument("criterion")
 @click.option("--passed/--failed", "passed", required=True, help="The verdict.")
-@click.option("--evidence", "-e", required=True, metavar="TEXT", help="What shows the verdict.")
-@_plan_version_option
+@click.option("--evidence", "-e", metavar="TEXT", help="What shows the verdict (- reads standard input).")
+@click.option(
+    "--evidence-file",
+    metavar="FILE",
+    type=FilePath(dir_okay=False, path_type=str),
+    help=f"The evidence from a file (- for standard input): {_FROM_FILE}.",
+)
+@_plan_version_option(
+    f"{_LATE_REFUSED}: a verdict on a superseded version is not kept anywhere; verify the criterion again "
+    "in the active version."
+)
 @_report_option
 @_write_options("agent")
 def criterion(
     log: str,
     criterion: str,
     passed: bool,
-    evidence: str,
+    evidence: str | None,
+    evidence_file: str | None,
     plan_version: int | None,
     report_path: str | None,
     expected_seq: int | None,
@@ -361,10 +446,11 @@ def criterion(
     """
     from plantrail.ledger.decide import VerifyCriterion
 
+    text = _text_input(evidence, evidence_file, "evidence", "--evidence TEXT or --evidence-file FILE")
     command = VerifyCriterion(
         criterion=criterion,
         passed=passed,
-        evidence=evidence,
+        evidence=text,
         plan_version=plan_version,
         report=_read_report(report_path),
         key=key,
@@ -382,7 +468,7 @@ def criterion(
     help="complete needs every step completed and every criterion passed; paused is not final.",
 )
 @click.option("--reason", required=True, metavar="TEXT", help="Why the run ends or pauses.")
-@_plan_version_option
+@_plan_version_option(f"{_LATE_REFUSED}.")
 @_write_options("agent")
 def finish(
     log: str,
@@ -436,9 +522,17 @@ def finish(
     "observations",
     multiple=True,
     metavar="TEXT",
-    help="A free-text observation behind the replan (repeatable).",
+    help="A free-text observation behind the replan (repeatable; - reads standard input).",
 )
-@_plan_version_option
+@click.option(
+    "--observation-file",
+    "observation_files",
+    multiple=True,
+    metavar="FILE",
+    type=FilePath(dir_okay=False, path_type=str),
+    help=f"One observation from a file (repeatable; - for standard input): {_FROM_FILE}.",
+)
+@_plan_version_option(f"{_LATE_REFUSED}: read the active version and replan from it.")
 @_write_options("planner")
 def replan(
     log: str,
@@ -448,6 +542,7 @@ def replan(
     why: str,
     causes: tuple[int, ...],
     observations: tuple[str, ...],
+    observation_files: tuple[str, ...],
     plan_version: int | None,
     expected_seq: int | None,
     key: str | None,
@@ -475,7 +570,7 @@ def replan(
         plan=draft,
         patch=patch,
         causes=causes,
-        observations=observations,
+        observations=_text_inputs(observations, observation_files, "observation"),
         plan_version=plan_version,
         key=key,
         actor=cast("Actor", actor),

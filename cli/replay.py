@@ -1,6 +1,7 @@
 """Replay and audit commands: versions, replay, diff, why, orphans, resume.
 
-All read-only: they fold the log (nothing is re-executed) and render a view of :mod:`projections.history`.
+All read-only: each calls the function of the same name in :mod:`ledger.audit` (which folds the log and
+builds the ``--json`` document) and renders the document.
 """
 
 from __future__ import annotations
@@ -12,34 +13,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 import click
 
-from plantrail.cli.common import (
-    emit,
-    json_option,
-    log_argument,
-    open_records,
-    raise_if_torn,
-    read_state,
-    table,
-    truncate,
-)
+from plantrail.cli.common import emit, json_option, log_argument, table, truncate
+from plantrail.ledger.audit import RESUME_EXIT_CODES
 
 if TYPE_CHECKING:
-    from plantrail.ledger.errors import PlantrailError
+    from plantrail.ledger.audit import Reading
     from plantrail.projections.model import PlanState
 
 __all__ = ["RESUME_EXIT_CODES", "replay_commands"]
-
-#: ``plantrail resume`` exit codes by verdict (documented in its help).
-RESUME_EXIT_CODES: Final[dict[str, int]] = {
-    "continue": 0,
-    "damaged": 3,
-    "in_doubt": 10,
-    "stuck": 11,
-    "paused": 12,
-    "finished": 13,
-    "failed": 14,
-    "budget_exhausted": 15,
-}
 
 _CAUSES: Final[dict[str, str]] = {
     "contract_changed": "contract changed",
@@ -60,9 +41,10 @@ def _plural(n: int, one: str, many: str) -> str:
 
 
 def _aligned(rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
-    """Rows of cells, left-aligned in columns, without a header."""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))] if rows else []
-    return [indent + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    """Rows of cells, left-aligned in columns by display width, without a header."""
+    from plantrail.cli.tables import align
+
+    return align(rows, indent)
 
 
 def _listing(label: str, items: Sequence[str]) -> list[str]:
@@ -146,15 +128,11 @@ def versions(log: str, as_json: bool) -> None:
     Example:
       plantrail versions samples/login-fix-replans.jsonl
     """
-    from plantrail.projections.history import history, versions_view
+    from plantrail.ledger.audit import read_versions
 
-    with open_records(log) as (reader, records):
-        log_history = history(records)
-    state = log_history.state
-    view = versions_view(log_history)
-    data = {"run": state.run, "active_version": state.version, "versions": view}
-    emit(as_json, data, lambda: _render_versions(state, view))
-    raise_if_torn(log, reader.torn)
+    reading = read_versions(log)
+    emit(as_json, reading.document, lambda: _render_versions(reading.state, reading.document["versions"]))
+    _raise_damage(reading)
 
 
 # --------------------------------------------------------------------------- replay
@@ -200,34 +178,17 @@ def replay(log: str, version: int | None, at_seq: int | None, as_json: bool) -> 
       plantrail replay samples/login-fix-replans.jsonl --at-seq 12 --json
     """
     from plantrail.cli.inspect import render_status
-    from plantrail.ledger.errors import error
-    from plantrail.ledger.stores.reads import rebuild_version
-    from plantrail.projections.canonical import state_hash
-    from plantrail.projections.history import replay_at_seq
-    from plantrail.projections.views import status_view
+    from plantrail.ledger.audit import read_replay
 
-    if version is not None and at_seq is not None:
-        raise error("USAGE", "give --version V or --at-seq N, not both")
-    superseded_at = None
-    if version is not None:
-        state, superseded_at, torn = rebuild_version(log, version)
-    elif at_seq is not None:
-        with open_records(log) as (reader, records):
-            state = replay_at_seq(records, at_seq)
-        torn = reader.torn
-    else:
-        state, torn = read_state(log)
-    view = status_view(state) | {
-        "state_hash": state_hash(state),
-        "replay": {"version": state.version, "at_seq": at_seq, "superseded_at": superseded_at},
-    }
+    reading = read_replay(log, version, at_seq)
+    state, view = reading.state, reading.document
 
     def human() -> str:
-        header = _replay_header(state, version, at_seq, superseded_at)
+        header = _replay_header(state, version, at_seq, view["replay"]["superseded_at"])
         return f"{header}\n\n{render_status(state, view)}\n\nstate hash: {view['state_hash']}"
 
     emit(as_json, view, human)
-    raise_if_torn(log, torn)
+    _raise_damage(reading)
 
 
 # --------------------------------------------------------------------------- diff
@@ -304,16 +265,9 @@ def diff(log: str, old: int, new: int, as_json: bool) -> None:
     Example:
       plantrail diff samples/login-fix-replans.jsonl 1 2
     """
-    from plantrail.ledger.errors import error
-    from plantrail.projections.history import diff_view, history, replay_versions
+    from plantrail.ledger.audit import diff as diff_document
 
-    if old >= new:
-        raise error("USAGE", f"diff compares an earlier version with a later one, not v{old} with v{new}")
-    with open_records(log) as (_, records):
-        ends = {v: span.state for v, span in replay_versions(records, range(old, new + 1)).items()}
-    with open_records(log) as (_, records):
-        versions = history(records).versions
-    data = diff_view(ends, versions, old, new)
+    data = diff_document(log, old, new)
     through = "" if data["adjacent"] else " (work traced through every replan between them)"
     emit(as_json, data, lambda: "\n".join([f"diff v{old} -> v{new}{through}", *_render_diff(data)]))
 
@@ -387,14 +341,11 @@ def why(log: str, version: int | None, as_json: bool) -> None:
     Example:
       plantrail why samples/login-fix-replans.jsonl --version 2
     """
-    from plantrail.projections.history import history, why_view
+    from plantrail.ledger.audit import read_why
 
-    with open_records(log) as (reader, records):
-        log_history = history(records)
-    with open_records(log) as (_, records):
-        data = why_view(records, log_history, version)
-    emit(as_json, data, lambda: _render_why(data))
-    raise_if_torn(log, reader.torn)
+    reading = read_why(log, version)
+    emit(as_json, reading.document, lambda: _render_why(reading.document))
+    _raise_damage(reading)
 
 
 # --------------------------------------------------------------------------- orphans
@@ -437,33 +388,35 @@ def orphans(log: str, as_json: bool) -> None:
     Example:
       plantrail orphans samples/login-fix-replans.jsonl
     """
-    from plantrail.projections.history import orphans_view
+    from plantrail.ledger.audit import read_orphans
 
-    state, torn = read_state(log)
-    view = orphans_view(state)
-    emit(
-        as_json,
-        {"run": state.run, "active_version": state.version, "orphans": view},
-        lambda: _render_orphans(state, view),
-    )
-    raise_if_torn(log, torn)
+    reading = read_orphans(log)
+    emit(as_json, reading.document, lambda: _render_orphans(reading.state, reading.document["orphans"]))
+    _raise_damage(reading)
 
 
 # --------------------------------------------------------------------------- resume
 
 
-def _fold_valid_part(log: str) -> tuple[PlanState, PlantrailError | None]:
-    """Fold every valid record; return the state and the damage that stopped the read (None when intact)."""
-    from plantrail.cli.common import torn_error
-    from plantrail.ledger.stores.reads import read_state
-
-    result = read_state(log, stop_at_damage=True)
-    if result.damage is not None:
-        return result.state, result.damage
-    return result.state, None if result.torn is None else torn_error(log, result.torn)
+#: How many items of each kind the resume receipt shows before it summarises the rest (``--all`` shows all).
+_RESUME_SHOWN: Final = 5
 
 
-def _render_receipt(receipt: dict[str, Any], code: int) -> str:
+def _first(items: Sequence[Any], show_all: bool) -> tuple[Sequence[Any], str | None]:
+    """The items to show, and the line that counts the others (None when every item is shown)."""
+    if show_all or len(items) <= _RESUME_SHOWN:
+        return items, None
+    return items[:_RESUME_SHOWN], f"  ... and {len(items) - _RESUME_SHOWN} more (--all shows every one)"
+
+
+def _ids(label: str, ids: Sequence[str], show_all: bool) -> str:
+    """``label (n): a, b, c`` with at most _RESUME_SHOWN ids unless ``show_all``."""
+    shown, more = _first(ids, show_all)
+    rest = f", ... {len(ids) - len(shown)} more" if more else ""
+    return f"{label} ({len(ids)}): {', '.join(shown) or '(none)'}{rest}"
+
+
+def _render_receipt(receipt: dict[str, Any], code: int, show_all: bool = False) -> str:
     outcome = receipt["outcome"] or "open"
     lines = [
         f"run {receipt['run']} · plan v{receipt['plan_version']} · {outcome} · last seq {receipt['last_seq']}",
@@ -472,19 +425,26 @@ def _render_receipt(receipt: dict[str, Any], code: int) -> str:
         "",
         f"done ({len(receipt['done'])})",
     ]
+    done, more = _first(receipt["done"], show_all)
     lines += _aligned(
-        [[d["step"], f"attempt {d['attempt']}", truncate("; ".join(d["evidence"]), 70)] for d in receipt["done"]]
+        [[d["step"], f"attempt {d['attempt']}", truncate("; ".join(d["evidence"]), 70)] for d in done]
     ) or ["  (none)"]
+    lines += [more] if more else []
     lines += [f"in doubt ({len(receipt['in_doubt'])}): started, no result"]
+    doubt, more = _first(receipt["in_doubt"], show_all)
     lines += _aligned(
-        [[d["step"], f"attempt {d['attempt']}", f"started at seq {d['started_seq']}"] for d in receipt["in_doubt"]]
+        [[d["step"], f"attempt {d['attempt']}", f"started at seq {d['started_seq']}"] for d in doubt]
     ) or ["  (none)"]
-    lines.append(f"ready: {', '.join(receipt['ready']) or '(none)'}")
+    lines += [more] if more else []
+    lines.append(_ids("ready", receipt["ready"], show_all))
     if receipt["blocked"]:
-        lines.append("blocked: " + "; ".join(f"{b['step']} ({truncate(b['reason'], 50)})" for b in receipt["blocked"]))
-    lines.append(f"criteria unverified: {', '.join(receipt['criteria_unverified']) or '(none)'}")
+        blocked, more = _first(receipt["blocked"], show_all)
+        lines.append(f"blocked ({len(receipt['blocked'])})")
+        lines += _aligned([[b["step"], truncate(b["reason"], 70)] for b in blocked])
+        lines += [more] if more else []
+    lines.append(_ids("criteria unverified", receipt["criteria_unverified"], show_all))
     if receipt["criteria_failed"]:
-        lines.append(f"criteria failed: {', '.join(receipt['criteria_failed'])}")
+        lines.append(_ids("criteria failed", receipt["criteria_failed"], show_all))
     if receipt["orphans"]:
         count = _plural(len(receipt["orphans"]), "late result", "late results")
         lines.append(f"orphans: {count}, none applied (plantrail orphans LOG)")
@@ -495,12 +455,19 @@ def _render_receipt(receipt: dict[str, Any], code: int) -> str:
 
 @click.command()
 @log_argument
+@click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help=f"List every step and criterion (by default a big plan shows counts and the first {_RESUME_SHOWN} of each).",
+)
 @json_option
 @click.pass_context
-def resume(ctx: click.Context, log: str, as_json: bool) -> None:
+def resume(ctx: click.Context, log: str, show_all: bool, as_json: bool) -> None:
     """The resume receipt after a crash: is the run finished (and how), the active version, steps done, steps
     in doubt (started, no result) with their attempt, late results, the next ready steps, criteria still
-    unverified, and whether the log needs a repair first. Read-only.
+    unverified, and whether the log needs a repair first. Read-only. A big plan is summarised: each kind
+    with its count and its first few items (--all lists every one; --json always holds them all).
 
     \b
     Exit codes (a supervisor script can branch on them; the first that applies wins):
@@ -527,16 +494,21 @@ def resume(ctx: click.Context, log: str, as_json: bool) -> None:
     Example:
       plantrail resume run.jsonl; case $? in 0) ;; 10) echo "check steps in doubt" ;; esac
     """
-    from plantrail.ledger.clock import utc_now
-    from plantrail.projections.history import resume_receipt
+    from plantrail.ledger.audit import read_resume
 
-    state, damage = _fold_valid_part(log)
-    receipt = resume_receipt(state, None if damage is None else damage.as_dict(), now=utc_now())
-    code = RESUME_EXIT_CODES[receipt["verdict"]]
-    emit(as_json, receipt | {"exit_code": code}, lambda: _render_receipt(receipt, code))
-    if damage is not None:
-        click.echo(f"error[{damage.code}]: {damage.message}", err=True)
+    reading = read_resume(log)
+    receipt = reading.document
+    code = receipt["exit_code"]
+    emit(as_json, receipt, lambda: _render_receipt(receipt, code, show_all))
+    if reading.damage is not None:
+        click.echo(f"error[{reading.damage.code}]: {reading.damage.text('cli')}", err=True)
     ctx.exit(code)
+
+
+def _raise_damage(reading: Reading) -> None:
+    """After printing what the valid part says, report what cut the read short (TORN_TAIL, exit 3)."""
+    if reading.damage is not None:
+        raise reading.damage
 
 
 replay_commands = (versions, replay, diff, why, orphans, resume)

@@ -1,4 +1,4 @@
-"""plantrail's ledger: plan drafts, events, decisions, and the stores that keep a run's log.
+"""plantrail's ledger: plan drafts, events, decisions, the stores that keep a run's log, and its audit views.
 
 The public names below load on first use, so ``import plantrail.ledger.plan`` stays cheap and the CLI starts fast.
 ``plantrail.ledger`` never imports ``plantrail.cli``.
@@ -37,6 +37,7 @@ _EXPORTS = {
     "Store": "plantrail.ledger.store",
     "UsageError": "plantrail.ledger.errors",
     "VerifyCriterion": "plantrail.ledger.decide",
+    "audit": "plantrail.ledger.audit",
     "check": "plantrail.ledger.decide",
     "decide": "plantrail.ledger.decide",
     "default_run_id": "plantrail.ledger.api",
@@ -73,6 +74,7 @@ __all__: list[str] = [
     "UsageError",
     "VerifyCriterion",
     "__version__",
+    "audit",
     "check",
     "decide",
     "default_run_id",
@@ -87,10 +89,13 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'plantrail.ledger' has no attribute {name!r}")
+    if module == f"{__name__}.{name}":  # a submodule exported as such (audit)
+        return importlib.import_module(module)
     return getattr(importlib.import_module(module), name)
 
 
 if TYPE_CHECKING:
+    from plantrail.ledger import audit
     from plantrail.ledger.api import Ledger, default_run_id
     from plantrail.ledger.decide import (
         Block,

@@ -6,12 +6,18 @@ with one write (command -> event -> store -> reducer). A refusal raises before a
 
     with Ledger.create("run.jsonl", draft) as ledger:
         ledger.start("inspect")
-        ledger.complete("inspect", ["read cli.py, test_cli.py and package.json"])
+        ledger.complete("inspect", "read cli.py, test_cli.py and package.json", idempotency_key="inspect-1")
+
+The recording methods take their command's options as keyword-only arguments named as the CLI names them;
+a bare ``str`` of evidence or observations is one item (see :mod:`ledger.items`). The reference, with every
+option, is ``docs/library.md``; the audit views are in :mod:`ledger.audit`.
 """
 
 from __future__ import annotations
 
 import os
+import random
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -30,16 +36,22 @@ from plantrail.ledger.decide import (
     decide,
     decide_one,
 )
-from plantrail.ledger.errors import error
-from plantrail.ledger.events import Outcome, ReasonCode, Record, Source
+from plantrail.ledger.errors import PlantrailError, error
+from plantrail.ledger.events import Actor, Outcome, ReasonCode, Record, Source
+from plantrail.ledger.evidence import Report, parse_report
 from plantrail.ledger.idempotency import match, record_view
+from plantrail.ledger.items import as_items
 from plantrail.ledger.plan import Draft, PlanPatch, PlanSpec, check_id, parse_draft, parse_patch
 from plantrail.ledger.store import Ack, FsyncPolicy, KeyEntry, PendingRecord, Session, Store
+from plantrail.ledger.stores import is_database_url
 from plantrail.ledger.stores.jsonl import JsonlStore
 from plantrail.projections.model import PlanState
 from plantrail.projections.state import Advancing, evolve, initial
 
 __all__ = ["Ledger", "default_run_id"]
+
+#: How many times a batch is decided again when a database writer lost the race for the next seq.
+_CONFLICT_RETRIES = 32
 
 
 def default_run_id(path: str | os.PathLike[str]) -> str:
@@ -68,9 +80,9 @@ class Ledger:
         *,
         run: str | None = None,
         fsync: FsyncPolicy = "always",
-        actor: str = "planner",
+        actor: Actor = "planner",
         source: Source | None = None,
-        key: str | None = None,
+        idempotency_key: str | None = None,
         nonce: str | None = None,
         allow_network_fs: bool = False,
         clock: Callable[[], str] = utc_now,
@@ -78,24 +90,37 @@ class Ledger:
     ) -> Ledger:
         """Create a new log holding its header and the plan's first version (atomically).
 
-        ``cache=False`` leaves no snapshot beside the log (see :mod:`plantrail.ledger.stores.cache`).
+        ``path`` is a file, or a database run (``postgresql://.../db#RUN``). ``run`` defaults to the file name
+        without ``.jsonl``; ``fsync`` is the durability policy recorded in the header; ``idempotency_key`` is
+        stored on the plan's record. ``nonce`` fixes the header's nonce (for reproducible logs in tests),
+        ``allow_network_fs`` accepts a log on NFS or SMB, ``clock`` supplies timestamps, and ``cache=False``
+        leaves no snapshot beside the log (see :mod:`plantrail.ledger.stores.cache`).
         """
-        run_id = check_id(run if run is not None else default_run_id(path), "run id")
         spec = parse_draft(plan) if isinstance(plan, Mapping) else plan
-        [event] = decide(initial(), Create(plan=spec, actor=actor, source=source, key=key))  # type: ignore[arg-type]
+        [event] = decide(initial(), Create(plan=spec, actor=actor, source=source, key=idempotency_key))
         ts = clock()
-        first = PendingRecord(ts=ts, plan_version=1, actor=event.actor, data=event.data, source=source, key=key)
-        store, _ = JsonlStore.create(
-            path,
-            run=run_id,
-            first=[first],
-            fsync=fsync,
-            nonce=nonce,
-            ts=ts,
-            actor=actor,
-            allow_network_fs=allow_network_fs,
-            clock=clock,
+        first = PendingRecord(
+            ts=ts, plan_version=1, actor=event.actor, data=event.data, source=source, key=idempotency_key
         )
+        store: Store
+        if is_database_url(target := os.fspath(path)):
+            from plantrail.ledger.stores.postgres import PostgresStore
+
+            store, _ = PostgresStore.create(
+                target, run=run, first=[first], fsync=fsync, nonce=nonce, ts=ts, actor=actor, clock=clock
+            )
+        else:
+            store, _ = JsonlStore.create(
+                path,
+                run=check_id(run if run is not None else default_run_id(path), "run id"),
+                first=[first],
+                fsync=fsync,
+                nonce=nonce,
+                ts=ts,
+                actor=actor,
+                allow_network_fs=allow_network_fs,
+                clock=clock,
+            )
         ledger = cls(store, clock=clock, cache=cache)
         ledger.refresh()
         return ledger
@@ -120,15 +145,23 @@ class Ledger:
         ``(seq, hash)`` of the last event this caller was acknowledged: opening raises DATA_LOSS (and repairs
         nothing) unless the log still holds exactly that record.
         """
-        store = JsonlStore.open(
-            path,
-            fsync=fsync,
-            batch_size=batch_size,
-            repair=repair,
-            acked=acked,
-            allow_network_fs=allow_network_fs,
-            clock=clock,
-        )
+        store: Store
+        if is_database_url(url := os.fspath(path)):
+            if acked is not None:
+                raise error("USAGE", "acked= is a JSONL store option; a database run is never cut back")
+            from plantrail.ledger.stores.postgres import PostgresStore
+
+            store = PostgresStore.open(url, clock=clock)
+        else:
+            store = JsonlStore.open(
+                path,
+                fsync=fsync,
+                batch_size=batch_size,
+                repair=repair,
+                acked=acked,
+                allow_network_fs=allow_network_fs,
+                clock=clock,
+            )
         ledger = cls(store, clock=clock, cache=cache)
         try:
             # With a watermark every record up to it must be checked, so the whole log is read.
@@ -196,8 +229,30 @@ class Ledger:
     def execute_many(self, commands: Iterable[Command], *, expected_seq: int | None = None) -> list[Ack]:
         """Decide commands in order and append all their events with one write and one fsync (group commit).
 
-        All or nothing: if any command is refused, nothing is written.
+        All or nothing: if any command is refused, nothing is written. A store without a writer lock (a
+        database) may find that another writer appended first: the commands are then decided again against
+        the new head, up to a bounded number of times, or refused STALE_EXPECTED_SEQ when ``expected_seq``
+        was given.
         """
+        batch = list(commands)
+        for attempt in range(_CONFLICT_RETRIES):
+            try:
+                return self._execute_once(batch, expected_seq)
+            except PlantrailError as exc:
+                if exc.code != "WRITE_CONFLICT":
+                    raise
+                if expected_seq is not None:
+                    raise error(
+                        "STALE_EXPECTED_SEQ",
+                        f"expected the log to end at seq {expected_seq}; another writer appended after it",
+                        expected=expected_seq,
+                    ) from None
+                if attempt == _CONFLICT_RETRIES - 1:
+                    raise
+                time.sleep(random.uniform(0, min(0.1, 0.001 * 2**attempt)))  # spread colliding writers
+        raise AssertionError("unreachable")
+
+    def _execute_once(self, commands: Sequence[Command], expected_seq: int | None) -> list[Ack]:
         with self._store.session() as session:
             self._catch_up(session)
             state = Advancing(self._state)  # each command is decided against the state the batch has reached
@@ -240,29 +295,153 @@ class Ledger:
             self._state = evolve(self._state, record)
         return Ack(seq=record.seq, hash=record.h, durable=durable)
 
-    def start(self, step: str, **options: Any) -> Ack:
-        """Start the next attempt of ``step``."""
-        return self._run(Start, options, step=step)
+    # Every recording method takes the options of its CLI command as keyword-only arguments, named alike:
+    # ``plan_version`` (--plan-version), ``attempt`` (--attempt), ``idempotency_key`` (--idempotency-key),
+    # ``expected_seq`` (--expected-seq), ``actor`` (--actor), plus ``source`` (where an imported event came
+    # from). An unknown keyword is Python's TypeError naming it.
 
-    def complete(self, step: str, evidence: Sequence[str], **options: Any) -> Ack:
-        """Complete ``step`` with evidence."""
-        return self._run(Complete, options, step=step, evidence=tuple(evidence))
+    def start(
+        self,
+        step: str,
+        *,
+        plan_version: int | None = None,
+        idempotency_key: str | None = None,
+        expected_seq: int | None = None,
+        actor: Actor = "agent",
+        source: Source | None = None,
+    ) -> Ack:
+        """Start the next attempt of ``step`` (``plantrail start``)."""
+        command = Start(step=step, plan_version=plan_version, key=idempotency_key, actor=actor, source=source)
+        return self.execute(command, expected_seq=expected_seq)
 
-    def block(self, step: str, reason: str, **options: Any) -> Ack:
-        """Block ``step`` with a reason."""
-        return self._run(Block, options, step=step, reason=reason)
+    def complete(
+        self,
+        step: str,
+        evidence: str | Sequence[str],
+        *,
+        plan_version: int | None = None,
+        attempt: int | None = None,
+        idempotency_key: str | None = None,
+        expected_seq: int | None = None,
+        actor: Actor = "agent",
+        source: Source | None = None,
+        report: Report | Mapping[str, Any] | None = None,
+    ) -> Ack:
+        """Complete ``step``'s attempt with evidence: one ``str`` is one item (``plantrail complete -e``).
 
-    def fail(self, step: str, error: str, **options: Any) -> Ack:
-        """Record a failed attempt of ``step``."""
-        return self._run(Fail, options, step=step, error=error)
+        ``report`` is the attempt's evidence record (format v2; a mapping is parsed): a step with typed checks
+        completes only when its observations satisfy every one (CHECK_NOT_MET)."""
+        command = Complete(
+            step=step,
+            evidence=evidence,
+            plan_version=plan_version,
+            attempt=attempt,
+            key=idempotency_key,
+            actor=actor,
+            source=source,
+            report=_report(report),
+        )
+        return self.execute(command, expected_seq=expected_seq)
 
-    def verify_criterion(self, criterion: str, passed: bool, evidence: str, **options: Any) -> Ack:
-        """Record an acceptance criterion's verdict."""
-        return self._run(VerifyCriterion, options, criterion=criterion, passed=passed, evidence=evidence)
+    def block(
+        self,
+        step: str,
+        reason: str,
+        *,
+        plan_version: int | None = None,
+        attempt: int | None = None,
+        idempotency_key: str | None = None,
+        expected_seq: int | None = None,
+        actor: Actor = "agent",
+        source: Source | None = None,
+        report: Report | Mapping[str, Any] | None = None,
+    ) -> Ack:
+        """Block ``step``'s attempt with a reason (``plantrail block``)."""
+        command = Block(
+            step=step,
+            reason=reason,
+            plan_version=plan_version,
+            attempt=attempt,
+            key=idempotency_key,
+            actor=actor,
+            source=source,
+            report=_report(report),
+        )
+        return self.execute(command, expected_seq=expected_seq)
 
-    def finish(self, outcome: Outcome, reason: str, **options: Any) -> Ack:
-        """Finish (or pause) the run."""
-        return self._run(Finish, options, outcome=outcome, reason=reason)
+    def fail(
+        self,
+        step: str,
+        error: str,
+        *,
+        plan_version: int | None = None,
+        attempt: int | None = None,
+        idempotency_key: str | None = None,
+        expected_seq: int | None = None,
+        actor: Actor = "agent",
+        source: Source | None = None,
+        report: Report | Mapping[str, Any] | None = None,
+    ) -> Ack:
+        """Record a failed attempt of ``step`` (``plantrail fail``)."""
+        command = Fail(
+            step=step,
+            error=error,
+            plan_version=plan_version,
+            attempt=attempt,
+            key=idempotency_key,
+            actor=actor,
+            source=source,
+            report=_report(report),
+        )
+        return self.execute(command, expected_seq=expected_seq)
+
+    def verify_criterion(
+        self,
+        criterion: str,
+        passed: bool,
+        evidence: str,
+        *,
+        plan_version: int | None = None,
+        idempotency_key: str | None = None,
+        expected_seq: int | None = None,
+        actor: Actor = "agent",
+        source: Source | None = None,
+        report: Report | Mapping[str, Any] | None = None,
+    ) -> Ack:
+        """Record an acceptance criterion's verdict with evidence (``plantrail criterion``)."""
+        command = VerifyCriterion(
+            criterion=criterion,
+            passed=passed,
+            evidence=evidence,
+            plan_version=plan_version,
+            key=idempotency_key,
+            actor=actor,
+            source=source,
+            report=_report(report),
+        )
+        return self.execute(command, expected_seq=expected_seq)
+
+    def finish(
+        self,
+        outcome: Outcome,
+        reason: str,
+        *,
+        plan_version: int | None = None,
+        idempotency_key: str | None = None,
+        expected_seq: int | None = None,
+        actor: Actor = "agent",
+        source: Source | None = None,
+    ) -> Ack:
+        """Finish the run (``complete``, ``failed``, ``cancelled``) or pause it (``plantrail finish``)."""
+        command = Finish(
+            outcome=outcome,
+            reason=reason,
+            plan_version=plan_version,
+            key=idempotency_key,
+            actor=actor,
+            source=source,
+        )
+        return self.execute(command, expected_seq=expected_seq)
 
     def replan(
         self,
@@ -271,27 +450,30 @@ class Ledger:
         *,
         plan: Draft | PlanSpec | Mapping[str, Any] | None = None,
         patch: PlanPatch | Mapping[str, Any] | None = None,
-        causes: Sequence[int] = (),
-        observations: Sequence[str] = (),
-        **options: Any,
+        causes: int | Sequence[int] = (),
+        observations: str | Sequence[str] = (),
+        plan_version: int | None = None,
+        idempotency_key: str | None = None,
+        expected_seq: int | None = None,
+        actor: Actor = "planner",
+        source: Source | None = None,
     ) -> Ack:
-        """Adopt a new plan version from a whole draft or a patch (parsed from JSON-like mappings if need be)."""
-        draft = parse_draft(plan) if isinstance(plan, Mapping) else plan
-        changes = parse_patch(patch) if isinstance(patch, Mapping) else patch
-        return self._run(
-            Replan,
-            options,
+        """Adopt a new plan version from a whole ``plan`` or a ``patch`` (parsed from JSON-like mappings if need
+        be), with ``causes`` (seqs; ``--caused-by``) and ``observations`` (one ``str`` is one item) (``plantrail
+        replan``)."""
+        command = Replan(
             reason=reason,
             why=why,
-            plan=draft,
-            patch=changes,
-            causes=tuple(causes),
-            observations=tuple(observations),
+            plan=parse_draft(plan) if isinstance(plan, Mapping) else plan,
+            patch=parse_patch(patch) if isinstance(patch, Mapping) else patch,
+            causes=as_items(causes, int, "causes"),
+            observations=as_items(observations, str, "observations"),
+            plan_version=plan_version,
+            key=idempotency_key,
+            actor=actor,
+            source=source,
         )
-
-    def _run(self, command_type: Callable[..., Command], options: dict[str, Any], **fields: Any) -> Ack:
-        expected_seq = options.pop("expected_seq", None)
-        return self.execute(command_type(**fields, **options), expected_seq=expected_seq)
+        return self.execute(command, expected_seq=expected_seq)
 
 
 def _check_expected(session: Session, expected_seq: int | None) -> None:
@@ -302,3 +484,8 @@ def _check_expected(session: Session, expected_seq: int | None) -> None:
             expected=expected_seq,
             actual=session.head_seq,
         )
+
+
+def _report(report: Report | Mapping[str, Any] | None) -> Report | None:
+    """An evidence record, parsed from a JSON-like mapping if need be."""
+    return parse_report(report) if isinstance(report, Mapping) else report

@@ -47,7 +47,11 @@ def load_key(key_file: str | None) -> bytes:
         key = os.environ.get(KEY_ENV, "").encode("utf-8", "surrogateescape")
         where = f"${KEY_ENV}"
         if not key:
-            raise error("CHECKPOINT_KEY_INVALID", f"no checkpoint key: pass --key-file FILE or set ${KEY_ENV}")
+            raise error(
+                "CHECKPOINT_KEY_INVALID",
+                f"no checkpoint key (no key file, and ${KEY_ENV} is empty)",
+                advice="NO_CHECKPOINT_KEY",
+            )
     if len(key) < MIN_KEY_BYTES:
         raise error("CHECKPOINT_KEY_INVALID", f"the key in {where} is {len(key)} bytes; use at least {MIN_KEY_BYTES}")
     return key

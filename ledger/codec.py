@@ -22,7 +22,7 @@ import dataclasses
 import hashlib
 import re
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import cache
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, Union
 
@@ -45,6 +45,7 @@ __all__ = [
     "holds_record_end",
     "json_schema",
     "line_version",
+    "log_format",
     "record_adapter",
 ]
 
@@ -97,6 +98,12 @@ def line_version(data: ev.Event) -> int:
     if type(data) is ev.LogOpened:
         return V2 if data.format == FORMATS[V2] else V1
     return V2 if data.TYPE in V2_TYPES or needs_v2(data) else V1
+
+
+def log_format(first: Iterable[ev.Event]) -> str:
+    """The format a new log is created in, given the events written with its header: ``plantrail/2`` when one
+    of them is a v2 event, else ``plantrail/1`` (docs/format-v2.md). Every store names it the same way."""
+    return FORMATS[max((line_version(data) for data in first), default=V1)]
 
 
 def _envelope(

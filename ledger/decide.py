@@ -10,7 +10,7 @@ stable code and structured fields.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final, Literal
 
 from plantrail.ledger.contract import CheckSpec, unmet
@@ -33,7 +33,18 @@ from plantrail.ledger.events import (
     StepStarted,
 )
 from plantrail.ledger.evidence import Report
-from plantrail.ledger.plan import Draft, PlanPatch, PlanSpec, StepSpec, apply_patch, build_plan, check_id, validate_plan
+from plantrail.ledger.items import as_items, as_text
+from plantrail.ledger.plan import (
+    Draft,
+    PlanPatch,
+    PlanSpec,
+    StepSpec,
+    apply_patch,
+    build_plan,
+    check_id,
+    did_you_mean,
+    validate_plan,
+)
 from plantrail.projections.model import OrphanWhy, StepState
 from plantrail.projections.state import StateView, orphan_reason
 from plantrail.projections.stop import STOPPING, stop_decision
@@ -92,13 +103,16 @@ class Start(_Command):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Complete(_Command):
-    """Complete a step's attempt with evidence."""
+    """Complete a step's attempt with evidence (a bare ``str`` is one item of evidence)."""
 
     step: str
     evidence: Sequence[str]
     plan_version: int | None = None
     attempt: int | None = None
     report: Report | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "evidence", as_items(self.evidence, str, "evidence"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,6 +125,9 @@ class Block(_Command):
     attempt: int | None = None
     report: Report | None = None
 
+    def __post_init__(self) -> None:
+        as_text(self.reason, "reason")
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Fail(_Command):
@@ -121,6 +138,9 @@ class Fail(_Command):
     plan_version: int | None = None
     attempt: int | None = None
     report: Report | None = None
+
+    def __post_init__(self) -> None:
+        as_text(self.error, "error")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -133,6 +153,9 @@ class VerifyCriterion(_Command):
     plan_version: int | None = None
     report: Report | None = None
 
+    def __post_init__(self) -> None:
+        as_text(self.evidence, "a criterion's evidence")
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Finish(_Command):
@@ -142,19 +165,28 @@ class Finish(_Command):
     reason: str
     plan_version: int | None = None
 
+    def __post_init__(self) -> None:
+        as_text(self.reason, "reason")
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Replan(_Command):
-    """Adopt a new plan version from a whole draft or a patch, with a reason code, why and causes."""
+    """Adopt a new plan version from a whole draft or a patch, with a reason code, why and causes (a bare
+    ``int`` is one cause, a bare ``str`` one observation)."""
 
     reason: ReasonCode
     why: str
     plan: Draft | PlanSpec | None = None
     patch: PlanPatch | None = None
-    causes: tuple[int, ...] = ()
-    observations: tuple[str, ...] = field(default=())
+    causes: Sequence[int] = ()
+    observations: Sequence[str] = ()
     plan_version: int | None = None
     actor: Actor = "planner"
+
+    def __post_init__(self) -> None:
+        as_text(self.why, "why")
+        object.__setattr__(self, "causes", as_items(self.causes, int, "causes"))
+        object.__setattr__(self, "observations", as_items(self.observations, str, "observations"))
 
 
 Command = Create | Start | Complete | Block | Fail | VerifyCriterion | Finish | Replan
@@ -182,7 +214,7 @@ def _build(state: StateView, command: Command) -> tuple[Event, int]:
     is judged here."""
     if isinstance(command, Create):
         if state.plan is not None:
-            raise error("PLAN_ALREADY_CREATED", "the log already has a plan; use replan", plan_version=state.version)
+            raise error("PLAN_ALREADY_CREATED", "the log already has a plan", plan_version=state.version)
         return PlanCreated(plan=_as_plan(command.plan)), 1
     _require_plan(state)
     version = state.version if command.plan_version is None else command.plan_version
@@ -230,6 +262,14 @@ def _replanned(state: StateView, command: Replan, version: int) -> PlanReplanned
     if (command.plan is None) == (command.patch is None):
         raise error("USAGE", "a replan takes either a whole plan or a patch, not both or neither")
     if command.patch is not None:
+        if command.patch.base_version > state.version:
+            raise error(
+                "UNKNOWN_PLAN_VERSION",
+                f"the patch is based on version {command.patch.base_version}, which does not exist; "
+                f"the active version is {state.version}",
+                plan_version=command.patch.base_version,
+                expected=state.version,
+            )
         if command.patch.base_version != state.version:
             raise error(
                 "STALE_PLAN_VERSION",
@@ -282,7 +322,7 @@ _TRANSITION_TARGET: Final = {
 
 def _require_plan(state: StateView) -> None:
     if state.plan is None:
-        raise error("PLAN_NOT_CREATED", "the log has no plan yet; run create first")
+        raise error("PLAN_NOT_CREATED", "the log has no plan yet")
 
 
 def _goal_changed(old: str, new: str | None) -> Exception:
@@ -296,7 +336,7 @@ def check(state: StateView, data: Event, plan_version: int, *, now: str | None =
     compare it with the plan; the clock itself is never read here."""
     if isinstance(data, PlanCreated):
         if state.plan is not None:
-            raise error("PLAN_ALREADY_CREATED", "the log already has a plan; use replan", plan_version=state.version)
+            raise error("PLAN_ALREADY_CREATED", "the log already has a plan", plan_version=state.version)
         validate_plan(data.plan)
         return None
     if data.TYPE.startswith("log."):
@@ -346,7 +386,7 @@ def _step(state: StateView, step_id: str) -> StepState:
     if step is None:
         raise error(
             "STEP_NOT_FOUND",
-            f"no step {step_id} in plan version {state.version}",
+            f"no step {step_id} in plan version {state.version}{did_you_mean(step_id, state.steps)}",
             step=step_id,
             plan_version=state.version,
         )
@@ -504,7 +544,8 @@ def _check_criterion(state: StateView, data: CriterionVerified, plan_version: in
     if data.criterion not in state.criteria:
         raise error(
             "CRITERION_NOT_FOUND",
-            f"no acceptance criterion {data.criterion} in plan version {state.version}",
+            f"no acceptance criterion {data.criterion} in plan version {state.version}"
+            f"{did_you_mean(data.criterion, state.criteria)}",
             criterion=data.criterion,
             plan_version=state.version,
         )

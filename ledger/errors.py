@@ -18,16 +18,25 @@ The tree::
 Codes are part of the public contract (README, "Error codes"): a code is never renamed or reused.
 Structured fields (``step``, ``plan_version``, ``seq``, ``line``, ``expected``, ``actual`` ...) travel
 with the error so callers never parse the message.
+
+An error's ``message`` says what is wrong, in words any caller understands. What to do about it depends
+on the front door the caller came through (a Python call or the ``plantrail`` command), so it is kept
+apart, in :data:`ADVICE`: ``str(exc)`` is the message with the Python advice (``Ledger.open(path,
+repair=True)``), and the CLI prints ``exc.text("cli")``, the message with the command's advice (run
+``plantrail repair LOG``). A raise site names its advice when the code's own does not fit (``advice=``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, NamedTuple
 
 __all__ = [
+    "ADVICE",
     "CODES",
+    "Advice",
     "CommandRefused",
+    "Door",
     "LogDamaged",
     "PlanInvalid",
     "PlantrailError",
@@ -41,20 +50,46 @@ __all__ = [
     "error",
 ]
 
+#: The front doors an error can be reported through; each has its own advice (see :data:`ADVICE`).
+Door = Literal["python", "cli"]
+
+
+class Advice(NamedTuple):
+    """What to do about an error, said for each front door; ``{name}`` is the error's field ``name``."""
+
+    python: str
+    cli: str
+
 
 class PlantrailError(Exception):
     """The root of every error plantrail raises on purpose."""
 
     exit_code: ClassVar[int] = 1
+    #: What a read could still answer before the error stopped it: the valid part's document, for a
+    #: TORN_TAIL raised by :mod:`ledger.audit`; None otherwise.
+    partial: Any = None
 
-    def __init__(self, code: str, message: str, **fields: Any) -> None:
+    def __init__(self, code: str, message: str, *, advice: str | None = None, **fields: Any) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.fields: Mapping[str, Any] = {k: v for k, v in fields.items() if v is not None}
+        self._advice = ADVICE.get(advice or code)
 
     def __str__(self) -> str:
-        return self.message
+        return self.text("python")
+
+    def advice(self, door: Door = "python") -> str | None:
+        """What to do about the error through ``door`` (None when there is nothing more to say)."""
+        if self._advice is None:
+            return None
+        template = self._advice.python if door == "python" else self._advice.cli
+        return template.format_map(_Placeholders(self.fields))
+
+    def text(self, door: Door = "python") -> str:
+        """The message, then the advice for ``door``: what a person reads."""
+        advice = self.advice(door)
+        return self.message if advice is None else f"{self.message}; {advice}"
 
     def as_dict(self) -> dict[str, Any]:
         """The error as JSON-ready data: code, message, exit code and fields."""
@@ -74,7 +109,11 @@ class Refused(PlantrailError):
 
 
 class PlanInvalid(Refused):
-    """A plan draft or patch failed validation."""
+    """A plan draft or patch failed validation; ``errors`` lists every problem found (this one first)."""
+
+    def __init__(self, code: str, message: str, **fields: Any) -> None:
+        super().__init__(code, message, **fields)
+        self.errors: tuple[PlantrailError, ...] = (self,)
 
 
 class CommandRefused(Refused):
@@ -169,6 +208,10 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "UNKNOWN_REASON_CODE": (CommandRefused, "a replan reason code outside the closed set"),
     "STALE_EXPECTED_SEQ": (CommandRefused, "the log no longer ends at the seq the caller expected"),
     "IDEMPOTENCY_CONFLICT": (CommandRefused, "the idempotency key was used for different content"),
+    "WRITE_CONFLICT": (
+        CommandRefused,
+        "other writers of a database run kept appending first; nothing was written (the ledger retried)",
+    ),
     "INVALID_TEXT": (CommandRefused, "a text field cannot be stored as UTF-8 (e.g. a lone surrogate)"),
     "EVENT_TOO_LARGE": (CommandRefused, "the encoded event exceeds the maximum line size"),
     # damaged logs
@@ -196,6 +239,10 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "NETWORK_FILESYSTEM": (StorageError, "the log is on NFS or SMB, where appends and locks are unsafe"),
     "WRITER_POISONED": (StorageError, "an earlier write or fsync failed; this writer acknowledges nothing more"),
     "FILE_NOT_FOUND": (StorageError, "an input file (draft, patch, transcript, key) does not exist"),
+    "FOLDER_NOT_FOUND": (StorageError, "the folder a new log (create, import) should go in does not exist"),
+    "RUN_NOT_FOUND": (StorageError, "the database holds no run with that id"),
+    "STORE_UNAVAILABLE": (StorageError, "the database cannot be reached, or the connection broke (retry with the key)"),
+    "STORE_SCHEMA_NEWER": (StorageError, "the database has a newer plantrail schema than this plantrail knows"),
     # transcripts given to import
     "UNKNOWN_FORMAT": (UnknownTranscriptFormat, "no transcript parser has that format name"),
     "NOT_A_TRANSCRIPT": (TranscriptRefused, "the file is not a transcript of a known (or of the requested) format"),
@@ -205,7 +252,42 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
 }
 
 
-def error(code: str, message: str, **fields: Any) -> PlantrailError:
-    """Build the error of the right class for a stable code."""
+#: Advice by code, or by the name a raise site gives when a code needs different advice there.
+ADVICE: Mapping[str, Advice] = {
+    "TORN_TAIL": Advice(
+        python="repair it with plantrail.repair({path!r}) or Ledger.open({path!r}, repair=True) "
+        "(the torn bytes are moved aside, never deleted)",
+        cli="run `plantrail repair {path}`",
+    ),
+    "TORN_TAIL_READ": Advice(
+        python="the answer of the valid part is the error's .partial; repair the log with "
+        "plantrail.repair({path!r}) or Ledger.open({path!r}, repair=True)",
+        cli="the output above covers the valid part; run `plantrail repair {path}`",
+    ),
+    "PLAN_NOT_CREATED": Advice(
+        python="a log gets its plan from Ledger.create(path, plan)",
+        cli="a log gets its plan from `plantrail create LOG --plan DRAFT`",
+    ),
+    "PLAN_ALREADY_CREATED": Advice(python="use Ledger.replan", cli="use `plantrail replan`"),
+    "IMPORT_LOG_EXISTS": Advice(python="pass force=True to replace it", cli="pass --force to replace it"),
+    "SUBAGENTS_NOT_CLAUDE": Advice(python="leave with_subagents False", cli="leave out --with-subagents"),
+    "NO_CHECKPOINT_KEY": Advice(
+        python="give load_key a key file, or set $PLANTRAIL_CHECKPOINT_KEY",
+        cli="pass --key-file FILE or set $PLANTRAIL_CHECKPOINT_KEY",
+    ),
+    "REPLAY_ONE_POINT": Advice(python="pass version= or at_seq=", cli="give --version V or --at-seq N"),
+}
+
+
+class _Placeholders(dict[str, Any]):
+    """An error's fields for an advice template; a field the error lacks reads as its name in capitals."""
+
+    def __missing__(self, key: str) -> str:
+        return key.upper()
+
+
+def error(code: str, message: str, *, advice: str | None = None, **fields: Any) -> PlantrailError:
+    """Build the error of the right class for a stable code; ``advice`` names its entry in :data:`ADVICE`
+    when it is not the code's own."""
     cls, _ = CODES[code]
-    return cls(code, message, **fields)
+    return cls(code, message, advice=advice, **fields)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 
 from plantrail.ledger.errors import PlantrailError, error
 
-__all__ = ["check_path", "fsync_dir", "os_error"]
+__all__ = ["check_path", "folder_of", "fsync_dir", "os_error"]
 
 
 def os_error(exc: OSError, path: str, what: str = "log") -> PlantrailError:
@@ -30,6 +31,29 @@ def check_path(path: str, what: str = "log") -> None:
     """Refuse a path no file can have (a NUL byte) as a usage error rather than a crash."""
     if "\0" in path:
         raise error("USAGE", f"the {what} path {path!r} contains a NUL byte", path=path)
+
+
+def folder_of(path: str, what: str = "log") -> os.stat_result:
+    """The folder a new file at ``path`` goes in; FOLDER_NOT_FOUND (naming it) when it does not exist."""
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        found = os.stat(folder)
+    except FileNotFoundError:
+        shown = os.path.dirname(path) or folder
+        raise error(
+            "FOLDER_NOT_FOUND",
+            f"cannot create {what} {path}: the folder {shown} does not exist (create it first)",
+            path=path,
+            folder=shown,
+        ) from None
+    except NotADirectoryError:
+        found = None
+    except OSError as exc:
+        raise os_error(exc, folder, "folder") from None
+    if found is None or not stat.S_ISDIR(found.st_mode):
+        shown = os.path.dirname(path) or folder
+        raise error("NOT_A_FILE", f"cannot create {what} {path}: {shown} is not a folder", path=path, folder=shown)
+    return found
 
 
 def fsync_dir(path: str) -> None:

@@ -6,16 +6,22 @@ or ``"unlimited"``, default 1). The camelCase keys of seed 000 (``acceptanceCrit
 ``completionEvidence``, ``maxAttempts``, ``maxInProgress``) are accepted too. Text is trimmed; ids match
 ``[A-Za-z0-9][A-Za-z0-9._:-]{0,127}``.
 
+Validation reports every problem it finds, not only the first: the :class:`~ledger.errors.PlanInvalid`
+raised is the first problem (its code and message), and its ``errors`` lists them all in draft order. A
+draft that does not parse is also checked as a graph, as far as its parsed steps allow (a step that failed
+to parse still counts as known to the steps that depend on it).
+
 Everything here is pure and iterative (no recursion), so a 10,000-step draft or a 10,000-long chain is fine.
 """
 
 from __future__ import annotations
 
+import difflib
 import heapq
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
 from plantrail.ledger.contract import (
     DEFAULT_SOFT_THRESHOLD,
@@ -27,7 +33,8 @@ from plantrail.ledger.contract import (
     parse_step_budget,
     validate_contract,
 )
-from plantrail.ledger.errors import error
+from plantrail.ledger.errors import PlanInvalid, PlantrailError, error
+from plantrail.ledger.items import as_items
 
 __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
@@ -42,6 +49,7 @@ __all__ = [
     "build_plan",
     "carried_order",
     "check_id",
+    "did_you_mean",
     "parse_draft",
     "parse_patch",
     "topo_order",
@@ -49,6 +57,7 @@ __all__ = [
 ]
 
 DEFAULT_MAX_ATTEMPTS = 3
+T = TypeVar("T")
 _STRICT: dict[str, Any] = {"extra": "forbid", "strict": True}  # how pydantic validates these in the log
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 
@@ -72,6 +81,10 @@ class StepSpec:
 
     #: Fields format v2 added (ledger.versions): left out of the bytes at their defaults.
     ADDED: ClassVar[frozenset[str]] = frozenset({"priority", "checks", *STEP_BUDGET_FIELDS})
+
+    def __post_init__(self) -> None:
+        if type(self.depends_on) is not tuple:  # built in Python: a bare str is one dependency
+            object.__setattr__(self, "depends_on", as_items(self.depends_on, str, f"step {self.id} depends_on"))
 
     def contract(self) -> tuple[str, str, frozenset[str], tuple[CheckSpec, ...]]:
         """What a completed step promised: title, completion evidence, dependencies (as a set) and checks."""
@@ -163,6 +176,37 @@ class PlanPatch:
     operations: tuple[PatchOp, ...]
 
 
+# --------------------------------------------------------------------------- problems
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """`` (did you mean X?)`` naming the closest of ``candidates`` to a mistyped ``word``, or ``""``."""
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def _all_of(problems: Sequence[PlantrailError]) -> PlantrailError:
+    """One error for every problem found: the first, carrying them all in ``errors``."""
+    first = problems[0]
+    if isinstance(first, PlanInvalid):
+        first.errors = tuple(problems)
+    return first
+
+
+def _noted(problems: list[PlantrailError], default: T, check: Callable[..., T], *args: Any) -> T:
+    """``check(*args)``, or ``default`` after noting the problems it raised."""
+    try:
+        return check(*args)
+    except PlanInvalid as exc:
+        problems.extend(exc.errors)
+        return default
+
+
+def _raise_if_any(problems: Sequence[PlantrailError]) -> None:
+    if problems:
+        raise _all_of(problems)
+
+
 # --------------------------------------------------------------------------- parsing
 
 
@@ -182,7 +226,8 @@ def _require_mapping(value: Any, where: str) -> Mapping[str, Any]:
 def _reject_unknown(obj: Mapping[str, Any], allowed: set[str], where: str) -> None:
     unknown = sorted(set(obj) - allowed)
     if unknown:
-        raise error("DRAFT_INVALID", f"{where} has unknown keys: {', '.join(unknown)}", path=where, ids=unknown)
+        shown = ", ".join(k + did_you_mean(k, allowed) for k in unknown)
+        raise error("DRAFT_INVALID", f"{where} has unknown keys: {shown}", path=where, ids=unknown)
 
 
 def _text(value: Any, where: str) -> str:
@@ -229,41 +274,90 @@ _STEP_KEYS = {
 }
 
 
-def _parse_step(raw: Any, where: str) -> StepSpec:
-    obj = _require_mapping(raw, where)
-    _reject_unknown(obj, _STEP_KEYS, where)
-    step_id = check_id(obj.get("id"), f"{where}.id")
+def _step_id(raw: Any) -> str | None:
+    """The id of a raw step when it is a valid one (whatever else is wrong with the step), else None."""
+    value = raw.get("id") if isinstance(raw, Mapping) else None
+    return value if isinstance(value, str) and _ID.fullmatch(value) else None
+
+
+def _dependencies(obj: Mapping[str, Any], where: str, step_id: str | None) -> Sequence[Any]:
+    """A raw step's dependencies (none when absent; a bare string is one); DRAFT_INVALID when they are not a
+    string or a list of strings."""
     deps = _get(obj, "depends_on", "dependsOn")
     if deps is None:
-        deps = []
-    if not isinstance(deps, list):
-        raise error("DRAFT_INVALID", f"{where}.depends_on must be a list of step ids", path=where, step=step_id)
+        return ()
+    return as_items(deps, str, f"{where}.depends_on", code="DRAFT_INVALID", path=where, step=step_id)
+
+
+def _skeleton(raw: Any) -> StepSpec | None:
+    """A raw step's place in the graph (its id and dependencies, when both are readable), whatever else is
+    wrong with it: what a draft that does not parse can still be judged on as a graph."""
+    step_id = _step_id(raw)
+    if step_id is None:
+        return None
+    try:
+        deps = _dependencies(raw, "", step_id)
+    except PlanInvalid:
+        return None
+    if not all(isinstance(d, str) and _ID.fullmatch(d) for d in deps):
+        return None
+    return StepSpec(id=step_id, title="", depends_on=tuple(deps), completion_evidence="")
+
+
+def _parse_step(raw: Any, where: str) -> StepSpec:
+    obj = _require_mapping(raw, where)
+    problems: list[PlantrailError] = []
+    _noted(problems, None, _reject_unknown, obj, _STEP_KEYS, where)
+    step_id = _noted(problems, "", check_id, obj.get("id"), f"{where}.id")
+    no_deps: Sequence[Any] = ()
+    deps = _noted(problems, no_deps, _dependencies, obj, where, step_id or None)
+    title = _noted(problems, "", _text, obj.get("title"), f"{where}.title")
+    depends_on = tuple(_noted(problems, "", check_id, d, f"{where}.depends_on") for d in deps)
+    evidence = _noted(
+        problems, "", _text, _get(obj, "completion_evidence", "completionEvidence"), f"{where}.completion_evidence"
+    )
     attempts = _get(obj, "max_attempts", "maxAttempts")
-    priority = obj.get("priority", 0)
-    if isinstance(priority, bool) or not isinstance(priority, int) or not -(2**31) <= priority < 2**31:
-        raise error("DRAFT_INVALID", f"{where}.priority must be a whole number", path=where, step=step_id)
+    max_attempts = (
+        DEFAULT_MAX_ATTEMPTS
+        if attempts is None
+        else _noted(problems, DEFAULT_MAX_ATTEMPTS, _positive_int, attempts, f"{where}.max_attempts")
+    )
+    priority = _noted(problems, 0, _priority, obj.get("priority", 0), f"{where}.priority")
+    checks = _noted(problems, _NO_CHECKS, parse_checks, obj.get("checks"), f"{where}.checks")
+    no_budget: dict[str, Any] = {}
+    budget = _noted(problems, no_budget, parse_step_budget, obj, where)
+    _raise_if_any(problems)
     return StepSpec(
         id=step_id,
-        title=_text(obj.get("title"), f"{where}.title"),
-        depends_on=tuple(check_id(d, f"{where}.depends_on") for d in deps),
-        completion_evidence=_text(
-            _get(obj, "completion_evidence", "completionEvidence"), f"{where}.completion_evidence"
-        ),
-        max_attempts=DEFAULT_MAX_ATTEMPTS if attempts is None else _positive_int(attempts, f"{where}.max_attempts"),
+        title=title,
+        depends_on=depends_on,
+        completion_evidence=evidence,
+        max_attempts=max_attempts,
         priority=priority,
-        checks=parse_checks(obj.get("checks"), f"{where}.checks"),
-        **parse_step_budget(obj, where),
+        checks=checks,
+        **budget,
     )
+
+
+_NO_CHECKS: tuple[CheckSpec, ...] = ()
+
+
+def _priority(value: Any, where: str) -> int:
+    """A step's priority: any whole number (higher first; 0 when absent)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not -(2**31) <= value < 2**31:
+        raise error("DRAFT_INVALID", f"{where} must be a whole number", path=where)
+    return value
 
 
 def _parse_criterion(raw: Any, where: str) -> CriterionSpec:
     obj = _require_mapping(raw, where)
-    _reject_unknown(obj, {"id", "description", "checks"}, where)
-    return CriterionSpec(
-        id=check_id(obj.get("id"), f"{where}.id"),
-        description=_text(obj.get("description"), f"{where}.description"),
-        checks=parse_checks(obj.get("checks"), f"{where}.checks"),
-    )
+    problems: list[PlantrailError] = []
+    _noted(problems, None, _reject_unknown, obj, {"id", "description", "checks"}, where)
+    criterion_id = _noted(problems, "", check_id, obj.get("id"), f"{where}.id")
+    description = _noted(problems, "", _text, obj.get("description"), f"{where}.description")
+    checks = _noted(problems, _NO_CHECKS, parse_checks, obj.get("checks"), f"{where}.checks")
+    _raise_if_any(problems)
+    return CriterionSpec(id=criterion_id, description=description, checks=checks)
 
 
 def _parse_policy(raw: Any, where: str) -> Policy:
@@ -286,37 +380,71 @@ def _parse_list(raw: Any, where: str) -> list[Any]:
     return raw
 
 
+def _parse_all(problems: list[PlantrailError], parse: Callable[[Any, str], T], items: list[Any], name: str) -> list[T]:
+    """Every item that parses; the problems of the others are noted."""
+    parsed: list[T] = []
+    for i, item in enumerate(items):
+        try:
+            parsed.append(parse(item, f"{name}[{i}]"))
+        except PlanInvalid as exc:
+            problems.extend(exc.errors)
+    return parsed
+
+
 _DRAFT_KEYS = {"goal", "acceptance_criteria", "acceptanceCriteria", "steps", "policy"}
 
 
 def parse_draft(raw: Any) -> Draft:
-    """Parse a draft's JSON value (snake_case or seed 000 camelCase) without judging the graph."""
+    """Parse a draft's JSON value (snake_case or seed 000 camelCase); every problem is reported at once.
+
+    When a part does not parse, the graph of the steps that did is judged too (:func:`validate_plan`'s
+    checks), so one run names every problem; a draft that parses is judged when it is built or adopted.
+    """
     obj = _require_mapping(raw, "draft")
-    _reject_unknown(obj, _DRAFT_KEYS, "draft")
+    problems: list[PlantrailError] = []
+    _noted(problems, None, _reject_unknown, obj, _DRAFT_KEYS, "draft")
+    raw_criteria: list[Any] = _noted(
+        problems, [], _parse_list, _get(obj, "acceptance_criteria", "acceptanceCriteria"), "acceptance_criteria"
+    )
+    raw_steps: list[Any] = _noted(problems, [], _parse_list, obj.get("steps"), "steps")
     goal = obj.get("goal")
-    criteria = _parse_list(_get(obj, "acceptance_criteria", "acceptanceCriteria"), "acceptance_criteria")
-    steps = _parse_list(obj.get("steps"), "steps")
+    goal_text = None if goal is None else _noted(problems, "", _text, goal, "goal")
+    criteria = _parse_all(problems, _parse_criterion, raw_criteria, "acceptance_criteria")
+    steps = _parse_all(problems, _parse_step, raw_steps, "steps")
     policy = obj.get("policy")
+    parsed_policy = None if policy is None else _noted(problems, None, _parse_policy, policy, "policy")
+    if problems:
+        known = {i for i in map(_step_id, raw_steps) if i is not None}
+        graph = [s for s in map(_skeleton, raw_steps) if s is not None]
+        problems += _graph_problems(
+            criteria, graph, known, criteria_given=bool(raw_criteria), steps_given=bool(raw_steps)
+        )
+        raise _all_of(problems)
     return Draft(
-        goal=None if goal is None else _text(goal, "goal"),
-        acceptance_criteria=tuple(_parse_criterion(c, f"acceptance_criteria[{i}]") for i, c in enumerate(criteria)),
-        steps=tuple(_parse_step(s, f"steps[{i}]") for i, s in enumerate(steps)),
-        policy=None if policy is None else _parse_policy(policy, "policy"),
+        goal=goal_text,
+        acceptance_criteria=tuple(criteria),
+        steps=tuple(steps),
+        policy=parsed_policy,
     )
 
 
 def build_plan(draft: Draft, *, goal: str | None = None, policy: Policy | None = None) -> PlanSpec:
     """Fill in a draft's goal and policy (``goal``/``policy`` are what it inherits) and validate it."""
     plan_goal = draft.goal if draft.goal is not None else goal
+    problems: list[PlantrailError] = []
     if plan_goal is None:
-        raise error("BLANK_FIELD", "the draft has no goal", path="goal")
+        problems.append(error("BLANK_FIELD", "the draft has no goal", path="goal"))
     spec = PlanSpec(
-        goal=plan_goal,
+        goal=plan_goal or "",
         acceptance_criteria=draft.acceptance_criteria,
         steps=draft.steps,
         policy=draft.policy or policy or Policy(),
     )
-    validate_plan(spec)
+    try:
+        validate_plan(spec)
+    except PlanInvalid as exc:
+        problems.extend(exc.errors)
+    _raise_if_any(problems)
     return spec
 
 
@@ -332,36 +460,86 @@ def _duplicates(ids: Iterable[str]) -> list[str]:
 
 
 def validate_plan(plan: PlanSpec, previous: tuple[PlanSpec, tuple[str, ...]] | None = None) -> tuple[str, ...]:
-    """Check a plan's structure and graph; return its stable topological order or raise a draft code.
+    """Check a plan's structure and graph; return its stable topological order, or raise every problem found
+    (a :class:`~ledger.errors.PlanInvalid` with a draft code, listing them all in ``errors``).
 
     ``previous`` (a valid plan and the order this gave it) lets a replan that only adds or removes steps
     reuse that order instead of sorting again (:func:`carried_order`).
     """
-    if not plan.acceptance_criteria:
-        raise error("NO_ACCEPTANCE_CRITERIA", "the plan needs at least one acceptance criterion")
-    if not plan.steps:
-        raise error("EMPTY_PLAN", "the plan needs at least one step")
-    if len({c.id for c in plan.acceptance_criteria}) != len(plan.acceptance_criteria):
-        dup_criteria = _duplicates(c.id for c in plan.acceptance_criteria)
-        raise error("DUPLICATE_CRITERION_ID", f"duplicate criterion ids: {', '.join(dup_criteria)}", ids=dup_criteria)
-    known = {s.id for s in plan.steps}
-    if len(known) != len(plan.steps):
-        dup_steps = _duplicates(s.id for s in plan.steps)
-        raise error("DUPLICATE_STEP_ID", f"duplicate step ids: {', '.join(dup_steps)}", ids=dup_steps)
-    for step in plan.steps:
-        if not known.issuperset(step.depends_on):
-            missing = sorted(set(step.depends_on) - known)
-            raise error(
-                "UNKNOWN_DEPENDENCY",
-                f"step {step.id} depends on unknown steps: {', '.join(missing)}",
-                step=step.id,
-                ids=missing,
-            )
-        if step.id in step.depends_on:
-            raise error("SELF_DEPENDENCY", f"step {step.id} depends on itself", step=step.id, ids=[step.id])
+    problems = _graph_problems(plan.acceptance_criteria, plan.steps)
+    _raise_if_any(problems)
     validate_contract(plan)
     order = None if previous is None else carried_order(previous[0].steps, previous[1], plan.steps)
     return topo_order(plan.steps) if order is None else order
+
+
+def _graph_problems(
+    criteria: Sequence[CriterionSpec],
+    steps: Sequence[StepSpec],
+    known: Collection[str] | None = None,
+    *,
+    criteria_given: bool | None = None,
+    steps_given: bool | None = None,
+) -> list[PlantrailError]:
+    """Every structural problem of a plan's criteria and steps, in a fixed order (a cycle is looked for only
+    once nothing else is wrong, or among the steps whose dependencies are sound).
+
+    ``known`` is every step id the draft holds, parsed or not (default: the ids of ``steps``), so a step that
+    failed to parse is not reported again as an unknown dependency; ``criteria_given`` and ``steps_given``
+    say whether the draft listed any (default: whether ``criteria`` and ``steps`` hold any).
+    """
+    problems: list[PlantrailError] = []
+    if not (bool(criteria) if criteria_given is None else criteria_given):
+        problems.append(error("NO_ACCEPTANCE_CRITERIA", "the plan needs at least one acceptance criterion"))
+    if not (bool(steps) if steps_given is None else steps_given):
+        problems.append(error("EMPTY_PLAN", "the plan needs at least one step"))
+    if len({c.id for c in criteria}) != len(criteria):
+        dup_criteria = _duplicates(c.id for c in criteria)
+        problems.append(
+            error("DUPLICATE_CRITERION_ID", f"duplicate criterion ids: {', '.join(dup_criteria)}", ids=dup_criteria)
+        )
+    ids = {s.id for s in steps}
+    if len(ids) != len(steps):
+        dup_steps = _duplicates(s.id for s in steps)
+        problems.append(error("DUPLICATE_STEP_ID", f"duplicate step ids: {', '.join(dup_steps)}", ids=dup_steps))
+    all_ids = ids if known is None else set(known) | ids
+    sound = len(ids) == len(steps)  # a cycle check needs unique ids and known dependencies
+    for step in steps:
+        if not all_ids.issuperset(step.depends_on):
+            missing = sorted(set(step.depends_on) - all_ids)
+            hints = "".join(did_you_mean(m, all_ids) for m in missing[:1])
+            problems.append(
+                error(
+                    "UNKNOWN_DEPENDENCY",
+                    f"step {step.id} depends on unknown steps: {', '.join(missing)}{hints}",
+                    step=step.id,
+                    ids=missing,
+                )
+            )
+            sound = False
+        if step.id in step.depends_on:
+            problems.append(error("SELF_DEPENDENCY", f"step {step.id} depends on itself", step=step.id, ids=[step.id]))
+            sound = False
+    if problems or not sound or known is not None:
+        problems += _cycle_problems(steps, ids)
+    return problems
+
+
+def _cycle_problems(steps: Sequence[StepSpec], ids: set[str]) -> list[PlantrailError]:
+    """A dependency cycle among ``steps`` once duplicate ids, unknown and self dependencies are left out."""
+    seen: set[str] = set()
+    graph: list[StepSpec] = []
+    for s in steps:
+        if s.id in seen:
+            continue
+        seen.add(s.id)
+        deps = tuple(d for d in s.depends_on if d in ids and d != s.id)
+        graph.append(s if deps == s.depends_on else replace(s, depends_on=deps))
+    try:
+        topo_order(graph)
+    except PlanInvalid as exc:
+        return list(exc.errors)
+    return []
 
 
 def topo_order(steps: Sequence[StepSpec]) -> tuple[str, ...]:
@@ -500,7 +678,8 @@ def _parse_op(raw: Any, where: str) -> PatchOp:
     obj = _require_mapping(raw, where)
     op = obj.get("op")
     if op not in _OP_NAMES:
-        raise error("PATCH_INVALID", f"{where}.op must be one of {', '.join(sorted(_OP_NAMES))}", path=where)
+        hint = did_you_mean(op, _OP_NAMES) if isinstance(op, str) else ""
+        raise error("PATCH_INVALID", f"{where}.op must be one of {', '.join(sorted(_OP_NAMES))}{hint}", path=where)
     _reject_unknown(obj, _OP_KEYS, where)
     step_id = _get(obj, "step_id", "stepId")
     criterion_id = _get(obj, "criterion_id", "criterionId")
@@ -523,23 +702,30 @@ def _parse_op(raw: Any, where: str) -> PatchOp:
 
 
 def parse_patch(raw: Any) -> PlanPatch:
-    """Parse a patch's JSON value: ``{"base_version": N, "operations": [...]}``."""
+    """Parse a patch's JSON value: ``{"base_version": N, "operations": [...]}``; every problem at once."""
     obj = _require_mapping(raw, "patch")
-    _reject_unknown(obj, {"base_version", "baseVersion", "operations"}, "patch")
+    problems: list[PlantrailError] = []
+    _noted(problems, None, _reject_unknown, obj, {"base_version", "baseVersion", "operations"}, "patch")
     base = _get(obj, "base_version", "baseVersion")
     if isinstance(base, bool) or not isinstance(base, int) or base < 1:
-        raise error("PATCH_INVALID", "patch.base_version must be a plan version (>= 1)", path="patch.base_version")
+        problems.append(
+            error("PATCH_INVALID", "patch.base_version must be a plan version (>= 1)", path="patch.base_version")
+        )
     ops = obj.get("operations")
     if not isinstance(ops, list) or not ops:
-        raise error("PATCH_INVALID", "patch.operations must be a non-empty list", path="patch.operations")
-    return PlanPatch(base_version=base, operations=tuple(_parse_op(o, f"operations[{i}]") for i, o in enumerate(ops)))
+        problems.append(error("PATCH_INVALID", "patch.operations must be a non-empty list", path="patch.operations"))
+        ops = []
+    operations = _parse_all(problems, _parse_op, ops, "operations")
+    _raise_if_any(problems)
+    return PlanPatch(base_version=base, operations=tuple(operations))
 
 
 def _index_of(items: Sequence[Any], item_id: str, what: str, where: str) -> int:
     for i, item in enumerate(items):
         if item.id == item_id:
             return i
-    raise error("PATCH_INVALID", f"{where}: no {what} {item_id} in the base version", ids=[item_id])
+    hint = did_you_mean(item_id, (item.id for item in items))
+    raise error("PATCH_INVALID", f"{where}: no {what} {item_id} in the base version{hint}", ids=[item_id])
 
 
 def _apply_op(plan: PlanSpec, op: PatchOp, where: str) -> PlanSpec:
@@ -571,9 +757,12 @@ def _apply_op(plan: PlanSpec, op: PatchOp, where: str) -> PlanSpec:
 
 
 def apply_patch(base: PlanSpec, patch: PlanPatch) -> PlanSpec:
-    """Apply every operation in order to ``base`` and validate the whole result."""
+    """Apply every operation in order to ``base`` and validate the whole result; every operation that cannot
+    apply is reported (the others still apply, in order), and the result is validated once all apply."""
     plan = base
+    problems: list[PlantrailError] = []
     for i, op in enumerate(patch.operations):
-        plan = _apply_op(plan, op, f"operations[{i}] ({op.op})")
+        plan = _noted(problems, plan, _apply_op, plan, op, f"operations[{i}] ({op.op})")
+    _raise_if_any(problems)
     validate_plan(plan)
     return plan

@@ -119,11 +119,11 @@ def replay_versions(
         if reached >= max(wanted, default=0):
             break
     missing = sorted(wanted - found.keys())
-    if missing:
+    if missing:  # name the latest version asked for: the one the caller gave (diff 1 9 asks for 1..9)
         raise error(
             "UNKNOWN_PLAN_VERSION",
-            f"plan version {missing[0]} is not in the log (it has versions 1 to {reached})",
-            plan_version=missing[0],
+            f"plan version {missing[-1]} is not in the log (it has versions 1 to {reached})",
+            plan_version=missing[-1],
             expected=reached,
         )
     return found

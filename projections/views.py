@@ -1,7 +1,18 @@
-"""Queries over the plan state: readiness, replan advice, and the JSON views the CLI prints.
+"""Queries over the plan state: readiness, what can start now, replan advice, and the JSON views the CLI prints.
 
 All pure functions of a :class:`~projections.model.PlanState`. The JSON shapes here are the ``--json``
 contract documented in the README.
+
+*Ready* is DESIGN.md's word: a pending step whose dependencies are all completed. *Can start* is what a
+``start`` would accept now: ready, and the run has room under ``max_in_progress`` (and is not finished). A step
+that cannot start carries its *wait reasons*, each a JSON object with a ``code`` and the fields that explain
+it. The codes are an open set (readers must accept codes they do not know; approvals and write conflicts
+will add theirs):
+
+- ``run_finished`` (``outcome``): the run finished complete, failed or cancelled;
+- ``status`` (``status``): the step is not pending (in progress, completed or blocked);
+- ``dependencies`` (``waiting``): the dependencies not completed yet;
+- ``capacity`` (``max_in_progress``, ``in_progress``): the limit is reached by the steps named.
 """
 
 from __future__ import annotations
@@ -11,16 +22,23 @@ from typing import Any
 from plantrail.ledger.plan import StepSpec
 from plantrail.ledger.versions import plain
 from plantrail.projections.model import Orphan, PlanState, StepState
-from plantrail.projections.stop import budget_view, stop_decision
+from plantrail.projections.stop import STOPPING, budget_view, stop_decision
 
 __all__ = [
+    "WaitReason",
     "advice",
+    "capacity_view",
     "in_doubt",
     "orphan_view",
     "ready_steps",
     "specs",
+    "startable_steps",
     "status_view",
+    "wait_reasons",
 ]
+
+#: One reason a step cannot start now: ``{"code": ..., <fields>}`` (the codes are an open set).
+WaitReason = dict[str, Any]
 
 
 def specs(state: PlanState) -> dict[str, StepSpec]:
@@ -44,6 +62,81 @@ def ready_steps(state: PlanState) -> list[str]:
 def in_doubt(state: PlanState) -> list[StepState]:
     """Steps started with no result yet: after a crash nobody knows whether their work happened."""
     return [s for s in state.steps.values_in_order() if s.status == "in_progress"]
+
+
+def _capacity_reason(state: PlanState) -> WaitReason | None:
+    """The ``capacity`` reason when ``max_in_progress`` steps are in progress, else None (room, or unlimited)."""
+    limit = None if state.plan is None else state.plan.policy.max_in_progress
+    if limit is None:
+        return None
+    active = [s.id for s in in_doubt(state)]
+    return {"code": "capacity", "max_in_progress": limit, "in_progress": active} if len(active) >= limit else None
+
+
+def _stop_reason(state: PlanState, now: str | None) -> WaitReason | None:
+    """The ``stop_policy`` reason when the stop policy forbids new work (a v2 plan: no progress, a budget or the
+    deadline spent), else None."""
+    if not state.contract:
+        return None
+    decision = stop_decision(state, now)
+    if decision.outcome not in STOPPING:
+        return None
+    return {"code": "stop_policy", "outcome": decision.outcome, "rule": decision.rule, "reason": decision.reason}
+
+
+def _reasons(
+    state: PlanState, step: StepState, spec: StepSpec, capacity: WaitReason | None, stop: WaitReason | None = None
+) -> list[WaitReason]:
+    """Why ``step`` cannot start now, in a fixed order; empty when it can."""
+    reasons: list[WaitReason] = []
+    if state.finished:
+        reasons.append({"code": "run_finished", "outcome": state.outcome})
+    if step.status != "pending":
+        reasons.append({"code": "status", "status": step.status})
+        return reasons
+    steps = state.steps
+    waiting = [d for d in dict.fromkeys(spec.depends_on) if steps[d].status != "completed"]
+    if waiting:
+        reasons.append({"code": "dependencies", "waiting": waiting})
+    if capacity is not None:
+        reasons.append({**capacity, "in_progress": list(capacity["in_progress"])})  # each step its own copy
+    if stop is not None:
+        reasons.append(dict(stop))
+    return reasons
+
+
+#: The wait reasons that make a step not ready in DESIGN.md's sense (capacity, the stop policy and reasons added
+#: later do not).
+_NOT_READY = frozenset({"run_finished", "status", "dependencies"})
+
+
+def wait_reasons(state: PlanState, now: str | None = None) -> dict[str, list[WaitReason]]:
+    """Why each step of the active version cannot start now, by id in the stable order (empty: it can start).
+    ``now`` is the time the stop policy judges a deadline at."""
+    if state.plan is None:
+        return {}
+    contracts = specs(state)
+    capacity = _capacity_reason(state)
+    stop = _stop_reason(state, now)
+    return {s.id: _reasons(state, s, contracts[s.id], capacity, stop) for s in state.steps.values_in_order()}
+
+
+def startable_steps(state: PlanState) -> list[str]:
+    """The ready steps a ``start`` would accept now, in the stable order: none while ``max_in_progress`` steps
+    are in progress. Each can start on its own; :func:`capacity_view` says how many may start together."""
+    return [] if _capacity_reason(state) is not None else ready_steps(state)
+
+
+def capacity_view(state: PlanState) -> dict[str, Any]:
+    """The run's room to start steps: ``max_in_progress`` (a number or ``"unlimited"``), ``in_progress`` (how
+    many steps are) and ``free`` (how many more may start; None when unlimited)."""
+    limit = None if state.plan is None else state.plan.policy.max_in_progress
+    active = len(in_doubt(state))
+    return {
+        "max_in_progress": "unlimited" if limit is None else limit,
+        "in_progress": active,
+        "free": None if limit is None else max(limit - active, 0),
+    }
 
 
 def advice(state: PlanState) -> str | None:
@@ -71,12 +164,14 @@ def orphan_view(orphan: Orphan) -> dict[str, Any]:
     return orphan._asdict() | {"evidence": list(orphan.evidence)}
 
 
-def _step_view(step: StepState, spec: StepSpec, ready: bool) -> dict[str, Any]:
+def _step_view(step: StepState, spec: StepSpec, ready: bool, waits: list[WaitReason]) -> dict[str, Any]:
     return {
         "id": step.id,
         "title": spec.title,
         "status": step.status,
         "ready": ready,
+        "can_start": not waits,
+        "wait_reasons": waits,
         "attempt": step.attempt,
         "max_attempts": step.max_attempts,
         "priority": spec.priority,
@@ -95,7 +190,8 @@ def _step_view(step: StepState, spec: StepSpec, ready: bool) -> dict[str, Any]:
 def status_view(state: PlanState, now: str | None = None) -> dict[str, Any]:
     """The ``status --json`` document; ``now`` is the time the stop policy judges a deadline at."""
     contracts = specs(state)
-    ready = set(ready_steps(state))
+    waits = wait_reasons(state, now)
+    ready = {s for s, w in waits.items() if not any(r["code"] in _NOT_READY for r in w)}  # one pass for both
     criteria_specs = {} if state.plan is None else {c.id: c for c in state.plan.acceptance_criteria}
     policy = None if state.plan is None else state.plan.policy.max_in_progress
     return {
@@ -105,7 +201,7 @@ def status_view(state: PlanState, now: str | None = None) -> dict[str, Any]:
         "outcome": state.outcome,
         "outcome_reason": state.outcome_reason,
         "max_in_progress": "unlimited" if state.plan is not None and policy is None else policy,
-        "steps": [_step_view(s, contracts[s.id], s.id in ready) for s in state.steps.values_in_order()],
+        "steps": [_step_view(s, contracts[s.id], s.id in ready, waits[s.id]) for s in state.steps.values_in_order()],
         "criteria": [
             {
                 "id": c.id,
@@ -118,6 +214,8 @@ def status_view(state: PlanState, now: str | None = None) -> dict[str, Any]:
             for c in state.criteria.values_in_order()
         ],
         "ready": [s for s in state.steps if s in ready],
+        "can_start": [s for s in state.steps if not waits[s]],
+        "capacity": None if state.plan is None else capacity_view(state),
         "advice": advice(state),
         "orphans": [orphan_view(o) for o in state.orphans],
         "last_seq": state.last_seq,

@@ -18,7 +18,7 @@ from tests.conftest import CliResult
 def _run(make_ledger: Callable[..., Ledger], draft: dict[str, Any]) -> Path:
     """A run with two replans, a late result and a keyed command; closing it leaves a snapshot."""
     ledger = make_ledger(draft)
-    ledger.start("reproduce", key="w1")
+    ledger.start("reproduce", idempotency_key="w1")
     ledger.complete("reproduce", ["login.test.ts fails with 401"])
     ledger.start("diagnose")
     draft["steps"][1]["title"] = "Check what the auth service returns"
@@ -50,7 +50,7 @@ def test_a_writer_resumes_from_the_snapshot_with_its_idempotency_keys(
     """A reopened writer starts from the snapshot, still knows old keys, and appends after it."""
     log = _run(make_ledger, draft)
     with Ledger.open(log, fsync="none") as ledger:
-        assert ledger.start("reproduce", key="w1").duplicate
+        assert ledger.start("reproduce", idempotency_key="w1").duplicate
         ledger.start("diagnose")
     assert state_hash(reads.read_state(str(log)).state) == _fresh(log)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,14 +27,20 @@ def test_every_command_has_help_with_an_example(name: str, run_cli: Run) -> None
     assert f"plantrail {name}" in result.out.split("Example:", 1)[1]
 
 
-def test_every_command_that_takes_a_log_offers_json() -> None:
-    """--json is an option of every subcommand except schema (which only prints JSON)."""
+def test_every_command_offers_json() -> None:
+    """--json is an option of every subcommand, schema included (README and DESIGN.md promise it)."""
 
     def options(command: click.Command) -> set[str]:
         return {o for p in command.params if isinstance(p, click.Option) for o in p.opts}
 
-    missing = [n for n, c in all_commands().items() if n != "schema" and "--json" not in options(c)]
-    assert missing == []
+    def leaves(name: str, command: click.Command) -> list[tuple[str, click.Command]]:
+        if isinstance(command, click.Group):  # a group's subcommands each take --json (e.g. store init)
+            return [leaf for sub, c in command.commands.items() for leaf in leaves(f"{name} {sub}", c)]
+        return [(name, command)]
+
+    commands = [leaf for name, c in all_commands().items() for leaf in leaves(name, c)]
+    missing = [n for n, c in commands if "--json" not in options(c)]
+    assert missing == [] and "store init" in dict(commands)
 
 
 @pytest.fixture
@@ -114,12 +122,19 @@ def test_status_json_has_the_documented_fields(log: Path, run_cli: Run) -> None:
 
 
 def test_a_recorded_run_reads_as_a_table(log: Path, run_cli: Run) -> None:
-    """Human status is a table of steps with their status, the ready step marked."""
+    """Human status is a table of steps with their title (cut to fit) and status, the ready step marked."""
     run_cli("start", log, "reproduce")
     run_cli("complete", log, "reproduce", "-e", "login.test.ts fails with 401")
     out = run_cli("status", log).out
-    assert "reproduce  completed" in out
-    assert "diagnose   pending (ready)" in out
+    rows = {
+        cells[0]: cells[1:3]
+        for line in out.splitlines()
+        if (cells := re.split(r"\s{2,}", line.strip()))[0] in ("reproduce", "diagnose")
+    }
+    assert rows == {
+        "reproduce": ["Reproduce the login fai…", "completed"],
+        "diagnose": ["Find the cause of the f…", "pending (ready)"],
+    }
 
 
 def test_plan_version_and_attempt_fence_results_from_the_cli(
@@ -168,6 +183,13 @@ def test_schema_prints_the_json_schema(run_cli: Run) -> None:
     """schema prints a JSON Schema document."""
     result = run_cli("schema")
     assert result.code == 0 and '"discriminator"' in result.out
+
+
+def test_schema_takes_json_like_every_command(run_cli: Run) -> None:
+    """schema --json exits 0 and prints the same JSON Schema document, which json.loads parses."""
+    result = run_cli("schema", "--json")
+    assert result.code == 0 and result.err == ""
+    assert json.loads(result.out) == json.loads(run_cli("schema").out)
 
 
 def test_a_bad_draft_file_is_refused_clearly(tmp_path: Path, run_cli: Run) -> None:

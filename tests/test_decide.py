@@ -254,9 +254,9 @@ def test_expected_seq_must_match_the_end_of_the_log(make_ledger: MakeLedger, tmp
 def test_a_retried_key_returns_the_original_seq_and_writes_nothing(make_ledger: MakeLedger, tmp_path: Path) -> None:
     """The same idempotency key with the same content is acknowledged again without a write."""
     ledger = make_ledger()
-    first = ledger.start("reproduce", key="start-reproduce-1")
+    first = ledger.start("reproduce", idempotency_key="start-reproduce-1")
     before = (tmp_path / "run.jsonl").read_bytes()
-    again = ledger.start("reproduce", key="start-reproduce-1", expected_seq=1)
+    again = ledger.start("reproduce", idempotency_key="start-reproduce-1", expected_seq=1)
     assert (again.seq, again.hash, again.duplicate) == (first.seq, first.hash, True)
     assert (tmp_path / "run.jsonl").read_bytes() == before
 
@@ -264,8 +264,8 @@ def test_a_retried_key_returns_the_original_seq_and_writes_nothing(make_ledger: 
 def test_a_key_reused_for_other_content_is_refused(make_ledger: MakeLedger, tmp_path: Path) -> None:
     """IDEMPOTENCY_CONFLICT when a key comes back with different content."""
     ledger = make_ledger()
-    ledger.start("reproduce", key="k")
-    refused(ledger, tmp_path, lambda: ledger.complete("reproduce", ["x"], key="k"), "IDEMPOTENCY_CONFLICT")
+    ledger.start("reproduce", idempotency_key="k")
+    refused(ledger, tmp_path, lambda: ledger.complete("reproduce", ["x"], idempotency_key="k"), "IDEMPOTENCY_CONFLICT")
 
 
 def test_a_batch_is_all_or_nothing(make_ledger: MakeLedger, tmp_path: Path) -> None:

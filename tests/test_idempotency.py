@@ -22,11 +22,11 @@ def test_retry_with_the_same_key_returns_the_original_and_writes_nothing(
 ) -> None:
     """A retried keyed command acks the original seq and hash, marked duplicate, and the file is unchanged."""
     ledger = make_ledger()
-    first = ledger.start("reproduce", key="start-reproduce")
-    ledger.complete("reproduce", ["saved failing output"], key="done-reproduce")
+    first = ledger.start("reproduce", idempotency_key="start-reproduce")
+    ledger.complete("reproduce", ["saved failing output"], idempotency_key="done-reproduce")
     before = (tmp_path / "run.jsonl").read_bytes()
 
-    again = ledger.start("reproduce", key="start-reproduce")
+    again = ledger.start("reproduce", idempotency_key="start-reproduce")
 
     assert (again.seq, again.hash, again.duplicate) == (first.seq, first.hash, True)
     assert (tmp_path / "run.jsonl").read_bytes() == before
@@ -36,11 +36,11 @@ def test_same_key_with_other_content_is_refused(make_ledger: MakeLedger, tmp_pat
     """Reusing a key for different content raises IDEMPOTENCY_CONFLICT naming the original seq."""
     ledger = make_ledger()
     ledger.start("reproduce")
-    original = ledger.complete("reproduce", ["saved failing output"], key="k1")
+    original = ledger.complete("reproduce", ["saved failing output"], idempotency_key="k1")
     before = (tmp_path / "run.jsonl").read_bytes()
 
     with pytest.raises(PlantrailError) as caught:
-        ledger.block("reproduce", "no access", key="k1")
+        ledger.block("reproduce", "no access", idempotency_key="k1")
 
     assert (caught.value.code, caught.value.fields["seq"]) == ("IDEMPOTENCY_CONFLICT", original.seq)
     assert (tmp_path / "run.jsonl").read_bytes() == before
@@ -48,17 +48,17 @@ def test_same_key_with_other_content_is_refused(make_ledger: MakeLedger, tmp_pat
 
 def test_keys_survive_reopening(make_ledger: MakeLedger, tmp_path: Path) -> None:
     """Another process (or a restarted one) sees the keys already in the log."""
-    make_ledger().start("reproduce", key="s1")
+    make_ledger().start("reproduce", idempotency_key="s1")
     with Ledger.open(tmp_path / "run.jsonl") as reopened:
-        assert reopened.start("reproduce", key="s1").duplicate
+        assert reopened.start("reproduce", idempotency_key="s1").duplicate
         with pytest.raises(PlantrailError, match="idempotency key 's1'"):
-            reopened.start("diagnose", key="s1")
+            reopened.start("diagnose", idempotency_key="s1")
 
 
 def test_a_batch_with_a_retried_key_writes_only_the_new_events(make_ledger: MakeLedger) -> None:
     """In one group commit, retried keys ack their originals and only new events are written."""
     ledger = make_ledger()
-    started = ledger.start("reproduce", key="a")
+    started = ledger.start("reproduce", idempotency_key="a")
     acks = ledger.execute_many(
         [Start(step="reproduce", key="a"), Complete(step="reproduce", evidence=["out"], key="b")]
     )

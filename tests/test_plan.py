@@ -111,9 +111,10 @@ def test_text_is_trimmed() -> None:
 def test_invalid_drafts_are_refused_with_a_stable_code_naming_the_ids(
     raw: dict[str, Any], code: str, ids: list[str] | None
 ) -> None:
-    """Every draft defect has its own code, and the error names the offending ids."""
+    """Every draft defect has its own code, the error names the offending ids, and one defect is one error."""
     exc = _refused(raw)
     assert exc.code == code
+    assert exc.errors == (exc,)
     if ids is not None:
         assert exc.fields["ids"] == ids
 
@@ -203,3 +204,82 @@ def test_criterion_spec_is_immutable() -> None:
     """Plan values are frozen."""
     with pytest.raises(AttributeError):
         CriterionSpec("c", "d").description = "other"  # type: ignore[misc]
+
+
+def test_every_problem_of_a_draft_is_reported_at_once() -> None:
+    """A draft with several defects lists them all in errors, in draft order; the error itself is the first."""
+    raw = {
+        "goal": "g",
+        "acceptance_criteria": [],
+        "steps": [
+            {"id": "a", "title": " ", "completion_evidence": "x"},
+            {"id": "b", "title": "B", "depends_on": ["a", "revew"], "completion_evidence": ""},
+            _step("review", "c"),
+            {**_step("c", "review"), "dependson": []},
+        ],
+    }
+    exc = _refused(raw)
+    codes = [e.code for e in exc.errors]
+    assert codes == [
+        "BLANK_FIELD",
+        "BLANK_FIELD",
+        "DRAFT_INVALID",
+        "NO_ACCEPTANCE_CRITERIA",
+        "UNKNOWN_DEPENDENCY",
+        "DEPENDENCY_CYCLE",
+    ]
+    assert exc is exc.errors[0] and exc.fields["path"] == "steps[0].title"
+    assert all(isinstance(e, PlanInvalid) for e in exc.errors)
+
+
+def test_a_draft_that_parses_reports_every_graph_problem() -> None:
+    """Duplicate ids, unknown and self dependencies and a cycle elsewhere are all reported together."""
+    exc = _refused(_draft(_step("a", "a"), _step("b", "ghost"), _step("x", "y"), _step("y", "x"), _step("b")))
+    assert [e.code for e in exc.errors] == [
+        "DUPLICATE_STEP_ID",
+        "SELF_DEPENDENCY",
+        "UNKNOWN_DEPENDENCY",
+        "DEPENDENCY_CYCLE",
+    ]
+    assert exc.errors[-1].fields["ids"] == ["x", "y"]
+
+
+def test_a_failed_step_still_counts_as_known_to_its_dependents() -> None:
+    """A step with a blank title is not reported again as an unknown dependency of the steps after it."""
+    exc = _refused(_draft({"id": "a", "title": "", "completion_evidence": "x"}, _step("b", "a")))
+    assert [e.code for e in exc.errors] == ["BLANK_FIELD"]
+
+
+def test_unknown_names_suggest_the_closest_one() -> None:
+    """A mistyped dependency, draft key or patch target names the closest real one in the message."""
+    assert "(did you mean review?)" in _refused(_draft(_step("review"), _step("b", "revew"))).message
+    assert "(did you mean depends_on?)" in _refused(_draft({**_step("a"), "depends_onn": []})).message
+    base = _plan(_draft(_step("review")))
+    with pytest.raises(PlanInvalid) as info:
+        apply_patch(base, parse_patch({"base_version": 1, "operations": [{"op": "remove_step", "step_id": "reviw"}]}))
+    assert "(did you mean review?)" in info.value.message and info.value.code == "PATCH_INVALID"
+
+
+def test_a_patch_reports_every_operation_that_cannot_apply() -> None:
+    """Two impossible operations in one patch are both reported; the possible ones between them still apply."""
+    base = _plan(_draft(_step("a")))
+    operations = [
+        {"op": "remove_step", "step_id": "zzz"},
+        {"op": "add_step", "step": _step("b")},
+        {"op": "add_step", "step": _step("a")},
+    ]
+    with pytest.raises(PlanInvalid) as info:
+        apply_patch(base, parse_patch({"base_version": 1, "operations": operations}))
+    assert [e.code for e in info.value.errors] == ["PATCH_INVALID", "PATCH_INVALID"]
+    assert "operations[2]" in info.value.errors[1].message
+
+
+def test_a_patch_that_does_not_parse_reports_every_operation() -> None:
+    """Every malformed operation of a patch is reported, not only the first."""
+    with pytest.raises(PlanInvalid) as info:
+        parse_patch({"base_version": 0, "operations": [{"op": "explode"}, {"op": "remove_step"}]})
+    assert [e.fields.get("path") for e in info.value.errors] == [
+        "patch.base_version",
+        "operations[0]",
+        "operations[1].step_id",
+    ]

@@ -36,6 +36,7 @@ def test_ledger_exports_are_pinned_and_resolve() -> None:
             "UsageError",
             "VerifyCriterion",
             "__version__",
+            "audit",
             "check",
             "decide",
             "default_run_id",

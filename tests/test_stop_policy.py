@@ -210,5 +210,7 @@ def test_resume_exits_15_when_the_budget_is_spent(
     assert run_cli("fail", log, "implement", "--error", "slow", "--report", report).code == 0
     result = run_cli("resume", log, "--json")
     assert (result.code, result.json()["verdict"], result.json()["stop"]["rule"]) == (15, "budget_exhausted", "budget")
-    assert run_cli("next", log, "--json").json()["ready"] == []
+    upcoming = run_cli("next", log, "--json").json()
+    assert upcoming["ready"] == ["implement"] and upcoming["can_start"] == []
+    assert upcoming["waiting"][0]["wait_reasons"][-1]["code"] == "stop_policy"
     assert run_cli("status", log, "--json").json()["budget"]["run"]["turns"]["left"] == 0

@@ -7,7 +7,14 @@ from pathlib import Path
 from typing import Any
 
 from plantrail.ledger.api import Ledger
-from plantrail.projections.views import advice, ready_steps
+from plantrail.projections.views import (
+    advice,
+    capacity_view,
+    ready_steps,
+    startable_steps,
+    status_view,
+    wait_reasons,
+)
 from tests.conftest import CliResult
 
 FAN_OUT: dict[str, Any] = {
@@ -103,6 +110,9 @@ def test_next_prints_the_ready_steps_or_the_advice(
         "plan_version": 1,
         "outcome": None,
         "ready": ["reproduce"],
+        "can_start": ["reproduce"],
+        "waiting": [],
+        "capacity": {"max_in_progress": 1, "in_progress": 0, "free": 1},
         "in_progress": [],
         "advice": None,
         "stop": {"outcome": "continue", "rule": "continue", "reason": "next bounded step", "unmet": []},
@@ -111,3 +121,77 @@ def test_next_prints_the_ready_steps_or_the_advice(
     ledger.block("reproduce", "staging is down")
     result = run_cli("next", log)
     assert result.out == "no step is ready\nadvice: replan with --reason no_ready_step\n"
+
+
+TWO_AT_A_TIME: dict[str, Any] = {**FAN_OUT, "policy": {"max_in_progress": 2}}
+
+
+def test_a_ready_step_waits_for_capacity_when_the_limit_is_reached(make_ledger: Callable[..., Ledger]) -> None:
+    """With max_in_progress 2 and two steps running, the third ready step is ready but cannot start: capacity."""
+    ledger = make_ledger(TWO_AT_A_TIME)
+    ledger.start("list")
+    ledger.complete("list", ["alpha, mid, zeta"])
+    ledger.start("alpha")
+    assert (startable_steps(ledger.state), capacity_view(ledger.state)["free"]) == (["mid", "zeta"], 1)
+    ledger.start("mid")
+    state = ledger.state
+    assert ready_steps(state) == ["zeta"]
+    assert startable_steps(state) == []
+    assert wait_reasons(state)["zeta"] == [{"code": "capacity", "max_in_progress": 2, "in_progress": ["alpha", "mid"]}]
+    assert capacity_view(state) == {"max_in_progress": 2, "in_progress": 2, "free": 0}
+    view = status_view(state)
+    assert (view["ready"], view["can_start"]) == (["zeta"], [])  # ready as DESIGN.md defines it, capacity aside
+    assert [s["id"] for s in view["steps"] if s["ready"]] == ["zeta"]
+
+
+def test_wait_reasons_name_every_cause_in_a_fixed_order(make_ledger: Callable[..., Ledger]) -> None:
+    """A pending step lists its unfinished dependencies (then capacity); other steps their status."""
+    ledger = make_ledger(FAN_OUT | {"policy": {"max_in_progress": 1}})
+    ledger.start("list")
+    waits = wait_reasons(ledger.state)
+    assert waits["list"] == [{"code": "status", "status": "in_progress"}]
+    assert waits["merge"] == [
+        {"code": "dependencies", "waiting": ["zeta", "alpha", "mid"]},
+        {"code": "capacity", "max_in_progress": 1, "in_progress": ["list"]},
+    ]
+
+
+def test_status_view_carries_can_start_per_step_and_for_the_run(make_ledger: Callable[..., Ledger]) -> None:
+    """status --json's steps say can_start and why not; the run lists what can start and its capacity."""
+    ledger = make_ledger(FAN_OUT)
+    view = status_view(ledger.state)
+    by_id = {s["id"]: s for s in view["steps"]}
+    assert (by_id["list"]["can_start"], by_id["list"]["wait_reasons"]) == (True, [])
+    assert by_id["merge"]["can_start"] is False
+    assert (view["ready"], view["can_start"]) == (["list"], ["list"])
+    assert view["capacity"] == {"max_in_progress": "unlimited", "in_progress": 0, "free": None}
+
+
+def test_a_finished_run_can_start_nothing(make_ledger: Callable[..., Ledger], draft: dict[str, Any]) -> None:
+    """After finish --outcome cancelled every step waits on run_finished."""
+    ledger = make_ledger(draft)
+    ledger.finish("cancelled", "abandoned")
+    assert startable_steps(ledger.state) == []
+    assert all(w[0] == {"code": "run_finished", "outcome": "cancelled"} for w in wait_reasons(ledger.state).values())
+
+
+def test_next_and_acks_show_what_can_start_now(
+    tmp_path: Path, make_ledger: Callable[..., Ledger], run_cli: Callable[..., CliResult]
+) -> None:
+    """next and a recording command print 'can start now' apart from 'ready' when capacity holds a step back."""
+    ledger = make_ledger(TWO_AT_A_TIME)
+    log = tmp_path / "run.jsonl"
+    ledger.start("list")
+    ledger.complete("list", ["alpha, mid, zeta"])
+    ledger.start("alpha")
+    ack = run_cli("start", log, "mid")
+    assert ack.code == 0
+    assert "ready: zeta\ncan start now: none (max_in_progress 2 reached: alpha, mid)" in ack.out
+    shown = run_cli("next", log)
+    assert shown.out.startswith("ready: zeta\ncan start now: none (max_in_progress 2 reached: alpha, mid)\n")
+    data = run_cli("next", log, "--json").json()
+    assert (data["ready"], data["can_start"]) == (["zeta"], [])
+    assert data["waiting"] == [
+        {"step": "zeta", "wait_reasons": [{"code": "capacity", "max_in_progress": 2, "in_progress": ["alpha", "mid"]}]}
+    ]
+    assert run_cli("complete", log, "mid", "-e", "mid notes", "--json").json()["can_start"] == ["zeta"]

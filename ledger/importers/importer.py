@@ -37,7 +37,7 @@ from typing import NamedTuple
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.decide import Create
 from plantrail.ledger.errors import error
-from plantrail.ledger.files import fsync_dir, os_error
+from plantrail.ledger.files import folder_of, fsync_dir, os_error
 from plantrail.ledger.plan import PlanSpec
 
 from .mapping import Batch, MappedRun, map_updates
@@ -106,7 +106,7 @@ def import_transcript(
     lead = parse_transcript(source, format)
     found = subagent_files(source) if lead.format == "claude-code" and source.is_file() else ()
     if with_subagents and lead.format != "claude-code":
-        raise error("USAGE", "--with-subagents applies to Claude Code transcripts only")
+        raise error("USAGE", "only Claude Code transcripts have subagent transcripts", advice="SUBAGENTS_NOT_CLAUDE")
     transcripts = [lead, *(parse_transcript(p, "claude-code") for p in found)] if with_subagents else [lead]
     mapped = map_updates(_merged(transcripts), format=lead.format, session=_session(lead))
     run_id = run or _run_id(lead)
@@ -135,8 +135,11 @@ def import_transcript(
 
 
 def _check_target(source: Path, log: str, force: bool) -> None:
+    folder_of(log)  # before the temporary file beside it is named in an error
     if os.path.lexists(log) and not force:
-        raise error("LOG_EXISTS", f"{log} already exists; import never overwrites a log (use --force)", path=log)
+        raise error(
+            "LOG_EXISTS", f"{log} already exists; import never overwrites a log", advice="IMPORT_LOG_EXISTS", path=log
+        )
     if os.path.lexists(log) and source.exists() and os.path.samefile(source, log):
         raise error("USAGE", f"the log {log} would overwrite the transcript it is imported from")
 
@@ -223,7 +226,7 @@ def _install(temporary: str, log: str, force: bool) -> None:
             os.link(temporary, log)
     except FileExistsError:
         raise error(
-            "LOG_EXISTS", f"{log} already exists; import never overwrites a log (use --force)", path=log
+            "LOG_EXISTS", f"{log} already exists; import never overwrites a log", advice="IMPORT_LOG_EXISTS", path=log
         ) from None
     except OSError as exc:
         raise os_error(exc, log) from None

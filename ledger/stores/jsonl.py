@@ -34,19 +34,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Final, NamedTuple, Self
 
 from plantrail.ledger import __version__
+from plantrail.ledger.chain import encode_pending as _encode
 from plantrail.ledger.clock import utc_now
-from plantrail.ledger.codec import (
-    GENESIS_PREV,
-    MAX_LINE_BYTES,
-    check_schema,
-    decode,
-    encode,
-    holds_record_end,
-    line_version,
-)
+from plantrail.ledger.codec import GENESIS_PREV, MAX_LINE_BYTES, decode, holds_record_end, log_format
 from plantrail.ledger.errors import LogDamaged, error
-from plantrail.ledger.events import FORMATS, LogOpened, LogRepaired, Record
-from plantrail.ledger.files import check_path, fsync_dir, os_error
+from plantrail.ledger.events import LogOpened, LogRepaired, Record
+from plantrail.ledger.files import check_path, folder_of, fsync_dir, os_error
 from plantrail.ledger.store import FsyncPolicy, PendingRecord, Resumed, TornTail
 from plantrail.ledger.stores.cache import Position, Snapshot, load_snapshot, prefix_crc, save_snapshot
 
@@ -441,16 +434,11 @@ class JsonlStore:
             raise error("USAGE", f"fsync policy must be one of {', '.join(_POLICIES)}")
         if os.path.lexists(name):
             raise error("LOG_EXISTS", f"{name} already exists; create never overwrites a log", path=name)
-        try:
-            directory = os.stat(os.path.dirname(os.path.abspath(name)))
-        except OSError as exc:
-            raise os_error(exc, name) from None
+        directory = folder_of(name)
         _refuse_network_fs(directory.st_dev, name, allow_network_fs)
         clean_stale_temps(name)
         header = LogOpened(
-            format=FORMATS[
-                max((line_version(p.data) for p in first), default=1)
-            ],  # the log's format: docs/format-v2.md
+            format=log_format([p.data for p in first]),
             run=run,
             nonce=nonce or secrets.token_hex(16),
             fsync=fsync,
@@ -737,7 +725,7 @@ class _Session:
                 raise error(
                     "TORN_TAIL",
                     f"{store.path} ends with {scan.tail.length} bytes of an incomplete record after line "
-                    f"{scan.tail.line - 1} (a crash mid-write); run `plantrail repair {store.path}`",
+                    f"{scan.tail.line - 1} (a crash mid-write)",
                     line=scan.tail.line,
                     offset=scan.tail.offset,
                     path=store.path,
@@ -768,26 +756,6 @@ class _Session:
         lines = self._lines
         self._lines, self._last = [], None
         return self._store._write(lines, last)
-
-
-def _encode(p: PendingRecord, *, run: str, seq: int, prev: str) -> tuple[bytes, Record]:
-    """Encode one record, its bytes checked against the schema: nothing unreadable is ever written.
-
-    (The hash and the canonical form are ours by construction; the schema check catches a value of the wrong
-    type handed to the library, which would otherwise make every later read of the log fail.)
-    """
-    line, _ = encode(
-        seq=seq,
-        ts=p.ts,
-        run=run,
-        plan_version=p.plan_version,
-        actor=p.actor,
-        data=p.data,
-        prev=prev,
-        source=p.source,
-        key=p.key,
-    )
-    return line, check_schema(line[:-1], line_no=seq + 1)  # the record exactly as a reader will see it
 
 
 def _write_all(fd: int, blob: bytes) -> None:

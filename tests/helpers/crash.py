@@ -46,7 +46,7 @@ def crash_writer(path: str, ack_fd: int, seed: int, writer: int, big: bool) -> N
     with Ledger.open(path, repair=True) as ledger:
         n = 0
         while True:
-            ack = ledger.verify_criterion(CRITERION, True, evidence(rng, big), key=f"w{writer}-{n}")
+            ack = ledger.verify_criterion(CRITERION, True, evidence(rng, big), idempotency_key=f"w{writer}-{n}")
             os.write(ack_fd, ACK.pack(ack.seq, ack.hash.encode()))
             n += 1
 

@@ -1,0 +1,282 @@
+"""The audit views of a run's log, for Python callers: versions, replay, diff, why, orphans and resume.
+
+Each function reads the log read-only (nothing is re-executed) and returns exactly the document that the
+command of the same name prints with ``--json``::
+
+    from plantrail import audit
+
+    audit.versions("run.jsonl")["active_version"]
+    audit.resume("run.jsonl")["exit_code"]
+
+A log with a torn tail (a crash mid-write) still answers from its valid part, but the read is not the whole
+story: ``versions``, ``replay``, ``why`` and ``orphans`` then raise :class:`~ledger.errors.LogDamaged`
+``TORN_TAIL`` with the valid part's document as the error's ``partial``. ``resume`` never raises for a
+damaged log: its receipt says so (``verdict`` ``damaged``, ``exit_code`` 3, ``damage``). A log that cannot
+be read at all raises as usual (``LOG_NOT_FOUND``, ``PERMISSION_DENIED`` ...).
+
+The ``read_*`` functions are the same reads as a :class:`Reading`: the document, the state it was built
+from, and the damage instead of raising it (the CLI renders both; a caller that wants the state too can).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
+
+import orjson
+
+from plantrail.ledger.errors import PlantrailError, error
+
+if TYPE_CHECKING:
+    from plantrail.ledger.events import Record
+    from plantrail.ledger.store import TornTail
+    from plantrail.ledger.stores.jsonl import LogReader
+    from plantrail.projections.model import PlanState
+
+__all__ = [
+    "RESUME_EXIT_CODES",
+    "Reading",
+    "diff",
+    "orphans",
+    "read_diff",
+    "read_orphans",
+    "read_replay",
+    "read_resume",
+    "read_versions",
+    "read_why",
+    "replay",
+    "resume",
+    "torn_tail_error",
+    "versions",
+    "why",
+]
+
+Path = str | os.PathLike[str]
+
+#: The resume receipt's exit code by verdict (``plantrail resume`` exits with it).
+RESUME_EXIT_CODES: Final[dict[str, int]] = {
+    "continue": 0,
+    "damaged": 3,
+    "in_doubt": 10,
+    "stuck": 11,
+    "paused": 12,
+    "finished": 13,
+    "failed": 14,
+    "budget_exhausted": 15,
+}
+
+
+class Reading(NamedTuple):
+    """One audit read: the ``--json`` document, the state it describes, and the damage that cut the read
+    short (a TORN_TAIL after the valid part, or for ``resume`` any damage; None when the log read whole)."""
+
+    document: dict[str, Any]
+    state: PlanState
+    damage: PlantrailError | None = None
+
+    def checked(self) -> dict[str, Any]:
+        """The document; or, when the read was cut short, the damage raised with the document as ``partial``."""
+        if self.damage is not None:
+            self.damage.partial = self.document
+            raise self.damage
+        return self.document
+
+
+def torn_tail_error(path: Path, torn: TornTail) -> PlantrailError:
+    """The TORN_TAIL error of a read that answered from the valid part of a log ending in ``torn``."""
+    name = os.fspath(path)
+    return error(
+        "TORN_TAIL",
+        f"{name} ends with {torn.length} bytes of an incomplete record after line {torn.line - 1}",
+        advice="TORN_TAIL_READ",
+        line=torn.line,
+        offset=torn.offset,
+        path=name,
+    )
+
+
+def _damage(path: Path, torn: TornTail | None) -> PlantrailError | None:
+    return None if torn is None else torn_tail_error(path, torn)
+
+
+@contextmanager
+def _records(path: Path) -> Iterator[tuple[LogReader, Iterator[Record]]]:
+    from plantrail.ledger.stores.jsonl import LogReader
+
+    with LogReader(os.fspath(path)) as reader:
+        yield reader, reader.records()
+
+
+# --------------------------------------------------------------------------- versions
+
+
+def read_versions(path: Path) -> Reading:
+    """:func:`versions` as a :class:`Reading`."""
+    from plantrail.projections.history import history, versions_view
+
+    with _records(path) as (reader, records):
+        log_history = history(records)
+    state = log_history.state
+    document = {"run": state.run, "active_version": state.version, "versions": versions_view(log_history)}
+    return Reading(document, state, _damage(path, reader.torn))
+
+
+def versions(path: Path) -> dict[str, Any]:
+    """Every plan version: when, by whom and why it was adopted, its causes, and what its replan changed.
+
+    ``{"run", "active_version", "versions": [{"version", "seq", "ts", "actor", "reason", "why", "causes",
+    "observations", "patched", "steps", "criteria", "superseded_at", "changes"}]}`` (``plantrail versions
+    --json``).
+    """
+    return read_versions(path).checked()
+
+
+# --------------------------------------------------------------------------- replay
+
+
+def read_replay(path: Path, version: int | None = None, at_seq: int | None = None) -> Reading:
+    """:func:`replay` as a :class:`Reading`."""
+    from plantrail.ledger.stores.reads import read_state, rebuild_version
+    from plantrail.projections.canonical import state_hash
+    from plantrail.projections.history import replay_at_seq
+    from plantrail.projections.views import status_view
+
+    if version is not None and at_seq is not None:
+        raise error("USAGE", "replay rebuilds one point: a plan version or a seq, not both", advice="REPLAY_ONE_POINT")
+    superseded_at = None
+    if version is not None:
+        state, superseded_at, torn = rebuild_version(os.fspath(path), version)
+    elif at_seq is not None:
+        with _records(path) as (reader, records):
+            state = replay_at_seq(records, at_seq)
+        torn = reader.torn
+    else:
+        result = read_state(os.fspath(path))
+        state, torn = result.state, result.torn
+    document = status_view(state) | {
+        "state_hash": state_hash(state),
+        "replay": {"version": state.version, "at_seq": at_seq, "superseded_at": superseded_at},
+    }
+    return Reading(document, state, _damage(path, torn))
+
+
+def replay(path: Path, version: int | None = None, at_seq: int | None = None) -> dict[str, Any]:
+    """The plan and every step's state at a past point: plan ``version`` as it stood when superseded (or now,
+    for the active version), the state right after event ``at_seq``, or (with neither) the state now.
+
+    The ``status --json`` document at that point, plus ``"state_hash"`` and ``"replay": {"version",
+    "at_seq", "superseded_at"}`` (``plantrail replay --json``). ``version`` reads no further than the
+    replan that superseded it. UNKNOWN_PLAN_VERSION or UNKNOWN_SEQ when the log does not reach the point.
+    """
+    return read_replay(path, version, at_seq).checked()
+
+
+# --------------------------------------------------------------------------- diff
+
+
+def read_diff(path: Path, v1: int, v2: int) -> Reading:
+    """:func:`diff` as a :class:`Reading` (its state is the state at the end of ``v2``'s span read)."""
+    from plantrail.projections.history import diff_view, history, replay_versions
+
+    if isinstance(v1, bool) or isinstance(v2, bool) or not (isinstance(v1, int) and isinstance(v2, int)):
+        raise error("USAGE", "diff compares two plan versions, given as whole numbers")
+    if v1 >= v2:
+        raise error("USAGE", f"diff compares an earlier version with a later one, not v{v1} with v{v2}")
+    with _records(path) as (_, records):
+        spans = replay_versions(records, range(v1, v2 + 1))
+    ends = {v: span.state for v, span in spans.items()}
+    with _records(path) as (_, records):
+        known = history(records).versions
+    return Reading(diff_view(ends, known, v1, v2), ends[v2])
+
+
+def diff(path: Path, v1: int, v2: int) -> dict[str, Any]:
+    """What changed from plan version ``v1`` to a later ``v2``: steps added, removed and changed field by
+    field; completed work kept (with its evidence) or reset (with the cause); criteria kept or reset.
+
+    ``{"from", "to", "adjacent", "added", "removed", "changed", "kept", "reset", "criteria", "policy"}``
+    (``plantrail diff --json``). Reads the log only up to the end of ``v2``, so it never reports a torn tail.
+    """
+    return read_diff(path, v1, v2).checked()
+
+
+# --------------------------------------------------------------------------- why
+
+
+def read_why(path: Path, version: int | None = None) -> Reading:
+    """:func:`why` as a :class:`Reading`."""
+    from plantrail.projections.history import history, why_view
+
+    with _records(path) as (reader, records):
+        log_history = history(records)
+    with _records(path) as (_, records):
+        document = why_view(records, log_history, version)
+    # The quoted events and the patch hold tuples; the document holds what JSON holds (lists), as printed.
+    document = orjson.loads(orjson.dumps(document))
+    return Reading(document, log_history.state, _damage(path, reader.torn))
+
+
+def why(path: Path, version: int | None = None) -> dict[str, Any]:
+    """The audit of the replan that created plan ``version`` (default: the latest replan): reason code, why,
+    actor, the causing events quoted in full, what changed, and the late results for the version it replaced.
+
+    ``{"version", "replaced", "seq", "ts", "actor", "reason", "why", "observations", "patch", "causes",
+    "changes", "late_results"}`` (``plantrail why --json``).
+    """
+    return read_why(path, version).checked()
+
+
+# --------------------------------------------------------------------------- orphans
+
+
+def read_orphans(path: Path) -> Reading:
+    """:func:`orphans` as a :class:`Reading`."""
+    from plantrail.ledger.stores.reads import read_state
+    from plantrail.projections.history import orphans_view
+
+    result = read_state(os.fspath(path))
+    state = result.state
+    document = {"run": state.run, "active_version": state.version, "orphans": orphans_view(state)}
+    return Reading(document, state, _damage(path, result.torn))
+
+
+def orphans(path: Path) -> dict[str, Any]:
+    """Late results: completions, blocks and failures stamped with a superseded version or a stale attempt,
+    or arriving after the run finished; in the log, never applied to the plan.
+
+    ``{"run", "active_version", "orphans": [{"seq", "type", "step", "plan_version", "attempt",
+    "active_version", "why", "evidence", "reason", "status_now"}]}`` (``plantrail orphans --json``).
+    """
+    return read_orphans(path).checked()
+
+
+# --------------------------------------------------------------------------- resume
+
+
+def read_resume(path: Path, *, now: str | None = None) -> Reading:
+    """:func:`resume` as a :class:`Reading`: ``damage`` is the error that stopped the read, if any. ``now``
+    (default: the clock) is the time the stop policy judges a deadline at."""
+    from plantrail.ledger.clock import utc_now
+    from plantrail.ledger.stores.reads import read_state
+    from plantrail.projections.history import resume_receipt
+
+    result = read_state(os.fspath(path), stop_at_damage=True)
+    damage: PlantrailError | None = result.damage if result.damage is not None else _damage(path, result.torn)
+    receipt = resume_receipt(result.state, None if damage is None else damage.as_dict(), now=now or utc_now())
+    document = receipt | {"exit_code": RESUME_EXIT_CODES[receipt["verdict"]]}
+    return Reading(document, result.state, damage)
+
+
+def resume(path: Path) -> dict[str, Any]:
+    """The resume receipt after a crash: where the run stands and what to do next, with its exit code.
+
+    ``{"verdict", "exit_code", "next", "run", "goal", "plan_version", "finished", "outcome",
+    "outcome_reason", "done", "in_doubt", "ready", "blocked", "criteria_unverified", "criteria_failed",
+    "orphans", "advice", "last_seq", "head_hash", "damage"}`` (``plantrail resume --json``). ``verdict``
+    is the first that applies of ``damaged`` (exit 3: repair first; the receipt covers the valid part),
+    ``finished`` (13), ``in_doubt`` (10: steps started without a result), ``paused`` (12), ``stuck`` (11: no
+    step can start; replan) and ``continue`` (0). A damaged log is reported in the receipt, not raised.
+    """
+    return read_resume(path).document

@@ -1,0 +1,642 @@
+"""The PostgreSQL store: one table of canonical lines that many writers on many machines append to.
+
+A run lives at ``postgresql://user@host/db#RUN_ID`` (the run id in the URL's fragment). Every record keeps
+the canonical line bytes and hash chain it would have in a JSONL file, so a run copied between the stores is
+byte-identical and verifies with the same head hash.
+
+Schema (version 1, created on first use and by :func:`init_schema`; a newer schema is refused)::
+
+    plantrail_meta     (key text PRIMARY KEY, value text)          -- schema_version
+    plantrail_runs     (run text PRIMARY KEY, created_at timestamptz)
+    plantrail_records  (run text, seq bigint, line bytea, h text, key text,
+                        tx xid8 DEFAULT pg_current_xact_id(),
+                        gpos bigint GENERATED ALWAYS AS IDENTITY,
+                        PRIMARY KEY (run, seq))
+                       UNIQUE (run, key) WHERE key IS NOT NULL;  INDEX (tx, gpos)
+
+* **Appends** are optimistic: a session catches up with the run's records after its head, the ledger
+  decides, and the commit inserts the staged records in one transaction. The primary key ``(run, seq)``
+  serialises writers of one run: a writer that lost the race gets ``WRITE_CONFLICT`` (nothing written) and
+  the ledger decides again against the new head, a bounded number of times, or answers
+  ``STALE_EXPECTED_SEQ`` when the caller gave an expected seq. Idempotency keys are unique per run, so a
+  retry after a dropped connection never duplicates. No advisory locks and no table locks (they are no-ops
+  or errors on CockroachDB and YugabyteDB).
+* **Reads** check every line exactly as the JSONL reader does (framing, hash, schema, seq and chain).
+* **The global position** ``(tx, gpos)`` orders records across runs: :func:`follow` reads only rows whose
+  transaction is below the snapshot's xmin, ordered by ``(tx, gpos)``, so a row that commits late is never
+  skipped. ``NOTIFY plantrail_records`` is only a wake-up; followers poll with a bound as the fallback.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Self
+
+from plantrail.ledger import __version__
+from plantrail.ledger.chain import check_link, encode_pending
+from plantrail.ledger.clock import utc_now
+from plantrail.ledger.codec import GENESIS_PREV, decode, log_format
+from plantrail.ledger.errors import PlantrailError, error
+from plantrail.ledger.events import LogOpened, Record
+from plantrail.ledger.store import FsyncPolicy, PendingRecord, Resumed
+from plantrail.ledger.stores import is_database_url
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from psycopg import Connection
+    from psycopg_pool import ConnectionPool
+
+    from plantrail.ledger.store import KeyEntry
+    from plantrail.projections.model import PlanState
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "GlobalPosition",
+    "Location",
+    "PostgresStore",
+    "follow",
+    "init_schema",
+    "insert_run",
+    "list_runs",
+    "parse_location",
+    "read_checked_lines",
+    "read_lines",
+    "read_records",
+]
+
+SCHEMA_VERSION: Final = 1
+CHANNEL: Final = "plantrail_records"
+#: The options plantrail reads from a store URL's query; everything else goes to libpq as it is.
+_OWN_OPTIONS: Final = ("pool_size", "prepare_threshold", "notify")
+_CONNECT_TIMEOUT_S: Final = 10.0
+
+_SCHEMA: Final = (
+    "CREATE TABLE IF NOT EXISTS plantrail_meta (key text PRIMARY KEY, value text NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS plantrail_runs (run text PRIMARY KEY, created_at timestamptz NOT NULL DEFAULT now())",
+    """CREATE TABLE IF NOT EXISTS plantrail_records (
+        run text NOT NULL,
+        seq bigint NOT NULL,
+        line bytea NOT NULL,
+        h text NOT NULL,
+        key text,
+        tx xid8 NOT NULL DEFAULT pg_current_xact_id(),
+        gpos bigint GENERATED ALWAYS AS IDENTITY,
+        PRIMARY KEY (run, seq))""",
+    "CREATE UNIQUE INDEX IF NOT EXISTS plantrail_records_key ON plantrail_records (run, key) WHERE key IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS plantrail_records_global ON plantrail_records (tx, gpos)",
+)
+
+
+# --------------------------------------------------------------------------- where a run lives
+
+
+class Location(NamedTuple):
+    """A database and, optionally, one run in it, parsed from a store URL."""
+
+    conninfo: str  # the URL for libpq: no fragment, none of plantrail's own query options
+    run: str | None
+    pool_size: int
+    prepare_threshold: int | None
+    notify: bool
+    connect_timeout: float  # seconds to wait for a connection (libpq's connect_timeout, default 10)
+
+    def __str__(self) -> str:
+        safe = _without_password(self.conninfo)
+        return f"{safe}#{self.run}" if self.run else safe
+
+
+def parse_location(url: str, *, run: str | None = None) -> Location:
+    """Split a store URL into libpq's part, the run id (the fragment, or ``run``) and plantrail's options.
+
+    Options in the query: ``pool_size`` (connections per process, default 4), ``prepare_threshold``
+    (``none`` for PgBouncer in transaction mode; default psycopg's 5) and ``notify`` (``off`` to poll only,
+    for engines without LISTEN/NOTIFY).
+    """
+    if not is_database_url(url):
+        raise error("USAGE", f"{url!r} is not a postgresql:// URL")
+    parts = urllib.parse.urlsplit(url)
+    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    own = {k: v for k, v in query if k in _OWN_OPTIONS}
+    rest = [(k, v) for k, v in query if k not in _OWN_OPTIONS]
+    conninfo = urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(rest), fragment=""))
+    fragment = urllib.parse.unquote(parts.fragment) or None
+    if run is not None and fragment is not None and run != fragment:
+        raise error("USAGE", f"the URL names run {fragment!r} and the caller run {run!r}")
+    return Location(
+        conninfo=conninfo,
+        run=run if run is not None else fragment,
+        pool_size=_int_option(own, "pool_size", 4, minimum=1),
+        prepare_threshold=None
+        if own.get("prepare_threshold", "").lower() in ("none", "off")
+        else _int_option(own, "prepare_threshold", 5, minimum=0),
+        notify=own.get("notify", "on").lower() not in ("off", "0", "false", "no"),
+        connect_timeout=float(_int_option(dict(rest), "connect_timeout", int(_CONNECT_TIMEOUT_S), minimum=1)),
+    )
+
+
+def _int_option(options: dict[str, str], name: str, default: int, *, minimum: int) -> int:
+    raw = options.get(name)
+    if raw is None or raw == "":
+        return default
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 6 or int(raw) < minimum:
+        raise error("USAGE", f"store URL option {name}={raw!r} must be a whole number >= {minimum}")
+    return int(raw)
+
+
+def _without_password(conninfo: str) -> str:
+    parts = urllib.parse.urlsplit(conninfo)
+    if parts.password is None:
+        return conninfo
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
+# --------------------------------------------------------------------------- connections and faults
+
+_pools: dict[tuple[str, int, int | None], ConnectionPool[Any]] = {}
+_pools_lock = threading.Lock()
+_schema_checked: set[str] = set()
+
+
+def _pool(location: Location) -> ConnectionPool[Any]:
+    """The process's connection pool for a database (one per conninfo and options), opened on first use."""
+    key = (location.conninfo, location.pool_size, location.prepare_threshold)
+    with _pools_lock:
+        pool = _pools.get(key)
+        if pool is None:
+            psycopg_pool = _driver("psycopg_pool")
+            pool = psycopg_pool.ConnectionPool(
+                location.conninfo,
+                min_size=1,
+                max_size=location.pool_size,
+                kwargs={"autocommit": True, "prepare_threshold": location.prepare_threshold},
+                timeout=location.connect_timeout,
+                open=False,
+                name="plantrail",
+            )
+            with _faults(location):
+                pool.open(wait=True, timeout=location.connect_timeout)
+            _pools[key] = pool
+    return pool
+
+
+def _driver(name: str) -> Any:
+    try:
+        return __import__(name)
+    except ImportError:
+        raise error(
+            "STORE_UNAVAILABLE",
+            f"the PostgreSQL store needs {name}: pip install 'plantrail[postgres]'",
+            missing=name,
+        ) from None
+
+
+@atexit.register
+def _close_pools() -> None:
+    with _pools_lock:
+        for pool in _pools.values():
+            with contextlib.suppress(Exception):
+                pool.close(timeout=1.0)
+        _pools.clear()
+
+
+@contextlib.contextmanager
+def _faults(location: Location, *, outcome_unknown: bool = False) -> Iterator[None]:
+    """Map the driver's errors to plantrail's stable codes (the database never leaks a traceback)."""
+    try:
+        yield
+    except PlantrailError:
+        raise
+    except Exception as exc:
+        raise _fault(exc, location, outcome_unknown) from None
+
+
+def _fault(exc: Exception, location: Location, outcome_unknown: bool) -> PlantrailError:
+    psycopg = _driver("psycopg")
+    psycopg_pool = _driver("psycopg_pool")
+    where = str(location)
+    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if isinstance(exc, psycopg.errors.InsufficientPrivilege):
+        return error("PERMISSION_DENIED", f"database {where}: {detail}", path=where)
+    if isinstance(exc, psycopg.OperationalError | psycopg_pool.PoolTimeout | psycopg.InterfaceError):
+        if outcome_unknown:
+            return error(
+                "STORE_UNAVAILABLE",
+                f"database {where}: the connection failed during an append ({detail}); it may or may not have "
+                "been written: retry it with the same idempotency key",
+                path=where,
+                outcome="unknown",
+            )
+        return error("STORE_UNAVAILABLE", f"database {where} is unavailable: {detail}", path=where)
+    return error("IO_ERROR", f"database {where}: {type(exc).__name__}: {detail}", path=where)
+
+
+@contextlib.contextmanager
+def _connection(location: Location) -> Iterator[Connection[Any]]:
+    """A pooled connection with the schema checked (once per process and database)."""
+    pool = _pool(location)
+    with _faults(location), pool.connection() as conn:
+        if location.conninfo not in _schema_checked:
+            _ensure_schema(conn, location)
+            _schema_checked.add(location.conninfo)
+        yield conn
+
+
+def init_schema(url: str) -> int:
+    """Create or upgrade plantrail's tables in the database at ``url`` (idempotent); return the schema version.
+
+    A database whose schema is newer than this plantrail knows is refused (``STORE_SCHEMA_NEWER``).
+    """
+    location = parse_location(url)
+    with _faults(location), _pool(location).connection() as conn:
+        _ensure_schema(conn, location)
+    _schema_checked.add(location.conninfo)
+    return SCHEMA_VERSION
+
+
+def _ensure_schema(conn: Connection[Any], location: Location) -> None:
+    psycopg = _driver("psycopg")
+    found = _schema_version(conn)
+    if found is not None and found > SCHEMA_VERSION:
+        raise error(
+            "STORE_SCHEMA_NEWER",
+            f"database {location} has plantrail schema v{found}; this plantrail knows v{SCHEMA_VERSION}: upgrade it",
+            found=found,
+            expected=SCHEMA_VERSION,
+        )
+    if found == SCHEMA_VERSION:
+        return
+    for attempt in range(3):  # two processes creating the schema at once: the loser retries and finds it
+        try:
+            with conn.transaction():
+                for statement in _SCHEMA:
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO plantrail_meta (key, value) VALUES ('schema_version', %s) "
+                    "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                    (str(SCHEMA_VERSION),),
+                )
+            return
+        except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable, psycopg.errors.DuplicateObject):
+            if attempt == 2:
+                raise
+
+
+def _schema_version(conn: Connection[Any]) -> int | None:
+    exists = conn.execute("SELECT to_regclass('plantrail_meta') IS NOT NULL").fetchone()
+    if not exists or not exists[0]:
+        return None
+    row = conn.execute("SELECT value FROM plantrail_meta WHERE key = 'schema_version'").fetchone()
+    return int(row[0]) if row and str(row[0]).isdigit() else None
+
+
+# --------------------------------------------------------------------------- the store
+
+
+class _Head(NamedTuple):
+    next_seq: int
+    prev: str
+
+
+class PostgresStore:
+    """One run's log in a PostgreSQL database, opened for appending."""
+
+    def __init__(self, location: Location, header: LogOpened, *, clock: Callable[[], str] = utc_now) -> None:
+        assert location.run is not None
+        self.location = location
+        self._run = location.run
+        self._header = header
+        self._clock = clock
+        self._head = _Head(0, GENESIS_PREV)
+        self._thread_lock = threading.Lock()
+
+    # ----------------------------------------------------------- opening
+
+    @classmethod
+    def open(cls, url: str, *, run: str | None = None, clock: Callable[[], str] = utc_now) -> PostgresStore:
+        """Open run ``run`` (or the URL's fragment) for appending; RUN_NOT_FOUND when the database has none."""
+        location = _with_run(parse_location(url, run=run))
+        with _connection(location) as conn:
+            row = conn.execute(
+                "SELECT line FROM plantrail_records WHERE run = %s AND seq = 0", (location.run,)
+            ).fetchone()
+        if row is None:
+            raise error("RUN_NOT_FOUND", f"database {location} holds no run {location.run!r}", run=location.run)
+        record = decode(bytes(row[0]), line_no=1)
+        if not isinstance(record.data, LogOpened):
+            raise error("CORRUPT_LINE", f"run {location.run}: seq 0 is not the log.opened header", line=1)
+        return cls(location, record.data, clock=clock)
+
+    @classmethod
+    def create(
+        cls,
+        url: str,
+        *,
+        run: str | None = None,
+        first: Sequence[PendingRecord],
+        fsync: FsyncPolicy = "always",
+        nonce: str | None = None,
+        ts: str | None = None,
+        actor: str = "runtime",
+        clock: Callable[[], str] = utc_now,
+    ) -> tuple[PostgresStore, list[Record]]:
+        """Create run ``run`` with its header and ``first`` records in one transaction; LOG_EXISTS if it exists.
+
+        ``fsync`` is recorded in the header as the JSONL store does (a committed transaction is durable).
+        """
+        import secrets
+
+        psycopg = _driver("psycopg")
+        location = _with_run(parse_location(url, run=run))
+        assert location.run is not None
+        header = LogOpened(
+            format=log_format([p.data for p in first]),
+            run=location.run,
+            nonce=nonce or secrets.token_hex(16),
+            fsync=fsync,
+            created_by=f"plantrail {__version__}",
+        )
+        opened = PendingRecord(ts=ts or clock(), plan_version=0, actor=actor, data=header)  # type: ignore[arg-type]
+        rows, records = _encode_all([opened, *first], run=location.run, seq=0, prev=GENESIS_PREV)
+        with _connection(location) as conn, _faults(location, outcome_unknown=True):
+            try:
+                with conn.transaction():
+                    conn.execute("INSERT INTO plantrail_runs (run) VALUES (%s)", (location.run,))
+                    _insert(conn, rows, location.notify)
+            except psycopg.errors.UniqueViolation:
+                raise error(
+                    "LOG_EXISTS", f"run {location.run!r} already exists in {location}; create never overwrites a log"
+                ) from None
+        store = cls(location, header, clock=clock)
+        return store, records
+
+    @property
+    def run(self) -> str:
+        """The run id."""
+        return self._run
+
+    def resume(self) -> Resumed | None:
+        """This store keeps no snapshot yet: the ledger folds the run's records."""
+        return None
+
+    def checkpoint(self, state: PlanState, keys: Mapping[str, KeyEntry]) -> None:
+        """No snapshot is kept (nothing to do)."""
+
+    def session(self) -> _Session:
+        """One catch-up, decide and append turn on a pooled connection."""
+        return _Session(self)
+
+    def sync(self) -> None:
+        """Every committed append is already durable."""
+
+    def close(self) -> None:
+        """Release the store (the process's connection pool stays open for other runs)."""
+
+
+def _with_run(location: Location) -> Location:
+    if location.run is None:
+        raise error("USAGE", f"name the run: {location}#RUN_ID (or pass run=)")
+    from plantrail.ledger.plan import check_id
+
+    check_id(location.run, "run id")
+    return location
+
+
+def _encode_all(
+    pending: Sequence[PendingRecord], *, run: str, seq: int, prev: str
+) -> tuple[list[tuple[str, int, bytes, str, str | None]], list[Record]]:
+    rows: list[tuple[str, int, bytes, str, str | None]] = []
+    records: list[Record] = []
+    for offset, p in enumerate(pending):
+        line, record = encode_pending(p, run=run, seq=seq + offset, prev=prev)
+        rows.append((run, record.seq, line[:-1], record.h, record.key))
+        records.append(record)
+        prev = record.h
+    return rows, records
+
+
+def _insert(conn: Connection[Any], rows: Sequence[tuple[str, int, bytes, str, str | None]], notify: bool) -> None:
+    with conn.cursor() as cur:
+        cur.executemany("INSERT INTO plantrail_records (run, seq, line, h, key) VALUES (%s, %s, %s, %s, %s)", rows)
+        if notify:
+            cur.execute("SELECT pg_notify(%s, %s)", (CHANNEL, rows[0][0]))
+
+
+class _Session:
+    """One turn (see :class:`plantrail.ledger.store.Session`): catch up, stage, commit in one transaction."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        self._store = store
+        self.rewound = False  # a database run is never cut back
+        self._rows: list[tuple[str, int, bytes, str, str | None]] = []
+        self._last: Record | None = None
+        self._conn: Connection[Any] | None = None
+        self._context: contextlib.AbstractContextManager[Connection[Any]] | None = None
+
+    def __enter__(self) -> Self:
+        self._store._thread_lock.acquire()
+        try:
+            self._context = _connection(self._store.location)
+            self._conn = self._context.__enter__()
+        except BaseException:
+            self._store._thread_lock.release()
+            raise
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            assert self._context is not None
+            self._context.__exit__(*exc)
+        finally:
+            self._store._thread_lock.release()
+
+    @property
+    def head_seq(self) -> int:
+        return self._store._head.next_seq - 1
+
+    @property
+    def head_hash(self) -> str:
+        return self._store._head.prev
+
+    def new_records(self) -> Iterator[Record]:
+        store = self._store
+        assert self._conn is not None
+        head = store._head
+        with _faults(store.location):
+            for record in _checked(self._conn, store.run, head.next_seq, head.prev):
+                store._head = _Head(record.seq + 1, record.h)
+                yield record
+
+    def stage(self, record: PendingRecord) -> Record:
+        last = self._last
+        head = self._store._head
+        seq, prev = (head.next_seq, head.prev) if last is None else (last.seq + 1, last.h)
+        line, stored = encode_pending(record, run=self._store.run, seq=seq, prev=prev)
+        self._rows.append((self._store.run, seq, line[:-1], stored.h, stored.key))
+        self._last = stored
+        return stored
+
+    def commit(self) -> bool:
+        last, rows = self._last, self._rows
+        if last is None:
+            return True
+        self._rows, self._last = [], None
+        store = self._store
+        assert self._conn is not None
+        psycopg = _driver("psycopg")
+        with _faults(store.location, outcome_unknown=True):
+            try:
+                with self._conn.transaction():
+                    _insert(self._conn, rows, store.location.notify)
+            except psycopg.errors.UniqueViolation:
+                raise error(
+                    "WRITE_CONFLICT",
+                    f"run {store.run}: another writer appended first at seq {rows[0][1]}; nothing was written",
+                    seq=rows[0][1],
+                ) from None
+        store._head = _Head(last.seq + 1, last.h)
+        return True
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _checked(conn: Connection[Any], run: str, next_seq: int, prev: str) -> Iterator[Record]:
+    """The run's records from ``next_seq`` on, each decoded and checked to follow the one before."""
+    query = "SELECT line FROM plantrail_records WHERE run = %s AND seq >= %s ORDER BY seq"
+    for (line,) in conn.cursor().stream(query, (run, next_seq)):
+        record = decode(bytes(line), next_seq + 1)
+        if record.seq != next_seq or record.prev != prev or record.run != run or record.type == "log.opened":
+            check_link(record, next_seq=next_seq, prev=prev, run=run, line=next_seq + 1)
+        next_seq, prev = record.seq + 1, record.h
+        yield record
+
+
+def read_records(url: str, *, run: str | None = None) -> Iterator[Record]:
+    """Every record of a run, in order, each checked like a JSONL reader checks a line."""
+    location = _with_run(parse_location(url, run=run))
+    assert location.run is not None
+    with _connection(location) as conn:
+        if conn.execute("SELECT 1 FROM plantrail_runs WHERE run = %s", (location.run,)).fetchone() is None:
+            raise error("RUN_NOT_FOUND", f"database {location} holds no run {location.run!r}", run=location.run)
+        with _faults(location):
+            yield from _checked(conn, location.run, 0, GENESIS_PREV)
+
+
+def read_checked_lines(url: str, *, run: str | None = None) -> Iterator[tuple[Record, bytes]]:
+    """Every record of a run with its line exactly as stored (newline added, as in a JSONL file), checked."""
+    location = _with_run(parse_location(url, run=run))
+    assert location.run is not None
+    with _connection(location) as conn, _faults(location):
+        if conn.execute("SELECT 1 FROM plantrail_runs WHERE run = %s", (location.run,)).fetchone() is None:
+            raise error("RUN_NOT_FOUND", f"database {location} holds no run {location.run!r}", run=location.run)
+        next_seq, prev = 0, GENESIS_PREV
+        query = "SELECT line FROM plantrail_records WHERE run = %s ORDER BY seq"
+        for (raw,) in conn.cursor().stream(query, (location.run,)):
+            line = bytes(raw)
+            record = decode(line, next_seq + 1)
+            check_link(record, next_seq=next_seq, prev=prev, run=location.run, line=next_seq + 1)
+            next_seq, prev = record.seq + 1, record.h
+            yield record, line + b"\n"
+
+
+def list_runs(url: str) -> list[str]:
+    """The ids of every run in the database, in order."""
+    location = parse_location(url)
+    with _connection(location) as conn, _faults(location):
+        return [row[0] for row in conn.execute("SELECT run FROM plantrail_runs ORDER BY run").fetchall()]
+
+
+def insert_run(url: str, rows: Sequence[tuple[int, bytes, str, str | None]]) -> None:
+    """Insert a whole run's checked lines (seq, line without newline, hash, key) in one transaction;
+    LOG_EXISTS when the database has the run already."""
+    psycopg = _driver("psycopg")
+    location = _with_run(parse_location(url))
+    assert location.run is not None
+    run = location.run
+    with _connection(location) as conn, _faults(location, outcome_unknown=True):
+        try:
+            with conn.transaction():
+                conn.execute("INSERT INTO plantrail_runs (run) VALUES (%s)", (run,))
+                _insert(conn, [(run, seq, line, h, key) for seq, line, h, key in rows], location.notify)
+        except psycopg.errors.UniqueViolation:
+            raise error(
+                "LOG_EXISTS", f"run {run!r} already exists in {location}; copy never overwrites a log"
+            ) from None
+
+
+def read_lines(url: str, *, run: str | None = None) -> Iterator[bytes]:
+    """A run's canonical lines exactly as stored (each with its newline, as in a JSONL file), unchecked."""
+    location = _with_run(parse_location(url, run=run))
+    with _connection(location) as conn, _faults(location):
+        query = "SELECT line FROM plantrail_records WHERE run = %s ORDER BY seq"
+        for (line,) in conn.cursor().stream(query, (location.run,)):
+            yield bytes(line) + b"\n"
+
+
+class GlobalPosition(NamedTuple):
+    """Where a follower stands across all runs: the committing transaction's id and the row's identity."""
+
+    tx: int
+    gpos: int
+
+
+def follow(
+    url: str,
+    *,
+    after: GlobalPosition | None = None,
+    poll_s: float = 1.0,
+    batch: int = 1000,
+    stop: Callable[[], bool] | None = None,
+) -> Iterator[tuple[GlobalPosition, Record]]:
+    """Records of every run in the database in global order, after ``after``, waiting for new ones.
+
+    Only rows whose transaction is older than every transaction still running are read, ordered by
+    ``(tx, gpos)``, so a row that commits late is never skipped. A NOTIFY wakes the follower early; without
+    one (or with ``notify=off`` in the URL) it polls every ``poll_s`` seconds. ``stop`` ends the wait.
+    The records are decoded and checked line by line (their chain is checked by :func:`read_records`).
+    """
+    location = parse_location(url)
+    psycopg = _driver("psycopg")
+    position = after or GlobalPosition(0, 0)
+    query = (
+        "SELECT tx::text::bigint, gpos, seq, line FROM plantrail_records "
+        "WHERE (tx, gpos) > (%s::text::xid8, %s) AND tx < pg_snapshot_xmin(pg_current_snapshot()) "
+        "ORDER BY tx, gpos LIMIT %s"
+    )
+    listener = None
+    if location.notify:
+        with _faults(location):
+            listener = psycopg.Connection.connect(location.conninfo, autocommit=True)
+            listener.execute(f"LISTEN {CHANNEL}")
+    try:
+        while True:
+            with _connection(location) as conn, _faults(location):
+                rows = conn.execute(query, (str(position.tx), position.gpos, batch)).fetchall()
+            for tx, gpos, seq, line in rows:
+                position = GlobalPosition(int(tx), int(gpos))
+                yield position, decode(bytes(line), int(seq) + 1)
+            if len(rows) == batch:
+                continue
+            if stop is not None and stop():
+                return
+            _wait(listener, poll_s, location)
+    finally:
+        if listener is not None:
+            with contextlib.suppress(Exception):
+                listener.close()
+
+
+def _wait(listener: Connection[Any] | None, poll_s: float, location: Location) -> None:
+    if listener is None:
+        time.sleep(poll_s)
+        return
+    with _faults(location):
+        for _ in listener.notifies(timeout=poll_s, stop_after=1):
+            pass

@@ -1,0 +1,348 @@
+"""The PostgreSQL store's own behaviour on a real server: copies between stores, the schema, the global
+order for followers, and faults (a server that is not there, connections cut mid-run, racing processes)."""
+
+from __future__ import annotations
+
+import copy
+import multiprocessing
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from plantrail.ledger.api import Ledger
+from plantrail.ledger.errors import PlantrailError
+from plantrail.ledger.verify import verify_log
+from plantrail.projections.canonical import state_hash
+from plantrail.projections.state import fold
+from tests.conftest import LOGIN_DRAFT, CliResult, Clock
+from tests.helpers.stores import PostgresTarget, postgres_url, unique_run
+
+# The driver comes with the test extra; without it these tests skip, except on CI, where they must run.
+psycopg = __import__("psycopg") if os.environ.get("CI") == "true" else pytest.importorskip("psycopg")
+
+
+@pytest.fixture
+def url() -> str:
+    """The test server."""
+    return postgres_url()
+
+
+@pytest.fixture
+def database(url: str) -> Iterator[str]:
+    """A fresh, empty database on the test server (dropped afterwards)."""
+    name = unique_run("db").replace("-", "_")
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    parts = url.split("?", 1)
+    base = parts[0].rsplit("/", 1)[0] + f"/{name}"
+    yield base + (f"?{parts[1]}" if len(parts) > 1 else "")
+    from plantrail.ledger.stores import postgres
+
+    postgres._close_pools()
+    postgres._schema_checked.clear()
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def _recorded(location: str, clock: Clock | None = None) -> Ledger:
+    ledger = Ledger.create(location, copy.deepcopy(LOGIN_DRAFT), fsync="none", clock=clock or Clock(), nonce="cd" * 16)
+    ledger.start("reproduce")
+    ledger.complete("reproduce", ["the 401 reproduces"], idempotency_key="done-1")
+    ledger.close()
+    return ledger
+
+
+def _expect(code: str, action: Any) -> PlantrailError:
+    with pytest.raises(PlantrailError) as caught:
+        action()
+    assert caught.value.code == code, caught.value
+    return caught.value
+
+
+# --------------------------------------------------------------------------- copy
+
+
+def test_a_run_copied_to_the_database_and_back_is_byte_identical(tmp_path: Path, database: str) -> None:
+    """JSONL -> PostgreSQL -> JSONL keeps every byte; both copies verify with the source's head and state hash."""
+    from plantrail.ledger.stores.copy import copy_runs
+
+    source = tmp_path / "run.jsonl"
+    _recorded(str(source))
+    _expect("USAGE", lambda: copy_runs(str(source), f"{database}#another-id"))  # the run id is in every line
+    [there] = copy_runs(str(source), f"{database}#run")
+    assert there.destination.endswith("#run")
+    url = database
+    back = tmp_path / "back.jsonl"
+    [home] = copy_runs(there.destination, str(back))
+    assert back.read_bytes() == source.read_bytes()
+    assert PostgresTarget(url).lines(there.destination) == source.read_bytes()
+    original = verify_log(source)
+    assert (verify_log(back).head_hash, verify_log(back).state_hash) == (original.head_hash, original.state_hash)
+    assert home.head == there.head == original.head_hash
+
+
+def test_copy_refuses_an_existing_destination_and_changes_nothing(tmp_path: Path, database: str) -> None:
+    """A destination run that exists is refused LOG_EXISTS, file or database, and is left as it was."""
+    from plantrail.ledger.stores.copy import copy_runs
+
+    source = tmp_path / "run.jsonl"
+    _recorded(str(source))
+    copy_runs(str(source), database)
+    before = PostgresTarget(database).lines(f"{database}#run")
+    _expect("LOG_EXISTS", lambda: copy_runs(str(source), database))
+    assert PostgresTarget(database).lines(f"{database}#run") == before
+    other = tmp_path / "other.jsonl"
+    other.write_bytes(b"not mine")
+    _expect("LOG_EXISTS", lambda: copy_runs(str(source), str(other)))
+    assert other.read_bytes() == b"not mine"
+
+
+def test_a_torn_source_copies_nothing(tmp_path: Path, database: str) -> None:
+    """A source with a torn tail is refused TORN_TAIL and the database gets no run."""
+    from plantrail.ledger.stores.copy import copy_runs
+    from plantrail.ledger.stores.postgres import list_runs
+
+    source = tmp_path / "run.jsonl"
+    _recorded(str(source))
+    with source.open("ab") as f:
+        f.write(b'{"v":1,"seq":')
+    _expect("TORN_TAIL", lambda: copy_runs(str(source), database))
+    assert list_runs(database) == []
+
+
+def test_a_folder_copies_to_a_database_and_back(tmp_path: Path, database: str) -> None:
+    """Every *.jsonl of a folder goes into the database under its run id, and comes back file for file."""
+    from plantrail.ledger.stores.copy import copy_runs
+    from plantrail.ledger.stores.postgres import list_runs
+
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for name in ("alpha", "beta", "gamma"):
+        _recorded(str(folder / f"{name}.jsonl"))
+    assert len(copy_runs(str(folder), database)) == 3
+    assert list_runs(database) == ["alpha", "beta", "gamma"]
+    out = tmp_path / "out"
+    copy_runs(database, str(out))
+    for name in ("alpha", "beta", "gamma"):
+        assert (out / f"{name}.jsonl").read_bytes() == (folder / f"{name}.jsonl").read_bytes()
+
+
+def test_the_copy_command_reports_each_run(
+    tmp_path: Path, database: str, run_cli: Any, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """`plantrail copy SRC DST --json` lists each run with its records, head and a pasteable anchor."""
+    source = tmp_path / "run.jsonl"
+    ledger = _recorded(str(source))
+    result: CliResult = run_cli("copy", source, database, "--json")
+    assert result.code == 0, result.err
+    [run] = result.json()["runs"]
+    assert (run["records"], run["head"]) == (ledger.state.last_seq + 1, ledger.state.head)
+    assert run["anchor"] == f"{ledger.state.last_seq}:{ledger.state.head}"
+    again = run_cli("copy", source, database)
+    assert again.code == 1 and "error[LOG_EXISTS]" in again.err
+
+
+# --------------------------------------------------------------------------- schema
+
+
+def test_store_init_is_idempotent_and_refuses_a_newer_schema(database: str, run_cli: Any) -> None:
+    """`store init` twice is fine; a database whose schema is newer than this plantrail is refused."""
+    from plantrail.ledger.stores import postgres
+
+    assert run_cli("store", "init", database).code == 0
+    result = run_cli("store", "init", database, "--json")
+    assert result.code == 0 and result.json()["schema_version"] == postgres.SCHEMA_VERSION
+    with psycopg.connect(database, autocommit=True) as conn:
+        conn.execute("UPDATE plantrail_meta SET value = '99' WHERE key = 'schema_version'")
+    postgres._schema_checked.clear()
+    newer = run_cli("store", "init", database)
+    assert newer.code == 4 and "error[STORE_SCHEMA_NEWER]" in newer.err
+    _expect("STORE_SCHEMA_NEWER", lambda: Ledger.create(f"{database}#x", copy.deepcopy(LOGIN_DRAFT)))
+
+
+# --------------------------------------------------------------------------- the global order
+
+
+@pytest.mark.parametrize("notify", ["on", "off"])
+def test_followers_never_skip_a_row_that_commits_late(database: str, notify: str) -> None:
+    """A row whose transaction began first but commits last is read, and in (tx, gpos) order, not skipped,
+    whether NOTIFY wakes the follower or it polls (``notify=off``, as on engines without LISTEN/NOTIFY)."""
+    from plantrail.ledger.chain import encode_pending
+    from plantrail.ledger.events import RunFinished
+    from plantrail.ledger.store import PendingRecord
+    from plantrail.ledger.stores.postgres import follow
+
+    slow, fast = f"{database}#slow", f"{database}#fast"
+    for location in (slow, fast):
+        Ledger.create(location, copy.deepcopy(LOGIN_DRAFT), fsync="none").close()
+    with Ledger.open(slow) as ledger:
+        state = ledger.state
+    line, _ = encode_pending(
+        PendingRecord("2026-01-01T00:00:00Z", 1, "runtime", RunFinished(outcome="paused", reason="late")),
+        run="slow",
+        seq=state.last_seq + 1,
+        prev=state.head or "",
+    )
+    late = psycopg.connect(database)  # a transaction that takes its id first and commits last
+    late.execute("SELECT pg_current_xact_id()")
+    late.execute(
+        "INSERT INTO plantrail_records (run, seq, line, h, key) VALUES (%s, %s, %s, %s, NULL)",
+        ("slow", state.last_seq + 1, line[:-1], line[-67:-3].decode()),
+    )
+    with Ledger.open(fast) as ledger:
+        early = ("fast", ledger.finish("paused", "early").seq)
+    seen: list[tuple[str, int]] = []
+    stop = threading.Event()
+
+    def read() -> None:
+        joined = "&" if "?" in database else "?"
+        for _, record in follow(f"{database}{joined}notify={notify}", poll_s=0.05, stop=stop.is_set):
+            seen.append((record.run, record.seq))
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        threading.Event().wait(0.5)
+        assert early not in seen  # held back: an older transaction is still open
+        late.commit()
+        for _ in range(100):
+            if early in seen:
+                break
+            threading.Event().wait(0.05)
+    finally:
+        stop.set()
+        reader.join(timeout=5)
+        late.close()
+    assert ("slow", state.last_seq + 1) in seen and early in seen
+    assert seen.index(("slow", state.last_seq + 1)) < seen.index(early)
+    assert len(seen) == len(set(seen)) == 2 * (state.last_seq + 1) + 2
+
+
+# --------------------------------------------------------------------------- faults
+
+
+def test_a_server_that_is_not_there_is_store_unavailable(run_cli: Any) -> None:
+    """No server at the URL: STORE_UNAVAILABLE (exit 4) from the library and the CLI, no traceback."""
+    url = "postgresql://postgres@127.0.0.1:1/postgres?connect_timeout=1"
+    _expect("STORE_UNAVAILABLE", lambda: Ledger.create(f"{url}#r", copy.deepcopy(LOGIN_DRAFT)))
+    result = run_cli("store", "init", url)
+    assert result.code == 4 and result.err.startswith("error[STORE_UNAVAILABLE]")
+    assert "Traceback" not in result.err
+
+
+def test_an_unknown_run_and_bad_urls_have_codes(url: str) -> None:
+    """A missing run is RUN_NOT_FOUND; a URL without a run or with a bad option is USAGE."""
+    _expect("RUN_NOT_FOUND", lambda: Ledger.open(f"{url}#{unique_run('none')}"))
+    _expect("USAGE", lambda: Ledger.open(url))
+    _expect("USAGE", lambda: Ledger.open(f"{url}&pool_size=zero#r" if "?" in url else f"{url}?pool_size=zero#r"))
+    _expect("INVALID_ID", lambda: Ledger.open(f"{url}#../escape"))
+
+
+def test_connections_cut_mid_run_lose_and_duplicate_nothing(url: str) -> None:
+    """pg_terminate_backend on every plantrail connection: the next call reports or succeeds; a retry with
+    its key writes the event exactly once."""
+    location = f"{url}#{unique_run()}"
+    ledger = Ledger.create(location, copy.deepcopy(LOGIN_DRAFT), fsync="none")
+    ledger.start("reproduce", idempotency_key="start")
+    with psycopg.connect(url, autocommit=True) as admin:
+        killed = admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND datname = current_database()"
+        ).fetchall()
+    assert any(row[0] for row in killed)
+    outcomes = []
+    for _ in range(3):
+        try:
+            ledger.complete("reproduce", ["survived a cut connection"], idempotency_key="done")
+            outcomes.append("ok")
+            break
+        except PlantrailError as exc:
+            assert exc.code == "STORE_UNAVAILABLE", exc
+            outcomes.append(exc.code)
+    assert outcomes[-1] == "ok"
+    records = PostgresTarget(url).records(location)
+    assert [r.key for r in records].count("done") == 1
+    assert state_hash(fold(records)) == state_hash(ledger.refresh())
+    ledger.close()
+
+
+def _append_many(location: str, count: int, queue: Any) -> None:
+    """In a child process: pause the run ``count`` times (no expected seq), reporting each ack. Under heavy
+    contention the ledger's bounded re-decides can run out (WRITE_CONFLICT, nothing written): the child then
+    retries with the same idempotency key, as a runtime would, which can never write the event twice."""
+    with Ledger.open(location, fsync="none") as ledger:
+        for i in range(count):
+            while True:
+                try:
+                    ack = ledger.finish("paused", f"pause {os.getpid()} {i}", idempotency_key=f"{os.getpid()}-{i}")
+                    break
+                except PlantrailError as exc:
+                    if exc.code != "WRITE_CONFLICT":
+                        raise
+            queue.put((ack.seq, ack.hash))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("runs", [1, 8])
+def test_processes_appending_at_once_lose_nothing(url: str, full: bool, runs: int, figures: Any) -> None:
+    """8 processes x N appends (500 with --full) to one run and to 8 runs: exact counts, no duplicates,
+    contiguous seqs, every ack in the table."""
+    count = 500 if full else 40
+    locations = [f"{url}#{unique_run('race')}" for _ in range(runs)]
+    for location in locations:
+        Ledger.create(location, copy.deepcopy(LOGIN_DRAFT), fsync="none").close()
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    workers = [context.Process(target=_append_many, args=(locations[i % runs], count, queue)) for i in range(8)]
+    for worker in workers:
+        worker.start()
+    acks = [queue.get(timeout=120) for _ in range(8 * count)]
+    for worker in workers:
+        worker.join(timeout=60)
+        assert worker.exitcode == 0
+    stored = {}
+    for location in locations:
+        records = PostgresTarget(url).records(location)
+        assert [r.seq for r in records] == list(range(len(records)))
+        stored.update({(r.seq, r.h): r for r in records if r.type == "run.finished"})
+    assert len(stored) == 8 * count and set(acks) <= set(stored)
+    figures(f"postgres race: 8 processes x {count} appends into {runs} run(s): {len(acks)} acked, all stored once")
+
+
+@pytest.mark.slow
+def test_writers_killed_mid_transaction_lose_no_acknowledged_event(url: str, full: bool, figures: Any) -> None:
+    """kill -9 of writers at random moments (inside transactions too): every event they were acknowledged is
+    stored, the run's chain is intact, and the survivors' appends go on."""
+    import random
+    import signal
+    import time
+
+    trials = 20 if full else 4
+    location = f"{url}#{unique_run('kill')}"
+    Ledger.create(location, copy.deepcopy(LOGIN_DRAFT), fsync="none").close()
+    context = multiprocessing.get_context("spawn")
+    acked: list[tuple[int, str]] = []
+    for _ in range(trials):
+        queue = context.Queue()
+        workers = [context.Process(target=_append_many, args=(location, 10_000, queue)) for _ in range(3)]
+        for worker in workers:
+            worker.start()
+        acked.extend(queue.get(timeout=120) for _ in range(3))  # all three are appending by now, or close
+        time.sleep(random.uniform(0.05, 0.5))
+        for worker in workers:
+            os.kill(worker.pid or 0, signal.SIGKILL)
+        for worker in workers:
+            worker.join(timeout=30)
+        while True:
+            try:
+                acked.append(queue.get(timeout=0.5))
+            except Exception:
+                break
+    records = PostgresTarget(url).records(location)  # read back checked: seq, hash and chain
+    stored = {(r.seq, r.h) for r in records}
+    assert acked and set(acked) <= stored
+    figures(f"postgres kill -9: {trials} trials x 3 writers, {len(acked)} acked events, 0 lost")
