@@ -35,6 +35,7 @@ from bench.sides import (
     Script,
     append_batches,
     append_each,
+    evidence_log,
     fold_version_span,
     full_replay,
     make_log,
@@ -44,6 +45,7 @@ from bench.sides import (
     resume_now,
     script,
     status_argv,
+    verify,
 )
 from plantrail.ledger.stores import reads
 
@@ -211,6 +213,21 @@ def _rebuild(path: Path, version: int) -> Callable[[], object]:
     return lambda: rebuild_version(path, version)
 
 
+def evidence_size(config: Config) -> Sequence[int]:
+    """The evidence-heavy log is one size: 40 steps of 1 MiB evidence (reported as its 81 events)."""
+    return (81,)
+
+
+def _evidence_status(cold: bool, memory: bool = False) -> Side:
+    """`plantrail status` on the evidence-heavy log, with its snapshot or without the cache."""
+
+    def argv(wl: Workload, n: int) -> list[str]:
+        path = evidence_log(wl.dir / "evidence-heavy.jsonl")
+        return ["env", "PLANTRAIL_NO_CACHE=1", *status_argv(path)] if cold else status_argv(path)
+
+    return process_rss(argv) if memory else process_time(argv)
+
+
 def _status(cold: bool) -> Side:
     def argv(wl: Workload, n: int) -> list[str]:
         path = wl.log(n)
@@ -226,6 +243,13 @@ ROWS: list[RowSpec] = [
         baseline=on_log(orjson_read),
         candidate=on_log(full_replay),
         target="<=3x",
+    ),
+    RowSpec(
+        "`verify`: one read, every check, the determinism check (vs orjson.loads of every line)",
+        all_sizes,
+        baseline=on_log(orjson_read),
+        candidate=on_log(verify),
+        target="<=6x",
     ),
     RowSpec(
         "eventsourcing replay, POPO store (vs the same orjson read)",
@@ -292,6 +316,23 @@ ROWS: list[RowSpec] = [
         status_size,
         baseline=process_time(_import_argv),
         candidate=_status(cold=True),
+        per_event=False,
+    ),
+    RowSpec(
+        "`plantrail status` on the evidence-heavy log (40 steps x 1 MiB), with its snapshot (vs no cache)",
+        evidence_size,
+        baseline=_evidence_status(cold=True),
+        candidate=_evidence_status(cold=False),
+        target="<=1x",
+        per_event=False,
+    ),
+    RowSpec(
+        "peak memory of that `plantrail status`, MB, with its snapshot (vs no cache)",
+        evidence_size,
+        baseline=_evidence_status(cold=True, memory=True),
+        candidate=_evidence_status(cold=False, memory=True),
+        target="<=1x",
+        unit="MB",
         per_event=False,
     ),
 ]

@@ -22,6 +22,7 @@ __all__ = [
     "Script",
     "append_batches",
     "append_each",
+    "evidence_log",
     "fold_version_span",
     "full_replay",
     "make_log",
@@ -31,6 +32,7 @@ __all__ = [
     "resume_now",
     "script",
     "status_argv",
+    "verify",
 ]
 
 
@@ -45,6 +47,37 @@ def full_replay(path: Path) -> int:
     """Read, validate, check the chain of, and fold every line (no snapshot): the full replay."""
     with LogReader(path) as reader:
         return fold(reader.records()).last_seq
+
+
+def verify(path: Path) -> int:
+    """The full audit `plantrail verify` runs: one read, every check, the determinism check."""
+    from plantrail.ledger.verify import verify_log
+
+    return verify_log(path).last_seq
+
+
+#: The evidence-heavy log: a 40-step plan, every step completed with this much evidence.
+EVIDENCE_STEPS = 40
+EVIDENCE_BYTES = 1 << 20
+
+
+def evidence_log(path: Path) -> Path:
+    """A 40-step run whose every step completed with 1 MiB of evidence (about 40 MB; recorded once, untimed);
+    its writer's close leaves the snapshot beside it, as a recording agent would."""
+    if path.exists():
+        return path
+    steps = [
+        {"id": f"s{i}", "title": f"step {i}", "dependsOn": [], "completionEvidence": "the tool output"}
+        for i in range(EVIDENCE_STEPS)
+    ]
+    draft = {"goal": "an evidence-heavy run", "acceptanceCriteria": [{"id": "c", "description": "done"}]}
+    chunk = "tool output line with some numbers 0123456789\n"
+    evidence = (chunk * (EVIDENCE_BYTES // len(chunk) + 1))[:EVIDENCE_BYTES]
+    with Ledger.create(path, draft | {"steps": steps}, run="evidence", fsync="none", clock=Clock()) as ledger:
+        for step in steps:
+            ledger.start(step["id"])
+            ledger.complete(step["id"], [evidence])
+    return path
 
 
 def resume_now(path: Path) -> str:

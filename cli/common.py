@@ -10,10 +10,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from plantrail.cli.tables import table, truncate
+from plantrail.cli.terminal import screen
 
 if TYPE_CHECKING:
     from plantrail.ledger.errors import PlantrailError
     from plantrail.ledger.events import Record
+    from plantrail.ledger.limits import Limit
     from plantrail.ledger.store import TornTail
     from plantrail.ledger.stores.jsonl import LogReader
     from plantrail.projections.model import PlanState
@@ -29,9 +31,11 @@ __all__ = [
     "raise_if_torn",
     "read_json_file",
     "read_state",
+    "read_state_noted",
     "read_text",
     "readiness_lines",
     "reset_output",
+    "snapshot_note",
     "table",
     "torn_error",
     "truncate",
@@ -82,7 +86,7 @@ def emit(as_json: bool, data: Any, human: Callable[[], str]) -> None:
 
         click.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2, default=_json_default).decode())
     else:
-        click.echo(human())
+        click.echo(screen(human()))
 
 
 def _json_default(value: Any) -> Any:
@@ -91,26 +95,25 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"cannot encode {type(value).__name__}")
 
 
-def read_json_file(path: str, what: str) -> Any:
-    """Read a JSON input file (``-`` for stdin) strictly; DRAFT_INVALID when it is not JSON."""
+def read_json_file(path: str, limit: Limit) -> Any:
+    """Read a JSON input file (``-`` for stdin) strictly, at most its cap (``limit``); DRAFT_INVALID when it
+    is not JSON."""
     import orjson
 
     from plantrail.ledger.errors import error
-    from plantrail.ledger.files import check_path, os_error
+    from plantrail.ledger.files import read_capped
 
-    check_path(path, what)
-    try:
-        raw = _read_stdin(what) if path == "-" else _read_bytes(path)
-    except OSError as exc:
-        raise os_error(exc, path, what) from None
+    if path == "-":
+        _claim_stdin(limit.what)
+    raw = read_capped(path, limit)
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise error("DRAFT_INVALID", f"{what} {path} is not valid JSON: {exc}", path=path) from None
+        raise error("DRAFT_INVALID", f"{limit.what} {path} is not valid JSON: {exc}", path=path) from None
 
 
-def _read_stdin(what: str, limit: int = -1) -> bytes:
-    """Standard input's bytes (at most ``limit``; -1 for all); USAGE when an earlier option already read it."""
+def _claim_stdin(what: str) -> None:
+    """Note that ``what`` is read from standard input; USAGE when an earlier option already read it."""
     from plantrail.ledger.errors import error
 
     if _stdin_read_by:
@@ -118,11 +121,19 @@ def _read_stdin(what: str, limit: int = -1) -> bytes:
             "USAGE", f"standard input can be read once: it already holds the {_stdin_read_by[0]}, not the {what}"
         )
     _stdin_read_by.append(what)
+
+
+def _read_stdin(what: str, limit: int) -> bytes:
+    """Standard input's bytes, at most ``limit``; USAGE when an earlier option already read it."""
+    _claim_stdin(what)
     return sys.stdin.buffer.read(limit)
 
 
-def _read_bytes(path: str, limit: int = -1) -> bytes:
-    with open(path, "rb") as f:
+def _read_bytes(path: str, what: str, limit: int) -> bytes:
+    """At most ``limit`` bytes of the regular file ``path`` (a FIFO or a device is NOT_A_FILE, never waited on)."""
+    from plantrail.ledger.files import open_regular
+
+    with open(open_regular(path, what=what), "rb") as f:
         return f.read(limit)
 
 
@@ -139,7 +150,7 @@ def read_text(path: str, what: str) -> str:
     check_path(path, what)
     shown = "standard input" if path == "-" else path
     try:
-        raw = _read_stdin(what, MAX_LINE_BYTES + 1) if path == "-" else _read_bytes(path, MAX_LINE_BYTES + 1)
+        raw = _read_stdin(what, MAX_LINE_BYTES + 1) if path == "-" else _read_bytes(path, what, MAX_LINE_BYTES + 1)
     except OSError as exc:
         raise os_error(exc, path, what) from None
     if len(raw) > MAX_LINE_BYTES:
@@ -159,8 +170,10 @@ def read_text(path: str, what: str) -> str:
 
 
 def anchor(seq: int, head: str | None) -> str | None:
-    """The anchor ``SEQ:HASH`` (all 64 hex digits) to paste into ``verify --anchor`` or ``repair --acked``."""
-    return None if head is None else f"{seq}:{head}"
+    """The anchor ``SEQ:HASH`` (see :func:`plantrail.projections.views.anchor`; imported when first used)."""
+    from plantrail.projections.views import anchor as view_anchor
+
+    return view_anchor(seq, head)
 
 
 def readiness_lines(state: PlanState) -> list[str]:
@@ -214,3 +227,21 @@ def read_state(path: str) -> tuple[PlanState, TornTail | None]:
 
     result = read(path)
     return result.state, result.torn
+
+
+def read_state_noted(path: str) -> tuple[PlanState, TornTail | None, int | None]:
+    """Like :func:`read_state`, plus the seq up to which the answer came from a snapshot (None: all re-read)."""
+    from plantrail.ledger.stores.reads import read_state as read
+
+    result = read(path)
+    return result.state, result.torn, result.snapshot_seq
+
+
+def snapshot_note(snapshot_seq: int | None) -> str:
+    """The line a human output ends with when a snapshot answered part of it ("" when every record was read)."""
+    if snapshot_seq is None:
+        return ""
+    return (
+        f"\n(answered from the cache's snapshot up to seq {snapshot_seq}: those records were not re-read; "
+        "`plantrail verify` reads every byte)"
+    )

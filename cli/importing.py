@@ -83,8 +83,18 @@ def import_command(
       plantrail import samples/claude-session.jsonl -o session.plantrail.jsonl
       plantrail status session.plantrail.jsonl
     """
+    from plantrail.cli.progress import progress_bar, size_of
     from plantrail.ledger.importers.importer import import_transcript
 
-    report = import_transcript(transcript, log, format_name, with_subagents=with_subagents, run=run_id, force=force)
+    with progress_bar("import", size_of(transcript), enabled=not as_json) as shown:
+        report = import_transcript(
+            transcript,
+            log,
+            format_name,
+            with_subagents=with_subagents,
+            run=run_id,
+            force=force,
+            on_progress=shown,
+        )
     data = {"ok": True, **report._asdict(), "anchor": f"{report.last_seq}:{report.head_hash}"}
     emit(as_json, data, lambda: render_report(report))

@@ -13,8 +13,9 @@ from plantrail.cli.common import (
     log_argument,
     open_records,
     raise_if_torn,
-    read_state,
+    read_state_noted,
     readiness_lines,
+    snapshot_note,
     table,
     truncate,
 )
@@ -121,11 +122,10 @@ def status(log: str, with_attempts: bool, as_json: bool) -> None:
       plantrail status samples/login-fix.jsonl
       plantrail status samples/login-fix-replans.jsonl --attempts
     """
-    from plantrail.ledger.clock import utc_now
-    from plantrail.projections.canonical import state_hash
-    from plantrail.projections.views import status_view
+    from plantrail.projections.views import status_document
 
     attempts: dict[str, Any] | None = None
+    snapshot_seq: int | None = None
     if with_attempts:
         from plantrail.projections.attempts import attempts_view
         from plantrail.projections.attempts import fold as fold_attempts
@@ -136,15 +136,11 @@ def status(log: str, with_attempts: bool, as_json: bool) -> None:
         gone = [s for s in history.attempts if s not in state.steps]  # steps a replan removed, in log order
         attempts = {s: attempts_view(history.attempts.get(s, ())) for s in [*state.steps, *gone]}
     else:
-        state, torn = read_state(log)
-    view = status_view(state, now=utc_now()) | {
-        "anchor": anchor(state.last_seq, state.head),
-        "state_hash": state_hash(state),
-        "torn_tail": torn is not None,
-    }
+        state, torn, snapshot_seq = read_state_noted(log)
+    view = status_document(state) | {"torn_tail": torn is not None, "snapshot_seq": snapshot_seq}
     if attempts is not None:
         view["attempts"] = attempts
-    emit(as_json, view, lambda: render_status(state, view))
+    emit(as_json, view, lambda: render_status(state, view) + snapshot_note(snapshot_seq))
     raise_if_torn(log, torn)
 
 
@@ -233,7 +229,7 @@ def log_command(log: str, from_seq: int, limit: int | None, as_json: bool) -> No
 @log_argument
 @json_option
 def next_command(log: str, as_json: bool) -> None:
-    """The ready steps in stable order, or the replan advice when nothing can start (seed 000 shouldReplan).
+    """The ready steps in stable order, or the replan advice when nothing can start.
 
     Advice: repeated_tool_failure after two failed attempts in a row, retries_exhausted when a step ran out of
     attempts, no_ready_step when work remains but nothing runs and nothing can start.
@@ -246,49 +242,31 @@ def next_command(log: str, as_json: bool) -> None:
       "can_start": [step ids], "waiting": [{"step", "wait_reasons": [{"code", ...}]}] (ready steps that
       cannot start now; the codes are an open set, e.g. "capacity" with "max_in_progress", "in_progress"),
       "capacity": {"max_in_progress", "in_progress", "free"}, "in_progress": [step ids],
-      "advice": null | reason code, "stop": {"outcome", "rule", "reason", "unmet"} (the stop policy: while
-      it says failed or budget_exhausted, nothing can start)}
+      "advice": null | reason code, "stop": {"outcome", "rule", "reason", "unmet"} (the stop policy),
+      "snapshot_seq": null | the seq up to which a snapshot answered (those records were not re-read)}
 
     \b
     Example:
       plantrail next samples/login-fix-replans.jsonl
     """
     from plantrail.ledger.clock import utc_now
-    from plantrail.projections.stop import STOPPING, stop_decision
-    from plantrail.projections.views import (
-        advice,
-        capacity_view,
-        in_doubt,
-        ready_steps,
-        startable_steps,
-        wait_reasons,
-    )
+    from plantrail.projections.views import next_view
 
-    state, torn = read_state(log)
-    now = utc_now()
-    stop = stop_decision(state, now)
-    stopped = state.contract and stop.outcome in STOPPING  # a v2 plan's stop policy forbids new work
-    ready = ready_steps(state)
-    running = [s.id for s in in_doubt(state)]
-    waits = wait_reasons(state, now)
-    data = {
-        "plan_version": state.version,
-        "outcome": state.outcome,
-        "ready": ready,
-        "can_start": [] if stopped else startable_steps(state),
-        "waiting": [{"step": s, "wait_reasons": waits[s]} for s in ready if waits[s]],
-        "capacity": None if state.plan is None else capacity_view(state),
-        "in_progress": running,
-        "advice": advice(state),
-        "stop": stop.as_dict(),
-    }
+    state, torn, snapshot_seq = read_state_noted(log)
+    data = next_view(state, utc_now()) | {"snapshot_seq": snapshot_seq}
+    stop, ready = data["stop"], data["ready"]
+    stopped = state.contract and stop["outcome"] in ("failed", "budget_exhausted")
+    running = data["in_progress"]
 
     def human() -> str:
+        return answer() + snapshot_note(snapshot_seq)
+
+    def answer() -> str:
         if state.finished:
             return f"the run finished {state.outcome}; nothing to do"
         if stopped:  # nothing can start: say so instead of the room left under max_in_progress
             lines = [f"ready: {', '.join(ready)}" if ready else "no step is ready"]
-            lines.append(f"can start now: none (stop policy: {stop.outcome} ({stop.rule}): {stop.reason})")
+            lines.append(f"can start now: none (stop policy: {stop['outcome']} ({stop['rule']}): {stop['reason']})")
         else:
             lines = readiness_lines(state) or ["no step is ready"]
         if running:

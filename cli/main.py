@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import click
 
 from plantrail.cli.common import printed_output, reset_output
+from plantrail.cli.terminal import printable
 
 if TYPE_CHECKING:
     from plantrail.ledger.errors import PlantrailError
@@ -38,6 +39,8 @@ COMMANDS: dict[str, str] = {
     "import": "plantrail.cli.importing:import_command",
     "copy": "plantrail.cli.stores:copy_command",
     "store": "plantrail.cli.stores:store",
+    "mcp": "plantrail.cli.mcp_server:mcp_command",
+    **dict.fromkeys(("graph", "report", "watch"), "plantrail.cli.pictures"),
 }
 
 
@@ -91,11 +94,6 @@ def plantrail() -> None:
     """
 
 
-def _one_line(text: str) -> str:
-    """The message with control characters escaped: one line, and nothing a terminal would act on."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
-
-
 def _report(
     code: str,
     message: str,
@@ -105,9 +103,9 @@ def _report(
     more: Sequence[PlantrailError] = (),
 ) -> int:
     """Print an error (and ``more`` problems found with it, each on its own line); return the exit code."""
-    click.echo(f"error[{code}]: {_one_line(message)}", err=True)
+    click.echo(f"error[{code}]: {printable(message)}", err=True)  # one line, nothing a terminal acts on
     for other in more:
-        click.echo(f"error[{other.code}]: {_one_line(other.text('cli'))}", err=True)
+        click.echo(f"error[{other.code}]: {printable(other.text('cli'))}", err=True)
     if as_json and not printed_output():  # stdout holds exactly one JSON document
         import orjson
 

@@ -48,11 +48,13 @@ def verify(log: str, anchor: str | None, key_file: str | None, as_json: bool) ->
     import os
 
     from plantrail.cli.common import raise_if_torn
+    from plantrail.cli.progress import progress_bar, size_of
     from plantrail.ledger.checkpoint import KEY_ENV, load_key
     from plantrail.ledger.verify import parse_anchor, verify_log
 
     key = load_key(key_file) if key_file is not None or os.environ.get(KEY_ENV) else None
-    report = verify_log(log, anchor=parse_anchor(anchor) if anchor else None, key=key)
+    with progress_bar("verify", size_of(log), enabled=not as_json) as shown:
+        report = verify_log(log, anchor=parse_anchor(anchor) if anchor else None, key=key, on_progress=shown)
     head = f"{report.last_seq}:{report.head_hash}"
     data = report._asdict() | {
         "ok": report.torn is None,
@@ -80,6 +82,11 @@ def _render_verify(report: VerifyReport, anchor: str | None) -> str:
         f"anchor: {report.last_seq}:{report.head_hash}",
         f"state hash: {report.state_hash}",
     ]
+    if report.grew:
+        lines.append(
+            f"verified up to seq {report.last_seq} (the first {report.verified_bytes} bytes): the log grew while "
+            "verify read it, and what was appended after is not covered"
+        )
     if anchor:
         lines.insert(1, f"checked anchor {anchor}: the log still holds it")
     if report.checkpoints:

@@ -22,6 +22,7 @@ from plantrail.cli.common import (
 )
 from plantrail.ledger.events import ACTORS as ACTOR_NAMES
 from plantrail.ledger.events import REASON_CODES
+from plantrail.ledger.limits import DRAFT, PATCH, REPORT
 
 if TYPE_CHECKING:
     from plantrail.ledger.api import Ledger
@@ -121,7 +122,7 @@ def _report_option(func: F) -> F:
 def _read_report(path: str | None) -> Report | None:
     from plantrail.ledger.evidence import parse_report
 
-    return None if path is None else parse_report(read_json_file(path, "report"))
+    return None if path is None else parse_report(read_json_file(path, REPORT))
 
 
 def _run(log: str, command: Command, expected_seq: int | None, as_json: bool) -> None:
@@ -132,32 +133,23 @@ def _run(log: str, command: Command, expected_seq: int | None, as_json: bool) ->
         _acknowledge(ledger, command, ack, as_json)
 
 
+#: What the acknowledgement calls each command: the CLI's own command names.
+_COMMAND_NAMES = {"VerifyCriterion": "criterion"}
+
+
 def _describe(command: Command) -> str:
     fields = [getattr(command, name, None) for name in ("step", "criterion", "outcome")]
     subject = next((f for f in fields if f), "")
-    return f"{type(command).__name__.lower()} {subject}".strip()
+    name = type(command).__name__
+    return f"{_COMMAND_NAMES.get(name, name.lower())} {subject}".strip()
 
 
 def _acknowledge(ledger: Ledger, command: Command, ack: Ack, as_json: bool) -> None:
-    from plantrail.projections.views import advice, capacity_view, ready_steps, startable_steps
+    from plantrail.projections.views import ack_view
 
     state = ledger.state
-    next_advice = advice(state)
-    data: dict[str, Any] = {
-        "ok": True,
-        "seq": ack.seq,
-        "hash": ack.hash,
-        "anchor": anchor(ack.seq, ack.hash),
-        "duplicate": ack.duplicate,
-        "orphan": ack.orphan,
-        "durable": ack.durable,
-        "plan_version": state.version,
-        "outcome": state.outcome,
-        "ready": ready_steps(state),
-        "can_start": startable_steps(state),
-        "capacity": capacity_view(state),
-        "advice": next_advice,
-    }
+    data = ack_view(state, ack)
+    next_advice = data["advice"]
 
     def human() -> str:
         what = _describe(command)
@@ -190,7 +182,7 @@ def _acknowledge(ledger: Ledger, command: Command, ack: Ack, as_json: bool) -> N
     type=click.Choice(["always", "batch", "none"]),
     default="always",
     show_default=True,
-    help="Durability policy recorded in the header (see README, Durability).",
+    help="Durability policy recorded in the header (see docs/reliability.md).",
 )
 @click.option("--actor", type=ACTORS, default="planner", show_default=True, help="Who issued the command.")
 @json_option
@@ -205,7 +197,7 @@ def create(log: str, plan_path: str, run_id: str | None, fsync: str, actor: str,
     from plantrail.ledger.plan import parse_draft
     from plantrail.projections.views import capacity_view, ready_steps, startable_steps
 
-    draft = parse_draft(read_json_file(plan_path, "draft"))
+    draft = parse_draft(read_json_file(plan_path, DRAFT))
     with Ledger.create(log, draft, run=run_id, fsync=cast("FsyncPolicy", fsync), actor=cast("Actor", actor)) as ledger:
         state = ledger.state
         data = {
@@ -562,8 +554,8 @@ def replan(
 
     if (plan_path is None) == (patch_path is None):
         raise error("USAGE", "give exactly one of --plan DRAFT or --patch PATCH")
-    draft = parse_draft(read_json_file(plan_path, "draft")) if plan_path else None
-    patch = parse_patch(read_json_file(patch_path, "patch")) if patch_path else None
+    draft = parse_draft(read_json_file(plan_path, DRAFT)) if plan_path else None
+    patch = parse_patch(read_json_file(patch_path, PATCH)) if patch_path else None
     command = Replan(
         reason=cast("ReasonCode", reason),
         why=why,

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import click
 
-from plantrail.cli.common import emit, json_option, log_argument, table, truncate
+from plantrail.cli.common import emit, json_option, log_argument, snapshot_note, table, truncate
+from plantrail.cli.terminal import printable
 from plantrail.ledger.audit import RESUME_EXIT_CODES
 
 if TYPE_CHECKING:
@@ -283,7 +284,7 @@ def _render_why(why: dict[str, Any]) -> str:
     width = min(shutil.get_terminal_size((100, 24)).columns, 100)
     lines = [title, textwrap.fill(why["why"], width, initial_indent="  ", subsequent_indent="  ")]
     if why["observations"]:
-        lines += ["", "observations", *(f"  - {o}" for o in why["observations"])]
+        lines += ["", "observations", *(f"  - {printable(o)}" for o in why["observations"])]
     if why["patch"]:
         ops = "; ".join(_patch_op(op) for op in why["patch"]["operations"])
         lines += ["", f"patch on v{why['patch']['base_version']}: {ops}"]
@@ -461,9 +462,15 @@ def _render_receipt(receipt: dict[str, Any], code: int, show_all: bool = False) 
     is_flag=True,
     help=f"List every step and criterion (by default a big plan shows counts and the first {_RESUME_SHOWN} of each).",
 )
+@click.option(
+    "--verify",
+    "every_byte",
+    is_flag=True,
+    help="Read and check every byte of the log instead of starting from the cache's snapshot.",
+)
 @json_option
 @click.pass_context
-def resume(ctx: click.Context, log: str, show_all: bool, as_json: bool) -> None:
+def resume(ctx: click.Context, log: str, show_all: bool, every_byte: bool, as_json: bool) -> None:
     """The resume receipt after a crash: is the run finished (and how), the active version, steps done, steps
     in doubt (started, no result) with their attempt, late results, the next ready steps, criteria still
     unverified, and whether the log needs a repair first. Read-only. A big plan is summarised: each kind
@@ -488,20 +495,22 @@ def resume(ctx: click.Context, log: str, show_all: bool, as_json: bool) -> None:
       "evidence", "completed_seq"}], "in_doubt": [{"step", "attempt", "started_seq"}], "ready",
       "blocked": [{"step", "reason"}], "criteria_unverified", "criteria_failed", "orphans": [...],
       "advice", "last_seq", "head_hash", "damage": null | {"code", "message", ...},
+      "snapshot_seq": null | the seq up to which the cache's snapshot answered (not re-read; --verify
+      reads every byte and gives null),
       "stop": {"outcome", "rule", "reason", "unmet"}}
 
     \b
     Example:
-      plantrail resume run.jsonl; case $? in 0) ;; 10) echo "check steps in doubt" ;; esac
+      plantrail resume --verify run.jsonl; case $? in 0) ;; 10) echo "check steps in doubt" ;; esac
     """
     from plantrail.ledger.audit import read_resume
 
-    reading = read_resume(log)
+    reading = read_resume(log, every_byte=every_byte)
     receipt = reading.document
     code = receipt["exit_code"]
-    emit(as_json, receipt, lambda: _render_receipt(receipt, code, show_all))
+    emit(as_json, receipt, lambda: _render_receipt(receipt, code, show_all) + snapshot_note(receipt["snapshot_seq"]))
     if reading.damage is not None:
-        click.echo(f"error[{reading.damage.code}]: {reading.damage.text('cli')}", err=True)
+        click.echo(f"error[{reading.damage.code}]: {printable(reading.damage.text('cli'))}", err=True)
     ctx.exit(code)
 
 

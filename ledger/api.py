@@ -19,7 +19,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from plantrail.ledger.checkpoint import make_checkpoint
 from plantrail.ledger.clock import utc_now
@@ -37,7 +37,7 @@ from plantrail.ledger.decide import (
     decide_one,
 )
 from plantrail.ledger.errors import PlantrailError, error
-from plantrail.ledger.events import Actor, Outcome, ReasonCode, Record, Source
+from plantrail.ledger.events import Actor, LogBatch, Outcome, ReasonCode, Record, Source
 from plantrail.ledger.evidence import Report, parse_report
 from plantrail.ledger.idempotency import match, record_view
 from plantrail.ledger.items import as_items
@@ -229,7 +229,9 @@ class Ledger:
     def execute_many(self, commands: Iterable[Command], *, expected_seq: int | None = None) -> list[Ack]:
         """Decide commands in order and append all their events with one write and one fsync (group commit).
 
-        All or nothing: if any command is refused, nothing is written. A store without a writer lock (a
+        All or nothing: if any command is refused, nothing is written; and after a crash too: more than one
+        command's events are written between a ``log.batch`` begin and end, and readers take none of them
+        unless the end is there. A store without a writer lock (a
         database) may find that another writer appended first: the commands are then decided again against
         the new head, up to a bounded number of times, or refused STALE_EXPECTED_SEQ when ``expected_seq``
         was given.
@@ -257,31 +259,45 @@ class Ledger:
             self._catch_up(session)
             state = Advancing(self._state)  # each command is decided against the state the batch has reached
             known = self._keys
-            added: dict[str, KeyEntry] = {}  # keys this batch adds; merged only once it is written
+            added: dict[str, Record] = {}  # records with keys this batch adds; indexed only once written
             done: list[tuple[int, str, bool, str | None]] = []  # seq, hash, duplicate, orphan
             checked_seq = False
+            bounded = False  # a log.batch begin is staged
             for command in commands:
                 key = command.key
                 if key is not None:
-                    entry = added.get(key) or known.get(key)
-                    if entry is not None:
-                        match(entry, command, key)
-                        done.append((entry.seq, entry.hash, True, None))
+                    original = added.get(key) or _original(session, known, key)
+                    if original is not None:
+                        match(original, command, key)
+                        done.append((original.seq, original.h, True, None))
                         continue
                 if not checked_seq:
                     _check_expected(session, expected_seq)
                     checked_seq = True
                 ts = self._clock()
                 data, plan_version, orphan = decide_one(state.current(), command, now=ts)
+                if len(commands) > 1 and not bounded:
+                    state.add(self._bound(session, "begin", plan_version))
+                    bounded = True
                 record = session.stage(PendingRecord(ts, plan_version, command.actor, data, command.source, key))
                 state.add(record)
                 if key is not None:
-                    added[key] = record_view(record)
+                    added[key] = record
                 done.append((record.seq, record.h, False, orphan))
+            if bounded:
+                state.add(self._bound(session, "end", state.current().version))
             durable = session.commit()
             self._state = state.result()
-            known.update(added)
-        return [Ack(seq, h, durable or duplicate, duplicate, orphan) for seq, h, duplicate, orphan in done]
+            known.update((k, record_view(r)) for k, r in added.items())
+            acks = [
+                Ack(seq, h, session.durable(seq) if duplicate else durable, duplicate, orphan)
+                for seq, h, duplicate, orphan in done
+            ]
+        return acks
+
+    def _bound(self, session: Session, part: Literal["begin", "end"], plan_version: int) -> Record:
+        """Stage one bound of a group commit (see :class:`ledger.events.LogBatch`)."""
+        return session.stage(PendingRecord(self._clock(), plan_version, "runtime", LogBatch(part=part)))
 
     def checkpoint(self, key: bytes) -> Ack:
         """Append a keyed checkpoint over the current head (see :mod:`ledger.checkpoint`); return its ack."""
@@ -474,6 +490,19 @@ class Ledger:
             source=source,
         )
         return self.execute(command, expected_seq=expected_seq)
+
+
+def _original(session: Session, known: dict[str, KeyEntry], key: str) -> Record | None:
+    """The record ``key`` wrote, read from the log's own bytes; None when the log holds none (then an index
+    entry that claimed one, e.g. from a cache, is dropped: the command is decided as new)."""
+    entry = known.get(key)
+    if entry is None:
+        return None
+    record = session.record(entry.seq, entry.hash)
+    if record is None or record.key != key:
+        del known[key]
+        return None
+    return record
 
 
 def _check_expected(session: Session, expected_seq: int | None) -> None:

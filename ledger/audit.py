@@ -255,28 +255,30 @@ def orphans(path: Path) -> dict[str, Any]:
 # --------------------------------------------------------------------------- resume
 
 
-def read_resume(path: Path, *, now: str | None = None) -> Reading:
+def read_resume(path: Path, *, every_byte: bool = False, now: str | None = None) -> Reading:
     """:func:`resume` as a :class:`Reading`: ``damage`` is the error that stopped the read, if any. ``now``
     (default: the clock) is the time the stop policy judges a deadline at."""
     from plantrail.ledger.clock import utc_now
     from plantrail.ledger.stores.reads import read_state
     from plantrail.projections.history import resume_receipt
 
-    result = read_state(os.fspath(path), stop_at_damage=True)
+    result = read_state(os.fspath(path), stop_at_damage=True, use_cache=False if every_byte else None)
     damage: PlantrailError | None = result.damage if result.damage is not None else _damage(path, result.torn)
     receipt = resume_receipt(result.state, None if damage is None else damage.as_dict(), now=now or utc_now())
-    document = receipt | {"exit_code": RESUME_EXIT_CODES[receipt["verdict"]]}
+    document = receipt | {"exit_code": RESUME_EXIT_CODES[receipt["verdict"]], "snapshot_seq": result.snapshot_seq}
     return Reading(document, result.state, damage)
 
 
-def resume(path: Path) -> dict[str, Any]:
+def resume(path: Path, *, every_byte: bool = False) -> dict[str, Any]:
     """The resume receipt after a crash: where the run stands and what to do next, with its exit code.
 
     ``{"verdict", "exit_code", "next", "run", "goal", "plan_version", "finished", "outcome",
     "outcome_reason", "done", "in_doubt", "ready", "blocked", "criteria_unverified", "criteria_failed",
-    "orphans", "advice", "last_seq", "head_hash", "damage"}`` (``plantrail resume --json``). ``verdict``
+    "orphans", "advice", "last_seq", "head_hash", "damage", "snapshot_seq"}`` (``plantrail resume --json``).
+    ``snapshot_seq`` is the seq up to which the cache's snapshot answered (those records were not re-read;
+    None with ``every_byte``, which reads and checks every byte, or without a snapshot). ``verdict``
     is the first that applies of ``damaged`` (exit 3: repair first; the receipt covers the valid part),
     ``finished`` (13), ``in_doubt`` (10: steps started without a result), ``paused`` (12), ``stuck`` (11: no
     step can start; replan) and ``continue`` (0). A damaged log is reported in the receipt, not raised.
     """
-    return read_resume(path).document
+    return read_resume(path, every_byte=every_byte).document

@@ -22,7 +22,8 @@ from typing import Final
 
 from plantrail.ledger.errors import error
 from plantrail.ledger.events import LogCheckpoint, Record
-from plantrail.ledger.files import check_path, os_error
+from plantrail.ledger.files import read_capped
+from plantrail.ledger.limits import KEY_FILE
 
 __all__ = ["KEY_ENV", "MIN_KEY_BYTES", "check_checkpoint", "key_id", "load_key", "make_checkpoint", "note"]
 
@@ -36,12 +37,7 @@ _ALGORITHM: Final = "hmac-sha256"
 def load_key(key_file: str | None) -> bytes:
     """The key from ``key_file`` (its bytes without a trailing newline), else from ``$PLANTRAIL_CHECKPOINT_KEY``."""
     if key_file is not None:
-        check_path(key_file, "key file")
-        try:
-            with open(key_file, "rb") as f:
-                key = f.read().rstrip(b"\r\n")
-        except OSError as exc:
-            raise os_error(exc, key_file, "key file") from None
+        key = read_capped(key_file, KEY_FILE).rstrip(b"\r\n")
         where = f"key file {key_file}"
     else:
         key = os.environ.get(KEY_ENV, "").encode("utf-8", "surrogateescape")

@@ -13,7 +13,7 @@ holding only v1 content, or a v1 line holding v2 content, is CORRUPT_LINE.
 verifier in any language needs no canonical-JSON library; ``prev`` is the previous line's ``h`` (64 zeros
 for the header), so the hashes form a chain. Decoding checks, in order: length, framing, hash, JSON and
 schema (msgspec, held to the one pydantic ``TypeAdapter`` over the discriminated union that is the schema),
-and canonical form (no duplicate keys).
+and canonical form (the record encodes back to the line's very bytes: no repeated, escaped or spaced key).
 """
 
 from __future__ import annotations
@@ -140,9 +140,10 @@ def _envelope(
 def decode(line: bytes, line_no: int) -> Record:
     """Decode and check one line (without its newline); raise a LogDamaged error naming the line.
 
-    The hot path of every replay, inlined for the fixed-shape step events: framing by slicing, one msgspec
-    decode from the bytes, one SHA-256, and the canonical-form check of :func:`_exact` (a key count). Every
-    other line takes :func:`_decode_in_full`, which checks the same things in the order damage is named.
+    The hot path of every replay, inlined: framing by slicing, one msgspec decode from the bytes, one
+    SHA-256, and the canonical-form check of :func:`_canonical` (the record encodes back to the line's very
+    bytes). Every other line takes :func:`_decode_in_full`, which checks the same things in the order damage
+    is named.
     """
     if len(line) > MAX_LINE_BYTES or line[-_SUFFIX:-66] != b',"h":"' or line[-2:] != b'"}':
         raise _framing_error(line, line_no)
@@ -155,12 +156,24 @@ def decode(line: bytes, line_no: int) -> Record:
         record: Record | None = (_DECODE or _fast_decoder())(line)
     except msgspec.MsgspecError:
         record = None
-    digest = _sha256(line[:-_SUFFIX] + b"}").hexdigest()
-    if record is not None and digest == record.h and record.source is None and record.key is None:
-        expected = _FIXED_KEYS.get(type(record.data))
-        if expected is not None and line.count(b'":') == expected:
-            return record
+    body = line[:-_SUFFIX] + b"}"
+    digest = _sha256(body).hexdigest()
+    # msgspec's own record always encodes (its integers fit in 64 bits): _as_written needs no guard here.
+    if record is not None and digest == record.h and _v1_holds(record.data) and _as_written(record) == body:
+        return record
     return _decode_in_full(line, line_no, digest, record)
+
+
+def _v1_holds(data: ev.Event) -> bool:
+    """Whether a v1 line may hold ``data`` (the hot path's cheap form of :func:`_check_version`)."""
+    kind = type(data)
+    if kind in _REPORTING:
+        return data.report is None  # type: ignore[union-attr]
+    if kind in _OMITTING:
+        return not needs_v2(data)
+    if kind is ev.LogOpened:
+        return data.format == FORMATS[V1]  # type: ignore[union-attr]
+    return True
 
 
 def _decode_in_full(line: bytes, line_no: int, digest: str, record: Record | None) -> Record:
@@ -172,13 +185,14 @@ def _decode_in_full(line: bytes, line_no: int, digest: str, record: Record | Non
 
 def _record(line: bytes, line_no: int, record: Record | None) -> Record:
     """The record a framed line holds, checked against the schema and for canonical form, given what msgspec
-    made of it (None: refused). msgspec's record stands when it is exactly the line's content; any other
-    line gets pydantic's verdict and the key count, as the schema defines them."""
-    if record is None or not _exact(record, line):
+    made of it (None: refused). msgspec's record stands when it is exactly the line's content (then pydantic
+    would give the same record); any other line gets pydantic's verdict, and must then be the canonical
+    encoding of pydantic's record."""
+    body = line[:-_SUFFIX] + b"}"
+    if record is None or not _canonical(record, body):
         record = _checked(line, line_no)
-        expected = _key_count(record)
-        if line.count(b'":') != expected and _keys_in(line) != expected:
-            raise error("CORRUPT_LINE", f"line {line_no}: duplicate or non-canonical keys", line=line_no)
+        if not _canonical(record, body):
+            raise _not_canonical(line_no)
     _check_version(record, line_no)
     return record
 
@@ -197,21 +211,28 @@ def _check_version(record: Record, line_no: int) -> None:
         )
 
 
-def _exact(record: Record, line: bytes) -> bool:
-    """Whether msgspec's record is exactly what the line holds, so pydantic would give the same record.
+def _not_canonical(line_no: int) -> Exception:
+    return error(
+        "CORRUPT_LINE",
+        f"line {line_no} is not in canonical form (a repeated, escaped or spaced key, or a value spelled "
+        "otherwise than the writer spells it)",
+        line=line_no,
+    )
 
-    A fixed-shape event is a struct msgspec decodes with every field required and no unknown member, inside
-    an envelope that forbids them too; so a key count equal to the field count (no repeated key) is all the
-    canonical form still asks. Any other record (plans, sources: dataclasses, whose unknown members msgspec
-    skips and whose defaults it takes) must re-encode to the line's very bytes.
+
+def _canonical(record: Record, body: bytes) -> bool:
+    """Whether ``body`` (a line without its ``h`` member) is exactly the canonical encoding of ``record``.
+
+    This is the whole canonical-form check. A line with a repeated key (one hidden as ``"k" :``), an escaped
+    key (``"s\\u0065q"``), a gap between tokens or a value spelled another way encodes back to other bytes;
+    so does one with an unknown member msgspec skipped, or a default it filled in. msgspec's encoder writes
+    the same bytes as orjson (the writer's); a value no writer could have written (an integer beyond 64
+    bits) does not encode at all, and is not canonical either.
     """
-    expected = _FIXED_KEYS.get(type(record.data))
-    if expected is not None and record.source is None and record.key is None:
-        if line.count(b'":') == expected:
-            return True
-        if not added_defaults(type(record.data)):
-            return False
-    return _as_written(record) == line[:-_SUFFIX] + b"}"
+    try:
+        return _as_written(record) == body
+    except (msgspec.EncodeError, OverflowError, TypeError, ValueError):
+        return False
 
 
 _sha256 = hashlib.sha256
@@ -286,8 +307,8 @@ def _schema_error(exc: ValueError, line_no: int) -> Exception:
 # times faster on the step events that make most of a log, so it decodes every line first; whatever it
 # refuses goes to pydantic, whose verdict stands (an error, or rarely a record msgspec was too strict for).
 # msgspec may never accept what pydantic refuses: tests/test_codec_fast.py holds it to that on mutated
-# lines. One gap is closed by hand: msgspec skips an unknown member of a dataclass (the plan events), so its
-# record stands only when it is exactly the line's content (_exact).
+# lines. One gap is closed by the canonical-form check: msgspec skips an unknown member of a dataclass (the
+# plan events), so its record stands only when it is exactly the line's content (_canonical).
 
 #: The envelope's members in wire order (``h`` last; ``source`` and ``key`` only when set).
 WIRE_ORDER: Final = ("v", "seq", "ts", "run", "type", "plan_version", "actor", "source", "key", "data", "prev", "h")
@@ -295,9 +316,6 @@ WIRE_ORDER: Final = ("v", "seq", "ts", "run", "type", "plan_version", "actor", "
 _DECODE: Callable[[bytes], Record] | None = None
 #: Each event type's Record subclass, by type name.
 _RECORD_CLASSES: dict[str, type[Record]] = {}
-#: Key counts of records without source or key whose data type has a fixed shape and no defaults (the hot
-#: types: step events, criteria, the run's end, the log's own records).
-_FIXED_KEYS: dict[type[Any], int] = {}
 
 
 def _msgspec(line: bytes) -> Record | None:
@@ -311,12 +329,42 @@ def _msgspec(line: bytes) -> Record | None:
 def _as_written(record: Record) -> bytes:
     """The compact JSON of a decoded record without ``h``: the line's own bytes when it was canonical.
 
-    msgspec's encoder writes the same bytes as orjson (the writer's) and encodes dataclasses 3x faster.
+    msgspec's encoder writes the same bytes as orjson (the writer's) and encodes dataclasses 3x faster. The
+    common envelope (no source, no key) is a struct (:class:`_Plain`), a third cheaper to encode than a dict:
+    this runs for every line of every replay.
     """
-    if record.v == V1 and type(record.data) in _OMITTING:
-        # A v1 plan line holds every added field at its default: msgspec writes them (it cannot leave a
-        # dataclass field out), each class's defaults as one fixed tail before its closing brace, which a
-        # byte replace removes (a quote inside a JSON string is escaped, so no string can hold a tail).
+    data = record.data
+    kind = type(data)
+    if (kind in _OMITTING and record.v != V1) or (kind in _REPORTING and data.report is not None):  # type: ignore[union-attr]
+        # A v2 value: msgspec cannot leave a dataclass field out at its default; the writer's way can.
+        body = _envelope(
+            record.v,
+            record.seq,
+            record.ts,
+            record.run,
+            record.plan_version,
+            record.actor,
+            data,
+            record.prev,
+            record.source,
+            record.key,
+        )
+        return orjson.dumps(body, default=plain, option=orjson.OPT_PASSTHROUGH_DATACLASS)
+    if record.source is None and record.key is None:
+        raw = _ENCODE(
+            _Plain(
+                record.v,
+                record.seq,
+                record.ts,
+                record.run,
+                record.type,
+                record.plan_version,
+                record.actor,
+                data,
+                record.prev,
+            )
+        )
+    else:
         raw = _ENCODE(
             _envelope(
                 record.v,
@@ -325,52 +373,29 @@ def _as_written(record: Record) -> bytes:
                 record.run,
                 record.plan_version,
                 record.actor,
-                record.data,
+                data,
                 record.prev,
                 record.source,
                 record.key,
             )
         )
+    if kind in _OMITTING:
+        # A v1 plan line holds every added field at its default: msgspec writes them, each class's defaults as
+        # one fixed tail before its closing brace, which split and join remove (a quote inside a JSON string
+        # is escaped, so no string can hold a tail; bytes.replace is 20x slower with many matches).
         for tail in _DEFAULT_TAILS or _default_tails():
-            raw = b"}".join(raw.split(tail))  # split and join: bytes.replace is 20x slower with many matches
-        return raw
-    if type(record.data) in _OMITTING or getattr(record.data, "report", None) is not None:
-        body = _envelope(
-            record.v,
-            record.seq,
-            record.ts,
-            record.run,
-            record.plan_version,
-            record.actor,
-            record.data,
-            record.prev,
-            record.source,
-            record.key,
-        )
-        try:
-            return orjson.dumps(body, default=plain, option=orjson.OPT_PASSTHROUGH_DATACLASS)
-        except orjson.JSONEncodeError:  # a value no writer could have written (an integer beyond 64 bits)
-            return b""
-    return _ENCODE(
-        _envelope(
-            record.v,
-            record.seq,
-            record.ts,
-            record.run,
-            record.plan_version,
-            record.actor,
-            record.data,
-            record.prev,
-            record.source,
-            record.key,
-        )
-    )
+            raw = b"}".join(raw.split(tail))
+    return raw
 
 
 _ENCODE: Final = msgspec.json.Encoder().encode
 #: Event types whose values may hold fields format v2 added, which msgspec cannot leave out of a dataclass:
 #: their lines are re-encoded the writer's way (orjson, :func:`ledger.versions.plain`).
 _OMITTING: Final[frozenset[type[Any]]] = frozenset({ev.PlanCreated, ev.PlanReplanned})
+#: Event types that may carry an evidence record (``report``, format v2).
+_REPORTING: Final[frozenset[type[Any]]] = frozenset(
+    {ev.StepCompleted, ev.StepBlocked, ev.StepFailed, ev.CriterionVerified}
+)
 #: The bytes msgspec writes for the added fields at their defaults at the end of each plan spec (longest
 #: first); built on first use.
 _DEFAULT_TAILS: list[bytes] = []
@@ -389,6 +414,20 @@ def _default_tails() -> list[bytes]:
         _DEFAULT_TAILS.append(b"".join(b',"%s":%s' % (n.encode(), _ENCODE(d)) for n, d in ordered) + b"}")
     _DEFAULT_TAILS.sort(key=len, reverse=True)
     return _DEFAULT_TAILS
+
+
+class _Plain(msgspec.Struct, gc=False):
+    """The envelope of a record without ``source`` or ``key``, members in wire order, ``h`` left out."""
+
+    v: int
+    seq: int
+    ts: str
+    run: str
+    type: str
+    plan_version: int
+    actor: str
+    data: Any
+    prev: str
 
 
 def _checked(line: bytes, line_no: int) -> Record:
@@ -415,25 +454,9 @@ def _fast_decoder() -> Callable[[bytes], Record]:
     if _DECODE is None:
         for cls in EVENT_CLASSES:
             _RECORD_CLASSES[cls.TYPE] = _record_class(cls)
-            count = _fixed_count(cls)
-            if count is not None:
-                _FIXED_KEYS[cls] = 10 + count
         union: Any = Union[tuple(_RECORD_CLASSES.values())]  # noqa: UP007 - a runtime tuple of types
         _DECODE = msgspec.json.Decoder(union).decode
     return _DECODE
-
-
-def _fixed_count(cls: type[Any]) -> int | None:
-    """How many keys a struct event has with every added field at its default, when that is fixed (no field
-    holds an object and every optional field is one format v2 added); else None."""
-    if not issubclass(cls, msgspec.Struct):
-        return None
-    added = {name for name, _ in added_defaults(cls)}
-    hints = _field_hints(cls)
-    required = [name for name in hints if name not in added]
-    if len(cls.__struct_defaults__) != len(added) or any(_may_hold_object(hints[name]) for name in required):
-        return None
-    return len(required)
 
 
 def _record_class(event_cls: type[Any]) -> type[Record]:
@@ -508,73 +531,7 @@ def json_schema() -> dict[str, Any]:
     return schema
 
 
-# --------------------------------------------------------------------------- canonical form
-
-
-def _keys_in(line: bytes) -> int:
-    """Count the object keys in compact JSON without parsing it again.
-
-    A key ends with ``":``. So does a string *value* that starts with ``:``, but its opening quote follows
-    ``:``, ``,`` or ``[``; and a quote inside a string is always escaped (``\\"``). Keys here are field names,
-    which never end in a backslash or start with a colon.
-    """
-    return line.count(b'":') - line.count(b'\\":') - line.count(b':":') - line.count(b',":') - line.count(b'[":')
-
-
-def _key_count(record: Record) -> int:
-    """How many object keys the canonical encoding of ``record`` has (10 envelope members + extras)."""
-    n = 10 + _keys(record.data)
-    if record.source is not None:
-        n += 1 + _keys(record.source)
-    if record.key is not None:
-        n += 1
-    return n
-
-
-def _keys(value: Any) -> int:
-    if isinstance(value, dict):  # a free JSON value (a check's expected value, an observation, metadata)
-        return len(value) + sum(_keys(v) for v in value.values())
-    if isinstance(value, list):
-        return sum(_keys(v) for v in value)
-    if isinstance(value, tuple):
-        return sum(_keys(v) for v in value) if value and _is_object(type(value[0])) else 0
-    counter = _counter(type(value))
-    return counter if isinstance(counter, int) else counter(value)
-
-
-_COUNTERS: dict[type[Any], int | Callable[[Any], int]] = {}
-
-
-def _counter(cls: type[Any]) -> int | Callable[[Any], int]:
-    """An object type's key count: a constant when no field can hold another object, else a function."""
-    known = _COUNTERS.get(cls)
-    if known is None:
-        known = _COUNTERS[cls] = _make_counter(cls)
-    return known
-
-
-def _make_counter(cls: type[Any]) -> int | Callable[[Any], int]:
-    if not _is_object(cls):
-        return 0
-    hints = _field_hints(cls)
-    nested = tuple(name for name, hint in hints.items() if _may_hold_object(hint))
-    own = len(hints)
-    added = added_defaults(cls)
-    if added:  # a field format v2 added is written only away from its default
-        base = own - len(added)
-        return lambda value: (
-            base
-            + sum(getattr(value, name) != default for name, default in added)
-            + sum(_keys(getattr(value, name)) for name in nested)
-        )
-    if not nested:
-        return own
-    return lambda value: own + sum(_keys(getattr(value, name)) for name in nested)
-
-
-def _is_object(tp: Any) -> bool:
-    """Whether ``tp`` encodes as a JSON object: a dataclass or a msgspec struct."""
-    return dataclasses.is_dataclass(tp) or (isinstance(tp, type) and issubclass(tp, msgspec.Struct))
+# --------------------------------------------------------------------------- field types
 
 
 def _field_hints(cls: type[Any]) -> dict[str, Any]:
@@ -583,9 +540,3 @@ def _field_hints(cls: type[Any]) -> dict[str, Any]:
     if dataclasses.is_dataclass(cls):
         return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
     return {name: hints[name] for name in cls.__struct_fields__}
-
-
-def _may_hold_object(tp: Any) -> bool:
-    if _is_object(tp) or tp is Any:
-        return True
-    return any(_may_hold_object(arg) for arg in typing.get_args(tp))

@@ -15,7 +15,7 @@ The tree::
 
     * also a TranscriptError: catch that one class for any problem with a transcript given to import.
 
-Codes are part of the public contract (README, "Error codes"): a code is never renamed or reused.
+Codes are part of the public contract (docs/errors.md): a code is never renamed or reused.
 Structured fields (``step``, ``plan_version``, ``seq``, ``line``, ``expected``, ``actual`` ...) travel
 with the error so callers never parse the message.
 
@@ -154,7 +154,7 @@ class TranscriptUnreadable(TranscriptError, StorageError):
     """The transcript cannot be opened or read."""
 
 
-#: Every stable code, the class that carries it, and what it means (rendered in the README).
+#: Every stable code, the class that carries it, and what it means (the table in docs/errors.md).
 CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     # usage
     "USAGE": (UsageError, "the arguments or options are malformed"),
@@ -214,6 +214,7 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     ),
     "INVALID_TEXT": (CommandRefused, "a text field cannot be stored as UTF-8 (e.g. a lone surrogate)"),
     "EVENT_TOO_LARGE": (CommandRefused, "the encoded event exceeds the maximum line size"),
+    "INPUT_TOO_LARGE": (Refused, "an input file (draft, patch, key file, transcript) is over its cap (docs/limits.md)"),
     # damaged logs
     "EMPTY_LOG": (LogDamaged, "the file is empty: a log always starts with its header line"),
     "CORRUPT_LINE": (LogDamaged, "a line is not a valid record (framing, JSON, schema or canonical form)"),
@@ -238,6 +239,7 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "NO_SPACE": (StorageError, "the disk or quota is full (ENOSPC, EDQUOT, EFBIG); nothing was added"),
     "NETWORK_FILESYSTEM": (StorageError, "the log is on NFS or SMB, where appends and locks are unsafe"),
     "WRITER_POISONED": (StorageError, "an earlier write or fsync failed; this writer acknowledges nothing more"),
+    "LOCK_TIMEOUT": (StorageError, "a reader waited too long for a writer's lock (a stopped writer holds it)"),
     "FILE_NOT_FOUND": (StorageError, "an input file (draft, patch, transcript, key) does not exist"),
     "FOLDER_NOT_FOUND": (StorageError, "the folder a new log (create, import) should go in does not exist"),
     "RUN_NOT_FOUND": (StorageError, "the database holds no run with that id"),

@@ -1,6 +1,6 @@
 """The log's vocabulary: every event type, and the record envelope each line carries.
 
-This module is the storage contract (README, "The log format"). Type names are explicit strings, never
+This module is the storage contract (docs/format.md). Type names are explicit strings, never
 derived from Python names. The record envelope and the fixed-shape events (steps, criteria, the run's end,
 the log's own records) are frozen ``msgspec.Struct``s; the plan events, which nest plan specs, are frozen
 dataclasses. The schema is pydantic's: one discriminated union on ``type`` (see :mod:`ledger.codec`) gives
@@ -33,6 +33,7 @@ __all__ = [
     "Actor",
     "CriterionVerified",
     "Event",
+    "LogBatch",
     "LogCheckpoint",
     "LogOpened",
     "LogRepaired",
@@ -157,6 +158,15 @@ class LogCheckpoint(_FixedShape, frozen=True):
     mac: str
 
 
+class LogBatch(_FixedShape, frozen=True):
+    """The bounds of a group commit: ``begin`` before its records, ``end`` after them. Readers take the records
+    between the two only together: a batch a crash cut short (no ``end``) is a torn tail, from its ``begin``."""
+
+    TYPE: ClassVar[str] = "log.batch"
+
+    part: Literal["begin", "end"]
+
+
 # --------------------------------------------------------------------------- plan events
 
 
@@ -265,6 +275,7 @@ Event = (
     | LogOpened
     | LogRepaired
     | LogCheckpoint
+    | LogBatch
 )
 
 #: Result events: fenced by (plan version, step, attempt); late ones land on the orphan path.

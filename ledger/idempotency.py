@@ -1,23 +1,30 @@
 """Idempotency keys: is a retried command the same as the event its key already wrote?
 
-"The same content" means the same type, step (or criterion) and payload. The plan version and the attempt
-are compared when the retried command states them; when it leaves them to their defaults they are whatever
-the original resolved to (a retry after the run moved on still finds its original event). Values a decision
-derives from the state (the next attempt number, the next version, a patch applied to its base) are never
-compared, so a retry is recognised even though the state has moved.
+"The same content" is every field of the event's ``data`` except what the ledger derives from the state
+(the attempt a start gets, the next version, a patch's applied plan), compared with the same fields of the
+command, normalised as its decision normalises them (text trimmed, blank observations dropped). A field
+added to an event later is compared without a change here. The plan version, the attempt, a draft's goal and
+policy are compared when the retried command states them; when it leaves them to their defaults they are
+whatever the original resolved to (a retry after the run moved on still finds its original event).
+
+The comparison is made against the record the key names, read from the log's own bytes by the store, never
+against a cache's copy: a cache can make a retry slower, never a duplicate.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
-from typing import Any
+from typing import Any, Final
 
+import msgspec
 import orjson
 
-from plantrail.ledger.decide import Block, Command, Complete, Fail, Finish, Replan, Start, VerifyCriterion
+from plantrail.ledger.decide import Block, Command, Complete, Create, Fail, Finish, Replan, Start, VerifyCriterion
 from plantrail.ledger.errors import error
 from plantrail.ledger.events import (
     CriterionVerified,
+    PlanCreated,
     PlanReplanned,
     Record,
     RunFinished,
@@ -26,85 +33,107 @@ from plantrail.ledger.events import (
     StepFailed,
     StepStarted,
 )
-from plantrail.ledger.plan import Draft, PlanSpec
+from plantrail.ledger.plan import Draft
 from plantrail.ledger.store import KeyEntry
 
-__all__ = ["KeyEntry", "command_view", "match", "record_view"]
+__all__ = ["KeyEntry", "command_content", "match", "record_content", "record_view"]
+
+#: Fields of an event's data that the decision derives from the state, never from the command.
+DERIVED: Final = frozenset({"attempt", "new_version"})
+#: Fields of a command that are not event content: the envelope, and the defaults compared on their own.
+_NOT_CONTENT: Final = frozenset({"actor", "source", "key", "plan_version", "attempt"})
+_EVENT_TYPE: Final[dict[type, str]] = {
+    Start: StepStarted.TYPE,
+    Complete: StepCompleted.TYPE,
+    Block: StepBlocked.TYPE,
+    Fail: StepFailed.TYPE,
+    VerifyCriterion: CriterionVerified.TYPE,
+    Finish: RunFinished.TYPE,
+    Replan: PlanReplanned.TYPE,
+    Create: PlanCreated.TYPE,
+}
 
 
-def _digest(parts: list[Any]) -> str:
-    return hashlib.sha256(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS)).hexdigest()
+def _builtins(value: Any) -> Any:
+    """Plain JSON values (lists for every sequence), so a command and a record compare field by field."""
+    return orjson.loads(msgspec.json.encode(value))
 
 
-def _plan_view(plan: Draft | PlanSpec) -> list[Any]:
-    return [list(plan.steps), list(plan.acceptance_criteria)]
+def _trimmed(value: Any) -> Any:
+    """Text trimmed as a decision trims it: a string, or each string of a list."""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return [v.strip() for v in value]
+    return value
+
+
+def record_content(record: Record) -> dict[str, Any]:
+    """The comparable content of a stored record: every field of its data but the derived ones."""
+    content: dict[str, Any] = {k: v for k, v in _builtins(record.data).items() if k not in DERIVED}
+    if isinstance(record.data, PlanReplanned) and record.data.patch is not None:
+        del content["plan"]  # the patch applied to its base: derived
+    return content
+
+
+def command_content(command: Command) -> dict[str, Any]:
+    """The comparable content of a command, named and normalised as its decision would write it."""
+    content = {
+        f.name: _trimmed(_builtins(getattr(command, f.name)))
+        for f in dataclasses.fields(command)
+        if f.name not in _NOT_CONTENT
+    }
+    if content.get("report", False) is None:
+        del content["report"]  # a result without an evidence record: the event leaves the member out (format v2)
+    if isinstance(command, VerifyCriterion):
+        content["verdict"] = "passed" if content.pop("passed") else "failed"
+    if isinstance(command, Replan):
+        content["observations"] = [o for o in content["observations"] if o]
+        if command.patch is not None:
+            del content["plan"]
+    return content
+
+
+def _stated(content: dict[str, Any], command: Command) -> dict[str, Any]:
+    """``content`` without what the command left to its default (a replan draft's goal and policy)."""
+    plan = getattr(command, "plan", None)
+    if not isinstance(plan, Draft) or "plan" not in content or not isinstance(content["plan"], dict):
+        return content
+    omitted = {name for name in ("goal", "policy") if getattr(plan, name) is None}
+    return content | {"plan": {k: v for k, v in content["plan"].items() if k not in omitted}}
+
+
+def _digest(content: dict[str, Any]) -> str:
+    return hashlib.sha256(orjson.dumps(content, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 def record_view(record: Record) -> KeyEntry:
-    """The comparable content of a stored record."""
-    data = record.data
-    attempt = getattr(data, "attempt", None)
-    match data:
-        case StepStarted():
-            parts: list[Any] = [data.TYPE, data.step]
-        case StepCompleted():
-            parts = [data.TYPE, data.step, list(data.evidence)]
-        case StepBlocked():
-            parts = [data.TYPE, data.step, data.reason]
-        case StepFailed():
-            parts = [data.TYPE, data.step, data.error]
-        case CriterionVerified():
-            parts = [data.TYPE, data.criterion, data.verdict, data.evidence]
-        case RunFinished():
-            parts = [data.TYPE, data.outcome, data.reason]
-        case PlanReplanned():
-            shape = data.patch if data.patch is not None else _plan_view(data.plan)
-            parts = [data.TYPE, data.reason, data.why, list(data.causes), list(data.observations), shape]
-        case _:
-            parts = [data.TYPE, data]
+    """Where a keyed record is and a digest of its content (the index entry; matching reads the record)."""
     return KeyEntry(
-        seq=record.seq, hash=record.h, view=_digest(parts), plan_version=record.plan_version, attempt=attempt
+        seq=record.seq,
+        hash=record.h,
+        view=_digest({"type": record.type, **record_content(record)}),
+        plan_version=record.plan_version,
+        attempt=getattr(record.data, "attempt", None),
     )
 
 
-def command_view(command: Command) -> str:
-    """The comparable content of a command, normalised as its decision would normalise it."""
-    match command:
-        case Start():
-            parts: list[Any] = [StepStarted.TYPE, command.step]
-        case Complete():
-            parts = [StepCompleted.TYPE, command.step, [e.strip() for e in command.evidence]]
-        case Block():
-            parts = [StepBlocked.TYPE, command.step, command.reason.strip()]
-        case Fail():
-            parts = [StepFailed.TYPE, command.step, command.error.strip()]
-        case VerifyCriterion():
-            verdict = "passed" if command.passed else "failed"
-            parts = [CriterionVerified.TYPE, command.criterion, verdict, command.evidence.strip()]
-        case Finish():
-            parts = [RunFinished.TYPE, command.outcome, command.reason.strip()]
-        case Replan():
-            shape = command.patch if command.patch is not None else _plan_view(command.plan)  # type: ignore[arg-type]
-            observations = [o.strip() for o in command.observations if o.strip()]
-            parts = [PlanReplanned.TYPE, command.reason, command.why.strip(), list(command.causes), observations, shape]
-        case _:
-            parts = [type(command).__name__, command]
-    return _digest(parts)
-
-
-def match(entry: KeyEntry, command: Command, key: str) -> None:
-    """Accept a retry of the keyed event; raise IDEMPOTENCY_CONFLICT when the content differs."""
-    same = entry.view == command_view(command)
+def match(record: Record, command: Command, key: str) -> None:
+    """Accept a retry of ``record`` (the event ``key`` wrote, read from the log); raise IDEMPOTENCY_CONFLICT
+    when any of the command's content differs."""
+    wanted = _stated(command_content(command), command)
+    stored = _stated(record_content(record), command)
+    same = record.type == _EVENT_TYPE.get(type(command)) and wanted == stored
     version = getattr(command, "plan_version", None)
     attempt = getattr(command, "attempt", None)
-    if same and version is not None and version != entry.plan_version:
+    if same and version is not None and version != record.plan_version:
         same = False
-    if same and attempt is not None and attempt != entry.attempt:
+    if same and attempt is not None and attempt != getattr(record.data, "attempt", None):
         same = False
     if not same:
         raise error(
             "IDEMPOTENCY_CONFLICT",
-            f"idempotency key {key!r} was used at seq {entry.seq} for different content",
+            f"idempotency key {key!r} was used at seq {record.seq} for different content",
             key=key,
-            seq=entry.seq,
+            seq=record.seq,
         )

@@ -92,6 +92,15 @@ class Session(Protocol):
         """Records appended since this store last looked (all of them on the first session)."""
         ...
 
+    def record(self, seq: int, hash: str) -> Record | None:
+        """The record with this seq and hash, read from the log's own bytes (None when the log holds none):
+        how a claimed idempotency duplicate is confirmed, whatever a cache says."""
+        ...
+
+    def durable(self, seq: int) -> bool:
+        """True unless record ``seq`` is one this store wrote and no fsync has covered yet."""
+        ...
+
     def stage(self, record: PendingRecord) -> Record:
         """Assign the next seq and chain hash to ``record``; nothing is written until :meth:`commit`."""
         ...

@@ -4,7 +4,10 @@
 2. Every event legal when replayed in order: the rules of :func:`ledger.decide.check` against the state
    before it; late results are allowed, as orphans.
 3. No orphan ever applied: a late result changes nothing but the orphan list.
-4. Determinism: an independent second read and fold gives the same canonical bytes.
+4. Determinism: :func:`fold` (with its fast paths) over the same decoded records gives the canonical bytes
+   that step 2's record-by-record advance (:class:`Advancing`, the group commit's builder) reached. The
+   file is read and decoded once, so a log another process is appending to is verified up to the seq the
+   read reached (``last_seq``, ``verified_bytes``).
 5. Optionally, an anchor ``SEQ:HASH`` the auditor kept: the log must still contain that record.
 6. Every keyed checkpoint covers the record before it; given the key, every MAC verifies and there is at
    least one checkpoint (:mod:`ledger.checkpoint`).
@@ -13,6 +16,8 @@
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple
 
 from plantrail.ledger.checkpoint import check_checkpoint
@@ -23,9 +28,12 @@ from plantrail.ledger.store import TornTail
 from plantrail.ledger.stores.jsonl import LogReader
 from plantrail.projections.canonical import canonical_bytes, state_hash
 from plantrail.projections.model import PlanState
-from plantrail.projections.state import evolve, fold, initial
+from plantrail.projections.state import Advancing, StateView, evolve, fold, initial
 
 __all__ = ["VerifyReport", "parse_anchor", "verify_log"]
+
+_ANCHOR = re.compile(r"([0-9]{1,19}):([0-9a-f]{64})")
+_PROGRESS_EVERY = 4096
 
 
 class VerifyReport(NamedTuple):
@@ -43,14 +51,18 @@ class VerifyReport(NamedTuple):
     checkpoints: int = 0
     checkpointed_seq: int | None = None
     keyed: bool = False
+    verified_bytes: int = 0
+    grew: bool = False
 
 
 def parse_anchor(text: str) -> tuple[int, str]:
-    """Parse ``SEQ:HASH`` (the head ``verify`` prints)."""
-    seq, _, h = text.partition(":")
-    if not seq.isdigit() or len(h) != 64 or any(c not in "0123456789abcdef" for c in h):
-        raise error("USAGE", f"an anchor is SEQ:HASH with a 64-hex hash, not {text!r}")
-    return int(seq), h
+    """Parse ``SEQ:HASH`` (the head ``verify`` prints): SEQ in ASCII digits (at most 19 of them, as any seq a
+    log can hold), HASH 64 lowercase hex digits; USAGE for anything else."""
+    match = _ANCHOR.fullmatch(text)
+    if match is None:
+        shown = text if len(text) <= 100 else text[:100] + "…"
+        raise error("USAGE", f"an anchor is SEQ:HASH (SEQ in digits 0-9, HASH 64 hex digits), not {shown!r}")
+    return int(match[1]), match[2]
 
 
 def _plan_part(state: PlanState) -> PlanState:
@@ -59,10 +71,11 @@ def _plan_part(state: PlanState) -> PlanState:
     return state._replace(orphans=(), last_seq=0, head=None, usage=None)
 
 
-def _judge(state: PlanState, record: Record) -> str | None:
-    record_type, seq = record.type, record.seq
+def _judge(
+    state: StateView, record_type: str, seq: int, data: object, plan_version: int, now: str | None = None
+) -> str | None:
     try:
-        return check(state, record.data, record.plan_version, now=record.ts)
+        return check(state, data, plan_version, now=now)  # type: ignore[arg-type]
     except PlantrailError as exc:
         raise error(
             "ILLEGAL_EVENT",
@@ -73,41 +86,88 @@ def _judge(state: PlanState, record: Record) -> str | None:
         ) from None
 
 
-def verify_log(
-    path: str | os.PathLike[str], *, anchor: tuple[int, str] | None = None, key: bytes | None = None
-) -> VerifyReport:
-    """Run every check; raise the first damage found (a LogDamaged error), else report.
+class _Audit:
+    """The record-by-record checks of one read (steps 1 to 3, 5 and 6), passing each checked record on.
 
-    ``key`` checks the MAC of every keyed checkpoint; ``checkpointed_seq`` is the last seq a checkpoint
-    covers (records after it are protected by the chain alone).
+    The state each record is judged against advances through :class:`Advancing` (the group commit's
+    builder), an implementation independent of :func:`fold`'s fast paths: step 4 compares the two.
     """
-    state = initial()
-    count = 0
-    checkpoints = 0
-    checkpointed: int | None = None
-    anchored = anchor is None
-    with LogReader(path) as reader:
-        for record in reader.records():
-            count += 1
+
+    def __init__(
+        self,
+        anchor: tuple[int, str] | None,
+        key: bytes | None,
+        on_progress: Callable[[int], None] | None = None,
+        where: Callable[[], int] = lambda: 0,
+    ) -> None:
+        self.anchor = anchor
+        self.key = key
+        self.on_progress = on_progress
+        self.where = where
+        self._state = Advancing(initial())
+        self.count = 0
+        self.checkpoints = 0
+        self.checkpointed: int | None = None
+        self.anchored = anchor is None
+
+    @property
+    def state(self) -> PlanState:
+        """The state after every record checked so far."""
+        return self._state.result()
+
+    def checked(self, records: Iterable[Record]) -> Iterator[Record]:
+        anchor = self.anchor
+        state = self._state
+        for record in records:
+            self.count += 1
+            if self.on_progress is not None and self.count % _PROGRESS_EVERY == 0:
+                self.on_progress(self.where())
             if record.type == "log.checkpoint":
-                check_checkpoint(record, key)
-                checkpoints += 1
-                checkpointed = record.seq - 1
+                check_checkpoint(record, self.key)
+                self.checkpoints += 1
+                self.checkpointed = record.seq - 1
             if anchor is not None and record.seq == anchor[0]:
                 if record.h != anchor[1]:
                     raise error(
                         "ANCHOR_MISMATCH", f"seq {anchor[0]} has hash {record.h}, not the anchored one", seq=anchor[0]
                     )
-                anchored = True
-            late = _judge(state, record)
-            after = evolve(state, record)
-            if late is not None and (
-                _plan_part(after) != _plan_part(state) or len(after.orphans) != len(state.orphans) + 1
-            ):
-                raise error("ORPHAN_APPLIED", f"the late result at seq {record.seq} changed the plan", seq=record.seq)
-            state = after
+                self.anchored = True
+            late = _judge(state.current(), record.type, record.seq, record.data, record.plan_version, record.ts)
+            if late is None:
+                state.add(record)
+            else:  # a late result: prove it changed nothing but the orphan list
+                before = state.result()
+                after = evolve(before, record)
+                if _plan_part(after) != _plan_part(before) or len(after.orphans) != len(before.orphans) + 1:
+                    raise error(
+                        "ORPHAN_APPLIED", f"the late result at seq {record.seq} changed the plan", seq=record.seq
+                    )
+                state = self._state = Advancing(after)
+            yield record
+
+
+def verify_log(
+    path: str | os.PathLike[str],
+    *,
+    anchor: tuple[int, str] | None = None,
+    key: bytes | None = None,
+    on_progress: Callable[[int], None] | None = None,
+) -> VerifyReport:
+    """Run every check over one read of the log; raise the first damage found (a LogDamaged error), else report.
+
+    ``key`` checks the MAC of every keyed checkpoint; ``checkpointed_seq`` is the last seq a checkpoint
+    covers (records after it are protected by the chain alone). Records appended while the read ran past
+    ``verified_bytes`` are not covered; ``grew`` says whether there were any. ``on_progress``, when given,
+    is told the bytes checked so far every few thousand records (a progress bar).
+    """
+    with LogReader(path) as reader:
+        audit = _Audit(anchor, key, on_progress, lambda: reader.position.offset)
+        folded = fold(audit.checked(reader.records()))
         torn = reader.torn
-    if not anchored:
+        end = reader.end if torn is None else torn.offset + torn.length
+        grew = os.fstat(reader.fd).st_size > end
+    state = audit.state
+    if not audit.anchored:
         assert anchor is not None
         raise error(
             "ANCHOR_MISMATCH",
@@ -116,18 +176,18 @@ def verify_log(
             seq=anchor[0],
             actual=state.last_seq,
         )
-    if key is not None and checkpoints == 0:
+    if key is not None and audit.checkpoints == 0:
         raise error(
             "CHECKPOINT_MISSING",
             "a checkpoint key was given but the log holds no checkpoint: nothing in it "
             "is protected by the key (were the checkpoints stripped?)",
         )
-    with LogReader(path) as second:
-        again = fold(second.records())
-    if canonical_bytes(again) != canonical_bytes(state):
-        raise error("NONDETERMINISTIC_FOLD", "two folds of the same log gave different states")
+    if canonical_bytes(folded) != canonical_bytes(state):
+        raise error(
+            "NONDETERMINISTIC_FOLD", "fold and the record-by-record advance of the same log gave different states"
+        )
     return VerifyReport(
-        records=count,
+        records=audit.count,
         last_seq=state.last_seq,
         head_hash=state.head,
         versions=state.version,
@@ -136,7 +196,9 @@ def verify_log(
         state_hash=state_hash(state),
         anchor=anchor,
         torn=torn,
-        checkpoints=checkpoints,
-        checkpointed_seq=checkpointed,
+        checkpoints=audit.checkpoints,
+        checkpointed_seq=audit.checkpointed,
         keyed=key is not None,
+        verified_bytes=reader.end,
+        grew=grew,
     )

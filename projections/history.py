@@ -109,24 +109,40 @@ def replay_versions(
     Reads no further than the replan that superseded the latest version asked for. UNKNOWN_PLAN_VERSION
     names a version the log does not have.
     """
-    wanted = set(versions)
+    wanted = versions if isinstance(versions, range) else frozenset(versions)  # a range stays lazy
+    top = _largest(wanted)
     found: dict[int, Span] = {}
     reached = 0
     for span in spans(records, start):
         reached = span.state.version
         if reached in wanted:
             found[reached] = span
-        if reached >= max(wanted, default=0):
+        if reached >= top:
             break
-    missing = sorted(wanted - found.keys())
-    if missing:  # name the latest version asked for: the one the caller gave (diff 1 9 asks for 1..9)
+    missing = _last_missing(wanted, found)  # bounded by the log's versions, never by the numbers asked for
+    if missing is not None:  # name the latest version asked for: the one the caller gave (diff 1 9 asks for 1..9)
         raise error(
             "UNKNOWN_PLAN_VERSION",
-            f"plan version {missing[-1]} is not in the log (it has versions 1 to {reached})",
-            plan_version=missing[-1],
+            f"plan version {missing} is not in the log (it has versions 1 to {reached})",
+            plan_version=missing,
             expected=reached,
         )
     return found
+
+
+def _largest(wanted: range | frozenset[int]) -> int:
+    if isinstance(wanted, range):
+        return max(wanted[0], wanted[-1]) if wanted else 0
+    return max(wanted, default=0)
+
+
+def _last_missing(wanted: range | frozenset[int], found: Mapping[int, Span]) -> int | None:
+    """The largest of ``wanted`` not in ``found`` (None: all found). A range is walked from its high end, so
+    in at most ``len(found) + 1`` steps whatever its length."""
+    if isinstance(wanted, range):
+        descending = reversed(wanted) if wanted.step > 0 else wanted
+        return next((v for v in descending if v not in found), None)
+    return max((v for v in wanted if v not in found), default=None)
 
 
 def replay_version(records: Iterable[Record], version: int, start: PlanState | None = None) -> Span:

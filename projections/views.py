@@ -1,7 +1,7 @@
 """Queries over the plan state: readiness, what can start now, replan advice, and the JSON views the CLI prints.
 
 All pure functions of a :class:`~projections.model.PlanState`. The JSON shapes here are the ``--json``
-contract documented in the README.
+contract documented in docs/cli.md and docs/semantics.md.
 
 *Ready* is DESIGN.md's word: a pending step whose dependencies are all completed. *Can start* is what a
 ``start`` would accept now: ready, and the run has room under ``max_in_progress`` (and is not finished). A step
@@ -17,22 +17,29 @@ will add theirs):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from plantrail.ledger.plan import StepSpec
 from plantrail.ledger.versions import plain
 from plantrail.projections.model import Orphan, PlanState, StepState
 from plantrail.projections.stop import STOPPING, budget_view, stop_decision
 
+if TYPE_CHECKING:
+    from plantrail.ledger.store import Ack
+
 __all__ = [
     "WaitReason",
+    "ack_view",
     "advice",
+    "anchor",
     "capacity_view",
     "in_doubt",
+    "next_view",
     "orphan_view",
     "ready_steps",
     "specs",
     "startable_steps",
+    "status_document",
     "status_view",
     "wait_reasons",
 ]
@@ -222,4 +229,57 @@ def status_view(state: PlanState, now: str | None = None) -> dict[str, Any]:
         "head_hash": state.head,
         "stop": stop_decision(state, now).as_dict(),
         "budget": budget_view(state),
+    }
+
+
+def anchor(seq: int, head: str | None) -> str | None:
+    """The anchor ``SEQ:HASH`` (all 64 hex digits) to paste into ``verify --anchor`` or ``repair --acked``."""
+    return None if head is None else f"{seq}:{head}"
+
+
+def status_document(state: PlanState) -> dict[str, Any]:
+    """The status document every front door gives: :func:`status_view` with the anchor and the state hash."""
+    from plantrail.projections.canonical import state_hash
+
+    return status_view(state) | {"anchor": anchor(state.last_seq, state.head), "state_hash": state_hash(state)}
+
+
+def next_view(state: PlanState, now: str | None = None) -> dict[str, Any]:
+    """The ``next --json`` document: what is ready, what can start now and why the rest waits, the advice, and
+    the stop policy's decision at ``now`` (while a v2 plan's says failed or budget_exhausted, nothing can
+    start)."""
+    ready = ready_steps(state)
+    waits = wait_reasons(state, now)
+    stop = stop_decision(state, now)
+    stopped = state.contract and stop.outcome in STOPPING
+    return {
+        "plan_version": state.version,
+        "outcome": state.outcome,
+        "ready": ready,
+        "stop": stop.as_dict(),
+        "can_start": [] if stopped else startable_steps(state),
+        "waiting": [{"step": s, "wait_reasons": waits[s]} for s in ready if waits[s]],
+        "capacity": None if state.plan is None else capacity_view(state),
+        "in_progress": [s.id for s in in_doubt(state)],
+        "advice": advice(state),
+    }
+
+
+def ack_view(state: PlanState, ack: Ack) -> dict[str, Any]:
+    """What a recording command answers: the ack (seq, hash, anchor, duplicate, orphan, durable) and where the
+    run stands after it (version, outcome, ready, can start, capacity, advice)."""
+    return {
+        "ok": True,
+        "seq": ack.seq,
+        "hash": ack.hash,
+        "anchor": anchor(ack.seq, ack.hash),
+        "duplicate": ack.duplicate,
+        "orphan": ack.orphan,
+        "durable": ack.durable,
+        "plan_version": state.version,
+        "outcome": state.outcome,
+        "ready": ready_steps(state),
+        "can_start": startable_steps(state),
+        "capacity": capacity_view(state),
+        "advice": advice(state),
     }

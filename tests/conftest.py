@@ -98,6 +98,18 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             terminalreporter.write_line(line)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _cache_key_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every test (and every process it starts) keeps its cache key in a temporary state folder, not in ~."""
+    old = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state"))
+    yield
+    if old is None:
+        del os.environ["XDG_STATE_HOME"]
+    else:
+        os.environ["XDG_STATE_HOME"] = old
+
+
 @pytest.fixture
 def draft() -> dict[str, Any]:
     """A fresh copy of the seed 000 login-failure draft."""

@@ -68,6 +68,15 @@ LOG_CASES: dict[str, tuple[Callable[[list[bytes]], bytes], str]] = {
     "NaN": (edit3(b'"plan_version":1', b'"plan_version":NaN'), "CORRUPT_LINE"),
     "Infinity": (edit3(b'"plan_version":1', b'"plan_version":Infinity'), "CORRUPT_LINE"),
     "duplicate keys": (edit3(b'"plan_version":1', b'"plan_version":1,"plan_version":1'), "CORRUPT_LINE"),
+    "a duplicate key hidden by a space": (
+        edit3(b'"plan_version":1', b'"plan_version" :9,"plan_version":1'),
+        "CORRUPT_LINE",
+    ),
+    "a duplicate key hidden by a tab": (edit3(b'"verdict":', b'"verdict"\t:"failed","verdict":'), "CORRUPT_LINE"),
+    "an escaped key": (edit3(b'"actor":', b'"\\u0061ctor":'), "CORRUPT_LINE"),
+    "an escaped value": (edit3(b"evidence 0", b"\\u0065vidence 0"), "CORRUPT_LINE"),
+    "a space after a colon": (edit3(b'"seq":2', b'"seq": 2'), "CORRUPT_LINE"),
+    "a number spelled with an exponent": (edit3(b'"plan_version":1', b'"plan_version":1e0'), "CORRUPT_LINE"),
     "20 MB line": (raw3(b'{"v":1,"data":"' + b"x" * 20_000_000 + b'"}'), "CORRUPT_LINE"),
     "100,000-deep nesting": (edit3(b'"evidence 0"', b"[" * 100_000 + b"]" * 100_000), "CORRUPT_LINE"),
     "5,000-digit number": (edit3(b'"plan_version":1', b'"plan_version":' + b"7" * 5_000), "CORRUPT_LINE"),
@@ -137,8 +146,9 @@ def create_with_draft(**changes: Any) -> Callable[[Env], list[Any]]:
 
 
 def on_log(*args: str) -> Callable[[Env], list[Any]]:
-    """A command on the valid log: the first argument is the command, the log goes second."""
-    return lambda env: [args[0], env.log, *args[1:]]
+    """A command on the valid log: the first argument is the command, the log goes second; ``{fifo}`` stands
+    for a FIFO no one writes to."""
+    return lambda env: [args[0], env.log, *(fifo(env) if a == "{fifo}" else a for a in args[1:])]
 
 
 def bad_step_id(text: str) -> Callable[[Env], list[Any]]:
@@ -151,6 +161,22 @@ def bad_step_id(text: str) -> Callable[[Env], list[Any]]:
         return ["create", env.tmp / "new.jsonl", "--plan", env.draft(steps=steps)]
 
     return args
+
+
+def sparse(path: Path, size: int) -> str:
+    """A file of ``size`` NUL bytes that takes no room on disk (a hole)."""
+    with path.open("wb") as f:
+        f.truncate(size)
+    return str(path)
+
+
+def on_log_with(*args: str) -> Callable[[Env], list[Any]]:
+    """A command on the valid log where ``{big}`` stands for a 16 MiB + 1 byte input file."""
+    return lambda env: [
+        args[0],
+        env.log,
+        *(sparse(env.tmp / "big.json", 16 * 2**20 + 1) if a == "{big}" else a for a in args[1:]),
+    ]
 
 
 def short_key(env: Env) -> list[Any]:
@@ -221,6 +247,26 @@ CLI_CASES: dict[str, tuple[Callable[[Env], list[Any]], str, int]] = {
     "unknown option": (on_log("start", "reproduce", "--bogus"), "USAGE", 2),
     "malformed --anchor": (on_log("verify", "--anchor", "12:xyz"), "USAGE", 2),
     "malformed --acked": (on_log("repair", "--acked", "latest"), "USAGE", 2),
+    "--anchor with a superscript digit": (on_log("verify", "--anchor", "\u00b2:" + "a" * 64), "USAGE", 2),
+    "--anchor with Arabic-Indic digits": (on_log("verify", "--anchor", "\u0663:" + "a" * 64), "USAGE", 2),
+    "--anchor with a 5,000-digit seq": (on_log("verify", "--anchor", "9" * 5000 + ":" + "a" * 64), "USAGE", 2),
+    "--acked with a superscript digit": (on_log("repair", "--acked", "\u00b2:" + "a" * 64), "USAGE", 2),
+    "--acked with a 5,000-digit seq": (on_log("repair", "--acked", "7" * 5000 + ":" + "a" * 64), "USAGE", 2),
+    "draft over its 16 MiB cap": (
+        lambda env: ["create", env.tmp / "new.jsonl", "--plan", sparse(env.tmp / "big.json", 16 * 2**20 + 1)],
+        "INPUT_TOO_LARGE",
+        1,
+    ),
+    "patch over its 16 MiB cap": (
+        on_log_with("replan", "--patch", "{big}", "--reason", "user_request", "--why", "a huge patch"),
+        "INPUT_TOO_LARGE",
+        1,
+    ),
+    "key file over its 64 KiB cap": (
+        lambda env: ["checkpoint", env.log, "--key-file", sparse(env.tmp / "key", 64 * 1024 + 1)],
+        "INPUT_TOO_LARGE",
+        1,
+    ),
     "checkpoint key too short": (short_key, "CHECKPOINT_KEY_INVALID", 2),
     "replan with --plan and --patch": (
         on_log("replan", "--plan", "a.json", "--patch", "b.json", "--reason", "user_request", "--why", "both"),
@@ -228,6 +274,133 @@ CLI_CASES: dict[str, tuple[Callable[[Env], list[Any]], str, int]] = {
         2,
     ),
 }
+
+
+class Isolated(NamedTuple):
+    """A bad input that hung or exhausted memory: the arguments, the code and exit status it must get, the
+    environment it runs with and the file on standard input."""
+
+    args: Callable[[Env], list[Any]]
+    code: str
+    exit_status: int
+    environ: tuple[tuple[str, str], ...] = ()
+    stdin: str | None = None
+
+
+MEMORY_LIMIT = 512 * 2**20  # address space of the child (the CLI needs about 250 MiB of it)
+HANG_TIMEOUT = 30  # seconds: every case ends in well under one
+
+
+def fifo(env: Env) -> str:
+    """A FIFO no one writes to: opening it to read blocks until a writer comes."""
+    path = env.tmp / "fifo"
+    if not path.exists():
+        os.mkfifo(path)
+    return str(path)
+
+
+def damaged_before_zeros(env: Env) -> str:
+    """The valid log with line 3 damaged and then 768 MiB of NUL bytes (a hole: no room on disk)."""
+    lines = lines_of(env.log)
+    env.log.write_bytes(join([*lines[:2], b"damaged line"]))
+    with env.log.open("r+b") as f:
+        f.truncate(env.log.stat().st_size + 768 * 2**20)
+    return str(env.log)
+
+
+TRANSCRIPT = Path(__file__).parent / "fixtures" / "transcripts" / "codex_rollout.jsonl"
+
+#: Inputs that hung a reader or exhausted memory; each runs in a child process under MEMORY_LIMIT of address
+#: space and HANG_TIMEOUT seconds, so that a regression fails instead of taking the machine down.
+ISOLATED_CASES: dict[str, Isolated] = {
+    "log is a FIFO: status": Isolated(lambda env: ["status", fifo(env)], "NOT_A_FILE", 4),
+    "log is a FIFO: verify": Isolated(lambda env: ["verify", fifo(env)], "NOT_A_FILE", 4),
+    "log is a FIFO: log": Isolated(lambda env: ["log", fifo(env)], "NOT_A_FILE", 4),
+    "log is a FIFO: resume": Isolated(lambda env: ["resume", fifo(env)], "NOT_A_FILE", 4),
+    "log is a FIFO: salvage": Isolated(lambda env: ["salvage", fifo(env)], "NOT_A_FILE", 4),
+    "log is a FIFO: start": Isolated(lambda env: ["start", fifo(env), "reproduce"], "NOT_A_FILE", 4),
+    "log is a FIFO: repair": Isolated(lambda env: ["repair", fifo(env)], "NOT_A_FILE", 4),
+    "draft is a FIFO": Isolated(lambda env: ["create", env.tmp / "new.jsonl", "--plan", fifo(env)], "NOT_A_FILE", 4),
+    "draft is /dev/zero": Isolated(
+        lambda env: ["create", env.tmp / "new.jsonl", "--plan", "/dev/zero"], "NOT_A_FILE", 4
+    ),
+    "draft on standard input from /dev/zero": Isolated(
+        lambda env: ["create", env.tmp / "new.jsonl", "--plan", "-"], "INPUT_TOO_LARGE", 1, stdin="/dev/zero"
+    ),
+    "patch is /dev/zero": Isolated(
+        on_log("replan", "--patch", "/dev/zero", "--reason", "user_request", "--why", "zeros"), "NOT_A_FILE", 4
+    ),
+    "key file is /dev/zero": Isolated(on_log("checkpoint", "--key-file", "/dev/zero"), "NOT_A_FILE", 4),
+    "key file is a FIFO": Isolated(lambda env: ["verify", env.log, "--key-file", fifo(env)], "NOT_A_FILE", 4),
+    "evidence file is a FIFO": Isolated(
+        on_log("criterion", "login-test-passes", "--passed", "--evidence-file", "{fifo}"), "NOT_A_FILE", 4
+    ),
+    "evidence file is /dev/zero": Isolated(
+        on_log("criterion", "login-test-passes", "--passed", "--evidence-file", "/dev/zero"), "NOT_A_FILE", 4
+    ),
+    "reason file is a FIFO": Isolated(on_log("block", "reproduce", "--reason-file", "{fifo}"), "NOT_A_FILE", 4),
+    "transcript is /dev/zero": Isolated(
+        lambda env: ["import", "/dev/zero", "-o", env.tmp / "new.jsonl"], "TRANSCRIPT_UNREADABLE", 4
+    ),
+    "transcript is a FIFO": Isolated(
+        lambda env: ["import", fifo(env), "-o", env.tmp / "new.jsonl"], "TRANSCRIPT_UNREADABLE", 4
+    ),
+    "transcript over its 1 GiB cap": Isolated(
+        lambda env: ["import", sparse(env.tmp / "t.jsonl", 2**30 + 1), "-o", env.tmp / "new.jsonl"],
+        "INPUT_TOO_LARGE",
+        1,
+    ),
+    "transcript over a cap set in the environment": Isolated(
+        lambda env: ["import", TRANSCRIPT, "-o", env.tmp / "new.jsonl"],
+        "INPUT_TOO_LARGE",
+        1,
+        (("PLANTRAIL_MAX_TRANSCRIPT_BYTES", "100"),),
+    ),
+    "draft over a cap set in the environment": Isolated(
+        lambda env: ["create", env.tmp / "new.jsonl", "--plan", env.draft()],
+        "INPUT_TOO_LARGE",
+        1,
+        (("PLANTRAIL_MAX_DRAFT_BYTES", "10"),),
+    ),
+    "a cap in the environment that is no number": Isolated(
+        lambda env: ["create", env.tmp / "new.jsonl", "--plan", env.draft()],
+        "USAGE",
+        2,
+        (("PLANTRAIL_MAX_DRAFT_BYTES", "\u00b2"),),
+    ),
+    "diff up to version 10^26": Isolated(on_log("diff", "1", "1" + "0" * 26), "UNKNOWN_PLAN_VERSION", 1),
+    "a damaged line before 768 MiB: verify": Isolated(
+        lambda env: ["verify", damaged_before_zeros(env)], "TORN_TAIL", 3
+    ),
+    "a damaged line before 768 MiB: status": Isolated(
+        lambda env: ["status", damaged_before_zeros(env)], "TORN_TAIL", 3
+    ),
+    "a damaged line before 768 MiB: start": Isolated(
+        lambda env: ["start", damaged_before_zeros(env), "reproduce"], "TORN_TAIL", 3
+    ),
+}
+
+
+def run_isolated(case: Isolated, env: Env) -> CliResult:
+    """Run the CLI in a child process under MEMORY_LIMIT and HANG_TIMEOUT."""
+    import resource
+    import subprocess
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+    args = [sys.executable, "-m", "plantrail", *map(os.fspath, case.args(env))]
+    with open(case.stdin or os.devnull, "rb") as stdin:
+        done = subprocess.run(
+            args,
+            stdin=stdin,
+            capture_output=True,
+            timeout=HANG_TIMEOUT,
+            preexec_fn=limit,
+            env=os.environ | dict(case.environ),
+            check=False,
+        )
+    return CliResult(done.returncode, done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace"))
 
 
 def check_refusal(result: CliResult, code: str, exit_status: int) -> None:
@@ -256,6 +429,19 @@ def test_bad_argument_or_file_is_refused(env: Env, run_cli: Callable[..., CliRes
     before = env.log.read_bytes()
     check_refusal(run_cli(*args(env)), code, exit_status)
     assert env.log.read_bytes() == before
+    assert not (env.tmp / "new.jsonl").exists()
+
+
+@pytest.mark.parametrize("case", list(ISOLATED_CASES))
+def test_input_that_hung_or_exhausted_memory_is_refused(env: Env, case: str) -> None:
+    """A FIFO, an endless or oversized input, a huge version number or damage before gigabytes gets its code
+    at once, within a memory limit, and leaves the log as it was (a case that damages the log excepted)."""
+    isolated = ISOLATED_CASES[case]
+    before = env.log.read_bytes()
+    result = run_isolated(isolated, env)
+    check_refusal(result, isolated.code, isolated.exit_status)
+    if "damaged" not in case:
+        assert env.log.read_bytes() == before
     assert not (env.tmp / "new.jsonl").exists()
 
 
@@ -391,3 +577,22 @@ def test_fuzzed_bytes_only_raise_documented_errors(
         f"fuzz: {examples} inputs (random bytes, mutated logs, re-sealed mutated lines): only documented "
         "errors, each naming a line or byte offset; no input changed by a reader or a non-repairing writer"
     )
+
+
+@pytest.mark.parametrize("start", [10**20, -(10**20), 253_402_300_800_000, 2**63], ids=str)
+def test_an_opencode_time_no_calendar_holds_imports_without_it(
+    tmp_path: Path, run_cli: Callable[..., CliResult], start: int
+) -> None:
+    """An OpenCode export whose todowrite call started at a time outside the years 1-9999 imports (the
+    update is stamped like one without a time), instead of crashing."""
+    fixture = Path(__file__).parent / "fixtures" / "transcripts" / "opencode_export.json"
+    text = fixture.read_text()
+    first = '"time": {"start": 1769203365000'
+    assert first in text
+    export = tmp_path / "export.json"
+    export.write_text(text.replace(first, f'"time": {{"start": {start}', 1))
+    result = run_cli("import", export, "-o", tmp_path / "out.jsonl")
+    assert result.code == 0, result.err
+    created = orjson.loads(lines_of(tmp_path / "out.jsonl")[1])
+    assert created["type"] == "plan.created" and created["ts"].startswith("1970-01-01T")
+    assert run_cli("verify", tmp_path / "out.jsonl").code == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.stores import cache, reads
+from plantrail.ledger.stores import cache, reads, seal
 from plantrail.projections.canonical import state_hash
 from tests.conftest import CliResult
 
@@ -29,6 +30,33 @@ def _run(make_ledger: Callable[..., Ledger], draft: dict[str, Any]) -> Path:
     ledger.replan("new_constraint", "auth times out", plan=draft, causes=[7])
     ledger.close()
     return Path(ledger._store.path)  # type: ignore[attr-defined]
+
+
+def _payload(snap: Path) -> bytes:
+    """The payload of a sealed cache file (read with this user's key)."""
+    key = seal.cache_key(create=False)
+    assert key is not None
+    payload = seal.unseal(key, "snapshot", snap.read_bytes())
+    assert payload is not None
+    return payload
+
+
+def _reseal(snap: Path, payload: bytes) -> None:
+    """Write a payload sealed with this user's key, as plantrail itself would."""
+    key = seal.cache_key(create=False)
+    assert key is not None
+    snap.write_bytes(seal.seal(key, "snapshot", payload))
+
+
+def _answer(out: str) -> dict[str, Any]:
+    """A command's JSON output."""
+    parsed: dict[str, Any] = json.loads(out)
+    return parsed
+
+
+def _without_note(answer: dict[str, Any]) -> dict[str, Any]:
+    """The answer without the note of where a snapshot answered."""
+    return {k: v for k, v in answer.items() if k != "snapshot_seq"}
 
 
 def _fresh(log: Path) -> str:
@@ -62,11 +90,11 @@ def test_a_snapshot_that_does_not_check_out_is_ignored(
     """An edited snapshot, another log's snapshot, a log cut back under it, or another reducer: all ignored."""
     log = _run(make_ledger, draft)
     snap = Path(str(log) + ".plantrail-cache") / "head.snap"
-    meta, state, keys = snap.read_bytes().split(b"\n", 2)
+    meta, state, keys = _payload(snap).split(b"\n", 2)
     if damage == "digest":
-        snap.write_bytes(meta + b"\n" + state.replace(b'"completed"', b'"blocked"') + b"\n" + keys)
+        _reseal(snap, meta + b"\n" + state.replace(b'"completed"', b'"blocked"') + b"\n" + keys)
     elif damage == "reducer":
-        snap.write_bytes(meta.replace(b'"reducer":1', b'"reducer":99') + b"\n" + state + b"\n" + keys)
+        _reseal(snap, meta.replace(b'"reducer":1', b'"reducer":99') + b"\n" + state + b"\n" + keys)
     elif damage == "other-log":
         other = Ledger.create(tmp_path / "other.jsonl", draft, fsync="none")
         other.close()
@@ -103,14 +131,17 @@ def test_deleting_the_cache_changes_no_answer(
     run_cli: Callable[..., CliResult],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """status, resume and replay print the same through the snapshot and version index as without any cache."""
+    """status, resume and replay print the same through the snapshot and version index as without any cache
+    (only the note of where the snapshot answered differs)."""
     log = _run(make_ledger, draft)
     monkeypatch.setattr(reads, "INDEX_FROM_BYTES", 0)  # so even this small log gets its version index
     commands = [("status", "--json"), ("resume", "--json"), ("replay", "--version", "2", "--json")]
-    warm = [run_cli(c[0], log, *c[1:]).out for c in commands]
+    warm = [_answer(run_cli(c[0], log, *c[1:]).out) for c in commands]
+    assert warm[0]["snapshot_seq"] == warm[1]["snapshot_seq"] == 8
     assert (Path(str(log) + ".plantrail-cache") / "versions.idx").exists()
     shutil.rmtree(str(log) + ".plantrail-cache")
     monkeypatch.setenv("PLANTRAIL_NO_CACHE", "1")
-    cold = [run_cli(c[0], log, *c[1:]).out for c in commands]
+    cold = [_answer(run_cli(c[0], log, *c[1:]).out) for c in commands]
+    assert cold[0]["snapshot_seq"] is None
     assert not Path(str(log) + ".plantrail-cache").exists()
-    assert warm == cold
+    assert [_without_note(a) for a in warm] == [_without_note(a) for a in cold]

@@ -284,7 +284,7 @@ def test_a_batch_is_all_or_nothing(make_ledger: MakeLedger, tmp_path: Path) -> N
         "STEP_NOT_FOUND",
     )
     acks = ledger.execute_many([Start(step="reproduce"), Complete(step="reproduce", evidence=["ok"])])
-    assert [a.seq for a in acks] == [2, 3]
+    assert [a.seq for a in acks] == [3, 4]  # between the log.batch bounds at seqs 2 and 5
 
 
 def test_a_draft_error_is_a_plan_refusal(make_ledger: MakeLedger, tmp_path: Path) -> None:
@@ -326,4 +326,6 @@ def test_the_ledger_appends_exactly_the_events_decide_returns(make_ledger: MakeL
         assert decide(state, command) == [NewEvent(record.data, *fields)]
         state = evolve(state, record)
     assert acks[3].orphan == "STALE_ATTEMPT"
-    assert state == ledger.state
+    assert [written[acks[0].seq - 1].type, written[max(written)].type] == ["log.batch", "log.batch"]
+    assert state._replace(last_seq=0, head=None) == ledger.state._replace(last_seq=0, head=None)
+    assert ledger.state.last_seq == max(written)

@@ -27,10 +27,10 @@ from plantrail.ledger.decide import (
     decide_one,
 )
 from plantrail.ledger.errors import PlantrailError
-from plantrail.ledger.events import REASON_CODES, Event, Record
-from plantrail.ledger.idempotency import match, record_view
+from plantrail.ledger.events import REASON_CODES, Actor, Event, LogBatch, Record, Source
+from plantrail.ledger.idempotency import match
 from plantrail.ledger.plan import PlanSpec
-from plantrail.ledger.store import Ack, KeyEntry
+from plantrail.ledger.store import Ack
 from plantrail.projections.model import PlanState
 from plantrail.projections.state import evolve
 from plantrail.projections.views import in_doubt, ready_steps
@@ -45,10 +45,12 @@ def _clock() -> str:
 
 
 class Reference(NamedTuple):
-    """The one-at-a-time path's view of the log: its state and its idempotency keys."""
+    """The one-at-a-time path's view of the log: its state, its idempotency keys, and the first seq the ledger
+    under test appended (with fsync "none", nothing from it on is durable)."""
 
     state: PlanState
-    keys: dict[str, KeyEntry]
+    keys: dict[str, Record]
+    first_appended: int | None = None
 
 
 def reference_batch(ref: Reference, batch: list[Command]) -> tuple[Reference, list[bytes], list[Ack]]:
@@ -62,31 +64,45 @@ def reference_batch(ref: Reference, batch: list[Command]) -> tuple[Reference, li
         if entry is not None:
             assert key is not None
             match(entry, command, key)
-            done.append((entry.seq, entry.hash, True, None))
+            done.append((entry.seq, entry.h, True, None))
             continue
         data, plan_version, orphan = decide_one(state, command)
-        seq, prev = state.last_seq + 1, state.head
-        assert prev is not None  # the log holds its header and plan
-        line, _ = encode(
-            seq=seq,
-            ts=TS,
-            run=RUN,
-            plan_version=plan_version,
-            actor=command.actor,
-            data=data,
-            prev=prev,
-            source=command.source,
-            key=key,
-        )
-        record = decode(line[:-1], line_no=seq + 1)
-        lines.append(line)
-        state = evolve(state, record)
+        if len(batch) > 1 and not lines:  # more than one command: the events go between log.batch bounds
+            state = _append(state, lines, LogBatch(part="begin"), plan_version, "runtime")
+        state = _append(state, lines, data, plan_version, command.actor, command.source, key)
+        record = decode(lines[-1][:-1], line_no=state.last_seq + 1)
         if key is not None:
-            keys[key] = record_view(record)
+            keys[key] = record
         done.append((record.seq, record.h, False, orphan))
+    if len(batch) > 1 and lines:
+        state = _append(state, lines, LogBatch(part="end"), state.version, "runtime")
+    first = ref.first_appended
+    if first is None and lines:
+        first = min(seq for seq, _, dup, _ in done if not dup)
     durable = not lines  # the ledger under test syncs nothing (fsync="none")
-    acks = [Ack(seq, h, durable or dup, dup, orphan) for seq, h, dup, orphan in done]
-    return Reference(state, keys), lines, acks
+    acks = [
+        Ack(seq, h, (first is None or seq < first) if dup else durable, dup, orphan) for seq, h, dup, orphan in done
+    ]
+    return Reference(state, keys, first), lines, acks
+
+
+def _append(
+    state: PlanState,
+    lines: list[bytes],
+    data: Event,
+    plan_version: int,
+    actor: Actor,
+    source: Source | None = None,
+    key: str | None = None,
+) -> PlanState:
+    """Encode the next record after ``state``'s head into ``lines``; return the state after it."""
+    seq, prev = state.last_seq + 1, state.head
+    assert prev is not None  # the log holds its header and plan
+    line, _ = encode(
+        seq=seq, ts=TS, run=RUN, plan_version=plan_version, actor=actor, data=data, prev=prev, source=source, key=key
+    )
+    lines.append(line)
+    return evolve(state, decode(line[:-1], line_no=seq + 1))
 
 
 def keyed(command: Command, key: str | None) -> Command:
@@ -159,8 +175,9 @@ def _record(state: PlanState, data: Event, plan_version: int) -> Record:
 @settings(max_examples=100, deadline=None)
 @given(plans(), st.data())
 def test_a_group_commit_appends_acks_and_ends_like_one_event_at_a_time(plan: PlanSpec, data: st.DataObject) -> None:
-    """Batch by batch: the same refusal (and nothing written, the state unchanged), or the same lines, acks
-    and state as deciding and evolving one event at a time."""
+    """Batch by batch: the same refusal (and nothing written, the state unchanged), or the same lines (between
+    log.batch bounds when the batch has more than one command), acks and state as deciding and evolving one
+    event at a time."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "run.jsonl"
         with Ledger.create(path, plan, run=RUN, fsync="none", nonce="0" * 32, clock=_clock, cache=False) as ledger:

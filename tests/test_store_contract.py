@@ -138,14 +138,16 @@ def test_a_retried_key_from_another_writer_is_a_duplicate(target: Target, ledger
 
 
 def test_a_group_commit_is_all_or_nothing(target: Target, ledgers: list[Ledger]) -> None:
-    """A batch with one illegal command writes none of it; a legal batch writes all of it in order."""
+    """A batch with one illegal command writes none of it; a legal batch writes all of it in order, between its
+    log.batch bounds."""
     location, ledger = _create(target, ledgers)
     before = target.lines(location)
     _expect("STEP_ALREADY_ACTIVE", lambda: ledger.execute_many([Start(step="reproduce"), Start(step="diagnose")]))
     assert target.lines(location) == before
     acks = ledger.execute_many([Start(step="reproduce"), Complete(step="reproduce", evidence=("seen",))])
-    assert [a.seq for a in acks] == [2, 3]
-    assert [r.type for r in target.records(location)][-2:] == ["step.started", "step.completed"]
+    assert [a.seq for a in acks] == [3, 4]
+    types = [r.type for r in target.records(location)][-4:]
+    assert types == ["log.batch", "step.started", "step.completed", "log.batch"]
 
 
 def test_two_writers_see_each_other(target: Target, ledgers: list[Ledger]) -> None:

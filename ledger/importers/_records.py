@@ -5,11 +5,16 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import MappingProxyType
+from typing import BinaryIO
 
 import orjson
+
+from plantrail.ledger.errors import StorageError
+from plantrail.ledger.files import open_capped
+from plantrail.ledger.limits import TRANSCRIPT
 
 from .errors import transcript_error
 from .model import Observation, Status, TodoItem, Transcript
@@ -51,10 +56,27 @@ def clip(text: str) -> str:
     return text if len(text) <= CONTEXT_LIMIT else text[: CONTEXT_LIMIT - 1] + "…"
 
 
-def iso_from_millis(millis: int) -> str:
-    """A Unix time in milliseconds as an ISO-8601 UTC timestamp with milliseconds."""
-    moment = datetime.fromtimestamp(millis // 1000, tz=UTC).replace(microsecond=(millis % 1000) * 1000)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def iso_from_millis(millis: int) -> str | None:
+    """A Unix time in milliseconds as an ISO-8601 UTC timestamp with milliseconds; None when it is outside
+    the years 1 to 9999 (a transcript's number is untrusted: no value of it may crash the import)."""
+    try:
+        moment = _EPOCH + timedelta(milliseconds=millis)
+    except OverflowError:
+        return None
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def open_transcript(path: Path) -> BinaryIO:
+    """A reader of a transcript that never blocks on open and delivers at most its cap (``TRANSCRIPT``):
+    TRANSCRIPT_UNREADABLE for a path that is missing or not a regular file (a FIFO, a device), and
+    INPUT_TOO_LARGE for a transcript over the cap."""
+    try:
+        return open_capped(str(path), TRANSCRIPT)
+    except StorageError as exc:
+        raise transcript_error("TRANSCRIPT_UNREADABLE", exc.message) from None
 
 
 def status_of(value: object, allowed: frozenset[Status] = STATUSES) -> Status | None:
@@ -135,7 +157,7 @@ def json_lines(path: Path, tally: Tally) -> Iterator[tuple[int, JsonObject]]:
     Blank lines, lines that are not JSON and JSON values that are not objects are skipped and
     counted in `tally`, never fatal.
     """
-    with path.open("rb") as handle:
+    with open_transcript(path) as handle:
         for number, raw in enumerate(handle, start=1):
             tally.total = number
             record = _decode_line(raw)
@@ -158,6 +180,7 @@ def _decode_line(raw: bytes) -> JsonObject | str:
 def json_document(path: Path, format_name: str) -> object:
     """The whole file as one JSON value; a file that is not JSON is not a transcript."""
     try:
-        return orjson.loads(path.read_bytes())
+        with open_transcript(path) as handle:
+            return orjson.loads(handle.read())
     except orjson.JSONDecodeError as exc:
         raise transcript_error("NOT_A_TRANSCRIPT", f"{path} is not a {format_name} JSON document") from exc

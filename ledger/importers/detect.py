@@ -14,6 +14,7 @@ from pathlib import Path
 import orjson
 
 from . import claude_code, cline, codex, opencode
+from ._records import open_transcript
 from .errors import transcript_error
 
 __all__ = ["detect_format", "ensure_not_empty"]
@@ -24,7 +25,7 @@ _CHUNK = 1 << 16
 
 def ensure_not_empty(path: Path) -> None:
     """Refuse a file that holds nothing but whitespace."""
-    with path.open("rb") as handle:
+    with open_transcript(path) as handle:
         while chunk := handle.read(_CHUNK):
             if chunk.strip():
                 return
@@ -33,7 +34,7 @@ def ensure_not_empty(path: Path) -> None:
 
 def detect_format(path: Path) -> str:
     """The name of the transcript format of `path`, or NOT_A_TRANSCRIPT."""
-    with path.open("rb") as handle:
+    with open_transcript(path) as handle:
         lines = [line for line in islice(handle, SNIFF_LINES) if line.strip()]
     values = [_loads(line) for line in lines]
     for value in values:
@@ -41,7 +42,8 @@ def detect_format(path: Path) -> str:
         if found is not None:
             return found
     if lines and values[0] is None and lines[0].lstrip()[:1] in (b"{", b"["):
-        found = _document_format(_loads(path.read_bytes()))
+        with open_transcript(path) as handle:
+            found = _document_format(_loads(handle.read()))
         if found is not None:
             return found
     raise transcript_error("NOT_A_TRANSCRIPT", f"{path} is not a transcript of a known format")

@@ -30,7 +30,7 @@ import os
 import re
 import secrets
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -39,7 +39,9 @@ from plantrail.ledger.decide import Create
 from plantrail.ledger.errors import error
 from plantrail.ledger.files import folder_of, fsync_dir, os_error
 from plantrail.ledger.plan import PlanSpec
+from plantrail.ledger.store import Ack
 
+from ._records import open_transcript
 from .mapping import Batch, MappedRun, map_updates
 from .model import Observation, Transcript
 from .parse import parse_transcript
@@ -48,6 +50,8 @@ __all__ = ["ImportReport", "import_transcript", "subagent_files"]
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 _NOT_ID = re.compile(r"[^A-Za-z0-9._:-]+")
+_CHUNK = 1 << 20
+_PROGRESS_EVERY = 256  # batches between two progress reports
 
 
 class ImportReport(NamedTuple):
@@ -99,8 +103,12 @@ def import_transcript(
     with_subagents: bool = False,
     run: str | None = None,
     force: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> ImportReport:
-    """Turn a transcript into a new plantrail log at `log_path` and report what was read and written."""
+    """Turn a transcript into a new plantrail log at `log_path` and report what was read and written.
+
+    ``on_progress``, when given, is told (batches written, batches in all) as the log is written (a progress bar).
+    """
     source, log = Path(transcript_path), os.fspath(log_path)
     _check_target(source, log, force)
     lead = parse_transcript(source, format)
@@ -110,7 +118,7 @@ def import_transcript(
     transcripts = [lead, *(parse_transcript(p, "claude-code") for p in found)] if with_subagents else [lead]
     mapped = map_updates(_merged(transcripts), format=lead.format, session=_session(lead))
     run_id = run or _run_id(lead)
-    last_seq, head = _write(log, mapped, run_id, _nonce(transcripts), force)
+    last_seq, head, written = _write(log, mapped, run_id, _nonce(transcripts), force, on_progress)
     skipped = Counter(mapped.skipped)
     for transcript in transcripts:
         skipped.update(transcript.skipped_reasons)
@@ -122,7 +130,7 @@ def import_transcript(
         plan_updates=mapped.plan_updates,
         versions=mapped.versions,
         steps_completed=mapped.completions,
-        events_written=last_seq,
+        events_written=written,
         events_inferred=mapped.inferred,
         max_in_progress=mapped.max_in_progress,
         lines_read=sum(t.lines_total for t in transcripts),
@@ -165,23 +173,39 @@ def _run_id(transcript: Transcript) -> str:
 def _nonce(transcripts: Sequence[Transcript]) -> str:
     digest = hashlib.sha256()
     for transcript in transcripts:
-        digest.update(Path(transcript.path).read_bytes())
+        with open_transcript(Path(transcript.path)) as handle:
+            while chunk := handle.read(_CHUNK):
+                digest.update(chunk)
     return digest.hexdigest()[:32]
 
 
-def _write(log: str, mapped: MappedRun, run_id: str, nonce: str, force: bool) -> tuple[int, str]:
-    """Write the whole log to a temporary file, fsync it once, and put it in place; return its head."""
+def _write(
+    log: str,
+    mapped: MappedRun,
+    run_id: str,
+    nonce: str,
+    force: bool,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> tuple[int, str, int]:
+    """Write the whole log to a temporary file, fsync it once, and put it in place; return its head and how
+    many events it holds after the header (group commits' log.batch bounds aside)."""
     temporary = f"{log}.import-{secrets.token_hex(4)}.tmp"
     try:
-        last_seq, head = _record(temporary, mapped.batches, run_id, nonce)
+        last_seq, head, written = _record(temporary, mapped.batches, run_id, nonce, on_progress)
         _sync(temporary)
         _install(temporary, log, force)
     finally:
         _remove(temporary)
-    return last_seq, head
+    return last_seq, head, written
 
 
-def _record(path: str, batches: Sequence[Batch], run_id: str, nonce: str) -> tuple[int, str]:
+def _record(
+    path: str,
+    batches: Sequence[Batch],
+    run_id: str,
+    nonce: str,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> tuple[int, str, int]:
     first, *rest = batches
     create, *started = first.commands
     assert isinstance(create, Create) and isinstance(create.plan, PlanSpec)  # the mapper opens with the Create
@@ -198,13 +222,19 @@ def _record(path: str, batches: Sequence[Batch], run_id: str, nonce: str) -> tup
         cache=False,
     ).close()
     with Ledger.open(path, fsync="none", clock=clock, cache=False) as ledger:
-        ledger.execute_many(started)
-        for batch in rest:
+        written = 1 + _written(ledger.execute_many(started))  # the plan, then every new event
+        for done, batch in enumerate(rest, start=2):
             clock.now = batch.ts
-            ledger.execute_many(batch.commands)
+            written += _written(ledger.execute_many(batch.commands))
+            if on_progress is not None and done % _PROGRESS_EVERY == 0:
+                on_progress(done, len(batches))
         state = ledger.state
     assert state.head is not None
-    return state.last_seq, state.head
+    return state.last_seq, state.head, written
+
+
+def _written(acks: list[Ack]) -> int:
+    return sum(not a.duplicate for a in acks)
 
 
 def _sync(path: str) -> None:

@@ -1,41 +1,42 @@
 """The JSONL store's cache beside a log (snapshots and the version index): never a source of truth.
 
+Every cache file is sealed and opened through :mod:`plantrail.ledger.stores.seal`: a file this user's
+plantrail did not write (another user, a planted symlink, FIFO or directory, an edit) reads as absent, and
+a folder that is not a real directory owned by this user is never used.
+
 ``<log>.plantrail-cache/head.snap`` holds the folded state (and the idempotency index) as of one record,
 with where that record ends and the CRC-32 of every byte of the log before that point. It is keyed by the
 seq and hash of the last record it covers: before use, the record ending at its offset must be intact (its
 framing and SHA-256) and be that seq, the log's header hash must match, and so must the snapshot's own digest
-and the reducer version. Any mismatch (another log, a repaired or rewritten log, an edited cache file,
-another plantrail) and the snapshot is ignored: the log is read from its first line.
+and the reducer version. Any mismatch (another log, a repaired or rewritten log, another plantrail) and the
+snapshot is ignored: the log is read from its first line. Only writers write snapshots.
 
 Writers check more before they append: the CRC of every byte the snapshot covers (about 20 ms per 50 MB), so
 a damaged line anywhere sends them back to a full read that refuses it with its line number; plantrail never
-extends a damaged log. Readers (status, resume, next, replay) take the cheaper check the snapshot is keyed by;
-``verify`` never reads the cache and checks every line. Deleting the directory changes no answer.
+extends a damaged log, and a claimed idempotency duplicate is confirmed against the log's own bytes.
+Readers (status, resume, next, replay) take the cheaper check the snapshot is keyed by and say that they did
+(:class:`plantrail.ledger.stores.reads.ReadResult`); ``verify`` and ``resume --verify`` never read the cache
+and check every line. Deleting the directory changes no answer.
 
-A snapshot is as trustworthy as the directory it lives in: someone who can write there and recompute a
-SHA-256 can make ``status`` show another state until the next ``verify``. That is the limit of a cache; the
-audit path (verify, anchors, keyed checkpoints) does not use it.
+The version index's three files are sealed each, and its meta holds the SHA-256 of the other two, so files
+of different builds are never read together.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import struct
-import threading
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Final, NamedTuple
+from collections.abc import Mapping
+from typing import Final, NamedTuple
 
 import orjson
 
-from plantrail.ledger.store import KeyEntry, TornTail
+from plantrail.ledger.store import KeyEntry
+from plantrail.ledger.stores.seal import CacheFolder
 from plantrail.projections.model import PlanState
 from plantrail.projections.snapshot import REDUCER_VERSION, decode_orphans, decode_state, encode_state
-
-if TYPE_CHECKING:
-    from plantrail.ledger.events import Record
 
 __all__ = [
     "Position",
@@ -44,16 +45,16 @@ __all__ = [
     "cache_dir",
     "first_hash",
     "index_entry",
-    "indexed",
     "load_snapshot",
-    "position_after",
     "prefix_crc",
     "save_snapshot",
     "version_start",
     "write_version_index",
 ]
 
-FORMAT: Final = "plantrail-snapshot/1"
+FORMAT: Final = "plantrail-snapshot/2"
+_SNAPSHOT_KIND: Final = "snapshot"
+_INDEX_KINDS: Final = ("versions.meta", "versions.idx", "versions.bin")
 SUFFIX: Final = ".plantrail-cache"
 _SCAN_BACK: Final = 64 * 1024
 
@@ -128,12 +129,22 @@ def _holds(fd: int, position: Position) -> bool:
         return False
 
 
+def _folder(log_path: str, *, create: bool = False) -> CacheFolder | None:
+    return CacheFolder.open(cache_dir(log_path), create=create)
+
+
 def load_snapshot(log_path: str, fd: int, *, check_prefix: bool = False) -> Snapshot | None:
-    """The log's snapshot if it checks out against the log (and, with ``check_prefix``, against the CRC of every
-    byte it covers), else None."""
+    """The log's snapshot if it is sealed by this user's plantrail and checks out against the log (and, with
+    ``check_prefix``, against the CRC of every byte it covers), else None."""
+    folder = _folder(log_path)
+    if folder is None:
+        return None
     try:
-        with open(os.path.join(cache_dir(log_path), "head.snap"), "rb") as f:
-            meta_line, state_line, keys_line = f.read().split(b"\n", 2)
+        with folder:
+            blob = folder.read("head.snap", _SNAPSHOT_KIND)
+        if blob is None:
+            return None
+        meta_line, state_line, keys_line = blob.split(b"\n", 2)
         meta = orjson.loads(meta_line)
         if meta.get("format") != FORMAT or meta.get("reducer") != REDUCER_VERSION:
             return None
@@ -154,7 +165,8 @@ def load_snapshot(log_path: str, fd: int, *, check_prefix: bool = False) -> Snap
 
 
 def save_snapshot(log_path: str, fd: int, snapshot: Snapshot) -> None:
-    """Write the snapshot atomically (temp file + rename); a cache that cannot be written is simply skipped."""
+    """Seal and write the snapshot atomically; a cache that cannot be written (or must not be: see
+    :mod:`plantrail.ledger.stores.seal`) is simply skipped. Only writers call this."""
     header = first_hash(fd)
     if header is None:
         return
@@ -168,32 +180,11 @@ def save_snapshot(log_path: str, fd: int, snapshot: Snapshot) -> None:
         "crc": snapshot.crc,
         "digest": hashlib.sha256(state_line + b"\n" + keys_line).hexdigest(),
     }
-    directory = cache_dir(log_path)
-    tmp = os.path.join(directory, f"head.snap.{os.getpid()}.{threading.get_ident()}.tmp")
-    with contextlib.suppress(OSError):
-        os.makedirs(directory, exist_ok=True)
-        with open(tmp, "wb") as f:
-            f.write(orjson.dumps(meta) + b"\n" + state_line + b"\n" + keys_line)
-        os.replace(tmp, os.path.join(directory, "head.snap"))
-    with contextlib.suppress(OSError):
-        os.unlink(tmp)
-
-
-def indexed(records: Iterable[Record], keys: dict[str, KeyEntry]) -> Iterator[Record]:
-    """Pass records through, adding every idempotency key to ``keys``."""
-    from plantrail.ledger.idempotency import record_view
-
-    for record in records:
-        if record.key is not None and record.key not in keys:
-            keys[record.key] = record_view(record)
-        yield record
-
-
-def position_after(torn: TornTail | None, end: int, state: PlanState) -> Position | None:
-    """Where a fold that ended at byte ``end`` stands (None before the header or with a torn tail)."""
-    if torn is not None or state.head is None:
-        return None
-    return Position(end, state.last_seq, state.head, state.last_seq + 2)
+    folder = _folder(log_path, create=True)
+    if folder is None:
+        return
+    with folder:
+        folder.write("head.snap", _SNAPSHOT_KIND, orjson.dumps(meta) + b"\n" + state_line + b"\n" + keys_line)
 
 
 # --------------------------------------------------------------------------- the version index
@@ -215,56 +206,68 @@ class VersionStart(NamedTuple):
     state: PlanState
 
 
-def _index_paths(log_path: str) -> tuple[str, str, str]:
-    base = os.path.join(cache_dir(log_path), "versions")
-    return base + ".meta", base + ".idx", base + ".bin"
+def _read_index(folder: CacheFolder) -> tuple[dict[str, object], bytes, bytes] | None:
+    """The three index files when each is sealed and all three come from one build (the meta holds the
+    SHA-256 of the other two), else None."""
+    meta_blob, idx, blob = (folder.read(name, name) for name in _INDEX_KINDS)
+    if meta_blob is None or idx is None or blob is None:
+        return None
+    meta = orjson.loads(meta_blob)
+    if meta.get("idx") != hashlib.sha256(idx).hexdigest() or meta.get("bin") != hashlib.sha256(blob).hexdigest():
+        return None
+    return meta, idx, blob
 
 
 def version_start(log_path: str, fd: int, version: int) -> VersionStart | None:
     """Version ``version``'s start from the index, checked against the log; None when there is no usable one."""
-    meta_path, idx_path, bin_path = _index_paths(log_path)
+    folder = _folder(log_path)
+    if folder is None:
+        return None
     try:
-        with open(meta_path, "rb") as f:
-            meta = orjson.loads(f.read())
+        with folder:
+            found = _read_index(folder)
+        if found is None:
+            return None
+        meta, idx, blobs = found
         if (
             meta.get("format") != FORMAT
             or meta.get("reducer") != REDUCER_VERSION
             or meta.get("header") != first_hash(fd)
         ):
             return None
-        with open(idx_path, "rb") as f:
-            f.seek((version - 1) * _ENTRY.size)
-            entry = f.read(_ENTRY.size)
-        if len(entry) != _ENTRY.size:
+        entry = idx[(version - 1) * _ENTRY.size : version * _ENTRY.size]
+        if version < 1 or len(entry) != _ENTRY.size:
             return None
         number, seq, offset, line, raw_hash, blob_at, blob_len = _ENTRY.unpack(entry)
         position = Position(offset, seq, raw_hash.hex(), line)
         if number != version or not _holds(fd, position):
             return None
-        with open(bin_path, "rb") as f:
-            f.seek(blob_at)
-            state = decode_state(zlib.decompress(f.read(blob_len)))
-        orphans = decode_orphans(meta["orphans"], up_to=seq)
-    except (OSError, ValueError, KeyError, TypeError, zlib.error):
+        state = decode_state(zlib.decompress(blobs[blob_at : blob_at + blob_len]))
+        orphans = decode_orphans(meta["orphans"], up_to=seq)  # type: ignore[arg-type]
+    except (OSError, ValueError, KeyError, TypeError, zlib.error, struct.error):
         return None
     return VersionStart(version, position, state._replace(orphans=orphans))
 
 
 def write_version_index(log_path: str, header: str, entries: list[bytes], blobs: list[bytes], state: PlanState) -> None:
     """Write the version index of a log whose fold gave ``state`` (best effort: the cache is optional)."""
+    idx, blob = b"".join(entries), b"".join(blobs)
     meta = {
         "format": FORMAT,
         "reducer": REDUCER_VERSION,
         "header": header,
         "orphans": orjson.loads(encode_state(state))["orphans"],
+        "idx": hashlib.sha256(idx).hexdigest(),
+        "bin": hashlib.sha256(blob).hexdigest(),
     }
-    meta_path, idx_path, bin_path = _index_paths(log_path)
-    with contextlib.suppress(OSError):
-        os.makedirs(cache_dir(log_path), exist_ok=True)
-        for path, data in ((bin_path, b"".join(blobs)), (idx_path, b"".join(entries)), (meta_path, orjson.dumps(meta))):
-            with open(path + ".tmp", "wb") as f:
-                f.write(data)
-            os.replace(path + ".tmp", path)
+    folder = _folder(log_path, create=True)
+    if folder is None:
+        return
+    with folder:
+        # the meta last: until it names them, a new idx and bin are not believed together with an old meta
+        for name, data in zip(_INDEX_KINDS[::-1], (blob, idx, orjson.dumps(meta)), strict=True):
+            if not folder.write(name, name, data):
+                return
 
 
 def index_entry(state: PlanState, where: Position, at: int) -> tuple[bytes, bytes]:

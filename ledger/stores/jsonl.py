@@ -25,6 +25,7 @@ import contextlib
 import fcntl
 import glob
 import hashlib
+import mmap
 import os
 import re
 import secrets
@@ -38,8 +39,16 @@ from plantrail.ledger.chain import encode_pending as _encode
 from plantrail.ledger.clock import utc_now
 from plantrail.ledger.codec import GENESIS_PREV, MAX_LINE_BYTES, decode, holds_record_end, log_format
 from plantrail.ledger.errors import LogDamaged, error
-from plantrail.ledger.events import LogOpened, LogRepaired, Record
-from plantrail.ledger.files import check_path, folder_of, fsync_dir, os_error
+from plantrail.ledger.events import LogBatch, LogOpened, LogRepaired, Record
+from plantrail.ledger.files import (
+    check_path,
+    folder_of,
+    fsync_dir,
+    open_regular,
+    os_error,
+    read_regular,
+    shared_lock_within,
+)
 from plantrail.ledger.store import FsyncPolicy, PendingRecord, Resumed, TornTail
 from plantrail.ledger.stores.cache import Position, Snapshot, load_snapshot, prefix_crc, save_snapshot
 
@@ -59,22 +68,19 @@ __all__ = [
 
 _CHUNK: Final = 1 << 20
 _HEADER_READ: Final = 64 * 1024
+_RECORD_END_OVERLAP: Final = 128  # bytes looked at on each side of a chunk boundary: more than a record end (72)
 _POLICIES: Final = ("always", "batch", "none")
 _NETWORK_FS: Final = frozenset({"nfs", "nfs4", "cifs", "smb3", "smbfs", "ncpfs"})
 _ALLOW_NETWORK_FS_ENV: Final = "PLANTRAIL_ALLOW_NETWORK_FS"
+#: A torn tail is at most one line, or a zero-filled block a power loss left; no quarantine file is larger.
+_MAX_QUARANTINE: Final = 1 << 30
+#: Record types a reader checks off the hot path: the header, and the bounds of a group commit.
+_FRAMING_TYPES: Final = frozenset({"log.opened", "log.batch"})
 _TEMP_NAME = re.compile(r"\.tmp\.(\d+)\.[0-9a-f]{8}")
 
 
 def _open(path: str, flags: int) -> int:
-    check_path(path)
-    try:
-        fd = os.open(path, flags | os.O_CLOEXEC)
-    except OSError as exc:
-        raise os_error(exc, path) from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise error("NOT_A_FILE", f"log {path} is not a regular file", path=path)
-    return fd
+    return open_regular(path, flags)  # never blocks: a FIFO planted as the log is refused, not waited on
 
 
 def filesystem_type(dev: int, mountinfo: str = "/proc/self/mountinfo") -> str | None:
@@ -129,6 +135,8 @@ def clean_stale_temps(path: str | os.PathLike[str]) -> list[str]:
             tst = os.lstat(temp)
         except FileNotFoundError:
             continue
+        if not stat.S_ISREG(tst.st_mode) or tst.st_uid != os.geteuid():
+            continue  # not a file a create of ours left (a planted link, FIFO or directory, or another user's)
         if (tst.st_dev, tst.st_ino) == log_identity or not _process_alive(int(match.group(1))):
             _unlink_quietly(temp)
             removed.append(temp)
@@ -174,6 +182,8 @@ class LogScan:
     def __iter__(self) -> Iterator[Record]:
         carry = b""
         read_at = self.end
+        batch: list[Record] | None = None  # the records of a group commit whose end is not read yet
+        mark = self.end, self.next_seq, self.prev, self.line_no  # where that group commit begins
         while True:
             chunk = os.pread(self._fd, _CHUNK, read_at)
             if not chunk:
@@ -186,30 +196,48 @@ class LogScan:
                     "CORRUPT_LINE", f"line {self.line_no} is longer than {MAX_LINE_BYTES} bytes", line=self.line_no
                 )
             for line in lines:
-                # The replay hot path: the common case (next seq, linked to the previous hash) is inlined;
-                # _check_chain names whatever else is wrong.
+                # The replay hot path: the common case (next seq, linked to the previous hash, outside a
+                # group commit) is inlined; _check_chain names whatever else is wrong.
                 try:
                     record = decode(line, self.line_no)
                     if (
                         record.seq != self.next_seq
                         or record.prev != self.prev
                         or record.run != self.run
-                        or record.type == "log.opened"
+                        or record.type in _FRAMING_TYPES
                     ):
-                        self._check_chain(record)
+                        self._check_chain(record, in_batch=batch is not None)
                 except LogDamaged:
+                    if batch is not None:
+                        self.end, self.next_seq, self.prev, self.line_no = mark
                     if not self._zero_filled_tail():
                         raise
                     return
+                if batch is None and record.type != "log.batch":
+                    self.end += len(line) + 1
+                    self.line_no += 1
+                    self.next_seq += 1
+                    self.prev = record.h
+                    yield record
+                    continue
+                if batch is None:
+                    mark = self.end, self.next_seq, self.prev, self.line_no
+                    batch = []
                 self.end += len(line) + 1
                 self.line_no += 1
                 self.next_seq += 1
                 self.prev = record.h
-                yield record
-        if carry:
+                batch.append(record)
+                if record.type == "log.batch" and record.data.part == "end":  # type: ignore[union-attr]
+                    yield from batch
+                    batch = None
+        if batch is not None:  # a group commit cut short: nothing of it counts, it is a torn tail
+            self.end, self.next_seq, self.prev, self.line_no = mark
+            self.tail = TornTail(offset=self.end, length=read_at - self.end, line=self.line_no)
+        elif carry:
             self.tail = TornTail(offset=self.end, length=len(carry), line=self.line_no, zero_fill=b"\0" in carry)
 
-    def _check_chain(self, record: Record) -> None:
+    def _check_chain(self, record: Record, *, in_batch: bool = False) -> None:
         line = self.line_no
         if record.seq != self.next_seq:
             raise error(
@@ -229,6 +257,13 @@ class LogScan:
             )
         if (record.seq == 0) != (record.type == "log.opened"):
             raise error("CORRUPT_LINE", f"line {line}: only the first line is the log.opened header", line=line)
+        if isinstance(record.data, LogBatch) and (record.data.part == "begin") == in_batch:
+            raise error(
+                "CORRUPT_LINE",
+                f"line {line}: a group commit's {record.data.part} without its "
+                + ("end" if record.data.part == "begin" else "begin"),
+                line=line,
+            )
         if self.run is None and record.seq == 0:
             self.run = record.run
         elif record.run != self.run:
@@ -238,12 +273,23 @@ class LogScan:
         """True when everything from the current line on holds NUL bytes (power loss) and no record's end.
 
         A crash leaves zeros or a prefix of a write; a framed line (whatever its hash) or a record after the
-        damage cannot come from one, so those stay corruption.
+        damage cannot come from one, so those stay corruption. The rest of the file is streamed, never held:
+        it may be gigabytes.
         """
-        rest = _read_from(self._fd, self.end)
-        if b"\0" not in rest or holds_record_end(rest):
+        length, zeros, overlap = 0, False, b""
+        offset = self.end
+        while chunk := os.pread(self._fd, _CHUNK, offset):
+            if holds_record_end(overlap + chunk[:_RECORD_END_OVERLAP]) or (
+                b"}" in chunk and holds_record_end(chunk)  # memchr first: zeros hold no brace
+            ):
+                return False
+            zeros = zeros or b"\0" in chunk
+            length += len(chunk)
+            offset += len(chunk)
+            overlap = chunk[-_RECORD_END_OVERLAP:]
+        if not zeros:
             return False
-        self.tail = TornTail(offset=self.end, length=len(rest), line=self.line_no, zero_fill=True)
+        self.tail = TornTail(offset=self.end, length=length, line=self.line_no, zero_fill=True)
         return True
 
 
@@ -307,8 +353,8 @@ class LogReader:
         self._scan = scan
         yield from scan
         if scan.tail is not None:
-            # A writer may be mid-write: wait for its lock, then look again.
-            fcntl.flock(self._fd, fcntl.LOCK_SH)
+            # A writer may be mid-write: wait (a bounded time) for its lock, then look again.
+            shared_lock_within(self._fd, self.path, "to tell a write in progress from a torn tail")
             try:
                 rest = LogScan(
                     self._fd,
@@ -367,6 +413,7 @@ class JsonlStore:
         self._identity = (st.st_dev, st.st_ino)
         self._head = _Head(end=0, next_seq=0, prev=GENESIS_PREV, line_no=1)
         self._unsynced = 0
+        self._unsynced_from: int | None = None  # the first seq this writer wrote that no fsync covers yet
         self._poisoned: str | None = None
         self._crc = (0, 0)  # (offset, CRC-32 of the log's bytes before it), carried between snapshots
         self._thread_lock = threading.Lock()
@@ -456,7 +503,7 @@ class JsonlStore:
         blob = b"".join(lines)
         tmp = f"{name}.tmp.{os.getpid()}.{secrets.token_hex(4)}"
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         except OSError as exc:
             raise os_error(exc, name) from None
         try:
@@ -578,6 +625,7 @@ class JsonlStore:
                 "IO_ERROR", f"fsync of {self.path} failed: {exc.strerror}; the writer is poisoned", path=self.path
             ) from None
         self._unsynced = 0
+        self._unsynced_from = None
 
     def _scan(self) -> LogScan:
         head = self._head
@@ -608,10 +656,31 @@ class JsonlStore:
                 path=self.path,
             )
         self._head = _Head(end=size + len(blob), next_seq=last.seq + 1, prev=last.h, line_no=head.line_no + len(lines))
+        if self._unsynced_from is None:
+            self._unsynced_from = head.next_seq
         self._unsynced += len(lines)
         if self.fsync == "always" or (self.fsync == "batch" and self._unsynced >= self._batch_size):
             self._fdatasync()
         return self._unsynced == 0
+
+    def _find(self, seq: int, h: str) -> Record | None:
+        """Record ``seq`` with hash ``h`` from the bytes this writer has checked (writer lock held): the line
+        ending in that hash, decoded and checked again (its own hash, schema and seq)."""
+        end = self._head.end
+        if end == 0 or not 0 <= seq < self._head.next_seq:
+            return None
+        needle = b',"h":"' + h.encode("ascii", "replace") + b'"}\n'
+        with mmap.mmap(self._fd, end, access=mmap.ACCESS_READ) as view:
+            at = view.find(needle)
+            if at < 0:
+                return None
+            start = view.rfind(b"\n", 0, at) + 1
+            line = view[start : at + len(needle) - 1]
+        try:
+            record = decode(line, seq + 1)
+        except LogDamaged:
+            return None
+        return record if record.seq == seq and record.h == h else None
 
     def _cut_back(self, size: int) -> None:
         """Undo a failed write; if even that fails, poison the writer."""
@@ -629,7 +698,7 @@ class JsonlStore:
         damaged = _read_from(self._fd, tail.offset)
         quarantine = f"{self.path}.quarantine.{tail.offset}.{self._clock().replace(':', '')}"
         try:
-            qfd = os.open(quarantine, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
+            qfd = os.open(quarantine, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444)
             try:
                 _write_all(qfd, damaged)
                 os.fsync(qfd)
@@ -645,17 +714,19 @@ class JsonlStore:
         return self._record_repair(tail.offset, damaged, quarantine)
 
     def _finish_repair(self) -> Record | None:
-        """Record a repair that a crash interrupted after its cut: the log ends where a quarantine file starts."""
+        """Record a repair that a crash interrupted after its cut: the log ends where a quarantine file starts.
+
+        Only a quarantine file a repair of ours could have left is believed: a regular file owned by this
+        user, opened without following a link or blocking on a FIFO, not empty and no larger than any torn
+        tail can be. Anything else planted at that name (another user's file, a link, a FIFO, a directory,
+        a device) is ignored.
+        """
         end = self._head.end
-        found = sorted(glob.glob(glob.escape(self.path) + f".quarantine.{end}.*"))
-        if not found:
-            return None
-        try:
-            with open(found[-1], "rb") as f:
-                damaged = f.read()
-        except OSError as exc:
-            raise os_error(exc, found[-1], "quarantine file") from None
-        return self._record_repair(end, damaged, found[-1])
+        for name in sorted(glob.glob(glob.escape(self.path) + f".quarantine.{end}.*"), reverse=True):
+            damaged = read_regular(name, _MAX_QUARANTINE)
+            if damaged:
+                return self._record_repair(end, damaged, name)
+        return None
 
     def _record_repair(self, offset: int, damaged: bytes, quarantine: str) -> Record:
         data = LogRepaired(
@@ -737,10 +808,24 @@ class _Session:
         if self.repaired is not None:
             yield self.repaired
 
+    def record(self, seq: int, hash: str) -> Record | None:
+        return self._store._find(seq, hash)
+
+    def durable(self, seq: int) -> bool:
+        first = self._store._unsynced_from
+        return first is None or seq < first
+
     def stage(self, record: PendingRecord) -> Record:
         last = self._last
         if last is None:
             head = self._store._head
+            if head.next_seq == 0:  # cut back below its header while open: never write a headless log
+                raise error(
+                    "IO_ERROR",
+                    f"log {self._store.path} lost its header line while open (cut back to {self._size} bytes); "
+                    "reopen it",
+                    path=self._store.path,
+                )
             seq, prev = head.next_seq, head.prev
         else:
             seq, prev = last.seq + 1, last.h

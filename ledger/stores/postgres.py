@@ -41,7 +41,7 @@ from plantrail.ledger import __version__
 from plantrail.ledger.chain import check_link, encode_pending
 from plantrail.ledger.clock import utc_now
 from plantrail.ledger.codec import GENESIS_PREV, decode, log_format
-from plantrail.ledger.errors import PlantrailError, error
+from plantrail.ledger.errors import LogDamaged, PlantrailError, error
 from plantrail.ledger.events import LogOpened, Record
 from plantrail.ledger.store import FsyncPolicy, PendingRecord, Resumed
 from plantrail.ledger.stores import is_database_url
@@ -472,6 +472,23 @@ class _Session:
             for record in _checked(self._conn, store.run, head.next_seq, head.prev):
                 store._head = _Head(record.seq + 1, record.h)
                 yield record
+
+    def record(self, seq: int, hash: str) -> Record | None:
+        assert self._conn is not None
+        store = self._store
+        query = "SELECT line FROM plantrail_records WHERE run = %s AND seq = %s"
+        with _faults(store.location):
+            row = self._conn.execute(query, (store.run, seq)).fetchone()
+        if row is None:
+            return None
+        try:
+            record = decode(bytes(row[0]), seq + 1)
+        except LogDamaged:
+            return None
+        return record if record.seq == seq and record.h == hash else None
+
+    def durable(self, seq: int) -> bool:
+        return True  # every committed transaction is durable
 
     def stage(self, record: PendingRecord) -> Record:
         last = self._last

@@ -6,6 +6,7 @@ The answers are the log's own: a snapshot or a version index only saves folding 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable, Iterator
 from typing import Final, NamedTuple
 
@@ -16,11 +17,7 @@ from plantrail.ledger.stores.cache import (
     Snapshot,
     first_hash,
     index_entry,
-    indexed,
     load_snapshot,
-    position_after,
-    prefix_crc,
-    save_snapshot,
     version_start,
     write_version_index,
 )
@@ -31,7 +28,6 @@ from plantrail.projections.state import fold
 
 __all__ = [
     "INDEX_FROM_BYTES",
-    "REFRESH_AFTER",
     "ReadResult",
     "build_version_index",
     "read_state",
@@ -39,16 +35,17 @@ __all__ = [
     "use_cache_default",
 ]
 
-#: A reader that had to fold at least this many records past the snapshot refreshes it.
-REFRESH_AFTER: Final = 1000
-
 
 class ReadResult(NamedTuple):
-    """A log's current state; ``torn`` or ``damage`` say why the read stopped early (the state is the valid part's)."""
+    """A log's current state; ``torn`` or ``damage`` say why the read stopped early (the state is the valid
+    part's). ``snapshot_seq`` is the seq up to which the answer came from the snapshot: the records up to it
+    were not re-read (their framing and chain are checked where the snapshot ends; ``verify`` reads every
+    byte). None when every record was read."""
 
     state: PlanState
     torn: TornTail | None
     damage: LogDamaged | None = None
+    snapshot_seq: int | None = None
 
 
 def _until_damage(records: Iterable[Record], found: list[LogDamaged]) -> Iterator[Record]:
@@ -61,12 +58,15 @@ def _until_damage(records: Iterable[Record], found: list[LogDamaged]) -> Iterato
 def _covering_snapshot(log_path: str) -> Snapshot | None:
     """The snapshot when it checks out and covers the whole file: then nothing else needs reading (or importing)."""
     try:
-        fd = os.open(log_path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(log_path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
         return None  # the slow path reports the error with its proper code
     try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
         snapshot = load_snapshot(log_path, fd)
-        covers = snapshot is not None and snapshot.position.offset == os.fstat(fd).st_size
+        covers = snapshot is not None and snapshot.position.offset == st.st_size
     finally:
         os.close(fd)
     return snapshot if covers else None
@@ -80,30 +80,25 @@ def use_cache_default() -> bool:
 def read_state(log_path: str, *, use_cache: bool | None = None, stop_at_damage: bool = False) -> ReadResult:
     """The current state of a log, from its snapshot plus the records after it when the snapshot checks out.
 
-    With ``stop_at_damage`` a damaged line ends the read instead of raising: the state is that of the valid
-    part, and ``damage`` says what stopped it.
+    A read never writes the cache (only writers leave snapshots). With ``stop_at_damage`` a damaged line ends
+    the read instead of raising: the state is that of the valid part, and ``damage`` says what stopped it.
     """
     cached = use_cache_default() if use_cache is None else use_cache
     if cached:
         current = _covering_snapshot(log_path)
         if current is not None:
-            return ReadResult(current.state, None)
+            return ReadResult(current.state, None, None, current.position.seq)
     damage: list[LogDamaged] = []
     with LogReader(log_path) as reader:
         snapshot = load_snapshot(reader.path, reader.fd) if cached else None
-        keys = dict(snapshot.keys) if snapshot is not None else {}
         start = snapshot.position if snapshot is not None else None
         records: Iterable[Record] = reader.records(start=start, run=None if snapshot is None else snapshot.state.run)
         if stop_at_damage:
             records = _until_damage(records, damage)
-        state = fold(indexed(records, keys), None if snapshot is None else snapshot.state)
-        folded = state.last_seq - (snapshot.position.seq if snapshot is not None else -1)
-        position = None if damage else position_after(reader.torn, reader.end, state)
-        if cached and position is not None and folded >= REFRESH_AFTER:
-            known = (0, 0) if snapshot is None else (snapshot.position.offset, snapshot.crc)
-            crc = prefix_crc(reader.fd, position.offset, *known)
-            save_snapshot(reader.path, reader.fd, Snapshot(position, state, keys, crc))
-    return ReadResult(state, reader.torn, damage[0] if damage else None)
+        state = fold(records, None if snapshot is None else snapshot.state)
+    return ReadResult(
+        state, reader.torn, damage[0] if damage else None, None if snapshot is None else snapshot.position.seq
+    )
 
 
 def build_version_index(log_path: str) -> PlanState:

@@ -10,7 +10,6 @@ no writer is mid-append, and it lists the quarantine files and temporary files b
 
 from __future__ import annotations
 
-import fcntl
 import glob
 import os
 import re
@@ -20,6 +19,7 @@ from typing import Final, NamedTuple
 from plantrail.ledger.codec import GENESIS_PREV, MAX_LINE_BYTES, decode
 from plantrail.ledger.errors import LogDamaged, error
 from plantrail.ledger.events import LogRepaired, Record
+from plantrail.ledger.files import shared_lock_within
 from plantrail.ledger.stores.jsonl import (
     _open,  # the one way to open a log: NUL-free path, regular file, mapped errors
 )
@@ -110,7 +110,7 @@ def salvage(path: str | os.PathLike[str]) -> SalvageReport:
         size = os.fstat(fd).st_size
         if size == 0:
             raise error("EMPTY_LOG", f"log {name} is empty: there is nothing to salvage", path=name, offset=0)
-        fcntl.flock(fd, fcntl.LOCK_SH)
+        shared_lock_within(fd, name, "so that no writer is mid-append while it reads")
         inventory = _Inventory()
         for line in _lines(fd):
             inventory.add(line)

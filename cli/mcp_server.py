@@ -1,0 +1,292 @@
+"""``plantrail mcp``: an MCP server over stdio where agents keep their plan in a plantrail ledger.
+
+Every tool is one library call: a plan set or replanned, a step started, a result (complete, fail or block)
+with evidence, a criterion verdict, the run finished, and three read-only views (status with what to do
+next, why each replan happened, the resume receipt). The ledger's rules hold as they do for the CLI:
+ready-only starts, evidence required, the focus limit, replans with a reason code, late results on the
+orphan path. A refused call is a tool error ``error[CODE]: message`` and the log is unchanged.
+
+Mutating tools take an optional ``expected_seq`` (refused unless the log still ends there) and an optional
+``idempotency_key`` (a retried call answers the first one's ack), and return the new seq and head hash, so
+parallel agents and retried calls are safe. Runs are ``<runs folder>/<run id>.jsonl`` (see
+:mod:`plantrail.ledger.locations`); a run id never leaves its folder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+
+import click
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+    from plantrail.ledger.api import Ledger
+
+__all__ = ["build_server", "mcp_command"]
+
+T = TypeVar("T")
+
+INSTRUCTIONS = (
+    "Keep your plan in plantrail instead of a todo list. plan_set creates the run's plan (or replans it, "
+    "with a reason code); start a step only when status lists it under can_start; finish each attempt with "
+    "step_result and concrete evidence; late results for a superseded plan are kept on the orphan path. "
+    "The plan object's full shape: `plantrail schema`."
+)
+_STEP_SHAPE = (
+    "Steps: [{id, title, depends_on?: [id], completion_evidence?: what proves it done, max_attempts?}]; "
+    "criteria: [{id, description}]. Full shape: `plantrail schema`."
+)
+Reason = Literal[
+    "new_constraint",
+    "failed_assumption",
+    "repeated_tool_failure",
+    "no_ready_step",
+    "retries_exhausted",
+    "coverage_gap",
+    "budget_change",
+    "user_request",
+    "agent_revision",
+]
+Run = Annotated[str, "the run id (letters, digits, ._:-)"]
+
+
+def build_server(folder: Path) -> MCPServer:
+    """The plan server for the runs in ``folder`` (created on the first plan)."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import ToolAnnotations
+
+    from plantrail import audit
+    from plantrail.ledger.api import Ledger
+    from plantrail.ledger.decide import Create
+    from plantrail.ledger.errors import PlantrailError
+    from plantrail.ledger.locations import run_path
+    from plantrail.ledger.plan import parse_draft
+    from plantrail.projections.views import ack_view, next_view, status_document
+
+    server: MCPServer = MCPServer("plantrail", instructions=INSTRUCTIONS)
+    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
+    writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
+
+    def refusals(call: Callable[[], T]) -> T:
+        try:
+            return call()
+        except PlantrailError as exc:
+            raise ToolError(f"error[{exc.code}]: {exc.message}") from None
+
+    def log(run: str) -> Path:
+        return run_path(folder, run)
+
+    def record(run: str, act: Callable[[Ledger], Any]) -> dict[str, Any]:
+        def go() -> dict[str, Any]:
+            with Ledger.open(log(run)) as ledger:
+                ack = act(ledger)
+                return ack_view(ledger.state, ack)
+
+        return refusals(go)
+
+    @server.tool(annotations=writes, description=f"Create the run's plan, or replan it. {_STEP_SHAPE}")
+    def plan_set(
+        run: Run,
+        steps: list[dict[str, Any]],
+        goal: str | None = None,
+        criteria: list[dict[str, Any]] | None = None,
+        reason: Reason | None = None,
+        why: str | None = None,
+        max_in_progress: int | None = None,
+        expected_seq: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """First call: goal and criteria required. Later calls replan: reason and why required; the goal stays."""
+        path = log(run)
+        draft: dict[str, Any] = {"steps": steps}
+        if criteria is not None:
+            draft["acceptance_criteria"] = criteria
+        if max_in_progress is not None:
+            draft["policy"] = {"max_in_progress": max_in_progress}
+
+        def go() -> dict[str, Any]:
+            if not path.exists():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with Ledger.create(
+                    path, {"goal": goal, **draft}, run=run, actor="agent", idempotency_key=idempotency_key
+                ) as ledger:
+                    state = ledger.state
+                    return ack_view(state, _created_ack(state))
+            with Ledger.open(path) as ledger:
+                current = ledger.state
+                if reason is None and idempotency_key is not None:  # a retried first call: the original's ack
+                    again = Create(plan=parse_draft({"goal": goal, **draft}), actor="agent", key=idempotency_key)
+                    return ack_view(current, ledger.execute(again))
+                if reason is None or not why:
+                    raise ToolError("error[USAGE]: a replan needs reason (a reason code) and why")
+                plan = {"goal": current.goal, **draft}
+                if criteria is None and current.plan is not None:
+                    plan["acceptance_criteria"] = [
+                        {"id": c.id, "description": c.description} for c in current.plan.acceptance_criteria
+                    ]
+                ack = ledger.replan(
+                    reason, why, plan=plan, expected_seq=expected_seq, idempotency_key=idempotency_key, actor="agent"
+                )
+                return ack_view(ledger.state, ack)
+
+        return refusals(go)
+
+    @server.tool(annotations=writes)
+    def step_start(
+        run: Run,
+        step: str,
+        plan_version: int | None = None,
+        expected_seq: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """Start the next attempt of a step that can start now (ready, and within the focus limit)."""
+        return record(
+            run,
+            lambda ledger: ledger.start(
+                step, plan_version=plan_version, expected_seq=expected_seq, idempotency_key=idempotency_key
+            ),
+        )
+
+    @server.tool(annotations=writes)
+    def step_result(
+        run: Run,
+        step: str,
+        result: Literal["complete", "fail", "block"],
+        evidence: list[str] | str | None = None,
+        reason: str | None = None,
+        plan_version: int | None = None,
+        attempt: int | None = None,
+        expected_seq: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """End a step's attempt: complete with evidence (what proves it), or fail / block with a reason.
+        A result for a superseded plan version is recorded on the orphan path, never applied."""
+        if result == "complete":
+            return record(
+                run,
+                lambda ledger: ledger.complete(
+                    step,
+                    evidence or [],
+                    plan_version=plan_version,
+                    attempt=attempt,
+                    expected_seq=expected_seq,
+                    idempotency_key=idempotency_key,
+                ),
+            )
+        text = reason or (evidence if isinstance(evidence, str) else "; ".join(evidence or []))
+        end = {"fail": Ledger.fail, "block": Ledger.block}[result]
+        return record(
+            run,
+            lambda ledger: end(
+                ledger,
+                step,
+                text,
+                plan_version=plan_version,
+                attempt=attempt,
+                expected_seq=expected_seq,
+                idempotency_key=idempotency_key,
+            ),
+        )
+
+    @server.tool(annotations=writes)
+    def criterion_verdict(
+        run: Run,
+        criterion: str,
+        passed: bool,
+        evidence: str,
+        expected_seq: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """Record whether an acceptance criterion passed, with the evidence that shows it."""
+        return record(
+            run,
+            lambda ledger: ledger.verify_criterion(
+                criterion, passed, evidence, expected_seq=expected_seq, idempotency_key=idempotency_key
+            ),
+        )
+
+    @server.tool(annotations=writes)
+    def run_finish(
+        run: Run,
+        outcome: Literal["complete", "paused", "failed", "cancelled"],
+        reason: str,
+        expected_seq: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """Finish the run (complete only when every step and criterion passed) or pause it (not final)."""
+        return record(
+            run,
+            lambda ledger: ledger.finish(outcome, reason, expected_seq=expected_seq, idempotency_key=idempotency_key),
+        )
+
+    def status_of(run: str) -> dict[str, Any]:
+        def go() -> dict[str, Any]:
+            with Ledger.open(log(run)) as ledger:
+                state = ledger.state
+            return status_document(state) | {"next": next_view(state)}
+
+        return refusals(go)
+
+    @server.tool(annotations=read_only)
+    def plan_status(run: Run) -> dict[str, Any]:
+        """The plan now: every step's status, what can start now (and why the rest waits), criteria, late
+        results, the advice, and the anchor (seq:hash)."""
+        return status_of(run)
+
+    @server.tool(annotations=read_only)
+    def plan_why(run: Run, version: int | None = None) -> dict[str, Any]:
+        """Why each replan happened (or one version's): reason, causes, what was kept, reset, added, removed."""
+        return refusals(lambda: audit.why(log(run), version=version))
+
+    @server.tool(annotations=read_only)
+    def run_resume(run: Run) -> dict[str, Any]:
+        """Where to go on after a crash or a new session: the verdict, what is in doubt, what to do next."""
+        return refusals(lambda: audit.resume(log(run)))
+
+    @server.resource("plantrail://runs/{run}/plan", mime_type="application/json")
+    def plan_resource(run: str) -> dict[str, Any]:
+        """The run's plan and step states (the plan_status document)."""
+        return status_of(run)
+
+    @server.resource("plantrail://runs/{run}/receipt", mime_type="application/json")
+    def receipt_resource(run: str) -> dict[str, Any]:
+        """The run's resume receipt."""
+        return refusals(lambda: audit.resume(log(run)))
+
+    return server
+
+
+def _created_ack(state: Any) -> Any:
+    from plantrail.ledger.store import Ack
+
+    return Ack(seq=state.last_seq, hash=state.head or "")
+
+
+@click.command("mcp")
+@click.option(
+    "--dir",
+    "folder",
+    metavar="DIR",
+    help="The runs folder (default: $PLANTRAIL_HOME/runs, else .plantrail/runs in the working directory).",
+)
+def mcp_command(folder: str | None) -> None:
+    """Serve the plan tools over MCP on stdio (pip install 'plantrail[mcp]').
+
+    \b
+    Example:
+      claude mcp add --transport stdio plantrail -- plantrail mcp
+      plantrail mcp --dir ~/agent-runs
+    """
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        from plantrail.ledger.errors import error
+
+        raise error("USAGE", "plantrail mcp needs the MCP SDK: pip install 'plantrail[mcp]'") from None
+    from plantrail.ledger.locations import runs_folder
+
+    build_server(runs_folder(folder)).run("stdio")

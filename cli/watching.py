@@ -1,0 +1,163 @@
+"""``plantrail watch``: follow a log as it grows and redraw the status, the last few events and the advice.
+
+The log is read once from the start, then followed from the position the last read ended at (a check of
+its size every ``interval`` seconds; new records are folded onto the state, never the whole log again). On
+a terminal each change redraws the screen; otherwise each new event is one plain line. Text from the log
+never reaches the terminal raw: :func:`terminal_safe` shows every control character as an escape, so the
+redraw is the only escape sequence plantrail writes. Ctrl-C ends the watch cleanly.
+
+:func:`frame` and :func:`event_line` are pure renderings.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Final, TextIO
+
+if TYPE_CHECKING:
+    from plantrail.ledger.events import Record
+    from plantrail.projections.model import PlanState
+
+__all__ = ["REDRAW", "event_line", "follow", "frame", "terminal_safe"]
+
+#: Cursor home and clear to the end of the screen: the one escape sequence the watch writes.
+REDRAW: Final = "\x1b[H\x1b[J"
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every control character (ESC, CR, BEL, C1 controls, …) shown as a Python escape, newlines
+    kept: nothing a terminal would act on (each line through :func:`cli.tables.cell`)."""
+    from plantrail.cli.tables import cell
+
+    return "\n".join(cell(line) for line in text.split("\n"))
+
+
+def _detail(record: Record) -> str:
+    data = record.data
+    for name in ("evidence", "reason", "error", "why", "verdict"):
+        value = getattr(data, name, None)
+        if isinstance(value, tuple):
+            value = "; ".join(value)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def event_line(record: Record, width: int = 100) -> str:
+    """One event as a line: seq, time, actor, type, subject, version and its evidence or reason (escaped)."""
+    from plantrail.cli.common import truncate
+
+    data = record.data
+    subject = getattr(data, "step", None) or getattr(data, "criterion", None) or getattr(data, "outcome", None) or ""
+    head = f"seq {record.seq} · {record.ts[11:19]} · {record.actor} · {record.type} {subject} (v{record.plan_version})"
+    detail = _detail(record)
+    line = f"{head}: {truncate(detail, max(width - len(head) - 2, 12))}" if detail else head
+    return terminal_safe(line)
+
+
+def frame(state: PlanState, recent: Sequence[Record], width: int = 100) -> str:
+    """The whole screen: the status table, the last few events and the advice (no escape sequence)."""
+    from plantrail.cli.inspect import render_status
+    from plantrail.projections.views import advice, status_view
+
+    lines = [render_status(state, status_view(state)), "", "recent events"]
+    lines += [f"  {event_line(r, width - 2)}" for r in recent] or ["  (none)"]
+    hint = advice(state)
+    lines += ["", f"advice: {hint or 'none'}", "(watching; Ctrl-C to stop)"]
+    return terminal_safe("\n".join(lines))
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _columns() -> int:
+    import shutil
+
+    return shutil.get_terminal_size((100, 24)).columns
+
+
+def follow(
+    path: str,
+    out: TextIO,
+    *,
+    recent: int = 8,
+    interval: float = 0.05,
+    until: Callable[[], bool] | None = None,
+    as_json: bool = False,
+) -> None:
+    """Watch ``path`` until Ctrl-C (or until ``until()`` is true, checked after each wait), writing to ``out``;
+    ``as_json`` writes JSON Lines (the status document, then one ``{"event", "advice"}`` per event) instead."""
+    from plantrail.ledger.stores.jsonl import LogReader
+    from plantrail.projections.history import quote_record
+    from plantrail.projections.state import fold
+    from plantrail.projections.views import advice, status_view
+
+    live = _is_terminal(out) and not as_json
+    last: deque[Record] = deque(maxlen=recent)
+    try:
+        with LogReader(path) as reader:
+            state = fold(_noted(reader.records(), last, []))
+            out.write(
+                _json_line(status_view(state))
+                if as_json
+                else (REDRAW if live else "") + frame(state, last, _columns()) + "\n"
+            )
+            out.flush()
+            while until is None or not until():
+                time.sleep(interval)
+                position = reader.position
+                if os.fstat(reader.fd).st_size <= position.offset:
+                    continue
+                fresh: list[Record] = []
+                before = advice(state)
+                state = fold(_noted(reader.records(start=position, run=state.run), last, fresh), state)
+                if fresh and as_json:
+                    out.writelines(_json_line({"event": quote_record(r), "advice": advice(state)}) for r in fresh)
+                    out.flush()
+                elif fresh:
+                    _update(out, live, state, last, fresh, before)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if live:
+            out.write("\n")
+        out.flush()
+
+
+def _json_line(data: object) -> str:
+    import orjson
+
+    return orjson.dumps(data).decode() + "\n"
+
+
+def _noted(records: Iterable[Record], last: deque[Record], fresh: list[Record]) -> Iterable[Record]:
+    """``records`` unchanged; each event (not a ``log.*`` record) also goes to ``last`` and ``fresh``."""
+    for record in records:
+        if not record.type.startswith("log."):
+            last.append(record)
+            fresh.append(record)
+        yield record
+
+
+def _update(
+    out: TextIO, live: bool, state: PlanState, last: Sequence[Record], fresh: Sequence[Record], before: str | None
+) -> None:
+    """Redraw the screen (a terminal), or print the new events as plain lines and a changed advice."""
+    from plantrail.projections.views import advice
+
+    width = _columns()
+    if live:
+        out.write(REDRAW + frame(state, last, width) + "\n")
+    else:
+        out.writelines(event_line(r, width) + "\n" for r in fresh)
+        now = advice(state)
+        if now != before:
+            out.write(f"advice: {now or 'none'}\n")
+    out.flush()

@@ -1,0 +1,192 @@
+"""Cache files that only this user's plantrail can have written: a per-user key, safe opens, sealed bytes.
+
+Every file in a log's cache folder goes through this layer (snapshots, the version index, any index added
+later), so a cache that another user, or a process without the key, wrote or planted is never believed:
+
+* **The key** is 32 random bytes in ``$XDG_STATE_HOME/plantrail/cache.key`` (else
+  ``~/.local/state/plantrail/cache.key``), created on first use in an owner-only folder, with owner-only
+  permissions. A key that is not a regular file owned by this user with no group or other bits is not
+  used (and then no cache is read or written). The key lives outside the log's folder: whoever holds it
+  could rewrite the log itself anyway.
+* **The folder** ``<log>.plantrail-cache`` is used only when it is a real directory (not a symlink) owned
+  by this user; otherwise it is ignored and never written through. Files in it are opened relative to the
+  folder's descriptor with ``O_NOFOLLOW`` (a planted symlink is refused, never followed) and
+  ``O_NONBLOCK`` (a planted FIFO cannot hang a read); only regular files owned by this user, no larger
+  than the caller's limit, are read.
+* **Writes** go to a fresh temporary name created with ``O_CREAT | O_EXCL | O_NOFOLLOW`` (nothing planted
+  at a temporary name is opened) and are renamed into place (a rename replaces a planted name itself, never
+  what it points to).
+* **Sealing**: a sealed file is ``MAGIC``, an HMAC-SHA256 over (kind, payload) under the key, then the
+  payload. A file of another kind, edited, or sealed under another key reads as absent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import os
+import secrets
+import stat
+from typing import Final
+
+from plantrail.ledger.files import read_regular
+
+__all__ = [
+    "KEY_FILE",
+    "MAX_CACHE_FILE",
+    "STATE_ENV",
+    "CacheFolder",
+    "cache_key",
+    "seal",
+    "unseal",
+]
+
+STATE_ENV: Final = "XDG_STATE_HOME"
+KEY_FILE: Final = "cache.key"
+#: No cache file is read past this size (a planted endless file cannot exhaust memory).
+MAX_CACHE_FILE: Final = 1 << 30
+_MAGIC: Final = b"plantrail-sealed/1\n"
+_TAG: Final = 32
+_KEY_BYTES: Final = 32
+_NOFOLLOW: Final = os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+
+
+def _state_dir() -> str:
+    base = os.environ.get(STATE_ENV) or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(base, "plantrail")
+
+
+def _private_dir(path: str) -> bool:
+    """Make ``path`` an owner-only directory if it is missing; True when it is a real one owned by this user."""
+    with contextlib.suppress(FileExistsError):
+        os.makedirs(path, mode=0o700)
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()
+
+
+def cache_key(*, create: bool = True) -> bytes | None:
+    """This user's cache key, created on first use (None when there is no usable one: then no cache is used)."""
+    folder = _state_dir()
+    path = os.path.join(folder, KEY_FILE)
+    key = read_regular(path, 4096, private=True)
+    if key is not None:
+        return key if len(key) == _KEY_BYTES else None
+    if not create:
+        return None
+    try:
+        if not _private_dir(folder):
+            return None
+        tmp = os.path.join(folder, f".{KEY_FILE}.{secrets.token_hex(8)}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
+        try:
+            os.write(fd, secrets.token_bytes(_KEY_BYTES))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)  # never replaces a key another process created first
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(tmp)
+    except OSError:
+        return None
+    key = read_regular(path, 4096, private=True)
+    return key if key is not None and len(key) == _KEY_BYTES else None
+
+
+def _tag(key: bytes, kind: str, payload: bytes) -> bytes:
+    mac = hmac.new(key, kind.encode("utf-8") + b"\n", hashlib.sha256)
+    mac.update(payload)
+    return mac.digest()
+
+
+def seal(key: bytes, kind: str, payload: bytes) -> bytes:
+    """``payload`` as a sealed file of ``kind``."""
+    return _MAGIC + _tag(key, kind, payload) + payload
+
+
+def unseal(key: bytes, kind: str, blob: bytes) -> bytes | None:
+    """The payload of a sealed file of ``kind`` under ``key``; None when it is not one."""
+    if not blob.startswith(_MAGIC) or len(blob) < len(_MAGIC) + _TAG:
+        return None
+    tag = blob[len(_MAGIC) : len(_MAGIC) + _TAG]
+    payload = blob[len(_MAGIC) + _TAG :]
+    return payload if hmac.compare_digest(tag, _tag(key, kind, payload)) else None
+
+
+class CacheFolder:
+    """A log's cache folder, opened safely, or nothing (:meth:`open` returns None when it must not be used).
+
+    Use as a context manager; every name is a plain file name inside the folder.
+    """
+
+    def __init__(self, fd: int, key: bytes) -> None:
+        self._fd = fd
+        self._key = key
+
+    @classmethod
+    def open(cls, path: str, *, create: bool) -> CacheFolder | None:
+        """The folder at ``path`` if it is a real directory owned by this user (made owner-only when ``create``
+        and missing) and a cache key is at hand; else None."""
+        key = cache_key(create=create)
+        if key is None:
+            return None
+        if create:
+            with contextlib.suppress(OSError):
+                os.mkdir(path, 0o700)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW)
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            os.close(fd)
+            return None
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+            os.close(fd)
+            return None
+        return cls(fd, key)
+
+    def __enter__(self) -> CacheFolder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the folder."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def read(self, name: str, kind: str, limit: int = MAX_CACHE_FILE) -> bytes | None:
+        """The payload of sealed file ``name`` of ``kind``; None when it is missing, unsafe or not sealed by us."""
+        blob = read_regular(name, limit + len(_MAGIC) + _TAG, dir_fd=self._fd)
+        return None if blob is None else unseal(self._key, kind, blob)
+
+    def write(self, name: str, kind: str, payload: bytes) -> bool:
+        """Seal ``payload`` into ``name`` atomically (exclusive temporary file, then rename); False on failure."""
+        tmp = f".{name}.{secrets.token_hex(8)}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600, dir_fd=self._fd)
+        except OSError:
+            return False
+        try:
+            try:
+                blob = memoryview(seal(self._key, kind, payload))
+                while blob:
+                    blob = blob[os.write(fd, blob) :]
+            finally:
+                os.close(fd)
+            os.rename(tmp, name, src_dir_fd=self._fd, dst_dir_fd=self._fd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=self._fd)
+            return False
+        return True

@@ -1,0 +1,194 @@
+"""`plantrail mcp`: the plan tools through the MCP SDK's own client, in process and over a real stdio session."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# The SDK comes with the test extra; without it these tests skip, except on CI, where they must run.
+if os.environ.get("CI") != "true":
+    pytest.importorskip("mcp")
+
+import anyio
+from mcp import Client
+
+from plantrail.cli.mcp_server import build_server
+from plantrail.ledger.stores.jsonl import LogReader
+
+STEPS = [
+    {"id": "reproduce", "title": "Reproduce the failure", "completion_evidence": "failing output"},
+    {"id": "fix", "title": "Fix it", "depends_on": ["reproduce"], "completion_evidence": "the diff"},
+]
+CRITERIA = [{"id": "tests-pass", "description": "the test suite passes"}]
+
+
+def _result(outcome: Any) -> dict[str, Any]:
+    """A successful tool call's structured result."""
+    assert not outcome.is_error, outcome.content
+    structured = outcome.structured_content
+    assert isinstance(structured, dict)
+    return structured.get("result", structured)
+
+
+def _refused(outcome: Any, code: str) -> bool:
+    """True when the call was refused as a tool error carrying ``error[CODE]: message``."""
+    text = " ".join(part.text for part in outcome.content)
+    return bool(outcome.is_error) and f"error[{code}]: " in text
+
+
+async def _call(client: Client, tool: str, **arguments: Any) -> Any:
+    return await client.call_tool(tool, arguments)
+
+
+def _lines(folder: Path, run: str) -> bytes:
+    return (folder / f"{run}.jsonl").read_bytes()
+
+
+def test_the_tools_are_few_small_and_marked(tmp_path: Path) -> None:
+    """Eight tools, the read tools marked read-only, all definitions under 3,000 tokens (characters / 4)."""
+
+    async def main() -> None:
+        async with Client(build_server(tmp_path)) as client:
+            listed = await client.list_tools()
+            tools = {t.name: t for t in listed.tools}
+            assert set(tools) == {
+                "plan_set",
+                "step_start",
+                "step_result",
+                "criterion_verdict",
+                "run_finish",
+                "plan_status",
+                "plan_why",
+                "run_resume",
+            }
+            read_only = {n for n, t in tools.items() if t.annotations and t.annotations.read_only_hint}
+            assert read_only == {"plan_status", "plan_why", "run_resume"}
+            size = len(json.dumps([t.model_dump(mode="json", exclude_none=True) for t in listed.tools]))
+            assert size / 4 < 3000, size
+            templates = await client.list_resource_templates()
+            assert {t.uri_template for t in templates.resource_templates} == {
+                "plantrail://runs/{run}/plan",
+                "plantrail://runs/{run}/receipt",
+            }
+
+    anyio.run(main)
+
+
+def test_an_agent_keeps_its_plan_through_the_tools(tmp_path: Path) -> None:
+    """Create, start, complete, replan, verdict, finish: every call lands in the log the CLI reads."""
+
+    async def main() -> None:
+        async with Client(build_server(tmp_path)) as client:
+            created = _result(
+                await _call(client, "plan_set", run="r1", goal="fix the login", steps=STEPS, criteria=CRITERIA)
+            )
+            assert created["can_start"] == ["reproduce"] and created["plan_version"] == 1
+            started = _result(await _call(client, "step_start", run="r1", step="reproduce"))
+            assert started["seq"] == 2 and len(started["hash"]) == 64
+            done = _result(
+                await _call(client, "step_result", run="r1", step="reproduce", result="complete", evidence="401 seen")
+            )
+            assert done["can_start"] == ["fix"]
+            replanned = _result(
+                await _call(
+                    client,
+                    "plan_set",
+                    run="r1",
+                    steps=[*STEPS, {"id": "docs", "title": "Note it", "completion_evidence": "changelog"}],
+                    reason="new_constraint",
+                    why="the changelog must say so",
+                )
+            )
+            assert replanned["plan_version"] == 2
+            status = _result(await _call(client, "plan_status", run="r1"))
+            assert {s["id"]: s["status"] for s in status["steps"]}["reproduce"] == "completed"
+            assert status["next"]["can_start"] == ["docs", "fix"] or status["next"]["can_start"] == ["fix", "docs"]
+            why = _result(await _call(client, "plan_why", run="r1"))
+            assert (why["version"], why["reason"]) == (2, "new_constraint")
+            receipt = _result(await _call(client, "run_resume", run="r1"))
+            assert receipt["exit_code"] == 0
+            resource = await client.read_resource("plantrail://runs/r1/plan")
+            assert json.loads(resource.contents[0].text)["plan_version"] == 2
+
+    anyio.run(main)
+    with LogReader(tmp_path / "r1.jsonl") as reader:
+        types = [r.type for r in reader.records()]
+    assert types == ["log.opened", "plan.created", "step.started", "step.completed", "plan.replanned"]
+
+
+def test_a_refused_call_is_a_tool_error_with_its_code_and_changes_nothing(tmp_path: Path) -> None:
+    """A start of a step that is not ready, empty evidence, a bad run id: tool errors with the stable code."""
+
+    async def main() -> None:
+        async with Client(build_server(tmp_path)) as client:
+            first = {"run": "r1", "goal": "g", "steps": STEPS, "criteria": CRITERIA, "idempotency_key": "plan-1"}
+            created = _result(await _call(client, "plan_set", **first))
+            retried = _result(await _call(client, "plan_set", **first))  # a retried first call writes nothing
+            assert (retried["seq"], retried["duplicate"]) == (created["seq"], True)
+            before = _lines(tmp_path, "r1")
+            assert _refused(await _call(client, "plan_set", run="r1", goal="g", steps=STEPS), "USAGE")
+            assert _refused(await _call(client, "step_start", run="r1", step="fix"), "STEP_NOT_READY")
+            await _call(client, "step_start", run="r1", step="reproduce")
+            middle = _lines(tmp_path, "r1")
+            assert middle != before
+            empty = await _call(client, "step_result", run="r1", step="reproduce", result="complete", evidence=[" "])
+            assert _refused(empty, "EVIDENCE_REQUIRED")
+            assert _lines(tmp_path, "r1") == middle
+            escape = await _call(client, "plan_status", run="../outside")
+            assert _refused(escape, "INVALID_ID")
+            missing = await _call(client, "plan_status", run="nobody")
+            assert _refused(missing, "LOG_NOT_FOUND")
+
+    anyio.run(main)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".jsonl") == ["r1.jsonl"]
+
+
+def test_two_concurrent_calls_with_the_same_expected_seq_let_exactly_one_win(tmp_path: Path) -> None:
+    """Parallel agents: two calls expecting the same head at once; one lands, the other is STALE_EXPECTED_SEQ."""
+
+    async def main() -> None:
+        async with Client(build_server(tmp_path)) as client:
+            steps = [{"id": s, "title": s, "completion_evidence": "done"} for s in ("a", "b")]
+            plan = {"max_in_progress": 2, "steps": steps}
+            created = _result(await _call(client, "plan_set", run="r1", goal="g", criteria=CRITERIA, **plan))
+            head = created["seq"]
+            outcomes: dict[str, Any] = {}
+
+            async def start(step: str) -> None:
+                outcomes[step] = await _call(client, "step_start", run="r1", step=step, expected_seq=head)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(start, "a")
+                group.start_soon(start, "b")
+            assert sorted(o.is_error for o in outcomes.values()) == [False, True]
+            [loser] = [step for step, o in outcomes.items() if o.is_error]
+            assert _refused(outcomes[loser], "STALE_EXPECTED_SEQ")
+            first = _result(await _call(client, "step_start", run="r1", step=loser, idempotency_key="k"))
+            retried = _result(await _call(client, "step_start", run="r1", step=loser, idempotency_key="k"))
+            assert (retried["seq"], retried["duplicate"], first["duplicate"]) == (first["seq"], True, False)
+
+    anyio.run(main)
+
+
+def test_a_real_stdio_session(tmp_path: Path) -> None:
+    """`plantrail mcp --dir DIR` as a subprocess: list the tools, create a plan, read the status."""
+    from mcp import StdioServerParameters
+
+    async def main() -> None:
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "plantrail", "mcp", "--dir", str(tmp_path)], env=dict(os.environ)
+        )
+        async with Client(params) as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert "plan_set" in names
+            _result(await _call(client, "plan_set", run="s1", goal="g", steps=STEPS, criteria=CRITERIA))
+            status = _result(await _call(client, "plan_status", run="s1"))
+            assert status["run"] == "s1" and status["next"]["can_start"] == ["reproduce"]
+
+    anyio.run(main)
+    assert (tmp_path / "s1.jsonl").is_file()
