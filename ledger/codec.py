@@ -159,7 +159,12 @@ def decode(line: bytes, line_no: int) -> Record:
     body = line[:-_SUFFIX] + b"}"
     digest = _sha256(body).hexdigest()
     # msgspec's own record always encodes (its integers fit in 64 bits): _as_written needs no guard here.
-    if record is not None and digest == record.h and _v1_holds(record.data) and _as_written(record) == body:
+    if (
+        record is not None
+        and digest == record.h
+        and _as_written(record) == body
+        and (type(record.data) not in _MAY_NEED_V2 or _v1_holds(record.data))
+    ):
         return record
     return _decode_in_full(line, line_no, digest, record)
 
@@ -392,6 +397,11 @@ _ENCODE: Final = msgspec.json.Encoder().encode
 #: Event types whose values may hold fields format v2 added, which msgspec cannot leave out of a dataclass:
 #: their lines are re-encoded the writer's way (orjson, :func:`ledger.versions.plain`).
 _OMITTING: Final[frozenset[type[Any]]] = frozenset({ev.PlanCreated, ev.PlanReplanned})
+#: Event types whose value may need format v2 (the hot path asks only these whether a v1 line holds them).
+_MAY_NEED_V2: Final[frozenset[type[Any]]] = frozenset(
+    {ev.PlanCreated, ev.PlanReplanned, ev.StepCompleted, ev.StepBlocked, ev.StepFailed, ev.CriterionVerified}
+    | {ev.LogOpened}
+)
 #: Event types that may carry an evidence record (``report``, format v2).
 _REPORTING: Final[frozenset[type[Any]]] = frozenset(
     {ev.StepCompleted, ev.StepBlocked, ev.StepFailed, ev.CriterionVerified}
