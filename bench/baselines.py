@@ -46,6 +46,12 @@ def write_fsync_batches(path: Path, lines: Sequence[bytes], batch: int = 100) ->
         os.close(fd)
 
 
+def orjson_loop_process(path: Path) -> list[str]:
+    """Argv of an interpreter that runs :func:`orjson_read` over ``path``: the raw cost of reading the log."""
+    code = "import sys, orjson\nwith open(sys.argv[1], 'rb') as f:\n    for line in f:\n        orjson.loads(line)\n"
+    return [sys.executable, "-c", code, str(path)]
+
+
 def python_import_process() -> list[str]:
     """Argv of an interpreter that only imports plantrail's runtime dependencies."""
     return [sys.executable, "-c", "import pydantic, click, orjson"]

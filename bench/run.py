@@ -22,9 +22,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
+from typing import Final
 
 from bench.baselines import (
     eventsourcing_replay,
+    orjson_loop_process,
     orjson_read,
     python_import_process,
     write_fsync_batches,
@@ -35,6 +37,7 @@ from bench.sides import (
     Script,
     append_batches,
     append_each,
+    cli_argv,
     evidence_log,
     fold_version_span,
     full_replay,
@@ -236,6 +239,139 @@ def _status(cold: bool) -> Side:
     return process_time(argv)
 
 
+def _command(command: str, *args: str, versions: Callable[[int], list[str]] | None = None) -> ArgvOf:
+    """`plantrail COMMAND LOG ARGS...` on the n-event log, with version arguments chosen from its active version."""
+
+    def argv(wl: Workload, n: int) -> list[str]:
+        path = wl.log(n)
+        extra = versions(reads.read_state(str(path)).state.version) if versions is not None else []
+        return cli_argv(path, command, *args, *extra)
+
+    return argv
+
+
+def _warm(argv: ArgvOf, label: str) -> ArgvOf:
+    """argv, run once untimed first so that the caches it reads are built (the first run's time is noted)."""
+    done: set[tuple[int, str]] = set()
+
+    def warmed(wl: Workload, n: int) -> list[str]:
+        args = argv(wl, n)
+        if (n, label) not in done:
+            start = time.perf_counter()
+            run_process(args)()
+            done.add((n, label))
+            took = time.perf_counter() - start
+            if took > 1:
+                wl.notes.append(f"the first `{label}` on the {n:,}-event log took {took:.1f} s (it builds the index)")
+        return args
+
+    return warmed
+
+
+def _loop_argv(wl: Workload, n: int) -> list[str]:
+    return orjson_loop_process(wl.log(n))
+
+
+def _status_warm(wl: Workload, n: int) -> list[str]:
+    return status_argv(wl.log(n))
+
+
+ArgvOf = Callable[["Workload", int], list[str]]
+
+
+def _middle(active: int) -> list[str]:
+    """A replanned version from the middle of the log."""
+    return [str(max(2, active // 2))]
+
+
+def _pair(active: int) -> list[str]:
+    """Two adjacent versions from the middle of the log."""
+    return [str(max(1, active // 2 - 1)), str(max(2, active // 2))]
+
+
+#: The read commands judged against `plantrail status` (whole process, caches built untimed).
+AUDITS: Final = (
+    ("versions", _command("versions"), "<=3x"),
+    ("why", _command("why"), "<=3x"),
+    ("why --version V", _command("why", "--version", versions=_middle), "<=3x"),
+    ("diff V1 V2", _command("diff", versions=_pair), "<=3x"),
+    ("replay --version V", _command("replay", "--version", versions=_middle), "<=1.3x"),
+    ("orphans", _command("orphans"), "<=1.3x"),
+)
+
+#: The timeline commands judged against the orjson loop (whole process).
+TIMELINE: Final = (
+    ("log", _command("log"), "<=5x"),
+    ("log --json", _command("log", "--json"), "<=5x"),
+)
+
+
+def _audit_rows() -> list[RowSpec]:
+    rows = []
+    for label, argv, target in AUDITS:
+        warm = _warm(argv, label)
+        rows.append(
+            RowSpec(
+                f"`plantrail {label}`, whole process (vs `plantrail status`)",
+                all_sizes,
+                baseline=process_time(_status_warm),
+                candidate=process_time(warm),
+                target=target,
+                per_event=False,
+            )
+        )
+        if target == "<=3x":
+            rows.append(
+                RowSpec(
+                    f"peak memory of `plantrail {label}`, MB (vs `plantrail status`)",
+                    all_sizes,
+                    baseline=process_rss(_status_warm),
+                    candidate=process_rss(warm),
+                    target="<=60",
+                    unit="MB",
+                    per_event=False,
+                )
+            )
+    return rows
+
+
+def _timeline_rows() -> list[RowSpec]:
+    rows = []
+    for label, argv, target in TIMELINE:
+        rows.append(
+            RowSpec(
+                f"`plantrail {label}`, whole process, streamed (vs a process running the orjson loop)",
+                all_sizes,
+                baseline=process_time(_loop_argv),
+                candidate=process_time(argv),
+                target=target,
+                per_event=False,
+            )
+        )
+        rows.append(
+            RowSpec(
+                f"peak memory of `plantrail {label}`, MB (vs the orjson loop process)",
+                all_sizes,
+                baseline=process_rss(_loop_argv),
+                candidate=process_rss(argv),
+                target="<=60",
+                unit="MB",
+                per_event=False,
+            )
+        )
+    rows.append(
+        RowSpec(
+            "`plantrail verify`, whole process (vs a process running the orjson loop)",
+            all_sizes,
+            baseline=process_time(_loop_argv),
+            candidate=process_time(_command("verify")),
+            target="<=6x",
+            per_event=False,
+        )
+    )
+    return rows
+
+
 ROWS: list[RowSpec] = [
     RowSpec(
         "full replay: read, validate, check the chain, fold (vs orjson.loads of every line)",
@@ -335,6 +471,8 @@ ROWS: list[RowSpec] = [
         unit="MB",
         per_event=False,
     ),
+    *_audit_rows(),
+    *_timeline_rows(),
 ]
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "Script",
     "append_batches",
     "append_each",
+    "cli_argv",
     "evidence_log",
     "fold_version_span",
     "full_replay",
@@ -172,6 +173,11 @@ def append_batches(path: Path, run: Script, size: int = 100) -> Probe:
 def _plantrail() -> list[str]:
     found = shutil.which("plantrail", path=os.path.dirname(sys.executable)) or shutil.which("plantrail")
     return [found] if found else [sys.executable, "-m", "plantrail"]
+
+
+def cli_argv(path: Path, command: str, *args: str) -> list[str]:
+    """`plantrail COMMAND LOG ARGS...` as a whole process."""
+    return [*_plantrail(), command, str(path), *args]
 
 
 def status_argv(path: Path) -> list[str]:

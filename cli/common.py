@@ -26,6 +26,7 @@ __all__ = [
     "emit",
     "json_option",
     "log_argument",
+    "mark_printed",
     "open_records",
     "printed_output",
     "raise_if_torn",
@@ -70,6 +71,11 @@ _stdin_read_by: list[str] = []  # what read standard input (it can be read once 
 def printed_output() -> bool:
     """True once the running command has printed its result on stdout."""
     return bool(_printed)
+
+
+def mark_printed() -> None:
+    """Note that the running command has started printing its result (a streamed one, say)."""
+    _printed.append(True)
 
 
 def reset_output() -> None:
@@ -223,7 +229,7 @@ def raise_if_torn(path: str, torn: TornTail | None) -> None:
 
 def read_state(path: str) -> tuple[PlanState, TornTail | None]:
     """The log's current state (from its snapshot when one checks out) and its torn tail, if any."""
-    from plantrail.ledger.stores.reads import read_state as read
+    from plantrail.ledger.stores.current import read_state as read
 
     result = read(path)
     return result.state, result.torn
@@ -231,7 +237,7 @@ def read_state(path: str) -> tuple[PlanState, TornTail | None]:
 
 def read_state_noted(path: str) -> tuple[PlanState, TornTail | None, int | None]:
     """Like :func:`read_state`, plus the seq up to which the answer came from a snapshot (None: all re-read)."""
-    from plantrail.ledger.stores.reads import read_state as read
+    from plantrail.ledger.stores.current import read_state as read
 
     result = read(path)
     return result.state, result.torn, result.snapshot_seq

@@ -1,4 +1,7 @@
-"""Commands that read: status, log (the timeline), next. Nothing here writes or re-executes anything."""
+"""Commands that read: status and next (the timeline is :mod:`plantrail.cli.timeline`).
+
+Nothing here writes or re-executes anything.
+"""
 
 from __future__ import annotations
 
@@ -22,7 +25,6 @@ from plantrail.cli.common import (
 from plantrail.cli.tables import cell
 
 if TYPE_CHECKING:
-    from plantrail.ledger.events import Record
     from plantrail.projections.model import PlanState
 
 __all__ = ["inspect_commands", "render_status"]
@@ -144,87 +146,6 @@ def status(log: str, with_attempts: bool, as_json: bool) -> None:
     raise_if_torn(log, torn)
 
 
-def _summary(record: Record) -> str:
-    data: Any = record.data
-    match record.type:
-        case "log.opened":
-            return f"log opened for run {data.run} (fsync {data.fsync})"
-        case "plan.created":
-            return f"plan v1: {len(data.plan.steps)} steps, {len(data.plan.acceptance_criteria)} criteria"
-        case "step.started":
-            return f"{data.step} attempt {data.attempt}"
-        case "step.completed":
-            return f"{data.step} attempt {data.attempt}: {'; '.join(data.evidence)}"
-        case "step.blocked":
-            return f"{data.step} attempt {data.attempt}: {data.reason}"
-        case "step.failed":
-            return f"{data.step} attempt {data.attempt}: {data.error}"
-        case "criterion.verified":
-            return f"{data.criterion} {data.verdict}: {data.evidence}"
-        case "run.finished":
-            return f"{data.outcome}: {data.reason}"
-        case "plan.replanned":
-            causes = f" (caused by {', '.join(map(str, data.causes))})" if data.causes else ""
-            return f"v{data.new_version} [{data.reason}] {data.why}{causes}"
-        case "log.repaired":
-            return f"repaired: {data.bytes} torn bytes moved to {data.quarantine}"
-        case "log.checkpoint":
-            return f"checkpoint over seq {data.covers_seq}"
-    return ""
-
-
-def _timeline_entry(record: Record, orphan_seqs: set[int]) -> dict[str, Any]:
-    entry: dict[str, Any] = {
-        "seq": record.seq,
-        "ts": record.ts,
-        "actor": record.actor,
-        "type": record.type,
-        "plan_version": record.plan_version,
-        "summary": _summary(record),
-        "orphan": record.seq in orphan_seqs,
-    }
-    if record.source is not None:
-        entry["source"] = record.source
-    return entry
-
-
-@click.command(name="log")
-@log_argument
-@click.option("--from-seq", type=click.IntRange(min=0), default=0, help="Start at this seq.")
-@click.option("--limit", type=click.IntRange(min=1), help="Show at most this many events.")
-@json_option
-def log_command(log: str, from_seq: int, limit: int | None, as_json: bool) -> None:
-    """The timeline: every event with its seq, time, actor, type, plan version and a summary.
-
-    \b
-    Example:
-      plantrail log samples/login-fix.jsonl --from-seq 5
-    """
-    from plantrail.projections.state import evolve, initial
-
-    entries: list[dict[str, Any]] = []
-    state = initial()
-    with open_records(log) as (reader, records):
-        for record in records:
-            before = len(state.orphans)
-            state = evolve(state, record)
-            late = {record.seq} if len(state.orphans) > before else set()
-            if record.seq >= from_seq and (limit is None or len(entries) < limit):
-                entries.append(_timeline_entry(record, late))
-
-    def human() -> str:
-        rows = []
-        for e in entries:
-            kind = e["type"] + (" (late)" if e["orphan"] else "")
-            rows.append(
-                [str(e["seq"]), e["ts"][:19].replace("T", " "), e["actor"], kind, f"v{e['plan_version']}", e["summary"]]
-            )
-        return table(["SEQ", "TIME (UTC)", "ACTOR", "TYPE", "PLAN", "SUMMARY"], rows)
-
-    emit(as_json, entries, human)
-    raise_if_torn(log, reader.torn)
-
-
 @click.command(name="next")
 @log_argument
 @json_option
@@ -279,4 +200,4 @@ def next_command(log: str, as_json: bool) -> None:
     raise_if_torn(log, torn)
 
 
-inspect_commands = (status, log_command, next_command)
+inspect_commands = (status, next_command)

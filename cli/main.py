@@ -32,7 +32,8 @@ _RECORDING = ("create", "start", "complete", "block", "fail", "criterion", "fini
 COMMANDS: dict[str, str] = {
     **dict.fromkeys(_RECORDING, "plantrail.cli.record"),
     "status": "plantrail.cli.inspect:status",
-    "log": "plantrail.cli.inspect:log_command",
+    "log": "plantrail.cli.timeline:log_command",
+    "show": "plantrail.cli.timeline:show",
     "next": "plantrail.cli.inspect:next_command",
     **dict.fromkeys(("versions", "replay", "diff", "why", "orphans", "resume"), "plantrail.cli.replay"),
     **dict.fromkeys(("verify", "checkpoint", "repair", "salvage", "schema"), "plantrail.cli.maintain"),

@@ -90,11 +90,12 @@ def _change_lines(changes: dict[str, Any]) -> list[str]:
 # --------------------------------------------------------------------------- versions
 
 
-def _render_versions(state: PlanState, versions: list[dict[str, Any]]) -> str:
-    lines = [
-        f"run {state.run} · {_plural(len(versions), 'plan version', 'plan versions')} · active v{state.version}",
-        "",
-    ]
+def _render_versions(run: str | None, count: int, versions: list[dict[str, Any]]) -> str:
+    lines = [f"run {run} · {_plural(count, 'plan version', 'plan versions')} · active v{count}"]
+    if versions and len(versions) < count:
+        first, last = versions[0]["version"], versions[-1]["version"]
+        lines.append(f"showing v{first} to v{last} (--all for every version, --since-version V, --limit N)")
+    lines.append("")
     rows = []
     for v in versions:
         causes = ",".join(map(str, v["causes"])) or "-"
@@ -114,9 +115,15 @@ def _render_versions(state: PlanState, versions: list[dict[str, Any]]) -> str:
 
 @click.command()
 @log_argument
+@click.option("--all", "everything", is_flag=True, help="Every version (default: the latest 20).")
+@click.option(
+    "--limit", type=click.IntRange(min=1), metavar="N", help="The latest N versions (from V with --since-version)."
+)
+@click.option("--since-version", "since", type=click.IntRange(min=1), metavar="V", help="Versions from V on.")
 @json_option
-def versions(log: str, as_json: bool) -> None:
-    """Every plan version: when, by whom and why it was adopted, its causes, and what changed.
+def versions(log: str, everything: bool, limit: int | None, since: int | None, as_json: bool) -> None:
+    """Plan versions (the latest 20 by default): when, by whom and why each was adopted, its causes, and what
+    changed. Read from the history index beside the log (brought up to date first), not by folding the log.
 
     \b
     JSON: {"run", "active_version", "versions": [{"version", "seq", "ts", "actor", "reason", "why",
@@ -124,15 +131,18 @@ def versions(log: str, as_json: bool) -> None:
       "changes": null | {"kept", "reset": [{"step", "cause", "was", "attempt", "upstream", "fields"}],
       "added", "removed": [...], "criteria_kept", "criteria_reset": [{"criterion", "cause", "was"}],
       "criteria_added", "criteria_removed", "policy_changed"}}]}
+      (the versions shown; there are "active_version" in all)
 
     \b
     Example:
       plantrail versions samples/login-fix-replans.jsonl
+      plantrail versions run.jsonl --since-version 40 --limit 5 --json
     """
     from plantrail.ledger.audit import read_versions
 
-    reading = read_versions(log)
-    emit(as_json, reading.document, lambda: _render_versions(reading.state, reading.document["versions"]))
+    reading = read_versions(log, everything=everything, limit=limit, since=since)
+    document = reading.document
+    emit(as_json, document, lambda: _render_versions(document["run"], document["active_version"], document["versions"]))
     _raise_damage(reading)
 
 
@@ -249,7 +259,7 @@ def _render_diff(diff: dict[str, Any]) -> list[str]:
 def diff(log: str, old: int, new: int, as_json: bool) -> None:
     """What changed from plan version V1 to a later V2: steps added, removed and changed field by field;
     completed work kept (with its evidence) or reset (with the cause, and the upstream step for lineage);
-    criteria kept or reset. Reads the log only up to the end of V2.
+    criteria kept or reset. Read from the history index and the version index beside the log.
 
     For versions that are not adjacent, the work is traced through each replan between them as that replan
     recorded it, not recomputed (see projections.history.diff_view).

@@ -112,25 +112,43 @@ def _records(path: Path) -> Iterator[tuple[LogReader, Iterator[Record]]]:
 # --------------------------------------------------------------------------- versions
 
 
-def read_versions(path: Path) -> Reading:
+def read_versions(
+    path: Path, *, everything: bool = False, limit: int | None = None, since: int | None = None
+) -> Reading:
     """:func:`versions` as a :class:`Reading`."""
-    from plantrail.projections.history import history, versions_view
+    from plantrail.ledger.stores.current import read_state
+    from plantrail.ledger.stores.reads import read_versions as read_index
+    from plantrail.projections.history import shown_versions, version_items
 
-    with _records(path) as (reader, records):
-        log_history = history(records)
-    state = log_history.state
-    document = {"run": state.run, "active_version": state.version, "versions": versions_view(log_history)}
-    return Reading(document, state, _damage(path, reader.torn))
+    if everything and (limit is not None or since is not None):
+        raise error("USAGE", "every version was asked for, and also a limit or a first version: give one or the other")
+    found = read_index(os.fspath(path))
+    if since is not None and since > found.total:
+        raise error(
+            "UNKNOWN_PLAN_VERSION",
+            f"plan version {since} is not in the log (it has versions 1 to {found.total})",
+            plan_version=since,
+        )
+    shown = shown_versions(found.total, everything=everything, limit=limit, since=since)
+    infos = [entry.info for entry in found.entries(shown.start, shown.stop - 1)]
+    after = found.entry(shown.stop).info.seq if shown.stop <= found.total else None
+    document = {"run": found.run, "active_version": found.total, "versions": version_items(infos, after)}
+    state = read_state(os.fspath(path)).state
+    return Reading(document, state, _damage(path, found.torn))
 
 
-def versions(path: Path) -> dict[str, Any]:
-    """Every plan version: when, by whom and why it was adopted, its causes, and what its replan changed.
+def versions(
+    path: Path, *, everything: bool = False, limit: int | None = None, since: int | None = None
+) -> dict[str, Any]:
+    """Plan versions (the latest 20 unless ``everything``, the latest ``limit``, or those from ``since`` on):
+    when, by whom and why each was adopted, its causes, and what its replan changed. Read from the history
+    index beside the log (brought up to date first), not by folding the log.
 
     ``{"run", "active_version", "versions": [{"version", "seq", "ts", "actor", "reason", "why", "causes",
     "observations", "patched", "steps", "criteria", "superseded_at", "changes"}]}`` (``plantrail versions
-    --json``).
+    --json``): the versions shown; ``active_version`` is how many there are.
     """
-    return read_versions(path).checked()
+    return read_versions(path, everything=everything, limit=limit, since=since).checked()
 
 
 # --------------------------------------------------------------------------- replay
@@ -178,18 +196,15 @@ def replay(path: Path, version: int | None = None, at_seq: int | None = None) ->
 
 def read_diff(path: Path, v1: int, v2: int) -> Reading:
     """:func:`diff` as a :class:`Reading` (its state is the state at the end of ``v2``'s span read)."""
-    from plantrail.projections.history import diff_view, history, replay_versions
 
     if isinstance(v1, bool) or isinstance(v2, bool) or not (isinstance(v1, int) and isinstance(v2, int)):
         raise error("USAGE", "diff compares two plan versions, given as whole numbers")
+    from plantrail.ledger.stores.reads import version_diff
+
     if v1 >= v2:
         raise error("USAGE", f"diff compares an earlier version with a later one, not v{v1} with v{v2}")
-    with _records(path) as (_, records):
-        spans = replay_versions(records, range(v1, v2 + 1))
-    ends = {v: span.state for v, span in spans.items()}
-    with _records(path) as (_, records):
-        known = history(records).versions
-    return Reading(diff_view(ends, known, v1, v2), ends[v2])
+    document, state = version_diff(os.fspath(path), v1, v2)
+    return Reading(document, state)
 
 
 def diff(path: Path, v1: int, v2: int) -> dict[str, Any]:
@@ -197,7 +212,8 @@ def diff(path: Path, v1: int, v2: int) -> dict[str, Any]:
     field; completed work kept (with its evidence) or reset (with the cause); criteria kept or reset.
 
     ``{"from", "to", "adjacent", "added", "removed", "changed", "kept", "reset", "criteria", "policy"}``
-    (``plantrail diff --json``). Reads the log only up to the end of ``v2``, so it never reports a torn tail.
+    (``plantrail diff --json``). Read from the history index beside the log and the records of ``v1`` and
+    ``v2`` alone, so it never reports a torn tail.
     """
     return read_diff(path, v1, v2).checked()
 
@@ -207,15 +223,12 @@ def diff(path: Path, v1: int, v2: int) -> dict[str, Any]:
 
 def read_why(path: Path, version: int | None = None) -> Reading:
     """:func:`why` as a :class:`Reading`."""
-    from plantrail.projections.history import history, why_view
+    from plantrail.ledger.stores.reads import read_state, replan_audit
 
-    with _records(path) as (reader, records):
-        log_history = history(records)
-    with _records(path) as (_, records):
-        document = why_view(records, log_history, version)
+    document, torn = replan_audit(os.fspath(path), version)
     # The quoted events and the patch hold tuples; the document holds what JSON holds (lists), as printed.
     document = orjson.loads(orjson.dumps(document))
-    return Reading(document, log_history.state, _damage(path, reader.torn))
+    return Reading(document, read_state(os.fspath(path)).state, _damage(path, torn))
 
 
 def why(path: Path, version: int | None = None) -> dict[str, Any]:
@@ -233,7 +246,7 @@ def why(path: Path, version: int | None = None) -> dict[str, Any]:
 
 def read_orphans(path: Path) -> Reading:
     """:func:`orphans` as a :class:`Reading`."""
-    from plantrail.ledger.stores.reads import read_state
+    from plantrail.ledger.stores.current import read_state
     from plantrail.projections.history import orphans_view
 
     result = read_state(os.fspath(path))
@@ -259,7 +272,7 @@ def read_resume(path: Path, *, every_byte: bool = False, now: str | None = None)
     """:func:`resume` as a :class:`Reading`: ``damage`` is the error that stopped the read, if any. ``now``
     (default: the clock) is the time the stop policy judges a deadline at."""
     from plantrail.ledger.clock import utc_now
-    from plantrail.ledger.stores.reads import read_state
+    from plantrail.ledger.stores.current import read_state
     from plantrail.projections.history import resume_receipt
 
     result = read_state(os.fspath(path), stop_at_damage=True, use_cache=False if every_byte else None)

@@ -88,7 +88,11 @@ class Geometry(NamedTuple):
 
 
 GEOMETRY: Final = Geometry()
-_XML_UNSAFE: Final = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff\ud800-\udfff]")
+#: What a picture never carries raw: what XML cannot hold, and what a terminal or a viewer could act on when
+#: the text is printed or shown (C1 controls, bidi overrides and isolates, line and paragraph separators).
+_XML_UNSAFE: Final = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069\ufffe\uffff\ud800-\udfff]"
+)
 
 
 def node_style(status: str) -> NodeStyle:
@@ -111,7 +115,7 @@ def edge_id(edge: GraphEdge) -> str:
 
 
 def _clean(text: str) -> str:
-    """Text with the characters XML cannot hold shown as escapes (a log may hold any unicode text)."""
+    """Text with the characters XML cannot hold, and those a terminal or viewer could act on, shown as escapes."""
     return _XML_UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
 
 

@@ -23,6 +23,7 @@ from plantrail.ledger.plan import PlanSpec, Policy, StepSpec
 from plantrail.projections.model import (
     Changes,
     CriterionState,
+    Orphan,
     PlanState,
     StepChange,
     StepState,
@@ -36,22 +37,30 @@ if TYPE_CHECKING:
     from plantrail.ledger.events import Record
 
 __all__ = [
+    "DEFAULT_VERSIONS",
     "History",
     "Span",
     "Verdict",
     "changes_view",
+    "criterion_seqs",
+    "diff_traced",
     "diff_view",
     "fold_span",
     "history",
     "orphans_view",
     "quote_record",
+    "replan_version",
     "replay_at_seq",
     "replay_version",
     "replay_versions",
     "resume_receipt",
     "resume_verdict",
+    "shown_versions",
     "spans",
+    "verdict_seqs",
+    "version_items",
     "versions_view",
+    "why_traced",
     "why_view",
 ]
 
@@ -218,13 +227,19 @@ def changes_view(changes: Changes) -> dict[str, Any]:
 
 
 def versions_view(log: History) -> list[dict[str, Any]]:
-    """``plantrail versions``: each version with when, by whom and why it was adopted, its causes and changes.
+    """``plantrail versions --all``: each version with when, by whom and why it was adopted, its causes and changes.
 
     Each item: ``version``, ``seq``, ``ts``, ``actor``, ``reason``, ``why``, ``causes`` (seqs),
     ``observations``, ``patched``, ``steps`` and ``criteria`` (counts), ``superseded_at`` (the seq of the
     next replan, None for the active version) and ``changes`` (:func:`changes_view`; None for version 1).
     """
-    infos = log.versions
+    return version_items(log.versions, None)
+
+
+def version_items(infos: Sequence[VersionInfo], superseded_at: int | None) -> list[dict[str, Any]]:
+    """:func:`versions_view` items for consecutive versions ``infos``; ``superseded_at`` is the seq of the replan
+    that superseded the last of them (None when it is the active version)."""
+    nexts = [*(info.seq for info in infos[1:]), superseded_at]
     return [
         {
             "version": info.version,
@@ -238,11 +253,29 @@ def versions_view(log: History) -> list[dict[str, Any]]:
             "patched": info.patched,
             "steps": len(info.plan.steps),
             "criteria": len(info.plan.acceptance_criteria),
-            "superseded_at": infos[i].seq if i < len(infos) else None,
+            "superseded_at": after,
             "changes": None if info.changes is None else changes_view(info.changes),
         }
-        for i, info in enumerate(infos, start=1)
+        for info, after in zip(infos, nexts, strict=True)
     ]
+
+
+#: How many versions ``plantrail versions`` shows by default (the latest ones).
+DEFAULT_VERSIONS = 20
+
+
+def shown_versions(
+    count: int, *, everything: bool = False, limit: int | None = None, since: int | None = None
+) -> range:
+    """Which of versions 1..``count`` a ``versions`` view shows: all of them, those from ``since`` on, or the
+    latest ``limit`` (default :data:`DEFAULT_VERSIONS`); ``since`` and ``limit`` together: the first ``limit``
+    from ``since``."""
+    if everything:
+        return range(1, count + 1)
+    if since is not None:
+        end = count if limit is None else min(count, since + limit - 1)
+        return range(max(since, 1), end + 1)
+    return range(max(1, count - (DEFAULT_VERSIONS if limit is None else limit) + 1), count + 1)
 
 
 # --------------------------------------------------------------------------- diff
@@ -325,19 +358,18 @@ def _step_fates(before: PlanState, replans: Sequence[VersionInfo]) -> tuple[list
     return kept, reset
 
 
-def _criterion_fates(ends: Mapping[int, PlanState], old: int, replans: Sequence[VersionInfo]) -> dict[str, Any]:
-    """Verdicts of version ``old`` kept, reset by a replan, or replaced by a newer verdict in a version between."""
+def _criterion_fates(
+    before: PlanState, verdicts: Mapping[int, Mapping[str, int]], old: int, replans: Sequence[VersionInfo]
+) -> dict[str, Any]:
+    """Verdicts of version ``old`` kept, reset by a replan, or replaced by a newer verdict in a version between
+    (``verdicts``: each later version's verdict seq per criterion at its end)."""
     fates: dict[str, list[dict[str, Any]]] = {"kept": [], "reset": [], "reverified": []}
-    for criterion in ends[old].criteria.values_in_order():
+    for criterion in before.criteria.values_in_order():
         judged = criterion.status != "unverified"
         drop = _first_drop(criterion.id, replans if judged else replans[:1], _criteria_dropped)
         carried_to = old + len(replans) if drop is None else drop[0]
         replaced = next(
-            (
-                v
-                for v in range(old + 1, carried_to)
-                if judged and ends[v].criteria[criterion.id].last_seq != criterion.last_seq
-            ),
+            (v for v in range(old + 1, carried_to) if judged and verdicts[v][criterion.id] != criterion.last_seq),
             None,
         )
         if replaced is not None:
@@ -398,9 +430,36 @@ def diff_view(ends: Mapping[int, PlanState], versions: Sequence[VersionInfo], ol
             f"plan version {new} is not in the log (it has versions 1 to {len(versions)})",
             plan_version=new,
         )
-    old_plan, new_plan = versions[old - 1].plan, versions[new - 1].plan
-    replans = versions[old:new]
-    kept, reset = _step_fates(ends[old], replans)
+    infos = {v: versions[v - 1] for v in range(old, new + 1)}
+    return diff_traced(ends[old], infos, verdict_seqs(ends, range(old + 1, new)), old, new)
+
+
+def verdict_seqs(ends: Mapping[int, PlanState], versions: Iterable[int]) -> dict[int, dict[str, int]]:
+    """Each version's verdict seq per criterion at its end, from the states at the end of those versions."""
+    return {v: criterion_seqs(ends[v]) for v in versions}
+
+
+def criterion_seqs(state: PlanState) -> dict[str, int]:
+    """The seq of each criterion's last verdict (or reset) in ``state``."""
+    return {c.id: c.last_seq for c in state.criteria.values_in_order()}
+
+
+def diff_traced(
+    before: PlanState,
+    infos: Mapping[int, VersionInfo],
+    verdicts: Mapping[int, Mapping[str, int]],
+    old: int,
+    new: int,
+) -> dict[str, Any]:
+    """:func:`diff_view` from its parts: ``before`` is the state at the end of ``old``, ``infos`` every version
+    from ``old`` to ``new`` as adopted, ``verdicts`` each version strictly between them's verdict seqs at its
+    end (:func:`criterion_seqs`). These are small and known once each version ends, so an index can keep them.
+    """
+    if not 1 <= old < new:
+        raise error("USAGE", f"diff compares an earlier version with a later one, not v{old} with v{new}")
+    old_plan, new_plan = infos[old].plan, infos[new].plan
+    replans = [infos[v] for v in range(old + 1, new + 1)]
+    kept, reset = _step_fates(before, replans)
     before_steps = {s.id for s in old_plan.steps}
     after_steps = {s.id for s in new_plan.steps}
     policies = (_policy(old_plan.policy), _policy(new_plan.policy))
@@ -413,7 +472,7 @@ def diff_view(ends: Mapping[int, PlanState], versions: Sequence[VersionInfo], ol
         "changed": _changed_steps(old_plan, new_plan),
         "kept": kept,
         "reset": reset,
-        "criteria": _criteria_plan_diff(old_plan, new_plan) | _criterion_fates(ends, old, replans),
+        "criteria": _criteria_plan_diff(old_plan, new_plan) | _criterion_fates(before, verdicts, old, replans),
         "policy": None if policies[0] == policies[1] else {"max_in_progress": {"from": policies[0], "to": policies[1]}},
     }
 
@@ -438,8 +497,8 @@ def quote_record(record: Record) -> dict[str, Any]:
     return quoted
 
 
-def _replan_version(log: History, version: int | None) -> int:
-    latest = len(log.versions)
+def replan_version(latest: int, version: int | None) -> int:
+    """The replan ``why`` explains, checked against the ``latest`` version: ``version``, or the latest replan."""
     if version is None:
         if latest < 2:
             raise error("UNKNOWN_PLAN_VERSION", "the run was never replanned: it has only version 1", plan_version=2)
@@ -467,7 +526,7 @@ def why_view(records: Iterable[Record], final: History, version: int | None = No
     :func:`quote_record`), ``changes`` (:func:`diff_view` of the two versions) and ``late_results`` (the
     orphans stamped with the replaced version, as in ``orphans``).
     """
-    version = _replan_version(final, version)
+    version = replan_version(len(final.versions), version)
     info = final.versions[version - 1]
     wanted = {*info.causes, info.seq}
     quoted: dict[int, Record] = {}
@@ -479,6 +538,19 @@ def why_view(records: Iterable[Record], final: History, version: int | None = No
             yield record
 
     before = replay_version(tap(), version - 1).state
+    return why_traced(final.versions[version - 2], info, before, quoted, final.state.orphans)
+
+
+def why_traced(
+    replaced: VersionInfo,
+    info: VersionInfo,
+    before: PlanState,
+    quoted: Mapping[int, Record],
+    orphans: Iterable[Orphan],
+) -> dict[str, Any]:
+    """:func:`why_view` from its parts: the version replaced and the one adopted, the state at the end of the
+    replaced one, the records it quotes by seq (the replan and its causes) and every late result of the log."""
+    version = info.version
     patch = getattr(quoted[info.seq].data, "patch", None) if info.seq in quoted else None
     return {
         "version": version,
@@ -491,8 +563,8 @@ def why_view(records: Iterable[Record], final: History, version: int | None = No
         "observations": list(info.observations),
         "patch": None if patch is None else dataclasses.asdict(patch),
         "causes": [quote_record(quoted[seq]) for seq in info.causes if seq in quoted],
-        "changes": diff_view({version - 1: before}, final.versions, version - 1, version),
-        "late_results": [orphan_view(o) for o in final.state.orphans if o.plan_version == version - 1],
+        "changes": diff_traced(before, {version - 1: replaced, version: info}, {}, version - 1, version),
+        "late_results": [orphan_view(o) for o in orphans if o.plan_version == version - 1],
     }
 
 

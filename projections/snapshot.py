@@ -25,7 +25,7 @@ from plantrail.projections.model import (
 )
 from plantrail.projections.table import Table
 
-__all__ = ["REDUCER_VERSION", "decode_orphans", "decode_state", "encode_state"]
+__all__ = ["REDUCER_VERSION", "decode_orphans", "decode_state", "decode_version", "encode_state", "encode_version"]
 
 #: Bump whenever evolve's semantics change: snapshots made under another value are ignored.
 REDUCER_VERSION: Final = 1
@@ -157,3 +157,18 @@ def decode_state(raw: bytes) -> PlanState:
 
 def _usage(d: dict[str, Any] | None) -> Usage | None:
     return None if d is None else Usage(**d)
+
+
+def encode_version(info: VersionInfo, ended: tuple[tuple[str, int], ...] | None) -> bytes:
+    """One plan version's adoption record as compact JSON, with ``ended``: the verdict seq of each criterion
+    at the end of the version before it (None for version 1), as the history index stores them."""
+    return orjson.dumps({"adopted": info, "ended": ended}, default=_default)
+
+
+def decode_version(raw: bytes) -> tuple[VersionInfo, tuple[tuple[str, int], ...] | None]:
+    """What :func:`encode_version` encoded."""
+    d = orjson.loads(raw)
+    info = _adopted(d["adopted"], None)
+    assert info is not None  # encode_version always writes one
+    ended = d["ended"]
+    return info, None if ended is None else tuple((c, s) for c, s in ended)

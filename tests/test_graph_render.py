@@ -122,3 +122,16 @@ def test_an_empty_plan_draws_an_empty_svg() -> None:
 
     root = ET.fromstring(render_svg(plan_graph(initial())))
     assert root.findall(f".//{SVG}rect") == [] and root.findall(f".//{SVG}path[@data-kind]") == []
+
+
+def test_no_picture_carries_a_raw_control_a_terminal_or_viewer_would_obey(make_ledger: Callable[..., Ledger]) -> None:
+    """C1 controls (a CSI as U+009B), bidi overrides and isolates and separators come out escaped in SVG, DOT
+    and Mermaid alike, so printing a picture to a terminal or opening it shows the bytes it holds."""
+    title = "evil \x9b2J \u202eoverride\u202c \u2066isolate\u2069 \u2028 end"
+    graph = plan_graph(record_replanned_run(make_ledger, title=title).state)
+    pictures = {"svg": render_svg(graph), "dot": render_dot(graph), "mermaid": render_mermaid(graph)}
+    for picture in pictures.values():
+        assert not any(c in picture for c in "\x9b\u202e\u202c\u2066\u2069\u2028")
+    assert "\\x9b2J" in pictures["svg"] and "\\u202eoverride" in pictures["svg"]
+    assert "\\\\x9b2J" in pictures["dot"]  # DOT doubles the backslash of the escape
+    assert "#92;x9b2J" in pictures["mermaid"]  # Mermaid writes the backslash as an entity code

@@ -30,7 +30,6 @@ HOSTILE_IN_FILES = HOSTILE + "\x00"
 NOT_WALKED = {
     "mcp",  # speaks JSON-RPC on stdio to a program, not to a person
     "store",  # store init prints a database URL and a schema version (it needs a database)
-    "graph",  # prints SVG, DOT or Mermaid: a file format for other programs (docs/pictures.md), not text for people
     "watch",  # a live view that runs until interrupted; it renders through cli.tables.cell and emit
 }
 
@@ -137,6 +136,9 @@ def test_no_human_output_carries_a_raw_control_character_from_data(
     runs: list[tuple[str, list[object]]] = [
         ("status", [log]),
         ("log", [log]),
+        ("show", [log, "2"]),
+        ("graph", [log, "--format", "mermaid"]),  # pictures escape what a terminal or viewer would obey
+        ("graph", [log, "--format", "dot"]),
         ("next", [log]),
         ("versions", [log]),
         ("replay", [log, "--version", "1"]),

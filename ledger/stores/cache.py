@@ -24,11 +24,13 @@ of different builds are never read together.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import struct
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Final, NamedTuple
 
 import orjson
@@ -39,14 +41,22 @@ from plantrail.projections.model import PlanState
 from plantrail.projections.snapshot import REDUCER_VERSION, decode_orphans, decode_state, encode_state
 
 __all__ = [
+    "HISTORY_FORMAT",
+    "HistoryEntry",
+    "HistoryIndex",
+    "HistoryWriter",
     "Position",
     "Snapshot",
     "VersionStart",
     "cache_dir",
     "first_hash",
+    "history_lock",
     "index_entry",
+    "load_history",
     "load_snapshot",
     "prefix_crc",
+    "read_history_entries",
+    "read_version_start",
     "save_snapshot",
     "version_start",
     "write_version_index",
@@ -276,3 +286,263 @@ def index_entry(state: PlanState, where: Position, at: int) -> tuple[bytes, byte
     blob = zlib.compress(encode_state(state._replace(orphans=())), 1)
     entry = _ENTRY.pack(state.version, where.seq, where.offset, where.line, bytes.fromhex(where.hash), at, len(blob))
     return entry, blob
+
+
+# --------------------------------------------------------------------------- the history index
+#
+# history.meta (sealed, like every cache file: format, reducer, the log's header hash, the run, how many
+# versions and bytes of the two other files count, the SHA-256 of history.idx's counted bytes, and the
+# position the index covers), history.idx (one fixed-width entry per plan version: its number, the seq of
+# its adopting record, where that record ends in the log and its hash, and where two blobs lie in
+# history.bin with a SHA-256 prefix of each) and history.bin (per version, zlib-compressed: its adoption
+# record with the verdict seqs of the criteria at the end of the version before it; and the state just after
+# its adopting record, without the late results). The sealed meta vouches for the idx (its hash), and the idx
+# for every blob (their hashes), so nothing in the three files is believed unless this user's plantrail
+# wrote it. The two data files only grow: an update writes past what the meta counts, then replaces the
+# meta, so a reader never sees a half-written entry. ``versions``, ``why`` and ``diff`` read one entry per
+# version they show, and fold at most one version's own records, instead of folding the log; an update
+# folds only the active version's records and what was appended since. Every file is opened through
+# :class:`~plantrail.ledger.stores.seal.CacheFolder` (no link followed, no FIFO waited on, only files of ours).
+
+HISTORY_FORMAT: Final = "plantrail-history/2"
+_HISTORY_KIND: Final = "history-meta"
+_HISTORY_NAMES: Final = ("history.meta", "history.idx", "history.bin", "history.lock")
+_BLOB_DIGEST: Final = 16  # bytes of SHA-256 kept per blob
+# version, adopting seq, summary blob (offset, length, digest), start-state blob (offset, length, digest),
+# where the adopting record ends in the log, the next line number, the adopting record's hash
+_HISTORY_ENTRY = struct.Struct(f"<QQQI{_BLOB_DIGEST}sQI{_BLOB_DIGEST}sQQ32s")
+#: No history index is read past this size (a 10^6-event log with ~14,000 versions has ~1.3 MB of entries).
+_MAX_HISTORY_IDX: Final = 256 << 20
+
+
+class HistoryIndex(NamedTuple):
+    """A checked history index: ``versions`` entries (their bytes, vouched for by the sealed meta), covering the
+    log up to ``covered``."""
+
+    run: str
+    versions: int
+    covered: Position
+    sizes: tuple[int, int]  # bytes of history.idx and history.bin that count
+    entries: bytes  # history.idx's counted bytes, as checked against the meta
+
+
+class HistoryEntry(NamedTuple):
+    """One version's entry: where it starts in the log (just after its adopting record), its summary blob
+    (JSON) and where its start state lies (offset, length, digest)."""
+
+    start: Position
+    summary: bytes
+    state_blob: tuple[int, int, bytes]
+
+
+def _folder(log_path: str, *, create: bool = False) -> CacheFolder | None:
+    return CacheFolder.open(cache_dir(log_path), create=create)
+
+
+def _read_at(fd: int, at: int, length: int) -> bytes:
+    parts: list[bytes] = []
+    while length > 0:
+        chunk = os.pread(fd, length, at)
+        if not chunk:
+            break
+        parts.append(chunk)
+        at += len(chunk)
+        length -= len(chunk)
+    return b"".join(parts)
+
+
+def load_history(log_path: str, fd: int) -> HistoryIndex | None:
+    """The log's history index when its sealed meta checks out against the log (the record it covers up to is
+    intact and is that seq, the header hash matches) and history.idx is the one the meta vouches for; else
+    None."""
+    folder = _folder(log_path)
+    if folder is None:
+        return None
+    with folder:
+        payload = folder.read(_HISTORY_NAMES[0], _HISTORY_KIND, 1 << 20)
+        if payload is None:
+            return None
+        try:
+            meta = orjson.loads(payload)
+            if meta.get("format") != HISTORY_FORMAT or meta.get("reducer") != REDUCER_VERSION:
+                return None
+            if meta.get("header") != first_hash(fd):
+                return None
+            versions, sizes = meta["versions"], (int(meta["sizes"][0]), int(meta["sizes"][1]))
+            if sizes[0] != versions * _HISTORY_ENTRY.size or sizes[0] > _MAX_HISTORY_IDX:
+                return None
+            idx = folder.open_file(_HISTORY_NAMES[1], create=False)
+            if idx is None:
+                return None
+            try:
+                entries = _read_at(idx, 0, sizes[0])
+            finally:
+                os.close(idx)
+            if len(entries) != sizes[0] or hashlib.sha256(entries).hexdigest() != meta["idx_sha256"]:
+                return None
+            index = HistoryIndex(meta["run"], versions, Position(*meta["covered"]), sizes, entries)
+            if not _holds(fd, index.covered):
+                return None
+        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            return None
+    return index
+
+
+def _blob(data: int, at: int, length: int, digest: bytes) -> bytes:
+    raw = _read_at(data, at, length)
+    if len(raw) != length or hashlib.sha256(raw).digest()[:_BLOB_DIGEST] != digest:
+        raise ValueError("a history blob does not match its digest")
+    return zlib.decompress(raw)
+
+
+def read_history_entries(log_path: str, index: HistoryIndex, first: int, last: int) -> list[HistoryEntry] | None:
+    """The entries of versions ``first`` to ``last`` (inclusive), None when the files do not hold what the meta
+    vouches for (a blob that fails its digest, an entry out of place)."""
+    folder = _folder(log_path)
+    if folder is None or not 1 <= first <= last <= index.versions:
+        return None
+    found: list[HistoryEntry] = []
+    with folder:
+        data = folder.open_file(_HISTORY_NAMES[2], create=False)
+        if data is None:
+            return None
+        try:
+            raw = index.entries[(first - 1) * _HISTORY_ENTRY.size : last * _HISTORY_ENTRY.size]
+            for i, fields in enumerate(_HISTORY_ENTRY.iter_unpack(raw)):
+                number, seq, at, length, digest, state_at, state_len, state_digest, offset, line, h = fields
+                if number != first + i or max(at + length, state_at + state_len) > index.sizes[1]:
+                    return None
+                start = Position(offset, seq, h.hex(), line)
+                found.append(HistoryEntry(start, _blob(data, at, length, digest), (state_at, state_len, state_digest)))
+        except (OSError, ValueError, struct.error, zlib.error):
+            return None
+        finally:
+            os.close(data)
+    return found if len(found) == last - first + 1 else None
+
+
+def read_version_start(log_path: str, fd: int, entry: HistoryEntry) -> bytes | None:
+    """The encoded state at the start of ``entry``'s version when the log's record there is still the one the
+    entry names (else, or when the blob cannot be read back, None)."""
+    if not _holds(fd, entry.start):
+        return None
+    folder = _folder(log_path)
+    if folder is None:
+        return None
+    with folder:
+        data = folder.open_file(_HISTORY_NAMES[2], create=False)
+        if data is None:
+            return None
+        try:
+            return _blob(data, *entry.state_blob)
+        except (OSError, ValueError, zlib.error):
+            return None
+        finally:
+            os.close(data)
+
+
+class HistoryWriter:
+    """Extends (or starts) a log's history index (under :func:`history_lock`): entries are written past what
+    the meta counts, and :meth:`commit` replaces the sealed meta. Best effort: a cache that cannot be written
+    (or must not be: see :class:`~plantrail.ledger.stores.seal.CacheFolder`) is skipped."""
+
+    def __init__(self, log_path: str, base: HistoryIndex | None) -> None:
+        self._folder = _folder(log_path, create=True)
+        self._ok = self._folder is not None
+        self._fds: list[int] = []
+        sizes = base.sizes if base is not None else (0, 0)
+        self._ends = list(sizes)
+        self._idx_hash = hashlib.sha256(base.entries if base is not None else b"")
+        self.versions = base.versions if base is not None else 0
+        if self._folder is None:
+            return
+        for name, size in zip(_HISTORY_NAMES[1:3], sizes, strict=True):
+            fd = self._folder.open_file(name, create=True)
+            if fd is None:
+                self._ok = False
+                return
+            self._fds.append(fd)
+            try:
+                os.ftruncate(fd, size)
+            except OSError:
+                self._ok = False
+
+    def __enter__(self) -> HistoryWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _append(self, which: int, blob: bytes) -> int:
+        at = self._ends[which]
+        view = memoryview(blob)
+        while view:
+            view = view[os.pwrite(self._fds[which], view, at + len(blob) - len(view)) :]
+        self._ends[which] += len(blob)
+        return at
+
+    def _put(self, blob: bytes) -> tuple[int, int, bytes]:
+        packed = zlib.compress(blob, 1)
+        at = self._append(1, packed)
+        return at, len(packed), hashlib.sha256(packed).digest()[:_BLOB_DIGEST]
+
+    def add(self, version: int, start: Position, summary: bytes, state: bytes) -> None:
+        """Append version ``version``'s entry: it starts at ``start`` (just after its adopting record) with the
+        encoded ``state``; ``summary`` is its adoption record (JSON)."""
+        if not self._ok:
+            return
+        try:
+            if version != self.versions + 1:
+                raise OSError("history entries go in version order")
+            blobs = (*self._put(summary), *self._put(state))
+            digest = bytes.fromhex(start.hash)
+            entry = _HISTORY_ENTRY.pack(version, start.seq, *blobs, start.offset, start.line, digest)
+            self._append(0, entry)
+            self._idx_hash.update(entry)
+            self.versions = version
+        except (OSError, ValueError, struct.error):
+            self._ok = False
+
+    def commit(self, header: str, run: str, covered: Position) -> None:
+        """Replace the sealed meta: the new entries now count, and the index covers the log up to ``covered``."""
+        if not self._ok or self._folder is None:
+            return
+        meta = {
+            "format": HISTORY_FORMAT,
+            "reducer": REDUCER_VERSION,
+            "header": header,
+            "run": run,
+            "versions": self.versions,
+            "covered": list(covered),
+            "sizes": self._ends,
+            "idx_sha256": self._idx_hash.hexdigest(),
+        }
+        self._folder.write(_HISTORY_NAMES[0], _HISTORY_KIND, orjson.dumps(meta))
+
+    def close(self) -> None:
+        """Release the files."""
+        for fd in self._fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._fds.clear()
+        if self._folder is not None:
+            self._folder.close()
+
+
+@contextlib.contextmanager
+def history_lock(log_path: str) -> Iterator[None]:
+    """Hold the lock that one updater of a log's history index takes (nothing when it cannot be taken safely:
+    the update then races harmlessly with another, each writing past what the sealed meta counts)."""
+    folder = _folder(log_path, create=True)
+    opened = None if folder is None else folder.open_file(_HISTORY_NAMES[3], create=True)
+    lock = -1 if opened is None else opened
+    if folder is not None:
+        folder.close()
+    try:
+        if lock >= 0:
+            with contextlib.suppress(OSError):
+                fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+    finally:
+        if lock >= 0:
+            os.close(lock)

@@ -293,16 +293,6 @@ class LogScan:
         return True
 
 
-def _read_from(fd: int, offset: int) -> bytes:
-    parts: list[bytes] = []
-    while True:
-        chunk = os.pread(fd, _CHUNK, offset)
-        if not chunk:
-            return b"".join(parts)
-        parts.append(chunk)
-        offset += len(chunk)
-
-
 class LogReader:
     """A read-only view of a log: stream its checked records, then learn whether it ends in a torn tail."""
 
@@ -695,12 +685,15 @@ class JsonlStore:
         The quarantine file is durable before the cut; the cut and the ``log.repaired`` record are made
         durable by one fsync, so a crash between them is finished by :meth:`_finish_repair`.
         """
-        damaged = _read_from(self._fd, tail.offset)
         quarantine = f"{self.path}.quarantine.{tail.offset}.{self._clock().replace(':', '')}"
+        digest, length = hashlib.sha256(), 0
         try:
             qfd = os.open(quarantine, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444)
             try:
-                _write_all(qfd, damaged)
+                while chunk := os.pread(self._fd, _CHUNK, tail.offset + length):  # streamed: a tail may be large
+                    _write_all(qfd, chunk)
+                    digest.update(chunk)
+                    length += len(chunk)
                 os.fsync(qfd)
             finally:
                 os.close(qfd)
@@ -711,7 +704,7 @@ class JsonlStore:
             os.ftruncate(self._fd, tail.offset)
         except OSError as exc:
             raise os_error(exc, self.path) from None
-        return self._record_repair(tail.offset, damaged, quarantine)
+        return self._record_repair(tail.offset, length, digest.hexdigest(), quarantine)
 
     def _finish_repair(self) -> Record | None:
         """Record a repair that a crash interrupted after its cut: the log ends where a quarantine file starts.
@@ -725,14 +718,14 @@ class JsonlStore:
         for name in sorted(glob.glob(glob.escape(self.path) + f".quarantine.{end}.*"), reverse=True):
             damaged = read_regular(name, _MAX_QUARANTINE)
             if damaged:
-                return self._record_repair(end, damaged, name)
+                return self._record_repair(end, len(damaged), hashlib.sha256(damaged).hexdigest(), name)
         return None
 
-    def _record_repair(self, offset: int, damaged: bytes, quarantine: str) -> Record:
+    def _record_repair(self, offset: int, length: int, sha256: str, quarantine: str) -> Record:
         data = LogRepaired(
             truncated_at=offset,
-            bytes=len(damaged),
-            sha256=hashlib.sha256(damaged).hexdigest(),
+            bytes=length,
+            sha256=sha256,
             kind="torn_tail",
             quarantine=os.path.basename(quarantine),
         )

@@ -1,104 +1,59 @@
-"""Reads of a JSONL log that start from its cache when the cache checks out (see :mod:`plantrail.ledger.stores.cache`).
+"""Reads of a JSONL log's plan versions that start from its cache when the cache checks out (see
+:mod:`plantrail.ledger.stores.cache`): one version rebuilt, and the versions, diffs and replans the audit
+commands show. The current state is :mod:`plantrail.ledger.stores.current`'s (re-exported here).
 
-The answers are the log's own: a snapshot or a version index only saves folding the records it covers.
+The answers are the log's own: a version or history index only saves folding the records it covers.
 """
 
 from __future__ import annotations
 
 import os
-import stat
-from collections.abc import Iterable, Iterator
-from typing import Final, NamedTuple
+from collections.abc import Callable
+from typing import Any, Final, NamedTuple
 
-from plantrail.ledger.errors import LogDamaged
-from plantrail.ledger.events import Record
+from plantrail.ledger.errors import error
 from plantrail.ledger.store import TornTail
 from plantrail.ledger.stores.cache import (
-    Snapshot,
+    HistoryEntry,
+    HistoryIndex,
+    HistoryWriter,
+    Position,
     first_hash,
+    history_lock,
     index_entry,
-    load_snapshot,
+    load_history,
+    read_history_entries,
+    read_version_start,
     version_start,
     write_version_index,
 )
+from plantrail.ledger.stores.current import ReadResult, read_state, use_cache_default
 from plantrail.ledger.stores.jsonl import LogReader
-from plantrail.projections.history import fold_span, replay_version
-from plantrail.projections.model import PlanState
-from plantrail.projections.state import fold
+from plantrail.projections.history import (
+    criterion_seqs,
+    diff_traced,
+    fold_span,
+    replan_version,
+    replay_version,
+    why_traced,
+)
+from plantrail.projections.model import PlanState, VersionInfo
+from plantrail.projections.snapshot import decode_state, decode_version, encode_state, encode_version
+from plantrail.projections.state import fold, initial
 
 __all__ = [
     "INDEX_FROM_BYTES",
     "ReadResult",
+    "VersionEntry",
+    "Versions",
     "build_version_index",
     "read_state",
+    "read_versions",
     "rebuild_version",
+    "replan_audit",
     "use_cache_default",
+    "version_diff",
 ]
-
-
-class ReadResult(NamedTuple):
-    """A log's current state; ``torn`` or ``damage`` say why the read stopped early (the state is the valid
-    part's). ``snapshot_seq`` is the seq up to which the answer came from the snapshot: the records up to it
-    were not re-read (their framing and chain are checked where the snapshot ends; ``verify`` reads every
-    byte). None when every record was read."""
-
-    state: PlanState
-    torn: TornTail | None
-    damage: LogDamaged | None = None
-    snapshot_seq: int | None = None
-
-
-def _until_damage(records: Iterable[Record], found: list[LogDamaged]) -> Iterator[Record]:
-    try:
-        yield from records
-    except LogDamaged as exc:
-        found.append(exc)
-
-
-def _covering_snapshot(log_path: str) -> Snapshot | None:
-    """The snapshot when it checks out and covers the whole file: then nothing else needs reading (or importing)."""
-    try:
-        fd = os.open(log_path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError:
-        return None  # the slow path reports the error with its proper code
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        snapshot = load_snapshot(log_path, fd)
-        covers = snapshot is not None and snapshot.position.offset == st.st_size
-    finally:
-        os.close(fd)
-    return snapshot if covers else None
-
-
-def use_cache_default() -> bool:
-    """Snapshots are used unless ``PLANTRAIL_NO_CACHE`` is set to a non-empty value."""
-    return not os.environ.get("PLANTRAIL_NO_CACHE")
-
-
-def read_state(log_path: str, *, use_cache: bool | None = None, stop_at_damage: bool = False) -> ReadResult:
-    """The current state of a log, from its snapshot plus the records after it when the snapshot checks out.
-
-    A read never writes the cache (only writers leave snapshots). With ``stop_at_damage`` a damaged line ends
-    the read instead of raising: the state is that of the valid part, and ``damage`` says what stopped it.
-    """
-    cached = use_cache_default() if use_cache is None else use_cache
-    if cached:
-        current = _covering_snapshot(log_path)
-        if current is not None:
-            return ReadResult(current.state, None, None, current.position.seq)
-    damage: list[LogDamaged] = []
-    with LogReader(log_path) as reader:
-        snapshot = load_snapshot(reader.path, reader.fd) if cached else None
-        start = snapshot.position if snapshot is not None else None
-        records: Iterable[Record] = reader.records(start=start, run=None if snapshot is None else snapshot.state.run)
-        if stop_at_damage:
-            records = _until_damage(records, damage)
-        state = fold(records, None if snapshot is None else snapshot.state)
-    return ReadResult(
-        state, reader.torn, damage[0] if damage else None, None if snapshot is None else snapshot.position.seq
-    )
 
 
 def build_version_index(log_path: str) -> PlanState:
@@ -144,3 +99,202 @@ def rebuild_version(
         else:
             span, _ = fold_span(iter(reader.records(start=start.position, run=start.state.run)), start.state)
     return span.state, span.superseded_at, reader.torn
+
+
+# --------------------------------------------------------------------------- the history index
+
+
+class VersionEntry(NamedTuple):
+    """One plan version as adopted, and ``ended``: each criterion's verdict seq at the end of the version before
+    it (None for version 1)."""
+
+    info: VersionInfo
+    ended: tuple[tuple[str, int], ...] | None
+
+
+class Versions(NamedTuple):
+    """A log's plan versions: ``total`` of them (the last is the active one), read by :meth:`entries`; the run
+    id, the torn tail the read of the log ended on, and ``ending``: the state at the end of a version."""
+
+    run: str | None
+    total: int
+    torn: TornTail | None
+    entries: Callable[[int, int], list[VersionEntry]]
+    ending: Callable[[int], PlanState]
+
+    def entry(self, version: int) -> VersionEntry:
+        """One version's entry."""
+        return self.entries(version, version)[0]
+
+
+def _versions_from(
+    reader: LogReader,
+    start: Position | None,
+    state: PlanState,
+    add: Callable[[VersionEntry, Position, PlanState], None],
+) -> PlanState:
+    """Fold the log from ``start`` (the state there: ``state``) to its end, reporting every version adopted on the
+    way with the position and state just after its adopting record; return the final state."""
+    stream = iter(reader.records(start=start, run=state.run if start is not None else None))
+    while True:
+        span, after = fold_span(stream, state)
+        if after is None:
+            return span.state
+        assert after.adopted is not None  # a version changes only by a record that adopts one
+        ended = None if span.state.version == 0 else tuple(criterion_seqs(span.state).items())
+        add(VersionEntry(after.adopted, ended), reader.position, after)
+        state = after
+
+
+def _in_memory(log_path: str, use_cache: bool) -> Versions:
+    """Every version from a fold of the whole log (no history index)."""
+    found: list[VersionEntry] = []
+    with LogReader(log_path) as reader:
+        final = _versions_from(reader, None, initial(), lambda entry, _, __: found.append(entry))
+
+    def ending(version: int) -> PlanState:
+        return rebuild_version(log_path, version, use_cache=use_cache)[0]
+
+    return Versions(final.run, len(found), reader.torn, lambda first, last: found[first - 1 : last], ending)
+
+
+class _Unreadable(Exception):
+    """The history index did not hold what its sealed meta vouches for (changed or damaged since it was loaded)."""
+
+
+def _entries_of(log_path: str, index: HistoryIndex, first: int, last: int) -> list[HistoryEntry]:
+    found = [] if last < first else read_history_entries(log_path, index, first, last)
+    if found is None:
+        raise _Unreadable
+    return found
+
+
+def _indexed(log_path: str, index: HistoryIndex, torn: TornTail | None) -> Versions:
+    """The versions the history index holds; a version's end is folded from its stored start (its own records).
+    An index that turns out not to hold what it vouched for is dropped for a fold of the log (a cache is a hint:
+    it never changes an answer, nor turns one into an error)."""
+    fallback: list[Versions] = []
+
+    def folded() -> Versions:
+        if not fallback:
+            fallback.append(_in_memory(log_path, False))
+        return fallback[0]
+
+    def entries(first: int, last: int) -> list[VersionEntry]:
+        try:
+            return [VersionEntry(*decode_version(e.summary)) for e in _entries_of(log_path, index, first, last)]
+        except _Unreadable:
+            return folded().entries(first, last)
+
+    def ending(version: int) -> PlanState:
+        try:
+            (entry,) = _entries_of(log_path, index, version, version)
+        except _Unreadable:
+            return folded().ending(version)
+        with LogReader(log_path) as reader:
+            start = read_version_start(log_path, reader.fd, entry)
+            if start is None:
+                return folded().ending(version)
+            state = decode_state(start)
+            span, _ = fold_span(iter(reader.records(start=entry.start, run=state.run)), state)
+        return span.state
+
+    return Versions(index.run, index.versions, torn, entries, ending)
+
+
+def _resumed(log_path: str, fd: int, index: HistoryIndex) -> tuple[Position, PlanState] | None:
+    """Where an update of ``index`` starts folding: the active version's start, and the state there."""
+    if index.versions == 0:
+        return None
+    entries = read_history_entries(log_path, index, index.versions, index.versions)
+    start = None if entries is None else read_version_start(log_path, fd, entries[0])
+    return None if entries is None or start is None else (entries[0].start, decode_state(start))
+
+
+def _updated_history(log_path: str) -> tuple[HistoryIndex | None, TornTail | None]:
+    """The log's history index, extended to the end of the log (or built, the first time) when it does not cover
+    it; None when it cannot be written (the caller folds the log instead)."""
+    with LogReader(log_path) as reader:
+        index = load_history(log_path, reader.fd)
+        size = os.fstat(reader.fd).st_size
+        if index is not None and index.covered.offset == size:
+            return index, None
+        header = first_hash(reader.fd)
+        if header is None or (index is None and size < INDEX_FROM_BYTES):
+            return None, None  # a small log folds faster than an index is written
+        with history_lock(log_path):
+            index = load_history(log_path, reader.fd)  # another reader may have updated it meanwhile
+            if index is not None and index.covered.offset == os.fstat(reader.fd).st_size:
+                return index, None
+            resumed = None if index is None else _resumed(log_path, reader.fd, index)
+            if resumed is None:
+                index, start, state = None, None, initial()
+            else:
+                start, state = resumed
+            with HistoryWriter(log_path, index) as writer:
+
+                def add(entry: VersionEntry, where: Position, after: PlanState) -> None:
+                    summary = encode_version(entry.info, entry.ended)
+                    writer.add(entry.info.version, where, summary, encode_state(after._replace(orphans=())))
+
+                final = _versions_from(reader, start, state, add)
+                unchanged = index is not None and writer.versions == index.versions and reader.position == index.covered
+                if writer.versions and final.run is not None and not unchanged:
+                    writer.commit(header, final.run, reader.position)
+        return load_history(log_path, reader.fd), reader.torn
+
+
+def read_versions(log_path: str, *, use_cache: bool | None = None) -> Versions:
+    """A log's plan versions, from its history index (brought up to date first; built the first time for a log
+    of at least :data:`INDEX_FROM_BYTES`) or, without the cache, for a smaller log, or when the index cannot be
+    written, from a fold of the whole log. Either way the entries are the fold's."""
+    cached = use_cache_default() if use_cache is None else use_cache
+    if cached:
+        index, torn = _updated_history(log_path)
+        if index is not None:
+            return _indexed(log_path, index, torn)
+    return _in_memory(log_path, cached)
+
+
+def _unknown_version(wanted: int, count: int) -> Exception:
+    return error(
+        "UNKNOWN_PLAN_VERSION",
+        f"plan version {wanted} is not in the log (it has versions 1 to {count})",
+        plan_version=wanted,
+        expected=count,
+    )
+
+
+def version_diff(
+    log_path: str, old: int, new: int, *, use_cache: bool | None = None
+) -> tuple[dict[str, Any], PlanState]:
+    """``plantrail diff``: :func:`projections.history.diff_view` of versions ``old`` and ``new``, from the history
+    index (each version's adoption and its criteria's verdict seqs when it ended) and the state at the end of
+    ``old`` (folded from its start, which the index holds); and the state at the end of ``new``."""
+    if old >= new:
+        raise error("USAGE", f"diff compares an earlier version with a later one, not v{old} with v{new}")
+    found = read_versions(log_path, use_cache=use_cache)
+    if new > found.total:
+        raise _unknown_version(new, found.total)
+    entries = found.entries(old, new)
+    infos = {entry.info.version: entry.info for entry in entries}
+    verdicts = {entry.info.version - 1: dict(entry.ended or ()) for entry in entries[2:]}
+    return diff_traced(found.ending(old), infos, verdicts, old, new), found.ending(new)
+
+
+def replan_audit(
+    log_path: str, version: int | None = None, *, use_cache: bool | None = None
+) -> tuple[dict[str, Any], TornTail | None]:
+    """``plantrail why``: :func:`projections.history.why_view` of the replan that created ``version`` (default:
+    the latest), from the history index (the two versions, the end of the replaced one folded from its start),
+    the quoted records read by seq, and the late results of the log's current state; and the torn tail the log
+    ends on."""
+    from plantrail.ledger.stores.seek import record_at
+
+    found = read_versions(log_path, use_cache=use_cache)
+    version = replan_version(found.total, version)
+    replaced, adopted = (entry.info for entry in found.entries(version - 1, version))
+    before = found.ending(version - 1)
+    quoted = {seq: record_at(log_path, seq) for seq in sorted({*adopted.causes, adopted.seq})}
+    current = read_state(log_path, use_cache=use_cache).state
+    return why_traced(replaced, adopted, before, quoted, current.orphans), found.torn

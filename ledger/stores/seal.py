@@ -165,6 +165,27 @@ class CacheFolder:
             os.close(self._fd)
             self._fd = -1
 
+    def open_file(self, name: str, *, create: bool) -> int | None:
+        """A descriptor for the data file ``name`` (read-write; created owner-only when ``create``), opened as
+        safely as :meth:`read` opens (no symlink followed, no FIFO waited on, only a regular file owned by this
+        user); None when it is missing or unsafe. For files read and extended in place (an index whose entries
+        are checked against a sealed file): their bytes are not sealed themselves."""
+        flags = os.O_RDWR | _NOFOLLOW | (os.O_CREAT if create else 0)
+        try:
+            fd = os.open(name, flags, 0o600, dir_fd=self._fd)
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+                os.close(fd)
+                return None
+            os.set_blocking(fd, True)
+        except OSError:
+            os.close(fd)
+            return None
+        return fd
+
     def read(self, name: str, kind: str, limit: int = MAX_CACHE_FILE) -> bytes | None:
         """The payload of sealed file ``name`` of ``kind``; None when it is missing, unsafe or not sealed by us."""
         blob = read_regular(name, limit + len(_MAGIC) + _TAG, dir_fd=self._fd)

@@ -1,0 +1,265 @@
+"""The timeline commands: ``log`` (streamed, filtered, followed) and ``show`` (one event in full).
+
+Both render what :mod:`plantrail.ledger.timeline` reads; output is written as it is read, so memory stays
+flat whatever the size of the log.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Final, get_args
+
+import click
+
+from plantrail.cli.common import json_option, log_argument, mark_printed, raise_if_torn, truncate
+
+if TYPE_CHECKING:
+    from plantrail.ledger.timeline import Filter
+
+from plantrail.ledger.events import Event, Record
+from plantrail.ledger.timeline import full_line, summary, timeline_entry
+from plantrail.projections.model import Orphan
+
+__all__ = ["log_command", "show", "timeline_commands"]
+
+_FLUSH_EVERY: Final = 512
+EVENT_TYPES: Final = sorted(kind.TYPE for kind in get_args(Event))
+_TYPE_WIDTH: Final = len("criterion.verified (late)")
+_ACTOR_WIDTH: Final = len("importer")
+
+Item = tuple[Record, Orphan | None]
+
+
+def _write(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+def _in_chunks(pieces: Iterable[str], *, every: int) -> None:
+    """Write the pieces as they come, flushing every ``every`` of them (every one when following)."""
+    buffer: list[str] = []
+    for piece in pieces:
+        buffer.append(piece)
+        if len(buffer) >= every:
+            _write("".join(buffer))
+            buffer.clear()
+    if buffer:
+        _write("".join(buffer))
+
+
+class _Rows:
+    """The human timeline in fixed columns, so that each row can be printed as soon as it is read."""
+
+    def __init__(self, last_seq: int, version: int) -> None:
+        self.widths = [
+            max(len(str(max(last_seq, 0))) + 1, 3),
+            19,
+            _ACTOR_WIDTH,
+            _TYPE_WIDTH,
+            max(len(f"v{version}") + 1, 4),
+        ]
+        room = shutil.get_terminal_size((120, 24)).columns - sum(w + 2 for w in self.widths) - 2
+        self.summary_width = max(room, 12)
+        self._format = "  " + "  ".join(f"{{:<{w}}}" for w in self.widths) + "  {}"
+
+    def header(self) -> str:
+        """The column names and the rule under them."""
+        names = self._format.format("SEQ", "TIME (UTC)", "ACTOR", "TYPE", "PLAN", "SUMMARY")
+        rule = "  " + "  ".join("-" * w for w in [*self.widths, self.summary_width])
+        return f"{names}\n{rule}\n"
+
+    def row(self, record: Record, orphan: Orphan | None) -> str:
+        """One event's row."""
+        kind = record.type if orphan is None else record.type + " (late)"
+        when = record.ts[:19].replace("T", " ")
+        text = _cut(summary(record), self.summary_width)
+        line = self._format.format(record.seq, when, record.actor, kind, f"v{record.plan_version}", text)
+        return line.rstrip() + "\n"
+
+
+def _cut(text: str, width: int) -> str:
+    """:func:`truncate`, with its answer for printable ASCII (one column a character) computed directly."""
+    if text.isascii() and text.isprintable():
+        return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+    return truncate(text, width)
+
+
+def _human(items: Iterator[Item], rows: _Rows, *, first: bool) -> Iterator[str]:
+    shown = not first
+    for record, orphan in items:
+        if not shown:
+            yield rows.header()
+            shown = True
+        yield rows.row(record, orphan)
+    if not shown:
+        yield "  (none)\n"
+
+
+def _jsonl(items: Iterator[Item]) -> Iterator[str]:
+    for record, orphan in items:
+        yield full_line(record, orphan)
+
+
+def _json_array(items: Iterator[Item], batch: int = 256) -> Iterator[str]:
+    """The same document ``orjson.dumps(entries, option=OPT_INDENT_2)`` gives, written a batch at a time (the
+    items of an indented array are the array's lines between its brackets)."""
+    import orjson
+
+    opener = "[\n"
+    entries: list[dict[str, Any]] = []
+    for record, orphan in items:
+        entries.append(timeline_entry(record, orphan))
+        if len(entries) >= batch:
+            yield opener + orjson.dumps(entries, option=orjson.OPT_INDENT_2)[2:-2].decode()
+            opener, entries = ",\n", []
+    if entries:
+        yield opener + orjson.dumps(entries, option=orjson.OPT_INDENT_2)[2:-2].decode()
+        opener = ",\n"
+    yield "[]\n" if opener == "[\n" else "\n]\n"
+
+
+@click.command(name="log")
+@log_argument
+@click.option("--from-seq", type=click.IntRange(min=0), default=0, help="Start at this seq.")
+@click.option("--to-seq", type=click.IntRange(min=0), help="Stop after this seq.")
+@click.option(
+    "--type",
+    "types",
+    multiple=True,
+    type=click.Choice(EVENT_TYPES),
+    metavar="TYPE",
+    help="Only events of this type (repeatable), e.g. plan.replanned.",
+)
+@click.option("--step", metavar="STEP", help="Only events about this step.")
+@click.option(
+    "--version", "version", type=click.IntRange(min=0), metavar="V", help="Only events stamped with plan version V."
+)
+@click.option("--tail", type=click.IntRange(min=1), metavar="N", help="Only the last N events (read from the end).")
+@click.option("--limit", type=click.IntRange(min=1), help="Show at most this many events.")
+@click.option("--follow", "-f", is_flag=True, help="Keep printing events as they are appended (Ctrl-C stops, exit 0).")
+@click.option("--jsonl", is_flag=True, help="One full record per line (data included), for jq.")
+@json_option
+def log_command(
+    log: str,
+    from_seq: int,
+    to_seq: int | None,
+    types: tuple[str, ...],
+    step: str | None,
+    version: int | None,
+    tail: int | None,
+    limit: int | None,
+    follow: bool,
+    jsonl: bool,
+    as_json: bool,
+) -> None:
+    """The timeline: every event with its seq, time, actor, type, plan version and a summary, printed as it is
+    read (memory stays flat at any size). Filters combine; --tail N reads backwards from the end of the log.
+
+    Reading starts at --from-seq (found by seq), so the chain before it is not checked here (verify checks it).
+
+    \b
+    JSON: --json prints one array of {"seq", "ts", "actor", "type", "plan_version", "summary", "orphan",
+      "source"?}; --jsonl prints one such object per line, plus "data", "h" and "key"? (works with --follow).
+
+    \b
+    Example:
+      plantrail log samples/login-fix.jsonl --from-seq 5
+      plantrail log run.jsonl --tail 20 --follow
+      plantrail log run.jsonl --type plan.replanned --jsonl | jq .data.reason
+    """
+    from plantrail.ledger.errors import error
+    from plantrail.ledger.timeline import Filter, timeline
+
+    if as_json and jsonl:
+        raise error("USAGE", "give --json or --jsonl, not both")
+    if follow and as_json:
+        raise error("USAGE", "--follow never ends a JSON array: use --jsonl with --follow")
+    if to_seq is not None and to_seq < from_seq:
+        raise error("USAGE", f"--to-seq {to_seq} is before --from-seq {from_seq}")
+    where = Filter(from_seq=from_seq, to_seq=to_seq, types=frozenset(types), step=step, version=version)
+    read = timeline(log, where, tail=tail, limit=limit)
+    mark_printed()
+    rows = _Rows(read.last_seq, read.version)
+    try:
+        if as_json:
+            _in_chunks(_json_array(read.items), every=1)
+        elif jsonl:
+            _in_chunks(_jsonl(read.items), every=_FLUSH_EVERY)
+        else:
+            _in_chunks(_human(read.items, rows, first=True), every=_FLUSH_EVERY)
+        if not follow:
+            raise_if_torn(log, read.torn())
+            return
+        if to_seq is not None and to_seq <= read.last_seq:
+            return
+        _followed(log, read.last_seq, where, jsonl=jsonl, rows=rows)
+    except KeyboardInterrupt:
+        if not follow:
+            raise
+        sys.stdout.flush()
+
+
+def _followed(log: str, after: int, where: Filter, *, jsonl: bool, rows: _Rows) -> None:
+    """Print the events appended after seq ``after`` until interrupted (or past ``where.to_seq``)."""
+    from plantrail.ledger.timeline import following
+
+    def until_end() -> Iterator[Item]:
+        for record, orphan in following(log, after, where):
+            if where.to_seq is not None and record.seq > where.to_seq:
+                return
+            yield record, orphan
+
+    pieces = _jsonl(until_end()) if jsonl else _human(until_end(), rows, first=False)
+    _in_chunks(pieces, every=1)
+
+
+@click.command()
+@log_argument
+@click.argument("seq", metavar="SEQ", type=click.IntRange(min=0))
+@json_option
+def show(log: str, seq: int, as_json: bool) -> None:
+    """One event in full: its envelope, where it came from (source, key), its data, its hash and link, and the
+    late result it became, if it is one. The line's own hash is checked (verify checks the chain).
+
+    \b
+    JSON: {"seq", "ts", "run", "actor", "type", "plan_version", "source", "key", "data", "prev", "h",
+      "summary", "orphan": null | <orphans --json item without status_now>}
+
+    \b
+    Example:
+      plantrail show samples/login-fix-replans.jsonl 12
+    """
+    from plantrail.cli.common import emit
+    from plantrail.ledger.timeline import event, event_view
+
+    view = event_view(*event(log, seq))
+    emit(as_json, view, lambda: _render_event(view))
+
+
+def _render_event(view: dict[str, Any]) -> str:
+    import orjson
+
+    lines = [
+        f"seq {view['seq']} · {view['ts']} · {view['actor']} · {view['type']} (plan v{view['plan_version']})",
+        f"run {view['run']} · hash {view['h']}",
+        f"prev {view['prev']}",
+    ]
+    if view["source"] is not None:
+        source = view["source"]
+        where = ", ".join(f"{k} {v}" for k, v in source.items() if v not in (None, False) and k != "file")
+        lines.append(f"source: {source['file']}" + (f" ({where})" if where else ""))
+    if view["key"] is not None:
+        lines.append(f"key: {view['key']}")
+    if view["summary"]:
+        lines.append(f"summary: {view['summary']}")
+    if view["orphan"] is not None:
+        o = view["orphan"]
+        lines.append(f"late result: {o['why']}, stamped v{o['plan_version']}, arrived under v{o['active_version']}")
+    body = orjson.dumps(view["data"], option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
+    lines += ["data:", *("  " + line for line in body.splitlines())]
+    return "\n".join(lines)
+
+
+timeline_commands = (log_command, show)

@@ -1,0 +1,91 @@
+"""The current state of a JSONL log: from its snapshot when the snapshot checks out, plus the records after it.
+
+This is the read behind ``status``, ``next`` and every command that only needs where the run stands, so it
+imports the store and the reducer only when the snapshot does not cover the whole log: a covered read
+decodes one snapshot and nothing else. A read never writes the cache (only writers leave snapshots).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, NamedTuple
+
+from plantrail.ledger.errors import LogDamaged
+from plantrail.ledger.stores.cache import Snapshot, load_snapshot
+
+if TYPE_CHECKING:
+    from plantrail.ledger.events import Record
+    from plantrail.ledger.store import TornTail
+    from plantrail.projections.model import PlanState
+
+__all__ = ["ReadResult", "read_state", "use_cache_default"]
+
+
+class ReadResult(NamedTuple):
+    """A log's current state; ``torn`` or ``damage`` say why the read stopped early (the state is the valid
+    part's). ``snapshot_seq`` is the seq up to which the answer came from the snapshot: the records up to it
+    were not re-read (their framing and chain are checked where the snapshot ends; ``verify`` reads every
+    byte). None when every record was read."""
+
+    state: PlanState
+    torn: TornTail | None
+    damage: LogDamaged | None = None
+    snapshot_seq: int | None = None
+
+
+def _until_damage(records: Iterable[Record], found: list[LogDamaged]) -> Iterator[Record]:
+    try:
+        yield from records
+    except LogDamaged as exc:
+        found.append(exc)
+
+
+def _covering_snapshot(log_path: str) -> Snapshot | None:
+    """The snapshot when it checks out and covers the whole file: then nothing else needs reading (or importing)."""
+    try:
+        fd = os.open(log_path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return None  # the slow path reports the error with its proper code
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        snapshot = load_snapshot(log_path, fd)
+        covers = snapshot is not None and snapshot.position.offset == st.st_size
+    finally:
+        os.close(fd)
+    return snapshot if covers else None
+
+
+def use_cache_default() -> bool:
+    """Snapshots are used unless ``PLANTRAIL_NO_CACHE`` is set to a non-empty value."""
+    return not os.environ.get("PLANTRAIL_NO_CACHE")
+
+
+def read_state(log_path: str, *, use_cache: bool | None = None, stop_at_damage: bool = False) -> ReadResult:
+    """The current state of a log, from its snapshot plus the records after it when the snapshot checks out.
+
+    A read never writes the cache (only writers leave snapshots). With ``stop_at_damage`` a damaged line ends
+    the read instead of raising: the state is that of the valid part, and ``damage`` says what stopped it.
+    """
+    cached = use_cache_default() if use_cache is None else use_cache
+    if cached:
+        current = _covering_snapshot(log_path)
+        if current is not None:
+            return ReadResult(current.state, None, None, current.position.seq)
+    from plantrail.ledger.stores.jsonl import LogReader
+    from plantrail.projections.state import fold
+
+    damage: list[LogDamaged] = []
+    with LogReader(log_path) as reader:
+        snapshot = load_snapshot(reader.path, reader.fd) if cached else None
+        start = snapshot.position if snapshot is not None else None
+        records: Iterable[Record] = reader.records(start=start, run=None if snapshot is None else snapshot.state.run)
+        if stop_at_damage:
+            records = _until_damage(records, damage)
+        state = fold(records, None if snapshot is None else snapshot.state)
+    return ReadResult(
+        state, reader.torn, damage[0] if damage else None, None if snapshot is None else snapshot.position.seq
+    )

@@ -1,0 +1,282 @@
+"""The timeline: a log's records as a stream, filtered, with each record's place on the orphan path.
+
+:func:`timeline` yields the records a filter keeps, reading the log once and holding only one chunk of it
+(``log`` at 10^6 events uses as much memory as at 10^3); ``tail`` reads backwards from the end instead;
+:func:`follow` keeps yielding records as they are appended. :func:`timeline_entry` and :func:`full_entry`
+are the ``log --json`` and ``log --jsonl`` items, :func:`event_view` the ``show`` document.
+
+Whether a record landed on the orphan path is read from the log's current state (a snapshot when one checks
+out: its late results name their seqs); a record appended after that state is evolved onto it, so the
+answer is the fold's. Reading starts at the first record asked for (found by seq), so the chain before it
+is not checked here: ``verify`` checks every line.
+
+The shape is the store's, not the file's: another store implements the same generators over its rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterator
+from typing import Any, NamedTuple
+
+import msgspec
+import orjson
+
+from plantrail.ledger.errors import error
+from plantrail.ledger.events import Record
+from plantrail.ledger.store import TornTail
+from plantrail.ledger.versions import plain
+from plantrail.projections.model import Orphan, PlanState
+from plantrail.projections.views import orphan_view
+
+__all__ = [
+    "Filter",
+    "Timeline",
+    "event",
+    "event_view",
+    "follow",
+    "following",
+    "full_entry",
+    "full_line",
+    "summary",
+    "timeline",
+    "timeline_entry",
+]
+
+
+class Filter(NamedTuple):
+    """Which records a timeline keeps: a seq range (both ends included), event types, one step, one plan version."""
+
+    from_seq: int = 0
+    to_seq: int | None = None
+    types: Collection[str] = ()
+    step: str | None = None
+    version: int | None = None
+
+    def keeps(self, record: Record) -> bool:
+        """True when ``record`` passes every filter that is set."""
+        if record.seq < self.from_seq or (self.to_seq is not None and record.seq > self.to_seq):
+            return False
+        if self.types and record.type not in self.types:
+            return False
+        if self.version is not None and record.plan_version != self.version:
+            return False
+        return self.step is None or getattr(record.data, "step", None) == self.step
+
+
+class _Late:
+    """Tells which records landed on the orphan path: by seq up to a known state, by evolving it after."""
+
+    def __init__(self, path: str, state: PlanState | None = None) -> None:
+        self._path = path
+        self._learn(_current(path) if state is None else state)
+
+    def _learn(self, state: PlanState) -> None:
+        self._state = state
+        self._known = state.last_seq
+        self._seqs = {o.seq: o for o in state.orphans}
+
+    def __call__(self, record: Record) -> Orphan | None:
+        if record.seq > self._state.last_seq + 1:
+            self._learn(_current(self._path))  # the log grew past the state and its records were skipped
+        if record.seq <= self._known:
+            return self._seqs.get(record.seq)
+        from plantrail.projections.state import evolve
+
+        before = len(self._state.orphans)
+        self._state = evolve(self._state, record)
+        return self._state.orphans[-1] if len(self._state.orphans) > before else None
+
+
+class Timeline(NamedTuple):
+    """A timeline being read: ``items`` yields each kept record with its orphan entry (None when it is not one);
+    ``torn()`` says, once ``items`` is exhausted, whether a torn tail followed the records; ``last_seq`` and
+    ``version`` are the log's last seq and active plan version when the read began (``follow`` picks up there)."""
+
+    items: Iterator[tuple[Record, Orphan | None]]
+    torn: Callable[[], TornTail | None]
+    last_seq: int
+    version: int
+
+
+def _current(path: str) -> PlanState:
+    from plantrail.ledger.stores.current import read_state
+
+    return read_state(path).state
+
+
+def timeline(path: str, where: Filter | None = None, *, tail: int | None = None, limit: int | None = None) -> Timeline:
+    """The records of the log at ``path`` that ``where`` keeps, in log order, each with its orphan entry.
+
+    With ``tail`` only the last ``tail`` of them (read backwards from the end); with ``limit`` at most the first
+    ``limit``. The read starts at ``where.from_seq`` and stops after ``where.to_seq``.
+    """
+    from plantrail.ledger.stores.jsonl import LogReader
+    from plantrail.ledger.stores.seek import after_record, tail_records
+
+    where = Filter() if where is None else where
+    if tail is not None:
+        records, torn = tail_records(path, tail, where.keeps, stop_below=where.from_seq)
+        state = _current(path)  # read after the records, so it covers them
+        late = _Late(path, state)
+        return Timeline(((r, late(r)) for r in records[:limit]), lambda: torn, state.last_seq, state.version)
+    state = _current(path)
+    late = _Late(path, state)
+    reader = LogReader(path)
+
+    def items() -> Iterator[tuple[Record, Orphan | None]]:
+        with reader:
+            start = after_record(reader.fd, where.from_seq - 1) if where.from_seq > 0 else None
+            records = reader.records(start=start, run=state.run if start is not None else None)
+            every = not where.types and where.step is None and where.version is None  # the seek did from_seq
+            to_seq = where.to_seq
+            known, orphans = state.last_seq, {o.seq: o for o in state.orphans}
+            shown = 0
+            for record in records:
+                seq = record.seq
+                if to_seq is not None and seq > to_seq:
+                    return
+                late_entry = orphans.get(seq) if seq <= known else late(record)
+                if every or where.keeps(record):
+                    if limit is not None and shown >= limit:
+                        return
+                    shown += 1
+                    yield record, late_entry
+
+    return Timeline(items(), lambda: reader.torn, state.last_seq, state.version)
+
+
+def follow(path: str, *, after: int = -1, poll: float = 0.2) -> Iterator[Record]:
+    """Every record after seq ``after`` (-1: from the first), as it is appended; it waits for more forever
+    (stop iterating to stop following). A line still being written is waited for, never reported torn."""
+    from plantrail.ledger.stores.jsonl import LogReader
+    from plantrail.ledger.stores.seek import after_record, follow_records
+
+    with LogReader(path) as reader:
+        start = after_record(reader.fd, after)
+    if start is None:
+        raise error("UNKNOWN_SEQ", f"seq {after} is not in the log", seq=after)
+    return follow_records(path, start, poll=poll)
+
+
+def following(
+    path: str, after: int, where: Filter, state: PlanState | None = None
+) -> Iterator[tuple[Record, Orphan | None]]:
+    """:func:`follow` with the filter applied and each record's orphan entry (evolved onto ``state``)."""
+    late = _Late(path, state)
+    for record in follow(path, after=after):
+        entry = late(record)
+        if where.keeps(record):
+            yield record, entry
+
+
+def summary(record: Record) -> str:
+    """One line saying what the record did."""
+    data: Any = record.data
+    match record.type:
+        case "log.opened":
+            return f"log opened for run {data.run} (fsync {data.fsync})"
+        case "plan.created":
+            return f"plan v1: {len(data.plan.steps)} steps, {len(data.plan.acceptance_criteria)} criteria"
+        case "step.started":
+            return f"{data.step} attempt {data.attempt}"
+        case "step.completed":
+            return f"{data.step} attempt {data.attempt}: {'; '.join(data.evidence)}"
+        case "step.blocked":
+            return f"{data.step} attempt {data.attempt}: {data.reason}"
+        case "step.failed":
+            return f"{data.step} attempt {data.attempt}: {data.error}"
+        case "criterion.verified":
+            return f"{data.criterion} {data.verdict}: {data.evidence}"
+        case "run.finished":
+            return f"{data.outcome}: {data.reason}"
+        case "plan.replanned":
+            causes = f" (caused by {', '.join(map(str, data.causes))})" if data.causes else ""
+            return f"v{data.new_version} [{data.reason}] {data.why}{causes}"
+        case "log.repaired":
+            return f"repaired: {data.bytes} torn bytes moved to {data.quarantine}"
+        case "log.checkpoint":
+            return f"checkpoint over seq {data.covers_seq}"
+    return ""
+
+
+def timeline_entry(record: Record, orphan: Orphan | None) -> dict[str, Any]:
+    """A ``log --json`` item: ``seq``, ``ts``, ``actor``, ``type``, ``plan_version``, ``summary``, ``orphan``
+    (a bool) and ``source`` when the record was imported."""
+    entry: dict[str, Any] = {
+        "seq": record.seq,
+        "ts": record.ts,
+        "actor": record.actor,
+        "type": record.type,
+        "plan_version": record.plan_version,
+        "summary": summary(record),
+        "orphan": orphan is not None,
+    }
+    if record.source is not None:
+        entry["source"] = record.source
+    return entry
+
+
+def full_entry(record: Record, orphan: Orphan | None) -> dict[str, Any]:
+    """A ``log --jsonl`` line: the ``log --json`` item plus the event's ``data``, its ``key`` when it has one,
+    and its hash ``h``."""
+    entry = timeline_entry(record, orphan) | {"data": orjson.loads(_stored(record.data)), "h": record.h}
+    if record.key is not None:
+        entry["key"] = record.key
+    return entry
+
+
+def full_line(record: Record, orphan: Orphan | None) -> str:
+    """:func:`full_entry` as one line of JSON (with its newline), encoded straight from the record."""
+    entry: dict[str, Any] = {
+        "seq": record.seq,
+        "ts": record.ts,
+        "actor": record.actor,
+        "type": record.type,
+        "plan_version": record.plan_version,
+        "summary": summary(record),
+        "orphan": orphan is not None,
+    }
+    if record.source is not None:
+        entry["source"] = record.source
+    entry["data"] = msgspec.Raw(_stored(record.data))
+    entry["h"] = record.h
+    if record.key is not None:
+        entry["key"] = record.key
+    return _ENCODE(entry).decode() + "\n"
+
+
+_ENCODE = msgspec.json.Encoder().encode
+
+
+def _stored(data: Any) -> bytes:
+    """An event's data as its line holds it: the fields format v2 added left out at their defaults."""
+    return orjson.dumps(data, default=plain, option=orjson.OPT_PASSTHROUGH_DATACLASS)
+
+
+def event_view(record: Record, orphan: Orphan | None) -> dict[str, Any]:
+    """``plantrail show``: one record in full (``seq``, ``ts``, ``run``, ``actor``, ``type``, ``plan_version``,
+    ``source`` or None, ``key`` or None, ``data``, ``prev``, ``h``) with ``summary`` and ``orphan`` (the late
+    result it became, as in ``orphans``, or None)."""
+    return {
+        "seq": record.seq,
+        "ts": record.ts,
+        "run": record.run,
+        "actor": record.actor,
+        "type": record.type,
+        "plan_version": record.plan_version,
+        "source": None if record.source is None else msgspec.to_builtins(record.source),
+        "key": record.key,
+        "data": orjson.loads(_stored(record.data)),
+        "prev": record.prev,
+        "h": record.h,
+        "summary": summary(record),
+        "orphan": None if orphan is None else orphan_view(orphan),
+    }
+
+
+def event(path: str, seq: int) -> tuple[Record, Orphan | None]:
+    """Record ``seq`` of the log, checked, and the late result it became (None when it is not one)."""
+    from plantrail.ledger.stores.seek import record_at
+
+    record = record_at(path, seq)
+    return record, _Late(path)(record)
