@@ -68,6 +68,11 @@ def render_status(state: PlanState, view: dict[str, Any]) -> str:
         lines += ["", f"orphans: {len(state.orphans)} late result(s) kept off the plan (plantrail orphans LOG)"]
     if view["advice"]:
         lines += ["", f"advice: consider a replan ({view['advice']})"]
+    stop = view.get("stop")
+    if stop is not None and stop["outcome"] not in ("continue", state.outcome):
+        lines += ["", f"stop policy: {stop['outcome']} ({stop['rule']}): {stop['reason']}"]
+    for advice in view.get("budget", {}).get("advice", []):
+        lines.append(f"budget: {advice}")
     return "\n".join(lines)
 
 
@@ -154,21 +159,24 @@ def next_command(log: str, as_json: bool) -> None:
     max_in_progress (the others wait for capacity).
 
     \b
-    JSON: {"plan_version", "outcome", "ready": [step ids, stable topological order],
+    JSON: {"plan_version", "outcome", "ready": [step ids, stable topological order: priority, then id],
       "can_start": [step ids], "waiting": [{"step", "wait_reasons": [{"code", ...}]}] (ready steps that
       cannot start now; the codes are an open set, e.g. "capacity" with "max_in_progress", "in_progress"),
       "capacity": {"max_in_progress", "in_progress", "free"}, "in_progress": [step ids],
-      "advice": null | reason code,
+      "advice": null | reason code, "stop": {"outcome", "rule", "reason", "unmet"} (the stop policy),
       "snapshot_seq": null | the seq up to which a snapshot answered (those records were not re-read)}
 
     \b
     Example:
       plantrail next samples/login-fix-replans.jsonl
     """
+    from plantrail.ledger.clock import utc_now
     from plantrail.projections.views import next_view
 
     state, torn, snapshot_seq = read_state_noted(log)
-    data = next_view(state) | {"snapshot_seq": snapshot_seq}
+    data = next_view(state, utc_now()) | {"snapshot_seq": snapshot_seq}
+    stop, ready = data["stop"], data["ready"]
+    stopped = state.contract and stop["outcome"] in ("failed", "budget_exhausted")
     running = data["in_progress"]
 
     def human() -> str:
@@ -177,7 +185,11 @@ def next_command(log: str, as_json: bool) -> None:
     def answer() -> str:
         if state.finished:
             return f"the run finished {state.outcome}; nothing to do"
-        lines = readiness_lines(state) or ["no step is ready"]
+        if stopped:  # nothing can start: say so instead of the room left under max_in_progress
+            lines = [f"ready: {', '.join(ready)}" if ready else "no step is ready"]
+            lines.append(f"can start now: none (stop policy: {stop['outcome']} ({stop['rule']}): {stop['reason']})")
+        else:
+            lines = readiness_lines(state) or ["no step is ready"]
         if running:
             lines.append(f"in progress: {', '.join(running)}")
         if data["advice"]:

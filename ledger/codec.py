@@ -4,6 +4,11 @@ A line is the compact JSON of one record with its hash member last and fixed-wid
 
     {"v":1,"seq":7,...,"data":{...},"prev":"<64 hex>","h":"<64 hex>"}\\n
 
+``v`` is the lowest format version that holds the line (:mod:`ledger.versions`): v1 for everything seed 000's
+plan can say, v2 for a line that uses the plan contract. A v1 line reads as the v2 models with every added
+field at its default (the upcaster), and the canonical form of a line includes its version: a v2 line
+holding only v1 content, or a v1 line holding v2 content, is CORRUPT_LINE.
+
 ``h`` is the SHA-256 of the line without its ``,"h":"..."`` member, that is ``line[:-72] + b"}"``, so a
 verifier in any language needs no canonical-JSON library; ``prev`` is the previous line's ``h`` (64 zeros
 for the header), so the hashes form a chain. Decoding checks, in order: length, framing, hash, JSON and
@@ -17,7 +22,7 @@ import dataclasses
 import hashlib
 import re
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import cache
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, Union
 
@@ -26,7 +31,8 @@ import orjson
 
 from plantrail.ledger import events as ev
 from plantrail.ledger.errors import LogDamaged, error
-from plantrail.ledger.events import FORMAT_VERSION, Record, Source
+from plantrail.ledger.events import FORMAT_VERSION, FORMATS, V2_TYPES, Record, Source
+from plantrail.ledger.versions import V1, V2, added_defaults, needs_v2, plain
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
@@ -38,6 +44,8 @@ __all__ = [
     "encode",
     "holds_record_end",
     "json_schema",
+    "line_version",
+    "log_format",
     "record_adapter",
 ]
 
@@ -47,7 +55,8 @@ MAX_LINE_BYTES: Final = 16 * 1024 * 1024
 GENESIS_PREV: Final = "0" * 64
 
 _SUFFIX: Final = 72  # len(',"h":"') + 64 + len('"}')
-_PREFIX: Final = b'{"v":%d,' % FORMAT_VERSION
+_PREFIX: Final = b'{"v":%d,' % V1  # the hot path: v1 step events
+_PREFIX_V2: Final = b'{"v":%d,' % V2
 _HEX64 = re.compile(rb"[0-9a-f]{64}")
 _RECORD_END = re.compile(rb',"h":"[0-9a-f]{64}"\}')
 
@@ -68,8 +77,9 @@ def encode(
     key: str | None = None,
 ) -> tuple[bytes, str]:
     """Encode one record as its line (newline included) and return it with its hash."""
+    envelope = _envelope(line_version(data), seq, ts, run, plan_version, actor, data, prev, source, key)
     try:
-        raw = orjson.dumps(_envelope(seq, ts, run, plan_version, actor, data, prev, source, key), default=_struct_dict)
+        raw = orjson.dumps(envelope, default=plain, option=orjson.OPT_PASSTHROUGH_DATACLASS)
     except orjson.JSONEncodeError as exc:
         raise error("INVALID_TEXT", f"the event cannot be encoded: {exc}", seq=seq) from None
     h = hashlib.sha256(raw).hexdigest()
@@ -79,14 +89,25 @@ def encode(
     return line, h
 
 
-def _struct_dict(value: Any) -> dict[str, Any]:
-    """orjson's view of a msgspec struct (a fixed-shape event): its fields in order."""
-    if isinstance(value, msgspec.Struct):
-        return msgspec.structs.asdict(value)
-    raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
+def line_version(data: ev.Event) -> int:
+    """The format version of a line holding ``data``: the lowest that holds it.
+
+    A header says the version the log was created in (its ``format``); any other event is v2 when its type
+    or one of its values is something v1 cannot express, else v1.
+    """
+    if type(data) is ev.LogOpened:
+        return V2 if data.format == FORMATS[V2] else V1
+    return V2 if data.TYPE in V2_TYPES or needs_v2(data) else V1
+
+
+def log_format(first: Iterable[ev.Event]) -> str:
+    """The format a new log is created in, given the events written with its header: ``plantrail/2`` when one
+    of them is a v2 event, else ``plantrail/1`` (docs/format-v2.md). Every store names it the same way."""
+    return FORMATS[max((line_version(data) for data in first), default=V1)]
 
 
 def _envelope(
+    v: int,
     seq: int,
     ts: str,
     run: str,
@@ -99,7 +120,7 @@ def _envelope(
 ) -> dict[str, Any]:
     """A record without its ``h`` member, members in wire order: its compact JSON is what the hash covers."""
     body: dict[str, Any] = {
-        "v": FORMAT_VERSION,
+        "v": v,
         "seq": seq,
         "ts": ts,
         "run": run,
@@ -124,13 +145,13 @@ def decode(line: bytes, line_no: int) -> Record:
     bytes). Every other line takes :func:`_decode_in_full`, which checks the same things in the order damage
     is named.
     """
-    if (
-        len(line) > MAX_LINE_BYTES
-        or line[-_SUFFIX:-66] != b',"h":"'
-        or line[-2:] != b'"}'
-        or not line.startswith(_PREFIX)
-    ):
+    if len(line) > MAX_LINE_BYTES or line[-_SUFFIX:-66] != b',"h":"' or line[-2:] != b'"}':
         raise _framing_error(line, line_no)
+    if not line.startswith(_PREFIX):
+        if not line.startswith(_PREFIX_V2):
+            raise _framing_error(line, line_no)
+        digest = _sha256(line[:-_SUFFIX] + b"}").hexdigest()
+        return _decode_in_full(line, line_no, digest, _msgspec(line))
     try:
         record: Record | None = (_DECODE or _fast_decoder())(line)
     except msgspec.MsgspecError:
@@ -138,9 +159,26 @@ def decode(line: bytes, line_no: int) -> Record:
     body = line[:-_SUFFIX] + b"}"
     digest = _sha256(body).hexdigest()
     # msgspec's own record always encodes (its integers fit in 64 bits): _as_written needs no guard here.
-    if record is not None and digest == record.h and _as_written(record) == body:
+    if (
+        record is not None
+        and digest == record.h
+        and _as_written(record) == body
+        and (type(record.data) not in _MAY_NEED_V2 or _v1_holds(record.data))
+    ):
         return record
     return _decode_in_full(line, line_no, digest, record)
+
+
+def _v1_holds(data: ev.Event) -> bool:
+    """Whether a v1 line may hold ``data`` (the hot path's cheap form of :func:`_check_version`)."""
+    kind = type(data)
+    if kind in _REPORTING:
+        return data.report is None  # type: ignore[union-attr]
+    if kind in _OMITTING:
+        return not needs_v2(data)
+    if kind is ev.LogOpened:
+        return data.format == FORMATS[V1]  # type: ignore[union-attr]
+    return True
 
 
 def _decode_in_full(line: bytes, line_no: int, digest: str, record: Record | None) -> Record:
@@ -156,12 +194,26 @@ def _record(line: bytes, line_no: int, record: Record | None) -> Record:
     would give the same record); any other line gets pydantic's verdict, and must then be the canonical
     encoding of pydantic's record."""
     body = line[:-_SUFFIX] + b"}"
-    if record is not None and _canonical(record, body):
-        return record
-    record = _checked(line, line_no)
-    if not _canonical(record, body):
-        raise _not_canonical(line_no)
+    if record is None or not _canonical(record, body):
+        record = _checked(line, line_no)
+        if not _canonical(record, body):
+            raise _not_canonical(line_no)
+    _check_version(record, line_no)
     return record
+
+
+def _check_version(record: Record, line_no: int) -> None:
+    """Refuse a line whose ``v`` is not the lowest format version that holds its record."""
+    version = line_version(record.data)
+    if record.v != version:
+        raise error(
+            "CORRUPT_LINE",
+            f"line {line_no} says format v{record.v} but holds a v{version} record (a line carries the lowest "
+            "version that holds it)",
+            line=line_no,
+            expected=version,
+            actual=record.v,
+        )
 
 
 def _not_canonical(line_no: int) -> Exception:
@@ -286,36 +338,92 @@ def _as_written(record: Record) -> bytes:
     common envelope (no source, no key) is a struct (:class:`_Plain`), a third cheaper to encode than a dict:
     this runs for every line of every replay.
     """
+    data = record.data
+    kind = type(data)
+    if (kind in _OMITTING and record.v != V1) or (kind in _REPORTING and data.report is not None):  # type: ignore[union-attr]
+        # A v2 value: msgspec cannot leave a dataclass field out at its default; the writer's way can.
+        body = _envelope(
+            record.v,
+            record.seq,
+            record.ts,
+            record.run,
+            record.plan_version,
+            record.actor,
+            data,
+            record.prev,
+            record.source,
+            record.key,
+        )
+        return orjson.dumps(body, default=plain, option=orjson.OPT_PASSTHROUGH_DATACLASS)
     if record.source is None and record.key is None:
-        return _ENCODE(
+        raw = _ENCODE(
             _Plain(
-                FORMAT_VERSION,
+                record.v,
                 record.seq,
                 record.ts,
                 record.run,
                 record.type,
                 record.plan_version,
                 record.actor,
-                record.data,
+                data,
                 record.prev,
             )
         )
-    return _ENCODE(
-        _envelope(
-            record.seq,
-            record.ts,
-            record.run,
-            record.plan_version,
-            record.actor,
-            record.data,
-            record.prev,
-            record.source,
-            record.key,
+    else:
+        raw = _ENCODE(
+            _envelope(
+                record.v,
+                record.seq,
+                record.ts,
+                record.run,
+                record.plan_version,
+                record.actor,
+                data,
+                record.prev,
+                record.source,
+                record.key,
+            )
         )
-    )
+    if kind in _OMITTING:
+        # A v1 plan line holds every added field at its default: msgspec writes them, each class's defaults as
+        # one fixed tail before its closing brace, which split and join remove (a quote inside a JSON string
+        # is escaped, so no string can hold a tail; bytes.replace is 20x slower with many matches).
+        for tail in _DEFAULT_TAILS or _default_tails():
+            raw = b"}".join(raw.split(tail))
+    return raw
 
 
 _ENCODE: Final = msgspec.json.Encoder().encode
+#: Event types whose values may hold fields format v2 added, which msgspec cannot leave out of a dataclass:
+#: their lines are re-encoded the writer's way (orjson, :func:`ledger.versions.plain`).
+_OMITTING: Final[frozenset[type[Any]]] = frozenset({ev.PlanCreated, ev.PlanReplanned})
+#: Event types whose value may need format v2 (the hot path asks only these whether a v1 line holds them).
+_MAY_NEED_V2: Final[frozenset[type[Any]]] = frozenset(
+    {ev.PlanCreated, ev.PlanReplanned, ev.StepCompleted, ev.StepBlocked, ev.StepFailed, ev.CriterionVerified}
+    | {ev.LogOpened}
+)
+#: Event types that may carry an evidence record (``report``, format v2).
+_REPORTING: Final[frozenset[type[Any]]] = frozenset(
+    {ev.StepCompleted, ev.StepBlocked, ev.StepFailed, ev.CriterionVerified}
+)
+#: The bytes msgspec writes for the added fields at their defaults at the end of each plan spec (longest
+#: first); built on first use.
+_DEFAULT_TAILS: list[bytes] = []
+
+
+def _default_tails() -> list[bytes]:
+    from plantrail.ledger.plan import CriterionSpec, Policy, StepSpec
+
+    _DEFAULT_TAILS.clear()
+    for cls in (StepSpec, Policy, CriterionSpec):
+        added = added_defaults(cls)
+        names = [f.name for f in dataclasses.fields(cls)]
+        if set(names[-len(added) :]) != dict(added).keys():  # the tail trick needs them last
+            raise TypeError(f"{cls.__name__}: the fields format v2 added must come after the v1 fields")
+        ordered = [(name, dict(added)[name]) for name in names if name in dict(added)]
+        _DEFAULT_TAILS.append(b"".join(b',"%s":%s' % (n.encode(), _ENCODE(d)) for n, d in ordered) + b"}")
+    _DEFAULT_TAILS.sort(key=len, reverse=True)
+    return _DEFAULT_TAILS
 
 
 class _Plain(msgspec.Struct, gc=False):
@@ -402,9 +510,12 @@ def _pydantic_view(event_cls: type[Any]) -> type[Any]:
     name, fields and strictness, so the JSON Schema and every error message read as before)."""
     if not issubclass(event_cls, msgspec.Struct):
         return event_cls
-    twin = dataclasses.make_dataclass(
-        event_cls.__name__, list(_field_hints(event_cls).items()), frozen=True, slots=True
-    )
+    defaults = dict(added_defaults(event_cls))
+    fields: list[Any] = [
+        (name, hint, dataclasses.field(default=defaults[name])) if name in defaults else (name, hint)
+        for name, hint in _field_hints(event_cls).items()
+    ]
+    twin = dataclasses.make_dataclass(event_cls.__name__, fields, frozen=True, slots=True)
     twin.__pydantic_config__ = {"extra": "forbid", "strict": True}  # type: ignore[attr-defined]
     twin.__doc__ = event_cls.__doc__
     return twin
@@ -423,7 +534,9 @@ def json_schema() -> dict[str, Any]:
     schema["title"] = f"plantrail log record (format v{FORMAT_VERSION})"
     schema["description"] = (
         "One line of a plantrail log. Members appear in the order v seq ts run type plan_version actor "
-        "[source] [key] data prev h; h = sha256 of the line without its h member."
+        "[source] [key] data prev h; h = sha256 of the line without its h member. v is the lowest format "
+        "version that holds the line: 1 unless it uses a field or event type format 2 added (a field added "
+        "in format 2 is left out at its default); format 1 lines read as format 2 with those defaults."
     )
     return schema
 

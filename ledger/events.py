@@ -18,15 +18,18 @@ from typing import Any, ClassVar, Final, Literal
 
 import msgspec
 
+from plantrail.ledger.evidence import Report
 from plantrail.ledger.plan import PlanPatch, PlanSpec
 
 __all__ = [
     "ACTORS",
     "FORMAT",
+    "FORMATS",
     "FORMAT_VERSION",
     "OUTCOMES",
     "REASON_CODES",
     "RESULT_TYPES",
+    "V2_TYPES",
     "Actor",
     "CriterionVerified",
     "Event",
@@ -48,10 +51,15 @@ __all__ = [
     "event_type",
 ]
 
-#: The envelope format version (``v`` on every line).
-FORMAT_VERSION: Final = 1
-#: The format name recorded in every log's header.
-FORMAT: Final = "plantrail/1"
+#: The newest envelope format version this plantrail reads and writes (``v`` on every line; see
+#: :mod:`ledger.versions`: a line carries the lowest version that holds it).
+FORMAT_VERSION: Final = 2
+#: Each format version's name, as a log's header records it.
+FORMATS: Final[dict[int, str]] = {1: "plantrail/1", 2: "plantrail/2"}
+#: The format name of the newest version.
+FORMAT: Final = FORMATS[FORMAT_VERSION]
+#: Event types format v2 added (a line of one of these types is a v2 line).
+V2_TYPES: Final[frozenset[str]] = frozenset()
 
 _STRICT: dict[str, Any] = {"extra": "forbid", "strict": True}
 
@@ -100,8 +108,9 @@ class Source:
 
 
 class _FixedShape(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
-    """The base of the fixed-shape events (every field required, none nested): the step events and their kin
-    are most lines of every log, and as msgspec structs they decode without a member msgspec does not know.
+    """The base of the fixed-shape events (every v1 field required, none nested; a field format v2 added is
+    optional and left out at its default): the step events and their kin are most lines of every log, and as
+    msgspec structs they decode without a member msgspec does not know.
     The plan events stay dataclasses. pydantic sees each struct through a dataclass twin (ledger.codec)."""
 
     TYPE: ClassVar[str]
@@ -111,7 +120,10 @@ class _FixedShape(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=Fa
 
 
 class LogOpened(_FixedShape, frozen=True):
-    """The header at seq 0: format, run id, a random nonce (no two runs share a chain), the fsync policy."""
+    """The header at seq 0: format, run id, a random nonce (no two runs share a chain), the fsync policy.
+
+    ``format`` is the format the log was created in (``plantrail/1``, or ``plantrail/2`` when its first plan
+    uses the v2 contract); the header's own ``v`` says the same."""
 
     TYPE: ClassVar[str] = "log.opened"
 
@@ -177,34 +189,41 @@ class StepStarted(_FixedShape, frozen=True):
     attempt: int
 
 
-class StepCompleted(_FixedShape, frozen=True):
-    """A step's attempt ended with evidence."""
+class StepCompleted(_FixedShape, frozen=True, omit_defaults=True):
+    """A step's attempt ended with evidence, and (format v2) the runtime's evidence record."""
 
     TYPE: ClassVar[str] = "step.completed"
+    ADDED: ClassVar[frozenset[str]] = frozenset({"report"})
 
     step: str
     attempt: int
     evidence: tuple[str, ...]
+    report: Report | None = None
 
 
-class StepBlocked(_FixedShape, frozen=True):
-    """A step's attempt cannot continue, and why."""
+class StepBlocked(_FixedShape, frozen=True, omit_defaults=True):
+    """A step's attempt cannot continue, and why; (format v2) with the runtime's evidence record."""
 
     TYPE: ClassVar[str] = "step.blocked"
+    ADDED: ClassVar[frozenset[str]] = frozenset({"report"})
 
     step: str
     attempt: int
     reason: str
+    report: Report | None = None
 
 
-class StepFailed(_FixedShape, frozen=True):
-    """A step's attempt failed; it returns to pending while attempts remain, else it is blocked."""
+class StepFailed(_FixedShape, frozen=True, omit_defaults=True):
+    """A step's attempt failed; it returns to pending while attempts remain, else it is blocked. (Format v2)
+    with the runtime's evidence record."""
 
     TYPE: ClassVar[str] = "step.failed"
+    ADDED: ClassVar[frozenset[str]] = frozenset({"report"})
 
     step: str
     attempt: int
     error: str
+    report: Report | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,14 +242,16 @@ class PlanReplanned:
     patch: PlanPatch | None = None
 
 
-class CriterionVerified(_FixedShape, frozen=True):
-    """An acceptance criterion passed or failed, with evidence."""
+class CriterionVerified(_FixedShape, frozen=True, omit_defaults=True):
+    """An acceptance criterion passed or failed, with evidence; (format v2) with the checks' observations."""
 
     TYPE: ClassVar[str] = "criterion.verified"
+    ADDED: ClassVar[frozenset[str]] = frozenset({"report"})
 
     criterion: str
     verdict: Literal["passed", "failed"]
     evidence: str
+    report: Report | None = None
 
 
 class RunFinished(_FixedShape, frozen=True):

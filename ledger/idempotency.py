@@ -83,6 +83,8 @@ def command_content(command: Command) -> dict[str, Any]:
         for f in dataclasses.fields(command)
         if f.name not in _NOT_CONTENT
     }
+    if content.get("report", False) is None:
+        del content["report"]  # a result without an evidence record: the event leaves the member out (format v2)
     if isinstance(command, VerifyCriterion):
         content["verdict"] = "passed" if content.pop("passed") else "failed"
     if isinstance(command, Replan):

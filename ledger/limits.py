@@ -41,10 +41,12 @@ class Limit(NamedTuple):
 DRAFT: Final = Limit("draft", 16 * _MIB, "PLANTRAIL_MAX_DRAFT_BYTES")
 #: A plan patch given to replan.
 PATCH: Final = Limit("patch", 16 * _MIB, "PLANTRAIL_MAX_PATCH_BYTES")
+#: A result's evidence record given to complete, block, fail or criterion (--report).
+REPORT: Final = Limit("report", 16 * _MIB, "PLANTRAIL_MAX_REPORT_BYTES")
 #: A checkpoint key file.
 KEY_FILE: Final = Limit("key file", 64 * 1024, "PLANTRAIL_MAX_KEY_FILE_BYTES")
 #: An agent transcript given to import.
 TRANSCRIPT: Final = Limit("transcript", 1024 * _MIB, "PLANTRAIL_MAX_TRANSCRIPT_BYTES")
 
 #: Every cap, in the order docs/limits.md lists them.
-LIMITS: Final = (DRAFT, PATCH, KEY_FILE, TRANSCRIPT)
+LIMITS: Final = (DRAFT, PATCH, REPORT, KEY_FILE, TRANSCRIPT)

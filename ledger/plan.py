@@ -23,6 +23,18 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal, TypeVar
 
+from plantrail.ledger.contract import (
+    DEFAULT_SOFT_THRESHOLD,
+    NO_TERMS,
+    RUN_POLICY_FIELDS,
+    STEP_BUDGET_FIELDS,
+    CheckSpec,
+    StepTerms,
+    parse_checks,
+    parse_run_policy,
+    parse_step_budget,
+    validate_contract,
+)
 from plantrail.ledger.errors import PlanInvalid, PlantrailError, error
 from plantrail.ledger.items import as_items
 
@@ -63,14 +75,45 @@ class StepSpec:
     depends_on: tuple[str, ...]
     completion_evidence: str
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    terms: StepTerms | None = None  # format v2: priority, typed checks, budgets (None: all at their defaults)
+
+    #: Fields format v2 added (ledger.versions): left out of the bytes at their defaults.
+    ADDED: ClassVar[frozenset[str]] = frozenset({"terms"})
 
     def __post_init__(self) -> None:
         if type(self.depends_on) is not tuple:  # built in Python: a bare str is one dependency
             object.__setattr__(self, "depends_on", as_items(self.depends_on, str, f"step {self.id} depends_on"))
+        if self.terms is not None and self.terms == NO_TERMS:  # all defaults: the v1 step it is
+            object.__setattr__(self, "terms", None)
 
-    def contract(self) -> tuple[str, str, frozenset[str]]:
-        """What a completed step promised: title, completion evidence and dependencies (as a set)."""
-        return (self.title, self.completion_evidence, frozenset(self.depends_on))
+    @property
+    def priority(self) -> int:
+        """Higher first, then id (seed 001 section 7); 0 without one."""
+        return 0 if self.terms is None else self.terms.priority
+
+    @property
+    def checks(self) -> tuple[CheckSpec, ...]:
+        """The step's typed checks (:mod:`ledger.contract`)."""
+        return () if self.terms is None else self.terms.checks
+
+    @property
+    def timeout_s(self) -> float | None:
+        """The attempt's lease, in seconds (None: none)."""
+        return None if self.terms is None else self.terms.timeout_s
+
+    @property
+    def max_tool_calls(self) -> int | None:
+        """The step's tool-call budget (None: none)."""
+        return None if self.terms is None else self.terms.max_tool_calls
+
+    @property
+    def max_cost_usd(self) -> float | None:
+        """The step's cost budget in US dollars (None: none)."""
+        return None if self.terms is None else self.terms.max_cost_usd
+
+    def contract(self) -> tuple[str, str, frozenset[str], tuple[CheckSpec, ...]]:
+        """What a completed step promised: title, completion evidence, dependencies (as a set) and checks."""
+        return (self.title, self.completion_evidence, frozenset(self.depends_on), self.checks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,15 +124,30 @@ class CriterionSpec:
 
     id: str
     description: str
+    checks: tuple[CheckSpec, ...] = ()
+
+    #: Fields format v2 added (ledger.versions): left out of the bytes at their defaults.
+    ADDED: ClassVar[frozenset[str]] = frozenset({"checks"})
 
 
 @dataclass(frozen=True, slots=True)
 class Policy:
-    """Run policy; ``max_in_progress`` None means unlimited."""
+    """Run policy; ``max_in_progress`` None means unlimited. Format v2 adds the run's budgets (turns, tool
+    calls, cost, a hard ``deadline``), the soft threshold at which they give advice, how many times the same
+    failure may repeat before the stop policy calls the run failed, and whether a partial outcome is allowed
+    (:mod:`ledger.contract`)."""
 
     __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+    ADDED: ClassVar[frozenset[str]] = frozenset(RUN_POLICY_FIELDS)
 
     max_in_progress: int | None = 1
+    max_turns: int | None = None
+    max_tool_calls: int | None = None
+    max_cost_usd: float | None = None
+    deadline: str | None = None
+    soft_threshold: float = DEFAULT_SOFT_THRESHOLD
+    max_repeated_failures: int | None = None
+    allowed_partial: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,6 +293,9 @@ _STEP_KEYS = {
     "completionEvidence",
     "max_attempts",
     "maxAttempts",
+    "priority",
+    "checks",
+    *STEP_BUDGET_FIELDS,
 }
 
 
@@ -286,31 +347,52 @@ def _parse_step(raw: Any, where: str) -> StepSpec:
         if attempts is None
         else _noted(problems, DEFAULT_MAX_ATTEMPTS, _positive_int, attempts, f"{where}.max_attempts")
     )
+    priority = _noted(problems, 0, _priority, obj.get("priority", 0), f"{where}.priority")
+    checks = _noted(problems, _NO_CHECKS, parse_checks, obj.get("checks"), f"{where}.checks")
+    no_budget: dict[str, Any] = {}
+    budget = _noted(problems, no_budget, parse_step_budget, obj, where)
     _raise_if_any(problems)
     return StepSpec(
-        id=step_id, title=title, depends_on=depends_on, completion_evidence=evidence, max_attempts=max_attempts
+        id=step_id,
+        title=title,
+        depends_on=depends_on,
+        completion_evidence=evidence,
+        max_attempts=max_attempts,
+        terms=StepTerms(priority=priority, checks=checks, **budget),
     )
+
+
+_NO_CHECKS: tuple[CheckSpec, ...] = ()
+
+
+def _priority(value: Any, where: str) -> int:
+    """A step's priority: any whole number (higher first; 0 when absent)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not -(2**31) <= value < 2**31:
+        raise error("DRAFT_INVALID", f"{where} must be a whole number", path=where)
+    return value
 
 
 def _parse_criterion(raw: Any, where: str) -> CriterionSpec:
     obj = _require_mapping(raw, where)
     problems: list[PlantrailError] = []
-    _noted(problems, None, _reject_unknown, obj, {"id", "description"}, where)
+    _noted(problems, None, _reject_unknown, obj, {"id", "description", "checks"}, where)
     criterion_id = _noted(problems, "", check_id, obj.get("id"), f"{where}.id")
     description = _noted(problems, "", _text, obj.get("description"), f"{where}.description")
+    checks = _noted(problems, _NO_CHECKS, parse_checks, obj.get("checks"), f"{where}.checks")
     _raise_if_any(problems)
-    return CriterionSpec(id=criterion_id, description=description)
+    return CriterionSpec(id=criterion_id, description=description, checks=checks)
 
 
 def _parse_policy(raw: Any, where: str) -> Policy:
     obj = _require_mapping(raw, where)
-    _reject_unknown(obj, {"max_in_progress", "maxInProgress"}, where)
+    _reject_unknown(obj, {"max_in_progress", "maxInProgress", *RUN_POLICY_FIELDS}, where)
     value = _get(obj, "max_in_progress", "maxInProgress")
+    contract = parse_run_policy(obj, where)
     if value is None:
-        return Policy()
+        return Policy(**contract)
     if value == "unlimited":
-        return Policy(max_in_progress=None)
-    return Policy(max_in_progress=_positive_int(value, f"{where}.max_in_progress"))
+        return Policy(max_in_progress=None, **contract)
+    return Policy(max_in_progress=_positive_int(value, f"{where}.max_in_progress"), **contract)
 
 
 def _parse_list(raw: Any, where: str) -> list[Any]:
@@ -409,6 +491,7 @@ def validate_plan(plan: PlanSpec, previous: tuple[PlanSpec, tuple[str, ...]] | N
     """
     problems = _graph_problems(plan.acceptance_criteria, plan.steps)
     _raise_if_any(problems)
+    validate_contract(plan)
     order = None if previous is None else carried_order(previous[0].steps, previous[1], plan.steps)
     return topo_order(plan.steps) if order is None else order
 
@@ -483,7 +566,10 @@ def _cycle_problems(steps: Sequence[StepSpec], ids: set[str]) -> list[PlantrailE
 
 
 def topo_order(steps: Sequence[StepSpec]) -> tuple[str, ...]:
-    """Kahn's algorithm, always taking the smallest ready id: the one stable order of every listing."""
+    """Kahn's algorithm, always taking the ready step of highest priority, then smallest id (seed 001 section
+    7): the one stable order of every listing. Without priorities (all 0) it takes the smallest ready id."""
+    if any(s.terms is not None and s.terms.priority for s in steps):
+        return _prioritised_order(steps)
     indegree: dict[str, int] = {}
     dependents: dict[str, list[str]] = {s.id: [] for s in steps}
     for s in steps:
@@ -508,6 +594,31 @@ def topo_order(steps: Sequence[StepSpec]) -> tuple[str, ...]:
     return tuple(order)
 
 
+def _prioritised_order(steps: Sequence[StepSpec]) -> tuple[str, ...]:
+    """:func:`topo_order` for a plan with priorities: the ready heap is keyed by (-priority, id)."""
+    priority = {s.id: s.priority for s in steps}
+    indegree: dict[str, int] = {}
+    dependents: dict[str, list[str]] = {s.id: [] for s in steps}
+    for s in steps:
+        deps = set(s.depends_on)
+        indegree[s.id] = len(deps)
+        for dep in deps:
+            dependents[dep].append(s.id)
+    ready = [(-priority[i], i) for i, d in indegree.items() if d == 0]
+    heapq.heapify(ready)
+    order: list[str] = []
+    while ready:
+        _, current = heapq.heappop(ready)
+        order.append(current)
+        for child in dependents[current]:
+            indegree[child] -= 1
+            if indegree[child] == 0:
+                heapq.heappush(ready, (-priority[child], child))
+    if len(order) != len(steps):
+        return topo_order([replace(s, terms=None) for s in steps])  # raises DEPENDENCY_CYCLE, naming the cycle
+    return tuple(order)
+
+
 def carried_order(
     previous: Sequence[StepSpec], previous_order: Sequence[str], steps: Sequence[StepSpec]
 ) -> tuple[str, ...] | None:
@@ -518,7 +629,10 @@ def carried_order(
     step (its id did not exist) nor on a removed one (its id is unknown now), so Kahn's smallest-ready-first
     choices among those steps are the same as before: they keep their previous order. Each added step is
     taken as Kahn would take it: once its dependencies are placed, before the next kept step with a larger id.
+    With priorities in either list it returns None (sort from scratch: a changed priority reorders kept steps).
     """
+    if any(s.terms is not None for s in previous) or any(s.terms is not None for s in steps):
+        return None  # terms may hold priorities: sort from scratch
     before = {s.id: s.depends_on for s in previous}
     added: list[StepSpec] = []
     for s in steps:

@@ -19,10 +19,12 @@ from collections.abc import Callable, Collection, Iterator
 from typing import Any, NamedTuple
 
 import msgspec
+import orjson
 
 from plantrail.ledger.errors import error
 from plantrail.ledger.events import Record
 from plantrail.ledger.store import TornTail
+from plantrail.ledger.versions import plain
 from plantrail.projections.model import Orphan, PlanState
 from plantrail.projections.views import orphan_view
 
@@ -217,7 +219,7 @@ def timeline_entry(record: Record, orphan: Orphan | None) -> dict[str, Any]:
 def full_entry(record: Record, orphan: Orphan | None) -> dict[str, Any]:
     """A ``log --jsonl`` line: the ``log --json`` item plus the event's ``data``, its ``key`` when it has one,
     and its hash ``h``."""
-    entry = timeline_entry(record, orphan) | {"data": msgspec.to_builtins(record.data), "h": record.h}
+    entry = timeline_entry(record, orphan) | {"data": orjson.loads(_stored(record.data)), "h": record.h}
     if record.key is not None:
         entry["key"] = record.key
     return entry
@@ -236,7 +238,7 @@ def full_line(record: Record, orphan: Orphan | None) -> str:
     }
     if record.source is not None:
         entry["source"] = record.source
-    entry["data"] = record.data
+    entry["data"] = msgspec.Raw(_stored(record.data))
     entry["h"] = record.h
     if record.key is not None:
         entry["key"] = record.key
@@ -244,6 +246,11 @@ def full_line(record: Record, orphan: Orphan | None) -> str:
 
 
 _ENCODE = msgspec.json.Encoder().encode
+
+
+def _stored(data: Any) -> bytes:
+    """An event's data as its line holds it: the fields format v2 added left out at their defaults."""
+    return orjson.dumps(data, default=plain, option=orjson.OPT_PASSTHROUGH_DATACLASS)
 
 
 def event_view(record: Record, orphan: Orphan | None) -> dict[str, Any]:
@@ -259,7 +266,7 @@ def event_view(record: Record, orphan: Orphan | None) -> dict[str, Any]:
         "plan_version": record.plan_version,
         "source": None if record.source is None else msgspec.to_builtins(record.source),
         "key": record.key,
-        "data": msgspec.to_builtins(record.data),
+        "data": orjson.loads(_stored(record.data)),
         "prev": record.prev,
         "h": record.h,
         "summary": summary(record),

@@ -66,13 +66,16 @@ def parse_anchor(text: str) -> tuple[int, str]:
 
 
 def _plan_part(state: PlanState) -> PlanState:
-    """The state without what a late result may change (the orphan list) or what every record moves."""
-    return state._replace(orphans=(), last_seq=0, head=None)
+    """The state without what a late result may change (the orphan list, the run's usage) or what every record
+    moves."""
+    return state._replace(orphans=(), last_seq=0, head=None, usage=None)
 
 
-def _judge(state: StateView, record_type: str, seq: int, data: object, plan_version: int) -> str | None:
+def _judge(
+    state: StateView, record_type: str, seq: int, data: object, plan_version: int, now: str | None = None
+) -> str | None:
     try:
-        return check(state, data, plan_version)  # type: ignore[arg-type]
+        return check(state, data, plan_version, now=now)  # type: ignore[arg-type]
     except PlantrailError as exc:
         raise error(
             "ILLEGAL_EVENT",
@@ -129,7 +132,7 @@ class _Audit:
                         "ANCHOR_MISMATCH", f"seq {anchor[0]} has hash {record.h}, not the anchored one", seq=anchor[0]
                     )
                 self.anchored = True
-            late = _judge(state.current(), record.type, record.seq, record.data, record.plan_version)
+            late = _judge(state.current(), record.type, record.seq, record.data, record.plan_version, record.ts)
             if late is None:
                 state.add(record)
             else:  # a late result: prove it changed nothing but the orphan list

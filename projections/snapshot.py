@@ -18,10 +18,13 @@ from typing import Any, Final
 
 import orjson
 
+from plantrail.ledger.contract import CheckSpec, StepTerms
+from plantrail.ledger.evidence import Usage
 from plantrail.ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec
 from plantrail.projections.model import (
     Changes,
     CriterionState,
+    FailureStreak,
     Orphan,
     PlanState,
     StepChange,
@@ -112,13 +115,23 @@ def _plan(d: dict[str, Any] | None) -> PlanSpec | None:
         return None
     return PlanSpec(
         goal=d["goal"],
-        acceptance_criteria=tuple(CriterionSpec(c["id"], c["description"]) for c in d["acceptance_criteria"]),
-        steps=tuple(
-            StepSpec(s["id"], s["title"], tuple(s["depends_on"]), s["completion_evidence"], s["max_attempts"])
-            for s in d["steps"]
+        acceptance_criteria=tuple(
+            CriterionSpec(c["id"], c["description"], _checks(c)) for c in d["acceptance_criteria"]
         ),
-        policy=Policy(d["policy"]["max_in_progress"]),
+        steps=tuple(StepSpec(**{**s, "depends_on": tuple(s["depends_on"]), "terms": _terms(s)}) for s in d["steps"]),
+        policy=Policy(**d["policy"]),
     )
+
+
+def _terms(d: dict[str, Any]) -> StepTerms | None:
+    """A step's format v2 terms (a snapshot of a v1 plan has none)."""
+    terms = d.get("terms")
+    return None if terms is None else StepTerms(**{**terms, "checks": _checks(terms)})
+
+
+def _checks(d: dict[str, Any]) -> tuple[CheckSpec, ...]:
+    """A spec's typed checks (format v2; a snapshot of a v1 plan has none)."""
+    return tuple(CheckSpec(**c) for c in d.get("checks", ()))
 
 
 def _change(d: dict[str, Any]) -> StepChange:
@@ -193,7 +206,7 @@ def decode_state(raw: bytes, fill: Fill | None = None) -> PlanState:
     if b'"$ref"' in raw:
         d = _internalize(d, fill or _no_fill)
     plan = _plan(d["plan"])
-    steps = [StepState(**{**s, "evidence": tuple(s["evidence"])}) for s in d["steps"]]
+    steps = [StepState(**{**s, "evidence": tuple(s["evidence"]), "usage": _usage(s.get("usage"))}) for s in d["steps"]]
     criteria = [CriterionState(**c) for c in d["criteria"]]
     return PlanState(
         run=d["run"],
@@ -209,7 +222,14 @@ def decode_state(raw: bytes, fill: Fill | None = None) -> PlanState:
         consecutive_failures=d["consecutive_failures"],
         last_seq=d["last_seq"],
         head=d["head"],
+        usage=_usage(d.get("usage")),
+        failure_streak=None if d.get("failure_streak") is None else FailureStreak(**d["failure_streak"]),
+        contract=d.get("contract", False),
     )
+
+
+def _usage(d: dict[str, Any] | None) -> Usage | None:
+    return None if d is None else Usage(**d)
 
 
 def encode_version(info: VersionInfo, ended: tuple[tuple[str, int], ...] | None) -> bytes:

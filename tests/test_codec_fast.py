@@ -21,6 +21,7 @@ from plantrail.ledger import codec
 from plantrail.ledger.codec import GENESIS_PREV, encode
 from plantrail.ledger.errors import LogDamaged
 from plantrail.ledger.events import Source
+from plantrail.ledger.versions import plain
 from tests.strategies import EVENTS, SOURCES, anything, counts
 
 json_values = st.recursive(
@@ -100,26 +101,30 @@ def _pydantic_alone(line: bytes) -> Any:
     record = codec._checked(line, 1)
     if _plain_encoding(record) != line[:-72] + b"}":
         raise codec._not_canonical(1)
+    codec._check_version(record, 1)  # canonical form includes the line's version (ledger.versions)
     return record
 
 
 def _plain_encoding(record: Any) -> bytes | None:
-    """The writer's bytes for a record (orjson over the envelope), or None when the writer could not encode it."""
+    """The writer's bytes for a record (orjson over the envelope, the fields format v2 added left out at their
+    defaults), or None when the writer could not encode it."""
     try:
         return orjson.dumps(
             codec._envelope(
-                record.seq, record.ts, record.run, record.plan_version, record.actor, record.data, record.prev,
-                record.source, record.key,
+                record.v, record.seq, record.ts, record.run, record.plan_version, record.actor, record.data,
+                record.prev, record.source, record.key,
             ),
-            default=codec._struct_dict,
+            default=plain,
+            option=orjson.OPT_PASSTHROUGH_DATACLASS,
         )  # fmt: skip
     except orjson.JSONEncodeError:
         return None
 
 
 def _codec(line: bytes) -> Any:
-    """The codec's own path: ``decode`` for a line framed as v1 (its hot path included), else the schema check."""
-    if line.startswith(b'{"v":1,'):
+    """The codec's own path: ``decode`` for a line framed as v1 or v2 (the hot path included), else the schema
+    check."""
+    if line.startswith((b'{"v":1,', b'{"v":2,')):
         return codec.decode(line, line_no=1)
     return codec._record(line, 1, codec._msgspec(line))
 
