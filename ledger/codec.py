@@ -4,6 +4,11 @@ A line is the compact JSON of one record with its hash member last and fixed-wid
 
     {"v":1,"seq":7,...,"data":{...},"prev":"<64 hex>","h":"<64 hex>"}\\n
 
+``v`` is the lowest format version that holds the line (:mod:`ledger.versions`): v1 for everything seed 000's
+plan can say, v2 for a line that uses the plan contract. A v1 line reads as the v2 models with every added
+field at its default (the upcaster), and the canonical form of a line includes its version: a v2 line
+holding only v1 content, or a v1 line holding v2 content, is CORRUPT_LINE.
+
 ``h`` is the SHA-256 of the line without its ``,"h":"..."`` member, that is ``line[:-72] + b"}"``, so a
 verifier in any language needs no canonical-JSON library; ``prev`` is the previous line's ``h`` (64 zeros
 for the header), so the hashes form a chain. Decoding checks, in order: length, framing, hash, JSON and
@@ -26,7 +31,8 @@ import orjson
 
 from plantrail.ledger import events as ev
 from plantrail.ledger.errors import LogDamaged, error
-from plantrail.ledger.events import FORMAT_VERSION, Record, Source
+from plantrail.ledger.events import FORMAT_VERSION, FORMATS, V2_TYPES, Record, Source
+from plantrail.ledger.versions import V1, V2, added_defaults, needs_v2, plain
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
@@ -38,6 +44,7 @@ __all__ = [
     "encode",
     "holds_record_end",
     "json_schema",
+    "line_version",
     "record_adapter",
 ]
 
@@ -47,7 +54,8 @@ MAX_LINE_BYTES: Final = 16 * 1024 * 1024
 GENESIS_PREV: Final = "0" * 64
 
 _SUFFIX: Final = 72  # len(',"h":"') + 64 + len('"}')
-_PREFIX: Final = b'{"v":%d,' % FORMAT_VERSION
+_PREFIX: Final = b'{"v":%d,' % V1  # the hot path: v1 step events
+_PREFIX_V2: Final = b'{"v":%d,' % V2
 _HEX64 = re.compile(rb"[0-9a-f]{64}")
 _RECORD_END = re.compile(rb',"h":"[0-9a-f]{64}"\}')
 
@@ -68,8 +76,9 @@ def encode(
     key: str | None = None,
 ) -> tuple[bytes, str]:
     """Encode one record as its line (newline included) and return it with its hash."""
+    envelope = _envelope(line_version(data), seq, ts, run, plan_version, actor, data, prev, source, key)
     try:
-        raw = orjson.dumps(_envelope(seq, ts, run, plan_version, actor, data, prev, source, key), default=_struct_dict)
+        raw = orjson.dumps(envelope, default=plain, option=orjson.OPT_PASSTHROUGH_DATACLASS)
     except orjson.JSONEncodeError as exc:
         raise error("INVALID_TEXT", f"the event cannot be encoded: {exc}", seq=seq) from None
     h = hashlib.sha256(raw).hexdigest()
@@ -79,14 +88,19 @@ def encode(
     return line, h
 
 
-def _struct_dict(value: Any) -> dict[str, Any]:
-    """orjson's view of a msgspec struct (a fixed-shape event): its fields in order."""
-    if isinstance(value, msgspec.Struct):
-        return msgspec.structs.asdict(value)
-    raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
+def line_version(data: ev.Event) -> int:
+    """The format version of a line holding ``data``: the lowest that holds it.
+
+    A header says the version the log was created in (its ``format``); any other event is v2 when its type
+    or one of its values is something v1 cannot express, else v1.
+    """
+    if type(data) is ev.LogOpened:
+        return V2 if data.format == FORMATS[V2] else V1
+    return V2 if data.TYPE in V2_TYPES or needs_v2(data) else V1
 
 
 def _envelope(
+    v: int,
     seq: int,
     ts: str,
     run: str,
@@ -99,7 +113,7 @@ def _envelope(
 ) -> dict[str, Any]:
     """A record without its ``h`` member, members in wire order: its compact JSON is what the hash covers."""
     body: dict[str, Any] = {
-        "v": FORMAT_VERSION,
+        "v": v,
         "seq": seq,
         "ts": ts,
         "run": run,
@@ -123,13 +137,13 @@ def decode(line: bytes, line_no: int) -> Record:
     decode from the bytes, one SHA-256, and the canonical-form check of :func:`_exact` (a key count). Every
     other line takes :func:`_decode_in_full`, which checks the same things in the order damage is named.
     """
-    if (
-        len(line) > MAX_LINE_BYTES
-        or line[-_SUFFIX:-66] != b',"h":"'
-        or line[-2:] != b'"}'
-        or not line.startswith(_PREFIX)
-    ):
+    if len(line) > MAX_LINE_BYTES or line[-_SUFFIX:-66] != b',"h":"' or line[-2:] != b'"}':
         raise _framing_error(line, line_no)
+    if not line.startswith(_PREFIX):
+        if not line.startswith(_PREFIX_V2):
+            raise _framing_error(line, line_no)
+        digest = _sha256(line[:-_SUFFIX] + b"}").hexdigest()
+        return _decode_in_full(line, line_no, digest, _msgspec(line))
     try:
         record: Record | None = (_DECODE or _fast_decoder())(line)
     except msgspec.MsgspecError:
@@ -153,13 +167,27 @@ def _record(line: bytes, line_no: int, record: Record | None) -> Record:
     """The record a framed line holds, checked against the schema and for canonical form, given what msgspec
     made of it (None: refused). msgspec's record stands when it is exactly the line's content; any other
     line gets pydantic's verdict and the key count, as the schema defines them."""
-    if record is not None and _exact(record, line):
-        return record
-    record = _checked(line, line_no)
-    expected = _key_count(record)
-    if line.count(b'":') != expected and _keys_in(line) != expected:
-        raise error("CORRUPT_LINE", f"line {line_no}: duplicate or non-canonical keys", line=line_no)
+    if record is None or not _exact(record, line):
+        record = _checked(line, line_no)
+        expected = _key_count(record)
+        if line.count(b'":') != expected and _keys_in(line) != expected:
+            raise error("CORRUPT_LINE", f"line {line_no}: duplicate or non-canonical keys", line=line_no)
+    _check_version(record, line_no)
     return record
+
+
+def _check_version(record: Record, line_no: int) -> None:
+    """Refuse a line whose ``v`` is not the lowest format version that holds its record."""
+    version = line_version(record.data)
+    if record.v != version:
+        raise error(
+            "CORRUPT_LINE",
+            f"line {line_no} says format v{record.v} but holds a v{version} record (a line carries the lowest "
+            "version that holds it)",
+            line=line_no,
+            expected=version,
+            actual=record.v,
+        )
 
 
 def _exact(record: Record, line: bytes) -> bool:
@@ -275,8 +303,23 @@ def _as_written(record: Record) -> bytes:
 
     msgspec's encoder writes the same bytes as orjson (the writer's) and encodes dataclasses 3x faster.
     """
+    if type(record.data) in _OMITTING:
+        body = _envelope(
+            record.v,
+            record.seq,
+            record.ts,
+            record.run,
+            record.plan_version,
+            record.actor,
+            record.data,
+            record.prev,
+            record.source,
+            record.key,
+        )
+        return orjson.dumps(body, default=plain, option=orjson.OPT_PASSTHROUGH_DATACLASS)
     return _ENCODE(
         _envelope(
+            record.v,
             record.seq,
             record.ts,
             record.run,
@@ -291,6 +334,9 @@ def _as_written(record: Record) -> bytes:
 
 
 _ENCODE: Final = msgspec.json.Encoder().encode
+#: Event types whose values may hold fields format v2 added, which msgspec cannot leave out of a dataclass:
+#: their lines are re-encoded the writer's way (orjson, :func:`ledger.versions.plain`).
+_OMITTING: Final[frozenset[type[Any]]] = frozenset({ev.PlanCreated, ev.PlanReplanned})
 
 
 def _checked(line: bytes, line_no: int) -> Record:
@@ -387,7 +433,9 @@ def json_schema() -> dict[str, Any]:
     schema["title"] = f"plantrail log record (format v{FORMAT_VERSION})"
     schema["description"] = (
         "One line of a plantrail log. Members appear in the order v seq ts run type plan_version actor "
-        "[source] [key] data prev h; h = sha256 of the line without its h member."
+        "[source] [key] data prev h; h = sha256 of the line without its h member. v is the lowest format "
+        "version that holds the line: 1 unless it uses a field or event type format 2 added (a field added "
+        "in format 2 is left out at its default); format 1 lines read as format 2 with those defaults."
     )
     return schema
 
@@ -439,6 +487,14 @@ def _make_counter(cls: type[Any]) -> int | Callable[[Any], int]:
     hints = _field_hints(cls)
     nested = tuple(name for name, hint in hints.items() if _may_hold_object(hint))
     own = len(hints)
+    added = added_defaults(cls)
+    if added:  # a field format v2 added is written only away from its default
+        base = own - len(added)
+        return lambda value: (
+            base
+            + sum(getattr(value, name) != default for name, default in added)
+            + sum(_keys(getattr(value, name)) for name in nested)
+        )
     if not nested:
         return own
     return lambda value: own + sum(_keys(getattr(value, name)) for name in nested)

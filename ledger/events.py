@@ -23,10 +23,12 @@ from plantrail.ledger.plan import PlanPatch, PlanSpec
 __all__ = [
     "ACTORS",
     "FORMAT",
+    "FORMATS",
     "FORMAT_VERSION",
     "OUTCOMES",
     "REASON_CODES",
     "RESULT_TYPES",
+    "V2_TYPES",
     "Actor",
     "CriterionVerified",
     "Event",
@@ -47,10 +49,15 @@ __all__ = [
     "event_type",
 ]
 
-#: The envelope format version (``v`` on every line).
-FORMAT_VERSION: Final = 1
-#: The format name recorded in every log's header.
-FORMAT: Final = "plantrail/1"
+#: The newest envelope format version this plantrail reads and writes (``v`` on every line; see
+#: :mod:`ledger.versions`: a line carries the lowest version that holds it).
+FORMAT_VERSION: Final = 2
+#: Each format version's name, as a log's header records it.
+FORMATS: Final[dict[int, str]] = {1: "plantrail/1", 2: "plantrail/2"}
+#: The format name of the newest version.
+FORMAT: Final = FORMATS[FORMAT_VERSION]
+#: Event types format v2 added (a line of one of these types is a v2 line).
+V2_TYPES: Final[frozenset[str]] = frozenset()
 
 _STRICT: dict[str, Any] = {"extra": "forbid", "strict": True}
 
@@ -110,7 +117,10 @@ class _FixedShape(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=Fa
 
 
 class LogOpened(_FixedShape, frozen=True):
-    """The header at seq 0: format, run id, a random nonce (no two runs share a chain), the fsync policy."""
+    """The header at seq 0: format, run id, a random nonce (no two runs share a chain), the fsync policy.
+
+    ``format`` is the format the log was created in (``plantrail/1``, or ``plantrail/2`` when its first plan
+    uses the v2 contract); the header's own ``v`` says the same."""
 
     TYPE: ClassVar[str] = "log.opened"
 

@@ -63,6 +63,10 @@ class StepSpec:
     depends_on: tuple[str, ...]
     completion_evidence: str
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    priority: int = 0
+
+    #: Fields format v2 added (ledger.versions): left out of the bytes at their defaults.
+    ADDED: ClassVar[frozenset[str]] = frozenset({"priority"})
 
     def __post_init__(self) -> None:
         if type(self.depends_on) is not tuple:  # built in Python: a bare str is one dependency
@@ -235,6 +239,7 @@ _STEP_KEYS = {
     "completionEvidence",
     "max_attempts",
     "maxAttempts",
+    "priority",
 }
 
 
@@ -268,6 +273,13 @@ def _skeleton(raw: Any) -> StepSpec | None:
     return StepSpec(id=step_id, title="", depends_on=tuple(deps), completion_evidence="")
 
 
+def _priority(raw: Any, where: str, step_id: str | None) -> int:
+    """A step's priority: a whole number in the 32-bit range (higher runs first); DRAFT_INVALID otherwise."""
+    if isinstance(raw, bool) or not isinstance(raw, int) or not -(2**31) <= raw < 2**31:
+        raise error("DRAFT_INVALID", f"{where} must be a whole number", path=where, step=step_id)
+    return raw
+
+
 def _parse_step(raw: Any, where: str) -> StepSpec:
     obj = _require_mapping(raw, where)
     problems: list[PlantrailError] = []
@@ -286,9 +298,15 @@ def _parse_step(raw: Any, where: str) -> StepSpec:
         if attempts is None
         else _noted(problems, DEFAULT_MAX_ATTEMPTS, _positive_int, attempts, f"{where}.max_attempts")
     )
+    priority = _noted(problems, 0, _priority, obj.get("priority", 0), f"{where}.priority", step_id or None)
     _raise_if_any(problems)
     return StepSpec(
-        id=step_id, title=title, depends_on=depends_on, completion_evidence=evidence, max_attempts=max_attempts
+        id=step_id,
+        title=title,
+        depends_on=depends_on,
+        completion_evidence=evidence,
+        max_attempts=max_attempts,
+        priority=priority,
     )
 
 
@@ -483,7 +501,10 @@ def _cycle_problems(steps: Sequence[StepSpec], ids: set[str]) -> list[PlantrailE
 
 
 def topo_order(steps: Sequence[StepSpec]) -> tuple[str, ...]:
-    """Kahn's algorithm, always taking the smallest ready id: the one stable order of every listing."""
+    """Kahn's algorithm, always taking the ready step of highest priority, then smallest id (seed 001 section
+    7): the one stable order of every listing. Without priorities (all 0) it takes the smallest ready id."""
+    if any(s.priority for s in steps):
+        return _prioritised_order(steps)
     indegree: dict[str, int] = {}
     dependents: dict[str, list[str]] = {s.id: [] for s in steps}
     for s in steps:
@@ -508,6 +529,31 @@ def topo_order(steps: Sequence[StepSpec]) -> tuple[str, ...]:
     return tuple(order)
 
 
+def _prioritised_order(steps: Sequence[StepSpec]) -> tuple[str, ...]:
+    """:func:`topo_order` for a plan with priorities: the ready heap is keyed by (-priority, id)."""
+    priority = {s.id: s.priority for s in steps}
+    indegree: dict[str, int] = {}
+    dependents: dict[str, list[str]] = {s.id: [] for s in steps}
+    for s in steps:
+        deps = set(s.depends_on)
+        indegree[s.id] = len(deps)
+        for dep in deps:
+            dependents[dep].append(s.id)
+    ready = [(-priority[i], i) for i, d in indegree.items() if d == 0]
+    heapq.heapify(ready)
+    order: list[str] = []
+    while ready:
+        _, current = heapq.heappop(ready)
+        order.append(current)
+        for child in dependents[current]:
+            indegree[child] -= 1
+            if indegree[child] == 0:
+                heapq.heappush(ready, (-priority[child], child))
+    if len(order) != len(steps):
+        return topo_order([replace(s, priority=0) for s in steps])  # raises DEPENDENCY_CYCLE, naming the cycle
+    return tuple(order)
+
+
 def carried_order(
     previous: Sequence[StepSpec], previous_order: Sequence[str], steps: Sequence[StepSpec]
 ) -> tuple[str, ...] | None:
@@ -518,7 +564,10 @@ def carried_order(
     step (its id did not exist) nor on a removed one (its id is unknown now), so Kahn's smallest-ready-first
     choices among those steps are the same as before: they keep their previous order. Each added step is
     taken as Kahn would take it: once its dependencies are placed, before the next kept step with a larger id.
+    With priorities in either list it returns None (sort from scratch: a changed priority reorders kept steps).
     """
+    if any(s.priority for s in previous) or any(s.priority for s in steps):
+        return None
     before = {s.id: s.depends_on for s in previous}
     added: list[StepSpec] = []
     for s in steps:

@@ -1,4 +1,9 @@
-"""The canonical bytes of a state and their SHA-256: two replays, machines or versions compare by hash."""
+"""The canonical bytes of a state and their SHA-256: two replays, machines or versions compare by hash.
+
+Fields that format v2 added (to the plan's specs, :mod:`ledger.versions`, and to the state's own values,
+``_ADDED``) are left out at their defaults, so a log that uses no v2 feature keeps the state hash it had
+under v1.
+"""
 
 from __future__ import annotations
 
@@ -7,23 +12,33 @@ from typing import Any
 
 import orjson
 
+from plantrail.ledger.versions import plain
 from plantrail.projections.model import PlanState
 from plantrail.projections.table import Table
 
 __all__ = ["canonical_bytes", "state_hash"]
 
+#: The state's values' fields added with format v2, each with the default at which it is left out.
+_ADDED: dict[type[Any], tuple[tuple[str, Any], ...]] = {}
+
 
 def _default(value: Any) -> Any:
     if isinstance(value, tuple) and hasattr(value, "_asdict"):
-        return value._asdict()
+        body = value._asdict()
+        for name, default in _ADDED.get(type(value), ()):
+            if body[name] == default:
+                del body[name]
+        return body
     if isinstance(value, Table):
         return dict(value.items())
-    raise TypeError(f"cannot encode {type(value).__name__}")
+    # A plan spec (a dataclass): its fields in their declared order, as orjson always wrote dataclasses here
+    # (OPT_SORT_KEYS sorts dicts, never a dataclass), without the fields v2 added at their defaults.
+    return orjson.Fragment(orjson.dumps(value, default=plain, option=orjson.OPT_PASSTHROUGH_DATACLASS))
 
 
 def canonical_bytes(state: PlanState) -> bytes:
     """The full projection as JSON with sorted keys (it holds no read-time values such as "now")."""
-    return orjson.dumps(state, default=_default, option=orjson.OPT_SORT_KEYS)
+    return orjson.dumps(state, default=_default, option=orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS)
 
 
 def state_hash(state: PlanState) -> str:

@@ -48,7 +48,14 @@ def _plan(d: dict[str, Any] | None) -> PlanSpec | None:
         goal=d["goal"],
         acceptance_criteria=tuple(CriterionSpec(c["id"], c["description"]) for c in d["acceptance_criteria"]),
         steps=tuple(
-            StepSpec(s["id"], s["title"], tuple(s["depends_on"]), s["completion_evidence"], s["max_attempts"])
+            StepSpec(
+                s["id"],
+                s["title"],
+                tuple(s["depends_on"]),
+                s["completion_evidence"],
+                s["max_attempts"],
+                s.get("priority", 0),
+            )
             for s in d["steps"]
         ),
         policy=Policy(d["policy"]["max_in_progress"]),

@@ -161,6 +161,7 @@ def _step_view(step: StepState, spec: StepSpec, ready: bool, waits: list[WaitRea
         "wait_reasons": waits,
         "attempt": step.attempt,
         "max_attempts": step.max_attempts,
+        "priority": spec.priority,
         "depends_on": list(spec.depends_on),
         "completion_evidence": spec.completion_evidence,
         "evidence": list(step.evidence),

@@ -54,9 +54,9 @@ def plans(draw: st.DrawFn, goal: str = "ship it") -> PlanSpec:
     for i, step_id in enumerate(ids):
         deps = draw(st.lists(st.sampled_from(ids[:i]), unique=True, max_size=2)) if i else []
         title = draw(st.sampled_from(["do " + step_id, "redo " + step_id]))
-        steps.append(
-            StepSpec(step_id, title, tuple(deps), "evidence of " + step_id, draw(st.integers(min_value=1, max_value=3)))
-        )
+        attempts = draw(st.integers(min_value=1, max_value=3))
+        priority = draw(st.sampled_from([0, 0, 0, 1, 2]))  # format v2: mostly absent, so most plans stay v1
+        steps.append(StepSpec(step_id, title, tuple(deps), "evidence of " + step_id, attempts, priority))
     criteria = tuple(
         CriterionSpec(c, draw(st.sampled_from(["works", "still works"])))
         for c in draw(st.lists(st.sampled_from(CRITERIA), min_size=1, unique=True))
@@ -176,7 +176,12 @@ EVENTS = st.one_of(
                         PatchOp,
                         op=st.just("add_step"),
                         step=st.builds(
-                            StepSpec, id=ident, title=anything, depends_on=st.just(()), completion_evidence=anything
+                            StepSpec,
+                            id=ident,
+                            title=anything,
+                            depends_on=st.just(()),
+                            completion_evidence=anything,
+                            priority=st.sampled_from([0, 0, 1, -2]),  # a format v2 field, mostly absent
                         ),
                     ),
                     st.builds(
@@ -190,7 +195,7 @@ EVENTS = st.one_of(
     ),
     st.builds(
         LogOpened,
-        format=st.just("plantrail/1"),
+        format=st.sampled_from(["plantrail/1", "plantrail/2"]),
         run=ident,
         nonce=hex64,
         fsync=st.sampled_from(["always", "batch", "none"]),

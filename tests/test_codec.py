@@ -92,7 +92,7 @@ def _resealed(raw: bytes) -> bytes:
             ),
             "CORRUPT_LINE",
         ),
-        (b'{"v":2,"seq":1}', "UNSUPPORTED_SCHEMA_VERSION"),
+        (b'{"v":3,"seq":1}', "UNSUPPORTED_SCHEMA_VERSION"),
         (b"[1,2,3]", "CORRUPT_LINE"),
         (b"not json", "CORRUPT_LINE"),
         (b"", "CORRUPT_LINE"),

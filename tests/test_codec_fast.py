@@ -101,12 +101,14 @@ def _pydantic_alone(line: bytes) -> Any:
     expected = codec._key_count(record)
     if line.count(b'":') != expected and codec._keys_in(line) != expected:
         raise LogDamaged("CORRUPT_LINE", "line 1: duplicate or non-canonical keys")
+    codec._check_version(record, 1)  # canonical form includes the line's version (ledger.versions)
     return record
 
 
 def _codec(line: bytes) -> Any:
-    """The codec's own path: ``decode`` for a line framed as v1 (its hot path included), else the schema check."""
-    if line.startswith(b'{"v":1,'):
+    """The codec's own path: ``decode`` for a line framed as v1 or v2 (the hot path included), else the schema
+    check."""
+    if line.startswith((b'{"v":1,', b'{"v":2,')):
         return codec.decode(line, line_no=1)
     return codec._record(line, 1, codec._msgspec(line))
 

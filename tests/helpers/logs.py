@@ -13,7 +13,7 @@ __all__ = ["build_log", "lines_of", "rechain", "reseal", "write_lines"]
 _H = 72  # ,"h":"<64 hex>"}
 _PREV = slice(-_H - 65, -_H - 1)  # the 64 hex digits of "prev"
 _CHECKPOINT_HEAD = re.compile(rb'"head":"[0-9a-f]{64}"')
-_SEQ = re.compile(rb'^\{"v":1,"seq":\d+,')
+_SEQ = re.compile(rb'^\{"v":(\d+),"seq":\d+,')
 
 
 def build_log(ledger: Ledger, verdicts: int) -> None:
@@ -45,7 +45,7 @@ def rechain(lines: list[bytes], start: int) -> list[bytes]:
     out = list(lines[:start])
     for line in lines[start:]:
         prev = out[-1][-66:-2] if out else b"0" * 64
-        line = _SEQ.sub(b'{"v":1,"seq":%d,' % len(out), line, count=1)
+        line = _SEQ.sub(lambda m: b'{"v":%s,"seq":%d,' % (m.group(1), len(out)), line, count=1)
         line = _CHECKPOINT_HEAD.sub(b'"head":"' + prev + b'"', line)
         out.append(reseal(line[: _PREV.start] + prev + line[_PREV.stop :]))
     return out

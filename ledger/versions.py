@@ -1,0 +1,130 @@
+"""What each log format version holds, and the JSON view of a value that leaves out what v1 never had.
+
+Format v2 adds the seeds' plan contract (step priorities, typed checks, evidence records ...) as *added
+fields*: each class that gained fields names them in its ``ADDED`` class attribute, each with a default that
+means "not used". A value whose added fields are all at their defaults is a v1 value: it is written with the
+bytes v1 gave it (the added fields are omitted), and its line is a ``"v":1`` line. A line is v2 only when it
+holds something v1 cannot express. So:
+
+- every v1 log reads as v2 models: a missing added field takes its default (the upcaster from v1 to v2 is
+  exactly "fill in the defaults"), and re-encodes to the bytes it was read from;
+- a v2 writer appending to a v1 log writes v1 lines until an event uses a v2 feature (docs/format-v2.md);
+- the canonical state leaves out the added fields at their defaults too (:mod:`projections.canonical`), so a
+  v1 log keeps the state hash it had.
+
+Pure and small: no I/O, nothing imported from the rest of plantrail.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Callable
+from typing import Any, Final
+
+import msgspec
+
+__all__ = ["V1", "V2", "added_defaults", "needs_v2", "plain"]
+
+#: The first format: seed 000's plan (goal, criteria, steps with id, title, depends_on, evidence, attempts).
+V1: Final = 1
+#: The plan contract of seeds 001 and 004 (issue 13).
+V2: Final = 2
+
+_NOTHING: Final = object()
+_ADDED: dict[type[Any], tuple[tuple[str, Any], ...]] = {}
+_FIELDS: dict[type[Any], tuple[str, ...]] = {}
+
+
+def _default_of(cls: type[Any], name: str) -> Any:
+    if dataclasses.is_dataclass(cls):
+        for f in dataclasses.fields(cls):
+            if f.name == name:
+                if f.default is not dataclasses.MISSING:
+                    return f.default
+                if f.default_factory is not dataclasses.MISSING:
+                    return f.default_factory()
+        raise TypeError(f"{cls.__name__}.{name} is added in v2 but has no default")
+    fields = cls.__struct_fields__
+    defaults = cls.__struct_defaults__
+    index = fields.index(name) - (len(fields) - len(defaults))
+    if index < 0:
+        raise TypeError(f"{cls.__name__}.{name} is added in v2 but has no default")
+    value = defaults[index]
+    return value.factory() if isinstance(value, msgspec._core.Factory) else value
+
+
+def added_defaults(cls: type[Any]) -> tuple[tuple[str, Any], ...]:
+    """The fields ``cls`` gained after v1, each with its default (empty for a class v2 did not change)."""
+    known = _ADDED.get(cls)
+    if known is None:
+        names = sorted(getattr(cls, "ADDED", ()))
+        known = _ADDED[cls] = tuple((name, _default_of(cls, name)) for name in names)
+    return known
+
+
+def _field_names(cls: type[Any]) -> tuple[str, ...]:
+    known = _FIELDS.get(cls)
+    if known is None:
+        if dataclasses.is_dataclass(cls):
+            known = tuple(f.name for f in dataclasses.fields(cls))
+        else:
+            known = tuple(cls.__struct_fields__)
+        _FIELDS[cls] = known
+    return known
+
+
+def plain(value: Any) -> dict[str, Any]:
+    """A dataclass or msgspec struct as a dict in field order, without its added fields at their defaults.
+
+    orjson's ``default`` (with ``OPT_PASSTHROUGH_DATACLASS``) for the writer, the re-encoding check and the
+    canonical state alike, so all three agree on the bytes.
+    """
+    cls = type(value)
+    if not (dataclasses.is_dataclass(cls) or isinstance(value, msgspec.Struct)):
+        raise TypeError(f"Type is not JSON serializable: {cls.__name__}")
+    body = {name: getattr(value, name) for name in _field_names(cls)}
+    for name, default in added_defaults(cls):
+        if body[name] == default:
+            del body[name]
+    return body
+
+
+def needs_v2(value: Any) -> bool:
+    """Whether ``value`` (an event, or anything inside one) holds an added field away from its default."""
+    checker = _CHECKERS.get(type(value))
+    if checker is None:
+        checker = _CHECKERS[type(value)] = _make_checker(type(value))
+    return checker(value)
+
+
+_CHECKERS: dict[type[Any], Callable[[Any], bool]] = {}
+
+
+def _never(value: Any) -> bool:
+    return False
+
+
+def _make_checker(cls: type[Any]) -> Callable[[Any], bool]:
+    if isinstance(cls, type) and issubclass(cls, tuple) and not hasattr(cls, "_fields"):
+        return lambda value: any(needs_v2(item) for item in value)
+    if not (dataclasses.is_dataclass(cls) or (isinstance(cls, type) and issubclass(cls, msgspec.Struct))):
+        return _never
+    added = added_defaults(cls)
+    hints = typing.get_type_hints(cls)
+    names = tuple(name for name in _field_names(cls) if _may_hold_object(hints[name]))
+
+    def check(value: Any) -> bool:
+        for name, default in added:
+            if getattr(value, name) != default:
+                return True
+        return any(needs_v2(getattr(value, name)) for name in names)
+
+    return check
+
+
+def _may_hold_object(tp: Any) -> bool:
+    """Whether a field of type ``tp`` can hold a dataclass or a struct (anything with fields of its own)."""
+    if dataclasses.is_dataclass(tp) or (isinstance(tp, type) and issubclass(tp, msgspec.Struct)):
+        return True
+    return any(_may_hold_object(arg) for arg in typing.get_args(tp))
