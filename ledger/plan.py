@@ -64,9 +64,12 @@ class StepSpec:
     completion_evidence: str
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     priority: int = 0
+    #: What the agent wrote about the step beyond its title (a description, its own priority label, the
+    #: item it nests under) and what an importer inferred about it, one fact a line; not part of the contract.
+    notes: tuple[str, ...] = ()
 
     #: Fields format v2 added (ledger.versions): left out of the bytes at their defaults.
-    ADDED: ClassVar[frozenset[str]] = frozenset({"priority"})
+    ADDED: ClassVar[frozenset[str]] = frozenset({"priority", "notes"})
 
     def __post_init__(self) -> None:
         if type(self.depends_on) is not tuple:  # built in Python: a bare str is one dependency
@@ -106,6 +109,12 @@ class PlanSpec:
     acceptance_criteria: tuple[CriterionSpec, ...]
     steps: tuple[StepSpec, ...]
     policy: Policy = Policy()
+    #: Facts about the version that are no part of the plan itself, one a line: e.g. the adapter that
+    #: imported it and its version, the user's follow-up messages (docs/importers.md).
+    notes: tuple[str, ...] = ()
+
+    #: Fields format v2 added (ledger.versions): left out of the bytes at their defaults.
+    ADDED: ClassVar[frozenset[str]] = frozenset({"notes"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from .model import Observation, Status, TodoItem, Transcript
 JsonObject = Mapping[str, object]
 
 CONTEXT_LIMIT = 500
+PROMPTS_KEPT = 16
 STATUSES: frozenset[Status] = frozenset({"pending", "in_progress", "completed"})
 
 
@@ -49,6 +50,11 @@ def clip(text: str) -> str:
     """`text` without surrounding whitespace, cut to CONTEXT_LIMIT characters with a trailing '…'."""
     text = text.strip()
     return text if len(text) <= CONTEXT_LIMIT else text[: CONTEXT_LIMIT - 1] + "…"
+
+
+def with_prompt(prompts: tuple[tuple[str, int], ...], text: str, line: int) -> tuple[tuple[str, int], ...]:
+    """`prompts` with the user's message at `line` added, while fewer than PROMPTS_KEPT are kept."""
+    return prompts if len(prompts) >= PROMPTS_KEPT else (*prompts, (clip(text), line))
 
 
 def iso_from_millis(millis: int) -> str:

@@ -28,6 +28,7 @@ from ._records import (
     objects,
     text_field,
     todo_items,
+    with_prompt,
 )
 from .model import ListSnapshot, Observation, TaskEvent, ToolOutcome, Transcript
 
@@ -79,6 +80,7 @@ class _Reader:
     context: tuple[str | None, int | None] = (None, None)
     said: tuple[str | None, int | None] = (None, None)
     session_id: str | None = None
+    prompts: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +95,7 @@ class _Origin:
     context_line: int | None
     explanation: str | None
     explanation_line: int | None
+    prompts: tuple[tuple[str, int], ...] = ()
 
 
 def parse(path: Path) -> Transcript:
@@ -159,6 +162,7 @@ def _read_calls(reader: _Reader, number: int, record: JsonObject) -> bool:
             context_line=reader.context[1],
             explanation=reader.said[0],
             explanation_line=reader.said[1],
+            prompts=reader.prompts,
         )
         observation = _observation(name, object_field(block, "input"), origin)
         if observation is None:
@@ -193,6 +197,7 @@ def _observation(name: str | None, call: JsonObject | None, origin: _Origin) -> 
         requested_status=text_field(call, "status"),
         owner=text_field(call, "owner"),
         active_form=text_field(call, "activeForm"),
+        prompts=origin.prompts,
     )
 
 
@@ -211,6 +216,7 @@ def _snapshot(call: JsonObject, origin: _Origin) -> ListSnapshot | None:
         context=origin.context,
         context_line=origin.context_line,
         agent=origin.agent,
+        prompts=origin.prompts,
     )
 
 
@@ -224,6 +230,7 @@ def _read_user(reader: _Reader, number: int, record: JsonObject) -> None:
     prompt = _prompt(record)
     if prompt is not None:
         reader.context = (clip(prompt), number)
+        reader.prompts = with_prompt(reader.prompts, prompt, number)
 
 
 def _prompt(record: JsonObject) -> str | None:

@@ -3,8 +3,11 @@
 The history is a single document, so `line` on an observation is the 1-based index of its message
 in the array, and `lines_total` counts messages. Cline carries its plan as a `task_progress`
 parameter of ordinary tool calls: a markdown checklist whose `- [x]` items are completed and whose
-`- [ ]` items are pending (Cline has no in-progress mark). A `<br>` that a model sometimes writes in
-front of an item is not part of its text. The history has no timestamps. A person's words are the
+`- [ ]` items are pending (Cline has no in-progress mark); an indented item is a sub-item of the item
+above it at a smaller indent (kept as its `parent`). A `<br>` that a model sometimes writes in front of an
+item is not part of its text. Newer Cline versions stamp each message with `ts` (Unix milliseconds), which
+becomes the observation's timestamp; older histories have none. The run is the task: the name of the
+folder that holds `api_conversation_history.json` (Cline names it by the task id). A person's words are the
 `<task>`, `<feedback>`, `<answer>` and `<user_message>` elements of user messages, outside the output
 of tools other than those that ask the person (`ask_followup_question`, `plan_mode_respond`); the
 rest of a user message is tool output and environment details.
@@ -13,27 +16,30 @@ rest of a user message is tool output and environment details.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import TypeGuard
 
 from ._records import (
     Tally,
     clip,
+    iso_from_millis,
     json_document,
     list_field,
     object_field,
     objects,
     text_field,
+    with_prompt,
 )
 from .errors import transcript_error
-from .model import ListSnapshot, TodoItem, Transcript
+from .model import ListSnapshot, Status, TodoItem, Transcript
 
 __all__ = ["FORMAT", "is_document", "parse"]
 
 FORMAT = "cline"
 PLAN_PARAMETER = "task_progress"
 _ROLES = frozenset({"user", "assistant"})
-_ITEM = re.compile(r"^\s*(?:<br\s*/?>\s*)*[-*+]\s+\[(?P<mark>[ xX])\]\s*(?P<text>.*?)\s*$")
+_ITEM = re.compile(r"^(?P<indent>\s*)(?:<br\s*/?>\s*)*[-*+]\s+\[(?P<mark>[ xX])\]\s*(?P<text>.*?)\s*$")
 _USER_WORDS = re.compile(r"<(task|feedback|answer|user_message)>\s*(?P<words>.*?)\s*</\1>", re.DOTALL)
 _TOOL_RESULT = re.compile(r"^\[(?P<tool>\w+)(?: for .*?)?\] Result:", re.DOTALL)
 _ANSWERING_TOOLS = frozenset({"ask_followup_question", "plan_mode_respond"})
@@ -56,14 +62,25 @@ def parse(path: Path) -> Transcript:
     tally = Tally(total=len(document))
     observations: list[ListSnapshot] = []
     context: tuple[str | None, int | None] = (None, None)
+    prompts: tuple[tuple[str, int], ...] = ()
     for index, message in enumerate(document, start=1):
         if not _is_message(message):
             tally.skip(index, "unknown_record_type")
         elif message.get("role") == "user":
-            context = _prompt(list_field(message, "content") or [], index) or context
+            said = _prompt(list_field(message, "content") or [], index)
+            context = said or context
+            prompts = prompts if said is None else with_prompt(prompts, *said)
         else:
-            observations.extend(_snapshots(list_field(message, "content") or [], index, context, tally))
-    return tally.transcript(FORMAT, path, None, observations)
+            ts = message.get("ts")
+            stamp = iso_from_millis(ts) if isinstance(ts, int) and not isinstance(ts, bool) and ts >= 0 else None
+            found = _snapshots(list_field(message, "content") or [], index, context, tally)
+            observations.extend(replace(o, timestamp=stamp, prompts=prompts) for o in found)
+    return tally.transcript(FORMAT, path, _task_id(path), observations)
+
+
+def _task_id(path: Path) -> str | None:
+    """The task id of a history kept where Cline keeps it (`tasks/<id>/api_conversation_history.json`)."""
+    return path.parent.name if path.name == "api_conversation_history.json" and path.parent.name else None
 
 
 def _prompt(content: list[object], index: int) -> tuple[str, int] | None:
@@ -108,10 +125,17 @@ def _snapshots(
 
 
 def checklist_items(checklist: str) -> tuple[TodoItem, ...] | None:
-    """A markdown checklist as items; None when non-blank text holds no checklist item at all."""
-    items = tuple(
-        TodoItem(text=found["text"], status="completed" if found["mark"] != " " else "pending")
-        for found in map(_ITEM.match, checklist.splitlines())
-        if found is not None
-    )
-    return None if checklist.strip() and not items else items
+    """A markdown checklist as items, each sub-item with its parent's text; None when non-blank text holds no
+    checklist item at all."""
+    items: list[TodoItem] = []
+    above: list[tuple[int, str]] = []  # (indent, text) of the items an indented item may nest under
+    for found in map(_ITEM.match, checklist.splitlines()):
+        if found is None:
+            continue
+        indent = len(found["indent"].expandtabs(4))
+        while above and above[-1][0] >= indent:
+            above.pop()
+        status: Status = "completed" if found["mark"] != " " else "pending"
+        items.append(TodoItem(text=found["text"], status=status, parent=above[-1][1] if above else None))
+        above.append((indent, found["text"]))
+    return None if checklist.strip() and not items else tuple(items)

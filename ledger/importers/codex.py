@@ -24,6 +24,7 @@ from ._records import (
     objects,
     status_of,
     text_field,
+    with_prompt,
 )
 from .model import ListSnapshot, TodoItem, Transcript
 
@@ -48,6 +49,7 @@ class _Reader:
     awaiting: dict[str, int] = field(default_factory=dict)
     context: tuple[str | None, int | None] = (None, None)
     session_id: str | None = None
+    prompts: tuple[tuple[str, int], ...] = ()
 
 
 def parse(path: Path) -> Transcript:
@@ -74,6 +76,7 @@ def _read(reader: _Reader, number: int, record: JsonObject, payload: JsonObject)
         reader.session_id = reader.session_id or text_field(payload, "id")
     elif record_type == "event_msg" and payload_type == "user_message" and message is not None:
         reader.context = (clip(message), number)
+        reader.prompts = with_prompt(reader.prompts, message, number)
     elif record_type == "response_item" and payload_type == "function_call" and payload.get("name") == PLAN_TOOL:
         return _read_plan_call(reader, number, record, payload)
     elif record_type == "response_item" and payload_type == "function_call_output":
@@ -101,6 +104,7 @@ def _read_plan_call(reader: _Reader, number: int, record: JsonObject, payload: J
             explanation_line=None if explanation is None else number,
             context=reader.context[0],
             context_line=reader.context[1],
+            prompts=reader.prompts,
         )
     )
     return True

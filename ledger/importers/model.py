@@ -43,6 +43,8 @@ class TodoItem:
     position_label: str | None = None
     active_form: str | None = None
     priority: str | None = None
+    parent: str | None = None
+    """The text of the item this one is indented under (Cline sub-items); None at the top level."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,7 +60,8 @@ class ListSnapshot:
     `result` and `result_line` describe the tool's answer where the transcript pairs one with the call.
     `prior_items` is the tool's own record of the list just before this write (Claude Code
     `toolUseResult.oldTodos`), which shows when the tool itself emptied the list; None where the transcript
-    does not carry it.
+    does not carry it. `prompts` are the user's messages before the update, each with its line (at most the
+    first PROMPTS_KEPT of the session): what the goal rule chooses the request from (`mapping`).
     """
 
     line: int
@@ -74,6 +77,7 @@ class ListSnapshot:
     result: ToolOutcome | None = None
     result_line: int | None = None
     prior_items: tuple[TodoItem, ...] | None = None
+    prompts: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,6 +91,7 @@ class TaskEvent:
     `status_source` is "request"; otherwise both are None and `status_source` is None.
     `requested_status` is what the call asked for, whether or not it took effect. `explanation` is
     the text the agent wrote just before the call (since the last `user` line), at `explanation_line`.
+    `prompts` are the user's messages before the call, as on `ListSnapshot`.
     """
 
     line: int
@@ -110,6 +115,7 @@ class TaskEvent:
     updated_fields: tuple[str, ...] | None = None
     result: ToolOutcome | None = None
     result_line: int | None = None
+    prompts: tuple[tuple[str, int], ...] = ()
 
 
 Observation: TypeAlias = ListSnapshot | TaskEvent

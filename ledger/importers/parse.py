@@ -11,7 +11,7 @@ from .detect import detect_format, ensure_not_empty
 from .errors import transcript_error
 from .model import Transcript
 
-__all__ = ["FORMATS", "parse_transcript"]
+__all__ = ["ADAPTER_VERSIONS", "FORMATS", "parse_transcript"]
 
 _PARSERS: Mapping[str, Callable[[Path], Transcript]] = {
     claude_code.FORMAT: claude_code.parse,
@@ -20,6 +20,10 @@ _PARSERS: Mapping[str, Callable[[Path], Transcript]] = {
     cline.FORMAT: cline.parse,
 }
 _ALIASES: Mapping[str, str] = {"claude-code-tasks": claude_code.FORMAT}
+
+#: Each dialect adapter's version, recorded in every plan version it imports; raised whenever what an adapter
+#: reads from a transcript, or how it is mapped, changes (docs/importers.md lists what each version does).
+ADAPTER_VERSIONS: Mapping[str, int] = {claude_code.FORMAT: 2, codex.FORMAT: 2, opencode.FORMAT: 2, cline.FORMAT: 2}
 
 FORMATS: tuple[str, ...] = tuple(_PARSERS)
 """The format names `parse_transcript` accepts (and `claude-code-tasks`, read as `claude-code`)."""
