@@ -135,3 +135,41 @@ def test_cline_times_task_id_and_sub_items(tmp_path: Path) -> None:
         "return-429-with-retry-after",
         "test-it",
     ]
+
+
+def test_a_refusal_with_the_users_words_and_an_edited_approval_are_the_users_decisions(tmp_path: Path) -> None:
+    """ExitPlanMode: a refused plan is not adopted, the user's words there make the next plan theirs, and an
+    approval with their edits gives the edited plan as a user_request."""
+    report = imported(tmp_path, "claude_plan_mode.jsonl")
+    log = records(report)
+    created = log[1].data.plan  # type: ignore[union-attr]
+    plan = state(report).plan
+
+    assert [s.title for s in created.steps] == ["Lower-case tags on save", "Add a test for mixed-case tags"]
+    assert report.skipped.get("rejected_by_tool") == 1
+    assert plan is not None
+    assert [s.title for s in plan.steps][-1] == "Document the tag rule in the README"
+    [replan] = [r.data for r in log if r.type == "plan.replanned"]
+    assert (replan.reason, replan.why) == ("user_request", "the user approved the plan with their edits at line 5")  # type: ignore[union-attr]
+
+
+def test_the_users_words_in_a_refused_call_explain_the_next_replan(tmp_path: Path) -> None:
+    """A TodoWrite after a refusal whose result quotes the user is a user_request with their words as the why."""
+    from tests.transcripts import Claude
+
+    session = Claude()
+    session.user("Clean up the logging setup in the worker service please")
+    session.todo(("Remove the print calls", "pending"), ("Add a JSON formatter", "pending"))
+    session.raw(
+        b'{"type":"user","sessionId":"5e551011-0000-4000-8000-000000000001","uuid":"u-x","timestamp":'
+        b'"2026-02-01T10:00:30.000Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_9",'
+        b'"is_error":true,"content":"The user doesn\'t want to proceed with this tool use. The tool use was rejected. '
+        b'To tell you how to proceed, the user said:\\nNo JSON, keep the plain format."}]}}'
+    )
+    session.todo(("Remove the print calls", "pending"), ("Keep the plain format", "pending"))
+    path = session.write(tmp_path / "session.jsonl")
+    report = import_transcript(path, tmp_path / "out.plantrail.jsonl")
+    [replan] = [r.data for r in records(report) if r.type == "plan.replanned"]
+
+    assert replan.reason == "user_request"  # type: ignore[union-attr]
+    assert replan.why == 'the user wrote at line 4: "No JSON, keep the plain format."'  # type: ignore[union-attr]

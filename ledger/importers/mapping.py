@@ -24,8 +24,10 @@ The rules, and why:
   run that finished.
 * **Replans.** An update that adds, removes or renames items (a reworded, merged or split item is a
   removal plus an addition: identity is by text) is a `plan.replanned` with the new whole list. Its reason
-  is `user_request` when the user wrote between the previous plan update of the same file and this one,
-  else `agent_revision`. Its why quotes the transcript: the user's message, else the agent's own words
+  is `user_request` when the user decided it (an ExitPlanMode plan they approved, with or without their
+  edits: the why says so) or wrote between the previous plan update of the same file and this one (their
+  words in a tool's answer count: a refused call's "the user said: ..." is a message from them), else
+  `agent_revision`. Its why quotes the transcript: the user's message, else the agent's own words
   before the update (Codex `explanation`, Claude Code text), else it says that no reason was given. The
   observations cite each fact as "transcript line N: ...": the quotes in full, each item added, removed,
   renamed or reopened, cancelled items, and a list the tool had emptied by itself. Causes stay empty:
@@ -371,11 +373,17 @@ class _Mapper:
     def _replan(self, update: Update, changes: list[str]) -> Replan:
         observation = update.observation
         here = f"transcript {location(self.format, observation.line)}"
-        user = self._user_words(update)
         said = observation.explanation
         notes: list[str] = []
-        if user is not None:
+        verdict = observation.user_verdict if isinstance(observation, ListSnapshot) else None
+        user = None if verdict is not None else self._user_words(update)
+        if verdict is not None:
             reason: ReasonCode = "user_request"
+            where = location(self.format, observation.result_line or observation.line)
+            why = f"{verdict} at {where}"
+            notes.append(f"transcript {where}: {verdict}")
+        elif user is not None:
+            reason = "user_request"
             where = location(self.format, observation.context_line or 0)
             why = f'the user wrote at {where}: "{quote(user, WHY_LIMIT)}"'
             notes.append(f"transcript {where}: the user wrote: {user}")
@@ -386,7 +394,7 @@ class _Mapper:
         if said is not None:
             where = location(self.format, observation.explanation_line or observation.line)
             notes.append(f"transcript {where}: the agent wrote: {said}")
-            if user is None:
+            if user is None and verdict is None:
                 why = f'the agent wrote at {where}: "{quote(said, WHY_LIMIT)}"'
         notes += [f"{here}: {note}" for note in (*update.notes, *changes)]
         return Replan(

@@ -62,6 +62,10 @@ class ListSnapshot:
     `toolUseResult.oldTodos`), which shows when the tool itself emptied the list; None where the transcript
     does not carry it. `prompts` are the user's messages before the update, each with its line (at most the
     first PROMPTS_KEPT of the session): what the goal rule chooses the request from (`mapping`).
+    `user_verdict` is what the person decided about this very update, as the tool's answer at `result_line`
+    reports it (Claude Code ExitPlanMode: "the user approved the plan", "... with their edits"); the update is
+    then the user's decision, not the agent's revision. `proposed` is set only while a parser splits an approval
+    with edits into the agent's proposal and the user's update (never on a parsed transcript's observations).
     """
 
     line: int
@@ -78,6 +82,8 @@ class ListSnapshot:
     result_line: int | None = None
     prior_items: tuple[TodoItem, ...] | None = None
     prompts: tuple[tuple[str, int], ...] = ()
+    user_verdict: str | None = None
+    proposed: tuple[TodoItem, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
