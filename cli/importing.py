@@ -29,6 +29,11 @@ def render_report(report: ImportReport) -> str:
         f"  lines read         {report.lines_read} ({report.lines_skipped} skipped)",
         *(f"    skipped {count} {reason}" for reason, count in report.skipped.items()),
     ]
+    if report.untimed_events:
+        lines.append(
+            f"note: the transcript gives no time for {report.untimed_events} of the events; they are stamped "
+            "1970-01-01T00:00:00Z plus their line number, and their source has no timestamp"
+        )
     if report.subagent_files:
         lines.append(
             f"note: {len(report.subagent_files)} subagent file(s) beside it were not imported; "

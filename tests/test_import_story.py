@@ -173,3 +173,12 @@ def test_the_users_words_in_a_refused_call_explain_the_next_replan(tmp_path: Pat
 
     assert replan.reason == "user_request"  # type: ignore[union-attr]
     assert replan.why == 'the user wrote at line 4: "No JSON, keep the plain format."'  # type: ignore[union-attr]
+
+
+def test_every_version_keeps_its_adapter_note_in_the_state(tmp_path: Path) -> None:
+    """After a replan the active plan still names the adapter that imported it."""
+    report = imported(tmp_path, "claude_plan_mode.jsonl")
+    plan = state(report).plan
+
+    assert plan is not None and state(report).version == 2
+    assert plan.notes == (f"imported by plantrail's claude-code adapter v{ADAPTER_VERSIONS['claude-code']}",)

@@ -57,6 +57,17 @@ def with_prompt(prompts: tuple[tuple[str, int], ...], text: str, line: int) -> t
     return prompts if len(prompts) >= PROMPTS_KEPT else (*prompts, (clip(text), line))
 
 
+def iso_to_millis(stamp: str) -> int | None:
+    """An ISO-8601 timestamp as Unix milliseconds; None when it is not one."""
+    try:
+        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
 def iso_from_millis(millis: int) -> str:
     """A Unix time in milliseconds as an ISO-8601 UTC timestamp with milliseconds."""
     moment = datetime.fromtimestamp(millis // 1000, tz=UTC).replace(microsecond=(millis % 1000) * 1000)

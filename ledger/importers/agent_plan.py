@@ -90,6 +90,8 @@ class AgentPlan:
 
     def _replace_list(self, file: str, snapshot: ListSnapshot) -> Update:
         notes: list[str] = []
+        if snapshot.replayed is not None:
+            notes.append(f"replayed when the session was resumed at {snapshot.replayed}: the work is older than that")
         if snapshot.prior_items == () and self.todo:
             where = location(self.format, snapshot.result_line or snapshot.line)
             notes.append(f"the tool's answer at {where} shows the list was already empty before this write")

@@ -70,6 +70,8 @@ class ImportReport(NamedTuple):
     subagent_files: tuple[str, ...]
     last_seq: int
     head_hash: str
+    untimed_events: int = 0
+    """Events whose transcript line has no time (stamped 1970-01-01T00:00:00Z plus the line number)."""
 
 
 class _Clock:
@@ -136,6 +138,7 @@ def import_transcript(
         subagent_files=() if with_subagents else tuple(map(str, found)),
         last_seq=last_seq,
         head_hash=head,
+        untimed_events=mapped.untimed,
     )
 
 

@@ -110,6 +110,7 @@ class MappedRun:
     inferred: int
     max_in_progress: int
     skipped: Mapping[str, int]
+    untimed: int = 0
 
 
 def map_updates(observations: Sequence[tuple[str, Observation]], *, format: str, session: str) -> MappedRun:
@@ -223,6 +224,7 @@ class _Mapper:
     skipped: Counter[str] = field(default_factory=Counter)
     versions: int = 0
     peak: int = 0
+    untimed: int = 0
 
     # ----------------------------------------------------------- one update
 
@@ -245,6 +247,7 @@ class _Mapper:
         self.previous_line[update.file] = update.observation.line
         if commands:
             self.batches.append(Batch(_timestamp(update.observation), tuple(commands)))
+            self.untimed += len(commands) if update.observation.timestamp is None else 0
 
     def _create(self, update: Update) -> list[Command]:
         observation = update.observation
@@ -267,7 +270,8 @@ class _Mapper:
         self.versions = 1
         adapter = f"imported by plantrail's {self.format} adapter v{ADAPTER_VERSIONS[self.format]}"
         self.plan_notes = (adapter,)
-        first = replace(self._plan_spec(), notes=(adapter, *follow_ups))
+        here = f"transcript {location(self.format, observation.line)}"
+        first = replace(self._plan_spec(), notes=(adapter, *follow_ups, *(f"{here}: {n}" for n in update.notes)))
         return [Create(plan=first, actor="agent", source=self._source(update, inferred=False))]
 
     def _finish_kept(self, update: Update) -> list[Command]:
@@ -488,6 +492,7 @@ class _Mapper:
             inferred=sum(1 for c in commands if c.source is not None and c.source.inferred),
             max_in_progress=policy.max_in_progress or 1,
             skipped=MappingProxyType(dict(sorted(self.skipped.items()))),
+            untimed=self.untimed,
         )
 
 

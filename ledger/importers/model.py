@@ -66,6 +66,8 @@ class ListSnapshot:
     reports it (Claude Code ExitPlanMode: "the user approved the plan", "... with their edits"); the update is
     then the user's decision, not the agent's revision. `proposed` is set only while a parser splits an approval
     with edits into the agent's proposal and the user's update (never on a parsed transcript's observations).
+    `replayed` says the update is part of the history a resumed session replayed (Codex), and when: the work
+    itself is older than its timestamp here.
     """
 
     line: int
@@ -84,6 +86,7 @@ class ListSnapshot:
     prompts: tuple[tuple[str, int], ...] = ()
     user_verdict: str | None = None
     proposed: tuple[TodoItem, ...] | None = None
+    replayed: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
