@@ -1,4 +1,4 @@
-"""``plantrail import``: an agent transcript (Claude Code, Codex, OpenCode, Cline) into a new plantrail log."""
+"""``plantrail import``: an agent transcript (Claude Code, Codex, OpenCode, Cline, Gemini CLI) into a new log."""
 
 from __future__ import annotations
 
@@ -57,7 +57,11 @@ def render_report(report: ImportReport) -> str:
     "--format",
     "format_name",
     metavar="NAME",
-    help="claude-code, codex, opencode or cline (default: detected from the file).",
+    help=(
+        "claude-code, codex, opencode, cline, gemini, gemini-jsonl, gemini-share or opencode-markdown, or a "
+        "dialect's own name: claude-code-plan-mode, codex-plan-mode, codex-legacy, cline-text (default: "
+        "detected from the file)."
+    ),
 )
 @click.option(
     "--with-subagents",
@@ -78,8 +82,9 @@ def import_command(
 ) -> None:
     """Turn an agent transcript into a plantrail log that status, log, verify and replay can read.
 
-    Each whole-list plan update (TodoWrite, update_plan, todowrite, a Cline checklist) or task change
-    (TaskCreate, TaskUpdate) becomes plan versions and step events, citing the transcript line it came
+    Each whole-list plan update (TodoWrite, update_plan, todowrite, write_todos, a Cline checklist, a
+    Markdown plan of ExitPlanMode or Codex Plan Mode) or task change (TaskCreate, TaskUpdate) becomes plan
+    versions and step events, citing the transcript line it came
     from; events the agent never emitted are marked inferred. The same transcript always gives the same
     bytes.
 

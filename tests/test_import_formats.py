@@ -53,6 +53,11 @@ def titles(report: ImportReport) -> list[str]:
         ("codex_plan_mode.jsonl", "codex-plan-mode", "codex"),
         ("codex_legacy_rollout.jsonl", "codex-legacy", "codex"),
         ("claude_plan_mode.jsonl", "claude-code-plan-mode", "claude-code"),
+        ("gemini_session.json", "gemini", "gemini"),
+        ("gemini_session.jsonl", "gemini-jsonl", "gemini-jsonl"),
+        ("gemini_share.md", "gemini-share", "gemini-share"),
+        ("opencode_export.md", "opencode-markdown", "opencode-markdown"),
+        ("cline_text_progress.json", "cline-text", "cline"),
     ],
 )
 def test_each_format_has_a_name_and_is_detected(fixture: str, name: str, parser: str) -> None:
@@ -115,3 +120,52 @@ def test_the_markdown_rule_prefers_the_works_sections_and_numbered_headings() ->
         ("Read it", "completed"),
         ("Fix it", "pending"),
     ]
+
+
+def test_gemini_write_todos_keeps_cancelled_and_blocked_as_the_agent_wrote_them(tmp_path: Path) -> None:
+    """A cancelled item leaves the plan and a blocked one stays pending, each said in the replan's observations."""
+    report = imported(tmp_path, "gemini_session.json", "gemini")
+    [replan] = [r.data for r in records(report) if r.type == "plan.replanned"]
+    current = state(report)
+
+    assert report.run == "109b2f5e-0000-4000-8000-00000000ge01"
+    assert records(report)[1].ts == "2026-01-13T08:51:02.120Z"
+    assert [s.status for s in current.steps.values_in_order()] == ["completed", "in_progress", "pending"]
+    assert titles(report) == [
+        "Add a method to PlaylistRepository to list playlists.",
+        "Expose it through ISpotifyService.",
+        "Wait for the API key from the user.",
+    ]
+    assert any("is marked cancelled" in o for o in replan.observations)  # type: ignore[union-attr]
+    assert any("is marked blocked (recorded as pending" in o for o in replan.observations)  # type: ignore[union-attr]
+
+
+def test_gemini_jsonl_applies_a_rewind(tmp_path: Path) -> None:
+    """A $rewindTo drops the plan updates after its message: the rewound list never becomes a version."""
+    report = imported(tmp_path, "gemini_session.jsonl")
+
+    assert report.skipped == {"rewound": 1}
+    assert (report.plan_updates, report.versions) == (2, 1)
+    assert titles(report) == ["Fix port type", "Re-run build"]
+    assert state(report).plan.goal == "Fix the port type in the build config and re-run the build."  # type: ignore[union-attr]
+
+
+def test_gemini_share_markdown_and_opencode_markdown_import_their_lists(tmp_path: Path) -> None:
+    """/chat share and OpenCode /export Markdown give the user's request as goal and the lists' progress."""
+    share = imported(tmp_path, "gemini_share.md")
+    export = import_transcript(FIXTURES / "opencode_export.md", tmp_path / "export.plantrail.jsonl")
+
+    assert state(share).plan.goal == "List the user's playlists in the Spotify service."  # type: ignore[union-attr]
+    assert [s.status for s in state(share).steps.values_in_order()] == ["completed", "in_progress"]
+    assert state(export).plan.goal == "Create a small blog with a list page and a post page."  # type: ignore[union-attr]
+    assert [s.status for s in state(export).steps.values_in_order()] == ["completed", "in_progress", "pending"]
+    assert state(export).plan.steps[1].notes == ('the agent gave it priority "medium"',)  # type: ignore[union-attr]
+    assert export.untimed_events == export.events_written
+
+
+def test_older_cline_task_progress_in_the_assistant_text_is_read(tmp_path: Path) -> None:
+    """<task_progress> inside an older Cline assistant's text is a checklist like the task_progress parameter."""
+    report = imported(tmp_path, "cline_text_progress.json", "cline-text")
+
+    assert (report.plan_updates, report.steps_completed) == (2, 2)
+    assert titles(report) == ["Read the config", "Fix the port"]

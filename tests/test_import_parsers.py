@@ -479,7 +479,7 @@ def test_an_empty_file_is_an_empty_transcript(tmp_path: Path, content: bytes) ->
 def test_an_unknown_format_name_is_refused_before_reading() -> None:
     """A format name no parser handles is refused as UNKNOWN_FORMAT, even for a file that does not exist."""
     with pytest.raises(TranscriptError) as caught:
-        parse_transcript(FIXTURES / "missing.jsonl", "gemini")
+        parse_transcript(FIXTURES / "missing.jsonl", "aider")
 
     assert caught.value.code == "UNKNOWN_FORMAT"
     assert "claude-code" in caught.value.message
@@ -566,4 +566,13 @@ def test_public_api_is_pinned() -> None:
             "parse_transcript",
         ]
     )
-    assert importers.FORMATS == ("claude-code", "codex", "opencode", "cline")
+    assert importers.FORMATS == (
+        "claude-code",
+        "codex",
+        "opencode",
+        "cline",
+        "gemini",
+        "gemini-jsonl",
+        "gemini-share",
+        "opencode-markdown",
+    )

@@ -67,7 +67,7 @@ def test_import_with_subagents_lists_the_merged_files(tmp_path: Path, run_cli: C
     ("args", "code", "exit_code"),
     [
         (["not_a_transcript.jsonl"], "NOT_A_TRANSCRIPT", 1),
-        (["claude_new_schema.jsonl", "--format", "gemini"], "UNKNOWN_FORMAT", 2),
+        (["claude_new_schema.jsonl", "--format", "aider"], "UNKNOWN_FORMAT", 2),
         (["missing.jsonl"], "TRANSCRIPT_UNREADABLE", 4),
         (["claude_tasks_lead__subagent-d4n4.jsonl"], "NO_PLAN_IN_TRANSCRIPT", 1),
         (["claude_new_schema.jsonl", "--run", "has spaces"], "INVALID_ID", 1),

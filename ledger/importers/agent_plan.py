@@ -11,8 +11,10 @@ Identity:
 * A task is known by the id the task tool gave it; its subject is its title, so a renamed task keeps
   its identity with a new title.
 
-What is not an item of the plan: an item with blank text (it has nothing to record), an OpenCode item
-marked `cancelled` (the agent took it out of its plan; the fact is kept as a note), a deleted task.
+What is not an item of the plan: an item with blank text (it has nothing to record), an item marked
+`cancelled` (OpenCode, Gemini: the agent took it out of its plan; the fact is kept as a note), a deleted
+task. A Gemini item marked `blocked` stays in the plan as pending, with a note: the ledger's block needs a
+reason, and the list gives none.
 An update the tool rejected, a task created without a result (no id to follow it by) and an update of
 a task never created in the imported files are skipped with a reason, never fatal.
 """
@@ -32,7 +34,7 @@ Key: TypeAlias = tuple[str, str, int]
 """("todo", text, occurrence) for a list item, ("task", task id, 1) for a task."""
 
 _STATUSES: dict[str, ItemStatus] = {"pending": "pending", "in_progress": "in_progress", "completed": "completed"}
-_DOCUMENT_FORMATS = frozenset({"opencode", "cline"})
+_DOCUMENT_FORMATS = frozenset({"opencode", "cline", "gemini"})
 
 
 def location(format_name: str, line: int) -> str:
@@ -106,7 +108,10 @@ class AgentPlan:
             else:
                 seen[text] += 1
                 key: Key = ("todo", text, seen[text])
-                items.append(PlanItem(key, text, _STATUSES[item.status], f'"{text}"', _item_notes(item)))
+                status = _STATUSES.get(item.status, "pending")
+                if item.status == "blocked":
+                    notes.append(f'"{text}" is marked blocked (recorded as pending: the agent gave no reason)')
+                items.append(PlanItem(key, text, status, f'"{text}"', _item_notes(item)))
         self.todo = tuple(items)
         return Update(file, snapshot, self._items(), tuple(notes))
 

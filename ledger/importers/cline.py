@@ -1,16 +1,17 @@
 """Cline task histories (`api_conversation_history.json`, one JSON array of messages): checklists.
 
-The history is a single document, so `line` on an observation is the 1-based index of its message
-in the array, and `lines_total` counts messages. Cline carries its plan as a `task_progress`
-parameter of ordinary tool calls: a markdown checklist whose `- [x]` items are completed and whose
-`- [ ]` items are pending (Cline has no in-progress mark); an indented item is a sub-item of the item
-above it at a smaller indent (kept as its `parent`). A `<br>` that a model sometimes writes in front of an
-item is not part of its text. Newer Cline versions stamp each message with `ts` (Unix milliseconds), which
-becomes the observation's timestamp; older histories have none. The run is the task: the name of the
-folder that holds `api_conversation_history.json` (Cline names it by the task id). A person's words are the
-`<task>`, `<feedback>`, `<answer>` and `<user_message>` elements of user messages, outside the output
-of tools other than those that ask the person (`ask_followup_question`, `plan_mode_respond`); the
-rest of a user message is tool output and environment details.
+The history is a single document, so `line` on an observation is the 1-based index of its message in the
+array, and `lines_total` counts messages. Cline carries its plan as a `task_progress` parameter of ordinary
+tool calls (older versions, before native tool calls, write it as a `<task_progress>` element inside the
+assistant's text, e.g. within `<replace_in_file>`): a markdown checklist whose `- [x]` items are completed
+and whose `- [ ]` items are pending (Cline has no in-progress mark); an indented item is a sub-item of the
+item above it at a smaller indent (kept as its `parent`). A `<br>` that a model sometimes writes in front
+of an item is not part of its text. Newer Cline versions stamp each message with `ts` (Unix milliseconds),
+which becomes the observation's timestamp; older histories have none. The run is the task: the name of the
+folder that holds `api_conversation_history.json` (Cline names it by the task id). A person's words are
+the `<task>`, `<feedback>`, `<answer>` and `<user_message>` elements of user messages, outside the output
+of tools other than those that ask the person (`ask_followup_question`, `plan_mode_respond`); the rest of
+a user message is tool output and environment details.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import TypeGuard
 
 from ._records import (
+    JsonObject,
     Tally,
     clip,
     iso_from_millis,
@@ -43,6 +45,7 @@ _ITEM = re.compile(r"^(?P<indent>\s*)(?:<br\s*/?>\s*)*[-*+]\s+\[(?P<mark>[ xX])\
 _USER_WORDS = re.compile(r"<(task|feedback|answer|user_message)>\s*(?P<words>.*?)\s*</\1>", re.DOTALL)
 _TOOL_RESULT = re.compile(r"^\[(?P<tool>\w+)(?: for .*?)?\] Result:", re.DOTALL)
 _ANSWERING_TOOLS = frozenset({"ask_followup_question", "plan_mode_respond"})
+_IN_TEXT = re.compile(r"<task_progress>\s*(?P<list>.*?)\s*</task_progress>", re.DOTALL)
 
 
 def is_document(document: object) -> bool:
@@ -103,25 +106,39 @@ def _snapshots(
     snapshots = []
     for block in objects(content):
         call = object_field(block, "input") if block.get("type") == "tool_use" else None
-        checklist = text_field(call, PLAN_PARAMETER)
-        if checklist is None:
-            continue
-        items = checklist_items(checklist)
-        if items is None:
-            tally.skip(index, "malformed_plan_update")
-            continue
-        snapshots.append(
-            ListSnapshot(
-                line=index,
-                native_id=text_field(block, "id"),
-                timestamp=None,
-                items=items,
-                tool=PLAN_PARAMETER,
-                context=context[0],
-                context_line=context[1],
-            )
-        )
+        for checklist in _checklists(block, call):
+            snapshot = _snapshot(block, checklist, index, context, tally)
+            if snapshot is not None:
+                snapshots.append(snapshot)
     return snapshots
+
+
+def _checklists(block: JsonObject, call: JsonObject | None) -> list[str]:
+    """The checklists a content block carries: a tool call's task_progress parameter, or (older Cline, before
+    native tool calls) the `<task_progress>` elements inside the assistant's text."""
+    if call is not None:
+        checklist = text_field(call, PLAN_PARAMETER)
+        return [] if checklist is None else [checklist]
+    text = text_field(block, "text") if block.get("type") == "text" else None
+    return [] if text is None else [found["list"] for found in _IN_TEXT.finditer(text)]
+
+
+def _snapshot(
+    block: JsonObject, checklist: str, index: int, context: tuple[str | None, int | None], tally: Tally
+) -> ListSnapshot | None:
+    items = checklist_items(checklist)
+    if items is None:
+        tally.skip(index, "malformed_plan_update")
+        return None
+    return ListSnapshot(
+        line=index,
+        native_id=text_field(block, "id"),
+        timestamp=None,
+        items=items,
+        tool=PLAN_PARAMETER,
+        context=context[0],
+        context_line=context[1],
+    )
 
 
 def checklist_items(checklist: str) -> tuple[TodoItem, ...] | None:

@@ -21,8 +21,9 @@ __all__ = [
     "Transcript",
 ]
 
-Status = Literal["pending", "in_progress", "completed", "cancelled"]
-"""An item's status as written by the agent. `cancelled` occurs only in OpenCode transcripts."""
+Status = Literal["pending", "in_progress", "completed", "cancelled", "blocked"]
+"""An item's status as written by the agent. `cancelled` occurs in OpenCode and Gemini CLI transcripts,
+`blocked` only in Gemini CLI ones."""
 
 ToolOutcome = Literal["ok", "error"]
 """What the tool answered to the call; None on an observation means the transcript holds no answer."""
