@@ -6,6 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from plantrail.ledger.events import Record
 from plantrail.ledger.importers.importer import ImportReport, import_transcript
 from plantrail.ledger.importers.mapping import request, substantive
@@ -182,3 +184,34 @@ def test_every_version_keeps_its_adapter_note_in_the_state(tmp_path: Path) -> No
 
     assert plan is not None and state(report).version == 2
     assert plan.notes == (f"imported by plantrail's claude-code adapter v{ADAPTER_VERSIONS['claude-code']}",)
+
+
+TEAM = "claude_team/5e5510aa-0000-4000-8000-0000000000d7"
+
+
+def test_a_side_question_subagent_replaying_the_lead_is_neither_credited_nor_counted_twice(tmp_path: Path) -> None:
+    """--with-subagents reads subagents/*.meta.json as metadata and skips the lead's calls a side question replays."""
+    shutil.copytree(FIXTURES / "claude_team", tmp_path / "claude_team")
+    lead = tmp_path / f"{TEAM}.jsonl"
+    alone = import_transcript(lead, tmp_path / "alone.plantrail.jsonl")
+    merged = import_transcript(lead, tmp_path / "merged.plantrail.jsonl", with_subagents=True)
+    verify_log(merged.log)
+    notes = records(merged)[1].data.plan.notes  # type: ignore[union-attr]
+
+    assert len(alone.subagent_files) == 1 and alone.subagent_files[0].endswith(".jsonl")
+    assert merged.skipped == {"replayed_lead_context": 1}
+    assert (merged.versions, merged.steps_completed, merged.plan_updates) == (1, 1, 2)
+    assert {r.source.file for r in records(merged)[1:] if r.source is not None} == {f"{TEAM.split('/')[1]}.jsonl"}
+    assert any("agentType aside_question" in note for note in notes)
+
+
+def test_a_side_question_file_alone_does_not_take_the_leads_plan(tmp_path: Path) -> None:
+    """Imported alone, a side question's replay of the lead's plan is skipped, so it holds no plan of its own."""
+    from plantrail.ledger.errors import TranscriptError
+
+    shutil.copytree(FIXTURES / "claude_team", tmp_path / "claude_team")
+    [aside] = (tmp_path / TEAM / "subagents").glob("*.jsonl")
+
+    with pytest.raises(TranscriptError) as caught:
+        import_transcript(aside, tmp_path / "aside.plantrail.jsonl")
+    assert caught.value.code == "NO_PLAN_IN_TRANSCRIPT"

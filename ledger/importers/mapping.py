@@ -113,9 +113,12 @@ class MappedRun:
     untimed: int = 0
 
 
-def map_updates(observations: Sequence[tuple[str, Observation]], *, format: str, session: str) -> MappedRun:
-    """Map (file name, observation) pairs, in order, to ledger commands; NO_PLAN_IN_TRANSCRIPT if none lists an item."""
-    mapper = _Mapper(format=format, session=session)
+def map_updates(
+    observations: Sequence[tuple[str, Observation]], *, format: str, session: str, notes: Sequence[str] = ()
+) -> MappedRun:
+    """Map (file name, observation) pairs, in order, to ledger commands; NO_PLAN_IN_TRANSCRIPT if none lists an
+    item. ``notes`` are facts about the files (a subagent's metadata) that version 1 notes."""
+    mapper = _Mapper(format=format, session=session, file_notes=tuple(notes))
     agent = AgentPlan(format=format)
     for file, observation in observations:
         mapper.apply(agent.read(file, observation))
@@ -210,6 +213,7 @@ class _Mapper:
 
     format: str
     session: str
+    file_notes: tuple[str, ...] = ()
     ids: _StepIds = field(default_factory=_StepIds)
     plan: dict[Key, StepSpec] | None = None
     plan_notes: tuple[str, ...] = ()
@@ -271,7 +275,8 @@ class _Mapper:
         adapter = f"imported by plantrail's {self.format} adapter v{ADAPTER_VERSIONS[self.format]}"
         self.plan_notes = (adapter,)
         here = f"transcript {location(self.format, observation.line)}"
-        first = replace(self._plan_spec(), notes=(adapter, *follow_ups, *(f"{here}: {n}" for n in update.notes)))
+        noted = (adapter, *self.file_notes, *follow_ups, *(f"{here}: {n}" for n in update.notes))
+        first = replace(self._plan_spec(), notes=noted)
         return [Create(plan=first, actor="agent", source=self._source(update, inferred=False))]
 
     def _finish_kept(self, update: Update) -> list[Command]:
