@@ -22,6 +22,7 @@ def render_report(report: ImportReport) -> str:
         f"run {report.run} · last seq {report.last_seq}",
         f"anchor: {report.last_seq}:{report.head_hash}",
         f"  plan updates seen  {report.plan_updates}",
+        f"  items              {report.items}",
         f"  versions made      {report.versions}",
         f"  steps completed    {report.steps_completed}",
         f"  events written     {report.events_written} ({report.events_inferred} inferred)",

@@ -25,6 +25,7 @@ def test_import_prints_a_summary_and_the_log_reads_back(tmp_path: Path, run_cli:
     assert f"imported claude-code transcript {SAMPLE} -> {log}" in result.out
     for figure in (
         "plan updates seen  5",
+        "items              5",
         "versions made      2",
         "steps completed    4",
         "events written     11 (1 inferred)",

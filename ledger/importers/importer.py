@@ -79,6 +79,8 @@ class ImportReport(NamedTuple):
     head_hash: str
     untimed_events: int = 0
     """Events whose transcript line has no time (stamped 1970-01-01T00:00:00Z plus the line number)."""
+    items: int = 0
+    """The agent's distinct items over the whole import (each a step id in some version)."""
 
 
 class _Clock:
@@ -178,6 +180,7 @@ def import_transcript(
         last_seq=last_seq,
         head_hash=head,
         untimed_events=mapped.untimed,
+        items=mapped.items,
     )
 
 

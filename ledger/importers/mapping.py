@@ -111,6 +111,7 @@ class MappedRun:
     max_in_progress: int
     skipped: Mapping[str, int]
     untimed: int = 0
+    items: int = 0
 
 
 def map_updates(
@@ -498,6 +499,7 @@ class _Mapper:
             max_in_progress=policy.max_in_progress or 1,
             skipped=MappingProxyType(dict(sorted(self.skipped.items()))),
             untimed=self.untimed,
+            items=len(self.ids.ids),
         )
 
 
