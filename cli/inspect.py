@@ -65,6 +65,11 @@ def render_status(state: PlanState, view: dict[str, Any]) -> str:
         lines += ["", f"orphans: {len(state.orphans)} late result(s) kept off the plan (plantrail orphans LOG)"]
     if view["advice"]:
         lines += ["", f"advice: consider a replan ({view['advice']})"]
+    stop = view.get("stop")
+    if stop is not None and stop["outcome"] not in ("continue", state.outcome):
+        lines += ["", f"stop policy: {stop['outcome']} ({stop['rule']}): {stop['reason']}"]
+    for advice in view.get("budget", {}).get("advice", []):
+        lines.append(f"budget: {advice}")
     return "\n".join(lines)
 
 
@@ -116,7 +121,9 @@ def status(log: str, with_attempts: bool, as_json: bool) -> None:
       plantrail status samples/login-fix.jsonl
       plantrail status samples/login-fix-replans.jsonl --attempts
     """
-    from plantrail.projections.views import status_document
+    from plantrail.ledger.clock import utc_now
+    from plantrail.projections.canonical import state_hash
+    from plantrail.projections.views import status_view
 
     attempts: dict[str, Any] | None = None
     if with_attempts:
@@ -130,7 +137,11 @@ def status(log: str, with_attempts: bool, as_json: bool) -> None:
         attempts = {s: attempts_view(history.attempts.get(s, ())) for s in [*state.steps, *gone]}
     else:
         state, torn = read_state(log)
-    view = status_document(state) | {"torn_tail": torn is not None}
+    view = status_view(state, now=utc_now()) | {
+        "anchor": anchor(state.last_seq, state.head),
+        "state_hash": state_hash(state),
+        "torn_tail": torn is not None,
+    }
     if attempts is not None:
         view["attempts"] = attempts
     emit(as_json, view, lambda: render_status(state, view))
@@ -231,26 +242,53 @@ def next_command(log: str, as_json: bool) -> None:
     max_in_progress (the others wait for capacity).
 
     \b
-    JSON: {"plan_version", "outcome", "ready": [step ids, stable topological order],
+    JSON: {"plan_version", "outcome", "ready": [step ids, stable topological order: priority, then id],
       "can_start": [step ids], "waiting": [{"step", "wait_reasons": [{"code", ...}]}] (ready steps that
       cannot start now; the codes are an open set, e.g. "capacity" with "max_in_progress", "in_progress"),
       "capacity": {"max_in_progress", "in_progress", "free"}, "in_progress": [step ids],
-      "advice": null | reason code}
+      "advice": null | reason code, "stop": {"outcome", "rule", "reason", "unmet"} (the stop policy: while
+      it says failed or budget_exhausted, nothing can start)}
 
     \b
     Example:
       plantrail next samples/login-fix-replans.jsonl
     """
-    from plantrail.projections.views import next_view
+    from plantrail.ledger.clock import utc_now
+    from plantrail.projections.stop import STOPPING, stop_decision
+    from plantrail.projections.views import (
+        advice,
+        capacity_view,
+        in_doubt,
+        ready_steps,
+        startable_steps,
+        wait_reasons,
+    )
 
     state, torn = read_state(log)
-    data = next_view(state)
-    running = data["in_progress"]
+    now = utc_now()
+    stop = stop_decision(state, now)
+    stopped = state.contract and stop.outcome in STOPPING  # a v2 plan's stop policy forbids new work
+    ready = ready_steps(state)
+    running = [s.id for s in in_doubt(state)]
+    waits = wait_reasons(state, now)
+    data = {
+        "plan_version": state.version,
+        "outcome": state.outcome,
+        "ready": ready,
+        "can_start": [] if stopped else startable_steps(state),
+        "waiting": [{"step": s, "wait_reasons": waits[s]} for s in ready if waits[s]],
+        "capacity": None if state.plan is None else capacity_view(state),
+        "in_progress": running,
+        "advice": advice(state),
+        "stop": stop.as_dict(),
+    }
 
     def human() -> str:
         if state.finished:
             return f"the run finished {state.outcome}; nothing to do"
         lines = readiness_lines(state) or ["no step is ready"]
+        if stopped:
+            lines.append(f"stop policy: {stop.outcome} ({stop.rule}): {stop.reason}")
         if running:
             lines.append(f"in progress: {', '.join(running)}")
         if data["advice"]:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from plantrail.ledger.api import Ledger
     from plantrail.ledger.decide import Command
     from plantrail.ledger.events import Actor, Outcome, ReasonCode
+    from plantrail.ledger.evidence import Report
     from plantrail.ledger.store import Ack, FsyncPolicy
 
 __all__ = ["record_commands"]
@@ -105,6 +106,22 @@ def _attempt_option(func: F) -> F:
         metavar="N",
         help="The attempt this result belongs to (default: the step's current one).",
     )(func)
+
+
+def _report_option(func: F) -> F:
+    return click.option(
+        "--report",
+        "report_path",
+        metavar="FILE",
+        help="The runtime's evidence record (JSON file, - for stdin): command, exit_code, started, truncated, "
+        "changed_paths, observations (one per check), tools, usage, duration_s, meta. Format v2.",
+    )(func)
+
+
+def _read_report(path: str | None) -> Report | None:
+    from plantrail.ledger.evidence import parse_report
+
+    return None if path is None else parse_report(read_json_file(path, "report"))
 
 
 def _run(log: str, command: Command, expected_seq: int | None, as_json: bool) -> None:
@@ -236,6 +253,7 @@ def start(
 )
 @_plan_version_option(_LATE_RESULT)
 @_attempt_option
+@_report_option
 @_write_options("agent")
 def complete(
     log: str,
@@ -244,6 +262,7 @@ def complete(
     evidence_files: tuple[str, ...],
     plan_version: int | None,
     attempt: int | None,
+    report_path: str | None,
     expected_seq: int | None,
     key: str | None,
     actor: str,
@@ -252,10 +271,14 @@ def complete(
     """Complete STEP's attempt with evidence (text, a file, or standard input: real tool output of any size
     up to the event limit is recorded whole). Items from --evidence come first, then those from files.
 
+    A step with typed checks completes only when the --report's observations satisfy every one of them
+    (CHECK_NOT_MET otherwise: report the attempt as fail with the same record).
+
     \b
     Example:
       plantrail complete run.jsonl inspect --evidence "read src/cli.py, tests/test_cli.py, package.json"
       pytest -q 2>&1 | plantrail complete run.jsonl validate -e -
+      plantrail complete run.jsonl reproduce -e "the new test fails with 200" --report observed.json
     """
     from plantrail.ledger.decide import Complete
     from plantrail.ledger.errors import error
@@ -267,6 +290,7 @@ def complete(
         evidence=_text_inputs(evidence, evidence_files, "evidence"),
         plan_version=plan_version,
         attempt=attempt,
+        report=_read_report(report_path),
         key=key,
         actor=cast("Actor", actor),
     )
@@ -285,6 +309,7 @@ def complete(
 )
 @_plan_version_option(_LATE_RESULT)
 @_attempt_option
+@_report_option
 @_write_options("agent")
 def block(
     log: str,
@@ -293,6 +318,7 @@ def block(
     reason_file: str | None,
     plan_version: int | None,
     attempt: int | None,
+    report_path: str | None,
     expected_seq: int | None,
     key: str | None,
     actor: str,
@@ -308,7 +334,13 @@ def block(
 
     text = _text_input(reason, reason_file, "reason", "--reason TEXT or --reason-file FILE")
     command = Block(
-        step=step, reason=text, plan_version=plan_version, attempt=attempt, key=key, actor=cast("Actor", actor)
+        step=step,
+        reason=text,
+        plan_version=plan_version,
+        attempt=attempt,
+        report=_read_report(report_path),
+        key=key,
+        actor=cast("Actor", actor),
     )
     _run(log, command, expected_seq, as_json)
 
@@ -325,6 +357,7 @@ def block(
 )
 @_plan_version_option(_LATE_RESULT)
 @_attempt_option
+@_report_option
 @_write_options("agent")
 def fail(
     log: str,
@@ -333,6 +366,7 @@ def fail(
     error_file: str | None,
     plan_version: int | None,
     attempt: int | None,
+    report_path: str | None,
     expected_seq: int | None,
     key: str | None,
     actor: str,
@@ -349,7 +383,13 @@ def fail(
 
     text = _text_input(error_text, error_file, "error", "--error TEXT or --error-file FILE")
     command = Fail(
-        step=step, error=text, plan_version=plan_version, attempt=attempt, key=key, actor=cast("Actor", actor)
+        step=step,
+        error=text,
+        plan_version=plan_version,
+        attempt=attempt,
+        report=_read_report(report_path),
+        key=key,
+        actor=cast("Actor", actor),
     )
     _run(log, command, expected_seq, as_json)
 
@@ -369,6 +409,7 @@ def fail(
     f"{_LATE_REFUSED}: a verdict on a superseded version is not kept anywhere; verify the criterion again "
     "in the active version."
 )
+@_report_option
 @_write_options("agent")
 def criterion(
     log: str,
@@ -377,6 +418,7 @@ def criterion(
     evidence: str | None,
     evidence_file: str | None,
     plan_version: int | None,
+    report_path: str | None,
     expected_seq: int | None,
     key: str | None,
     actor: str,
@@ -396,6 +438,7 @@ def criterion(
         passed=passed,
         evidence=text,
         plan_version=plan_version,
+        report=_read_report(report_path),
         key=key,
         actor=cast("Actor", actor),
     )

@@ -474,17 +474,21 @@ def resume(ctx: click.Context, log: str, show_all: bool, as_json: bool) -> None:
       3   the log is damaged or has a torn tail: repair first (the receipt of the valid part is printed)
       13  the run finished (complete, failed or cancelled)
       10  steps in doubt: check whether their work happened before continuing
+      14  the stop policy says failed: the same failure repeated (no progress); replan or finish
+      15  the stop policy says budget_exhausted: a budget or the deadline is spent; replan or finish
       12  the run is paused
       11  no step can start: replan (the advice is printed)
       0   open and can continue
       4   the log cannot be read
 
     \b
-    JSON: {"verdict": "damaged|finished|in_doubt|paused|stuck|continue", "exit_code", "next", "run",
+    JSON: {"verdict": "damaged|finished|in_doubt|failed|budget_exhausted|paused|stuck|continue", "exit_code",
+      "next", "run",
       "goal", "plan_version", "finished", "outcome", "outcome_reason", "done": [{"step", "attempt",
       "evidence", "completed_seq"}], "in_doubt": [{"step", "attempt", "started_seq"}], "ready",
       "blocked": [{"step", "reason"}], "criteria_unverified", "criteria_failed", "orphans": [...],
-      "advice", "last_seq", "head_hash", "damage": null | {"code", "message", ...}}
+      "advice", "last_seq", "head_hash", "damage": null | {"code", "message", ...},
+      "stop": {"outcome", "rule", "reason", "unmet"}}
 
     \b
     Example:

@@ -38,6 +38,7 @@ from plantrail.ledger.decide import (
 )
 from plantrail.ledger.errors import PlantrailError, error
 from plantrail.ledger.events import Actor, Outcome, ReasonCode, Record, Source
+from plantrail.ledger.evidence import Report, parse_report
 from plantrail.ledger.idempotency import match, record_view
 from plantrail.ledger.items import as_items
 from plantrail.ledger.plan import Draft, PlanPatch, PlanSpec, check_id, parse_draft, parse_patch
@@ -270,10 +271,9 @@ class Ledger:
                 if not checked_seq:
                     _check_expected(session, expected_seq)
                     checked_seq = True
-                data, plan_version, orphan = decide_one(state.current(), command)
-                record = session.stage(
-                    PendingRecord(self._clock(), plan_version, command.actor, data, command.source, key)
-                )
+                ts = self._clock()
+                data, plan_version, orphan = decide_one(state.current(), command, now=ts)
+                record = session.stage(PendingRecord(ts, plan_version, command.actor, data, command.source, key))
                 state.add(record)
                 if key is not None:
                     added[key] = record_view(record)
@@ -325,8 +325,12 @@ class Ledger:
         expected_seq: int | None = None,
         actor: Actor = "agent",
         source: Source | None = None,
+        report: Report | Mapping[str, Any] | None = None,
     ) -> Ack:
-        """Complete ``step``'s attempt with evidence: one ``str`` is one item (``plantrail complete -e``)."""
+        """Complete ``step``'s attempt with evidence: one ``str`` is one item (``plantrail complete -e``).
+
+        ``report`` is the attempt's evidence record (format v2; a mapping is parsed): a step with typed checks
+        completes only when its observations satisfy every one (CHECK_NOT_MET)."""
         command = Complete(
             step=step,
             evidence=evidence,
@@ -335,6 +339,7 @@ class Ledger:
             key=idempotency_key,
             actor=actor,
             source=source,
+            report=_report(report),
         )
         return self.execute(command, expected_seq=expected_seq)
 
@@ -349,6 +354,7 @@ class Ledger:
         expected_seq: int | None = None,
         actor: Actor = "agent",
         source: Source | None = None,
+        report: Report | Mapping[str, Any] | None = None,
     ) -> Ack:
         """Block ``step``'s attempt with a reason (``plantrail block``)."""
         command = Block(
@@ -359,6 +365,7 @@ class Ledger:
             key=idempotency_key,
             actor=actor,
             source=source,
+            report=_report(report),
         )
         return self.execute(command, expected_seq=expected_seq)
 
@@ -373,6 +380,7 @@ class Ledger:
         expected_seq: int | None = None,
         actor: Actor = "agent",
         source: Source | None = None,
+        report: Report | Mapping[str, Any] | None = None,
     ) -> Ack:
         """Record a failed attempt of ``step`` (``plantrail fail``)."""
         command = Fail(
@@ -383,6 +391,7 @@ class Ledger:
             key=idempotency_key,
             actor=actor,
             source=source,
+            report=_report(report),
         )
         return self.execute(command, expected_seq=expected_seq)
 
@@ -397,6 +406,7 @@ class Ledger:
         expected_seq: int | None = None,
         actor: Actor = "agent",
         source: Source | None = None,
+        report: Report | Mapping[str, Any] | None = None,
     ) -> Ack:
         """Record an acceptance criterion's verdict with evidence (``plantrail criterion``)."""
         command = VerifyCriterion(
@@ -407,6 +417,7 @@ class Ledger:
             key=idempotency_key,
             actor=actor,
             source=source,
+            report=_report(report),
         )
         return self.execute(command, expected_seq=expected_seq)
 
@@ -473,3 +484,8 @@ def _check_expected(session: Session, expected_seq: int | None) -> None:
             expected=expected_seq,
             actual=session.head_seq,
         )
+
+
+def _report(report: Report | Mapping[str, Any] | None) -> Report | None:
+    """An evidence record, parsed from a JSON-like mapping if need be."""
+    return parse_report(report) if isinstance(report, Mapping) else report

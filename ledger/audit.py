@@ -63,6 +63,8 @@ RESUME_EXIT_CODES: Final[dict[str, int]] = {
     "stuck": 11,
     "paused": 12,
     "finished": 13,
+    "failed": 14,
+    "budget_exhausted": 15,
 }
 
 
@@ -253,14 +255,16 @@ def orphans(path: Path) -> dict[str, Any]:
 # --------------------------------------------------------------------------- resume
 
 
-def read_resume(path: Path) -> Reading:
-    """:func:`resume` as a :class:`Reading`: ``damage`` is the error that stopped the read, if any."""
+def read_resume(path: Path, *, now: str | None = None) -> Reading:
+    """:func:`resume` as a :class:`Reading`: ``damage`` is the error that stopped the read, if any. ``now``
+    (default: the clock) is the time the stop policy judges a deadline at."""
+    from plantrail.ledger.clock import utc_now
     from plantrail.ledger.stores.reads import read_state
     from plantrail.projections.history import resume_receipt
 
     result = read_state(os.fspath(path), stop_at_damage=True)
     damage: PlantrailError | None = result.damage if result.damage is not None else _damage(path, result.torn)
-    receipt = resume_receipt(result.state, None if damage is None else damage.as_dict())
+    receipt = resume_receipt(result.state, None if damage is None else damage.as_dict(), now=now or utc_now())
     document = receipt | {"exit_code": RESUME_EXIT_CODES[receipt["verdict"]]}
     return Reading(document, result.state, damage)
 

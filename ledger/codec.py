@@ -22,7 +22,7 @@ import dataclasses
 import hashlib
 import re
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import cache
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, Union
 
@@ -45,6 +45,7 @@ __all__ = [
     "holds_record_end",
     "json_schema",
     "line_version",
+    "log_format",
     "record_adapter",
 ]
 
@@ -97,6 +98,12 @@ def line_version(data: ev.Event) -> int:
     if type(data) is ev.LogOpened:
         return V2 if data.format == FORMATS[V2] else V1
     return V2 if data.TYPE in V2_TYPES or needs_v2(data) else V1
+
+
+def log_format(first: Iterable[ev.Event]) -> str:
+    """The format a new log is created in, given the events written with its header: ``plantrail/2`` when one
+    of them is a v2 event, else ``plantrail/1`` (docs/format-v2.md). Every store names it the same way."""
+    return FORMATS[max((line_version(data) for data in first), default=V1)]
 
 
 def _envelope(
@@ -200,7 +207,10 @@ def _exact(record: Record, line: bytes) -> bool:
     """
     expected = _FIXED_KEYS.get(type(record.data))
     if expected is not None and record.source is None and record.key is None:
-        return line.count(b'":') == expected
+        if line.count(b'":') == expected:
+            return True
+        if not added_defaults(type(record.data)):
+            return False
     return _as_written(record) == line[:-_SUFFIX] + b"}"
 
 
@@ -303,7 +313,7 @@ def _as_written(record: Record) -> bytes:
 
     msgspec's encoder writes the same bytes as orjson (the writer's) and encodes dataclasses 3x faster.
     """
-    if type(record.data) in _OMITTING:
+    if type(record.data) in _OMITTING or getattr(record.data, "report", None) is not None:
         body = _envelope(
             record.v,
             record.seq,
@@ -316,7 +326,10 @@ def _as_written(record: Record) -> bytes:
             record.source,
             record.key,
         )
-        return orjson.dumps(body, default=plain, option=orjson.OPT_PASSTHROUGH_DATACLASS)
+        try:
+            return orjson.dumps(body, default=plain, option=orjson.OPT_PASSTHROUGH_DATACLASS)
+        except orjson.JSONEncodeError:  # a value no writer could have written (an integer beyond 64 bits)
+            return b""
     return _ENCODE(
         _envelope(
             record.v,
@@ -363,12 +376,25 @@ def _fast_decoder() -> Callable[[bytes], Record]:
     if _DECODE is None:
         for cls in EVENT_CLASSES:
             _RECORD_CLASSES[cls.TYPE] = _record_class(cls)
-            count = _counter(cls)
-            if issubclass(cls, msgspec.Struct) and isinstance(count, int) and not cls.__struct_defaults__:
+            count = _fixed_count(cls)
+            if count is not None:
                 _FIXED_KEYS[cls] = 10 + count
         union: Any = Union[tuple(_RECORD_CLASSES.values())]  # noqa: UP007 - a runtime tuple of types
         _DECODE = msgspec.json.Decoder(union).decode
     return _DECODE
+
+
+def _fixed_count(cls: type[Any]) -> int | None:
+    """How many keys a struct event has with every added field at its default, when that is fixed (no field
+    holds an object and every optional field is one format v2 added); else None."""
+    if not issubclass(cls, msgspec.Struct):
+        return None
+    added = {name for name, _ in added_defaults(cls)}
+    hints = _field_hints(cls)
+    required = [name for name in hints if name not in added]
+    if len(cls.__struct_defaults__) != len(added) or any(_may_hold_object(hints[name]) for name in required):
+        return None
+    return len(required)
 
 
 def _record_class(event_cls: type[Any]) -> type[Record]:
@@ -412,9 +438,12 @@ def _pydantic_view(event_cls: type[Any]) -> type[Any]:
     name, fields and strictness, so the JSON Schema and every error message read as before)."""
     if not issubclass(event_cls, msgspec.Struct):
         return event_cls
-    twin = dataclasses.make_dataclass(
-        event_cls.__name__, list(_field_hints(event_cls).items()), frozen=True, slots=True
-    )
+    defaults = dict(added_defaults(event_cls))
+    fields: list[Any] = [
+        (name, hint, dataclasses.field(default=defaults[name])) if name in defaults else (name, hint)
+        for name, hint in _field_hints(event_cls).items()
+    ]
+    twin = dataclasses.make_dataclass(event_cls.__name__, fields, frozen=True, slots=True)
     twin.__pydantic_config__ = {"extra": "forbid", "strict": True}  # type: ignore[attr-defined]
     twin.__doc__ = event_cls.__doc__
     return twin
@@ -464,6 +493,10 @@ def _key_count(record: Record) -> int:
 
 
 def _keys(value: Any) -> int:
+    if isinstance(value, dict):  # a free JSON value (a check's expected value, an observation, metadata)
+        return len(value) + sum(_keys(v) for v in value.values())
+    if isinstance(value, list):
+        return sum(_keys(v) for v in value)
     if isinstance(value, tuple):
         return sum(_keys(v) for v in value) if value and _is_object(type(value[0])) else 0
     counter = _counter(type(value))
@@ -514,6 +547,6 @@ def _field_hints(cls: type[Any]) -> dict[str, Any]:
 
 
 def _may_hold_object(tp: Any) -> bool:
-    if _is_object(tp):
+    if _is_object(tp) or tp is Any:
         return True
     return any(_may_hold_object(arg) for arg in typing.get_args(tp))

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from plantrail.ledger.contract import CheckSpec, unmet
 from plantrail.ledger.errors import error
 from plantrail.ledger.events import (
     OUTCOMES,
@@ -31,6 +32,7 @@ from plantrail.ledger.events import (
     StepFailed,
     StepStarted,
 )
+from plantrail.ledger.evidence import Report
 from plantrail.ledger.items import as_items, as_text
 from plantrail.ledger.plan import (
     Draft,
@@ -45,6 +47,7 @@ from plantrail.ledger.plan import (
 )
 from plantrail.projections.model import OrphanWhy, StepState
 from plantrail.projections.state import StateView, orphan_reason
+from plantrail.projections.stop import STOPPING, stop_decision
 
 __all__ = [
     "Block",
@@ -106,6 +109,7 @@ class Complete(_Command):
     evidence: Sequence[str]
     plan_version: int | None = None
     attempt: int | None = None
+    report: Report | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "evidence", as_items(self.evidence, str, "evidence"))
@@ -119,6 +123,7 @@ class Block(_Command):
     reason: str
     plan_version: int | None = None
     attempt: int | None = None
+    report: Report | None = None
 
     def __post_init__(self) -> None:
         as_text(self.reason, "reason")
@@ -132,6 +137,7 @@ class Fail(_Command):
     error: str
     plan_version: int | None = None
     attempt: int | None = None
+    report: Report | None = None
 
     def __post_init__(self) -> None:
         as_text(self.error, "error")
@@ -145,6 +151,7 @@ class VerifyCriterion(_Command):
     passed: bool
     evidence: str
     plan_version: int | None = None
+    report: Report | None = None
 
     def __post_init__(self) -> None:
         as_text(self.evidence, "a criterion's evidence")
@@ -194,11 +201,12 @@ def decide(state: StateView, command: Command) -> list[NewEvent]:
     return [NewEvent(data, plan_version, command.actor, command.source, command.key, orphan)]
 
 
-def decide_one(state: StateView, command: Command) -> tuple[Event, int, OrphanWhy | None]:
+def decide_one(state: StateView, command: Command, *, now: str | None = None) -> tuple[Event, int, OrphanWhy | None]:
     """The one event ``command`` produces (its data and plan version; the envelope's actor, source and key are
-    the command's), and why it is a late result (None when it applies); or a refusal, as :func:`decide`."""
+    the command's), and why it is a late result (None when it applies); or a refusal, as :func:`decide`.
+    ``now`` is the timestamp the event will carry: the stop policy judges a deadline against it."""
     data, plan_version = _build(state, command)
-    return data, plan_version, check(state, data, plan_version)
+    return data, plan_version, check(state, data, plan_version, now=now)
 
 
 def _build(state: StateView, command: Command) -> tuple[Event, int]:
@@ -218,16 +226,22 @@ def _build(state: StateView, command: Command) -> tuple[Event, int]:
         case Complete():
             attempt = _attempt(state, command.step, version, command.attempt)
             evidence = tuple([e.strip() for e in command.evidence])
-            return StepCompleted(step=command.step, attempt=attempt, evidence=evidence), version
+            return StepCompleted(step=command.step, attempt=attempt, evidence=evidence, report=command.report), version
         case Block():
             attempt = _attempt(state, command.step, version, command.attempt)
-            return StepBlocked(step=command.step, attempt=attempt, reason=command.reason.strip()), version
+            blocked = StepBlocked(
+                step=command.step, attempt=attempt, reason=command.reason.strip(), report=command.report
+            )
+            return blocked, version
         case Fail():
             attempt = _attempt(state, command.step, version, command.attempt)
-            return StepFailed(step=command.step, attempt=attempt, error=command.error.strip()), version
+            failed = StepFailed(step=command.step, attempt=attempt, error=command.error.strip(), report=command.report)
+            return failed, version
         case VerifyCriterion():
             verdict: Literal["passed", "failed"] = "passed" if command.passed else "failed"
-            data = CriterionVerified(criterion=command.criterion, verdict=verdict, evidence=command.evidence.strip())
+            data = CriterionVerified(
+                criterion=command.criterion, verdict=verdict, evidence=command.evidence.strip(), report=command.report
+            )
             return data, version
         case Finish():
             return RunFinished(outcome=command.outcome, reason=command.reason.strip()), version
@@ -315,8 +329,11 @@ def _goal_changed(old: str, new: str | None) -> Exception:
     return error("GOAL_CHANGED", f"a replan cannot change the goal (was {old!r}, draft says {new!r})")
 
 
-def check(state: StateView, data: Event, plan_version: int) -> OrphanWhy | None:
-    """Judge one event against the state before it; return why it is a late result, or None if it applies."""
+def check(state: StateView, data: Event, plan_version: int, *, now: str | None = None) -> OrphanWhy | None:
+    """Judge one event against the state before it; return why it is a late result, or None if it applies.
+
+    ``now`` is the event's timestamp (``verify`` passes each record's): rules on time, such as a deadline,
+    compare it with the plan; the clock itself is never read here."""
     if isinstance(data, PlanCreated):
         if state.plan is not None:
             raise error("PLAN_ALREADY_CREATED", "the log already has a plan", plan_version=state.version)
@@ -337,6 +354,8 @@ def check(state: StateView, data: Event, plan_version: int) -> OrphanWhy | None:
             return _check_result(state, data, plan_version)
         case StepStarted():
             _check_start(state, data, plan_version)
+            if state.contract:  # only a v2 plan declares what the stop policy's rules 5-7 need
+                _stop_allows(state, data.step, now)
         case CriterionVerified():
             _check_criterion(state, data, plan_version)
         case RunFinished():
@@ -405,6 +424,20 @@ def _check_start(state: StateView, data: StepStarted, plan_version: int) -> None
     if limit is not None:
         _room_to_start(state, data.step, limit)
     _dependencies_done(state, state.plan, data.step)
+
+
+def _stop_allows(state: StateView, step: str, now: str | None) -> None:
+    """Refuse a start the stop policy forbids (no progress, a budget or the deadline spent): STOP_POLICY."""
+    decision = stop_decision(state, now)
+    if decision.outcome in STOPPING:
+        raise error(
+            "STOP_POLICY",
+            f"the stop policy says {decision.outcome} ({decision.rule}): {decision.reason}; replan or finish",
+            step=step,
+            plan_version=state.version,
+            outcome=decision.outcome,
+            rule=decision.rule,
+        )
 
 
 def _room_to_start(state: StateView, step: str, limit: int) -> None:
@@ -483,7 +516,26 @@ def _check_result(
         if why == "RUN_FINISHED":
             _not_finished(state)
         raise _transition(step, "in_progress", target, state.version)
+    if why is None and isinstance(data, StepCompleted):
+        assert state.plan is not None
+        _checks_met(_contract(state.plan, data.step).checks, data.report, f"step {data.step}", step=data.step)
     return why
+
+
+def _checks_met(checks: tuple[CheckSpec, ...], report: Report | None, owner: str, **fields: str) -> None:
+    """Refuse CHECK_NOT_MET unless the report's observations satisfy every check (seed 004: typed checkpoints;
+    an expected failure is a pass, a truncated or unstarted command never is)."""
+    if not checks:
+        return
+    missing = unmet(checks, report)
+    if missing:
+        shown = "; ".join(f"{check}: {why}" for check, why in missing)
+        raise error(
+            "CHECK_NOT_MET",
+            f"{owner} cannot pass: {shown} (report the attempt as fail with the same record)",
+            checks=[check for check, _ in missing],
+            **fields,
+        )
 
 
 def _check_criterion(state: StateView, data: CriterionVerified, plan_version: int) -> None:
@@ -499,6 +551,10 @@ def _check_criterion(state: StateView, data: CriterionVerified, plan_version: in
         )
     if not data.evidence.strip():
         raise error("EVIDENCE_REQUIRED", f"a verdict on {data.criterion} needs evidence", criterion=data.criterion)
+    if data.verdict == "passed":
+        assert state.plan is not None
+        spec = next(c for c in state.plan.acceptance_criteria if c.id == data.criterion)
+        _checks_met(spec.checks, data.report, f"criterion {data.criterion}", criterion=data.criterion)
 
 
 def _check_finish(state: StateView, data: RunFinished, plan_version: int) -> None:

@@ -158,6 +158,7 @@ class TranscriptUnreadable(TranscriptError, StorageError):
 CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     # usage
     "USAGE": (UsageError, "the arguments or options are malformed"),
+    "REPORT_INVALID": (UsageError, "a result's evidence record (--report) is malformed (the field is named)"),
     "CHECKPOINT_KEY_INVALID": (UsageError, "no checkpoint key was given, or it is shorter than 16 bytes"),
     # plan drafts and patches
     "INVALID_ID": (
@@ -169,6 +170,7 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "NO_ACCEPTANCE_CRITERIA": (PlanInvalid, "the draft has no acceptance criteria"),
     "DUPLICATE_STEP_ID": (PlanInvalid, "two steps share an id"),
     "DUPLICATE_CRITERION_ID": (PlanInvalid, "two acceptance criteria share an id"),
+    "DUPLICATE_CHECK_ID": (PlanInvalid, "two checks of one step or criterion share an id"),
     "UNKNOWN_DEPENDENCY": (PlanInvalid, "a step depends on a step the plan does not have"),
     "SELF_DEPENDENCY": (PlanInvalid, "a step depends on itself"),
     "DEPENDENCY_CYCLE": (PlanInvalid, "the dependencies form a cycle (the steps on it are named)"),
@@ -187,10 +189,18 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
         "the step is not in the status the command needs (current, expected, target)",
     ),
     "EVIDENCE_REQUIRED": (CommandRefused, "evidence is empty after trimming"),
+    "CHECK_NOT_MET": (
+        CommandRefused,
+        "a completion or passing verdict whose reported observations do not satisfy its checks (they are named)",
+    ),
     "REASON_REQUIRED": (CommandRefused, "a reason, error or why is empty after trimming"),
     "CRITERION_NOT_FOUND": (CommandRefused, "no such acceptance criterion in the active version"),
     "CRITERIA_UNVERIFIED": (CommandRefused, "finishing complete while a step or criterion is open"),
     "RUN_FINISHED": (CommandRefused, "the run finished complete, failed or cancelled"),
+    "STOP_POLICY": (
+        CommandRefused,
+        "the stop policy forbids starting work (no progress, a budget or the deadline spent)",
+    ),
     "STALE_PLAN_VERSION": (CommandRefused, "the command was issued against a superseded plan version"),
     "UNKNOWN_PLAN_VERSION": (CommandRefused, "the plan version does not exist yet"),
     "UNKNOWN_CAUSE": (CommandRefused, "a replan names a cause seq that is not in the log"),

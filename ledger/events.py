@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Final, Literal
 
 import msgspec
 
+from plantrail.ledger.evidence import Report
 from plantrail.ledger.plan import PlanPatch, PlanSpec
 
 __all__ = [
@@ -106,8 +107,9 @@ class Source:
 
 
 class _FixedShape(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
-    """The base of the fixed-shape events (every field required, none nested): the step events and their kin
-    are most lines of every log, and as msgspec structs they decode without a member msgspec does not know.
+    """The base of the fixed-shape events (every v1 field required, none nested; a field format v2 added is
+    optional and left out at its default): the step events and their kin are most lines of every log, and as
+    msgspec structs they decode without a member msgspec does not know.
     The plan events stay dataclasses. pydantic sees each struct through a dataclass twin (ledger.codec)."""
 
     TYPE: ClassVar[str]
@@ -177,34 +179,41 @@ class StepStarted(_FixedShape, frozen=True):
     attempt: int
 
 
-class StepCompleted(_FixedShape, frozen=True):
-    """A step's attempt ended with evidence."""
+class StepCompleted(_FixedShape, frozen=True, omit_defaults=True):
+    """A step's attempt ended with evidence, and (format v2) the runtime's evidence record."""
 
     TYPE: ClassVar[str] = "step.completed"
+    ADDED: ClassVar[frozenset[str]] = frozenset({"report"})
 
     step: str
     attempt: int
     evidence: tuple[str, ...]
+    report: Report | None = None
 
 
-class StepBlocked(_FixedShape, frozen=True):
-    """A step's attempt cannot continue, and why."""
+class StepBlocked(_FixedShape, frozen=True, omit_defaults=True):
+    """A step's attempt cannot continue, and why; (format v2) with the runtime's evidence record."""
 
     TYPE: ClassVar[str] = "step.blocked"
+    ADDED: ClassVar[frozenset[str]] = frozenset({"report"})
 
     step: str
     attempt: int
     reason: str
+    report: Report | None = None
 
 
-class StepFailed(_FixedShape, frozen=True):
-    """A step's attempt failed; it returns to pending while attempts remain, else it is blocked."""
+class StepFailed(_FixedShape, frozen=True, omit_defaults=True):
+    """A step's attempt failed; it returns to pending while attempts remain, else it is blocked. (Format v2)
+    with the runtime's evidence record."""
 
     TYPE: ClassVar[str] = "step.failed"
+    ADDED: ClassVar[frozenset[str]] = frozenset({"report"})
 
     step: str
     attempt: int
     error: str
+    report: Report | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,14 +232,16 @@ class PlanReplanned:
     patch: PlanPatch | None = None
 
 
-class CriterionVerified(_FixedShape, frozen=True):
-    """An acceptance criterion passed or failed, with evidence."""
+class CriterionVerified(_FixedShape, frozen=True, omit_defaults=True):
+    """An acceptance criterion passed or failed, with evidence; (format v2) with the checks' observations."""
 
     TYPE: ClassVar[str] = "criterion.verified"
+    ADDED: ClassVar[frozenset[str]] = frozenset({"report"})
 
     criterion: str
     verdict: Literal["passed", "failed"]
     evidence: str
+    report: Report | None = None
 
 
 class RunFinished(_FixedShape, frozen=True):

@@ -23,6 +23,16 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal, TypeVar
 
+from plantrail.ledger.contract import (
+    DEFAULT_SOFT_THRESHOLD,
+    RUN_POLICY_FIELDS,
+    STEP_BUDGET_FIELDS,
+    CheckSpec,
+    parse_checks,
+    parse_run_policy,
+    parse_step_budget,
+    validate_contract,
+)
 from plantrail.ledger.errors import PlanInvalid, PlantrailError, error
 from plantrail.ledger.items import as_items
 
@@ -64,20 +74,24 @@ class StepSpec:
     completion_evidence: str
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     priority: int = 0
+    checks: tuple[CheckSpec, ...] = ()
+    timeout_s: float | None = None
+    max_tool_calls: int | None = None
+    max_cost_usd: float | None = None
     #: What the agent wrote about the step beyond its title (a description, its own priority label, the
     #: item it nests under) and what an importer inferred about it, one fact a line; not part of the contract.
     notes: tuple[str, ...] = ()
 
     #: Fields format v2 added (ledger.versions): left out of the bytes at their defaults.
-    ADDED: ClassVar[frozenset[str]] = frozenset({"priority", "notes"})
+    ADDED: ClassVar[frozenset[str]] = frozenset({"priority", "checks", "notes", *STEP_BUDGET_FIELDS})
 
     def __post_init__(self) -> None:
         if type(self.depends_on) is not tuple:  # built in Python: a bare str is one dependency
             object.__setattr__(self, "depends_on", as_items(self.depends_on, str, f"step {self.id} depends_on"))
 
-    def contract(self) -> tuple[str, str, frozenset[str]]:
-        """What a completed step promised: title, completion evidence and dependencies (as a set)."""
-        return (self.title, self.completion_evidence, frozenset(self.depends_on))
+    def contract(self) -> tuple[str, str, frozenset[str], tuple[CheckSpec, ...]]:
+        """What a completed step promised: title, completion evidence, dependencies (as a set) and checks."""
+        return (self.title, self.completion_evidence, frozenset(self.depends_on), self.checks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,15 +102,30 @@ class CriterionSpec:
 
     id: str
     description: str
+    checks: tuple[CheckSpec, ...] = ()
+
+    #: Fields format v2 added (ledger.versions): left out of the bytes at their defaults.
+    ADDED: ClassVar[frozenset[str]] = frozenset({"checks"})
 
 
 @dataclass(frozen=True, slots=True)
 class Policy:
-    """Run policy; ``max_in_progress`` None means unlimited."""
+    """Run policy; ``max_in_progress`` None means unlimited. Format v2 adds the run's budgets (turns, tool
+    calls, cost, a hard ``deadline``), the soft threshold at which they give advice, how many times the same
+    failure may repeat before the stop policy calls the run failed, and whether a partial outcome is allowed
+    (:mod:`ledger.contract`)."""
 
     __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+    ADDED: ClassVar[frozenset[str]] = frozenset(RUN_POLICY_FIELDS)
 
     max_in_progress: int | None = 1
+    max_turns: int | None = None
+    max_tool_calls: int | None = None
+    max_cost_usd: float | None = None
+    deadline: str | None = None
+    soft_threshold: float = DEFAULT_SOFT_THRESHOLD
+    max_repeated_failures: int | None = None
+    allowed_partial: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +278,8 @@ _STEP_KEYS = {
     "max_attempts",
     "maxAttempts",
     "priority",
+    "checks",
+    *STEP_BUDGET_FIELDS,
 }
 
 
@@ -282,13 +313,6 @@ def _skeleton(raw: Any) -> StepSpec | None:
     return StepSpec(id=step_id, title="", depends_on=tuple(deps), completion_evidence="")
 
 
-def _priority(raw: Any, where: str, step_id: str | None) -> int:
-    """A step's priority: a whole number in the 32-bit range (higher runs first); DRAFT_INVALID otherwise."""
-    if isinstance(raw, bool) or not isinstance(raw, int) or not -(2**31) <= raw < 2**31:
-        raise error("DRAFT_INVALID", f"{where} must be a whole number", path=where, step=step_id)
-    return raw
-
-
 def _parse_step(raw: Any, where: str) -> StepSpec:
     obj = _require_mapping(raw, where)
     problems: list[PlantrailError] = []
@@ -307,7 +331,10 @@ def _parse_step(raw: Any, where: str) -> StepSpec:
         if attempts is None
         else _noted(problems, DEFAULT_MAX_ATTEMPTS, _positive_int, attempts, f"{where}.max_attempts")
     )
-    priority = _noted(problems, 0, _priority, obj.get("priority", 0), f"{where}.priority", step_id or None)
+    priority = _noted(problems, 0, _priority, obj.get("priority", 0), f"{where}.priority")
+    checks = _noted(problems, _NO_CHECKS, parse_checks, obj.get("checks"), f"{where}.checks")
+    no_budget: dict[str, Any] = {}
+    budget = _noted(problems, no_budget, parse_step_budget, obj, where)
     _raise_if_any(problems)
     return StepSpec(
         id=step_id,
@@ -316,28 +343,42 @@ def _parse_step(raw: Any, where: str) -> StepSpec:
         completion_evidence=evidence,
         max_attempts=max_attempts,
         priority=priority,
+        checks=checks,
+        **budget,
     )
+
+
+_NO_CHECKS: tuple[CheckSpec, ...] = ()
+
+
+def _priority(value: Any, where: str) -> int:
+    """A step's priority: any whole number (higher first; 0 when absent)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not -(2**31) <= value < 2**31:
+        raise error("DRAFT_INVALID", f"{where} must be a whole number", path=where)
+    return value
 
 
 def _parse_criterion(raw: Any, where: str) -> CriterionSpec:
     obj = _require_mapping(raw, where)
     problems: list[PlantrailError] = []
-    _noted(problems, None, _reject_unknown, obj, {"id", "description"}, where)
+    _noted(problems, None, _reject_unknown, obj, {"id", "description", "checks"}, where)
     criterion_id = _noted(problems, "", check_id, obj.get("id"), f"{where}.id")
     description = _noted(problems, "", _text, obj.get("description"), f"{where}.description")
+    checks = _noted(problems, _NO_CHECKS, parse_checks, obj.get("checks"), f"{where}.checks")
     _raise_if_any(problems)
-    return CriterionSpec(id=criterion_id, description=description)
+    return CriterionSpec(id=criterion_id, description=description, checks=checks)
 
 
 def _parse_policy(raw: Any, where: str) -> Policy:
     obj = _require_mapping(raw, where)
-    _reject_unknown(obj, {"max_in_progress", "maxInProgress"}, where)
+    _reject_unknown(obj, {"max_in_progress", "maxInProgress", *RUN_POLICY_FIELDS}, where)
     value = _get(obj, "max_in_progress", "maxInProgress")
+    contract = parse_run_policy(obj, where)
     if value is None:
-        return Policy()
+        return Policy(**contract)
     if value == "unlimited":
-        return Policy(max_in_progress=None)
-    return Policy(max_in_progress=_positive_int(value, f"{where}.max_in_progress"))
+        return Policy(max_in_progress=None, **contract)
+    return Policy(max_in_progress=_positive_int(value, f"{where}.max_in_progress"), **contract)
 
 
 def _parse_list(raw: Any, where: str) -> list[Any]:
@@ -436,6 +477,7 @@ def validate_plan(plan: PlanSpec, previous: tuple[PlanSpec, tuple[str, ...]] | N
     """
     problems = _graph_problems(plan.acceptance_criteria, plan.steps)
     _raise_if_any(problems)
+    validate_contract(plan)
     order = None if previous is None else carried_order(previous[0].steps, previous[1], plan.steps)
     return topo_order(plan.steps) if order is None else order
 

@@ -19,6 +19,7 @@ from typing import NamedTuple
 from plantrail.ledger.checkpoint import check_checkpoint
 from plantrail.ledger.decide import check
 from plantrail.ledger.errors import PlantrailError, error
+from plantrail.ledger.events import Record
 from plantrail.ledger.store import TornTail
 from plantrail.ledger.stores.jsonl import LogReader
 from plantrail.projections.canonical import canonical_bytes, state_hash
@@ -56,13 +57,15 @@ def parse_anchor(text: str) -> tuple[int, str]:
 
 
 def _plan_part(state: PlanState) -> PlanState:
-    """The state without what a late result may change (the orphan list) or what every record moves."""
-    return state._replace(orphans=(), last_seq=0, head=None)
+    """The state without what a late result may change (the orphan list, the run's usage) or what every record
+    moves."""
+    return state._replace(orphans=(), last_seq=0, head=None, usage=None)
 
 
-def _judge(state: PlanState, record_type: str, seq: int, data: object, plan_version: int) -> str | None:
+def _judge(state: PlanState, record: Record) -> str | None:
+    record_type, seq = record.type, record.seq
     try:
-        return check(state, data, plan_version)  # type: ignore[arg-type]
+        return check(state, record.data, record.plan_version, now=record.ts)
     except PlantrailError as exc:
         raise error(
             "ILLEGAL_EVENT",
@@ -106,7 +109,7 @@ def verify_log(
                         "ANCHOR_MISMATCH", f"seq {anchor[0]} has hash {record.h}, not the anchored one", seq=anchor[0]
                     )
                 anchored = True
-            late = _judge(state, record.type, record.seq, record.data, record.plan_version)
+            late = _judge(state, record)
             after = evolve(state, record)
             if late is not None and (
                 _plan_part(after) != _plan_part(state) or len(after.orphans) != len(state.orphans) + 1

@@ -13,13 +13,16 @@ from typing import Any
 import orjson
 
 from plantrail.ledger.versions import plain
-from plantrail.projections.model import PlanState
+from plantrail.projections.model import PlanState, StepState
 from plantrail.projections.table import Table
 
 __all__ = ["canonical_bytes", "state_hash"]
 
 #: The state's values' fields added with format v2, each with the default at which it is left out.
-_ADDED: dict[type[Any], tuple[tuple[str, Any], ...]] = {}
+_ADDED: dict[type[Any], tuple[tuple[str, Any], ...]] = {
+    StepState: (("usage", None),),
+    PlanState: (("usage", None), ("failure_streak", None), ("contract", False)),
+}
 
 
 def _default(value: Any) -> Any:

@@ -29,6 +29,7 @@ from plantrail.projections.model import (
     VersionInfo,
 )
 from plantrail.projections.state import evolve, fold, initial
+from plantrail.projections.stop import stop_decision
 from plantrail.projections.views import advice, in_doubt, orphan_view, ready_steps
 
 if TYPE_CHECKING:
@@ -497,18 +498,24 @@ def orphans_view(state: PlanState) -> list[dict[str, Any]]:
 
 # --------------------------------------------------------------------------- resume
 
-Verdict = Literal["damaged", "finished", "in_doubt", "paused", "stuck", "continue"]
+Verdict = Literal["damaged", "finished", "in_doubt", "failed", "budget_exhausted", "paused", "stuck", "continue"]
 
 
-def resume_verdict(state: PlanState, *, damaged: bool = False) -> Verdict:
-    """What to do first after a crash, by priority: repair, stop (finished), check steps in doubt, resume a
-    pause, replan a run where no step can start, else continue."""
+def resume_verdict(state: PlanState, *, damaged: bool = False, now: str | None = None) -> Verdict:
+    """What to do first after a crash, by priority: repair, stop (finished), check steps in doubt, stop where
+    the stop policy says so (failed for no progress, a budget or the deadline spent: a v2 plan only), resume
+    a pause, replan a run where no step can start, else continue."""
     if damaged:
         return "damaged"
     if state.finished:
         return "finished"
     if in_doubt(state):
         return "in_doubt"
+    decision = stop_decision(state, now)
+    if decision.outcome == "failed":
+        return "failed"
+    if decision.outcome == "budget_exhausted":
+        return "budget_exhausted"
     if state.outcome == "paused":
         return "paused"
     work_left = any(s.status != "completed" for s in state.steps.values_in_order())
@@ -517,7 +524,7 @@ def resume_verdict(state: PlanState, *, damaged: bool = False) -> Verdict:
     return "continue"
 
 
-def _next_action(state: PlanState, verdict: Verdict, damage: Mapping[str, Any] | None) -> str:
+def _next_action(state: PlanState, verdict: Verdict, damage: Mapping[str, Any] | None, now: str | None) -> str:
     match verdict:
         case "damaged":
             return _repair_action(damage)
@@ -530,6 +537,9 @@ def _next_action(state: PlanState, verdict: Verdict, damage: Mapping[str, Any] |
             )
         case "paused":
             return "the run is paused: start a ready step or replan to continue it"
+        case "failed" | "budget_exhausted":
+            decision = stop_decision(state, now)
+            return f"the stop policy says {decision.outcome}: {decision.reason}; replan or finish"
         case "stuck" if state.plan is None:
             return "no step can start: the log has no plan yet"
         case "stuck":
@@ -550,7 +560,7 @@ def _repair_action(damage: Mapping[str, Any] | None) -> str:
     return f"the log is damaged ({code}) and cannot be repaired automatically: run plantrail verify LOG to locate it"
 
 
-def resume_receipt(state: PlanState, damage: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def resume_receipt(state: PlanState, damage: Mapping[str, Any] | None = None, now: str | None = None) -> dict[str, Any]:
     """``plantrail resume``: where a run stands after a crash and what to do next.
 
     ``state`` is the fold of the log's valid part; ``damage`` describes what stopped the read (a torn tail
@@ -560,14 +570,15 @@ def resume_receipt(state: PlanState, damage: Mapping[str, Any] | None = None) ->
     ``plan_version``, ``finished``, ``outcome``, ``outcome_reason``, ``done`` (``{step, attempt, evidence,
     completed_seq}``), ``in_doubt`` (``{step, attempt, started_seq}``: started, no result), ``ready``,
     ``blocked`` (``{step, reason}``), ``criteria_unverified`` and ``criteria_failed`` (ids), ``orphans``
-    (as in ``orphans``), ``advice``, ``last_seq``, ``head_hash`` and ``damage``.
+    (as in ``orphans``), ``advice``, ``last_seq``, ``head_hash``, ``damage`` and ``stop`` (the stop policy's
+    decision at ``now``: :func:`projections.stop.stop_decision`).
     """
-    verdict = resume_verdict(state, damaged=damage is not None)
+    verdict = resume_verdict(state, damaged=damage is not None, now=now)
     steps = list(state.steps.values_in_order())
     criteria = list(state.criteria.values_in_order())
     return {
         "verdict": verdict,
-        "next": _next_action(state, verdict, damage),
+        "next": _next_action(state, verdict, damage, now),
         "run": state.run,
         "goal": state.goal,
         "plan_version": state.version,
@@ -585,4 +596,5 @@ def resume_receipt(state: PlanState, damage: Mapping[str, Any] | None = None) ->
         "last_seq": state.last_seq,
         "head_hash": state.head,
         "damage": None if damage is None else dict(damage),
+        "stop": stop_decision(state, now).as_dict(),
     }

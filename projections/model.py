@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Final, Literal, NamedTuple
 
+from plantrail.ledger.evidence import Usage
 from plantrail.ledger.plan import PlanSpec
 from plantrail.projections.table import Table
 
@@ -13,6 +14,7 @@ __all__ = [
     "Changes",
     "CriterionState",
     "CriterionStatus",
+    "FailureStreak",
     "Orphan",
     "OrphanWhy",
     "PlanState",
@@ -47,6 +49,7 @@ class StepState(NamedTuple):
     last_seq: int = 0
     reset: str | None = None
     invalidated_by: str | None = None
+    usage: Usage | None = None  # format v2: what this step's reported results spent, summed
 
 
 class CriterionState(NamedTuple):
@@ -118,6 +121,15 @@ class VersionInfo(NamedTuple):
 EMPTY_TABLE: Final[Table[object]] = Table((), ())
 
 
+class FailureStreak(NamedTuple):
+    """The fingerprint of the last failed attempt (step, failing checks, exit code, normalised error, changed
+    paths, plan version) and how many failures in a row had it (seed 004: no progress)."""
+
+    fingerprint: str
+    repeats: int
+    step: str
+
+
 class PlanState(NamedTuple):
     """What the log says about the run now; compare two states by :func:`projections.canonical.state_hash`.
 
@@ -139,6 +151,9 @@ class PlanState(NamedTuple):
     consecutive_failures: int = 0
     last_seq: int = -1
     head: str | None = None
+    usage: Usage | None = None  # format v2: what every reported result spent (late ones too), summed
+    failure_streak: FailureStreak | None = None  # format v2: the last failure's fingerprint and repeats
+    contract: bool = False  # format v2: the active plan uses the v2 contract (its stop policy applies in full)
 
     @property
     def goal(self) -> str | None:

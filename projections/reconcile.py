@@ -30,6 +30,8 @@ def _changed_fields(old: StepSpec, new: StepSpec) -> tuple[str, ...]:
         diffs.append("completion_evidence")
     if old.depends_on != new.depends_on and set(old.depends_on) != set(new.depends_on):
         diffs.append("depends_on")
+    if old.checks != new.checks:
+        diffs.append("checks")
     return tuple(diffs)
 
 
@@ -80,6 +82,7 @@ def _kept(old: StepState, spec: StepSpec) -> StepState:
         old.last_seq,
         None,
         None,
+        old.usage,
     )
 
 
@@ -157,6 +160,7 @@ def _reconcile_criteria(
     old_plan: PlanSpec, old_criteria: Mapping[str, CriterionState], new_plan: PlanSpec, lost_work: bool, seq: int
 ) -> tuple[Table[CriterionState], tuple[tuple[str, ...], tuple[StepChange, ...], tuple[str, ...]]]:
     old_descriptions = {c.id: c.description for c in old_plan.acceptance_criteria}
+    old_checks = {c.id: c.checks for c in old_plan.acceptance_criteria}
     states: list[CriterionState] = []
     kept: list[str] = []
     reset: list[StepChange] = []
@@ -168,6 +172,8 @@ def _reconcile_criteria(
             states.append(CriterionState(id=spec.id, last_seq=seq, reset="added"))
             continue
         cause = "description_changed" if old_descriptions[spec.id] != spec.description else None
+        if cause is None and old_checks[spec.id] != spec.checks:
+            cause = "checks_changed"
         if cause is None and lost_work and old.status != "unverified":
             cause = "work_invalidated"
         if cause is None:

@@ -10,10 +10,13 @@ from typing import Any, Final
 
 import orjson
 
+from plantrail.ledger.contract import CheckSpec
+from plantrail.ledger.evidence import Usage
 from plantrail.ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec
 from plantrail.projections.model import (
     Changes,
     CriterionState,
+    FailureStreak,
     Orphan,
     PlanState,
     StepChange,
@@ -46,20 +49,17 @@ def _plan(d: dict[str, Any] | None) -> PlanSpec | None:
         return None
     return PlanSpec(
         goal=d["goal"],
-        acceptance_criteria=tuple(CriterionSpec(c["id"], c["description"]) for c in d["acceptance_criteria"]),
-        steps=tuple(
-            StepSpec(
-                s["id"],
-                s["title"],
-                tuple(s["depends_on"]),
-                s["completion_evidence"],
-                s["max_attempts"],
-                s.get("priority", 0),
-            )
-            for s in d["steps"]
+        acceptance_criteria=tuple(
+            CriterionSpec(c["id"], c["description"], _checks(c)) for c in d["acceptance_criteria"]
         ),
-        policy=Policy(d["policy"]["max_in_progress"]),
+        steps=tuple(StepSpec(**{**s, "depends_on": tuple(s["depends_on"]), "checks": _checks(s)}) for s in d["steps"]),
+        policy=Policy(**d["policy"]),
     )
+
+
+def _checks(d: dict[str, Any]) -> tuple[CheckSpec, ...]:
+    """A spec's typed checks (format v2; a snapshot of a v1 plan has none)."""
+    return tuple(CheckSpec(**c) for c in d.get("checks", ()))
 
 
 def _change(d: dict[str, Any]) -> StepChange:
@@ -127,7 +127,7 @@ def decode_state(raw: bytes) -> PlanState:
     """The state :func:`encode_state` encoded."""
     d = orjson.loads(raw)
     plan = _plan(d["plan"])
-    steps = [StepState(**{**s, "evidence": tuple(s["evidence"])}) for s in d["steps"]]
+    steps = [StepState(**{**s, "evidence": tuple(s["evidence"]), "usage": _usage(s.get("usage"))}) for s in d["steps"]]
     criteria = [CriterionState(**c) for c in d["criteria"]]
     return PlanState(
         run=d["run"],
@@ -143,4 +143,11 @@ def decode_state(raw: bytes) -> PlanState:
         consecutive_failures=d["consecutive_failures"],
         last_seq=d["last_seq"],
         head=d["head"],
+        usage=_usage(d.get("usage")),
+        failure_streak=None if d.get("failure_streak") is None else FailureStreak(**d["failure_streak"]),
+        contract=d.get("contract", False),
     )
+
+
+def _usage(d: dict[str, Any] | None) -> Usage | None:
+    return None if d is None else Usage(**d)

@@ -10,13 +10,20 @@ after the run finished) never touch the plan: they land on ``orphans``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
+import orjson
+
+from plantrail.ledger.contract import unmet
 from plantrail.ledger.errors import PlanInvalid
+from plantrail.ledger.evidence import Report, Usage
 from plantrail.ledger.plan import PlanSpec, validate_plan
+from plantrail.ledger.versions import needs_v2
 from plantrail.projections.model import (
     CriterionState,
+    FailureStreak,
     Orphan,
     OrphanWhy,
     PlanState,
@@ -103,6 +110,12 @@ class StateView(Protocol):
     def adopted(self) -> VersionInfo | None: ...
     @property
     def last_seq(self) -> int: ...
+    @property
+    def usage(self) -> Usage | None: ...
+    @property
+    def failure_streak(self) -> FailureStreak | None: ...
+    @property
+    def contract(self) -> bool: ...
 
 
 def evolve(state: PlanState, record: Record) -> PlanState:
@@ -139,6 +152,9 @@ def evolve(state: PlanState, record: Record) -> PlanState:
         failures,
         record.seq,
         record.h,
+        s.usage,
+        s.failure_streak,
+        s.contract,
     )
 
 
@@ -183,6 +199,18 @@ class _Builder:
     @property
     def adopted(self) -> VersionInfo | None:
         return self._state.adopted
+
+    @property
+    def usage(self) -> Usage | None:
+        return self._state.usage
+
+    @property
+    def failure_streak(self) -> FailureStreak | None:
+        return self._state.failure_streak
+
+    @property
+    def contract(self) -> bool:
+        return self._state.contract
 
     def add(self, record: Record) -> Delta | StepState | None:
         """Apply one record in place (what :func:`evolve` does to an immutable state); return its change."""
@@ -343,7 +371,10 @@ def _created(state: StateView, record: Record, data: PlanCreated) -> Delta | Non
         return None
     steps, criteria = _step_tables(data.plan, order, record.seq)
     info = VersionInfo(version=1, seq=record.seq, ts=record.ts, actor=record.actor, plan=data.plan)
-    return Delta(version=info, fields={"plan": data.plan, "version": 1, "steps": steps, "criteria": criteria})
+    fields = {"plan": data.plan, "version": 1, "steps": steps, "criteria": criteria}
+    if needs_v2(data.plan):
+        fields["contract"] = True
+    return Delta(version=info, fields=fields)
 
 
 _CONTINUE: Final[Mapping[str, Any]] = {"outcome": None, "outcome_reason": None, "outcome_seq": None}
@@ -372,14 +403,26 @@ def _orphaned(
         evidence=getattr(data, "evidence", ()),
         reason=getattr(data, "reason", None) or getattr(data, "error", None),
     )
-    return Delta(orphan=orphan)
+    spent = _spent(state.usage, data.report)
+    return Delta(orphan=orphan, fields=None if spent is state.usage else {"usage": spent})
 
 
 def _moved(s: StepState, status: StepStatus, attempt: int, evidence: tuple[str, ...], seq: int) -> StepState:
     """``s`` in a new status. Built positionally: starts and completions are most of all events, and
     NamedTuple._replace is four times slower."""
     return StepState(
-        s.id, status, attempt, evidence, s.reason, s.error, s.exhausted, s.max_attempts, seq, s.reset, s.invalidated_by
+        s.id,
+        status,
+        attempt,
+        evidence,
+        s.reason,
+        s.error,
+        s.exhausted,
+        s.max_attempts,
+        seq,
+        s.reset,
+        s.invalidated_by,
+        s.usage,
     )
 
 
@@ -399,15 +442,44 @@ def _completed(state: StateView, record: Record, data: StepCompleted) -> Delta |
     if step is None:
         return late
     completed = _moved(step, "completed", step.attempt, data.evidence, record.seq)
-    # A completion resets the failure streak; with no streak there is nothing else to change.
-    return completed if state.consecutive_failures == 0 else Delta(step=completed, failures=0)
+    if data.report is None and state.failure_streak is None:
+        # A completion resets the failure streak; with no streak there is nothing else to change.
+        return completed if state.consecutive_failures == 0 else Delta(step=completed, failures=0)
+    fields: dict[str, Any] = {"failure_streak": None, **_spending(state, completed, data.report)}
+    return Delta(step=fields.pop("step"), failures=0, fields=fields)
+
+
+def _spending(state: StateView, step: StepState, report: Report | None) -> dict[str, Any]:
+    """The step and the run with a result's usage added (format v2), as Delta parts."""
+    if report is None or report.usage is None:
+        return {"step": step}
+    return {"step": step._replace(usage=_spent(step.usage, report)), "usage": _spent(state.usage, report)}
+
+
+def _spent(total: Usage | None, report: Report | None) -> Usage | None:
+    """``total`` plus the usage ``report`` reports (``total`` itself when it reports none)."""
+    if report is None or report.usage is None:
+        return total
+    if total is None:
+        return report.usage
+    used = report.usage
+    return Usage(
+        total.turns + used.turns,
+        total.tool_calls + used.tool_calls,
+        total.tokens + used.tokens,
+        total.cost_usd + used.cost_usd,
+    )
 
 
 def _blocked(state: StateView, record: Record, data: StepBlocked) -> Delta | StepState | None:
     late, step = _result_step(state, record, data)
     if step is None:
         return late
-    return step._replace(status="blocked", reason=data.reason, last_seq=record.seq)
+    blocked = step._replace(status="blocked", reason=data.reason, last_seq=record.seq)
+    if data.report is None:
+        return blocked
+    fields = _spending(state, blocked, data.report)
+    return Delta(step=fields.pop("step"), fields=fields or None)
 
 
 def _failed(state: StateView, record: Record, data: StepFailed) -> Delta | None:
@@ -419,7 +491,40 @@ def _failed(state: StateView, record: Record, data: StepFailed) -> Delta | None:
     else:
         reason = f"attempts exhausted ({step.attempt} of {step.max_attempts}); last error: {data.error}"
         failed = step._replace(status="blocked", error=data.error, reason=reason, exhausted=True, last_seq=record.seq)
-    return Delta(step=failed, failures=state.consecutive_failures + 1)
+    if data.report is None and state.failure_streak is None and not state.contract:
+        return Delta(step=failed, failures=state.consecutive_failures + 1)
+    fields = _spending(state, failed, data.report)
+    fields["failure_streak"] = _streak(state.failure_streak, _fingerprint(state, record, data), data.step)
+    return Delta(step=fields.pop("step"), failures=state.consecutive_failures + 1, fields=fields)
+
+
+def _streak(previous: FailureStreak | None, fp: str, step: str) -> FailureStreak:
+    if previous is not None and previous.fingerprint == fp:
+        return FailureStreak(fp, previous.repeats + 1, step)
+    return FailureStreak(fp, 1, step)
+
+
+_DIGITS = re.compile(r"\d+")
+_SPACE = re.compile(r"\s+")
+
+
+def _fingerprint(state: StateView, record: Record, data: StepFailed) -> str:
+    """A failure's fingerprint (seed 004 无进展指纹): the step, its failing checks, the exit code, the error
+    normalised (case, numbers and spacing ignored), the changed paths and the plan version."""
+    report = data.report
+    failing: list[str] = []
+    if report is not None and state.plan is not None:
+        spec = next((s for s in state.plan.steps if s.id == data.step), None)
+        failing = [] if spec is None else [check for check, _ in unmet(spec.checks, report)]
+    parts = [
+        data.step,
+        failing,
+        None if report is None else report.exit_code,
+        _SPACE.sub(" ", _DIGITS.sub("#", data.error.lower())).strip(),
+        [] if report is None else sorted(report.changed_paths),
+        record.plan_version,
+    ]
+    return orjson.dumps(parts).decode()
 
 
 def _verified(state: StateView, record: Record, data: CriterionVerified) -> Delta | None:
@@ -459,8 +564,12 @@ def _replanned(state: StateView, record: Record, data: PlanReplanned) -> Delta |
         changes=changes,
     )
     fields = {"plan": plan, "version": data.new_version, "steps": steps, "criteria": criteria}
+    if needs_v2(plan) != state.contract:
+        fields["contract"] = not state.contract
     if state.outcome == "paused":
         fields |= _CONTINUE
+    if state.failure_streak is not None:
+        fields["failure_streak"] = None
     return Delta(version=info, failures=0, fields=fields)
 
 

@@ -20,7 +20,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from plantrail.ledger.plan import StepSpec
+from plantrail.ledger.versions import plain
 from plantrail.projections.model import Orphan, PlanState, StepState
+from plantrail.projections.stop import STOPPING, budget_view, stop_decision
 
 if TYPE_CHECKING:
     from plantrail.ledger.store import Ack
@@ -78,7 +80,20 @@ def _capacity_reason(state: PlanState) -> WaitReason | None:
     return {"code": "capacity", "max_in_progress": limit, "in_progress": active} if len(active) >= limit else None
 
 
-def _reasons(state: PlanState, step: StepState, spec: StepSpec, capacity: WaitReason | None) -> list[WaitReason]:
+def _stop_reason(state: PlanState, now: str | None) -> WaitReason | None:
+    """The ``stop_policy`` reason when the stop policy forbids new work (a v2 plan: no progress, a budget or the
+    deadline spent), else None."""
+    if not state.contract:
+        return None
+    decision = stop_decision(state, now)
+    if decision.outcome not in STOPPING:
+        return None
+    return {"code": "stop_policy", "outcome": decision.outcome, "rule": decision.rule, "reason": decision.reason}
+
+
+def _reasons(
+    state: PlanState, step: StepState, spec: StepSpec, capacity: WaitReason | None, stop: WaitReason | None = None
+) -> list[WaitReason]:
     """Why ``step`` cannot start now, in a fixed order; empty when it can."""
     reasons: list[WaitReason] = []
     if state.finished:
@@ -92,20 +107,25 @@ def _reasons(state: PlanState, step: StepState, spec: StepSpec, capacity: WaitRe
         reasons.append({"code": "dependencies", "waiting": waiting})
     if capacity is not None:
         reasons.append({**capacity, "in_progress": list(capacity["in_progress"])})  # each step its own copy
+    if stop is not None:
+        reasons.append(dict(stop))
     return reasons
 
 
-#: The wait reasons that make a step not ready in DESIGN.md's sense (capacity, and reasons added later, do not).
+#: The wait reasons that make a step not ready in DESIGN.md's sense (capacity, the stop policy and reasons added
+#: later do not).
 _NOT_READY = frozenset({"run_finished", "status", "dependencies"})
 
 
-def wait_reasons(state: PlanState) -> dict[str, list[WaitReason]]:
-    """Why each step of the active version cannot start now, by id in the stable order (empty: it can start)."""
+def wait_reasons(state: PlanState, now: str | None = None) -> dict[str, list[WaitReason]]:
+    """Why each step of the active version cannot start now, by id in the stable order (empty: it can start).
+    ``now`` is the time the stop policy judges a deadline at."""
     if state.plan is None:
         return {}
     contracts = specs(state)
     capacity = _capacity_reason(state)
-    return {s.id: _reasons(state, s, contracts[s.id], capacity) for s in state.steps.values_in_order()}
+    stop = _stop_reason(state, now)
+    return {s.id: _reasons(state, s, contracts[s.id], capacity, stop) for s in state.steps.values_in_order()}
 
 
 def startable_steps(state: PlanState) -> list[str]:
@@ -162,6 +182,7 @@ def _step_view(step: StepState, spec: StepSpec, ready: bool, waits: list[WaitRea
         "attempt": step.attempt,
         "max_attempts": step.max_attempts,
         "priority": spec.priority,
+        "checks": [plain(c) for c in spec.checks],
         "depends_on": list(spec.depends_on),
         "completion_evidence": spec.completion_evidence,
         "evidence": list(step.evidence),
@@ -173,12 +194,12 @@ def _step_view(step: StepState, spec: StepSpec, ready: bool, waits: list[WaitRea
     }
 
 
-def status_view(state: PlanState) -> dict[str, Any]:
-    """The ``status --json`` document."""
+def status_view(state: PlanState, now: str | None = None) -> dict[str, Any]:
+    """The ``status --json`` document; ``now`` is the time the stop policy judges a deadline at."""
     contracts = specs(state)
-    waits = wait_reasons(state)
+    waits = wait_reasons(state, now)
     ready = {s for s, w in waits.items() if not any(r["code"] in _NOT_READY for r in w)}  # one pass for both
-    descriptions = {} if state.plan is None else {c.id: c.description for c in state.plan.acceptance_criteria}
+    criteria_specs = {} if state.plan is None else {c.id: c for c in state.plan.acceptance_criteria}
     policy = None if state.plan is None else state.plan.policy.max_in_progress
     return {
         "run": state.run,
@@ -191,7 +212,8 @@ def status_view(state: PlanState) -> dict[str, Any]:
         "criteria": [
             {
                 "id": c.id,
-                "description": descriptions[c.id],
+                "description": criteria_specs[c.id].description,
+                "checks": [plain(check) for check in criteria_specs[c.id].checks],
                 "status": c.status,
                 "evidence": c.evidence,
                 "reset": c.reset,
@@ -205,6 +227,8 @@ def status_view(state: PlanState) -> dict[str, Any]:
         "orphans": [orphan_view(o) for o in state.orphans],
         "last_seq": state.last_seq,
         "head_hash": state.head,
+        "stop": stop_decision(state, now).as_dict(),
+        "budget": budget_view(state),
     }
 
 

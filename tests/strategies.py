@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 from hypothesis import strategies as st
 
 from plantrail.ledger.codec import GENESIS_PREV, decode, encode
+from plantrail.ledger.contract import CheckSpec
 from plantrail.ledger.decide import (
     Block,
     Command,
@@ -36,6 +37,7 @@ from plantrail.ledger.events import (
     StepFailed,
     StepStarted,
 )
+from plantrail.ledger.evidence import Observation, Report, Usage
 from plantrail.ledger.plan import CriterionSpec, PatchOp, PlanPatch, PlanSpec, Policy, StepSpec, topo_order
 from plantrail.projections.model import PlanState
 from plantrail.projections.state import evolve, initial
@@ -45,9 +47,29 @@ CRITERIA = ("c1", "c2")
 text = st.text(min_size=1, max_size=12).filter(lambda t: t.strip() != "")
 
 
+CHECKS = st.one_of(
+    st.builds(
+        CheckSpec,
+        id=st.sampled_from(["c1", "c2"]),
+        kind=st.just("command_exit"),
+        command=st.just("pytest -q"),
+        expected_exit_code=st.sampled_from([0, 1]),
+    ),
+    st.builds(
+        CheckSpec,
+        id=st.sampled_from(["c1", "c2"]),
+        kind=st.just("state_predicate"),
+        predicate=st.just("folder_exists_once"),
+        expected=st.sampled_from([1, {"count": 1}, None, "x"]),
+    ),
+    st.builds(CheckSpec, id=st.sampled_from(["c1", "c2"]), kind=st.just("human_review"), question=st.just("ok?")),
+)
+
+
 @st.composite
-def plans(draw: st.DrawFn, goal: str = "ship it") -> PlanSpec:
-    """A small valid plan: 1-5 steps, each depending only on earlier ones (so it is a DAG)."""
+def plans(draw: st.DrawFn, goal: str = "ship it", checks: bool = False) -> PlanSpec:
+    """A small valid plan: 1-5 steps, each depending only on earlier ones (so it is a DAG); with ``checks``,
+    some steps carry typed checks (format v2)."""
     n = draw(st.integers(min_value=1, max_value=len(STEP_IDS)))
     ids = list(STEP_IDS[:n])
     steps = []
@@ -56,7 +78,8 @@ def plans(draw: st.DrawFn, goal: str = "ship it") -> PlanSpec:
         title = draw(st.sampled_from(["do " + step_id, "redo " + step_id]))
         attempts = draw(st.integers(min_value=1, max_value=3))
         priority = draw(st.sampled_from([0, 0, 0, 1, 2]))  # format v2: mostly absent, so most plans stay v1
-        steps.append(StepSpec(step_id, title, tuple(deps), "evidence of " + step_id, attempts, priority))
+        step_checks = draw(st.lists(CHECKS, max_size=2, unique_by=lambda c: c.id).map(tuple)) if checks else ()
+        steps.append(StepSpec(step_id, title, tuple(deps), "evidence of " + step_id, attempts, priority, step_checks))
     criteria = tuple(
         CriterionSpec(c, draw(st.sampled_from(["works", "still works"])))
         for c in draw(st.lists(st.sampled_from(CRITERIA), min_size=1, unique=True))
@@ -149,13 +172,53 @@ ident = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,20}", fullmatch=True)
 counts = st.integers(min_value=0, max_value=2**53)
 hex64 = st.text(alphabet="0123456789abcdef", min_size=64, max_size=64)
 
+json_leaf = st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.floats(allow_nan=False, allow_infinity=False)
+json_value = st.recursive(
+    json_leaf | anything,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(ident, inner, max_size=3),
+    max_leaves=6,
+)
+#: Format v2 evidence records: every field optional, most of them absent.
+REPORTS = st.none() | st.builds(
+    Report,
+    command=st.none() | anything,
+    exit_code=st.none() | st.integers(-1, 255),
+    started=st.booleans(),
+    truncated=st.booleans(),
+    changed_paths=st.lists(anything, max_size=2).map(tuple),
+    observations=st.lists(
+        st.builds(
+            Observation,
+            check=ident,
+            exit_code=st.none() | st.integers(0, 255),
+            value=json_value,
+            decision=st.sampled_from([None, "approved", "rejected"]),
+            started=st.booleans(),
+            truncated=st.booleans(),
+        ),
+        max_size=2,
+    ).map(tuple),
+    tools=st.lists(ident, max_size=2).map(tuple),
+    usage=st.none() | st.builds(Usage, turns=counts, tool_calls=counts, tokens=counts, cost_usd=st.floats(0, 10)),
+    duration_s=st.none() | st.floats(0, 100),
+    meta=st.dictionaries(ident, json_value, max_size=2),
+)
+
 EVENTS = st.one_of(
-    st.builds(PlanCreated, plan=plans()),
+    st.builds(PlanCreated, plan=plans(checks=True)),
     st.builds(StepStarted, step=ident, attempt=counts),
-    st.builds(StepCompleted, step=ident, attempt=counts, evidence=st.lists(anything, max_size=3).map(tuple)),
-    st.builds(StepBlocked, step=ident, attempt=counts, reason=anything),
-    st.builds(StepFailed, step=ident, attempt=counts, error=anything),
-    st.builds(CriterionVerified, criterion=ident, verdict=st.sampled_from(["passed", "failed"]), evidence=anything),
+    st.builds(
+        StepCompleted, step=ident, attempt=counts, evidence=st.lists(anything, max_size=3).map(tuple), report=REPORTS
+    ),
+    st.builds(StepBlocked, step=ident, attempt=counts, reason=anything, report=REPORTS),
+    st.builds(StepFailed, step=ident, attempt=counts, error=anything, report=REPORTS),
+    st.builds(
+        CriterionVerified,
+        criterion=ident,
+        verdict=st.sampled_from(["passed", "failed"]),
+        evidence=anything,
+        report=REPORTS,
+    ),
     st.builds(RunFinished, outcome=st.sampled_from(["complete", "paused", "failed", "cancelled"]), reason=anything),
     st.builds(
         PlanReplanned,

@@ -118,6 +118,7 @@ def test_status_json_has_the_documented_fields(log: Path, run_cli: Run) -> None:
         "status": "unverified",
         "evidence": None,
         "reset": None,
+        "checks": [],
     }
 
 

@@ -115,6 +115,7 @@ def test_next_prints_the_ready_steps_or_the_advice(
         "capacity": {"max_in_progress": 1, "in_progress": 0, "free": 1},
         "in_progress": [],
         "advice": None,
+        "stop": {"outcome": "continue", "rule": "continue", "reason": "next bounded step", "unmet": []},
     }
     ledger.start("reproduce")
     ledger.block("reproduce", "staging is down")

@@ -36,9 +36,9 @@ from typing import TYPE_CHECKING, Final, NamedTuple, Self
 from plantrail.ledger import __version__
 from plantrail.ledger.chain import encode_pending as _encode
 from plantrail.ledger.clock import utc_now
-from plantrail.ledger.codec import GENESIS_PREV, MAX_LINE_BYTES, decode, holds_record_end, line_version
+from plantrail.ledger.codec import GENESIS_PREV, MAX_LINE_BYTES, decode, holds_record_end, log_format
 from plantrail.ledger.errors import LogDamaged, error
-from plantrail.ledger.events import FORMATS, LogOpened, LogRepaired, Record
+from plantrail.ledger.events import LogOpened, LogRepaired, Record
 from plantrail.ledger.files import check_path, folder_of, fsync_dir, os_error
 from plantrail.ledger.store import FsyncPolicy, PendingRecord, Resumed, TornTail
 from plantrail.ledger.stores.cache import Position, Snapshot, load_snapshot, prefix_crc, save_snapshot
@@ -438,9 +438,7 @@ class JsonlStore:
         _refuse_network_fs(directory.st_dev, name, allow_network_fs)
         clean_stale_temps(name)
         header = LogOpened(
-            format=FORMATS[
-                max((line_version(p.data) for p in first), default=1)
-            ],  # the log's format: docs/format-v2.md
+            format=log_format([p.data for p in first]),
             run=run,
             nonce=nonce or secrets.token_hex(16),
             fsync=fsync,

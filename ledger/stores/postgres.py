@@ -40,9 +40,9 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, Self
 from plantrail.ledger import __version__
 from plantrail.ledger.chain import check_link, encode_pending
 from plantrail.ledger.clock import utc_now
-from plantrail.ledger.codec import GENESIS_PREV, decode, line_version
+from plantrail.ledger.codec import GENESIS_PREV, decode, log_format
 from plantrail.ledger.errors import PlantrailError, error
-from plantrail.ledger.events import FORMATS, LogOpened, Record
+from plantrail.ledger.events import LogOpened, Record
 from plantrail.ledger.store import FsyncPolicy, PendingRecord, Resumed
 from plantrail.ledger.stores import is_database_url
 
@@ -356,7 +356,7 @@ class PostgresStore:
         location = _with_run(parse_location(url, run=run))
         assert location.run is not None
         header = LogOpened(
-            format=FORMATS[max((line_version(p.data) for p in first), default=1)],  # as the JSONL store
+            format=log_format([p.data for p in first]),
             run=location.run,
             nonce=nonce or secrets.token_hex(16),
             fsync=fsync,
