@@ -52,9 +52,18 @@ def _plan(d: dict[str, Any] | None) -> PlanSpec | None:
         acceptance_criteria=tuple(
             CriterionSpec(c["id"], c["description"], _checks(c)) for c in d["acceptance_criteria"]
         ),
-        steps=tuple(StepSpec(**{**s, "depends_on": tuple(s["depends_on"]), "checks": _checks(s)}) for s in d["steps"]),
+        steps=tuple(
+            StepSpec(**{**s, "depends_on": tuple(s["depends_on"]), "checks": _checks(s), "notes": _notes(s)})
+            for s in d["steps"]
+        ),
         policy=Policy(**d["policy"]),
+        notes=_notes(d),
     )
+
+
+def _notes(d: dict[str, Any]) -> tuple[str, ...]:
+    """A plan's or step's notes (format v2; a snapshot of a plan without notes has none)."""
+    return tuple(d.get("notes", ()))
 
 
 def _checks(d: dict[str, Any]) -> tuple[CheckSpec, ...]:
