@@ -217,7 +217,10 @@ def parse_share(path: Path) -> Transcript:
         raise transcript_error("NOT_A_TRANSCRIPT", f"{path} is not a Gemini CLI /chat share export")
     tally = Tally(total=len(lines), recognized=1)
     reader = _Reader()
-    who, label, words, words_line = None, None, [], 0
+    who: str | None = None
+    label: str | None = None
+    words: list[str] = []
+    words_line = 0
     number = 0
     while number < len(lines):
         line = lines[number]

@@ -148,8 +148,8 @@ def request(prompts: Sequence[tuple[str, int]], last: tuple[str | None, int | No
     for text, line in prompts:
         if substantive(text):
             return text, line
-    text, line = last
-    return (text, line or 0) if text and text.strip() else None
+    said, where = last
+    return (said, where or 0) if said and said.strip() else None
 
 
 def _readable(title: str) -> bool:
