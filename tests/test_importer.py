@@ -518,11 +518,16 @@ def test_step_ids_are_bounded_slugs_with_a_hash_when_no_letters_are_left() -> No
 
 
 def test_items_whose_slugs_collide_get_numbered_ids(tmp_path: Path) -> None:
-    """Different texts with the same slug get -2, -3 in order of first appearance."""
+    """Different texts with the same slug get -2, -3 in order of first appearance, and the step says why."""
     session = Claude()
     session.todo(("Fix the bug", "pending"), ("Fix: the bug!", "pending"))
+    report = imported(tmp_path, session)
+    plan = state(report).plan
 
-    assert list(statuses(imported(tmp_path, session))) == ["fix-the-bug", "fix-the-bug-2"]
+    assert list(statuses(report)) == ["fix-the-bug", "fix-the-bug-2"]
+    assert plan is not None
+    assert plan.steps[1].notes == ('the id fix-the-bug was taken by the earlier item "Fix the bug"',)
+    assert plan.steps[0].notes == ()
 
 
 def test_a_cancelled_item_leaves_the_plan_with_a_note(tmp_path: Path) -> None:

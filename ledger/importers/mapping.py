@@ -190,6 +190,9 @@ class _StepIds:
 
     ids: dict[Key, str] = field(default_factory=dict)
     used: set[str] = field(default_factory=set)
+    titles: dict[str, str] = field(default_factory=dict)
+    why: dict[str, str] = field(default_factory=dict)
+    """Why an id has a numeric suffix, for the ids that have one (a step note)."""
 
     def of(self, item: PlanItem) -> str:
         """The step id of `item`, chosen the first time its identity is seen."""
@@ -203,8 +206,13 @@ class _StepIds:
         while candidate in self.used:
             n += 1
             candidate = f"{base}-{n}"
+        if occurrence > 1:
+            self.why[candidate] = f"occurrence {occurrence} of this text in the agent's list (hence the -{occurrence})"
+        elif candidate != base:
+            self.why[candidate] = f'the id {base} was taken by the earlier item "{self.titles[base]}"'
         self.ids[item.key] = candidate
         self.used.add(candidate)
+        self.titles[candidate] = item.title
         return candidate
 
 
@@ -434,13 +442,15 @@ class _Mapper:
 
     def _spec(self, item: PlanItem, priority: int) -> StepSpec:
         evidence = self.evidence.get(item.key, EVIDENCE)
+        step_id = self.ids.of(item)
+        suffix = self.ids.why.get(step_id)
         return StepSpec(
-            id=self.ids.of(item),
+            id=step_id,
             title=item.title,
             depends_on=(),
             completion_evidence=evidence,
             priority=priority,
-            notes=item.notes,
+            notes=item.notes if suffix is None else (*item.notes, suffix),
         )
 
     def _plan_spec(self) -> PlanSpec:
