@@ -172,6 +172,12 @@ def _decode_line(raw: bytes) -> JsonObject | str:
     return value if isinstance(value, dict) else "not_an_object"
 
 
+def text_document(path: Path) -> str:
+    """The whole file as text (a Markdown export); bytes that are not UTF-8 are replaced, never fatal. (Read
+    as json_document reads its file: a transcript cap applies to both.)"""
+    return path.read_bytes().decode("utf-8", errors="replace")
+
+
 def json_document(path: Path, format_name: str) -> object:
     """The whole file as one JSON value; a file that is not JSON is not a transcript."""
     try:

@@ -33,6 +33,7 @@ from ._records import (
     object_field,
     objects,
     status_of,
+    text_document,
     text_field,
     with_prompt,
 )
@@ -212,7 +213,7 @@ def _rewind(reader: _Reader, target: object, tally: Tally, number: int) -> None:
 
 def parse_share(path: Path) -> Transcript:
     """Read a Gemini CLI `/chat share` Markdown export into its write_todos snapshots, in file order."""
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    lines = text_document(path).splitlines()
     if not is_share("\n".join(lines)):
         raise transcript_error("NOT_A_TRANSCRIPT", f"{path} is not a Gemini CLI /chat share export")
     tally = Tally(total=len(lines), recognized=1)

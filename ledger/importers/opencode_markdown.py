@@ -15,7 +15,7 @@ from pathlib import Path
 
 import orjson
 
-from ._records import Tally, clip, todo_items, with_prompt
+from ._records import Tally, clip, text_document, todo_items, with_prompt
 from .errors import transcript_error
 from .model import ListSnapshot, Transcript
 from .opencode import OPENCODE_STATUSES
@@ -56,7 +56,7 @@ class _Reader:
 
 def parse(path: Path) -> Transcript:
     """Read an OpenCode Markdown export into its todowrite snapshots, in file order."""
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    lines = text_document(path).splitlines()
     if not is_export("\n".join(lines)):
         raise transcript_error("NOT_A_TRANSCRIPT", f"{path} is not an OpenCode Markdown export")
     tally = Tally(total=len(lines), recognized=1)
