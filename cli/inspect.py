@@ -286,9 +286,11 @@ def next_command(log: str, as_json: bool) -> None:
     def human() -> str:
         if state.finished:
             return f"the run finished {state.outcome}; nothing to do"
-        lines = readiness_lines(state) or ["no step is ready"]
-        if stopped:
-            lines.append(f"stop policy: {stop.outcome} ({stop.rule}): {stop.reason}")
+        if stopped:  # nothing can start: say so instead of the room left under max_in_progress
+            lines = [f"ready: {', '.join(ready)}" if ready else "no step is ready"]
+            lines.append(f"can start now: none (stop policy: {stop.outcome} ({stop.rule}): {stop.reason})")
+        else:
+            lines = readiness_lines(state) or ["no step is ready"]
         if running:
             lines.append(f"in progress: {', '.join(running)}")
         if data["advice"]:

@@ -33,10 +33,12 @@ if TYPE_CHECKING:
 __all__ = [
     "CHECK_KINDS",
     "DEFAULT_SOFT_THRESHOLD",
+    "NO_TERMS",
     "RUN_POLICY_FIELDS",
     "STEP_BUDGET_FIELDS",
     "CheckKind",
     "CheckSpec",
+    "StepTerms",
     "parse_checks",
     "parse_run_policy",
     "parse_step_budget",
@@ -68,6 +70,30 @@ class CheckSpec:
     predicate: str | None = None
     expected: Any = None
     question: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StepTerms:
+    """A step's format v2 terms beside its v1 contract: its priority, typed checks and budgets. Kept in one
+    member of the step (``terms``, absent when every term is at its default) so that a v1 plan line decodes
+    with one default per step, not five."""
+
+    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+    ADDED: ClassVar[frozenset[str]] = frozenset(
+        {"priority", "checks", "timeout_s", "max_tool_calls", "max_cost_usd", "notes"}
+    )
+
+    priority: int = 0
+    checks: tuple[CheckSpec, ...] = ()
+    timeout_s: float | None = None
+    max_tool_calls: int | None = None
+    max_cost_usd: float | None = None
+    #: What the agent wrote about the step beyond its title (a description, its own priority label, the item
+    #: it nests under) and what an importer inferred, one fact a line; no part of the step's contract.
+    notes: tuple[str, ...] = ()
+
+
+NO_TERMS: Final = StepTerms()
 
 
 # --------------------------------------------------------------------------- parsing
@@ -150,8 +176,8 @@ def validate_checks(checks: Sequence[CheckSpec], owner: str) -> None:
 def validate_contract(plan: PlanSpec) -> None:
     """The contract part of ``validate_plan``: every step's and criterion's checks."""
     for step in plan.steps:
-        if step.checks:
-            validate_checks(step.checks, f"step {step.id}")
+        if step.terms is not None and step.terms.checks:
+            validate_checks(step.terms.checks, f"step {step.id}")
     for criterion in plan.acceptance_criteria:
         if criterion.checks:
             validate_checks(criterion.checks, f"criterion {criterion.id}")

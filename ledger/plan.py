@@ -25,9 +25,11 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from plantrail.ledger.contract import (
     DEFAULT_SOFT_THRESHOLD,
+    NO_TERMS,
     RUN_POLICY_FIELDS,
     STEP_BUDGET_FIELDS,
     CheckSpec,
+    StepTerms,
     parse_checks,
     parse_run_policy,
     parse_step_budget,
@@ -73,21 +75,46 @@ class StepSpec:
     depends_on: tuple[str, ...]
     completion_evidence: str
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
-    priority: int = 0
-    checks: tuple[CheckSpec, ...] = ()
-    timeout_s: float | None = None
-    max_tool_calls: int | None = None
-    max_cost_usd: float | None = None
-    #: What the agent wrote about the step beyond its title (a description, its own priority label, the
-    #: item it nests under) and what an importer inferred about it, one fact a line; not part of the contract.
-    notes: tuple[str, ...] = ()
+    terms: StepTerms | None = None  # format v2: priority, typed checks, budgets, notes (None: all at defaults)
 
     #: Fields format v2 added (ledger.versions): left out of the bytes at their defaults.
-    ADDED: ClassVar[frozenset[str]] = frozenset({"priority", "checks", "notes", *STEP_BUDGET_FIELDS})
+    ADDED: ClassVar[frozenset[str]] = frozenset({"terms"})
 
     def __post_init__(self) -> None:
         if type(self.depends_on) is not tuple:  # built in Python: a bare str is one dependency
             object.__setattr__(self, "depends_on", as_items(self.depends_on, str, f"step {self.id} depends_on"))
+        if self.terms is not None and self.terms == NO_TERMS:  # all defaults: the v1 step it is
+            object.__setattr__(self, "terms", None)
+
+    @property
+    def priority(self) -> int:
+        """Higher first, then id (seed 001 section 7); 0 without one."""
+        return 0 if self.terms is None else self.terms.priority
+
+    @property
+    def checks(self) -> tuple[CheckSpec, ...]:
+        """The step's typed checks (:mod:`ledger.contract`)."""
+        return () if self.terms is None else self.terms.checks
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What the agent wrote about the step beyond its title, and what an importer inferred (no contract)."""
+        return () if self.terms is None else self.terms.notes
+
+    @property
+    def timeout_s(self) -> float | None:
+        """The attempt's lease, in seconds (None: none)."""
+        return None if self.terms is None else self.terms.timeout_s
+
+    @property
+    def max_tool_calls(self) -> int | None:
+        """The step's tool-call budget (None: none)."""
+        return None if self.terms is None else self.terms.max_tool_calls
+
+    @property
+    def max_cost_usd(self) -> float | None:
+        """The step's cost budget in US dollars (None: none)."""
+        return None if self.terms is None else self.terms.max_cost_usd
 
     def contract(self) -> tuple[str, str, frozenset[str], tuple[CheckSpec, ...]]:
         """What a completed step promised: title, completion evidence, dependencies (as a set) and checks."""
@@ -342,9 +369,7 @@ def _parse_step(raw: Any, where: str) -> StepSpec:
         depends_on=depends_on,
         completion_evidence=evidence,
         max_attempts=max_attempts,
-        priority=priority,
-        checks=checks,
-        **budget,
+        terms=StepTerms(priority=priority, checks=checks, **budget),
     )
 
 
@@ -554,7 +579,7 @@ def _cycle_problems(steps: Sequence[StepSpec], ids: set[str]) -> list[PlantrailE
 def topo_order(steps: Sequence[StepSpec]) -> tuple[str, ...]:
     """Kahn's algorithm, always taking the ready step of highest priority, then smallest id (seed 001 section
     7): the one stable order of every listing. Without priorities (all 0) it takes the smallest ready id."""
-    if any(s.priority for s in steps):
+    if any(s.terms is not None and s.terms.priority for s in steps):
         return _prioritised_order(steps)
     indegree: dict[str, int] = {}
     dependents: dict[str, list[str]] = {s.id: [] for s in steps}
@@ -601,7 +626,7 @@ def _prioritised_order(steps: Sequence[StepSpec]) -> tuple[str, ...]:
             if indegree[child] == 0:
                 heapq.heappush(ready, (-priority[child], child))
     if len(order) != len(steps):
-        return topo_order([replace(s, priority=0) for s in steps])  # raises DEPENDENCY_CYCLE, naming the cycle
+        return topo_order([replace(s, terms=None) for s in steps])  # raises DEPENDENCY_CYCLE, naming the cycle
     return tuple(order)
 
 
@@ -617,8 +642,8 @@ def carried_order(
     taken as Kahn would take it: once its dependencies are placed, before the next kept step with a larger id.
     With priorities in either list it returns None (sort from scratch: a changed priority reorders kept steps).
     """
-    if any(s.priority for s in previous) or any(s.priority for s in steps):
-        return None
+    if any(s.terms is not None for s in previous) or any(s.terms is not None for s in steps):
+        return None  # terms may hold priorities: sort from scratch
     before = {s.id: s.depends_on for s in previous}
     added: list[StepSpec] = []
     for s in steps:

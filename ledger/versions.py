@@ -105,22 +105,33 @@ def _never(value: Any) -> bool:
     return False
 
 
+def _any_item(value: tuple[Any, ...]) -> bool:
+    for item in value:
+        checker = _CHECKERS.get(type(item))
+        if checker is None:
+            checker = _CHECKERS[type(item)] = _make_checker(type(item))
+        if checker(item):
+            return True
+    return False
+
+
 def _make_checker(cls: type[Any]) -> Callable[[Any], bool]:
+    """A checker for one class, generated as one boolean expression (every replayed plan event is checked:
+    a closure looping over field names costs three times as much)."""
     if isinstance(cls, type) and issubclass(cls, tuple) and not hasattr(cls, "_fields"):
-        return lambda value: any(needs_v2(item) for item in value)
+        return _any_item
     if not (dataclasses.is_dataclass(cls) or (isinstance(cls, type) and issubclass(cls, msgspec.Struct))):
         return _never
     added = added_defaults(cls)
     hints = typing.get_type_hints(cls)
-    names = tuple(name for name in _field_names(cls) if _may_hold_object(hints[name]))
-
-    def check(value: Any) -> bool:
-        for name, default in added:
-            if getattr(value, name) != default:
-                return True
-        return any(needs_v2(getattr(value, name)) for name in names)
-
-    return check
+    nested = [name for name in _field_names(cls) if _may_hold_object(hints[name])]
+    terms = [f"v.{name} != _d{i}" for i, (name, _) in enumerate(added)]
+    terms += [f"(v.{name} and _needs(v.{name}))" for name in nested]
+    if not terms:
+        return _never
+    namespace: dict[str, Any] = {f"_d{i}": default for i, (_, default) in enumerate(added)} | {"_needs": needs_v2}
+    exec(f"def check(v):\n    return bool({' or '.join(terms)})", namespace)
+    return typing.cast(Callable[[Any], bool], namespace["check"])
 
 
 def _may_hold_object(tp: Any) -> bool:

@@ -30,7 +30,7 @@ def _changed_fields(old: StepSpec, new: StepSpec) -> tuple[str, ...]:
         diffs.append("completion_evidence")
     if old.depends_on != new.depends_on and set(old.depends_on) != set(new.depends_on):
         diffs.append("depends_on")
-    if old.checks != new.checks:
+    if old.terms is not new.terms and old.checks != new.checks:
         diffs.append("checks")
     return tuple(diffs)
 

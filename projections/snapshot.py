@@ -10,7 +10,7 @@ from typing import Any, Final
 
 import orjson
 
-from plantrail.ledger.contract import CheckSpec
+from plantrail.ledger.contract import CheckSpec, StepTerms
 from plantrail.ledger.evidence import Usage
 from plantrail.ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec
 from plantrail.projections.model import (
@@ -52,10 +52,7 @@ def _plan(d: dict[str, Any] | None) -> PlanSpec | None:
         acceptance_criteria=tuple(
             CriterionSpec(c["id"], c["description"], _checks(c)) for c in d["acceptance_criteria"]
         ),
-        steps=tuple(
-            StepSpec(**{**s, "depends_on": tuple(s["depends_on"]), "checks": _checks(s), "notes": _notes(s)})
-            for s in d["steps"]
-        ),
+        steps=tuple(StepSpec(**{**s, "depends_on": tuple(s["depends_on"]), "terms": _terms(s)}) for s in d["steps"]),
         policy=Policy(**d["policy"]),
         notes=_notes(d),
     )
@@ -64,6 +61,12 @@ def _plan(d: dict[str, Any] | None) -> PlanSpec | None:
 def _notes(d: dict[str, Any]) -> tuple[str, ...]:
     """A plan's or step's notes (format v2; a snapshot of a plan without notes has none)."""
     return tuple(d.get("notes", ()))
+
+
+def _terms(d: dict[str, Any]) -> StepTerms | None:
+    """A step's format v2 terms (a snapshot of a v1 plan has none)."""
+    terms = d.get("terms")
+    return None if terms is None else StepTerms(**{**terms, "checks": _checks(terms), "notes": _notes(terms)})
 
 
 def _checks(d: dict[str, Any]) -> tuple[CheckSpec, ...]:

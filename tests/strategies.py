@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 from hypothesis import strategies as st
 
 from plantrail.ledger.codec import GENESIS_PREV, decode, encode
-from plantrail.ledger.contract import CheckSpec
+from plantrail.ledger.contract import CheckSpec, StepTerms
 from plantrail.ledger.decide import (
     Block,
     Command,
@@ -79,7 +79,8 @@ def plans(draw: st.DrawFn, goal: str = "ship it", checks: bool = False) -> PlanS
         attempts = draw(st.integers(min_value=1, max_value=3))
         priority = draw(st.sampled_from([0, 0, 0, 1, 2]))  # format v2: mostly absent, so most plans stay v1
         step_checks = draw(st.lists(CHECKS, max_size=2, unique_by=lambda c: c.id).map(tuple)) if checks else ()
-        steps.append(StepSpec(step_id, title, tuple(deps), "evidence of " + step_id, attempts, priority, step_checks))
+        terms = StepTerms(priority=priority, checks=step_checks)
+        steps.append(StepSpec(step_id, title, tuple(deps), "evidence of " + step_id, attempts, terms))
     criteria = tuple(
         CriterionSpec(c, draw(st.sampled_from(["works", "still works"])))
         for c in draw(st.lists(st.sampled_from(CRITERIA), min_size=1, unique=True))
@@ -244,7 +245,7 @@ EVENTS = st.one_of(
                             title=anything,
                             depends_on=st.just(()),
                             completion_evidence=anything,
-                            priority=st.sampled_from([0, 0, 1, -2]),  # a format v2 field, mostly absent
+                            terms=st.sampled_from([None, None, StepTerms(priority=1), StepTerms(priority=-2)]),
                         ),
                     ),
                     st.builds(

@@ -13,6 +13,7 @@ import pytest
 
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.codec import decode, encode, line_version
+from plantrail.ledger.contract import StepTerms
 from plantrail.ledger.errors import LogDamaged, PlanInvalid
 from plantrail.ledger.events import PlanCreated
 from plantrail.ledger.plan import CriterionSpec, PlanSpec, StepSpec
@@ -129,7 +130,7 @@ def test_a_v1_line_holding_v2_content_is_corrupt(
 def test_a_v2_field_at_its_default_is_left_out_of_the_line_and_the_state() -> None:
     """priority 0 is not written (the v1 bytes), a set priority is, and the canonical state follows suit."""
     plain_step = StepSpec("a", "A", (), "done")
-    ranked = StepSpec("a", "A", (), "done", priority=3)
+    ranked = StepSpec("a", "A", (), "done", terms=StepTerms(priority=3))
 
     def line_of(step: StepSpec) -> bytes:
         plan = PlanSpec(goal="g", acceptance_criteria=(CriterionSpec("c", "d"),), steps=(step,))

@@ -214,3 +214,18 @@ def test_resume_exits_15_when_the_budget_is_spent(
     assert upcoming["ready"] == ["implement"] and upcoming["can_start"] == []
     assert upcoming["waiting"][0]["wait_reasons"][-1]["code"] == "stop_policy"
     assert run_cli("status", log, "--json").json()["budget"]["run"]["turns"]["left"] == 0
+
+
+def test_the_session_expiry_sample_ends_with_its_turn_budget_spent() -> None:
+    """samples/session-expiry.jsonl (record_session_expiry.sh) verifies, mixes v1 and v2 lines, and its stop
+    decision is budget_exhausted with verify and the criterion still unmet."""
+    from plantrail.ledger.stores.reads import read_state
+
+    sample = Path(__file__).parent.parent / "samples" / "session-expiry.jsonl"
+    assert verify_log(sample).records == 10
+    state = read_state(str(sample), use_cache=False).state
+    decision = stop_decision(state)
+    assert (decision.outcome, decision.rule) == ("budget_exhausted", "budget")
+    assert decision.unmet == ("step:docs", "step:verify", "criterion:expired-gets-401")
+    assert state.usage == Usage(turns=12, tool_calls=18, tokens=30600, cost_usd=pytest.approx(1.06))
+    assert [s for s in state.steps] == ["reproduce", "implement", "docs", "verify"]

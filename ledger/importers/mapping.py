@@ -69,6 +69,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 
+from plantrail.ledger.contract import StepTerms
 from plantrail.ledger.decide import Command, Complete, Create, Replan, Start
 from plantrail.ledger.events import Actor, ReasonCode, Source
 from plantrail.ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec
@@ -444,13 +445,13 @@ class _Mapper:
         evidence = self.evidence.get(item.key, EVIDENCE)
         step_id = self.ids.of(item)
         suffix = self.ids.why.get(step_id)
+        notes = item.notes if suffix is None else (*item.notes, suffix)
         return StepSpec(
             id=step_id,
             title=item.title,
             depends_on=(),
             completion_evidence=evidence,
-            priority=priority,
-            notes=item.notes if suffix is None else (*item.notes, suffix),
+            terms=StepTerms(priority=priority, notes=notes),
         )
 
     def _plan_spec(self) -> PlanSpec:
