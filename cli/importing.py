@@ -1,4 +1,4 @@
-"""``plantrail import``: an agent transcript (Claude Code, Codex, OpenCode, Cline) into a new plantrail log."""
+"""``plantrail import``: an agent transcript (Claude Code, Codex, OpenCode, Cline, Gemini CLI) into a new log."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ def render_report(report: ImportReport) -> str:
         f"run {report.run} · last seq {report.last_seq}",
         f"anchor: {report.last_seq}:{report.head_hash}",
         f"  plan updates seen  {report.plan_updates}",
+        f"  items              {report.items}",
         f"  versions made      {report.versions}",
         f"  steps completed    {report.steps_completed}",
         f"  events written     {report.events_written} ({report.events_inferred} inferred)",
@@ -29,6 +30,11 @@ def render_report(report: ImportReport) -> str:
         f"  lines read         {report.lines_read} ({report.lines_skipped} skipped)",
         *(f"    skipped {count} {reason}" for reason, count in report.skipped.items()),
     ]
+    if report.untimed_events:
+        lines.append(
+            f"note: the transcript gives no time for {report.untimed_events} of the events; they are stamped "
+            "1970-01-01T00:00:00Z plus their line number, and their source has no timestamp"
+        )
     if report.subagent_files:
         lines.append(
             f"note: {len(report.subagent_files)} subagent file(s) beside it were not imported; "
@@ -52,7 +58,11 @@ def render_report(report: ImportReport) -> str:
     "--format",
     "format_name",
     metavar="NAME",
-    help="claude-code, codex, opencode or cline (default: detected from the file).",
+    help=(
+        "claude-code, codex, opencode, cline, gemini, gemini-jsonl, gemini-share or opencode-markdown, or a "
+        "dialect's own name: claude-code-plan-mode, codex-plan-mode, codex-legacy, cline-text (default: "
+        "detected from the file)."
+    ),
 )
 @click.option(
     "--with-subagents",
@@ -73,8 +83,9 @@ def import_command(
 ) -> None:
     """Turn an agent transcript into a plantrail log that status, log, verify and replay can read.
 
-    Each whole-list plan update (TodoWrite, update_plan, todowrite, a Cline checklist) or task change
-    (TaskCreate, TaskUpdate) becomes plan versions and step events, citing the transcript line it came
+    Each whole-list plan update (TodoWrite, update_plan, todowrite, write_todos, a Cline checklist, a
+    Markdown plan of ExitPlanMode or Codex Plan Mode) or task change (TaskCreate, TaskUpdate) becomes plan
+    versions and step events, citing the transcript line it came
     from; events the agent never emitted are marked inferred. The same transcript always gives the same
     bytes.
 

@@ -412,10 +412,10 @@ _DEFAULT_TAILS: list[bytes] = []
 
 
 def _default_tails() -> list[bytes]:
-    from plantrail.ledger.plan import CriterionSpec, Policy, StepSpec
+    from plantrail.ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec
 
     _DEFAULT_TAILS.clear()
-    for cls in (StepSpec, Policy, CriterionSpec):
+    for cls in (StepSpec, Policy, CriterionSpec, PlanSpec):
         added = added_defaults(cls)
         names = [f.name for f in dataclasses.fields(cls)]
         if set(names[-len(added) :]) != dict(added).keys():  # the tail trick needs them last

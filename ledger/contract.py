@@ -79,13 +79,18 @@ class StepTerms:
     with one default per step, not five."""
 
     __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
-    ADDED: ClassVar[frozenset[str]] = frozenset({"priority", "checks", "timeout_s", "max_tool_calls", "max_cost_usd"})
+    ADDED: ClassVar[frozenset[str]] = frozenset(
+        {"priority", "checks", "timeout_s", "max_tool_calls", "max_cost_usd", "notes"}
+    )
 
     priority: int = 0
     checks: tuple[CheckSpec, ...] = ()
     timeout_s: float | None = None
     max_tool_calls: int | None = None
     max_cost_usd: float | None = None
+    #: What the agent wrote about the step beyond its title (a description, its own priority label, the item
+    #: it nests under) and what an importer inferred, one fact a line; no part of the step's contract.
+    notes: tuple[str, ...] = ()
 
 
 NO_TERMS: Final = StepTerms()

@@ -17,7 +17,6 @@ import dataclasses
 import hashlib
 from typing import Any, Final
 
-import msgspec
 import orjson
 
 from plantrail.ledger.decide import Block, Command, Complete, Create, Fail, Finish, Replan, Start, VerifyCriterion
@@ -35,6 +34,7 @@ from plantrail.ledger.events import (
 )
 from plantrail.ledger.plan import Draft
 from plantrail.ledger.store import KeyEntry
+from plantrail.ledger.versions import plain
 
 __all__ = ["KeyEntry", "command_content", "match", "record_content", "record_view"]
 
@@ -55,8 +55,9 @@ _EVENT_TYPE: Final[dict[type, str]] = {
 
 
 def _builtins(value: Any) -> Any:
-    """Plain JSON values (lists for every sequence), so a command and a record compare field by field."""
-    return orjson.loads(msgspec.json.encode(value))
+    """Plain JSON values (lists for every sequence), written the writer's way (the fields format v2 added left
+    out at their defaults), so a command and a record compare field by field."""
+    return orjson.loads(orjson.dumps(value, default=plain, option=orjson.OPT_PASSTHROUGH_DATACLASS))
 
 
 def _trimmed(value: Any) -> Any:

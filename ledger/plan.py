@@ -75,7 +75,7 @@ class StepSpec:
     depends_on: tuple[str, ...]
     completion_evidence: str
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
-    terms: StepTerms | None = None  # format v2: priority, typed checks, budgets (None: all at their defaults)
+    terms: StepTerms | None = None  # format v2: priority, typed checks, budgets, notes (None: all at defaults)
 
     #: Fields format v2 added (ledger.versions): left out of the bytes at their defaults.
     ADDED: ClassVar[frozenset[str]] = frozenset({"terms"})
@@ -95,6 +95,11 @@ class StepSpec:
     def checks(self) -> tuple[CheckSpec, ...]:
         """The step's typed checks (:mod:`ledger.contract`)."""
         return () if self.terms is None else self.terms.checks
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What the agent wrote about the step beyond its title, and what an importer inferred (no contract)."""
+        return () if self.terms is None else self.terms.notes
 
     @property
     def timeout_s(self) -> float | None:
@@ -160,6 +165,12 @@ class PlanSpec:
     acceptance_criteria: tuple[CriterionSpec, ...]
     steps: tuple[StepSpec, ...]
     policy: Policy = Policy()
+    #: Facts about the version that are no part of the plan itself, one a line: e.g. the adapter that
+    #: imported it and its version, the user's follow-up messages (docs/importers.md).
+    notes: tuple[str, ...] = ()
+
+    #: Fields format v2 added (ledger.versions): left out of the bytes at their defaults.
+    ADDED: ClassVar[frozenset[str]] = frozenset({"notes"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -120,13 +120,19 @@ def _plan(d: dict[str, Any] | None) -> PlanSpec | None:
         ),
         steps=tuple(StepSpec(**{**s, "depends_on": tuple(s["depends_on"]), "terms": _terms(s)}) for s in d["steps"]),
         policy=Policy(**d["policy"]),
+        notes=_notes(d),
     )
+
+
+def _notes(d: dict[str, Any]) -> tuple[str, ...]:
+    """A plan's or step's notes (format v2; a snapshot of a plan without notes has none)."""
+    return tuple(d.get("notes", ()))
 
 
 def _terms(d: dict[str, Any]) -> StepTerms | None:
     """A step's format v2 terms (a snapshot of a v1 plan has none)."""
     terms = d.get("terms")
-    return None if terms is None else StepTerms(**{**terms, "checks": _checks(terms)})
+    return None if terms is None else StepTerms(**{**terms, "checks": _checks(terms), "notes": _notes(terms)})
 
 
 def _checks(d: dict[str, Any]) -> tuple[CheckSpec, ...]:

@@ -588,6 +588,7 @@ def share_unchanged(old: PlanSpec, new: PlanSpec) -> PlanSpec:
         acceptance_criteria=criteria,
         steps=steps,
         policy=old.policy if old.policy == new.policy else new.policy,
+        notes=new.notes,
     )
 
 

@@ -28,10 +28,11 @@ from tests.logs import read_records
 
 SAMPLES = Path(__file__).parent.parent / "samples"
 
-#: The state hash of every sample log, as main's v1 code computes it (claude-session was re-recorded on main
-#: with log.batch records; its hash is main's for the new bytes).
+#: The state hash of every sample log, as main computed it before format v2 existed (seq 0..end, v1 code);
+#: claude-session.v1.plantrail.jsonl is the v1 importer's log of samples/claude-session.jsonl, kept as it was
+#: (the importer now writes v2: claude-session.plantrail.jsonl).
 V1_STATE_HASHES = {
-    "claude-session.plantrail.jsonl": "092b4700a7ce2e11485421434164b6135b2a09ee394febede55ece01c05e36fc",
+    "claude-session.v1.plantrail.jsonl": "1edd9fc2f2de7ff8ea090aacf74c2845287cdff6ad1cafdc5da2da201d245e3b",
     "cli-name-flag.jsonl": "e3f5c3875aa417d8af57db5d97b23b2f73442a94e18e61a3cec0341dc9a6dd52",
     "login-fix-replans.jsonl": "bfef47aaca5694de36829265848df7ec03ea3f1779a4d6efd3e29da1d4456743",
     "login-fix.jsonl": "bd9c57c7799470c6a0986e15ebd75383f46d4ba92fd2caaf9de49900993ee122",

@@ -23,6 +23,7 @@ from plantrail.ledger.verify import verify_log
 from plantrail.projections.history import history
 from plantrail.projections.model import PlanState
 from plantrail.projections.state import fold
+from plantrail.projections.views import ready_steps
 from tests.transcripts import Claude, Cline, Codex, OpenCode
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "transcripts"
@@ -80,7 +81,7 @@ def statuses(report: ImportReport) -> dict[str, str]:
 
 
 def test_the_first_list_creates_the_plan_with_the_user_request_as_goal(tmp_path: Path) -> None:
-    """The first list creates version 1: its items as steps, the preceding request as goal and unverified criterion."""
+    """The first list creates version 1, by the agent: its items as steps, the request as goal and criterion."""
     session = Claude()
     session.user("The CSV parser drops the last row.\n  Fix it.")
     line = session.todo(("Reproduce the bug", "pending"), ("Fix read_rows", "pending"))
@@ -101,7 +102,7 @@ def test_the_first_list_creates_the_plan_with_the_user_request_as_goal(tmp_path:
         plan.acceptance_criteria[0].description
         == 'what the user asked for is done: "The CSV parser drops the last row. Fix it."'
     )
-    assert (created.actor, created.source is not None and created.source.line) == ("importer", line)
+    assert (created.actor, created.source is not None and created.source.line) == ("agent", line)
     assert state(report).outcome is None
 
 
@@ -329,15 +330,34 @@ def test_an_item_removed_and_re_added_keeps_its_step_id_and_starts_afresh(tmp_pa
     assert state(report).steps["benchmark"].attempt == 1
 
 
-def test_a_reorder_alone_is_not_a_replan(tmp_path: Path) -> None:
-    """Steps without dependencies have no order for the ledger, so a reordered list writes nothing."""
+def test_the_agents_order_is_kept_as_priority_and_lists_the_steps(tmp_path: Path) -> None:
+    """The agent's item order becomes the steps' priority (first highest), so status and next list steps in it."""
     session = Claude()
-    session.todo(("A", "pending"), ("B", "pending"))
-    session.todo(("B", "pending"), ("A", "pending"))
+    session.todo(("Write the tests", "pending"), ("Add a flag", "pending"), ("Bump the version", "pending"))
 
     report = imported(tmp_path, session)
+    plan = state(report).plan
 
-    assert (trail(report), report.versions, report.plan_updates) == (["create"], 1, 2)
+    assert plan is not None
+    expected = [("write-the-tests", 0), ("add-a-flag", -1), ("bump-the-version", -2)]
+    assert [(s.id, s.priority) for s in plan.steps] == expected
+    assert list(state(report).steps) == ["write-the-tests", "add-a-flag", "bump-the-version"]
+    assert ready_steps(state(report)) == ["write-the-tests", "add-a-flag", "bump-the-version"]
+
+
+def test_a_pure_reorder_is_an_agent_revision_that_keeps_completed_work(tmp_path: Path) -> None:
+    """A list whose only change is its order is a new version (agent_revision) naming the new order; done stays done."""
+    session = Claude()
+    session.todo(("A", "completed"), ("B", "pending"), ("C", "pending"))
+    session.todo(("A", "completed"), ("C", "pending"), ("B", "pending"))
+
+    report = imported(tmp_path, session)
+    [replan] = replans(report)
+
+    assert trail(report) == ["create", "start* a", "complete a", "replan v2 agent_revision"]
+    assert any('reordered its items: "A", "C", "B"' in note for note in replan.observations)
+    assert statuses(report) == {"a": "completed", "c": "pending", "b": "pending"}
+    assert ready_steps(state(report)) == ["c", "b"]
 
 
 # Going back
@@ -499,11 +519,16 @@ def test_step_ids_are_bounded_slugs_with_a_hash_when_no_letters_are_left() -> No
 
 
 def test_items_whose_slugs_collide_get_numbered_ids(tmp_path: Path) -> None:
-    """Different texts with the same slug get -2, -3 in order of first appearance."""
+    """Different texts with the same slug get -2, -3 in order of first appearance, and the step says why."""
     session = Claude()
     session.todo(("Fix the bug", "pending"), ("Fix: the bug!", "pending"))
+    report = imported(tmp_path, session)
+    plan = state(report).plan
 
-    assert list(statuses(imported(tmp_path, session))) == ["fix-the-bug", "fix-the-bug-2"]
+    assert list(statuses(report)) == ["fix-the-bug", "fix-the-bug-2"]
+    assert plan is not None
+    assert plan.steps[1].notes == ('the id fix-the-bug was taken by the earlier item "Fix the bug"',)
+    assert plan.steps[0].notes == ()
 
 
 def test_a_cancelled_item_leaves_the_plan_with_a_note(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ def test_import_prints_a_summary_and_the_log_reads_back(tmp_path: Path, run_cli:
     assert f"imported claude-code transcript {SAMPLE} -> {log}" in result.out
     for figure in (
         "plan updates seen  5",
+        "items              5",
         "versions made      2",
         "steps completed    4",
         "events written     11 (1 inferred)",
@@ -67,7 +68,7 @@ def test_import_with_subagents_lists_the_merged_files(tmp_path: Path, run_cli: C
     ("args", "code", "exit_code"),
     [
         (["not_a_transcript.jsonl"], "NOT_A_TRANSCRIPT", 1),
-        (["claude_new_schema.jsonl", "--format", "gemini"], "UNKNOWN_FORMAT", 2),
+        (["claude_new_schema.jsonl", "--format", "aider"], "UNKNOWN_FORMAT", 2),
         (["missing.jsonl"], "TRANSCRIPT_UNREADABLE", 4),
         (["claude_tasks_lead__subagent-d4n4.jsonl"], "NO_PLAN_IN_TRANSCRIPT", 1),
         (["claude_new_schema.jsonl", "--run", "has spaces"], "INVALID_ID", 1),

@@ -22,6 +22,7 @@ from .model import Observation, Status, TodoItem, Transcript
 JsonObject = Mapping[str, object]
 
 CONTEXT_LIMIT = 500
+PROMPTS_KEPT = 16
 STATUSES: frozenset[Status] = frozenset({"pending", "in_progress", "completed"})
 
 
@@ -54,6 +55,22 @@ def clip(text: str) -> str:
     """`text` without surrounding whitespace, cut to CONTEXT_LIMIT characters with a trailing '…'."""
     text = text.strip()
     return text if len(text) <= CONTEXT_LIMIT else text[: CONTEXT_LIMIT - 1] + "…"
+
+
+def with_prompt(prompts: tuple[tuple[str, int], ...], text: str, line: int) -> tuple[tuple[str, int], ...]:
+    """`prompts` with the user's message at `line` added, while fewer than PROMPTS_KEPT are kept."""
+    return prompts if len(prompts) >= PROMPTS_KEPT else (*prompts, (clip(text), line))
+
+
+def iso_to_millis(stamp: str) -> int | None:
+    """An ISO-8601 timestamp as Unix milliseconds; None when it is not one."""
+    try:
+        moment = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -175,6 +192,13 @@ def _decode_line(raw: bytes) -> JsonObject | str:
     except orjson.JSONDecodeError:
         return "invalid_json"
     return value if isinstance(value, dict) else "not_an_object"
+
+
+def text_document(path: Path) -> str:
+    """The whole file as text (a Markdown export); bytes that are not UTF-8 are replaced, never fatal. (Read
+    as json_document reads its file: a transcript cap applies to both.)"""
+    with open_transcript(path) as handle:
+        return handle.read().decode("utf-8", errors="replace")
 
 
 def json_document(path: Path, format_name: str) -> object:

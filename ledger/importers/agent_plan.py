@@ -11,8 +11,10 @@ Identity:
 * A task is known by the id the task tool gave it; its subject is its title, so a renamed task keeps
   its identity with a new title.
 
-What is not an item of the plan: an item with blank text (it has nothing to record), an OpenCode item
-marked `cancelled` (the agent took it out of its plan; the fact is kept as a note), a deleted task.
+What is not an item of the plan: an item with blank text (it has nothing to record), an item marked
+`cancelled` (OpenCode, Gemini: the agent took it out of its plan; the fact is kept as a note), a deleted
+task. A Gemini item marked `blocked` stays in the plan as pending, with a note: the ledger's block needs a
+reason, and the list gives none.
 An update the tool rejected, a task created without a result (no id to follow it by) and an update of
 a task never created in the imported files are skipped with a reason, never fatal.
 """
@@ -23,7 +25,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
-from .model import ListSnapshot, Observation, TaskEvent
+from .model import ListSnapshot, Observation, TaskEvent, TodoItem
 
 __all__ = ["AgentPlan", "ItemStatus", "Key", "PlanItem", "Update", "location"]
 
@@ -32,7 +34,7 @@ Key: TypeAlias = tuple[str, str, int]
 """("todo", text, occurrence) for a list item, ("task", task id, 1) for a task."""
 
 _STATUSES: dict[str, ItemStatus] = {"pending": "pending", "in_progress": "in_progress", "completed": "completed"}
-_DOCUMENT_FORMATS = frozenset({"opencode", "cline"})
+_DOCUMENT_FORMATS = frozenset({"opencode", "cline", "gemini"})
 
 
 def location(format_name: str, line: int) -> str:
@@ -49,6 +51,9 @@ class PlanItem:
     title: str
     status: ItemStatus
     label: str
+    notes: tuple[str, ...] = ()
+    """What the agent wrote about the item beyond its text: its priority label, the item it nests under,
+    a task's description (step notes, `mapping`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +92,8 @@ class AgentPlan:
 
     def _replace_list(self, file: str, snapshot: ListSnapshot) -> Update:
         notes: list[str] = []
+        if snapshot.replayed is not None:
+            notes.append(f"replayed when the session was resumed at {snapshot.replayed}: the work is older than that")
         if snapshot.prior_items == () and self.todo:
             where = location(self.format, snapshot.result_line or snapshot.line)
             notes.append(f"the tool's answer at {where} shows the list was already empty before this write")
@@ -100,7 +107,11 @@ class AgentPlan:
                 notes.append(f'"{text}" is marked cancelled, so it is no longer part of the plan')
             else:
                 seen[text] += 1
-                items.append(PlanItem(("todo", text, seen[text]), text, _STATUSES[item.status], f'"{text}"'))
+                key: Key = ("todo", text, seen[text])
+                status = _STATUSES.get(item.status, "pending")
+                if item.status == "blocked":
+                    notes.append(f'"{text}" is marked blocked (recorded as pending: the agent gave no reason)')
+                items.append(PlanItem(key, text, status, f'"{text}"', _item_notes(item)))
         self.todo = tuple(items)
         return Update(file, snapshot, self._items(), tuple(notes))
 
@@ -118,14 +129,16 @@ class AgentPlan:
             return "task_created_twice"
         if not title:
             return "task_without_subject"
-        self.tasks[event.task_id] = _task(event.task_id, title, "pending")
+        self.tasks[event.task_id] = _task(event.task_id, title, "pending", _description(event, title))
         return None
 
     def _update_task(self, event: TaskEvent) -> str | None:
         current = self.tasks.get(event.task_id or "")
         if event.task_id is None or current is None:
             return "unknown_task"
-        title = current.title
+        title, notes = current.title, current.notes
+        if "description" in (event.updated_fields or ()) and event.description is not None:
+            notes = _description(event, title)
         if event.subject and event.subject.strip() and "subject" in (event.updated_fields or ()):
             title = event.subject.strip()
         if event.status_to == "deleted":
@@ -134,9 +147,25 @@ class AgentPlan:
         status = current.status if event.status_to is None else _STATUSES.get(event.status_to)
         if status is None:
             return "unknown_task_status"
-        self.tasks[event.task_id] = _task(event.task_id, title, status)
+        self.tasks[event.task_id] = _task(event.task_id, title, status, notes)
         return None
 
 
-def _task(task_id: str, title: str, status: ItemStatus) -> PlanItem:
-    return PlanItem(("task", task_id, 1), title, status, f'task #{task_id} "{title}"')
+def _task(task_id: str, title: str, status: ItemStatus, notes: tuple[str, ...]) -> PlanItem:
+    return PlanItem(("task", task_id, 1), title, status, f'task #{task_id} "{title}"', notes)
+
+
+def _item_notes(item: TodoItem) -> tuple[str, ...]:
+    """The agent's own detail about a list item, one fact a note."""
+    notes = []
+    if item.priority is not None:
+        notes.append(f'the agent gave it priority "{item.priority}"')
+    if item.parent is not None:
+        notes.append(f'a sub-item of "{item.parent.strip()}"')
+    return tuple(notes)
+
+
+def _description(event: TaskEvent, title: str) -> tuple[str, ...]:
+    """A task's description as the agent wrote it (none when blank or the same as its title)."""
+    text = (event.description or "").strip()
+    return () if not text or text == title else (f"description: {text}",)

@@ -28,7 +28,9 @@ from ._records import (
     objects,
     text_field,
     todo_items,
+    with_prompt,
 )
+from .markdown_plan import plan_items
 from .model import ListSnapshot, Observation, TaskEvent, ToolOutcome, Transcript
 
 __all__ = ["FORMAT", "is_record", "parse"]
@@ -49,7 +51,7 @@ RECORD_TYPES = frozenset(
         "user",
     }
 )
-PLAN_TOOLS = frozenset({"TodoWrite", "TaskCreate", "TaskUpdate"})
+PLAN_TOOLS = frozenset({"TodoWrite", "TaskCreate", "TaskUpdate", "ExitPlanMode"})
 _IDENTITY_KEYS = ("sessionId", "uuid", "leafUuid", "messageId")
 _NOT_USER_WORDS = (
     "<local-command-stdout>",
@@ -62,6 +64,9 @@ _SUBAGENT_FILE = re.compile(r"__subagent-(?P<id>[^_.]+)\.jsonl$")
 _SUBAGENT_IN_FOLDER = re.compile(r"^agent-(?P<id>[^.]+)\.jsonl$")
 _CREATED_TEXT = re.compile(r"^Task #(?P<id>\S+) created")
 _UPDATED_TEXT = re.compile(r"^Updated task #\S+ ?(?P<fields>.*)$", re.DOTALL)
+_REJECTED = re.compile(r"doesn't want to proceed with this tool use.*?the user said:\s*(?P<words>\S.*)", re.DOTALL)
+_APPROVED = "User has approved your plan"
+_EDITED = re.compile(r"##\s*Approved Plan \(edited by user\):\s*\n(?P<plan>.*)", re.DOTALL)
 
 
 def is_record(record: JsonObject) -> bool:
@@ -79,6 +84,7 @@ class _Reader:
     context: tuple[str | None, int | None] = (None, None)
     said: tuple[str | None, int | None] = (None, None)
     session_id: str | None = None
+    prompts: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +99,7 @@ class _Origin:
     context_line: int | None
     explanation: str | None
     explanation_line: int | None
+    prompts: tuple[tuple[str, int], ...] = ()
 
 
 def parse(path: Path) -> Transcript:
@@ -159,6 +166,7 @@ def _read_calls(reader: _Reader, number: int, record: JsonObject) -> bool:
             context_line=reader.context[1],
             explanation=reader.said[0],
             explanation_line=reader.said[1],
+            prompts=reader.prompts,
         )
         observation = _observation(name, object_field(block, "input"), origin)
         if observation is None:
@@ -175,6 +183,8 @@ def _observation(name: str | None, call: JsonObject | None, origin: _Origin) -> 
         return None
     if name == "TodoWrite":
         return _snapshot(call, origin)
+    if name == "ExitPlanMode":
+        return _plan_mode(call, origin)
     return TaskEvent(
         line=origin.line,
         native_id=origin.native_id,
@@ -193,6 +203,7 @@ def _observation(name: str | None, call: JsonObject | None, origin: _Origin) -> 
         requested_status=text_field(call, "status"),
         owner=text_field(call, "owner"),
         active_form=text_field(call, "activeForm"),
+        prompts=origin.prompts,
     )
 
 
@@ -211,6 +222,28 @@ def _snapshot(call: JsonObject, origin: _Origin) -> ListSnapshot | None:
         context=origin.context,
         context_line=origin.context_line,
         agent=origin.agent,
+        prompts=origin.prompts,
+    )
+
+
+def _plan_mode(call: JsonObject, origin: _Origin) -> ListSnapshot | None:
+    """An ExitPlanMode call: its Markdown plan's items (`markdown_plan`); None when it holds no plan."""
+    plan = text_field(call, "plan")
+    items = plan_items(plan) if plan is not None else ()
+    if not items:
+        return None
+    return ListSnapshot(
+        line=origin.line,
+        native_id=origin.native_id,
+        timestamp=origin.timestamp,
+        items=items,
+        tool="ExitPlanMode",
+        explanation=origin.explanation,
+        explanation_line=origin.explanation_line,
+        context=origin.context,
+        context_line=origin.context_line,
+        agent=origin.agent,
+        prompts=origin.prompts,
     )
 
 
@@ -220,10 +253,18 @@ def _read_user(reader: _Reader, number: int, record: JsonObject) -> None:
     for block in results:
         index = reader.awaiting.pop(text_field(block, "tool_use_id") or "", None)
         if index is not None:
-            reader.observations[index] = _resolve(reader.observations[index], number, block, structured)
+            answered = _resolve(reader.observations[index], number, block, structured)
+            reader.observations[index] = _proposal(answered)
+            if answered is not reader.observations[index]:  # the user's edits: their own update, at the answer
+                reader.observations.append(replace(answered, line=number, timestamp=text_field(record, "timestamp")))
+        refused = _REJECTED.search(_result_text(block))
+        if refused is not None:  # the person refused a tool call and said why: their words, as a message
+            reader.context = (clip(refused["words"]), number)
+            reader.prompts = with_prompt(reader.prompts, refused["words"], number)
     prompt = _prompt(record)
     if prompt is not None:
         reader.context = (clip(prompt), number)
+        reader.prompts = with_prompt(reader.prompts, prompt, number)
 
 
 def _prompt(record: JsonObject) -> str | None:
@@ -239,6 +280,8 @@ def _prompt(record: JsonObject) -> str | None:
 def _resolve(observation: Observation, number: int, block: JsonObject, structured: JsonObject | None) -> Observation:
     failed = block.get("is_error") is True or (structured is not None and structured.get("success") is False)
     outcome: ToolOutcome = "error" if failed else "ok"
+    if isinstance(observation, ListSnapshot) and observation.tool == "ExitPlanMode":
+        return _plan_verdict(replace(observation, result=outcome, result_line=number), block, structured)
     if isinstance(observation, ListSnapshot):
         prior = todo_items(structured.get("oldTodos")) if structured is not None else None
         return replace(observation, result=outcome, result_line=number, prior_items=prior)
@@ -248,6 +291,27 @@ def _resolve(observation: Observation, number: int, block: JsonObject, structure
     if answered.kind == "created":
         return replace(answered, task_id=_created_id(block, structured))
     return _status_change(answered, block, structured)
+
+
+def _plan_verdict(snapshot: ListSnapshot, block: JsonObject, structured: JsonObject | None) -> ListSnapshot:
+    """An answered ExitPlanMode: approved as proposed, or with the user's edits (the plan then is theirs)."""
+    text = _result_text(block)
+    if snapshot.result == "error" or _APPROVED not in text:
+        return snapshot
+    edited = _EDITED.search(text)
+    final = text_field(structured, "plan") or (edited["plan"] if edited is not None else None)
+    if edited is None:
+        return replace(snapshot, user_verdict="the user approved the plan")
+    items = plan_items(final) if final is not None else ()
+    verdict = "the user approved the plan with their edits"
+    return replace(snapshot, items=items or snapshot.items, proposed=snapshot.items, user_verdict=verdict)
+
+
+def _proposal(observation: Observation) -> Observation:
+    """What the agent proposed in an ExitPlanMode the user approved with edits (else the observation itself)."""
+    if not isinstance(observation, ListSnapshot) or observation.proposed is None:
+        return observation
+    return replace(observation, items=observation.proposed, proposed=None, user_verdict=None)
 
 
 def _result_text(block: JsonObject) -> str:

@@ -1,42 +1,51 @@
 """Cline task histories (`api_conversation_history.json`, one JSON array of messages): checklists.
 
-The history is a single document, so `line` on an observation is the 1-based index of its message
-in the array, and `lines_total` counts messages. Cline carries its plan as a `task_progress`
-parameter of ordinary tool calls: a markdown checklist whose `- [x]` items are completed and whose
-`- [ ]` items are pending (Cline has no in-progress mark). A `<br>` that a model sometimes writes in
-front of an item is not part of its text. The history has no timestamps. A person's words are the
-`<task>`, `<feedback>`, `<answer>` and `<user_message>` elements of user messages, outside the output
-of tools other than those that ask the person (`ask_followup_question`, `plan_mode_respond`); the
-rest of a user message is tool output and environment details.
+The history is a single document, so `line` on an observation is the 1-based index of its message in the
+array, and `lines_total` counts messages. Cline carries its plan as a `task_progress` parameter of ordinary
+tool calls (older versions, before native tool calls, write it as a `<task_progress>` element inside the
+assistant's text, e.g. within `<replace_in_file>`): a markdown checklist whose `- [x]` items are completed
+and whose `- [ ]` items are pending (Cline has no in-progress mark); an indented item is a sub-item of the
+item above it at a smaller indent (kept as its `parent`). A `<br>` that a model sometimes writes in front
+of an item is not part of its text. Newer Cline versions stamp each message with `ts` (Unix milliseconds),
+which becomes the observation's timestamp; older histories have none. The run is the task: the name of the
+folder that holds `api_conversation_history.json` (Cline names it by the task id). A person's words are
+the `<task>`, `<feedback>`, `<answer>` and `<user_message>` elements of user messages, outside the output
+of tools other than those that ask the person (`ask_followup_question`, `plan_mode_respond`); the rest of
+a user message is tool output and environment details.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import TypeGuard
 
 from ._records import (
+    JsonObject,
     Tally,
     clip,
+    iso_from_millis,
     json_document,
     list_field,
     object_field,
     objects,
     text_field,
+    with_prompt,
 )
 from .errors import transcript_error
-from .model import ListSnapshot, TodoItem, Transcript
+from .model import ListSnapshot, Status, TodoItem, Transcript
 
 __all__ = ["FORMAT", "is_document", "parse"]
 
 FORMAT = "cline"
 PLAN_PARAMETER = "task_progress"
 _ROLES = frozenset({"user", "assistant"})
-_ITEM = re.compile(r"^\s*(?:<br\s*/?>\s*)*[-*+]\s+\[(?P<mark>[ xX])\]\s*(?P<text>.*?)\s*$")
+_ITEM = re.compile(r"^(?P<indent>\s*)(?:<br\s*/?>\s*)*[-*+]\s+\[(?P<mark>[ xX])\]\s*(?P<text>.*?)\s*$")
 _USER_WORDS = re.compile(r"<(task|feedback|answer|user_message)>\s*(?P<words>.*?)\s*</\1>", re.DOTALL)
 _TOOL_RESULT = re.compile(r"^\[(?P<tool>\w+)(?: for .*?)?\] Result:", re.DOTALL)
 _ANSWERING_TOOLS = frozenset({"ask_followup_question", "plan_mode_respond"})
+_IN_TEXT = re.compile(r"<task_progress>\s*(?P<list>.*?)\s*</task_progress>", re.DOTALL)
 
 
 def is_document(document: object) -> bool:
@@ -56,14 +65,25 @@ def parse(path: Path) -> Transcript:
     tally = Tally(total=len(document))
     observations: list[ListSnapshot] = []
     context: tuple[str | None, int | None] = (None, None)
+    prompts: tuple[tuple[str, int], ...] = ()
     for index, message in enumerate(document, start=1):
         if not _is_message(message):
             tally.skip(index, "unknown_record_type")
         elif message.get("role") == "user":
-            context = _prompt(list_field(message, "content") or [], index) or context
+            said = _prompt(list_field(message, "content") or [], index)
+            context = said or context
+            prompts = prompts if said is None else with_prompt(prompts, *said)
         else:
-            observations.extend(_snapshots(list_field(message, "content") or [], index, context, tally))
-    return tally.transcript(FORMAT, path, None, observations)
+            ts = message.get("ts")
+            stamp = iso_from_millis(ts) if isinstance(ts, int) and not isinstance(ts, bool) and ts >= 0 else None
+            found = _snapshots(list_field(message, "content") or [], index, context, tally)
+            observations.extend(replace(o, timestamp=stamp, prompts=prompts) for o in found)
+    return tally.transcript(FORMAT, path, _task_id(path), observations)
+
+
+def _task_id(path: Path) -> str | None:
+    """The task id of a history kept where Cline keeps it (`tasks/<id>/api_conversation_history.json`)."""
+    return path.parent.name if path.name == "api_conversation_history.json" and path.parent.name else None
 
 
 def _prompt(content: list[object], index: int) -> tuple[str, int] | None:
@@ -86,32 +106,53 @@ def _snapshots(
     snapshots = []
     for block in objects(content):
         call = object_field(block, "input") if block.get("type") == "tool_use" else None
-        checklist = text_field(call, PLAN_PARAMETER)
-        if checklist is None:
-            continue
-        items = checklist_items(checklist)
-        if items is None:
-            tally.skip(index, "malformed_plan_update")
-            continue
-        snapshots.append(
-            ListSnapshot(
-                line=index,
-                native_id=text_field(block, "id"),
-                timestamp=None,
-                items=items,
-                tool=PLAN_PARAMETER,
-                context=context[0],
-                context_line=context[1],
-            )
-        )
+        for checklist in _checklists(block, call):
+            snapshot = _snapshot(block, checklist, index, context, tally)
+            if snapshot is not None:
+                snapshots.append(snapshot)
     return snapshots
 
 
-def checklist_items(checklist: str) -> tuple[TodoItem, ...] | None:
-    """A markdown checklist as items; None when non-blank text holds no checklist item at all."""
-    items = tuple(
-        TodoItem(text=found["text"], status="completed" if found["mark"] != " " else "pending")
-        for found in map(_ITEM.match, checklist.splitlines())
-        if found is not None
+def _checklists(block: JsonObject, call: JsonObject | None) -> list[str]:
+    """The checklists a content block carries: a tool call's task_progress parameter, or (older Cline, before
+    native tool calls) the `<task_progress>` elements inside the assistant's text."""
+    if call is not None:
+        checklist = text_field(call, PLAN_PARAMETER)
+        return [] if checklist is None else [checklist]
+    text = text_field(block, "text") if block.get("type") == "text" else None
+    return [] if text is None else [found["list"] for found in _IN_TEXT.finditer(text)]
+
+
+def _snapshot(
+    block: JsonObject, checklist: str, index: int, context: tuple[str | None, int | None], tally: Tally
+) -> ListSnapshot | None:
+    items = checklist_items(checklist)
+    if items is None:
+        tally.skip(index, "malformed_plan_update")
+        return None
+    return ListSnapshot(
+        line=index,
+        native_id=text_field(block, "id"),
+        timestamp=None,
+        items=items,
+        tool=PLAN_PARAMETER,
+        context=context[0],
+        context_line=context[1],
     )
-    return None if checklist.strip() and not items else items
+
+
+def checklist_items(checklist: str) -> tuple[TodoItem, ...] | None:
+    """A markdown checklist as items, each sub-item with its parent's text; None when non-blank text holds no
+    checklist item at all."""
+    items: list[TodoItem] = []
+    above: list[tuple[int, str]] = []  # (indent, text) of the items an indented item may nest under
+    for found in map(_ITEM.match, checklist.splitlines()):
+        if found is None:
+            continue
+        indent = len(found["indent"].expandtabs(4))
+        while above and above[-1][0] >= indent:
+            above.pop()
+        status: Status = "completed" if found["mark"] != " " else "pending"
+        items.append(TodoItem(text=found["text"], status=status, parent=above[-1][1] if above else None))
+        above.append((indent, found["text"]))
+    return None if checklist.strip() and not items else tuple(items)

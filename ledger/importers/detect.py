@@ -1,9 +1,11 @@
 """Format detection: which known transcript format a file is, from its first records.
 
 A JSONL transcript is recognized from the first of its first lines that is a record of a known
-format (Claude Code or Codex). A file whose first line opens a JSON value without closing it is
-read as one JSON document, which may be an OpenCode export or a Cline history. Anything else (a plantrail log,
-unrelated JSON, a binary file) is not a transcript.
+format (Claude Code, Codex of either shape, a Gemini CLI session header). A file whose first line opens a
+JSON value without closing it is read as one JSON document, which may be an OpenCode export, a Cline
+history or a Gemini CLI chat session. A file that is not JSON at all may be a Markdown export: a Gemini
+CLI `/chat share` or an OpenCode `/export`, told apart by their section and tool markers. Anything else (a
+plantrail log, unrelated JSON or text, a binary file) is not a transcript.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import orjson
 
-from . import claude_code, cline, codex, opencode
+from . import claude_code, cline, codex, gemini, opencode, opencode_markdown
 from ._records import open_transcript
 from .errors import transcript_error
 
@@ -46,6 +48,10 @@ def detect_format(path: Path) -> str:
             found = _document_format(_loads(handle.read()))
         if found is not None:
             return found
+    if lines and all(value is None for value in values):
+        found = _markdown_format(b"".join(lines).decode("utf-8", "replace"))
+        if found is not None:
+            return found
     raise transcript_error("NOT_A_TRANSCRIPT", f"{path} is not a transcript of a known format")
 
 
@@ -62,7 +68,17 @@ def _line_format(value: object) -> str | None:
             return codex.FORMAT
         if claude_code.is_record(value):
             return claude_code.FORMAT
+        if gemini.is_header(value) and "messages" not in value:
+            return gemini.JSONL_FORMAT
     return _document_format(value)
+
+
+def _markdown_format(text: str) -> str | None:
+    if opencode_markdown.is_export(text):
+        return opencode_markdown.FORMAT
+    if gemini.is_share(text):
+        return gemini.SHARE_FORMAT
+    return None
 
 
 def _document_format(value: object) -> str | None:
@@ -70,4 +86,6 @@ def _document_format(value: object) -> str | None:
         return opencode.FORMAT
     if cline.is_document(value):
         return cline.FORMAT
+    if gemini.is_document(value):
+        return gemini.FORMAT
     return None

@@ -18,7 +18,13 @@ Choices, and why:
   `with_subagents` they are merged into the lead's log by timestamp, each file keeping its own line
   order (timestamps are not monotonic within a file), the lead first on a tie. Merging is explicit
   because a subagent file alone updates tasks it never created (its updates are skipped as
-  `unknown_task`), and a lead alone cannot show what its subagents completed.
+  `unknown_task`), and a lead alone cannot show what its subagents completed. A subagent's
+  `agent-<id>.meta.json` beside it is metadata, never a transcript: its `agentType` and `description` are
+  noted in version 1 ("subagent file F: agentType ..., description ..."). Side-question and compaction
+  subagents (`aside_question-*`, `acompact-*`) replay the lead's context before their own work: a plan call of
+  a subagent file that the lead's file holds (the same tool-use id) is skipped as `replayed_lead_context`,
+  merged or alone (a file under `<lead>/subagents/` is checked against `<lead>.jsonl` when it is there), so
+  the lead's work is neither credited to the subagent nor counted twice.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import heapq
+import json
 import os
 import re
 import secrets
@@ -73,6 +80,10 @@ class ImportReport(NamedTuple):
     subagent_files: tuple[str, ...]
     last_seq: int
     head_hash: str
+    untimed_events: int = 0
+    """Events whose transcript line has no time (stamped 1970-01-01T00:00:00Z plus the line number)."""
+    items: int = 0
+    """The agent's distinct items over the whole import (each a step id in some version)."""
 
 
 class _Clock:
@@ -91,8 +102,31 @@ def subagent_files(lead: str | os.PathLike[str]) -> tuple[Path, ...]:
     prefix = f"{path.stem}__subagent-"
     beside = [p for p in path.parent.iterdir() if p.name.startswith(prefix) and p.suffix == ".jsonl"]
     folder = path.parent / path.stem / "subagents"
-    nested = [p for p in folder.iterdir() if p.name.startswith("agent-")] if folder.is_dir() else []
+    nested = (
+        [p for p in folder.iterdir() if p.name.startswith("agent-") and p.suffix == ".jsonl"] if folder.is_dir() else []
+    )
     return tuple(sorted(beside) + sorted(nested))
+
+
+def subagent_meta(transcript: Path) -> str | None:
+    """What a subagent's `.meta.json` says of it (agentType, description), as one note; None without one."""
+    meta = transcript.with_suffix(".meta.json")
+    try:
+        value = json.loads(meta.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(value, dict):
+        return None
+    said = [f"{key} {value[key]}" for key in ("agentType", "description") if isinstance(value.get(key), str)]
+    return f"subagent file {transcript.name}: {', '.join(said)}" if said else None
+
+
+def _lead_of(transcript: Path) -> Path | None:
+    """The lead's transcript of a file under `<lead>/subagents/`, when it is there."""
+    if transcript.parent.name != "subagents":
+        return None
+    lead = transcript.parent.parent.with_suffix(".jsonl")
+    return lead if lead.is_file() else None
 
 
 def import_transcript(
@@ -116,10 +150,19 @@ def import_transcript(
     if with_subagents and lead.format != "claude-code":
         raise error("USAGE", "only Claude Code transcripts have subagent transcripts", advice="SUBAGENTS_NOT_CLAUDE")
     transcripts = [lead, *(parse_transcript(p, "claude-code") for p in found)] if with_subagents else [lead]
-    mapped = map_updates(_merged(transcripts), format=lead.format, session=_session(lead))
+    known = _lead_of(source) if lead.format == "claude-code" and source.is_file() else None
+    replays = {o.native_id for o in parse_transcript(known, "claude-code").observations} if known else set()
+    observations, replayed = _merged(transcripts, replays)
+    notes = [note for p in (source, *found) if (note := subagent_meta(p)) is not None] if with_subagents else []
+    alone_note = subagent_meta(source) if not with_subagents else None
+    mapped = map_updates(
+        observations, format=lead.format, session=_session(lead), notes=(*notes, *([alone_note] if alone_note else []))
+    )
     run_id = run or _run_id(lead)
     last_seq, head, written = _write(log, mapped, run_id, _nonce(transcripts), force, on_progress)
     skipped = Counter(mapped.skipped)
+    if replayed:
+        skipped["replayed_lead_context"] += replayed
     for transcript in transcripts:
         skipped.update(transcript.skipped_reasons)
     return ImportReport(
@@ -139,6 +182,8 @@ def import_transcript(
         subagent_files=() if with_subagents else tuple(map(str, found)),
         last_seq=last_seq,
         head_hash=head,
+        untimed_events=mapped.untimed,
+        items=mapped.items,
     )
 
 
@@ -152,10 +197,21 @@ def _check_target(source: Path, log: str, force: bool) -> None:
         raise error("USAGE", f"the log {log} would overwrite the transcript it is imported from")
 
 
-def _merged(transcripts: Sequence[Transcript]) -> list[tuple[str, Observation]]:
-    """Every file's observations, each file in its own order, interleaved by timestamp (the first file wins ties)."""
-    streams = [[(Path(t.path).name, o) for o in t.observations] for t in transcripts]
-    return list(heapq.merge(*streams, key=lambda pair: pair[1].timestamp or ""))
+def _merged(
+    transcripts: Sequence[Transcript], replays: set[str | None] | None = None
+) -> tuple[list[tuple[str, Observation]], int]:
+    """Every file's observations, each file in its own order, interleaved by timestamp (the first file wins ties),
+    and how many were left out: a later file's calls that the first file (or `replays`, the lead's calls of a
+    subagent file imported alone) already holds are the lead's context replayed, not new work."""
+    lead = {o.native_id for o in transcripts[0].observations} - {None}
+    streams = []
+    dropped = 0
+    for index, t in enumerate(transcripts):
+        check = (replays or set()) if index == 0 else lead | (replays or set())
+        kept = [(Path(t.path).name, o) for o in t.observations if o.native_id is None or o.native_id not in check]
+        dropped += len(t.observations) - len(kept)
+        streams.append(kept)
+    return list(heapq.merge(*streams, key=lambda pair: pair[1].timestamp or "")), dropped
 
 
 def _session(transcript: Transcript) -> str:

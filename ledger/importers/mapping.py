@@ -3,27 +3,38 @@
 The rules, and why:
 
 * **The plan.** The first update that lists at least one item creates the plan (`plan.created`, actor
-  `importer`: the importer composed version 1 from the agent's list). Steps are the agent's items in its
-  order, titled with the item's text; a step's id is a slug of its first title (ASCII letters, digits and
-  dashes, at most 40 characters, `item-<sha256 prefix>` when nothing is left), with `-2`, `-3` ... added in
-  order of first appearance when two items would share one. Todo lists state no order constraints, so
-  steps have no dependencies. Every step's completion evidence says what completion means here: "the agent
-  marks this item completed in its plan".
-* **The goal** is the user message that preceded the first plan update (the request the plan was made
-  for), whitespace collapsed and cut at 200 characters; without one, a fallback that names the session.
-  The one acceptance criterion restates that request; nothing in a transcript verifies it, so it stays
-  `unverified`. No `run.finished` is ever written: a session that ends is not a run that finished.
+  `agent`: the agent wrote the list; the importer only transcribed it). Steps are the agent's items, titled
+  with the item's text; a step's id is a slug of its first title (ASCII letters, digits and dashes, at most
+  40 characters), with `-2`, `-3` ... added in order of first appearance when two items would share one; a
+  title whose letters are mostly not Latin (Chinese, say) gets `item-N` instead, N its place in order of
+  first appearance, since a slug of it would say nothing. Todo lists state no order constraints, so steps
+  have no dependencies; the agent's order is kept as the steps' `priority` (the first item 0, the next -1,
+  ...: higher first), so status, next and resume list them as the agent does. Every step's completion
+  evidence says what completion means here: "the agent marks this item completed in its plan". Nothing
+  else is invented: what the agent wrote beyond the title (an item's priority label, the item a sub-item
+  nests under, a task's description) is kept as the step's notes, and every plan version notes the adapter
+  and its version.
+* **The goal** is the request the plan answers: the first *substantive* user message of the session before
+  the first plan update, one with at least 4 words and 20 characters once whitespace is collapsed (so
+  "Go", "OK, let's start" and the like are passed over); failing that, the last user message before it;
+  failing that, a fallback that names the session. It is cut at 200 characters. The user's later messages
+  before the first plan (follow-ups, a pasted template) are kept as notes of version 1 ("transcript line N:
+  the user also wrote: ..."). The one acceptance criterion restates the request; nothing in a transcript
+  verifies it, so it stays `unverified`. No `run.finished` is ever written: a session that ends is not a
+  run that finished.
 * **Replans.** An update that adds, removes or renames items (a reworded, merged or split item is a
   removal plus an addition: identity is by text) is a `plan.replanned` with the new whole list. Its reason
-  is `user_request` when the user wrote between the previous plan update of the same file and this one,
-  else `agent_revision`. Its why quotes the transcript: the user's message, else the agent's own words
+  is `user_request` when the user decided it (an ExitPlanMode plan they approved, with or without their
+  edits: the why says so) or wrote between the previous plan update of the same file and this one (their
+  words in a tool's answer count: a refused call's "the user said: ..." is a message from them), else
+  `agent_revision`. Its why quotes the transcript: the user's message, else the agent's own words
   before the update (Codex `explanation`, Claude Code text), else it says that no reason was given. The
   observations cite each fact as "transcript line N: ...": the quotes in full, each item added, removed,
   renamed or reopened, cancelled items, and a list the tool had emptied by itself. Causes stay empty:
   DESIGN's causes are seqs of log events, and what caused an imported replan is a transcript line, not an
   event; the line is cited in the event's source (file, line, the call's id and timestamp) and in the
-  observations rather than pinned on an unrelated event. A reorder alone is not a replan: steps without
-  dependencies have no order for the ledger to record.
+  observations rather than pinned on an unrelated event. A reorder alone is a replan too (the priorities
+  change); the steps it moves keep their status, since priority is no part of a step's contract.
 * **Status changes.** pending -> in_progress is a `step.started`; in_progress -> completed a
   `step.completed` with the evidence "marked completed by the agent in <tool> at line N". Where the ledger
   needs an event the agent never emitted, the importer writes it with actor `importer` and
@@ -58,6 +69,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 
+from plantrail.ledger.contract import StepTerms
 from plantrail.ledger.decide import Command, Complete, Create, Replan, Start
 from plantrail.ledger.events import Actor, ReasonCode, Source
 from plantrail.ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec
@@ -65,6 +77,7 @@ from plantrail.ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec
 from .agent_plan import AgentPlan, ItemStatus, Key, PlanItem, Update, location
 from .errors import transcript_error
 from .model import ListSnapshot, Observation, TaskEvent
+from .parse import ADAPTER_VERSIONS
 
 __all__ = ["Batch", "MappedRun", "map_updates", "slug"]
 
@@ -74,6 +87,8 @@ GOAL_LIMIT = 200
 WHY_LIMIT = 300
 NOTE_LIMIT = 500
 SLUG_LIMIT = 40
+REQUEST_WORDS = 4
+REQUEST_CHARACTERS = 20
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -96,11 +111,16 @@ class MappedRun:
     inferred: int
     max_in_progress: int
     skipped: Mapping[str, int]
+    untimed: int = 0
+    items: int = 0
 
 
-def map_updates(observations: Sequence[tuple[str, Observation]], *, format: str, session: str) -> MappedRun:
-    """Map (file name, observation) pairs, in order, to ledger commands; NO_PLAN_IN_TRANSCRIPT if none lists an item."""
-    mapper = _Mapper(format=format, session=session)
+def map_updates(
+    observations: Sequence[tuple[str, Observation]], *, format: str, session: str, notes: Sequence[str] = ()
+) -> MappedRun:
+    """Map (file name, observation) pairs, in order, to ledger commands; NO_PLAN_IN_TRANSCRIPT if none lists an
+    item. ``notes`` are facts about the files (a subagent's metadata) that version 1 notes."""
+    mapper = _Mapper(format=format, session=session, file_notes=tuple(notes))
     agent = AgentPlan(format=format)
     for file, observation in observations:
         mapper.apply(agent.read(file, observation))
@@ -115,6 +135,29 @@ def slug(text: str) -> str:
         cut = words[:SLUG_LIMIT]
         words = cut.rsplit("-", 1)[0] if "-" in cut else cut
     return words or "item-" + hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def substantive(text: str) -> bool:
+    """Whether a user message can be the request a plan answers: at least REQUEST_WORDS words and
+    REQUEST_CHARACTERS characters once whitespace is collapsed (not "Go", not "OK, let's start")."""
+    flat = " ".join(text.split())
+    return len(flat.split(" ")) >= REQUEST_WORDS and len(flat) >= REQUEST_CHARACTERS
+
+
+def request(prompts: Sequence[tuple[str, int]], last: tuple[str | None, int | None]) -> tuple[str, int] | None:
+    """The request a plan answers (the goal rule): the first substantive user message, else the last one."""
+    for text, line in prompts:
+        if substantive(text):
+            return text, line
+    said, where = last
+    return (said, where or 0) if said and said.strip() else None
+
+
+def _readable(title: str) -> bool:
+    """Whether a slug can say what a title says: most of its letters have an ASCII form."""
+    letters = [c for c in title if c.isalpha()]
+    latin = sum(1 for c in letters if unicodedata.normalize("NFKD", c).encode("ascii", "ignore"))
+    return bool(letters) and 2 * latin >= len(letters)
 
 
 def quote(text: str, limit: int) -> str:
@@ -148,6 +191,9 @@ class _StepIds:
 
     ids: dict[Key, str] = field(default_factory=dict)
     used: set[str] = field(default_factory=set)
+    titles: dict[str, str] = field(default_factory=dict)
+    why: dict[str, str] = field(default_factory=dict)
+    """Why an id has a numeric suffix, for the ids that have one (a step note)."""
 
     def of(self, item: PlanItem) -> str:
         """The step id of `item`, chosen the first time its identity is seen."""
@@ -155,13 +201,19 @@ class _StepIds:
         if found is not None:
             return found
         occurrence = item.key[2]
-        base = slug(item.title) if occurrence == 1 else f"{slug(item.title)}-{occurrence}"
+        stem = slug(item.title) if _readable(item.title) else f"item-{len(self.ids) + 1}"
+        base = stem if occurrence == 1 else f"{stem}-{occurrence}"
         candidate, n = base, 1
         while candidate in self.used:
             n += 1
             candidate = f"{base}-{n}"
+        if occurrence > 1:
+            self.why[candidate] = f"occurrence {occurrence} of this text in the agent's list (hence the -{occurrence})"
+        elif candidate != base:
+            self.why[candidate] = f'the id {base} was taken by the earlier item "{self.titles[base]}"'
         self.ids[item.key] = candidate
         self.used.add(candidate)
+        self.titles[candidate] = item.title
         return candidate
 
 
@@ -171,8 +223,10 @@ class _Mapper:
 
     format: str
     session: str
+    file_notes: tuple[str, ...] = ()
     ids: _StepIds = field(default_factory=_StepIds)
     plan: dict[Key, StepSpec] | None = None
+    plan_notes: tuple[str, ...] = ()
     goal: str = ""
     criteria: tuple[CriterionSpec, ...] = ()
     status: dict[Key, ItemStatus] = field(default_factory=dict)
@@ -184,6 +238,7 @@ class _Mapper:
     skipped: Counter[str] = field(default_factory=Counter)
     versions: int = 0
     peak: int = 0
+    untimed: int = 0
 
     # ----------------------------------------------------------- one update
 
@@ -206,20 +261,33 @@ class _Mapper:
         self.previous_line[update.file] = update.observation.line
         if commands:
             self.batches.append(Batch(_timestamp(update.observation), tuple(commands)))
+            self.untimed += len(commands) if update.observation.timestamp is None else 0
 
     def _create(self, update: Update) -> list[Command]:
-        context = update.observation.context
-        if context and context.strip():
-            self.goal = quote(context, GOAL_LIMIT)
+        observation = update.observation
+        asked = request(observation.prompts, (observation.context, observation.context_line))
+        follow_ups: list[str] = []
+        if asked is not None:
+            self.goal = quote(asked[0], GOAL_LIMIT)
             described = f'what the user asked for is done: "{self.goal}"'
+            follow_ups = [
+                f"transcript {location(self.format, line)}: the user also wrote: {quote(text, NOTE_LIMIT)}"
+                for text, line in observation.prompts
+                if line > asked[1]
+            ]
         else:
             self.goal = f"the plan of {self.format} session {self.session} (the transcript states no request before it)"
             described = "the plan's items are done (the transcript states no request to check them against)"
         self.criteria = (CriterionSpec(id=CRITERION_ID, description=described),)
-        self.plan = {item.key: self._spec(item) for item in update.items}
+        self.plan = self._specs(update.items)
         self.status = {item.key: "pending" for item in update.items}
         self.versions = 1
-        return [Create(plan=self._plan_spec(), actor="importer", source=self._source(update, inferred=False))]
+        adapter = f"imported by plantrail's {self.format} adapter v{ADAPTER_VERSIONS[self.format]}"
+        self.plan_notes = (adapter,)
+        here = f"transcript {location(self.format, observation.line)}"
+        noted = (adapter, *self.file_notes, *follow_ups, *(f"{here}: {n}" for n in update.notes))
+        first = replace(self._plan_spec(), notes=noted)
+        return [Create(plan=first, actor="agent", source=self._source(update, inferred=False))]
 
     def _finish_kept(self, update: Update) -> list[Command]:
         """Completions of items that keep their step, recorded in the version they were done in."""
@@ -276,7 +344,7 @@ class _Mapper:
         for item in reopened:
             where = location(self.format, update.observation.line)
             self.evidence[item.key] = f"{EVIDENCE} again: the agent reopened it at {where}"
-        new = {item.key: self._spec(item) for item in update.items}
+        new = self._specs(update.items)
         went_back = [
             item
             for item in update.items
@@ -289,7 +357,7 @@ class _Mapper:
         self.evidence = {key: text for key, text in self.evidence.items() if key in new}
         self.status = {
             key: self.status[key]
-            if key in old and old[key] == spec and self.status[key] != "in_progress"
+            if key in old and old[key].contract() == spec.contract() and self.status[key] != "in_progress"
             else "pending"
             for key, spec in new.items()
         }
@@ -314,6 +382,9 @@ class _Mapper:
             for key in new
             if key in old and old[key].title != new[key].title
         ]
+        kept = [key for key in new if key in old]
+        if kept != sorted(kept, key=lambda key: -old[key].priority):
+            changes.append("the agent reordered its items: " + ", ".join(by_key[key].label for key in kept))
         changes += [f"{item.label} is {item.status} again after being completed" for item in reopened]
         changes += [f"{item.label} went back from in_progress to pending" for item in went_back]
         return changes
@@ -321,11 +392,17 @@ class _Mapper:
     def _replan(self, update: Update, changes: list[str]) -> Replan:
         observation = update.observation
         here = f"transcript {location(self.format, observation.line)}"
-        user = self._user_words(update)
         said = observation.explanation
         notes: list[str] = []
-        if user is not None:
+        verdict = observation.user_verdict if isinstance(observation, ListSnapshot) else None
+        user = None if verdict is not None else self._user_words(update)
+        if verdict is not None:
             reason: ReasonCode = "user_request"
+            where = location(self.format, observation.result_line or observation.line)
+            why = f"{verdict} at {where}"
+            notes.append(f"transcript {where}: {verdict}")
+        elif user is not None:
+            reason = "user_request"
             where = location(self.format, observation.context_line or 0)
             why = f'the user wrote at {where}: "{quote(user, WHY_LIMIT)}"'
             notes.append(f"transcript {where}: the user wrote: {user}")
@@ -336,7 +413,7 @@ class _Mapper:
         if said is not None:
             where = location(self.format, observation.explanation_line or observation.line)
             notes.append(f"transcript {where}: the agent wrote: {said}")
-            if user is None:
+            if user is None and verdict is None:
                 why = f'the agent wrote at {where}: "{quote(said, WHY_LIMIT)}"'
         notes += [f"{here}: {note}" for note in (*update.notes, *changes)]
         return Replan(
@@ -360,14 +437,31 @@ class _Mapper:
 
     # ----------------------------------------------------------- building blocks
 
-    def _spec(self, item: PlanItem) -> StepSpec:
+    def _specs(self, items: Sequence[PlanItem]) -> dict[Key, StepSpec]:
+        """The steps of the agent's items, in its order: the first has priority 0, each next one less."""
+        return {item.key: self._spec(item, -place) for place, item in enumerate(items)}
+
+    def _spec(self, item: PlanItem, priority: int) -> StepSpec:
         evidence = self.evidence.get(item.key, EVIDENCE)
-        return StepSpec(id=self.ids.of(item), title=item.title, depends_on=(), completion_evidence=evidence)
+        step_id = self.ids.of(item)
+        suffix = self.ids.why.get(step_id)
+        notes = item.notes if suffix is None else (*item.notes, suffix)
+        return StepSpec(
+            id=step_id,
+            title=item.title,
+            depends_on=(),
+            completion_evidence=evidence,
+            terms=StepTerms(priority=priority, notes=notes),
+        )
 
     def _plan_spec(self) -> PlanSpec:
         assert self.plan is not None
         return PlanSpec(
-            goal=self.goal, acceptance_criteria=self.criteria, steps=tuple(self.plan.values()), policy=Policy(None)
+            goal=self.goal,
+            acceptance_criteria=self.criteria,
+            steps=tuple(self.plan.values()),
+            policy=Policy(None),
+            notes=self.plan_notes,
         )
 
     def _source(self, update: Update, *, inferred: bool) -> Source:
@@ -415,6 +509,8 @@ class _Mapper:
             inferred=sum(1 for c in commands if c.source is not None and c.source.inferred),
             max_in_progress=policy.max_in_progress or 1,
             skipped=MappingProxyType(dict(sorted(self.skipped.items()))),
+            untimed=self.untimed,
+            items=len(self.ids.ids),
         )
 
 

@@ -21,8 +21,9 @@ __all__ = [
     "Transcript",
 ]
 
-Status = Literal["pending", "in_progress", "completed", "cancelled"]
-"""An item's status as written by the agent. `cancelled` occurs only in OpenCode transcripts."""
+Status = Literal["pending", "in_progress", "completed", "cancelled", "blocked"]
+"""An item's status as written by the agent. `cancelled` occurs in OpenCode and Gemini CLI transcripts,
+`blocked` only in Gemini CLI ones."""
 
 ToolOutcome = Literal["ok", "error"]
 """What the tool answered to the call; None on an observation means the transcript holds no answer."""
@@ -43,6 +44,8 @@ class TodoItem:
     position_label: str | None = None
     active_form: str | None = None
     priority: str | None = None
+    parent: str | None = None
+    """The text of the item this one is indented under (Cline sub-items); None at the top level."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,7 +61,14 @@ class ListSnapshot:
     `result` and `result_line` describe the tool's answer where the transcript pairs one with the call.
     `prior_items` is the tool's own record of the list just before this write (Claude Code
     `toolUseResult.oldTodos`), which shows when the tool itself emptied the list; None where the transcript
-    does not carry it.
+    does not carry it. `prompts` are the user's messages before the update, each with its line (at most the
+    first PROMPTS_KEPT of the session): what the goal rule chooses the request from (`mapping`).
+    `user_verdict` is what the person decided about this very update, as the tool's answer at `result_line`
+    reports it (Claude Code ExitPlanMode: "the user approved the plan", "... with their edits"); the update is
+    then the user's decision, not the agent's revision. `proposed` is set only while a parser splits an approval
+    with edits into the agent's proposal and the user's update (never on a parsed transcript's observations).
+    `replayed` says the update is part of the history a resumed session replayed (Codex), and when: the work
+    itself is older than its timestamp here.
     """
 
     line: int
@@ -74,6 +84,10 @@ class ListSnapshot:
     result: ToolOutcome | None = None
     result_line: int | None = None
     prior_items: tuple[TodoItem, ...] | None = None
+    prompts: tuple[tuple[str, int], ...] = ()
+    user_verdict: str | None = None
+    proposed: tuple[TodoItem, ...] | None = None
+    replayed: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,6 +101,7 @@ class TaskEvent:
     `status_source` is "request"; otherwise both are None and `status_source` is None.
     `requested_status` is what the call asked for, whether or not it took effect. `explanation` is
     the text the agent wrote just before the call (since the last `user` line), at `explanation_line`.
+    `prompts` are the user's messages before the call, as on `ListSnapshot`.
     """
 
     line: int
@@ -110,6 +125,7 @@ class TaskEvent:
     updated_fields: tuple[str, ...] | None = None
     result: ToolOutcome | None = None
     result_line: int | None = None
+    prompts: tuple[tuple[str, int], ...] = ()
 
 
 Observation: TypeAlias = ListSnapshot | TaskEvent

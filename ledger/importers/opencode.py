@@ -10,6 +10,7 @@ message (e.g. "build").
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TypeGuard
 
@@ -25,6 +26,7 @@ from ._records import (
     objects,
     text_field,
     todo_items,
+    with_prompt,
 )
 from .errors import transcript_error
 from .model import ListSnapshot, Status, ToolOutcome, Transcript
@@ -55,15 +57,18 @@ def parse(path: Path) -> Transcript:
     tally = Tally(total=len(messages))
     observations: list[ListSnapshot] = []
     context: tuple[str | None, int | None] = (None, None)
+    prompts: tuple[tuple[str, int], ...] = ()
     for index, message in enumerate(messages, start=1):
         info = object_field(message, "info") if isinstance(message, dict) else None
         parts = list_field(message, "parts") if isinstance(message, dict) else None
         if info is None or parts is None:
             tally.skip(index, "unknown_record_type")
         elif info.get("role") == "user":
-            context = _prompt(parts, index) or context
+            said = _prompt(parts, index)
+            context = said or context
+            prompts = prompts if said is None else with_prompt(prompts, *said)
         else:
-            observations.extend(_snapshots(parts, index, info, context, tally))
+            observations.extend(replace(o, prompts=prompts) for o in _snapshots(parts, index, info, context, tally))
     return tally.transcript(FORMAT, path, text_field(object_field(document, "info"), "id"), observations)
 
 

@@ -6,23 +6,48 @@ import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from . import claude_code, cline, codex, opencode
+from . import claude_code, cline, codex, gemini, opencode, opencode_markdown
 from .detect import detect_format, ensure_not_empty
 from .errors import transcript_error
 from .model import Transcript
 
-__all__ = ["FORMATS", "parse_transcript"]
+__all__ = ["ADAPTER_VERSIONS", "ALIASES", "FORMATS", "parse_transcript"]
 
 _PARSERS: Mapping[str, Callable[[Path], Transcript]] = {
     claude_code.FORMAT: claude_code.parse,
     codex.FORMAT: codex.parse,
     opencode.FORMAT: opencode.parse,
     cline.FORMAT: cline.parse,
+    gemini.FORMAT: gemini.parse,
+    gemini.JSONL_FORMAT: gemini.parse_jsonl,
+    gemini.SHARE_FORMAT: gemini.parse_share,
+    opencode_markdown.FORMAT: opencode_markdown.parse,
 }
-_ALIASES: Mapping[str, str] = {"claude-code-tasks": claude_code.FORMAT}
+_ALIASES: Mapping[str, str] = {
+    "claude-code-tasks": claude_code.FORMAT,
+    "claude-code-plan-mode": claude_code.FORMAT,  # ExitPlanMode
+    "codex-plan-mode": codex.FORMAT,  # item_completed Plan items and <proposed_plan> blocks
+    "codex-legacy": codex.FORMAT,  # {"record_type": "state"} rollouts without the payload wrapper
+    "cline-text": cline.FORMAT,  # older Cline: <task_progress> inside the assistant's text
+}
+
+#: Each dialect adapter's version, recorded in every plan version it imports; raised whenever what an adapter
+#: reads from a transcript, or how it is mapped, changes (docs/importers.md lists what each version does).
+ADAPTER_VERSIONS: Mapping[str, int] = {
+    claude_code.FORMAT: 2,
+    codex.FORMAT: 2,
+    opencode.FORMAT: 2,
+    cline.FORMAT: 2,
+    gemini.FORMAT: 1,
+    gemini.JSONL_FORMAT: 1,
+    gemini.SHARE_FORMAT: 1,
+    opencode_markdown.FORMAT: 1,
+}
 
 FORMATS: tuple[str, ...] = tuple(_PARSERS)
-"""The format names `parse_transcript` accepts (and `claude-code-tasks`, read as `claude-code`)."""
+"""The parsers' format names; `parse_transcript` also takes each dialect's own name (ALIASES), read by the
+parser of its file format, which reads every dialect its files hold."""
+ALIASES: Mapping[str, str] = _ALIASES
 
 
 def parse_transcript(path: str | os.PathLike[str], format: str | None = None) -> Transcript:
@@ -44,6 +69,6 @@ def _parser(format: str | None) -> Callable[[Path], Transcript] | None:
         return None
     parser = _PARSERS.get(_ALIASES.get(format, format))
     if parser is None:
-        known = ", ".join(FORMATS)
+        known = ", ".join((*FORMATS, *_ALIASES))
         raise transcript_error("UNKNOWN_FORMAT", f"unknown transcript format {format!r} (known: {known})")
     return parser

@@ -1,0 +1,114 @@
+"""OpenCode Markdown exports (`/export`): todowrite snapshots.
+
+The export is a sequence of `## User` and `## Assistant (<agent> · <model> · <time>)` sections. A plan update
+is a `**Tool: todowrite**` block whose `**Input:**` is a JSON block `{todos: [{content, status, priority, id?}]}`
+(the whole list; `cancelled` is a status, as in OpenCode's JSON export); an `**Output:**` block may follow.
+The export has no times. `line` is the line of the input's JSON block; `agent` is the section's agent name
+(e.g. "Build"); the user's words are the text of a `## User` section.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from ._records import Tally, clip, text_document, todo_items, with_prompt
+from .errors import transcript_error
+from .model import ListSnapshot, Transcript
+from .opencode import OPENCODE_STATUSES
+
+__all__ = ["FORMAT", "is_export", "parse"]
+
+FORMAT = "opencode-markdown"
+PLAN_TOOL = "todowrite"
+_SECTION = re.compile(r"^##\s+(?P<who>User|Assistant)\b(?:\s*\((?P<about>[^)]*)\))?\s*$")
+_TOOL = re.compile(r"^\*\*Tool:\s*(?P<name>[\w.-]+)\*\*\s*$")
+_FENCE = re.compile(r"^\s*```")
+
+
+def is_export(text: str) -> bool:
+    """Whether Markdown text is an OpenCode export: Assistant sections with tool blocks."""
+    return "**Tool: " in text and re.search(r"^## (User|Assistant)\b", text, re.MULTILINE) is not None
+
+
+@dataclass
+class _Reader:
+    observations: list[ListSnapshot] = field(default_factory=list)
+    context: tuple[str | None, int | None] = (None, None)
+    prompts: tuple[tuple[str, int], ...] = ()
+    who: str | None = None
+    agent: str | None = None
+    tool: str | None = None
+    input_next: bool = False
+    words: list[str] = field(default_factory=list)
+    words_line: int = 0
+
+    def flush(self) -> None:
+        text = "\n".join(self.words).strip()
+        if self.who == "User" and text:
+            self.context = (clip(text), self.words_line)
+            self.prompts = with_prompt(self.prompts, text, self.words_line)
+        self.words = []
+
+
+def parse(path: Path) -> Transcript:
+    """Read an OpenCode Markdown export into its todowrite snapshots, in file order."""
+    lines = text_document(path).splitlines()
+    if not is_export("\n".join(lines)):
+        raise transcript_error("NOT_A_TRANSCRIPT", f"{path} is not an OpenCode Markdown export")
+    tally = Tally(total=len(lines), recognized=1)
+    reader = _Reader()
+    number = 0
+    while number < len(lines):
+        line = lines[number]
+        number += 1
+        section, tool = _SECTION.match(line), _TOOL.match(line.strip())
+        if section is not None:
+            reader.flush()
+            about = (section["about"] or "").split("·")
+            reader.who, reader.agent, reader.tool = section["who"], about[0].strip() or None, None
+            reader.words_line = number + 1
+        elif tool is not None:
+            reader.tool, reader.input_next = tool["name"], False
+        elif line.strip() == "**Input:**":
+            reader.input_next = reader.tool == PLAN_TOOL
+        elif _FENCE.match(line):
+            start, body = number, []
+            while number < len(lines) and not _FENCE.match(lines[number]):
+                body.append(lines[number])
+                number += 1
+            number += 1
+            if reader.input_next:
+                _snapshot(reader, "\n".join(body), start, tally)
+            reader.input_next = False
+        elif reader.who == "User" and line.strip() != "---":  # a rule between sections is no one's words
+            reader.words.append(line)
+    reader.flush()
+    return tally.transcript(FORMAT, path, None, reader.observations)
+
+
+def _snapshot(reader: _Reader, body: str, line: int, tally: Tally) -> None:
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        value = None
+    items = todo_items(value.get("todos"), OPENCODE_STATUSES) if isinstance(value, dict) else None
+    if items is None:
+        tally.skip(line, "malformed_plan_update")
+        return
+    reader.observations.append(
+        ListSnapshot(
+            line=line,
+            native_id=None,
+            timestamp=None,
+            items=items,
+            tool=PLAN_TOOL,
+            context=reader.context[0],
+            context_line=reader.context[1],
+            agent=reader.agent,
+            prompts=reader.prompts,
+        )
+    )

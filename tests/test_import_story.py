@@ -1,0 +1,217 @@
+"""Imports that tell the agent's own story (issue 15), each point on the smallest faithful fixture: the agent's
+order, what it wrote kept and nothing invented, the request as goal, readable ids, Cline's times and task id."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from plantrail.ledger.events import Record
+from plantrail.ledger.importers.importer import ImportReport, import_transcript
+from plantrail.ledger.importers.mapping import request, substantive
+from plantrail.ledger.importers.parse import ADAPTER_VERSIONS
+from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.verify import verify_log
+from plantrail.projections.model import PlanState
+from plantrail.projections.state import fold
+from plantrail.projections.views import ready_steps
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "transcripts"
+
+
+def imported(tmp_path: Path, fixture: str) -> ImportReport:
+    """Import a fixture (copied so the log lands in tmp_path) and check the log verifies."""
+    source = FIXTURES / fixture
+    copy = tmp_path / source.relative_to(FIXTURES)
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, copy)
+    report = import_transcript(copy, tmp_path / "out.plantrail.jsonl")
+    verify_log(report.log)
+    return report
+
+
+def records(report: ImportReport) -> list[Record]:
+    """The log's records, header included."""
+    with LogReader(report.log) as reader:
+        return list(reader.records())
+
+
+def state(report: ImportReport) -> PlanState:
+    """The log folded."""
+    return fold(records(report))
+
+
+def test_the_goal_is_the_first_substantive_request_and_the_go_is_kept_as_a_note(tmp_path: Path) -> None:
+    """The goal is the user's first substantive message, not the "OK, let's start" just before the plan."""
+    report = imported(tmp_path, "claude_goal_after_go.jsonl")
+    plan = state(report).plan
+
+    assert plan is not None
+    assert plan.goal.startswith("The checkout page shows the wrong total when a coupon is applied twice")
+    assert "transcript line 3: the user also wrote: OK, let's start" in plan.notes
+
+
+def test_the_goal_rule_passes_over_acknowledgements() -> None:
+    """A message of fewer than four words or twenty characters is not a request; the first one that is wins."""
+    assert not substantive("Go")
+    assert not substantive("OK, let's start")
+    assert substantive("Fix the flaky login test")
+    prompts = [("hi", 1), ("Fix the flaky login test please", 3), ("a pasted template " * 5, 5)]
+    assert request(prompts, (None, None)) == ("Fix the flaky login test please", 3)
+    assert request([("go", 4)], ("go", 4)) == ("go", 4)
+
+
+def test_version_1_is_the_agents_and_records_the_adapter(tmp_path: Path) -> None:
+    """plan.created is credited to the agent, and every version notes the adapter and its version."""
+    report = imported(tmp_path, "claude_goal_after_go.jsonl")
+    created = records(report)[1]
+    adapter = f"imported by plantrail's claude-code adapter v{ADAPTER_VERSIONS['claude-code']}"
+
+    assert created.actor == "agent"
+    assert created.source is not None and not created.source.inferred
+    assert adapter in created.data.plan.notes  # type: ignore[union-attr]
+
+
+def test_no_attempt_limit_or_order_is_invented_beyond_the_agents_list(tmp_path: Path) -> None:
+    """Steps keep the agent's order as priority and carry no dependency the agent did not state."""
+    report = imported(tmp_path, "claude_goal_after_go.jsonl")
+    plan = state(report).plan
+
+    assert plan is not None
+    assert [s.priority for s in plan.steps] == [0, -1, -2, -3]
+    assert all(s.depends_on == () for s in plan.steps)
+    assert ready_steps(state(report))[0] == plan.steps[1].id  # the first is in progress; the agent's next is next
+
+
+def test_non_latin_titles_get_numbered_ids_and_accents_are_transliterated(tmp_path: Path) -> None:
+    """A Chinese title gets item-N by its place; an Italian one with accents keeps a readable slug."""
+    report = imported(tmp_path, "claude_goal_after_go.jsonl")
+    plan = state(report).plan
+
+    assert plan is not None
+    assert [(s.id, s.title) for s in plan.steps][2:] == [
+        ("item-3", "修复购物车测试"),
+        ("verificare-e-gia-fatto", "Verificare è già fatto"),
+    ]
+
+
+def test_task_descriptions_are_kept_as_step_notes(tmp_path: Path) -> None:
+    """A TaskCreate description is kept on its step, word for word."""
+    report = imported(tmp_path, "claude_tasks_described.jsonl")
+    plan = state(report).plan
+
+    assert plan is not None
+    assert plan.steps[0].notes == (
+        "description: Move parse_config and its helpers from loader.py into parser.py, keeping the public names.",
+    )
+
+
+def test_old_todowrite_priorities_are_kept_as_step_notes(tmp_path: Path) -> None:
+    """The old TodoWrite schema's priority label is kept on the step."""
+    report = imported(tmp_path, "claude_old_schema.jsonl")
+    first = records(report)[1].data.plan  # type: ignore[union-attr]
+
+    assert first.steps[0].title == "Read the status command"
+    assert first.steps[0].notes == ('the agent gave it priority "high"',)
+
+
+def test_cline_times_task_id_and_sub_items(tmp_path: Path) -> None:
+    """A newer Cline history: real times from ts, the task folder as run id, sub-items noted under their parent."""
+    report = imported(tmp_path, "cline_task/1771234567890/api_conversation_history.json")
+    log = records(report)
+    plan = state(report).plan
+
+    assert report.run == "1771234567890"
+    assert log[1].ts == "2026-03-02T10:15:12.345Z"
+    assert log[1].source is not None and log[1].source.timestamp == "2026-03-02T10:15:12.345Z"
+    assert plan is not None
+    notes = {s.title: s.notes for s in plan.steps}
+    assert notes["Pick the window size"] == ('a sub-item of "Add a limiter"',)
+    assert notes["Add a limiter"] == ()
+    assert [s.id for s in plan.steps] == [
+        "read-the-api-router",
+        "add-a-limiter",
+        "pick-the-window-size",
+        "return-429-with-retry-after",
+        "test-it",
+    ]
+
+
+def test_a_refusal_with_the_users_words_and_an_edited_approval_are_the_users_decisions(tmp_path: Path) -> None:
+    """ExitPlanMode: a refused plan is not adopted, the user's words there make the next plan theirs, and an
+    approval with their edits gives the edited plan as a user_request."""
+    report = imported(tmp_path, "claude_plan_mode.jsonl")
+    log = records(report)
+    created = log[1].data.plan  # type: ignore[union-attr]
+    plan = state(report).plan
+
+    assert [s.title for s in created.steps] == ["Lower-case tags on save", "Add a test for mixed-case tags"]
+    assert report.skipped.get("rejected_by_tool") == 1
+    assert plan is not None
+    assert [s.title for s in plan.steps][-1] == "Document the tag rule in the README"
+    [replan] = [r.data for r in log if r.type == "plan.replanned"]
+    assert (replan.reason, replan.why) == ("user_request", "the user approved the plan with their edits at line 5")  # type: ignore[union-attr]
+
+
+def test_the_users_words_in_a_refused_call_explain_the_next_replan(tmp_path: Path) -> None:
+    """A TodoWrite after a refusal whose result quotes the user is a user_request with their words as the why."""
+    from tests.transcripts import Claude
+
+    session = Claude()
+    session.user("Clean up the logging setup in the worker service please")
+    session.todo(("Remove the print calls", "pending"), ("Add a JSON formatter", "pending"))
+    session.raw(
+        b'{"type":"user","sessionId":"5e551011-0000-4000-8000-000000000001","uuid":"u-x","timestamp":'
+        b'"2026-02-01T10:00:30.000Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_9",'
+        b'"is_error":true,"content":"The user doesn\'t want to proceed with this tool use. The tool use was rejected. '
+        b'To tell you how to proceed, the user said:\\nNo JSON, keep the plain format."}]}}'
+    )
+    session.todo(("Remove the print calls", "pending"), ("Keep the plain format", "pending"))
+    path = session.write(tmp_path / "session.jsonl")
+    report = import_transcript(path, tmp_path / "out.plantrail.jsonl")
+    [replan] = [r.data for r in records(report) if r.type == "plan.replanned"]
+
+    assert replan.reason == "user_request"  # type: ignore[union-attr]
+    assert replan.why == 'the user wrote at line 4: "No JSON, keep the plain format."'  # type: ignore[union-attr]
+
+
+def test_every_version_keeps_its_adapter_note_in_the_state(tmp_path: Path) -> None:
+    """After a replan the active plan still names the adapter that imported it."""
+    report = imported(tmp_path, "claude_plan_mode.jsonl")
+    plan = state(report).plan
+
+    assert plan is not None and state(report).version == 2
+    assert plan.notes == (f"imported by plantrail's claude-code adapter v{ADAPTER_VERSIONS['claude-code']}",)
+
+
+TEAM = "claude_team/5e5510aa-0000-4000-8000-0000000000d7"
+
+
+def test_a_side_question_subagent_replaying_the_lead_is_neither_credited_nor_counted_twice(tmp_path: Path) -> None:
+    """--with-subagents reads subagents/*.meta.json as metadata and skips the lead's calls a side question replays."""
+    shutil.copytree(FIXTURES / "claude_team", tmp_path / "claude_team")
+    lead = tmp_path / f"{TEAM}.jsonl"
+    alone = import_transcript(lead, tmp_path / "alone.plantrail.jsonl")
+    merged = import_transcript(lead, tmp_path / "merged.plantrail.jsonl", with_subagents=True)
+    verify_log(merged.log)
+    notes = records(merged)[1].data.plan.notes  # type: ignore[union-attr]
+
+    assert len(alone.subagent_files) == 1 and alone.subagent_files[0].endswith(".jsonl")
+    assert merged.skipped == {"replayed_lead_context": 1}
+    assert (merged.versions, merged.steps_completed, merged.plan_updates) == (1, 1, 2)
+    assert {r.source.file for r in records(merged)[1:] if r.source is not None} == {f"{TEAM.split('/')[1]}.jsonl"}
+    assert any("agentType aside_question" in note for note in notes)
+
+
+def test_a_side_question_file_alone_does_not_take_the_leads_plan(tmp_path: Path) -> None:
+    """Imported alone, a side question's replay of the lead's plan is skipped, so it holds no plan of its own."""
+    from plantrail.ledger.errors import TranscriptError
+
+    shutil.copytree(FIXTURES / "claude_team", tmp_path / "claude_team")
+    [aside] = (tmp_path / TEAM / "subagents").glob("*.jsonl")
+
+    with pytest.raises(TranscriptError) as caught:
+        import_transcript(aside, tmp_path / "aside.plantrail.jsonl")
+    assert caught.value.code == "NO_PLAN_IN_TRANSCRIPT"
