@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import click
 
+from plantrail.ledger.events import ReasonCode as Reason
+
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
@@ -39,17 +41,6 @@ _STEP_SHAPE = (
     "Steps: [{id, title, depends_on?: [id], completion_evidence?: what proves it done, max_attempts?}]; "
     "criteria: [{id, description}]. Full shape: `plantrail schema`."
 )
-Reason = Literal[
-    "new_constraint",
-    "failed_assumption",
-    "repeated_tool_failure",
-    "no_ready_step",
-    "retries_exhausted",
-    "coverage_gap",
-    "budget_change",
-    "user_request",
-    "agent_revision",
-]
 Run = Annotated[str, "the run id (letters, digits, ._:-)"]
 
 

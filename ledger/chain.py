@@ -54,7 +54,10 @@ def check_link(record: Record, *, next_seq: int, prev: str, run: str | None, lin
         )
     if record.prev != prev:
         raise error(
-            "HASH_MISMATCH", f"line {line}: seq {record.seq} does not link to the previous line's hash", line=line
+            "HASH_MISMATCH",
+            f"line {line}: seq {record.seq} does not link to the previous line's hash",
+            line=line,
+            seq=record.seq,
         )
     if (record.seq == 0) != (record.type == "log.opened"):
         raise error("CORRUPT_LINE", f"line {line}: only the first line is the log.opened header", line=line)

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Final, NamedTuple, Self
 
 from plantrail.ledger import __version__
+from plantrail.ledger.chain import check_link
 from plantrail.ledger.chain import encode_pending as _encode
 from plantrail.ledger.clock import utc_now
 from plantrail.ledger.codec import GENESIS_PREV, MAX_LINE_BYTES, decode, holds_record_end, log_format
@@ -249,25 +250,11 @@ class LogScan:
             self.tail = TornTail(offset=self.end, length=len(carry), line=self.line_no, zero_fill=b"\0" in carry)
 
     def _check_chain(self, record: Record, *, in_batch: bool = False) -> None:
+        """Raise what is wrong with a record off the hot path: the chain every store checks, then the framing
+        only a file has (a group commit's begin and end)."""
         line = self.line_no
-        if record.seq != self.next_seq:
-            raise error(
-                "SEQ_GAP",
-                f"line {line}: expected seq {self.next_seq}, found {record.seq}",
-                line=line,
-                expected=self.next_seq,
-                actual=record.seq,
-                seq=record.seq,
-            )
-        if record.prev != self.prev:
-            raise error(
-                "HASH_MISMATCH",
-                f"line {line}: seq {record.seq} does not link to the previous line's hash",
-                line=line,
-                seq=record.seq,
-            )
-        if (record.seq == 0) != (record.type == "log.opened"):
-            raise error("CORRUPT_LINE", f"line {line}: only the first line is the log.opened header", line=line)
+        run = record.run if self.run is None and record.seq == 0 else self.run
+        check_link(record, next_seq=self.next_seq, prev=self.prev, run=run, line=line)
         if isinstance(record.data, LogBatch) and (record.data.part == "begin") == in_batch:
             raise error(
                 "CORRUPT_LINE",
@@ -275,10 +262,8 @@ class LogScan:
                 + ("end" if record.data.part == "begin" else "begin"),
                 line=line,
             )
-        if self.run is None and record.seq == 0:
+        if self.run is None:
             self.run = record.run
-        elif record.run != self.run:
-            raise error("CORRUPT_LINE", f"line {line}: run {record.run} in a log of run {self.run}", line=line)
 
     def _zero_filled_tail(self, damaged_at: int | None = None) -> bool:
         """True when everything from the damaged line on (``damaged_at``, default the current line) holds NUL
