@@ -8,7 +8,7 @@ evidence stays on its row and nothing in it can act on the terminal.
 
 from __future__ import annotations
 
-import shutil
+import os
 import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
@@ -17,6 +17,21 @@ __all__ = ["align", "cell", "display_width", "fit", "pad", "table", "truncate"]
 
 _ELLIPSIS = "…"
 _ZERO_WIDTH_CATEGORIES = frozenset({"Mn", "Me", "Cf"})  # combining marks, enclosing marks, format (ZWJ, VS16)
+
+
+def _terminal_columns() -> int:
+    """The terminal's width (120 when stdout is no terminal), as ``shutil.get_terminal_size`` finds it, without
+    importing shutil (and the archive modules it loads) on every command."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(1).columns
+        except (OSError, ValueError):
+            columns = 0
+    return columns or 120
 
 
 @lru_cache(maxsize=4096)
@@ -84,7 +99,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, last_flexibl
     cells = [[cell(c) for c in headers], *[[cell(c) for c in r] for r in rows]]
     widths = [max(display_width(r[i]) for r in cells) for i in range(len(headers))]
     if last_flexible:
-        room = shutil.get_terminal_size((120, 24)).columns - sum(w + 2 for w in widths[:-1]) - 2
+        room = _terminal_columns() - sum(w + 2 for w in widths[:-1]) - 2
         widths[-1] = max(min(widths[-1], room), 12)
         cells = [[*r[:-1], fit(r[-1], widths[-1])] for r in cells]
     lines = ["  " + "  ".join(pad(c, w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]

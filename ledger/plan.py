@@ -16,7 +16,6 @@ Everything here is pure and iterative (no recursion), so a 10,000-step draft or 
 
 from __future__ import annotations
 
-import difflib
 import heapq
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -217,6 +216,8 @@ class PlanPatch:
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     """`` (did you mean X?)`` naming the closest of ``candidates`` to a mistyped ``word``, or ``""``."""
+    import difflib  # only when an id is unknown
+
     close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
     return f" (did you mean {close[0]}?)" if close else ""
 

@@ -22,8 +22,6 @@ import typing
 from collections.abc import Callable
 from typing import Any, Final
 
-import msgspec
-
 __all__ = ["V1", "V2", "added_defaults", "needs_v2", "plain"]
 
 #: The first format: seed 000's plan (goal, criteria, steps with id, title, depends_on, evidence, attempts).
@@ -51,7 +49,14 @@ def _default_of(cls: type[Any], name: str) -> Any:
     if index < 0:
         raise TypeError(f"{cls.__name__}.{name} is added in v2 but has no default")
     value = defaults[index]
+    import msgspec  # loaded by then: the class is a msgspec struct
+
     return value.factory() if isinstance(value, msgspec._core.Factory) else value
+
+
+def _is_struct(cls: Any) -> bool:
+    """Whether ``cls`` is a msgspec struct class (asked without importing msgspec: status never needs it)."""
+    return isinstance(cls, type) and hasattr(cls, "__struct_fields__")
 
 
 def added_defaults(cls: type[Any]) -> tuple[tuple[str, Any], ...]:
@@ -81,7 +86,7 @@ def plain(value: Any) -> dict[str, Any]:
     canonical state alike, so all three agree on the bytes.
     """
     cls = type(value)
-    if not (dataclasses.is_dataclass(cls) or isinstance(value, msgspec.Struct)):
+    if not (dataclasses.is_dataclass(cls) or _is_struct(cls)):
         raise TypeError(f"Type is not JSON serializable: {cls.__name__}")
     body = {name: getattr(value, name) for name in _field_names(cls)}
     for name, default in added_defaults(cls):
@@ -120,7 +125,7 @@ def _make_checker(cls: type[Any]) -> Callable[[Any], bool]:
     a closure looping over field names costs three times as much)."""
     if isinstance(cls, type) and issubclass(cls, tuple) and not hasattr(cls, "_fields"):
         return _any_item
-    if not (dataclasses.is_dataclass(cls) or (isinstance(cls, type) and issubclass(cls, msgspec.Struct))):
+    if not (dataclasses.is_dataclass(cls) or _is_struct(cls)):
         return _never
     added = added_defaults(cls)
     hints = typing.get_type_hints(cls)
@@ -136,6 +141,6 @@ def _make_checker(cls: type[Any]) -> Callable[[Any], bool]:
 
 def _may_hold_object(tp: Any) -> bool:
     """Whether a field of type ``tp`` can hold a dataclass or a struct (anything with fields of its own)."""
-    if dataclasses.is_dataclass(tp) or (isinstance(tp, type) and issubclass(tp, msgspec.Struct)):
+    if dataclasses.is_dataclass(tp) or _is_struct(tp):
         return True
     return any(_may_hold_object(arg) for arg in typing.get_args(tp))

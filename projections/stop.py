@@ -23,12 +23,14 @@ reason, and :mod:`ledger.decide` refuses a ``start`` it forbids (STOP_POLICY). T
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, cast
 
 from plantrail.ledger.contract import parse_ts
 from plantrail.ledger.evidence import Usage
 from plantrail.projections.model import PlanState
-from plantrail.projections.state import StateView
+
+if TYPE_CHECKING:
+    from plantrail.projections.state import StateView
 
 __all__ = ["STOPPING", "StopDecision", "StopOutcome", "budget_view", "stop_decision"]
 
