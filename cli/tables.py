@@ -48,13 +48,22 @@ def display_width(text: str) -> int:
     return sum(_char_width(c) for c in text)
 
 
+#: A cell never shows more than a terminal's width: longer texts are cut to this many characters (and an
+#: ellipsis) before they are escaped, so a megabyte of evidence costs what a line of it costs.
+CELL_MOST = 1024
+
+
 def cell(text: str | None) -> str:
-    """``text`` as one printable line: control characters (newline, tab, escape ...) shown escaped."""
+    """``text`` as one printable line: control characters (newline, tab, escape ...) shown escaped; a text of
+    more than :data:`CELL_MOST` characters is cut there, with an ellipsis."""
     if not text:
         return ""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    cut = len(text) > CELL_MOST
+    if cut:
+        text = text[:CELL_MOST]
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    return text + _ELLIPSIS if cut else text
 
 
 def fit(text: str, width: int) -> str:

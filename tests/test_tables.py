@@ -67,3 +67,14 @@ def test_align_pads_by_display_width() -> None:
 def _starts_at(line: str, text: str) -> int:
     """The terminal column where ``text`` starts in ``line`` (searched from the right, after the first cell)."""
     return display_width(line[: line.rindex(text)])
+
+
+def test_a_huge_cell_is_cut_before_it_is_escaped() -> None:
+    """A megabyte of multi-line evidence becomes one bounded cell ending with an ellipsis: a table never shows
+    more than a terminal's width, so it never escapes more than that."""
+    from plantrail.cli.tables import CELL_MOST, cell
+
+    shown = cell("line\n" * 200_000)
+    assert shown.endswith("…") and "\n" not in shown
+    assert len(shown) <= 2 * CELL_MOST and shown.startswith("line\\nline\\n")
+    assert cell("short\ttext") == "short\\ttext"
