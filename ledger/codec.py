@@ -342,18 +342,7 @@ def _as_written(record: Record) -> bytes:
     kind = type(data)
     if (kind in _OMITTING and record.v != V1) or (kind in _REPORTING and data.report is not None):  # type: ignore[union-attr]
         # A v2 value: msgspec cannot leave a dataclass field out at its default; the writer's way can.
-        body = _envelope(
-            record.v,
-            record.seq,
-            record.ts,
-            record.run,
-            record.plan_version,
-            record.actor,
-            data,
-            record.prev,
-            record.source,
-            record.key,
-        )
+        body = _record_envelope(record)
         return orjson.dumps(body, default=plain, option=orjson.OPT_PASSTHROUGH_DATACLASS)
     if record.source is None and record.key is None:
         raw = _ENCODE(
@@ -370,20 +359,7 @@ def _as_written(record: Record) -> bytes:
             )
         )
     else:
-        raw = _ENCODE(
-            _envelope(
-                record.v,
-                record.seq,
-                record.ts,
-                record.run,
-                record.plan_version,
-                record.actor,
-                data,
-                record.prev,
-                record.source,
-                record.key,
-            )
-        )
+        raw = _ENCODE(_record_envelope(record))
     if kind in _OMITTING:
         # A v1 plan line holds every added field at its default: msgspec writes them, each class's defaults as
         # one fixed tail before its closing brace, which split and join remove (a quote inside a JSON string
@@ -391,6 +367,22 @@ def _as_written(record: Record) -> bytes:
         for tail in _DEFAULT_TAILS or _default_tails():
             raw = b"}".join(raw.split(tail))
     return raw
+
+
+def _record_envelope(record: Record) -> dict[str, Any]:
+    """A decoded record's envelope, members in wire order, without ``h`` (see :func:`_envelope`)."""
+    return _envelope(
+        record.v,
+        record.seq,
+        record.ts,
+        record.run,
+        record.plan_version,
+        record.actor,
+        record.data,
+        record.prev,
+        record.source,
+        record.key,
+    )
 
 
 _ENCODE: Final = msgspec.json.Encoder().encode

@@ -227,17 +227,7 @@ def full_entry(record: Record, orphan: Orphan | None) -> dict[str, Any]:
 
 def full_line(record: Record, orphan: Orphan | None) -> str:
     """:func:`full_entry` as one line of JSON (with its newline), encoded straight from the record."""
-    entry: dict[str, Any] = {
-        "seq": record.seq,
-        "ts": record.ts,
-        "actor": record.actor,
-        "type": record.type,
-        "plan_version": record.plan_version,
-        "summary": summary(record),
-        "orphan": orphan is not None,
-    }
-    if record.source is not None:
-        entry["source"] = record.source
+    entry = timeline_entry(record, orphan)
     entry["data"] = msgspec.Raw(_stored(record.data))
     entry["h"] = record.h
     if record.key is not None:

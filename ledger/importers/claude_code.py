@@ -31,7 +31,7 @@ from ._records import (
     with_prompt,
 )
 from .markdown_plan import plan_items
-from .model import ListSnapshot, Observation, TaskEvent, ToolOutcome, Transcript
+from .model import ListSnapshot, Observation, TaskEvent, TodoItem, ToolOutcome, Transcript
 
 __all__ = ["FORMAT", "is_record", "parse"]
 
@@ -209,35 +209,24 @@ def _observation(name: str | None, call: JsonObject | None, origin: _Origin) -> 
 
 def _snapshot(call: JsonObject, origin: _Origin) -> ListSnapshot | None:
     items = todo_items(call.get("todos"))
-    if items is None:
-        return None
-    return ListSnapshot(
-        line=origin.line,
-        native_id=origin.native_id,
-        timestamp=origin.timestamp,
-        items=items,
-        tool="TodoWrite",
-        explanation=origin.explanation,
-        explanation_line=origin.explanation_line,
-        context=origin.context,
-        context_line=origin.context_line,
-        agent=origin.agent,
-        prompts=origin.prompts,
-    )
+    return None if items is None else _listed(origin, items, "TodoWrite")
 
 
 def _plan_mode(call: JsonObject, origin: _Origin) -> ListSnapshot | None:
     """An ExitPlanMode call: its Markdown plan's items (`markdown_plan`); None when it holds no plan."""
     plan = text_field(call, "plan")
     items = plan_items(plan) if plan is not None else ()
-    if not items:
-        return None
+    return _listed(origin, items, "ExitPlanMode") if items else None
+
+
+def _listed(origin: _Origin, items: tuple[TodoItem, ...], tool: str) -> ListSnapshot:
+    """The whole list a call holds, with where it came from."""
     return ListSnapshot(
         line=origin.line,
         native_id=origin.native_id,
         timestamp=origin.timestamp,
         items=items,
-        tool="ExitPlanMode",
+        tool=tool,
         explanation=origin.explanation,
         explanation_line=origin.explanation_line,
         context=origin.context,

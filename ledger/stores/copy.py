@@ -9,15 +9,12 @@ copies every run in the database.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import secrets
 from pathlib import Path
 from typing import NamedTuple
 
 from plantrail.ledger.errors import error
 from plantrail.ledger.events import LogOpened, Record
-from plantrail.ledger.files import fsync_dir, os_error
 from plantrail.ledger.stores import is_database_url
 
 __all__ = ["CopiedRun", "copy_runs", "runs_at"]
@@ -124,33 +121,6 @@ def _write(target: str, records: list[Record], lines: list[bytes]) -> None:
 
         insert_run(target, [(r.seq, line[:-1], r.h, r.key) for r, line in zip(records, lines, strict=True)])
         return
-    _publish(target, b"".join(lines))
+    from plantrail.ledger.stores.jsonl import create_from_lines
 
-
-def _publish(path: str, blob: bytes) -> None:
-    """Write a new file atomically: a fresh temporary name, fsynced, linked into place (never over a file)."""
-    if os.path.lexists(path):
-        raise error("LOG_EXISTS", f"{path} already exists; copy never overwrites a log", path=path)
-    temporary = f"{path}.copy.{os.getpid()}.{secrets.token_hex(4)}"
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    try:
-        fd = os.open(temporary, flags, 0o644)
-    except OSError as exc:
-        raise os_error(exc, path) from None
-    try:
-        try:
-            view = memoryview(blob)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.link(temporary, path)
-    except FileExistsError:
-        raise error("LOG_EXISTS", f"{path} already exists; copy never overwrites a log", path=path) from None
-    except OSError as exc:
-        raise os_error(exc, path) from None
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-    fsync_dir(path)
+    create_from_lines(target, b"".join(lines))

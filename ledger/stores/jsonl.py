@@ -71,6 +71,7 @@ __all__ = [
     "LogScan",
     "RepairResult",
     "clean_stale_temps",
+    "create_from_lines",
     "filesystem_type",
     "repair",
 ]
@@ -465,14 +466,9 @@ class JsonlStore:
         Leftover temporary files of an earlier, crashed create of the same path are removed first.
         """
         name = os.fspath(path)
-        check_path(name)
         if fsync not in _POLICIES:
             raise error("USAGE", f"fsync policy must be one of {', '.join(_POLICIES)}")
-        if os.path.lexists(name):
-            raise error("LOG_EXISTS", f"{name} already exists; create never overwrites a log", path=name)
-        directory = folder_of(name)
-        _refuse_network_fs(directory.st_dev, name, allow_network_fs)
-        clean_stale_temps(name)
+        _may_create(name, allow_network_fs)
         header = LogOpened(
             format=log_format([p.data for p in first]),
             run=run,
@@ -489,28 +485,7 @@ class JsonlStore:
             lines.append(line)
             records.append(record)
             prev = record.h
-        blob = b"".join(lines)
-        tmp = f"{name}.tmp.{os.getpid()}.{secrets.token_hex(4)}"
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-        except OSError as exc:
-            raise os_error(exc, name) from None
-        try:
-            try:
-                _write_all(fd, blob)
-                if fsync != "none":
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.link(tmp, name)
-        except FileExistsError:
-            raise error("LOG_EXISTS", f"{name} already exists; create never overwrites a log", path=name) from None
-        except OSError as exc:
-            raise os_error(exc, name) from None
-        finally:
-            _unlink_quietly(tmp)
-        if fsync != "none":
-            fsync_dir(name)
+        _publish(name, b"".join(lines), durable=fsync != "none")
         return cls.open(name, fsync=fsync, allow_network_fs=True, clock=clock), records
 
     @property
@@ -749,6 +724,50 @@ class JsonlStore:
         if not self._write([line], record):
             self._fdatasync()
         return record
+
+
+def _may_create(name: str, allow_network_fs: bool) -> None:
+    """Refuse a new log at ``name`` that exists, whose folder does not, or that is on a network filesystem;
+    remove what an earlier create that crashed left beside it."""
+    check_path(name)
+    if os.path.lexists(name):
+        raise error("LOG_EXISTS", f"{name} already exists; plantrail never overwrites a log", path=name)
+    _refuse_network_fs(folder_of(name).st_dev, name, allow_network_fs)
+    clean_stale_temps(name)
+
+
+def _publish(name: str, blob: bytes, *, durable: bool) -> None:
+    """Put a new log's bytes at ``name`` atomically: a fresh temporary name (created exclusive, no-follow),
+    fsynced when ``durable``, linked into place (``link`` fails if the name exists), the folder fsynced."""
+    tmp = f"{name}.tmp.{os.getpid()}.{secrets.token_hex(4)}"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise os_error(exc, name) from None
+    try:
+        try:
+            _write_all(fd, blob)
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.link(tmp, name)
+    except FileExistsError:
+        raise error("LOG_EXISTS", f"{name} already exists; plantrail never overwrites a log", path=name) from None
+    except OSError as exc:
+        raise os_error(exc, name) from None
+    finally:
+        _unlink_quietly(tmp)
+    if durable:
+        fsync_dir(name)
+
+
+def create_from_lines(path: str | os.PathLike[str], blob: bytes, *, allow_network_fs: bool = False) -> None:
+    """Create a log holding exactly ``blob`` (checked lines, as ``plantrail copy`` writes them), atomically and
+    durably, with the checks :meth:`JsonlStore.create` makes."""
+    name = os.fspath(path)
+    _may_create(name, allow_network_fs)
+    _publish(name, blob, durable=True)
 
 
 class _Session:
