@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -152,3 +153,17 @@ def test_small_ratios_keep_three_significant_digits() -> None:
         "5.23x",
         "0.10x",
     )
+
+
+def test_a_recorded_script_replays_one_command_at_a_time_and_in_batches(tmp_path: Path) -> None:
+    """The benchmark's script replays as the append rows replay it: one command per append writes exactly the
+    recorded lines, and batches of 100 (a group commit adds its begin and end records) are all accepted."""
+    from bench.sides import append_batches, append_each, script
+
+    recorded = script(tmp_path, 400)
+    each = tmp_path / "each.jsonl"
+    append_each(each, recorded)()
+    assert each.read_bytes().splitlines(keepends=True)[2:] == recorded.lines
+    batched = tmp_path / "batched.jsonl"
+    append_batches(batched, recorded)()
+    assert len(batched.read_bytes().splitlines()) > len(recorded.lines) + 2
