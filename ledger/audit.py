@@ -31,6 +31,7 @@ from plantrail.ledger.errors import PlantrailError, error
 
 if TYPE_CHECKING:
     from plantrail.ledger.events import Record
+    from plantrail.ledger.reading import DatabaseReader
     from plantrail.ledger.store import TornTail
     from plantrail.ledger.stores.jsonl import LogReader
     from plantrail.projections.model import PlanState
@@ -102,11 +103,11 @@ def _damage(path: Path, torn: TornTail | None) -> PlantrailError | None:
 
 
 @contextmanager
-def _records(path: Path) -> Iterator[tuple[LogReader, Iterator[Record]]]:
-    from plantrail.ledger.stores.jsonl import LogReader
+def _records(path: Path) -> Iterator[tuple[LogReader | DatabaseReader, Iterator[Record]]]:
+    from plantrail.ledger.reading import open_records
 
-    with LogReader(os.fspath(path)) as reader:
-        yield reader, reader.records()
+    with open_records(path) as opened:
+        yield opened
 
 
 # --------------------------------------------------------------------------- versions
@@ -116,8 +117,8 @@ def read_versions(
     path: Path, *, everything: bool = False, limit: int | None = None, since: int | None = None
 ) -> Reading:
     """:func:`versions` as a :class:`Reading`."""
-    from plantrail.ledger.stores.current import read_state
-    from plantrail.ledger.stores.reads import read_versions as read_index
+    from plantrail.ledger.reading import read_state
+    from plantrail.ledger.reading import read_versions as read_index
     from plantrail.projections.history import shown_versions, version_items
 
     if everything and (limit is not None or since is not None):
@@ -156,7 +157,7 @@ def versions(
 
 def read_replay(path: Path, version: int | None = None, at_seq: int | None = None) -> Reading:
     """:func:`replay` as a :class:`Reading`."""
-    from plantrail.ledger.stores.reads import read_state, rebuild_version
+    from plantrail.ledger.reading import read_state, rebuild_version
     from plantrail.projections.canonical import state_hash
     from plantrail.projections.history import replay_at_seq
     from plantrail.projections.views import status_view
@@ -199,7 +200,7 @@ def read_diff(path: Path, v1: int, v2: int) -> Reading:
 
     if isinstance(v1, bool) or isinstance(v2, bool) or not (isinstance(v1, int) and isinstance(v2, int)):
         raise error("USAGE", "diff compares two plan versions, given as whole numbers")
-    from plantrail.ledger.stores.reads import version_diff
+    from plantrail.ledger.reading import version_diff
 
     if v1 >= v2:
         raise error("USAGE", f"diff compares an earlier version with a later one, not v{v1} with v{v2}")
@@ -223,7 +224,7 @@ def diff(path: Path, v1: int, v2: int) -> dict[str, Any]:
 
 def read_why(path: Path, version: int | None = None) -> Reading:
     """:func:`why` as a :class:`Reading`."""
-    from plantrail.ledger.stores.reads import read_state, replan_audit
+    from plantrail.ledger.reading import read_state, replan_audit
 
     document, torn = replan_audit(os.fspath(path), version)
     # The quoted events and the patch hold tuples; the document holds what JSON holds (lists), as printed.
@@ -246,7 +247,7 @@ def why(path: Path, version: int | None = None) -> dict[str, Any]:
 
 def read_orphans(path: Path) -> Reading:
     """:func:`orphans` as a :class:`Reading`."""
-    from plantrail.ledger.stores.current import read_state
+    from plantrail.ledger.reading import read_state
     from plantrail.projections.history import orphans_view
 
     result = read_state(os.fspath(path))
@@ -272,7 +273,7 @@ def read_resume(path: Path, *, every_byte: bool = False, now: str | None = None)
     """:func:`resume` as a :class:`Reading`: ``damage`` is the error that stopped the read, if any. ``now``
     (default: the clock) is the time the stop policy judges a deadline at."""
     from plantrail.ledger.clock import utc_now
-    from plantrail.ledger.stores.current import read_state
+    from plantrail.ledger.reading import read_state
     from plantrail.projections.history import resume_receipt
 
     result = read_state(os.fspath(path), stop_at_damage=True, use_cache=False if every_byte else None)

@@ -61,13 +61,17 @@ __all__ = [
     "Location",
     "PostgresStore",
     "follow",
+    "follow_run",
     "init_schema",
     "insert_run",
     "list_runs",
     "parse_location",
     "read_checked_lines",
     "read_lines",
+    "read_range",
     "read_records",
+    "record_at",
+    "tail_records",
 ]
 
 SCHEMA_VERSION: Final = 1
@@ -524,10 +528,13 @@ class _Session:
 # --------------------------------------------------------------------------- reading
 
 
-def _checked(conn: Connection[Any], run: str, next_seq: int, prev: str) -> Iterator[Record]:
-    """The run's records from ``next_seq`` on, each decoded and checked to follow the one before."""
-    query = "SELECT line FROM plantrail_records WHERE run = %s AND seq >= %s ORDER BY seq"
-    for (line,) in conn.cursor().stream(query, (run, next_seq)):
+def _checked(
+    conn: Connection[Any], run: str, next_seq: int, prev: str, last_seq: int | None = None
+) -> Iterator[Record]:
+    """The run's records from ``next_seq`` on (to ``last_seq``), each decoded and checked to follow the one before."""
+    query = "SELECT line FROM plantrail_records WHERE run = %s AND seq >= %s AND seq <= %s ORDER BY seq"
+    end = (1 << 63) - 1 if last_seq is None else last_seq
+    for (line,) in conn.cursor().stream(query, (run, next_seq, end)):
         record = decode(bytes(line), next_seq + 1)
         if record.seq != next_seq or record.prev != prev or record.run != run or record.type == "log.opened":
             check_link(record, next_seq=next_seq, prev=prev, run=run, line=next_seq + 1)
@@ -657,3 +664,123 @@ def _wait(listener: Connection[Any] | None, poll_s: float, location: Location) -
     with _faults(location):
         for _ in listener.notifies(timeout=poll_s, stop_after=1):
             pass
+
+
+# --------------------------------------------------------------------------- one run's reads for the commands
+
+
+def _require_run(conn: Connection[Any], location: Location) -> None:
+    if conn.execute("SELECT 1 FROM plantrail_runs WHERE run = %s", (location.run,)).fetchone() is None:
+        raise error("RUN_NOT_FOUND", f"database {location} holds no run {location.run!r}", run=location.run)
+
+
+def _hash_at(conn: Connection[Any], run: str, seq: int) -> str | None:
+    """The stored hash of record ``seq`` (GENESIS_PREV before the first); None when the run has no such record."""
+    if seq < 0:
+        return GENESIS_PREV
+    row = conn.execute("SELECT h FROM plantrail_records WHERE run = %s AND seq = %s", (run, seq)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def read_range(url: str, *, from_seq: int = 0, to_seq: int | None = None, run: str | None = None) -> Iterator[Record]:
+    """A run's records from ``from_seq`` to ``to_seq`` (both included), in order, each checked to follow the
+    one before it (the first against the stored hash of the record before it): the database's counterpart of
+    a JSONL reader that starts at a seq."""
+    location = _with_run(parse_location(url, run=run))
+    assert location.run is not None
+    with _connection(location) as conn, _faults(location):
+        _require_run(conn, location)
+        prev = _hash_at(conn, location.run, from_seq - 1)
+        if prev is None:
+            return
+        yield from _checked(conn, location.run, from_seq, prev, to_seq)
+
+
+def record_at(url: str, seq: int, *, run: str | None = None) -> Record:
+    """Record ``seq`` of a run, its own hash checked; UNKNOWN_SEQ when the run does not reach it."""
+    location = _with_run(parse_location(url, run=run))
+    with _connection(location) as conn, _faults(location):
+        _require_run(conn, location)
+        row = conn.execute(
+            "SELECT line FROM plantrail_records WHERE run = %s AND seq = %s", (location.run, seq)
+        ).fetchone()
+    if row is None:
+        raise error("UNKNOWN_SEQ", f"seq {seq} is not in the log", seq=seq)
+    record = decode(bytes(row[0]), seq + 1)
+    if record.seq != seq or record.run != location.run:
+        check_link(record, next_seq=seq, prev=record.prev, run=location.run, line=seq + 1)
+    return record
+
+
+def tail_records(
+    url: str, count: int, keep: Callable[[Record], bool], *, stop_below: int = 0, run: str | None = None
+) -> list[Record]:
+    """The last ``count`` records that ``keep`` accepts (in log order), read backwards from the run's head,
+    never below seq ``stop_below``; each record read is checked against the one after it."""
+    location = _with_run(parse_location(url, run=run))
+    assert location.run is not None
+    kept: list[Record] = []
+    later: Record | None = None
+    query = "SELECT line FROM plantrail_records WHERE run = %s AND seq >= %s ORDER BY seq DESC"
+    with _connection(location) as conn, _faults(location):
+        _require_run(conn, location)
+        for (line,) in conn.cursor().stream(query, (location.run, stop_below)):
+            record = decode(bytes(line), 0)
+            if later is not None and (later.seq != record.seq + 1 or later.prev != record.h):
+                check_link(later, next_seq=record.seq + 1, prev=record.h, run=location.run, line=later.seq + 1)
+            later = record
+            if keep(record):
+                kept.append(record)
+                if len(kept) == count:
+                    break
+    kept.reverse()
+    return kept
+
+
+def follow_run(
+    url: str,
+    *,
+    after: int = -1,
+    poll_s: float = 1.0,
+    stop: Callable[[], bool] | None = None,
+    run: str | None = None,
+) -> Iterator[list[Record]]:
+    """A run's records after seq ``after`` as they are appended, a batch per wake-up, forever (or until
+    ``stop()``, asked after each wait). A ``NOTIFY`` wakes the follower at once; without one (or with
+    ``notify=off``) it looks again every ``poll_s`` seconds. Each record is checked to follow the one before
+    it; UNKNOWN_SEQ when the run does not reach ``after``."""
+    location = _with_run(parse_location(url, run=run))
+    assert location.run is not None
+    with _connection(location) as conn, _faults(location):
+        _require_run(conn, location)
+        prev = _hash_at(conn, location.run, after)
+    if prev is None:
+        raise error("UNKNOWN_SEQ", f"seq {after} is not in the log", seq=after)
+    return _following(location, after + 1, prev, poll_s, stop)
+
+
+def _following(
+    location: Location, next_seq: int, prev: str, poll_s: float, stop: Callable[[], bool] | None
+) -> Iterator[list[Record]]:
+    psycopg = _driver("psycopg")
+    assert location.run is not None
+    listener = None
+    if location.notify:
+        with _faults(location):
+            listener = psycopg.Connection.connect(location.conninfo, autocommit=True)
+            listener.execute(f"LISTEN {CHANNEL}")
+    try:
+        while True:
+            with _connection(location) as conn, _faults(location):
+                fresh = list(_checked(conn, location.run, next_seq, prev))
+            if fresh:
+                next_seq, prev = fresh[-1].seq + 1, fresh[-1].h
+                yield fresh
+                continue
+            if stop is not None and stop():
+                return
+            _wait(listener, poll_s, location)
+    finally:
+        if listener is not None:
+            with contextlib.suppress(Exception):
+                listener.close()

@@ -1,0 +1,249 @@
+"""Every command on a run named by its id in a store (``--store URL`` or ``PLANTRAIL_STORE``): the same
+command sequence against a runs folder and a PostgreSQL database prints the same ``--json`` documents, except
+what only one store has (timestamps, hashes, the JSONL snapshot); file-only commands refuse a database run."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import CliResult
+from tests.helpers.stores import postgres_url, unique_run
+
+psycopg = __import__("psycopg") if os.environ.get("CI") == "true" else pytest.importorskip("psycopg")
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+_HASH = re.compile(r"\b[0-9a-f]{64}\b")
+_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
+#: What only one store has: JSONL's snapshot and the bytes and times of records written at different moments.
+_STORE_SPECIFIC = frozenset({"snapshot_seq", "state_hash", "duration_s", "elapsed_s"})
+
+
+def _same(value: Any) -> Any:
+    """``value`` with what differs between two runs of one command sequence (hashes, times) made equal."""
+    if isinstance(value, dict):
+        return {k: "<store>" if k in _STORE_SPECIFIC else _same(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_same(v) for v in value]
+    if isinstance(value, str):
+        return _TS.sub("<ts>", _HASH.sub("<hash>", value))
+    return value
+
+
+#: The command sequence, read and write commands interleaved; {plan} etc. name sample files.
+SEQUENCE: tuple[tuple[str, ...], ...] = (
+    ("create", "{run}", "--plan", "{plan}"),
+    ("start", "{run}", "reproduce"),
+    ("complete", "{run}", "reproduce", "--evidence", "the 401 reproduces", "--idempotency-key", "r-1"),
+    ("complete", "{run}", "reproduce", "--evidence", "the 401 reproduces", "--idempotency-key", "r-1"),
+    ("start", "{run}", "diagnose"),
+    ("fail", "{run}", "diagnose", "--error", "the trace was cut off"),
+    ("replan", "{run}", "--reason", "new_constraint", "--why", "the session store moved", "--plan", "{v2}"),
+    ("status", "{run}"),
+    ("status", "{run}", "--attempts"),
+    ("next", "{run}"),
+    ("log", "{run}"),
+    ("log", "{run}", "--tail", "3"),
+    ("log", "{run}", "--from-seq", "2", "--type", "step.started"),
+    ("show", "{run}", "3"),
+    ("verify", "{run}"),
+    ("versions", "{run}"),
+    ("replay", "{run}", "--version", "1"),
+    ("replay", "{run}", "--at-seq", "3"),
+    ("diff", "{run}", "1", "2"),
+    ("why", "{run}"),
+    ("orphans", "{run}"),
+    ("resume", "{run}"),
+    ("graph", "{run}"),
+    ("criterion", "{run}", "login-test-passes", "--failed", "--evidence", "still 401"),
+    ("finish", "{run}", "--outcome", "paused", "--reason", "waiting for the session store"),
+    ("status", "{run}"),
+)
+
+
+def _arguments(step: tuple[str, ...], run: str) -> list[str]:
+    files = {
+        "run": run,
+        "plan": str(SAMPLES / "login-fix.draft.json"),
+        "v2": str(SAMPLES / "login-fix-replans.v2.draft.json"),
+    }
+    return [part.format(**files) for part in step]
+
+
+@pytest.fixture
+def database() -> Iterator[str]:
+    """A fresh database on the test server (dropped afterwards)."""
+    url = postgres_url()
+    name = unique_run("cli").replace("-", "_")
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    parts = url.split("?", 1)
+    yield parts[0].rsplit("/", 1)[0] + f"/{name}" + (f"?{parts[1]}" if len(parts) > 1 else "")
+    from plantrail.ledger.stores import postgres
+
+    postgres._close_pools()
+    postgres._schema_checked.clear()
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def _documents(run_cli: Callable[..., CliResult], store: str, run: str) -> list[tuple[int, Any]]:
+    found = []
+    for step in SEQUENCE:
+        result = run_cli(*_arguments(step, run), "--store", store, "--json")
+        assert result.code in (0, 12), (step, result.err)
+        found.append((result.code, _same(result.json())))
+    return found
+
+
+def test_the_same_commands_print_the_same_documents_in_a_folder_and_a_database(
+    tmp_path: Path, database: str, run_cli: Callable[..., CliResult]
+) -> None:
+    """Every read and write command, run by id with --store on a runs folder and on a database, gives equal
+    --json documents apart from hashes, times and the JSONL snapshot."""
+    run = "login-fix"
+    in_folder = _documents(run_cli, str(tmp_path), run)
+    in_database = _documents(run_cli, database, run)
+    for step, (file_side, database_side) in zip(SEQUENCE, zip(in_folder, in_database, strict=True), strict=True):
+        assert file_side == database_side, step
+    from plantrail.ledger.stores.postgres import read_records
+
+    folder_status = run_cli("status", run, "--store", tmp_path, "--json").json()
+    database_status = run_cli("status", run, "--store", database, "--json").json()
+    assert folder_status["snapshot_seq"] is not None and database_status["snapshot_seq"] is None
+    assert len(list(read_records(f"{database}#{run}"))) == database_status["last_seq"] + 1 == 9
+    assert (tmp_path / f"{run}.jsonl").stat().st_size > 0
+
+
+def test_the_store_comes_from_the_environment_and_a_url_names_its_run(
+    database: str, run_cli: Callable[..., CliResult], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PLANTRAIL_STORE chooses the store when --store is not given, and postgresql://…/db#RUN as LOG works
+    without either."""
+    monkeypatch.setenv("PLANTRAIL_STORE", database)
+    assert run_cli("create", "env-run", "--plan", SAMPLES / "login-fix.draft.json").code == 0
+    assert run_cli("start", "env-run", "reproduce").code == 0
+    monkeypatch.delenv("PLANTRAIL_STORE")
+    status = run_cli("status", f"{database}#env-run", "--json")
+    assert status.code == 0, status.err
+    doc = status.json()
+    assert (doc["run"], doc["last_seq"], doc["snapshot_seq"], doc["torn_tail"]) == ("env-run", 2, None, False)
+    assert [s["status"] for s in doc["steps"]][:1] == ["in_progress"]
+
+
+def test_a_database_run_refuses_what_only_a_file_means(database: str, run_cli: Callable[..., CliResult]) -> None:
+    """repair and salvage on a database run are FILE_STORE_ONLY (a usage error), and nothing is written."""
+    assert run_cli("create", "r", "--plan", SAMPLES / "login-fix.draft.json", "--store", database).code == 0
+    for command in ("repair", "salvage"):
+        result = run_cli(command, "r", "--store", database, "--json")
+        assert result.code == 2 and "error[FILE_STORE_ONLY]" in result.err, result.err
+        assert result.json()["error"]["code"] == "FILE_STORE_ONLY"
+    assert run_cli("log", "r", "--store", database, "--json").json()[-1]["seq"] == 1
+
+
+def test_unknown_runs_bad_ids_and_a_missing_server_have_codes(database: str, run_cli: Callable[..., CliResult]) -> None:
+    """An unknown run id is RUN_NOT_FOUND (exit 4), a run id that is no id INVALID_ID, a store URL naming a
+    run USAGE, and a server that is not there STORE_UNAVAILABLE (exit 4), for reads and writes alike."""
+    for command in (("status", "nope"), ("start", "nope", "reproduce"), ("log", "nope"), ("verify", "nope")):
+        result = run_cli(*command, "--store", database)
+        assert result.code == 4 and "error[RUN_NOT_FOUND]" in result.err, (command, result.err)
+    bad = run_cli("status", "a:b/../c", "--store", database)
+    assert bad.code == 1 or bad.code == 4, bad.err  # a path separator: read as the path it is
+    invalid = run_cli("status", "bad id", "--store", database)
+    assert invalid.code == 1 and "error[INVALID_ID]" in invalid.err
+    named = run_cli("status", "r", "--store", f"{database}#r")
+    assert named.code == 2 and "error[USAGE]" in named.err
+    gone = run_cli("status", "r", "--store", "postgresql://nobody@127.0.0.1:1/none?connect_timeout=1")
+    assert gone.code == 4 and "error[STORE_UNAVAILABLE]" in gone.err
+
+
+def test_a_run_id_without_a_store_is_found_in_the_runs_folder(
+    tmp_path: Path, run_cli: Callable[..., CliResult], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no store, a bare run id that names no file resolves to $PLANTRAIL_HOME/runs/<id>.jsonl."""
+    monkeypatch.delenv("PLANTRAIL_STORE", raising=False)
+    monkeypatch.setenv("PLANTRAIL_HOME", str(tmp_path / "home"))
+    (tmp_path / "home" / "runs").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    log = tmp_path / "home" / "runs" / "kept.jsonl"
+    assert run_cli("create", log, "--plan", SAMPLES / "login-fix.draft.json").code == 0
+    result = run_cli("status", "kept", "--json")
+    assert result.code == 0, result.err
+    assert result.json()["run"] == "kept"
+    missing = run_cli("status", "absent")
+    assert missing.code == 4 and "error[LOG_NOT_FOUND]" in missing.err
+
+
+@pytest.mark.parametrize("notify", ["on", "off"])
+def test_log_follow_on_a_database_run_prints_appends_as_they_commit(
+    database: str, notify: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """log --follow --jsonl on a database run prints the records appended after it started, filtered by
+    --type, whether NOTIFY wakes it or polling finds them."""
+    from plantrail.ledger.api import Ledger
+    from plantrail.ledger.timeline import Filter, following
+
+    url = f"{database}{'&' if '?' in database else '?'}notify={notify}"
+    with Ledger.create(f"{url}#f", _draft()) as ledger:
+        ledger.start("reproduce")
+    seen: list[int] = []
+
+    def append() -> None:
+        time.sleep(0.3)
+        with Ledger.open(f"{url}#f") as writer:
+            writer.complete("reproduce", "the 401 reproduces")
+            writer.start("diagnose")
+
+    writer = threading.Thread(target=append)
+    writer.start()
+    started = time.monotonic()
+    for record, _ in following(f"{url}#f", 2, Filter(types=frozenset({"step.started"}))):
+        seen.append(record.seq)
+        break
+    writer.join()
+    assert seen == [4]
+    assert time.monotonic() - started < 10
+
+
+def test_watch_on_a_database_run_prints_each_new_event(database: str) -> None:
+    """watch on a database run prints the first frame, then a line per event another writer appends."""
+    import io
+
+    from plantrail.cli.watching import follow
+    from plantrail.ledger.api import Ledger
+
+    with Ledger.create(f"{database}#w", _draft()):
+        pass
+    out = io.StringIO()
+    deadline = time.monotonic() + 10
+
+    def append() -> None:
+        time.sleep(0.3)
+        with Ledger.open(f"{database}#w") as writer:
+            writer.start("reproduce")
+
+    writer = threading.Thread(target=append)
+    writer.start()
+    follow(
+        f"{database}#w",
+        out,
+        interval=0.05,
+        until=lambda: "step.started reproduce" in out.getvalue() or time.monotonic() > deadline,
+    )
+    writer.join()
+    assert "recent events" in out.getvalue()
+    assert "seq 2" in out.getvalue() and "step.started reproduce" in out.getvalue()
+
+
+def _draft() -> dict[str, Any]:
+    import orjson
+
+    loaded: dict[str, Any] = orjson.loads((SAMPLES / "login-fix.draft.json").read_bytes())
+    return loaded
