@@ -15,7 +15,7 @@ The shape is the store's, not the file's: another store implements the same gene
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Generator, Iterator
 from typing import Any, NamedTuple
 
 import msgspec
@@ -121,10 +121,9 @@ def timeline(path: str, where: Filter | None = None, *, tail: int | None = None,
         return Timeline(((r, late(r)) for r in records[:limit]), lambda: torn, state.last_seq, state.version)
     state = _current(path)
     late = _Late(path, state)
-    database = is_database_url(path)
-    reader = None if database else LogReader(path)
+    reader = None if is_database_url(path) else LogReader(path)
 
-    def read() -> Iterator[Record]:
+    def read() -> Generator[Record]:
         if reader is None:
             yield from records_from(path, where.from_seq)
             return
