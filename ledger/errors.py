@@ -160,6 +160,7 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "USAGE": (UsageError, "the arguments or options are malformed"),
     "REPORT_INVALID": (UsageError, "a result's evidence record (--report) is malformed (the field is named)"),
     "CHECKPOINT_KEY_INVALID": (UsageError, "no checkpoint key was given, or it is shorter than 16 bytes"),
+    "FILE_STORE_ONLY": (UsageError, "the command works on a JSONL file's bytes (repair, salvage), not a database run"),
     # plan drafts and patches
     "INVALID_ID": (
         PlanInvalid,
@@ -245,7 +246,6 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "RUN_NOT_FOUND": (StorageError, "the database holds no run with that id"),
     "STORE_UNAVAILABLE": (StorageError, "the database cannot be reached, or the connection broke (retry with the key)"),
     "STORE_SCHEMA_NEWER": (StorageError, "the database has a newer plantrail schema than this plantrail knows"),
-    "FILE_STORE_ONLY": (UsageError, "the command works on a JSONL file's bytes (repair, salvage), not a database run"),
     # transcripts given to import
     "UNKNOWN_FORMAT": (UnknownTranscriptFormat, "no transcript parser has that format name"),
     "NOT_A_TRANSCRIPT": (TranscriptRefused, "the file is not a transcript of a known (or of the requested) format"),

@@ -82,7 +82,7 @@ def parse_since(text: str) -> str:
     try:
         moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
-        raise error("USAGE", f"--since {text!r} is not an ISO 8601 date or time (e.g. 2026-11-29T21:00Z)") from None
+        raise error("USAGE", f"since {text!r}: not an ISO 8601 date or time (e.g. 2026-11-29T21:00Z)") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -222,13 +222,13 @@ def list_runs(
     ``has_orphans`` keeps runs holding a late result. USAGE names a filter that is malformed.
     """
     if outcome is not None and outcome not in OUTCOMES:
-        raise error("USAGE", f"--outcome {outcome!r} is not one of {', '.join(OUTCOMES)}")
+        raise error("USAGE", f"outcome {outcome!r} is not one of {', '.join(OUTCOMES)}")
     if reason is not None and reason not in REASON_CODES:
         raise error("UNKNOWN_REASON_CODE", f"replan reason code {reason!r} is not one of {', '.join(REASON_CODES)}")
     if sort not in SORTS:
-        raise error("USAGE", f"--sort {sort!r} is not one of {', '.join(SORTS)}")
+        raise error("USAGE", f"sort key {sort!r} is not one of {', '.join(SORTS)}")
     if limit is not None and limit < 1:
-        raise error("USAGE", f"--limit {limit} must be at least 1")
+        raise error("USAGE", f"a limit of {limit} rows: it must be at least 1")
     cutoff = None if since is None else parse_since(since)
     name = None if where is None else os.fspath(where)
     if name is not None and is_database_url(name):

@@ -247,3 +247,61 @@ def _draft() -> dict[str, Any]:
 
     loaded: dict[str, Any] = orjson.loads((SAMPLES / "login-fix.draft.json").read_bytes())
     return loaded
+
+
+def test_log_follow_on_a_database_run_ends_cleanly_on_ctrl_c(database: str) -> None:
+    """`plantrail log RUN --store URL --follow --jsonl --type step.started` prints the kept records already
+    there and those another writer appends, and exits 0 on SIGINT with no traceback."""
+    import signal
+    import subprocess
+    import sys
+
+    import orjson
+
+    from plantrail.ledger.api import Ledger
+
+    with Ledger.create(f"{database}#c", _draft()) as ledger:
+        ledger.start("reproduce")
+    argv = [sys.executable, "-m", "plantrail.cli.main", "log", "c", "--store", database, "--follow", "--jsonl"]
+    follower = subprocess.Popen(
+        [*argv, "--type", "step.started"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert follower.stdout is not None
+        first = orjson.loads(follower.stdout.readline())
+        with Ledger.open(f"{database}#c") as writer:
+            writer.complete("reproduce", "the 401 reproduces")
+            writer.start("diagnose")
+        second = orjson.loads(follower.stdout.readline())
+    finally:
+        follower.send_signal(signal.SIGINT)
+        out, err = follower.communicate(timeout=30)
+    assert (first["seq"], first["data"]["step"]) == (2, "reproduce")
+    assert (second["seq"], second["data"]["step"]) == (4, "diagnose")
+    assert follower.returncode == 0, err
+    assert "Traceback" not in err and out == ""
+
+
+def test_a_role_without_privileges_is_permission_denied(database: str, run_cli: Callable[..., CliResult]) -> None:
+    """A database role that may not read plantrail's tables gets PERMISSION_DENIED (exit 4), not a traceback."""
+    import urllib.parse
+
+    assert run_cli("create", "p", "--plan", SAMPLES / "login-fix.draft.json", "--store", database).code == 0
+    role = unique_run("ro").replace("-", "_")
+    with psycopg.connect(database, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {role} LOGIN")
+    try:
+        parts = urllib.parse.urlsplit(database)
+        host = parts.netloc.rsplit("@", 1)[-1]
+        as_role = urllib.parse.urlunsplit(parts._replace(netloc=f"{role}@{host}"))
+        from plantrail.ledger.stores import postgres
+
+        postgres._schema_checked.clear()
+        result = run_cli("status", "p", "--store", as_role)
+        assert result.code == 4 and "error[PERMISSION_DENIED]" in result.err, result.err
+    finally:
+        from plantrail.ledger.stores import postgres
+
+        postgres._close_pools()
+        with psycopg.connect(database, autocommit=True) as admin:
+            admin.execute(f"DROP ROLE IF EXISTS {role}")

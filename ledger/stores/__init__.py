@@ -52,7 +52,9 @@ def locate(name: str, store: str | None = None) -> str:
 
         if is_database_url(store):
             if "#" in store:
-                raise error("USAGE", "--store names a database, not a run: give the run id as LOG")
+                raise error(
+                    "USAGE", "the store URL names a run (#...): a store is a database; its runs are named by id"
+                )
             check_id(name, "run id")
             return f"{store}#{name}"
         from pathlib import Path
