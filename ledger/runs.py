@@ -102,8 +102,8 @@ def _file_reasons(path: str, version: int) -> tuple[str, ...]:
 
 
 def _covered_row(path: str) -> RunRow | None:
-    """The row from the log's snapshot when it checks out and covers the whole file (nothing else is decoded
-    but the last line, for its time), else None."""
+    """The row from the log's snapshot when it checks out and covers the whole file (its last line, which the
+    check reads, gives the time), else None."""
     import stat
 
     from plantrail.ledger.stores.cache import load_summary
@@ -122,17 +122,12 @@ def _covered_row(path: str) -> RunRow | None:
         os.close(fd)
     if found is None or found.position.offset != st.st_size:
         return None
-    from plantrail.ledger.reading import tail_records
-
-    last, torn = tail_records(path, 1, lambda _: True)
-    if torn is not None or not last or last[-1].seq != found.position.seq:
-        return None  # the file changed since: read it the long way
     return RunRow(
         run=found.run,
         goal=found.goal,
         outcome=found.outcome,
         plan_version=found.version,
-        last_activity=last[-1].ts,
+        last_activity=found.last_ts,
         replans=max(found.version - 1, 0),
         orphans=found.orphans,
         last_seq=found.position.seq,

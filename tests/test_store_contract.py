@@ -250,7 +250,7 @@ def test_a_follower_gets_each_append_once_in_every_store(target: Target, ledgers
     """reading.follow yields the records appended after a seq, in order and once each, and ends when told."""
     from plantrail.ledger import reading
 
-    location, ledger = _create(target, ledgers)
+    location, _ = _create(target, ledgers)
     seen: list[int] = []
     done = threading.Event()
 

@@ -41,6 +41,7 @@ import zlib
 from collections.abc import Iterator, Mapping
 from typing import Any, Final, NamedTuple
 
+import msgspec
 import orjson
 
 from plantrail.ledger.store import KeyEntry
@@ -246,15 +247,21 @@ def _line_ending_at(fd: int, offset: int) -> bytes | None:
 
 def _holds(fd: int, position: Position) -> bool:
     """True when the log's line ending at ``position.offset`` is intact and is record ``position.seq``."""
+    return _held(fd, position) is not None
+
+
+def _held(fd: int, position: Position) -> dict[str, Any] | None:
+    """The log's line ending at ``position.offset``, parsed, when it is intact and is record ``position.seq``."""
     line = _line_ending_at(fd, position.offset)
     if line is None or line[-72:-66] != b',"h":"':
-        return False
+        return None
     if hashlib.sha256(line[:-72] + b"}").hexdigest() != position.hash or line[-66:-2] != position.hash.encode():
-        return False
+        return None
     try:
-        return bool(orjson.loads(line).get("seq") == position.seq)
-    except (orjson.JSONDecodeError, AttributeError):
-        return False
+        parsed = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    return parsed if isinstance(parsed, dict) and parsed.get("seq") == position.seq else None
 
 
 def _folder(log_path: str, *, create: bool = False) -> CacheFolder | None:
@@ -293,11 +300,12 @@ def _sealed(
         if keys is None:
             return None
     position = Position(*meta["position"])
-    if meta.get("header") != first_hash(fd) or not _holds(fd, position):
+    held = _held(fd, position) if meta.get("header") == first_hash(fd) else None
+    if held is None:
         return None
     if check_prefix and prefix_crc(fd, position.offset) != meta.get("crc"):
         return None
-    return position, state_line, meta, keys, _Filler(fd, position.offset)
+    return position, state_line, meta | {"held": held}, keys, _Filler(fd, position.offset)
 
 
 def load_snapshot(log_path: str, fd: int, *, check_prefix: bool = False, with_keys: bool = False) -> Snapshot | None:
@@ -318,7 +326,8 @@ def load_snapshot(log_path: str, fd: int, *, check_prefix: bool = False, with_ke
 
 
 class SnapshotSummary(NamedTuple):
-    """What a listing of many runs needs from a snapshot, read without decoding the whole state."""
+    """What a listing of many runs needs from a snapshot, read without decoding the whole state: the run, goal,
+    version, outcome and number of late results of its state, and the time of the record it ends at."""
 
     position: Position
     run: str | None
@@ -326,26 +335,44 @@ class SnapshotSummary(NamedTuple):
     version: int
     outcome: str | None
     orphans: int
+    last_ts: str
+
+
+class _Goal(msgspec.Struct):
+    goal: str | dict[str, Any]
+
+
+class _Listed(msgspec.Struct):
+    """The top-level fields of an encoded state a listing reads (every other field is skipped, not decoded)."""
+
+    run: str | None
+    plan: _Goal | None
+    version: int
+    outcome: str | None
+    orphans: list[msgspec.Raw]
+    last_seq: int
+    head: str | None
+
+
+_listed = msgspec.json.Decoder(_Listed).decode
 
 
 def load_summary(log_path: str, fd: int) -> SnapshotSummary | None:
-    """:func:`load_snapshot`'s checks, then only the run, goal, version, outcome and number of late results of
-    the snapshot's state (the rest is not decoded); None whenever :func:`load_snapshot` would give None."""
+    """:func:`load_snapshot`'s checks, then only what :class:`SnapshotSummary` holds (the rest of the state is
+    not decoded); None whenever :func:`load_snapshot` would give None."""
     try:
         sealed = _sealed(log_path, fd, check_prefix=False, with_keys=False)
         if sealed is None:
             return None
-        position, state_line, _, _, filler = sealed
-        d = orjson.loads(state_line)
-        if d["last_seq"] != position.seq or d["head"] != position.hash:
+        position, state_line, meta, _, filler = sealed
+        d = _listed(state_line)
+        if d.last_seq != position.seq or d.head != position.hash or not isinstance(meta["held"].get("ts"), str):
             return None
-        goal = None if d["plan"] is None else d["plan"]["goal"]
+        goal = None if d.plan is None else d.plan.goal
         if isinstance(goal, dict):  # a long goal is a reference into the log
             goal = decode_state(state_line, filler).goal
-        if not (isinstance(goal, str | None) and isinstance(d["version"], int)):
-            return None
-        return SnapshotSummary(position, d["run"], goal, d["version"], d["outcome"], len(d["orphans"]))
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return SnapshotSummary(position, d.run, goal, d.version, d.outcome, len(d.orphans), meta["held"]["ts"])
+    except (OSError, ValueError, KeyError, TypeError, IndexError, msgspec.DecodeError):
         return None
 
 

@@ -345,6 +345,7 @@ class PostgresStore:
         self._clock = clock
         self._head = _Head(0, GENESIS_PREV)
         self._thread_lock = threading.Lock()
+        self._faulted = False  # a turn ended in an error: close leaves no summary (the server may be gone)
 
     # ----------------------------------------------------------- opening
 
@@ -420,7 +421,7 @@ class PostgresStore:
         kept (its replan reasons are not in the state); no snapshot is kept. A summary is never required:
         one that is missing or behind the run's head is recomputed from the rows when it is read."""
         head = self._head
-        if state.last_seq != head.next_seq - 1 or head.ts is None or state.run != self._run:
+        if self._faulted or state.last_seq != head.next_seq - 1 or head.ts is None or state.run != self._run:
             return
         with contextlib.suppress(PlantrailError), _connection(self.location) as conn, _faults(self.location):
             row = conn.execute(
@@ -493,6 +494,10 @@ class _Session:
 
     def __exit__(self, *exc: Any) -> None:
         try:
+            if exc[0] is not None and not (
+                isinstance(exc[1], PlantrailError) and exc[1].exit_code in (1, 2)  # a refusal leaves the server fine
+            ):
+                self._store._faulted = True
             assert self._context is not None
             self._context.__exit__(*exc)
         finally:
