@@ -34,14 +34,14 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import os
 import struct
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final, NamedTuple
 
-import msgspec
 import orjson
 
 from plantrail.ledger.store import KeyEntry
@@ -338,23 +338,26 @@ class SnapshotSummary(NamedTuple):
     last_ts: str
 
 
-class _Goal(msgspec.Struct):
-    goal: str | dict[str, Any]
+@functools.cache
+def _listed() -> Callable[[bytes], Any]:
+    """A decoder of the top-level fields of an encoded state a listing reads (every other field is skipped,
+    not decoded); msgspec is imported on first use (``status`` never needs it)."""
+    import msgspec
 
+    class Goal(msgspec.Struct):
+        goal: str | dict[str, Any]
 
-class _Listed(msgspec.Struct):
-    """The top-level fields of an encoded state a listing reads (every other field is skipped, not decoded)."""
+    class Listed(msgspec.Struct):
+        run: str | None
+        plan: Goal | None
+        version: int
+        outcome: str | None
+        orphans: list[msgspec.Raw]
+        last_seq: int
+        head: str | None
 
-    run: str | None
-    plan: _Goal | None
-    version: int
-    outcome: str | None
-    orphans: list[msgspec.Raw]
-    last_seq: int
-    head: str | None
-
-
-_listed = msgspec.json.Decoder(_Listed).decode
+    decode: Callable[[bytes], Any] = msgspec.json.Decoder(Listed).decode
+    return decode
 
 
 def load_summary(log_path: str, fd: int) -> SnapshotSummary | None:
@@ -365,14 +368,14 @@ def load_summary(log_path: str, fd: int) -> SnapshotSummary | None:
         if sealed is None:
             return None
         position, state_line, meta, _, filler = sealed
-        d = _listed(state_line)
+        d = _listed()(state_line)
         if d.last_seq != position.seq or d.head != position.hash or not isinstance(meta["held"].get("ts"), str):
             return None
         goal = None if d.plan is None else d.plan.goal
         if isinstance(goal, dict):  # a long goal is a reference into the log
             goal = decode_state(state_line, filler).goal
         return SnapshotSummary(position, d.run, goal, d.version, d.outcome, len(d.orphans), meta["held"]["ts"])
-    except (OSError, ValueError, KeyError, TypeError, IndexError, msgspec.DecodeError):
+    except (OSError, ValueError, KeyError, TypeError, IndexError):  # msgspec's DecodeError is a ValueError
         return None
 
 
