@@ -273,3 +273,31 @@ def test_the_runs_command_prints_rows_and_json(
     bad = run_cli("runs", folder, "--since", "soon")
     assert bad.code == 2 and "error[USAGE]" in bad.err
     assert os.path.isdir(folder)
+
+
+def test_a_fresh_snapshot_answers_a_row_without_reading_the_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A log its writer closed lists from its snapshot's summary (the same row a fold gives); once the log grows
+    past the snapshot, the summary no longer answers."""
+    from plantrail.ledger.runs import _covered_row, _file_row
+    from plantrail.ledger.stores.cache import load_summary
+
+    populate(lambda run: str(tmp_path / f"{run}.jsonl"))
+    beta = str(tmp_path / "beta.jsonl")
+    with open(beta, "rb") as f:
+        summary = load_summary(beta, f.fileno())
+    assert summary is not None
+    assert (summary.run, summary.version, summary.outcome, summary.orphans) == ("beta", 2, None, 1)
+    assert summary.last_ts.startswith("2026-01-02")
+    covered = _covered_row(beta)
+    assert covered is not None
+    with monkeypatch.context() as no_cache:
+        no_cache.setenv("PLANTRAIL_NO_CACHE", "1")
+        assert _covered_row(beta) is None
+        folded = _file_row(beta, with_reasons=False)
+    assert covered == folded
+    with Ledger.open(beta, cache=False, clock=DayClock(5)) as ledger:
+        ledger.start("reproduce")
+    assert _covered_row(beta) is None
+    assert _file_row(beta, with_reasons=False).last_seq == 5

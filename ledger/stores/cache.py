@@ -344,19 +344,20 @@ def _listed() -> Callable[[bytes], Any]:
     not decoded); msgspec is imported on first use (``status`` never needs it)."""
     import msgspec
 
-    class Goal(msgspec.Struct):
-        goal: str | dict[str, Any]
-
-    class Listed(msgspec.Struct):
-        run: str | None
-        plan: Goal | None
-        version: int
-        outcome: str | None
-        orphans: list[msgspec.Raw]
-        last_seq: int
-        head: str | None
-
-    decode: Callable[[bytes], Any] = msgspec.json.Decoder(Listed).decode
+    goal = msgspec.defstruct("Goal", [("goal", str | dict[str, Any])])
+    listed = msgspec.defstruct(
+        "Listed",
+        [
+            ("run", str | None),
+            ("plan", goal | None),
+            ("version", int),
+            ("outcome", str | None),
+            ("orphans", list[msgspec.Raw]),
+            ("last_seq", int),
+            ("head", str | None),
+        ],
+    )
+    decode: Callable[[bytes], Any] = msgspec.json.Decoder(listed).decode
     return decode
 
 
