@@ -305,3 +305,24 @@ def test_a_role_without_privileges_is_permission_denied(database: str, run_cli: 
         postgres._close_pools()
         with psycopg.connect(database, autocommit=True) as admin:
             admin.execute(f"DROP ROLE IF EXISTS {role}")
+
+
+def test_report_and_checkpoint_on_a_database_run(
+    tmp_path: Path, database: str, run_cli: Callable[..., CliResult]
+) -> None:
+    """report writes its page from a database run (verify passing in its header), and checkpoint appends a
+    keyed checkpoint that verify --key-file then checks."""
+    assert run_cli("create", "rep", "--plan", SAMPLES / "login-fix.draft.json", "--store", database).code == 0
+    page = tmp_path / "rep.html"
+    report = run_cli("report", "rep", "--store", database, "-o", page, "--json")
+    assert report.code == 0, report.err
+    summary = report.json()
+    assert (summary["run"], summary["versions"], summary["last_seq"], summary["verify"]["ok"]) == ("rep", 1, 1, True)
+    assert page.stat().st_size == summary["bytes"]
+    key = tmp_path / "key"
+    key.write_bytes(b"a checkpoint key of 32 bytes....")
+    checkpoint = run_cli("checkpoint", "rep", "--store", database, "--key-file", key, "--json")
+    assert checkpoint.code == 0, checkpoint.err
+    verified = run_cli("verify", "rep", "--store", database, "--key-file", key, "--json")
+    assert verified.code == 0, verified.err
+    assert verified.json()["checkpoints"] == 1
