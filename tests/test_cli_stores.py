@@ -326,3 +326,32 @@ def test_report_and_checkpoint_on_a_database_run(
     verified = run_cli("verify", "rep", "--store", database, "--key-file", key, "--json")
     assert verified.code == 0, verified.err
     assert verified.json()["checkpoints"] == 1
+
+
+def test_connection_options_come_from_the_store_urls_query() -> None:
+    """pool_size, prepare_threshold and notify are plantrail's and are taken out of the URL; TLS and every other
+    libpq option (sslmode, sslrootcert, connect_timeout) go to libpq unchanged; a malformed option is USAGE."""
+    from plantrail.ledger.errors import PlantrailError
+    from plantrail.ledger.stores.postgres import parse_location
+
+    url = (
+        "postgresql://u:secret@db.example:6432/plantrail?sslmode=verify-full&sslrootcert=/etc/ca.pem"
+        "&pool_size=12&prepare_threshold=none&notify=off&connect_timeout=3#run-1"
+    )
+    where = parse_location(url)
+    assert (where.run, where.pool_size, where.prepare_threshold, where.notify, where.connect_timeout) == (
+        "run-1",
+        12,
+        None,
+        False,
+        3.0,
+    )
+    assert "sslmode=verify-full" in where.conninfo and "sslrootcert=%2Fetc%2Fca.pem" in where.conninfo
+    assert "pool_size" not in where.conninfo and "notify" not in where.conninfo and "#" not in where.conninfo
+    assert "secret" not in str(where)
+    defaults = parse_location("postgresql://localhost/plantrail")
+    assert (defaults.pool_size, defaults.prepare_threshold, defaults.notify) == (4, 5, True)
+    for bad in ("pool_size=0", "pool_size=x", "prepare_threshold=-1"):
+        with pytest.raises(PlantrailError) as caught:
+            parse_location(f"postgresql://localhost/plantrail?{bad}")
+        assert caught.value.code == "USAGE"

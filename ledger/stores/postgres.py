@@ -86,6 +86,8 @@ CHANNEL: Final = "plantrail_records"
 #: The options plantrail reads from a store URL's query; everything else goes to libpq as it is.
 _OWN_OPTIONS: Final = ("pool_size", "prepare_threshold", "notify")
 _CONNECT_TIMEOUT_S: Final = 10.0
+#: The most records a follower of one run reads per query (a follower far behind catches up in batches).
+_FOLLOW_BATCH: Final = 1000
 
 _SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS plantrail_meta (key text PRIMARY KEY, value text NOT NULL)",
@@ -815,7 +817,7 @@ def _following(
     try:
         while True:
             with _connection(location) as conn, _faults(location):
-                fresh = list(_checked(conn, location.run, next_seq, prev))
+                fresh = list(_checked(conn, location.run, next_seq, prev, next_seq + _FOLLOW_BATCH - 1))
             if fresh:
                 next_seq, prev = fresh[-1].seq + 1, fresh[-1].h
                 yield fresh
