@@ -27,10 +27,19 @@ from plantrail.cli.tables import cell
 if TYPE_CHECKING:
     from plantrail.projections.model import PlanState
 
-__all__ = ["inspect_commands", "render_status"]
+__all__ = ["inspect_commands", "lineage_lines", "render_status"]
 
 
 _NARROW = 24  # terminal columns a step's title or dependency list may take in the status table (JSON has all)
+
+
+def lineage_lines(state: PlanState) -> list[str]:
+    """One line per run this one was forked from, the nearest parent first (none for a run never forked)."""
+    lines = []
+    for link in reversed(state.lineage):
+        why = f": {truncate(link.reason, 80)}" if link.reason else ""
+        lines.append(f"forked from run {link.run} at seq {link.seq}{why}")
+    return lines
 
 
 def render_status(state: PlanState, view: dict[str, Any]) -> str:
@@ -44,6 +53,7 @@ def render_status(state: PlanState, view: dict[str, Any]) -> str:
         f"run {state.run} · plan v{state.version} · {outcome} · last seq {state.last_seq}",
         f"anchor: {anchor(state.last_seq, state.head)}",
         f"goal: {cell(state.goal)}",
+        *lineage_lines(state),
         "",
         "steps",
     ]
