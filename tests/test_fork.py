@@ -330,3 +330,12 @@ def test_the_snapshot_a_fork_leaves_answers_as_its_fold(parent: Path, tmp_path: 
     assert cached.snapshot_seq == 2
     assert state_hash(cached.state) == state_hash(fold(read_records(tmp_path / "f.jsonl")))
     assert cached.state.lineage[0].reason == "again"
+
+
+def test_the_timeline_says_where_a_fork_came_from(parent: Path, tmp_path: Path) -> None:
+    """The fork's run.forked record reads, in the timeline, as the parent run, seq, version and reason."""
+    from plantrail.ledger.timeline import summary
+
+    fork_run(parent, tmp_path / "f.jsonl", at_seq=12, reason="again")
+    forked = read_records(tmp_path / "f.jsonl")[1]
+    assert summary(forked) == "forked from run login-fix-replans at seq 12 (plan v2): again"
