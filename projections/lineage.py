@@ -14,7 +14,6 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from plantrail.projections.model import Fork, PlanState
-from plantrail.projections.snapshot import decode_state, encode_state
 
 if TYPE_CHECKING:
     from plantrail.ledger.events import RunForked
@@ -24,12 +23,16 @@ __all__ = ["carried_state", "carry", "lineage_view"]
 
 def carry(state: PlanState) -> str:
     """The text a ``run.forked`` event carries for ``state`` (every string inline)."""
+    from plantrail.projections.snapshot import encode_state  # only a fork needs it: status stays light
+
     return encode_state(state).decode()
 
 
 def carried_state(data: RunForked) -> PlanState | None:
     """The parent's state a ``run.forked`` event carries, or None when its text is not a state (a hand-made
     log; ``verify`` names it)."""
+    from plantrail.projections.snapshot import decode_state
+
     try:
         return decode_state(data.state.encode())
     except (KeyError, TypeError, ValueError, AttributeError):
