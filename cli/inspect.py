@@ -125,7 +125,9 @@ def status(log: str, with_attempts: bool, as_json: bool) -> None:
     JSON: the status document (DESIGN.md) plus "anchor", "state_hash", "torn_tail"; each step has
       "can_start" and "wait_reasons" ([{"code": "run_finished" | "status" | "dependencies" | "capacity",
       ...}], an open set); the run has "can_start" (step ids) and "capacity" ({"max_in_progress",
-      "in_progress", "free"}). With --attempts, "attempts": {step: [{"plan_version", "attempt",
+      "in_progress", "free"}); "lineage" (the runs a fork was forked from: [{"run", "seq", "head",
+      "state_hash", "reason"}], empty for a run never forked); "coverage" ({"declared", "criteria": [{"id",
+      "steps", "checks", "covered"}], "uncovered"}). With --attempts, "attempts": {step: [{"plan_version", "attempt",
       "started_seq", "result", "result_seq", "evidence", "reason", "late": [...]}]} (the active
       version's steps, then the ones replans removed).
 
