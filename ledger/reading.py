@@ -185,7 +185,7 @@ def _follow_file(path: str, after: int, poll: float, stop: Callable[[], bool] | 
 
 def _folded_versions(url: str) -> Versions:
     """A database run's plan versions, from one fold of its rows (a database run keeps no history index)."""
-    from plantrail.ledger.stores.reads import VersionEntry, Versions, versions_in
+    from plantrail.ledger.stores.reads import VersionEntry, listed_versions, versions_in
     from plantrail.projections.state import initial
 
     found: list[VersionEntry] = []
@@ -194,7 +194,7 @@ def _folded_versions(url: str) -> Versions:
     def ending(version: int) -> PlanState:
         return rebuild_version(url, version)[0]
 
-    return Versions(final.run, len(found), None, lambda first, last: found[first - 1 : last], ending)
+    return listed_versions(found, final.run, None, ending)
 
 
 def read_versions(target: Target) -> Versions:

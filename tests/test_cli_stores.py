@@ -355,3 +355,20 @@ def test_connection_options_come_from_the_store_urls_query() -> None:
         with pytest.raises(PlantrailError) as caught:
             parse_location(f"postgresql://localhost/plantrail?{bad}")
         assert caught.value.code == "USAGE"
+
+
+def test_a_database_run_forks_to_a_file_that_verifies_against_it(
+    tmp_path: Path, database: str, run_cli: Callable[..., CliResult]
+) -> None:
+    """fork reads its parent from a database run (named by id with --store), and verify --parent checks the
+    fork against that database run; brief answers from the database run too."""
+    assert run_cli("create", "parent", "--plan", SAMPLES / "login-fix.draft.json", "--store", database).code == 0
+    assert run_cli("start", "parent", "reproduce", "--store", database).code == 0
+    child = tmp_path / "child.jsonl"
+    forked = run_cli("fork", "parent", "--store", database, "--at-seq", "2", "-o", child, "--json")
+    assert forked.code == 0, forked.err
+    verified = run_cli("verify", child, "--parent", f"{database}#parent", "--json")
+    assert verified.code == 0, verified.err
+    brief = run_cli("brief", "parent", "--store", database, "--json")
+    assert brief.code == 0, brief.err
+    assert brief.json()["run"] == "parent"
