@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import threading
 import time
 import urllib.parse
@@ -202,6 +203,9 @@ def _pool(location: Location) -> ConnectionPool[Any]:
         pool = _pools.get(key)
         if pool is None:
             psycopg_pool = _driver("psycopg_pool")
+            # The pool logs each failed connection attempt; the fault reaches the caller as STORE_UNAVAILABLE, so
+            # keep those lines off stderr unless the application configured logging itself.
+            logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
             pool = psycopg_pool.ConnectionPool(
                 location.conninfo,
                 min_size=1,
