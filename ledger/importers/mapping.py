@@ -98,6 +98,9 @@ class Batch:
 
     ts: str
     commands: tuple[Command, ...]
+    update: int = 0
+    """The place of the plan update that gave these commands in the mapped sequence (0 for the first): what
+    live capture and ``import --append`` key each batch by (`ledger.capture`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,15 +119,25 @@ class MappedRun:
 
 
 def map_updates(
-    observations: Sequence[tuple[str, Observation]], *, format: str, session: str, notes: Sequence[str] = ()
+    observations: Sequence[tuple[str, Observation]],
+    *,
+    format: str,
+    session: str,
+    notes: Sequence[str] = (),
+    live: bool = False,
 ) -> MappedRun:
     """Map (file name, observation) pairs, in order, to ledger commands; NO_PLAN_IN_TRANSCRIPT if none lists an
-    item. ``notes`` are facts about the files (a subagent's metadata) that version 1 notes."""
+    item. ``notes`` are facts about the files (a subagent's metadata) that version 1 notes.
+
+    ``live`` maps a transcript that is still growing (hooks, ``import --follow`` and ``--append``): each
+    batch's plan must be valid when it is written, before the agent's peak is known, so every version leaves
+    ``max_in_progress`` unlimited (the agent's own tool keeps its focus) instead of the whole transcript's peak.
+    """
     mapper = _Mapper(format=format, session=session, file_notes=tuple(notes))
     agent = AgentPlan(format=format)
-    for file, observation in observations:
-        mapper.apply(agent.read(file, observation))
-    return mapper.result(len(observations))
+    for place, (file, observation) in enumerate(observations):
+        mapper.apply(agent.read(file, observation), place)
+    return mapper.result(len(observations), live=live)
 
 
 def slug(text: str) -> str:
@@ -242,7 +255,7 @@ class _Mapper:
 
     # ----------------------------------------------------------- one update
 
-    def apply(self, update: Update) -> None:
+    def apply(self, update: Update, place: int = 0) -> None:
         """Record one update: create, finish kept work, replan, then catch up with the agent's statuses."""
         self.primary_file = self.primary_file or update.file
         commands: list[Command] = []
@@ -260,7 +273,7 @@ class _Mapper:
             self.agent = {item.key: item.status for item in update.items}
         self.previous_line[update.file] = update.observation.line
         if commands:
-            self.batches.append(Batch(_timestamp(update.observation), tuple(commands)))
+            self.batches.append(Batch(_timestamp(update.observation), tuple(commands), place))
             self.untimed += len(commands) if update.observation.timestamp is None else 0
 
     def _create(self, update: Update) -> list[Command]:
@@ -489,8 +502,9 @@ class _Mapper:
 
     # ----------------------------------------------------------- the result
 
-    def result(self, plan_updates: int) -> MappedRun:
-        """The batches with the plan's policy filled in, and the figures; refuses a transcript with no plan."""
+    def result(self, plan_updates: int, *, live: bool = False) -> MappedRun:
+        """The batches with the plan's policy filled in (unlimited when ``live``), and the figures; refuses a
+        transcript with no plan."""
         if self.plan is None:
             skipped = ", ".join(f"{count} {reason}" for reason, count in sorted(self.skipped.items()))
             detail = f" ({skipped})" if skipped else ""
@@ -498,8 +512,10 @@ class _Mapper:
                 "NO_PLAN_IN_TRANSCRIPT",
                 f"none of the transcript's {plan_updates} plan updates lists an item to import{detail}",
             )
-        policy = Policy(max_in_progress=max(self.peak, 1))
-        batches = tuple(Batch(b.ts, tuple(_with_policy(c, policy) for c in b.commands)) for b in self.batches)
+        policy = Policy(max_in_progress=None if live else max(self.peak, 1))
+        batches = tuple(
+            Batch(b.ts, tuple(_with_policy(c, policy) for c in b.commands), b.update) for b in self.batches
+        )
         commands = [c for b in batches for c in b.commands]
         return MappedRun(
             batches=batches,
@@ -507,7 +523,7 @@ class _Mapper:
             versions=self.versions,
             completions=sum(1 for c in commands if isinstance(c, Complete)),
             inferred=sum(1 for c in commands if c.source is not None and c.source.inferred),
-            max_in_progress=policy.max_in_progress or 1,
+            max_in_progress=max(self.peak, 1),
             skipped=MappingProxyType(dict(sorted(self.skipped.items()))),
             untimed=self.untimed,
             items=len(self.ids.ids),
