@@ -133,7 +133,8 @@ def append_observations(
         held = ledger.recorded(commands[-1].key or "" for _, commands in batches)
         named = recorded_sources(log) if sources else frozenset()
         refused: list[Refusal] = []
-        appended = written = recorded = 0
+        appended = recorded = 0
+        written = 1 if created else 0  # the plan, written with the header
         for (identity, commands), batch in zip(batches, mapped.batches, strict=True):
             if commands[-1].key in held or identity_of_source(*_origin(commands)) in named:
                 recorded += 1
