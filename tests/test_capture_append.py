@@ -133,7 +133,7 @@ def test_follow_appends_as_the_file_grows_and_stops_cleanly_on_ctrl_c(tmp_path: 
         _wait_for(lambda: story(log) == story(Path(whole.log)))
     finally:
         process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=30)
+        _, err = process.communicate(timeout=30)
 
     assert process.returncode == 0, err
     assert "Traceback" not in err.decode()

@@ -12,9 +12,9 @@ How, and why:
 * **What the log holds** is recognised by the transcript's own ids (:mod:`.identity`): each update's commands
   are appended together (one group commit), keyed ``<session>:<identity>:<n>``; an update whose last key the
   log holds (checked against the log's bytes) is recorded (a log's first update is written in two steps, the
-  plan with the log's header and then the rest; a crash between them leaves the rest to the next append), and so is one whose call id a source of the log
-  names (a log written by a whole import, which has no keys). A re-delivered update is therefore never a
-  second event.
+  plan with the log's header and then the rest; a crash between them leaves the rest to the next append),
+  and so is one whose call id a source of the log names (a log written by a whole import, which has no
+  keys). A re-delivered update is therefore never a second event.
 * **A log that does not exist yet** is created from the first update that lists an item, with the run id
   given (else the transcript's session id); a transcript with no plan yet appends nothing (not an error:
   the agent has not planned yet).
@@ -174,7 +174,9 @@ def recorded_sources(log: str) -> frozenset[str]:
 
 
 def _keyed(batch: Batch, session: str, identity: str) -> tuple[Command, ...]:
-    return tuple(replace(command, key=batch_key(session, identity, place)) for place, command in enumerate(batch.commands))
+    return tuple(
+        replace(command, key=batch_key(session, identity, place)) for place, command in enumerate(batch.commands)
+    )
 
 
 def _origin(commands: Sequence[Command]) -> tuple[str, int | None, str | None]:

@@ -513,9 +513,7 @@ class _Mapper:
                 f"none of the transcript's {plan_updates} plan updates lists an item to import{detail}",
             )
         policy = Policy(max_in_progress=None if live else max(self.peak, 1))
-        batches = tuple(
-            Batch(b.ts, tuple(_with_policy(c, policy) for c in b.commands), b.update) for b in self.batches
-        )
+        batches = tuple(Batch(b.ts, tuple(_with_policy(c, policy) for c in b.commands), b.update) for b in self.batches)
         commands = [c for b in batches for c in b.commands]
         return MappedRun(
             batches=batches,
