@@ -41,6 +41,7 @@ COMMANDS: dict[str, str] = {
     "copy": "plantrail.cli.stores:copy_command",
     "store": "plantrail.cli.stores:store",
     "mcp": "plantrail.cli.mcp_server:mcp_command",
+    "hook": "plantrail.cli.hooks:hook",
     **dict.fromkeys(("graph", "report", "watch"), "plantrail.cli.pictures"),
 }
 

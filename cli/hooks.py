@@ -1,0 +1,85 @@
+"""``plantrail hook AGENT``: one agent hook call (payload on stdin); ``plantrail hook errors``: what went wrong.
+
+The hook always exits 0 and prints nothing but the JSON the agent reads (SessionStart's resume receipt as
+``additionalContext``); its errors go to ``.plantrail/hook-errors.log`` (:mod:`plantrail.ledger.capture.hook`).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+__all__ = ["hook", "session_start_output"]
+
+#: Claude Code's cap on a hook's output strings.
+CONTEXT_CAP = 10_000
+
+
+@click.group()
+def hook() -> None:
+    """Record an agent's plan live from its own hooks (see docs/live-agents.md).
+
+    \b
+    Example:
+      echo '{"session_id": "s1", "hook_event_name": "SessionStart", "cwd": "."}' | plantrail hook claude
+      plantrail hook errors
+    """
+
+
+@hook.command(name="claude")
+def claude_command() -> None:
+    """Take one Claude Code hook payload on stdin; append to .plantrail/runs/<session id>.jsonl.
+
+    Always exits 0; prints only the JSON Claude Code reads (the resume receipt on SessionStart).
+
+    \b
+    Example:
+      plantrail install claude --project     # registers this command for the plan hooks
+    """
+    from plantrail.ledger.capture.hook import claude_hook
+
+    result = claude_hook(_stdin())
+    if result.receipt is not None:
+        click.echo(session_start_output(result.receipt))
+
+
+@hook.command(name="errors")
+@click.option(
+    "--dir", "folder", metavar="DIR", help="The .plantrail folder (default: $PLANTRAIL_HOME or ./.plantrail)."
+)
+def errors_command(folder: str | None) -> None:
+    """Show the hooks' error file (one line per payload a hook could not record).
+
+    \b
+    Example:
+      plantrail hook errors
+    """
+    from pathlib import Path
+
+    from plantrail.cli.terminal import printable
+    from plantrail.ledger.capture.hook import hook_errors, plantrail_folder
+
+    place = Path(folder) if folder is not None else plantrail_folder(None)
+    text = hook_errors(place)
+    click.echo(printable(text.rstrip("\n")) if text else f"no hook errors in {place}")
+
+
+def session_start_output(receipt: Any) -> str:
+    """The SessionStart answer Claude Code reads: the receipt as ``additionalContext``, within its cap."""
+    import orjson
+
+    from plantrail.cli.replay import _render_receipt
+
+    text = "plantrail: this session's plan so far (resume receipt)\n" + _render_receipt(receipt, receipt["exit_code"])
+    if len(text) > CONTEXT_CAP:
+        text = text[: CONTEXT_CAP - 40] + "\n... (cut; run `plantrail resume` for all)"
+    output = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+    return orjson.dumps(output).decode()
+
+
+def _stdin() -> bytes:
+    from plantrail.ledger.limits import HOOK_PAYLOAD
+
+    return sys.stdin.buffer.read(HOOK_PAYLOAD.cap() + 1)

@@ -1,0 +1,218 @@
+"""One agent hook call: payload bytes in, the JSON the agent reads out; it never raises and never fails the agent.
+
+    output = claude_hook(sys.stdin.buffer.read())    # "" or '{"hookSpecificOutput": ...}'
+
+The run lives at ``<runs folder>/<session id>.jsonl`` (``$PLANTRAIL_HOME/runs``, else ``.plantrail/runs``
+under the payload's ``cwd``), its hook journal in ``capture/`` beside ``runs/`` (:mod:`.journal`). Under the
+journal's lock the hook writes the payload's lines to the journal and, for a payload that can change the plan,
+appends to the log what the journal's mapping holds and the log does not (:mod:`.append`: one mapping, keyed
+by the session and the calls' own ids, so a payload delivered twice is recorded once).
+
+What else each event does: ``SessionStart`` returns the run's resume receipt (when the run exists), for the
+agent's context; ``SessionEnd`` pauses an open run with the reason ``session_end`` (not final: the next plan
+update continues it). ``Stop`` is a turn boundary in the journal only: the plan contract counts usage on
+results, and a turn's end carries none.
+
+Anything that goes wrong (a payload that is no JSON, over its cap, without a session, an event or tool the hook
+does not take, a log that refuses an update) is one line in ``hook-errors.log`` beside ``runs/``, kept under
+:data:`ERRORS_CAP` bytes (the older half is dropped), and the log is left as it was.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from plantrail.ledger.clock import utc_now
+from plantrail.ledger.errors import PlantrailError, error
+from plantrail.ledger.limits import HOOK_PAYLOAD
+from plantrail.ledger.locations import HOME_ENV, run_path
+from plantrail.ledger.plan import check_id
+
+from . import claude
+from .journal import Journal, journal_path
+
+__all__ = ["ERRORS_CAP", "ERRORS_FILE", "HookResult", "claude_hook", "hook_errors", "plantrail_folder"]
+
+ERRORS_FILE = "hook-errors.log"
+ERRORS_CAP = 256 * 1024
+RECEIPT_CAP = 10_000
+_PLAN_EVENTS = frozenset({"PostToolUse", "TaskCreated", "TaskCompleted", "SubagentStop"})
+
+
+@dataclass(frozen=True, slots=True)
+class HookResult:
+    """What one hook call did: the receipt to return (SessionStart), the log, and the errors it wrote down."""
+
+    receipt: Mapping[str, Any] | None
+    log: Path | None
+    errors: tuple[str, ...]
+
+
+def plantrail_folder(cwd: str | None, env: Mapping[str, str] | None = None) -> Path:
+    """``$PLANTRAIL_HOME``, else ``<cwd>/.plantrail`` (the working directory when the payload names none)."""
+    home = (env if env is not None else os.environ).get(HOME_ENV)
+    return Path(home) if home else Path(cwd if cwd is not None else os.getcwd()) / ".plantrail"
+
+
+def claude_hook(
+    raw: bytes,
+    *,
+    now: Callable[[], str] = utc_now,
+    env: Mapping[str, str] | None = None,
+) -> HookResult:
+    """Record one Claude Code hook payload (see the module); every error is written down, none raised."""
+    payload: claude.Payload | None = None
+    try:
+        payload = claude.read_payload(_capped(raw))
+        return _record(payload, now(), env)
+    except PlantrailError as exc:
+        return _failed(payload, raw, env, f"error[{exc.code}]: {exc.message}")
+    except Exception as exc:  # the hook must never fail the agent; the error is written down
+        return _failed(payload, raw, env, f"error[INTERNAL]: {type(exc).__name__}: {exc}")
+
+
+def hook_errors(folder: Path) -> str:
+    """The hook error file's text under ``folder`` (empty when there is none)."""
+    try:
+        return (folder / ERRORS_FILE).read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
+def _capped(raw: bytes) -> bytes:
+    cap = HOOK_PAYLOAD.cap()
+    if len(raw) > cap:
+        raise error("INPUT_TOO_LARGE", f"the hook payload is {len(raw)} bytes, over its cap of {cap}")
+    return raw
+
+
+def _record(payload: claude.Payload, now: str, env: Mapping[str, str] | None) -> HookResult:
+    folder = plantrail_folder(payload.cwd, env)
+    session = check_id(payload.session, "session id")
+    log = run_path(folder / "runs", session)
+    errors: list[str] = []
+    with Journal.locked(journal_path(folder, session, claude.ADAPTER)) as journal:
+        held = _calls(journal.lines())
+        journal.append(claude.journal_records(payload, now, held, _transcript_lines))
+        if payload.event in _PLAN_EVENTS:
+            errors += _append(journal.path, log, session)
+        if payload.event == "SessionEnd" and log.exists():
+            _pause(log, session, payload, now)
+    for line in errors:
+        _write_error(folder, payload, line)
+    receipt = _receipt(log) if payload.event == "SessionStart" and log.exists() else None
+    return HookResult(receipt, log, tuple(errors))
+
+
+def _append(journal: Path, log: Path, session: str) -> list[str]:
+    """Append what the journal's mapping holds and the log does not; the refusals, as error lines."""
+    from plantrail.ledger.capture.append import append_observations
+    from plantrail.ledger.capture.order import as_delivered
+    from plantrail.ledger.importers import claude_code
+
+    transcript = claude_code.parse(journal)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    note = f"captured live by plantrail's {claude.ADAPTER} adapter v{claude.VERSION} (journal {journal.name})"
+    report = append_observations(
+        log,
+        as_delivered([(journal.name, o) for o in transcript.observations]),
+        format=claude_code.FORMAT,
+        session=session,
+        run=session,
+        notes=(note,),
+        sources=False,
+    )
+    return [f"error[{r.code}]: update {r.identity}: {r.message}" for r in report.refused]
+
+
+def _pause(log: Path, session: str, payload: claude.Payload, now: str) -> None:
+    """Pause an open run with the reason ``session_end`` (a finished or planless run is left as it is)."""
+    from plantrail.ledger.api import Ledger
+
+    with Ledger.open(log, clock=lambda: now) as ledger:
+        state = ledger.state
+        if state.plan is None or state.outcome is not None:
+            return
+        why = payload.text("reason")
+        reason = "session_end" + (f": Claude Code reported {why}" if why else "")
+        ledger.finish("paused", reason, idempotency_key=f"{session}:session-end:{state.last_seq}", actor="runtime")
+
+
+def _receipt(log: Path) -> Mapping[str, Any]:
+    from plantrail.ledger import audit
+
+    return audit.resume(log)
+
+
+def _calls(lines: Sequence[Mapping[str, Any]]) -> frozenset[str]:
+    """The call ids the journal holds (its tool_use blocks)."""
+    found: set[str] = set()
+    for line in lines:
+        message = line.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else ():
+            if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("id"), str):
+                found.add(block["id"])
+    return frozenset(found)
+
+
+def _transcript_lines(path: Path) -> list[dict[str, Any]]:
+    """A subagent transcript's JSON object lines (an unreadable one gives none: the hooks already sent most)."""
+    from plantrail.ledger.files import read_capped
+    from plantrail.ledger.limits import TRANSCRIPT
+
+    try:
+        blob = read_capped(os.fspath(path), TRANSCRIPT)
+    except (PlantrailError, OSError):
+        return []
+    lines = []
+    for raw in blob.splitlines():
+        try:
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            lines.append(value)
+    return lines
+
+
+def _failed(payload: claude.Payload | None, raw: bytes, env: Mapping[str, str] | None, line: str) -> HookResult:
+    cwd = payload.cwd if payload is not None else _cwd_of(raw)
+    folder = plantrail_folder(cwd, env)
+    _write_error(folder, payload, line)
+    return HookResult(None, None, (line,))
+
+
+def _cwd_of(raw: bytes) -> str | None:
+    """The payload's cwd when the payload parses at all (a refused payload still says where its project is)."""
+    try:
+        value = orjson.loads(raw) if len(raw) <= HOOK_PAYLOAD.cap() else None
+    except orjson.JSONDecodeError:
+        return None
+    cwd = value.get("cwd") if isinstance(value, dict) else None
+    return cwd if isinstance(cwd, str) and cwd else None
+
+
+def _write_error(folder: Path, payload: claude.Payload | None, line: str) -> None:
+    """One line in the error file, which is kept under ERRORS_CAP (its older half dropped); never raises."""
+    where = f"{payload.event} session {payload.session}" if payload is not None else "payload"
+    text = f"{utc_now()} claude {where}: {' '.join(line.split())}\n".encode()
+    path = folder / ERRORS_FILE
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(path, "ab") as handle:
+            handle.write(text)
+        if path.stat().st_size > ERRORS_CAP:
+            kept = path.read_bytes()[-ERRORS_CAP // 2 :]
+            kept = kept[kept.find(b"\n") + 1 :]
+            temporary = path.with_suffix(".tmp")
+            temporary.write_bytes(kept)
+            os.replace(temporary, path)
+    except OSError:
+        pass  # nowhere to write: the hook still never fails the agent
