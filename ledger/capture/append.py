@@ -108,13 +108,14 @@ def append_observations(
     session: str,
     run: str,
     notes: Sequence[str] = (),
-    sources: bool = True,
+    own_journal: bool = False,
 ) -> AppendReport:
     """Map every observation (all of the transcript so far) and append the updates the log does not hold.
 
-    ``sources`` also recognises updates by the call ids the log's sources name (a whole import's log has no
-    keys); a caller that only ever appends keyed updates (a hook) passes False and reads no more of the log
-    than its snapshot does.
+    Updates are recognised by their keys and by the call ids the log's unkeyed sources name (a whole import's
+    log has no keys). ``own_journal`` says the log was only ever appended from these very observations, in
+    their order (a hook's journal): every update before the last one recorded is then recorded or was refused
+    (and would be again), so the log is read no further back than that one and its snapshot.
     """
     log = os.fspath(log_path)
     try:
@@ -130,8 +131,7 @@ def append_observations(
         created = _create(log, mapped, batches[0][1], run)
     clock = _Clock(mapped.batches[0].ts)  # the transcript's times, as a whole import stamps them
     with Ledger.open(log, clock=clock) as ledger:
-        held = ledger.recorded(commands[-1].key or "" for _, commands in batches)
-        named = recorded_sources(log) if sources else frozenset()
+        held, named = _held(ledger, log, batches, own_journal)
         refused: list[Refusal] = []
         appended = recorded = 0
         written = 1 if created else 0  # the plan, written with the header
@@ -160,6 +160,19 @@ def append_observations(
         last_seq=state.last_seq,
         head_hash=state.head,
     )
+
+
+def _held(
+    ledger: Ledger, log: str, batches: Sequence[tuple[str, tuple[Command, ...]]], own_journal: bool
+) -> tuple[frozenset[str], frozenset[str]]:
+    """The last keys of the batches the log holds, and the identities its unkeyed sources name."""
+    last_keys = [commands[-1].key or "" for _, commands in batches]
+    if not own_journal:
+        return ledger.recorded(last_keys), recorded_sources(log)
+    for place in range(len(last_keys) - 1, -1, -1):
+        if ledger.recorded([last_keys[place]]):
+            return frozenset(last_keys[: place + 1]), frozenset()
+    return frozenset(), frozenset()
 
 
 def recorded_sources(log: str) -> frozenset[str]:

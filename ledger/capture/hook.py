@@ -126,7 +126,7 @@ def _append(journal: Path, log: Path, session: str) -> list[str]:
         session=session,
         run=session,
         notes=(note,),
-        sources=False,
+        own_journal=True,
     )
     return [f"error[{r.code}]: update {r.identity}: {r.message}" for r in report.refused]
 
