@@ -231,12 +231,12 @@ def test_plantrail_home_holds_the_runs_when_set(project: Path, monkeypatch: pyte
 
 def test_parallel_hooks_of_one_session_never_interleave(project: Path) -> None:
     """Eight hook processes at once, each creating a task, leave a log that verifies with all eight steps."""
-    payloads = [
-        post_tool_use(
-            "s1", project, "TaskCreate", f"toolu_{n}", {"subject": f"Task {n}"}, {"task": {"id": str(n), "subject": f"Task {n}"}}
-        )
-        for n in range(8)
-    ]  # fmt: skip
+
+    def create(n: int) -> dict[str, Any]:
+        answer = {"task": {"id": str(n), "subject": f"Task {n}"}}
+        return post_tool_use("s1", project, "TaskCreate", f"toolu_{n}", {"subject": f"Task {n}"}, answer)
+
+    payloads = [create(n) for n in range(8)]
     command = [sys.executable, "-m", "plantrail.cli.main", "hook", "claude"]
     processes = [subprocess.Popen(command, stdin=subprocess.PIPE) for _ in payloads]
     for process, payload in zip(processes, payloads, strict=True):
