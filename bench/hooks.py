@@ -9,19 +9,19 @@ on a fresh copy of the session, so every call appends as a live one does.
 from __future__ import annotations
 
 import shutil
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from plantrail.ledger.capture import claude
-from plantrail.ledger.capture.append import append_observations
-from plantrail.ledger.capture.hook import plantrail_folder
+from plantrail.ledger.capture.hook import capture_journal, plantrail_folder
 from plantrail.ledger.capture.journal import Journal, journal_path
-from plantrail.ledger.importers import claude_code
 from plantrail.ledger.locations import run_path
 
-__all__ = ["HookSession", "hook_session"]
+__all__ = ["HookSession", "hook_call", "hook_session", "status_of_session"]
 
 SESSION = "bench-session"
 ITEMS = 10
@@ -96,19 +96,35 @@ def hook_session(workdir: Path, n: int) -> HookSession:
         call += 1
     with Journal.locked(path) as journal:
         journal.append(records)
-    transcript = claude_code.parse(path)
-    log = run_path(folder / "runs", SESSION)
-    log.parent.mkdir(parents=True, exist_ok=True)
-    append_observations(
-        log,
-        [(path.name, o) for o in transcript.observations],
-        format=claude_code.FORMAT,
-        session=SESSION,
-        run=SESSION,
-        own_journal=True,
-    )
+    capture_journal(path, run_path(folder / "runs", SESSION), SESSION)
     pristine = workdir / f"hook-session-{n}.pristine"
     shutil.rmtree(pristine, ignore_errors=True)
     shutil.copytree(folder, pristine)
     round_, done = divmod(call, ITEMS)
     return HookSession(project, pristine, orjson.dumps(_payload(project, call, round_, done)))
+
+
+_SESSIONS: dict[tuple[Path, int], HookSession] = {}
+
+
+def _session(workdir: Path, n: int) -> HookSession:
+    """The session of size n, built once per work dir (both sides of the row read the same one)."""
+    key = (workdir, n)
+    if key not in _SESSIONS:
+        _SESSIONS[key] = hook_session(workdir, n)
+    return _SESSIONS[key]
+
+
+def hook_call(workdir: Path, n: int, plantrail: list[str]) -> tuple[Callable[[], None], Callable[[], None]]:
+    """(setup, call): reset the session untimed; one `plantrail hook claude` process with the next payload."""
+    session = _session(workdir, n)
+
+    def call() -> None:
+        subprocess.run([*plantrail, "hook", "claude"], input=session.payload, capture_output=True, check=True)
+
+    return session.reset, call
+
+
+def status_of_session(workdir: Path, n: int, plantrail: list[str]) -> list[str]:
+    """`plantrail status` on the captured session's log, as a whole process."""
+    return [*plantrail, "status", str(_session(workdir, n).log)]

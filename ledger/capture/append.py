@@ -33,15 +33,14 @@ from pathlib import Path
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.decide import Command, Create
 from plantrail.ledger.errors import PlantrailError, Refused
-from plantrail.ledger.importers.importer import read_observations
-from plantrail.ledger.importers.mapping import Batch, MappedRun, map_updates
+from plantrail.ledger.importers.mapping import Batch, map_updates
 from plantrail.ledger.importers.model import Observation
 from plantrail.ledger.plan import PlanSpec
 from plantrail.ledger.stores.jsonl import LogReader
 
 from .identity import batch_key, identities, identity_of_source
 
-__all__ = ["AppendReport", "Refusal", "append_observations", "append_transcript", "recorded_sources"]
+__all__ = ["AppendReport", "Refusal", "append_observations", "append_transcript", "recorded_sources", "write_batches"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +88,8 @@ def append_transcript(
     run: str | None = None,
 ) -> AppendReport:
     """Extend ``log_path`` (created when missing) with the updates of a transcript that it does not hold yet."""
+    from plantrail.ledger.importers.importer import read_observations
+
     read = read_observations(Path(transcript_path), format, with_subagents=with_subagents)
     return append_observations(
         log_path,
@@ -125,17 +126,37 @@ def append_observations(
             raise
         return AppendReport(log, None, False, len(observations), 0, 0, 0, (), -1, None)
     names = identities(observations)
-    batches = [(names[b.update], _keyed(b, session, names[b.update])) for b in mapped.batches]
+    batches = [(names[b.update], b) for b in mapped.batches]
+    return write_batches(
+        log, batches, session=session, run=run, plan_updates=len(observations), own_journal=own_journal
+    )
+
+
+def write_batches(
+    log_path: str | os.PathLike[str],
+    batches: Sequence[tuple[str, Batch]],
+    *,
+    session: str,
+    run: str,
+    plan_updates: int,
+    own_journal: bool = False,
+) -> AppendReport:
+    """Append the (identity, batch) pairs the log does not hold yet (see the module); the log is created from
+    the first batch's plan when it does not exist."""
+    log = os.fspath(log_path)
+    keyed = [(identity, _keyed(batch, session, identity)) for identity, batch in batches]
+    if not keyed:
+        return AppendReport(log, None, False, plan_updates, 0, 0, 0, (), -1, None)
     created = False
     if not os.path.lexists(log):
-        created = _create(log, mapped, batches[0][1], run)
-    clock = _Clock(mapped.batches[0].ts)  # the transcript's times, as a whole import stamps them
+        created = _create(log, batches[0][1].ts, keyed[0][1], run)
+    clock = _Clock(batches[0][1].ts)  # the transcript's times, as a whole import stamps them
     with Ledger.open(log, clock=clock) as ledger:
-        held, named = _held(ledger, log, batches, own_journal)
+        held, named = _held(ledger, log, keyed, own_journal)
         refused: list[Refusal] = []
         appended = recorded = 0
         written = 1 if created else 0  # the plan, written with the header
-        for (identity, commands), batch in zip(batches, mapped.batches, strict=True):
+        for (identity, commands), (_, batch) in zip(keyed, batches, strict=True):
             if commands[-1].key in held or identity_of_source(*_origin(commands)) in named:
                 recorded += 1
                 continue
@@ -152,7 +173,7 @@ def append_observations(
         log=log,
         run=state.run,
         created=created,
-        plan_updates=mapped.plan_updates,
+        plan_updates=plan_updates,
         updates_recorded=recorded,
         updates_appended=appended,
         events_written=written,
@@ -197,7 +218,7 @@ def _origin(commands: Sequence[Command]) -> tuple[str, int | None, str | None]:
     return ("", None, None) if source is None else (source.file, source.line, source.id)
 
 
-def _create(log: str, mapped: MappedRun, first: Sequence[Command], run: str) -> bool:
+def _create(log: str, ts: str, first: Sequence[Command], run: str) -> bool:
     """Create the log with the first update's plan; False when another writer created it first."""
     create = first[0]
     assert isinstance(create, Create) and isinstance(create.plan, PlanSpec)  # the mapper opens with the Create
@@ -209,7 +230,7 @@ def _create(log: str, mapped: MappedRun, first: Sequence[Command], run: str) -> 
             actor=create.actor,
             source=create.source,
             idempotency_key=create.key,
-            clock=_Clock(mapped.batches[0].ts),
+            clock=_Clock(ts),
         ).close()
     except PlantrailError as exc:
         if exc.code != "LOG_EXISTS":

@@ -33,7 +33,7 @@ import orjson
 
 from plantrail.ledger.errors import error
 
-__all__ = ["ADAPTER", "EVENTS", "PLAN_TOOLS", "VERSION", "Payload", "journal_records", "read_payload"]
+__all__ = ["ADAPTER", "EVENTS", "PLAN_TOOLS", "VERSION", "Payload", "call_id", "journal_records", "read_payload"]
 
 ADAPTER = "claude-code-hooks"
 VERSION = 1
@@ -112,6 +112,16 @@ def read_payload(raw: bytes) -> Payload:
     return Payload(str(event), session, cwd if isinstance(cwd, str) and cwd else None, value)
 
 
+def call_id(payload: Payload) -> str | None:
+    """The id of the call a payload reports (PostToolUse's tool_use_id, ``TaskCreated-<task>`` ...); None for
+    the events that report no call."""
+    if payload.event == "PostToolUse":
+        return str(payload.fields["tool_use_id"])
+    if payload.event in ("TaskCreated", "TaskCompleted"):
+        return f"{payload.event}-{payload.fields['task_id']}"
+    return None
+
+
 def journal_records(
     payload: Payload, now: str, held: frozenset[str], read_subagent: Callable[[Path], list[dict[str, Any]]]
 ) -> list[dict[str, Any]]:
@@ -120,7 +130,7 @@ def journal_records(
     base = _base(payload, now)
     event = payload.event
     if event == "PostToolUse":
-        call = str(payload.fields["tool_use_id"])
+        call = call_id(payload) or ""
         if call in held:
             return []
         response = payload.fields.get("tool_response")
@@ -167,7 +177,7 @@ def _call(base: dict[str, Any], call: str, tool: str, given: object, response: o
 
 def _task_report(base: dict[str, Any], payload: Payload, held: frozenset[str]) -> list[dict[str, Any]]:
     task = str(payload.fields["task_id"])
-    call = f"{payload.event}-{task}"
+    call = call_id(payload) or ""
     if call in held:
         return []
     if payload.event == "TaskCreated":

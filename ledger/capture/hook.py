@@ -37,7 +37,15 @@ from plantrail.ledger.plan import check_id
 from . import claude
 from .journal import Journal, journal_path
 
-__all__ = ["ERRORS_CAP", "ERRORS_FILE", "HookResult", "claude_hook", "hook_errors", "plantrail_folder"]
+__all__ = [
+    "ERRORS_CAP",
+    "ERRORS_FILE",
+    "HookResult",
+    "capture_journal",
+    "claude_hook",
+    "hook_errors",
+    "plantrail_folder",
+]
 
 ERRORS_FILE = "hook-errors.log"
 ERRORS_CAP = 256 * 1024
@@ -98,10 +106,10 @@ def _record(payload: claude.Payload, now: str, env: Mapping[str, str] | None) ->
     log = run_path(folder / "runs", session)
     errors: list[str] = []
     with Journal.locked(journal_path(folder, session, claude.ADAPTER)) as journal:
-        held = _calls(journal.lines())
+        held = _held_calls(journal, payload)
         journal.append(claude.journal_records(payload, now, held, _transcript_lines))
         if payload.event in _PLAN_EVENTS:
-            errors += _append(journal.path, log, session)
+            errors += capture_journal(journal.path, log, session)
         if payload.event == "SessionEnd" and log.exists():
             _pause(log, session, payload, now)
     for line in errors:
@@ -110,24 +118,18 @@ def _record(payload: claude.Payload, now: str, env: Mapping[str, str] | None) ->
     return HookResult(receipt, log, tuple(errors))
 
 
-def _append(journal: Path, log: Path, session: str) -> list[str]:
-    """Append what the journal's mapping holds and the log does not; the refusals, as error lines."""
-    from plantrail.ledger.capture.append import append_observations
-    from plantrail.ledger.capture.order import as_delivered
-    from plantrail.ledger.importers import claude_code
+def capture_journal(journal: Path, log: Path, session: str) -> list[str]:
+    """Append what the journal's mapping holds and the log does not (the mapping resumed from its kept state
+    when there is one, :mod:`.live`); the refusals, as error lines."""
+    from plantrail.ledger.capture.append import write_batches
+    from plantrail.ledger.capture.live import advance, fresh_state, load_state, save_state
 
-    transcript = claude_code.parse(journal)
-    log.parent.mkdir(parents=True, exist_ok=True)
     note = f"captured live by plantrail's {claude.ADAPTER} adapter v{claude.VERSION} (journal {journal.name})"
-    report = append_observations(
-        log,
-        as_delivered([(journal.name, o) for o in transcript.observations]),
-        format=claude_code.FORMAT,
-        session=session,
-        run=session,
-        notes=(note,),
-        own_journal=True,
-    )
+    state = load_state(journal) or fresh_state(journal, session, (note,))
+    batches = advance(journal, state)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    report = write_batches(log, batches, session=session, run=session, plan_updates=state.updates, own_journal=True)
+    save_state(journal, state)
     return [f"error[{r.code}]: update {r.identity}: {r.message}" for r in report.refused]
 
 
@@ -148,6 +150,19 @@ def _receipt(log: Path) -> Mapping[str, Any]:
     from plantrail.ledger import audit
 
     return audit.resume(log)
+
+
+def _held_calls(journal: Journal, payload: claude.Payload) -> frozenset[str]:
+    """The call ids of the journal that the payload could repeat: the payload's own call when the journal
+    holds it (a byte search: the journal writes each call as ``"type":"tool_use","id":"<id>"``), or, for a
+    SubagentStop, which copies many calls, every call the journal holds."""
+    if payload.event == "SubagentStop":
+        return _calls(journal.lines())
+    call = claude.call_id(payload)
+    if call is None:
+        return frozenset()
+    needle = b'"type":"tool_use","id":' + orjson.dumps(call)
+    return frozenset({call}) if needle in journal.path.read_bytes() else frozenset()
 
 
 def _calls(lines: Sequence[Mapping[str, Any]]) -> frozenset[str]:

@@ -22,24 +22,30 @@ from collections.abc import Sequence
 
 from plantrail.ledger.importers.model import Observation, TaskEvent
 
-__all__ = ["batch_key", "identities", "identity_of_source"]
+__all__ = ["Identities", "batch_key", "identities", "identity_of_source"]
+
+
+class Identities:
+    """Names updates one at a time, in order (the completions of each task counted so far)."""
+
+    def __init__(self) -> None:
+        self.completions: Counter[str] = Counter()
+
+    def of(self, file: str, observation: Observation) -> str:
+        """The identity of the next update (see the module's rules)."""
+        if isinstance(observation, TaskEvent) and observation.task_id is not None and observation.result != "error":
+            if observation.kind == "created":
+                return f"task-{observation.task_id}-created"
+            if observation.status_to == "completed":
+                self.completions[observation.task_id] += 1
+                return f"task-{observation.task_id}-completed-{self.completions[observation.task_id]}"
+        return observation.native_id or f"{file}:{observation.line}"
 
 
 def identities(observations: Sequence[tuple[str, Observation]]) -> tuple[str, ...]:
     """The identity of each (file, observation) pair, in order (see the module's rules)."""
-    completions: Counter[str] = Counter()
-    found: list[str] = []
-    for file, observation in observations:
-        if isinstance(observation, TaskEvent) and observation.task_id is not None and observation.result != "error":
-            if observation.kind == "created":
-                found.append(f"task-{observation.task_id}-created")
-                continue
-            if observation.status_to == "completed":
-                completions[observation.task_id] += 1
-                found.append(f"task-{observation.task_id}-completed-{completions[observation.task_id]}")
-                continue
-        found.append(observation.native_id or f"{file}:{observation.line}")
-    return tuple(found)
+    names = Identities()
+    return tuple(names.of(file, observation) for file, observation in observations)
 
 
 def identity_of_source(file: str, line: int | None, native_id: str | None) -> str:

@@ -77,9 +77,8 @@ from plantrail.ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec
 from .agent_plan import AgentPlan, ItemStatus, Key, PlanItem, Update, location
 from .errors import transcript_error
 from .model import ListSnapshot, Observation, TaskEvent
-from .parse import ADAPTER_VERSIONS
 
-__all__ = ["Batch", "MappedRun", "map_updates", "slug"]
+__all__ = ["Batch", "LiveMapping", "MappedRun", "map_updates", "slug"]
 
 EVIDENCE = "the agent marks this item completed in its plan"
 CRITERION_ID = "request-met"
@@ -138,6 +137,29 @@ def map_updates(
     for place, (file, observation) in enumerate(observations):
         mapper.apply(agent.read(file, observation), place)
     return mapper.result(len(observations), live=live)
+
+
+class LiveMapping:
+    """The same mapping, fed one update at a time (live capture, which keeps it between hook calls): the
+    batches each update gives, as ``map_updates(..., live=True)`` gives them for the whole sequence."""
+
+    def __init__(self, *, format: str, session: str, notes: Sequence[str] = ()) -> None:
+        self._mapper = _Mapper(format=format, session=session, file_notes=tuple(notes))
+        self._agent = AgentPlan(format=format)
+        self._place = 0
+
+    def apply(self, file: str, observation: Observation) -> list[Batch]:
+        """The batches of the next update (none when it changes nothing the ledger records)."""
+        start = len(self._mapper.batches)
+        self._mapper.apply(self._agent.read(file, observation), self._place)
+        self._place += 1
+        new = self._mapper.batches[start:]
+        del self._mapper.batches[start:]  # a live mapping keeps its state, not its output
+        return new
+
+    def knows_task(self, task_id: str) -> bool:
+        """Whether the agent's board holds the task (an update of any other is skipped as unknown_task)."""
+        return task_id in self._agent.tasks
 
 
 def slug(text: str) -> str:
@@ -295,6 +317,8 @@ class _Mapper:
         self.plan = self._specs(update.items)
         self.status = {item.key: "pending" for item in update.items}
         self.versions = 1
+        from .parse import ADAPTER_VERSIONS  # on use: parse imports every parser, a live mapping needs one
+
         adapter = f"imported by plantrail's {self.format} adapter v{ADAPTER_VERSIONS[self.format]}"
         self.plan_notes = (adapter,)
         here = f"transcript {location(self.format, observation.line)}"
