@@ -275,3 +275,28 @@ def test_hook_errors_shows_the_error_file(project: Path, run_cli: Callable[..., 
     shown = run_cli("hook", "errors", "--dir", folder)
 
     assert shown.code == 0 and "error[HOOK_PAYLOAD_INVALID]" in shown.out
+
+
+def test_the_kept_mapping_state_is_a_hint(project: Path) -> None:
+    """With the mapping state kept between calls, dropped before each, or replaced by garbage, the hooks
+    write the same story."""
+    transcript = FIXTURES / "claude_tasks_lead.jsonl"
+    stories = []
+    for way in ("kept", "dropped", "garbage"):
+        where = project / way
+        where.mkdir()
+        payloads = payloads_of(transcript, where)
+        for payload in payloads:
+            for cache in (where / ".plantrail" / "capture").glob("*.plantrail-cache"):
+                for kept in cache.iterdir():
+                    if way == "dropped":
+                        kept.unlink()
+                    elif way == "garbage":
+                        kept.write_bytes(b"plantrail-sealed/1\n" + b"\0" * 64)
+            assert claude_hook(orjson.dumps(payload)).errors == ()
+        stories.append(story(_log(where, payloads[0]["session_id"])))
+        kept_states = list((where / ".plantrail" / "capture").glob("*.plantrail-cache/mapping.state"))
+        assert len(kept_states) == 1  # each call keeps the state it reached
+
+    assert stories[0] == stories[1] == stories[2]
+    assert stories[0] == story(Path(import_transcript(transcript, project / "whole.jsonl").log))
