@@ -45,6 +45,36 @@ def claude_command() -> None:
         click.echo(session_start_output(result.receipt))
 
 
+@hook.command(name="gemini")
+def gemini_command() -> None:
+    """Take one Gemini CLI hook payload on stdin (AfterTool on write_todos); append to the session's run.
+
+    Always exits 0 and prints nothing.
+
+    \b
+    Example:
+      gemini extensions install ./integrations/gemini-cli
+    """
+    from plantrail.ledger.capture.hook import gemini_hook
+
+    gemini_hook(_stdin())
+
+
+@hook.command(name="opencode")
+def opencode_command() -> None:
+    """Take OpenCode todo.updated events on stdin, one JSON line each; append to each session's run.
+
+    Always exits 0 and prints nothing.
+
+    \b
+    Example:
+      cp integrations/opencode/plantrail.ts .opencode/plugins/
+    """
+    from plantrail.ledger.capture.hook import opencode_hook
+
+    opencode_hook(_stdin())
+
+
 @hook.command(name="errors")
 @click.option(
     "--dir", "folder", metavar="DIR", help="The .plantrail folder (default: $PLANTRAIL_HOME or ./.plantrail)."

@@ -86,8 +86,10 @@ def append_transcript(
     *,
     with_subagents: bool = False,
     run: str | None = None,
+    notes: Sequence[str] = (),
 ) -> AppendReport:
-    """Extend ``log_path`` (created when missing) with the updates of a transcript that it does not hold yet."""
+    """Extend ``log_path`` (created when missing) with the updates of a transcript that it does not hold yet;
+    ``notes`` are added to version 1's (a hook adapter names itself)."""
     from plantrail.ledger.importers.importer import read_observations
 
     read = read_observations(Path(transcript_path), format, with_subagents=with_subagents)
@@ -97,7 +99,7 @@ def append_transcript(
         format=read.lead.format,
         session=read.session,
         run=run or read.run,
-        notes=read.notes,
+        notes=(*read.notes, *notes),
     )
 
 

@@ -33,7 +33,17 @@ import orjson
 
 from plantrail.ledger.errors import error
 
-__all__ = ["ADAPTER", "EVENTS", "PLAN_TOOLS", "VERSION", "Payload", "call_id", "journal_records", "read_payload"]
+__all__ = [
+    "ADAPTER",
+    "EVENTS",
+    "PLAN_TOOLS",
+    "VERSION",
+    "Payload",
+    "call_id",
+    "journal_records",
+    "read_object",
+    "read_payload",
+]
 
 ADAPTER = "claude-code-hooks"
 VERSION = 1
@@ -86,9 +96,9 @@ class Payload:
         return value if isinstance(value, str) and value else None
 
 
-def read_payload(raw: bytes) -> Payload:
-    """Parse and check one payload; HOOK_PAYLOAD_INVALID when it is not JSON, names no session or event, or
-    is an event or a tool this hook does not record."""
+def read_object(raw: bytes, events: frozenset[str]) -> Payload:
+    """One JSON object payload with a ``session_id`` and a ``hook_event_name`` among ``events``, or
+    HOOK_PAYLOAD_INVALID (every agent whose hooks send such objects: Claude Code, Gemini CLI)."""
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -98,9 +108,18 @@ def read_payload(raw: bytes) -> Payload:
     session, event = value.get("session_id"), value.get("hook_event_name")
     if not isinstance(session, str) or not session:
         raise error("HOOK_PAYLOAD_INVALID", "the payload names no session_id")
-    if event not in EVENTS:
-        known = ", ".join(sorted(EVENTS))
+    if event not in events:
+        known = ", ".join(sorted(events))
         raise error("HOOK_PAYLOAD_INVALID", f"hook event {event!r} is not one this hook records ({known})")
+    cwd = value.get("cwd")
+    return Payload(str(event), session, cwd if isinstance(cwd, str) and cwd else None, value)
+
+
+def read_payload(raw: bytes) -> Payload:
+    """Parse and check one payload; HOOK_PAYLOAD_INVALID when it is not JSON, names no session or event, or
+    is an event or a tool this hook does not record."""
+    payload = read_object(raw, EVENTS)
+    value, event = payload.fields, payload.event
     tool = value.get("tool_name")
     if event == "PostToolUse" and tool not in PLAN_TOOLS:
         raise error("HOOK_PAYLOAD_INVALID", f"tool {tool!r} is not a plan tool ({', '.join(sorted(PLAN_TOOLS))})")
@@ -108,8 +127,7 @@ def read_payload(raw: bytes) -> Payload:
         raise error("HOOK_PAYLOAD_INVALID", f"the {tool} payload names no tool_use_id")
     if event in ("TaskCreated", "TaskCompleted") and not isinstance(value.get("task_id"), (str, int)):
         raise error("HOOK_PAYLOAD_INVALID", f"the {event} payload names no task_id")
-    cwd = value.get("cwd")
-    return Payload(str(event), session, cwd if isinstance(cwd, str) and cwd else None, value)
+    return payload
 
 
 def call_id(payload: Payload) -> str | None:

@@ -43,7 +43,9 @@ __all__ = [
     "HookResult",
     "capture_journal",
     "claude_hook",
+    "gemini_hook",
     "hook_errors",
+    "opencode_hook",
     "plantrail_folder",
 ]
 
@@ -83,6 +85,81 @@ def claude_hook(
         return _failed(payload, raw, env, f"error[{exc.code}]: {exc.message}")
     except Exception as exc:  # the hook must never fail the agent; the error is written down
         return _failed(payload, raw, env, f"error[INTERNAL]: {type(exc).__name__}: {exc}")
+
+
+def gemini_hook(raw: bytes, *, now: Callable[[], str] = utc_now, env: Mapping[str, str] | None = None) -> HookResult:
+    """Record one Gemini CLI hook payload (:mod:`.gemini`); every error is written down, none raised."""
+    return _guarded("gemini", raw, env, lambda: _record_gemini(_capped(raw), now(), env))
+
+
+def opencode_hook(raw: bytes, *, now: Callable[[], str] = utc_now, env: Mapping[str, str] | None = None) -> HookResult:
+    """Record the OpenCode events on stdin, one JSON line each (:mod:`.opencode`); errors written down."""
+    return _guarded("opencode", raw, env, lambda: _record_opencode(_capped(raw), now(), env))
+
+
+def _guarded(agent: str, raw: bytes, env: Mapping[str, str] | None, work: Callable[[], HookResult]) -> HookResult:
+    try:
+        return work()
+    except PlantrailError as exc:
+        return _failed(None, raw, env, f"error[{exc.code}]: {exc.message}", agent)
+    except Exception as exc:  # the hook must never fail the agent; the error is written down
+        return _failed(None, raw, env, f"error[INTERNAL]: {type(exc).__name__}: {exc}", agent)
+
+
+def _record_gemini(raw: bytes, now: str, env: Mapping[str, str] | None) -> HookResult:
+    from . import gemini
+
+    [payload] = gemini.read_payloads(raw)
+    folder, session, log = _where(payload, env)
+    errors: list[str] = []
+    with Journal.locked(journal_path(folder, session, gemini.ADAPTER)) as journal:
+        records = gemini.journal_records(payload, now, len(journal.lines()))
+        journal.append(records)
+        if payload.event in gemini.PLAN_EVENTS and records:
+            errors += _append_journal(journal.path, log, session, gemini.FORMAT, gemini.ADAPTER, gemini.VERSION)
+        if payload.event == "SessionEnd" and log.exists():
+            _pause(log, session, payload, now, "Gemini CLI")
+    for line in errors:
+        _write_error(folder, payload, line, "gemini")
+    return HookResult(None, log, tuple(errors))
+
+
+def _record_opencode(raw: bytes, now: str, env: Mapping[str, str] | None) -> HookResult:
+    from plantrail.ledger.importers._records import iso_to_millis
+
+    from . import opencode
+
+    errors: list[str] = []
+    log: Path | None = None
+    for payload in opencode.read_payloads(raw):
+        folder, session, log = _where(payload, env)
+        with Journal.locked(journal_path(folder, session, opencode.ADAPTER, ".json")) as journal:
+            blob = journal.path.read_bytes()
+            document = orjson.loads(blob) if blob.strip() else None
+            updated = opencode.add_update(document, payload, iso_to_millis(now) or 0)
+            journal.replace(orjson.dumps(updated))
+            found = _append_journal(journal.path, log, session, opencode.FORMAT, opencode.ADAPTER, opencode.VERSION)
+        for line in found:
+            _write_error(folder, payload, line, "opencode")
+        errors += found
+    return HookResult(None, log, tuple(errors))
+
+
+def _where(payload: claude.Payload, env: Mapping[str, str] | None) -> tuple[Path, str, Path]:
+    """The .plantrail folder, the session id (checked as a run id) and the run's log."""
+    folder = plantrail_folder(payload.cwd, env)
+    session = check_id(payload.session, "session id")
+    return folder, session, run_path(folder / "runs", session)
+
+
+def _append_journal(journal: Path, log: Path, session: str, format: str, adapter: str, version: int) -> list[str]:
+    """Append what a (small, whole-list) journal's mapping holds and the log does not: ``import --append`` of it."""
+    from plantrail.ledger.capture.append import append_transcript
+
+    log.parent.mkdir(parents=True, exist_ok=True)
+    note = f"captured live by plantrail's {adapter} adapter v{version} (journal {journal.name})"
+    report = append_transcript(journal, log, format, run=session, notes=(note,))
+    return [f"error[{r.code}]: update {r.identity}: {r.message}" for r in report.refused]
 
 
 def hook_errors(folder: Path) -> str:
@@ -133,7 +210,7 @@ def capture_journal(journal: Path, log: Path, session: str) -> list[str]:
     return [f"error[{r.code}]: update {r.identity}: {r.message}" for r in report.refused]
 
 
-def _pause(log: Path, session: str, payload: claude.Payload, now: str) -> None:
+def _pause(log: Path, session: str, payload: claude.Payload, now: str, agent: str = "Claude Code") -> None:
     """Pause an open run with the reason ``session_end`` (a finished or planless run is left as it is)."""
     from plantrail.ledger.api import Ledger
 
@@ -142,7 +219,7 @@ def _pause(log: Path, session: str, payload: claude.Payload, now: str) -> None:
         if state.plan is None or state.outcome is not None:
             return
         why = payload.text("reason")
-        reason = "session_end" + (f": Claude Code reported {why}" if why else "")
+        reason = "session_end" + (f": {agent} reported {why}" if why else "")
         ledger.finish("paused", reason, idempotency_key=f"{session}:session-end:{state.last_seq}", actor="runtime")
 
 
@@ -197,27 +274,35 @@ def _transcript_lines(path: Path) -> list[dict[str, Any]]:
     return lines
 
 
-def _failed(payload: claude.Payload | None, raw: bytes, env: Mapping[str, str] | None, line: str) -> HookResult:
+def _failed(
+    payload: claude.Payload | None, raw: bytes, env: Mapping[str, str] | None, line: str, agent: str = "claude"
+) -> HookResult:
     cwd = payload.cwd if payload is not None else _cwd_of(raw)
     folder = plantrail_folder(cwd, env)
-    _write_error(folder, payload, line)
+    _write_error(folder, payload, line, agent)
     return HookResult(None, None, (line,))
 
 
 def _cwd_of(raw: bytes) -> str | None:
     """The payload's cwd when the payload parses at all (a refused payload still says where its project is)."""
+    first = raw.split(b"\n", 1)[0] if raw.lstrip().startswith(b"{") else raw
     try:
-        value = orjson.loads(raw) if len(raw) <= HOOK_PAYLOAD.cap() else None
+        value = orjson.loads(raw if len(raw) <= HOOK_PAYLOAD.cap() else b"null")
     except orjson.JSONDecodeError:
-        return None
+        try:
+            value = orjson.loads(first)  # an OpenCode batch: its first line
+        except orjson.JSONDecodeError:
+            return None
+    if isinstance(value, dict) and "cwd" not in value and isinstance(value.get("directory"), str):
+        return str(value["directory"]) or None
     cwd = value.get("cwd") if isinstance(value, dict) else None
     return cwd if isinstance(cwd, str) and cwd else None
 
 
-def _write_error(folder: Path, payload: claude.Payload | None, line: str) -> None:
+def _write_error(folder: Path, payload: claude.Payload | None, line: str, agent: str = "claude") -> None:
     """One line in the error file, which is kept under ERRORS_CAP (its older half dropped); never raises."""
     where = f"{payload.event} session {payload.session}" if payload is not None else "payload"
-    text = f"{utc_now()} claude {where}: {' '.join(line.split())}\n".encode()
+    text = f"{utc_now()} {agent} {where}: {' '.join(line.split())}\n".encode()
     path = folder / ERRORS_FILE
     try:
         folder.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,8 @@ beside the runs folder, and the run's log is the mapping of that file (``append`
 the run's state from it, and a log can always be rebuilt from it (``plantrail import --append JOURNAL -o
 LOG``).
 
-* **One writer at a time.** A hook holds the journal's exclusive lock (``flock``) from before it reads the
+* **One writer at a time.** A hook holds the journal's exclusive lock (``flock`` on ``<journal>.lock``) from
+  before it reads the
   journal until the log is appended, so parallel hooks of one session never interleave, in the journal or
   in the log (the log's own lock serialises its writers as always).
 * **Re-delivery.** A line names its call (``tool_use_id``); a call the journal holds already is not written
@@ -31,9 +32,10 @@ __all__ = ["CAPTURE_FOLDER", "Journal", "journal_path"]
 CAPTURE_FOLDER = "capture"
 
 
-def journal_path(plantrail_folder: Path, session: str, agent: str) -> Path:
-    """Where a session's hook journal lives: ``<.plantrail>/capture/<session>.<agent>.jsonl``."""
-    return plantrail_folder / CAPTURE_FOLDER / f"{session}.{agent}.jsonl"
+def journal_path(plantrail_folder: Path, session: str, agent: str, suffix: str = ".jsonl") -> Path:
+    """Where a session's hook journal lives: ``<.plantrail>/capture/<session>.<agent>.jsonl`` (``.json`` for
+    a dialect whose transcript is one document)."""
+    return plantrail_folder / CAPTURE_FOLDER / f"{session}.{agent}{suffix}"
 
 
 class Journal:
@@ -46,14 +48,30 @@ class Journal:
     @classmethod
     @contextmanager
     def locked(cls, path: Path) -> Iterator[Journal]:
-        """Open (creating folder and file when missing) and hold the exclusive lock until the block ends."""
+        """Open (creating folder and file when missing) and hold the exclusive lock until the block ends (the
+        lock is on ``<journal>.lock``, so a document journal can be replaced whole under it)."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        lock = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield cls(path, fd)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+            try:
+                yield cls(path, fd)
+            finally:
+                os.close(fd)
         finally:
-            os.close(fd)  # releases the lock
+            os.close(lock)  # releases the lock
+
+    def replace(self, blob: bytes) -> None:
+        """Put ``blob`` in the journal's place whole (a temporary file, fsynced, renamed over it)."""
+        temporary = self.path.with_name(f".{self.path.name}.tmp")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        try:
+            os.write(fd, blob)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temporary, self.path)
 
     def lines(self) -> list[dict[str, object]]:
         """Every whole JSON object line of the journal, in order (a torn or foreign line is passed over)."""
