@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from plantrail.cli.common import emit, json_option, screen
+from plantrail.cli.common import emit, json_option
+from plantrail.cli.terminal import screen
 
 if TYPE_CHECKING:
     from plantrail.ledger.capture.append import AppendReport

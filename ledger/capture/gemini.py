@@ -60,7 +60,7 @@ def journal_records(payload: Payload, now: str, lines_so_far: int) -> list[dict[
         response = payload.fields.get("tool_response")
         failed = isinstance(response, dict) and bool(response.get("error"))
         output = response.get("llmContent") if isinstance(response, dict) else None
-        call = {
+        call: dict[str, Any] = {
             "id": f"{PLAN_TOOL}-{number}",
             "name": PLAN_TOOL,
             "args": payload.fields.get("tool_input") if isinstance(payload.fields.get("tool_input"), dict) else {},

@@ -90,11 +90,12 @@ def _map_answered(state: LiveState) -> list[tuple[str, Batch]]:
     out: list[tuple[str, Batch]] = []
     for observation in ready:
         task = observation.task_id if isinstance(observation, TaskEvent) else None
-        if task is not None and observation.kind == "updated" and not state.mapping.knows_task(task):
+        kind = observation.kind if isinstance(observation, TaskEvent) else None
+        if task is not None and kind == "updated" and not state.mapping.knows_task(task):
             state.deferred.setdefault(task, []).append(observation)
             continue
         out += _apply(state, observation)
-        if task is not None and observation.kind == "created" and state.mapping.knows_task(task):
+        if task is not None and kind == "created" and state.mapping.knows_task(task):
             for early in state.deferred.pop(task, []):
                 out += _apply(state, early)
     return out

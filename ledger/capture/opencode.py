@@ -45,7 +45,8 @@ def read_payloads(raw: bytes) -> list[Payload]:
         if not isinstance(value, dict) or value.get("type") not in EVENTS:
             kind = value.get("type") if isinstance(value, dict) else None
             raise error("HOOK_PAYLOAD_INVALID", f"line {number}: event {kind!r} is not one this hook records")
-        properties = value.get("properties") if isinstance(value.get("properties"), dict) else value
+        given = value.get("properties")
+        properties: dict[str, Any] = given if isinstance(given, dict) else value
         session = properties.get("sessionID")
         if not isinstance(session, str) or not session:
             raise error("HOOK_PAYLOAD_INVALID", f"line {number} names no sessionID")
@@ -59,7 +60,7 @@ def read_payloads(raw: bytes) -> list[Payload]:
 
 def add_update(document: dict[str, Any] | None, payload: Payload, millis: int) -> dict[str, Any]:
     """The journal document with ``payload``'s list added as the next todowrite message."""
-    doc = document if document is not None else {"info": {"id": payload.session}, "messages": []}
+    doc: dict[str, Any] = document if document is not None else {"info": {"id": payload.session}, "messages": []}
     messages: list[Any] = doc["messages"]
     number = len(messages) + 1
     properties = payload.fields["properties"]
