@@ -7,9 +7,14 @@ The hook always exits 0 and prints nothing but the JSON the agent reads (Session
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+from plantrail.cli.common import emit, json_option
+
+if TYPE_CHECKING:
+    from plantrail.ledger.capture.hook import HookResult
 
 __all__ = ["hook", "session_start_output"]
 
@@ -29,10 +34,12 @@ def hook() -> None:
 
 
 @hook.command(name="claude")
-def claude_command() -> None:
+@json_option
+def claude_command(as_json: bool) -> None:
     """Take one Claude Code hook payload on stdin; append to .plantrail/runs/<session id>.jsonl.
 
-    Always exits 0; prints only the JSON Claude Code reads (the resume receipt on SessionStart).
+    Always exits 0; prints only the JSON Claude Code reads (the resume receipt on SessionStart). With --json
+    (for scripts, not for the agent's settings) it prints what the call did instead: the log and any errors.
 
     \b
     Example:
@@ -41,15 +48,18 @@ def claude_command() -> None:
     from plantrail.ledger.capture.hook import claude_hook
 
     result = claude_hook(_stdin())
-    if result.receipt is not None:
+    if as_json:
+        _report(result)
+    elif result.receipt is not None:
         click.echo(session_start_output(result.receipt))
 
 
 @hook.command(name="gemini")
-def gemini_command() -> None:
+@json_option
+def gemini_command(as_json: bool) -> None:
     """Take one Gemini CLI hook payload on stdin (AfterTool on write_todos); append to the session's run.
 
-    Always exits 0 and prints nothing.
+    Always exits 0 and prints nothing (with --json, for scripts: the log and any errors).
 
     \b
     Example:
@@ -57,14 +67,17 @@ def gemini_command() -> None:
     """
     from plantrail.ledger.capture.hook import gemini_hook
 
-    gemini_hook(_stdin())
+    result = gemini_hook(_stdin())
+    if as_json:
+        _report(result)
 
 
 @hook.command(name="opencode")
-def opencode_command() -> None:
+@json_option
+def opencode_command(as_json: bool) -> None:
     """Take OpenCode todo.updated events on stdin, one JSON line each; append to each session's run.
 
-    Always exits 0 and prints nothing.
+    Always exits 0 and prints nothing (with --json, for scripts: the log and any errors).
 
     \b
     Example:
@@ -72,14 +85,17 @@ def opencode_command() -> None:
     """
     from plantrail.ledger.capture.hook import opencode_hook
 
-    opencode_hook(_stdin())
+    result = opencode_hook(_stdin())
+    if as_json:
+        _report(result)
 
 
 @hook.command(name="errors")
 @click.option(
     "--dir", "folder", metavar="DIR", help="The .plantrail folder (default: $PLANTRAIL_HOME or ./.plantrail)."
 )
-def errors_command(folder: str | None) -> None:
+@json_option
+def errors_command(folder: str | None, as_json: bool) -> None:
     """Show the hooks' error file (one line per payload a hook could not record).
 
     \b
@@ -93,7 +109,14 @@ def errors_command(folder: str | None) -> None:
 
     place = Path(folder) if folder is not None else plantrail_folder(None)
     text = hook_errors(place)
-    click.echo(printable(text.rstrip("\n")) if text else f"no hook errors in {place}")
+    data = {"ok": True, "folder": str(place), "errors": text.splitlines()}
+    emit(as_json, data, lambda: printable(text.rstrip("\n")) if text else f"no hook errors in {place}")
+
+
+def _report(result: HookResult) -> None:
+    """What one hook call did, as JSON (the exit status stays 0)."""
+    log = None if result.log is None else str(result.log)
+    emit(True, {"ok": not result.errors, "log": log, "errors": list(result.errors), "receipt": result.receipt}, str)
 
 
 def session_start_output(receipt: Any) -> str:

@@ -300,3 +300,14 @@ def test_the_kept_mapping_state_is_a_hint(project: Path) -> None:
 
     assert stories[0] == stories[1] == stories[2]
     assert stories[0] == story(Path(import_transcript(transcript, project / "whole.jsonl").log))
+
+
+def test_hook_json_reports_what_the_call_did(project: Path) -> None:
+    """hook claude --json prints the log and errors of the call (for scripts) and still exits 0."""
+    payload = _todo("s1", project, "toolu_1", ("Reproduce the crash", "in_progress"))
+    command = [sys.executable, "-m", "plantrail.cli.main", "hook", "claude", "--json"]
+
+    result = subprocess.run(command, input=orjson.dumps(payload), capture_output=True, check=False)
+
+    assert result.returncode == 0
+    assert orjson.loads(result.stdout) == {"ok": True, "log": str(_log(project, "s1")), "errors": [], "receipt": None}
