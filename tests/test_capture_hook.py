@@ -311,3 +311,29 @@ def test_hook_json_reports_what_the_call_did(project: Path) -> None:
 
     assert result.returncode == 0
     assert orjson.loads(result.stdout) == {"ok": True, "log": str(_log(project, "s1")), "errors": [], "receipt": None}
+
+
+def test_subagent_stop_merges_the_subagents_plan_calls(project: Path) -> None:
+    """SubagentStop copies the subagent transcript's plan calls the hooks did not send, credited to the
+    subagent; a second SubagentStop adds nothing."""
+    lead = FIXTURES / "claude_tasks_lead.jsonl"
+    for payload in payloads_of(lead, project):
+        assert claude_hook(orjson.dumps(payload)).errors == ()
+    stop = {
+        "session_id": payloads_of(lead, project)[0]["session_id"],
+        "cwd": str(project),
+        "hook_event_name": "SubagentStop",
+        "agent_id": "d4n4",
+        "agent_type": "general-purpose",
+        "agent_transcript_path": str(FIXTURES / "claude_tasks_lead__subagent-d4n4.jsonl"),
+        "stop_hook_active": False,
+    }
+    log = _log(project, stop["session_id"])
+
+    assert claude_hook(orjson.dumps(stop)).errors == ()
+    after_first = log.read_bytes()
+    assert claude_hook(orjson.dumps(stop)).errors == ()
+
+    completed = [orjson.loads(line) for line in after_first.splitlines() if b'"step.completed"' in line]
+    assert any("subagent d4n4" in " ".join(r["data"]["evidence"]) for r in completed)
+    assert log.read_bytes() == after_first
