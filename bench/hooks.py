@@ -21,7 +21,7 @@ from plantrail.ledger.capture.hook import capture_journal, plantrail_folder
 from plantrail.ledger.capture.journal import Journal, journal_path
 from plantrail.ledger.locations import run_path
 
-__all__ = ["HookSession", "hook_call", "hook_session", "status_of_session"]
+__all__ = ["HookSession", "hook_call", "hook_session", "status_of_session", "write_call"]
 
 SESSION = "bench-session"
 ITEMS = 10
@@ -121,6 +121,18 @@ def hook_call(workdir: Path, n: int, plantrail: list[str]) -> tuple[Callable[[],
 
     def call() -> None:
         subprocess.run([*plantrail, "hook", "claude"], input=session.payload, capture_output=True, check=True)
+
+    return session.reset, call
+
+
+def write_call(workdir: Path, n: int, plantrail: list[str]) -> tuple[Callable[[], None], Callable[[], None]]:
+    """(setup, call): reset the session untimed; one plain write command on its log (`plantrail finish
+    --outcome paused`), the floor any appending process pays (the codec, the store, one fsync)."""
+    session = _session(workdir, n)
+    argv = [*plantrail, "finish", str(session.log), "--outcome", "paused", "--reason", "bench"]
+
+    def call() -> None:
+        subprocess.run(argv, capture_output=True, check=True)
 
     return session.reset, call
 

@@ -196,6 +196,14 @@ def _hook_process(wl: Workload, n: int) -> Probe:
     return timed(call, setup, collect=False)
 
 
+def _write_process(wl: Workload, n: int) -> Probe:
+    """One plain write command (`plantrail finish`) on the same session log (reset untimed before each)."""
+    from bench.hooks import write_call
+
+    setup, call = write_call(wl.dir, n, plantrail_argv())
+    return timed(call, setup, collect=False)
+
+
 def _status_of_hook_session(wl: Workload, n: int) -> Probe:
     from bench.hooks import status_of_session
 
@@ -492,6 +500,13 @@ ROWS: list[RowSpec] = [
         baseline=_status_of_hook_session,
         candidate=_hook_process,
         target="<=1.3x",
+        per_event=False,
+    ),
+    RowSpec(
+        "`plantrail hook claude` (vs a plain write command, `plantrail finish`, on the same session log)",
+        status_size,
+        baseline=_write_process,
+        candidate=_hook_process,
         per_event=False,
     ),
     *_audit_rows(),
