@@ -337,3 +337,22 @@ def test_subagent_stop_merges_the_subagents_plan_calls(project: Path) -> None:
     completed = [orjson.loads(line) for line in after_first.splitlines() if b'"step.completed"' in line]
     assert any("subagent d4n4" in " ".join(r["data"]["evidence"]) for r in completed)
     assert log.read_bytes() == after_first
+
+
+REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
+REAL_CLAUDE = sorted(p.name for p in REALDATA.glob("claude-code*.jsonl") if "__subagent" not in p.name)
+
+
+@pytest.mark.skipif(not REAL_CLAUDE, reason=f"no real Claude Code transcripts at {REALDATA}")
+@pytest.mark.parametrize("name", REAL_CLAUDE)
+def test_real_sessions_through_the_hooks_tell_the_imports_story(project: Path, name: str) -> None:
+    """Each real Claude Code transcript, replayed as the payloads its hooks send (ExitPlanMode included), gives
+    the story its import gives."""
+    transcript = REALDATA / name
+    payloads = payloads_of(transcript, project)
+
+    errors = [line for payload in payloads for line in claude_hook(orjson.dumps(payload)).errors]
+
+    assert errors == []
+    whole = import_transcript(transcript, project / "whole.jsonl")
+    assert story(_log(project, payloads[0]["session_id"])) == story(Path(whole.log))

@@ -6,7 +6,9 @@ importer's Claude Code parser and the one mapping read the journal as they read 
 
 * ``PostToolUse`` of a plan tool (TodoWrite, TaskCreate, TaskUpdate, ExitPlanMode): the call (an ``assistant``
   line with the ``tool_use`` block: ``tool_use_id``, ``tool_name``, ``tool_input``) and its answer (a ``user``
-  line with the ``tool_result`` and ``toolUseResult`` = ``tool_response``). A PostToolUse of any other tool is
+  line with the ``tool_result`` and ``toolUseResult`` = ``tool_response``). ExitPlanMode's answer says the user
+  approved the plan (the tool only runs, and PostToolUse only fires, once they did), with their edits when the
+  plan in ``tool_response`` differs from the one proposed. A PostToolUse of any other tool is
   refused (HOOK_PAYLOAD_INVALID): the plugin's matcher never sends one.
 * ``TaskCreated`` / ``TaskCompleted``: the TaskCreate / TaskUpdate (to ``completed``) they report, with the
   answer that names the task (the call id is ``TaskCreated-<task id>``; the identity of a creation or a
@@ -152,7 +154,8 @@ def journal_records(
         if call in held:
             return []
         response = payload.fields.get("tool_response")
-        return _call(base, call, str(payload.fields["tool_name"]), payload.fields.get("tool_input"), response)
+        tool, given = str(payload.fields["tool_name"]), payload.fields.get("tool_input")
+        return _call(base, call, tool, given, response, _answer_text(tool, given, response))
     if event in ("TaskCreated", "TaskCompleted"):
         return _task_report(base, payload, held)
     if event == "UserPromptSubmit":
@@ -179,12 +182,28 @@ def _base(payload: Payload, now: str) -> dict[str, Any]:
     return base
 
 
-def _call(base: dict[str, Any], call: str, tool: str, given: object, response: object) -> list[dict[str, Any]]:
+def _answer_text(tool: str, given: object, response: object) -> str:
+    """The text of the tool's answer as the transcript holds it, where the parser reads it: an ExitPlanMode that
+    ran (PostToolUse fires only for a plan the user approved) is the approval, with the user's edits when the
+    plan it returned differs from the one proposed."""
+    if tool != "ExitPlanMode":
+        return ""
+    proposed = given.get("plan") if isinstance(given, dict) else None
+    final = response.get("plan") if isinstance(response, dict) else None
+    text = "User has approved your plan. You can now start coding."
+    if isinstance(final, str) and final.strip() and final != proposed:
+        text += f"\n\n## Approved Plan (edited by user):\n{final}"
+    return text
+
+
+def _call(
+    base: dict[str, Any], call: str, tool: str, given: object, response: object, text: str = ""
+) -> list[dict[str, Any]]:
     use = {"type": "tool_use", "id": call, "name": tool, "input": given if isinstance(given, dict) else {}}
     answer: dict[str, Any] = {
         **base,
         "type": "user",
-        "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call, "content": ""}]},
+        "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call, "content": text}]},
     }
     if isinstance(response, dict):
         answer["toolUseResult"] = response

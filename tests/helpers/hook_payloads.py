@@ -9,7 +9,7 @@ import orjson
 
 __all__ = ["payloads_of", "post_tool_use", "prompt"]
 
-PLAN_TOOLS = ("TodoWrite", "TaskCreate", "TaskUpdate")
+PLAN_TOOLS = ("TodoWrite", "TaskCreate", "TaskUpdate", "ExitPlanMode")
 
 
 def post_tool_use(session: str, cwd: Path, tool: str, call: str, given: Any, answer: Any) -> dict[str, Any]:
@@ -49,17 +49,20 @@ def payloads_of(transcript: Path, cwd: Path) -> list[dict[str, Any]]:
     sent: list[dict[str, Any]] = []
     for record in records:
         content = record.get("message", {}).get("content") if isinstance(record.get("message"), dict) else None
+        blocks = [block for block in content if isinstance(block, dict)] if isinstance(content, list) else []
         if record.get("type") == "assistant":
-            for block in content or ():
+            for block in blocks:
                 if block.get("type") == "tool_use" and block.get("name") in PLAN_TOOLS:
                     calls[block["id"]] = (block["name"], block["input"])
         elif record.get("type") == "user" and isinstance(content, str) and not record.get("isMeta"):
             sent.append(prompt(session, cwd, content))
         elif record.get("type") == "user":
-            for block in content or ():
+            for block in blocks:
                 if block.get("type") == "tool_result" and block.get("tool_use_id") in calls:
                     tool, given = calls.pop(block["tool_use_id"])
                     answer = record.get("toolUseResult")
+                    if block.get("is_error") or (tool == "ExitPlanMode" and "approved" not in str(block)):
+                        continue  # a call that did not run: no PostToolUse
                     sent.append(post_tool_use(session, cwd, tool, block["tool_use_id"], given, answer))
                 elif block.get("type") == "text" and not record.get("isMeta"):
                     sent.append(prompt(session, cwd, block["text"]))
