@@ -45,6 +45,7 @@ COMMANDS: dict[str, str] = {
     "install": "plantrail.cli.install:install",
     "uninstall": "plantrail.cli.install:uninstall",
     **dict.fromkeys(("graph", "report", "watch"), "plantrail.cli.pictures"),
+    **dict.fromkeys(("fork", "check", "brief"), "plantrail.cli.lineage"),
 }
 
 

@@ -171,6 +171,11 @@ def test_no_human_output_carries_a_raw_control_character_from_data(
         ("hook", ["errors", "--dir", _hostile_hook_errors(tmp_path)]),
         ("install", ["claude", "--settings", tmp_path / "settings \x1b[2J.json"]),
         ("uninstall", ["claude", "--settings", tmp_path / "settings \x1b[2J.json"]),
+        ("brief", [log]),
+        ("check", [log.parent / "draft.json", "--strict"]),
+        ("fork", [log, "--at-seq", "5", "-o", tmp_path / "fork \x1b[2J.jsonl", "--reason", "why " + HOSTILE]),
+        ("status", [tmp_path / "fork \x1b[2J.jsonl"]),
+        ("verify", [tmp_path / "fork \x1b[2J.jsonl", "--parent", log]),
     ]
     for name, args in runs:
         outputs.append((name, run_cli(name, *args)))
