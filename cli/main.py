@@ -42,6 +42,9 @@ COMMANDS: dict[str, str] = {
     "store": "plantrail.cli.stores:store",
     "runs": "plantrail.cli.runs:runs",
     "mcp": "plantrail.cli.mcp_server:mcp_command",
+    "hook": "plantrail.cli.hooks:hook",
+    "install": "plantrail.cli.install:install",
+    "uninstall": "plantrail.cli.install:uninstall",
     **dict.fromkeys(("graph", "report", "watch"), "plantrail.cli.pictures"),
     **dict.fromkeys(("fork", "check", "brief"), "plantrail.cli.lineage"),
 }
