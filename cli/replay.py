@@ -101,6 +101,8 @@ def _render_versions(run: str | None, count: int, versions: list[dict[str, Any]]
         causes = ",".join(map(str, v["causes"])) or "-"
         created = f"created: {_plural(v['steps'], 'step', 'steps')}, {_plural(v['criteria'], 'criterion', 'criteria')}"
         what = v["why"] if v["changes"] else created
+        if v.get("extended"):
+            what += f" (extended in place at seq {', '.join(map(str, v['extended']))})"
         rows.append(
             [f"v{v['version']}", str(v["seq"]), _when(v["ts"]), v["actor"], v["reason"] or "created", causes, what]
         )

@@ -116,6 +116,9 @@ class VersionInfo(NamedTuple):
     observations: tuple[str, ...] = ()
     patched: bool = False
     changes: Changes | None = None
+    #: Format v2: the seqs of the ``plan.extended`` records that added to this version in place (``plan`` is the
+    #: version with them); empty for a version never extended.
+    extended: tuple[int, ...] = ()
 
 
 EMPTY_TABLE: Final[Table[object]] = Table((), ())

@@ -10,8 +10,9 @@ import pytest
 
 from plantrail.ledger.events import Record
 from plantrail.ledger.importers.importer import ImportReport, import_transcript
-from plantrail.ledger.importers.mapping import request, substantive
+from plantrail.ledger.importers.mapping import added_in_place, request, substantive
 from plantrail.ledger.importers.parse import ADAPTER_VERSIONS
+from plantrail.ledger.plan import StepSpec
 from plantrail.ledger.stores.jsonl import LogReader
 from plantrail.ledger.verify import verify_log
 from plantrail.projections.model import PlanState
@@ -215,3 +216,41 @@ def test_a_side_question_file_alone_does_not_take_the_leads_plan(tmp_path: Path)
     with pytest.raises(TranscriptError) as caught:
         import_transcript(aside, tmp_path / "aside.plantrail.jsonl")
     assert caught.value.code == "NO_PLAN_IN_TRANSCRIPT"
+
+
+def test_a_burst_of_task_creates_before_any_work_is_one_version(tmp_path: Path) -> None:
+    """Seven TaskCreate calls in seven seconds, before any work, make one version extended in place six times;
+    the task created after work began is a replan."""
+    report = imported(tmp_path, "claude_task_burst.jsonl")
+    log = records(report)
+    extensions = [r for r in log if r.type == "plan.extended"]
+    final = state(report)
+
+    assert (report.versions, report.extensions, report.items) == (2, 6, 8)
+    assert [r.type for r in log[1:]] == [
+        "plan.created",
+        *["plan.extended"] * 6,
+        "step.started",
+        "step.completed",
+        "plan.replanned",
+    ]
+    assert {r.plan_version for r in extensions} == {1} and {r.actor for r in extensions} == {"agent"}
+    assert extensions[0].source is not None and extensions[0].source.tool == "TaskCreate"
+    assert [s.title for s in final.plan.steps][:2] == ["Read the checkout module", "Add a Coupon model"]  # type: ignore[union-attr]
+    assert final.steps["read-the-checkout-module"].status == "completed"  # the replan kept the work done in v1
+    assert len(final.plan.steps) == 8  # type: ignore[union-attr]
+
+
+def test_the_choice_between_extending_and_replanning_is_a_pure_function() -> None:
+    """Only additions at the end of an untouched version the user did not decide extend it; anything else replans."""
+    first = StepSpec("a", "A", (), "done")
+    second = StepSpec("b", "B", (), "done")
+    old = {("task", "1", 1): first}
+    new = {("task", "1", 1): first, ("task", "2", 1): second}
+
+    assert added_in_place(old, new, touched=False) == (second,)
+    assert added_in_place(old, new, touched=True) is None
+    assert added_in_place(old, new, touched=False, decided_by_user=True) is None
+    assert added_in_place(old, old, touched=False) is None
+    moved = {("task", "1", 1): StepSpec("a", "A", (), "done again"), ("task", "2", 1): second}
+    assert added_in_place(old, moved, touched=False) is None

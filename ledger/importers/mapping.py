@@ -70,7 +70,7 @@ from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 
 from plantrail.ledger.contract import StepTerms
-from plantrail.ledger.decide import Command, Complete, Create, Replan, Start
+from plantrail.ledger.decide import Command, Complete, Create, Extend, Replan, Start
 from plantrail.ledger.events import Actor, ReasonCode, Source
 from plantrail.ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec
 
@@ -79,7 +79,7 @@ from .errors import transcript_error
 from .model import ListSnapshot, Observation, TaskEvent
 from .parse import ADAPTER_VERSIONS
 
-__all__ = ["Batch", "MappedRun", "map_updates", "slug"]
+__all__ = ["Batch", "MappedRun", "added_in_place", "map_updates", "slug"]
 
 EVIDENCE = "the agent marks this item completed in its plan"
 CRITERION_ID = "request-met"
@@ -113,6 +113,7 @@ class MappedRun:
     skipped: Mapping[str, int]
     untimed: int = 0
     items: int = 0
+    extensions: int = 0
 
 
 def map_updates(
@@ -125,6 +126,25 @@ def map_updates(
     for file, observation in observations:
         mapper.apply(agent.read(file, observation))
     return mapper.result(len(observations))
+
+
+def added_in_place(
+    old: Mapping[Key, StepSpec], new: Mapping[Key, StepSpec], *, touched: bool, decided_by_user: bool = False
+) -> tuple[StepSpec, ...] | None:
+    """The steps an update adds to the current version in place (``plan.extended``), or None for a replan.
+
+    An update extends the version when only the agent's own additions happened: the version is untouched
+    (no start, result or verdict since it was adopted: ``touched`` is false), every step of it stays with the
+    very same spec (so the same text, evidence and place in the agent's order: the new items come last), at
+    least one item is new, and no user decided it (``decided_by_user``: an approval, or their words since the
+    previous update, make it a ``user_request`` replan that quotes them). Anything else is a replan. Pure:
+    the importer passes its mirror of the ledger's state, a live hook the log's own (``ledger.extension.touched``).
+    """
+    if touched or decided_by_user or len(new) <= len(old):
+        return None
+    if any(key not in new or new[key] != spec for key, spec in old.items()):
+        return None
+    return tuple(spec for key, spec in new.items() if key not in old)
 
 
 def slug(text: str) -> str:
@@ -239,6 +259,9 @@ class _Mapper:
     versions: int = 0
     peak: int = 0
     untimed: int = 0
+    touched: bool = False
+    """Whether the mirrored version has had a start or a completion since it was adopted (see added_in_place)."""
+    extensions: int = 0
 
     # ----------------------------------------------------------- one update
 
@@ -282,6 +305,7 @@ class _Mapper:
         self.plan = self._specs(update.items)
         self.status = {item.key: "pending" for item in update.items}
         self.versions = 1
+        self.touched = False
         adapter = f"imported by plantrail's {self.format} adapter v{ADAPTER_VERSIONS[self.format]}"
         self.plan_notes = (adapter,)
         here = f"transcript {location(self.format, observation.line)}"
@@ -315,6 +339,7 @@ class _Mapper:
 
     def _start(self, update: Update, item: PlanItem, *, inferred: bool) -> Start:
         self.status[item.key] = "in_progress"
+        self.touched = True
         self.peak = max(self.peak, sum(1 for status in self.status.values() if status == "in_progress"))
         actor: Actor = "importer" if inferred else "agent"
         return Start(step=self.ids.of(item), actor=actor, source=self._source(update, inferred=inferred))
@@ -325,6 +350,7 @@ class _Mapper:
             commands.append(self._start(update, item, inferred=True))
         again = self.agent.get(item.key) == "completed"
         self.status[item.key] = "completed"
+        self.touched = True
         evidence = self._evidence(update, again=again)
         actor: Actor = "importer" if again else "agent"
         source = self._source(update, inferred=again)
@@ -352,6 +378,12 @@ class _Mapper:
         ]
         if new.keys() == old.keys() and all(new[key] == old[key] for key in new) and not went_back:
             return []
+        added = added_in_place(old, new, touched=self.touched, decided_by_user=self._decided_by_user(update))
+        if added is not None and not reopened and not went_back:
+            self.plan = new
+            self.status = {**self.status, **{key: "pending" for key in new if key not in old}}
+            self.extensions += 1
+            return [self._extend(update, added)]
         changes = self._changes(update, old, new, reopened, went_back)
         self.plan = new
         self.evidence = {key: text for key, text in self.evidence.items() if key in new}
@@ -362,6 +394,7 @@ class _Mapper:
             for key, spec in new.items()
         }
         self.versions += 1
+        self.touched = False
         return [self._replan(update, changes)]
 
     def _changes(
@@ -420,10 +453,33 @@ class _Mapper:
             reason=reason,
             why=quote(why, WHY_LIMIT + 100),
             plan=self._plan_spec(),
-            observations=tuple(note if len(note) <= NOTE_LIMIT else note[: NOTE_LIMIT - 1] + "…" for note in notes),
+            observations=tuple(_cut(note) for note in notes),
             actor="agent",
             source=self._source(update, inferred=False),
         )
+
+    def _extend(self, update: Update, added: Sequence[StepSpec]) -> Extend:
+        """The items an update added to the untouched version, as an extension in place (no replan)."""
+        here = f"transcript {location(self.format, update.observation.line)}"
+        by_id = {self.ids.of(item): item for item in update.items}
+        notes = [f"{here}: {note}" for note in update.notes]
+        notes += [f"{here}: added {by_id[spec.id].label} ({by_id[spec.id].status})" for spec in added]
+        said = update.observation.explanation
+        if said is not None:
+            where = location(self.format, update.observation.explanation_line or update.observation.line)
+            notes.append(f"transcript {where}: the agent wrote: {said}")
+        return Extend(
+            steps=tuple(added),
+            observations=tuple(_cut(note) for note in notes),
+            actor="agent",
+            source=self._source(update, inferred=False),
+        )
+
+    def _decided_by_user(self, update: Update) -> bool:
+        """Whether the user decided this update: a verdict on it, or their words since the previous update."""
+        observation = update.observation
+        verdict = observation.user_verdict if isinstance(observation, ListSnapshot) else None
+        return verdict is not None or self._user_words(update) is not None
 
     def _user_words(self, update: Update) -> str | None:
         """The user's message, when one came between the previous plan update of this file and this one."""
@@ -511,7 +567,13 @@ class _Mapper:
             skipped=MappingProxyType(dict(sorted(self.skipped.items()))),
             untimed=self.untimed,
             items=len(self.ids.ids),
+            extensions=self.extensions,
         )
+
+
+def _cut(note: str) -> str:
+    """An observation cut to NOTE_LIMIT characters with a trailing '…'."""
+    return note if len(note) <= NOTE_LIMIT else note[: NOTE_LIMIT - 1] + "…"
 
 
 def _with_policy(command: Command, policy: Policy) -> Command:
