@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import click
 
-from plantrail.cli.common import emit, json_option, log_argument, snapshot_note, table, truncate
+from plantrail.cli.common import emit, json_option, log_argument, snapshot_note, table, truncate, with_times_note
 from plantrail.cli.terminal import printable
 from plantrail.ledger.audit import RESUME_EXIT_CODES
 
@@ -520,7 +520,11 @@ def resume(ctx: click.Context, log: str, show_all: bool, every_byte: bool, as_js
     reading = read_resume(log, every_byte=every_byte)
     receipt = reading.document
     code = receipt["exit_code"]
-    emit(as_json, receipt, lambda: _render_receipt(receipt, code, show_all) + snapshot_note(receipt["snapshot_seq"]))
+    emit(
+        as_json,
+        receipt,
+        lambda: with_times_note(log, _render_receipt(receipt, code, show_all)) + snapshot_note(receipt["snapshot_seq"]),
+    )
     if reading.damage is not None:
         click.echo(f"error[{reading.damage.code}]: {printable(reading.damage.text('cli'))}", err=True)
     ctx.exit(code)

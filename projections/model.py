@@ -45,7 +45,7 @@ class StepState(NamedTuple):
     reason: str | None = None
     error: str | None = None
     exhausted: bool = False
-    max_attempts: int = 3
+    max_attempts: int | None = 3  # None: no limit (format v2)
     last_seq: int = 0
     reset: str | None = None
     invalidated_by: str | None = None

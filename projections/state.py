@@ -489,7 +489,7 @@ def _failed(state: StateView, record: Record, data: StepFailed) -> Delta | None:
     late, step = _result_step(state, record, data)
     if step is None:
         return late
-    if step.attempt < step.max_attempts:
+    if step.max_attempts is None or step.attempt < step.max_attempts:
         failed = step._replace(status="pending", error=data.error, last_seq=record.seq)
     else:
         reason = f"attempts exhausted ({step.attempt} of {step.max_attempts}); last error: {data.error}"

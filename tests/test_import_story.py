@@ -4,6 +4,7 @@ order, what it wrote kept and nothing invented, the request as goal, readable id
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,10 +15,12 @@ from plantrail.ledger.importers.mapping import added_in_place, request, substant
 from plantrail.ledger.importers.parse import ADAPTER_VERSIONS
 from plantrail.ledger.plan import StepSpec
 from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.times import UNRECORDED, time_recorded
 from plantrail.ledger.verify import verify_log
 from plantrail.projections.model import PlanState
 from plantrail.projections.state import fold
 from plantrail.projections.views import ready_steps
+from tests.conftest import CliResult
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "transcripts"
 
@@ -76,12 +79,14 @@ def test_version_1_is_the_agents_and_records_the_adapter(tmp_path: Path) -> None
 
 
 def test_no_attempt_limit_or_order_is_invented_beyond_the_agents_list(tmp_path: Path) -> None:
-    """Steps keep the agent's order as priority and carry no dependency the agent did not state."""
+    """Steps keep the agent's order as priority and carry no dependency or attempt limit the agent did not state."""
     report = imported(tmp_path, "claude_goal_after_go.jsonl")
     plan = state(report).plan
 
     assert plan is not None
     assert [s.priority for s in plan.steps] == [0, -1, -2, -3]
+    assert {s.max_attempts for s in plan.steps} == {None}
+    assert {s.max_attempts for s in state(report).steps.values()} == {None}
     assert all(s.depends_on == () for s in plan.steps)
     assert ready_steps(state(report))[0] == plan.steps[1].id  # the first is in progress; the agent's next is next
 
@@ -254,3 +259,19 @@ def test_the_choice_between_extending_and_replanning_is_a_pure_function() -> Non
     assert added_in_place(old, old, touched=False) is None
     moved = {("task", "1", 1): StepSpec("a", "A", (), "done again"), ("task", "2", 1): second}
     assert added_in_place(old, moved, touched=False) is None
+
+
+def test_a_format_without_times_says_so_instead_of_showing_1970(
+    tmp_path: Path, run_cli: Callable[..., CliResult]
+) -> None:
+    """An older Cline history gives no times: status, resume and log say "times: not recorded by this format;
+    order only" and print no 1970 date; a transcript with times gets no such note."""
+    untimed = imported(tmp_path, "cline_history.json").log
+    outputs = [run_cli(command, untimed) for command in ("status", "resume", "log")]
+    timed = imported(tmp_path / "timed", "claude_task_burst.jsonl").log
+
+    for result in outputs:
+        assert UNRECORDED in result.out and "1970" not in result.out, result.out
+    assert outputs[0].out.splitlines()[1] == UNRECORDED
+    assert all(UNRECORDED not in run_cli(command, timed).out for command in ("status", "resume", "log"))
+    assert not time_recorded(records(imported(tmp_path / "again", "cline_history.json"))[1])

@@ -410,6 +410,36 @@ def test_a_reopened_item_gets_a_new_contract_and_is_completed_again(tmp_path: Pa
     assert report.steps_completed == 2
 
 
+def test_a_cline_item_unchecked_again_keeps_its_contract_and_its_completion(tmp_path: Path) -> None:
+    """A Cline box unchecked after being checked is no new contract: the step keeps the completion evidence the
+    ledger gave every item and its completion, and an inferred note says what the agent did."""
+    history = Cline()
+    history.user("Add a rate limiter to the API router")
+    history.checklist(("Read the router", True), ("Add the limiter", False))
+    unchecked = history.checklist(("Read the router", False), ("Add the limiter", False))
+    history.checklist(("Read the router", True), ("Add the limiter", True))
+
+    report = imported(tmp_path, history, "api_conversation_history.json")
+    final = state(report)
+    spec = final.plan.steps[0]  # type: ignore[union-attr]
+
+    assert trail(report) == [
+        "create",
+        "start* read-the-router",
+        "complete read-the-router",
+        "replan v2 agent_revision",
+        "start* add-the-limiter",
+        "complete add-the-limiter",
+    ]
+    assert spec.completion_evidence == "the agent marks this item completed in its plan"
+    assert spec.notes == (
+        f"inferred: the agent unchecked it at message {unchecked} after checking it; Cline's checklist has no "
+        "in-progress mark and the agent wrote no new terms, so the step keeps its contract and its completion",
+    )
+    assert final.steps["read-the-router"].status == "completed" and final.steps["read-the-router"].attempt == 1
+    assert replans(report)[0].observations[-1].endswith('"Read the router" is pending again after being completed')
+
+
 # Emptied lists
 
 

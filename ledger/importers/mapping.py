@@ -11,9 +11,9 @@ The rules, and why:
   have no dependencies; the agent's order is kept as the steps' `priority` (the first item 0, the next -1,
   ...: higher first), so status, next and resume list them as the agent does. Every step's completion
   evidence says what completion means here: "the agent marks this item completed in its plan". Nothing
-  else is invented: what the agent wrote beyond the title (an item's priority label, the item a sub-item
-  nests under, a task's description) is kept as the step's notes, and every plan version notes the adapter
-  and its version.
+  else is invented: no step gets an attempt limit (``max_attempts`` None, format v2: the agent stated none);
+  what the agent wrote beyond the title (an item's priority label, the item a sub-item nests under, a task's
+  description) is kept as the step's notes, and every plan version notes the adapter and its version.
 * **The goal** is the request the plan answers: the first *substantive* user message of the session before
   the first plan update, one with at least 4 words and 20 characters once whitespace is collapsed (so
   "Go", "OK, let's start" and the like are passed over); failing that, the last user message before it;
@@ -22,7 +22,14 @@ The rules, and why:
   the user also wrote: ..."). The one acceptance criterion restates the request; nothing in a transcript
   verifies it, so it stays `unverified`. No `run.finished` is ever written: a session that ends is not a
   run that finished.
-* **Replans.** An update that adds, removes or renames items (a reworded, merged or split item is a
+* **Extending in place.** An update that only adds items after the version's own (each unchanged, so the new
+  ones come last), to a version no work has touched since it was adopted (no start or completion since: the
+  mapper's ``touched``), and that no user decided (no verdict on it, no words of theirs since the previous
+  update of the file) is no replan: an agent writing its list one item at a time before starting any (a
+  TaskCreate burst) is still writing one plan. It is a `plan.extended` (format v2) of the new steps, by the
+  agent, its observations citing the items added. :func:`added_in_place` is the decision, a pure function of
+  the two lists and the version's touched-ness, so live capture (one TaskCreate at a time) makes the same.
+* **Replans.** Any other update that adds, removes or renames items (a reworded, merged or split item is a
   removal plus an addition: identity is by text) is a `plan.replanned` with the new whole list. Its reason
   is `user_request` when the user decided it (an ExitPlanMode plan they approved, with or without their
   edits: the why says so) or wrote between the previous plan update of the same file and this one (their
@@ -46,7 +53,10 @@ The rules, and why:
   to pending is recorded as a replan (the step is superseded, hence pending, in the new version); an item
   it reopens after completing it gets a new completion evidence ("... again: the agent reopened it at line
   N"), a contract change, so the replan resets it to pending, and it is started or completed again as the
-  transcript goes on.
+  transcript goes on. Except in Cline: its checklist has no in-progress mark, and a box unchecked after being
+  checked states no new terms, so the step keeps its contract and its completion (the ledger never moves a
+  step backwards); the replan notes that the item is pending again, and the step's notes carry the
+  conclusion, marked "inferred:".
 * **Emptied lists** (an agent that clears its list, or Claude Code emptying it once all is done) write
   nothing: the agent's plan simply ends, and the next list is compared with the last plan recorded.
 * **Concurrency.** `max_in_progress` is the largest number of steps the imported log has in progress at
@@ -54,8 +64,9 @@ The rules, and why:
   peak, except where an item goes from pending to completed while another stays in progress: its inferred
   start then needs one more slot for an instant (none of the real transcripts we test on does this).
 * **Time.** Each event is stamped with its update's transcript timestamp; where the format has none
-  (Cline), with 1970-01-01T00:00:00Z plus the message number in seconds, and `source.timestamp` stays
-  empty so that nobody mistakes it for a real time.
+  (older Cline, legacy Codex, the Markdown exports), with 1970-01-01T00:00:00Z plus the line or message
+  number in seconds, and `source.timestamp` stays empty so that nobody mistakes it for a real time
+  (:mod:`ledger.times` reads that mark back: status, resume and log then say the times were not recorded).
 """
 
 from __future__ import annotations
@@ -259,6 +270,8 @@ class _Mapper:
     versions: int = 0
     peak: int = 0
     untimed: int = 0
+    unchecked: dict[Key, tuple[str, ...]] = field(default_factory=dict)
+    """Cline items the agent unchecked after checking them: the inferred step notes that say so."""
     touched: bool = False
     """Whether the mirrored version has had a start or a completion since it was adopted (see added_in_place)."""
     extensions: int = 0
@@ -369,7 +382,10 @@ class _Mapper:
         ]
         for item in reopened:
             where = location(self.format, update.observation.line)
-            self.evidence[item.key] = f"{EVIDENCE} again: the agent reopened it at {where}"
+            if self.format == "cline":  # a checklist without an in-progress mark: see "Going back"
+                self.unchecked[item.key] = (*self.unchecked.get(item.key, ()), _unchecked(where))
+            else:
+                self.evidence[item.key] = f"{EVIDENCE} again: the agent reopened it at {where}"
         new = self._specs(update.items)
         went_back = [
             item
@@ -501,12 +517,13 @@ class _Mapper:
         evidence = self.evidence.get(item.key, EVIDENCE)
         step_id = self.ids.of(item)
         suffix = self.ids.why.get(step_id)
-        notes = item.notes if suffix is None else (*item.notes, suffix)
+        notes = (*item.notes, *([] if suffix is None else [suffix]), *self.unchecked.get(item.key, ()))
         return StepSpec(
             id=step_id,
             title=item.title,
             depends_on=(),
             completion_evidence=evidence,
+            max_attempts=None,  # the agent set no limit, and none is invented
             terms=StepTerms(priority=priority, notes=notes),
         )
 
@@ -569,6 +586,14 @@ class _Mapper:
             items=len(self.ids.ids),
             extensions=self.extensions,
         )
+
+
+def _unchecked(where: str) -> str:
+    """The step note of a Cline item unchecked after being checked (what is inferred, marked as such)."""
+    return (
+        f"inferred: the agent unchecked it at {where} after checking it; Cline's checklist has no in-progress "
+        "mark and the agent wrote no new terms, so the step keeps its contract and its completion"
+    )
 
 
 def _cut(note: str) -> str:
