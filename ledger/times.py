@@ -12,15 +12,19 @@ placeholder times throughout (its header and group-commit bounds included). ``st
 from __future__ import annotations
 
 import os
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from plantrail.ledger.errors import PlantrailError
-from plantrail.ledger.events import Record
+import orjson
+
+if TYPE_CHECKING:
+    from plantrail.ledger.events import Record
 
 __all__ = ["UNRECORDED", "log_times_recorded", "time_recorded"]
 
 #: What a human output says of a log (or an event) whose times the transcript did not record.
 UNRECORDED: Final = "times: not recorded by this format; order only"
+#: How much of the plan line is read for its envelope (the members before ``data``).
+_ENVELOPE_BYTES: Final = 64 * 1024
 
 
 def time_recorded(record: Record, *, log_recorded: bool = True) -> bool:
@@ -32,12 +36,25 @@ def time_recorded(record: Record, *, log_recorded: bool = True) -> bool:
 
 
 def log_times_recorded(path: str | os.PathLike[str]) -> bool:
-    """Whether the log at ``path`` records real times: False when its plan (seq 1) was imported from a
-    transcript line without a time; True for any other log, and for one without a plan yet."""
-    from plantrail.ledger.stores.seek import record_at
+    """Whether the log at ``path`` records real times: False when its plan (the line after the header) was
+    imported from a transcript line without a time; True for any other log, one without a plan yet, and one
+    this cannot read (the command reading it reports that on its own).
 
+    Only the plan line's envelope is read (its members before ``data``: a ``,"data":`` inside a string is
+    escaped, so the first one ends the envelope), without its hash check: this says how to show times, and
+    the command that prints it reads and checks the log itself. Cheap enough for every ``status``."""
     try:
-        first = record_at(os.fspath(path), 1)
-    except PlantrailError:
-        return True  # no plan yet, or damage the command reports on its own
-    return time_recorded(first)
+        with open(path, "rb") as handle:
+            handle.readline(_ENVELOPE_BYTES)  # the header
+            start = handle.read(_ENVELOPE_BYTES)
+    except OSError:
+        return True
+    end = start.find(b',"data":')
+    if end < 0:
+        return True
+    try:
+        envelope = orjson.loads(start[:end] + b"}")
+    except orjson.JSONDecodeError:
+        return True
+    source = envelope.get("source") if isinstance(envelope, dict) else None
+    return not (envelope.get("seq") == 1 and isinstance(source, dict) and not source.get("timestamp"))

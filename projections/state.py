@@ -19,7 +19,6 @@ import orjson
 from plantrail.ledger.contract import unmet
 from plantrail.ledger.errors import PlanInvalid
 from plantrail.ledger.evidence import Report, Usage
-from plantrail.ledger.extension import extended_plan
 from plantrail.ledger.plan import PlanSpec, validate_plan
 from plantrail.ledger.versions import needs_v2
 from plantrail.projections.model import (
@@ -580,6 +579,8 @@ def _extended(state: StateView, record: Record, data: PlanExtended) -> Delta | N
     """Steps and criteria added to the active version in place (format v2, :mod:`ledger.extension`): the new
     ones start pending at attempt 0, every other step and criterion is untouched, the version keeps its number
     and its adoption, now with this extension's seq and the extended plan."""
+    from plantrail.ledger.extension import extended_plan  # only a log that extends a version needs it
+
     plan, adopted = state.plan, state.adopted
     if plan is None or adopted is None or state.finished or record.plan_version != state.version:
         return None
