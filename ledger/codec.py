@@ -342,8 +342,9 @@ def _as_written(record: Record) -> bytes:
     """
     data = record.data
     kind = type(data)
-    if (kind in _OMITTING and record.v != V1) or (kind in _REPORTING and data.report is not None):  # type: ignore[union-attr]
-        # A v2 value: msgspec cannot leave a dataclass field out at its default; the writer's way can.
+    if (kind in _OMITTING and (record.v != V1 or needs_v2(data))) or (kind in _REPORTING and data.report is not None):  # type: ignore[union-attr]
+        # A v2 value (on a v1 line too, which the version check then names): msgspec cannot leave a dataclass
+        # field out at its default; the writer's way can.
         body = _record_envelope(record)
         return orjson.dumps(body, default=plain, option=orjson.OPT_PASSTHROUGH_DATACLASS)
     if record.source is None and record.key is None:

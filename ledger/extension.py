@@ -11,7 +11,8 @@ spec, ``versions``, ``diff``, ``why``, the history index) sees the version with 
 criterion got a verdict, or the run finished or paused. Each of those moves a step's, a criterion's or the
 run's seq past the version's mark (the seq of its adopting record or of its latest extension), so
 :func:`touched` is a pure function of the state. Late results for earlier versions do not touch the active
-one: they never read it.
+one: they never read it. A forked run (``run.forked``) counts as touched throughout: the state it carries
+holds the parent's seqs, which the fork's own seqs do not continue, so no mark can be compared.
 
 Refusals (nothing is written): VERSION_TOUCHED once the version has been touched (replan instead),
 STEP_EXISTS / CRITERION_EXISTS for an id the version already holds, STALE_PLAN_VERSION for an extension
@@ -50,7 +51,10 @@ def mark(state: StateView) -> int:
 
 
 def touched(state: StateView) -> bool:
-    """Whether any work read the active version since it was adopted or last extended (see the module)."""
+    """Whether any work read the active version since it was adopted or last extended (see the module). A forked
+    run's versions count as touched: the fork carries the parent's seqs, which its own do not continue."""
+    if state.lineage:
+        return True
     since = mark(state)
     if state.outcome_seq is not None and state.outcome_seq > since:
         return True

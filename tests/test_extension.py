@@ -204,3 +204,11 @@ def test_the_cli_extends_and_prints_each_refusal_with_its_code(
 
     assert refused.code == 1 and refused.err.startswith("error[VERSION_TOUCHED]: ") and "Traceback" not in refused.err
     assert log.read_bytes() == before
+
+
+def test_a_forked_run_is_never_extended_in_place(tmp_path: Path, make_ledger: Callable[..., Ledger]) -> None:
+    """A fork carries the parent's seqs, which its own do not continue: its versions count as touched."""
+    make_ledger().close()
+    with Ledger.fork(tmp_path / "run.jsonl", tmp_path / "fork.jsonl", version=1, fsync="none") as fork:
+        assert touched(fork.state)
+        _refused(tmp_path / "fork.jsonl", "VERSION_TOUCHED", lambda: fork.extend(steps=TEST_STEP))
