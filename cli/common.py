@@ -45,6 +45,7 @@ __all__ = [
     "table",
     "torn_error",
     "truncate",
+    "with_times_note",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -278,6 +279,17 @@ def read_state_noted(path: str) -> tuple[PlanState, TornTail | None, int | None]
 
     result = read(path)
     return result.state, result.torn, result.snapshot_seq
+
+
+def with_times_note(log: str, text: str) -> str:
+    """``text`` (a human output whose first line names the run) with, after that line, the note that the log's
+    times were not recorded by the transcript's format, when they were not (:mod:`plantrail.ledger.times`)."""
+    from plantrail.ledger.times import UNRECORDED, log_times_recorded
+
+    if log_times_recorded(log):
+        return text
+    first, _, rest = text.partition("\n")
+    return f"{first}\n{UNRECORDED}\n{rest}" if rest else f"{first}\n{UNRECORDED}"
 
 
 def snapshot_note(snapshot_seq: int | None) -> str:

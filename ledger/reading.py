@@ -189,7 +189,7 @@ def _folded_versions(url: str) -> Versions:
     from plantrail.projections.state import initial
 
     found: list[VersionEntry] = []
-    final = versions_in(DatabaseReader(url).records(), initial(), lambda entry, _: found.append(entry))
+    final, _ = versions_in(DatabaseReader(url).records(), initial(), lambda entry, _, __: found.append(entry))
 
     def ending(version: int) -> PlanState:
         return rebuild_version(url, version)[0]

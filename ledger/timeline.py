@@ -196,6 +196,9 @@ def summary(record: Record) -> str:
         case "plan.replanned":
             causes = f" (caused by {', '.join(map(str, data.causes))})" if data.causes else ""
             return f"v{data.new_version} [{data.reason}] {data.why}{causes}"
+        case "plan.extended":
+            added = [*(s.id for s in data.steps), *(c.id for c in data.criteria)]
+            return f"v{record.plan_version} extended in place: added {', '.join(added)}"
         case "log.repaired":
             return f"repaired: {data.bytes} torn bytes moved to {data.quarantine}"
         case "log.checkpoint":

@@ -86,8 +86,13 @@ def hostile_log(tmp_path: Path, run_cli: Callable[..., CliResult]) -> tuple[Path
     draft.write_bytes(orjson.dumps(hostile_draft()))
     v2 = folder / "v2.json"
     v2.write_bytes(orjson.dumps(hostile_draft()))
+    more = folder / "more.json"
+    more.write_bytes(
+        orjson.dumps({"steps": [{"id": "d", "title": "d " + HOSTILE_IN_FILES, "completionEvidence": HOSTILE}]})
+    )
     calls = [
         ("create", [log, "--plan", draft, "--run", "run-1"]),
+        ("extend", [log, more]),
         ("start", [log, "a"]),
         ("complete", [log, "a", "--evidence", "evidence " + HOSTILE]),
         ("start", [log, "b"]),
