@@ -73,7 +73,23 @@ def render_status(state: PlanState, view: dict[str, Any]) -> str:
         lines += ["", f"stop policy: {stop['outcome']} ({stop['rule']}): {stop['reason']}"]
     for advice in view.get("budget", {}).get("advice", []):
         lines.append(f"budget: {advice}")
+    lines += lease_lines(view.get("leases", []))
     return "\n".join(lines)
+
+
+def lease_lines(leases: list[dict[str, Any]]) -> list[str]:
+    """One line per running attempt's lease (format v2), saying when it expires or that it expired."""
+    lines = []
+    for lease in leases:
+        if lease["expired"]:
+            state = f"EXPIRED at {lease['expires_at']}: its worker is gone? abandon it (plantrail abandon LOG)"
+        else:
+            state = f"expires at {lease['expires_at']}"
+        lines.append(
+            f"lease: {lease['step']} attempt {lease['attempt']} ({lease['lease_s']:g} s since seq "
+            f"{lease['since_seq']}) {state}"
+        )
+    return lines
 
 
 def _attempt_result(a: dict[str, Any]) -> str:
@@ -139,7 +155,9 @@ def status(log: str, with_attempts: bool, as_json: bool) -> None:
         attempts = {s: attempts_view(history.attempts.get(s, ())) for s in [*state.steps, *gone]}
     else:
         state, torn, snapshot_seq = read_state_noted(log)
-    view = status_document(state) | {"torn_tail": torn is not None, "snapshot_seq": snapshot_seq}
+    from plantrail.ledger.clock import utc_now
+
+    view = status_document(state, utc_now()) | {"torn_tail": torn is not None, "snapshot_seq": snapshot_seq}
     if attempts is not None:
         view["attempts"] = attempts
     emit(as_json, view, lambda: render_status(state, view) + snapshot_note(snapshot_seq))
@@ -192,6 +210,7 @@ def next_command(log: str, as_json: bool) -> None:
             lines = readiness_lines(state) or ["no step is ready"]
         if running:
             lines.append(f"in progress: {', '.join(running)}")
+        lines += lease_lines(data["leases"])
         if data["advice"]:
             lines.append(f"advice: replan with --reason {data['advice']}")
         return "\n".join(lines)

@@ -25,6 +25,7 @@ from plantrail.projections.model import (
     Changes,
     CriterionState,
     FailureStreak,
+    Lease,
     Orphan,
     PlanState,
     StepChange,
@@ -212,7 +213,7 @@ def decode_state(raw: bytes, fill: Fill | None = None) -> PlanState:
     if b'"$ref"' in raw:
         d = _internalize(d, fill or _no_fill)
     plan = _plan(d["plan"])
-    steps = [StepState(**{**s, "evidence": tuple(s["evidence"]), "usage": _usage(s.get("usage"))}) for s in d["steps"]]
+    steps = [StepState(**_step_fields(s)) for s in d["steps"]]
     criteria = [CriterionState(**c) for c in d["criteria"]]
     return PlanState(
         run=d["run"],
@@ -232,6 +233,16 @@ def decode_state(raw: bytes, fill: Fill | None = None) -> PlanState:
         failure_streak=None if d.get("failure_streak") is None else FailureStreak(**d["failure_streak"]),
         contract=d.get("contract", False),
     )
+
+
+def _step_fields(s: dict[str, Any]) -> dict[str, Any]:
+    """A step's fields as :func:`encode_state` wrote them, its values rebuilt (the format v2 ones when set)."""
+    fields = {**s, "evidence": tuple(s["evidence"]), "usage": _usage(s.get("usage"))}
+    if s.get("lease") is not None:
+        fields["lease"] = Lease(**s["lease"])
+    if "abandoned" in s:
+        fields["abandoned"] = tuple(s["abandoned"])
+    return fields
 
 
 def _usage(d: dict[str, Any] | None) -> Usage | None:
