@@ -311,3 +311,16 @@ def test_verify_replays_the_lease_and_outcome_rules_on_a_hand_made_log(
     assert caught.value.code == "ILLEGAL_EVENT" and rule in str(caught.value)
     after = read_state(str(path), use_cache=False).state
     assert after.steps == before.steps
+
+
+def test_status_next_and_resume_judge_the_deadline_and_leases_at_the_same_time(
+    make_ledger: Callable[..., Ledger], run_cli: Callable[..., Any], tmp_path: Path
+) -> None:
+    """The command's time is one moment for both rules of time: a deadline and a lease that have both passed
+    (the log was written in January, the commands run later) show as such in status, next and resume alike."""
+    ledger = make_ledger(leased_draft(60) | {"policy": {"deadline": "2026-06-01T00:00:00Z"}})
+    ledger.start("implement")
+    ledger.close()
+    for command in ("status", "next", "resume"):
+        document = run_cli(command, tmp_path / "run.jsonl", "--json").json()
+        assert (document["stop"]["rule"], document["leases"][0]["expired"]) == ("deadline", True), command
