@@ -125,7 +125,9 @@ def test_complete_with_a_step_open_keeps_its_v1_code(make_ledger: Callable[..., 
     """finish complete with work open is CRITERIA_UNVERIFIED (the v1 code) for v1 and v2 plans alike."""
     for name, draft in (("v1.jsonl", plan()), ("v2.jsonl", plan(max_turns=5))):
         ledger = make_ledger(draft, name=name)
-        assert refused(tmp_path / name, lambda: ledger.finish("complete", "green")).code == "CRITERIA_UNVERIFIED"
+        assert refused(tmp_path / name, lambda run=ledger: run.finish("complete", "green")).code == (
+            "CRITERIA_UNVERIFIED"
+        )
 
 
 def test_resume_documents_an_exit_code_for_each_outcome(
