@@ -53,7 +53,9 @@ def render_status(state: PlanState, view: dict[str, Any]) -> str:
         detail = "; ".join(s["evidence"]) or s["reason"] or s["error"] or ""
         if s["reset"] and s["status"] == "pending" and not detail:
             detail = f"reset: {s['reset']}" + (f" by {s['invalidated_by']}" if s["invalidated_by"] else "")
-        attempt = f"{s['attempt']}/{s['max_attempts']}"
+        attempt = f"{s['attempt'] - len(s['abandoned'])}/{s['max_attempts']}"
+        if s["abandoned"]:
+            attempt += f" (+{len(s['abandoned'])} abandoned)"
         depends = truncate(",".join(s["depends_on"]) or "-", _NARROW)
         rows.append([s["id"], truncate(s["title"], _NARROW), status, attempt, depends, detail])
     lines.append(table(["STEP", "TITLE", "STATUS", "ATTEMPT", "DEPENDS ON", "EVIDENCE / REASON"], rows))
