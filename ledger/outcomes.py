@@ -14,7 +14,7 @@ v1's outcome words (complete, paused, failed, cancelled) carry no lists and keep
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from plantrail.ledger.errors import error
 from plantrail.ledger.events import RunFinished
@@ -32,7 +32,7 @@ def finished_event(state: StateView, outcome: str, reason: str) -> RunFinished:
     return RunFinished(outcome=outcome, reason=reason, **lists._asdict())  # type: ignore[arg-type]
 
 
-def _contradicts(outcome: str, why: str, **fields: object) -> Exception:
+def _contradicts(outcome: str, why: str, **fields: Any) -> Exception:
     return error("OUTCOME_CONTRADICTS_STOP", f"the run cannot finish {outcome}: {why}", outcome=outcome, **fields)
 
 
