@@ -43,6 +43,7 @@ COMMANDS: dict[str, str] = {
     "store": "plantrail.cli.stores:store",
     "mcp": "plantrail.cli.mcp_server:mcp_command",
     **dict.fromkeys(("graph", "report", "watch"), "plantrail.cli.pictures"),
+    **dict.fromkeys(("fork", "check", "brief"), "plantrail.cli.lineage"),
 }
 
 

@@ -402,10 +402,10 @@ _OMITTING: Final[frozenset[type[Any]]] = frozenset({ev.PlanCreated, ev.PlanRepla
 #: Event types whose value may need format v2 (the hot path asks only these whether a v1 line holds them).
 _MAY_NEED_V2: Final[frozenset[type[Any]]] = frozenset(
     {ev.PlanCreated, ev.PlanReplanned, ev.StepCompleted, ev.StepBlocked, ev.StepFailed, ev.CriterionVerified}
-    | {ev.LogOpened, ev.RunFinished, ev.StepHeartbeat, ev.StepAbandoned}
+    | {ev.LogOpened, ev.RunFinished, ev.StepHeartbeat, ev.StepAbandoned, ev.RunForked}
 )
 #: Event types format v2 added (never on a v1 line).
-_V2_ONLY: Final[frozenset[type[Any]]] = frozenset({ev.StepHeartbeat, ev.StepAbandoned})
+_V2_ONLY: Final[frozenset[type[Any]]] = frozenset({ev.StepHeartbeat, ev.StepAbandoned, ev.RunForked})
 #: Event types that may carry an evidence record (``report``, format v2).
 _REPORTING: Final[frozenset[type[Any]]] = frozenset(
     {ev.StepCompleted, ev.StepBlocked, ev.StepFailed, ev.CriterionVerified}

@@ -19,9 +19,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from plantrail.ledger.coverage import coverage_view
 from plantrail.ledger.plan import StepSpec
 from plantrail.ledger.versions import plain
 from plantrail.projections.leases import lease_view
+from plantrail.projections.lineage import lineage_view
 from plantrail.projections.model import Orphan, PlanState, StepState
 from plantrail.projections.stop import STOPPING, budget_view, stop_decision
 
@@ -232,6 +234,8 @@ def status_view(state: PlanState, now: str | None = None) -> dict[str, Any]:
         "stop": stop_decision(state, now).as_dict(),
         "budget": budget_view(state),
         "leases": lease_view(state, now),
+        "lineage": lineage_view(state),
+        "coverage": coverage_view(state.plan),
     }
 
 

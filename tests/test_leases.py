@@ -324,3 +324,33 @@ def test_status_next_and_resume_judge_the_deadline_and_leases_at_the_same_time(
     for command in ("status", "next", "resume"):
         document = run_cli(command, tmp_path / "run.jsonl", "--json").json()
         assert (document["stop"]["rule"], document["leases"][0]["expired"]) == ("deadline", True), command
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        "heartbeat",
+        "abandon",
+        "forked",
+    ],
+)
+def test_a_v2_event_type_on_a_v1_line_is_corrupt(data: str) -> None:
+    """A line of an event type format v2 added, re-sealed as "v":1 (a correct hash), is CORRUPT_LINE: the
+    fast path of the reader asks these types too."""
+    import hashlib
+
+    from plantrail.ledger.codec import GENESIS_PREV, decode, encode
+    from plantrail.ledger.events import RunForked, StepAbandoned, StepHeartbeat
+
+    event = {
+        "heartbeat": StepHeartbeat(step="a", attempt=1, lease_s=5.0),
+        "abandon": StepAbandoned(step="a", attempt=1, reason="gone"),
+        "forked": RunForked(parent="p", seq=1, head="0" * 64, state_hash="0" * 64, reason="try", state="{}"),
+    }[data]
+    line, _ = encode(seq=2, ts=EARLY, run="r", plan_version=1, actor="runtime", data=event, prev=GENESIS_PREV)
+    assert line.startswith(b'{"v":2,')
+    body = b'{"v":1,' + line[len(b'{"v":2,') : -73] + b"}"
+    forged = body[:-1] + b',"h":"%s"}' % hashlib.sha256(body).hexdigest().encode()
+    with pytest.raises(PlantrailError) as caught:
+        decode(forged, 3)
+    assert caught.value.code == "CORRUPT_LINE"

@@ -162,6 +162,11 @@ def test_no_human_output_carries_a_raw_control_character_from_data(
         ("report", [log, "-o", tmp_path / "report \x1b[2J.html"]),
         ("status", [tmp_path / "missing \x1b]0;x\x07.jsonl"]),  # an error naming a hostile path
         ("start", [log, "c"]),  # a refusal naming hostile state
+        ("brief", [log]),
+        ("check", [log.parent / "draft.json", "--strict"]),
+        ("fork", [log, "--at-seq", "5", "-o", tmp_path / "fork \x1b[2J.jsonl", "--reason", "why " + HOSTILE]),
+        ("status", [tmp_path / "fork \x1b[2J.jsonl"]),
+        ("verify", [tmp_path / "fork \x1b[2J.jsonl", "--parent", log]),
     ]
     for name, args in runs:
         outputs.append((name, run_cli(name, *args)))
