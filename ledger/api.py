@@ -260,6 +260,13 @@ class Ledger:
         if record.key is not None and record.key not in keys:
             keys[record.key] = record_view(record)
 
+    def recorded(self, keys: Iterable[str]) -> frozenset[str]:
+        """The idempotency keys among ``keys`` that a record of the log holds, checked against the log's own
+        bytes (an index entry from the cache that does not check out is dropped), after catching up."""
+        with self._store.session() as session:
+            self._catch_up(session)
+            return frozenset(key for key in keys if _original(session, self._keys, key) is not None)
+
     # ----------------------------------------------------------- commands
 
     def execute(self, command: Command, *, expected_seq: int | None = None) -> Ack:

@@ -272,6 +272,12 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "EMPTY_TRANSCRIPT": (TranscriptRefused, "the transcript holds nothing but whitespace"),
     "NO_PLAN_IN_TRANSCRIPT": (TranscriptRefused, "the transcript holds no plan update the importer can record"),
     "TRANSCRIPT_UNREADABLE": (TranscriptUnreadable, "the transcript cannot be opened or read"),
+    # agent hooks and their installation (plantrail hook, plantrail install)
+    "HOOK_PAYLOAD_INVALID": (
+        UsageError,
+        "a hook payload is not JSON, names no session, or is an event or tool the hook does not take",
+    ),
+    "SETTINGS_INVALID": (Refused, "an agent's settings file cannot be parsed, so install leaves it alone"),
 }
 
 
