@@ -41,6 +41,7 @@ COMMANDS: dict[str, str] = {
     "import": "plantrail.cli.importing:import_command",
     "copy": "plantrail.cli.stores:copy_command",
     "store": "plantrail.cli.stores:store",
+    "runs": "plantrail.cli.runs:runs",
     "mcp": "plantrail.cli.mcp_server:mcp_command",
     "hook": "plantrail.cli.hooks:hook",
     "install": "plantrail.cli.install:install",

@@ -160,6 +160,7 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "USAGE": (UsageError, "the arguments or options are malformed"),
     "REPORT_INVALID": (UsageError, "a result's evidence record (--report) is malformed (the field is named)"),
     "CHECKPOINT_KEY_INVALID": (UsageError, "no checkpoint key was given, or it is shorter than 16 bytes"),
+    "FILE_STORE_ONLY": (UsageError, "the command works on a JSONL file's bytes (repair, salvage), not a database run"),
     # plan drafts and patches
     "INVALID_ID": (
         PlanInvalid,

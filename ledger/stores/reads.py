@@ -8,10 +8,11 @@ The answers are the log's own: a version or history index only saves folding the
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Final, NamedTuple
 
 from plantrail.ledger.errors import error
+from plantrail.ledger.events import Record
 from plantrail.ledger.store import TornTail
 from plantrail.ledger.stores.cache import (
     HistoryEntry,
@@ -47,13 +48,17 @@ __all__ = [
     "VersionEntry",
     "Versions",
     "build_version_index",
+    "diff_of",
     "is_fork",
+    "listed_versions",
     "read_state",
     "read_versions",
     "rebuild_version",
     "replan_audit",
     "use_cache_default",
     "version_diff",
+    "versions_in",
+    "why_of",
 ]
 
 
@@ -129,6 +134,22 @@ class Versions(NamedTuple):
         return self.entries(version, version)[0]
 
 
+def versions_in(
+    records: Iterable[Record], state: PlanState, add: Callable[[VersionEntry, PlanState], None]
+) -> PlanState:
+    """Fold ``records`` from ``state`` to their end, reporting every version adopted on the way with the state
+    just after its adopting record (which the fold has just read); return the final state. Any store's records."""
+    stream = iter(records)
+    while True:
+        span, after = fold_span(stream, state)
+        if after is None:
+            return span.state
+        assert after.adopted is not None  # a version changes only by a record that adopts one
+        ended = None if span.state.version == 0 else tuple(criterion_seqs(span.state).items())
+        add(VersionEntry(after.adopted, ended), after)
+        state = after
+
+
 def _versions_from(
     reader: LogReader,
     start: Position | None,
@@ -137,15 +158,8 @@ def _versions_from(
 ) -> PlanState:
     """Fold the log from ``start`` (the state there: ``state``) to its end, reporting every version adopted on the
     way with the position and state just after its adopting record; return the final state."""
-    stream = iter(reader.records(start=start, run=state.run if start is not None else None))
-    while True:
-        span, after = fold_span(stream, state)
-        if after is None:
-            return span.state
-        assert after.adopted is not None  # a version changes only by a record that adopts one
-        ended = None if span.state.version == 0 else tuple(criterion_seqs(span.state).items())
-        add(VersionEntry(after.adopted, ended), reader.position, after)
-        state = after
+    stream = reader.records(start=start, run=state.run if start is not None else None)
+    return versions_in(stream, state, lambda entry, after: add(entry, reader.position, after))
 
 
 def _in_memory(log_path: str, use_cache: bool) -> Versions:
@@ -157,12 +171,19 @@ def _in_memory(log_path: str, use_cache: bool) -> Versions:
     def ending(version: int) -> PlanState:
         return rebuild_version(log_path, version, use_cache=use_cache)[0]
 
+    return listed_versions(found, final.run, reader.torn, ending)
+
+
+def listed_versions(
+    found: list[VersionEntry], run: str | None, torn: TornTail | None, ending: Callable[[int], PlanState]
+) -> Versions:
+    """The :class:`Versions` of every version a fold of a whole log found, in order (any store's log)."""
     base = found[0].info.version if found else 1  # a fork's first version is the one it carries
 
     def entries(first: int, last: int) -> list[VersionEntry]:
         return found[max(first - base, 0) : max(last - base + 1, 0)]
 
-    return Versions(final.run, base - 1 + len(found), reader.torn, entries, ending, base)
+    return Versions(run, base - 1 + len(found), torn, entries, ending, base)
 
 
 class _Unreadable(Exception):
@@ -300,7 +321,11 @@ def version_diff(
     ``old`` (folded from its start, which the index holds); and the state at the end of ``new``."""
     if old >= new:
         raise error("USAGE", f"diff compares an earlier version with a later one, not v{old} with v{new}")
-    found = read_versions(log_path, use_cache=use_cache)
+    return diff_of(read_versions(log_path, use_cache=use_cache), old, new)
+
+
+def diff_of(found: Versions, old: int, new: int) -> tuple[dict[str, Any], PlanState]:
+    """:func:`version_diff` over any store's :class:`Versions`."""
     if new > found.total:
         raise _unknown_version(new, found.total)
     if old < found.first:
@@ -321,11 +346,16 @@ def replan_audit(
     from plantrail.ledger.stores.seek import record_at
 
     found = read_versions(log_path, use_cache=use_cache)
+    current = read_state(log_path, use_cache=use_cache).state
+    return why_of(found, version, lambda seq: record_at(log_path, seq), current), found.torn
+
+
+def why_of(found: Versions, version: int | None, quote: Callable[[int], Record], current: PlanState) -> dict[str, Any]:
+    """:func:`replan_audit`'s document over any store's :class:`Versions`, records read by seq with ``quote``."""
     version = replan_version(found.total, version)
     if version <= found.first:
         raise _before_fork(version, found.first)
     replaced, adopted = (entry.info for entry in found.entries(version - 1, version))
     before = found.ending(version - 1)
-    quoted = {seq: record_at(log_path, seq) for seq in sorted({*adopted.causes, adopted.seq})}
-    current = read_state(log_path, use_cache=use_cache).state
-    return why_traced(replaced, adopted, before, quoted, current.orphans, current.lineage), found.torn
+    quoted = {seq: quote(seq) for seq in sorted({*adopted.causes, adopted.seq})}
+    return why_traced(replaced, adopted, before, quoted, current.orphans, current.lineage)
