@@ -26,6 +26,7 @@ import orjson
 
 from plantrail.ledger.errors import error
 from plantrail.ledger.evidence import Observation, Report
+from plantrail.ledger.scope import StepScope
 
 if TYPE_CHECKING:
     from plantrail.ledger.plan import PlanSpec
@@ -80,7 +81,7 @@ class StepTerms:
 
     __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
     ADDED: ClassVar[frozenset[str]] = frozenset(
-        {"priority", "checks", "timeout_s", "max_tool_calls", "max_cost_usd", "notes"}
+        {"priority", "checks", "timeout_s", "max_tool_calls", "max_cost_usd", "notes", "scope"}
     )
 
     priority: int = 0
@@ -91,6 +92,8 @@ class StepTerms:
     #: What the agent wrote about the step beyond its title (a description, its own priority label, the item
     #: it nests under) and what an importer inferred, one fact a line; no part of the step's contract.
     notes: tuple[str, ...] = ()
+    #: The step's scope: writes, reads, allowed tools, whether it needs an approval (:mod:`ledger.scope`).
+    scope: StepScope | None = None
 
 
 NO_TERMS: Final = StepTerms()

@@ -253,7 +253,9 @@ def _as_plan(plan: Draft | PlanSpec, *, goal: str | None = None, base: PlanSpec 
     if isinstance(plan, PlanSpec):
         validate_plan(plan)
         return plan
-    return build_plan(plan, goal=goal, policy=None if base is None else base.policy)
+    if base is None:
+        return build_plan(plan, goal=goal)
+    return build_plan(plan, goal=goal, policy=base.policy, scope=base.scope)
 
 
 def _replanned(state: StateView, command: Replan, version: int) -> PlanReplanned:

@@ -21,6 +21,7 @@ import orjson
 from plantrail.ledger.contract import CheckSpec, StepTerms
 from plantrail.ledger.evidence import Usage
 from plantrail.ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec
+from plantrail.ledger.scope import StepScope, TaskScope
 from plantrail.projections.model import (
     Changes,
     CriterionState,
@@ -121,7 +122,25 @@ def _plan(d: dict[str, Any] | None) -> PlanSpec | None:
         steps=tuple(StepSpec(**{**s, "depends_on": tuple(s["depends_on"]), "terms": _terms(s)}) for s in d["steps"]),
         policy=Policy(**d["policy"]),
         notes=_notes(d),
+        scope=_task_scope(d.get("scope")),
     )
+
+
+def _globs(value: list[str] | None) -> tuple[str, ...] | None:
+    return None if value is None else tuple(value)
+
+
+def _task_scope(d: dict[str, Any] | None) -> TaskScope | None:
+    """A plan's task scope (format v2; a snapshot of a plan without one has none)."""
+    return None if d is None else TaskScope(_globs(d.get("reads")), _globs(d.get("writes")))
+
+
+def _step_scope(d: dict[str, Any] | None) -> StepScope | None:
+    """A step's scope (format v2; a snapshot of a step without one has none)."""
+    if d is None:
+        return None
+    tools = _globs(d.get("allowed_tools"))
+    return StepScope(_globs(d.get("writes")), _globs(d.get("reads")), tools, d.get("requires_approval", False))
 
 
 def _notes(d: dict[str, Any]) -> tuple[str, ...]:
@@ -132,7 +151,13 @@ def _notes(d: dict[str, Any]) -> tuple[str, ...]:
 def _terms(d: dict[str, Any]) -> StepTerms | None:
     """A step's format v2 terms (a snapshot of a v1 plan has none)."""
     terms = d.get("terms")
-    return None if terms is None else StepTerms(**{**terms, "checks": _checks(terms), "notes": _notes(terms)})
+    return (
+        None
+        if terms is None
+        else StepTerms(
+            **{**terms, "checks": _checks(terms), "notes": _notes(terms), "scope": _step_scope(terms.get("scope"))}
+        )
+    )
 
 
 def _checks(d: dict[str, Any]) -> tuple[CheckSpec, ...]:
