@@ -185,9 +185,8 @@ def _segments_overlap(a: str, b: str) -> bool:
             yield i + 1, j  # the star matches nothing more
         if y == "*":
             yield i, j + 1
-        if x is not None and y is not None:
-            if x == "*" or y == "*" or x == "?" or y == "?" or x == y:  # one character both accept
-                yield (i if x == "*" else i + 1), (j if y == "*" else j + 1)
+        if x is not None and y is not None and (x in "*?" or y in "*?" or x == y):  # one character both accept
+            yield (i if x == "*" else i + 1), (j if y == "*" else j + 1)
 
     return _reach((0, 0), moves, (len(a), len(b)))
 

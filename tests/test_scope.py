@@ -47,7 +47,7 @@ def test_matches_follows_the_documented_glob_semantics(glob: str, path: str, exp
 
 @pytest.mark.parametrize("glob", ["", "/etc/passwd", "src/../x", "./src", "src//x", "src\\x", "src/a**", 7])
 def test_check_glob_refuses_what_is_not_a_repository_relative_glob(glob: Any) -> None:
-    """A glob that is empty, absolute, holds an empty, . or .. segment, a backslash or ** inside a segment is SCOPE_INVALID."""
+    """An empty or absolute glob, an empty, . or .. segment, a backslash or ** inside a segment: SCOPE_INVALID."""
     with pytest.raises(PlanInvalid) as caught:
         check_glob(glob, "scope.writes[0]")
     assert caught.value.code == "SCOPE_INVALID" and caught.value.fields["path"] == "scope.writes[0]"
