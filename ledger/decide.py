@@ -13,12 +13,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from plantrail.ledger.approvals import (
+    Decide,
+    RequestApproval,
+    build_approval,
+    check_approval,
+    check_result_scope,
+    check_start_authority,
+    recorded_result,
+)
 from plantrail.ledger.contract import CheckSpec, unmet
 from plantrail.ledger.errors import error
 from plantrail.ledger.events import (
     OUTCOMES,
     REASON_CODES,
+    RESULT_TYPES,
     Actor,
+    ApprovalDenied,
+    ApprovalGranted,
+    ApprovalRequested,
     CriterionVerified,
     Event,
     Outcome,
@@ -54,10 +67,12 @@ __all__ = [
     "Command",
     "Complete",
     "Create",
+    "Decide",
     "Fail",
     "Finish",
     "NewEvent",
     "Replan",
+    "RequestApproval",
     "Start",
     "VerifyCriterion",
     "check",
@@ -189,7 +204,7 @@ class Replan(_Command):
         object.__setattr__(self, "observations", as_items(self.observations, str, "observations"))
 
 
-Command = Create | Start | Complete | Block | Fail | VerifyCriterion | Finish | Replan
+Command = Create | Start | Complete | Block | Fail | VerifyCriterion | Finish | Replan | RequestApproval | Decide
 
 
 # --------------------------------------------------------------------------- decide
@@ -206,7 +221,20 @@ def decide_one(state: StateView, command: Command, *, now: str | None = None) ->
     the command's), and why it is a late result (None when it applies); or a refusal, as :func:`decide`.
     ``now`` is the timestamp the event will carry: the stop policy judges a deadline against it."""
     data, plan_version = _build(state, command)
+    if isinstance(data, StepCompleted | StepBlocked | StepFailed) and data.report is not None:
+        data = _as_recorded(state, data, plan_version)
     return data, plan_version, check(state, data, plan_version, now=now)
+
+
+def _as_recorded(
+    state: StateView, data: StepCompleted | StepBlocked | StepFailed, plan_version: int
+) -> StepCompleted | StepBlocked | StepFailed:
+    """A result that applies, as it is recorded: a report outside the step's scope makes it the blocked attempt
+    ``scope_violation`` (:mod:`ledger.approvals`); a late result is recorded as reported."""
+    step = state.steps.get(data.step)
+    if step is None or step.status != "in_progress" or orphan_reason(state, plan_version, data.step, data.attempt):
+        return data
+    return recorded_result(state, data)
 
 
 def _build(state: StateView, command: Command) -> tuple[Event, int]:
@@ -247,6 +275,8 @@ def _build(state: StateView, command: Command) -> tuple[Event, int]:
             return RunFinished(outcome=command.outcome, reason=command.reason.strip()), version
         case Replan():
             return _replanned(state, command, version), version
+        case RequestApproval() | Decide():
+            return build_approval(command), version
 
 
 def _as_plan(plan: Draft | PlanSpec, *, goal: str | None = None, base: PlanSpec | None = None) -> PlanSpec:
@@ -364,6 +394,8 @@ def check(state: StateView, data: Event, plan_version: int, *, now: str | None =
             _check_finish(state, data, plan_version)
         case PlanReplanned():
             _check_replan(state, data, plan_version)
+        case ApprovalRequested() | ApprovalGranted() | ApprovalDenied():
+            check_approval(state, data, plan_version)
     return None
 
 
@@ -426,6 +458,8 @@ def _check_start(state: StateView, data: StepStarted, plan_version: int) -> None
     if limit is not None:
         _room_to_start(state, data.step, limit)
     _dependencies_done(state, state.plan, data.step)
+    if state.contract or state.authority is not None:  # scopes and approvals live in v2 plans only
+        check_start_authority(state, _contract(state.plan, data.step))
 
 
 def _stop_allows(state: StateView, step: str, now: str | None) -> None:
@@ -518,6 +552,8 @@ def _check_result(
         if why == "RUN_FINISHED":
             _not_finished(state)
         raise _transition(step, "in_progress", target, state.version)
+    if why is None and (data.report is not None or isinstance(data, StepBlocked) and data.violation is not None):
+        check_result_scope(state, data)
     if why is None and isinstance(data, StepCompleted):
         assert state.plan is not None
         _checks_met(_contract(state.plan, data.step).checks, data.report, f"step {data.step}", step=data.step)

@@ -6,6 +6,7 @@ from typing import Final, Literal, NamedTuple
 
 from plantrail.ledger.evidence import Usage
 from plantrail.ledger.plan import PlanSpec
+from plantrail.projections.authority import Authority
 from plantrail.projections.table import Table
 
 __all__ = [
@@ -154,6 +155,7 @@ class PlanState(NamedTuple):
     usage: Usage | None = None  # format v2: what every reported result spent (late ones too), summed
     failure_streak: FailureStreak | None = None  # format v2: the last failure's fingerprint and repeats
     contract: bool = False  # format v2: the active plan uses the v2 contract (its stop policy applies in full)
+    authority: Authority | None = None  # format v2: approvals, a scope violation's pause (projections.authority)
 
     @property
     def goal(self) -> str | None:

@@ -22,6 +22,7 @@ from plantrail.ledger.contract import CheckSpec, StepTerms
 from plantrail.ledger.evidence import Usage
 from plantrail.ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec
 from plantrail.ledger.scope import StepScope, TaskScope
+from plantrail.projections.authority import Approval, Authority, Violation
 from plantrail.projections.model import (
     Changes,
     CriterionState,
@@ -256,7 +257,23 @@ def decode_state(raw: bytes, fill: Fill | None = None) -> PlanState:
         usage=_usage(d.get("usage")),
         failure_streak=None if d.get("failure_streak") is None else FailureStreak(**d["failure_streak"]),
         contract=d.get("contract", False),
+        authority=_authority(d.get("authority")),
     )
+
+
+def _authority(d: dict[str, Any] | None) -> Authority | None:
+    """The state's approvals and pauses (format v2; a snapshot of a run without any has none)."""
+    if d is None:
+        return None
+    approvals = tuple(
+        Approval(**{**a, "steps": tuple(a["steps"]), "writes": tuple(a["writes"]), "tools": tuple(a["tools"])})
+        for a in d["approvals"]
+    )
+    held = d["violation"]
+    violation = (
+        None if held is None else Violation(**{**held, "paths": tuple(held["paths"]), "tools": tuple(held["tools"])})
+    )
+    return Authority(approvals, violation, tuple(d["widened"]), tuple(d["denied"]))
 
 
 def _usage(d: dict[str, Any] | None) -> Usage | None:

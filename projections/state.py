@@ -21,6 +21,8 @@ from plantrail.ledger.errors import PlanInvalid
 from plantrail.ledger.evidence import Report, Usage
 from plantrail.ledger.plan import PlanSpec, validate_plan
 from plantrail.ledger.versions import needs_v2
+from plantrail.projections import authority as _authority
+from plantrail.projections.authority import Approval, Authority
 from plantrail.projections.model import (
     CriterionState,
     FailureStreak,
@@ -36,6 +38,9 @@ from plantrail.projections.table import Table
 
 if TYPE_CHECKING:
     from plantrail.ledger.events import (
+        ApprovalDenied,
+        ApprovalGranted,
+        ApprovalRequested,
         CriterionVerified,
         LogOpened,
         PlanCreated,
@@ -116,6 +121,8 @@ class StateView(Protocol):
     def failure_streak(self) -> FailureStreak | None: ...
     @property
     def contract(self) -> bool: ...
+    @property
+    def authority(self) -> Authority | None: ...
 
 
 def evolve(state: PlanState, record: Record) -> PlanState:
@@ -155,6 +162,7 @@ def evolve(state: PlanState, record: Record) -> PlanState:
         s.usage,
         s.failure_streak,
         s.contract,
+        s.authority,
     )
 
 
@@ -211,6 +219,10 @@ class _Builder:
     @property
     def contract(self) -> bool:
         return self._state.contract
+
+    @property
+    def authority(self) -> Authority | None:
+        return self._state.authority
 
     def add(self, record: Record) -> Delta | StepState | None:
         """Apply one record in place (what :func:`evolve` does to an immutable state); return its change."""
@@ -476,9 +488,14 @@ def _blocked(state: StateView, record: Record, data: StepBlocked) -> Delta | Ste
     if step is None:
         return late
     blocked = step._replace(status="blocked", reason=data.reason, last_seq=record.seq)
-    if data.report is None:
+    if data.report is None and data.violation is None:
         return blocked
     fields = _spending(state, blocked, data.report)
+    if data.violation is not None:
+        held = data.violation
+        fields["authority"] = _authority.violation_recorded(
+            state.authority, data.step, data.attempt, held.paths, held.tools, record.seq
+        )
     return Delta(step=fields.pop("step"), fields=fields or None)
 
 
@@ -570,7 +587,45 @@ def _replanned(state: StateView, record: Record, data: PlanReplanned) -> Delta |
         fields |= _CONTINUE
     if state.failure_streak is not None:
         fields["failure_streak"] = None
+    authority = _authority.replanned(state.authority, state.plan, state.version, plan, steps)
+    if authority != state.authority:
+        fields["authority"] = authority
     return Delta(version=info, failures=0, fields=fields)
+
+
+def _approval_asked(state: StateView, record: Record, data: ApprovalRequested) -> Delta | None:
+    if state.plan is None or state.finished or record.plan_version != state.version:
+        return None
+    if state.authority is not None and any(a.id == data.request for a in state.authority.approvals):
+        return None
+    request = Approval(
+        id=data.request,
+        status="requested",
+        steps=data.steps,
+        plan_version=record.plan_version,
+        question=data.question,
+        writes=data.writes,
+        tools=data.tools,
+        seq=record.seq,
+    )
+    return Delta(fields={"authority": _authority.approval_requested(state.authority, request)})
+
+
+def _approval_decided(state: StateView, record: Record, data: ApprovalGranted | ApprovalDenied) -> Delta | None:
+    if state.plan is None or state.finished or state.authority is None:
+        return None
+    status: Any = "granted" if record.type == "approval.granted" else "denied"
+    authority, released = _authority.approval_decided(
+        state.authority, data.request, status, data.by, data.why, record.seq, state.plan, state.version
+    )
+    if authority is state.authority:
+        return None
+    step = None if released is None else state.steps.get(released)
+    if step is not None and step.status == "blocked" and not step.exhausted:
+        step = step._replace(status="pending", reason=None, last_seq=record.seq)  # the widened scope holds it
+    else:
+        step = None
+    return Delta(step=step, fields={"authority": authority})
 
 
 def share_unchanged(old: PlanSpec, new: PlanSpec) -> PlanSpec:
@@ -602,4 +657,7 @@ _HANDLERS: Final[Mapping[str, Callable[[Any, Record, Any], Delta | StepState | N
     "criterion.verified": _verified,
     "run.finished": _finished,
     "plan.replanned": _replanned,
+    "approval.requested": _approval_asked,
+    "approval.granted": _approval_decided,
+    "approval.denied": _approval_decided,
 }
