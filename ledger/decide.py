@@ -27,7 +27,6 @@ from plantrail.ledger.errors import error
 from plantrail.ledger.events import (
     OUTCOMES,
     REASON_CODES,
-    RESULT_TYPES,
     Actor,
     ApprovalDenied,
     ApprovalGranted,
@@ -552,7 +551,7 @@ def _check_result(
         if why == "RUN_FINISHED":
             _not_finished(state)
         raise _transition(step, "in_progress", target, state.version)
-    if why is None and (data.report is not None or isinstance(data, StepBlocked) and data.violation is not None):
+    if why is None and (data.report is not None or (isinstance(data, StepBlocked) and data.violation is not None)):
         check_result_scope(state, data)
     if why is None and isinstance(data, StepCompleted):
         assert state.plan is not None

@@ -194,6 +194,11 @@ def _widened(old_plan: PlanSpec, authority: Authority | None, version: int, new_
     return result
 
 
+def _scoped(plan: PlanSpec) -> bool:
+    """Whether a plan declares a task scope or any step scope."""
+    return plan.scope is not None or any(s.terms is not None and s.terms.scope is not None for s in plan.steps)
+
+
 def replanned(
     authority: Authority | None,
     old_plan: PlanSpec,
@@ -203,9 +208,8 @@ def replanned(
 ) -> Authority | None:
     """The authority of the version a replan adopts: no violation pause; the denied steps the new version keeps
     unchanged; the steps it widens (and those still waiting since an earlier widening), unless completed."""
-    if authority is None and old_plan.scope is None and not any(s.scope is not None for s in old_plan.steps):
-        if new_plan.scope is None and not any(s.scope is not None for s in new_plan.steps):
-            return None  # no scope before or after: nothing to authorise (the common case costs nothing)
+    if authority is None and not _scoped(old_plan) and not _scoped(new_plan):
+        return None  # no scope before or after: nothing to authorise (the common case costs nothing)
     new_specs = {s.id: s for s in new_plan.steps}
     old_specs = {s.id: s for s in old_plan.steps}
     base = authority or NO_AUTHORITY
