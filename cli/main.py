@@ -42,6 +42,8 @@ COMMANDS: dict[str, str] = {
     "store": "plantrail.cli.stores:store",
     "mcp": "plantrail.cli.mcp_server:mcp_command",
     **dict.fromkeys(("graph", "report", "watch"), "plantrail.cli.pictures"),
+    "request-approval": "plantrail.cli.approvals:request_approval",
+    **dict.fromkeys(("approve", "deny"), "plantrail.cli.approvals"),
 }
 
 
