@@ -233,6 +233,7 @@ def _as_recorded(
     step = state.steps.get(data.step)
     if step is None or step.status != "in_progress" or orphan_reason(state, plan_version, data.step, data.attempt):
         return data
+    _result_text(data)  # a result without its evidence or reason is refused as such, never rewritten
     return recorded_result(state, data)
 
 

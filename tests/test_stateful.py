@@ -3,7 +3,12 @@ model of the rules written independently of ``ledger.decide``; it runs against e
 and PostgreSQL), so a behaviour is claimed once and must hold in both.
 
 The plan uses the v2 contract: step ``e`` has a typed check (a reproduction that must exit 1), ``f`` ranks
-first, and the stop policy's no-progress rule (the same failure twice in a row stops new starts) applies."""
+first, and the stop policy's no-progress rule (the same failure twice in a row stops new starts) applies.
+Every step declares its writes inside the task's scope (``b`` and ``c``, ``e`` and ``f`` overlap, so they never
+run at once; ``d`` is read-only), ``f`` allows only the Edit tool, and ``c`` needs an approval: results report
+changed paths and tools, some outside the scope (recorded as a blocked attempt that pauses the run), and
+approvals are requested, granted (widening the scope, which can end the pause) or denied (a pause for good:
+the machine never replans). The model judges all of it from its own tables, not from ``ledger.scope``."""
 
 from __future__ import annotations
 
@@ -31,12 +36,30 @@ ATTEMPTS = {"a": 2, "b": 1, "c": 3, "d": 2, "e": 1, "f": 1}
 CRITERIA = ("works", "documented")
 PRIORITY = {"f": 5}
 CHECKED = "e"  # its check: command_exit, expected exit code 1
+WRITE_GLOBS = {"a": ["src/a.py"], "b": ["src/**"], "c": ["src/c.py"], "d": [], "e": ["docs/e.md"], "f": ["docs/**"]}
+PATHS = ("src/a.py", "src/c.py", "docs/e.md", "docs/f.md", "package.json")
+#: The model's own reading of WRITE_GLOBS: the paths of PATHS each step may change.
+WRITES = {
+    "a": {"src/a.py"},
+    "b": {"src/a.py", "src/c.py"},
+    "c": {"src/c.py"},
+    "d": set(),
+    "e": {"docs/e.md"},
+    "f": {"docs/e.md", "docs/f.md"},
+}
+CONFLICTS = {frozenset("ab"), frozenset("bc"), frozenset("ef")}  # steps whose writes overlap
+TOOLS = {"f": {"Edit"}}  # allowed_tools (the others allow any tool)
+APPROVED_ONLY = "c"  # requires_approval
 PLAN = {
     "goal": "exercise the rules",
+    "scope": {"writes": ["src/**", "docs/**"]},
     "acceptance_criteria": [{"id": c, "description": c} for c in CRITERIA],
     "policy": {"max_in_progress": 2},
     "steps": [
         {"id": s, "title": s, "depends_on": list(d), "completion_evidence": "e", "max_attempts": ATTEMPTS[s]}
+        | {"writes": WRITE_GLOBS[s]}
+        | ({"allowed_tools": sorted(TOOLS[s])} if s in TOOLS else {})
+        | ({"requires_approval": True} if s == APPROVED_ONLY else {})
         | ({"priority": PRIORITY[s]} if s in PRIORITY else {})
         | (
             {"checks": [{"id": "fails", "kind": "command_exit", "command": "t", "expected_exit_code": 1}]}
@@ -51,15 +74,23 @@ step_ids = st.sampled_from([*STEPS, "ghost"])
 texts = st.sampled_from(["ok", "exit 1", "saw 401", "  ", ""])
 # Final outcomes end a run (everything after is refused), so they are drawn rarely; paused is not final.
 outcomes = st.sampled_from(["paused", "paused", "paused", "paused", "complete", "complete", "failed", "cancelled"])
-# An evidence record: none, or one observation of the check with an exit code, maybe truncated.
+# An evidence record: none, or one observation of the check with an exit code, maybe truncated, with the paths
+# it changed and the tools it used (most often none, so that runs progress).
+changed = st.one_of(st.just(()), st.just(()), st.lists(st.sampled_from(PATHS), max_size=2).map(tuple))
+used = st.one_of(st.just(()), st.just(()), st.lists(st.sampled_from(["Edit", "Bash"]), max_size=2).map(tuple))
 reports = st.one_of(
     st.none(),
     st.builds(
-        lambda code, truncated: Report(
-            exit_code=code, observations=(Observation("fails", exit_code=code, truncated=truncated),)
+        lambda code, truncated, paths, tools: Report(
+            exit_code=code,
+            observations=(Observation("fails", exit_code=code, truncated=truncated),),
+            changed_paths=paths,
+            tools=tools,
         ),
         st.sampled_from([0, 1, 2]),
         st.booleans(),
+        changed,
+        used,
     ),
 )
 
@@ -83,6 +114,36 @@ class Model:
     orphans: int = 0
     last_failure: tuple[object, ...] | None = None
     repeats: int = 0
+    approved: set[str] = field(default_factory=set)
+    extra_writes: dict[str, set[str]] = field(default_factory=lambda: {s: set() for s in STEPS})
+    extra_tools: dict[str, set[str]] = field(default_factory=lambda: {s: set() for s in STEPS})
+    violation: tuple[str, tuple[str, ...], tuple[str, ...]] | None = None  # step, paths, tools
+    denied: set[str] = field(default_factory=set)
+    requests: dict[str, tuple[str, ...]] = field(default_factory=dict)  # pending request -> its steps
+
+    def outside(self, step: str, report: Report | None) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+        """The changed paths and tools of ``report`` outside ``step``'s scope and grants (None: inside)."""
+        if report is None:
+            return None
+        paths = tuple(p for p in dict.fromkeys(report.changed_paths) if p not in WRITES[step] | self.extra_writes[step])
+        allowed = TOOLS.get(step)
+        tools = (
+            ()
+            if allowed is None
+            else tuple(t for t in dict.fromkeys(report.tools) if t not in allowed | self.extra_tools[step])
+        )
+        return (paths, tools) if paths or tools else None
+
+    def writes(self, step: str) -> set[str]:
+        """The paths of PATHS ``step`` may change now: two steps' globs overlap exactly when these meet."""
+        return WRITES[step] | self.extra_writes[step]
+
+    @property
+    def paused(self) -> bool:
+        return self.violation is not None or bool(self.denied)
+
+    def done(self) -> bool:
+        return all(v == "completed" for v in self.status.values()) and all(v == "passed" for v in self.verdict.values())
 
     def ready(self) -> list[str]:
         """Ready steps, highest priority first, then by id (the plan's ids are already a valid order)."""
@@ -112,8 +173,12 @@ class Model:
             return False
         if any(self.status[d] != "completed" for d in STEPS[step]):
             return False
-        if self.no_progress:
+        if self.no_progress or self.paused:
             return False
+        if step == APPROVED_ONLY and step not in self.approved:
+            return False
+        if any(self.writes(step) & self.writes(other) for other in self.running()):
+            return False  # their write scopes overlap (a grant's writes widen a step's)
         self.status[step], self.attempt[step] = "in_progress", self.attempt[step] + 1
         if self.outcome == "paused":
             self.outcome = None
@@ -127,6 +192,11 @@ class Model:
         if self.final:
             self.orphans += 1
             return True
+        found = self.outside(step, report)
+        if found is not None:  # recorded as the blocked attempt scope_violation; the run pauses
+            self.status[step] = "blocked"
+            self.violation = (step, *found)
+            return True
         if kind == "complete":
             if step == CHECKED and not check_met(report):
                 return False
@@ -137,9 +207,36 @@ class Model:
         else:
             self.status[step] = "pending" if self.attempt[step] < ATTEMPTS[step] else "blocked"
             failing = [] if report is None or step != CHECKED or check_met(report) else ["fails"]
-            seen = (step, tuple(failing), None if report is None else report.exit_code, text.strip().lower())
+            paths = () if report is None else tuple(sorted(report.changed_paths))
+            seen = (step, tuple(failing), None if report is None else report.exit_code, text.strip().lower(), paths)
             self.repeats = self.repeats + 1 if seen == self.last_failure else 1
             self.last_failure = seen
+        return True
+
+    def request(self, request: str, steps: tuple[str, ...]) -> bool:
+        if self.final:
+            return False
+        self.requests[request] = steps
+        return True
+
+    def decide(self, request: str, granted: bool, writes: tuple[str, ...], tools: tuple[str, ...]) -> bool:
+        if self.final or request not in self.requests:
+            return False
+        steps = self.requests.pop(request)
+        if not granted:
+            self.denied |= set(steps)
+            return True
+        for step in steps:
+            self.approved.add(step)
+            self.extra_writes[step] |= set(writes)
+            self.extra_tools[step] |= set(tools)
+        if self.violation is not None and self.violation[0] in steps:
+            step, paths, used_tools = self.violation
+            allowed = TOOLS.get(step)
+            tools_ok = allowed is None or set(used_tools) <= allowed | self.extra_tools[step]
+            if set(paths) <= WRITES[step] | self.extra_writes[step] and tools_ok:
+                self.violation = None
+                self.status[step] = "pending"
         return True
 
     def verify(self, criterion: str, passed: bool) -> bool:
@@ -171,6 +268,8 @@ class LedgerMachine(RuleBasedStateMachine):
         self.log = self.target.location(unique_run())
         self.ledger = Ledger.create(self.log, PLAN, fsync="none")
         self.model = Model()
+        self.asked = 0  # approval requests so far (their ids)
+        self.widths: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}  # request -> writes, tools
 
     def teardown(self) -> None:
         self.ledger.close()
@@ -205,6 +304,39 @@ class LedgerMachine(RuleBasedStateMachine):
         for criterion, verdict in zip(CRITERIA, passed, strict=True):
             self.verify(criterion, verdict)
         self.finish("complete")
+
+    @rule(
+        data=st.data(),
+        writes=st.lists(st.sampled_from(PATHS), max_size=2).map(tuple),
+        tools=st.lists(st.sampled_from(["Edit", "Bash"]), max_size=1).map(tuple),
+        granted=st.sampled_from([True] * 5 + [False]),
+    )
+    def ask_and_decide_an_approval(
+        self, data: st.DataObject, writes: tuple[str, ...], tools: tuple[str, ...], granted: bool
+    ) -> None:
+        """An approval for one step (the one a violation paused on, most often), granted or (rarely) denied."""
+        held = self.model.violation
+        if held is not None and data.draw(st.booleans()):
+            step, writes, tools = held  # the grant that ends the pause
+        else:
+            step = data.draw(st.sampled_from(list(STEPS)))
+        request = self.ask(step, writes, tools)
+        self.decide(request, granted)
+
+    def ask(self, step: str, writes: tuple[str, ...], tools: tuple[str, ...]) -> str:
+        self.asked += 1
+        request = f"r{self.asked}"
+        expected = self.model.request(request, (step,))
+        self.widths[request] = (writes, tools)
+        question = f"may {step} go on?"
+        self._apply(expected, lambda: self.ledger.request_approval(request, question, step, writes=writes, tools=tools))
+        return request
+
+    def decide(self, request: str, granted: bool) -> None:
+        writes, tools = self.widths.get(request, ((), ()))
+        expected = self.model.decide(request, granted, writes, tools)
+        call = self.ledger.approve if granted else self.ledger.deny
+        self._apply(expected, lambda: call(request, by="tester"))
 
     @rule(data=st.data(), kind=st.sampled_from(["start", "result", "verify", "finish", "stale", "retry", "reopen"]))
     def anything_else(self, data: st.DataObject, kind: str) -> None:
@@ -270,13 +402,20 @@ class LedgerMachine(RuleBasedStateMachine):
         exactly when the model says so."""
         assert ready_steps(self.ledger.state) == ([] if self.model.final else self.model.ready())
         decision = stop_decision(self.ledger.state)
-        assert (decision.rule == "no_progress") == (self.model.no_progress and not self.model.final)
+        open_run = not self.model.final
+        paused = self.model.violation is not None or (self.model.denied and not self.model.done())
+        assert (decision.rule == "no_progress") == (self.model.no_progress and open_run and not paused)
+        assert (decision.rule == "scope_violation") == (self.model.violation is not None and open_run)
+        denied = bool(self.model.denied) and self.model.violation is None and not self.model.done()
+        assert (decision.rule == "approval_denied") == (denied and open_run)
 
     @invariant()
     def policy_and_evidence_hold(self) -> None:
         steps = list(self.ledger.state.steps.values())
         assert sum(s.status == "in_progress" for s in steps) <= LIMIT
         assert all(s.evidence for s in steps if s.status == "completed")
+        running = {s.id for s in steps if s.status == "in_progress"}
+        assert not any(pair <= running for pair in CONFLICTS), "two steps whose writes overlap ran at once"
 
     @invariant()
     def the_file_folds_to_the_state_kept_step_by_step(self) -> None:
