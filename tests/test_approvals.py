@@ -471,3 +471,21 @@ def test_the_cli_says_when_a_completion_was_recorded_as_a_violation(
     assert refused.code == 1 and refused.err.startswith("error[PAUSED_SCOPE_VIOLATION]")
     resumed = run_cli("resume", log)
     assert resumed.code == 12 and "scope_violation" not in resumed.err
+
+
+def test_the_schema_names_the_new_events_and_fields() -> None:
+    """plantrail schema holds the approval events, the blocked attempt's violation and the scopes, all optional
+    in the older types (one schema validates v1 and v2 lines)."""
+    from plantrail.ledger.codec import json_schema
+
+    defs = json_schema()["$defs"]
+    assert {
+        "ApprovalRequested",
+        "ApprovalGranted",
+        "ApprovalDenied",
+        "ScopeViolation",
+        "TaskScope",
+        "StepScope",
+    } <= set(defs)
+    assert "violation" in defs["StepBlocked"]["properties"] and "violation" not in defs["StepBlocked"]["required"]
+    assert set(defs["ApprovalRequested"]["required"]) == {"request", "question", "steps", "writes", "tools"}
