@@ -36,8 +36,16 @@ from plantrail.ledger.events import (
 )
 from plantrail.ledger.items import as_items, as_text
 from plantrail.ledger.plan import PlanSpec, StepSpec, check_id, did_you_mean
-from plantrail.ledger.scope import ScopeViolation, check_glob, overlaps, violation
-from plantrail.projections.authority import Approval, effective_tools, effective_writes, needs_approval
+from plantrail.ledger.scope import ScopeViolation, check_glob, violation
+from plantrail.projections.authority import (
+    Approval,
+    authority_reasons,
+    conflict,
+    effective_tools,
+    effective_writes,
+    needs_approval,
+    pending_for,
+)
 
 if TYPE_CHECKING:
     from plantrail.projections.state import StateView
@@ -232,23 +240,6 @@ def _shown(held: Any) -> str:
     return "; ".join(parts)
 
 
-def _conflict(state: StateView, plan: PlanSpec, spec: StepSpec) -> tuple[str, str, str] | None:
-    """The first step in progress whose write scope overlaps ``spec``'s: (step, its glob, this glob)."""
-    mine = effective_writes(plan, spec, state.authority, state.version)
-    if not mine:
-        return None
-    for other in state.steps.values():
-        if other.status != "in_progress" or other.id == spec.id:
-            continue
-        other_spec = _spec(plan, other.id)
-        theirs = None if other_spec is None else effective_writes(plan, other_spec, state.authority, state.version)
-        for a in mine:
-            for b in theirs or ():
-                if overlaps(a, b):
-                    return other.id, b, a
-    return None
-
-
 def check_start_authority(state: StateView, spec: StepSpec) -> None:
     """Refuse a start the run's authority forbids (see the module's docstring); nothing to judge, and no cost,
     for a plan that declares no scope and has no approvals."""
@@ -267,9 +258,9 @@ def check_start_authority(state: StateView, spec: StepSpec) -> None:
             step=spec.id,
             plan_version=state.version,
             because=why,
-            requests=_pending_for(state, spec.id),
+            requests=pending_for(state, spec.id),
         )
-    found = _conflict(state, plan, spec)
+    found = conflict(state, plan, spec)
     if found is not None:
         other, theirs, mine = found
         raise error(
@@ -280,41 +271,6 @@ def check_start_authority(state: StateView, spec: StepSpec) -> None:
             plan_version=state.version,
             other=other,
         )
-
-
-def _pending_for(state: StateView, step: str) -> list[str]:
-    authority = state.authority
-    if authority is None:
-        return []
-    return [
-        a.id
-        for a in authority.approvals
-        if a.status == "requested" and a.plan_version == state.version and step in a.steps
-    ]
-
-
-def authority_reasons(state: StateView, spec: StepSpec) -> list[dict[str, Any]]:
-    """The wait reasons of the run's authority for a pending step (see :mod:`projections.views`): the pause
-    (``scope_violation`` / ``approval_denied``), ``waiting_approval`` and ``write_conflict``."""
-    plan = state.plan
-    if plan is None or (state.authority is None and spec.scope is None and plan.scope is None):
-        return []
-    reasons: list[dict[str, Any]] = []
-    authority = state.authority
-    if authority is not None and authority.violation is not None:
-        held = authority.violation
-        reasons.append(
-            {"code": "scope_violation", "step": held.step, "paths": list(held.paths), "tools": list(held.tools)}
-        )
-    if authority is not None and authority.denied:
-        reasons.append({"code": "approval_denied", "steps": list(authority.denied)})
-    why = needs_approval(spec, authority, state.version)
-    if why is not None:
-        reasons.append({"code": "waiting_approval", "because": why, "requests": _pending_for(state, spec.id)})
-    found = _conflict(state, plan, spec)
-    if found is not None:
-        reasons.append({"code": "write_conflict", "step": found[0], "glob": found[1]})
-    return reasons
 
 
 # --------------------------------------------------------------------------- results

@@ -17,10 +17,13 @@ reducer keeps in ``PlanState.authority`` (None until a plan uses any of it), the
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
 from plantrail.ledger.plan import PlanSpec, StepSpec
-from plantrail.ledger.scope import covered, violation
+from plantrail.ledger.scope import covered, overlaps, violation
+
+if TYPE_CHECKING:
+    from plantrail.projections.state import StateView
 
 __all__ = [
     "Approval",
@@ -29,9 +32,12 @@ __all__ = [
     "Violation",
     "approval_decided",
     "approval_requested",
+    "authority_reasons",
+    "conflict",
     "effective_tools",
     "effective_writes",
     "needs_approval",
+    "pending_for",
     "replanned",
     "violation_recorded",
 ]
@@ -219,3 +225,58 @@ def replanned(
     widened = [s for s in widened if getattr(completed.get(s), "status", None) != "completed"]
     after = Authority(base.approvals, None, tuple(widened), denied)
     return None if after == NO_AUTHORITY else after
+
+
+# --------------------------------------------------------------------------- queries
+
+
+def conflict(state: StateView, plan: PlanSpec, spec: StepSpec) -> tuple[str, str, str] | None:
+    """The first step in progress whose write scope overlaps ``spec``'s: (step, its glob, this glob)."""
+    mine = effective_writes(plan, spec, state.authority, state.version)
+    if not mine:
+        return None
+    for other in state.steps.values():
+        if other.status != "in_progress" or other.id == spec.id:
+            continue
+        other_spec = next((s for s in plan.steps if s.id == other.id), None)
+        theirs = None if other_spec is None else effective_writes(plan, other_spec, state.authority, state.version)
+        for a in mine:
+            for b in theirs or ():
+                if overlaps(a, b):
+                    return other.id, b, a
+    return None
+
+
+def pending_for(state: StateView, step: str) -> list[str]:
+    authority = state.authority
+    if authority is None:
+        return []
+    return [
+        a.id
+        for a in authority.approvals
+        if a.status == "requested" and a.plan_version == state.version and step in a.steps
+    ]
+
+
+def authority_reasons(state: StateView, spec: StepSpec) -> list[dict[str, Any]]:
+    """The wait reasons of the run's authority for a pending step (see :mod:`projections.views`): the pause
+    (``scope_violation`` / ``approval_denied``), ``waiting_approval`` and ``write_conflict``."""
+    plan = state.plan
+    if plan is None or (state.authority is None and spec.scope is None and plan.scope is None):
+        return []
+    reasons: list[dict[str, Any]] = []
+    authority = state.authority
+    if authority is not None and authority.violation is not None:
+        held = authority.violation
+        reasons.append(
+            {"code": "scope_violation", "step": held.step, "paths": list(held.paths), "tools": list(held.tools)}
+        )
+    if authority is not None and authority.denied:
+        reasons.append({"code": "approval_denied", "steps": list(authority.denied)})
+    why = needs_approval(spec, authority, state.version)
+    if why is not None:
+        reasons.append({"code": "waiting_approval", "because": why, "requests": pending_for(state, spec.id)})
+    found = conflict(state, plan, spec)
+    if found is not None:
+        reasons.append({"code": "write_conflict", "step": found[0], "glob": found[1]})
+    return reasons

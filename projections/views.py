@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from plantrail.ledger.approvals import authority_reasons
 from plantrail.ledger.plan import StepSpec
 from plantrail.ledger.versions import plain
+from plantrail.projections.authority import authority_reasons
 from plantrail.projections.model import Orphan, PlanState, StepState
 from plantrail.projections.stop import STOPPING, budget_view, stop_decision
 
