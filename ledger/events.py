@@ -47,6 +47,7 @@ __all__ = [
     "ReasonCode",
     "Record",
     "RunFinished",
+    "RunForked",
     "Source",
     "StepBlocked",
     "StepCompleted",
@@ -63,7 +64,7 @@ FORMATS: Final[dict[int, str]] = {1: "plantrail/1", 2: "plantrail/2"}
 #: The format name of the newest version.
 FORMAT: Final = FORMATS[FORMAT_VERSION]
 #: Event types format v2 added (a line of one of these types is a v2 line).
-V2_TYPES: Final[frozenset[str]] = frozenset({"approval.requested", "approval.granted", "approval.denied"})
+V2_TYPES: Final[frozenset[str]] = frozenset({"run.forked", "approval.requested", "approval.granted", "approval.denied"})
 
 _STRICT: dict[str, Any] = {"extra": "forbid", "strict": True}
 
@@ -270,6 +271,21 @@ class RunFinished(_FixedShape, frozen=True):
     reason: str
 
 
+class RunForked(_FixedShape, frozen=True):
+    """(Format v2) The first event of a forked run (seq 1, written with the header): the parent run, the seq
+    it was forked at and the parent's hash there, the parent's state at that seq (``state``: the JSON of
+    :func:`projections.snapshot.encode_state`) and that state's hash, and why the run was forked."""
+
+    TYPE: ClassVar[str] = "run.forked"
+
+    parent: str
+    seq: int
+    head: str
+    state_hash: str
+    reason: str
+    state: str
+
+
 class ApprovalRequested(_FixedShape, frozen=True):
     """(Format v2) An approval asked for: its id, one bounded question, the steps it covers and the scope change
     it asks for (extra write globs and tools); bound to the envelope's plan version."""
@@ -317,6 +333,7 @@ Event = (
     | LogRepaired
     | LogCheckpoint
     | LogBatch
+    | RunForked
     | ApprovalRequested
     | ApprovalGranted
     | ApprovalDenied

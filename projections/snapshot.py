@@ -27,6 +27,7 @@ from plantrail.projections.model import (
     Changes,
     CriterionState,
     FailureStreak,
+    Fork,
     Orphan,
     PlanState,
     StepChange,
@@ -156,7 +157,13 @@ def _terms(d: dict[str, Any]) -> StepTerms | None:
         None
         if terms is None
         else StepTerms(
-            **{**terms, "checks": _checks(terms), "notes": _notes(terms), "scope": _step_scope(terms.get("scope"))}
+            **{
+                **terms,
+                "checks": _checks(terms),
+                "notes": _notes(terms),
+                "covers": tuple(terms.get("covers", ())),
+                "scope": _step_scope(terms.get("scope")),
+            }
         )
     )
 
@@ -257,6 +264,7 @@ def decode_state(raw: bytes, fill: Fill | None = None) -> PlanState:
         usage=_usage(d.get("usage")),
         failure_streak=None if d.get("failure_streak") is None else FailureStreak(**d["failure_streak"]),
         contract=d.get("contract", False),
+        lineage=tuple(Fork(**link) for link in d.get("lineage", ())),
         authority=_authority(d.get("authority")),
     )
 

@@ -23,9 +23,11 @@ from plantrail.ledger.plan import PlanSpec, validate_plan
 from plantrail.ledger.versions import needs_v2
 from plantrail.projections import authority as _authority
 from plantrail.projections.authority import Approval, Authority
+from plantrail.projections.lineage import carried_state
 from plantrail.projections.model import (
     CriterionState,
     FailureStreak,
+    Fork,
     Orphan,
     OrphanWhy,
     PlanState,
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
         PlanReplanned,
         Record,
         RunFinished,
+        RunForked,
         StepBlocked,
         StepCompleted,
         StepFailed,
@@ -162,6 +165,7 @@ def evolve(state: PlanState, record: Record) -> PlanState:
         s.usage,
         s.failure_streak,
         s.contract,
+        s.lineage,
         s.authority,
     )
 
@@ -246,6 +250,8 @@ class _Builder:
                 self.steps = fields.pop("steps").to_dict()
             if "criteria" in fields:
                 self.criteria = fields.pop("criteria").to_dict()
+            if "orphans" in fields:
+                self.orphans = list(fields.pop("orphans"))
             self._set_state(self._state._replace(**fields))
         if delta.step is not None:
             self.steps[delta.step.id] = delta.step
@@ -628,6 +634,35 @@ def _approval_decided(state: StateView, record: Record, data: ApprovalGranted | 
     return Delta(step=step, fields={"authority": authority})
 
 
+def _forked(state: StateView, record: Record, data: RunForked) -> Delta | None:
+    """A forked run's first event: the parent's state at the fork, carried whole, and one more lineage link."""
+    if state.plan is not None:
+        return None
+    carried = carried_state(data)
+    if carried is None or carried.plan is None:
+        return None
+    link = Fork(data.parent, data.seq, data.head, data.state_hash, data.reason)
+    fields = {name: getattr(carried, name) for name in _CARRIED} | {"lineage": (*carried.lineage, link)}
+    return Delta(version=carried.adopted, failures=carried.consecutive_failures, fields=fields)
+
+
+#: The state fields a fork carries from its parent (the rest say where the state lives: run, seqs, head).
+_CARRIED: Final = (
+    "plan",
+    "version",
+    "steps",
+    "criteria",
+    "outcome",
+    "outcome_reason",
+    "outcome_seq",
+    "orphans",
+    "usage",
+    "failure_streak",
+    "contract",
+    "authority",
+)
+
+
 def share_unchanged(old: PlanSpec, new: PlanSpec) -> PlanSpec:
     """``new`` with every step and criterion equal to one of ``old`` replaced by ``old``'s object.
 
@@ -657,6 +692,7 @@ _HANDLERS: Final[Mapping[str, Callable[[Any, Record, Any], Delta | StepState | N
     "criterion.verified": _verified,
     "run.finished": _finished,
     "plan.replanned": _replanned,
+    "run.forked": _forked,
     "approval.requested": _approval_asked,
     "approval.granted": _approval_decided,
     "approval.denied": _approval_decided,
