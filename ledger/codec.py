@@ -174,6 +174,8 @@ def _v1_holds(data: ev.Event) -> bool:
     kind = type(data)
     if kind in _REPORTING:
         return data.report is None  # type: ignore[union-attr]
+    if data.TYPE in V2_TYPES:
+        return False
     if kind in _OMITTING:
         return not needs_v2(data)
     if kind is ev.LogOpened:
@@ -340,8 +342,9 @@ def _as_written(record: Record) -> bytes:
     """
     data = record.data
     kind = type(data)
-    if (kind in _OMITTING and record.v != V1) or (kind in _REPORTING and data.report is not None):  # type: ignore[union-attr]
-        # A v2 value: msgspec cannot leave a dataclass field out at its default; the writer's way can.
+    if (kind in _OMITTING and (record.v != V1 or needs_v2(data))) or (kind in _REPORTING and data.report is not None):  # type: ignore[union-attr]
+        # A v2 value (on a v1 line too, which the version check then names): msgspec cannot leave a dataclass
+        # field out at its default; the writer's way can.
         body = _record_envelope(record)
         return orjson.dumps(body, default=plain, option=orjson.OPT_PASSTHROUGH_DATACLASS)
     if record.source is None and record.key is None:
@@ -388,11 +391,11 @@ def _record_envelope(record: Record) -> dict[str, Any]:
 _ENCODE: Final = msgspec.json.Encoder().encode
 #: Event types whose values may hold fields format v2 added, which msgspec cannot leave out of a dataclass:
 #: their lines are re-encoded the writer's way (orjson, :func:`ledger.versions.plain`).
-_OMITTING: Final[frozenset[type[Any]]] = frozenset({ev.PlanCreated, ev.PlanReplanned})
+_OMITTING: Final[frozenset[type[Any]]] = frozenset({ev.PlanCreated, ev.PlanReplanned, ev.PlanExtended})
 #: Event types whose value may need format v2 (the hot path asks only these whether a v1 line holds them).
 _MAY_NEED_V2: Final[frozenset[type[Any]]] = frozenset(
     {ev.PlanCreated, ev.PlanReplanned, ev.StepCompleted, ev.StepBlocked, ev.StepFailed, ev.CriterionVerified}
-    | {ev.LogOpened}
+    | {ev.LogOpened, ev.PlanExtended}
 )
 #: Event types that may carry an evidence record (``report``, format v2).
 _REPORTING: Final[frozenset[type[Any]]] = frozenset(

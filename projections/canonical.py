@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from plantrail.ledger.versions import plain
-from plantrail.projections.model import PlanState, StepState
+from plantrail.projections.model import PlanState, StepState, VersionInfo
 from plantrail.projections.table import Table
 
 __all__ = ["canonical_bytes", "state_hash"]
@@ -28,6 +28,7 @@ _ADDED: dict[type[Any], tuple[tuple[str, Any], ...]] = {
         ("lineage", ()),
         ("authority", None),
     ),
+    VersionInfo: (("extended", ()),),
 }
 
 
