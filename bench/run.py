@@ -631,6 +631,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--no-postgres", action="store_true", help="leave out the PostgreSQL rows (they need plantrail[postgres])"
     )
+    parser.add_argument(
+        "--rows", type=re.compile, metavar="REGEX", help="only the rows whose figure matches REGEX (re.search)"
+    )
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--keep", type=Path, metavar="DIR", help="generate files in DIR and keep them")
     where.add_argument("--tmp", type=Path, metavar="DIR", help="parent of the temp dir (default: current dir)")
@@ -681,6 +684,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         wl = Workload(path)
         info = machine_info(path, config)
         specs = ROWS + ([] if args.no_postgres or not _postgres_available(wl) else POSTGRES_ROWS)
+        if args.rows is not None:
+            specs = [spec for spec in specs if args.rows.search(spec.figure)]
         rows = run_all(specs, config, wl)
     print("\n".join(["## plantrail benchmark", "", *info, "", render_table(rows)]))
     if wl.notes:

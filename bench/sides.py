@@ -121,8 +121,15 @@ class Script(NamedTuple):
 
 
 def script(workdir: Path, n: int) -> Script:
-    """The commands of a realistic ``n``-event run and the lines they write (recorded once, untimed)."""
-    draft, commands, lines = scripted(workdir / f"script-{n}.jsonl", n)
+    """The commands of a realistic ``n``-event run and the lines they write (recorded once per benchmark run,
+    untimed: a script a kept work dir holds from an earlier run is recorded again, with this plantrail)."""
+    path = workdir / f"script-{n}.jsonl"
+    for leftover in (path, Path(str(path) + cache.SUFFIX)):
+        if leftover.is_dir():
+            shutil.rmtree(leftover)
+        elif leftover.exists():
+            leftover.unlink()
+    draft, commands, lines = scripted(path, n)
     return Script(draft, commands, lines)
 
 
