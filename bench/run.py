@@ -564,6 +564,7 @@ def run_all(specs: Sequence[RowSpec], config: Config, wl: Workload) -> list[Row]
         for n in spec.sizes(config):
             print(f"… {spec.figure} at {n:,}", file=sys.stderr, flush=True)
             rows.append(run_spec(spec, wl, n, config.repeats, judged=n in judged))
+            print(render_table(rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)  # kept if cut short
     return rows
 
 
