@@ -34,9 +34,11 @@ from bench.baselines import (
 )
 from bench.harness import Probe, Row, compare_values, peak_rss_mb, render_table, run_process, sample, timed
 from bench.sides import (
+    EVIDENCE_BYTES,
     Script,
     append_batches,
     append_each,
+    append_one,
     cli_argv,
     evidence_log,
     fold_version_span,
@@ -225,10 +227,24 @@ def _evidence_status(cold: bool, memory: bool = False) -> Side:
     """`plantrail status` on the evidence-heavy log, with its snapshot or without the cache."""
 
     def argv(wl: Workload, n: int) -> list[str]:
-        path = evidence_log(wl.dir / "evidence-heavy.jsonl")
+        path = evidence_log(wl.dir / f"evidence-{EVIDENCE_BYTES}.jsonl")
         return ["env", "PLANTRAIL_NO_CACHE=1", *status_argv(path)] if cold else status_argv(path)
 
     return process_rss(argv) if memory else process_time(argv)
+
+
+#: The evidence-heavy log's twin with 1 KiB of evidence per step: the same run, the same records, small texts.
+SMALL_EVIDENCE = 1024
+
+
+def _evidence_append(size: int) -> Side:
+    """One append (open, verify a criterion, close) to the 40-step run with ``size`` characters of evidence per
+    step, on a fresh copy of it and its cache."""
+
+    def side(wl: Workload, n: int) -> Probe:
+        return append_one(evidence_log(wl.dir / f"evidence-{size}.jsonl", size))
+
+    return side
 
 
 def _status(cold: bool) -> Side:
@@ -469,6 +485,15 @@ ROWS: list[RowSpec] = [
         candidate=_evidence_status(cold=False, memory=True),
         target="<=1x",
         unit="MB",
+        per_event=False,
+    ),
+    RowSpec(
+        "an append to the evidence-heavy log (40 steps x 1 MiB): open, one record, close (vs the same run with "
+        "1 KiB evidence)",
+        evidence_size,
+        baseline=_evidence_append(SMALL_EVIDENCE),
+        candidate=_evidence_append(EVIDENCE_BYTES),
+        target="<=1.5x",
         per_event=False,
     ),
     *_audit_rows(),
