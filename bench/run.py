@@ -45,6 +45,7 @@ from bench.sides import (
     full_replay,
     make_log,
     middle_version,
+    plantrail_argv,
     rebuild_version,
     replay_argv,
     resume_now,
@@ -187,6 +188,28 @@ def _fresh_file(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _hook_process(wl: Workload, n: int) -> Probe:
+    """One `plantrail hook claude` call on a session of n events (the session reset untimed before each)."""
+    from bench.hooks import hook_call
+
+    setup, call = hook_call(wl.dir, n, plantrail_argv())
+    return timed(call, setup, collect=False)
+
+
+def _write_process(wl: Workload, n: int) -> Probe:
+    """One plain write command (`plantrail finish`) on the same session log (reset untimed before each)."""
+    from bench.hooks import write_call
+
+    setup, call = write_call(wl.dir, n, plantrail_argv())
+    return timed(call, setup, collect=False)
+
+
+def _status_of_hook_session(wl: Workload, n: int) -> Probe:
+    from bench.hooks import status_of_session
+
+    return timed(run_process(status_of_session(wl.dir, n, plantrail_argv())), collect=False)
 
 
 def _import_argv(wl: Workload, n: int) -> list[str]:
@@ -494,6 +517,21 @@ ROWS: list[RowSpec] = [
         baseline=_evidence_append(SMALL_EVIDENCE),
         candidate=_evidence_append(EVIDENCE_BYTES),
         target="<=1.5x",
+        per_event=False,
+    ),
+    RowSpec(
+        "`plantrail hook claude`, whole process, one TodoWrite on a session log (vs `plantrail status` on it)",
+        status_size,
+        baseline=_status_of_hook_session,
+        candidate=_hook_process,
+        target="<=1.3x",
+        per_event=False,
+    ),
+    RowSpec(
+        "`plantrail hook claude` (vs a plain write command, `plantrail finish`, on the same session log)",
+        status_size,
+        baseline=_write_process,
+        candidate=_hook_process,
         per_event=False,
     ),
     *_audit_rows(),

@@ -29,6 +29,7 @@ __all__ = [
     "full_replay",
     "make_log",
     "middle_version",
+    "plantrail_argv",
     "rebuild_version",
     "replay_argv",
     "resume_now",
@@ -206,6 +207,11 @@ def append_batches(path: Path, run: Script, size: int = 100) -> Probe:
 def _plantrail() -> list[str]:
     found = shutil.which("plantrail", path=os.path.dirname(sys.executable)) or shutil.which("plantrail")
     return [found] if found else [sys.executable, "-m", "plantrail"]
+
+
+def plantrail_argv() -> list[str]:
+    """The `plantrail` command as argv (the installed script beside this interpreter, else -m)."""
+    return _plantrail()
 
 
 def cli_argv(path: Path, command: str, *args: str) -> list[str]:

@@ -2,16 +2,48 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 import click
 
 from plantrail.cli.common import emit, json_option
+from plantrail.cli.terminal import screen
 
 if TYPE_CHECKING:
+    from plantrail.ledger.capture.append import AppendReport
     from plantrail.ledger.importers.importer import ImportReport
 
-__all__ = ["import_command", "render_report"]
+__all__ = ["import_command", "render_append", "render_report"]
+
+
+def render_append(report: AppendReport) -> str:
+    """One append's summary: updates found, already recorded, appended (events), and any refused."""
+    made = "created" if report.created else "extended"
+    lines = [
+        f"{made} {report.log}: {report.updates_appended} new plan update(s), {report.events_written} event(s) "
+        f"written; {report.updates_recorded} of {report.plan_updates} plan update(s) were already recorded",
+        *(f"  refused {r.identity}: error[{r.code}]: {r.message}" for r in report.refused),
+    ]
+    if report.head_hash is not None:
+        lines.append(f"anchor: {report.last_seq}:{report.head_hash}")
+    return "\n".join(lines)
+
+
+def _append_data(report: AppendReport) -> dict[str, object]:
+    return {
+        "ok": True,
+        "log": report.log,
+        "run": report.run,
+        "created": report.created,
+        "plan_updates": report.plan_updates,
+        "updates_recorded": report.updates_recorded,
+        "updates_appended": report.updates_appended,
+        "events_written": report.events_written,
+        "refused": [{"identity": r.identity, "code": r.code, "message": r.message} for r in report.refused],
+        "last_seq": report.last_seq,
+        "head_hash": report.head_hash,
+    }
 
 
 def render_report(report: ImportReport) -> str:
@@ -71,6 +103,17 @@ def render_report(report: ImportReport) -> str:
 )
 @click.option("--run", "run_id", metavar="ID", help="The run id (default: the transcript's session id).")
 @click.option("--force", is_flag=True, help="Replace LOG if it exists (written aside, then renamed).")
+@click.option(
+    "--append",
+    is_flag=True,
+    help="Extend LOG (created if missing) with the plan updates it does not hold yet, recognised by the "
+    "transcript's own ids; nothing is recorded twice.",
+)
+@click.option(
+    "--follow",
+    is_flag=True,
+    help="Like --append, again each time the transcript grows (a live Codex rollout); Ctrl-C stops (exit 0).",
+)
 @json_option
 def import_command(
     transcript: str,
@@ -79,6 +122,8 @@ def import_command(
     with_subagents: bool,
     run_id: str | None,
     force: bool,
+    append: bool,
+    follow: bool,
     as_json: bool,
 ) -> None:
     """Turn an agent transcript into a plantrail log that status, log, verify and replay can read.
@@ -89,11 +134,18 @@ def import_command(
     from; events the agent never emitted are marked inferred. The same transcript always gives the same
     bytes.
 
+    With --append the log is extended instead (created when missing) with the updates it does not hold
+    yet; --follow does so each time the file grows, until Ctrl-C.
+
     \b
     Example:
       plantrail import samples/claude-session.jsonl -o session.plantrail.jsonl
       plantrail status session.plantrail.jsonl
+      plantrail import --follow ~/.codex/sessions/2026/12/01/rollout-1.jsonl -o run.jsonl
     """
+    if append or follow:
+        _extend(transcript, log, format_name, with_subagents, run_id, force, follow, as_json)
+        return
     from plantrail.cli.progress import progress_bar, size_of
     from plantrail.ledger.importers.importer import import_transcript
 
@@ -109,3 +161,40 @@ def import_command(
         )
     data = {"ok": True, **report._asdict(), "anchor": f"{report.last_seq}:{report.head_hash}"}
     emit(as_json, data, lambda: render_report(report))
+
+
+def _extend(
+    transcript: str,
+    log: str,
+    format_name: str | None,
+    with_subagents: bool,
+    run_id: str | None,
+    force: bool,
+    follow: bool,
+    as_json: bool,
+) -> None:
+    """--append and --follow: one append, or one per change of the file until Ctrl-C."""
+    from plantrail.ledger.errors import error
+
+    if force:
+        raise error("USAGE", "--force replaces a log; --append and --follow extend one (give one or the other)")
+    if not follow:
+        from plantrail.ledger.capture.append import append_transcript
+
+        report = append_transcript(transcript, log, format_name, with_subagents=with_subagents, run=run_id)
+        emit(as_json, _append_data(report), lambda: render_append(report))
+        return
+    if with_subagents:
+        raise error("USAGE", "--follow follows one file; import --append --with-subagents once the session ends")
+    from plantrail.ledger.capture.follow import follow_transcript
+
+    def shown(report: AppendReport) -> None:
+        if report.updates_appended or report.refused:
+            text = json.dumps(_append_data(report)) if as_json else screen(render_append(report))
+            click.echo(text)
+
+    try:
+        follow_transcript(transcript, log, format_name, run=run_id, on_append=shown)
+    except KeyboardInterrupt:
+        if not as_json:
+            click.echo(f"stopped following {transcript}", err=True)

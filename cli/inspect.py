@@ -27,10 +27,19 @@ from plantrail.cli.tables import cell
 if TYPE_CHECKING:
     from plantrail.projections.model import PlanState
 
-__all__ = ["inspect_commands", "render_status"]
+__all__ = ["inspect_commands", "lineage_lines", "render_status"]
 
 
 _NARROW = 24  # terminal columns a step's title or dependency list may take in the status table (JSON has all)
+
+
+def lineage_lines(state: PlanState) -> list[str]:
+    """One line per run this one was forked from, the nearest parent first (none for a run never forked)."""
+    lines = []
+    for link in reversed(state.lineage):
+        why = f": {truncate(link.reason, 80)}" if link.reason else ""
+        lines.append(f"forked from run {link.run} at seq {link.seq}{why}")
+    return lines
 
 
 def render_status(state: PlanState, view: dict[str, Any]) -> str:
@@ -44,6 +53,7 @@ def render_status(state: PlanState, view: dict[str, Any]) -> str:
         f"run {state.run} · plan v{state.version} · {outcome} · last seq {state.last_seq}",
         f"anchor: {anchor(state.last_seq, state.head)}",
         f"goal: {cell(state.goal)}",
+        *lineage_lines(state),
         "",
         "steps",
     ]
@@ -115,7 +125,9 @@ def status(log: str, with_attempts: bool, as_json: bool) -> None:
     JSON: the status document (DESIGN.md) plus "anchor", "state_hash", "torn_tail"; each step has
       "can_start" and "wait_reasons" ([{"code": "run_finished" | "status" | "dependencies" | "capacity",
       ...}], an open set); the run has "can_start" (step ids) and "capacity" ({"max_in_progress",
-      "in_progress", "free"}). With --attempts, "attempts": {step: [{"plan_version", "attempt",
+      "in_progress", "free"}); "lineage" (the runs a fork was forked from: [{"run", "seq", "head",
+      "state_hash", "reason"}], empty for a run never forked); "coverage" ({"declared", "criteria": [{"id",
+      "steps", "checks", "covered"}], "uncovered"}). With --attempts, "attempts": {step: [{"plan_version", "attempt",
       "started_seq", "result", "result_seq", "evidence", "reason", "late": [...]}]} (the active
       version's steps, then the ones replans removed).
 

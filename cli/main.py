@@ -41,7 +41,11 @@ COMMANDS: dict[str, str] = {
     "copy": "plantrail.cli.stores:copy_command",
     "store": "plantrail.cli.stores:store",
     "mcp": "plantrail.cli.mcp_server:mcp_command",
+    "hook": "plantrail.cli.hooks:hook",
+    "install": "plantrail.cli.install:install",
+    "uninstall": "plantrail.cli.install:uninstall",
     **dict.fromkeys(("graph", "report", "watch"), "plantrail.cli.pictures"),
+    **dict.fromkeys(("fork", "check", "brief"), "plantrail.cli.lineage"),
 }
 
 

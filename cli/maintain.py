@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from plantrail.cli.common import emit, json_option, log_argument
+from plantrail.cli.common import FilePath, emit, json_option, log_argument
 
 if TYPE_CHECKING:
     from plantrail.ledger.stores.salvage import SalvageReport
@@ -27,8 +27,14 @@ __all__ = ["maintain_commands"]
     metavar="FILE",
     help="Check every keyed checkpoint's MAC with this key (default: $PLANTRAIL_CHECKPOINT_KEY if set).",
 )
+@click.option(
+    "--parent",
+    metavar="LOG",
+    type=FilePath(dir_okay=False, path_type=str),
+    help="For a forked run: the parent's log, which must hold the hash and the state the fork carries.",
+)
 @json_option
-def verify(log: str, anchor: str | None, key_file: str | None, as_json: bool) -> None:
+def verify(log: str, anchor: str | None, key_file: str | None, parent: str | None, as_json: bool) -> None:
     """Check everything: framing, seq, hash chain, every event legal in order, no late result applied, and a
     deterministic fold. Prints the head as an anchor (SEQ:HASH: keep it, and paste it into a later
     --anchor) and the state hash. With a checkpoint key, every checkpoint's MAC must verify and at least
@@ -37,13 +43,15 @@ def verify(log: str, anchor: str | None, key_file: str | None, as_json: bool) ->
     \b
     JSON: {"ok", "records", "last_seq", "head_hash", "anchor": "SEQ:HASH" (the head), "anchor_checked"
       (the --anchor given, or null), "head" (the same as anchor), "state_hash", "versions", "orphans",
-      "outcome", "checkpoints", "checkpointed_seq", "keyed", "torn": null | {"offset", "length", "line"}}
+      "outcome", "checkpoints", "checkpointed_seq", "keyed", "torn": null | {"offset", "length", "line"},
+      "parent": null | {"run", "seq"} (the parent checked with --parent)}
 
     \b
     Example:
       plantrail verify samples/login-fix.jsonl
       plantrail verify run.jsonl --anchor 14:3f2a...   # the head an earlier verify printed
       plantrail verify run.jsonl --key-file ~/.plantrail/audit.key
+      plantrail verify retry.jsonl --parent run.jsonl   # a fork against the log it was forked from
     """
     import os
 
@@ -54,7 +62,9 @@ def verify(log: str, anchor: str | None, key_file: str | None, as_json: bool) ->
 
     key = load_key(key_file) if key_file is not None or os.environ.get(KEY_ENV) else None
     with progress_bar("verify", size_of(log), enabled=not as_json) as shown:
-        report = verify_log(log, anchor=parse_anchor(anchor) if anchor else None, key=key, on_progress=shown)
+        report = verify_log(
+            log, anchor=parse_anchor(anchor) if anchor else None, key=key, on_progress=shown, parent=parent
+        )
     head = f"{report.last_seq}:{report.head_hash}"
     data = report._asdict() | {
         "ok": report.torn is None,
@@ -62,6 +72,7 @@ def verify(log: str, anchor: str | None, key_file: str | None, as_json: bool) ->
         "anchor_checked": anchor,
         "head": head,
         "torn": None if report.torn is None else report.torn._asdict(),
+        "parent": None if report.parent is None else {"run": report.parent[0], "seq": report.parent[1]},
     }
     emit(as_json, data, lambda: _render_verify(report, anchor))
     raise_if_torn(log, report.torn)
@@ -89,6 +100,9 @@ def _render_verify(report: VerifyReport, anchor: str | None) -> str:
         )
     if anchor:
         lines.insert(1, f"checked anchor {anchor}: the log still holds it")
+    if report.parent is not None:
+        run, seq = report.parent
+        lines.insert(1, f"checked parent: run {run} holds at seq {seq} the hash and the state this fork carries")
     if report.checkpoints:
         checked = "MACs verified with the key" if report.keyed else "MACs not checked (no key given)"
         after = report.last_seq - (report.checkpointed_seq or 0)

@@ -27,9 +27,11 @@ from plantrail.ledger.limits import DRAFT, PATCH, REPORT
 if TYPE_CHECKING:
     from plantrail.ledger.api import Ledger
     from plantrail.ledger.decide import Command
+    from plantrail.ledger.errors import PlantrailError
     from plantrail.ledger.events import Actor, Outcome, ReasonCode
     from plantrail.ledger.evidence import Report
     from plantrail.ledger.store import Ack, FsyncPolicy
+    from plantrail.projections.model import PlanState
 
 __all__ = ["record_commands"]
 
@@ -127,10 +129,33 @@ def _read_report(path: str | None) -> Report | None:
 
 def _run(log: str, command: Command, expected_seq: int | None, as_json: bool) -> None:
     from plantrail.ledger.api import Ledger
+    from plantrail.ledger.decide import Replan
 
     with Ledger.open(log) as ledger:
         ack = ledger.execute(command, expected_seq=expected_seq)
         _acknowledge(ledger, command, ack, as_json)
+        if isinstance(command, Replan) and not ack.duplicate:
+            _coverage_warnings(ledger.state)
+
+
+def _strict_option(func: F) -> F:
+    """--strict on create and replan: refuse a coverage gap instead of warning about it."""
+    return click.option(
+        "--strict",
+        is_flag=True,
+        help="Refuse (COVERAGE_GAP) a plan with a task criterion that no step covers and no typed check covers.",
+    )(func)
+
+
+def _coverage_warnings(state: PlanState) -> list[PlantrailError]:
+    """Print the adopted plan's coverage warnings on stderr (``warning[CODE]: message``) and return them."""
+    from plantrail.cli.terminal import printable
+    from plantrail.ledger.coverage import coverage_warnings
+
+    warnings = [] if state.plan is None else coverage_warnings(state.plan)
+    for warning in warnings:
+        click.echo(f"warning[{warning.code}]: {printable(warning.message)}", err=True)
+    return warnings
 
 
 #: What the acknowledgement calls each command: the CLI's own command names.
@@ -185,22 +210,29 @@ def _acknowledge(ledger: Ledger, command: Command, ack: Ack, as_json: bool) -> N
     help="Durability policy recorded in the header (see docs/reliability.md).",
 )
 @click.option("--actor", type=ACTORS, default="planner", show_default=True, help="Who issued the command.")
+@_strict_option
 @json_option
-def create(log: str, plan_path: str, run_id: str | None, fsync: str, actor: str, as_json: bool) -> None:
-    """Create LOG with a validated plan draft as version 1 (never overwrites a file).
+def create(log: str, plan_path: str, run_id: str | None, fsync: str, actor: str, strict: bool, as_json: bool) -> None:
+    """Create LOG with a validated plan draft as version 1 (never overwrites a file). A task criterion that no
+    step covers (a step's "covers") and no typed check covers is a warning on stderr ("warnings" in JSON), or
+    with --strict a refusal (COVERAGE_GAP); a plan that declares no coverage at all is warned only by --strict.
 
     \b
     Example:
       plantrail create run.jsonl --plan samples/cli-name-flag.draft.json
+      plantrail create run.jsonl --plan draft.json --strict
     """
     from plantrail.ledger.api import Ledger
     from plantrail.ledger.plan import parse_draft
     from plantrail.projections.views import capacity_view, ready_steps, startable_steps
 
     draft = parse_draft(read_json_file(plan_path, DRAFT))
-    with Ledger.create(log, draft, run=run_id, fsync=cast("FsyncPolicy", fsync), actor=cast("Actor", actor)) as ledger:
+    with Ledger.create(
+        log, draft, run=run_id, fsync=cast("FsyncPolicy", fsync), actor=cast("Actor", actor), strict=strict
+    ) as ledger:
         state = ledger.state
-        data = {
+        warnings = _coverage_warnings(state)
+        data: dict[str, Any] = {
             "ok": True,
             "run": state.run,
             "seq": state.last_seq,
@@ -212,6 +244,8 @@ def create(log: str, plan_path: str, run_id: str | None, fsync: str, actor: str,
             "can_start": startable_steps(state),
             "capacity": capacity_view(state),
         }
+        if warnings:
+            data["warnings"] = [w.as_dict() for w in warnings]
         lines = [
             f"created {log}: run {state.run}, plan v1 with {len(state.steps)} steps",
             f"anchor: {data['anchor']}",
@@ -525,6 +559,7 @@ def finish(
     help=f"One observation from a file (repeatable; - for standard input): {_FROM_FILE}.",
 )
 @_plan_version_option(f"{_LATE_REFUSED}: read the active version and replan from it.")
+@_strict_option
 @_write_options("planner")
 def replan(
     log: str,
@@ -536,12 +571,14 @@ def replan(
     observations: tuple[str, ...],
     observation_files: tuple[str, ...],
     plan_version: int | None,
+    strict: bool,
     expected_seq: int | None,
     key: str | None,
     actor: str,
     as_json: bool,
 ) -> None:
     """Adopt a new plan version; completed work is kept only where its contract and lineage are unchanged.
+    Coverage gaps of the new plan are warnings on stderr, or with --strict a refusal (see create).
 
     \b
     Example:
@@ -566,6 +603,7 @@ def replan(
         plan_version=plan_version,
         key=key,
         actor=cast("Actor", actor),
+        strict=strict,
     )
     _run(log, command, expected_seq, as_json)
 

@@ -293,6 +293,9 @@ def _render_why(why: dict[str, Any]) -> str:
     )
     width = min(shutil.get_terminal_size((100, 24)).columns, 100)
     lines = [title, textwrap.fill(why["why"], width, initial_indent="  ", subsequent_indent="  ")]
+    for link in reversed(why.get("lineage", [])):
+        reason = f": {truncate(link['reason'], 80)}" if link["reason"] else ""
+        lines.append(f"  (this run was forked from run {link['run']} at seq {link['seq']}{reason})")
     if why["observations"]:
         lines += ["", "observations", *(f"  - {printable(o)}" for o in why["observations"])]
     if why["patch"]:
@@ -346,7 +349,8 @@ def why(log: str, version: int | None, as_json: bool) -> None:
     JSON: {"version", "replaced", "seq", "ts", "actor", "reason", "why", "observations",
       "patch": null | {"base_version", "operations": [...]}, "causes": [{"seq", "ts", "actor", "type",
       "plan_version", "data", "h", "source"?}], "changes": <diff --json of the two versions>,
-      "late_results": [<orphans --json item without status_now>]}
+      "late_results": [<orphans --json item without status_now>], "lineage": [{"run", "seq", "head",
+      "state_hash", "reason"}] (the runs a fork was forked from; empty for a run never forked)}
 
     \b
     Example:

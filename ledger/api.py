@@ -87,6 +87,7 @@ class Ledger:
         allow_network_fs: bool = False,
         clock: Callable[[], str] = utc_now,
         cache: bool = True,
+        strict: bool = False,
     ) -> Ledger:
         """Create a new log holding its header and the plan's first version (atomically).
 
@@ -94,10 +95,11 @@ class Ledger:
         without ``.jsonl``; ``fsync`` is the durability policy recorded in the header; ``idempotency_key`` is
         stored on the plan's record. ``nonce`` fixes the header's nonce (for reproducible logs in tests),
         ``allow_network_fs`` accepts a log on NFS or SMB, ``clock`` supplies timestamps, and ``cache=False``
-        leaves no snapshot beside the log (see :mod:`plantrail.ledger.stores.cache`).
+        leaves no snapshot beside the log (see :mod:`plantrail.ledger.stores.cache`). ``strict`` refuses a
+        plan with a task criterion no step covers and no typed check covers (COVERAGE_GAP, every gap listed).
         """
         spec = parse_draft(plan) if isinstance(plan, Mapping) else plan
-        [event] = decide(initial(), Create(plan=spec, actor=actor, source=source, key=idempotency_key))
+        [event] = decide(initial(), Create(plan=spec, actor=actor, source=source, key=idempotency_key, strict=strict))
         ts = clock()
         first = PendingRecord(
             ts=ts, plan_version=1, actor=event.actor, data=event.data, source=source, key=idempotency_key
@@ -174,6 +176,43 @@ class Ledger:
             raise
         return ledger
 
+    @classmethod
+    def fork(
+        cls,
+        parent: str | os.PathLike[str],
+        path: str | os.PathLike[str],
+        *,
+        at_seq: int | None = None,
+        version: int | None = None,
+        reason: str | None = None,
+        run: str | None = None,
+        actor: Actor = "user",
+        fsync: FsyncPolicy = "always",
+        nonce: str | None = None,
+        allow_network_fs: bool = False,
+        clock: Callable[[], str] = utc_now,
+        cache: bool = True,
+    ) -> Ledger:
+        """Write a new run at ``path`` forked from ``parent`` right after seq ``at_seq``, or where ``replay
+        --version`` stands for ``version`` (``plantrail fork``; see :func:`ledger.fork.fork_run`), and open it
+        for recording: its events fold on top of the parent's state there. The parent is only read."""
+        from plantrail.ledger.fork import fork_run
+
+        fork_run(
+            parent,
+            path,
+            at_seq=at_seq,
+            version=version,
+            reason=reason,
+            run=run,
+            actor=actor,
+            fsync=fsync,
+            nonce=nonce,
+            allow_network_fs=allow_network_fs,
+            clock=clock,
+        )
+        return cls.open(path, allow_network_fs=allow_network_fs, clock=clock, cache=cache)
+
     def __enter__(self) -> Ledger:
         return self
 
@@ -218,6 +257,13 @@ class Ledger:
     def _index(keys: dict[str, KeyEntry], record: Record) -> None:
         if record.key is not None and record.key not in keys:
             keys[record.key] = record_view(record)
+
+    def recorded(self, keys: Iterable[str]) -> frozenset[str]:
+        """The idempotency keys among ``keys`` that a record of the log holds, checked against the log's own
+        bytes (an index entry from the cache that does not check out is dropped), after catching up."""
+        with self._store.session() as session:
+            self._catch_up(session)
+            return frozenset(key for key in keys if _original(session, self._keys, key) is not None)
 
     # ----------------------------------------------------------- commands
 
@@ -473,10 +519,11 @@ class Ledger:
         expected_seq: int | None = None,
         actor: Actor = "planner",
         source: Source | None = None,
+        strict: bool = False,
     ) -> Ack:
         """Adopt a new plan version from a whole ``plan`` or a ``patch`` (parsed from JSON-like mappings if need
         be), with ``causes`` (seqs; ``--caused-by``) and ``observations`` (one ``str`` is one item) (``plantrail
-        replan``)."""
+        replan``); ``strict`` refuses a new plan with a coverage gap (COVERAGE_GAP)."""
         command = Replan(
             reason=reason,
             why=why,
@@ -488,6 +535,7 @@ class Ledger:
             key=idempotency_key,
             actor=actor,
             source=source,
+            strict=strict,
         )
         return self.execute(command, expected_seq=expected_seq)
 

@@ -38,8 +38,10 @@ if TYPE_CHECKING:
 __all__ = [
     "RESUME_EXIT_CODES",
     "Reading",
+    "brief",
     "diff",
     "orphans",
+    "read_brief",
     "read_diff",
     "read_orphans",
     "read_replay",
@@ -236,7 +238,8 @@ def why(path: Path, version: int | None = None) -> dict[str, Any]:
     actor, the causing events quoted in full, what changed, and the late results for the version it replaced.
 
     ``{"version", "replaced", "seq", "ts", "actor", "reason", "why", "observations", "patch", "causes",
-    "changes", "late_results"}`` (``plantrail why --json``).
+    "changes", "late_results", "lineage"}`` (``plantrail why --json``; ``lineage``: the runs a fork was forked
+    from, as in ``status``).
     """
     return read_why(path, version).checked()
 
@@ -263,6 +266,31 @@ def orphans(path: Path) -> dict[str, Any]:
     "active_version", "why", "evidence", "reason", "status_now"}]}`` (``plantrail orphans --json``).
     """
     return read_orphans(path).checked()
+
+
+# --------------------------------------------------------------------------- brief
+
+
+def read_brief(path: Path) -> Reading:
+    """:func:`brief` as a :class:`Reading`."""
+    from plantrail.ledger.stores.current import read_state
+    from plantrail.projections.brief import brief_view
+
+    result = read_state(os.fspath(path))
+    return Reading(brief_view(result.state), result.state, _damage(path, result.torn))
+
+
+def brief(path: Path) -> dict[str, Any]:
+    """The replan brief (seed 002 重规划上下文), derived from the log only: completed steps with their evidence
+    (kept under their ids by a replan that leaves their contract alone), failed steps with their errors and
+    reasons, steps in doubt and not run, unmet criteria, late results, coverage, the work remaining and the
+    budget left; each step with its whole contract, so a patch can be written from the brief alone.
+
+    ``{"run", "goal", "plan_version", "round", "outcome", "completed", "failed", "in_progress", "not_run",
+    "unmet_criteria", "orphans", "coverage", "remaining", "budget", "lineage"}`` (``plantrail brief --json``;
+    :func:`projections.brief.brief_view` names every member).
+    """
+    return read_brief(path).checked()
 
 
 # --------------------------------------------------------------------------- resume

@@ -80,7 +80,7 @@ class StepTerms:
 
     __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
     ADDED: ClassVar[frozenset[str]] = frozenset(
-        {"priority", "checks", "timeout_s", "max_tool_calls", "max_cost_usd", "notes"}
+        {"priority", "checks", "timeout_s", "max_tool_calls", "max_cost_usd", "notes", "covers"}
     )
 
     priority: int = 0
@@ -91,6 +91,9 @@ class StepTerms:
     #: What the agent wrote about the step beyond its title (a description, its own priority label, the item
     #: it nests under) and what an importer inferred, one fact a line; no part of the step's contract.
     notes: tuple[str, ...] = ()
+    #: The task criteria this step's output covers (seed 001 6.1; :mod:`ledger.coverage`): no part of its
+    #: contract (a replan that changes only what it covers keeps its work).
+    covers: tuple[str, ...] = ()
 
 
 NO_TERMS: Final = StepTerms()

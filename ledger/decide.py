@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from plantrail.ledger.contract import CheckSpec, unmet
+from plantrail.ledger.coverage import require_coverage
 from plantrail.ledger.errors import error
 from plantrail.ledger.events import (
     OUTCOMES,
@@ -26,6 +27,7 @@ from plantrail.ledger.events import (
     PlanReplanned,
     ReasonCode,
     RunFinished,
+    RunForked,
     Source,
     StepBlocked,
     StepCompleted,
@@ -34,6 +36,7 @@ from plantrail.ledger.events import (
 )
 from plantrail.ledger.evidence import Report
 from plantrail.ledger.items import as_items, as_text
+from plantrail.ledger.lineage import check_forked
 from plantrail.ledger.plan import (
     Draft,
     PlanPatch,
@@ -87,10 +90,12 @@ class _Command:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Create(_Command):
-    """Create the plan (version 1) from a validated-on-use draft or plan."""
+    """Create the plan (version 1) from a validated-on-use draft or plan; ``strict`` refuses a coverage gap
+    (:mod:`ledger.coverage`)."""
 
     plan: Draft | PlanSpec
     actor: Actor = "planner"
+    strict: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -182,6 +187,7 @@ class Replan(_Command):
     observations: Sequence[str] = ()
     plan_version: int | None = None
     actor: Actor = "planner"
+    strict: bool = False  # refuse a coverage gap in the new plan (ledger.coverage)
 
     def __post_init__(self) -> None:
         as_text(self.why, "why")
@@ -215,7 +221,10 @@ def _build(state: StateView, command: Command) -> tuple[Event, int]:
     if isinstance(command, Create):
         if state.plan is not None:
             raise error("PLAN_ALREADY_CREATED", "the log already has a plan", plan_version=state.version)
-        return PlanCreated(plan=_as_plan(command.plan)), 1
+        created = _as_plan(command.plan)
+        if command.strict:
+            require_coverage(created)
+        return PlanCreated(plan=created), 1
     _require_plan(state)
     version = state.version if command.plan_version is None else command.plan_version
     match command:
@@ -284,6 +293,8 @@ def _replanned(state: StateView, command: Replan, version: int) -> PlanReplanned
         if isinstance(command.plan, Draft) and command.plan.goal not in (None, state.plan.goal):
             raise _goal_changed(state.plan.goal, command.plan.goal)
         plan = _as_plan(command.plan, goal=state.plan.goal, base=state.plan)
+    if command.strict:
+        require_coverage(plan)
     return PlanReplanned(
         new_version=state.version + 1,
         reason=command.reason,
@@ -340,6 +351,9 @@ def check(state: StateView, data: Event, plan_version: int, *, now: str | None =
         validate_plan(data.plan)
         return None
     if data.TYPE.startswith("log."):
+        return None
+    if isinstance(data, RunForked):
+        check_forked(state, data, plan_version)
         return None
     _require_plan(state)
     if not 1 <= plan_version <= state.version:

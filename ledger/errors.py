@@ -177,6 +177,8 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "BLANK_FIELD": (PlanInvalid, "a required text field is empty after trimming"),
     "GOAL_CHANGED": (PlanInvalid, "a replan tried to change the goal"),
     "PATCH_INVALID": (PlanInvalid, "a plan patch operation cannot apply to its base version"),
+    "UNKNOWN_COVERED_CRITERION": (PlanInvalid, "a step covers an acceptance criterion the plan does not have"),
+    "COVERAGE_GAP": (PlanInvalid, "strict: a task criterion is covered by no step and no typed check"),
     # commands
     "PLAN_NOT_CREATED": (CommandRefused, "the log has no plan yet"),
     "PLAN_ALREADY_CREATED": (CommandRefused, "the log already has a plan (use replan)"),
@@ -231,6 +233,14 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "CHECKPOINT_MISSING": (LogDamaged, "verify was given a checkpoint key but the log holds no checkpoint"),
     "DATA_LOSS": (LogDamaged, "an acknowledged record is missing or differs"),
     "NOT_REPAIRABLE": (LogDamaged, "the damage is not a torn tail; repair refuses to cut history"),
+    "FORK_INVALID": (
+        LogDamaged,
+        "a forked run's first event is misplaced, or its carried state does not hash as named",
+    ),
+    "FORK_MISMATCH": (
+        LogDamaged,
+        "verify --parent: the parent's hash or state at the fork's seq is not what the fork names",
+    ),
     # storage
     "LOG_NOT_FOUND": (StorageError, "the log file does not exist"),
     "NOT_A_FILE": (StorageError, "the path is a directory or not a regular file"),
@@ -251,6 +261,12 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "EMPTY_TRANSCRIPT": (TranscriptRefused, "the transcript holds nothing but whitespace"),
     "NO_PLAN_IN_TRANSCRIPT": (TranscriptRefused, "the transcript holds no plan update the importer can record"),
     "TRANSCRIPT_UNREADABLE": (TranscriptUnreadable, "the transcript cannot be opened or read"),
+    # agent hooks and their installation (plantrail hook, plantrail install)
+    "HOOK_PAYLOAD_INVALID": (
+        UsageError,
+        "a hook payload is not JSON, names no session, or is an event or tool the hook does not take",
+    ),
+    "SETTINGS_INVALID": (Refused, "an agent's settings file cannot be parsed, so install leaves it alone"),
 }
 
 

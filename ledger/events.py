@@ -43,6 +43,7 @@ __all__ = [
     "ReasonCode",
     "Record",
     "RunFinished",
+    "RunForked",
     "Source",
     "StepBlocked",
     "StepCompleted",
@@ -59,7 +60,7 @@ FORMATS: Final[dict[int, str]] = {1: "plantrail/1", 2: "plantrail/2"}
 #: The format name of the newest version.
 FORMAT: Final = FORMATS[FORMAT_VERSION]
 #: Event types format v2 added (a line of one of these types is a v2 line).
-V2_TYPES: Final[frozenset[str]] = frozenset()
+V2_TYPES: Final[frozenset[str]] = frozenset({"run.forked"})
 
 _STRICT: dict[str, Any] = {"extra": "forbid", "strict": True}
 
@@ -263,6 +264,21 @@ class RunFinished(_FixedShape, frozen=True):
     reason: str
 
 
+class RunForked(_FixedShape, frozen=True):
+    """(Format v2) The first event of a forked run (seq 1, written with the header): the parent run, the seq
+    it was forked at and the parent's hash there, the parent's state at that seq (``state``: the JSON of
+    :func:`projections.snapshot.encode_state`) and that state's hash, and why the run was forked."""
+
+    TYPE: ClassVar[str] = "run.forked"
+
+    parent: str
+    seq: int
+    head: str
+    state_hash: str
+    reason: str
+    state: str
+
+
 Event = (
     PlanCreated
     | StepStarted
@@ -276,6 +292,7 @@ Event = (
     | LogRepaired
     | LogCheckpoint
     | LogBatch
+    | RunForked
 )
 
 #: Result events: fenced by (plan version, step, attempt); late ones land on the orphan path.

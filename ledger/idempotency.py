@@ -41,7 +41,7 @@ __all__ = ["KeyEntry", "command_content", "match", "record_content", "record_vie
 #: Fields of an event's data that the decision derives from the state, never from the command.
 DERIVED: Final = frozenset({"attempt", "new_version"})
 #: Fields of a command that are not event content: the envelope, and the defaults compared on their own.
-_NOT_CONTENT: Final = frozenset({"actor", "source", "key", "plan_version", "attempt"})
+_NOT_CONTENT: Final = frozenset({"actor", "source", "key", "plan_version", "attempt", "strict"})
 _EVENT_TYPE: Final[dict[type, str]] = {
     Start: StepStarted.TYPE,
     Complete: StepCompleted.TYPE,

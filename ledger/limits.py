@@ -14,7 +14,7 @@ from typing import Final, NamedTuple
 
 from plantrail.ledger.errors import error
 
-__all__ = ["DRAFT", "KEY_FILE", "LIMITS", "PATCH", "TRANSCRIPT", "Limit"]
+__all__ = ["DRAFT", "HOOK_PAYLOAD", "KEY_FILE", "LIMITS", "PATCH", "TRANSCRIPT", "Limit"]
 
 _BYTES = re.compile(r"[0-9]{1,19}")
 _MIB: Final = 1024 * 1024
@@ -48,5 +48,8 @@ KEY_FILE: Final = Limit("key file", 64 * 1024, "PLANTRAIL_MAX_KEY_FILE_BYTES")
 #: An agent transcript given to import.
 TRANSCRIPT: Final = Limit("transcript", 1024 * _MIB, "PLANTRAIL_MAX_TRANSCRIPT_BYTES")
 
+#: One agent hook payload on stdin (``plantrail hook AGENT``): a plan tool's call and answer, far below it.
+HOOK_PAYLOAD: Final = Limit("hook payload", 4 * _MIB, "PLANTRAIL_MAX_HOOK_PAYLOAD_BYTES")
+
 #: Every cap, in the order docs/limits.md lists them.
-LIMITS: Final = (DRAFT, PATCH, REPORT, KEY_FILE, TRANSCRIPT)
+LIMITS: Final = (DRAFT, PATCH, REPORT, KEY_FILE, TRANSCRIPT, HOOK_PAYLOAD)

@@ -34,6 +34,7 @@ from plantrail.ledger.contract import (
     parse_step_budget,
     validate_contract,
 )
+from plantrail.ledger.coverage import reference_problems
 from plantrail.ledger.errors import PlanInvalid, PlantrailError, error
 from plantrail.ledger.items import as_items
 
@@ -99,6 +100,11 @@ class StepSpec:
     def notes(self) -> tuple[str, ...]:
         """What the agent wrote about the step beyond its title, and what an importer inferred (no contract)."""
         return () if self.terms is None else self.terms.notes
+
+    @property
+    def covers(self) -> tuple[str, ...]:
+        """The task criteria this step covers (:mod:`ledger.coverage`); none without any."""
+        return () if self.terms is None else self.terms.covers
 
     @property
     def timeout_s(self) -> float | None:
@@ -297,6 +303,7 @@ def _positive_int(value: Any, where: str) -> int:
 
 
 _STEP_KEYS = {
+    "covers",
     "id",
     "title",
     "depends_on",
@@ -363,6 +370,8 @@ def _parse_step(raw: Any, where: str) -> StepSpec:
     checks = _noted(problems, _NO_CHECKS, parse_checks, obj.get("checks"), f"{where}.checks")
     no_budget: dict[str, Any] = {}
     budget = _noted(problems, no_budget, parse_step_budget, obj, where)
+    no_covers: tuple[str, ...] = ()
+    covers = _noted(problems, no_covers, _covers, obj.get("covers"), f"{where}.covers")
     _raise_if_any(problems)
     return StepSpec(
         id=step_id,
@@ -370,8 +379,17 @@ def _parse_step(raw: Any, where: str) -> StepSpec:
         depends_on=depends_on,
         completion_evidence=evidence,
         max_attempts=max_attempts,
-        terms=StepTerms(priority=priority, checks=checks, **budget),
+        terms=StepTerms(priority=priority, checks=checks, covers=covers, **budget),
     )
+
+
+def _covers(value: Any, where: str) -> tuple[str, ...]:
+    """A step's ``covers``: the ids of the task criteria it covers (a list of ids; none when absent)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise error("DRAFT_INVALID", f"{where} must be a list of criterion ids", path=where)
+    return tuple(dict.fromkeys(check_id(item, where) for item in value))
 
 
 _NO_CHECKS: tuple[CheckSpec, ...] = ()
@@ -501,7 +519,7 @@ def validate_plan(plan: PlanSpec, previous: tuple[PlanSpec, tuple[str, ...]] | N
     ``previous`` (a valid plan and the order this gave it) lets a replan that only adds or removes steps
     reuse that order instead of sorting again (:func:`carried_order`).
     """
-    problems = _graph_problems(plan.acceptance_criteria, plan.steps)
+    problems = _graph_problems(plan.acceptance_criteria, plan.steps) + reference_problems(plan)
     _raise_if_any(problems)
     validate_contract(plan)
     order = None if previous is None else carried_order(previous[0].steps, previous[1], plan.steps)

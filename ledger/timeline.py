@@ -196,6 +196,9 @@ def summary(record: Record) -> str:
             return f"repaired: {data.bytes} torn bytes moved to {data.quarantine}"
         case "log.checkpoint":
             return f"checkpoint over seq {data.covers_seq}"
+        case "run.forked":
+            reason = f": {data.reason}" if data.reason else ""
+            return f"forked from run {data.parent} at seq {data.seq} (plan v{record.plan_version}){reason}"
     return ""
 
 

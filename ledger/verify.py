@@ -14,6 +14,8 @@
 5. Optionally, an anchor ``SEQ:HASH`` the auditor kept: the log must still contain that record.
 6. Every keyed checkpoint covers the record before it; given the key, every MAC verifies and there is at
    least one checkpoint (:mod:`ledger.checkpoint`).
+7. Optionally, for a forked run, its parent's log: the parent's chain reaches the seq the fork names with the
+   hash it names, and the parent's state there hashes to the state the fork carries (:mod:`ledger.lineage`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from plantrail.ledger.checkpoint import check_checkpoint
 from plantrail.ledger.decide import check
 from plantrail.ledger.errors import PlantrailError, error
 from plantrail.ledger.events import Record
+from plantrail.ledger.lineage import check_parent
 from plantrail.ledger.store import TornTail
 from plantrail.ledger.stores.jsonl import LogReader
 from plantrail.projections.canonical import canonical_bytes, state_hash
@@ -58,6 +61,7 @@ class VerifyReport(NamedTuple):
     keyed: bool = False
     verified_bytes: int = 0
     grew: bool = False
+    parent: tuple[str, int] | None = None  # the parent run and seq checked (verify --parent)
 
 
 def parse_anchor(text: str) -> tuple[int, str]:
@@ -186,13 +190,16 @@ def verify_log(
     anchor: tuple[int, str] | None = None,
     key: bytes | None = None,
     on_progress: Callable[[int], None] | None = None,
+    parent: str | os.PathLike[str] | None = None,
 ) -> VerifyReport:
     """Run every check over one read of the log; raise the first damage found (a LogDamaged error), else report.
 
     ``key`` checks the MAC of every keyed checkpoint; ``checkpointed_seq`` is the last seq a checkpoint
     covers (records after it are protected by the chain alone). Records appended while the read ran past
     ``verified_bytes`` are not covered; ``grew`` says whether there were any. ``on_progress``, when given,
-    is told the bytes checked so far every few thousand records (a progress bar).
+    is told the bytes checked so far every few thousand records (a progress bar). ``parent``, for a forked
+    run, is the log it was forked from: FORK_MISMATCH unless the parent holds, at the seq the fork names, the
+    hash and the state the fork carries (USAGE when the log is no fork).
     """
     with LogReader(path) as reader:
         audit = _Audit(anchor, key, on_progress, lambda: reader.position.offset)
@@ -221,6 +228,7 @@ def verify_log(
             "NONDETERMINISTIC_FOLD",
             "the fold and the record-by-record evolve of the same records gave different states",
         )
+    checked_parent = None if parent is None else _check_parent(state, parent)
     return VerifyReport(
         records=audit.count,
         last_seq=state.last_seq,
@@ -236,4 +244,28 @@ def verify_log(
         keyed=key is not None,
         verified_bytes=reader.end,
         grew=grew,
+        parent=checked_parent,
     )
+
+
+def _check_parent(state: PlanState, parent: str | os.PathLike[str]) -> tuple[str, int]:
+    """Check a fork's nearest lineage link against its parent's log (read up to the fork's seq, every line of
+    it checked); return the parent run and seq checked."""
+    from plantrail.projections.history import replay_at_seq
+
+    if not state.lineage:
+        raise error("USAGE", "the log is not a forked run (it has no run.forked record): it has no parent to check")
+    link = state.lineage[-1]
+    with LogReader(parent) as reader:
+        try:
+            at = replay_at_seq(reader.records(), link.seq)
+        except PlantrailError as exc:
+            if exc.code != "UNKNOWN_SEQ":
+                raise
+            raise error(
+                "FORK_MISMATCH",
+                f"the fork starts at seq {link.seq} of its parent; the log given ends before it ({exc.message})",
+                seq=link.seq,
+            ) from None
+    check_parent(link, at)
+    return link.run, link.seq

@@ -20,9 +20,11 @@ import msgspec
 
 from plantrail.ledger.errors import error
 from plantrail.ledger.plan import PlanSpec, Policy, StepSpec
+from plantrail.projections.lineage import lineage_view
 from plantrail.projections.model import (
     Changes,
     CriterionState,
+    Fork,
     Orphan,
     PlanState,
     StepChange,
@@ -88,7 +90,7 @@ def fold_span(records: Iterator[Record], state: PlanState) -> tuple[Span, PlanSt
     """
     pending: list[Record] = []
     for record in records:
-        if not record.type.startswith("plan."):
+        if not record.type.startswith("plan.") and record.type != "run.forked":  # a fork adopts its carried version
             pending.append(record)
             if len(pending) >= _CHUNK:
                 state, pending = fold(pending, state), []
@@ -538,7 +540,7 @@ def why_view(records: Iterable[Record], final: History, version: int | None = No
             yield record
 
     before = replay_version(tap(), version - 1).state
-    return why_traced(final.versions[version - 2], info, before, quoted, final.state.orphans)
+    return why_traced(final.versions[version - 2], info, before, quoted, final.state.orphans, final.state.lineage)
 
 
 def why_traced(
@@ -547,9 +549,11 @@ def why_traced(
     before: PlanState,
     quoted: Mapping[int, Record],
     orphans: Iterable[Orphan],
+    lineage: Iterable[Fork] = (),
 ) -> dict[str, Any]:
     """:func:`why_view` from its parts: the version replaced and the one adopted, the state at the end of the
-    replaced one, the records it quotes by seq (the replan and its causes) and every late result of the log."""
+    replaced one, the records it quotes by seq (the replan and its causes), every late result of the log, and
+    the runs the log was forked from (``lineage``)."""
     version = info.version
     patch = getattr(quoted[info.seq].data, "patch", None) if info.seq in quoted else None
     return {
@@ -565,6 +569,7 @@ def why_traced(
         "causes": [quote_record(quoted[seq]) for seq in info.causes if seq in quoted],
         "changes": diff_traced(before, {version - 1: replaced, version: info}, {}, version - 1, version),
         "late_results": [orphan_view(o) for o in orphans if o.plan_version == version - 1],
+        "lineage": lineage_view(lineage),
     }
 
 

@@ -15,6 +15,7 @@ __all__ = [
     "CriterionState",
     "CriterionStatus",
     "FailureStreak",
+    "Fork",
     "Orphan",
     "OrphanWhy",
     "PlanState",
@@ -130,6 +131,17 @@ class FailureStreak(NamedTuple):
     step: str
 
 
+class Fork(NamedTuple):
+    """One link of a run's lineage (format v2): the parent run, the seq it was forked at, the parent's hash
+    there, the hash of the parent's state at that seq (which the fork carries), and why it was forked."""
+
+    run: str
+    seq: int
+    head: str
+    state_hash: str
+    reason: str
+
+
 class PlanState(NamedTuple):
     """What the log says about the run now; compare two states by :func:`projections.canonical.state_hash`.
 
@@ -154,6 +166,7 @@ class PlanState(NamedTuple):
     usage: Usage | None = None  # format v2: what every reported result spent (late ones too), summed
     failure_streak: FailureStreak | None = None  # format v2: the last failure's fingerprint and repeats
     contract: bool = False  # format v2: the active plan uses the v2 contract (its stop policy applies in full)
+    lineage: tuple[Fork, ...] = ()  # format v2: the runs this one was forked from, the oldest first
 
     @property
     def goal(self) -> str | None:

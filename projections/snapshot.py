@@ -25,6 +25,7 @@ from plantrail.projections.model import (
     Changes,
     CriterionState,
     FailureStreak,
+    Fork,
     Orphan,
     PlanState,
     StepChange,
@@ -132,7 +133,13 @@ def _notes(d: dict[str, Any]) -> tuple[str, ...]:
 def _terms(d: dict[str, Any]) -> StepTerms | None:
     """A step's format v2 terms (a snapshot of a v1 plan has none)."""
     terms = d.get("terms")
-    return None if terms is None else StepTerms(**{**terms, "checks": _checks(terms), "notes": _notes(terms)})
+    return (
+        None
+        if terms is None
+        else StepTerms(
+            **{**terms, "checks": _checks(terms), "notes": _notes(terms), "covers": tuple(terms.get("covers", ()))}
+        )
+    )
 
 
 def _checks(d: dict[str, Any]) -> tuple[CheckSpec, ...]:
@@ -231,6 +238,7 @@ def decode_state(raw: bytes, fill: Fill | None = None) -> PlanState:
         usage=_usage(d.get("usage")),
         failure_streak=None if d.get("failure_streak") is None else FailureStreak(**d["failure_streak"]),
         contract=d.get("contract", False),
+        lineage=tuple(Fork(**link) for link in d.get("lineage", ())),
     )
 
 

@@ -21,9 +21,11 @@ from plantrail.ledger.errors import PlanInvalid
 from plantrail.ledger.evidence import Report, Usage
 from plantrail.ledger.plan import PlanSpec, validate_plan
 from plantrail.ledger.versions import needs_v2
+from plantrail.projections.lineage import carried_state
 from plantrail.projections.model import (
     CriterionState,
     FailureStreak,
+    Fork,
     Orphan,
     OrphanWhy,
     PlanState,
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
         PlanReplanned,
         Record,
         RunFinished,
+        RunForked,
         StepBlocked,
         StepCompleted,
         StepFailed,
@@ -155,6 +158,7 @@ def evolve(state: PlanState, record: Record) -> PlanState:
         s.usage,
         s.failure_streak,
         s.contract,
+        s.lineage,
     )
 
 
@@ -234,6 +238,8 @@ class _Builder:
                 self.steps = fields.pop("steps").to_dict()
             if "criteria" in fields:
                 self.criteria = fields.pop("criteria").to_dict()
+            if "orphans" in fields:
+                self.orphans = list(fields.pop("orphans"))
             self._set_state(self._state._replace(**fields))
         if delta.step is not None:
             self.steps[delta.step.id] = delta.step
@@ -573,6 +579,34 @@ def _replanned(state: StateView, record: Record, data: PlanReplanned) -> Delta |
     return Delta(version=info, failures=0, fields=fields)
 
 
+def _forked(state: StateView, record: Record, data: RunForked) -> Delta | None:
+    """A forked run's first event: the parent's state at the fork, carried whole, and one more lineage link."""
+    if state.plan is not None:
+        return None
+    carried = carried_state(data)
+    if carried is None or carried.plan is None:
+        return None
+    link = Fork(data.parent, data.seq, data.head, data.state_hash, data.reason)
+    fields = {name: getattr(carried, name) for name in _CARRIED} | {"lineage": (*carried.lineage, link)}
+    return Delta(version=carried.adopted, failures=carried.consecutive_failures, fields=fields)
+
+
+#: The state fields a fork carries from its parent (the rest say where the state lives: run, seqs, head).
+_CARRIED: Final = (
+    "plan",
+    "version",
+    "steps",
+    "criteria",
+    "outcome",
+    "outcome_reason",
+    "outcome_seq",
+    "orphans",
+    "usage",
+    "failure_streak",
+    "contract",
+)
+
+
 def share_unchanged(old: PlanSpec, new: PlanSpec) -> PlanSpec:
     """``new`` with every step and criterion equal to one of ``old`` replaced by ``old``'s object.
 
@@ -602,4 +636,5 @@ _HANDLERS: Final[Mapping[str, Callable[[Any, Record, Any], Delta | StepState | N
     "criterion.verified": _verified,
     "run.finished": _finished,
     "plan.replanned": _replanned,
+    "run.forked": _forked,
 }

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from plantrail.ledger.coverage import coverage_view
 from plantrail.ledger.plan import StepSpec
 from plantrail.ledger.versions import plain
+from plantrail.projections.lineage import lineage_view
 from plantrail.projections.model import Orphan, PlanState, StepState
 from plantrail.projections.stop import STOPPING, budget_view, stop_decision
 
@@ -229,6 +231,8 @@ def status_view(state: PlanState, now: str | None = None) -> dict[str, Any]:
         "head_hash": state.head,
         "stop": stop_decision(state, now).as_dict(),
         "budget": budget_view(state),
+        "lineage": lineage_view(state),
+        "coverage": coverage_view(state.plan),
     }
 
 

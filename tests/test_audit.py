@@ -162,8 +162,8 @@ def test_the_audit_module_is_the_front_doors_audit() -> None:
 
 
 def test_the_audit_surface_is_pinned() -> None:
-    """audit.__all__ is exactly the six views, their readings, the exit codes and the torn-tail error."""
-    views = ["diff", "orphans", "replay", "resume", "versions", "why"]
+    """audit.__all__ is exactly the seven views, their readings, the exit codes and the torn-tail error."""
+    views = ["brief", "diff", "orphans", "replay", "resume", "versions", "why"]
     assert audit.__all__ == sorted(
         ["RESUME_EXIT_CODES", "Reading", "torn_tail_error", *views, *(f"read_{v}" for v in views)]
     )

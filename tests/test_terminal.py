@@ -123,6 +123,15 @@ def hostile_log(tmp_path: Path, run_cli: Callable[..., CliResult]) -> tuple[Path
     return log, outputs
 
 
+def _hostile_hook_errors(tmp_path: Path) -> Path:
+    """A .plantrail folder whose hook error file holds a line about a payload full of hostile text."""
+    from plantrail.ledger.capture.hook import claude_hook
+
+    folder = tmp_path / "hooks \x1b[2J"
+    claude_hook(f'{{"session_id": "s", "hook_event_name": "{HOSTILE}"}}'.encode(), env={"PLANTRAIL_HOME": str(folder)})
+    return folder
+
+
 def test_no_human_output_carries_a_raw_control_character_from_data(
     hostile_log: tuple[Path, list[tuple[str, CliResult]]], tmp_path: Path, run_cli: Callable[..., CliResult]
 ) -> None:
@@ -159,6 +168,14 @@ def test_no_human_output_carries_a_raw_control_character_from_data(
         ("report", [log, "-o", tmp_path / "report \x1b[2J.html"]),
         ("status", [tmp_path / "missing \x1b]0;x\x07.jsonl"]),  # an error naming a hostile path
         ("start", [log, "c"]),  # a refusal naming hostile state
+        ("hook", ["errors", "--dir", _hostile_hook_errors(tmp_path)]),
+        ("install", ["claude", "--settings", tmp_path / "settings \x1b[2J.json"]),
+        ("uninstall", ["claude", "--settings", tmp_path / "settings \x1b[2J.json"]),
+        ("brief", [log]),
+        ("check", [log.parent / "draft.json", "--strict"]),
+        ("fork", [log, "--at-seq", "5", "-o", tmp_path / "fork \x1b[2J.jsonl", "--reason", "why " + HOSTILE]),
+        ("status", [tmp_path / "fork \x1b[2J.jsonl"]),
+        ("verify", [tmp_path / "fork \x1b[2J.jsonl", "--parent", log]),
     ]
     for name, args in runs:
         outputs.append((name, run_cli(name, *args)))

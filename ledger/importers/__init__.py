@@ -10,19 +10,52 @@ each update, `mapping` turns those into ledger commands (the rules are in its do
 `importer` writes them with the Ledger API.
 """
 
-from .detect import detect_format
-from .errors import ErrorCode, TranscriptError
-from .importer import ImportReport, import_transcript
-from .model import (
-    ListSnapshot,
-    Observation,
-    Status,
-    TaskEvent,
-    TodoItem,
-    ToolOutcome,
-    Transcript,
-)
-from .parse import FORMATS, parse_transcript
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .detect import detect_format
+    from .errors import ErrorCode, TranscriptError
+    from .importer import ImportReport, import_transcript
+    from .model import (
+        ListSnapshot,
+        Observation,
+        Status,
+        TaskEvent,
+        TodoItem,
+        ToolOutcome,
+        Transcript,
+    )
+    from .parse import FORMATS, parse_transcript
+
+#: Where each public name lives; a submodule is imported on first use, so that a caller of one parser (the
+#: hooks, which run once per agent event) does not import every parser and the whole importer.
+_HOMES = {
+    "detect_format": ".detect",
+    "ErrorCode": ".errors",
+    "TranscriptError": ".errors",
+    "ImportReport": ".importer",
+    "import_transcript": ".importer",
+    "ListSnapshot": ".model",
+    "Observation": ".model",
+    "Status": ".model",
+    "TaskEvent": ".model",
+    "TodoItem": ".model",
+    "ToolOutcome": ".model",
+    "Transcript": ".model",
+    "FORMATS": ".parse",
+    "parse_transcript": ".parse",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(home, __name__), name)
+
 
 __all__ = [
     "FORMATS",

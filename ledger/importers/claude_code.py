@@ -33,7 +33,7 @@ from ._records import (
 from .markdown_plan import plan_items
 from .model import ListSnapshot, Observation, TaskEvent, TodoItem, ToolOutcome, Transcript
 
-__all__ = ["FORMAT", "is_record", "parse"]
+__all__ = ["FORMAT", "is_record", "new_reader", "parse", "read_record"]
 
 FORMAT = "claude-code"
 LEAD = "lead"
@@ -105,21 +105,31 @@ class _Origin:
 def parse(path: Path) -> Transcript:
     """Read a Claude Code transcript into its plan observations, in file order."""
     tally = Tally()
-    reader = _Reader(file_agent=_file_agent(path))
+    reader = new_reader(path)
     for number, record in json_lines(path, tally):
-        if not is_record(record):
-            tally.skip(number, "unknown_record_type")
-            continue
-        tally.recognized += 1
-        reader.session_id = reader.session_id or text_field(record, "sessionId")
-        if record.get("type") == "assistant":
-            if not _read_calls(reader, number, record):
-                tally.skip(number, "malformed_plan_update")
-        elif record.get("type") == "user":
-            reader.said = (None, None)
-            _read_user(reader, number, record)
+        read_record(reader, tally, number, record)
     tally.require(FORMAT, path)
     return tally.transcript(FORMAT, path, reader.session_id, reader.observations)
+
+
+def new_reader(path: Path) -> _Reader:
+    """The parser's state at the start of the transcript at ``path`` (for reading it a line at a time)."""
+    return _Reader(file_agent=_file_agent(path))
+
+
+def read_record(reader: _Reader, tally: Tally, number: int, record: JsonObject) -> None:
+    """Read line ``number`` into ``reader`` (``reader.observations`` grows; a call's answer completes it)."""
+    if not is_record(record):
+        tally.skip(number, "unknown_record_type")
+        return
+    tally.recognized += 1
+    reader.session_id = reader.session_id or text_field(record, "sessionId")
+    if record.get("type") == "assistant":
+        if not _read_calls(reader, number, record):
+            tally.skip(number, "malformed_plan_update")
+    elif record.get("type") == "user":
+        reader.said = (None, None)
+        _read_user(reader, number, record)
 
 
 def _file_agent(path: Path) -> str:

@@ -53,7 +53,7 @@ from .mapping import Batch, MappedRun, map_updates
 from .model import Observation, Transcript
 from .parse import parse_transcript
 
-__all__ = ["ImportReport", "import_transcript", "subagent_files"]
+__all__ = ["ImportReport", "Observed", "import_transcript", "read_observations", "subagent_files"]
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 _NOT_ID = re.compile(r"[^A-Za-z0-9._:-]+")
@@ -145,26 +145,13 @@ def import_transcript(
     """
     source, log = Path(transcript_path), os.fspath(log_path)
     _check_target(source, log, force)
-    lead = parse_transcript(source, format)
-    found = subagent_files(source) if lead.format == "claude-code" and source.is_file() else ()
-    if with_subagents and lead.format != "claude-code":
-        raise error("USAGE", "only Claude Code transcripts have subagent transcripts", advice="SUBAGENTS_NOT_CLAUDE")
-    transcripts = [lead, *(parse_transcript(p, "claude-code") for p in found)] if with_subagents else [lead]
-    known = _lead_of(source) if lead.format == "claude-code" and source.is_file() else None
-    replays = {o.native_id for o in parse_transcript(known, "claude-code").observations} if known else set()
-    observations, replayed = _merged(transcripts, replays)
-    notes = [note for p in (source, *found) if (note := subagent_meta(p)) is not None] if with_subagents else []
-    alone_note = subagent_meta(source) if not with_subagents else None
-    mapped = map_updates(
-        observations, format=lead.format, session=_session(lead), notes=(*notes, *([alone_note] if alone_note else []))
-    )
-    run_id = run or _run_id(lead)
+    read = read_observations(source, format, with_subagents=with_subagents)
+    lead, transcripts = read.lead, read.transcripts
+    mapped = map_updates(read.observations, format=lead.format, session=read.session, notes=read.notes)
+    run_id = run or read.run
     last_seq, head, written = _write(log, mapped, run_id, _nonce(transcripts), force, on_progress)
     skipped = Counter(mapped.skipped)
-    if replayed:
-        skipped["replayed_lead_context"] += replayed
-    for transcript in transcripts:
-        skipped.update(transcript.skipped_reasons)
+    skipped.update(read.skipped)
     return ImportReport(
         format=lead.format,
         transcripts=tuple(t.path for t in transcripts),
@@ -179,11 +166,55 @@ def import_transcript(
         lines_read=sum(t.lines_total for t in transcripts),
         lines_skipped=sum(skipped.values()),
         skipped=dict(sorted(skipped.items())),
-        subagent_files=() if with_subagents else tuple(map(str, found)),
+        subagent_files=read.subagent_files,
         last_seq=last_seq,
         head_hash=head,
         untimed_events=mapped.untimed,
         items=mapped.items,
+    )
+
+
+class Observed(NamedTuple):
+    """A transcript read for mapping: its plan updates in order (with their files), and what goes with them."""
+
+    lead: Transcript
+    transcripts: tuple[Transcript, ...]
+    observations: tuple[tuple[str, Observation], ...]
+    notes: tuple[str, ...]
+    session: str
+    run: str
+    skipped: Counter[str]
+    subagent_files: tuple[str, ...]
+    """The subagent files found beside the lead's and not merged (empty when merged)."""
+
+
+def read_observations(source: Path, format: str | None = None, *, with_subagents: bool = False) -> Observed:
+    """Parse a transcript (and, ``with_subagents``, the subagent files beside it) into the (file, observation)
+    pairs the mapping takes: what a whole import and a live append (`ledger.capture`) both map."""
+    lead = parse_transcript(source, format)
+    found = subagent_files(source) if lead.format == "claude-code" and source.is_file() else ()
+    if with_subagents and lead.format != "claude-code":
+        raise error("USAGE", "only Claude Code transcripts have subagent transcripts", advice="SUBAGENTS_NOT_CLAUDE")
+    transcripts = [lead, *(parse_transcript(p, "claude-code") for p in found)] if with_subagents else [lead]
+    known = _lead_of(source) if lead.format == "claude-code" and source.is_file() else None
+    replays = {o.native_id for o in parse_transcript(known, "claude-code").observations} if known else set()
+    observations, replayed = _merged(transcripts, replays)
+    notes = [note for p in (source, *found) if (note := subagent_meta(p)) is not None] if with_subagents else []
+    alone_note = subagent_meta(source) if not with_subagents else None
+    skipped: Counter[str] = Counter()
+    if replayed:
+        skipped["replayed_lead_context"] += replayed
+    for transcript in transcripts:
+        skipped.update(transcript.skipped_reasons)
+    return Observed(
+        lead=lead,
+        transcripts=tuple(transcripts),
+        observations=tuple(observations),
+        notes=(*notes, *([alone_note] if alone_note else [])),
+        session=_session(lead),
+        run=_run_id(lead),
+        skipped=skipped,
+        subagent_files=() if with_subagents else tuple(map(str, found)),
     )
 
 

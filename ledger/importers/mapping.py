@@ -77,9 +77,8 @@ from plantrail.ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec
 from .agent_plan import AgentPlan, ItemStatus, Key, PlanItem, Update, location
 from .errors import transcript_error
 from .model import ListSnapshot, Observation, TaskEvent
-from .parse import ADAPTER_VERSIONS
 
-__all__ = ["Batch", "MappedRun", "map_updates", "slug"]
+__all__ = ["Batch", "LiveMapping", "MappedRun", "map_updates", "slug"]
 
 EVIDENCE = "the agent marks this item completed in its plan"
 CRITERION_ID = "request-met"
@@ -98,6 +97,9 @@ class Batch:
 
     ts: str
     commands: tuple[Command, ...]
+    update: int = 0
+    """The place of the plan update that gave these commands in the mapped sequence (0 for the first): what
+    live capture and ``import --append`` key each batch by (`ledger.capture`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,15 +118,48 @@ class MappedRun:
 
 
 def map_updates(
-    observations: Sequence[tuple[str, Observation]], *, format: str, session: str, notes: Sequence[str] = ()
+    observations: Sequence[tuple[str, Observation]],
+    *,
+    format: str,
+    session: str,
+    notes: Sequence[str] = (),
+    live: bool = False,
 ) -> MappedRun:
     """Map (file name, observation) pairs, in order, to ledger commands; NO_PLAN_IN_TRANSCRIPT if none lists an
-    item. ``notes`` are facts about the files (a subagent's metadata) that version 1 notes."""
+    item. ``notes`` are facts about the files (a subagent's metadata) that version 1 notes.
+
+    ``live`` maps a transcript that is still growing (hooks, ``import --follow`` and ``--append``): each
+    batch's plan must be valid when it is written, before the agent's peak is known, so every version leaves
+    ``max_in_progress`` unlimited (the agent's own tool keeps its focus) instead of the whole transcript's peak.
+    """
     mapper = _Mapper(format=format, session=session, file_notes=tuple(notes))
     agent = AgentPlan(format=format)
-    for file, observation in observations:
-        mapper.apply(agent.read(file, observation))
-    return mapper.result(len(observations))
+    for place, (file, observation) in enumerate(observations):
+        mapper.apply(agent.read(file, observation), place)
+    return mapper.result(len(observations), live=live)
+
+
+class LiveMapping:
+    """The same mapping, fed one update at a time (live capture, which keeps it between hook calls): the
+    batches each update gives, as ``map_updates(..., live=True)`` gives them for the whole sequence."""
+
+    def __init__(self, *, format: str, session: str, notes: Sequence[str] = ()) -> None:
+        self._mapper = _Mapper(format=format, session=session, file_notes=tuple(notes))
+        self._agent = AgentPlan(format=format)
+        self._place = 0
+
+    def apply(self, file: str, observation: Observation) -> list[Batch]:
+        """The batches of the next update (none when it changes nothing the ledger records)."""
+        start = len(self._mapper.batches)
+        self._mapper.apply(self._agent.read(file, observation), self._place)
+        self._place += 1
+        new = self._mapper.batches[start:]
+        del self._mapper.batches[start:]  # a live mapping keeps its state, not its output
+        return new
+
+    def knows_task(self, task_id: str) -> bool:
+        """Whether the agent's board holds the task (an update of any other is skipped as unknown_task)."""
+        return task_id in self._agent.tasks
 
 
 def slug(text: str) -> str:
@@ -242,7 +277,7 @@ class _Mapper:
 
     # ----------------------------------------------------------- one update
 
-    def apply(self, update: Update) -> None:
+    def apply(self, update: Update, place: int = 0) -> None:
         """Record one update: create, finish kept work, replan, then catch up with the agent's statuses."""
         self.primary_file = self.primary_file or update.file
         commands: list[Command] = []
@@ -260,7 +295,7 @@ class _Mapper:
             self.agent = {item.key: item.status for item in update.items}
         self.previous_line[update.file] = update.observation.line
         if commands:
-            self.batches.append(Batch(_timestamp(update.observation), tuple(commands)))
+            self.batches.append(Batch(_timestamp(update.observation), tuple(commands), place))
             self.untimed += len(commands) if update.observation.timestamp is None else 0
 
     def _create(self, update: Update) -> list[Command]:
@@ -282,6 +317,8 @@ class _Mapper:
         self.plan = self._specs(update.items)
         self.status = {item.key: "pending" for item in update.items}
         self.versions = 1
+        from .parse import ADAPTER_VERSIONS  # on use: parse imports every parser, a live mapping needs one
+
         adapter = f"imported by plantrail's {self.format} adapter v{ADAPTER_VERSIONS[self.format]}"
         self.plan_notes = (adapter,)
         here = f"transcript {location(self.format, observation.line)}"
@@ -489,8 +526,9 @@ class _Mapper:
 
     # ----------------------------------------------------------- the result
 
-    def result(self, plan_updates: int) -> MappedRun:
-        """The batches with the plan's policy filled in, and the figures; refuses a transcript with no plan."""
+    def result(self, plan_updates: int, *, live: bool = False) -> MappedRun:
+        """The batches with the plan's policy filled in (unlimited when ``live``), and the figures; refuses a
+        transcript with no plan."""
         if self.plan is None:
             skipped = ", ".join(f"{count} {reason}" for reason, count in sorted(self.skipped.items()))
             detail = f" ({skipped})" if skipped else ""
@@ -498,8 +536,8 @@ class _Mapper:
                 "NO_PLAN_IN_TRANSCRIPT",
                 f"none of the transcript's {plan_updates} plan updates lists an item to import{detail}",
             )
-        policy = Policy(max_in_progress=max(self.peak, 1))
-        batches = tuple(Batch(b.ts, tuple(_with_policy(c, policy) for c in b.commands)) for b in self.batches)
+        policy = Policy(max_in_progress=None if live else max(self.peak, 1))
+        batches = tuple(Batch(b.ts, tuple(_with_policy(c, policy) for c in b.commands), b.update) for b in self.batches)
         commands = [c for b in batches for c in b.commands]
         return MappedRun(
             batches=batches,
@@ -507,7 +545,7 @@ class _Mapper:
             versions=self.versions,
             completions=sum(1 for c in commands if isinstance(c, Complete)),
             inferred=sum(1 for c in commands if c.source is not None and c.source.inferred),
-            max_in_progress=policy.max_in_progress or 1,
+            max_in_progress=max(self.peak, 1),
             skipped=MappingProxyType(dict(sorted(self.skipped.items()))),
             untimed=self.untimed,
             items=len(self.ids.ids),

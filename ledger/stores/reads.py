@@ -47,6 +47,7 @@ __all__ = [
     "VersionEntry",
     "Versions",
     "build_version_index",
+    "is_fork",
     "read_state",
     "read_versions",
     "rebuild_version",
@@ -91,7 +92,7 @@ def rebuild_version(
     cached = use_cache_default() if use_cache is None else use_cache
     with LogReader(log_path) as reader:
         start = version_start(log_path, reader.fd, version) if cached else None
-        if start is None and cached and os.fstat(reader.fd).st_size >= INDEX_FROM_BYTES:
+        if start is None and cached and os.fstat(reader.fd).st_size >= INDEX_FROM_BYTES and not is_fork(log_path):
             build_version_index(log_path)
             start = version_start(log_path, reader.fd, version)
         if start is None:
@@ -121,6 +122,7 @@ class Versions(NamedTuple):
     torn: TornTail | None
     entries: Callable[[int, int], list[VersionEntry]]
     ending: Callable[[int], PlanState]
+    first: int = 1  # the first version the log adopted itself (a fork starts at the version it carries)
 
     def entry(self, version: int) -> VersionEntry:
         """One version's entry."""
@@ -155,7 +157,12 @@ def _in_memory(log_path: str, use_cache: bool) -> Versions:
     def ending(version: int) -> PlanState:
         return rebuild_version(log_path, version, use_cache=use_cache)[0]
 
-    return Versions(final.run, len(found), reader.torn, lambda first, last: found[first - 1 : last], ending)
+    base = found[0].info.version if found else 1  # a fork's first version is the one it carries
+
+    def entries(first: int, last: int) -> list[VersionEntry]:
+        return found[max(first - base, 0) : max(last - base + 1, 0)]
+
+    return Versions(final.run, base - 1 + len(found), reader.torn, entries, ending, base)
 
 
 class _Unreadable(Exception):
@@ -220,7 +227,7 @@ def _updated_history(log_path: str) -> tuple[HistoryIndex | None, TornTail | Non
         if index is not None and index.covered.offset == size:
             return index, None
         header = first_hash(reader.fd)
-        if header is None or (index is None and size < INDEX_FROM_BYTES):
+        if header is None or (index is None and (size < INDEX_FROM_BYTES or is_fork(log_path))):
             return None, None  # a small log folds faster than an index is written
         with history_lock(log_path):
             index = load_history(log_path, reader.fd)  # another reader may have updated it meanwhile
@@ -265,6 +272,26 @@ def _unknown_version(wanted: int, count: int) -> Exception:
     )
 
 
+def _before_fork(wanted: int, first: int) -> Exception:
+    return error(
+        "UNKNOWN_PLAN_VERSION",
+        f"this run is a fork that starts at plan version {first}: version {wanted} and its replan are in the "
+        "parent run's log (status names it)",
+        plan_version=wanted,
+        expected=first,
+    )
+
+
+def is_fork(log_path: str) -> bool:
+    """Whether the log is a forked run (its record at seq 1 is ``run.forked``): its versions start at the one
+    it carries, so it gets no version index (which numbers versions from 1) and is folded instead."""
+    with LogReader(log_path) as reader:
+        for record in reader.records():
+            if record.seq >= 1:
+                return record.type == "run.forked"
+    return False
+
+
 def version_diff(
     log_path: str, old: int, new: int, *, use_cache: bool | None = None
 ) -> tuple[dict[str, Any], PlanState]:
@@ -276,6 +303,8 @@ def version_diff(
     found = read_versions(log_path, use_cache=use_cache)
     if new > found.total:
         raise _unknown_version(new, found.total)
+    if old < found.first:
+        raise _before_fork(old, found.first)
     entries = found.entries(old, new)
     infos = {entry.info.version: entry.info for entry in entries}
     verdicts = {entry.info.version - 1: dict(entry.ended or ()) for entry in entries[2:]}
@@ -293,8 +322,10 @@ def replan_audit(
 
     found = read_versions(log_path, use_cache=use_cache)
     version = replan_version(found.total, version)
+    if version <= found.first:
+        raise _before_fork(version, found.first)
     replaced, adopted = (entry.info for entry in found.entries(version - 1, version))
     before = found.ending(version - 1)
     quoted = {seq: record_at(log_path, seq) for seq in sorted({*adopted.causes, adopted.seq})}
     current = read_state(log_path, use_cache=use_cache).state
-    return why_traced(replaced, adopted, before, quoted, current.orphans), found.torn
+    return why_traced(replaced, adopted, before, quoted, current.orphans, current.lineage), found.torn

@@ -1,0 +1,138 @@
+"""``plantrail hook AGENT``: one agent hook call (payload on stdin); ``plantrail hook errors``: what went wrong.
+
+The hook always exits 0 and prints nothing but the JSON the agent reads (SessionStart's resume receipt as
+``additionalContext``); its errors go to ``.plantrail/hook-errors.log`` (:mod:`plantrail.ledger.capture.hook`).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from plantrail.cli.common import emit, json_option
+
+if TYPE_CHECKING:
+    from plantrail.ledger.capture.hook import HookResult
+
+__all__ = ["hook", "session_start_output"]
+
+#: Claude Code's cap on a hook's output strings.
+CONTEXT_CAP = 10_000
+
+
+@click.group()
+def hook() -> None:
+    """Record an agent's plan live from its own hooks (see docs/live-agents.md).
+
+    \b
+    Example:
+      echo '{"session_id": "s1", "hook_event_name": "SessionStart", "cwd": "."}' | plantrail hook claude
+      plantrail hook errors
+    """
+
+
+@hook.command(name="claude")
+@json_option
+def claude_command(as_json: bool) -> None:
+    """Take one Claude Code hook payload on stdin; append to .plantrail/runs/<session id>.jsonl.
+
+    Always exits 0; prints only the JSON Claude Code reads (the resume receipt on SessionStart). With --json
+    (for scripts, not for the agent's settings) it prints what the call did instead: the log and any errors.
+
+    \b
+    Example:
+      plantrail install claude --project     # registers this command for the plan hooks
+    """
+    from plantrail.ledger.capture.hook import claude_hook
+
+    result = claude_hook(_stdin())
+    if as_json:
+        _report(result)
+    elif result.receipt is not None:
+        click.echo(session_start_output(result.receipt))
+
+
+@hook.command(name="gemini")
+@json_option
+def gemini_command(as_json: bool) -> None:
+    """Take one Gemini CLI hook payload on stdin (AfterTool on write_todos); append to the session's run.
+
+    Always exits 0 and prints nothing (with --json, for scripts: the log and any errors).
+
+    \b
+    Example:
+      gemini extensions install ./integrations/gemini-cli
+    """
+    from plantrail.ledger.capture.hook import gemini_hook
+
+    result = gemini_hook(_stdin())
+    if as_json:
+        _report(result)
+
+
+@hook.command(name="opencode")
+@json_option
+def opencode_command(as_json: bool) -> None:
+    """Take OpenCode todo.updated events on stdin, one JSON line each; append to each session's run.
+
+    Always exits 0 and prints nothing (with --json, for scripts: the log and any errors).
+
+    \b
+    Example:
+      cp integrations/opencode/plantrail.ts .opencode/plugins/
+    """
+    from plantrail.ledger.capture.hook import opencode_hook
+
+    result = opencode_hook(_stdin())
+    if as_json:
+        _report(result)
+
+
+@hook.command(name="errors")
+@click.option(
+    "--dir", "folder", metavar="DIR", help="The .plantrail folder (default: $PLANTRAIL_HOME or ./.plantrail)."
+)
+@json_option
+def errors_command(folder: str | None, as_json: bool) -> None:
+    """Show the hooks' error file (one line per payload a hook could not record).
+
+    \b
+    Example:
+      plantrail hook errors
+    """
+    from pathlib import Path
+
+    from plantrail.cli.terminal import printable
+    from plantrail.ledger.capture.hook import hook_errors, plantrail_folder
+
+    place = Path(folder) if folder is not None else plantrail_folder(None)
+    text = hook_errors(place)
+    data = {"ok": True, "folder": str(place), "errors": text.splitlines()}
+    emit(as_json, data, lambda: printable(text.rstrip("\n")) if text else f"no hook errors in {place}")
+
+
+def _report(result: HookResult) -> None:
+    """What one hook call did, as JSON (the exit status stays 0)."""
+    log = None if result.log is None else str(result.log)
+    emit(True, {"ok": not result.errors, "log": log, "errors": list(result.errors), "receipt": result.receipt}, str)
+
+
+def session_start_output(receipt: Any) -> str:
+    """The SessionStart answer Claude Code reads: the receipt as ``additionalContext``, within its cap."""
+    import orjson
+
+    from plantrail.cli.replay import _render_receipt
+
+    text = "plantrail: this session's plan so far (resume receipt)\n" + _render_receipt(receipt, receipt["exit_code"])
+    if len(text) > CONTEXT_CAP:
+        text = text[: CONTEXT_CAP - 40] + "\n... (cut; run `plantrail resume` for all)"
+    output = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+    return orjson.dumps(output).decode()
+
+
+def _stdin() -> bytes:
+    from plantrail.ledger.limits import HOOK_PAYLOAD
+
+    return sys.stdin.buffer.read(HOOK_PAYLOAD.cap() + 1)

@@ -1,0 +1,318 @@
+"""One agent hook call: payload bytes in, the JSON the agent reads out; it never raises and never fails the agent.
+
+    output = claude_hook(sys.stdin.buffer.read())    # "" or '{"hookSpecificOutput": ...}'
+
+The run lives at ``<runs folder>/<session id>.jsonl`` (``$PLANTRAIL_HOME/runs``, else ``.plantrail/runs``
+under the payload's ``cwd``), its hook journal in ``capture/`` beside ``runs/`` (:mod:`.journal`). Under the
+journal's lock the hook writes the payload's lines to the journal and, for a payload that can change the plan,
+appends to the log what the journal's mapping holds and the log does not (:mod:`.append`: one mapping, keyed
+by the session and the calls' own ids, so a payload delivered twice is recorded once).
+
+What else each event does: ``SessionStart`` returns the run's resume receipt (when the run exists), for the
+agent's context; ``SessionEnd`` pauses an open run with the reason ``session_end`` (not final: the next plan
+update continues it). ``Stop`` is a turn boundary in the journal only: the plan contract counts usage on
+results, and a turn's end carries none.
+
+Anything that goes wrong (a payload that is no JSON, over its cap, without a session, an event or tool the hook
+does not take, a log that refuses an update) is one line in ``hook-errors.log`` beside ``runs/``, kept under
+:data:`ERRORS_CAP` bytes (the older half is dropped), and the log is left as it was.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from plantrail.ledger.clock import utc_now
+from plantrail.ledger.errors import PlantrailError, error
+from plantrail.ledger.limits import HOOK_PAYLOAD
+from plantrail.ledger.locations import HOME_ENV, run_path
+from plantrail.ledger.plan import check_id
+
+from . import claude
+from .journal import Journal, journal_path
+
+__all__ = [
+    "ERRORS_CAP",
+    "ERRORS_FILE",
+    "HookResult",
+    "capture_journal",
+    "claude_hook",
+    "gemini_hook",
+    "hook_errors",
+    "opencode_hook",
+    "plantrail_folder",
+]
+
+ERRORS_FILE = "hook-errors.log"
+ERRORS_CAP = 256 * 1024
+RECEIPT_CAP = 10_000
+_PLAN_EVENTS = frozenset({"PostToolUse", "TaskCreated", "TaskCompleted", "SubagentStop"})
+
+
+@dataclass(frozen=True, slots=True)
+class HookResult:
+    """What one hook call did: the receipt to return (SessionStart), the log, and the errors it wrote down."""
+
+    receipt: Mapping[str, Any] | None
+    log: Path | None
+    errors: tuple[str, ...]
+
+
+def plantrail_folder(cwd: str | None, env: Mapping[str, str] | None = None) -> Path:
+    """``$PLANTRAIL_HOME``, else ``<cwd>/.plantrail`` (the working directory when the payload names none)."""
+    home = (env if env is not None else os.environ).get(HOME_ENV)
+    return Path(home) if home else Path(cwd if cwd is not None else os.getcwd()) / ".plantrail"
+
+
+def claude_hook(
+    raw: bytes,
+    *,
+    now: Callable[[], str] = utc_now,
+    env: Mapping[str, str] | None = None,
+) -> HookResult:
+    """Record one Claude Code hook payload (see the module); every error is written down, none raised."""
+    payload: claude.Payload | None = None
+    try:
+        payload = claude.read_payload(_capped(raw))
+        return _record(payload, now(), env)
+    except PlantrailError as exc:
+        return _failed(payload, raw, env, f"error[{exc.code}]: {exc.message}")
+    except Exception as exc:  # the hook must never fail the agent; the error is written down
+        return _failed(payload, raw, env, f"error[INTERNAL]: {type(exc).__name__}: {exc}")
+
+
+def gemini_hook(raw: bytes, *, now: Callable[[], str] = utc_now, env: Mapping[str, str] | None = None) -> HookResult:
+    """Record one Gemini CLI hook payload (:mod:`.gemini`); every error is written down, none raised."""
+    return _guarded("gemini", raw, env, lambda: _record_gemini(_capped(raw), now(), env))
+
+
+def opencode_hook(raw: bytes, *, now: Callable[[], str] = utc_now, env: Mapping[str, str] | None = None) -> HookResult:
+    """Record the OpenCode events on stdin, one JSON line each (:mod:`.opencode`); errors written down."""
+    return _guarded("opencode", raw, env, lambda: _record_opencode(_capped(raw), now(), env))
+
+
+def _guarded(agent: str, raw: bytes, env: Mapping[str, str] | None, work: Callable[[], HookResult]) -> HookResult:
+    try:
+        return work()
+    except PlantrailError as exc:
+        return _failed(None, raw, env, f"error[{exc.code}]: {exc.message}", agent)
+    except Exception as exc:  # the hook must never fail the agent; the error is written down
+        return _failed(None, raw, env, f"error[INTERNAL]: {type(exc).__name__}: {exc}", agent)
+
+
+def _record_gemini(raw: bytes, now: str, env: Mapping[str, str] | None) -> HookResult:
+    from . import gemini
+
+    [payload] = gemini.read_payloads(raw)
+    folder, session, log = _where(payload, env)
+    errors: list[str] = []
+    with Journal.locked(journal_path(folder, session, gemini.ADAPTER)) as journal:
+        records = gemini.journal_records(payload, now, len(journal.lines()))
+        journal.append(records)
+        if payload.event in gemini.PLAN_EVENTS and records:
+            errors += _append_journal(journal.path, log, session, gemini.FORMAT, gemini.ADAPTER, gemini.VERSION)
+        if payload.event == "SessionEnd" and log.exists():
+            _pause(log, session, payload, now, "Gemini CLI")
+    for line in errors:
+        _write_error(folder, payload, line, "gemini")
+    return HookResult(None, log, tuple(errors))
+
+
+def _record_opencode(raw: bytes, now: str, env: Mapping[str, str] | None) -> HookResult:
+    from plantrail.ledger.importers._records import iso_to_millis
+
+    from . import opencode
+
+    errors: list[str] = []
+    log: Path | None = None
+    for payload in opencode.read_payloads(raw):
+        folder, session, log = _where(payload, env)
+        with Journal.locked(journal_path(folder, session, opencode.ADAPTER, ".json")) as journal:
+            blob = journal.path.read_bytes()
+            document = orjson.loads(blob) if blob.strip() else None
+            updated = opencode.add_update(document, payload, iso_to_millis(now) or 0)
+            journal.replace(orjson.dumps(updated))
+            found = _append_journal(journal.path, log, session, opencode.FORMAT, opencode.ADAPTER, opencode.VERSION)
+        for line in found:
+            _write_error(folder, payload, line, "opencode")
+        errors += found
+    return HookResult(None, log, tuple(errors))
+
+
+def _where(payload: claude.Payload, env: Mapping[str, str] | None) -> tuple[Path, str, Path]:
+    """The .plantrail folder, the session id (checked as a run id) and the run's log."""
+    folder = plantrail_folder(payload.cwd, env)
+    session = check_id(payload.session, "session id")
+    return folder, session, run_path(folder / "runs", session)
+
+
+def _append_journal(journal: Path, log: Path, session: str, format: str, adapter: str, version: int) -> list[str]:
+    """Append what a (small, whole-list) journal's mapping holds and the log does not: ``import --append`` of it."""
+    from plantrail.ledger.capture.append import append_transcript
+
+    log.parent.mkdir(parents=True, exist_ok=True)
+    note = f"captured live by plantrail's {adapter} adapter v{version} (journal {journal.name})"
+    report = append_transcript(journal, log, format, run=session, notes=(note,))
+    return [f"error[{r.code}]: update {r.identity}: {r.message}" for r in report.refused]
+
+
+def hook_errors(folder: Path) -> str:
+    """The hook error file's text under ``folder`` (empty when there is none)."""
+    try:
+        return (folder / ERRORS_FILE).read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
+def _capped(raw: bytes) -> bytes:
+    cap = HOOK_PAYLOAD.cap()
+    if len(raw) > cap:
+        raise error("INPUT_TOO_LARGE", f"the hook payload is {len(raw)} bytes, over its cap of {cap}")
+    return raw
+
+
+def _record(payload: claude.Payload, now: str, env: Mapping[str, str] | None) -> HookResult:
+    folder = plantrail_folder(payload.cwd, env)
+    session = check_id(payload.session, "session id")
+    log = run_path(folder / "runs", session)
+    errors: list[str] = []
+    with Journal.locked(journal_path(folder, session, claude.ADAPTER)) as journal:
+        held = _held_calls(journal, payload)
+        journal.append(claude.journal_records(payload, now, held, _transcript_lines))
+        if payload.event in _PLAN_EVENTS:
+            errors += capture_journal(journal.path, log, session)
+        if payload.event == "SessionEnd" and log.exists():
+            _pause(log, session, payload, now)
+    for line in errors:
+        _write_error(folder, payload, line)
+    receipt = _receipt(log) if payload.event == "SessionStart" and log.exists() else None
+    return HookResult(receipt, log, tuple(errors))
+
+
+def capture_journal(journal: Path, log: Path, session: str) -> list[str]:
+    """Append what the journal's mapping holds and the log does not (the mapping resumed from its kept state
+    when there is one, :mod:`.live`); the refusals, as error lines."""
+    from plantrail.ledger.capture.append import write_batches
+    from plantrail.ledger.capture.live import advance, fresh_state, load_state, save_state
+
+    note = f"captured live by plantrail's {claude.ADAPTER} adapter v{claude.VERSION} (journal {journal.name})"
+    state = load_state(journal) or fresh_state(journal, session, (note,))
+    batches = advance(journal, state)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    report = write_batches(log, batches, session=session, run=session, plan_updates=state.updates, own_journal=True)
+    save_state(journal, state)
+    return [f"error[{r.code}]: update {r.identity}: {r.message}" for r in report.refused]
+
+
+def _pause(log: Path, session: str, payload: claude.Payload, now: str, agent: str = "Claude Code") -> None:
+    """Pause an open run with the reason ``session_end`` (a finished or planless run is left as it is)."""
+    from plantrail.ledger.api import Ledger
+
+    with Ledger.open(log, clock=lambda: now) as ledger:
+        state = ledger.state
+        if state.plan is None or state.outcome is not None:
+            return
+        why = payload.text("reason")
+        reason = "session_end" + (f": {agent} reported {why}" if why else "")
+        ledger.finish("paused", reason, idempotency_key=f"{session}:session-end:{state.last_seq}", actor="runtime")
+
+
+def _receipt(log: Path) -> Mapping[str, Any]:
+    from plantrail.ledger import audit
+
+    return audit.resume(log)
+
+
+def _held_calls(journal: Journal, payload: claude.Payload) -> frozenset[str]:
+    """The call ids of the journal that the payload could repeat: the payload's own call when the journal
+    holds it (a byte search: the journal writes each call as ``"type":"tool_use","id":"<id>"``), or, for a
+    SubagentStop, which copies many calls, every call the journal holds."""
+    if payload.event == "SubagentStop":
+        return _calls(journal.lines())
+    call = claude.call_id(payload)
+    if call is None:
+        return frozenset()
+    needle = b'"type":"tool_use","id":' + orjson.dumps(call)
+    return frozenset({call}) if needle in journal.path.read_bytes() else frozenset()
+
+
+def _calls(lines: Sequence[Mapping[str, Any]]) -> frozenset[str]:
+    """The call ids the journal holds (its tool_use blocks)."""
+    found: set[str] = set()
+    for line in lines:
+        message = line.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else ():
+            if isinstance(block, dict) and block.get("type") == "tool_use" and isinstance(block.get("id"), str):
+                found.add(block["id"])
+    return frozenset(found)
+
+
+def _transcript_lines(path: Path) -> list[dict[str, Any]]:
+    """A subagent transcript's JSON object lines (an unreadable one gives none: the hooks already sent most)."""
+    from plantrail.ledger.files import read_capped
+    from plantrail.ledger.limits import TRANSCRIPT
+
+    try:
+        blob = read_capped(os.fspath(path), TRANSCRIPT)
+    except (PlantrailError, OSError):
+        return []
+    lines = []
+    for raw in blob.splitlines():
+        try:
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            lines.append(value)
+    return lines
+
+
+def _failed(
+    payload: claude.Payload | None, raw: bytes, env: Mapping[str, str] | None, line: str, agent: str = "claude"
+) -> HookResult:
+    cwd = payload.cwd if payload is not None else _cwd_of(raw)
+    folder = plantrail_folder(cwd, env)
+    _write_error(folder, payload, line, agent)
+    return HookResult(None, None, (line,))
+
+
+def _cwd_of(raw: bytes) -> str | None:
+    """The payload's cwd when the payload parses at all (a refused payload still says where its project is)."""
+    first = raw.split(b"\n", 1)[0] if raw.lstrip().startswith(b"{") else raw
+    try:
+        value = orjson.loads(raw if len(raw) <= HOOK_PAYLOAD.cap() else b"null")
+    except orjson.JSONDecodeError:
+        try:
+            value = orjson.loads(first)  # an OpenCode batch: its first line
+        except orjson.JSONDecodeError:
+            return None
+    if isinstance(value, dict) and "cwd" not in value and isinstance(value.get("directory"), str):
+        return str(value["directory"]) or None
+    cwd = value.get("cwd") if isinstance(value, dict) else None
+    return cwd if isinstance(cwd, str) and cwd else None
+
+
+def _write_error(folder: Path, payload: claude.Payload | None, line: str, agent: str = "claude") -> None:
+    """One line in the error file, which is kept under ERRORS_CAP (its older half dropped); never raises."""
+    where = f"{payload.event} session {payload.session}" if payload is not None else "payload"
+    text = f"{utc_now()} {agent} {where}: {' '.join(line.split())}\n".encode()
+    path = folder / ERRORS_FILE
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(path, "ab") as handle:
+            handle.write(text)
+        if path.stat().st_size > ERRORS_CAP:
+            kept = path.read_bytes()[-ERRORS_CAP // 2 :]
+            kept = kept[kept.find(b"\n") + 1 :]
+            temporary = path.with_suffix(".tmp")
+            temporary.write_bytes(kept)
+            os.replace(temporary, path)
+    except OSError:
+        pass  # nowhere to write: the hook still never fails the agent

@@ -1,0 +1,98 @@
+"""The hook's own transcript: what an agent's hooks delivered for one session, one JSON object a line.
+
+A hook call sees one payload; the mapping needs the session's plan updates in order. So each payload the hook
+takes is written, in the dialect of the agent's own transcript, to ``.plantrail/capture/<session>.<agent>.jsonl``
+beside the runs folder, and the run's log is the mapping of that file (``append``), exactly as ``import
+--append`` maps the agent's transcript. The journal is input, never a second copy of the log: nothing reads
+the run's state from it, and a log can always be rebuilt from it (``plantrail import --append JOURNAL -o
+LOG``).
+
+* **One writer at a time.** A hook holds the journal's exclusive lock (``flock`` on ``<journal>.lock``) from
+  before it reads the
+  journal until the log is appended, so parallel hooks of one session never interleave, in the journal or
+  in the log (the log's own lock serialises its writers as always).
+* **Re-delivery.** A line names its call (``tool_use_id``); a call the journal holds already is not written
+  again (the mapping would recognise it anyway).
+* **A torn last line** (a crash mid-write) is not a record to the parser; the next hook appends after it,
+  on a line of its own.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import orjson
+
+__all__ = ["CAPTURE_FOLDER", "Journal", "journal_path"]
+
+CAPTURE_FOLDER = "capture"
+
+
+def journal_path(plantrail_folder: Path, session: str, agent: str, suffix: str = ".jsonl") -> Path:
+    """Where a session's hook journal lives: ``<.plantrail>/capture/<session>.<agent>.jsonl`` (``.json`` for
+    a dialect whose transcript is one document)."""
+    return plantrail_folder / CAPTURE_FOLDER / f"{session}.{agent}{suffix}"
+
+
+class Journal:
+    """A session's hook journal, opened and locked for one hook call."""
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path = path
+        self._fd = fd
+
+    @classmethod
+    @contextmanager
+    def locked(cls, path: Path) -> Iterator[Journal]:
+        """Open (creating folder and file when missing) and hold the exclusive lock until the block ends (the
+        lock is on ``<journal>.lock``, so a document journal can be replaced whole under it)."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+            try:
+                yield cls(path, fd)
+            finally:
+                os.close(fd)
+        finally:
+            os.close(lock)  # releases the lock
+
+    def replace(self, blob: bytes) -> None:
+        """Put ``blob`` in the journal's place whole (a temporary file, fsynced, renamed over it)."""
+        temporary = self.path.with_name(f".{self.path.name}.tmp")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        try:
+            os.write(fd, blob)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temporary, self.path)
+
+    def lines(self) -> list[dict[str, object]]:
+        """Every whole JSON object line of the journal, in order (a torn or foreign line is passed over)."""
+        with open(self.path, "rb") as handle:
+            found: list[dict[str, object]] = []
+            for raw in handle:
+                try:
+                    value = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(value, dict):
+                    found.append(value)
+            return found
+
+    def append(self, records: Sequence[dict[str, object]]) -> None:
+        """Append records, one line each, with one write (after a newline if a torn line ends the file)."""
+        if not records:
+            return
+        blob = b"".join(orjson.dumps(record) + b"\n" for record in records)
+        size = os.fstat(self._fd).st_size
+        if size and os.pread(self._fd, 1, size - 1) != b"\n":
+            blob = b"\n" + blob
+        os.write(self._fd, blob)
+        os.fsync(self._fd)

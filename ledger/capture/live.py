@@ -1,0 +1,150 @@
+"""A hook journal's mapping kept from one hook call to the next, so a call maps only what it adds.
+
+Reading the whole journal and mapping it again at every hook call would give the same batches (the mapping is
+deterministic) at a cost that grows with the session; instead the parser's and the mapping's state after the
+journal's first ``offset`` bytes is kept in a sealed cache beside the journal (``<journal>.plantrail-cache/``,
+:mod:`plantrail.ledger.stores.seal`: only this user's plantrail can have written it), with the SHA-256 of
+those bytes. A call reads the journal from there on; a state that is missing, unsealed, of another version or
+for other bytes is not used, and the journal is read from its start (the log's keys then recognise what is
+already recorded). Either way the batches are the same: the cache is a hint, never a second source of truth.
+
+Updates are handed to the mapping once their answer is in (a call waiting for its result stays in the
+parser); an update of a task the agent's board does not hold yet (hooks that ran in parallel) waits for the
+task's creation and is mapped just after it (:mod:`.order` does the same for a whole journal).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from plantrail.ledger.importers import claude_code
+from plantrail.ledger.importers._records import Tally
+from plantrail.ledger.importers.mapping import Batch, LiveMapping
+from plantrail.ledger.importers.model import Observation, TaskEvent
+
+from .identity import Identities
+
+__all__ = ["KIND", "LiveState", "advance", "load_state", "save_state"]
+
+KIND = "plantrail-capture-state/1"
+_STATE_FILE = "mapping.state"
+_LIMIT = 256 << 20
+
+
+@dataclass
+class LiveState:
+    """The parser and the mapping after the journal's first ``offset`` bytes (``digest`` their SHA-256)."""
+
+    file: str
+    mapping: LiveMapping
+    reader: Any
+    tally: Tally = field(default_factory=Tally)
+    names: Identities = field(default_factory=Identities)
+    deferred: dict[str, list[Observation]] = field(default_factory=dict)
+    offset: int = 0
+    digest: str = hashlib.sha256(b"").hexdigest()
+    lines: int = 0
+    updates: int = 0
+
+
+def fresh_state(journal: Path, session: str, notes: Sequence[str]) -> LiveState:
+    """The state before the journal's first byte."""
+    mapping = LiveMapping(format=claude_code.FORMAT, session=session, notes=notes)
+    return LiveState(file=journal.name, mapping=mapping, reader=claude_code.new_reader(journal))
+
+
+def advance(journal: Path, state: LiveState) -> list[tuple[str, Batch]]:
+    """Read the journal's whole lines after ``state.offset`` into ``state``; the (identity, batch) pairs of the
+    updates they complete. ``state`` must describe the journal's first bytes (see :func:`load_state`)."""
+    blob = journal.read_bytes()
+    end = blob.rfind(b"\n") + 1
+    whole = blob[state.offset : end] if end > state.offset else b""
+    state.offset += len(whole)
+    state.digest = hashlib.sha256(blob[: state.offset]).hexdigest()
+    for raw in whole.splitlines():
+        state.lines += 1
+        try:
+            record = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            state.tally.skip(state.lines, "invalid_json")
+            continue
+        if isinstance(record, dict):
+            claude_code.read_record(state.reader, state.tally, state.lines, record)
+    return _map_answered(state)
+
+
+def _map_answered(state: LiveState) -> list[tuple[str, Batch]]:
+    reader = state.reader
+    waiting = min(reader.awaiting.values(), default=len(reader.observations))
+    ready: list[Observation] = reader.observations[:waiting]
+    reader.observations = reader.observations[waiting:]
+    reader.awaiting = {call: place - waiting for call, place in reader.awaiting.items()}
+    out: list[tuple[str, Batch]] = []
+    for observation in ready:
+        task = observation.task_id if isinstance(observation, TaskEvent) else None
+        kind = observation.kind if isinstance(observation, TaskEvent) else None
+        if task is not None and kind == "updated" and not state.mapping.knows_task(task):
+            state.deferred.setdefault(task, []).append(observation)
+            continue
+        out += _apply(state, observation)
+        if task is not None and kind == "created" and state.mapping.knows_task(task):
+            for early in state.deferred.pop(task, []):
+                out += _apply(state, early)
+    return out
+
+
+def _apply(state: LiveState, observation: Observation) -> list[tuple[str, Batch]]:
+    identity = state.names.of(state.file, observation)
+    state.updates += 1
+    return [(identity, batch) for batch in state.mapping.apply(state.file, observation)]
+
+
+def _cache_folder(journal: Path) -> str:
+    return os.fspath(journal) + ".plantrail-cache"
+
+
+def load_state(journal: Path) -> LiveState | None:
+    """The kept state of ``journal``, when it is sealed by this user's plantrail and describes the journal's
+    first bytes as they are now; else None."""
+    from plantrail.ledger.stores.seal import CacheFolder
+
+    folder = CacheFolder.open(_cache_folder(journal), create=False)
+    if folder is None:
+        return None
+    with folder:
+        payload = folder.read(_STATE_FILE, KIND, _LIMIT)
+    if payload is None:
+        return None
+    try:
+        state = pickle.loads(payload)  # sealed under this user's key: only our own writes unseal
+    except Exception:  # a state of an older build of these classes: read the journal again
+        return None
+    if not isinstance(state, LiveState) or not _describes(journal, state):
+        return None
+    return state
+
+
+def save_state(journal: Path, state: LiveState) -> None:
+    """Keep ``state`` for the next call (sealed; a cache that cannot be written is simply not kept)."""
+    from plantrail.ledger.stores.seal import CacheFolder
+
+    folder = CacheFolder.open(_cache_folder(journal), create=True)
+    if folder is None:
+        return
+    with folder:
+        folder.write(_STATE_FILE, KIND, pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def _describes(journal: Path, state: LiveState) -> bool:
+    """Whether the journal's first ``state.offset`` bytes are those the state was built from."""
+    with open(journal, "rb") as handle:
+        prefix = handle.read(state.offset)
+    return len(prefix) == state.offset and hashlib.sha256(prefix).hexdigest() == state.digest

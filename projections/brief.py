@@ -1,0 +1,112 @@
+"""The replan brief (seed 002 重规划上下文): what a planner needs to write the next plan, derived from the state.
+
+One JSON document: the round (how many replans so far), the completed steps with their evidence (to keep:
+plantrail keeps completed steps under their ids, where seed 002 renumbers), the failed steps with their
+errors and reasons, the steps in doubt, the steps not run and what each waits on, the criteria not yet
+passed, the late results, the coverage matrix, the work remaining, and the budget left. Each step carries
+its whole contract (title, dependencies, completion evidence, attempts, priority, what it covers), so a patch
+(``replace_step``, ``add_step``) can be written from the brief alone.
+
+Pure: no I/O (the library call that reads a log is :func:`ledger.audit.brief`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from plantrail.ledger.coverage import coverage_view
+from plantrail.ledger.plan import StepSpec
+from plantrail.projections.lineage import lineage_view
+from plantrail.projections.model import PlanState, StepState
+from plantrail.projections.stop import budget_view
+from plantrail.projections.views import orphan_view
+
+__all__ = ["brief_view"]
+
+
+def _contract(spec: StepSpec) -> dict[str, Any]:
+    """A step's contract as a draft writes it (what ``add_step``/``replace_step`` take)."""
+    contract: dict[str, Any] = {
+        "id": spec.id,
+        "title": spec.title,
+        "depends_on": list(spec.depends_on),
+        "completion_evidence": spec.completion_evidence,
+        "max_attempts": spec.max_attempts,
+    }
+    if spec.priority:
+        contract["priority"] = spec.priority
+    if spec.covers:
+        contract["covers"] = list(spec.covers)
+    return contract
+
+
+def _completed(step: StepState, spec: StepSpec) -> dict[str, Any]:
+    return {"id": step.id, "attempt": step.attempt, "evidence": list(step.evidence), "last_seq": step.last_seq} | {
+        "step": _contract(spec)
+    }
+
+
+def _failed(step: StepState, spec: StepSpec) -> dict[str, Any]:
+    return {
+        "id": step.id,
+        "status": step.status,
+        "attempt": step.attempt,
+        "max_attempts": step.max_attempts,
+        "exhausted": step.exhausted,
+        "error": step.error,
+        "reason": step.reason,
+        "last_seq": step.last_seq,
+        "step": _contract(spec),
+    }
+
+
+def _waiting(step: StepState, spec: StepSpec, state: PlanState) -> dict[str, Any]:
+    unmet = [d for d in spec.depends_on if state.steps[d].status != "completed"]
+    return {"id": step.id, "waiting_on": unmet, "reset": step.reset, "step": _contract(spec)}
+
+
+def _is_failed(step: StepState) -> bool:
+    """A step whose last attempt failed (back to pending with attempts left) or that is blocked."""
+    return step.status == "blocked" or (step.status == "pending" and step.error is not None)
+
+
+def brief_view(state: PlanState) -> dict[str, Any]:
+    """The ``brief --json`` document of a state (see the module's docstring); ``plan`` None before a plan.
+
+    ``{"run", "goal", "plan_version", "round", "outcome", "completed": [{"id", "attempt", "evidence",
+    "last_seq", "step"}], "failed": [{"id", "status", "attempt", "max_attempts", "exhausted", "error",
+    "reason", "last_seq", "step"}], "in_progress": [{"id", "attempt", "step"}], "not_run": [{"id",
+    "waiting_on", "reset", "step"}], "unmet_criteria": [{"id", "description", "status", "evidence"}],
+    "orphans", "coverage", "remaining": {"steps", "criteria"}, "budget", "lineage"}`` (``step``: the step's
+    contract as a draft writes it).
+    """
+    specs = {} if state.plan is None else {s.id: s for s in state.plan.steps}
+    steps = [(s, specs[s.id]) for s in state.steps.values_in_order()]
+    descriptions = {} if state.plan is None else {c.id: c.description for c in state.plan.acceptance_criteria}
+    unmet = [c for c in state.criteria.values_in_order() if c.status != "passed"]
+    return {
+        "run": state.run,
+        "goal": state.goal,
+        "plan_version": state.version,
+        "round": max(state.version - 1, 0),
+        "outcome": state.outcome,
+        "completed": [_completed(s, spec) for s, spec in steps if s.status == "completed"],
+        "failed": [_failed(s, spec) for s, spec in steps if _is_failed(s)],
+        "in_progress": [
+            {"id": s.id, "attempt": s.attempt, "step": _contract(spec)}
+            for s, spec in steps
+            if s.status == "in_progress"
+        ],
+        "not_run": [_waiting(s, spec, state) for s, spec in steps if s.status == "pending" and s.error is None],
+        "unmet_criteria": [
+            {"id": c.id, "description": descriptions[c.id], "status": c.status, "evidence": c.evidence} for c in unmet
+        ],
+        "orphans": [orphan_view(o) for o in state.orphans],
+        "coverage": coverage_view(state.plan),
+        "remaining": {
+            "steps": [s.id for s, _ in steps if s.status != "completed"],
+            "criteria": [c.id for c in unmet],
+        },
+        "budget": budget_view(state),
+        "lineage": lineage_view(state),
+    }

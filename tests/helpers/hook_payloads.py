@@ -1,0 +1,69 @@
+"""Claude Code hook payloads, real-shaped (docs/hooks.md), for a session whose transcript the tests hold."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+__all__ = ["payloads_of", "post_tool_use", "prompt"]
+
+PLAN_TOOLS = ("TodoWrite", "TaskCreate", "TaskUpdate", "ExitPlanMode")
+
+
+def post_tool_use(session: str, cwd: Path, tool: str, call: str, given: Any, answer: Any) -> dict[str, Any]:
+    """A PostToolUse payload of a plan tool."""
+    return {
+        "session_id": session,
+        "transcript_path": str(cwd / "transcript.jsonl"),
+        "cwd": str(cwd),
+        "permission_mode": "default",
+        "hook_event_name": "PostToolUse",
+        "tool_name": tool,
+        "tool_input": given,
+        "tool_response": answer,
+        "tool_use_id": call,
+        "duration_ms": 12,
+    }
+
+
+def prompt(session: str, cwd: Path, text: str) -> dict[str, Any]:
+    """A UserPromptSubmit payload."""
+    return {
+        "session_id": session,
+        "transcript_path": str(cwd / "transcript.jsonl"),
+        "cwd": str(cwd),
+        "permission_mode": "default",
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": text,
+    }
+
+
+def payloads_of(transcript: Path, cwd: Path) -> list[dict[str, Any]]:
+    """The payloads Claude Code's hooks send for the session the transcript records: each user prompt, and
+    each plan tool call once its answer is in (tool_response is the transcript's toolUseResult)."""
+    records = [orjson.loads(line) for line in transcript.read_bytes().splitlines() if line.strip()]
+    session = next(r["sessionId"] for r in records if "sessionId" in r)
+    calls: dict[str, tuple[str, Any]] = {}
+    sent: list[dict[str, Any]] = []
+    for record in records:
+        content = record.get("message", {}).get("content") if isinstance(record.get("message"), dict) else None
+        blocks = [block for block in content if isinstance(block, dict)] if isinstance(content, list) else []
+        if record.get("type") == "assistant":
+            for block in blocks:
+                if block.get("type") == "tool_use" and block.get("name") in PLAN_TOOLS:
+                    calls[block["id"]] = (block["name"], block["input"])
+        elif record.get("type") == "user" and isinstance(content, str) and not record.get("isMeta"):
+            sent.append(prompt(session, cwd, content))
+        elif record.get("type") == "user":
+            for block in blocks:
+                if block.get("type") == "tool_result" and block.get("tool_use_id") in calls:
+                    tool, given = calls.pop(block["tool_use_id"])
+                    answer = record.get("toolUseResult")
+                    if block.get("is_error") or (tool == "ExitPlanMode" and "approved" not in str(block)):
+                        continue  # a call that did not run: no PostToolUse
+                    sent.append(post_tool_use(session, cwd, tool, block["tool_use_id"], given, answer))
+                elif block.get("type") == "text" and not record.get("isMeta"):
+                    sent.append(prompt(session, cwd, block["text"]))
+    return sent
