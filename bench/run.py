@@ -66,6 +66,8 @@ class Config:
     repeats: int
     append_events: int
     status_events: int = 1000
+    runs_in_folder: int = 1000  # `plantrail runs`: logs in the folder (each of status_events events)
+    runs_in_database: int = 10_000  # `plantrail runs --store`: runs in the database
 
 
 @dataclass
@@ -411,6 +413,55 @@ def _timeline_rows() -> list[RowSpec]:
     return rows
 
 
+def runs_folder_size(config: Config) -> Sequence[int]:
+    """How many logs the folder `plantrail runs` lists holds (--runs-folder)."""
+    return (config.runs_in_folder,)
+
+
+def runs_database_size(config: Config) -> Sequence[int]:
+    """How many runs the database `plantrail runs --store` lists holds (--runs-database)."""
+    return (config.runs_in_database,)
+
+
+#: Events in each run of the database `plantrail runs` lists (its summaries, not its length, are read).
+RUNS_DATABASE_EVENTS: Final = 20
+
+
+def _runs_folder(wl: Workload, count: int) -> Probe:
+    from bench.many_runs import fill_folder, folder_listing
+
+    start = time.perf_counter()
+    folder = fill_folder(wl.dir, count, Config.status_events)
+    if time.perf_counter() - start > 1:
+        wl.notes.append(
+            f"writing {count:,} logs for `plantrail runs` took {time.perf_counter() - start:.0f} s (untimed)"
+        )
+    return folder_listing(folder)
+
+
+def _runs_database(wl: Workload, count: int) -> Probe:
+    from bench import postgres
+    from bench.many_runs import database_listing, fill_database
+
+    start = time.perf_counter()
+    database = fill_database(postgres.server_url(wl.dir), wl.dir, count, RUNS_DATABASE_EVENTS)
+    wl.notes.append(
+        f"filling the database with {count:,} runs of {RUNS_DATABASE_EVENTS} events and listing them once "
+        f"took {time.perf_counter() - start:.0f} s (untimed)"
+    )
+    return database_listing(database)
+
+
+RUNS_ROW = RowSpec(
+    "`plantrail runs DIR`, whole process: logs of 1,000 events, fresh snapshots (vs python -c import)",
+    runs_folder_size,
+    baseline=process_time(_import_argv),
+    candidate=_runs_folder,
+    target="<1",
+    per_event=False,
+)
+
+
 ROWS: list[RowSpec] = [
     RowSpec(
         "full replay: read, validate, check the chain, fold (vs orjson.loads of every line)",
@@ -536,6 +587,7 @@ ROWS: list[RowSpec] = [
     ),
     *_audit_rows(),
     *_timeline_rows(),
+    RUNS_ROW,
 ]
 
 
@@ -595,6 +647,15 @@ POSTGRES_ROWS: list[RowSpec] = [
         postgres_sizes,
         baseline=_postgres_replay(from_database=False),
         candidate=_postgres_replay(from_database=True),
+    ),
+    RowSpec(
+        f"`plantrail runs --store URL`, whole process: runs of {RUNS_DATABASE_EVENTS} events, summaries at their "
+        "heads (vs python -c import)",
+        runs_database_size,
+        baseline=process_time(_import_argv),
+        candidate=_runs_database,
+        target="<1",
+        per_event=False,
     ),
 ]
 
@@ -693,6 +754,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--append-events", type=int, help="events per fsync-bound run (default 10000; quick 1000)")
     parser.add_argument("--quick", action="store_true", help="small sizes and fewer repeats, for a smoke run")
     parser.add_argument(
+        "--runs-folder",
+        type=int,
+        metavar="N",
+        help="logs in the folder `plantrail runs` lists (default 1000; quick 100)",
+    )
+    parser.add_argument(
+        "--runs-database",
+        type=int,
+        metavar="N",
+        help="runs in the database `plantrail runs --store` lists (default 10000; quick 1000)",
+    )
+    parser.add_argument(
         "--no-postgres", action="store_true", help="leave out the PostgreSQL rows (they need plantrail[postgres])"
     )
     parser.add_argument(
@@ -711,6 +784,8 @@ def config_from(args: argparse.Namespace) -> Config:
         sizes=args.sizes or ((1_000, 10_000) if quick else (10_000, 100_000, 1_000_000)),
         repeats=args.repeats or (3 if quick else 5),
         append_events=args.append_events or (1_000 if quick else 10_000),
+        runs_in_folder=args.runs_folder or (100 if quick else 1_000),
+        runs_in_database=args.runs_database or (1_000 if quick else 10_000),
     )
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
@@ -16,17 +17,20 @@ if TYPE_CHECKING:
     from plantrail.ledger.errors import PlantrailError
     from plantrail.ledger.events import Record
     from plantrail.ledger.limits import Limit
+    from plantrail.ledger.reading import DatabaseReader
     from plantrail.ledger.store import TornTail
     from plantrail.ledger.stores.jsonl import LogReader
     from plantrail.projections.model import PlanState
 
 __all__ = [
+    "STORE_ENV",
     "FilePath",
     "anchor",
     "emit",
     "json_option",
     "log_argument",
     "mark_printed",
+    "new_log_argument",
     "open_records",
     "printed_output",
     "raise_if_torn",
@@ -37,9 +41,11 @@ __all__ = [
     "readiness_lines",
     "reset_output",
     "snapshot_note",
+    "store_option",
     "table",
     "torn_error",
     "truncate",
+    "with_times_note",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -59,9 +65,41 @@ class FilePath(click.Path):
         return super().convert(value, param, ctx)
 
 
-def log_argument(func: F) -> F:
-    """The LOG argument every log command takes first."""
-    return click.argument("log", type=FilePath(dir_okay=True, path_type=str))(func)
+STORE_ENV = "PLANTRAIL_STORE"
+
+
+def store_option(func: F) -> F:
+    """The shared ``--store URL`` option (default ``$PLANTRAIL_STORE``), passed to the command as ``store``."""
+    return click.option(
+        "--store",
+        "store",
+        metavar="URL",
+        envvar=STORE_ENV,
+        help=f"Where runs live: a database (postgresql://.../db) or a runs folder; LOG is then a run id "
+        f"(default: ${STORE_ENV}).",
+    )(func)
+
+
+def _located_log(dir_okay: bool) -> Callable[[F], F]:
+    def decorate(func: F) -> F:
+        @functools.wraps(func)
+        def located(*args: Any, log: str, store: str | None, **kwargs: Any) -> Any:
+            from plantrail.ledger.stores import locate
+
+            return func(*args, log=locate(log, store), **kwargs)
+
+        command = store_option(located)
+        return cast("F", click.argument("log", type=FilePath(dir_okay=dir_okay, path_type=str))(command))
+
+    return decorate
+
+
+#: The LOG argument every run command takes first, with ``--store``: the command receives ``log`` as the run's
+#: target (a JSONL path or ``postgresql://…/db#RUN``, see :func:`plantrail.ledger.stores.locate`). A new command
+#: adopts both by taking ``log: str`` and decorating itself with ``@log_argument``.
+log_argument = _located_log(dir_okay=True)
+#: :data:`log_argument` for a command that creates the run (LOG may not be a folder).
+new_log_argument = _located_log(dir_okay=False)
 
 
 _printed: list[bool] = []  # set once a command has printed its result (reset per invocation by cli.main)
@@ -206,12 +244,12 @@ def readiness_lines(state: PlanState) -> list[str]:
 
 
 @contextmanager
-def open_records(path: str) -> Iterator[tuple[LogReader, Iterator[Record]]]:
-    """Open a log read-only and stream its checked records."""
-    from plantrail.ledger.stores.jsonl import LogReader
+def open_records(path: str) -> Iterator[tuple[LogReader | DatabaseReader, Iterator[Record]]]:
+    """Open a run read-only, whichever store holds it, and stream its checked records."""
+    from plantrail.ledger.reading import open_records as open_run
 
-    with LogReader(path) as reader:
-        yield reader, reader.records()
+    with open_run(path) as opened:
+        yield opened
 
 
 def torn_error(path: str, torn: TornTail) -> PlantrailError:
@@ -228,8 +266,8 @@ def raise_if_torn(path: str, torn: TornTail | None) -> None:
 
 
 def read_state(path: str) -> tuple[PlanState, TornTail | None]:
-    """The log's current state (from its snapshot when one checks out) and its torn tail, if any."""
-    from plantrail.ledger.stores.current import read_state as read
+    """The run's current state (from its snapshot when one checks out) and its torn tail, if any."""
+    from plantrail.ledger.reading import read_state as read
 
     result = read(path)
     return result.state, result.torn
@@ -237,10 +275,21 @@ def read_state(path: str) -> tuple[PlanState, TornTail | None]:
 
 def read_state_noted(path: str) -> tuple[PlanState, TornTail | None, int | None]:
     """Like :func:`read_state`, plus the seq up to which the answer came from a snapshot (None: all re-read)."""
-    from plantrail.ledger.stores.current import read_state as read
+    from plantrail.ledger.reading import read_state as read
 
     result = read(path)
     return result.state, result.torn, result.snapshot_seq
+
+
+def with_times_note(log: str, text: str) -> str:
+    """``text`` (a human output whose first line names the run) with, after that line, the note that the log's
+    times were not recorded by the transcript's format, when they were not (:mod:`plantrail.ledger.times`)."""
+    from plantrail.ledger.times import UNRECORDED, log_times_recorded
+
+    if log_times_recorded(log):
+        return text
+    first, _, rest = text.partition("\n")
+    return f"{first}\n{UNRECORDED}\n{rest}" if rest else f"{first}\n{UNRECORDED}"
 
 
 def snapshot_note(snapshot_seq: int | None) -> str:

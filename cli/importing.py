@@ -56,6 +56,7 @@ def render_report(report: ImportReport) -> str:
         f"  plan updates seen  {report.plan_updates}",
         f"  items              {report.items}",
         f"  versions made      {report.versions}",
+        f"  extended in place  {report.extensions}",
         f"  steps completed    {report.steps_completed}",
         f"  events written     {report.events_written} ({report.events_inferred} inferred)",
         f"  max in progress    {report.max_in_progress}",

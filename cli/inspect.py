@@ -21,6 +21,7 @@ from plantrail.cli.common import (
     snapshot_note,
     table,
     truncate,
+    with_times_note,
 )
 from plantrail.cli.tables import cell
 
@@ -63,7 +64,7 @@ def render_status(state: PlanState, view: dict[str, Any]) -> str:
         detail = "; ".join(s["evidence"]) or s["reason"] or s["error"] or ""
         if s["reset"] and s["status"] == "pending" and not detail:
             detail = f"reset: {s['reset']}" + (f" by {s['invalidated_by']}" if s["invalidated_by"] else "")
-        attempt = f"{s['attempt']}/{s['max_attempts']}"
+        attempt = f"{s['attempt']}" if s["max_attempts"] is None else f"{s['attempt']}/{s['max_attempts']}"
         depends = truncate(",".join(s["depends_on"]) or "-", _NARROW)
         rows.append([s["id"], truncate(s["title"], _NARROW), status, attempt, depends, detail])
     lines.append(table(["STEP", "TITLE", "STATUS", "ATTEMPT", "DEPENDS ON", "EVIDENCE / REASON"], rows))
@@ -154,7 +155,7 @@ def status(log: str, with_attempts: bool, as_json: bool) -> None:
     view = status_document(state) | {"torn_tail": torn is not None, "snapshot_seq": snapshot_seq}
     if attempts is not None:
         view["attempts"] = attempts
-    emit(as_json, view, lambda: render_status(state, view) + snapshot_note(snapshot_seq))
+    emit(as_json, view, lambda: with_times_note(log, render_status(state, view)) + snapshot_note(snapshot_seq))
     raise_if_torn(log, torn)
 
 

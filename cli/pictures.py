@@ -55,7 +55,7 @@ def _graph_state(log: str, version: int | None, at_seq: int | None) -> tuple[Pla
     """The state to draw and the late results to mark on it: for a past version, every late result the
     whole log holds for it; at a seq, only those that had arrived by then."""
     from plantrail.ledger.errors import error
-    from plantrail.ledger.stores.reads import rebuild_version
+    from plantrail.ledger.reading import rebuild_version
     from plantrail.projections.history import replay_at_seq
 
     if version is not None and at_seq is not None:
@@ -150,11 +150,16 @@ def report(log: str, output: str, as_json: bool) -> None:
       plantrail report samples/login-fix-replans.jsonl -o run.html
     """
     from plantrail.cli.progress import progress_for
+    from plantrail.ledger.reading import DatabaseReader
     from plantrail.projections.report import render_report, report_data
 
     verified = _verify(log)
-    with open_records(log) as (reader, records), progress_for(reader, "report", enabled=not as_json) as tick:
-        data = report_data(records, verify=verified, on_record=tick)
+    with open_records(log) as (reader, records):
+        if isinstance(reader, DatabaseReader):  # no file to measure progress through
+            data = report_data(records, verify=verified)
+        else:
+            with progress_for(reader, "report", enabled=not as_json) as tick:
+                data = report_data(records, verify=verified, on_record=tick)
     page = render_report(data)
     _write(page, output)
     summary = {

@@ -16,6 +16,7 @@ from plantrail.cli.common import (
     emit,
     json_option,
     log_argument,
+    new_log_argument,
     read_json_file,
     read_text,
     readiness_lines,
@@ -199,7 +200,7 @@ def _acknowledge(ledger: Ledger, command: Command, ack: Ack, as_json: bool) -> N
 
 
 @click.command()
-@click.argument("log", type=FilePath(dir_okay=False, path_type=str))
+@new_log_argument
 @click.option("--plan", "plan_path", required=True, metavar="DRAFT", help="The plan draft (JSON file, - for stdin).")
 @click.option("--run", "run_id", metavar="ID", help="The run id (default: the log's file name without .jsonl).")
 @click.option(

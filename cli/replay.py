@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import click
 
-from plantrail.cli.common import emit, json_option, log_argument, snapshot_note, table, truncate
+from plantrail.cli.common import emit, json_option, log_argument, snapshot_note, table, truncate, with_times_note
 from plantrail.cli.terminal import printable
 from plantrail.ledger.audit import RESUME_EXIT_CODES
 
@@ -101,6 +101,8 @@ def _render_versions(run: str | None, count: int, versions: list[dict[str, Any]]
         causes = ",".join(map(str, v["causes"])) or "-"
         created = f"created: {_plural(v['steps'], 'step', 'steps')}, {_plural(v['criteria'], 'criterion', 'criteria')}"
         what = v["why"] if v["changes"] else created
+        if v.get("extended"):
+            what += f" (extended in place at seq {', '.join(map(str, v['extended']))})"
         rows.append(
             [f"v{v['version']}", str(v["seq"]), _when(v["ts"]), v["actor"], v["reason"] or "created", causes, what]
         )
@@ -522,7 +524,11 @@ def resume(ctx: click.Context, log: str, show_all: bool, every_byte: bool, as_js
     reading = read_resume(log, every_byte=every_byte)
     receipt = reading.document
     code = receipt["exit_code"]
-    emit(as_json, receipt, lambda: _render_receipt(receipt, code, show_all) + snapshot_note(receipt["snapshot_seq"]))
+    emit(
+        as_json,
+        receipt,
+        lambda: with_times_note(log, _render_receipt(receipt, code, show_all)) + snapshot_note(receipt["snapshot_seq"]),
+    )
     if reading.damage is not None:
         click.echo(f"error[{reading.damage.code}]: {printable(reading.damage.text('cli'))}", err=True)
     ctx.exit(code)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 from plantrail.ledger.events import Event, Record
 from plantrail.ledger.timeline import full_line, summary, timeline_entry
+from plantrail.ledger.times import UNRECORDED, log_times_recorded, time_recorded
 from plantrail.projections.model import Orphan
 
 __all__ = ["log_command", "show", "timeline_commands"]
@@ -52,7 +53,8 @@ def _in_chunks(pieces: Iterable[str], *, every: int) -> None:
 class _Rows:
     """The human timeline in fixed columns, so that each row can be printed as soon as it is read."""
 
-    def __init__(self, last_seq: int, version: int) -> None:
+    def __init__(self, last_seq: int, version: int, *, times_recorded: bool = True) -> None:
+        self.times_recorded = times_recorded
         self.widths = [
             max(len(str(max(last_seq, 0))) + 1, 3),
             19,
@@ -73,7 +75,8 @@ class _Rows:
     def row(self, record: Record, orphan: Orphan | None) -> str:
         """One event's row."""
         kind = record.type if orphan is None else record.type + " (late)"
-        when = record.ts[:19].replace("T", " ")
+        recorded = time_recorded(record, log_recorded=self.times_recorded)
+        when = record.ts[:19].replace("T", " ") if recorded else "-"
         text = _cut(summary(record), self.summary_width)
         line = self._format.format(record.seq, when, record.actor, kind, f"v{record.plan_version}", text)
         return line.rstrip() + "\n"
@@ -181,7 +184,10 @@ def log_command(
     where = Filter(from_seq=from_seq, to_seq=to_seq, types=frozenset(types), step=step, version=version)
     read = timeline(log, where, tail=tail, limit=limit)
     mark_printed()
-    rows = _Rows(read.last_seq, read.version)
+    recorded = True if as_json or jsonl else log_times_recorded(log)
+    rows = _Rows(read.last_seq, read.version, times_recorded=recorded)
+    if not recorded:
+        print(f"{UNRECORDED} (TIME shows - where the transcript gave none)")
     try:
         if as_json:
             _in_chunks(_json_array(read.items), every=1)

@@ -92,43 +92,84 @@ def follow(
     until: Callable[[], bool] | None = None,
     as_json: bool = False,
 ) -> None:
-    """Watch ``path`` until Ctrl-C (or until ``until()`` is true, checked after each wait), writing to ``out``;
-    ``as_json`` writes JSON Lines (the status document, then one ``{"event", "advice"}`` per event) instead."""
-    from plantrail.ledger.stores.jsonl import LogReader
-    from plantrail.projections.history import quote_record
-    from plantrail.projections.state import fold
-    from plantrail.projections.views import advice, status_view
+    """Watch ``path`` (a JSONL log or a database run) until Ctrl-C (or until ``until()`` is true, checked after
+    each wait), writing to ``out``; ``as_json`` writes JSON Lines (the status document, then one ``{"event",
+    "advice"}`` per event) instead."""
+    from plantrail.ledger.reading import is_database_url
 
     live = _is_terminal(out) and not as_json
-    last: deque[Record] = deque(maxlen=recent)
+    screen = _Screen(out, live, as_json, deque(maxlen=recent))
     try:
-        with LogReader(path) as reader:
-            state = fold(_noted(reader.records(), last, []))
-            out.write(
-                _json_line(status_view(state))
-                if as_json
-                else (REDRAW if live else "") + frame(state, last, _columns()) + "\n"
-            )
-            out.flush()
-            while until is None or not until():
-                time.sleep(interval)
-                position = reader.position
-                if os.fstat(reader.fd).st_size <= position.offset:
-                    continue
-                fresh: list[Record] = []
-                before = advice(state)
-                state = fold(_noted(reader.records(start=position, run=state.run), last, fresh), state)
-                if fresh and as_json:
-                    out.writelines(_json_line({"event": quote_record(r), "advice": advice(state)}) for r in fresh)
-                    out.flush()
-                elif fresh:
-                    _update(out, live, state, last, fresh, before)
+        if is_database_url(path):
+            _watch_run(path, screen, interval, until)
+        else:
+            _watch_file(path, screen, interval, until)
     except KeyboardInterrupt:
         pass
     finally:
         if live:
             out.write("\n")
         out.flush()
+
+
+class _Screen:
+    """What the watch writes: the first frame, then each batch of new records folded onto the state."""
+
+    def __init__(self, out: TextIO, live: bool, as_json: bool, last: deque[Record]) -> None:
+        self.out, self.live, self.as_json, self.last = out, live, as_json, last
+
+    def first(self, records: Iterable[Record]) -> PlanState:
+        from plantrail.projections.state import fold
+        from plantrail.projections.views import status_view
+
+        state = fold(_noted(records, self.last, []))
+        self.out.write(
+            _json_line(status_view(state))
+            if self.as_json
+            else (REDRAW if self.live else "") + frame(state, self.last, _columns()) + "\n"
+        )
+        self.out.flush()
+        return state
+
+    def more(self, state: PlanState, records: Iterable[Record]) -> PlanState:
+        from plantrail.projections.history import quote_record
+        from plantrail.projections.state import fold
+        from plantrail.projections.views import advice
+
+        fresh: list[Record] = []
+        before = advice(state)
+        state = fold(_noted(records, self.last, fresh), state)
+        if fresh and self.as_json:
+            self.out.writelines(_json_line({"event": quote_record(r), "advice": advice(state)}) for r in fresh)
+            self.out.flush()
+        elif fresh:
+            _update(self.out, self.live, state, self.last, fresh, before)
+        return state
+
+
+def _watch_file(path: str, screen: _Screen, interval: float, until: Callable[[], bool] | None) -> None:
+    """Follow a JSONL log from the position the last read ended at (one ``fstat`` per ``interval``)."""
+    from plantrail.ledger.stores.jsonl import LogReader
+
+    with LogReader(path) as reader:
+        state = screen.first(reader.records())
+        while until is None or not until():
+            time.sleep(interval)
+            position = reader.position
+            if os.fstat(reader.fd).st_size <= position.offset:
+                continue
+            state = screen.more(state, reader.records(start=position, run=state.run))
+
+
+def _watch_run(url: str, screen: _Screen, interval: float, until: Callable[[], bool] | None) -> None:
+    """Follow a database run after the last record read (woken by NOTIFY, polling every ``interval`` without)."""
+    from plantrail.ledger.reading import follow as follow_run
+    from plantrail.ledger.reading import open_records
+
+    with open_records(url) as (_, records):
+        state = screen.first(records)
+    for batch in follow_run(url, after=state.last_seq, poll=interval, stop=until):
+        state = screen.more(state, batch)
 
 
 def _json_line(data: object) -> str:

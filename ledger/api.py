@@ -28,6 +28,7 @@ from plantrail.ledger.decide import (
     Command,
     Complete,
     Create,
+    Extend,
     Fail,
     Finish,
     Replan,
@@ -39,9 +40,19 @@ from plantrail.ledger.decide import (
 from plantrail.ledger.errors import PlantrailError, error
 from plantrail.ledger.events import Actor, LogBatch, Outcome, ReasonCode, Record, Source
 from plantrail.ledger.evidence import Report, parse_report
+from plantrail.ledger.extension import Additions, parse_additions
 from plantrail.ledger.idempotency import match, record_view
 from plantrail.ledger.items import as_items
-from plantrail.ledger.plan import Draft, PlanPatch, PlanSpec, check_id, parse_draft, parse_patch
+from plantrail.ledger.plan import (
+    CriterionSpec,
+    Draft,
+    PlanPatch,
+    PlanSpec,
+    StepSpec,
+    check_id,
+    parse_draft,
+    parse_patch,
+)
 from plantrail.ledger.store import Ack, FsyncPolicy, KeyEntry, PendingRecord, Session, Store
 from plantrail.ledger.stores import is_database_url
 from plantrail.ledger.stores.jsonl import JsonlStore
@@ -538,6 +549,43 @@ class Ledger:
             strict=strict,
         )
         return self.execute(command, expected_seq=expected_seq)
+
+    def extend(
+        self,
+        additions: Additions | Mapping[str, Any] | None = None,
+        *,
+        steps: StepSpec | Sequence[StepSpec] = (),
+        criteria: CriterionSpec | Sequence[CriterionSpec] = (),
+        observations: str | Sequence[str] = (),
+        plan_version: int | None = None,
+        idempotency_key: str | None = None,
+        expected_seq: int | None = None,
+        actor: Actor = "planner",
+        source: Source | None = None,
+    ) -> Ack:
+        """Add steps and criteria to the active plan version in place while no work has touched it (format v2,
+        ``plantrail extend``): from an extension document (a JSON-like mapping, :func:`parse_additions`) or the
+        specs themselves. VERSION_TOUCHED once the version was worked on (replan instead)."""
+        added: tuple[StepSpec, ...] = _specs(steps)
+        criteria_added: tuple[CriterionSpec, ...] = _specs(criteria)
+        if additions is not None:
+            parsed = parse_additions(additions) if isinstance(additions, Mapping) else additions
+            added, criteria_added = (*added, *parsed.steps), (*criteria_added, *parsed.criteria)
+            plan_version = parsed.base_version if plan_version is None else plan_version
+        command = Extend(
+            steps=added,
+            criteria=criteria_added,
+            observations=as_items(observations, str, "observations"),
+            plan_version=plan_version,
+            key=idempotency_key,
+            actor=actor,
+            source=source,
+        )
+        return self.execute(command, expected_seq=expected_seq)
+
+
+def _specs(value: Any) -> tuple[Any, ...]:
+    return (value,) if isinstance(value, (StepSpec, CriterionSpec)) else tuple(value)
 
 
 def _original(session: Session, known: dict[str, KeyEntry], key: str) -> Record | None:

@@ -31,6 +31,7 @@ from plantrail.ledger.errors import PlantrailError, error
 
 if TYPE_CHECKING:
     from plantrail.ledger.events import Record
+    from plantrail.ledger.reading import DatabaseReader
     from plantrail.ledger.store import TornTail
     from plantrail.ledger.stores.jsonl import LogReader
     from plantrail.projections.model import PlanState
@@ -104,11 +105,11 @@ def _damage(path: Path, torn: TornTail | None) -> PlantrailError | None:
 
 
 @contextmanager
-def _records(path: Path) -> Iterator[tuple[LogReader, Iterator[Record]]]:
-    from plantrail.ledger.stores.jsonl import LogReader
+def _records(path: Path) -> Iterator[tuple[LogReader | DatabaseReader, Iterator[Record]]]:
+    from plantrail.ledger.reading import open_records
 
-    with LogReader(os.fspath(path)) as reader:
-        yield reader, reader.records()
+    with open_records(path) as opened:
+        yield opened
 
 
 # --------------------------------------------------------------------------- versions
@@ -118,8 +119,8 @@ def read_versions(
     path: Path, *, everything: bool = False, limit: int | None = None, since: int | None = None
 ) -> Reading:
     """:func:`versions` as a :class:`Reading`."""
-    from plantrail.ledger.stores.current import read_state
-    from plantrail.ledger.stores.reads import read_versions as read_index
+    from plantrail.ledger.reading import read_state
+    from plantrail.ledger.reading import read_versions as read_index
     from plantrail.projections.history import shown_versions, version_items
 
     if everything and (limit is not None or since is not None):
@@ -158,7 +159,7 @@ def versions(
 
 def read_replay(path: Path, version: int | None = None, at_seq: int | None = None) -> Reading:
     """:func:`replay` as a :class:`Reading`."""
-    from plantrail.ledger.stores.reads import read_state, rebuild_version
+    from plantrail.ledger.reading import read_state, rebuild_version
     from plantrail.projections.canonical import state_hash
     from plantrail.projections.history import replay_at_seq
     from plantrail.projections.views import status_view
@@ -201,7 +202,7 @@ def read_diff(path: Path, v1: int, v2: int) -> Reading:
 
     if isinstance(v1, bool) or isinstance(v2, bool) or not (isinstance(v1, int) and isinstance(v2, int)):
         raise error("USAGE", "diff compares two plan versions, given as whole numbers")
-    from plantrail.ledger.stores.reads import version_diff
+    from plantrail.ledger.reading import version_diff
 
     if v1 >= v2:
         raise error("USAGE", f"diff compares an earlier version with a later one, not v{v1} with v{v2}")
@@ -225,7 +226,7 @@ def diff(path: Path, v1: int, v2: int) -> dict[str, Any]:
 
 def read_why(path: Path, version: int | None = None) -> Reading:
     """:func:`why` as a :class:`Reading`."""
-    from plantrail.ledger.stores.reads import read_state, replan_audit
+    from plantrail.ledger.reading import read_state, replan_audit
 
     document, torn = replan_audit(os.fspath(path), version)
     # The quoted events and the patch hold tuples; the document holds what JSON holds (lists), as printed.
@@ -249,7 +250,7 @@ def why(path: Path, version: int | None = None) -> dict[str, Any]:
 
 def read_orphans(path: Path) -> Reading:
     """:func:`orphans` as a :class:`Reading`."""
-    from plantrail.ledger.stores.current import read_state
+    from plantrail.ledger.reading import read_state
     from plantrail.projections.history import orphans_view
 
     result = read_state(os.fspath(path))
@@ -273,7 +274,7 @@ def orphans(path: Path) -> dict[str, Any]:
 
 def read_brief(path: Path) -> Reading:
     """:func:`brief` as a :class:`Reading`."""
-    from plantrail.ledger.stores.current import read_state
+    from plantrail.ledger.reading import read_state
     from plantrail.projections.brief import brief_view
 
     result = read_state(os.fspath(path))
@@ -300,7 +301,7 @@ def read_resume(path: Path, *, every_byte: bool = False, now: str | None = None)
     """:func:`resume` as a :class:`Reading`: ``damage`` is the error that stopped the read, if any. ``now``
     (default: the clock) is the time the stop policy judges a deadline at."""
     from plantrail.ledger.clock import utc_now
-    from plantrail.ledger.stores.current import read_state
+    from plantrail.ledger.reading import read_state
     from plantrail.projections.history import resume_receipt
 
     result = read_state(os.fspath(path), stop_at_damage=True, use_cache=False if every_byte else None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from plantrail.ledger.contract import CheckSpec, unmet
 from plantrail.ledger.coverage import require_coverage
@@ -24,6 +24,7 @@ from plantrail.ledger.events import (
     Event,
     Outcome,
     PlanCreated,
+    PlanExtended,
     PlanReplanned,
     ReasonCode,
     RunFinished,
@@ -35,9 +36,11 @@ from plantrail.ledger.events import (
     StepStarted,
 )
 from plantrail.ledger.evidence import Report
+from plantrail.ledger.extension import check_extension
 from plantrail.ledger.items import as_items, as_text
 from plantrail.ledger.lineage import check_forked
 from plantrail.ledger.plan import (
+    CriterionSpec,
     Draft,
     PlanPatch,
     PlanSpec,
@@ -57,6 +60,7 @@ __all__ = [
     "Command",
     "Complete",
     "Create",
+    "Extend",
     "Fail",
     "Finish",
     "NewEvent",
@@ -195,7 +199,32 @@ class Replan(_Command):
         object.__setattr__(self, "observations", as_items(self.observations, str, "observations"))
 
 
-Command = Create | Start | Complete | Block | Fail | VerifyCriterion | Finish | Replan
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Extend(_Command):
+    """Add steps and criteria to the active plan version in place, while no work has touched it (format v2,
+    :mod:`ledger.extension`); a bare StepSpec is one step."""
+
+    steps: Sequence[StepSpec]
+    criteria: Sequence[CriterionSpec] = ()
+    observations: Sequence[str] = ()
+    plan_version: int | None = None
+    actor: Actor = "planner"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "steps", _specs(self.steps, StepSpec, "steps"))
+        object.__setattr__(self, "criteria", _specs(self.criteria, CriterionSpec, "criteria"))
+        object.__setattr__(self, "observations", as_items(self.observations, str, "observations"))
+
+
+def _specs(value: Any, kind: type[Any], what: str) -> tuple[Any, ...]:
+    """``value`` as a tuple of ``kind`` (a bare one is a tuple of one); USAGE for anything else."""
+    items = (value,) if isinstance(value, kind) else tuple(value) if isinstance(value, (tuple, list)) else None
+    if items is None or not all(isinstance(item, kind) for item in items):
+        raise error("USAGE", f"{what} must be a {kind.__name__} or a list of them")
+    return items
+
+
+Command = Create | Start | Complete | Block | Fail | VerifyCriterion | Finish | Replan | Extend
 
 
 # --------------------------------------------------------------------------- decide
@@ -256,6 +285,12 @@ def _build(state: StateView, command: Command) -> tuple[Event, int]:
             return RunFinished(outcome=command.outcome, reason=command.reason.strip()), version
         case Replan():
             return _replanned(state, command, version), version
+        case Extend():
+            observations = tuple(o.strip() for o in command.observations if o.strip())
+            extended = PlanExtended(
+                steps=tuple(command.steps), criteria=tuple(command.criteria), observations=observations
+            )
+            return extended, version
 
 
 def _as_plan(plan: Draft | PlanSpec, *, goal: str | None = None, base: PlanSpec | None = None) -> PlanSpec:
@@ -376,6 +411,8 @@ def check(state: StateView, data: Event, plan_version: int, *, now: str | None =
             _check_finish(state, data, plan_version)
         case PlanReplanned():
             _check_replan(state, data, plan_version)
+        case PlanExtended():
+            check_extension(state, data, plan_version)
     return None
 
 

@@ -160,6 +160,7 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "USAGE": (UsageError, "the arguments or options are malformed"),
     "REPORT_INVALID": (UsageError, "a result's evidence record (--report) is malformed (the field is named)"),
     "CHECKPOINT_KEY_INVALID": (UsageError, "no checkpoint key was given, or it is shorter than 16 bytes"),
+    "FILE_STORE_ONLY": (UsageError, "the command works on a JSONL file's bytes (repair, salvage), not a database run"),
     # plan drafts and patches
     "INVALID_ID": (
         PlanInvalid,
@@ -217,6 +218,12 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "INVALID_TEXT": (CommandRefused, "a text field cannot be stored as UTF-8 (e.g. a lone surrogate)"),
     "EVENT_TOO_LARGE": (CommandRefused, "the encoded event exceeds the maximum line size"),
     "INPUT_TOO_LARGE": (Refused, "an input file (draft, patch, key file, transcript) is over its cap (docs/limits.md)"),
+    "VERSION_TOUCHED": (
+        CommandRefused,
+        "an extension in place of a plan version that work has touched since it was adopted (replan instead)",
+    ),
+    "STEP_EXISTS": (CommandRefused, "an extension adds a step id the plan version already has"),
+    "CRITERION_EXISTS": (CommandRefused, "an extension adds a criterion id the plan version already has"),
     # damaged logs
     "EMPTY_LOG": (LogDamaged, "the file is empty: a log always starts with its header line"),
     "CORRUPT_LINE": (LogDamaged, "a line is not a valid record (framing, JSON, schema or canonical form)"),

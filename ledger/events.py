@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Final, Literal
 import msgspec
 
 from plantrail.ledger.evidence import Report
-from plantrail.ledger.plan import PlanPatch, PlanSpec
+from plantrail.ledger.plan import CriterionSpec, PlanPatch, PlanSpec, StepSpec
 
 __all__ = [
     "ACTORS",
@@ -39,6 +39,7 @@ __all__ = [
     "LogRepaired",
     "Outcome",
     "PlanCreated",
+    "PlanExtended",
     "PlanReplanned",
     "ReasonCode",
     "Record",
@@ -60,7 +61,7 @@ FORMATS: Final[dict[int, str]] = {1: "plantrail/1", 2: "plantrail/2"}
 #: The format name of the newest version.
 FORMAT: Final = FORMATS[FORMAT_VERSION]
 #: Event types format v2 added (a line of one of these types is a v2 line).
-V2_TYPES: Final[frozenset[str]] = frozenset({"run.forked"})
+V2_TYPES: Final[frozenset[str]] = frozenset({"run.forked", "plan.extended"})
 
 _STRICT: dict[str, Any] = {"extra": "forbid", "strict": True}
 
@@ -243,6 +244,22 @@ class PlanReplanned:
     patch: PlanPatch | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class PlanExtended:
+    """(Format v2) Steps and criteria added to the active plan version in place: no work has touched the version
+    since it was adopted, so nothing of it is replanned (:mod:`ledger.extension`). ``plan_version`` stays."""
+
+    TYPE: ClassVar[str] = "plan.extended"
+    __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+    #: Left out of the line at their defaults (ledger.versions), as the fields format v2 added elsewhere are.
+    ADDED: ClassVar[frozenset[str]] = frozenset({"criteria", "observations"})
+
+    steps: tuple[StepSpec, ...]
+    criteria: tuple[CriterionSpec, ...] = ()
+    #: Free-text facts about the addition, one a line (an importer cites the transcript lines it came from).
+    observations: tuple[str, ...] = ()
+
+
 class CriterionVerified(_FixedShape, frozen=True, omit_defaults=True):
     """An acceptance criterion passed or failed, with evidence; (format v2) with the checks' observations."""
 
@@ -293,6 +310,7 @@ Event = (
     | LogCheckpoint
     | LogBatch
     | RunForked
+    | PlanExtended
 )
 
 #: Result events: fenced by (plan version, step, attempt); late ones land on the orphan path.

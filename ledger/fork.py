@@ -53,8 +53,7 @@ def fork_point(parent: Path, *, at_seq: int | None = None, version: int | None =
 
     USAGE unless exactly one is given; UNKNOWN_SEQ or UNKNOWN_PLAN_VERSION when the log does not reach it;
     PLAN_NOT_CREATED when the point is before the parent's first plan."""
-    from plantrail.ledger.stores.jsonl import LogReader
-    from plantrail.ledger.stores.reads import rebuild_version
+    from plantrail.ledger.reading import open_records, rebuild_version
     from plantrail.projections.history import replay_at_seq
 
     if (at_seq is None) == (version is None):
@@ -63,8 +62,8 @@ def fork_point(parent: Path, *, at_seq: int | None = None, version: int | None =
         state, _, _ = rebuild_version(os.fspath(parent), version)
     else:
         assert at_seq is not None
-        with LogReader(os.fspath(parent)) as reader:
-            state = replay_at_seq(reader.records(), at_seq)
+        with open_records(parent) as (_, records):
+            state = replay_at_seq(records, at_seq)
     if state.plan is None or state.head is None:
         raise error("PLAN_NOT_CREATED", f"the parent has no plan at seq {state.last_seq}: there is nothing to fork")
     return state

@@ -19,11 +19,23 @@ from typing import Any, Final
 
 import orjson
 
-from plantrail.ledger.decide import Block, Command, Complete, Create, Fail, Finish, Replan, Start, VerifyCriterion
+from plantrail.ledger.decide import (
+    Block,
+    Command,
+    Complete,
+    Create,
+    Extend,
+    Fail,
+    Finish,
+    Replan,
+    Start,
+    VerifyCriterion,
+)
 from plantrail.ledger.errors import error
 from plantrail.ledger.events import (
     CriterionVerified,
     PlanCreated,
+    PlanExtended,
     PlanReplanned,
     Record,
     RunFinished,
@@ -51,6 +63,7 @@ _EVENT_TYPE: Final[dict[type, str]] = {
     Finish: RunFinished.TYPE,
     Replan: PlanReplanned.TYPE,
     Create: PlanCreated.TYPE,
+    Extend: PlanExtended.TYPE,
 }
 
 
@@ -88,10 +101,12 @@ def command_content(command: Command) -> dict[str, Any]:
         del content["report"]  # a result without an evidence record: the event leaves the member out (format v2)
     if isinstance(command, VerifyCriterion):
         content["verdict"] = "passed" if content.pop("passed") else "failed"
-    if isinstance(command, Replan):
+    if isinstance(command, (Replan, Extend)):
         content["observations"] = [o for o in content["observations"] if o]
-        if command.patch is not None:
-            del content["plan"]
+    if isinstance(command, Replan) and command.patch is not None:
+        del content["plan"]
+    if isinstance(command, Extend):  # the event leaves its criteria and observations out when there are none
+        content = {name: value for name, value in content.items() if name == "steps" or value}
     return content
 
 

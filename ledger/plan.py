@@ -1,10 +1,10 @@
 """Plans: the draft format, validation with stable codes, patches, and the stable topological order.
 
 A draft is JSON: ``goal``, ``acceptance_criteria`` (``id``, ``description``), ``steps`` (``id``, ``title``,
-``depends_on``, ``completion_evidence``, ``max_attempts`` = 3) and ``policy`` (``max_in_progress``: a number
-or ``"unlimited"``, default 1). The camelCase keys of seed 000 (``acceptanceCriteria``, ``dependsOn``,
-``completionEvidence``, ``maxAttempts``, ``maxInProgress``) are accepted too. Text is trimmed; ids match
-``[A-Za-z0-9][A-Za-z0-9._:-]{0,127}``.
+``depends_on``, ``completion_evidence``, ``max_attempts`` = 3, or ``"unlimited"``: no limit, format v2) and
+``policy`` (``max_in_progress``: a number or ``"unlimited"``, default 1). The camelCase keys of seed 000
+(``acceptanceCriteria``, ``dependsOn``, ``completionEvidence``, ``maxAttempts``, ``maxInProgress``) are accepted
+too. Text is trimmed; ids match ``[A-Za-z0-9][A-Za-z0-9._:-]{0,127}``.
 
 Validation reports every problem it finds, not only the first: the :class:`~ledger.errors.PlanInvalid`
 raised is the first problem (its code and message), and its ``errors`` lists them all in draft order. A
@@ -74,11 +74,15 @@ class StepSpec:
     title: str
     depends_on: tuple[str, ...]
     completion_evidence: str
-    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    #: How many attempts the step may take; None (format v2) is no limit: a step whose author set none, such as
+    #: an agent's todo item (an importer invents no limit).
+    max_attempts: int | None = DEFAULT_MAX_ATTEMPTS
     terms: StepTerms | None = None  # format v2: priority, typed checks, budgets, notes (None: all at defaults)
 
     #: Fields format v2 added (ledger.versions): left out of the bytes at their defaults.
     ADDED: ClassVar[frozenset[str]] = frozenset({"terms"})
+    #: Fields whose None only format v2 can say (ledger.versions): a v1 step always had an attempt limit.
+    V2_NONE: ClassVar[frozenset[str]] = frozenset({"max_attempts"})
 
     def __post_init__(self) -> None:
         if type(self.depends_on) is not tuple:  # built in Python: a bare str is one dependency
@@ -361,9 +365,11 @@ def _parse_step(raw: Any, where: str) -> StepSpec:
         problems, "", _text, _get(obj, "completion_evidence", "completionEvidence"), f"{where}.completion_evidence"
     )
     attempts = _get(obj, "max_attempts", "maxAttempts")
-    max_attempts = (
+    max_attempts: int | None = (
         DEFAULT_MAX_ATTEMPTS
         if attempts is None
+        else None
+        if attempts == "unlimited"
         else _noted(problems, DEFAULT_MAX_ATTEMPTS, _positive_int, attempts, f"{where}.max_attempts")
     )
     priority = _noted(problems, 0, _priority, obj.get("priority", 0), f"{where}.priority")

@@ -15,13 +15,12 @@ The shape is the store's, not the file's: another store implements the same gene
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Generator, Iterator
 from typing import Any, NamedTuple
 
 import msgspec
 import orjson
 
-from plantrail.ledger.errors import error
 from plantrail.ledger.events import Record
 from plantrail.ledger.store import TornTail
 from plantrail.ledger.versions import plain
@@ -99,7 +98,7 @@ class Timeline(NamedTuple):
 
 
 def _current(path: str) -> PlanState:
-    from plantrail.ledger.stores.current import read_state
+    from plantrail.ledger.reading import read_state
 
     return read_state(path).state
 
@@ -110,8 +109,9 @@ def timeline(path: str, where: Filter | None = None, *, tail: int | None = None,
     With ``tail`` only the last ``tail`` of them (read backwards from the end); with ``limit`` at most the first
     ``limit``. The read starts at ``where.from_seq`` and stops after ``where.to_seq``.
     """
+    from plantrail.ledger.reading import is_database_url, records_from, tail_records
     from plantrail.ledger.stores.jsonl import LogReader
-    from plantrail.ledger.stores.seek import after_record, tail_records
+    from plantrail.ledger.stores.seek import after_record
 
     where = Filter() if where is None else where
     if tail is not None:
@@ -121,12 +121,19 @@ def timeline(path: str, where: Filter | None = None, *, tail: int | None = None,
         return Timeline(((r, late(r)) for r in records[:limit]), lambda: torn, state.last_seq, state.version)
     state = _current(path)
     late = _Late(path, state)
-    reader = LogReader(path)
+    reader = None if is_database_url(path) else LogReader(path)
 
-    def items() -> Iterator[tuple[Record, Orphan | None]]:
+    def read() -> Generator[Record]:
+        if reader is None:
+            yield from records_from(path, where.from_seq)
+            return
         with reader:
             start = after_record(reader.fd, where.from_seq - 1) if where.from_seq > 0 else None
-            records = reader.records(start=start, run=state.run if start is not None else None)
+            yield from reader.records(start=start, run=state.run if start is not None else None)
+
+    def items() -> Iterator[tuple[Record, Orphan | None]]:
+        records = read()
+        try:
             every = not where.types and where.step is None and where.version is None  # the seek did from_seq
             to_seq = where.to_seq
             known, orphans = state.last_seq, {o.seq: o for o in state.orphans}
@@ -141,21 +148,18 @@ def timeline(path: str, where: Filter | None = None, *, tail: int | None = None,
                         return
                     shown += 1
                     yield record, late_entry
+        finally:
+            records.close()
 
-    return Timeline(items(), lambda: reader.torn, state.last_seq, state.version)
+    return Timeline(items(), lambda: None if reader is None else reader.torn, state.last_seq, state.version)
 
 
 def follow(path: str, *, after: int = -1, poll: float = 0.2) -> Iterator[Record]:
     """Every record after seq ``after`` (-1: from the first), as it is appended; it waits for more forever
     (stop iterating to stop following). A line still being written is waited for, never reported torn."""
-    from plantrail.ledger.stores.jsonl import LogReader
-    from plantrail.ledger.stores.seek import after_record, follow_records
+    from plantrail.ledger.reading import follow as follow_batches
 
-    with LogReader(path) as reader:
-        start = after_record(reader.fd, after)
-    if start is None:
-        raise error("UNKNOWN_SEQ", f"seq {after} is not in the log", seq=after)
-    return follow_records(path, start, poll=poll)
+    return (record for batch in follow_batches(path, after=after, poll=poll) for record in batch)
 
 
 def following(
@@ -192,6 +196,9 @@ def summary(record: Record) -> str:
         case "plan.replanned":
             causes = f" (caused by {', '.join(map(str, data.causes))})" if data.causes else ""
             return f"v{data.new_version} [{data.reason}] {data.why}{causes}"
+        case "plan.extended":
+            added = [*(s.id for s in data.steps), *(c.id for c in data.criteria)]
+            return f"v{record.plan_version} extended in place: added {', '.join(added)}"
         case "log.repaired":
             return f"repaired: {data.bytes} torn bytes moved to {data.quarantine}"
         case "log.checkpoint":
@@ -269,7 +276,7 @@ def event_view(record: Record, orphan: Orphan | None) -> dict[str, Any]:
 
 def event(path: str, seq: int) -> tuple[Record, Orphan | None]:
     """Record ``seq`` of the log, checked, and the late result it became (None when it is not one)."""
-    from plantrail.ledger.stores.seek import record_at
+    from plantrail.ledger.reading import record_at
 
     record = record_at(path, seq)
     return record, _Late(path)(record)

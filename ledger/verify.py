@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Final, NamedTuple
 
 from plantrail.ledger.checkpoint import check_checkpoint
@@ -31,6 +31,7 @@ from plantrail.ledger.errors import PlantrailError, error
 from plantrail.ledger.events import Record
 from plantrail.ledger.lineage import check_parent
 from plantrail.ledger.store import TornTail
+from plantrail.ledger.stores import is_database_url
 from plantrail.ledger.stores.jsonl import LogReader
 from plantrail.projections.canonical import canonical_bytes, state_hash
 from plantrail.projections.model import PlanState
@@ -184,6 +185,26 @@ class _Audit:
         self.anchored = True
 
 
+def _verify_rows(
+    url: str, anchor: tuple[int, str] | None, key: bytes | None, on_progress: Callable[[int], None] | None
+) -> tuple[_Audit, int]:
+    """The checks over one read of a database run's rows: the audit, and the bytes of the lines read (each
+    with its newline, as the run's JSONL copy holds them)."""
+    from plantrail.ledger.stores.postgres import read_checked_lines
+
+    read = 0
+
+    def records() -> Iterator[Record]:
+        nonlocal read
+        for record, line in read_checked_lines(url):
+            read += len(line)
+            yield record
+
+    audit = _Audit(anchor, key, on_progress, lambda: read)
+    audit.check_all(records())
+    return audit, read
+
+
 def verify_log(
     path: str | os.PathLike[str],
     *,
@@ -201,12 +222,17 @@ def verify_log(
     run, is the log it was forked from: FORK_MISMATCH unless the parent holds, at the seq the fork names, the
     hash and the state the fork carries (USAGE when the log is no fork).
     """
-    with LogReader(path) as reader:
-        audit = _Audit(anchor, key, on_progress, lambda: reader.position.offset)
-        audit.check_all(reader.records())
-        torn = reader.torn
-        end = reader.end if torn is None else torn.offset + torn.length
-        grew = os.fstat(reader.fd).st_size > end
+    if is_database_url(name := os.fspath(path)):
+        audit, verified = _verify_rows(name, anchor, key, on_progress)
+        torn, grew = None, False
+    else:
+        with LogReader(name) as reader:
+            audit = _Audit(anchor, key, on_progress, lambda: reader.position.offset)
+            audit.check_all(reader.records())
+            torn = reader.torn
+            end = reader.end if torn is None else torn.offset + torn.length
+            grew = os.fstat(reader.fd).st_size > end
+            verified = reader.end
     state = audit.state
     if not audit.anchored:
         assert anchor is not None
@@ -242,7 +268,7 @@ def verify_log(
         checkpoints=audit.checkpoints,
         checkpointed_seq=audit.checkpointed,
         keyed=key is not None,
-        verified_bytes=reader.end,
+        verified_bytes=verified,
         grew=grew,
         parent=checked_parent,
     )
@@ -255,10 +281,12 @@ def _check_parent(state: PlanState, parent: str | os.PathLike[str]) -> tuple[str
 
     if not state.lineage:
         raise error("USAGE", "the log is not a forked run (it has no run.forked record): it has no parent to check")
+    from plantrail.ledger.reading import open_records
+
     link = state.lineage[-1]
-    with LogReader(parent) as reader:
+    with open_records(parent) as (_, records):
         try:
-            at = replay_at_seq(reader.records(), link.seq)
+            at = replay_at_seq(records, link.seq)
         except PlantrailError as exc:
             if exc.code != "UNKNOWN_SEQ":
                 raise

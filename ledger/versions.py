@@ -2,9 +2,10 @@
 
 Format v2 adds the seeds' plan contract (step priorities, typed checks, evidence records ...) as *added
 fields*: each class that gained fields names them in its ``ADDED`` class attribute, each with a default that
-means "not used". A value whose added fields are all at their defaults is a v1 value: it is written with the
-bytes v1 gave it (the added fields are omitted), and its line is a ``"v":1`` line. A line is v2 only when it
-holds something v1 cannot express. So:
+means "not used". A v1 field that gained the value None in v2 (a step's ``max_attempts``: no limit) is named
+in ``V2_NONE``: a value holding None there is a v2 value. A value whose added fields are all at their defaults
+(and that holds no such None) is a v1 value: it is written with the bytes v1 gave it (the added fields are
+omitted), and its line is a ``"v":1`` line. A line is v2 only when it holds something v1 cannot express. So:
 
 - every v1 log reads as v2 models: a missing added field takes its default (the upcaster from v1 to v2 is
   exactly "fill in the defaults"), and re-encodes to the bytes it was read from;
@@ -161,6 +162,7 @@ def _make_checker(cls: type[Any]) -> Callable[[Any], bool]:
     hints = typing.get_type_hints(cls)
     nested = [name for name in _field_names(cls) if _may_hold_object(hints[name])]
     terms = [f"v.{name} != _d{i}" for i, (name, _) in enumerate(added)]
+    terms += [f"v.{name} is None" for name in sorted(getattr(cls, "V2_NONE", ()))]
     terms += [f"(v.{name} and _needs(v.{name}))" for name in nested]
     if not terms:
         return _never

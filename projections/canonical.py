@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 
 from plantrail.ledger.versions import plain
-from plantrail.projections.model import PlanState, StepState
+from plantrail.projections.model import PlanState, StepState, VersionInfo
 from plantrail.projections.table import Table
 
 __all__ = ["canonical_bytes", "state_hash"]
@@ -22,6 +22,7 @@ __all__ = ["canonical_bytes", "state_hash"]
 _ADDED: dict[type[Any], tuple[tuple[str, Any], ...]] = {
     StepState: (("usage", None),),
     PlanState: (("usage", None), ("failure_streak", None), ("contract", False), ("lineage", ())),
+    VersionInfo: (("extended", ()),),
 }
 
 

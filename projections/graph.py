@@ -51,7 +51,7 @@ class GraphNode(NamedTuple):
     status: str
     ready: bool
     attempt: int
-    max_attempts: int
+    max_attempts: int | None
     reset: str | None
     invalidated_by: str | None
     late: int

@@ -131,7 +131,8 @@ def _short(text: str, width: int) -> str:
 
 def node_badges(node: GraphNode) -> list[str]:
     """The marks shown under a node's title: attempt, ready, reset by lineage, late results."""
-    badges = [f"attempt {node.attempt}/{node.max_attempts}"] if node.attempt else []
+    limit = "" if node.max_attempts is None else f"/{node.max_attempts}"
+    badges = [f"attempt {node.attempt}{limit}"] if node.attempt else []
     if node.ready:
         badges.append("ready")
     if node.invalidated_by:

@@ -190,12 +190,16 @@ class History(NamedTuple):
 
 
 def history(records: Iterable[Record], start: PlanState | None = None) -> History:
-    """Fold ``records`` and collect each version the moment it is adopted (its plan and what its replan changed)."""
+    """Fold ``records`` and collect each version the moment it is adopted (its plan and what its replan changed),
+    and again each time it is extended in place (``plan.extended``: the version with the steps added)."""
     versions = [] if start is None or start.adopted is None else [start.adopted]
 
     def adopted(state: PlanState) -> None:
-        assert state.adopted is not None  # the fold calls this right after a record adopted a version
-        versions.append(state.adopted)
+        assert state.adopted is not None  # the fold calls this right after a record adopted or extended a version
+        if versions and versions[-1].version == state.adopted.version:
+            versions[-1] = state.adopted  # extended in place
+        else:
+            versions.append(state.adopted)
 
     return History(fold(records, start, on_adopt=adopted), tuple(versions))
 
@@ -233,7 +237,9 @@ def versions_view(log: History) -> list[dict[str, Any]]:
 
     Each item: ``version``, ``seq``, ``ts``, ``actor``, ``reason``, ``why``, ``causes`` (seqs),
     ``observations``, ``patched``, ``steps`` and ``criteria`` (counts), ``superseded_at`` (the seq of the
-    next replan, None for the active version) and ``changes`` (:func:`changes_view`; None for version 1).
+    next replan, None for the active version), ``changes`` (:func:`changes_view`; None for version 1) and
+    ``extended`` (the seqs of the ``plan.extended`` records that added to the version in place; ``steps`` and
+    ``criteria`` count them in).
     """
     return version_items(log.versions, None)
 
@@ -257,6 +263,7 @@ def version_items(infos: Sequence[VersionInfo], superseded_at: int | None) -> li
             "criteria": len(info.plan.acceptance_criteria),
             "superseded_at": after,
             "changes": None if info.changes is None else changes_view(info.changes),
+            "extended": list(info.extended),
         }
         for info, after in zip(infos, nexts, strict=True)
     ]

@@ -46,7 +46,7 @@ class StepState(NamedTuple):
     reason: str | None = None
     error: str | None = None
     exhausted: bool = False
-    max_attempts: int = 3
+    max_attempts: int | None = 3  # None: no limit (format v2)
     last_seq: int = 0
     reset: str | None = None
     invalidated_by: str | None = None
@@ -117,6 +117,9 @@ class VersionInfo(NamedTuple):
     observations: tuple[str, ...] = ()
     patched: bool = False
     changes: Changes | None = None
+    #: Format v2: the seqs of the ``plan.extended`` records that added to this version in place (``plan`` is the
+    #: version with them); empty for a version never extended.
+    extended: tuple[int, ...] = ()
 
 
 EMPTY_TABLE: Final[Table[object]] = Table((), ())

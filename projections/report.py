@@ -64,7 +64,7 @@ class _Strings:
         return i
 
 
-def _trimmed(row: list[int], defaults: tuple[int, ...]) -> list[int]:
+def _trimmed(row: list[int | None], defaults: tuple[int, ...]) -> list[int | None]:
     """``row`` without its trailing values that equal their defaults (the page fills them back in)."""
     end = len(row)
     start = len(row) - len(defaults)
@@ -73,7 +73,8 @@ def _trimmed(row: list[int], defaults: tuple[int, ...]) -> list[int]:
     return row[:end]
 
 
-#: A node row is [id, title, status, rank, slot, flags, attempt, max_attempts, invalidated_by, late, reset];
+#: A node row is [id, title, status, rank, slot, flags, attempt, max_attempts (null: no limit), invalidated_by,
+#: late, reset];
 #: the values from ``flags`` on are dropped from the end while they equal these defaults.
 _NODE_DEFAULTS: Final = (0, 0, 3, -1, 0, -1)
 

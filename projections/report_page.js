@@ -93,7 +93,7 @@
 
   function badges(nd) {
     var b = [];
-    if (nd.attempt) { b.push("attempt " + nd.attempt + "/" + nd.max); }
+    if (nd.attempt) { b.push("attempt " + nd.attempt + (nd.max === null ? "" : "/" + nd.max)); }
     if (nd.ready) { b.push("ready"); }
     if (nd.inv) { b.push("\u21ba " + nd.inv); } else if (nd.reset && nd.reset !== "added") { b.push("\u21ba " + nd.reset.replace(/_/g, " ")); }
     if (nd.late) { b.push("\u2691 " + nd.late + " late"); }

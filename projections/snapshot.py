@@ -183,6 +183,7 @@ def _adopted(d: dict[str, Any] | None, plan: PlanSpec | None) -> VersionInfo | N
         observations=tuple(d["observations"]),
         patched=d["patched"],
         changes=_changes(d["changes"]),
+        extended=tuple(d.get("extended", ())),
     )
 
 

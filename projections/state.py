@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         CriterionVerified,
         LogOpened,
         PlanCreated,
+        PlanExtended,
         PlanReplanned,
         Record,
         RunFinished,
@@ -85,7 +86,7 @@ class Delta(NamedTuple):
     criterion: CriterionState | None = None
     orphan: Orphan | None = None
     failures: int | None = None
-    version: VersionInfo | None = None  # the version the record adopted
+    version: VersionInfo | None = None  # the version the record adopted (or extended in place)
     fields: Mapping[str, Any] | None = None
 
 
@@ -119,6 +120,8 @@ class StateView(Protocol):
     def failure_streak(self) -> FailureStreak | None: ...
     @property
     def contract(self) -> bool: ...
+    @property
+    def lineage(self) -> tuple[Fork, ...]: ...
 
 
 def evolve(state: PlanState, record: Record) -> PlanState:
@@ -216,6 +219,10 @@ class _Builder:
     def contract(self) -> bool:
         return self._state.contract
 
+    @property
+    def lineage(self) -> tuple[Fork, ...]:
+        return self._state.lineage
+
     def add(self, record: Record) -> Delta | StepState | None:
         """Apply one record in place (what :func:`evolve` does to an immutable state); return its change."""
         self.last_seq = record.seq
@@ -273,7 +280,8 @@ def fold(
 
     Equal to applying :func:`evolve` record by record, in a fraction of the time: the transitions are the
     same; only the builder is mutable, and it never leaves this function. ``on_adopt``, when given, sees the
-    state right after each record that adopts a plan version (a snapshot of the builder, never the builder).
+    state right after each record that adopts a plan version or extends the active one in place (a snapshot of
+    the builder, never the builder).
     """
     start = initial() if state is None else state
     builder = _Builder(start)
@@ -492,7 +500,7 @@ def _failed(state: StateView, record: Record, data: StepFailed) -> Delta | None:
     late, step = _result_step(state, record, data)
     if step is None:
         return late
-    if step.attempt < step.max_attempts:
+    if step.max_attempts is None or step.attempt < step.max_attempts:
         failed = step._replace(status="pending", error=data.error, last_seq=record.seq)
     else:
         reason = f"attempts exhausted ({step.attempt} of {step.max_attempts}); last error: {data.error}"
@@ -579,6 +587,33 @@ def _replanned(state: StateView, record: Record, data: PlanReplanned) -> Delta |
     return Delta(version=info, failures=0, fields=fields)
 
 
+def _extended(state: StateView, record: Record, data: PlanExtended) -> Delta | None:
+    """Steps and criteria added to the active version in place (format v2, :mod:`ledger.extension`): the new
+    ones start pending at attempt 0, every other step and criterion is untouched, the version keeps its number
+    and its adoption, now with this extension's seq and the extended plan."""
+    from plantrail.ledger.extension import extended_plan  # only a log that extends a version needs it
+
+    plan, adopted = state.plan, state.adopted
+    if plan is None or adopted is None or state.finished or record.plan_version != state.version:
+        return None
+    extended = extended_plan(plan, data.steps, data.criteria)
+    order = _valid_order(extended, (plan, tuple(state.steps)))
+    if order is None:
+        return None
+    budget = {s.id: s.max_attempts for s in data.steps}
+    old_steps, old_criteria = state.steps, state.criteria
+    steps = Table(
+        order,
+        (old_steps.get(i) or StepState(id=i, max_attempts=budget[i], last_seq=record.seq) for i in order),
+    )
+    ids = tuple(c.id for c in extended.acceptance_criteria)
+    criteria = Table(ids, (old_criteria.get(i) or CriterionState(id=i, last_seq=record.seq) for i in ids))
+    fields: dict[str, Any] = {"plan": extended, "steps": steps, "criteria": criteria}
+    if needs_v2(extended) and not state.contract:
+        fields["contract"] = True
+    return Delta(version=adopted._replace(plan=extended, extended=(*adopted.extended, record.seq)), fields=fields)
+
+
 def _forked(state: StateView, record: Record, data: RunForked) -> Delta | None:
     """A forked run's first event: the parent's state at the fork, carried whole, and one more lineage link."""
     if state.plan is not None:
@@ -636,5 +671,6 @@ _HANDLERS: Final[Mapping[str, Callable[[Any, Record, Any], Delta | StepState | N
     "criterion.verified": _verified,
     "run.finished": _finished,
     "plan.replanned": _replanned,
+    "plan.extended": _extended,
     "run.forked": _forked,
 }

@@ -13,6 +13,7 @@ from plantrail.ledger.decide import (
     Command,
     Complete,
     Create,
+    Extend,
     Fail,
     Finish,
     Replan,
@@ -44,6 +45,9 @@ from plantrail.projections.state import evolve, initial
 
 STEP_IDS = ("a", "b", "c", "d", "e")
 CRITERIA = ("c1", "c2")
+#: Ids only an extension in place adds (with an id a plan may already have, which the rule refuses).
+EXTRA_STEP_IDS = ("x", "y", "a")
+EXTRA_CRITERIA = ("c3", "c1")
 text = st.text(min_size=1, max_size=12).filter(lambda t: t.strip() != "")
 
 
@@ -93,7 +97,7 @@ def plans(draw: st.DrawFn, goal: str = "ship it", checks: bool = False) -> PlanS
 
 def commands() -> st.SearchStrategy[Command]:
     """Any command, legal or not: unknown steps, stale versions and attempts, replans, finishes."""
-    step = st.sampled_from([*STEP_IDS, "ghost"])
+    step = st.sampled_from([*STEP_IDS, "x", "ghost"])
     version = st.none() | st.integers(min_value=1, max_value=4)
     attempt = st.none() | st.integers(min_value=1, max_value=3)
     return st.one_of(
@@ -115,6 +119,27 @@ def commands() -> st.SearchStrategy[Command]:
             plan=plans(),
             causes=st.lists(st.integers(min_value=1, max_value=6), max_size=2).map(tuple),
         ),
+        st.builds(
+            Extend,
+            steps=st.lists(_extra_steps(), max_size=2, unique_by=lambda s: s.id),
+            criteria=st.lists(
+                st.builds(CriterionSpec, st.sampled_from(EXTRA_CRITERIA), st.just("also works")),
+                max_size=1,
+            ),
+            plan_version=version,
+        ).filter(lambda extend: extend.steps or extend.criteria),  # an empty extension is a USAGE error
+    )
+
+
+def _extra_steps() -> st.SearchStrategy[StepSpec]:
+    """A step an extension adds: maybe depending on a plan's first step, maybe with a priority (format v2)."""
+    return st.builds(
+        StepSpec,
+        id=st.sampled_from(EXTRA_STEP_IDS),
+        title=st.just("more work"),
+        depends_on=st.sampled_from([(), ("a",), ("ghost",)]),
+        completion_evidence=st.just("evidence of more"),
+        terms=st.sampled_from([None, StepTerms(priority=1)]),
     )
 
 

@@ -46,7 +46,9 @@ def test_every_public_ledger_method_and_audit_function_is_documented() -> None:
     assert missing == []
 
 
-@pytest.mark.parametrize("method", ["start", "complete", "block", "fail", "verify_criterion", "finish", "replan"])
+@pytest.mark.parametrize(
+    "method", ["start", "complete", "block", "fail", "verify_criterion", "finish", "replan", "extend"]
+)
 def test_every_keyword_option_of_a_recording_method_is_documented(method: str) -> None:
     """Each keyword-only option of the recording methods has its row in the options table."""
     parameters = inspect.signature(getattr(Ledger, method)).parameters.values()

@@ -211,3 +211,28 @@ def test_a_priority_must_be_a_whole_number(make_ledger: Callable[..., Ledger], t
             Ledger.create(tmp_path / f"bad-{bad}.jsonl", draft)
         assert caught.value.code == "DRAFT_INVALID" and "steps[1].priority" in caught.value.message
         assert not (tmp_path / f"bad-{bad}.jsonl").exists()
+
+
+def test_a_step_without_an_attempt_limit_is_a_v2_value_and_fails_without_blocking(
+    make_ledger: Callable[..., Ledger], tmp_path: Path, draft: dict[str, Any]
+) -> None:
+    """max_attempts "unlimited" is None on the step, a v2 plan line (a v1 line saying so is CORRUPT_LINE), and a
+    failed attempt of such a step always goes back to pending."""
+    draft["steps"][0]["max_attempts"] = "unlimited"
+    ledger = make_ledger(draft)
+    step = draft["steps"][0]["id"]
+    for error in ("a timeout", "a crash", "a hang", "out of memory", "a flaky network"):  # no failure repeats
+        ledger.start(step)
+        ledger.fail(step, error)
+    log = tmp_path / "run.jsonl"
+
+    assert ledger.state.steps[step].status == "pending" and ledger.state.steps[step].max_attempts is None
+    assert b'"max_attempts":null' in lines_of(log)[1] and _versions(log)[:2] == [2, 2]
+    ledger.close()
+    lines = lines_of(log)[:2]
+    lines[0] = lines[0].replace(b'{"v":2,', b'{"v":1,', 1).replace(b"plantrail/2", b"plantrail/1")
+    lines[1] = lines[1].replace(b'{"v":2,', b'{"v":1,', 1)
+    write_lines(log, rechain(lines, 0))
+    with pytest.raises(LogDamaged) as caught:
+        read_records(log)
+    assert (caught.value.code, caught.value.fields.get("line")) == ("CORRUPT_LINE", 2)

@@ -361,3 +361,52 @@ def test_why_and_diff_commands_answer_as_the_fold(many_versions: Path, run_cli: 
     assert run_cli("diff", many_versions, "3", "7", "--json").json() == orjson.loads(
         orjson.dumps(_full_diff(many_versions, 3, 7))
     )
+
+
+def _with_extensions(cmds: list[Any]) -> list[Any]:
+    """``cmds`` with an extension in place at the start and right after every replan (when the version is new)."""
+    from plantrail.ledger.decide import Extend, Replan
+    from plantrail.ledger.plan import CriterionSpec, StepSpec
+
+    def extension(n: int) -> Extend:
+        step = StepSpec(f"x{n}", f"more work {n}", ("a",) if n % 2 else (), "evidence of more", 3)
+        return Extend(steps=(step,), criteria=(CriterionSpec(f"c{n + 10}", "also works"),) if n % 3 == 0 else ())
+
+    out: list[Any] = [extension(0)]
+    for n, command in enumerate(cmds, start=1):
+        out.append(command)
+        if isinstance(command, Replan):
+            out.append(extension(n))
+    return out
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(plan=plans(), cmds=st.lists(commands(), max_size=40), cut=st.floats(min_value=0, max_value=1))
+def test_versions_extended_in_place_answer_alike_from_the_index_and_the_fold(
+    tmp_path_factory: pytest.TempPathFactory, plan: Any, cmds: list[Any], cut: float
+) -> None:
+    """With versions extended in place (plan.extended), the indexed versions, why and diff equal the full fold's,
+    on a prefix (which may end before an extension), after the rest is appended, and without the cache."""
+    lines = simulate(plan, _with_extensions(cmds)).lines
+    path = tmp_path_factory.mktemp("log") / "run.jsonl"
+    _write(path, lines[: max(2, int(len(lines) * cut))])
+    _same(_indexed_views(path), _full_views(path))
+    _write(path, lines)
+    _same(_indexed_views(path), _full_views(path))
+    shutil.rmtree(cache.cache_dir(str(path)))
+    _same(_indexed_views(path), _full_views(path))
+
+
+def test_an_entry_made_before_an_extension_is_rebuilt(tmp_path: Path) -> None:
+    """A history index written while the active version had one step says two once the version is extended."""
+    from plantrail.ledger.plan import StepSpec
+
+    path = tmp_path / "run.jsonl"
+    with Ledger.create(path, copy.deepcopy(DRAFT), fsync="none") as ledger:
+        assert reads.read_versions(str(path)).entry(1).info.plan.steps[-1].id == "d"  # the index is written
+        ledger.extend(steps=StepSpec("e", "do e", ("d",), "output"))
+    found = reads.read_versions(str(path))
+
+    assert [s.id for s in found.entry(1).info.plan.steps] == ["a", "b", "c", "d", "e"]
+    assert found.entry(1).info.extended == (2,)
+    assert reads_items(found.entries(1, 1)) == _folded(path)[1]

@@ -4,19 +4,23 @@ order, what it wrote kept and nothing invented, the request as goal, readable id
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from plantrail.ledger.events import Record
 from plantrail.ledger.importers.importer import ImportReport, import_transcript
-from plantrail.ledger.importers.mapping import request, substantive
+from plantrail.ledger.importers.mapping import added_in_place, request, substantive
 from plantrail.ledger.importers.parse import ADAPTER_VERSIONS
+from plantrail.ledger.plan import StepSpec
 from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.times import UNRECORDED, time_recorded
 from plantrail.ledger.verify import verify_log
 from plantrail.projections.model import PlanState
 from plantrail.projections.state import fold
 from plantrail.projections.views import ready_steps
+from tests.conftest import CliResult
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "transcripts"
 
@@ -75,12 +79,14 @@ def test_version_1_is_the_agents_and_records_the_adapter(tmp_path: Path) -> None
 
 
 def test_no_attempt_limit_or_order_is_invented_beyond_the_agents_list(tmp_path: Path) -> None:
-    """Steps keep the agent's order as priority and carry no dependency the agent did not state."""
+    """Steps keep the agent's order as priority and carry no dependency or attempt limit the agent did not state."""
     report = imported(tmp_path, "claude_goal_after_go.jsonl")
     plan = state(report).plan
 
     assert plan is not None
     assert [s.priority for s in plan.steps] == [0, -1, -2, -3]
+    assert {s.max_attempts for s in plan.steps} == {None}
+    assert {s.max_attempts for s in state(report).steps.values()} == {None}
     assert all(s.depends_on == () for s in plan.steps)
     assert ready_steps(state(report))[0] == plan.steps[1].id  # the first is in progress; the agent's next is next
 
@@ -215,3 +221,57 @@ def test_a_side_question_file_alone_does_not_take_the_leads_plan(tmp_path: Path)
     with pytest.raises(TranscriptError) as caught:
         import_transcript(aside, tmp_path / "aside.plantrail.jsonl")
     assert caught.value.code == "NO_PLAN_IN_TRANSCRIPT"
+
+
+def test_a_burst_of_task_creates_before_any_work_is_one_version(tmp_path: Path) -> None:
+    """Seven TaskCreate calls in seven seconds, before any work, make one version extended in place six times;
+    the task created after work began is a replan."""
+    report = imported(tmp_path, "claude_task_burst.jsonl")
+    log = records(report)
+    extensions = [r for r in log if r.type == "plan.extended"]
+    final = state(report)
+
+    assert (report.versions, report.extensions, report.items) == (2, 6, 8)
+    assert [r.type for r in log[1:]] == [
+        "plan.created",
+        *["plan.extended"] * 6,
+        "step.started",
+        "step.completed",
+        "plan.replanned",
+    ]
+    assert {r.plan_version for r in extensions} == {1} and {r.actor for r in extensions} == {"agent"}
+    assert extensions[0].source is not None and extensions[0].source.tool == "TaskCreate"
+    assert [s.title for s in final.plan.steps][:2] == ["Read the checkout module", "Add a Coupon model"]  # type: ignore[union-attr]
+    assert final.steps["read-the-checkout-module"].status == "completed"  # the replan kept the work done in v1
+    assert len(final.plan.steps) == 8  # type: ignore[union-attr]
+
+
+def test_the_choice_between_extending_and_replanning_is_a_pure_function() -> None:
+    """Only additions at the end of an untouched version the user did not decide extend it; anything else replans."""
+    first = StepSpec("a", "A", (), "done")
+    second = StepSpec("b", "B", (), "done")
+    old = {("task", "1", 1): first}
+    new = {("task", "1", 1): first, ("task", "2", 1): second}
+
+    assert added_in_place(old, new, touched=False) == (second,)
+    assert added_in_place(old, new, touched=True) is None
+    assert added_in_place(old, new, touched=False, decided_by_user=True) is None
+    assert added_in_place(old, old, touched=False) is None
+    moved = {("task", "1", 1): StepSpec("a", "A", (), "done again"), ("task", "2", 1): second}
+    assert added_in_place(old, moved, touched=False) is None
+
+
+def test_a_format_without_times_says_so_instead_of_showing_1970(
+    tmp_path: Path, run_cli: Callable[..., CliResult]
+) -> None:
+    """An older Cline history gives no times: status, resume and log say "times: not recorded by this format;
+    order only" and print no 1970 date; a transcript with times gets no such note."""
+    untimed = imported(tmp_path, "cline_history.json").log
+    outputs = [run_cli(command, untimed) for command in ("status", "resume", "log")]
+    timed = imported(tmp_path / "timed", "claude_task_burst.jsonl").log
+
+    for result in outputs:
+        assert UNRECORDED in result.out and "1970" not in result.out, result.out
+    assert outputs[0].out.splitlines()[1] == UNRECORDED
+    assert all(UNRECORDED not in run_cli(command, timed).out for command in ("status", "resume", "log"))
+    assert not time_recorded(records(imported(tmp_path / "again", "cline_history.json"))[1])

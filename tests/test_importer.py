@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from plantrail.ledger.errors import PlantrailError, TranscriptError
-from plantrail.ledger.events import PlanReplanned, Record, StepCompleted, StepStarted
+from plantrail.ledger.events import PlanExtended, PlanReplanned, Record, StepCompleted, StepStarted
 from plantrail.ledger.importers.importer import ImportReport, import_transcript
 from plantrail.ledger.importers.mapping import slug
 from plantrail.ledger.stores.jsonl import LogReader
@@ -60,6 +60,8 @@ def trail(report: ImportReport) -> list[str]:
                 entries.append("create")
             case "plan.replanned":
                 entries.append(f"replan v{data.new_version} {data.reason}")
+            case "plan.extended":
+                entries.append(f"extend v{record.plan_version} {' '.join(s.id for s in data.steps)}")
             case "step.started":
                 entries.append(f"start{mark} {data.step}")
             case "step.completed":
@@ -408,6 +410,36 @@ def test_a_reopened_item_gets_a_new_contract_and_is_completed_again(tmp_path: Pa
     assert report.steps_completed == 2
 
 
+def test_a_cline_item_unchecked_again_keeps_its_contract_and_its_completion(tmp_path: Path) -> None:
+    """A Cline box unchecked after being checked is no new contract: the step keeps the completion evidence the
+    ledger gave every item and its completion, and an inferred note says what the agent did."""
+    history = Cline()
+    history.user("Add a rate limiter to the API router")
+    history.checklist(("Read the router", True), ("Add the limiter", False))
+    unchecked = history.checklist(("Read the router", False), ("Add the limiter", False))
+    history.checklist(("Read the router", True), ("Add the limiter", True))
+
+    report = imported(tmp_path, history, "api_conversation_history.json")
+    final = state(report)
+    spec = final.plan.steps[0]  # type: ignore[union-attr]
+
+    assert trail(report) == [
+        "create",
+        "start* read-the-router",
+        "complete read-the-router",
+        "replan v2 agent_revision",
+        "start* add-the-limiter",
+        "complete add-the-limiter",
+    ]
+    assert spec.completion_evidence == "the agent marks this item completed in its plan"
+    assert spec.notes == (
+        f"inferred: the agent unchecked it at message {unchecked} after checking it; Cline's checklist has no "
+        "in-progress mark and the agent wrote no new terms, so the step keeps its contract and its completion",
+    )
+    assert final.steps["read-the-router"].status == "completed" and final.steps["read-the-router"].attempt == 1
+    assert replans(report)[0].observations[-1].endswith('"Read the router" is pending again after being completed')
+
+
 # Emptied lists
 
 
@@ -550,28 +582,30 @@ def test_a_cancelled_item_leaves_the_plan_with_a_note(tmp_path: Path) -> None:
 
 
 def test_task_creates_extend_the_plan_and_updates_start_and_complete(tmp_path: Path) -> None:
-    """The first TaskCreate creates the plan, each later one is a replan, and status changes start and complete."""
+    """The first TaskCreate creates the plan, a later one before any work extends it in place (no replan), and
+    status changes start and complete."""
     session = Claude()
     session.user("Prepare the release")
     session.task_create("Draft the changelog")
-    session.task_create("Bump the version")
+    added = session.task_create("Bump the version")
     session.task_update("1", "in_progress", was="pending")
     session.task_update("2", "in_progress", was="pending")
     done = session.task_update("1", "completed", was="in_progress")
     session.task_update("2", "completed")
 
     report = imported(tmp_path, session)
-    [replan] = replans(report)
+    extension = records(report)[2]
 
     assert trail(report) == [
         "create",
-        "replan v2 agent_revision",
+        "extend v1 bump-the-version",
         "start draft-the-changelog",
         "start bump-the-version",
         "complete draft-the-changelog",
     ]
-    assert replan.observations[-1].endswith('added task #2 "Bump the version" (pending)')
-    assert report.max_in_progress == 2
+    assert isinstance(extension.data, PlanExtended) and extension.actor == "agent"
+    assert extension.data.observations == (f'transcript line {added}: added task #2 "Bump the version" (pending)',)
+    assert (report.versions, report.extensions, report.max_in_progress) == (1, 1, 2)
     assert records(report)[-1].data == StepCompleted(
         step="draft-the-changelog",
         attempt=1,
@@ -579,8 +613,25 @@ def test_task_creates_extend_the_plan_and_updates_start_and_complete(tmp_path: P
     )
 
 
+def test_a_list_that_only_grows_before_any_work_is_extended_unless_the_user_asked(tmp_path: Path) -> None:
+    """A TodoWrite that appends items to an untouched list extends the version; one the user asked for between
+    the two writes is a user_request replan quoting them; an item inserted before others is a replan."""
+    session = Claude()
+    session.todo(("Reproduce the bug", "pending"))
+    session.todo(("Reproduce the bug", "pending"), ("Fix read_rows", "pending"))
+    asked = session.user("Also add a regression test for the empty file case")
+    session.todo(("Reproduce the bug", "pending"), ("Fix read_rows", "pending"), ("Add a regression test", "pending"))
+    session.todo(("Read the issue", "pending"), ("Reproduce the bug", "pending"), ("Fix read_rows", "pending"))
+
+    report = imported(tmp_path, session)
+
+    assert trail(report) == ["create", "extend v1 fix-read-rows", "replan v2 user_request", "replan v3 agent_revision"]
+    assert replans(report)[0].why.startswith(f'the user wrote at line {asked}: "Also add a regression test')
+
+
 def test_a_renamed_task_keeps_its_step_and_a_deleted_one_leaves(tmp_path: Path) -> None:
-    """A task renamed keeps its step id with the new title; a deleted task is removed by a replan."""
+    """A task renamed keeps its step id with the new title; a deleted task is removed by a replan (an addition
+    before any work extends the version instead)."""
     session = Claude()
     session.task_create("Draft the changelog")
     session.task_create("Bump the version")
@@ -590,7 +641,8 @@ def test_a_renamed_task_keeps_its_step_and_a_deleted_one_leaves(tmp_path: Path) 
     report = imported(tmp_path, session)
     plan = state(report).plan
 
-    assert [r.reason for r in replans(report)] == ["agent_revision"] * 3
+    assert [r.reason for r in replans(report)] == ["agent_revision"] * 2
+    assert report.extensions == 1
     assert plan is not None and [(s.id, s.title) for s in plan.steps] == [
         ("draft-the-changelog", "Draft the changelog for 3.2"),
     ]

@@ -27,6 +27,7 @@ def test_import_prints_a_summary_and_the_log_reads_back(tmp_path: Path, run_cli:
         "plan updates seen  5",
         "items              5",
         "versions made      2",
+        "extended in place  0",
         "steps completed    4",
         "events written     11 (1 inferred)",
         "max in progress    1",

@@ -217,3 +217,52 @@ def test_opening_a_run_that_does_not_exist_is_an_error(target: Target) -> None:
     """Opening a missing run raises its store's code: LOG_NOT_FOUND for a file, RUN_NOT_FOUND for a database."""
     expected = "LOG_NOT_FOUND" if target.name == "jsonl" else "RUN_NOT_FOUND"
     _expect(expected, lambda: Ledger.open(target.location(unique_run("missing"))))
+
+
+# --------------------------------------------------------------------------- the store-neutral reader
+
+
+def test_the_reader_answers_alike_in_every_store(target: Target, ledgers: list[Ledger]) -> None:
+    """plantrail.ledger.reading gives the state, a record by seq, a filtered tail and the records after a seq
+    the same way for a file and a database run; a seq past the end is UNKNOWN_SEQ."""
+    from plantrail.ledger import reading
+
+    location, ledger = _create(target, ledgers)
+    ledger.start("reproduce")
+    ledger.complete("reproduce", ["login.test.ts fails with 401"])
+    ledger.start("diagnose")
+    ledger.close()
+    result = reading.read_state(location, use_cache=False)
+    assert (state_hash(result.state), result.torn, result.damage) == (state_hash(ledger.state), None, None)
+    assert reading.record_at(location, 3).type == "step.completed"
+    _expect("UNKNOWN_SEQ", lambda: reading.record_at(location, 9))
+    tail, torn = reading.tail_records(location, 2, lambda r: r.type == "step.started")
+    assert ([r.seq for r in tail], torn) == ([2, 4], None)
+    with reading.open_records(location) as (reader, records):
+        assert [r.seq for r in records] == [0, 1, 2, 3, 4]
+    assert reader.torn is None
+    versions = reading.read_versions(location)
+    assert (versions.total, versions.run) == (1, ledger.state.run)
+    _expect("UNKNOWN_SEQ", lambda: reading.follow(location, after=7))
+
+
+def test_a_follower_gets_each_append_once_in_every_store(target: Target, ledgers: list[Ledger]) -> None:
+    """reading.follow yields the records appended after a seq, in order and once each, and ends when told."""
+    from plantrail.ledger import reading
+
+    location, _ = _create(target, ledgers)
+    seen: list[int] = []
+    done = threading.Event()
+
+    def append() -> None:
+        with Ledger.open(location) as writer:
+            writer.start("reproduce")
+            writer.complete("reproduce", ["it fails"])
+        done.set()
+
+    thread = threading.Thread(target=append)
+    thread.start()
+    for batch in reading.follow(location, after=1, poll=0.05, stop=lambda: done.is_set() and len(seen) >= 2):
+        seen.extend(r.seq for r in batch)
+    thread.join()
+    assert seen == [2, 3]

@@ -86,8 +86,13 @@ def hostile_log(tmp_path: Path, run_cli: Callable[..., CliResult]) -> tuple[Path
     draft.write_bytes(orjson.dumps(hostile_draft()))
     v2 = folder / "v2.json"
     v2.write_bytes(orjson.dumps(hostile_draft()))
+    more = folder / "more.json"
+    more.write_bytes(
+        orjson.dumps({"steps": [{"id": "d", "title": "d " + HOSTILE_IN_FILES, "completionEvidence": HOSTILE}]})
+    )
     calls = [
         ("create", [log, "--plan", draft, "--run", "run-1"]),
+        ("extend", [log, more]),
         ("start", [log, "a"]),
         ("complete", [log, "a", "--evidence", "evidence " + HOSTILE]),
         ("start", [log, "b"]),
@@ -166,6 +171,7 @@ def test_no_human_output_carries_a_raw_control_character_from_data(
         ("log", [tmp_path / "imported \x9b.jsonl"]),
         ("copy", [log, tmp_path / "copied \x1b[2J.jsonl"]),
         ("report", [log, "-o", tmp_path / "report \x1b[2J.html"]),
+        ("runs", [log.parent]),  # the hostile log's goal and the folder's hostile file names
         ("status", [tmp_path / "missing \x1b]0;x\x07.jsonl"]),  # an error naming a hostile path
         ("start", [log, "c"]),  # a refusal naming hostile state
         ("hook", ["errors", "--dir", _hostile_hook_errors(tmp_path)]),

@@ -84,6 +84,8 @@ class ImportReport(NamedTuple):
     """Events whose transcript line has no time (stamped 1970-01-01T00:00:00Z plus the line number)."""
     items: int = 0
     """The agent's distinct items over the whole import (each a step id in some version)."""
+    extensions: int = 0
+    """Updates that added items to an untouched version in place (``plan.extended``) instead of a new version."""
 
 
 class _Clock:
@@ -171,6 +173,7 @@ def import_transcript(
         head_hash=head,
         untimed_events=mapped.untimed,
         items=mapped.items,
+        extensions=mapped.extensions,
     )
 
 

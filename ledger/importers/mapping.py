@@ -11,9 +11,9 @@ The rules, and why:
   have no dependencies; the agent's order is kept as the steps' `priority` (the first item 0, the next -1,
   ...: higher first), so status, next and resume list them as the agent does. Every step's completion
   evidence says what completion means here: "the agent marks this item completed in its plan". Nothing
-  else is invented: what the agent wrote beyond the title (an item's priority label, the item a sub-item
-  nests under, a task's description) is kept as the step's notes, and every plan version notes the adapter
-  and its version.
+  else is invented: no step gets an attempt limit (``max_attempts`` None, format v2: the agent stated none);
+  what the agent wrote beyond the title (an item's priority label, the item a sub-item nests under, a task's
+  description) is kept as the step's notes, and every plan version notes the adapter and its version.
 * **The goal** is the request the plan answers: the first *substantive* user message of the session before
   the first plan update, one with at least 4 words and 20 characters once whitespace is collapsed (so
   "Go", "OK, let's start" and the like are passed over); failing that, the last user message before it;
@@ -22,7 +22,14 @@ The rules, and why:
   the user also wrote: ..."). The one acceptance criterion restates the request; nothing in a transcript
   verifies it, so it stays `unverified`. No `run.finished` is ever written: a session that ends is not a
   run that finished.
-* **Replans.** An update that adds, removes or renames items (a reworded, merged or split item is a
+* **Extending in place.** An update that only adds items after the version's own (each unchanged, so the new
+  ones come last), to a version no work has touched since it was adopted (no start or completion since: the
+  mapper's ``touched``), and that no user decided (no verdict on it, no words of theirs since the previous
+  update of the file) is no replan: an agent writing its list one item at a time before starting any (a
+  TaskCreate burst) is still writing one plan. It is a `plan.extended` (format v2) of the new steps, by the
+  agent, its observations citing the items added. :func:`added_in_place` is the decision, a pure function of
+  the two lists and the version's touched-ness, so live capture (one TaskCreate at a time) makes the same.
+* **Replans.** Any other update that adds, removes or renames items (a reworded, merged or split item is a
   removal plus an addition: identity is by text) is a `plan.replanned` with the new whole list. Its reason
   is `user_request` when the user decided it (an ExitPlanMode plan they approved, with or without their
   edits: the why says so) or wrote between the previous plan update of the same file and this one (their
@@ -46,7 +53,10 @@ The rules, and why:
   to pending is recorded as a replan (the step is superseded, hence pending, in the new version); an item
   it reopens after completing it gets a new completion evidence ("... again: the agent reopened it at line
   N"), a contract change, so the replan resets it to pending, and it is started or completed again as the
-  transcript goes on.
+  transcript goes on. Except in Cline: its checklist has no in-progress mark, and a box unchecked after being
+  checked states no new terms, so the step keeps its contract and its completion (the ledger never moves a
+  step backwards); the replan notes that the item is pending again, and the step's notes carry the
+  conclusion, marked "inferred:".
 * **Emptied lists** (an agent that clears its list, or Claude Code emptying it once all is done) write
   nothing: the agent's plan simply ends, and the next list is compared with the last plan recorded.
 * **Concurrency.** `max_in_progress` is the largest number of steps the imported log has in progress at
@@ -54,8 +64,9 @@ The rules, and why:
   peak, except where an item goes from pending to completed while another stays in progress: its inferred
   start then needs one more slot for an instant (none of the real transcripts we test on does this).
 * **Time.** Each event is stamped with its update's transcript timestamp; where the format has none
-  (Cline), with 1970-01-01T00:00:00Z plus the message number in seconds, and `source.timestamp` stays
-  empty so that nobody mistakes it for a real time.
+  (older Cline, legacy Codex, the Markdown exports), with 1970-01-01T00:00:00Z plus the line or message
+  number in seconds, and `source.timestamp` stays empty so that nobody mistakes it for a real time
+  (:mod:`ledger.times` reads that mark back: status, resume and log then say the times were not recorded).
 """
 
 from __future__ import annotations
@@ -70,7 +81,7 @@ from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 
 from plantrail.ledger.contract import StepTerms
-from plantrail.ledger.decide import Command, Complete, Create, Replan, Start
+from plantrail.ledger.decide import Command, Complete, Create, Extend, Replan, Start
 from plantrail.ledger.events import Actor, ReasonCode, Source
 from plantrail.ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec
 
@@ -78,7 +89,7 @@ from .agent_plan import AgentPlan, ItemStatus, Key, PlanItem, Update, location
 from .errors import transcript_error
 from .model import ListSnapshot, Observation, TaskEvent
 
-__all__ = ["Batch", "LiveMapping", "MappedRun", "map_updates", "slug"]
+__all__ = ["Batch", "LiveMapping", "MappedRun", "added_in_place", "map_updates", "slug"]
 
 EVIDENCE = "the agent marks this item completed in its plan"
 CRITERION_ID = "request-met"
@@ -115,6 +126,7 @@ class MappedRun:
     skipped: Mapping[str, int]
     untimed: int = 0
     items: int = 0
+    extensions: int = 0
 
 
 def map_updates(
@@ -160,6 +172,25 @@ class LiveMapping:
     def knows_task(self, task_id: str) -> bool:
         """Whether the agent's board holds the task (an update of any other is skipped as unknown_task)."""
         return task_id in self._agent.tasks
+
+
+def added_in_place(
+    old: Mapping[Key, StepSpec], new: Mapping[Key, StepSpec], *, touched: bool, decided_by_user: bool = False
+) -> tuple[StepSpec, ...] | None:
+    """The steps an update adds to the current version in place (``plan.extended``), or None for a replan.
+
+    An update extends the version when only the agent's own additions happened: the version is untouched
+    (no start, result or verdict since it was adopted: ``touched`` is false), every step of it stays with the
+    very same spec (so the same text, evidence and place in the agent's order: the new items come last), at
+    least one item is new, and no user decided it (``decided_by_user``: an approval, or their words since the
+    previous update, make it a ``user_request`` replan that quotes them). Anything else is a replan. Pure:
+    the importer passes its mirror of the ledger's state, a live hook the log's own (``ledger.extension.touched``).
+    """
+    if touched or decided_by_user or len(new) <= len(old):
+        return None
+    if any(key not in new or new[key] != spec for key, spec in old.items()):
+        return None
+    return tuple(spec for key, spec in new.items() if key not in old)
 
 
 def slug(text: str) -> str:
@@ -274,6 +305,11 @@ class _Mapper:
     versions: int = 0
     peak: int = 0
     untimed: int = 0
+    unchecked: dict[Key, tuple[str, ...]] = field(default_factory=dict)
+    """Cline items the agent unchecked after checking them: the inferred step notes that say so."""
+    touched: bool = False
+    """Whether the mirrored version has had a start or a completion since it was adopted (see added_in_place)."""
+    extensions: int = 0
 
     # ----------------------------------------------------------- one update
 
@@ -317,6 +353,7 @@ class _Mapper:
         self.plan = self._specs(update.items)
         self.status = {item.key: "pending" for item in update.items}
         self.versions = 1
+        self.touched = False
         from .parse import ADAPTER_VERSIONS  # on use: parse imports every parser, a live mapping needs one
 
         adapter = f"imported by plantrail's {self.format} adapter v{ADAPTER_VERSIONS[self.format]}"
@@ -352,6 +389,7 @@ class _Mapper:
 
     def _start(self, update: Update, item: PlanItem, *, inferred: bool) -> Start:
         self.status[item.key] = "in_progress"
+        self.touched = True
         self.peak = max(self.peak, sum(1 for status in self.status.values() if status == "in_progress"))
         actor: Actor = "importer" if inferred else "agent"
         return Start(step=self.ids.of(item), actor=actor, source=self._source(update, inferred=inferred))
@@ -362,6 +400,7 @@ class _Mapper:
             commands.append(self._start(update, item, inferred=True))
         again = self.agent.get(item.key) == "completed"
         self.status[item.key] = "completed"
+        self.touched = True
         evidence = self._evidence(update, again=again)
         actor: Actor = "importer" if again else "agent"
         source = self._source(update, inferred=again)
@@ -380,7 +419,10 @@ class _Mapper:
         ]
         for item in reopened:
             where = location(self.format, update.observation.line)
-            self.evidence[item.key] = f"{EVIDENCE} again: the agent reopened it at {where}"
+            if self.format == "cline":  # a checklist without an in-progress mark: see "Going back"
+                self.unchecked[item.key] = (*self.unchecked.get(item.key, ()), _unchecked(where))
+            else:
+                self.evidence[item.key] = f"{EVIDENCE} again: the agent reopened it at {where}"
         new = self._specs(update.items)
         went_back = [
             item
@@ -389,6 +431,12 @@ class _Mapper:
         ]
         if new.keys() == old.keys() and all(new[key] == old[key] for key in new) and not went_back:
             return []
+        added = added_in_place(old, new, touched=self.touched, decided_by_user=self._decided_by_user(update))
+        if added is not None and not reopened and not went_back:
+            self.plan = new
+            self.status = {**self.status, **{key: "pending" for key in new if key not in old}}
+            self.extensions += 1
+            return [self._extend(update, added)]
         changes = self._changes(update, old, new, reopened, went_back)
         self.plan = new
         self.evidence = {key: text for key, text in self.evidence.items() if key in new}
@@ -399,6 +447,7 @@ class _Mapper:
             for key, spec in new.items()
         }
         self.versions += 1
+        self.touched = False
         return [self._replan(update, changes)]
 
     def _changes(
@@ -457,10 +506,33 @@ class _Mapper:
             reason=reason,
             why=quote(why, WHY_LIMIT + 100),
             plan=self._plan_spec(),
-            observations=tuple(note if len(note) <= NOTE_LIMIT else note[: NOTE_LIMIT - 1] + "…" for note in notes),
+            observations=tuple(_cut(note) for note in notes),
             actor="agent",
             source=self._source(update, inferred=False),
         )
+
+    def _extend(self, update: Update, added: Sequence[StepSpec]) -> Extend:
+        """The items an update added to the untouched version, as an extension in place (no replan)."""
+        here = f"transcript {location(self.format, update.observation.line)}"
+        by_id = {self.ids.of(item): item for item in update.items}
+        notes = [f"{here}: {note}" for note in update.notes]
+        notes += [f"{here}: added {by_id[spec.id].label} ({by_id[spec.id].status})" for spec in added]
+        said = update.observation.explanation
+        if said is not None:
+            where = location(self.format, update.observation.explanation_line or update.observation.line)
+            notes.append(f"transcript {where}: the agent wrote: {said}")
+        return Extend(
+            steps=tuple(added),
+            observations=tuple(_cut(note) for note in notes),
+            actor="agent",
+            source=self._source(update, inferred=False),
+        )
+
+    def _decided_by_user(self, update: Update) -> bool:
+        """Whether the user decided this update: a verdict on it, or their words since the previous update."""
+        observation = update.observation
+        verdict = observation.user_verdict if isinstance(observation, ListSnapshot) else None
+        return verdict is not None or self._user_words(update) is not None
 
     def _user_words(self, update: Update) -> str | None:
         """The user's message, when one came between the previous plan update of this file and this one."""
@@ -482,12 +554,13 @@ class _Mapper:
         evidence = self.evidence.get(item.key, EVIDENCE)
         step_id = self.ids.of(item)
         suffix = self.ids.why.get(step_id)
-        notes = item.notes if suffix is None else (*item.notes, suffix)
+        notes = (*item.notes, *([] if suffix is None else [suffix]), *self.unchecked.get(item.key, ()))
         return StepSpec(
             id=step_id,
             title=item.title,
             depends_on=(),
             completion_evidence=evidence,
+            max_attempts=None,  # the agent set no limit, and none is invented
             terms=StepTerms(priority=priority, notes=notes),
         )
 
@@ -549,7 +622,21 @@ class _Mapper:
             skipped=MappingProxyType(dict(sorted(self.skipped.items()))),
             untimed=self.untimed,
             items=len(self.ids.ids),
+            extensions=self.extensions,
         )
+
+
+def _unchecked(where: str) -> str:
+    """The step note of a Cline item unchecked after being checked (what is inferred, marked as such)."""
+    return (
+        f"inferred: the agent unchecked it at {where} after checking it; Cline's checklist has no in-progress "
+        "mark and the agent wrote no new terms, so the step keeps its contract and its completion"
+    )
+
+
+def _cut(note: str) -> str:
+    """An observation cut to NOTE_LIMIT characters with a trailing '…'."""
+    return note if len(note) <= NOTE_LIMIT else note[: NOTE_LIMIT - 1] + "…"
 
 
 def _with_policy(command: Command, policy: Policy) -> Command:

@@ -34,14 +34,14 @@ _ALIASES: Mapping[str, str] = {
 #: Each dialect adapter's version, recorded in every plan version it imports; raised whenever what an adapter
 #: reads from a transcript, or how it is mapped, changes (docs/importers.md lists what each version does).
 ADAPTER_VERSIONS: Mapping[str, int] = {
-    claude_code.FORMAT: 2,
-    codex.FORMAT: 2,
-    opencode.FORMAT: 2,
-    cline.FORMAT: 2,
-    gemini.FORMAT: 1,
-    gemini.JSONL_FORMAT: 1,
-    gemini.SHARE_FORMAT: 1,
-    opencode_markdown.FORMAT: 1,
+    claude_code.FORMAT: 3,
+    codex.FORMAT: 3,
+    opencode.FORMAT: 3,
+    cline.FORMAT: 3,
+    gemini.FORMAT: 2,
+    gemini.JSONL_FORMAT: 2,
+    gemini.SHARE_FORMAT: 2,
+    opencode_markdown.FORMAT: 2,
 }
 
 FORMATS: tuple[str, ...] = tuple(_PARSERS)

@@ -10,12 +10,15 @@
   (``pip install 'plantrail[postgres]'``).
 
 Every store implements :class:`plantrail.ledger.store.Store`, which depends on none of them. A path names a
-JSONL run; ``postgresql://…/db#RUN_ID`` names a database run.
+JSONL run; ``postgresql://…/db#RUN_ID`` names a database run; :func:`locate` turns what a user typed (a
+path, a run id, and the store it lives in) into one of the two.
 """
 
 from __future__ import annotations
 
-__all__ = ["is_database_url"]
+import os
+
+__all__ = ["is_database_url", "locate", "require_file"]
 
 _SCHEMES = ("postgresql", "postgres")
 
@@ -23,3 +26,64 @@ _SCHEMES = ("postgresql", "postgres")
 def is_database_url(target: object) -> bool:
     """True when ``target`` names a PostgreSQL database (``postgresql://`` or ``postgres://``)."""
     return isinstance(target, str) and "://" in target and target.split("://", 1)[0].lower() in _SCHEMES
+
+
+def locate(name: str, store: str | None = None) -> str:
+    """The run ``name`` names, as a JSONL path or a database run's URL (``postgresql://…/db#RUN``).
+
+    - A database URL names its run itself (``…/db#RUN``), whatever the store.
+    - With a store (``--store`` or ``PLANTRAIL_STORE``), a name without a path separator is a run id: in a
+      database (``postgresql://…/db``) it is that database's run; in a folder, ``<folder>/<id>.jsonl``.
+    - Otherwise the name is a path; a bare run id that names no file there is the run in the runs folder
+      (:func:`plantrail.ledger.locations.runs_folder`) when that folder holds it.
+
+    A store URL that names a run itself is refused (USAGE), and so is a run id that is no id (INVALID_ID).
+    """
+    from plantrail.ledger.errors import PlantrailError, error
+
+    if is_database_url(name):
+        return name
+    separators = {os.sep, "/"} | ({os.altsep} if os.altsep else set())
+    is_path = any(s in name for s in separators)
+    if store:
+        if is_path:
+            return name
+        from plantrail.ledger.plan import check_id
+
+        if is_database_url(store):
+            if "#" in store:
+                raise error(
+                    "USAGE", "the store URL names a run (#...): a store is a database; its runs are named by id"
+                )
+            check_id(name, "run id")
+            return f"{store}#{name}"
+        from pathlib import Path
+
+        from plantrail.ledger.locations import run_path
+
+        return str(run_path(Path(store), name))
+    if is_path or name.endswith(".jsonl") or os.path.lexists(name):
+        return name
+    from plantrail.ledger.locations import run_path, runs_folder
+    from plantrail.ledger.plan import check_id
+
+    try:
+        check_id(name, "run id")
+    except PlantrailError:
+        return name  # not an id: the path it is, with the path's own errors
+    found = run_path(runs_folder(), name)
+    return str(found) if found.exists() else name
+
+
+def require_file(target: str, command: str) -> str:
+    """``target`` when it is a JSONL log; FILE_STORE_ONLY when it is a database run, where ``command`` (repair,
+    salvage: what only a file can need) means nothing."""
+    if is_database_url(target):
+        from plantrail.ledger.errors import error
+
+        raise error(
+            "FILE_STORE_ONLY",
+            f"{command} works on a JSONL log's bytes; a database run has no torn tail or damaged line to {command}",
+            command=command,
+        )
+    return target

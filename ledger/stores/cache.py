@@ -34,11 +34,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import os
 import struct
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final, NamedTuple
 
 import orjson
@@ -62,6 +63,7 @@ __all__ = [
     "Position",
     "Saved",
     "Snapshot",
+    "SnapshotSummary",
     "TextRef",
     "VersionStart",
     "cache_dir",
@@ -70,6 +72,7 @@ __all__ = [
     "index_entry",
     "load_history",
     "load_snapshot",
+    "load_summary",
     "prefix_crc",
     "read_history_entries",
     "read_version_start",
@@ -244,15 +247,21 @@ def _line_ending_at(fd: int, offset: int) -> bytes | None:
 
 def _holds(fd: int, position: Position) -> bool:
     """True when the log's line ending at ``position.offset`` is intact and is record ``position.seq``."""
+    return _held(fd, position) is not None
+
+
+def _held(fd: int, position: Position) -> dict[str, Any] | None:
+    """The log's line ending at ``position.offset``, parsed, when it is intact and is record ``position.seq``."""
     line = _line_ending_at(fd, position.offset)
     if line is None or line[-72:-66] != b',"h":"':
-        return False
+        return None
     if hashlib.sha256(line[:-72] + b"}").hexdigest() != position.hash or line[-66:-2] != position.hash.encode():
-        return False
+        return None
     try:
-        return bool(orjson.loads(line).get("seq") == position.seq)
-    except (orjson.JSONDecodeError, AttributeError):
-        return False
+        parsed = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    return parsed if isinstance(parsed, dict) and parsed.get("seq") == position.seq else None
 
 
 def _folder(log_path: str, *, create: bool = False) -> CacheFolder | None:
@@ -269,39 +278,106 @@ def _read_keys(folder: CacheFolder, digest: str | None) -> dict[str, KeyEntry] |
     return {k: KeyEntry(*v) for k, v in orjson.loads(blob).items()}
 
 
+def _sealed(
+    log_path: str, fd: int, *, check_prefix: bool, with_keys: bool
+) -> tuple[Position, bytes, dict[str, Any], dict[str, KeyEntry], _Filler] | None:
+    """The snapshot's checked parts (position, state line, meta, keys, the filler of its references) when it is
+    sealed by this user's plantrail and checks out against the log, else None (see :func:`load_snapshot`)."""
+    folder = _folder(log_path)
+    if folder is None:
+        return None
+    with folder:
+        blob = folder.read("head.snap", _SNAPSHOT_KIND)
+        if blob is None:
+            return None
+        meta_line, state_line = blob.split(b"\n", 1)
+        meta = orjson.loads(meta_line)
+        if meta.get("format") != SNAPSHOT_FORMAT or meta.get("reducer") != REDUCER_VERSION:
+            return None
+        if hashlib.sha256(state_line).hexdigest() != meta.get("digest"):
+            return None
+        keys = _read_keys(folder, meta["keys"]) if with_keys else {}
+        if keys is None:
+            return None
+    position = Position(*meta["position"])
+    held = _held(fd, position) if meta.get("header") == first_hash(fd) else None
+    if held is None:
+        return None
+    if check_prefix and prefix_crc(fd, position.offset) != meta.get("crc"):
+        return None
+    return position, state_line, meta | {"held": held}, keys, _Filler(fd, position.offset)
+
+
 def load_snapshot(log_path: str, fd: int, *, check_prefix: bool = False, with_keys: bool = False) -> Snapshot | None:
     """The log's snapshot if it is sealed by this user's plantrail and checks out against the log (and, with
     ``check_prefix``, against the CRC of every byte it covers), else None. Its idempotency index is read only
     ``with_keys`` (writers need it, readers do not); without, ``keys`` is empty."""
-    folder = _folder(log_path)
-    if folder is None:
-        return None
     try:
-        with folder:
-            blob = folder.read("head.snap", _SNAPSHOT_KIND)
-            if blob is None:
-                return None
-            meta_line, state_line = blob.split(b"\n", 1)
-            meta = orjson.loads(meta_line)
-            if meta.get("format") != SNAPSHOT_FORMAT or meta.get("reducer") != REDUCER_VERSION:
-                return None
-            if hashlib.sha256(state_line).hexdigest() != meta.get("digest"):
-                return None
-            keys = _read_keys(folder, meta["keys"]) if with_keys else {}
-            if keys is None:
-                return None
-        position = Position(*meta["position"])
-        if meta.get("header") != first_hash(fd) or not _holds(fd, position):
+        sealed = _sealed(log_path, fd, check_prefix=check_prefix, with_keys=with_keys)
+        if sealed is None:
             return None
-        if check_prefix and prefix_crc(fd, position.offset) != meta.get("crc"):
-            return None
-        filler = _Filler(fd, position.offset)
+        position, state_line, meta, keys, filler = sealed
         state = decode_state(state_line, filler)
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         return None
     if state.last_seq != position.seq or state.head != position.hash:
         return None
     return Snapshot(position, state, keys, meta["crc"], filler.texts, meta["keys"] if with_keys else None)
+
+
+class SnapshotSummary(NamedTuple):
+    """What a listing of many runs needs from a snapshot, read without decoding the whole state: the run, goal,
+    version, outcome and number of late results of its state, and the time of the record it ends at."""
+
+    position: Position
+    run: str | None
+    goal: str | None
+    version: int
+    outcome: str | None
+    orphans: int
+    last_ts: str
+
+
+@functools.cache
+def _listed() -> Callable[[bytes], Any]:
+    """A decoder of the top-level fields of an encoded state a listing reads (every other field is skipped,
+    not decoded); msgspec is imported on first use (``status`` never needs it)."""
+    import msgspec
+
+    goal = msgspec.defstruct("Goal", [("goal", str | dict[str, Any])])
+    listed = msgspec.defstruct(
+        "Listed",
+        [
+            ("run", str | None),
+            ("plan", goal | None),
+            ("version", int),
+            ("outcome", str | None),
+            ("orphans", list[msgspec.Raw]),
+            ("last_seq", int),
+            ("head", str | None),
+        ],
+    )
+    decode: Callable[[bytes], Any] = msgspec.json.Decoder(listed).decode
+    return decode
+
+
+def load_summary(log_path: str, fd: int) -> SnapshotSummary | None:
+    """:func:`load_snapshot`'s checks, then only what :class:`SnapshotSummary` holds (the rest of the state is
+    not decoded); None whenever :func:`load_snapshot` would give None."""
+    try:
+        sealed = _sealed(log_path, fd, check_prefix=False, with_keys=False)
+        if sealed is None:
+            return None
+        position, state_line, meta, _, filler = sealed
+        d = _listed()(state_line)
+        if d.last_seq != position.seq or d.head != position.hash or not isinstance(meta["held"].get("ts"), str):
+            return None
+        goal = None if d.plan is None else d.plan.goal
+        if isinstance(goal, dict):  # a long goal is a reference into the log
+            goal = decode_state(state_line, filler).goal
+        return SnapshotSummary(position, d.run, goal, d.version, d.outcome, len(d.orphans), meta["held"]["ts"])
+    except (OSError, ValueError, KeyError, TypeError, IndexError):  # msgspec's DecodeError is a ValueError
+        return None
 
 
 class Saved(NamedTuple):

@@ -947,8 +947,11 @@ def repair(
     """Repair a torn tail under the writer lock and remove a crashed create's temporary files.
 
     Anything that is not a torn tail is refused with NOT_REPAIRABLE (naming the damage); an acknowledged
-    record that the repair would cut off is refused with DATA_LOSS.
+    record that the repair would cut off is refused with DATA_LOSS; a database run, FILE_STORE_ONLY.
     """
+    from plantrail.ledger.stores import require_file
+
+    require_file(os.fspath(path), "repair")
     store = JsonlStore.open(path, repair=True, acked=acked, clock=clock)
     try:
         with store.session() as session:

@@ -4,7 +4,8 @@ A run lives at ``postgresql://user@host/db#RUN_ID`` (the run id in the URL's fra
 the canonical line bytes and hash chain it would have in a JSONL file, so a run copied between the stores is
 byte-identical and verifies with the same head hash.
 
-Schema (version 1, created on first use and by :func:`init_schema`; a newer schema is refused)::
+Schema (version 2, created on first use and by :func:`init_schema`, which upgrades version 1; a newer schema
+is refused)::
 
     plantrail_meta     (key text PRIMARY KEY, value text)          -- schema_version
     plantrail_runs     (run text PRIMARY KEY, created_at timestamptz)
@@ -13,6 +14,8 @@ Schema (version 1, created on first use and by :func:`init_schema`; a newer sche
                         gpos bigint GENERATED ALWAYS AS IDENTITY,
                         PRIMARY KEY (run, seq))
                        UNIQUE (run, key) WHERE key IS NOT NULL;  INDEX (tx, gpos)
+    plantrail_summaries (run text PRIMARY KEY, seq bigint, goal text, outcome text, plan_version integer,
+                         last_ts text, orphans integer, reasons text[])   -- v2: what `plantrail runs` lists
 
 * **Appends** are optimistic: a session catches up with the run's records after its head, the ledger
   decides, and the commit inserts the staged records in one transaction. The primary key ``(run, seq)``
@@ -22,6 +25,8 @@ Schema (version 1, created on first use and by :func:`init_schema`; a newer sche
   retry after a dropped connection never duplicates. No advisory locks and no table locks (they are no-ops
   or errors on CockroachDB and YugabyteDB).
 * **Reads** check every line exactly as the JSONL reader does (framing, hash, schema, seq and chain).
+* **Summaries** (one row per run, for ``plantrail runs``) are a hint: a writer leaves one when its ledger
+  closes, and a summary whose seq is not the run's head seq is recomputed from the run's rows.
 * **The global position** ``(tx, gpos)`` orders records across runs: :func:`follow` reads only rows whose
   transaction is below the snapshot's xmin, ordered by ``(tx, gpos)``, so a row that commits late is never
   skipped. ``NOTIFY plantrail_records`` is only a wake-up; followers poll with a bound as the fallback.
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import threading
 import time
 import urllib.parse
@@ -52,6 +58,7 @@ if TYPE_CHECKING:
     from psycopg import Connection
     from psycopg_pool import ConnectionPool
 
+    from plantrail.ledger.runs import RunRow
     from plantrail.ledger.store import KeyEntry
     from plantrail.projections.model import PlanState
 
@@ -61,20 +68,27 @@ __all__ = [
     "Location",
     "PostgresStore",
     "follow",
+    "follow_run",
     "init_schema",
     "insert_run",
     "list_runs",
     "parse_location",
     "read_checked_lines",
     "read_lines",
+    "read_range",
     "read_records",
+    "record_at",
+    "run_summaries",
+    "tail_records",
 ]
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 CHANNEL: Final = "plantrail_records"
 #: The options plantrail reads from a store URL's query; everything else goes to libpq as it is.
 _OWN_OPTIONS: Final = ("pool_size", "prepare_threshold", "notify")
 _CONNECT_TIMEOUT_S: Final = 10.0
+#: The most records a follower of one run reads per query (a follower far behind catches up in batches).
+_FOLLOW_BATCH: Final = 1000
 
 _SCHEMA: Final = (
     "CREATE TABLE IF NOT EXISTS plantrail_meta (key text PRIMARY KEY, value text NOT NULL)",
@@ -90,6 +104,16 @@ _SCHEMA: Final = (
         PRIMARY KEY (run, seq))""",
     "CREATE UNIQUE INDEX IF NOT EXISTS plantrail_records_key ON plantrail_records (run, key) WHERE key IS NOT NULL",
     "CREATE INDEX IF NOT EXISTS plantrail_records_global ON plantrail_records (tx, gpos)",
+    # v2: one summary row per run for `plantrail runs`, valid while its seq is the run's head seq
+    """CREATE TABLE IF NOT EXISTS plantrail_summaries (
+        run text PRIMARY KEY,
+        seq bigint NOT NULL,
+        goal text,
+        outcome text,
+        plan_version integer NOT NULL,
+        last_ts text,
+        orphans integer NOT NULL,
+        reasons text[] NOT NULL)""",
 )
 
 
@@ -149,6 +173,14 @@ def _int_option(options: dict[str, str], name: str, default: int, *, minimum: in
     return int(raw)
 
 
+def _masked(url: str) -> str:
+    """``url`` as given, a password in it (if any) shown as ``***``."""
+    parts = urllib.parse.urlsplit(url)
+    if not parts.password:
+        return url
+    return urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@", 1)))
+
+
 def _without_password(conninfo: str) -> str:
     parts = urllib.parse.urlsplit(conninfo)
     if parts.password is None:
@@ -171,6 +203,9 @@ def _pool(location: Location) -> ConnectionPool[Any]:
         pool = _pools.get(key)
         if pool is None:
             psycopg_pool = _driver("psycopg_pool")
+            # The pool logs each failed connection attempt; the fault reaches the caller as STORE_UNAVAILABLE, so
+            # keep those lines off stderr unless the application configured logging itself.
+            logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
             pool = psycopg_pool.ConnectionPool(
                 location.conninfo,
                 min_size=1,
@@ -302,6 +337,7 @@ def _schema_version(conn: Connection[Any]) -> int | None:
 class _Head(NamedTuple):
     next_seq: int
     prev: str
+    ts: str | None = None  # the last record's time (None until this store has read or written one)
 
 
 class PostgresStore:
@@ -315,6 +351,7 @@ class PostgresStore:
         self._clock = clock
         self._head = _Head(0, GENESIS_PREV)
         self._thread_lock = threading.Lock()
+        self._faulted = False  # a turn ended in an error: close leaves no summary (the server may be gone)
 
     # ----------------------------------------------------------- opening
 
@@ -386,7 +423,19 @@ class PostgresStore:
         return None
 
     def checkpoint(self, state: PlanState, keys: Mapping[str, KeyEntry]) -> None:
-        """No snapshot is kept (nothing to do)."""
+        """Leave the run's summary for ``plantrail runs`` when it follows from ``state`` and the summary already
+        kept (its replan reasons are not in the state); no snapshot is kept. A summary is never required:
+        one that is missing or behind the run's head is recomputed from the rows when it is read."""
+        head = self._head
+        if self._faulted or state.last_seq != head.next_seq - 1 or head.ts is None or state.run != self._run:
+            return
+        with contextlib.suppress(PlantrailError), _connection(self.location) as conn, _faults(self.location):
+            row = conn.execute(
+                "SELECT seq, plan_version, reasons FROM plantrail_summaries WHERE run = %s", (self._run,)
+            ).fetchone()
+            reasons = _reasons_after(row, state)
+            if reasons is not None:
+                _put_summary(conn, self._run, state, head.ts, reasons)
 
     def session(self) -> _Session:
         """One catch-up, decide and append turn on a pooled connection."""
@@ -451,6 +500,10 @@ class _Session:
 
     def __exit__(self, *exc: Any) -> None:
         try:
+            if exc[0] is not None and not (
+                isinstance(exc[1], PlantrailError) and exc[1].exit_code in (1, 2)  # a refusal leaves the server fine
+            ):
+                self._store._faulted = True
             assert self._context is not None
             self._context.__exit__(*exc)
         finally:
@@ -470,7 +523,7 @@ class _Session:
         head = store._head
         with _faults(store.location):
             for record in _checked(self._conn, store.run, head.next_seq, head.prev):
-                store._head = _Head(record.seq + 1, record.h)
+                store._head = _Head(record.seq + 1, record.h, record.ts)
                 yield record
 
     def record(self, seq: int, hash: str) -> Record | None:
@@ -517,17 +570,20 @@ class _Session:
                     f"run {store.run}: another writer appended first at seq {rows[0][1]}; nothing was written",
                     seq=rows[0][1],
                 ) from None
-        store._head = _Head(last.seq + 1, last.h)
+        store._head = _Head(last.seq + 1, last.h, last.ts)
         return True
 
 
 # --------------------------------------------------------------------------- reading
 
 
-def _checked(conn: Connection[Any], run: str, next_seq: int, prev: str) -> Iterator[Record]:
-    """The run's records from ``next_seq`` on, each decoded and checked to follow the one before."""
-    query = "SELECT line FROM plantrail_records WHERE run = %s AND seq >= %s ORDER BY seq"
-    for (line,) in conn.cursor().stream(query, (run, next_seq)):
+def _checked(
+    conn: Connection[Any], run: str, next_seq: int, prev: str, last_seq: int | None = None
+) -> Iterator[Record]:
+    """The run's records from ``next_seq`` on (to ``last_seq``), each decoded and checked to follow the one before."""
+    query = "SELECT line FROM plantrail_records WHERE run = %s AND seq >= %s AND seq <= %s ORDER BY seq"
+    end = (1 << 63) - 1 if last_seq is None else last_seq
+    for (line,) in conn.cursor().stream(query, (run, next_seq, end)):
         record = decode(bytes(line), next_seq + 1)
         if record.seq != next_seq or record.prev != prev or record.run != run or record.type == "log.opened":
             check_link(record, next_seq=next_seq, prev=prev, run=run, line=next_seq + 1)
@@ -657,3 +713,225 @@ def _wait(listener: Connection[Any] | None, poll_s: float, location: Location) -
     with _faults(location):
         for _ in listener.notifies(timeout=poll_s, stop_after=1):
             pass
+
+
+# --------------------------------------------------------------------------- one run's reads for the commands
+
+
+def _require_run(conn: Connection[Any], location: Location) -> None:
+    if conn.execute("SELECT 1 FROM plantrail_runs WHERE run = %s", (location.run,)).fetchone() is None:
+        raise error("RUN_NOT_FOUND", f"database {location} holds no run {location.run!r}", run=location.run)
+
+
+def _hash_at(conn: Connection[Any], run: str, seq: int) -> str | None:
+    """The stored hash of record ``seq`` (GENESIS_PREV before the first); None when the run has no such record."""
+    if seq < 0:
+        return GENESIS_PREV
+    row = conn.execute("SELECT h FROM plantrail_records WHERE run = %s AND seq = %s", (run, seq)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def read_range(url: str, *, from_seq: int = 0, to_seq: int | None = None, run: str | None = None) -> Iterator[Record]:
+    """A run's records from ``from_seq`` to ``to_seq`` (both included), in order, each checked to follow the
+    one before it (the first against the stored hash of the record before it): the database's counterpart of
+    a JSONL reader that starts at a seq."""
+    location = _with_run(parse_location(url, run=run))
+    assert location.run is not None
+    with _connection(location) as conn, _faults(location):
+        _require_run(conn, location)
+        prev = _hash_at(conn, location.run, from_seq - 1)
+        if prev is None:
+            return
+        yield from _checked(conn, location.run, from_seq, prev, to_seq)
+
+
+def record_at(url: str, seq: int, *, run: str | None = None) -> Record:
+    """Record ``seq`` of a run, its own hash checked; UNKNOWN_SEQ when the run does not reach it."""
+    location = _with_run(parse_location(url, run=run))
+    with _connection(location) as conn, _faults(location):
+        _require_run(conn, location)
+        row = conn.execute(
+            "SELECT line FROM plantrail_records WHERE run = %s AND seq = %s", (location.run, seq)
+        ).fetchone()
+    if row is None:
+        raise error("UNKNOWN_SEQ", f"seq {seq} is not in the log", seq=seq)
+    record = decode(bytes(row[0]), seq + 1)
+    if record.seq != seq or record.run != location.run:
+        check_link(record, next_seq=seq, prev=record.prev, run=location.run, line=seq + 1)
+    return record
+
+
+def tail_records(
+    url: str, count: int, keep: Callable[[Record], bool], *, stop_below: int = 0, run: str | None = None
+) -> list[Record]:
+    """The last ``count`` records that ``keep`` accepts (in log order), read backwards from the run's head,
+    never below seq ``stop_below``; each record read is checked against the one after it."""
+    location = _with_run(parse_location(url, run=run))
+    assert location.run is not None
+    kept: list[Record] = []
+    later: Record | None = None
+    query = "SELECT line FROM plantrail_records WHERE run = %s AND seq >= %s ORDER BY seq DESC"
+    with _connection(location) as conn, _faults(location):
+        _require_run(conn, location)
+        for (line,) in conn.cursor().stream(query, (location.run, stop_below)):
+            record = decode(bytes(line), 0)
+            if later is not None and (later.seq != record.seq + 1 or later.prev != record.h):
+                check_link(later, next_seq=record.seq + 1, prev=record.h, run=location.run, line=later.seq + 1)
+            later = record
+            if keep(record):
+                kept.append(record)
+                if len(kept) == count:
+                    break
+    kept.reverse()
+    return kept
+
+
+def follow_run(
+    url: str,
+    *,
+    after: int = -1,
+    poll_s: float = 1.0,
+    stop: Callable[[], bool] | None = None,
+    run: str | None = None,
+) -> Iterator[list[Record]]:
+    """A run's records after seq ``after`` as they are appended, a batch per wake-up, forever (or until
+    ``stop()``, asked after each wait). A ``NOTIFY`` wakes the follower at once; without one (or with
+    ``notify=off``) it looks again every ``poll_s`` seconds. Each record is checked to follow the one before
+    it; UNKNOWN_SEQ when the run does not reach ``after``."""
+    location = _with_run(parse_location(url, run=run))
+    assert location.run is not None
+    with _connection(location) as conn, _faults(location):
+        _require_run(conn, location)
+        prev = _hash_at(conn, location.run, after)
+    if prev is None:
+        raise error("UNKNOWN_SEQ", f"seq {after} is not in the log", seq=after)
+    return _following(location, after + 1, prev, poll_s, stop)
+
+
+def _following(
+    location: Location, next_seq: int, prev: str, poll_s: float, stop: Callable[[], bool] | None
+) -> Iterator[list[Record]]:
+    psycopg = _driver("psycopg")
+    assert location.run is not None
+    listener = None
+    if location.notify:
+        with _faults(location):
+            listener = psycopg.Connection.connect(location.conninfo, autocommit=True)
+            listener.execute(f"LISTEN {CHANNEL}")
+    try:
+        while True:
+            with _connection(location) as conn, _faults(location):
+                fresh = list(_checked(conn, location.run, next_seq, prev, next_seq + _FOLLOW_BATCH - 1))
+            if fresh:
+                next_seq, prev = fresh[-1].seq + 1, fresh[-1].h
+                yield fresh
+                continue
+            if stop is not None and stop():
+                return
+            _wait(listener, poll_s, location)
+    finally:
+        if listener is not None:
+            with contextlib.suppress(Exception):
+                listener.close()
+
+
+# --------------------------------------------------------------------------- many runs: the summaries
+
+
+def _reasons_after(row: tuple[Any, ...] | None, state: PlanState) -> list[str] | None:
+    """The replan reasons up to ``state``, from the summary ``row`` kept before it (None when they do not
+    follow: more than one version was adopted since, or the summary is from a later point)."""
+    if row is None:
+        return [] if state.version <= 1 else None
+    seq, version, reasons = int(row[0]), int(row[1]), list(row[2])
+    if seq > state.last_seq:
+        return None
+    if version == state.version:
+        return reasons
+    adopted = state.adopted
+    if version == state.version - 1 and adopted is not None and adopted.reason is not None:
+        return [*reasons, adopted.reason]
+    return None
+
+
+def _put_summary(conn: Connection[Any], run: str, state: PlanState, last_ts: str, reasons: Sequence[str]) -> None:
+    """Upsert a run's summary, never over one of a later seq (writers race to leave theirs)."""
+    conn.execute(
+        "INSERT INTO plantrail_summaries (run, seq, goal, outcome, plan_version, last_ts, orphans, reasons) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (run) DO UPDATE SET seq = EXCLUDED.seq, "
+        "goal = EXCLUDED.goal, outcome = EXCLUDED.outcome, plan_version = EXCLUDED.plan_version, "
+        "last_ts = EXCLUDED.last_ts, orphans = EXCLUDED.orphans, reasons = EXCLUDED.reasons "
+        "WHERE plantrail_summaries.seq < EXCLUDED.seq",
+        (run, state.last_seq, state.goal, state.outcome, state.version, last_ts, len(state.orphans), list(reasons)),
+    )
+
+
+def _recomputed(conn: Connection[Any], where: str, run: str) -> RunRow:
+    """A run's summary folded from its rows (each checked), and left for the next reader when it is whole."""
+    from plantrail.ledger.runs import summarise
+    from plantrail.projections.state import fold
+
+    reasons: list[str] = []
+    last: list[Record] = []
+
+    def noted(records: Iterator[Record]) -> Iterator[Record]:
+        for record in records:
+            last[:] = [record]
+            yield record
+
+    def adopted(state: PlanState) -> None:
+        if state.version > 1 and state.adopted is not None and state.adopted.reason is not None:
+            reasons.append(state.adopted.reason)
+
+    damage: str | None = None
+
+    def until_damage(stream: Iterator[Record]) -> Iterator[Record]:
+        nonlocal damage
+        try:
+            yield from stream
+        except LogDamaged as exc:
+            damage = exc.code
+
+    state = fold(until_damage(noted(_checked(conn, run, 0, GENESIS_PREV))), on_adopt=adopted)
+    last_ts = last[0].ts if last else None
+    if damage is None and last_ts is not None:
+        with contextlib.suppress(Exception), conn.transaction():  # a role that may only read still gets its answer
+            _put_summary(conn, run, state, last_ts, reasons)
+    return summarise(state, last_ts, reasons, f"{where}#{run}", damage)
+
+
+def run_summaries(url: str) -> list[RunRow]:
+    """One row per run in the database, from its summary when the summary's seq is the run's head seq
+    (an index lookup per run), else recomputed from the run's rows (and the summary left for next time)."""
+    from plantrail.ledger.runs import RunRow
+
+    location = parse_location(url)
+    if location.run is not None:
+        raise error("USAGE", f"runs lists a database's runs: give {location.conninfo} without #{location.run}")
+    query = (
+        "SELECT r.run, s.seq, s.goal, s.outcome, s.plan_version, s.last_ts, s.orphans, s.reasons, "
+        "(SELECT max(x.seq) FROM plantrail_records x WHERE x.run = r.run) "
+        "FROM plantrail_runs r LEFT JOIN plantrail_summaries s ON s.run = r.run"
+    )
+    rows: list[RunRow] = []
+    where = _masked(url)  # each row's location names its run as the caller named the database
+    with _connection(location) as conn, _faults(location):
+        for run, seq, goal, outcome, version, last_ts, orphans, reasons, head in conn.execute(query).fetchall():
+            if seq is None or head is None or int(seq) != int(head):
+                rows.append(_recomputed(conn, where, run))
+                continue
+            rows.append(
+                RunRow(
+                    run=run,
+                    goal=goal,
+                    outcome=outcome,
+                    plan_version=int(version),
+                    last_activity=last_ts,
+                    replans=max(int(version) - 1, 0),
+                    orphans=int(orphans),
+                    last_seq=int(seq),
+                    location=f"{where}#{run}",
+                    reasons=tuple(reasons),
+                )
+            )
+    return rows

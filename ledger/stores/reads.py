@@ -8,10 +8,11 @@ The answers are the log's own: a version or history index only saves folding the
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Final, NamedTuple
 
 from plantrail.ledger.errors import error
+from plantrail.ledger.events import Record
 from plantrail.ledger.store import TornTail
 from plantrail.ledger.stores.cache import (
     HistoryEntry,
@@ -47,13 +48,17 @@ __all__ = [
     "VersionEntry",
     "Versions",
     "build_version_index",
+    "diff_of",
     "is_fork",
+    "listed_versions",
     "read_state",
     "read_versions",
     "rebuild_version",
     "replan_audit",
     "use_cache_default",
     "version_diff",
+    "versions_in",
+    "why_of",
 ]
 
 
@@ -62,10 +67,14 @@ def build_version_index(log_path: str) -> PlanState:
     entries: list[bytes] = []
     blobs: list[bytes] = []
     at = 0
+    indexed = 0
     with LogReader(log_path) as reader:
 
         def adopted(state: PlanState) -> None:
-            nonlocal at
+            nonlocal at, indexed
+            if state.version == indexed:
+                return  # extended in place: the version still starts at its adopting record
+            indexed = state.version
             # just after the adopting record, which the fold has just applied
             entry, blob = index_entry(state, reader.position, at)
             entries.append(entry)
@@ -129,40 +138,76 @@ class Versions(NamedTuple):
         return self.entries(version, version)[0]
 
 
+def versions_in(
+    records: Iterable[Record],
+    state: PlanState,
+    add: Callable[[VersionEntry, Any, PlanState], None],
+    *,
+    where: Callable[[], Any] = lambda: None,
+    known: VersionInfo | None = None,
+) -> tuple[PlanState, bool]:
+    """Fold ``records`` from ``state`` to their end, reporting every version adopted on the way with ``where()``
+    as it stood just after the adopting record (a file reader's position; nothing for other stores) and the
+    state just after it; return the final state, and whether the version ``state`` is in ends up other than
+    ``known`` (what an entry made for it before says; then that entry is stale: the version was extended in
+    place since). Any store's records.
+
+    A version is reported once its span is folded, so its entry holds the version with every step added to it
+    in place (``plan.extended``); the active version is reported as it stands at the end of the records."""
+    stream = iter(records)
+    waiting: tuple[VersionEntry, Any, PlanState] | None = None
+    stale = False
+    while True:
+        span, after = fold_span(stream, state)
+        if waiting is not None:
+            entry, at, adopting = waiting
+            assert span.state.adopted is not None  # the span of a version that was adopted
+            add(entry._replace(info=span.state.adopted), at, adopting)
+        else:
+            stale = known is not None and span.state.adopted != known
+        if after is None:
+            return span.state, stale
+        assert after.adopted is not None  # a version changes only by a record that adopts one
+        ended = None if span.state.version == 0 else tuple(criterion_seqs(span.state).items())
+        waiting = (VersionEntry(after.adopted, ended), where(), after)
+        state = after
+
+
 def _versions_from(
     reader: LogReader,
     start: Position | None,
     state: PlanState,
     add: Callable[[VersionEntry, Position, PlanState], None],
-) -> PlanState:
+    known: VersionInfo | None = None,
+) -> tuple[PlanState, bool]:
     """Fold the log from ``start`` (the state there: ``state``) to its end, reporting every version adopted on the
-    way with the position and state just after its adopting record; return the final state."""
-    stream = iter(reader.records(start=start, run=state.run if start is not None else None))
-    while True:
-        span, after = fold_span(stream, state)
-        if after is None:
-            return span.state
-        assert after.adopted is not None  # a version changes only by a record that adopts one
-        ended = None if span.state.version == 0 else tuple(criterion_seqs(span.state).items())
-        add(VersionEntry(after.adopted, ended), reader.position, after)
-        state = after
+    way with the position and state just after its adopting record (:func:`versions_in`)."""
+    stream = reader.records(start=start, run=state.run if start is not None else None)
+    return versions_in(stream, state, add, where=lambda: reader.position, known=known)
 
 
 def _in_memory(log_path: str, use_cache: bool) -> Versions:
     """Every version from a fold of the whole log (no history index)."""
     found: list[VersionEntry] = []
     with LogReader(log_path) as reader:
-        final = _versions_from(reader, None, initial(), lambda entry, _, __: found.append(entry))
+        final, _ = _versions_from(reader, None, initial(), lambda entry, _, __: found.append(entry))
 
     def ending(version: int) -> PlanState:
         return rebuild_version(log_path, version, use_cache=use_cache)[0]
 
+    return listed_versions(found, final.run, reader.torn, ending)
+
+
+def listed_versions(
+    found: list[VersionEntry], run: str | None, torn: TornTail | None, ending: Callable[[int], PlanState]
+) -> Versions:
+    """The :class:`Versions` of every version a fold of a whole log found, in order (any store's log)."""
     base = found[0].info.version if found else 1  # a fork's first version is the one it carries
 
     def entries(first: int, last: int) -> list[VersionEntry]:
         return found[max(first - base, 0) : max(last - base + 1, 0)]
 
-    return Versions(final.run, base - 1 + len(found), reader.torn, entries, ending, base)
+    return Versions(run, base - 1 + len(found), torn, entries, ending, base)
 
 
 class _Unreadable(Exception):
@@ -209,13 +254,16 @@ def _indexed(log_path: str, index: HistoryIndex, torn: TornTail | None) -> Versi
     return Versions(index.run, index.versions, torn, entries, ending)
 
 
-def _resumed(log_path: str, fd: int, index: HistoryIndex) -> tuple[Position, PlanState] | None:
-    """Where an update of ``index`` starts folding: the active version's start, and the state there."""
+def _resumed(log_path: str, fd: int, index: HistoryIndex) -> tuple[Position, PlanState, VersionInfo] | None:
+    """Where an update of ``index`` starts folding: the active version's start, the state there, and the version
+    as its entry describes it."""
     if index.versions == 0:
         return None
     entries = read_history_entries(log_path, index, index.versions, index.versions)
     start = None if entries is None else read_version_start(log_path, fd, entries[0])
-    return None if entries is None or start is None else (entries[0].start, decode_state(start))
+    if entries is None or start is None:
+        return None
+    return entries[0].start, decode_state(start), decode_version(entries[0].summary)[0]
 
 
 def _updated_history(log_path: str) -> tuple[HistoryIndex | None, TornTail | None]:
@@ -234,21 +282,40 @@ def _updated_history(log_path: str) -> tuple[HistoryIndex | None, TornTail | Non
             if index is not None and index.covered.offset == os.fstat(reader.fd).st_size:
                 return index, None
             resumed = None if index is None else _resumed(log_path, reader.fd, index)
-            if resumed is None:
-                index, start, state = None, None, initial()
-            else:
-                start, state = resumed
-            with HistoryWriter(log_path, index) as writer:
-
-                def add(entry: VersionEntry, where: Position, after: PlanState) -> None:
-                    summary = encode_version(entry.info, entry.ended)
-                    writer.add(entry.info.version, where, summary, encode_state(after._replace(orphans=())))
-
-                final = _versions_from(reader, start, state, add)
-                unchanged = index is not None and writer.versions == index.versions and reader.position == index.covered
-                if writer.versions and final.run is not None and not unchanged:
-                    writer.commit(header, final.run, reader.position)
+            if not _write_history(log_path, reader, index, resumed, header) and index is not None:
+                # the active version's entry no longer says what the version holds (extended since): start over
+                with LogReader(log_path) as again:
+                    _write_history(log_path, again, None, None, header)
         return load_history(log_path, reader.fd), reader.torn
+
+
+def _write_history(
+    log_path: str,
+    reader: LogReader,
+    index: HistoryIndex | None,
+    resumed: tuple[Position, PlanState, VersionInfo] | None,
+    header: str,
+) -> bool:
+    """Extend ``index`` from ``resumed`` (the active version's start; from scratch without either) to the end of
+    the log; False, with nothing committed, when the version resumed in was extended in place since its entry
+    was written (that entry is stale)."""
+    if resumed is None:
+        index, start, state, known = None, None, initial(), None
+    else:
+        start, state, known = resumed
+    with HistoryWriter(log_path, index) as writer:
+
+        def add(entry: VersionEntry, where: Position, after: PlanState) -> None:
+            summary = encode_version(entry.info, entry.ended)
+            writer.add(entry.info.version, where, summary, encode_state(after._replace(orphans=())))
+
+        final, stale = _versions_from(reader, start, state, add, known)
+        if stale and index is not None:
+            return False
+        unchanged = index is not None and writer.versions == index.versions and reader.position == index.covered
+        if writer.versions and final.run is not None and not unchanged:
+            writer.commit(header, final.run, reader.position)
+    return True
 
 
 def read_versions(log_path: str, *, use_cache: bool | None = None) -> Versions:
@@ -300,7 +367,11 @@ def version_diff(
     ``old`` (folded from its start, which the index holds); and the state at the end of ``new``."""
     if old >= new:
         raise error("USAGE", f"diff compares an earlier version with a later one, not v{old} with v{new}")
-    found = read_versions(log_path, use_cache=use_cache)
+    return diff_of(read_versions(log_path, use_cache=use_cache), old, new)
+
+
+def diff_of(found: Versions, old: int, new: int) -> tuple[dict[str, Any], PlanState]:
+    """:func:`version_diff` over any store's :class:`Versions`."""
     if new > found.total:
         raise _unknown_version(new, found.total)
     if old < found.first:
@@ -321,11 +392,16 @@ def replan_audit(
     from plantrail.ledger.stores.seek import record_at
 
     found = read_versions(log_path, use_cache=use_cache)
+    current = read_state(log_path, use_cache=use_cache).state
+    return why_of(found, version, lambda seq: record_at(log_path, seq), current), found.torn
+
+
+def why_of(found: Versions, version: int | None, quote: Callable[[int], Record], current: PlanState) -> dict[str, Any]:
+    """:func:`replan_audit`'s document over any store's :class:`Versions`, records read by seq with ``quote``."""
     version = replan_version(found.total, version)
     if version <= found.first:
         raise _before_fork(version, found.first)
     replaced, adopted = (entry.info for entry in found.entries(version - 1, version))
     before = found.ending(version - 1)
-    quoted = {seq: record_at(log_path, seq) for seq in sorted({*adopted.causes, adopted.seq})}
-    current = read_state(log_path, use_cache=use_cache).state
-    return why_traced(replaced, adopted, before, quoted, current.orphans, current.lineage), found.torn
+    quoted = {seq: quote(seq) for seq in sorted({*adopted.causes, adopted.seq})}
+    return why_traced(replaced, adopted, before, quoted, current.orphans, current.lineage)

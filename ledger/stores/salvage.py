@@ -103,8 +103,11 @@ class _Line(NamedTuple):
 
 
 def salvage(path: str | os.PathLike[str]) -> SalvageReport:
-    """Inventory a log without writing to it (a shared lock keeps writers out while it reads)."""
-    name = os.fspath(path)
+    """Inventory a log without writing to it (a shared lock keeps writers out while it reads); a database run
+    has no bytes to salvage (FILE_STORE_ONLY)."""
+    from plantrail.ledger.stores import require_file
+
+    name = require_file(os.fspath(path), "salvage")
     fd = _open(name, os.O_RDONLY)
     try:
         size = os.fstat(fd).st_size

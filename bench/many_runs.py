@@ -1,0 +1,98 @@
+"""Benchmark sides for ``plantrail runs``: many runs listed, from a folder of JSONL logs and from PostgreSQL.
+
+* A folder: ``count`` logs of the recorded n-event run, each with the fresh snapshot its writer's close leaves
+  (copies of one recorded log, each opened and closed once so its own cache is written; untimed).
+* A database: ``count`` runs, each the recorded run's records re-chained under its own run id and copied in
+  in bulk, then listed once (untimed) so that every run's summary is at its head, as writers leave them.
+
+Both are timed as the whole ``plantrail runs`` process a user runs.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import msgspec
+
+from bench.harness import Probe, run_process, timed
+from bench.sides import _plantrail, make_log
+from plantrail.ledger.api import Ledger
+from plantrail.ledger.chain import encode_pending
+from plantrail.ledger.codec import GENESIS_PREV
+from plantrail.ledger.events import LogOpened, Record
+from plantrail.ledger.store import PendingRecord
+from plantrail.ledger.stores.jsonl import LogReader
+
+__all__ = ["database_listing", "fill_database", "fill_folder", "folder_listing"]
+
+
+def _runs_argv(*args: str) -> list[str]:
+    return [*_plantrail(), "runs", *args, "--limit", "20"]
+
+
+def fill_folder(workdir: Path, count: int, events: int) -> Path:
+    """A folder of ``count`` logs of the recorded ``events``-event run, each with its own fresh snapshot."""
+    folder = workdir / f"runs-{count}x{events}"
+    source = make_log(workdir / f"run-{events}.jsonl", events)
+    folder.mkdir(exist_ok=True)
+    data = source.read_bytes()
+    for i in range(count):
+        path = folder / f"run-{i:05d}.jsonl"
+        if path.exists():
+            continue
+        cache = Path(f"{path}.plantrail-cache")
+        if cache.exists():
+            shutil.rmtree(cache)
+        path.write_bytes(data)
+        Ledger.open(path, fsync="none").close()  # a writer's close leaves the snapshot
+    return folder
+
+
+def folder_listing(folder: Path) -> Probe:
+    """`plantrail runs FOLDER` as a whole process."""
+    return timed(run_process(_runs_argv(str(folder))), collect=False)
+
+
+def _rechained(records: list[Record], run: str) -> Iterator[tuple[str, int, bytes, str, str | None]]:
+    prev = GENESIS_PREV
+    for record in records:
+        data = msgspec.structs.replace(record.data, run=run) if isinstance(record.data, LogOpened) else record.data
+        pending = PendingRecord(record.ts, record.plan_version, record.actor, data, record.source, record.key)
+        line, stored = encode_pending(pending, run=run, seq=record.seq, prev=prev)
+        prev = stored.h
+        yield run, stored.seq, line[:-1], stored.h, stored.key
+
+
+def fill_database(url: str, workdir: Path, count: int, events: int) -> str:
+    """A fresh database on the server at ``url`` holding ``count`` runs of the recorded run; its URL."""
+    import psycopg
+
+    from plantrail.ledger.runs import list_runs
+    from plantrail.ledger.stores.postgres import init_schema
+
+    name = f"bench_runs_{count}_{events}"
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        admin.execute(f"CREATE DATABASE {name}")
+    parts = url.split("?", 1)
+    database = parts[0].rsplit("/", 1)[0] + f"/{name}" + (f"?{parts[1]}" if len(parts) > 1 else "")
+    init_schema(database)
+    with LogReader(make_log(workdir / f"run-{events}.jsonl", events)) as reader:
+        records = list(reader.records())
+    with psycopg.connect(database, autocommit=True) as conn, conn.transaction(), conn.cursor() as cur:
+        with cur.copy("COPY plantrail_runs (run) FROM STDIN") as copy:
+            for i in range(count):
+                copy.write_row((f"run-{i:05d}",))
+        with cur.copy("COPY plantrail_records (run, seq, line, h, key) FROM STDIN") as copy:
+            for i in range(count):
+                for row in _rechained(records, f"run-{i:05d}"):
+                    copy.write_row(row)
+    list_runs(database)  # every summary brought to its run's head, as the runs' writers would have left them
+    return database
+
+
+def database_listing(database: str) -> Probe:
+    """`plantrail runs --store URL` as a whole process."""
+    return timed(run_process(_runs_argv("--store", database)), collect=False)

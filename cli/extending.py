@@ -1,0 +1,60 @@
+"""The command that extends a plan version in place: ``plantrail extend``.
+
+It parses the extension document, calls :meth:`Ledger.extend <plantrail.ledger.api.Ledger.extend>` and renders
+the acknowledgement as every recording command does; the rule is :mod:`plantrail.ledger.extension`'s.
+"""
+
+from __future__ import annotations
+
+import click
+
+from plantrail.cli.common import FilePath, read_json_file
+from plantrail.cli.record import _plan_version_option, _run, _write_options
+from plantrail.ledger.limits import PATCH
+
+__all__ = ["extend"]
+
+
+@click.command()
+@click.argument("log", type=FilePath(dir_okay=False, path_type=str))
+@click.argument("additions", metavar="ADDITIONS")
+@_plan_version_option(
+    "An older version is refused (STALE_PLAN_VERSION); a patch's base_version says the same when given."
+)
+@_write_options("planner")
+def extend(
+    log: str,
+    additions: str,
+    plan_version: int | None,
+    expected_seq: int | None,
+    key: str | None,
+    actor: str,
+    as_json: bool,
+) -> None:
+    """Add steps and criteria to the active plan version in place, while no work has touched it.
+
+    ADDITIONS is a JSON file (- for stdin): a patch {"base_version": N, "operations": [...]} of add_step and
+    add_criterion operations only, or {"steps": [...], "acceptance_criteria": [...]} in the draft's shapes.
+    The version keeps its number; once a step of it has started, reported a result or a criterion has a
+    verdict (or the run finished or paused) it is VERSION_TOUCHED: replan instead. A step or criterion id the
+    version already has is STEP_EXISTS / CRITERION_EXISTS.
+
+    \b
+    Example:
+      plantrail extend run.jsonl more-steps.json
+    """
+    from typing import cast
+
+    from plantrail.ledger.decide import Extend
+    from plantrail.ledger.events import Actor
+    from plantrail.ledger.extension import parse_additions
+
+    parsed = parse_additions(read_json_file(additions, PATCH))
+    command = Extend(
+        steps=parsed.steps,
+        criteria=parsed.criteria,
+        plan_version=parsed.base_version if plan_version is None else plan_version,
+        key=key,
+        actor=cast("Actor", actor),
+    )
+    _run(log, command, expected_seq, as_json)

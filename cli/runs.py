@@ -1,0 +1,101 @@
+"""``plantrail runs``: one row per run of a runs folder or a database (:func:`plantrail.ledger.runs.list_runs`)."""
+
+from __future__ import annotations
+
+import click
+
+from plantrail.cli.common import STORE_ENV, emit, json_option, table, truncate
+from plantrail.ledger.events import REASON_CODES
+from plantrail.ledger.runs import OUTCOMES, SORTS
+
+__all__ = ["runs"]
+
+
+@click.command()
+@click.argument("where", metavar="[DIR]", required=False)
+@click.option(
+    "--store",
+    metavar="URL",
+    envvar=STORE_ENV,
+    help=f"A database (or runs folder) instead of DIR (default: ${STORE_ENV}).",
+)
+@click.option("--outcome", type=click.Choice(OUTCOMES), help="Only runs with this outcome (open: not finished).")
+@click.option("--since", metavar="WHEN", help="Only runs whose last record is this recent (ISO date or time, UTC).")
+@click.option(
+    "--reason", type=click.Choice(REASON_CODES), metavar="CODE", help="Only runs with a replan for this reason code."
+)
+@click.option("--has-orphans", is_flag=True, help="Only runs holding a late result.")
+@click.option(
+    "--sort", type=click.Choice(SORTS), default="last_activity", show_default=True, help="Newest, or most, first."
+)
+@click.option("--limit", type=click.IntRange(min=1), metavar="N", help="At most N rows.")
+@json_option
+def runs(
+    where: str | None,
+    store: str | None,
+    outcome: str | None,
+    since: str | None,
+    reason: str | None,
+    has_orphans: bool,
+    sort: str,
+    limit: int | None,
+    as_json: bool,
+) -> None:
+    """List runs, one row each: run id, goal, outcome, plan version, last activity, replans and late results
+    (orphans). DIR is a runs folder (default: $PLANTRAIL_HOME/runs, else .plantrail/runs); --store a database.
+
+    What a row says is what the log says: a JSONL log is read from its snapshot when the snapshot checks out
+    (else its records are folded; nothing is written), a database run from its summary when the summary is at
+    the run's head (else from its rows). A log that is damaged shows what its valid part says, with "damage".
+
+    \b
+    JSON: [{"run", "goal", "outcome", "plan_version", "last_activity", "replans", "orphans", "last_seq",
+      "location", "damage"}] ("outcome" null while open; "damage" null or the code that cut the read short)
+
+    \b
+    Example:
+      plantrail runs
+      plantrail runs .plantrail/runs --outcome open --has-orphans
+      plantrail runs --store postgresql://localhost/plantrail --reason failed_assumption --json
+    """
+    from plantrail.ledger.errors import error
+    from plantrail.ledger.runs import list_runs
+
+    if where is not None and store is not None and store != where and not _from_environment(store):
+        raise error("USAGE", "give a runs folder or --store, not both")
+    found = list_runs(
+        where if where is not None else store,
+        outcome=outcome,
+        since=since,
+        reason=reason,
+        has_orphans=has_orphans,
+        sort=sort,
+        limit=limit,
+    )
+
+    def human() -> str:
+        if not found:
+            return "no runs"
+        rows = [
+            [
+                r.run or "?",
+                truncate(r.goal or "", 48),
+                r.outcome or ("open" if r.run is not None else ""),
+                f"v{r.plan_version}",
+                (r.last_activity or "")[:19].replace("T", " "),
+                str(r.replans),
+                str(r.orphans),
+                r.damage or "",
+            ]
+            for r in found
+        ]
+        return table(["RUN", "GOAL", "OUTCOME", "PLAN", "LAST ACTIVITY (UTC)", "REPLANS", "ORPHANS", "DAMAGE"], rows)
+
+    emit(as_json, [r.as_dict() for r in found], human)
+
+
+def _from_environment(store: str) -> bool:
+    """True when ``store`` came from $PLANTRAIL_STORE (a DIR given on the command line then wins)."""
+    import os
+
+    return os.environ.get(STORE_ENV) == store

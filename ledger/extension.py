@@ -1,0 +1,159 @@
+"""Extending a plan version in place (format v2, ``plan.extended``): the rule, and the plan it gives.
+
+A plan version that no work has touched since it was adopted can gain steps and acceptance criteria without a
+replan: nothing of it was started, reported or verified, so there is no work to keep, reset or invalidate,
+and a replan's reason and why would describe nothing that happened (an agent that writes its task list one
+task at a time, before it starts any, is still writing one plan). The version keeps its number; the event
+records only what it adds; the reducer appends it to the version's plan, and every view of the version (its
+spec, ``versions``, ``diff``, ``why``, the history index) sees the version with its extensions.
+
+*Touched* means: since the version was adopted (or last extended), a step started or reported a result, a
+criterion got a verdict, or the run finished or paused. Each of those moves a step's, a criterion's or the
+run's seq past the version's mark (the seq of its adopting record or of its latest extension), so
+:func:`touched` is a pure function of the state. Late results for earlier versions do not touch the active
+one: they never read it. A forked run (``run.forked``) counts as touched throughout: the state it carries
+holds the parent's seqs, which the fork's own seqs do not continue, so no mark can be compared.
+
+Refusals (nothing is written): VERSION_TOUCHED once the version has been touched (replan instead),
+STEP_EXISTS / CRITERION_EXISTS for an id the version already holds, STALE_PLAN_VERSION for an extension
+issued against an older version, RUN_FINISHED after a final outcome, USAGE for an extension that adds
+nothing, and the draft codes (UNKNOWN_DEPENDENCY, DEPENDENCY_CYCLE, ...) when the extended plan does not
+validate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from plantrail.ledger.errors import error
+from plantrail.ledger.plan import CriterionSpec, PlanPatch, PlanSpec, StepSpec, parse_draft, parse_patch, validate_plan
+
+if TYPE_CHECKING:
+    from plantrail.ledger.events import PlanExtended
+    from plantrail.projections.state import StateView
+
+__all__ = ["Additions", "additions", "check_extension", "extended_plan", "mark", "parse_additions", "touched"]
+
+
+def extended_plan(plan: PlanSpec, steps: tuple[StepSpec, ...], criteria: tuple[CriterionSpec, ...]) -> PlanSpec:
+    """``plan`` with ``steps`` and ``criteria`` appended (not validated)."""
+    return replace(plan, steps=(*plan.steps, *steps), acceptance_criteria=(*plan.acceptance_criteria, *criteria))
+
+
+def mark(state: StateView) -> int:
+    """The seq after which work on the active version counts: its adopting record's, or its latest extension's."""
+    adopted = state.adopted
+    if adopted is None:
+        return state.last_seq
+    return max(adopted.seq, *adopted.extended) if adopted.extended else adopted.seq
+
+
+def touched(state: StateView) -> bool:
+    """Whether any work read the active version since it was adopted or last extended (see the module). A forked
+    run's versions count as touched: the fork carries the parent's seqs, which its own do not continue."""
+    if state.lineage:
+        return True
+    since = mark(state)
+    if state.outcome_seq is not None and state.outcome_seq > since:
+        return True
+    return any(s.last_seq > since for s in state.steps.values()) or any(
+        c.last_seq > since for c in state.criteria.values()
+    )
+
+
+def additions(patch: PlanPatch) -> tuple[tuple[StepSpec, ...], tuple[CriterionSpec, ...]]:
+    """The steps and criteria a patch adds; PATCH_INVALID for any operation but ``add_step`` and ``add_criterion``
+    (an extension only adds: anything else changes the version, which is a replan)."""
+    steps: list[StepSpec] = []
+    criteria: list[CriterionSpec] = []
+    for i, op in enumerate(patch.operations):
+        if op.op == "add_step" and op.step is not None:
+            steps.append(op.step)
+        elif op.op == "add_criterion" and op.criterion is not None:
+            criteria.append(op.criterion)
+        else:
+            raise error(
+                "PATCH_INVALID",
+                f"operations[{i}] ({op.op}): an extension only adds steps and criteria (add_step, add_criterion); "
+                "anything else is a replan",
+                path=f"operations[{i}]",
+            )
+    return tuple(steps), tuple(criteria)
+
+
+class Additions(NamedTuple):
+    """What an extension document adds, and the plan version it was written against (a patch's
+    ``base_version``; None when the document does not say)."""
+
+    steps: tuple[StepSpec, ...]
+    criteria: tuple[CriterionSpec, ...]
+    base_version: int | None = None
+
+
+def parse_additions(raw: Any) -> Additions:
+    """An extension document's JSON value: a patch (``{"base_version": N, "operations": [...]}`` with only
+    ``add_step`` and ``add_criterion``), or the steps and criteria alone (``{"steps": [...],
+    "acceptance_criteria": [...]}``, the draft's shapes; a goal or policy is DRAFT_INVALID: an extension
+    changes neither)."""
+    if isinstance(raw, Mapping) and ("operations" in raw or "base_version" in raw or "baseVersion" in raw):
+        patch = parse_patch(raw)
+        steps, criteria = additions(patch)
+        return Additions(steps, criteria, patch.base_version)
+    if isinstance(raw, Mapping):
+        extra = sorted(k for k in ("goal", "policy") if k in raw)
+        if extra:
+            raise error(
+                "DRAFT_INVALID",
+                f"an extension adds steps and criteria only; it cannot set {' or '.join(extra)}",
+                path="draft",
+                ids=extra,
+            )
+    draft = parse_draft(raw)
+    return Additions(draft.steps, draft.acceptance_criteria)
+
+
+def check_extension(state: StateView, data: PlanExtended, plan_version: int) -> None:
+    """Refuse an extension the rule forbids (see the module); the caller has checked the plan version exists."""
+    plan = state.plan
+    assert plan is not None  # the caller requires a plan
+    if plan_version < state.version:
+        raise error(
+            "STALE_PLAN_VERSION",
+            f"the extension was issued against plan version {plan_version}; version {state.version} superseded it",
+            plan_version=plan_version,
+            expected=state.version,
+            actual=plan_version,
+        )
+    if state.finished:
+        raise error("RUN_FINISHED", f"the run finished {state.outcome}", seq=state.outcome_seq)
+    if not data.steps and not data.criteria:
+        raise error("USAGE", "an extension adds at least one step or acceptance criterion")
+    if touched(state):
+        raise error(
+            "VERSION_TOUCHED",
+            f"plan version {state.version} has been worked on since seq {mark(state)}; "
+            "only an untouched version is extended in place (replan instead)",
+            plan_version=state.version,
+            seq=mark(state),
+        )
+    have = {s.id for s in plan.steps}
+    for step in data.steps:
+        if step.id in have:
+            raise error(
+                "STEP_EXISTS",
+                f"step {step.id} is already in plan version {state.version}; an extension only adds steps",
+                step=step.id,
+                plan_version=state.version,
+            )
+    known = {c.id for c in plan.acceptance_criteria}
+    for criterion in data.criteria:
+        if criterion.id in known:
+            raise error(
+                "CRITERION_EXISTS",
+                f"criterion {criterion.id} is already in plan version {state.version}; an extension only adds",
+                criterion=criterion.id,
+                plan_version=state.version,
+            )
+    validate_plan(extended_plan(plan, data.steps, data.criteria))
