@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from plantrail.cli.common import FilePath, read_json_file
+from plantrail.cli.common import log_argument, read_json_file
 from plantrail.cli.record import _plan_version_option, _run, _write_options
 from plantrail.ledger.limits import PATCH
 
@@ -16,7 +16,7 @@ __all__ = ["extend"]
 
 
 @click.command()
-@click.argument("log", type=FilePath(dir_okay=False, path_type=str))
+@log_argument
 @click.argument("additions", metavar="ADDITIONS")
 @_plan_version_option(
     "An older version is refused (STALE_PLAN_VERSION); a patch's base_version says the same when given."

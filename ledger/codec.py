@@ -98,7 +98,13 @@ def line_version(data: ev.Event, *, held: bool | None = None) -> int:
     """
     if type(data) is ev.LogOpened:
         return V2 if data.format == FORMATS[V2] else V1
+    if type(data) is ev.RunFinished and data.outcome in _V2_OUTCOMES:
+        return V2
     return V2 if data.TYPE in V2_TYPES or (needs_v2(data) if held is None else held) else V1
+
+
+#: The outcomes format v2 added: a ``run.finished`` line recording one is a v2 line.
+_V2_OUTCOMES: Final = frozenset({"partial", "budget_exhausted"})
 
 
 def log_format(first: Iterable[ev.Event]) -> str:
@@ -425,6 +431,8 @@ def _classify() -> None:
     for cls in EVENT_CLASSES:
         if cls is ev.LogOpened:
             _OUTGROWS_V1[cls] = _v2_header
+        elif cls is ev.RunFinished:
+            _OUTGROWS_V1[cls] = _v2_finish
         elif cls.TYPE in V2_TYPES:
             _OUTGROWS_V1[cls] = _always
         else:
@@ -435,6 +443,10 @@ def _classify() -> None:
 
 def _v2_header(data: ev.LogOpened) -> bool:
     return data.format != FORMATS[V1]
+
+
+def _v2_finish(data: ev.RunFinished) -> bool:
+    return line_version(data) != V1
 
 
 def _always(data: Any) -> bool:

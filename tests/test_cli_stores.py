@@ -4,6 +4,7 @@ what only one store has (timestamps, hashes, the JSONL snapshot); file-only comm
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
@@ -40,6 +41,8 @@ def _same(value: Any) -> Any:
 #: The command sequence, read and write commands interleaved; {plan} etc. name sample files.
 SEQUENCE: tuple[tuple[str, ...], ...] = (
     ("create", "{run}", "--plan", "{plan}"),
+    ("extend", "{run}", "{extra}"),
+    ("versions", "{run}"),
     ("start", "{run}", "reproduce"),
     ("complete", "{run}", "reproduce", "--evidence", "the 401 reproduces", "--idempotency-key", "r-1"),
     ("complete", "{run}", "reproduce", "--evidence", "the 401 reproduces", "--idempotency-key", "r-1"),
@@ -68,9 +71,14 @@ SEQUENCE: tuple[tuple[str, ...], ...] = (
 )
 
 
-def _arguments(step: tuple[str, ...], run: str) -> list[str]:
+#: A step added in place to the untouched first version (``plantrail extend``).
+EXTRA = {"steps": [{"id": "write-notes", "title": "Write the notes", "completion_evidence": "notes saved"}]}
+
+
+def _arguments(step: tuple[str, ...], run: str, extra: Path) -> list[str]:
     files = {
         "run": run,
+        "extra": str(extra),
         "plan": str(SAMPLES / "login-fix.draft.json"),
         "v2": str(SAMPLES / "login-fix-replans.v2.draft.json"),
     }
@@ -94,10 +102,10 @@ def database() -> Iterator[str]:
         admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
-def _documents(run_cli: Callable[..., CliResult], store: str, run: str) -> list[tuple[int, Any]]:
+def _documents(run_cli: Callable[..., CliResult], store: str, run: str, extra: Path) -> list[tuple[int, Any]]:
     found = []
     for step in SEQUENCE:
-        result = run_cli(*_arguments(step, run), "--store", store, "--json")
+        result = run_cli(*_arguments(step, run, extra), "--store", store, "--json")
         assert result.code in (0, 12), (step, result.err)
         found.append((result.code, _same(result.json())))
     return found
@@ -109,8 +117,11 @@ def test_the_same_commands_print_the_same_documents_in_a_folder_and_a_database(
     """Every read and write command, run by id with --store on a runs folder and on a database, gives equal
     --json documents apart from hashes, times and the JSONL snapshot."""
     run = "login-fix"
-    in_folder = _documents(run_cli, str(tmp_path), run)
-    in_database = _documents(run_cli, database, run)
+    extra = tmp_path / "extra.json"
+    extra.write_text(json.dumps(EXTRA))
+    in_folder = _documents(run_cli, str(tmp_path), run, extra)
+    in_database = _documents(run_cli, database, run, extra)
+    assert in_folder[2][1]["versions"][0]["extended"], "the extension is part of version 1"
     for step, (file_side, database_side) in zip(SEQUENCE, zip(in_folder, in_database, strict=True), strict=True):
         assert file_side == database_side, step
     from plantrail.ledger.stores.postgres import read_records
@@ -118,7 +129,7 @@ def test_the_same_commands_print_the_same_documents_in_a_folder_and_a_database(
     folder_status = run_cli("status", run, "--store", tmp_path, "--json").json()
     database_status = run_cli("status", run, "--store", database, "--json").json()
     assert folder_status["snapshot_seq"] is not None and database_status["snapshot_seq"] is None
-    assert len(list(read_records(f"{database}#{run}"))) == database_status["last_seq"] + 1 == 9
+    assert len(list(read_records(f"{database}#{run}"))) == database_status["last_seq"] + 1 == 10
     assert (tmp_path / f"{run}.jsonl").stat().st_size > 0
 
 
