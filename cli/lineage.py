@@ -92,7 +92,12 @@ def fork(
 
     result = fork_run(
         log,
-        locate_log(output, store, new=True), at_seq=at_seq, version=version, reason=reason, run=run_id, actor=cast("Actor", actor)
+        locate_log(output, store, new=True),
+        at_seq=at_seq,
+        version=version,
+        reason=reason,
+        run=run_id,
+        actor=cast("Actor", actor),
     )
     data = {"ok": True, **result._asdict(), "anchor": f"{result.last_seq}:{result.fork_head}"}
     emit(as_json, data, lambda: _render_fork(result, reason))

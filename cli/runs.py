@@ -72,7 +72,6 @@ def runs(
         has_orphans=has_orphans,
         sort=sort,
         limit=limit,
-        reasons=as_json,
     )
 
     def human() -> str:

@@ -86,8 +86,8 @@ def fork_run(
     """Write a new run at ``path`` forked from the log ``parent`` at seq ``at_seq`` or plan ``version`` (see
     :func:`fork_point`), with an optional ``reason``; ``path`` is a JSONL file or a database run
     (``postgresql://…/db#RUN``), and so may ``parent`` be. ``run`` defaults to the new file's name without
-    ``.jsonl`` (a database run's id) and must differ from the parent's run id; the other options are :meth:`Ledger.create`'s.
-    LOG_EXISTS when ``path`` exists; the parent is never written."""
+    ``.jsonl`` (a database run's id) and must differ from the parent's run id; the other options are
+    :meth:`Ledger.create`'s. LOG_EXISTS when ``path`` exists; the parent is never written."""
     point = fork_point(parent, at_seq=at_seq, version=version)
     assert point.run is not None and point.head is not None
     target = os.fspath(path)

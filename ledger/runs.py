@@ -52,8 +52,7 @@ class RunRow(NamedTuple):
     damage: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        """The ``runs --json`` item: ``reasons`` as the count of replans per reason code (a folder's rows hold
-        them when :func:`list_runs` was asked for them, or filtered by one)."""
+        """The ``runs --json`` item, with ``reasons`` as the count of replans per reason code."""
         item = self._asdict()
         item["reasons"] = dict(sorted(Counter(self.reasons).items()))
         return item
@@ -209,7 +208,6 @@ def list_runs(
     has_orphans: bool = False,
     sort: str = "last_activity",
     limit: int | None = None,
-    reasons: bool = False,
 ) -> list[RunRow]:
     """The runs of a runs folder (default: :func:`plantrail.ledger.locations.runs_folder`) or a database
     (``postgresql://…/db``), one row each, those the filters keep, sorted (newest activity first by default)
@@ -217,9 +215,9 @@ def list_runs(
 
     ``outcome`` is one of :data:`OUTCOMES`, ``since`` a date or time (see :func:`parse_since`): rows whose last
     record is at least that recent; ``reason`` a replan reason code the run's replans include;
-    ``has_orphans`` keeps runs holding a late result. ``reasons`` reads every listed row's replan reasons
-    (``RunRow.reasons``; a database row always has them, a folder's row otherwise only for a ``reason``
-    filter). USAGE names a filter that is malformed.
+    ``has_orphans`` keeps runs holding a late result. Every row listed has its replan reasons (a folder's
+    rows read them after the limit, unless the ``reason`` filter needed them first). USAGE names a filter that
+    is malformed.
     """
     if outcome is not None and outcome not in OUTCOMES:
         raise error("USAGE", f"outcome {outcome!r} is not one of {', '.join(OUTCOMES)}")
@@ -242,7 +240,7 @@ def list_runs(
     kept = [row for row in rows if _keep(outcome, cutoff, reason, has_orphans)(row)]
     ordered = _ordered(kept, sort)
     listed = ordered if limit is None else ordered[:limit]
-    if reasons and reason is None and not (name is not None and is_database_url(name)):
+    if reason is None and not (name is not None and is_database_url(name)):
         listed = [_with_reasons(row) for row in listed]  # read for the rows listed only, after the limit
     return listed
 
