@@ -72,6 +72,7 @@ def runs(
         has_orphans=has_orphans,
         sort=sort,
         limit=limit,
+        reasons=as_json,  # the table shows no reasons: a folder's rows need not read them
     )
 
     def human() -> str:

@@ -208,6 +208,7 @@ def list_runs(
     has_orphans: bool = False,
     sort: str = "last_activity",
     limit: int | None = None,
+    reasons: bool = True,
 ) -> list[RunRow]:
     """The runs of a runs folder (default: :func:`plantrail.ledger.locations.runs_folder`) or a database
     (``postgresql://…/db``), one row each, those the filters keep, sorted (newest activity first by default)
@@ -216,8 +217,9 @@ def list_runs(
     ``outcome`` is one of :data:`OUTCOMES`, ``since`` a date or time (see :func:`parse_since`): rows whose last
     record is at least that recent; ``reason`` a replan reason code the run's replans include;
     ``has_orphans`` keeps runs holding a late result. Every row listed has its replan reasons (a folder's
-    rows read them after the limit, unless the ``reason`` filter needed them first). USAGE names a filter that
-    is malformed.
+    rows read them after the limit, unless the ``reason`` filter needed them first); ``reasons=False`` spares
+    a folder's rows that read when the caller shows no reasons (their ``reasons`` are then empty unless a
+    ``reason`` filter read them). USAGE names a filter that is malformed.
     """
     if outcome is not None and outcome not in OUTCOMES:
         raise error("USAGE", f"outcome {outcome!r} is not one of {', '.join(OUTCOMES)}")
@@ -240,7 +242,7 @@ def list_runs(
     kept = [row for row in rows if _keep(outcome, cutoff, reason, has_orphans)(row)]
     ordered = _ordered(kept, sort)
     listed = ordered if limit is None else ordered[:limit]
-    if reason is None and not (name is not None and is_database_url(name)):
+    if reasons and reason is None and not (name is not None and is_database_url(name)):
         listed = [_with_reasons(row) for row in listed]  # read for the rows listed only, after the limit
     return listed
 
