@@ -64,7 +64,10 @@ def render_status(state: PlanState, view: dict[str, Any]) -> str:
         detail = "; ".join(s["evidence"]) or s["reason"] or s["error"] or ""
         if s["reset"] and s["status"] == "pending" and not detail:
             detail = f"reset: {s['reset']}" + (f" by {s['invalidated_by']}" if s["invalidated_by"] else "")
-        attempt = f"{s['attempt']}" if s["max_attempts"] is None else f"{s['attempt']}/{s['max_attempts']}"
+        charged = s["attempt"] - len(s["abandoned"])
+        attempt = f"{charged}" if s["max_attempts"] is None else f"{charged}/{s['max_attempts']}"
+        if s["abandoned"]:
+            attempt += f" (+{len(s['abandoned'])} abandoned)"
         depends = truncate(",".join(s["depends_on"]) or "-", _NARROW)
         rows.append([s["id"], truncate(s["title"], _NARROW), status, attempt, depends, detail])
     lines.append(table(["STEP", "TITLE", "STATUS", "ATTEMPT", "DEPENDS ON", "EVIDENCE / REASON"], rows))
@@ -84,7 +87,23 @@ def render_status(state: PlanState, view: dict[str, Any]) -> str:
         lines += ["", f"stop policy: {stop['outcome']} ({stop['rule']}): {stop['reason']}"]
     for advice in view.get("budget", {}).get("advice", []):
         lines.append(f"budget: {advice}")
+    lines += lease_lines(view.get("leases", []))
     return "\n".join(lines)
+
+
+def lease_lines(leases: list[dict[str, Any]]) -> list[str]:
+    """One line per running attempt's lease (format v2), saying when it expires or that it expired."""
+    lines = []
+    for lease in leases:
+        if lease["expired"]:
+            state = f"EXPIRED at {lease['expires_at']}: its worker is gone? abandon it (plantrail abandon LOG)"
+        else:
+            state = f"expires at {lease['expires_at']}"
+        lines.append(
+            f"lease: {lease['step']} attempt {lease['attempt']} ({lease['lease_s']:g} s since seq "
+            f"{lease['since_seq']}) {state}"
+        )
+    return lines
 
 
 def _attempt_result(a: dict[str, Any]) -> str:
@@ -152,7 +171,9 @@ def status(log: str, with_attempts: bool, as_json: bool) -> None:
         attempts = {s: attempts_view(history.attempts.get(s, ())) for s in [*state.steps, *gone]}
     else:
         state, torn, snapshot_seq = read_state_noted(log)
-    view = status_document(state) | {"torn_tail": torn is not None, "snapshot_seq": snapshot_seq}
+    from plantrail.ledger.clock import utc_now
+
+    view = status_document(state, utc_now()) | {"torn_tail": torn is not None, "snapshot_seq": snapshot_seq}
     if attempts is not None:
         view["attempts"] = attempts
     emit(as_json, view, lambda: with_times_note(log, render_status(state, view)) + snapshot_note(snapshot_seq))
@@ -205,6 +226,7 @@ def next_command(log: str, as_json: bool) -> None:
             lines = readiness_lines(state) or ["no step is ready"]
         if running:
             lines.append(f"in progress: {', '.join(running)}")
+        lines += lease_lines(data["leases"])
         if data["advice"]:
             lines.append(f"advice: replan with --reason {data['advice']}")
         return "\n".join(lines)

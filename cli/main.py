@@ -31,6 +31,7 @@ EXIT_INTERNAL = 70
 _RECORDING = ("create", "start", "complete", "block", "fail", "criterion", "finish", "replan")
 COMMANDS: dict[str, str] = {
     **dict.fromkeys(_RECORDING, "plantrail.cli.record"),
+    **dict.fromkeys(("heartbeat", "abandon"), "plantrail.cli.leases"),
     "status": "plantrail.cli.inspect:status",
     "log": "plantrail.cli.timeline:log_command",
     "show": "plantrail.cli.timeline:show",

@@ -491,8 +491,10 @@ def criterion(
 @click.option(
     "--outcome",
     required=True,
-    type=click.Choice(["complete", "paused", "failed", "cancelled"]),
-    help="complete needs every step completed and every criterion passed; paused is not final.",
+    type=click.Choice(["complete", "paused", "failed", "cancelled", "partial", "budget_exhausted"]),
+    help="complete needs every step completed and every criterion passed; paused is not final; partial "
+    "(the plan must set allowed_partial) lists done, not done and where to resume; budget_exhausted lists "
+    "what is unmet.",
 )
 @click.option("--reason", required=True, metavar="TEXT", help="Why the run ends or pauses.")
 @_plan_version_option(f"{_LATE_REFUSED}.")
@@ -507,11 +509,12 @@ def finish(
     actor: str,
     as_json: bool,
 ) -> None:
-    """Finish the run (complete, failed, cancelled) or pause it.
+    """Finish the run (complete, failed, cancelled; format v2: partial, budget_exhausted) or pause it.
 
     \b
     Example:
       plantrail finish run.jsonl --outcome complete --reason "all criteria passed"
+      plantrail finish run.jsonl --outcome budget_exhausted --reason "turn budget spent; lint still fails"
     """
     from plantrail.ledger.decide import Finish
 

@@ -453,6 +453,9 @@ def _render_receipt(receipt: dict[str, Any], code: int, show_all: bool = False) 
         [[d["step"], f"attempt {d['attempt']}", f"started at seq {d['started_seq']}"] for d in doubt]
     ) or ["  (none)"]
     lines += [more] if more else []
+    from plantrail.cli.inspect import lease_lines
+
+    lines += lease_lines(receipt["leases"])
     lines.append(_ids("ready", receipt["ready"], show_all))
     if receipt["blocked"]:
         blocked, more = _first(receipt["blocked"], show_all)
@@ -496,7 +499,10 @@ def resume(ctx: click.Context, log: str, show_all: bool, every_byte: bool, as_js
     Exit codes (a supervisor script can branch on them; the first that applies wins):
       3   the log is damaged or has a torn tail: repair first (the receipt of the valid part is printed)
       13  the run finished (complete, failed or cancelled)
-      10  steps in doubt: check whether their work happened before continuing
+      16  the run finished partial: the receipt's next says where a continuation resumes
+      15  the run finished budget_exhausted (the unmet checks are listed)
+      10  steps in doubt: check whether their work happened before continuing (abandon those whose lease
+          expired: their worker is gone)
       14  the stop policy says failed: the same failure repeated (no progress); replan or finish
       15  the stop policy says budget_exhausted: a budget or the deadline is spent; replan or finish
       12  the run is paused
@@ -505,10 +511,12 @@ def resume(ctx: click.Context, log: str, show_all: bool, every_byte: bool, as_js
       4   the log cannot be read
 
     \b
-    JSON: {"verdict": "damaged|finished|in_doubt|failed|budget_exhausted|paused|stuck|continue", "exit_code",
+    JSON: {"verdict": "damaged|finished|partial|in_doubt|failed|budget_exhausted|paused|stuck|continue",
+      "exit_code",
       "next", "run",
       "goal", "plan_version", "finished", "outcome", "outcome_reason", "done": [{"step", "attempt",
-      "evidence", "completed_seq"}], "in_doubt": [{"step", "attempt", "started_seq"}], "ready",
+      "evidence", "completed_seq"}], "in_doubt": [{"step", "attempt", "started_seq", "lease_expired"}],
+      "leases": [{"step", "attempt", "since", "since_seq", "lease_s", "expires_at", "expired"}], "ready",
       "blocked": [{"step", "reason"}], "criteria_unverified", "criteria_failed", "orphans": [...],
       "advice", "last_seq", "head_hash", "damage": null | {"code", "message", ...},
       "snapshot_seq": null | the seq up to which the cache's snapshot answered (not re-read; --verify

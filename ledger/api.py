@@ -24,6 +24,7 @@ from typing import Any, Literal
 from plantrail.ledger.checkpoint import make_checkpoint
 from plantrail.ledger.clock import utc_now
 from plantrail.ledger.decide import (
+    Abandon,
     Block,
     Command,
     Complete,
@@ -31,6 +32,7 @@ from plantrail.ledger.decide import (
     Extend,
     Fail,
     Finish,
+    Heartbeat,
     Replan,
     Start,
     VerifyCriterion,
@@ -505,11 +507,62 @@ class Ledger:
         actor: Actor = "agent",
         source: Source | None = None,
     ) -> Ack:
-        """Finish the run (``complete``, ``failed``, ``cancelled``) or pause it (``plantrail finish``)."""
+        """Finish the run (``complete``, ``failed``, ``cancelled``; format v2: ``partial`` when the plan allows it,
+        ``budget_exhausted``) or pause it (``plantrail finish``)."""
         command = Finish(
             outcome=outcome,
             reason=reason,
             plan_version=plan_version,
+            key=idempotency_key,
+            actor=actor,
+            source=source,
+        )
+        return self.execute(command, expected_seq=expected_seq)
+
+    def heartbeat(
+        self,
+        step: str,
+        *,
+        lease_s: float | None = None,
+        plan_version: int | None = None,
+        attempt: int | None = None,
+        idempotency_key: str | None = None,
+        expected_seq: int | None = None,
+        actor: Actor = "runtime",
+        source: Source | None = None,
+    ) -> Ack:
+        """Renew the lease of ``step``'s running attempt for ``lease_s`` seconds (default: its ``timeout_s``);
+        a late heartbeat is refused, STALE_PLAN_VERSION or STALE_ATTEMPT (``plantrail heartbeat``)."""
+        command = Heartbeat(
+            step=step,
+            lease_s=lease_s,
+            plan_version=plan_version,
+            attempt=attempt,
+            key=idempotency_key,
+            actor=actor,
+            source=source,
+        )
+        return self.execute(command, expected_seq=expected_seq)
+
+    def abandon(
+        self,
+        step: str,
+        reason: str,
+        *,
+        plan_version: int | None = None,
+        attempt: int | None = None,
+        idempotency_key: str | None = None,
+        expected_seq: int | None = None,
+        actor: Actor = "runtime",
+        source: Source | None = None,
+    ) -> Ack:
+        """End ``step``'s running attempt whose worker is gone, without charging the attempt: the step returns
+        to pending (``plantrail abandon``)."""
+        command = Abandon(
+            step=step,
+            reason=reason,
+            plan_version=plan_version,
+            attempt=attempt,
             key=idempotency_key,
             actor=actor,
             source=source,

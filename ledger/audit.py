@@ -68,6 +68,7 @@ RESUME_EXIT_CODES: Final[dict[str, int]] = {
     "finished": 13,
     "failed": 14,
     "budget_exhausted": 15,
+    "partial": 16,
 }
 
 

@@ -97,7 +97,13 @@ def line_version(data: ev.Event) -> int:
     """
     if type(data) is ev.LogOpened:
         return V2 if data.format == FORMATS[V2] else V1
+    if type(data) is ev.RunFinished and data.outcome in _V2_OUTCOMES:
+        return V2
     return V2 if data.TYPE in V2_TYPES or needs_v2(data) else V1
+
+
+#: The outcomes format v2 added: a ``run.finished`` line recording one is a v2 line.
+_V2_OUTCOMES: Final = frozenset({"partial", "budget_exhausted"})
 
 
 def log_format(first: Iterable[ev.Event]) -> str:
@@ -180,6 +186,10 @@ def _v1_holds(data: ev.Event) -> bool:
         return not needs_v2(data)
     if kind is ev.LogOpened:
         return data.format == FORMATS[V1]  # type: ignore[union-attr]
+    if kind in _V2_ONLY:
+        return False
+    if kind is ev.RunFinished:
+        return line_version(data) == V1
     return True
 
 
@@ -395,8 +405,10 @@ _OMITTING: Final[frozenset[type[Any]]] = frozenset({ev.PlanCreated, ev.PlanRepla
 #: Event types whose value may need format v2 (the hot path asks only these whether a v1 line holds them).
 _MAY_NEED_V2: Final[frozenset[type[Any]]] = frozenset(
     {ev.PlanCreated, ev.PlanReplanned, ev.StepCompleted, ev.StepBlocked, ev.StepFailed, ev.CriterionVerified}
-    | {ev.LogOpened, ev.PlanExtended}
+    | {ev.LogOpened, ev.RunFinished, ev.StepHeartbeat, ev.StepAbandoned, ev.RunForked, ev.PlanExtended}
 )
+#: Event types format v2 added (never on a v1 line).
+_V2_ONLY: Final[frozenset[type[Any]]] = frozenset({ev.StepHeartbeat, ev.StepAbandoned, ev.RunForked, ev.PlanExtended})
 #: Event types that may carry an evidence record (``report``, format v2).
 _REPORTING: Final[frozenset[type[Any]]] = frozenset(
     {ev.StepCompleted, ev.StepBlocked, ev.StepFailed, ev.CriterionVerified}

@@ -30,15 +30,19 @@ from plantrail.ledger.events import (
     RunFinished,
     RunForked,
     Source,
+    StepAbandoned,
     StepBlocked,
     StepCompleted,
     StepFailed,
+    StepHeartbeat,
     StepStarted,
 )
 from plantrail.ledger.evidence import Report
 from plantrail.ledger.extension import check_extension
 from plantrail.ledger.items import as_items, as_text
+from plantrail.ledger.leases import Abandon, Heartbeat, build_abandon, build_heartbeat, check_abandon, check_heartbeat
 from plantrail.ledger.lineage import check_forked
+from plantrail.ledger.outcomes import check_outcome, finished_event
 from plantrail.ledger.plan import (
     CriterionSpec,
     Draft,
@@ -56,6 +60,7 @@ from plantrail.projections.state import StateView, orphan_reason
 from plantrail.projections.stop import STOPPING, stop_decision
 
 __all__ = [
+    "Abandon",
     "Block",
     "Command",
     "Complete",
@@ -63,6 +68,7 @@ __all__ = [
     "Extend",
     "Fail",
     "Finish",
+    "Heartbeat",
     "NewEvent",
     "Replan",
     "Start",
@@ -224,7 +230,7 @@ def _specs(value: Any, kind: type[Any], what: str) -> tuple[Any, ...]:
     return items
 
 
-Command = Create | Start | Complete | Block | Fail | VerifyCriterion | Finish | Replan | Extend
+Command = Create | Start | Complete | Block | Fail | VerifyCriterion | Finish | Replan | Extend | Heartbeat | Abandon
 
 
 # --------------------------------------------------------------------------- decide
@@ -282,7 +288,7 @@ def _build(state: StateView, command: Command) -> tuple[Event, int]:
             )
             return data, version
         case Finish():
-            return RunFinished(outcome=command.outcome, reason=command.reason.strip()), version
+            return finished_event(state, command.outcome, command.reason.strip()), version
         case Replan():
             return _replanned(state, command, version), version
         case Extend():
@@ -291,6 +297,10 @@ def _build(state: StateView, command: Command) -> tuple[Event, int]:
                 steps=tuple(command.steps), criteria=tuple(command.criteria), observations=observations
             )
             return extended, version
+        case Heartbeat():
+            return build_heartbeat(state, command), version
+        case Abandon():
+            return build_abandon(state, command), version
 
 
 def _as_plan(plan: Draft | PlanSpec, *, goal: str | None = None, base: PlanSpec | None = None) -> PlanSpec:
@@ -409,10 +419,15 @@ def check(state: StateView, data: Event, plan_version: int, *, now: str | None =
             _check_criterion(state, data, plan_version)
         case RunFinished():
             _check_finish(state, data, plan_version)
+            check_outcome(state, data, now)
         case PlanReplanned():
             _check_replan(state, data, plan_version)
         case PlanExtended():
             check_extension(state, data, plan_version)
+        case StepHeartbeat():
+            check_heartbeat(state, data, plan_version)
+        case StepAbandoned():
+            check_abandon(state, data, plan_version)
     return None
 
 
@@ -552,7 +567,7 @@ def _check_result(
     target = _TRANSITION_TARGET[data.TYPE]
     why = orphan_reason(state, plan_version, data.step, data.attempt)
     if why == "STALE_ATTEMPT":
-        if not 1 <= data.attempt < step.attempt:
+        if not (1 <= data.attempt < step.attempt or data.attempt in step.abandoned):
             raise error(
                 "INVALID_TRANSITION",
                 f"step {step.id} never started attempt {data.attempt} (its attempt is {step.attempt})",

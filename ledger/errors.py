@@ -204,6 +204,17 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
         CommandRefused,
         "the stop policy forbids starting work (no progress, a budget or the deadline spent)",
     ),
+    "STALE_ATTEMPT": (
+        CommandRefused,
+        "a heartbeat or abandon names an attempt that is not running (superseded by a later start, or abandoned)",
+    ),
+    "LEASE_REQUIRED": (CommandRefused, "a heartbeat needs a lease: --lease SECONDS or the step's timeout_s"),
+    "PARTIAL_NOT_ALLOWED": (CommandRefused, "finishing partial when the plan's policy does not set allowed_partial"),
+    "OUTCOME_CONTRADICTS_STOP": (
+        CommandRefused,
+        "the outcome contradicts the state: complete while the stop policy says otherwise, or partial or "
+        "budget_exhausted with nothing left to do",
+    ),
     "STALE_PLAN_VERSION": (CommandRefused, "the command was issued against a superseded plan version"),
     "UNKNOWN_PLAN_VERSION": (CommandRefused, "the plan version does not exist yet"),
     "UNKNOWN_CAUSE": (CommandRefused, "a replan names a cause seq that is not in the log"),
@@ -294,6 +305,7 @@ ADVICE: Mapping[str, Advice] = {
         cli="a log gets its plan from `plantrail create LOG --plan DRAFT`",
     ),
     "PLAN_ALREADY_CREATED": Advice(python="use Ledger.replan", cli="use `plantrail replan`"),
+    "LEASE_REQUIRED": Advice(python="pass lease_s=SECONDS", cli="pass --lease SECONDS"),
     "IMPORT_LOG_EXISTS": Advice(python="pass force=True to replace it", cli="pass --force to replace it"),
     "SUBAGENTS_NOT_CLAUDE": Advice(python="leave with_subagents False", cli="leave out --with-subagents"),
     "NO_CHECKPOINT_KEY": Advice(

@@ -46,9 +46,11 @@ __all__ = [
     "RunFinished",
     "RunForked",
     "Source",
+    "StepAbandoned",
     "StepBlocked",
     "StepCompleted",
     "StepFailed",
+    "StepHeartbeat",
     "StepStarted",
     "event_type",
 ]
@@ -61,7 +63,7 @@ FORMATS: Final[dict[int, str]] = {1: "plantrail/1", 2: "plantrail/2"}
 #: The format name of the newest version.
 FORMAT: Final = FORMATS[FORMAT_VERSION]
 #: Event types format v2 added (a line of one of these types is a v2 line).
-V2_TYPES: Final[frozenset[str]] = frozenset({"run.forked", "plan.extended"})
+V2_TYPES: Final[frozenset[str]] = frozenset({"step.heartbeat", "step.abandoned", "run.forked", "plan.extended"})
 
 _STRICT: dict[str, Any] = {"extra": "forbid", "strict": True}
 
@@ -91,8 +93,9 @@ REASON_CODES: Final[tuple[str, ...]] = (
     "agent_revision",
 )
 
-Outcome = Literal["complete", "paused", "failed", "cancelled"]
-OUTCOMES: Final[tuple[str, ...]] = ("complete", "paused", "failed", "cancelled")
+Outcome = Literal["complete", "paused", "failed", "cancelled", "partial", "budget_exhausted"]
+#: The outcomes ``finish`` records; ``partial`` and ``budget_exhausted`` are format v2 (issue 13).
+OUTCOMES: Final[tuple[str, ...]] = ("complete", "paused", "failed", "cancelled", "partial", "budget_exhausted")
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,12 +275,46 @@ class CriterionVerified(_FixedShape, frozen=True, omit_defaults=True):
     report: Report | None = None
 
 
-class RunFinished(_FixedShape, frozen=True):
-    """The run ends (``complete``, ``failed``, ``cancelled``) or pauses (``paused``), with a reason."""
+class RunFinished(_FixedShape, frozen=True, omit_defaults=True):
+    """The run ends (``complete``, ``failed``, ``cancelled``) or pauses (``paused``), with a reason.
+
+    Format v2 adds two outcomes, each with the lists the decision derives from the state when it is recorded:
+    ``partial`` (``done``, ``not_done`` and ``resume_from``, the steps a continuation starts from; seed 001
+    12.4) and ``budget_exhausted`` (``unmet``: the steps and criteria still open; a spent budget is not
+    completion evidence)."""
 
     TYPE: ClassVar[str] = "run.finished"
+    ADDED: ClassVar[frozenset[str]] = frozenset({"done", "not_done", "resume_from", "unmet"})
 
     outcome: Outcome
+    reason: str
+    done: tuple[str, ...] = ()
+    not_done: tuple[str, ...] = ()
+    resume_from: tuple[str, ...] = ()
+    unmet: tuple[str, ...] = ()
+
+
+class StepHeartbeat(_FixedShape, frozen=True):
+    """(Format v2) the worker of a step's attempt is alive: its lease runs ``lease_s`` seconds from this
+    event's timestamp. Fenced like a result, but a heartbeat for a superseded version or a stale attempt is
+    refused, never recorded (it carries no work: the refusal tells the worker to stop)."""
+
+    TYPE: ClassVar[str] = "step.heartbeat"
+
+    step: str
+    attempt: int
+    lease_s: float
+
+
+class StepAbandoned(_FixedShape, frozen=True):
+    """(Format v2) an attempt whose worker is gone ends without a result: the step returns to pending, and
+    the attempt is not charged to its ``max_attempts``; a result the gone worker still sends is late
+    (``STALE_ATTEMPT``)."""
+
+    TYPE: ClassVar[str] = "step.abandoned"
+
+    step: str
+    attempt: int
     reason: str
 
 
@@ -305,6 +342,8 @@ Event = (
     | PlanReplanned
     | CriterionVerified
     | RunFinished
+    | StepHeartbeat
+    | StepAbandoned
     | LogOpened
     | LogRepaired
     | LogCheckpoint

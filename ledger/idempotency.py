@@ -20,6 +20,7 @@ from typing import Any, Final
 import orjson
 
 from plantrail.ledger.decide import (
+    Abandon,
     Block,
     Command,
     Complete,
@@ -27,6 +28,7 @@ from plantrail.ledger.decide import (
     Extend,
     Fail,
     Finish,
+    Heartbeat,
     Replan,
     Start,
     VerifyCriterion,
@@ -39,9 +41,11 @@ from plantrail.ledger.events import (
     PlanReplanned,
     Record,
     RunFinished,
+    StepAbandoned,
     StepBlocked,
     StepCompleted,
     StepFailed,
+    StepHeartbeat,
     StepStarted,
 )
 from plantrail.ledger.plan import Draft
@@ -51,9 +55,9 @@ from plantrail.ledger.versions import plain
 __all__ = ["KeyEntry", "command_content", "match", "record_content", "record_view"]
 
 #: Fields of an event's data that the decision derives from the state, never from the command.
-DERIVED: Final = frozenset({"attempt", "new_version"})
+DERIVED: Final = frozenset({"attempt", "new_version", "lease_s", "done", "not_done", "resume_from", "unmet"})
 #: Fields of a command that are not event content: the envelope, and the defaults compared on their own.
-_NOT_CONTENT: Final = frozenset({"actor", "source", "key", "plan_version", "attempt", "strict"})
+_NOT_CONTENT: Final = frozenset({"actor", "source", "key", "plan_version", "attempt", "lease_s", "strict"})
 _EVENT_TYPE: Final[dict[type, str]] = {
     Start: StepStarted.TYPE,
     Complete: StepCompleted.TYPE,
@@ -64,6 +68,8 @@ _EVENT_TYPE: Final[dict[type, str]] = {
     Replan: PlanReplanned.TYPE,
     Create: PlanCreated.TYPE,
     Extend: PlanExtended.TYPE,
+    Heartbeat: StepHeartbeat.TYPE,
+    Abandon: StepAbandoned.TYPE,
 }
 
 
@@ -145,6 +151,9 @@ def match(record: Record, command: Command, key: str) -> None:
     if same and version is not None and version != record.plan_version:
         same = False
     if same and attempt is not None and attempt != getattr(record.data, "attempt", None):
+        same = False
+    lease = getattr(command, "lease_s", None)  # a heartbeat's lease, compared when the retry states it
+    if same and lease is not None and float(lease) != getattr(record.data, "lease_s", None):
         same = False
     if not same:
         raise error(

@@ -20,6 +20,7 @@ import msgspec
 
 from plantrail.ledger.errors import error
 from plantrail.ledger.plan import PlanSpec, Policy, StepSpec
+from plantrail.projections.leases import expired_leases, lease_view
 from plantrail.projections.lineage import lineage_view
 from plantrail.projections.model import (
     Changes,
@@ -31,6 +32,7 @@ from plantrail.projections.model import (
     StepState,
     VersionInfo,
 )
+from plantrail.projections.outcomes import outcome_lists
 from plantrail.projections.state import evolve, fold, initial
 from plantrail.projections.stop import stop_decision
 from plantrail.projections.views import advice, in_doubt, orphan_view, ready_steps
@@ -598,7 +600,9 @@ def orphans_view(state: PlanState) -> list[dict[str, Any]]:
 
 # --------------------------------------------------------------------------- resume
 
-Verdict = Literal["damaged", "finished", "in_doubt", "failed", "budget_exhausted", "paused", "stuck", "continue"]
+Verdict = Literal[
+    "damaged", "finished", "partial", "in_doubt", "failed", "budget_exhausted", "paused", "stuck", "continue"
+]
 
 
 def resume_verdict(state: PlanState, *, damaged: bool = False, now: str | None = None) -> Verdict:
@@ -607,6 +611,8 @@ def resume_verdict(state: PlanState, *, damaged: bool = False, now: str | None =
     a pause, replan a run where no step can start, else continue."""
     if damaged:
         return "damaged"
+    if state.outcome in ("partial", "budget_exhausted"):  # format v2's recorded outcomes have their own codes
+        return "partial" if state.outcome == "partial" else "budget_exhausted"
     if state.finished:
         return "finished"
     if in_doubt(state):
@@ -631,10 +637,16 @@ def _next_action(state: PlanState, verdict: Verdict, damage: Mapping[str, Any] |
         case "finished":
             return f"nothing to resume: the run finished {state.outcome} ({state.outcome_reason})"
         case "in_doubt":
+            return _in_doubt_action(state, now)
+        case "partial":
+            lists = outcome_lists(state, "partial")
             return (
-                "find out whether each step in doubt did its work, then record its result "
-                "(complete, fail or block with --attempt) or replan"
+                f"the run finished partial ({state.outcome_reason}); a continuation resumes from "
+                f"{', '.join(lists.resume_from) or 'nothing ready'} (not done: {', '.join(lists.not_done)})"
             )
+        case "budget_exhausted" if state.finished:
+            unmet = outcome_lists(state, "budget_exhausted").unmet
+            return f"the run finished budget_exhausted ({state.outcome_reason}); unmet: {', '.join(unmet)}"
         case "paused":
             return "the run is paused: start a ready step or replan to continue it"
         case "failed" | "budget_exhausted":
@@ -651,6 +663,25 @@ def _next_action(state: PlanState, verdict: Verdict, damage: Mapping[str, Any] |
     if open_criteria:
         return f"verify {', '.join(open_criteria)}, then finish"
     return "every step and criterion is done: finish --outcome complete"
+
+
+def _in_doubt_action(state: PlanState, now: str | None) -> str:
+    """What to do about steps in doubt: abandon those whose lease expired (their worker is gone), and find
+    out about the others."""
+    expired = expired_leases(state, now)
+    check = (
+        "find out whether each step in doubt did its work, then record its result "
+        "(complete, fail or block with --attempt) or replan"
+    )
+    if not expired:
+        return check
+    gone = ", ".join(f"{e['step']} (attempt {e['attempt']}, expired {e['expires_at']})" for e in expired)
+    first = expired[0]["step"]
+    action = (
+        f"the lease of {gone} expired: its worker is gone; abandon it (plantrail abandon LOG {first} "
+        "--reason ...), which does not charge the attempt, or record its result"
+    )
+    return action if len(expired) == len(in_doubt(state)) else f"{action}; for the other steps in doubt, {check}"
 
 
 def _repair_action(damage: Mapping[str, Any] | None) -> str:
@@ -671,10 +702,14 @@ def resume_receipt(state: PlanState, damage: Mapping[str, Any] | None = None, no
     completed_seq}``), ``in_doubt`` (``{step, attempt, started_seq}``: started, no result), ``ready``,
     ``blocked`` (``{step, reason}``), ``criteria_unverified`` and ``criteria_failed`` (ids), ``orphans``
     (as in ``orphans``), ``advice``, ``last_seq``, ``head_hash``, ``damage`` and ``stop`` (the stop policy's
-    decision at ``now``: :func:`projections.stop.stop_decision`).
+    decision at ``now``: :func:`projections.stop.stop_decision`) and ``leases`` (every running attempt's
+    lease at ``now``: :func:`projections.leases.lease_view`; each step in doubt says ``lease_expired``: true,
+    false, or None without a lease).
     """
     verdict = resume_verdict(state, damaged=damage is not None, now=now)
     steps = list(state.steps.values_in_order())
+    leases = lease_view(state, now)
+    expired = {entry["step"]: entry["expired"] for entry in leases}
     criteria = list(state.criteria.values_in_order())
     return {
         "verdict": verdict,
@@ -686,7 +721,11 @@ def resume_receipt(state: PlanState, damage: Mapping[str, Any] | None = None, no
         "outcome": state.outcome,
         "outcome_reason": state.outcome_reason,
         "done": [_kept_step(s) for s in steps if s.status == "completed"],
-        "in_doubt": [{"step": s.id, "attempt": s.attempt, "started_seq": s.last_seq} for s in in_doubt(state)],
+        "in_doubt": [
+            {"step": s.id, "attempt": s.attempt, "started_seq": s.last_seq, "lease_expired": expired.get(s.id)}
+            for s in in_doubt(state)
+        ],
+        "leases": leases,
         "ready": ready_steps(state),
         "blocked": [{"step": s.id, "reason": s.reason} for s in steps if s.status == "blocked"],
         "criteria_unverified": [c.id for c in criteria if c.status == "unverified"],

@@ -16,6 +16,7 @@ __all__ = [
     "CriterionStatus",
     "FailureStreak",
     "Fork",
+    "Lease",
     "Orphan",
     "OrphanWhy",
     "PlanState",
@@ -28,7 +29,17 @@ __all__ = [
 StepStatus = Literal["pending", "in_progress", "completed", "blocked"]
 CriterionStatus = Literal["unverified", "passed", "failed"]
 OrphanWhy = Literal["SUPERSEDED_VERSION", "STALE_ATTEMPT", "RUN_FINISHED"]
-FINAL_OUTCOMES: Final = frozenset({"complete", "failed", "cancelled"})
+FINAL_OUTCOMES: Final = frozenset({"complete", "failed", "cancelled", "partial", "budget_exhausted"})
+
+
+class Lease(NamedTuple):
+    """(Format v2) an attempt's lease: it runs ``seconds`` from ``since``, the timestamp of the attempt's start
+    (its step's ``timeout_s``) or of its last heartbeat (seq ``seq``). Whether it has expired is judged at a
+    command's time (:mod:`projections.leases`), never here."""
+
+    since: str
+    seconds: float
+    seq: int
 
 
 class StepState(NamedTuple):
@@ -51,6 +62,13 @@ class StepState(NamedTuple):
     reset: str | None = None
     invalidated_by: str | None = None
     usage: Usage | None = None  # format v2: what this step's reported results spent, summed
+    lease: Lease | None = None  # format v2: the lease of the step's attempt (timeout_s or heartbeats)
+    abandoned: tuple[int, ...] = ()  # format v2: attempts ended by abandon (not charged to max_attempts)
+
+    @property
+    def charged(self) -> int:
+        """The attempts charged to ``max_attempts``: every attempt started but those abandoned."""
+        return self.attempt - len(self.abandoned)
 
 
 class CriterionState(NamedTuple):

@@ -83,6 +83,8 @@ def _kept(old: StepState, spec: StepSpec) -> StepState:
         None,
         None,
         old.usage,
+        None,
+        old.abandoned,
     )
 
 

@@ -26,6 +26,7 @@ from plantrail.projections.model import (
     CriterionState,
     FailureStreak,
     Fork,
+    Lease,
     Orphan,
     PlanState,
     StepChange,
@@ -220,7 +221,7 @@ def decode_state(raw: bytes, fill: Fill | None = None) -> PlanState:
     if b'"$ref"' in raw:
         d = _internalize(d, fill or _no_fill)
     plan = _plan(d["plan"])
-    steps = [StepState(**{**s, "evidence": tuple(s["evidence"]), "usage": _usage(s.get("usage"))}) for s in d["steps"]]
+    steps = [StepState(**_step_fields(s)) for s in d["steps"]]
     criteria = [CriterionState(**c) for c in d["criteria"]]
     return PlanState(
         run=d["run"],
@@ -241,6 +242,16 @@ def decode_state(raw: bytes, fill: Fill | None = None) -> PlanState:
         contract=d.get("contract", False),
         lineage=tuple(Fork(**link) for link in d.get("lineage", ())),
     )
+
+
+def _step_fields(s: dict[str, Any]) -> dict[str, Any]:
+    """A step's fields as :func:`encode_state` wrote them, its values rebuilt (the format v2 ones when set)."""
+    fields = {**s, "evidence": tuple(s["evidence"]), "usage": _usage(s.get("usage"))}
+    if s.get("lease") is not None:
+        fields["lease"] = Lease(**s["lease"])
+    if "abandoned" in s:
+        fields["abandoned"] = tuple(s["abandoned"])
+    return fields
 
 
 def _usage(d: dict[str, Any] | None) -> Usage | None:

@@ -21,11 +21,13 @@ from plantrail.ledger.errors import PlanInvalid
 from plantrail.ledger.evidence import Report, Usage
 from plantrail.ledger.plan import PlanSpec, validate_plan
 from plantrail.ledger.versions import needs_v2
+from plantrail.projections.leases import start_lease
 from plantrail.projections.lineage import carried_state
 from plantrail.projections.model import (
     CriterionState,
     FailureStreak,
     Fork,
+    Lease,
     Orphan,
     OrphanWhy,
     PlanState,
@@ -46,9 +48,11 @@ if TYPE_CHECKING:
         Record,
         RunFinished,
         RunForked,
+        StepAbandoned,
         StepBlocked,
         StepCompleted,
         StepFailed,
+        StepHeartbeat,
         StepStarted,
     )
 
@@ -346,7 +350,7 @@ def orphan_reason(state: StateView, plan_version: int, step: str, attempt: int) 
     if plan_version < state.version:
         return "SUPERSEDED_VERSION"
     current = state.steps.get(step)
-    if current is not None and attempt != current.attempt:
+    if current is not None and (attempt != current.attempt or (current.abandoned and attempt in current.abandoned)):
         return "STALE_ATTEMPT"
     if state.finished:
         return "RUN_FINISHED"
@@ -399,7 +403,32 @@ def _started(state: StateView, record: Record, data: StepStarted) -> Delta | Ste
     if s is None or record.plan_version != state.version or state.finished:
         return None
     started = _moved(s, "in_progress", data.attempt, s.evidence, record.seq)
+    if state.contract or s.lease is not None:  # format v2: a step's timeout_s is its attempt's lease
+        started = started._replace(lease=start_lease(state.plan, data.step, record.ts, record.seq))
     return Delta(step=started, fields=_CONTINUE) if state.outcome == "paused" else started
+
+
+def _live(state: StateView, record: Record, data: StepHeartbeat | StepAbandoned) -> StepState | None:
+    """The in-progress step a heartbeat or abandon applies to (None: it does not apply; the writer refused
+    such events, and ``verify`` reports a hand-made one)."""
+    s = state.steps.get(data.step)
+    if s is None or record.plan_version != state.version or state.finished or s.status != "in_progress":
+        return None
+    return s if data.attempt == s.attempt and data.attempt not in s.abandoned else None
+
+
+def _heartbeat(state: StateView, record: Record, data: StepHeartbeat) -> StepState | None:
+    s = _live(state, record, data)
+    return None if s is None else s._replace(lease=Lease(record.ts, data.lease_s, record.seq))
+
+
+def _abandoned(state: StateView, record: Record, data: StepAbandoned) -> StepState | None:
+    s = _live(state, record, data)
+    if s is None:
+        return None
+    return s._replace(
+        status="pending", reason=data.reason, lease=None, abandoned=(*s.abandoned, data.attempt), last_seq=record.seq
+    )
 
 
 def _orphaned(
@@ -437,6 +466,8 @@ def _moved(s: StepState, status: StepStatus, attempt: int, evidence: tuple[str, 
         s.reset,
         s.invalidated_by,
         s.usage,
+        s.lease,
+        s.abandoned,
     )
 
 
@@ -500,10 +531,10 @@ def _failed(state: StateView, record: Record, data: StepFailed) -> Delta | None:
     late, step = _result_step(state, record, data)
     if step is None:
         return late
-    if step.max_attempts is None or step.attempt < step.max_attempts:
+    if step.max_attempts is None or step.charged < step.max_attempts:
         failed = step._replace(status="pending", error=data.error, last_seq=record.seq)
     else:
-        reason = f"attempts exhausted ({step.attempt} of {step.max_attempts}); last error: {data.error}"
+        reason = f"attempts exhausted ({step.charged} of {step.max_attempts}); last error: {data.error}"
         failed = step._replace(status="blocked", error=data.error, reason=reason, exhausted=True, last_seq=record.seq)
     if data.report is None and state.failure_streak is None and not state.contract:
         return Delta(step=failed, failures=state.consecutive_failures + 1)
@@ -672,5 +703,7 @@ _HANDLERS: Final[Mapping[str, Callable[[Any, Record, Any], Delta | StepState | N
     "run.finished": _finished,
     "plan.replanned": _replanned,
     "plan.extended": _extended,
+    "step.heartbeat": _heartbeat,
+    "step.abandoned": _abandoned,
     "run.forked": _forked,
 }

@@ -2,7 +2,8 @@
 
 :func:`stop_decision` evaluates the rules in the documented order and returns the first that holds:
 
-1. ``cancelled`` (or another final outcome the log records): the run ended;
+1. ``cancelled`` (or another final outcome the log records: complete, partial, failed, budget_exhausted):
+   the run ended;
 2. scope violation -> ``paused`` (not yet recorded by this version: the scope rules are still to come);
 3. every step completed and every criterion passed (their checks met: :mod:`ledger.contract`) -> ``complete``;
 4. approval denied -> ``paused`` (not yet recorded by this version);
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = ["STOPPING", "StopDecision", "StopOutcome", "budget_view", "stop_decision"]
 
-StopOutcome = Literal["continue", "complete", "paused", "failed", "budget_exhausted", "cancelled"]
+StopOutcome = Literal["continue", "complete", "paused", "failed", "budget_exhausted", "cancelled", "partial"]
 #: Decisions that forbid starting more work (a replan or a finish still may follow).
 STOPPING: Final = frozenset({"failed", "budget_exhausted"})
 DEFAULT_REPEATED_FAILURES: Final = 2
@@ -90,7 +91,7 @@ def stop_decision(state: StateView, now: str | None = None) -> StopDecision:
     """The stop policy's decision for ``state`` at time ``now`` (None: the deadline is not judged)."""
     if state.plan is None:
         return StopDecision("continue", "no_plan", "the log has no plan yet")
-    if state.outcome in ("cancelled", "complete", "failed"):
+    if state.outcome in ("cancelled", "complete", "failed", "partial", "budget_exhausted"):
         outcome = cast("StopOutcome", state.outcome)
         rule = "cancelled" if outcome == "cancelled" else "finished"
         return StopDecision(outcome, rule, f"the log records the run as {outcome}")
@@ -143,7 +144,7 @@ def budget_view(state: PlanState) -> dict[str, Any]:
         step = state.steps[spec.id]
         step_usage = step.usage or Usage()
         lines = {
-            "attempts": _line(spec.max_attempts, step.attempt, threshold),
+            "attempts": _line(spec.max_attempts, step.charged, threshold),
             "tool_calls": _line(spec.max_tool_calls, step_usage.tool_calls, threshold),
             "cost_usd": _line(spec.max_cost_usd, step_usage.cost_usd, threshold),
         }

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from plantrail.ledger.coverage import coverage_view
 from plantrail.ledger.plan import StepSpec
 from plantrail.ledger.versions import plain
+from plantrail.projections.leases import lease_view
 from plantrail.projections.lineage import lineage_view
 from plantrail.projections.model import Orphan, PlanState, StepState
 from plantrail.projections.stop import STOPPING, budget_view, stop_decision
@@ -183,6 +184,7 @@ def _step_view(step: StepState, spec: StepSpec, ready: bool, waits: list[WaitRea
         "wait_reasons": waits,
         "attempt": step.attempt,
         "max_attempts": step.max_attempts,
+        "abandoned": list(step.abandoned),
         "priority": spec.priority,
         "checks": [plain(c) for c in spec.checks],
         "depends_on": list(spec.depends_on),
@@ -231,6 +233,7 @@ def status_view(state: PlanState, now: str | None = None) -> dict[str, Any]:
         "head_hash": state.head,
         "stop": stop_decision(state, now).as_dict(),
         "budget": budget_view(state),
+        "leases": lease_view(state, now),
         "lineage": lineage_view(state),
         "coverage": coverage_view(state.plan),
     }
@@ -241,11 +244,12 @@ def anchor(seq: int, head: str | None) -> str | None:
     return None if head is None else f"{seq}:{head}"
 
 
-def status_document(state: PlanState) -> dict[str, Any]:
-    """The status document every front door gives: :func:`status_view` with the anchor and the state hash."""
+def status_document(state: PlanState, now: str | None = None) -> dict[str, Any]:
+    """The status document every front door gives: :func:`status_view` (at ``now``: the deadline and the leases
+    are judged then) with the anchor and the state hash."""
     from plantrail.projections.canonical import state_hash
 
-    return status_view(state) | {"anchor": anchor(state.last_seq, state.head), "state_hash": state_hash(state)}
+    return status_view(state, now) | {"anchor": anchor(state.last_seq, state.head), "state_hash": state_hash(state)}
 
 
 def next_view(state: PlanState, now: str | None = None) -> dict[str, Any]:
@@ -266,6 +270,7 @@ def next_view(state: PlanState, now: str | None = None) -> dict[str, Any]:
         "capacity": None if state.plan is None else capacity_view(state),
         "in_progress": [s.id for s in in_doubt(state)],
         "advice": advice(state),
+        "leases": lease_view(state, now),
     }
 
 

@@ -220,7 +220,11 @@ def _as_in_fork(state: PlanState, at: int, fork: PlanState) -> PlanState:
     criteria = [c._replace(last_seq=_moved(c.last_seq, at)) for c in state.criteria.values_in_order()]
     adopted = state.adopted
     if adopted is not None:
-        adopted = adopted._replace(seq=_moved(adopted.seq, at), causes=tuple(_moved(c, at) for c in adopted.causes))
+        adopted = adopted._replace(
+            seq=_moved(adopted.seq, at),
+            causes=tuple(_moved(c, at) for c in adopted.causes),
+            extended=tuple(_moved(e, at) for e in adopted.extended),
+        )
     return state._replace(
         run=fork.run,
         steps=Table(tuple(state.steps), steps),

@@ -322,7 +322,7 @@ def test_the_resume_receipt_names_what_to_do(make_ledger: Callable[..., Ledger],
     assert receipt["done"] == [
         {"step": "reproduce", "attempt": 1, "evidence": ["login.test.ts fails with 500"], "completed_seq": 3}
     ]
-    assert receipt["in_doubt"] == [{"step": "diagnose", "attempt": 1, "started_seq": 4}]
+    assert receipt["in_doubt"] == [{"step": "diagnose", "attempt": 1, "started_seq": 4, "lease_expired": None}]
     assert (receipt["ready"], receipt["criteria_unverified"], receipt["damage"]) == ([], ["login-test-passes"], None)
     assert "record its result" in receipt["next"]
 

@@ -181,7 +181,11 @@ def test_follow_on_the_command_line_stops_cleanly_on_ctrl_c(log: Path) -> None:
             process.stdout.readline()
         with open(log, "ab") as f:
             f.write(lines[-1])
-        assert orjson.loads(process.stdout.readline())["seq"] == len(lines) - 1
+        appended = process.stdout.readline()
+        if not appended:  # the follower ended: say why
+            _, err = process.communicate(timeout=20)
+            pytest.fail(f"log --follow exited {process.returncode} before the append: {err.decode()}")
+        assert orjson.loads(appended)["seq"] == len(lines) - 1
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=20)
     finally:

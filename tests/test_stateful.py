@@ -3,7 +3,10 @@ model of the rules written independently of ``ledger.decide``; it runs against e
 and PostgreSQL), so a behaviour is claimed once and must hold in both.
 
 The plan uses the v2 contract: step ``e`` has a typed check (a reproduction that must exit 1), ``f`` ranks
-first, and the stop policy's no-progress rule (the same failure twice in a row stops new starts) applies."""
+first, ``a`` declares a timeout (its attempts' lease), the run has a turn budget, and the stop policy applies in
+its documented order (finished, complete, no progress: the same failure twice in a row, the turn budget spent).
+Heartbeats and abandons are drawn beside the results, and the partial and budget_exhausted finishes beside v1's
+outcomes."""
 
 from __future__ import annotations
 
@@ -15,11 +18,11 @@ from typing import ClassVar
 
 from hypothesis import settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.errors import PlantrailError
-from plantrail.ledger.evidence import Observation, Report
+from plantrail.ledger.evidence import Observation, Report, Usage
 from plantrail.projections.canonical import canonical_bytes
 from plantrail.projections.state import fold
 from plantrail.projections.stop import stop_decision
@@ -31,37 +34,54 @@ ATTEMPTS = {"a": 2, "b": 1, "c": 3, "d": 2, "e": 1, "f": 1}
 CRITERIA = ("works", "documented")
 PRIORITY = {"f": 5}
 CHECKED = "e"  # its check: command_exit, expected exit code 1
-PLAN = {
-    "goal": "exercise the rules",
-    "acceptance_criteria": [{"id": c, "description": c} for c in CRITERIA],
-    "policy": {"max_in_progress": 2},
-    "steps": [
-        {"id": s, "title": s, "depends_on": list(d), "completion_evidence": "e", "max_attempts": ATTEMPTS[s]}
-        | ({"priority": PRIORITY[s]} if s in PRIORITY else {})
-        | (
-            {"checks": [{"id": "fails", "kind": "command_exit", "command": "t", "expected_exit_code": 1}]}
-            if s == CHECKED
-            else {}
-        )
-        for s, d in STEPS.items()
-    ],
-}
+TIMEOUT = {"a": 60.0}  # its attempts carry a lease from their start
+TIGHT_TURNS = 3
+LOOSE_TURNS = 1000
+
+
+def plan(max_turns: int) -> dict[str, object]:
+    """The machine's plan, with a run turn budget (tight: the stop rules fire; loose: runs get deep)."""
+    return {
+        "goal": "exercise the rules",
+        "acceptance_criteria": [{"id": c, "description": c} for c in CRITERIA],
+        "policy": {"max_in_progress": 2, "max_turns": max_turns, "allowed_partial": True},
+        "steps": [
+            {"id": s, "title": s, "depends_on": list(d), "completion_evidence": "e", "max_attempts": ATTEMPTS[s]}
+            | ({"priority": PRIORITY[s]} if s in PRIORITY else {})
+            | ({"timeout_s": TIMEOUT[s]} if s in TIMEOUT else {})
+            | (
+                {"checks": [{"id": "fails", "kind": "command_exit", "command": "t", "expected_exit_code": 1}]}
+                if s == CHECKED
+                else {}
+            )
+            for s, d in STEPS.items()
+        ],
+    }
+
+
 LIMIT = 2
 step_ids = st.sampled_from([*STEPS, "ghost"])
 texts = st.sampled_from(["ok", "exit 1", "saw 401", "  ", ""])
 # Final outcomes end a run (everything after is refused), so they are drawn rarely; paused is not final.
-outcomes = st.sampled_from(["paused", "paused", "paused", "paused", "complete", "complete", "failed", "cancelled"])
-# An evidence record: none, or one observation of the check with an exit code, maybe truncated.
+outcomes = st.sampled_from(
+    ["paused"] * 8 + ["complete", "complete", "failed", "cancelled", "partial", "budget_exhausted"]
+)
+# An evidence record: none, or one observation of the check with an exit code, maybe truncated, and the turns
+# the attempt spent.
 reports = st.one_of(
     st.none(),
     st.builds(
-        lambda code, truncated: Report(
-            exit_code=code, observations=(Observation("fails", exit_code=code, truncated=truncated),)
+        lambda code, truncated, turns: Report(
+            exit_code=code,
+            observations=(Observation("fails", exit_code=code, truncated=truncated),),
+            usage=Usage(turns=turns),
         ),
         st.sampled_from([0, 1, 2]),
         st.booleans(),
+        st.sampled_from([0, 1, 2]),
     ),
 )
+leases = st.sampled_from([None, None, 30.0])
 
 
 def check_met(report: Report | None) -> bool:
@@ -83,6 +103,10 @@ class Model:
     orphans: int = 0
     last_failure: tuple[object, ...] | None = None
     repeats: int = 0
+    turns: int = 0
+    max_turns: int = LOOSE_TURNS
+    abandoned: dict[str, list[int]] = field(default_factory=lambda: {s: [] for s in STEPS})
+    lease: dict[str, float | None] = field(default_factory=lambda: dict.fromkeys(STEPS))
 
     def ready(self) -> list[str]:
         """Ready steps, highest priority first, then by id (the plan's ids are already a valid order)."""
@@ -94,17 +118,33 @@ class Model:
         return sorted(ready, key=lambda s: (-PRIORITY.get(s, 0), s))
 
     @property
+    def done(self) -> bool:
+        return all(v == "completed" for v in self.status.values()) and all(v == "passed" for v in self.verdict.values())
+
+    @property
     def no_progress(self) -> bool:
         """The stop policy's rule 6: the same failure twice in a row (unless everything is already done)."""
-        done = all(v == "completed" for v in self.status.values()) and all(v == "passed" for v in self.verdict.values())
-        return self.repeats >= 2 and not done
+        return self.repeats >= 2 and not self.done
+
+    def stop(self) -> str:
+        """The stop policy in its documented order: a final outcome; everything done is complete; the same
+        failure twice is failed; the turn budget spent is budget_exhausted; else continue."""
+        if self.final:
+            return str(self.outcome)
+        if self.done:
+            return "complete"
+        if self.repeats >= 2:
+            return "failed"
+        if self.turns >= self.max_turns:
+            return "budget_exhausted"
+        return "continue"
 
     def running(self) -> list[str]:
         return [s for s in STEPS if self.status[s] == "in_progress"]
 
     @property
     def final(self) -> bool:
-        return self.outcome in ("complete", "failed", "cancelled")
+        return self.outcome in ("complete", "failed", "cancelled", "partial", "budget_exhausted")
 
     def start(self, step: str) -> bool:
         running = sum(s == "in_progress" for s in self.status.values())
@@ -112,9 +152,10 @@ class Model:
             return False
         if any(self.status[d] != "completed" for d in STEPS[step]):
             return False
-        if self.no_progress:
+        if self.stop() in ("failed", "budget_exhausted"):
             return False
         self.status[step], self.attempt[step] = "in_progress", self.attempt[step] + 1
+        self.lease[step] = TIMEOUT.get(step)
         if self.outcome == "paused":
             self.outcome = None
         return True
@@ -122,24 +163,51 @@ class Model:
     def result(self, kind: str, step: str, text: str, report: Report | None = None) -> bool:
         if not text.strip() or step not in STEPS:
             return False
+        if self.attempt[step] in self.abandoned[step] or (self.status[step] == "in_progress" and self.final):
+            self.orphans += 1  # a late result: the gone worker's (STALE_ATTEMPT), or after the run finished
+            self.spend(report)
+            return True
         if self.status[step] != "in_progress":
             return False
-        if self.final:
-            self.orphans += 1
-            return True
         if kind == "complete":
             if step == CHECKED and not check_met(report):
                 return False
+            self.spend(report)
             self.status[step] = "completed"
             self.last_failure, self.repeats = None, 0
         elif kind == "block":
+            self.spend(report)
             self.status[step] = "blocked"
         else:
-            self.status[step] = "pending" if self.attempt[step] < ATTEMPTS[step] else "blocked"
+            self.spend(report)
+            charged = self.attempt[step] - len(self.abandoned[step])
+            self.status[step] = "pending" if charged < ATTEMPTS[step] else "blocked"
             failing = [] if report is None or step != CHECKED or check_met(report) else ["fails"]
             seen = (step, tuple(failing), None if report is None else report.exit_code, text.strip().lower())
             self.repeats = self.repeats + 1 if seen == self.last_failure else 1
             self.last_failure = seen
+        return True
+
+    def spend(self, report: Report | None) -> None:
+        if report is not None and report.usage is not None:
+            self.turns += report.usage.turns
+
+    def live(self, step: str, stale: bool) -> bool:
+        """Whether a heartbeat or abandon for the step's current attempt (or a stale one) applies."""
+        return not self.final and step in STEPS and self.status[step] == "in_progress" and not stale
+
+    def heartbeat(self, step: str, lease: float | None, stale: bool) -> bool:
+        if not self.live(step, stale) or (lease is None and step not in TIMEOUT):
+            return False
+        self.lease[step] = TIMEOUT[step] if lease is None else lease
+        return True
+
+    def abandon(self, step: str, reason: str, stale: bool) -> bool:
+        if not self.live(step, stale) or not reason.strip():
+            return False
+        self.status[step] = "pending"
+        self.abandoned[step].append(self.attempt[step])
+        self.lease[step] = None
         return True
 
     def verify(self, criterion: str, passed: bool) -> bool:
@@ -151,10 +219,10 @@ class Model:
     def finish(self, outcome: str) -> bool:
         if self.final:
             return False
-        if outcome == "complete" and (
-            any(s != "completed" for s in self.status.values()) or any(v != "passed" for v in self.verdict.values())
-        ):
+        if outcome == "complete" and not self.done:
             return False
+        if outcome in ("partial", "budget_exhausted") and self.done:
+            return False  # nothing is left to do: it is complete
         self.outcome = outcome
         return True
 
@@ -169,8 +237,16 @@ class LedgerMachine(RuleBasedStateMachine):
         self.dir = Path(tempfile.mkdtemp())
         self.target = JsonlTarget(self.dir) if self.url is None else PostgresTarget(self.url)
         self.log = self.target.location(unique_run())
-        self.ledger = Ledger.create(self.log, PLAN, fsync="none")
         self.model = Model()
+        self.tight = False
+
+    @initialize(tight=st.booleans())
+    def create(self, tight: bool) -> None:
+        """A tight run has a small turn budget and draws repeated failures (the stop rules fire); a loose run
+        reaches the end of its plan."""
+        self.tight = tight
+        self.model.max_turns = TIGHT_TURNS if tight else LOOSE_TURNS
+        self.ledger = Ledger.create(self.log, plan(self.model.max_turns), fsync="none")
 
     def teardown(self) -> None:
         self.ledger.close()
@@ -206,9 +282,41 @@ class LedgerMachine(RuleBasedStateMachine):
             self.verify(criterion, verdict)
         self.finish("complete")
 
-    @rule(data=st.data(), kind=st.sampled_from(["start", "result", "verify", "finish", "stale", "retry", "reopen"]))
+    @precondition(lambda self: self.model.running())
+    @rule(data=st.data(), report=reports)
+    def fail_a_running_step_twice_alike(self, data: st.DataObject, report: Report | None) -> None:
+        """The same failure, then (when attempts remain) a new start and the same failure again: the stop
+        policy's no-progress rule (in a tight run, one time in two: it stops the run)."""
+        if not self.tight or data.draw(st.integers(0, 1)):
+            return
+        step = data.draw(st.sampled_from(self.model.running()))
+        self.result("fail", step, "same error", report)
+        if step in self.model.ready():
+            self.start(step)
+            if step in self.model.running():
+                self.result("fail", step, "same error", report)
+
+    @precondition(lambda self: self.model.running())
+    @rule(data=st.data(), kind=st.sampled_from(["heartbeat", "heartbeat", "heartbeat", "abandon"]), lease=leases)
+    def heartbeat_or_abandon_a_running_step(self, data: st.DataObject, kind: str, lease: float | None) -> None:
+        step = data.draw(st.sampled_from(self.model.running()))
+        if kind == "heartbeat":
+            self.heartbeat(step, lease, stale=False)
+        else:
+            self.abandon(step, "worker gone", stale=False)
+
+    @rule(
+        data=st.data(),
+        kind=st.sampled_from(["start", "result", "verify", "finish", "stale", "retry", "reopen", "lease"]),
+    )
     def anything_else(self, data: st.DataObject, kind: str) -> None:
-        if kind == "start":
+        if kind == "lease":
+            step, stale = data.draw(step_ids), data.draw(st.booleans())
+            if data.draw(st.booleans()):
+                self.heartbeat(step, data.draw(leases), stale)
+            else:
+                self.abandon(step, data.draw(texts), stale)
+        elif kind == "start":
             self.start(data.draw(step_ids))
         elif kind == "result":
             kinds = st.sampled_from(["complete", "block", "fail"])
@@ -239,6 +347,21 @@ class LedgerMachine(RuleBasedStateMachine):
         }
         self._apply(expected, calls[kind])
 
+    def _attempt(self, step: str, stale: bool) -> int | None:
+        """The attempt to name: the current one (None: the default), or one that is not running."""
+        current = self.model.attempt.get(step, 0)
+        return current + 1 if stale else None
+
+    def heartbeat(self, step: str, lease: float | None, stale: bool) -> None:
+        expected = self.model.heartbeat(step, lease, stale)
+        attempt = self._attempt(step, stale)
+        self._apply(expected, lambda: self.ledger.heartbeat(step, lease_s=lease, attempt=attempt))
+
+    def abandon(self, step: str, reason: str, stale: bool) -> None:
+        expected = self.model.abandon(step, reason, stale)
+        attempt = self._attempt(step, stale)
+        self._apply(expected, lambda: self.ledger.abandon(step, reason, attempt=attempt))
+
     def verify(self, criterion: str, passed: bool) -> None:
         expected = self.model.verify(criterion, passed)
         self._apply(expected, lambda: self.ledger.verify_criterion(criterion, passed, "checked"))
@@ -263,6 +386,10 @@ class LedgerMachine(RuleBasedStateMachine):
         assert {s.id: s.attempt for s in state.steps.values()} == self.model.attempt
         assert {c.id: c.status for c in state.criteria.values()} == self.model.verdict
         assert (state.outcome, len(state.orphans)) == (self.model.outcome, self.model.orphans)
+        assert {s.id: list(s.abandoned) for s in state.steps.values()} == self.model.abandoned
+        running = {s.id: None if s.lease is None else s.lease.seconds for s in state.steps.values()}
+        assert {s: running[s] for s in self.model.running()} == {s: self.model.lease[s] for s in self.model.running()}
+        assert (0 if state.usage is None else state.usage.turns) == self.model.turns
 
     @invariant()
     def next_follows_the_model(self) -> None:
@@ -271,6 +398,7 @@ class LedgerMachine(RuleBasedStateMachine):
         assert ready_steps(self.ledger.state) == ([] if self.model.final else self.model.ready())
         decision = stop_decision(self.ledger.state)
         assert (decision.rule == "no_progress") == (self.model.no_progress and not self.model.final)
+        assert decision.outcome == self.model.stop()
 
     @invariant()
     def policy_and_evidence_hold(self) -> None:

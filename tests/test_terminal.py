@@ -118,6 +118,9 @@ def hostile_log(tmp_path: Path, run_cli: Callable[..., CliResult]) -> tuple[Path
         ),
         ("complete", [log, "b", "--plan-version", "1", "--attempt", "2", "--evidence", "late " + HOSTILE]),
         ("start", [log, "c"]),
+        ("heartbeat", [log, "c", "--lease", "60"]),
+        ("abandon", [log, "c", "--reason", "gone " + HOSTILE]),
+        ("start", [log, "c"]),
         ("finish", [log, "--outcome", "paused", "--reason", "paused " + HOSTILE]),
     ]
     outputs = []

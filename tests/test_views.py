@@ -116,6 +116,7 @@ def test_next_prints_the_ready_steps_or_the_advice(
         "in_progress": [],
         "advice": None,
         "stop": {"outcome": "continue", "rule": "continue", "reason": "next bounded step", "unmet": []},
+        "leases": [],
         "snapshot_seq": None,
     }
     ledger.start("reproduce")

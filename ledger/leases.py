@@ -1,0 +1,161 @@
+"""Leases, heartbeats and abandon (issue 13): the commands and their rules, checked before a byte is written.
+
+An attempt carries a lease when its step declares ``timeout_s`` (the lease runs from the start) or when its
+worker sends heartbeats (``step.heartbeat``: each renews the lease for ``lease_s`` seconds, by default the
+step's ``timeout_s``). Whether a lease has expired is judged at a command's time (:mod:`projections.leases`),
+never by the reducer.
+
+Fencing. A heartbeat is fenced like a result by (plan version, step, attempt), but it carries no work, so a
+late one is **refused**, not put on the orphan path: a heartbeat for a superseded version is
+``STALE_PLAN_VERSION``, one for an attempt that is not the step's current one (or that was abandoned) is
+``STALE_ATTEMPT``; the refusal tells the worker to stop. ``abandon`` is fenced the same way.
+
+``abandon`` ends an attempt whose worker is gone: the step returns to pending and the attempt is not
+charged to ``max_attempts``. It is allowed at any time with a reason (``resume`` proposes it only for an
+expired lease); a result the gone worker still sends is late (``STALE_ATTEMPT``, the orphan path).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from plantrail.ledger.errors import error
+from plantrail.ledger.events import Actor, Source, StepAbandoned, StepHeartbeat
+from plantrail.ledger.items import as_text
+from plantrail.ledger.plan import did_you_mean
+
+if TYPE_CHECKING:
+    from plantrail.projections.model import StepState
+    from plantrail.projections.state import StateView
+
+__all__ = ["Abandon", "Heartbeat", "build_abandon", "build_heartbeat", "check_abandon", "check_heartbeat"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Heartbeat:
+    """The worker of a step's attempt is alive: renew its lease for ``lease_s`` seconds (default: the step's
+    ``timeout_s``)."""
+
+    step: str
+    lease_s: float | None = None
+    plan_version: int | None = None
+    attempt: int | None = None
+    actor: Actor = "runtime"
+    source: Source | None = None
+    key: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Abandon:
+    """End a step's attempt whose worker is gone, without charging the attempt; the step returns to pending."""
+
+    step: str
+    reason: str
+    plan_version: int | None = None
+    attempt: int | None = None
+    actor: Actor = "runtime"
+    source: Source | None = None
+    key: str | None = None
+
+    def __post_init__(self) -> None:
+        as_text(self.reason, "reason")
+
+
+def _current_attempt(state: StateView, step: str, attempt: int | None) -> int:
+    if attempt is not None:
+        return attempt
+    current = state.steps.get(step)
+    return 0 if current is None else current.attempt
+
+
+def build_heartbeat(state: StateView, command: Heartbeat) -> StepHeartbeat:
+    """The heartbeat event: the attempt defaults to the step's current one, the lease to its ``timeout_s``
+    (0 when neither is there: :func:`check_heartbeat` refuses it, after naming a missing step)."""
+    lease = command.lease_s
+    if lease is None and state.plan is not None:
+        lease = next((s.timeout_s for s in state.plan.steps if s.id == command.step), None)
+    if isinstance(lease, bool) or not isinstance(lease, int | float):
+        lease = 0.0
+    return StepHeartbeat(
+        step=command.step, attempt=_current_attempt(state, command.step, command.attempt), lease_s=float(lease)
+    )
+
+
+def build_abandon(state: StateView, command: Abandon) -> StepAbandoned:
+    """The abandon event: the attempt defaults to the step's current one."""
+    attempt = _current_attempt(state, command.step, command.attempt)
+    return StepAbandoned(step=command.step, attempt=attempt, reason=command.reason.strip())
+
+
+def _fenced(state: StateView, step_id: str, attempt: int, plan_version: int, what: str) -> StepState:
+    """The step a heartbeat or abandon applies to: in the active version, in progress, on its current attempt."""
+    if plan_version < state.version:
+        raise error(
+            "STALE_PLAN_VERSION",
+            f"{what} {step_id} was issued against plan version {plan_version}; version {state.version} "
+            "superseded it (the worker's attempt is over: stop it)",
+            step=step_id,
+            plan_version=plan_version,
+            expected=state.version,
+            actual=plan_version,
+        )
+    if state.finished:
+        raise error("RUN_FINISHED", f"the run finished {state.outcome}", seq=state.outcome_seq)
+    step = state.steps.get(step_id)
+    if step is None:
+        raise error(
+            "STEP_NOT_FOUND",
+            f"no step {step_id} in plan version {state.version}{did_you_mean(step_id, state.steps)}",
+            step=step_id,
+            plan_version=state.version,
+        )
+    if attempt != step.attempt or attempt in step.abandoned:
+        state_now = "abandoned" if attempt in step.abandoned else f"the step's attempt is {step.attempt}"
+        raise error(
+            "STALE_ATTEMPT",
+            f"{what} {step_id} names attempt {attempt}, which is not running ({state_now}; the worker's "
+            "attempt is over: stop it)",
+            step=step_id,
+            plan_version=state.version,
+            expected=step.attempt,
+            actual=attempt,
+        )
+    if step.status != "in_progress":
+        raise error(
+            "INVALID_TRANSITION",
+            f"step {step_id} is {step.status}; it must be in_progress for {what}",
+            step=step_id,
+            plan_version=state.version,
+            current=step.status,
+            expected="in_progress",
+            target="in_progress" if what == "heartbeat" else "pending",
+        )
+    return step
+
+
+def check_heartbeat(state: StateView, data: StepHeartbeat, plan_version: int) -> None:
+    """Refuse a heartbeat that is late (STALE_PLAN_VERSION, STALE_ATTEMPT), for a step not in progress
+    (INVALID_TRANSITION) or with a lease that is not a positive number of seconds (LEASE_REQUIRED)."""
+    _fenced(state, data.step, data.attempt, plan_version, "heartbeat")
+    if data.lease_s == 0:
+        raise error(
+            "LEASE_REQUIRED",
+            f"step {data.step} declares no timeout_s: give the heartbeat a lease",
+            step=data.step,
+        )
+    if not (math.isfinite(data.lease_s) and 0 < data.lease_s < 1e15):
+        raise error(
+            "LEASE_REQUIRED",
+            f"a heartbeat's lease must be a number of seconds > 0, not {data.lease_s:g}",
+            step=data.step,
+        )
+
+
+def check_abandon(state: StateView, data: StepAbandoned, plan_version: int) -> None:
+    """Refuse an abandon that is late (STALE_PLAN_VERSION, STALE_ATTEMPT), for a step not in progress
+    (INVALID_TRANSITION) or without a reason (REASON_REQUIRED)."""
+    if not data.reason.strip():
+        raise error("REASON_REQUIRED", f"abandoning {data.step} needs a reason", step=data.step)
+    _fenced(state, data.step, data.attempt, plan_version, "abandon")
