@@ -148,7 +148,7 @@ def _default_run(target: str) -> str:
 
         named = parse_location(target).run
         if named is None:
-            raise error("USAGE", f"name the new run: {target}#RUN_ID (or give its id with --store)")
+            raise error("USAGE", f"name the new run: {target}#RUN_ID")
         return named
     from plantrail.ledger.api import default_run_id
 

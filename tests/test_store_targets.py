@@ -338,3 +338,9 @@ def test_the_mcp_server_keeps_its_runs_in_the_store(tmp_path: Path, database: st
     records = [orjson.loads(line) for line in _database_lines(f"{database}#m1").splitlines()]
     assert [r["type"] for r in records] == ["log.opened", "plan.created", "step.started"]
     assert not (tmp_path / "runs").exists()
+
+
+def test_mcp_refuses_a_folder_and_a_store_given_together(tmp_path: Path, run_cli: Callable[..., CliResult]) -> None:
+    """`plantrail mcp --dir DIR --store URL` is USAGE (one place for the runs), before any server starts."""
+    given = run_cli("mcp", "--dir", tmp_path, "--store", "postgresql://localhost/plantrail")
+    assert given.code == 2 and "error[USAGE]" in given.err, given.err

@@ -251,5 +251,5 @@ def _database_run(url: str) -> str:
     if named is None:
         from plantrail.ledger.errors import error
 
-        raise error("USAGE", f"name the run to append to: {url}#RUN_ID (or give its id with --store)")
+        raise error("USAGE", f"name the run to append to: {url}#RUN_ID")
     return named

@@ -230,7 +230,9 @@ def _check_target(source: Path, log: str, force: bool) -> None:
     if is_database_url(log):
         _database_run(log, None)
         if force:
-            raise error("USAGE", f"--force replaces a log file; a database run is never replaced ({log})")
+            raise error(
+                "USAGE", f"only a log file is replaced by a forced import; a database run is never replaced ({log})"
+            )
         return
     folder_of(log)  # before the temporary file beside it is named in an error
     if os.path.lexists(log) and not force:
@@ -307,7 +309,7 @@ def _database_run(url: str, run: str | None) -> str:
 
     named = parse_location(url, run=run).run
     if named is None:
-        raise error("USAGE", f"name the run to import into: {url}#RUN_ID (or give its id with --store)")
+        raise error("USAGE", f"name the run to import into: {url}#RUN_ID")
     return check_id(named, "run id")
 
 
