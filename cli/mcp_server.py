@@ -57,9 +57,9 @@ def build_server(folder: Path, store: str | None = None) -> MCPServer:
     from plantrail.ledger.decide import Create
     from plantrail.ledger.errors import PlantrailError
     from plantrail.ledger.locations import run_path
-    from plantrail.ledger.plan import check_id, parse_draft
+    from plantrail.ledger.plan import parse_draft
     from plantrail.ledger.reading import run_exists
-    from plantrail.ledger.stores import is_database_url, locate
+    from plantrail.ledger.stores import is_database_url, run_in_store
     from plantrail.projections.views import ack_view, next_view, status_document
 
     server: MCPServer = MCPServer("plantrail", instructions=INSTRUCTIONS)
@@ -73,10 +73,7 @@ def build_server(folder: Path, store: str | None = None) -> MCPServer:
             raise ToolError(f"error[{exc.code}]: {exc.message}") from None
 
     def log(run: str) -> str:
-        if store:
-            check_id(run, "run id")
-            return locate(run, store)
-        return str(run_path(folder, run))
+        return run_in_store(store, run) if store else str(run_path(folder, run))
 
     def record(run: str, act: Callable[[Ledger], Any]) -> dict[str, Any]:
         def go() -> dict[str, Any]:

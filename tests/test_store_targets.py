@@ -344,3 +344,22 @@ def test_mcp_refuses_a_folder_and_a_store_given_together(tmp_path: Path, run_cli
     """`plantrail mcp --dir DIR --store URL` is USAGE (one place for the runs), before any server starts."""
     given = run_cli("mcp", "--dir", tmp_path, "--store", "postgresql://localhost/plantrail")
     assert given.code == 2 and "error[USAGE]" in given.err, given.err
+
+
+def test_a_run_id_in_a_store_never_names_a_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """For the MCP server and the hooks a run id is always an id in the store: ``x.jsonl`` is
+    ``<store>/x.jsonl.jsonl`` in a folder, never the file ``x.jsonl`` in the working directory, and ``a/b`` is
+    INVALID_ID."""
+    from plantrail.ledger.errors import PlantrailError
+    from plantrail.ledger.stores import run_in_store
+
+    monkeypatch.chdir(tmp_path)
+    assert run_in_store(str(tmp_path / "s"), "x.jsonl") == str(tmp_path / "s" / "x.jsonl.jsonl")
+    assert run_in_store("postgresql://h/db", "x.jsonl") == "postgresql://h/db#x.jsonl"
+    for bad in ("a/b", "../up", ""):
+        with pytest.raises(PlantrailError) as caught:
+            run_in_store(str(tmp_path / "s"), bad)
+        assert caught.value.code == "INVALID_ID"
+    with pytest.raises(PlantrailError) as named:
+        run_in_store("postgresql://h/db#r", "x")
+    assert named.value.code == "USAGE"

@@ -34,7 +34,7 @@ from plantrail.ledger.limits import HOOK_PAYLOAD
 from plantrail.ledger.locations import HOME_ENV, run_path
 from plantrail.ledger.plan import check_id
 from plantrail.ledger.reading import run_exists
-from plantrail.ledger.stores import STORE_ENV, is_database_url, locate
+from plantrail.ledger.stores import STORE_ENV, is_database_url, run_in_store
 
 from . import claude
 from .journal import Journal, journal_path
@@ -162,7 +162,7 @@ def _run_log(folder: Path, session: str, env: Mapping[str, str] | None) -> Log:
     else ``<folder>/runs/<session>.jsonl``; the journal and the error file stay under ``folder`` either way."""
     store = (env if env is not None else os.environ).get(STORE_ENV)
     if store:
-        return locate(session, store)
+        return run_in_store(store, session)
     return run_path(folder / "runs", session)
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["STORE_ENV", "is_database_url", "locate", "require_file"]
+__all__ = ["STORE_ENV", "is_database_url", "locate", "require_file", "run_in_store"]
 
 #: The environment variable that names the store runs live in when ``--store`` is not given.
 STORE_ENV = "PLANTRAIL_STORE"
@@ -43,29 +43,14 @@ def locate(name: str, store: str | None = None, *, new: bool = False) -> str:
 
     A store URL that names a run itself is refused (USAGE), and so is a run id that is no id (INVALID_ID).
     """
-    from plantrail.ledger.errors import PlantrailError, error
+    from plantrail.ledger.errors import PlantrailError
 
     if is_database_url(name):
         return name
     separators = {os.sep, "/"} | ({os.altsep} if os.altsep else set())
     is_path = any(s in name for s in separators) or name.endswith(".jsonl")
     if store:
-        if is_path:
-            return name
-        from plantrail.ledger.plan import check_id
-
-        if is_database_url(store):
-            if "#" in store:
-                raise error(
-                    "USAGE", "the store URL names a run (#...): a store is a database; its runs are named by id"
-                )
-            check_id(name, "run id")
-            return f"{store}#{name}"
-        from pathlib import Path
-
-        from plantrail.ledger.locations import run_path
-
-        return str(run_path(Path(store), name))
+        return name if is_path else run_in_store(store, name)
     if is_path or os.path.lexists(name):
         return name
     from plantrail.ledger.locations import run_path, runs_folder
@@ -77,6 +62,25 @@ def locate(name: str, store: str | None = None, *, new: bool = False) -> str:
         return name  # not an id: the path it is, with the path's own errors
     found = run_path(runs_folder(), name)
     return str(found) if new or found.exists() else name
+
+
+def run_in_store(store: str, run: str) -> str:
+    """Run ``run`` of ``store``: ``<store>#<run>`` in a database, ``<store>/<run>.jsonl`` in a folder. ``run`` is
+    always an id here, never a path (INVALID_ID otherwise), so it never names anything outside the store; a store
+    URL that names a run itself is refused (USAGE)."""
+    from plantrail.ledger.errors import error
+    from plantrail.ledger.plan import check_id
+
+    if is_database_url(store):
+        if "#" in store:
+            raise error("USAGE", "the store URL names a run (#...): a store is a database; its runs are named by id")
+        check_id(run, "run id")
+        return f"{store}#{run}"
+    from pathlib import Path
+
+    from plantrail.ledger.locations import run_path
+
+    return str(run_path(Path(store), run))
 
 
 def require_file(target: str, command: str) -> str:
