@@ -26,6 +26,7 @@ __all__ = [
     "STORE_ENV",
     "FilePath",
     "anchor",
+    "approval_lines",
     "emit",
     "json_option",
     "locate_log",
@@ -243,7 +244,7 @@ def anchor(seq: int, head: str | None) -> str | None:
 
 def readiness_lines(state: PlanState) -> list[str]:
     """What is ready, and what of it can start now (or why not): the lines ``next`` and the acks print."""
-    from plantrail.projections.views import capacity_view, in_doubt, ready_steps, startable_steps
+    from plantrail.projections.views import capacity_view, in_doubt, ready_steps, startable_steps, wait_reasons
 
     ready = ready_steps(state)
     if not ready:
@@ -252,7 +253,11 @@ def readiness_lines(state: PlanState) -> list[str]:
     startable = startable_steps(state)
     capacity = capacity_view(state)
     running = ", ".join(s.id for s in in_doubt(state))
-    if not startable:
+    if not startable and capacity["free"] != 0:  # room, yet nothing can start: the run's authority says why
+        waits = wait_reasons(state)
+        codes = dict.fromkeys(r["code"] for s in ready for r in waits[s])
+        lines.append(f"can start now: none ({', '.join(c.replace('_', ' ') for c in codes)})")
+    elif not startable:
         lines.append(f"can start now: none (max_in_progress {capacity['max_in_progress']} reached: {running})")
     elif capacity["free"] is not None and capacity["free"] < len(startable):
         lines.append(
@@ -321,3 +326,17 @@ def snapshot_note(snapshot_seq: int | None) -> str:
         f"\n(answered from the cache's snapshot up to seq {snapshot_seq}: those records were not re-read; "
         "`plantrail verify` reads every byte)"
     )
+
+
+def approval_lines(approvals: dict[str, Any] | None) -> list[str]:
+    """What status and next say about approvals: the steps waiting for one, and the pending requests."""
+    if not approvals:
+        return []
+    lines = []
+    for w in approvals["waiting_approval"]:
+        asked = f"; asked in {', '.join(w['requests'])}" if w["requests"] else "; no request yet"
+        lines.append(f"waiting approval: {w['step']} ({w['because'].replace('_', ' ')}{asked})")
+    for r in approvals["requests"]:
+        if r["status"] == "requested":
+            lines.append(f"approval requested: {r['id']} for {', '.join(r['steps'])}: {r['question']}")
+    return lines

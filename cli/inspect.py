@@ -11,6 +11,7 @@ import click
 
 from plantrail.cli.common import (
     anchor,
+    approval_lines,
     emit,
     json_option,
     log_argument,
@@ -73,6 +74,7 @@ def render_status(state: PlanState, view: dict[str, Any]) -> str:
     lines.append(table(["STEP", "TITLE", "STATUS", "ATTEMPT", "DEPENDS ON", "EVIDENCE / REASON"], rows))
     if not state.finished:
         lines += readiness_lines(state)
+        lines += approval_lines(view.get("approvals"))
     if "attempts" in view:
         lines += ["", "attempts", _attempts_table(view["attempts"], set(state.steps))]
     lines += ["", "acceptance criteria"]
@@ -224,6 +226,7 @@ def next_command(log: str, as_json: bool) -> None:
             lines.append(f"can start now: none (stop policy: {stop['outcome']} ({stop['rule']}): {stop['reason']})")
         else:
             lines = readiness_lines(state) or ["no step is ready"]
+        lines += approval_lines(data.get("approvals"))
         if running:
             lines.append(f"in progress: {', '.join(running)}")
         lines += lease_lines(data["leases"])

@@ -49,6 +49,8 @@ COMMANDS: dict[str, str] = {
     "uninstall": "plantrail.cli.install:uninstall",
     **dict.fromkeys(("graph", "report", "watch"), "plantrail.cli.pictures"),
     **dict.fromkeys(("fork", "check", "brief"), "plantrail.cli.lineage"),
+    "request-approval": "plantrail.cli.approvals:request_approval",
+    **dict.fromkeys(("approve", "deny"), "plantrail.cli.approvals"),
 }
 
 

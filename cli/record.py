@@ -160,13 +160,15 @@ def _coverage_warnings(state: PlanState) -> list[PlantrailError]:
 
 
 #: What the acknowledgement calls each command: the CLI's own command names.
-_COMMAND_NAMES = {"VerifyCriterion": "criterion"}
+_COMMAND_NAMES = {"VerifyCriterion": "criterion", "RequestApproval": "request-approval"}
 
 
 def _describe(command: Command) -> str:
-    fields = [getattr(command, name, None) for name in ("step", "criterion", "outcome")]
+    fields = [getattr(command, name, None) for name in ("step", "criterion", "outcome", "request")]
     subject = next((f for f in fields if f), "")
     name = type(command).__name__
+    if name == "Decide":
+        name = "approve" if getattr(command, "granted", False) else "deny"
     return f"{_COMMAND_NAMES.get(name, name.lower())} {subject}".strip()
 
 
@@ -176,6 +178,11 @@ def _acknowledge(ledger: Ledger, command: Command, ack: Ack, as_json: bool) -> N
     state = ledger.state
     data = ack_view(state, ack)
     next_advice = data["advice"]
+    authority = state.authority
+    held = authority.violation if authority is not None and not ack.duplicate else None
+    held = held if held is not None and held.seq == ack.seq else None
+    if held is not None:
+        data["scope_violation"] = {"step": held.step, "paths": list(held.paths), "tools": list(held.tools)}
 
     def human() -> str:
         what = _describe(command)
@@ -183,6 +190,12 @@ def _acknowledge(ledger: Ledger, command: Command, ack: Ack, as_json: bool) -> N
             lines = [f"seq {ack.seq}: {what} was already recorded under this idempotency key; nothing written"]
         elif ack.orphan:
             lines = [f"seq {ack.seq}: {what} is a late result: it landed on the orphan path ({ack.orphan})"]
+        elif held is not None:
+            lines = [
+                f"seq {ack.seq}: {what} recorded as the blocked attempt scope_violation (outside the step's scope: "
+                f"{', '.join((*held.paths, *held.tools))}); the run is paused until an approval widens the scope or "
+                "a replan"
+            ]
         else:
             lines = [f"seq {ack.seq}: {what} recorded (plan v{state.version})"]
         lines.append(f"anchor: {data['anchor']}")

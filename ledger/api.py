@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
+from plantrail.ledger.approvals import Decide, RequestApproval
 from plantrail.ledger.checkpoint import make_checkpoint
 from plantrail.ledger.clock import utc_now
 from plantrail.ledger.decide import (
@@ -631,6 +632,92 @@ class Ledger:
             observations=as_items(observations, str, "observations"),
             plan_version=plan_version,
             key=idempotency_key,
+            actor=actor,
+            source=source,
+        )
+        return self.execute(command, expected_seq=expected_seq)
+
+    def request_approval(
+        self,
+        request: str,
+        question: str,
+        steps: str | Sequence[str],
+        *,
+        writes: str | Sequence[str] = (),
+        tools: str | Sequence[str] = (),
+        plan_version: int | None = None,
+        idempotency_key: str | None = None,
+        expected_seq: int | None = None,
+        actor: Actor = "agent",
+        source: Source | None = None,
+    ) -> Ack:
+        """Ask for approval ``request``: one bounded ``question`` about ``steps`` (one ``str`` is one step), with
+        the scope change asked for (extra ``writes`` globs and ``tools``), bound to the active plan version
+        (``plantrail request-approval``)."""
+        command = RequestApproval(
+            request=request,
+            question=question,
+            steps=as_items(steps, str, "steps"),
+            writes=as_items(writes, str, "writes"),
+            tools=as_items(tools, str, "tools"),
+            plan_version=plan_version,
+            key=idempotency_key,
+            actor=actor,
+            source=source,
+        )
+        return self.execute(command, expected_seq=expected_seq)
+
+    def approve(
+        self,
+        request: str,
+        *,
+        by: str = "user",
+        why: str = "",
+        plan_version: int | None = None,
+        idempotency_key: str | None = None,
+        expected_seq: int | None = None,
+        actor: Actor = "user",
+        source: Source | None = None,
+    ) -> Ack:
+        """Grant approval ``request`` (``plantrail approve``): the steps it covers may start, with its scope
+        change, in the plan version it was asked for."""
+        return self._decide(request, True, by, why, plan_version, idempotency_key, expected_seq, actor, source)
+
+    def deny(
+        self,
+        request: str,
+        *,
+        by: str = "user",
+        why: str = "",
+        plan_version: int | None = None,
+        idempotency_key: str | None = None,
+        expected_seq: int | None = None,
+        actor: Actor = "user",
+        source: Source | None = None,
+    ) -> Ack:
+        """Deny approval ``request`` (``plantrail deny``): the run pauses until a replan removes or changes the
+        steps it covers."""
+        return self._decide(request, False, by, why, plan_version, idempotency_key, expected_seq, actor, source)
+
+    def _decide(
+        self,
+        request: str,
+        granted: bool,
+        by: str,
+        why: str,
+        plan_version: int | None,
+        key: str | None,
+        expected_seq: int | None,
+        actor: Actor,
+        source: Source | None,
+    ) -> Ack:
+        command = Decide(
+            request=request,
+            granted=granted,
+            by=by,
+            why=why,
+            plan_version=plan_version,
+            key=key,
             actor=actor,
             source=source,
         )

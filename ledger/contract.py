@@ -26,6 +26,7 @@ import orjson
 
 from plantrail.ledger.errors import error
 from plantrail.ledger.evidence import Observation, Report
+from plantrail.ledger.scope import StepScope
 
 if TYPE_CHECKING:
     from plantrail.ledger.plan import PlanSpec
@@ -80,7 +81,7 @@ class StepTerms:
 
     __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
     ADDED: ClassVar[frozenset[str]] = frozenset(
-        {"priority", "checks", "timeout_s", "max_tool_calls", "max_cost_usd", "notes", "covers"}
+        {"priority", "checks", "timeout_s", "max_tool_calls", "max_cost_usd", "notes", "covers", "scope"}
     )
 
     priority: int = 0
@@ -94,6 +95,8 @@ class StepTerms:
     #: The task criteria this step's output covers (seed 001 6.1; :mod:`ledger.coverage`): no part of its
     #: contract (a replan that changes only what it covers keeps its work).
     covers: tuple[str, ...] = ()
+    #: The step's scope: writes, reads, allowed tools, whether it needs an approval (:mod:`ledger.scope`).
+    scope: StepScope | None = None
 
 
 NO_TERMS: Final = StepTerms()

@@ -13,6 +13,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from plantrail.ledger.approvals import (
+    Decide,
+    RequestApproval,
+    build_approval,
+    check_approval,
+    check_result_scope,
+    check_start_authority,
+    recorded_result,
+)
 from plantrail.ledger.contract import CheckSpec, unmet
 from plantrail.ledger.coverage import require_coverage
 from plantrail.ledger.errors import error
@@ -20,6 +29,9 @@ from plantrail.ledger.events import (
     OUTCOMES,
     REASON_CODES,
     Actor,
+    ApprovalDenied,
+    ApprovalGranted,
+    ApprovalRequested,
     CriterionVerified,
     Event,
     Outcome,
@@ -65,12 +77,14 @@ __all__ = [
     "Command",
     "Complete",
     "Create",
+    "Decide",
     "Extend",
     "Fail",
     "Finish",
     "Heartbeat",
     "NewEvent",
     "Replan",
+    "RequestApproval",
     "Start",
     "VerifyCriterion",
     "check",
@@ -230,7 +244,21 @@ def _specs(value: Any, kind: type[Any], what: str) -> tuple[Any, ...]:
     return items
 
 
-Command = Create | Start | Complete | Block | Fail | VerifyCriterion | Finish | Replan | Extend | Heartbeat | Abandon
+Command = (
+    Create
+    | Start
+    | Complete
+    | Block
+    | Fail
+    | VerifyCriterion
+    | Finish
+    | Replan
+    | Extend
+    | Heartbeat
+    | Abandon
+    | RequestApproval
+    | Decide
+)
 
 
 # --------------------------------------------------------------------------- decide
@@ -247,7 +275,21 @@ def decide_one(state: StateView, command: Command, *, now: str | None = None) ->
     the command's), and why it is a late result (None when it applies); or a refusal, as :func:`decide`.
     ``now`` is the timestamp the event will carry: the stop policy judges a deadline against it."""
     data, plan_version = _build(state, command)
+    if isinstance(data, StepCompleted | StepBlocked | StepFailed) and data.report is not None:
+        data = _as_recorded(state, data, plan_version)
     return data, plan_version, check(state, data, plan_version, now=now)
+
+
+def _as_recorded(
+    state: StateView, data: StepCompleted | StepBlocked | StepFailed, plan_version: int
+) -> StepCompleted | StepBlocked | StepFailed:
+    """A result that applies, as it is recorded: a report outside the step's scope makes it the blocked attempt
+    ``scope_violation`` (:mod:`ledger.approvals`); a late result is recorded as reported."""
+    step = state.steps.get(data.step)
+    if step is None or step.status != "in_progress" or orphan_reason(state, plan_version, data.step, data.attempt):
+        return data
+    _result_text(data)  # a result without its evidence or reason is refused as such, never rewritten
+    return recorded_result(state, data)
 
 
 def _build(state: StateView, command: Command) -> tuple[Event, int]:
@@ -291,6 +333,8 @@ def _build(state: StateView, command: Command) -> tuple[Event, int]:
             return finished_event(state, command.outcome, command.reason.strip()), version
         case Replan():
             return _replanned(state, command, version), version
+        case RequestApproval() | Decide():
+            return build_approval(command), version
         case Extend():
             observations = tuple(o.strip() for o in command.observations if o.strip())
             extended = PlanExtended(
@@ -307,7 +351,9 @@ def _as_plan(plan: Draft | PlanSpec, *, goal: str | None = None, base: PlanSpec 
     if isinstance(plan, PlanSpec):
         validate_plan(plan)
         return plan
-    return build_plan(plan, goal=goal, policy=None if base is None else base.policy)
+    if base is None:
+        return build_plan(plan, goal=goal)
+    return build_plan(plan, goal=goal, policy=base.policy, scope=base.scope)
 
 
 def _replanned(state: StateView, command: Replan, version: int) -> PlanReplanned:
@@ -422,6 +468,8 @@ def check(state: StateView, data: Event, plan_version: int, *, now: str | None =
             check_outcome(state, data, now)
         case PlanReplanned():
             _check_replan(state, data, plan_version)
+        case ApprovalRequested() | ApprovalGranted() | ApprovalDenied():
+            check_approval(state, data, plan_version)
         case PlanExtended():
             check_extension(state, data, plan_version)
         case StepHeartbeat():
@@ -490,6 +538,8 @@ def _check_start(state: StateView, data: StepStarted, plan_version: int) -> None
     if limit is not None:
         _room_to_start(state, data.step, limit)
     _dependencies_done(state, state.plan, data.step)
+    if state.contract or state.authority is not None:  # scopes and approvals live in v2 plans only
+        check_start_authority(state, _contract(state.plan, data.step))
 
 
 def _stop_allows(state: StateView, step: str, now: str | None) -> None:
@@ -582,6 +632,8 @@ def _check_result(
         if why == "RUN_FINISHED":
             _not_finished(state)
         raise _transition(step, "in_progress", target, state.version)
+    if why is None and (data.report is not None or (isinstance(data, StepBlocked) and data.violation is not None)):
+        check_result_scope(state, data)
     if why is None and isinstance(data, StepCompleted):
         assert state.plan is not None
         _checks_met(_contract(state.plan, data.step).checks, data.report, f"step {data.step}", step=data.step)

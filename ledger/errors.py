@@ -180,6 +180,11 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "PATCH_INVALID": (PlanInvalid, "a plan patch operation cannot apply to its base version"),
     "UNKNOWN_COVERED_CRITERION": (PlanInvalid, "a step covers an acceptance criterion the plan does not have"),
     "COVERAGE_GAP": (PlanInvalid, "strict: a task criterion is covered by no step and no typed check"),
+    "SCOPE_INVALID": (PlanInvalid, "a scope glob is empty, absolute, or holds an empty, . or .. segment"),
+    "SCOPE_OUTSIDE_TASK": (
+        PlanInvalid,
+        "a step's writes or reads glob is outside the task's scope (step and glob named)",
+    ),
     # commands
     "PLAN_NOT_CREATED": (CommandRefused, "the log has no plan yet"),
     "PLAN_ALREADY_CREATED": (CommandRefused, "the log already has a plan (use replan)"),
@@ -215,6 +220,31 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
         "the outcome contradicts the state: complete while the stop policy says otherwise, or partial or "
         "budget_exhausted with nothing left to do",
     ),
+    "SCOPE_VIOLATION": (
+        CommandRefused,
+        "verify: a result reports changed paths or tools outside its step's scope but is not recorded as the "
+        "scope violation it is",
+    ),
+    "PAUSED_SCOPE_VIOLATION": (
+        CommandRefused,
+        "the run is paused by a scope violation: only an approval that widens the scope, or a replan, ends it",
+    ),
+    "PAUSED_APPROVAL_DENIED": (
+        CommandRefused,
+        "the run is paused by a denied approval until a replan removes or changes the denied steps",
+    ),
+    "APPROVAL_REQUIRED": (
+        CommandRefused,
+        "the step is waiting_approval: no granted approval for this plan version covers it",
+    ),
+    "WRITE_SCOPE_CONFLICT": (
+        CommandRefused,
+        "the step's write scope overlaps that of a step in progress (the other step is named)",
+    ),
+    "APPROVAL_NOT_FOUND": (CommandRefused, "no approval request with that id"),
+    "APPROVAL_DECIDED": (CommandRefused, "the approval request was already granted or denied"),
+    "APPROVAL_STALE": (CommandRefused, "the approval request was asked for a superseded plan version"),
+    "DUPLICATE_APPROVAL_ID": (CommandRefused, "an approval request with that id already exists"),
     "STALE_PLAN_VERSION": (CommandRefused, "the command was issued against a superseded plan version"),
     "UNKNOWN_PLAN_VERSION": (CommandRefused, "the plan version does not exist yet"),
     "UNKNOWN_CAUSE": (CommandRefused, "a replan names a cause seq that is not in the log"),

@@ -20,6 +20,7 @@ import msgspec
 
 from plantrail.ledger.evidence import Report
 from plantrail.ledger.plan import CriterionSpec, PlanPatch, PlanSpec, StepSpec
+from plantrail.ledger.scope import ScopeViolation
 
 __all__ = [
     "ACTORS",
@@ -31,6 +32,9 @@ __all__ = [
     "RESULT_TYPES",
     "V2_TYPES",
     "Actor",
+    "ApprovalDenied",
+    "ApprovalGranted",
+    "ApprovalRequested",
     "CriterionVerified",
     "Event",
     "LogBatch",
@@ -63,7 +67,17 @@ FORMATS: Final[dict[int, str]] = {1: "plantrail/1", 2: "plantrail/2"}
 #: The format name of the newest version.
 FORMAT: Final = FORMATS[FORMAT_VERSION]
 #: Event types format v2 added (a line of one of these types is a v2 line).
-V2_TYPES: Final[frozenset[str]] = frozenset({"step.heartbeat", "step.abandoned", "run.forked", "plan.extended"})
+V2_TYPES: Final[frozenset[str]] = frozenset(
+    {
+        "step.heartbeat",
+        "step.abandoned",
+        "run.forked",
+        "plan.extended",
+        "approval.requested",
+        "approval.granted",
+        "approval.denied",
+    }
+)
 
 _STRICT: dict[str, Any] = {"extra": "forbid", "strict": True}
 
@@ -207,15 +221,18 @@ class StepCompleted(_FixedShape, frozen=True, omit_defaults=True):
 
 
 class StepBlocked(_FixedShape, frozen=True, omit_defaults=True):
-    """A step's attempt cannot continue, and why; (format v2) with the runtime's evidence record."""
+    """A step's attempt cannot continue, and why; (format v2) with the runtime's evidence record, and the scope
+    violation that ended it (a result whose report changed paths or used tools outside the step's scope is
+    recorded as this event, reason ``scope_violation: ...``, whatever the runtime reported it as)."""
 
     TYPE: ClassVar[str] = "step.blocked"
-    ADDED: ClassVar[frozenset[str]] = frozenset({"report"})
+    ADDED: ClassVar[frozenset[str]] = frozenset({"report", "violation"})
 
     step: str
     attempt: int
     reason: str
     report: Report | None = None
+    violation: ScopeViolation | None = None
 
 
 class StepFailed(_FixedShape, frozen=True, omit_defaults=True):
@@ -333,6 +350,40 @@ class RunForked(_FixedShape, frozen=True):
     state: str
 
 
+class ApprovalRequested(_FixedShape, frozen=True):
+    """(Format v2) An approval asked for: its id, one bounded question, the steps it covers and the scope change
+    it asks for (extra write globs and tools); bound to the envelope's plan version."""
+
+    TYPE: ClassVar[str] = "approval.requested"
+
+    request: str
+    question: str
+    steps: tuple[str, ...]
+    writes: tuple[str, ...]
+    tools: tuple[str, ...]
+
+
+class ApprovalGranted(_FixedShape, frozen=True):
+    """(Format v2) An approval request granted: who and why."""
+
+    TYPE: ClassVar[str] = "approval.granted"
+
+    request: str
+    by: str
+    why: str
+
+
+class ApprovalDenied(_FixedShape, frozen=True):
+    """(Format v2) An approval request denied: who and why. The run pauses until a replan removes or changes
+    the denied steps."""
+
+    TYPE: ClassVar[str] = "approval.denied"
+
+    request: str
+    by: str
+    why: str
+
+
 Event = (
     PlanCreated
     | StepStarted
@@ -350,6 +401,9 @@ Event = (
     | LogBatch
     | RunForked
     | PlanExtended
+    | ApprovalRequested
+    | ApprovalGranted
+    | ApprovalDenied
 )
 
 #: Result events: fenced by (plan version, step, attempt); late ones land on the orphan path.

@@ -19,6 +19,7 @@ from typing import Any, Final
 
 import orjson
 
+from plantrail.ledger.approvals import Decide, RequestApproval
 from plantrail.ledger.decide import (
     Abandon,
     Block,
@@ -35,6 +36,9 @@ from plantrail.ledger.decide import (
 )
 from plantrail.ledger.errors import error
 from plantrail.ledger.events import (
+    ApprovalDenied,
+    ApprovalGranted,
+    ApprovalRequested,
     CriterionVerified,
     PlanCreated,
     PlanExtended,
@@ -70,6 +74,7 @@ _EVENT_TYPE: Final[dict[type, str]] = {
     Extend: PlanExtended.TYPE,
     Heartbeat: StepHeartbeat.TYPE,
     Abandon: StepAbandoned.TYPE,
+    RequestApproval: ApprovalRequested.TYPE,
 }
 
 
@@ -107,6 +112,8 @@ def command_content(command: Command) -> dict[str, Any]:
         del content["report"]  # a result without an evidence record: the event leaves the member out (format v2)
     if isinstance(command, VerifyCriterion):
         content["verdict"] = "passed" if content.pop("passed") else "failed"
+    if isinstance(command, Decide):
+        del content["granted"]  # the event's type says it
     if isinstance(command, (Replan, Extend)):
         content["observations"] = [o for o in content["observations"] if o]
     if isinstance(command, Replan) and command.patch is not None:
@@ -121,7 +128,7 @@ def _stated(content: dict[str, Any], command: Command) -> dict[str, Any]:
     plan = getattr(command, "plan", None)
     if not isinstance(plan, Draft) or "plan" not in content or not isinstance(content["plan"], dict):
         return content
-    omitted = {name for name in ("goal", "policy") if getattr(plan, name) is None}
+    omitted = {name for name in ("goal", "policy", "scope") if getattr(plan, name) is None}
     return content | {"plan": {k: v for k, v in content["plan"].items() if k not in omitted}}
 
 
@@ -140,12 +147,25 @@ def record_view(record: Record) -> KeyEntry:
     )
 
 
+_RESULTS: Final = (Complete, Fail, Block)
+
+
+def _expected_type(command: Command) -> str | None:
+    """The type of the event ``command`` records (a decision on an approval: granted or denied)."""
+    if isinstance(command, Decide):
+        return ApprovalGranted.TYPE if command.granted else ApprovalDenied.TYPE
+    return _EVENT_TYPE.get(type(command))
+
+
 def match(record: Record, command: Command, key: str) -> None:
     """Accept a retry of ``record`` (the event ``key`` wrote, read from the log); raise IDEMPOTENCY_CONFLICT
     when any of the command's content differs."""
     wanted = _stated(command_content(command), command)
     stored = _stated(record_content(record), command)
-    same = record.type == _EVENT_TYPE.get(type(command)) and wanted == stored
+    same = record.type == _expected_type(command) and wanted == stored
+    if isinstance(record.data, StepBlocked) and record.data.violation is not None and isinstance(command, _RESULTS):
+        # a result outside its scope was recorded as the blocked attempt: its retry reports the same record
+        same = command.step == record.data.step and _builtins(command.report) == _builtins(record.data.report)
     version = getattr(command, "plan_version", None)
     attempt = getattr(command, "attempt", None)
     if same and version is not None and version != record.plan_version:

@@ -37,6 +37,14 @@ from plantrail.ledger.contract import (
 from plantrail.ledger.coverage import reference_problems
 from plantrail.ledger.errors import PlanInvalid, PlantrailError, error
 from plantrail.ledger.items import as_items
+from plantrail.ledger.scope import (
+    STEP_SCOPE_KEYS,
+    StepScope,
+    TaskScope,
+    parse_step_scope,
+    parse_task_scope,
+    scope_problems,
+)
 
 __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
@@ -125,6 +133,11 @@ class StepSpec:
         """The step's cost budget in US dollars (None: none)."""
         return None if self.terms is None else self.terms.max_cost_usd
 
+    @property
+    def scope(self) -> StepScope | None:
+        """The step's scope (writes, reads, allowed tools, approval; :mod:`ledger.scope`); None: none declared."""
+        return None if self.terms is None else self.terms.scope
+
     def contract(self) -> tuple[str, str, frozenset[str], tuple[CheckSpec, ...]]:
         """What a completed step promised: title, completion evidence, dependencies (as a set) and checks."""
         return (self.title, self.completion_evidence, frozenset(self.depends_on), self.checks)
@@ -177,9 +190,11 @@ class PlanSpec:
     #: Facts about the version that are no part of the plan itself, one a line: e.g. the adapter that
     #: imported it and its version, the user's follow-up messages (docs/importers.md).
     notes: tuple[str, ...] = ()
+    #: The task's read and write scope (globs; :mod:`ledger.scope`); None: not declared.
+    scope: TaskScope | None = None
 
     #: Fields format v2 added (ledger.versions): left out of the bytes at their defaults.
-    ADDED: ClassVar[frozenset[str]] = frozenset({"notes"})
+    ADDED: ClassVar[frozenset[str]] = frozenset({"notes", "scope"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +205,7 @@ class Draft:
     acceptance_criteria: tuple[CriterionSpec, ...]
     steps: tuple[StepSpec, ...]
     policy: Policy | None
+    scope: TaskScope | None = None  # absent: a replan keeps the task scope it had
 
 
 PatchOpName = Literal[
@@ -319,6 +335,7 @@ _STEP_KEYS = {
     "priority",
     "checks",
     *STEP_BUDGET_FIELDS,
+    *STEP_SCOPE_KEYS,
 }
 
 
@@ -378,6 +395,7 @@ def _parse_step(raw: Any, where: str) -> StepSpec:
     budget = _noted(problems, no_budget, parse_step_budget, obj, where)
     no_covers: tuple[str, ...] = ()
     covers = _noted(problems, no_covers, _covers, obj.get("covers"), f"{where}.covers")
+    scope = _noted(problems, None, parse_step_scope, obj, where)
     _raise_if_any(problems)
     return StepSpec(
         id=step_id,
@@ -385,7 +403,7 @@ def _parse_step(raw: Any, where: str) -> StepSpec:
         depends_on=depends_on,
         completion_evidence=evidence,
         max_attempts=max_attempts,
-        terms=StepTerms(priority=priority, checks=checks, covers=covers, **budget),
+        terms=StepTerms(priority=priority, checks=checks, covers=covers, **budget, scope=scope),
     )
 
 
@@ -450,7 +468,7 @@ def _parse_all(problems: list[PlantrailError], parse: Callable[[Any, str], T], i
     return parsed
 
 
-_DRAFT_KEYS = {"goal", "acceptance_criteria", "acceptanceCriteria", "steps", "policy"}
+_DRAFT_KEYS = {"goal", "acceptance_criteria", "acceptanceCriteria", "steps", "policy", "scope"}
 
 
 def parse_draft(raw: Any) -> Draft:
@@ -472,7 +490,9 @@ def parse_draft(raw: Any) -> Draft:
     steps = _parse_all(problems, _parse_step, raw_steps, "steps")
     policy = obj.get("policy")
     parsed_policy = None if policy is None else _noted(problems, None, _parse_policy, policy, "policy")
+    task_scope = _noted(problems, None, parse_task_scope, obj.get("scope"))
     if problems:
+        problems += scope_problems(task_scope, ((s.id, s.scope) for s in steps))
         known = {i for i in map(_step_id, raw_steps) if i is not None}
         graph = [s for s in map(_skeleton, raw_steps) if s is not None]
         problems += _graph_problems(
@@ -484,11 +504,15 @@ def parse_draft(raw: Any) -> Draft:
         acceptance_criteria=tuple(criteria),
         steps=tuple(steps),
         policy=parsed_policy,
+        scope=task_scope,
     )
 
 
-def build_plan(draft: Draft, *, goal: str | None = None, policy: Policy | None = None) -> PlanSpec:
-    """Fill in a draft's goal and policy (``goal``/``policy`` are what it inherits) and validate it."""
+def build_plan(
+    draft: Draft, *, goal: str | None = None, policy: Policy | None = None, scope: TaskScope | None = None
+) -> PlanSpec:
+    """Fill in a draft's goal, policy and task scope (``goal``/``policy``/``scope`` are what it inherits) and
+    validate it."""
     plan_goal = draft.goal if draft.goal is not None else goal
     problems: list[PlantrailError] = []
     if plan_goal is None:
@@ -498,6 +522,7 @@ def build_plan(draft: Draft, *, goal: str | None = None, policy: Policy | None =
         acceptance_criteria=draft.acceptance_criteria,
         steps=draft.steps,
         policy=draft.policy or policy or Policy(),
+        scope=draft.scope if draft.scope is not None else scope,
     )
     try:
         validate_plan(spec)
@@ -526,6 +551,8 @@ def validate_plan(plan: PlanSpec, previous: tuple[PlanSpec, tuple[str, ...]] | N
     reuse that order instead of sorting again (:func:`carried_order`).
     """
     problems = _graph_problems(plan.acceptance_criteria, plan.steps) + reference_problems(plan)
+    if plan.scope is not None:
+        problems += scope_problems(plan.scope, ((s.id, s.scope) for s in plan.steps))
     _raise_if_any(problems)
     validate_contract(plan)
     order = None if previous is None else carried_order(previous[0].steps, previous[1], plan.steps)

@@ -21,7 +21,13 @@ __all__ = ["canonical_bytes", "state_hash"]
 #: The state's values' fields added with format v2, each with the default at which it is left out.
 _ADDED: dict[type[Any], tuple[tuple[str, Any], ...]] = {
     StepState: (("usage", None), ("lease", None), ("abandoned", ())),
-    PlanState: (("usage", None), ("failure_streak", None), ("contract", False), ("lineage", ())),
+    PlanState: (
+        ("usage", None),
+        ("failure_streak", None),
+        ("contract", False),
+        ("lineage", ()),
+        ("authority", None),
+    ),
     VersionInfo: (("extended", ()),),
 }
 

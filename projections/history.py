@@ -35,7 +35,7 @@ from plantrail.projections.model import (
 from plantrail.projections.outcomes import outcome_lists
 from plantrail.projections.state import evolve, fold, initial
 from plantrail.projections.stop import stop_decision
-from plantrail.projections.views import advice, in_doubt, orphan_view, ready_steps
+from plantrail.projections.views import advice, approvals_view, in_doubt, orphan_view, ready_steps
 
 if TYPE_CHECKING:
     from plantrail.ledger.events import Record
@@ -622,7 +622,7 @@ def resume_verdict(state: PlanState, *, damaged: bool = False, now: str | None =
         return "failed"
     if decision.outcome == "budget_exhausted":
         return "budget_exhausted"
-    if state.outcome == "paused":
+    if state.outcome == "paused" or decision.outcome == "paused":  # finish paused, or a scope or approval pause
         return "paused"
     work_left = any(s.status != "completed" for s in state.steps.values_in_order())
     if state.plan is None or (work_left and not ready_steps(state)):
@@ -647,6 +647,8 @@ def _next_action(state: PlanState, verdict: Verdict, damage: Mapping[str, Any] |
         case "budget_exhausted" if state.finished:
             unmet = outcome_lists(state, "budget_exhausted").unmet
             return f"the run finished budget_exhausted ({state.outcome_reason}); unmet: {', '.join(unmet)}"
+        case "paused" if stop_decision(state, now).outcome == "paused":
+            return f"the stop policy says paused: {stop_decision(state, now).reason}"
         case "paused":
             return "the run is paused: start a ready step or replan to continue it"
         case "failed" | "budget_exhausted":
@@ -736,4 +738,5 @@ def resume_receipt(state: PlanState, damage: Mapping[str, Any] | None = None, no
         "head_hash": state.head,
         "damage": None if damage is None else dict(damage),
         "stop": stop_decision(state, now).as_dict(),
+        "approvals": approvals_view(state),
     }

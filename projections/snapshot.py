@@ -21,6 +21,8 @@ import orjson
 from plantrail.ledger.contract import CheckSpec, StepTerms
 from plantrail.ledger.evidence import Usage
 from plantrail.ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec
+from plantrail.ledger.scope import StepScope, TaskScope
+from plantrail.projections.authority import Approval, Authority, Violation
 from plantrail.projections.model import (
     Changes,
     CriterionState,
@@ -123,7 +125,25 @@ def _plan(d: dict[str, Any] | None) -> PlanSpec | None:
         steps=tuple(StepSpec(**{**s, "depends_on": tuple(s["depends_on"]), "terms": _terms(s)}) for s in d["steps"]),
         policy=Policy(**d["policy"]),
         notes=_notes(d),
+        scope=_task_scope(d.get("scope")),
     )
+
+
+def _globs(value: list[str] | None) -> tuple[str, ...] | None:
+    return None if value is None else tuple(value)
+
+
+def _task_scope(d: dict[str, Any] | None) -> TaskScope | None:
+    """A plan's task scope (format v2; a snapshot of a plan without one has none)."""
+    return None if d is None else TaskScope(_globs(d.get("reads")), _globs(d.get("writes")))
+
+
+def _step_scope(d: dict[str, Any] | None) -> StepScope | None:
+    """A step's scope (format v2; a snapshot of a step without one has none)."""
+    if d is None:
+        return None
+    tools = _globs(d.get("allowed_tools"))
+    return StepScope(_globs(d.get("writes")), _globs(d.get("reads")), tools, d.get("requires_approval", False))
 
 
 def _notes(d: dict[str, Any]) -> tuple[str, ...]:
@@ -138,7 +158,13 @@ def _terms(d: dict[str, Any]) -> StepTerms | None:
         None
         if terms is None
         else StepTerms(
-            **{**terms, "checks": _checks(terms), "notes": _notes(terms), "covers": tuple(terms.get("covers", ()))}
+            **{
+                **terms,
+                "checks": _checks(terms),
+                "notes": _notes(terms),
+                "covers": tuple(terms.get("covers", ())),
+                "scope": _step_scope(terms.get("scope")),
+            }
         )
     )
 
@@ -241,6 +267,7 @@ def decode_state(raw: bytes, fill: Fill | None = None) -> PlanState:
         failure_streak=None if d.get("failure_streak") is None else FailureStreak(**d["failure_streak"]),
         contract=d.get("contract", False),
         lineage=tuple(Fork(**link) for link in d.get("lineage", ())),
+        authority=_authority(d.get("authority")),
     )
 
 
@@ -252,6 +279,21 @@ def _step_fields(s: dict[str, Any]) -> dict[str, Any]:
     if "abandoned" in s:
         fields["abandoned"] = tuple(s["abandoned"])
     return fields
+
+
+def _authority(d: dict[str, Any] | None) -> Authority | None:
+    """The state's approvals and pauses (format v2; a snapshot of a run without any has none)."""
+    if d is None:
+        return None
+    approvals = tuple(
+        Approval(**{**a, "steps": tuple(a["steps"]), "writes": tuple(a["writes"]), "tools": tuple(a["tools"])})
+        for a in d["approvals"]
+    )
+    held = d["violation"]
+    violation = (
+        None if held is None else Violation(**{**held, "paths": tuple(held["paths"]), "tools": tuple(held["tools"])})
+    )
+    return Authority(approvals, violation, tuple(d["widened"]), tuple(d["denied"]))
 
 
 def _usage(d: dict[str, Any] | None) -> Usage | None:

@@ -21,6 +21,8 @@ from plantrail.ledger.errors import PlanInvalid
 from plantrail.ledger.evidence import Report, Usage
 from plantrail.ledger.plan import PlanSpec, validate_plan
 from plantrail.ledger.versions import needs_v2
+from plantrail.projections import authority as _authority
+from plantrail.projections.authority import Approval, Authority
 from plantrail.projections.leases import start_lease
 from plantrail.projections.lineage import carried_state
 from plantrail.projections.model import (
@@ -40,6 +42,9 @@ from plantrail.projections.table import Table
 
 if TYPE_CHECKING:
     from plantrail.ledger.events import (
+        ApprovalDenied,
+        ApprovalGranted,
+        ApprovalRequested,
         CriterionVerified,
         LogOpened,
         PlanCreated,
@@ -127,6 +132,9 @@ class StateView(Protocol):
     @property
     def lineage(self) -> tuple[Fork, ...]: ...
 
+    @property
+    def authority(self) -> Authority | None: ...
+
 
 def evolve(state: PlanState, record: Record) -> PlanState:
     """Apply one record; never mutates ``state`` or ``record``."""
@@ -166,6 +174,7 @@ def evolve(state: PlanState, record: Record) -> PlanState:
         s.failure_streak,
         s.contract,
         s.lineage,
+        s.authority,
     )
 
 
@@ -226,6 +235,10 @@ class _Builder:
     @property
     def lineage(self) -> tuple[Fork, ...]:
         return self._state.lineage
+
+    @property
+    def authority(self) -> Authority | None:
+        return self._state.authority
 
     def add(self, record: Record) -> Delta | StepState | None:
         """Apply one record in place (what :func:`evolve` does to an immutable state); return its change."""
@@ -521,9 +534,14 @@ def _blocked(state: StateView, record: Record, data: StepBlocked) -> Delta | Ste
     if step is None:
         return late
     blocked = step._replace(status="blocked", reason=data.reason, last_seq=record.seq)
-    if data.report is None:
+    if data.report is None and data.violation is None:
         return blocked
     fields = _spending(state, blocked, data.report)
+    if data.violation is not None:
+        held = data.violation
+        fields["authority"] = _authority.violation_recorded(
+            state.authority, data.step, data.attempt, held.paths, held.tools, record.seq
+        )
     return Delta(step=fields.pop("step"), fields=fields or None)
 
 
@@ -615,6 +633,9 @@ def _replanned(state: StateView, record: Record, data: PlanReplanned) -> Delta |
         fields |= _CONTINUE
     if state.failure_streak is not None:
         fields["failure_streak"] = None
+    authority = _authority.replanned(state.authority, state.plan, state.version, plan, steps)
+    if authority != state.authority:
+        fields["authority"] = authority
     return Delta(version=info, failures=0, fields=fields)
 
 
@@ -645,6 +666,41 @@ def _extended(state: StateView, record: Record, data: PlanExtended) -> Delta | N
     return Delta(version=adopted._replace(plan=extended, extended=(*adopted.extended, record.seq)), fields=fields)
 
 
+def _approval_asked(state: StateView, record: Record, data: ApprovalRequested) -> Delta | None:
+    if state.plan is None or state.finished or record.plan_version != state.version:
+        return None
+    if state.authority is not None and any(a.id == data.request for a in state.authority.approvals):
+        return None
+    request = Approval(
+        id=data.request,
+        status="requested",
+        steps=data.steps,
+        plan_version=record.plan_version,
+        question=data.question,
+        writes=data.writes,
+        tools=data.tools,
+        seq=record.seq,
+    )
+    return Delta(fields={"authority": _authority.approval_requested(state.authority, request)})
+
+
+def _approval_decided(state: StateView, record: Record, data: ApprovalGranted | ApprovalDenied) -> Delta | None:
+    if state.plan is None or state.finished or state.authority is None:
+        return None
+    status: Any = "granted" if record.type == "approval.granted" else "denied"
+    authority, released = _authority.approval_decided(
+        state.authority, data.request, status, data.by, data.why, record.seq, state.plan, state.version
+    )
+    if authority is state.authority:
+        return None
+    step = None if released is None else state.steps.get(released)
+    if step is not None and step.status == "blocked" and not step.exhausted:
+        step = step._replace(status="pending", reason=None, last_seq=record.seq)  # the widened scope holds it
+    else:
+        step = None
+    return Delta(step=step, fields={"authority": authority})
+
+
 def _forked(state: StateView, record: Record, data: RunForked) -> Delta | None:
     """A forked run's first event: the parent's state at the fork, carried whole, and one more lineage link."""
     if state.plan is not None:
@@ -670,6 +726,7 @@ _CARRIED: Final = (
     "usage",
     "failure_streak",
     "contract",
+    "authority",
 )
 
 
@@ -706,4 +763,7 @@ _HANDLERS: Final[Mapping[str, Callable[[Any, Record, Any], Delta | StepState | N
     "step.heartbeat": _heartbeat,
     "step.abandoned": _abandoned,
     "run.forked": _forked,
+    "approval.requested": _approval_asked,
+    "approval.granted": _approval_decided,
+    "approval.denied": _approval_decided,
 }

@@ -4,9 +4,10 @@
 
 1. ``cancelled`` (or another final outcome the log records: complete, partial, failed, budget_exhausted):
    the run ended;
-2. scope violation -> ``paused`` (not yet recorded by this version: the scope rules are still to come);
+2. scope violation -> ``paused`` (a result left its step's scope: only an approval that widens the scope, or a
+   replan, ends the pause; :mod:`ledger.approvals`);
 3. every step completed and every criterion passed (their checks met: :mod:`ledger.contract`) -> ``complete``;
-4. approval denied -> ``paused`` (not yet recorded by this version);
+4. approval denied -> ``paused`` until a replan removes or changes the denied steps (they cannot start);
 5. the hard ``deadline`` passed -> ``budget_exhausted``;
 6. the same failure fingerprint repeated ``max_repeated_failures`` times (default 2 for a plan that uses the
    v2 contract; off for a v1 plan, which keeps v1's answers) -> ``failed`` (no progress);
@@ -96,8 +97,23 @@ def stop_decision(state: StateView, now: str | None = None) -> StopDecision:
         rule = "cancelled" if outcome == "cancelled" else "finished"
         return StopDecision(outcome, rule, f"the log records the run as {outcome}")
     open_work = _unmet(state)
+    authority = state.authority
+    if authority is not None and authority.violation is not None:
+        held = authority.violation
+        outside = ", ".join((*held.paths, *held.tools))
+        reason = (
+            f"step {held.step}'s attempt {held.attempt} left its scope ({outside}); an approval that widens the "
+            "scope, or a replan, ends the pause"
+        )
+        return StopDecision("paused", "scope_violation", reason, open_work)
     if not open_work and state.criteria:
         return StopDecision("complete", "checks_passed", "every step is completed and every criterion passed")
+    if authority is not None and authority.denied:
+        reason = (
+            f"an approval for {', '.join(authority.denied)} was denied; a replan that removes or changes those "
+            "steps ends the pause"
+        )
+        return StopDecision("paused", "approval_denied", reason, open_work)
     policy = state.plan.policy
     if policy.deadline is not None and now is not None:
         deadline, moment = parse_ts(policy.deadline), parse_ts(now)

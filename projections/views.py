@@ -12,7 +12,13 @@ will add theirs):
 - ``run_finished`` (``outcome``): the run finished complete, failed or cancelled;
 - ``status`` (``status``): the step is not pending (in progress, completed or blocked);
 - ``dependencies`` (``waiting``): the dependencies not completed yet;
-- ``capacity`` (``max_in_progress``, ``in_progress``): the limit is reached by the steps named.
+- ``capacity`` (``max_in_progress``, ``in_progress``): the limit is reached by the steps named;
+- ``stop_policy`` (``outcome``, ``rule``, ``reason``): the stop policy forbids new work;
+- ``scope_violation`` (``step``, ``paths``, ``tools``): the run is paused by a result that left its scope;
+- ``approval_denied`` (``steps``): the run is paused by a denied approval;
+- ``waiting_approval`` (``because``: ``requires_approval`` or ``widened``, ``requests``: the pending requests
+  that cover the step): no granted approval for the active version covers the step;
+- ``write_conflict`` (``step``, ``glob``): a step in progress writes where this one would.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from plantrail.ledger.coverage import coverage_view
 from plantrail.ledger.plan import StepSpec
 from plantrail.ledger.versions import plain
+from plantrail.projections.authority import authority_reasons
 from plantrail.projections.leases import lease_view
 from plantrail.projections.lineage import lineage_view
 from plantrail.projections.model import Orphan, PlanState, StepState
@@ -35,6 +42,7 @@ __all__ = [
     "ack_view",
     "advice",
     "anchor",
+    "approvals_view",
     "capacity_view",
     "in_doubt",
     "next_view",
@@ -112,6 +120,8 @@ def _reasons(
         reasons.append({**capacity, "in_progress": list(capacity["in_progress"])})  # each step its own copy
     if stop is not None:
         reasons.append(dict(stop))
+    if state.contract or state.authority is not None:  # scopes and approvals: v2 plans only
+        reasons += authority_reasons(state, spec)
     return reasons
 
 
@@ -134,7 +144,13 @@ def wait_reasons(state: PlanState, now: str | None = None) -> dict[str, list[Wai
 def startable_steps(state: PlanState) -> list[str]:
     """The ready steps a ``start`` would accept now, in the stable order: none while ``max_in_progress`` steps
     are in progress. Each can start on its own; :func:`capacity_view` says how many may start together."""
-    return [] if _capacity_reason(state) is not None else ready_steps(state)
+    if _capacity_reason(state) is not None:
+        return []
+    ready = ready_steps(state)
+    if not (state.contract or state.authority is not None) or not ready:
+        return ready
+    contracts = specs(state)
+    return [s for s in ready if not authority_reasons(state, contracts[s])]
 
 
 def capacity_view(state: PlanState) -> dict[str, Any]:
@@ -167,6 +183,35 @@ def advice(state: PlanState) -> str | None:
     if unfinished and not active and not ready_steps(state):
         return "no_ready_step"
     return None
+
+
+def approvals_view(state: PlanState) -> dict[str, Any]:
+    """Approvals and the pauses they govern: every request (``id``, ``status``, ``steps``, ``plan_version``,
+    ``question``, ``writes``, ``tools``, ``seq``, ``by``, ``why``, ``decided_seq``), the steps of the active
+    version ``waiting_approval`` (``{step, because, requests}``), the ``violation`` pausing the run (or None)
+    and the ``denied`` steps."""
+    from plantrail.projections.authority import needs_approval
+
+    authority = state.authority
+    waiting = []
+    for spec in () if state.plan is None else state.plan.steps:
+        step = state.steps.get(spec.id)
+        if step is None or step.status == "completed":
+            continue
+        why = needs_approval(spec, authority, state.version)
+        if why is not None:
+            requests = [
+                a.id
+                for a in (() if authority is None else authority.approvals)
+                if a.status == "requested" and a.plan_version == state.version and spec.id in a.steps
+            ]
+            waiting.append({"step": spec.id, "because": why, "requests": requests})
+    return {
+        "requests": [] if authority is None else [a._asdict() for a in authority.approvals],
+        "waiting_approval": waiting,
+        "violation": None if authority is None or authority.violation is None else authority.violation._asdict(),
+        "denied": [] if authority is None else list(authority.denied),
+    }
 
 
 def orphan_view(orphan: Orphan) -> dict[str, Any]:
@@ -236,6 +281,7 @@ def status_view(state: PlanState, now: str | None = None) -> dict[str, Any]:
         "leases": lease_view(state, now),
         "lineage": lineage_view(state),
         "coverage": coverage_view(state.plan),
+        "approvals": approvals_view(state),
     }
 
 
@@ -271,6 +317,7 @@ def next_view(state: PlanState, now: str | None = None) -> dict[str, Any]:
         "in_progress": [s.id for s in in_doubt(state)],
         "advice": advice(state),
         "leases": lease_view(state, now),
+        "approvals": approvals_view(state),
     }
 
 

@@ -273,6 +273,32 @@ CLI_CASES: dict[str, tuple[Callable[[Env], list[Any]], str, int]] = {
         "USAGE",
         2,
     ),
+    "draft: scope not an object": (create_with_draft(scope=["src/**"]), "DRAFT_INVALID", 1),
+    "draft: an absolute scope glob": (create_with_draft(scope={"writes": ["/etc/**"]}), "SCOPE_INVALID", 1),
+    "draft: a step write outside the task scope": (
+        create_with_draft(
+            scope={"writes": ["src/**"]}, steps=[{**LOGIN_DRAFT["steps"][0], "writes": ["package.json"]}]
+        ),
+        "SCOPE_OUTSIDE_TASK",
+        1,
+    ),
+    "approve an unknown request": (on_log("approve", "nope"), "APPROVAL_NOT_FOUND", 1),
+    "deny an unknown request": (on_log("deny", "nope", "--why", "no"), "APPROVAL_NOT_FOUND", 1),
+    "request-approval of an unknown step": (
+        on_log("request-approval", "r1", "--steps", "ghost", "--question", "go?"),
+        "STEP_NOT_FOUND",
+        1,
+    ),
+    "request-approval with a .. glob": (
+        on_log("request-approval", "r1", "--steps", "reproduce", "--question", "go?", "--writes", "../x"),
+        "SCOPE_INVALID",
+        1,
+    ),
+    "request-approval with a blank question": (
+        on_log("request-approval", "r1", "--steps", "reproduce", "--question", " "),
+        "REASON_REQUIRED",
+        1,
+    ),
 }
 
 

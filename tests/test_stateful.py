@@ -6,7 +6,11 @@ The plan uses the v2 contract: step ``e`` has a typed check (a reproduction that
 first, ``a`` declares a timeout (its attempts' lease), the run has a turn budget, and the stop policy applies in
 its documented order (finished, complete, no progress: the same failure twice in a row, the turn budget spent).
 Heartbeats and abandons are drawn beside the results, and the partial and budget_exhausted finishes beside v1's
-outcomes."""
+outcomes. Every step declares its writes inside the task's scope (``b`` and ``c``, ``e`` and ``f`` overlap, so
+they never run at once; ``d`` is read-only), ``f`` allows only the Edit tool, and ``c`` needs an approval: results
+report changed paths and tools, some outside the scope (recorded as a blocked attempt that pauses the run), and
+approvals are requested, granted (widening the scope, which can end the pause) or denied (a pause for good: the
+machine never replans). The model judges all of it from its own tables, not from ``ledger.scope``."""
 
 from __future__ import annotations
 
@@ -34,6 +38,20 @@ ATTEMPTS = {"a": 2, "b": 1, "c": 3, "d": 2, "e": 1, "f": 1}
 CRITERIA = ("works", "documented")
 PRIORITY = {"f": 5}
 CHECKED = "e"  # its check: command_exit, expected exit code 1
+WRITE_GLOBS = {"a": ["src/a.py"], "b": ["src/**"], "c": ["src/c.py"], "d": [], "e": ["docs/e.md"], "f": ["docs/**"]}
+PATHS = ("src/a.py", "src/c.py", "docs/e.md", "docs/f.md", "package.json")
+#: The model's own reading of WRITE_GLOBS: the paths of PATHS each step may change.
+WRITES = {
+    "a": {"src/a.py"},
+    "b": {"src/a.py", "src/c.py"},
+    "c": {"src/c.py"},
+    "d": set(),
+    "e": {"docs/e.md"},
+    "f": {"docs/e.md", "docs/f.md"},
+}
+CONFLICTS = {frozenset("ab"), frozenset("bc"), frozenset("ef")}  # steps whose writes overlap
+TOOLS = {"f": {"Edit"}}  # allowed_tools (the others allow any tool)
+APPROVED_ONLY = "c"  # requires_approval
 TIMEOUT = {"a": 60.0}  # its attempts carry a lease from their start
 TIGHT_TURNS = 3
 LOOSE_TURNS = 1000
@@ -43,10 +61,14 @@ def plan(max_turns: int) -> dict[str, object]:
     """The machine's plan, with a run turn budget (tight: the stop rules fire; loose: runs get deep)."""
     return {
         "goal": "exercise the rules",
+        "scope": {"writes": ["src/**", "docs/**"]},
         "acceptance_criteria": [{"id": c, "description": c} for c in CRITERIA],
         "policy": {"max_in_progress": 2, "max_turns": max_turns, "allowed_partial": True},
         "steps": [
             {"id": s, "title": s, "depends_on": list(d), "completion_evidence": "e", "max_attempts": ATTEMPTS[s]}
+            | {"writes": WRITE_GLOBS[s]}
+            | ({"allowed_tools": sorted(TOOLS[s])} if s in TOOLS else {})
+            | ({"requires_approval": True} if s == APPROVED_ONLY else {})
             | ({"priority": PRIORITY[s]} if s in PRIORITY else {})
             | ({"timeout_s": TIMEOUT[s]} if s in TIMEOUT else {})
             | (
@@ -66,19 +88,25 @@ texts = st.sampled_from(["ok", "exit 1", "saw 401", "  ", ""])
 outcomes = st.sampled_from(
     ["paused"] * 8 + ["complete", "complete", "failed", "cancelled", "partial", "budget_exhausted"]
 )
-# An evidence record: none, or one observation of the check with an exit code, maybe truncated, and the turns
-# the attempt spent.
+# An evidence record: none, or one observation of the check with an exit code, maybe truncated, the turns the
+# attempt spent, the paths it changed and the tools it used (most often none, so that runs progress).
+changed = st.one_of(st.just(()), st.just(()), st.lists(st.sampled_from(PATHS), max_size=2).map(tuple))
+used = st.one_of(st.just(()), st.just(()), st.lists(st.sampled_from(["Edit", "Bash"]), max_size=2).map(tuple))
 reports = st.one_of(
     st.none(),
     st.builds(
-        lambda code, truncated, turns: Report(
+        lambda code, truncated, turns, paths, tools: Report(
             exit_code=code,
             observations=(Observation("fails", exit_code=code, truncated=truncated),),
             usage=Usage(turns=turns),
+            changed_paths=paths,
+            tools=tools,
         ),
         st.sampled_from([0, 1, 2]),
         st.booleans(),
         st.sampled_from([0, 1, 2]),
+        changed,
+        used,
     ),
 )
 leases = st.sampled_from([None, None, 30.0])
@@ -107,6 +135,29 @@ class Model:
     max_turns: int = LOOSE_TURNS
     abandoned: dict[str, list[int]] = field(default_factory=lambda: {s: [] for s in STEPS})
     lease: dict[str, float | None] = field(default_factory=lambda: dict.fromkeys(STEPS))
+    approved: set[str] = field(default_factory=set)
+    extra_writes: dict[str, set[str]] = field(default_factory=lambda: {s: set() for s in STEPS})
+    extra_tools: dict[str, set[str]] = field(default_factory=lambda: {s: set() for s in STEPS})
+    violation: tuple[str, tuple[str, ...], tuple[str, ...]] | None = None  # step, paths, tools
+    denied: set[str] = field(default_factory=set)
+    requests: dict[str, tuple[str, ...]] = field(default_factory=dict)  # pending request -> its steps
+
+    def outside(self, step: str, report: Report | None) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+        """The changed paths and tools of ``report`` outside ``step``'s scope and grants (None: inside)."""
+        if report is None:
+            return None
+        paths = tuple(p for p in dict.fromkeys(report.changed_paths) if p not in self.writes(step))
+        allowed = TOOLS.get(step)
+        tools = (
+            ()
+            if allowed is None
+            else tuple(t for t in dict.fromkeys(report.tools) if t not in allowed | self.extra_tools[step])
+        )
+        return (paths, tools) if paths or tools else None
+
+    def writes(self, step: str) -> set[str]:
+        """The paths of PATHS ``step`` may change now: two steps' globs overlap exactly when these meet."""
+        return WRITES[step] | self.extra_writes[step]
 
     def ready(self) -> list[str]:
         """Ready steps, highest priority first, then by id (the plan's ids are already a valid order)."""
@@ -126,18 +177,23 @@ class Model:
         """The stop policy's rule 6: the same failure twice in a row (unless everything is already done)."""
         return self.repeats >= 2 and not self.done
 
-    def stop(self) -> str:
-        """The stop policy in its documented order: a final outcome; everything done is complete; the same
-        failure twice is failed; the turn budget spent is budget_exhausted; else continue."""
+    def stop(self) -> tuple[str, str]:
+        """The stop policy in its documented order, as (outcome, rule): a final outcome; a scope violation
+        pauses; everything done is complete; a denial pauses; the same failure twice is failed; the turn
+        budget spent is budget_exhausted; else continue."""
         if self.final:
-            return str(self.outcome)
+            return str(self.outcome), "finished"
+        if self.violation is not None:
+            return "paused", "scope_violation"
         if self.done:
-            return "complete"
+            return "complete", "checks_passed"
+        if self.denied:
+            return "paused", "approval_denied"
         if self.repeats >= 2:
-            return "failed"
+            return "failed", "no_progress"
         if self.turns >= self.max_turns:
-            return "budget_exhausted"
-        return "continue"
+            return "budget_exhausted", "budget"
+        return "continue", "continue"
 
     def running(self) -> list[str]:
         return [s for s in STEPS if self.status[s] == "in_progress"]
@@ -152,8 +208,12 @@ class Model:
             return False
         if any(self.status[d] != "completed" for d in STEPS[step]):
             return False
-        if self.stop() in ("failed", "budget_exhausted"):
+        if self.stop()[0] in ("failed", "budget_exhausted", "paused"):
             return False
+        if step == APPROVED_ONLY and step not in self.approved:
+            return False
+        if any(self.writes(step) & self.writes(other) for other in self.running()):
+            return False  # their write scopes overlap (a grant's writes widen a step's)
         self.status[step], self.attempt[step] = "in_progress", self.attempt[step] + 1
         self.lease[step] = TIMEOUT.get(step)
         if self.outcome == "paused":
@@ -169,6 +229,12 @@ class Model:
             return True
         if self.status[step] != "in_progress":
             return False
+        found = self.outside(step, report)
+        if found is not None:  # recorded as the blocked attempt scope_violation; the run pauses
+            self.spend(report)
+            self.status[step] = "blocked"
+            self.violation = (step, *found)
+            return True
         if kind == "complete":
             if step == CHECKED and not check_met(report):
                 return False
@@ -183,7 +249,8 @@ class Model:
             charged = self.attempt[step] - len(self.abandoned[step])
             self.status[step] = "pending" if charged < ATTEMPTS[step] else "blocked"
             failing = [] if report is None or step != CHECKED or check_met(report) else ["fails"]
-            seen = (step, tuple(failing), None if report is None else report.exit_code, text.strip().lower())
+            paths = () if report is None else tuple(sorted(report.changed_paths))
+            seen = (step, tuple(failing), None if report is None else report.exit_code, text.strip().lower(), paths)
             self.repeats = self.repeats + 1 if seen == self.last_failure else 1
             self.last_failure = seen
         return True
@@ -208,6 +275,32 @@ class Model:
         self.status[step] = "pending"
         self.abandoned[step].append(self.attempt[step])
         self.lease[step] = None
+        return True
+
+    def request(self, request: str, steps: tuple[str, ...]) -> bool:
+        if self.final:
+            return False
+        self.requests[request] = steps
+        return True
+
+    def decide(self, request: str, granted: bool, writes: tuple[str, ...], tools: tuple[str, ...]) -> bool:
+        if self.final or request not in self.requests:
+            return False
+        steps = self.requests.pop(request)
+        if not granted:
+            self.denied |= set(steps)
+            return True
+        for step in steps:
+            self.approved.add(step)
+            self.extra_writes[step] |= set(writes)
+            self.extra_tools[step] |= set(tools)
+        if self.violation is not None and self.violation[0] in steps:
+            step, paths, used_tools = self.violation
+            allowed = TOOLS.get(step)
+            tools_ok = allowed is None or set(used_tools) <= allowed | self.extra_tools[step]
+            if set(paths) <= self.writes(step) and tools_ok:
+                self.violation = None
+                self.status[step] = "pending"
         return True
 
     def verify(self, criterion: str, passed: bool) -> bool:
@@ -239,6 +332,8 @@ class LedgerMachine(RuleBasedStateMachine):
         self.log = self.target.location(unique_run())
         self.model = Model()
         self.tight = False
+        self.asked = 0  # approval requests so far (their ids)
+        self.widths: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}  # request -> writes, tools
 
     @initialize(tight=st.booleans())
     def create(self, tight: bool) -> None:
@@ -295,6 +390,39 @@ class LedgerMachine(RuleBasedStateMachine):
             self.start(step)
             if step in self.model.running():
                 self.result("fail", step, "same error", report)
+
+    @rule(
+        data=st.data(),
+        writes=st.lists(st.sampled_from(PATHS), max_size=2).map(tuple),
+        tools=st.lists(st.sampled_from(["Edit", "Bash"]), max_size=1).map(tuple),
+        granted=st.sampled_from([True] * 5 + [False]),
+    )
+    def ask_and_decide_an_approval(
+        self, data: st.DataObject, writes: tuple[str, ...], tools: tuple[str, ...], granted: bool
+    ) -> None:
+        """An approval for one step (the one a violation paused on, most often), granted or (rarely) denied."""
+        held = self.model.violation
+        if held is not None and data.draw(st.booleans()):
+            step, writes, tools = held  # the grant that ends the pause
+        else:
+            step = data.draw(st.sampled_from(list(STEPS)))
+        request = self.ask(step, writes, tools)
+        self.decide(request, granted)
+
+    def ask(self, step: str, writes: tuple[str, ...], tools: tuple[str, ...]) -> str:
+        self.asked += 1
+        request = f"r{self.asked}"
+        expected = self.model.request(request, (step,))
+        self.widths[request] = (writes, tools)
+        question = f"may {step} go on?"
+        self._apply(expected, lambda: self.ledger.request_approval(request, question, step, writes=writes, tools=tools))
+        return request
+
+    def decide(self, request: str, granted: bool) -> None:
+        writes, tools = self.widths.get(request, ((), ()))
+        expected = self.model.decide(request, granted, writes, tools)
+        call = self.ledger.approve if granted else self.ledger.deny
+        self._apply(expected, lambda: call(request, by="tester"))
 
     @precondition(lambda self: self.model.running())
     @rule(data=st.data(), kind=st.sampled_from(["heartbeat", "heartbeat", "heartbeat", "abandon"]), lease=leases)
@@ -397,14 +525,18 @@ class LedgerMachine(RuleBasedStateMachine):
         exactly when the model says so."""
         assert ready_steps(self.ledger.state) == ([] if self.model.final else self.model.ready())
         decision = stop_decision(self.ledger.state)
-        assert (decision.rule == "no_progress") == (self.model.no_progress and not self.model.final)
-        assert decision.outcome == self.model.stop()
+        outcome, rule_name = self.model.stop()
+        assert decision.outcome == outcome
+        if rule_name != "finished":  # the ledger names a final outcome's rule after the outcome
+            assert decision.rule == rule_name
 
     @invariant()
     def policy_and_evidence_hold(self) -> None:
         steps = list(self.ledger.state.steps.values())
         assert sum(s.status == "in_progress" for s in steps) <= LIMIT
         assert all(s.evidence for s in steps if s.status == "completed")
+        running = {s.id for s in steps if s.status == "in_progress"}
+        assert not any(pair <= running for pair in CONFLICTS), "two steps whose writes overlap ran at once"
 
     @invariant()
     def the_file_folds_to_the_state_kept_step_by_step(self) -> None:

@@ -117,6 +117,7 @@ def test_next_prints_the_ready_steps_or_the_advice(
         "advice": None,
         "stop": {"outcome": "continue", "rule": "continue", "reason": "next bounded step", "unmet": []},
         "leases": [],
+        "approvals": {"requests": [], "waiting_approval": [], "violation": None, "denied": []},
         "snapshot_seq": None,
     }
     ledger.start("reproduce")

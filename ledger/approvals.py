@@ -1,0 +1,338 @@
+"""The rules of scope and approval on commands (seed 001 6.6 and 12.2, seed 004 approval gates and 范围): the
+approval commands and their events, the checks :mod:`ledger.decide` runs before a start and a result, and the
+rewriting of a result that left its scope into the blocked attempt it is recorded as.
+
+- A result (complete, fail or block) whose evidence record reports changed paths outside the step's writes
+  (else the task's, widened by the approvals granted for it in this plan version), or tools outside its
+  ``allowed_tools``, is **recorded** as ``step.blocked`` with reason ``scope_violation: ...`` and the
+  violation listed: the step does not complete and the run is paused (stop rule 2). A hand-made log holding
+  that result as anything else is ``SCOPE_VIOLATION`` in ``verify``.
+- A start is refused while the run is paused by a scope violation (PAUSED_SCOPE_VIOLATION) or a denied
+  approval (PAUSED_APPROVAL_DENIED), while the step is waiting_approval (APPROVAL_REQUIRED), and while a step
+  in progress has a write scope that overlaps the step's (WRITE_SCOPE_CONFLICT), whatever ``max_in_progress``
+  allows.
+- ``approval.requested`` needs a bounded question and known steps of the active version; a grant or denial
+  needs a pending request bound to the active version.
+
+Pure: judged against a :class:`~projections.state.StateView`, nothing read from a clock or a file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from plantrail.ledger.errors import error
+from plantrail.ledger.events import (
+    Actor,
+    ApprovalDenied,
+    ApprovalGranted,
+    ApprovalRequested,
+    Source,
+    StepBlocked,
+    StepCompleted,
+    StepFailed,
+)
+from plantrail.ledger.items import as_items, as_text
+from plantrail.ledger.plan import PlanSpec, StepSpec, check_id, did_you_mean
+from plantrail.ledger.scope import ScopeViolation, check_glob, violation
+from plantrail.projections.authority import (
+    Approval,
+    authority_reasons,
+    conflict,
+    effective_tools,
+    effective_writes,
+    needs_approval,
+    pending_for,
+)
+
+if TYPE_CHECKING:
+    from plantrail.projections.state import StateView
+
+__all__ = [
+    "ApprovalEvent",
+    "Decide",
+    "RequestApproval",
+    "authority_reasons",
+    "build_approval",
+    "check_approval",
+    "check_result_scope",
+    "check_start_authority",
+    "recorded_result",
+    "result_violation",
+]
+
+ApprovalEvent = ApprovalRequested | ApprovalGranted | ApprovalDenied
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequestApproval:
+    """Ask for an approval: its id, one bounded question, the steps it covers, the scope change it asks for
+    (extra write globs and tools; empty: none, only the go-ahead)."""
+
+    request: str
+    question: str
+    steps: Sequence[str]
+    writes: Sequence[str] = ()
+    tools: Sequence[str] = ()
+    plan_version: int | None = None
+    actor: Actor = "agent"
+    source: Source | None = None
+    key: str | None = None
+
+    def __post_init__(self) -> None:
+        as_text(self.question, "question")
+        object.__setattr__(self, "steps", as_items(self.steps, str, "steps"))
+        object.__setattr__(self, "writes", as_items(self.writes, str, "writes"))
+        object.__setattr__(self, "tools", as_items(self.tools, str, "tools"))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Decide:
+    """Grant (``granted`` True) or deny an approval request, saying who and why."""
+
+    request: str
+    granted: bool
+    by: str = "user"
+    why: str = ""
+    plan_version: int | None = None
+    actor: Actor = "user"
+    source: Source | None = None
+    key: str | None = None
+
+
+def build_approval(command: RequestApproval | Decide) -> ApprovalEvent:
+    """The event an approval command produces (no rule judged here: :func:`check_approval` does)."""
+    if isinstance(command, RequestApproval):
+        return ApprovalRequested(
+            request=command.request,
+            question=command.question.strip(),
+            steps=tuple(dict.fromkeys(command.steps)),
+            writes=tuple(dict.fromkeys(w.strip() for w in command.writes)),
+            tools=tuple(dict.fromkeys(t.strip() for t in command.tools)),
+        )
+    cls = ApprovalGranted if command.granted else ApprovalDenied
+    return cls(request=command.request, by=command.by.strip(), why=command.why.strip())
+
+
+# --------------------------------------------------------------------------- approval events
+
+
+def _spec(plan: PlanSpec, step: str) -> StepSpec | None:
+    for spec in plan.steps:
+        if spec.id == step:
+            return spec
+    return None
+
+
+def _approval(state: StateView, request: str) -> Approval | None:
+    authority = state.authority
+    if authority is None:
+        return None
+    return next((a for a in authority.approvals if a.id == request), None)
+
+
+def check_approval(state: StateView, data: ApprovalEvent, plan_version: int) -> None:
+    """Judge an approval event against the state before it (the caller checked the plan and the version)."""
+    assert state.plan is not None
+    if state.finished:
+        raise error("RUN_FINISHED", f"the run finished {state.outcome}", seq=state.outcome_seq)
+    if plan_version != state.version:
+        raise error(
+            "STALE_PLAN_VERSION",
+            f"{data.TYPE} was issued against plan version {plan_version}; the active version is {state.version}",
+            plan_version=plan_version,
+            expected=state.version,
+            actual=plan_version,
+        )
+    check_id(data.request, "approval request id")
+    known = _approval(state, data.request)
+    if isinstance(data, ApprovalRequested):
+        _check_request(state, data, known)
+        return
+    if not data.by.strip():
+        raise error("REASON_REQUIRED", f"{data.TYPE} needs who decided")
+    if known is None:
+        ids = [] if state.authority is None else [a.id for a in state.authority.approvals]
+        raise error(
+            "APPROVAL_NOT_FOUND",
+            f"no approval request {data.request}{did_you_mean(data.request, ids)}",
+            request=data.request,
+        )
+    if known.status != "requested":
+        raise error(
+            "APPROVAL_DECIDED",
+            f"approval request {data.request} was already {known.status} (seq {known.decided_seq})",
+            request=data.request,
+            current=known.status,
+        )
+    if known.plan_version != state.version:
+        raise error(
+            "APPROVAL_STALE",
+            f"approval request {data.request} was asked for plan version {known.plan_version}; version "
+            f"{state.version} superseded it (ask again)",
+            request=data.request,
+            plan_version=known.plan_version,
+            expected=state.version,
+        )
+
+
+def _check_request(state: StateView, data: ApprovalRequested, known: Approval | None) -> None:
+    assert state.plan is not None
+    if known is not None:
+        raise error(
+            "DUPLICATE_APPROVAL_ID",
+            f"approval request {data.request} already exists (seq {known.seq})",
+            request=data.request,
+        )
+    if not data.question.strip():
+        raise error("REASON_REQUIRED", "an approval request needs one bounded question")
+    if not data.steps:
+        raise error("USAGE", "an approval request covers at least one step")
+    for step in data.steps:
+        if step not in state.steps:
+            raise error(
+                "STEP_NOT_FOUND",
+                f"no step {step} in plan version {state.version}{did_you_mean(step, state.steps)}",
+                step=step,
+                plan_version=state.version,
+            )
+    for i, glob in enumerate(data.writes):
+        check_glob(glob, f"writes[{i}]")
+    if not all(t.strip() for t in data.tools):
+        raise error("USAGE", "a tool name in an approval request is blank")
+
+
+# --------------------------------------------------------------------------- starts
+
+
+def _paused(state: StateView, step: str) -> None:
+    authority = state.authority
+    assert authority is not None
+    held = authority.violation
+    if held is not None:
+        raise error(
+            "PAUSED_SCOPE_VIOLATION",
+            f"the run is paused: step {held.step}'s attempt {held.attempt} left its scope ({_shown(held)}); only an "
+            "approval that widens the scope, or a replan, ends the pause",
+            step=step,
+            plan_version=state.version,
+            seq=held.seq,
+        )
+    if authority.denied:
+        raise error(
+            "PAUSED_APPROVAL_DENIED",
+            f"the run is paused: an approval for {', '.join(authority.denied)} was denied; a replan that removes "
+            "or changes those steps ends the pause",
+            step=step,
+            plan_version=state.version,
+            denied=list(authority.denied),
+        )
+
+
+def _shown(held: Any) -> str:
+    parts = []
+    if held.paths:
+        parts.append(f"paths {', '.join(held.paths)}")
+    if held.tools:
+        parts.append(f"tools {', '.join(held.tools)}")
+    return "; ".join(parts)
+
+
+def check_start_authority(state: StateView, spec: StepSpec) -> None:
+    """Refuse a start the run's authority forbids (see the module's docstring); nothing to judge, and no cost,
+    for a plan that declares no scope and has no approvals."""
+    plan = state.plan
+    assert plan is not None
+    if state.authority is None and spec.scope is None and plan.scope is None:
+        return
+    if state.authority is not None:
+        _paused(state, spec.id)
+    why = needs_approval(spec, state.authority, state.version)
+    if why is not None:
+        raise error(
+            "APPROVAL_REQUIRED",
+            f"step {spec.id} is waiting_approval ({why.replace('_', ' ')}): no granted approval for plan version "
+            f"{state.version} covers it",
+            step=spec.id,
+            plan_version=state.version,
+            because=why,
+            requests=pending_for(state, spec.id),
+        )
+    found = conflict(state, plan, spec)
+    if found is not None:
+        other, theirs, mine = found
+        raise error(
+            "WRITE_SCOPE_CONFLICT",
+            f"step {spec.id} writes {mine}, which overlaps {theirs} of step {other} (in progress); two steps whose "
+            "write scopes overlap never run at once",
+            step=spec.id,
+            plan_version=state.version,
+            other=other,
+        )
+
+
+# --------------------------------------------------------------------------- results
+
+Result = StepCompleted | StepBlocked | StepFailed
+
+
+def result_violation(state: StateView, data: Result) -> ScopeViolation | None:
+    """The scope violation a result's evidence record reports against the step's scope in the active version
+    (None: it stayed inside, reported nothing, or the step declares no scope)."""
+    report = data.report
+    plan = state.plan
+    if report is None or plan is None or not (report.changed_paths or report.tools):
+        return None
+    spec = _spec(plan, data.step)
+    if spec is None or (spec.scope is None and plan.scope is None):
+        return None
+    writes = effective_writes(plan, spec, state.authority, state.version)
+    tools = effective_tools(spec, state.authority, state.version)
+    return violation(writes, tools, report.changed_paths, report.tools)
+
+
+def _describe(found: ScopeViolation) -> str:
+    parts = []
+    if found.paths:
+        parts.append(f"changed paths outside the step's writes: {', '.join(found.paths)}")
+    if found.tools:
+        parts.append(f"tools outside allowed_tools: {', '.join(found.tools)}")
+    return "scope_violation: " + "; ".join(parts)
+
+
+def recorded_result(state: StateView, data: Result) -> Result:
+    """The event a result is recorded as: itself, or (when its report left the step's scope) the blocked
+    attempt ``scope_violation`` with what it reported kept in the reason. The caller checked that the result
+    applies to the active version and attempt (a late result is recorded as reported)."""
+    found = result_violation(state, data)
+    if found is None:
+        return data
+    if isinstance(data, StepCompleted):
+        said = "reported complete: " + "; ".join(data.evidence)
+    elif isinstance(data, StepFailed):
+        said = f"reported fail: {data.error}"
+    else:
+        said = f"reported block: {data.reason}"
+    reason = f"{_describe(found)} ({said})"
+    return StepBlocked(step=data.step, attempt=data.attempt, reason=reason, report=data.report, violation=found)
+
+
+def check_result_scope(state: StateView, data: Result) -> None:
+    """Refuse (SCOPE_VIOLATION) a result that applies but is not recorded as the scope violation its report
+    shows, or that claims a violation the rules do not find (``verify`` replays this on hand-made logs)."""
+    found = result_violation(state, data)
+    claimed = data.violation if isinstance(data, StepBlocked) else None
+    if claimed is not None and data.report is None:
+        found = None  # a claimed violation needs the report it comes from
+    if found == claimed:
+        return
+    shown = _describe(found) if found is not None else "no scope violation"
+    raise error(
+        "SCOPE_VIOLATION",
+        f"{data.TYPE} for {data.step}: the rules find {shown}; a result outside its scope is recorded as "
+        "step.blocked with the violation",
+        step=data.step,
+        plan_version=state.version,
+    )
