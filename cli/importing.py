@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from plantrail.cli.common import emit, json_option
+from plantrail.cli.common import emit, json_option, locate_log, store_option
 from plantrail.cli.terminal import screen
 
 if TYPE_CHECKING:
@@ -85,7 +85,8 @@ def render_report(report: ImportReport) -> str:
     required=True,
     metavar="LOG",
     type=click.Path(dir_okay=False, path_type=str),
-    help="The plantrail log to write (refused if it exists, unless --force).",
+    help="The plantrail log to write (refused if it exists, unless --force): a path, a postgresql://…/db#RUN "
+    "URL, or a run id in --store.",
 )
 @click.option(
     "--format",
@@ -115,10 +116,12 @@ def render_report(report: ImportReport) -> str:
     is_flag=True,
     help="Like --append, again each time the transcript grows (a live Codex rollout); Ctrl-C stops (exit 0).",
 )
+@store_option
 @json_option
 def import_command(
     transcript: str,
     log: str,
+    store: str | None,
     format_name: str | None,
     with_subagents: bool,
     run_id: str | None,
@@ -143,7 +146,9 @@ def import_command(
       plantrail import samples/claude-session.jsonl -o session.plantrail.jsonl
       plantrail status session.plantrail.jsonl
       plantrail import --follow ~/.codex/sessions/2026/12/01/rollout-1.jsonl -o run.jsonl
+      plantrail import session.jsonl -o login-fix --store postgresql://localhost/plantrail
     """
+    log = locate_log(log, store, new=True)
     if append or follow:
         _extend(transcript, log, format_name, with_subagents, run_id, force, follow, as_json)
         return

@@ -36,7 +36,8 @@ from plantrail.ledger.errors import PlantrailError, Refused
 from plantrail.ledger.importers.mapping import Batch, map_updates
 from plantrail.ledger.importers.model import Observation
 from plantrail.ledger.plan import PlanSpec
-from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.reading import open_records, run_exists
+from plantrail.ledger.stores import is_database_url
 
 from .identity import batch_key, identities, identity_of_source
 
@@ -150,7 +151,7 @@ def write_batches(
     if not keyed:
         return AppendReport(log, None, False, plan_updates, 0, 0, 0, (), -1, None)
     created = False
-    if not os.path.lexists(log):
+    if not run_exists(log):
         created = _create(log, batches[0][1].ts, keyed[0][1], run)
     clock = _Clock(batches[0][1].ts)  # the transcript's times, as a whole import stamps them
     with Ledger.open(log, clock=clock) as ledger:
@@ -201,10 +202,10 @@ def _held(
 def recorded_sources(log: str) -> frozenset[str]:
     """The identities (call id, else file and line) that the sources of the log's unkeyed events name (a whole
     import's; a keyed event is recognised by its key, since its update may be only partly written)."""
-    with LogReader(log) as reader:
+    with open_records(log) as (_, records):
         return frozenset(
             identity_of_source(r.source.file, r.source.line, r.source.id)
-            for r in reader.records()
+            for r in records
             if r.source is not None and r.key is None
         )
 
@@ -221,14 +222,15 @@ def _origin(commands: Sequence[Command]) -> tuple[str, int | None, str | None]:
 
 
 def _create(log: str, ts: str, first: Sequence[Command], run: str) -> bool:
-    """Create the log with the first update's plan; False when another writer created it first."""
+    """Create the log with the first update's plan; False when another writer created it first (or, for a
+    database run, when it exists: the run id is the URL's own)."""
     create = first[0]
     assert isinstance(create, Create) and isinstance(create.plan, PlanSpec)  # the mapper opens with the Create
     try:
         Ledger.create(
             log,
             create.plan,
-            run=run,
+            run=_database_run(log) if is_database_url(log) else run,
             actor=create.actor,
             source=create.source,
             idempotency_key=create.key,
@@ -239,3 +241,15 @@ def _create(log: str, ts: str, first: Sequence[Command], run: str) -> bool:
             raise
         return False
     return True
+
+
+def _database_run(url: str) -> str:
+    """The id of the database run ``url`` names; USAGE when it names none."""
+    from plantrail.ledger.stores.postgres import parse_location
+
+    named = parse_location(url).run
+    if named is None:
+        from plantrail.ledger.errors import error
+
+        raise error("USAGE", f"name the run to append to: {url}#RUN_ID")
+    return named

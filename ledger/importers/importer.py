@@ -47,6 +47,7 @@ from plantrail.ledger.errors import error
 from plantrail.ledger.files import folder_of, fsync_dir, os_error
 from plantrail.ledger.plan import PlanSpec
 from plantrail.ledger.store import Ack
+from plantrail.ledger.stores import is_database_url
 
 from ._records import open_transcript
 from .mapping import Batch, MappedRun, map_updates
@@ -150,8 +151,12 @@ def import_transcript(
     read = read_observations(source, format, with_subagents=with_subagents)
     lead, transcripts = read.lead, read.transcripts
     mapped = map_updates(read.observations, format=lead.format, session=read.session, notes=read.notes)
-    run_id = run or read.run
-    last_seq, head, written = _write(log, mapped, run_id, _nonce(transcripts), force, on_progress)
+    if is_database_url(log):
+        run_id = _database_run(log, run)
+        last_seq, head, written = _write_database(log, mapped, run_id, _nonce(transcripts), on_progress)
+    else:
+        run_id = run or read.run
+        last_seq, head, written = _write(log, mapped, run_id, _nonce(transcripts), force, on_progress)
     skipped = Counter(mapped.skipped)
     skipped.update(read.skipped)
     return ImportReport(
@@ -222,6 +227,13 @@ def read_observations(source: Path, format: str | None = None, *, with_subagents
 
 
 def _check_target(source: Path, log: str, force: bool) -> None:
+    if is_database_url(log):
+        _database_run(log, None)
+        if force:
+            raise error(
+                "USAGE", f"only a log file is replaced by a forced import; a database run is never replaced ({log})"
+            )
+        return
     folder_of(log)  # before the temporary file beside it is named in an error
     if os.path.lexists(log) and not force:
         raise error(
@@ -286,6 +298,38 @@ def _write(
         _install(temporary, log, force)
     finally:
         _remove(temporary)
+    return last_seq, head, written
+
+
+def _database_run(url: str, run: str | None) -> str:
+    """The run id of the database run ``url`` names (its ``#RUN``); USAGE when it names none, or another id
+    than ``run``."""
+    from plantrail.ledger.plan import check_id
+    from plantrail.ledger.stores.postgres import parse_location
+
+    named = parse_location(url, run=run).run
+    if named is None:
+        raise error("USAGE", f"name the run to import into: {url}#RUN_ID")
+    return check_id(named, "run id")
+
+
+def _write_database(
+    url: str,
+    mapped: MappedRun,
+    run_id: str,
+    nonce: str,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> tuple[int, str, int]:
+    """Write the whole log as :func:`_write` does, to a private temporary file, then copy its lines into the
+    database run in one transaction (the same bytes as the file; LOG_EXISTS when the run exists)."""
+    import tempfile
+
+    from plantrail.ledger.stores.copy import copy_runs
+
+    with tempfile.TemporaryDirectory(prefix="plantrail-import-") as folder:
+        temporary = os.path.join(folder, f"{run_id}.jsonl")
+        last_seq, head, written = _record(temporary, mapped.batches, run_id, nonce, on_progress)
+        copy_runs(temporary, url)
     return last_seq, head, written
 
 
