@@ -106,6 +106,8 @@ def test_import_append_recognises_what_a_database_run_holds(
     again = run_cli("import", TRANSCRIPT, "-o", "appended", "--append", "--store", database, "--json").json()
     assert (again["created"], again["updates_appended"], again["events_written"]) == (False, 0, 0)
     assert again["updates_recorded"] == created.json()["updates_appended"]
+    other = run_cli("import", TRANSCRIPT, "-o", "appended", "--append", "--store", database, "--run", "another")
+    assert other.code == 2 and "error[USAGE]" in other.err, "the URL names the run: another --run is refused"
 
     whole_file = tmp_path / "whole.jsonl"
     assert run_cli("import", TRANSCRIPT, "-o", whole_file).code == 0

@@ -91,8 +91,10 @@ def append_transcript(
 ) -> AppendReport:
     """Extend ``log_path`` (created when missing) with the updates of a transcript that it does not hold yet;
     ``notes`` are added to version 1's (a hook adapter names itself)."""
-    from plantrail.ledger.importers.importer import read_observations
+    from plantrail.ledger.importers.importer import database_run, read_observations
 
+    if is_database_url(os.fspath(log_path)):
+        run = database_run(os.fspath(log_path), run)  # the URL names the run: another --run is USAGE
     read = read_observations(Path(transcript_path), format, with_subagents=with_subagents)
     return append_observations(
         log_path,
@@ -224,13 +226,15 @@ def _origin(commands: Sequence[Command]) -> tuple[str, int | None, str | None]:
 def _create(log: str, ts: str, first: Sequence[Command], run: str) -> bool:
     """Create the log with the first update's plan; False when another writer created it first (or, for a
     database run, when it exists: the run id is the URL's own)."""
+    from plantrail.ledger.importers.importer import database_run
+
     create = first[0]
     assert isinstance(create, Create) and isinstance(create.plan, PlanSpec)  # the mapper opens with the Create
     try:
         Ledger.create(
             log,
             create.plan,
-            run=_database_run(log) if is_database_url(log) else run,
+            run=database_run(log, None) if is_database_url(log) else run,
             actor=create.actor,
             source=create.source,
             idempotency_key=create.key,
@@ -241,15 +245,3 @@ def _create(log: str, ts: str, first: Sequence[Command], run: str) -> bool:
             raise
         return False
     return True
-
-
-def _database_run(url: str) -> str:
-    """The id of the database run ``url`` names; USAGE when it names none."""
-    from plantrail.ledger.stores.postgres import parse_location
-
-    named = parse_location(url).run
-    if named is None:
-        from plantrail.ledger.errors import error
-
-        raise error("USAGE", f"name the run to append to: {url}#RUN_ID")
-    return named

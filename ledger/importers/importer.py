@@ -54,7 +54,7 @@ from .mapping import Batch, MappedRun, map_updates
 from .model import Observation, Transcript
 from .parse import parse_transcript
 
-__all__ = ["ImportReport", "Observed", "import_transcript", "read_observations", "subagent_files"]
+__all__ = ["ImportReport", "Observed", "database_run", "import_transcript", "read_observations", "subagent_files"]
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 _NOT_ID = re.compile(r"[^A-Za-z0-9._:-]+")
@@ -152,7 +152,7 @@ def import_transcript(
     lead, transcripts = read.lead, read.transcripts
     mapped = map_updates(read.observations, format=lead.format, session=read.session, notes=read.notes)
     if is_database_url(log):
-        run_id = _database_run(log, run)
+        run_id = database_run(log, run)
         last_seq, head, written = _write_database(log, mapped, run_id, _nonce(transcripts), on_progress)
     else:
         run_id = run or read.run
@@ -228,7 +228,7 @@ def read_observations(source: Path, format: str | None = None, *, with_subagents
 
 def _check_target(source: Path, log: str, force: bool) -> None:
     if is_database_url(log):
-        _database_run(log, None)
+        database_run(log, None)
         if force:
             raise error(
                 "USAGE", f"only a log file is replaced by a forced import; a database run is never replaced ({log})"
@@ -301,7 +301,7 @@ def _write(
     return last_seq, head, written
 
 
-def _database_run(url: str, run: str | None) -> str:
+def database_run(url: str, run: str | None) -> str:
     """The run id of the database run ``url`` names (its ``#RUN``); USAGE when it names none, or another id
     than ``run``."""
     from plantrail.ledger.plan import check_id
