@@ -80,6 +80,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 
+from plantrail.ledger.approvals import Decide, RequestApproval
 from plantrail.ledger.contract import StepTerms
 from plantrail.ledger.decide import Command, Complete, Create, Extend, Replan, Start
 from plantrail.ledger.events import Actor, ReasonCode, Source
@@ -92,6 +93,7 @@ from .model import ListSnapshot, Observation, TaskEvent
 __all__ = ["Batch", "LiveMapping", "MappedRun", "added_in_place", "map_updates", "slug"]
 
 EVIDENCE = "the agent marks this item completed in its plan"
+APPROVAL_QUESTION = "approve this plan?"
 CRITERION_ID = "request-met"
 GOAL_LIMIT = 200
 WHY_LIMIT = 300
@@ -307,6 +309,11 @@ class _Mapper:
     untimed: int = 0
     unchecked: dict[Key, tuple[str, ...]] = field(default_factory=dict)
     """Cline items the agent unchecked after checking them: the inferred step notes that say so."""
+    denied: dict[Key, str] = field(default_factory=dict)
+    """The steps of a version whose approval the user denied (each with where), until the next plan answers it."""
+    answered: dict[Key, tuple[str, ...]] = field(default_factory=dict)
+    """Steps a denied plan held that a later plan proposed again: the step notes that say so (see "Approvals")."""
+    approvals: int = 0
     touched: bool = False
     """Whether the mirrored version has had a start or a completion since it was adopted (see added_in_place)."""
     extensions: int = 0
@@ -322,11 +329,13 @@ class _Mapper:
         elif self.plan is None:
             if update.items:
                 commands += self._create(update)
-                commands += self._catch_up(update)
+                asked, decided = self._approval(update)
+                commands += [*asked, *self._catch_up(update), *decided]
         elif update.items:
-            commands += self._finish_kept(update)
+            commands += [] if self.denied else self._finish_kept(update)  # a denied version is paused: no work
             commands += self._replan_if_changed(update)
-            commands += self._catch_up(update)
+            asked, decided = self._approval(update)
+            commands += [*asked, *self._catch_up(update), *decided]
         if update.skipped is None:
             self.agent = {item.key: item.status for item in update.items}
         self.previous_line[update.file] = update.observation.line
@@ -407,6 +416,39 @@ class _Mapper:
         commands.append(Complete(step=self.ids.of(item), evidence=(evidence,), actor=actor, source=source))
         return commands
 
+    # ----------------------------------------------------------- approvals
+
+    def _approval(self, update: Update) -> tuple[list[Command], list[Command]]:
+        """The approval a plan that asked for one (ExitPlanMode) gets: the request, inferred, covering the steps of
+        the version the plan became, and the user's decision as the answer gave it (see "Approvals")."""
+        observation = update.observation
+        if not isinstance(observation, ListSnapshot) or observation.decision is None or self.plan is None:
+            return [], []
+        self.approvals += 1
+        request = f"plan-approval-{self.approvals}"
+        steps = tuple(spec.id for spec in self.plan.values())
+        asked = RequestApproval(
+            request=request,
+            question=APPROVAL_QUESTION,
+            steps=steps,
+            actor="importer",
+            source=self._source(update, inferred=True),
+        )
+        where = location(self.format, observation.result_line or observation.line)
+        source = replace(
+            self._source(update, inferred=False),
+            line=observation.result_line or observation.line,
+            timestamp=observation.result_timestamp,
+        )
+        granted = observation.decision == "granted"
+        why = observation.decision_why or ("the user approved the plan" if granted else "the user rejected the plan")
+        said = observation.decision_words
+        why += f' at {where}: "{quote(said, WHY_LIMIT)}"' if said else f" at {where}"
+        decided = Decide(request=request, granted=granted, by="user", why=why, actor="user", source=source)
+        if not granted:
+            self.denied = {key: where for key in self.plan}
+        return [asked], [decided]
+
     # ----------------------------------------------------------- replans
 
     def _replan_if_changed(self, update: Update) -> list[Command]:
@@ -423,6 +465,13 @@ class _Mapper:
                 self.unchecked[item.key] = (*self.unchecked.get(item.key, ()), _unchecked(where))
             else:
                 self.evidence[item.key] = f"{EVIDENCE} again: the agent reopened it at {where}"
+        for item in update.items:  # the plan that answers a denial proposes again what it keeps (see "Approvals")
+            if item.key in self.denied:
+                again = f"proposed again at {location(self.format, update.observation.line)} after the user denied "
+                self.answered[item.key] = (
+                    *self.answered.get(item.key, ()),
+                    again + f"the plan at {self.denied[item.key]}",
+                )
         new = self._specs(update.items)
         went_back = [
             item
@@ -438,6 +487,11 @@ class _Mapper:
             self.extensions += 1
             return [self._extend(update, added)]
         changes = self._changes(update, old, new, reopened, went_back)
+        again = [item.label for item in update.items if item.key in self.denied]
+        if again:
+            where = next(iter(self.denied.values()))
+            changes.append(f"proposed again after the user denied the plan at {where}: {', '.join(again)}")
+        self.denied = {}
         self.plan = new
         self.evidence = {key: text for key, text in self.evidence.items() if key in new}
         self.status = {
@@ -532,7 +586,8 @@ class _Mapper:
         """Whether the user decided this update: a verdict on it, or their words since the previous update."""
         observation = update.observation
         verdict = observation.user_verdict if isinstance(observation, ListSnapshot) else None
-        return verdict is not None or self._user_words(update) is not None
+        decided = isinstance(observation, ListSnapshot) and observation.decision is not None
+        return decided or verdict is not None or self._user_words(update) is not None
 
     def _user_words(self, update: Update) -> str | None:
         """The user's message, when one came between the previous plan update of this file and this one."""
@@ -554,7 +609,12 @@ class _Mapper:
         evidence = self.evidence.get(item.key, EVIDENCE)
         step_id = self.ids.of(item)
         suffix = self.ids.why.get(step_id)
-        notes = (*item.notes, *([] if suffix is None else [suffix]), *self.unchecked.get(item.key, ()))
+        notes = (
+            *item.notes,
+            *([] if suffix is None else [suffix]),
+            *self.unchecked.get(item.key, ()),
+            *self.answered.get(item.key, ()),
+        )
         return StepSpec(
             id=step_id,
             title=item.title,
