@@ -148,7 +148,8 @@ def test_a_real_transcript_imports_verifies_and_matches_its_counts(tmp_path: Pat
     reason="the agent-team transcripts are absent",
 )
 def test_the_real_lead_and_subagent_import_together(tmp_path: Path) -> None:
-    """The lead merged with its subagent records the subagent's completion; the subagent alone holds no plan."""
+    """The lead merged with its subagent records the subagent's completion, and the report's part of each file
+    adds up to its total; the subagent alone holds no plan."""
     log = tmp_path / "team.plantrail.jsonl"
 
     report = import_transcript(REALDATA / LEAD, log, with_subagents=True)
@@ -163,6 +164,12 @@ def test_the_real_lead_and_subagent_import_together(tmp_path: Path) -> None:
     assert figures == MERGED_FIGURES
     assert figures[:3] == _expected_from_tasks(REALDATA / LEAD, REALDATA / SUBAGENT)
     assert _check_log(log) == MERGED_FIGURES[1:]
+    lead, subagent = report.files
+    assert (lead.file, subagent.file) == (str(REALDATA / LEAD), str(REALDATA / SUBAGENT))
+    assert subagent.versions == 0 and subagent.plan_updates >= 1
+    sums = [sum(getattr(part, name) for part in report.files) for name in ("plan_updates", "versions", "items")]
+    assert sums == [report.plan_updates, report.versions, report.items]
+    assert sum(part.events_written for part in report.files) == report.events_written
     with pytest.raises(TranscriptError) as caught:
         import_transcript(REALDATA / SUBAGENT, tmp_path / "alone.jsonl")
     assert caught.value.code == "NO_PLAN_IN_TRANSCRIPT"

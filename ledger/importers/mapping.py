@@ -90,7 +90,7 @@ from .agent_plan import AgentPlan, ItemStatus, Key, PlanItem, Update, location
 from .errors import transcript_error
 from .model import ListSnapshot, Observation, TaskEvent
 
-__all__ = ["Batch", "LiveMapping", "MappedRun", "added_in_place", "map_updates", "slug"]
+__all__ = ["Batch", "FileFigures", "LiveMapping", "MappedRun", "added_in_place", "map_updates", "slug"]
 
 EVIDENCE = "the agent marks this item completed in its plan"
 APPROVAL_QUESTION = "approve this plan?"
@@ -116,6 +116,21 @@ class Batch:
 
 
 @dataclass(frozen=True, slots=True)
+class FileFigures:
+    """What the updates of one file (the lead's, a subagent's) gave: items first seen there, versions made (the
+    plan and its replans), extensions in place, events (inferred ones among them), and updates skipped by reason."""
+
+    file: str
+    updates: int
+    items: int
+    versions: int
+    extensions: int
+    events: int
+    inferred: int
+    skipped: Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
 class MappedRun:
     """A transcript's plan updates as ledger commands (the first batch opens with the `Create`) and figures."""
 
@@ -129,6 +144,8 @@ class MappedRun:
     untimed: int = 0
     items: int = 0
     extensions: int = 0
+    files: tuple[FileFigures, ...] = ()
+    """The figures of each file, in order of its first update (their sums are the run's)."""
 
 
 def map_updates(
@@ -317,12 +334,15 @@ class _Mapper:
     touched: bool = False
     """Whether the mirrored version has had a start or a completion since it was adopted (see added_in_place)."""
     extensions: int = 0
+    by_file: dict[str, Counter[str]] = field(default_factory=dict)
+    """Each file's figures (FileFigures' counts by name, and "skipped:<reason>"), in order of its first update."""
 
     # ----------------------------------------------------------- one update
 
     def apply(self, update: Update, place: int = 0) -> None:
         """Record one update: create, finish kept work, replan, then catch up with the agent's statuses."""
         self.primary_file = self.primary_file or update.file
+        items, versions, extensions = len(self.ids.ids), self.versions, self.extensions
         commands: list[Command] = []
         if update.skipped is not None:
             self.skipped[update.skipped] += 1
@@ -342,6 +362,17 @@ class _Mapper:
         if commands:
             self.batches.append(Batch(_timestamp(update.observation), tuple(commands), place))
             self.untimed += len(commands) if update.observation.timestamp is None else 0
+        figures = self.by_file.setdefault(update.file, Counter())
+        figures.update(
+            updates=1,
+            items=len(self.ids.ids) - items,
+            versions=self.versions - versions,
+            extensions=self.extensions - extensions,
+            events=len(commands),
+            inferred=sum(1 for c in commands if c.source is not None and c.source.inferred),
+        )
+        if update.skipped is not None:
+            figures[f"skipped:{update.skipped}"] += 1
 
     def _create(self, update: Update) -> list[Command]:
         observation = update.observation
@@ -683,7 +714,23 @@ class _Mapper:
             untimed=self.untimed,
             items=len(self.ids.ids),
             extensions=self.extensions,
+            files=tuple(_figures(file, counts) for file, counts in self.by_file.items()),
         )
+
+
+def _figures(file: str, counts: Counter[str]) -> FileFigures:
+    """One file's figures from its counts."""
+    skipped = {key.removeprefix("skipped:"): n for key, n in sorted(counts.items()) if key.startswith("skipped:")}
+    return FileFigures(
+        file=file,
+        updates=counts["updates"],
+        items=counts["items"],
+        versions=counts["versions"],
+        extensions=counts["extensions"],
+        events=counts["events"],
+        inferred=counts["inferred"],
+        skipped=MappingProxyType(skipped),
+    )
 
 
 def _unchecked(where: str) -> str:
