@@ -31,8 +31,8 @@ The rules, and why:
   the two lists and the version's touched-ness, so live capture (one TaskCreate at a time) makes the same.
 * **Replans.** Any other update that adds, removes or renames items (a reworded, merged or split item is a
   removal plus an addition: identity is by text) is a `plan.replanned` with the new whole list. Its reason
-  is `user_request` when the user decided it (an ExitPlanMode plan they approved, with or without their
-  edits: the why says so) or wrote between the previous plan update of the same file and this one (their
+  is `user_request` when the user decided it (an ExitPlanMode plan they edited before approving it: the why
+  says so) or wrote between the previous plan update of the same file and this one (their
   words in a tool's answer count: a refused call's "the user said: ..." is a message from them), else
   `agent_revision`. Its why quotes the transcript: the user's message, else the agent's own words
   before the update (Codex `explanation`, Claude Code text), else it says that no reason was given. The
@@ -42,6 +42,22 @@ The rules, and why:
   event; the line is cited in the event's source (file, line, the call's id and timestamp) and in the
   observations rather than pinned on an unrelated event. A reorder alone is a replan too (the priorities
   change); the steps it moves keep their status, since priority is no part of a step's contract.
+* **Approvals.** An ExitPlanMode call asks the user "approve this plan?" and its answer is their decision, so
+  it is recorded as one (docs/contract.md "Approvals"): the version the proposal becomes (created, replanned,
+  or the active one when unchanged) is followed by an `approval.requested` (``plan-approval-N``, the question
+  APPROVAL_QUESTION, every step of the version; actor `importer`, inferred: the agent asked through its tool,
+  not the ledger) and the user's `approval.granted` or `approval.denied` (actor and ``by`` "user"; why: "the
+  user approved the plan [with their edits] at line L" or "the user rejected the plan at line L: "<their
+  words>""; its source cites the answer's line and time; the commands share the update's batch and time, as
+  live capture keys one batch per update). An approval with edits grants the proposal, and the edited plan is
+  the next version (a `user_request` replan, below). A refusal: the denied proposal is still a version (what
+  the agent proposed; the denial pauses the run, as the contract says), and the next plan update answers it:
+  always a replan (no extension, not nothing when the list is unchanged), each step it keeps from the denied
+  version noted "proposed again at line N after the user denied the plan at line M" (the agent's new proposal
+  changes them, so the replan ends the pause: a replan that removes or changes the denied steps does), and
+  completions it shows are recorded after that replan, never in the paused version. A denial nothing answers
+  leaves the run paused: the story as lived. A refused call of another tool is no denial (no question was
+  asked): the user's words there make the next replan theirs.
 * **Status changes.** pending -> in_progress is a `step.started`; in_progress -> completed a
   `step.completed` with the evidence "marked completed by the agent in <tool> at line N". Where the ledger
   needs an event the agent never emitted, the importer writes it with actor `importer` and
@@ -498,11 +514,9 @@ class _Mapper:
                 self.evidence[item.key] = f"{EVIDENCE} again: the agent reopened it at {where}"
         for item in update.items:  # the plan that answers a denial proposes again what it keeps (see "Approvals")
             if item.key in self.denied:
-                again = f"proposed again at {location(self.format, update.observation.line)} after the user denied "
-                self.answered[item.key] = (
-                    *self.answered.get(item.key, ()),
-                    again + f"the plan at {self.denied[item.key]}",
-                )
+                here = location(self.format, update.observation.line)
+                note = f"proposed again at {here} after the user denied the plan at {self.denied[item.key]}"
+                self.answered[item.key] = (*self.answered.get(item.key, ()), note)
         new = self._specs(update.items)
         went_back = [
             item
@@ -518,10 +532,10 @@ class _Mapper:
             self.extensions += 1
             return [self._extend(update, added)]
         changes = self._changes(update, old, new, reopened, went_back)
-        again = [item.label for item in update.items if item.key in self.denied]
-        if again:
+        kept = [item.label for item in update.items if item.key in self.denied]
+        if kept:
             where = next(iter(self.denied.values()))
-            changes.append(f"proposed again after the user denied the plan at {where}: {', '.join(again)}")
+            changes.append(f"proposed again after the user denied the plan at {where}: {', '.join(kept)}")
         self.denied = {}
         self.plan = new
         self.evidence = {key: text for key, text in self.evidence.items() if key in new}
