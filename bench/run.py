@@ -34,9 +34,11 @@ from bench.baselines import (
 )
 from bench.harness import Probe, Row, compare_values, peak_rss_mb, render_table, run_process, sample, timed
 from bench.sides import (
+    EVIDENCE_BYTES,
     Script,
     append_batches,
     append_each,
+    append_one,
     cli_argv,
     evidence_log,
     fold_version_span,
@@ -250,10 +252,24 @@ def _evidence_status(cold: bool, memory: bool = False) -> Side:
     """`plantrail status` on the evidence-heavy log, with its snapshot or without the cache."""
 
     def argv(wl: Workload, n: int) -> list[str]:
-        path = evidence_log(wl.dir / "evidence-heavy.jsonl")
+        path = evidence_log(wl.dir / f"evidence-{EVIDENCE_BYTES}.jsonl")
         return ["env", "PLANTRAIL_NO_CACHE=1", *status_argv(path)] if cold else status_argv(path)
 
     return process_rss(argv) if memory else process_time(argv)
+
+
+#: The evidence-heavy log's twin with 1 KiB of evidence per step: the same run, the same records, small texts.
+SMALL_EVIDENCE = 1024
+
+
+def _evidence_append(size: int) -> Side:
+    """One append (open, verify a criterion, close) to the 40-step run with ``size`` characters of evidence per
+    step, on a fresh copy of it and its cache."""
+
+    def side(wl: Workload, n: int) -> Probe:
+        return append_one(evidence_log(wl.dir / f"evidence-{size}.jsonl", size))
+
+    return side
 
 
 def _status(cold: bool) -> Side:
@@ -546,6 +562,15 @@ ROWS: list[RowSpec] = [
         per_event=False,
     ),
     RowSpec(
+        "an append to the evidence-heavy log (40 steps x 1 MiB): open, one record, close (vs the same run with "
+        "1 KiB evidence)",
+        evidence_size,
+        baseline=_evidence_append(SMALL_EVIDENCE),
+        candidate=_evidence_append(EVIDENCE_BYTES),
+        target="<=1.5x",
+        per_event=False,
+    ),
+    RowSpec(
         "`plantrail hook claude`, whole process, one TodoWrite on a session log (vs `plantrail status` on it)",
         status_size,
         baseline=_status_of_hook_session,
@@ -663,6 +688,7 @@ def run_all(specs: Sequence[RowSpec], config: Config, wl: Workload) -> list[Row]
         for n in spec.sizes(config):
             print(f"… {spec.figure} at {n:,}", file=sys.stderr, flush=True)
             rows.append(run_spec(spec, wl, n, config.repeats, judged=n in judged))
+            print(render_table(rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)  # kept if cut short
     return rows
 
 
@@ -742,6 +768,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--no-postgres", action="store_true", help="leave out the PostgreSQL rows (they need plantrail[postgres])"
     )
+    parser.add_argument(
+        "--rows", type=re.compile, metavar="REGEX", help="only the rows whose figure matches REGEX (re.search)"
+    )
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--keep", type=Path, metavar="DIR", help="generate files in DIR and keep them")
     where.add_argument("--tmp", type=Path, metavar="DIR", help="parent of the temp dir (default: current dir)")
@@ -794,6 +823,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         wl = Workload(path)
         info = machine_info(path, config)
         specs = ROWS + ([] if args.no_postgres or not _postgres_available(wl) else POSTGRES_ROWS)
+        if args.rows is not None:
+            specs = [spec for spec in specs if args.rows.search(spec.figure)]
         rows = run_all(specs, config, wl)
     print("\n".join(["## plantrail benchmark", "", *info, "", render_table(rows)]))
     if wl.notes:

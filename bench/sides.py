@@ -22,6 +22,7 @@ __all__ = [
     "Script",
     "append_batches",
     "append_each",
+    "append_one",
     "cli_argv",
     "evidence_log",
     "fold_version_span",
@@ -63,9 +64,10 @@ EVIDENCE_STEPS = 40
 EVIDENCE_BYTES = 1 << 20
 
 
-def evidence_log(path: Path) -> Path:
-    """A 40-step run whose every step completed with its own 1 MiB of evidence (about 40 MB; recorded once,
-    untimed); its writer's close leaves the snapshot beside it, as a recording agent would."""
+def evidence_log(path: Path, size: int = EVIDENCE_BYTES) -> Path:
+    """A 40-step run whose every step completed with its own ``size`` characters of evidence (1 MiB: about
+    40 MB; recorded once, untimed); its writer's close leaves the snapshot beside it, as a recording agent
+    would."""
     if path.exists():
         return path
     steps = [
@@ -74,12 +76,36 @@ def evidence_log(path: Path) -> Path:
     ]
     draft = {"goal": "an evidence-heavy run", "acceptanceCriteria": [{"id": "c", "description": "done"}]}
     chunk = "tool output line with some numbers 0123456789\n"
-    evidence = (chunk * (EVIDENCE_BYTES // len(chunk) + 1))[:EVIDENCE_BYTES]
+    evidence = (chunk * (size // len(chunk) + 1))[:size]
     with Ledger.create(path, draft | {"steps": steps}, run="evidence", fsync="none", clock=Clock()) as ledger:
         for i, step in enumerate(steps):
             ledger.start(step["id"])
             ledger.complete(step["id"], [f"{i:06d}" + evidence[6:]])  # each step its own output, as in a real run
     return path
+
+
+def append_one(path: Path) -> Probe:
+    """A writer's whole append on a fresh copy of the log and its cache (copied untimed before each run): open
+    it (the snapshot is checked, its references into the log read and checked by hash), verify a criterion,
+    close (which writes the next snapshot)."""
+    work = path.with_name("appending-" + path.name)
+    cached, work_cached = Path(str(path) + cache.SUFFIX), Path(str(work) + cache.SUFFIX)
+
+    def setup() -> None:
+        for leftover in (work, work_cached):
+            if leftover.is_dir():
+                shutil.rmtree(leftover)
+            elif leftover.exists():
+                leftover.unlink()
+        shutil.copyfile(path, work)
+        if cached.is_dir():
+            shutil.copytree(cached, work_cached)
+
+    def go() -> None:
+        with Ledger.open(work, fsync="none") as ledger:
+            ledger.verify_criterion("c", passed=True, evidence="checked by hand")
+
+    return timed(go, setup)
 
 
 def resume_now(path: Path) -> str:
@@ -122,8 +148,15 @@ class Script(NamedTuple):
 
 
 def script(workdir: Path, n: int) -> Script:
-    """The commands of a realistic ``n``-event run and the lines they write (recorded once, untimed)."""
-    draft, commands, lines = scripted(workdir / f"script-{n}.jsonl", n)
+    """The commands of a realistic ``n``-event run and the lines they write (recorded once per benchmark run,
+    untimed: a script a kept work dir holds from an earlier run is recorded again, with this plantrail)."""
+    path = workdir / f"script-{n}.jsonl"
+    for leftover in (path, Path(str(path) + cache.SUFFIX)):
+        if leftover.is_dir():
+            shutil.rmtree(leftover)
+        elif leftover.exists():
+            leftover.unlink()
+    draft, commands, lines = scripted(path, n)
     return Script(draft, commands, lines)
 
 

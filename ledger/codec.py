@@ -32,7 +32,7 @@ import orjson
 from plantrail.ledger import events as ev
 from plantrail.ledger.errors import LogDamaged, error
 from plantrail.ledger.events import FORMAT_VERSION, FORMATS, V2_TYPES, Record, Source
-from plantrail.ledger.versions import V1, V2, added_defaults, needs_v2, plain
+from plantrail.ledger.versions import V1, V2, added_defaults, needs_v2, plain, v2_checker
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
@@ -89,17 +89,18 @@ def encode(
     return line, h
 
 
-def line_version(data: ev.Event) -> int:
+def line_version(data: ev.Event, *, held: bool | None = None) -> int:
     """The format version of a line holding ``data``: the lowest that holds it.
 
     A header says the version the log was created in (its ``format``); any other event is v2 when its type
-    or one of its values is something v1 cannot express, else v1.
+    or one of its values is something v1 cannot express, else v1. ``held``, when the caller knows it: whether
+    ``data`` holds an added field away from its default (:func:`ledger.versions.needs_v2`).
     """
     if type(data) is ev.LogOpened:
         return V2 if data.format == FORMATS[V2] else V1
     if type(data) is ev.RunFinished and data.outcome in _V2_OUTCOMES:
         return V2
-    return V2 if data.TYPE in V2_TYPES or needs_v2(data) else V1
+    return V2 if data.TYPE in V2_TYPES or (needs_v2(data) if held is None else held) else V1
 
 
 #: The outcomes format v2 added: a ``run.finished`` line recording one is a v2 line.
@@ -164,33 +165,29 @@ def decode(line: bytes, line_no: int) -> Record:
         record = None
     body = line[:-_SUFFIX] + b"}"
     digest = _sha256(body).hexdigest()
-    # msgspec's own record always encodes (its integers fit in 64 bits): _as_written needs no guard here.
-    if (
-        record is not None
-        and digest == record.h
-        and _as_written(record) == body
-        and (type(record.data) not in _MAY_NEED_V2 or _v1_holds(record.data))
-    ):
-        return record
+    if record is not None and digest == record.h:
+        data = record.data
+        kind = type(data)
+        if not _OUTGROWS_V1[kind](data):
+            if kind in _NATIVE and record.source is None and record.key is None:
+                # msgspec writes it as the writer does, and the common envelope is a struct (_Plain), a third
+                # cheaper to encode than a dict: this runs for most lines of every replay.
+                envelope = _Plain(
+                    record.v,
+                    record.seq,
+                    record.ts,
+                    record.run,
+                    record.type,
+                    record.plan_version,
+                    record.actor,
+                    data,
+                    record.prev,
+                )
+                if _ENCODE(envelope) == body:
+                    return record
+            elif _canonical(record, body, v2=False):
+                return record
     return _decode_in_full(line, line_no, digest, record)
-
-
-def _v1_holds(data: ev.Event) -> bool:
-    """Whether a v1 line may hold ``data`` (the hot path's cheap form of :func:`_check_version`)."""
-    kind = type(data)
-    if kind in _REPORTING:
-        return data.report is None  # type: ignore[union-attr]
-    if data.TYPE in V2_TYPES:
-        return False
-    if kind in _OMITTING:
-        return not needs_v2(data)
-    if kind is ev.LogOpened:
-        return data.format == FORMATS[V1]  # type: ignore[union-attr]
-    if kind in _V2_ONLY:
-        return False
-    if kind is ev.RunFinished:
-        return line_version(data) == V1
-    return True
 
 
 def _decode_in_full(line: bytes, line_no: int, digest: str, record: Record | None) -> Record:
@@ -206,17 +203,20 @@ def _record(line: bytes, line_no: int, record: Record | None) -> Record:
     would give the same record); any other line gets pydantic's verdict, and must then be the canonical
     encoding of pydantic's record."""
     body = line[:-_SUFFIX] + b"}"
-    if record is None or not _canonical(record, body):
+    held = record is not None and needs_v2(record.data)
+    if record is None or not _canonical(record, body, v2=held):
         record = _checked(line, line_no)
-        if not _canonical(record, body):
+        held = needs_v2(record.data)
+        if not _canonical(record, body, v2=held):
             raise _not_canonical(line_no)
-    _check_version(record, line_no)
+    _check_version(record, line_no, held)
     return record
 
 
-def _check_version(record: Record, line_no: int) -> None:
-    """Refuse a line whose ``v`` is not the lowest format version that holds its record."""
-    version = line_version(record.data)
+def _check_version(record: Record, line_no: int, held: bool | None = None) -> None:
+    """Refuse a line whose ``v`` is not the lowest format version that holds its record (``held``: whether
+    the record holds an added field away from its default)."""
+    version = line_version(record.data, held=held)
     if record.v != version:
         raise error(
             "CORRUPT_LINE",
@@ -237,7 +237,7 @@ def _not_canonical(line_no: int) -> Exception:
     )
 
 
-def _canonical(record: Record, body: bytes) -> bool:
+def _canonical(record: Record, body: bytes, *, v2: bool | None = None) -> bool:
     """Whether ``body`` (a line without its ``h`` member) is exactly the canonical encoding of ``record``.
 
     This is the whole canonical-form check. A line with a repeated key (one hidden as ``"k" :``), an escaped
@@ -247,7 +247,7 @@ def _canonical(record: Record, body: bytes) -> bool:
     bits) does not encode at all, and is not canonical either.
     """
     try:
-        return _as_written(record) == body
+        return _as_written(record, v2=v2) == body
     except (msgspec.EncodeError, OverflowError, TypeError, ValueError):
         return False
 
@@ -343,43 +343,37 @@ def _msgspec(line: bytes) -> Record | None:
         return None
 
 
-def _as_written(record: Record) -> bytes:
+def _as_written(record: Record, *, v2: bool | None = None) -> bytes:
     """The compact JSON of a decoded record without ``h``: the line's own bytes when it was canonical.
 
-    msgspec's encoder writes the same bytes as orjson (the writer's) and encodes dataclasses 3x faster. The
-    common envelope (no source, no key) is a struct (:class:`_Plain`), a third cheaper to encode than a dict:
-    this runs for every line of every replay.
+    The writer's way (orjson, :func:`ledger.versions.plain`) for a value that may leave something out:
+    anything holding a field format v2 added away from its default (``v2``: whether ``record.data`` does, when
+    the caller knows), and any class of :data:`_PLAIN_V1`'s complement whose msgspec bytes differ from the
+    writer's. Everything else is encoded by msgspec, which writes the same bytes as orjson and encodes
+    dataclasses 3x faster; the common envelope (no source, no key) is a struct (:class:`_Plain`), a third
+    cheaper to encode than a dict: this runs for every line of every replay.
     """
     data = record.data
-    kind = type(data)
-    if (kind in _OMITTING and (record.v != V1 or needs_v2(data))) or (kind in _REPORTING and data.report is not None):  # type: ignore[union-attr]
-        # A v2 value (on a v1 line too, which the version check then names): msgspec cannot leave a dataclass
-        # field out at its default; the writer's way can.
-        body = _record_envelope(record)
-        return orjson.dumps(body, default=plain, option=orjson.OPT_PASSTHROUGH_DATACLASS)
-    if record.source is None and record.key is None:
-        raw = _ENCODE(
-            _Plain(
-                record.v,
-                record.seq,
-                record.ts,
-                record.run,
-                record.type,
-                record.plan_version,
-                record.actor,
-                data,
-                record.prev,
+    if _DECODE is None:
+        _fast_decoder()  # classifies the event types
+    if type(data) in _NATIVE and not (needs_v2(data) if v2 is None else v2):
+        if record.source is None and record.key is None:
+            return _ENCODE(
+                _Plain(
+                    record.v,
+                    record.seq,
+                    record.ts,
+                    record.run,
+                    record.type,
+                    record.plan_version,
+                    record.actor,
+                    data,
+                    record.prev,
+                )
             )
-        )
-    else:
-        raw = _ENCODE(_record_envelope(record))
-    if kind in _OMITTING:
-        # A v1 plan line holds every added field at its default: msgspec writes them, each class's defaults as
-        # one fixed tail before its closing brace, which split and join remove (a quote inside a JSON string
-        # is escaped, so no string can hold a tail; bytes.replace is 20x slower with many matches).
-        for tail in _DEFAULT_TAILS or _default_tails():
-            raw = b"}".join(raw.split(tail))
-    return raw
+        if _SOURCE_NATIVE[0]:
+            return _ENCODE(_record_envelope(record))
+    return orjson.dumps(_record_envelope(record), default=plain, option=orjson.OPT_PASSTHROUGH_DATACLASS)
 
 
 def _record_envelope(record: Record) -> dict[str, Any]:
@@ -399,38 +393,64 @@ def _record_envelope(record: Record) -> dict[str, Any]:
 
 
 _ENCODE: Final = msgspec.json.Encoder().encode
-#: Event types whose values may hold fields format v2 added, which msgspec cannot leave out of a dataclass:
-#: their lines are re-encoded the writer's way (orjson, :func:`ledger.versions.plain`).
-_OMITTING: Final[frozenset[type[Any]]] = frozenset({ev.PlanCreated, ev.PlanReplanned, ev.PlanExtended})
-#: Event types whose value may need format v2 (the hot path asks only these whether a v1 line holds them).
-_MAY_NEED_V2: Final[frozenset[type[Any]]] = frozenset(
-    {ev.PlanCreated, ev.PlanReplanned, ev.StepCompleted, ev.StepBlocked, ev.StepFailed, ev.CriterionVerified}
-    | {ev.LogOpened, ev.RunFinished, ev.StepHeartbeat, ev.StepAbandoned, ev.RunForked, ev.PlanExtended}
-)
-#: Event types format v2 added (never on a v1 line).
-_V2_ONLY: Final[frozenset[type[Any]]] = frozenset({ev.StepHeartbeat, ev.StepAbandoned, ev.RunForked, ev.PlanExtended})
-#: Event types that may carry an evidence record (``report``, format v2).
-_REPORTING: Final[frozenset[type[Any]]] = frozenset(
-    {ev.StepCompleted, ev.StepBlocked, ev.StepFailed, ev.CriterionVerified}
-)
-#: The bytes msgspec writes for the added fields at their defaults at the end of each plan spec (longest
-#: first); built on first use.
-_DEFAULT_TAILS: list[bytes] = []
 
 
-def _default_tails() -> list[bytes]:
-    from plantrail.ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec
+def _encodes_natively(tp: Any, seen: frozenset[Any] = frozenset()) -> bool:
+    """Whether msgspec writes every value of type ``tp`` whose added fields are at their defaults with the bytes
+    the writer gives it: a dataclass that gained fields in v2 writes them (the writer leaves them out), a struct
+    leaves out exactly its fields with defaults when it omits defaults (so those must be its added fields),
+    and everything a field can hold must encode natively too."""
+    if tp in seen:
+        return True
+    seen = seen | {tp}
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        if added_defaults(tp):
+            return False
+        return all(_encodes_natively(hint, seen) for hint in _field_hints(tp).values())
+    if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
+        added = {name for name, _ in added_defaults(tp)}
+        defaulted = set(tp.__struct_fields__[len(tp.__struct_fields__) - len(tp.__struct_defaults__) :])
+        if added != (defaulted if tp.__struct_config__.omit_defaults else set()):
+            return False
+        return all(_encodes_natively(hint, seen) for name, hint in _field_hints(tp).items() if name not in added)
+    return all(_encodes_natively(arg, seen) for arg in typing.get_args(tp))
 
-    _DEFAULT_TAILS.clear()
-    for cls in (StepSpec, Policy, CriterionSpec, PlanSpec):
-        added = added_defaults(cls)
-        names = [f.name for f in dataclasses.fields(cls)]
-        if set(names[-len(added) :]) != dict(added).keys():  # the tail trick needs them last
-            raise TypeError(f"{cls.__name__}: the fields format v2 added must come after the v1 fields")
-        ordered = [(name, dict(added)[name]) for name in names if name in dict(added)]
-        _DEFAULT_TAILS.append(b"".join(b',"%s":%s' % (n.encode(), _ENCODE(d)) for n, d in ordered) + b"}")
-    _DEFAULT_TAILS.sort(key=len, reverse=True)
-    return _DEFAULT_TAILS
+
+#: Event types msgspec encodes with the writer's bytes when nothing format v2 added is away from its default
+#: (filled in with the decoder, :func:`_classify`).
+_NATIVE: set[type[Any]] = set()
+#: For each event type, whether a value of it cannot be a v1 line's (the hot path's form of
+#: :func:`line_version`: an added field away from its default, a v2 event type, a v2 header).
+_OUTGROWS_V1: dict[type[Any], Callable[[Any], bool]] = {}
+#: Whether msgspec writes a record's source as the writer does.
+_SOURCE_NATIVE: list[bool] = [False]
+
+
+def _classify() -> None:
+    """Fill in :data:`_NATIVE`, :data:`_OUTGROWS_V1` and :data:`_SOURCE_NATIVE` from the event classes."""
+    for cls in EVENT_CLASSES:
+        if cls is ev.LogOpened:
+            _OUTGROWS_V1[cls] = _v2_header
+        elif cls is ev.RunFinished:
+            _OUTGROWS_V1[cls] = _v2_finish
+        elif cls.TYPE in V2_TYPES:
+            _OUTGROWS_V1[cls] = _always
+        else:
+            _OUTGROWS_V1[cls] = v2_checker(cls)
+    _SOURCE_NATIVE[0] = _encodes_natively(Source)
+    _NATIVE.update(cls for cls in EVENT_CLASSES if _encodes_natively(cls))
+
+
+def _v2_header(data: ev.LogOpened) -> bool:
+    return data.format != FORMATS[V1]
+
+
+def _v2_finish(data: ev.RunFinished) -> bool:
+    return line_version(data) != V1
+
+
+def _always(data: Any) -> bool:
+    return True
 
 
 class _Plain(msgspec.Struct, gc=False):
@@ -469,6 +489,7 @@ def _fast_decoder() -> Callable[[bytes], Record]:
     """msgspec's decoder of the tagged union of every record type (built on first use)."""
     global _DECODE
     if _DECODE is None:
+        _classify()
         for cls in EVENT_CLASSES:
             _RECORD_CLASSES[cls.TYPE] = _record_class(cls)
         union: Any = Union[tuple(_RECORD_CLASSES.values())]  # noqa: UP007 - a runtime tuple of types

@@ -569,12 +569,18 @@ def _room_to_start(state: StateView, step: str, limit: int) -> None:
         )
 
 
+#: The last plan whose steps :func:`_contract` indexed, and that index: a log's records are checked against
+#: one plan version at a time, so one entry saves a scan of the steps per start and per result.
+_INDEXED: list[tuple[PlanSpec, dict[str, StepSpec]]] = []
+
+
 def _contract(plan: PlanSpec, step: str) -> StepSpec:
     """The step's contract in ``plan`` (whose steps are the state's steps: the caller checked it is there)."""
-    for spec in plan.steps:
-        if spec.id == step:
-            return spec
-    raise KeyError(step)
+    entry = _INDEXED[0] if _INDEXED else None  # read once: another thread may replace it
+    if entry is None or entry[0] is not plan:
+        entry = (plan, {spec.id: spec for spec in plan.steps})
+        _INDEXED[:] = [entry]
+    return entry[1][step]
 
 
 def _dependencies_done(state: StateView, plan: PlanSpec, step: str) -> None:

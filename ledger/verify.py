@@ -4,10 +4,13 @@
 2. Every event legal when replayed in order: the rules of :func:`ledger.decide.check` against the state
    before it; late results are allowed, as orphans.
 3. No orphan ever applied: a late result changes nothing but the orphan list.
-4. Determinism: :func:`fold` (with its fast paths) over the same decoded records gives the canonical bytes
-   that step 2's record-by-record advance (:class:`Advancing`, the group commit's builder) reached. The
-   file is read and decoded once, so a log another process is appending to is verified up to the seq the
-   read reached (``last_seq``, ``verified_bytes``).
+4. Determinism: the state step 2 reached through the fold's in-place builder (:class:`Advancing`, the
+   group commit's) is the state the immutable, record-by-record :func:`evolve` reaches over the same
+   decoded records, from a state the builder froze between :data:`WINDOW` and twice that many records
+   before the end (the whole log when it is shorter). One fold, not two: the check costs a fraction of a
+   replay at any size, and the records it re-applies are the latest (memory stays flat). The file is read
+   and decoded once, so a log another process is appending to is verified up to the seq the read reached
+   (``last_seq``, ``verified_bytes``).
 5. Optionally, an anchor ``SEQ:HASH`` the auditor kept: the log must still contain that record.
 6. Every keyed checkpoint covers the record before it; given the key, every MAC verifies and there is at
    least one checkpoint (:mod:`ledger.checkpoint`).
@@ -20,7 +23,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from plantrail.ledger.checkpoint import check_checkpoint
 from plantrail.ledger.decide import check
@@ -32,12 +35,14 @@ from plantrail.ledger.stores import is_database_url
 from plantrail.ledger.stores.jsonl import LogReader
 from plantrail.projections.canonical import canonical_bytes, state_hash
 from plantrail.projections.model import PlanState
-from plantrail.projections.state import Advancing, StateView, evolve, fold, initial
+from plantrail.projections.state import Advancing, evolve, initial
 
-__all__ = ["VerifyReport", "parse_anchor", "verify_log"]
+__all__ = ["WINDOW", "VerifyReport", "parse_anchor", "verify_log"]
 
 _ANCHOR = re.compile(r"([0-9]{1,19}):([0-9a-f]{64})")
-_PROGRESS_EVERY = 4096
+#: The determinism check re-applies the last WINDOW to 2 x WINDOW records with :func:`evolve`.
+WINDOW: Final = 2048
+_PROGRESS_EVERY: Final = 2 * WINDOW  # a multiple of WINDOW: the loop asks only at the windows' moves
 
 
 class VerifyReport(NamedTuple):
@@ -76,26 +81,23 @@ def _plan_part(state: PlanState) -> PlanState:
     return state._replace(orphans=(), last_seq=0, head=None, usage=None)
 
 
-def _judge(
-    state: StateView, record_type: str, seq: int, data: object, plan_version: int, now: str | None = None
-) -> str | None:
-    try:
-        return check(state, data, plan_version, now=now)  # type: ignore[arg-type]
-    except PlantrailError as exc:
-        raise error(
-            "ILLEGAL_EVENT",
-            f"line {seq + 1}: seq {seq} ({record_type}) breaks a rule when replayed: {exc.code}: {exc.message}",
-            seq=seq,
-            line=seq + 1,
-            rule=exc.code,
-        ) from None
+def _illegal(exc: PlantrailError, record_type: str, seq: int) -> Exception:
+    """ILLEGAL_EVENT for a record the rules refuse when replayed, naming the rule."""
+    return error(
+        "ILLEGAL_EVENT",
+        f"line {seq + 1}: seq {seq} ({record_type}) breaks a rule when replayed: {exc.code}: {exc.message}",
+        seq=seq,
+        line=seq + 1,
+        rule=exc.code,
+    )
 
 
 class _Audit:
-    """The record-by-record checks of one read (steps 1 to 3, 5 and 6), passing each checked record on.
+    """The record-by-record checks of one read (steps 1 to 3, 5 and 6) and what step 4 needs.
 
     The state each record is judged against advances through :class:`Advancing` (the group commit's
-    builder), an implementation independent of :func:`fold`'s fast paths: step 4 compares the two.
+    builder, in place); step 4 compares it with :func:`evolve` (immutable, record by record) over the
+    latest records.
     """
 
     def __init__(
@@ -110,6 +112,12 @@ class _Audit:
         self.on_progress = on_progress
         self.where = where
         self._state = Advancing(initial())
+        # The determinism check's two windows (step 4): the states the builder had at their starts, frozen,
+        # and their records.
+        self.since: PlanState = initial()
+        self.window: list[Record] = []
+        self.middle: PlanState = self.since
+        self.recent: list[Record] = []
         self.count = 0
         self.checkpoints = 0
         self.checkpointed: int | None = None
@@ -120,24 +128,40 @@ class _Audit:
         """The state after every record checked so far."""
         return self._state.result()
 
-    def checked(self, records: Iterable[Record]) -> Iterator[Record]:
-        anchor = self.anchor
+    def evolved(self) -> PlanState:
+        """The state :func:`evolve` reaches from the older window's frozen state over every record since."""
+        state = self.since
+        for record in self.window:
+            state = evolve(state, record)
+        for record in self.recent:
+            state = evolve(state, record)
+        return state
+
+    def check_all(self, records: Iterable[Record]) -> None:
+        """Check every record (steps 1 to 3, 5 and 6), keeping the determinism check's windows."""
+        anchor_seq = -1 if self.anchor is None else self.anchor[0]
         state = self._state
+        recent = self.recent
+        count = self.count
         for record in records:
-            self.count += 1
-            if self.on_progress is not None and self.count % _PROGRESS_EVERY == 0:
-                self.on_progress(self.where())
-            if record.type == "log.checkpoint":
+            count += 1
+            if not count % WINDOW:  # the windows move up: one freeze every WINDOW records
+                self.since, self.window = self.middle, recent
+                self.middle = self.state
+                recent = self.recent = []
+                if self.on_progress is not None and not count % _PROGRESS_EVERY:
+                    self.on_progress(self.where())
+            kind = record.type
+            if kind == "log.checkpoint":
                 check_checkpoint(record, self.key)
                 self.checkpoints += 1
                 self.checkpointed = record.seq - 1
-            if anchor is not None and record.seq == anchor[0]:
-                if record.h != anchor[1]:
-                    raise error(
-                        "ANCHOR_MISMATCH", f"seq {anchor[0]} has hash {record.h}, not the anchored one", seq=anchor[0]
-                    )
-                self.anchored = True
-            late = _judge(state.current(), record.type, record.seq, record.data, record.plan_version, record.ts)
+            if record.seq == anchor_seq:
+                self._anchor(record)
+            try:
+                late = check(state.current(), record.data, record.plan_version, now=record.ts)
+            except PlantrailError as exc:
+                raise _illegal(exc, kind, record.seq) from None
             if late is None:
                 state.add(record)
             else:  # a late result: prove it changed nothing but the orphan list
@@ -148,14 +172,24 @@ class _Audit:
                         "ORPHAN_APPLIED", f"the late result at seq {record.seq} changed the plan", seq=record.seq
                     )
                 state = self._state = Advancing(after)
-            yield record
+            recent.append(record)
+        self.count = count
+
+    def _anchor(self, record: Record) -> None:
+        """Check the anchored record's hash."""
+        assert self.anchor is not None
+        if record.h != self.anchor[1]:
+            raise error(
+                "ANCHOR_MISMATCH", f"seq {record.seq} has hash {record.h}, not the anchored one", seq=record.seq
+            )
+        self.anchored = True
 
 
 def _verify_rows(
     url: str, anchor: tuple[int, str] | None, key: bytes | None, on_progress: Callable[[int], None] | None
-) -> tuple[_Audit, PlanState, int]:
-    """The checks over one read of a database run's rows: the audit, the fold, and the bytes of the lines read
-    (each with its newline, as the run's JSONL copy holds them)."""
+) -> tuple[_Audit, int]:
+    """The checks over one read of a database run's rows: the audit, and the bytes of the lines read (each
+    with its newline, as the run's JSONL copy holds them)."""
     from plantrail.ledger.stores.postgres import read_checked_lines
 
     read = 0
@@ -167,8 +201,8 @@ def _verify_rows(
             yield record
 
     audit = _Audit(anchor, key, on_progress, lambda: read)
-    folded = fold(audit.checked(records()))
-    return audit, folded, read
+    audit.check_all(records())
+    return audit, read
 
 
 def verify_log(
@@ -189,12 +223,12 @@ def verify_log(
     hash and the state the fork carries (USAGE when the log is no fork).
     """
     if is_database_url(name := os.fspath(path)):
-        audit, folded, verified = _verify_rows(name, anchor, key, on_progress)
+        audit, verified = _verify_rows(name, anchor, key, on_progress)
         torn, grew = None, False
     else:
         with LogReader(name) as reader:
             audit = _Audit(anchor, key, on_progress, lambda: reader.position.offset)
-            folded = fold(audit.checked(reader.records()))
+            audit.check_all(reader.records())
             torn = reader.torn
             end = reader.end if torn is None else torn.offset + torn.length
             grew = os.fstat(reader.fd).st_size > end
@@ -215,9 +249,10 @@ def verify_log(
             "a checkpoint key was given but the log holds no checkpoint: nothing in it "
             "is protected by the key (were the checkpoints stripped?)",
         )
-    if canonical_bytes(folded) != canonical_bytes(state):
+    if canonical_bytes(audit.evolved()) != canonical_bytes(state):
         raise error(
-            "NONDETERMINISTIC_FOLD", "fold and the record-by-record advance of the same log gave different states"
+            "NONDETERMINISTIC_FOLD",
+            "the fold and the record-by-record evolve of the same records gave different states",
         )
     checked_parent = None if parent is None else _check_parent(state, parent)
     return VerifyReport(

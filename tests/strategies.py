@@ -6,6 +6,7 @@ from typing import Any, NamedTuple
 
 from hypothesis import strategies as st
 
+from plantrail.ledger.approvals import Decide, RequestApproval
 from plantrail.ledger.codec import GENESIS_PREV, decode, encode
 from plantrail.ledger.contract import CheckSpec, StepTerms
 from plantrail.ledger.decide import (
@@ -39,6 +40,7 @@ from plantrail.ledger.events import (
     StepStarted,
 )
 from plantrail.ledger.evidence import Observation, Report, Usage
+from plantrail.ledger.leases import Abandon, Heartbeat
 from plantrail.ledger.plan import CriterionSpec, PatchOp, PlanPatch, PlanSpec, Policy, StepSpec, topo_order
 from plantrail.projections.model import PlanState
 from plantrail.projections.state import evolve, initial
@@ -127,7 +129,16 @@ def commands() -> st.SearchStrategy[Command]:
                 max_size=1,
             ),
             plan_version=version,
+        ).filter(lambda e: e.steps or e.criteria),  # an empty extension is a usage error, not a rule's refusal
+        st.builds(Heartbeat, step=step, lease_s=st.sampled_from([None, 30.0]), attempt=attempt),
+        st.builds(Abandon, step=step, reason=st.just("worker gone"), attempt=attempt),
+        st.builds(
+            RequestApproval,
+            request=st.sampled_from(["r1", "r2"]),
+            question=st.just("may this go on?"),
+            steps=st.lists(step, min_size=1, max_size=2, unique=True),
         ),
+        st.builds(Decide, request=st.sampled_from(["r1", "r2", "ghost"]), granted=st.booleans()),
     )
 
 

@@ -125,6 +125,30 @@ def test_the_version_index_rebuilds_every_version_like_a_full_read(
     assert start is not None and start.state.version == 2
 
 
+def test_a_version_blob_that_does_not_match_its_entry_is_not_used(
+    make_ledger: Callable[..., Ledger], draft: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each index entry vouches for its own blob: an altered blob is not believed (the rebuild folds the log and
+    gives the same answer), while the other versions' blobs still are (versions.bin is never read whole)."""
+    log = _run(make_ledger, draft)
+    monkeypatch.setattr(reads, "INDEX_FROM_BYTES", 0)
+    reads.build_version_index(str(log))
+    blobs = log.parent / (log.name + cache.SUFFIX) / "versions.bin"
+    with open(log, "rb") as f:
+        second = cache.version_start(str(log), f.fileno(), 2)
+    assert second is not None
+    raw = bytearray(blobs.read_bytes())
+    raw[-1] ^= 0xFF  # the last version's blob ends the file
+    blobs.write_bytes(bytes(raw))
+    with open(log, "rb") as f:
+        assert cache.version_start(str(log), f.fileno(), 3) is None
+        again = cache.version_start(str(log), f.fileno(), 2)
+    assert again is not None and state_hash(again.state) == state_hash(second.state)
+    plain = reads.rebuild_version(str(log), 3, use_cache=False)
+    indexed = reads.rebuild_version(str(log), 3)
+    assert (state_hash(indexed[0]), indexed[1]) == (state_hash(plain[0]), plain[1])
+
+
 def test_deleting_the_cache_changes_no_answer(
     make_ledger: Callable[..., Ledger],
     draft: dict[str, Any],

@@ -214,9 +214,16 @@ def _moved(seq: int, at: int) -> int:
 
 
 def _as_in_fork(state: PlanState, at: int, fork: PlanState) -> PlanState:
-    """The parent's state with its seqs after ``at`` renumbered as the fork numbers them, and the fork's run,
+    """The parent's state with its seqs after ``at`` (steps, leases, criteria, orphans, the outcome, the adopted
+    version and its extensions, approvals and a violation) renumbered as the fork numbers them, and the fork's run,
     last seq, head and lineage (where the state lives): what the fork must equal, byte for byte."""
-    steps = [s._replace(last_seq=_moved(s.last_seq, at)) for s in state.steps.values_in_order()]
+    steps = [
+        s._replace(
+            last_seq=_moved(s.last_seq, at),
+            lease=None if s.lease is None else s.lease._replace(seq=_moved(s.lease.seq, at)),
+        )
+        for s in state.steps.values_in_order()
+    ]
     criteria = [c._replace(last_seq=_moved(c.last_seq, at)) for c in state.criteria.values_in_order()]
     adopted = state.adopted
     if adopted is not None:
@@ -225,7 +232,17 @@ def _as_in_fork(state: PlanState, at: int, fork: PlanState) -> PlanState:
             causes=tuple(_moved(c, at) for c in adopted.causes),
             extended=tuple(_moved(e, at) for e in adopted.extended),
         )
+    authority = state.authority
+    if authority is not None:
+        approvals = tuple(
+            a._replace(seq=_moved(a.seq, at), decided_seq=None if a.decided_seq is None else _moved(a.decided_seq, at))
+            for a in authority.approvals
+        )
+        held = authority.violation
+        violation = None if held is None else held._replace(seq=_moved(held.seq, at))
+        authority = authority._replace(approvals=approvals, violation=violation)
     return state._replace(
+        authority=authority,
         run=fork.run,
         steps=Table(tuple(state.steps), steps),
         criteria=Table(tuple(state.criteria), criteria),

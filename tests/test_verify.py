@@ -81,3 +81,39 @@ def test_a_late_result_is_recorded_as_reported(
     ack = ledger.complete("renamed-later", ["a worker's report"], plan_version=1)
     assert ack.orphan == "SUPERSEDED_VERSION"
     assert verify_log(tmp_path / "run.jsonl").orphans == 2
+
+
+@pytest.mark.parametrize("starts", [1, 3000])
+def test_verify_refuses_a_fold_that_is_not_deterministic(
+    tmp_path: Path,
+    make_ledger: Callable[..., Ledger],
+    draft: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+    starts: int,
+) -> None:
+    """A transition that gives another state the second time it sees the same record is NONDETERMINISTIC_FOLD,
+    on a short log and on one longer than the determinism check's window (the latest records are re-applied)."""
+    from plantrail.ledger import verify as verify_module
+    from plantrail.projections import state as state_module
+
+    draft["steps"][0]["max_attempts"] = starts + 1
+    ledger = make_ledger(draft)
+    for _ in range(starts):
+        ledger.start("reproduce")
+        ledger.fail("reproduce", "flaky", attempt=ledger.state.steps["reproduce"].attempt)
+    assert starts == 1 or ledger.state.last_seq > 2 * verify_module.WINDOW
+    ledger.close()
+    original = state_module._HANDLERS["step.started"]
+    seen: set[int] = set()
+
+    def flaky(state: Any, record: Any, data: Any) -> Any:
+        change = original(state, record, data)
+        if record.seq in seen:  # the second application of the same record
+            return change._replace(reason="different the second time")
+        seen.add(record.seq)
+        return change
+
+    monkeypatch.setitem(state_module._HANDLERS, "step.started", flaky)  # type: ignore[arg-type]
+    with pytest.raises(PlantrailError) as caught:
+        verify_log(tmp_path / "run.jsonl")
+    assert caught.value.code == "NONDETERMINISTIC_FOLD"

@@ -45,7 +45,7 @@ from typing import Any, Final, NamedTuple
 import orjson
 
 from plantrail.ledger.store import KeyEntry
-from plantrail.ledger.stores.seal import CacheFolder
+from plantrail.ledger.stores.seal import CacheFolder, seal
 from plantrail.projections.model import PlanState
 from plantrail.projections.snapshot import (
     INLINE_MAX,
@@ -82,7 +82,7 @@ __all__ = [
     "write_version_index",
 ]
 
-FORMAT: Final = "plantrail-snapshot/2"  # the version index's format
+FORMAT: Final = "plantrail-versions/3"  # the version index's format: each entry vouches for its blob
 SNAPSHOT_FORMAT: Final = "plantrail-snapshot/3"  # a snapshot's: large texts are references into the log
 _SNAPSHOT_KIND: Final = "snapshot"
 _KEYS_KIND: Final = "keys"
@@ -440,7 +440,8 @@ def save_snapshot(log_path: str, fd: int, snapshot: Snapshot) -> Saved:
 # right after its adopting record, zlib-compressed, without the orphans: those come from the meta, by seq).
 # Rebuilding version V is then one seek, one small decode, and a fold of V's own records.
 
-_ENTRY = struct.Struct("<QQQQ32sQI")  # version, seq, log offset, next line, hash, blob offset, blob length
+# version, seq, log offset, next line, hash, blob offset, blob length, SHA-256 prefix of the blob
+_ENTRY = struct.Struct("<QQQQ32sQI16s")
 
 
 class VersionStart(NamedTuple):
@@ -451,16 +452,35 @@ class VersionStart(NamedTuple):
     state: PlanState
 
 
-def _read_index(folder: CacheFolder) -> tuple[dict[str, object], bytes, bytes] | None:
-    """The three index files when each is sealed and all three come from one build (the meta holds the
-    SHA-256 of the other two), else None."""
-    meta_blob, idx, blob = (folder.read(name, name) for name in _INDEX_KINDS)
-    if meta_blob is None or idx is None or blob is None:
+def _read_index(folder: CacheFolder) -> tuple[dict[str, object], bytes] | None:
+    """The meta and the entries of the version index when both are sealed and come from one build (the meta
+    holds the SHA-256 of the entries), else None. versions.bin is not read here: each entry vouches for its
+    own blob (:func:`_version_blob`), so a rebuild reads one blob, not every version's (50 MB at 10^6 events)."""
+    meta_blob, idx = (folder.read(name, name) for name in _INDEX_KINDS[:2])
+    if meta_blob is None or idx is None:
         return None
     meta = orjson.loads(meta_blob)
-    if meta.get("idx") != hashlib.sha256(idx).hexdigest() or meta.get("bin") != hashlib.sha256(blob).hexdigest():
+    if meta.get("idx") != hashlib.sha256(idx).hexdigest():
         return None
-    return meta, idx, blob
+    return meta, idx
+
+
+#: Where a sealed file's payload begins (its magic and its tag come first).
+_SEALED_AT: Final = len(seal(bytes(32), "", b""))
+
+
+def _version_blob(folder: CacheFolder, at: int, length: int, digest: bytes) -> bytes:
+    """The blob of versions.bin's payload at [at, at + length) when it matches its entry's ``digest``."""
+    data = folder.open_file(_INDEX_KINDS[2], create=False)
+    if data is None:
+        raise ValueError("no versions.bin")
+    try:
+        raw = _read_at(data, _SEALED_AT + at, length)
+    finally:
+        os.close(data)
+    if len(raw) != length or hashlib.sha256(raw).digest()[: len(digest)] != digest:
+        raise ValueError("a version blob does not match its entry")
+    return raw
 
 
 def version_start(log_path: str, fd: int, version: int) -> VersionStart | None:
@@ -471,23 +491,24 @@ def version_start(log_path: str, fd: int, version: int) -> VersionStart | None:
     try:
         with folder:
             found = _read_index(folder)
-        if found is None:
-            return None
-        meta, idx, blobs = found
+            if found is None:
+                return None
+            meta, idx = found
+            entry = idx[(version - 1) * _ENTRY.size : version * _ENTRY.size]
+            if version < 1 or len(entry) != _ENTRY.size:
+                return None
+            number, seq, offset, line, raw_hash, blob_at, blob_len, digest = _ENTRY.unpack(entry)
+            blob = _version_blob(folder, blob_at, blob_len, digest)
         if (
             meta.get("format") != FORMAT
             or meta.get("reducer") != REDUCER_VERSION
             or meta.get("header") != first_hash(fd)
         ):
             return None
-        entry = idx[(version - 1) * _ENTRY.size : version * _ENTRY.size]
-        if version < 1 or len(entry) != _ENTRY.size:
-            return None
-        number, seq, offset, line, raw_hash, blob_at, blob_len = _ENTRY.unpack(entry)
         position = Position(offset, seq, raw_hash.hex(), line)
         if number != version or not _holds(fd, position):
             return None
-        state = decode_state(zlib.decompress(blobs[blob_at : blob_at + blob_len]))
+        state = decode_state(zlib.decompress(blob))
         orphans = decode_orphans(meta["orphans"], up_to=seq)  # type: ignore[arg-type]
     except (OSError, ValueError, KeyError, TypeError, zlib.error, struct.error):
         return None
@@ -503,7 +524,6 @@ def write_version_index(log_path: str, header: str, entries: list[bytes], blobs:
         "header": header,
         "orphans": orjson.loads(encode_state(state))["orphans"],
         "idx": hashlib.sha256(idx).hexdigest(),
-        "bin": hashlib.sha256(blob).hexdigest(),
     }
     folder = _folder(log_path, create=True)
     if folder is None:
@@ -519,7 +539,10 @@ def index_entry(state: PlanState, where: Position, at: int) -> tuple[bytes, byte
     """The index entry and state blob of the version ``state`` adopted, by the record ending at ``where``;
     ``at`` is where the blob will lie in versions.bin."""
     blob = zlib.compress(encode_state(state._replace(orphans=())), 1)
-    entry = _ENTRY.pack(state.version, where.seq, where.offset, where.line, bytes.fromhex(where.hash), at, len(blob))
+    digest = hashlib.sha256(blob).digest()[:16]
+    entry = _ENTRY.pack(
+        state.version, where.seq, where.offset, where.line, bytes.fromhex(where.hash), at, len(blob), digest
+    )
     return entry, blob
 
 
