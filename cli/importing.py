@@ -12,9 +12,9 @@ from plantrail.cli.terminal import screen
 
 if TYPE_CHECKING:
     from plantrail.ledger.capture.append import AppendReport
-    from plantrail.ledger.importers.importer import ImportReport
+    from plantrail.ledger.importers.importer import FileReport, ImportReport
 
-__all__ = ["import_command", "render_append", "render_report"]
+__all__ = ["import_command", "import_data", "render_append", "render_report"]
 
 
 def render_append(report: AppendReport) -> str:
@@ -28,6 +28,29 @@ def render_append(report: AppendReport) -> str:
     if report.head_hash is not None:
         lines.append(f"anchor: {report.last_seq}:{report.head_hash}")
     return "\n".join(lines)
+
+
+def import_data(report: ImportReport) -> dict[str, object]:
+    """The JSON of an import: every figure of the report, ``files`` (each file's part, the lead's first) and
+    ``total`` (the same figures for the whole log)."""
+    total = {
+        "lines_read": report.lines_read,
+        "plan_updates": report.plan_updates,
+        "items": report.items,
+        "versions": report.versions,
+        "extensions": report.extensions,
+        "events_written": report.events_written,
+        "events_inferred": report.events_inferred,
+        "skipped": report.skipped,
+    }
+    files = [part._asdict() for part in report.files]
+    return {
+        "ok": True,
+        **report._asdict(),
+        "files": files,
+        "total": total,
+        "anchor": f"{report.last_seq}:{report.head_hash}",
+    }
 
 
 def _append_data(report: AppendReport) -> dict[str, object]:
@@ -46,13 +69,28 @@ def _append_data(report: AppendReport) -> dict[str, object]:
     }
 
 
+def _file_lines(part: FileReport) -> list[str]:
+    """One file's part of the import: what it wrote, then what it could not map, by reason."""
+    extended = f", {part.extensions} extended in place" if part.extensions else ""
+    return [
+        f"  {part.file}: {part.plan_updates} plan update(s), {part.items} item(s), {part.versions} version(s)"
+        f"{extended}, {part.events_written} event(s) written ({part.events_inferred} inferred); "
+        f"{part.lines_read} line(s) read",
+        *(f"    could not map {count} {reason}" for reason, count in part.skipped.items()),
+    ]
+
+
 def render_report(report: ImportReport) -> str:
-    """The human summary of an import: what was read, what was written, what was inferred or skipped."""
+    """The human summary of an import: what was read, what was written, what was inferred or skipped, for each
+    file (the lead's, each merged subagent's), then in total."""
     lines = [
         f"imported {report.format} transcript {report.transcripts[0]} -> {report.log}",
         *(f"  with subagent file {path}" for path in report.transcripts[1:]),
         f"run {report.run} · last seq {report.last_seq}",
         f"anchor: {report.last_seq}:{report.head_hash}",
+        "per file",
+        *(line for part in report.files for line in _file_lines(part)),
+        "total",
         f"  plan updates seen  {report.plan_updates}",
         f"  items              {report.items}",
         f"  versions made      {report.versions}",
@@ -165,8 +203,7 @@ def import_command(
             force=force,
             on_progress=shown,
         )
-    data = {"ok": True, **report._asdict(), "anchor": f"{report.last_seq}:{report.head_hash}"}
-    emit(as_json, data, lambda: render_report(report))
+    emit(as_json, import_data(report), lambda: render_report(report))
 
 
 def _extend(

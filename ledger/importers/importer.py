@@ -37,8 +37,9 @@ import os
 import re
 import secrets
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import NamedTuple
 
 from plantrail.ledger.api import Ledger
@@ -54,12 +55,37 @@ from .mapping import Batch, MappedRun, map_updates
 from .model import Observation, Transcript
 from .parse import parse_transcript
 
-__all__ = ["ImportReport", "Observed", "database_run", "import_transcript", "read_observations", "subagent_files"]
+__all__ = [
+    "FileReport",
+    "ImportReport",
+    "Observed",
+    "database_run",
+    "import_transcript",
+    "read_observations",
+    "subagent_files",
+]
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 _NOT_ID = re.compile(r"[^A-Za-z0-9._:-]+")
 _CHUNK = 1 << 20
 _PROGRESS_EVERY = 256  # batches between two progress reports
+
+
+class FileReport(NamedTuple):
+    """What one file of an import (the lead's transcript, a merged subagent's) gave: its lines read, the plan
+    updates seen in it, the items first seen there, the versions (the plan and its replans) and extensions it
+    made, the events it wrote (inferred ones among them), and what could not be mapped, counted by reason (its
+    lines skipped, its updates skipped)."""
+
+    file: str
+    lines_read: int
+    plan_updates: int
+    items: int
+    versions: int
+    extensions: int
+    events_written: int
+    events_inferred: int
+    skipped: dict[str, int]
 
 
 class ImportReport(NamedTuple):
@@ -87,6 +113,8 @@ class ImportReport(NamedTuple):
     """The agent's distinct items over the whole import (each a step id in some version)."""
     extensions: int = 0
     """Updates that added items to an untouched version in place (``plan.extended``) instead of a new version."""
+    files: tuple[FileReport, ...] = ()
+    """Each file's part, the lead's first (their sums are the figures above)."""
 
 
 class _Clock:
@@ -179,7 +207,35 @@ def import_transcript(
         untimed_events=mapped.untimed,
         items=mapped.items,
         extensions=mapped.extensions,
+        files=_file_reports(read, mapped),
     )
+
+
+def _file_reports(read: Observed, mapped: MappedRun) -> tuple[FileReport, ...]:
+    """Each transcript's part of the import: the mapping's figures of its updates, its lines and skips."""
+    figures = {f.file: f for f in mapped.files}
+    reports = []
+    for transcript in read.transcripts:
+        name = Path(transcript.path).name
+        part = figures.get(name)
+        skipped = Counter(transcript.skipped_reasons)
+        skipped.update({} if part is None else dict(part.skipped))
+        if read.replayed.get(name):
+            skipped["replayed_lead_context"] += read.replayed[name]
+        reports.append(
+            FileReport(
+                file=transcript.path,
+                lines_read=transcript.lines_total,
+                plan_updates=0 if part is None else part.updates,
+                items=0 if part is None else part.items,
+                versions=0 if part is None else part.versions,
+                extensions=0 if part is None else part.extensions,
+                events_written=0 if part is None else part.events,
+                events_inferred=0 if part is None else part.inferred,
+                skipped=dict(sorted(skipped.items())),
+            )
+        )
+    return tuple(reports)
 
 
 class Observed(NamedTuple):
@@ -194,6 +250,8 @@ class Observed(NamedTuple):
     skipped: Counter[str]
     subagent_files: tuple[str, ...]
     """The subagent files found beside the lead's and not merged (empty when merged)."""
+    replayed: Mapping[str, int] = MappingProxyType({})
+    """Plan calls left out of each file (by base name) as the lead's context it replayed."""
 
 
 def read_observations(source: Path, format: str | None = None, *, with_subagents: bool = False) -> Observed:
@@ -206,7 +264,8 @@ def read_observations(source: Path, format: str | None = None, *, with_subagents
     transcripts = [lead, *(parse_transcript(p, "claude-code") for p in found)] if with_subagents else [lead]
     known = _lead_of(source) if lead.format == "claude-code" and source.is_file() else None
     replays = {o.native_id for o in parse_transcript(known, "claude-code").observations} if known else set()
-    observations, replayed = _merged(transcripts, replays)
+    observations, dropped = _merged(transcripts, replays)
+    replayed = sum(dropped.values())
     notes = [note for p in (source, *found) if (note := subagent_meta(p)) is not None] if with_subagents else []
     alone_note = subagent_meta(source) if not with_subagents else None
     skipped: Counter[str] = Counter()
@@ -223,6 +282,7 @@ def read_observations(source: Path, format: str | None = None, *, with_subagents
         run=_run_id(lead),
         skipped=skipped,
         subagent_files=() if with_subagents else tuple(map(str, found)),
+        replayed=MappingProxyType(dict(dropped)),
     )
 
 
@@ -245,17 +305,19 @@ def _check_target(source: Path, log: str, force: bool) -> None:
 
 def _merged(
     transcripts: Sequence[Transcript], replays: set[str | None] | None = None
-) -> tuple[list[tuple[str, Observation]], int]:
+) -> tuple[list[tuple[str, Observation]], Counter[str]]:
     """Every file's observations, each file in its own order, interleaved by timestamp (the first file wins ties),
-    and how many were left out: a later file's calls that the first file (or `replays`, the lead's calls of a
-    subagent file imported alone) already holds are the lead's context replayed, not new work."""
+    and how many were left out of each file (by base name): a later file's calls that the first file (or
+    `replays`, the lead's calls of a subagent file imported alone) already holds are the lead's context replayed,
+    not new work."""
     lead = {o.native_id for o in transcripts[0].observations} - {None}
     streams = []
-    dropped = 0
+    dropped: Counter[str] = Counter()
     for index, t in enumerate(transcripts):
         check = (replays or set()) if index == 0 else lead | (replays or set())
         kept = [(Path(t.path).name, o) for o in t.observations if o.native_id is None or o.native_id not in check]
-        dropped += len(t.observations) - len(kept)
+        if len(t.observations) > len(kept):
+            dropped[Path(t.path).name] += len(t.observations) - len(kept)
         streams.append(kept)
     return list(heapq.merge(*streams, key=lambda pair: pair[1].timestamp or "")), dropped
 
