@@ -29,6 +29,7 @@ __all__ = [
     "approval_lines",
     "emit",
     "json_option",
+    "locate_log",
     "log_argument",
     "mark_printed",
     "new_log_argument",
@@ -81,13 +82,17 @@ def store_option(func: F) -> F:
     )(func)
 
 
-def _located_log(dir_okay: bool) -> Callable[[F], F]:
+def _located_log(dir_okay: bool, new: bool = False) -> Callable[[F], F]:
     def decorate(func: F) -> F:
+        import inspect
+
+        wants_store = "store" in inspect.signature(func).parameters
+
         @functools.wraps(func)
         def located(*args: Any, log: str, store: str | None, **kwargs: Any) -> Any:
-            from plantrail.ledger.stores import locate
-
-            return func(*args, log=locate(log, store), **kwargs)
+            if wants_store:
+                kwargs["store"] = store
+            return func(*args, log=locate_log(log, store, new=new), **kwargs)
 
         command = store_option(located)
         return cast("F", click.argument("log", type=FilePath(dir_okay=dir_okay, path_type=str))(command))
@@ -95,12 +100,28 @@ def _located_log(dir_okay: bool) -> Callable[[F], F]:
     return decorate
 
 
+def locate_log(name: str, store: str | None, *, new: bool = False) -> str:
+    """The run ``name`` names with ``store`` (see :func:`plantrail.ledger.stores.locate`); for a run to be
+    created (``new``) in the default runs folder, that folder is made when it is missing."""
+    import os
+
+    from plantrail.ledger.stores import is_database_url, locate
+
+    found = locate(name, store, new=new)
+    if new and found != name and not store and not is_database_url(found):
+        os.makedirs(os.path.dirname(found), exist_ok=True)
+    return found
+
+
 #: The LOG argument every run command takes first, with ``--store``: the command receives ``log`` as the run's
 #: target (a JSONL path or ``postgresql://…/db#RUN``, see :func:`plantrail.ledger.stores.locate`). A new command
-#: adopts both by taking ``log: str`` and decorating itself with ``@log_argument``.
+#: adopts both by taking ``log: str`` and decorating itself with ``@log_argument``; a command that also names
+#: another run (``fork -o NEW``, ``verify --parent``) takes ``store: str | None`` too and passes each such name
+#: through :func:`locate_log` with it.
 log_argument = _located_log(dir_okay=True)
-#: :data:`log_argument` for a command that creates the run (LOG may not be a folder).
-new_log_argument = _located_log(dir_okay=False)
+#: :data:`log_argument` for a command that creates the run (LOG may not be a folder; a bare run id with no
+#: store and no such file is created in the runs folder).
+new_log_argument = _located_log(dir_okay=False, new=True)
 
 
 _printed: list[bool] = []  # set once a command has printed its result (reset per invocation by cli.main)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from plantrail.cli.common import emit, json_option
+from plantrail.cli.common import emit, json_option, store_option
 
 if TYPE_CHECKING:
     from plantrail.ledger.capture.hook import HookResult
@@ -34,9 +34,11 @@ def hook() -> None:
 
 
 @hook.command(name="claude")
+@store_option
 @json_option
-def claude_command(as_json: bool) -> None:
-    """Take one Claude Code hook payload on stdin; append to .plantrail/runs/<session id>.jsonl.
+def claude_command(store: str | None, as_json: bool) -> None:
+    """Take one Claude Code hook payload on stdin; append to .plantrail/runs/<session id>.jsonl (with --store or
+    $PLANTRAIL_STORE: to the session's run in that store; the journal and error file stay in .plantrail).
 
     Always exits 0; prints only the JSON Claude Code reads (the resume receipt on SessionStart). With --json
     (for scripts, not for the agent's settings) it prints what the call did instead: the log and any errors.
@@ -47,7 +49,7 @@ def claude_command(as_json: bool) -> None:
     """
     from plantrail.ledger.capture.hook import claude_hook
 
-    result = claude_hook(_stdin())
+    result = claude_hook(_stdin(), env=_environment(store))
     if as_json:
         _report(result)
     elif result.receipt is not None:
@@ -55,8 +57,9 @@ def claude_command(as_json: bool) -> None:
 
 
 @hook.command(name="gemini")
+@store_option
 @json_option
-def gemini_command(as_json: bool) -> None:
+def gemini_command(store: str | None, as_json: bool) -> None:
     """Take one Gemini CLI hook payload on stdin (AfterTool on write_todos); append to the session's run.
 
     Always exits 0 and prints nothing (with --json, for scripts: the log and any errors).
@@ -67,14 +70,15 @@ def gemini_command(as_json: bool) -> None:
     """
     from plantrail.ledger.capture.hook import gemini_hook
 
-    result = gemini_hook(_stdin())
+    result = gemini_hook(_stdin(), env=_environment(store))
     if as_json:
         _report(result)
 
 
 @hook.command(name="opencode")
+@store_option
 @json_option
-def opencode_command(as_json: bool) -> None:
+def opencode_command(store: str | None, as_json: bool) -> None:
     """Take OpenCode todo.updated events on stdin, one JSON line each; append to each session's run.
 
     Always exits 0 and prints nothing (with --json, for scripts: the log and any errors).
@@ -85,7 +89,7 @@ def opencode_command(as_json: bool) -> None:
     """
     from plantrail.ledger.capture.hook import opencode_hook
 
-    result = opencode_hook(_stdin())
+    result = opencode_hook(_stdin(), env=_environment(store))
     if as_json:
         _report(result)
 
@@ -111,6 +115,18 @@ def errors_command(folder: str | None, as_json: bool) -> None:
     text = hook_errors(place)
     data = {"ok": True, "folder": str(place), "errors": text.splitlines()}
     emit(as_json, data, lambda: printable(text.rstrip("\n")) if text else f"no hook errors in {place}")
+
+
+def _environment(store: str | None) -> dict[str, str]:
+    """The environment a hook call sees, with the store (``--store``, else ``$PLANTRAIL_STORE``) in it."""
+    import os
+
+    from plantrail.ledger.stores import STORE_ENV
+
+    found = dict(os.environ)
+    if store:
+        found[STORE_ENV] = store
+    return found
 
 
 def _report(result: HookResult) -> None:

@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING
 
 import click
 
-from plantrail.cli.common import emit, json_option
+from plantrail.cli.common import emit, json_option, locate_log, store_option
 from plantrail.cli.terminal import screen
 
 if TYPE_CHECKING:
     from plantrail.ledger.capture.append import AppendReport
-    from plantrail.ledger.importers.importer import ImportReport
+    from plantrail.ledger.importers.importer import FileReport, ImportReport
 
-__all__ = ["import_command", "render_append", "render_report"]
+__all__ = ["import_command", "import_data", "render_append", "render_report"]
 
 
 def render_append(report: AppendReport) -> str:
@@ -28,6 +28,29 @@ def render_append(report: AppendReport) -> str:
     if report.head_hash is not None:
         lines.append(f"anchor: {report.last_seq}:{report.head_hash}")
     return "\n".join(lines)
+
+
+def import_data(report: ImportReport) -> dict[str, object]:
+    """The JSON of an import: every figure of the report, ``files`` (each file's part, the lead's first) and
+    ``total`` (the same figures for the whole log)."""
+    total = {
+        "lines_read": report.lines_read,
+        "plan_updates": report.plan_updates,
+        "items": report.items,
+        "versions": report.versions,
+        "extensions": report.extensions,
+        "events_written": report.events_written,
+        "events_inferred": report.events_inferred,
+        "skipped": report.skipped,
+    }
+    files = [part._asdict() for part in report.files]
+    return {
+        "ok": True,
+        **report._asdict(),
+        "files": files,
+        "total": total,
+        "anchor": f"{report.last_seq}:{report.head_hash}",
+    }
 
 
 def _append_data(report: AppendReport) -> dict[str, object]:
@@ -46,13 +69,28 @@ def _append_data(report: AppendReport) -> dict[str, object]:
     }
 
 
+def _file_lines(part: FileReport) -> list[str]:
+    """One file's part of the import: what it wrote, then what it could not map, by reason."""
+    extended = f", {part.extensions} extended in place" if part.extensions else ""
+    return [
+        f"  {part.file}: {part.plan_updates} plan update(s), {part.items} item(s), {part.versions} version(s)"
+        f"{extended}, {part.events_written} event(s) written ({part.events_inferred} inferred); "
+        f"{part.lines_read} line(s) read",
+        *(f"    could not map {count} {reason}" for reason, count in part.skipped.items()),
+    ]
+
+
 def render_report(report: ImportReport) -> str:
-    """The human summary of an import: what was read, what was written, what was inferred or skipped."""
+    """The human summary of an import: what was read, what was written, what was inferred or skipped, for each
+    file (the lead's, each merged subagent's), then in total."""
     lines = [
         f"imported {report.format} transcript {report.transcripts[0]} -> {report.log}",
         *(f"  with subagent file {path}" for path in report.transcripts[1:]),
         f"run {report.run} · last seq {report.last_seq}",
         f"anchor: {report.last_seq}:{report.head_hash}",
+        "per file",
+        *(line for part in report.files for line in _file_lines(part)),
+        "total",
         f"  plan updates seen  {report.plan_updates}",
         f"  items              {report.items}",
         f"  versions made      {report.versions}",
@@ -85,7 +123,8 @@ def render_report(report: ImportReport) -> str:
     required=True,
     metavar="LOG",
     type=click.Path(dir_okay=False, path_type=str),
-    help="The plantrail log to write (refused if it exists, unless --force).",
+    help="The plantrail log to write (refused if it exists, unless --force): a path, a postgresql://…/db#RUN "
+    "URL, or a run id in --store.",
 )
 @click.option(
     "--format",
@@ -115,10 +154,12 @@ def render_report(report: ImportReport) -> str:
     is_flag=True,
     help="Like --append, again each time the transcript grows (a live Codex rollout); Ctrl-C stops (exit 0).",
 )
+@store_option
 @json_option
 def import_command(
     transcript: str,
     log: str,
+    store: str | None,
     format_name: str | None,
     with_subagents: bool,
     run_id: str | None,
@@ -143,7 +184,9 @@ def import_command(
       plantrail import samples/claude-session.jsonl -o session.plantrail.jsonl
       plantrail status session.plantrail.jsonl
       plantrail import --follow ~/.codex/sessions/2026/12/01/rollout-1.jsonl -o run.jsonl
+      plantrail import session.jsonl -o login-fix --store postgresql://localhost/plantrail
     """
+    log = locate_log(log, store, new=True)
     if append or follow:
         _extend(transcript, log, format_name, with_subagents, run_id, force, follow, as_json)
         return
@@ -160,8 +203,7 @@ def import_command(
             force=force,
             on_progress=shown,
         )
-    data = {"ok": True, **report._asdict(), "anchor": f"{report.last_seq}:{report.head_hash}"}
-    emit(as_json, data, lambda: render_report(report))
+    emit(as_json, import_data(report), lambda: render_report(report))
 
 
 def _extend(

@@ -7,7 +7,16 @@ from typing import TYPE_CHECKING, Any, cast
 
 import click
 
-from plantrail.cli.common import FilePath, emit, json_option, log_argument, read_json_file, table, truncate
+from plantrail.cli.common import (
+    FilePath,
+    emit,
+    json_option,
+    locate_log,
+    log_argument,
+    read_json_file,
+    table,
+    truncate,
+)
 from plantrail.cli.terminal import printable
 
 if TYPE_CHECKING:
@@ -47,7 +56,7 @@ def _render_fork(result: ForkResult, reason: str | None) -> str:
     required=True,
     type=FilePath(dir_okay=False, path_type=str),
     metavar="NEW",
-    help="The new run's log (never overwritten).",
+    help="The new run (never overwritten): a path, a postgresql://…/db#RUN URL, or a run id in --store.",
 )
 @click.option("--reason", metavar="TEXT", help="Why the run is forked (kept in the fork's lineage).")
 @click.option("--run", "run_id", metavar="ID", help="The new run's id (default: NEW's file name without .jsonl).")
@@ -62,6 +71,7 @@ def fork(
     run_id: str | None,
     actor: str,
     as_json: bool,
+    store: str | None,
 ) -> None:
     """Start a new run NEW from any point of LOG (LangGraph's fork, Temporal's reset): its first record names
     the parent (run id, seq, the hash there) and carries the parent's state at that point, so NEW is small and
@@ -76,11 +86,18 @@ def fork(
     Example:
       plantrail fork samples/login-fix-replans.jsonl --at-seq 5 -o retry.jsonl --reason "try the other fix"
       plantrail fork run.jsonl --version 2 -o v2-again.jsonl
+      plantrail fork login-fix --at-seq 5 -o retry --store postgresql://localhost/plantrail
     """
     from plantrail.ledger.fork import fork_run
 
     result = fork_run(
-        log, output, at_seq=at_seq, version=version, reason=reason, run=run_id, actor=cast("Actor", actor)
+        log,
+        locate_log(output, store, new=True),
+        at_seq=at_seq,
+        version=version,
+        reason=reason,
+        run=run_id,
+        actor=cast("Actor", actor),
     )
     data = {"ok": True, **result._asdict(), "anchor": f"{result.last_seq}:{result.fork_head}"}
     emit(as_json, data, lambda: _render_fork(result, reason))

@@ -31,10 +31,13 @@ __all__ = ["maintain_commands"]
     "--parent",
     metavar="LOG",
     type=FilePath(dir_okay=False, path_type=str),
-    help="For a forked run: the parent's log, which must hold the hash and the state the fork carries.",
+    help="For a forked run: the parent's log (a run id in --store too), which must hold the hash and the state "
+    "the fork carries.",
 )
 @json_option
-def verify(log: str, anchor: str | None, key_file: str | None, parent: str | None, as_json: bool) -> None:
+def verify(
+    log: str, anchor: str | None, key_file: str | None, parent: str | None, as_json: bool, store: str | None
+) -> None:
     """Check everything: framing, seq, hash chain, every event legal in order, no late result applied, and a
     deterministic fold. Prints the head as an anchor (SEQ:HASH: keep it, and paste it into a later
     --anchor) and the state hash. With a checkpoint key, every checkpoint's MAC must verify and at least
@@ -55,7 +58,7 @@ def verify(log: str, anchor: str | None, key_file: str | None, parent: str | Non
     """
     import os
 
-    from plantrail.cli.common import raise_if_torn
+    from plantrail.cli.common import locate_log, raise_if_torn
     from plantrail.cli.progress import progress_bar, size_of
     from plantrail.ledger.checkpoint import KEY_ENV, load_key
     from plantrail.ledger.verify import parse_anchor, verify_log
@@ -63,7 +66,11 @@ def verify(log: str, anchor: str | None, key_file: str | None, parent: str | Non
     key = load_key(key_file) if key_file is not None or os.environ.get(KEY_ENV) else None
     with progress_bar("verify", size_of(log), enabled=not as_json) as shown:
         report = verify_log(
-            log, anchor=parse_anchor(anchor) if anchor else None, key=key, on_progress=shown, parent=parent
+            log,
+            anchor=parse_anchor(anchor) if anchor else None,
+            key=key,
+            on_progress=shown,
+            parent=None if parent is None else locate_log(parent, store),
         )
     head = f"{report.last_seq}:{report.head_hash}"
     data = report._asdict() | {

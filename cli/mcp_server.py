@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import click
 
+from plantrail.cli.common import STORE_ENV, store_option
 from plantrail.ledger.events import ReasonCode as Reason
 
 if TYPE_CHECKING:
@@ -44,8 +45,9 @@ _STEP_SHAPE = (
 Run = Annotated[str, "the run id (letters, digits, ._:-)"]
 
 
-def build_server(folder: Path) -> MCPServer:
-    """The plan server for the runs in ``folder`` (created on the first plan)."""
+def build_server(folder: Path, store: str | None = None) -> MCPServer:
+    """The plan server for the runs in ``folder`` (created on the first plan), or, with ``store``, in that store
+    (a database, ``postgresql://…/db``, or a runs folder); a run id is checked as an id either way."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import ToolAnnotations
@@ -56,6 +58,8 @@ def build_server(folder: Path) -> MCPServer:
     from plantrail.ledger.errors import PlantrailError
     from plantrail.ledger.locations import run_path
     from plantrail.ledger.plan import parse_draft
+    from plantrail.ledger.reading import run_exists
+    from plantrail.ledger.stores import is_database_url, run_in_store
     from plantrail.projections.views import ack_view, next_view, status_document
 
     server: MCPServer = MCPServer("plantrail", instructions=INSTRUCTIONS)
@@ -68,8 +72,8 @@ def build_server(folder: Path) -> MCPServer:
         except PlantrailError as exc:
             raise ToolError(f"error[{exc.code}]: {exc.message}") from None
 
-    def log(run: str) -> Path:
-        return run_path(folder, run)
+    def log(run: str) -> str:
+        return run_in_store(store, run) if store else str(run_path(folder, run))
 
     def record(run: str, act: Callable[[Ledger], Any]) -> dict[str, Any]:
         def go() -> dict[str, Any]:
@@ -100,8 +104,9 @@ def build_server(folder: Path) -> MCPServer:
             draft["policy"] = {"max_in_progress": max_in_progress}
 
         def go() -> dict[str, Any]:
-            if not path.exists():
-                path.parent.mkdir(parents=True, exist_ok=True)
+            if not run_exists(path):
+                if not is_database_url(path):
+                    Path(path).parent.mkdir(parents=True, exist_ok=True)
                 with Ledger.create(
                     path, {"goal": goal, **draft}, run=run, actor="agent", idempotency_key=idempotency_key
                 ) as ledger:
@@ -264,20 +269,31 @@ def _created_ack(state: Any) -> Any:
     metavar="DIR",
     help="The runs folder (default: $PLANTRAIL_HOME/runs, else .plantrail/runs in the working directory).",
 )
-def mcp_command(folder: str | None) -> None:
+@store_option
+def mcp_command(folder: str | None, store: str | None) -> None:
     """Serve the plan tools over MCP on stdio (pip install 'plantrail[mcp]').
 
     \b
     Example:
       claude mcp add --transport stdio plantrail -- plantrail mcp
       plantrail mcp --dir ~/agent-runs
+      plantrail mcp --store postgresql://localhost/plantrail
     """
+    from plantrail.ledger.errors import error
+
+    if folder is not None and store is not None and not _from_environment(store):
+        raise error("USAGE", "give a runs folder (--dir) or --store, not both")
     try:
         import mcp  # noqa: F401
     except ImportError:
-        from plantrail.ledger.errors import error
-
         raise error("USAGE", "plantrail mcp needs the MCP SDK: pip install 'plantrail[mcp]'") from None
     from plantrail.ledger.locations import runs_folder
 
-    build_server(runs_folder(folder)).run("stdio")
+    build_server(runs_folder(folder), None if folder is not None else store).run("stdio")
+
+
+def _from_environment(store: str) -> bool:
+    """True when ``store`` came from $PLANTRAIL_STORE (a --dir given on the command line then wins)."""
+    import os
+
+    return os.environ.get(STORE_ENV) == store

@@ -50,7 +50,8 @@ def runs(
 
     \b
     JSON: [{"run", "goal", "outcome", "plan_version", "last_activity", "replans", "orphans", "last_seq",
-      "location", "damage"}] ("outcome" null while open; "damage" null or the code that cut the read short)
+      "location", "reasons", "damage"}] ("outcome" null while open; "reasons" the count of replans per reason
+      code; "damage" null or the code that cut the read short)
 
     \b
     Example:
@@ -71,6 +72,7 @@ def runs(
         has_orphans=has_orphans,
         sort=sort,
         limit=limit,
+        reasons=as_json,  # the table shows no reasons: a folder's rows need not read them
     )
 
     def human() -> str:

@@ -22,7 +22,7 @@ from plantrail.ledger.errors import error
 from plantrail.ledger.events import Actor, RunForked
 from plantrail.ledger.items import as_text
 from plantrail.ledger.plan import check_id
-from plantrail.ledger.store import FsyncPolicy, PendingRecord
+from plantrail.ledger.store import FsyncPolicy, PendingRecord, Store
 from plantrail.ledger.stores import is_database_url
 from plantrail.projections.canonical import state_hash
 from plantrail.projections.lineage import carry
@@ -84,18 +84,14 @@ def fork_run(
     clock: Callable[[], str] = utc_now,
 ) -> ForkResult:
     """Write a new run at ``path`` forked from the log ``parent`` at seq ``at_seq`` or plan ``version`` (see
-    :func:`fork_point`), with an optional ``reason``. ``run`` defaults to the new file's name without
-    ``.jsonl`` and must differ from the parent's run id; the other options are :meth:`Ledger.create`'s.
-    LOG_EXISTS when ``path`` exists; the parent is never written."""
-    from plantrail.ledger.api import default_run_id
-    from plantrail.ledger.stores.jsonl import JsonlStore
-
+    :func:`fork_point`), with an optional ``reason``; ``path`` is a JSONL file or a database run
+    (``postgresql://…/db#RUN``), and so may ``parent`` be. ``run`` defaults to the new file's name without
+    ``.jsonl`` (a database run's id) and must differ from the parent's run id; the other options are
+    :meth:`Ledger.create`'s. LOG_EXISTS when ``path`` exists; the parent is never written."""
     point = fork_point(parent, at_seq=at_seq, version=version)
     assert point.run is not None and point.head is not None
     target = os.fspath(path)
-    if is_database_url(target):
-        raise error("USAGE", "a fork is written to a JSONL file (copy it to a database with plantrail copy)")
-    new_run = check_id(run if run is not None else default_run_id(path), "run id")
+    new_run = check_id(run if run is not None else _default_run(target), "run id")
     if new_run == point.run:
         raise error("USAGE", f"the fork needs a run id of its own (the parent is run {point.run}): pass another run id")
     text = "" if reason is None else as_text(reason, "reason")
@@ -109,17 +105,27 @@ def fork_run(
     )
     ts = clock()
     first = PendingRecord(ts=ts, plan_version=point.version, actor=actor, data=event)
-    store, records = JsonlStore.create(
-        path,
-        run=new_run,
-        first=[first],
-        fsync=fsync,
-        nonce=nonce,
-        ts=ts,
-        actor=actor,
-        allow_network_fs=allow_network_fs,
-        clock=clock,
-    )
+    store: Store
+    if is_database_url(target):
+        from plantrail.ledger.stores.postgres import PostgresStore
+
+        store, records = PostgresStore.create(
+            target, run=new_run, first=[first], fsync=fsync, nonce=nonce, ts=ts, actor=actor, clock=clock
+        )
+    else:
+        from plantrail.ledger.stores.jsonl import JsonlStore
+
+        store, records = JsonlStore.create(
+            path,
+            run=new_run,
+            first=[first],
+            fsync=fsync,
+            nonce=nonce,
+            ts=ts,
+            actor=actor,
+            allow_network_fs=allow_network_fs,
+            clock=clock,
+        )
     store.close()
     return ForkResult(
         path=target,
@@ -132,3 +138,18 @@ def fork_run(
         last_seq=records[-1].seq,
         fork_head=records[-1].h,
     )
+
+
+def _default_run(target: str) -> str:
+    """The new run's id when none is given: a database run's own (``…#RUN``), else the file name without
+    ``.jsonl``."""
+    if is_database_url(target):
+        from plantrail.ledger.stores.postgres import parse_location
+
+        named = parse_location(target).run
+        if named is None:
+            raise error("USAGE", f"name the new run: {target}#RUN_ID")
+        return named
+    from plantrail.ledger.api import default_run_id
+
+    return default_run_id(target)

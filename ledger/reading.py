@@ -38,6 +38,7 @@ __all__ = [
     "record_at",
     "records_from",
     "replan_audit",
+    "run_exists",
     "tail_records",
     "version_diff",
 ]
@@ -247,3 +248,19 @@ def replan_audit(target: Target, version: int | None = None) -> tuple[dict[str, 
         return audit_file(name, version)
     found = _folded_versions(name)
     return why_of(found, version, lambda seq: record_at(name, seq), read_state(name).state), None
+
+
+def run_exists(target: Target) -> bool:
+    """True when the run exists: a file (or anything) at a JSONL path, a database run with its header."""
+    name = os.fspath(target)
+    if not is_database_url(name):
+        return os.path.lexists(name)
+    from plantrail.ledger.errors import PlantrailError
+
+    try:
+        record_at(name, 0)
+    except PlantrailError as exc:
+        if exc.code in ("RUN_NOT_FOUND", "UNKNOWN_SEQ"):
+            return False
+        raise
+    return True

@@ -16,6 +16,7 @@ run's head seq, and a stale or missing summary is recomputed from the run's rows
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,9 +52,9 @@ class RunRow(NamedTuple):
     damage: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        """The ``runs --json`` item (``reasons`` left out: a folder's rows read them only for ``--reason``)."""
+        """The ``runs --json`` item, with ``reasons`` as the count of replans per reason code."""
         item = self._asdict()
-        del item["reasons"]
+        item["reasons"] = dict(sorted(Counter(self.reasons).items()))
         return item
 
 
@@ -207,6 +208,7 @@ def list_runs(
     has_orphans: bool = False,
     sort: str = "last_activity",
     limit: int | None = None,
+    reasons: bool = True,
 ) -> list[RunRow]:
     """The runs of a runs folder (default: :func:`plantrail.ledger.locations.runs_folder`) or a database
     (``postgresql://…/db``), one row each, those the filters keep, sorted (newest activity first by default)
@@ -214,7 +216,10 @@ def list_runs(
 
     ``outcome`` is one of :data:`OUTCOMES`, ``since`` a date or time (see :func:`parse_since`): rows whose last
     record is at least that recent; ``reason`` a replan reason code the run's replans include;
-    ``has_orphans`` keeps runs holding a late result. USAGE names a filter that is malformed.
+    ``has_orphans`` keeps runs holding a late result. Every row listed has its replan reasons (a folder's
+    rows read them after the limit, unless the ``reason`` filter needed them first); ``reasons=False`` spares
+    a folder's rows that read when the caller shows no reasons (their ``reasons`` are then empty unless a
+    ``reason`` filter read them). USAGE names a filter that is malformed.
     """
     if outcome is not None and outcome not in OUTCOMES:
         raise error("USAGE", f"outcome {outcome!r} is not one of {', '.join(OUTCOMES)}")
@@ -236,4 +241,14 @@ def list_runs(
         rows = _folder_rows(runs_folder(name), with_reasons=reason is not None)
     kept = [row for row in rows if _keep(outcome, cutoff, reason, has_orphans)(row)]
     ordered = _ordered(kept, sort)
-    return ordered if limit is None else ordered[:limit]
+    listed = ordered if limit is None else ordered[:limit]
+    if reasons and reason is None and not (name is not None and is_database_url(name)):
+        listed = [_with_reasons(row) for row in listed]  # read for the rows listed only, after the limit
+    return listed
+
+
+def _with_reasons(row: RunRow) -> RunRow:
+    """A folder's row with its replan reasons read (a damaged or unreadable log's stay unread: none)."""
+    if row.replans == 0 or row.damage is not None:
+        return row
+    return row._replace(reasons=_file_reasons(row.location, row.plan_version))

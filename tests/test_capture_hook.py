@@ -15,7 +15,7 @@ from plantrail.ledger.capture.append import append_transcript
 from plantrail.ledger.capture.hook import ERRORS_CAP, ERRORS_FILE, claude_hook
 from plantrail.ledger.importers import import_transcript
 from tests.conftest import SAMPLES, CliResult
-from tests.helpers.hook_payloads import payloads_of, post_tool_use, prompt
+from tests.helpers.hook_payloads import as_hooks_see, payloads_of, post_tool_use, prompt
 from tests.helpers.story import story
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "transcripts"
@@ -61,6 +61,23 @@ def test_hook_payloads_as_separate_processes_tell_the_imports_story(project: Pat
     whole = import_transcript(transcript, project / "whole.jsonl")
     assert story(_log(project, payloads[0]["session_id"])) == story(Path(whole.log))
     assert not (project / ".plantrail" / ERRORS_FILE).exists()
+
+
+@pytest.mark.parametrize("name", ["claude_plan_mode_approved.jsonl", "claude_plan_mode.jsonl"])
+def test_the_hooks_exit_plan_mode_path_gives_the_imports_approvals(project: Path, name: str) -> None:
+    """ExitPlanMode approved as proposed or with the user's edits gives, through the hooks, the approval request
+    and grant (and the edited version) the import of what the hooks see gives."""
+    transcript = FIXTURES / name
+    payloads = payloads_of(transcript, project)
+
+    assert all(claude_hook(orjson.dumps(payload)).errors == () for payload in payloads)
+    whole = import_transcript(as_hooks_see(transcript, project / name), project / "whole.jsonl")
+    told = story(_log(project, payloads[0]["session_id"]))
+    assert told == story(Path(whole.log))
+    assert [event[0] for event in told if event[0].startswith("approval.")] == [
+        "approval.requested",
+        "approval.granted",
+    ]
 
 
 def test_import_append_after_the_hooks_adds_only_what_they_missed(project: Path) -> None:
@@ -350,12 +367,12 @@ REAL_CLAUDE = sorted(p.name for p in REALDATA.glob("claude-code*.jsonl") if "__s
 @pytest.mark.parametrize("name", REAL_CLAUDE)
 def test_real_sessions_through_the_hooks_tell_the_imports_story(project: Path, name: str) -> None:
     """Each real Claude Code transcript, replayed as the payloads its hooks send (ExitPlanMode included), gives
-    the story its import gives."""
+    the story its import gives of what the hooks see (a plan the user refused never ran: no PostToolUse)."""
     transcript = REALDATA / name
     payloads = payloads_of(transcript, project)
 
     errors = [line for payload in payloads for line in claude_hook(orjson.dumps(payload)).errors]
 
     assert errors == []
-    whole = import_transcript(transcript, project / "whole.jsonl")
+    whole = import_transcript(as_hooks_see(transcript, project / name), project / "whole.jsonl")
     assert story(_log(project, payloads[0]["session_id"])) == story(Path(whole.log))

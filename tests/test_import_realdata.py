@@ -34,13 +34,15 @@ LEAD = "claude-code-tasks__daaain-real_projects__experiments-worktrees__ef958aa1
 SUBAGENT = "claude-code-tasks__daaain-real_projects__experiments-worktrees__ef958aa1__subagent-a52886dc180afb356.jsonl"
 
 #: file -> (plan updates seen, versions made, steps completed, events inferred, max in progress); ExitPlanMode
-#: plans count as plan updates (the two daaain files hold approved ones: each a version before the todo list)
+#: plans count as plan updates (the two daaain files hold approved ones: each a version before the todo list,
+#: and refused ones: each a version the user denied, me-next's twice and deep-manifest's once, whose inferred
+#: approval requests count among the inferred events)
 FIGURES: dict[str, tuple[int, int, int, int, int]] = {
     "claude-code__amac0-ClaudeStatus__example2.jsonl": (75, 24, 51, 13, 1),
     "claude-code__amac0-ClaudeStatus__example.jsonl": (5, 1, 4, 0, 1),
     "claude-code__daaain-real_projects__JSSoundRecorder__7acd37a8.jsonl": (15, 4, 11, 1, 1),
-    "claude-code__daaain-real_projects__deep-manifest__a7da6a22.jsonl": (17, 4, 16, 4, 1),
-    "claude-code__daaain-real_projects__danieldemmel-me-next__f852ad25.jsonl": (16, 5, 14, 7, 1),
+    "claude-code__daaain-real_projects__deep-manifest__a7da6a22.jsonl": (17, 5, 16, 7, 1),
+    "claude-code__daaain-real_projects__danieldemmel-me-next__f852ad25.jsonl": (16, 7, 14, 11, 1),
     LEAD: (18, 1, 5, 0, 3),  # six TaskCreate calls before any work: one version, extended in place five times
     "claude-code__agentlogs__todos.jsonl": (5, 1, 3, 0, 1),
     "codex__MoonMind__rollout-2025-11-13T16-00-16-019a7fa9.jsonl": (7, 2, 8, 3, 1),
@@ -59,16 +61,19 @@ def _present(names: list[str]) -> list[str]:
 
 
 def _expected_from_lists(path: Path) -> tuple[int, int, int]:
-    """Plan updates, versions and completions of a whole-list transcript, by a plain model of its lists."""
+    """Plan updates, versions and completions of a whole-list transcript, by a plain model of its lists: a plan
+    the user denied is a version, and the next list, answering the denial, is always a new one."""
     observations = parse_transcript(path).observations
     last: dict[tuple[str, int], str] | None = None
     versions = completions = 0
+    denied = False
     for snapshot in observations:
         assert isinstance(snapshot, ListSnapshot)
         seen: Counter[str] = Counter()
         current: dict[tuple[str, int], str] = {}
         for item in snapshot.items:
-            if item.text.strip() and item.status != "cancelled" and snapshot.result != "error":
+            ran = snapshot.result != "error" or snapshot.decision == "denied"
+            if item.text.strip() and item.status != "cancelled" and ran:
                 seen[item.text.strip()] += 1
                 current[(item.text.strip(), seen[item.text.strip()])] = item.status
         if not current:
@@ -79,7 +84,8 @@ def _expected_from_lists(path: Path) -> tuple[int, int, int]:
             in {("completed", "pending"), ("completed", "in_progress"), ("in_progress", "pending")}
             for key, status in current.items()
         )
-        versions += last is None or set(current) != set(before) or went_back
+        versions += last is None or set(current) != set(before) or went_back or denied
+        denied = snapshot.decision == "denied"
         completions += sum(1 for key, status in current.items() if status == "completed" != before.get(key))
         last = current
     return len(observations), versions, completions
@@ -133,7 +139,7 @@ def test_a_real_transcript_imports_verifies_and_matches_its_counts(tmp_path: Pat
     assert (report.plan_updates, report.versions, report.steps_completed) == expected
     assert (versions, completions, inferred, most) == (*expected[1:], report.events_inferred, report.max_in_progress)
     assert (*expected, report.events_inferred, report.max_in_progress) == FIGURES[name]
-    refused = report.skipped.get("rejected_by_tool", 0)  # plan calls the user refused (ExitPlanMode) are skipped too
+    refused = report.skipped.get("rejected_by_tool", 0)  # plan calls a tool refused are skipped (a denied plan is not)
     assert report.lines_skipped == parse_transcript(path).lines_skipped + refused
 
 
@@ -142,7 +148,8 @@ def test_a_real_transcript_imports_verifies_and_matches_its_counts(tmp_path: Pat
     reason="the agent-team transcripts are absent",
 )
 def test_the_real_lead_and_subagent_import_together(tmp_path: Path) -> None:
-    """The lead merged with its subagent records the subagent's completion; the subagent alone holds no plan."""
+    """The lead merged with its subagent records the subagent's completion, and the report's part of each file
+    adds up to its total; the subagent alone holds no plan."""
     log = tmp_path / "team.plantrail.jsonl"
 
     report = import_transcript(REALDATA / LEAD, log, with_subagents=True)
@@ -157,6 +164,12 @@ def test_the_real_lead_and_subagent_import_together(tmp_path: Path) -> None:
     assert figures == MERGED_FIGURES
     assert figures[:3] == _expected_from_tasks(REALDATA / LEAD, REALDATA / SUBAGENT)
     assert _check_log(log) == MERGED_FIGURES[1:]
+    lead, subagent = report.files
+    assert (lead.file, subagent.file) == (str(REALDATA / LEAD), str(REALDATA / SUBAGENT))
+    assert subagent.versions == 0 and subagent.plan_updates >= 1
+    sums = [sum(getattr(part, name) for part in report.files) for name in ("plan_updates", "versions", "items")]
+    assert sums == [report.plan_updates, report.versions, report.items]
+    assert sum(part.events_written for part in report.files) == report.events_written
     with pytest.raises(TranscriptError) as caught:
         import_transcript(REALDATA / SUBAGENT, tmp_path / "alone.jsonl")
     assert caught.value.code == "NO_PLAN_IN_TRANSCRIPT"

@@ -7,6 +7,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from plantrail.ledger.events import Record
@@ -145,20 +146,138 @@ def test_cline_times_task_id_and_sub_items(tmp_path: Path) -> None:
     ]
 
 
-def test_a_refusal_with_the_users_words_and_an_edited_approval_are_the_users_decisions(tmp_path: Path) -> None:
-    """ExitPlanMode: a refused plan is not adopted, the user's words there make the next plan theirs, and an
-    approval with their edits gives the edited plan as a user_request."""
+def _approvals(report: ImportReport) -> list[tuple[str, int | None, str, dict[str, object]]]:
+    """The log's approval events as (type, plan version, actor, data without the question)."""
+    told = []
+    for r in records(report):
+        if r.type.startswith("approval."):
+            data = {k: v for k, v in msgspec.to_builtins(r.data).items() if k != "question"}
+            told.append((r.type, r.plan_version, r.actor, data))
+    return told
+
+
+def test_an_approved_plan_mode_plan_is_the_agents_version_with_the_users_grant(tmp_path: Path) -> None:
+    """ExitPlanMode approved as proposed: the agent's plan is version 1, asked (inferred) and granted by the user."""
+    report = imported(tmp_path, "claude_plan_mode_approved.jsonl")
+    log = records(report)
+    asked = next(r for r in log if r.type == "approval.requested")
+
+    assert log[1].type == "plan.created" and log[1].actor == "agent"
+    assert asked.actor == "importer" and asked.source is not None and asked.source.inferred
+    assert asked.data.question == "approve this plan?"  # type: ignore[union-attr]
+    assert _approvals(report) == [
+        (
+            "approval.requested",
+            1,
+            "importer",
+            {
+                "request": "plan-approval-1",
+                "steps": ("add-the-toggle-to-the-settings-page", "store-the-choice-in-localstorage"),
+                "writes": (),
+                "tools": (),
+            },
+        ),
+        (
+            "approval.granted",
+            1,
+            "user",
+            {"request": "plan-approval-1", "by": "user", "why": "the user approved the plan at line 3"},
+        ),
+    ]
+    granted = next(r for r in log if r.type == "approval.granted")
+    assert granted.source is not None and (granted.source.line, granted.source.timestamp) == (
+        3,
+        "2026-03-26T09:02:30.000Z",
+    )
+    assert state(report).steps["add-the-toggle-to-the-settings-page"].status == "in_progress"
+    assert report.events_inferred == 1
+
+
+def test_a_denied_plan_is_recorded_and_the_plan_that_answers_it_ends_the_pause(tmp_path: Path) -> None:
+    """ExitPlanMode refused with the user's words: the proposal is version 1, denied with their words; the next
+    plan, which proposes the kept steps again (a step note), is theirs (user_request) and ends the pause."""
     report = imported(tmp_path, "claude_plan_mode.jsonl")
     log = records(report)
     created = log[1].data.plan  # type: ignore[union-attr]
+    denied = [a for a in _approvals(report) if a[0] == "approval.denied"]
+    second = next(r.data for r in log if r.type == "plan.replanned")
+
+    assert [s.title for s in created.steps] == [
+        "Lower-case tags on save",
+        "Migrate the stored notes",
+        "Add a test for mixed-case tags",
+    ]
+    assert "rejected_by_tool" not in report.skipped
+    assert denied == [
+        (
+            "approval.denied",
+            1,
+            "user",
+            {
+                "request": "plan-approval-1",
+                "by": "user",
+                "why": "the user rejected the plan at line 3: "
+                '"Don\'t migrate the stored notes, I will do that by hand."',
+            },
+        )
+    ]
+    assert (second.reason, second.why) == (  # type: ignore[union-attr]
+        "user_request",
+        'the user wrote at line 3: "Don\'t migrate the stored notes, I will do that by hand."',
+    )
+    kept = {s.id: s.notes for s in second.plan.steps}  # type: ignore[union-attr]
+    assert kept["lower-case-tags-on-save"] == ("proposed again at line 4 after the user denied the plan at line 3",)
+    after = state(report)
+    assert after.authority is not None and after.authority.denied == ()
+
+
+def test_a_denial_no_plan_answers_leaves_the_run_paused(tmp_path: Path) -> None:
+    """A denied plan the session never answers leaves the run paused on the denied steps (the story as lived)."""
+    lines = (FIXTURES / "claude_plan_mode.jsonl").read_bytes().splitlines(keepends=True)
+    path = tmp_path / "denied.jsonl"
+    path.write_bytes(b"".join(lines[:3]))
+    report = import_transcript(path, tmp_path / "out.plantrail.jsonl")
+    after = state(report)
+
+    assert after.authority is not None
+    assert after.authority.denied == (
+        "lower-case-tags-on-save",
+        "migrate-the-stored-notes",
+        "add-a-test-for-mixed-case-tags",
+    )
+
+
+def test_an_approval_with_edits_grants_the_proposal_and_adopts_the_users_plan(tmp_path: Path) -> None:
+    """ExitPlanMode approved with the user's edits: the agent's proposal is granted ("with their edits"), and the
+    edited plan is the next version, a user_request saying so."""
+    report = imported(tmp_path, "claude_plan_mode.jsonl")
+    log = records(report)
+    granted = [a for a in _approvals(report) if a[0] == "approval.granted"]
+    replans = [r for r in log if r.type == "plan.replanned"]
     plan = state(report).plan
 
-    assert [s.title for s in created.steps] == ["Lower-case tags on save", "Add a test for mixed-case tags"]
-    assert report.skipped.get("rejected_by_tool") == 1
-    assert plan is not None
-    assert [s.title for s in plan.steps][-1] == "Document the tag rule in the README"
-    [replan] = [r.data for r in log if r.type == "plan.replanned"]
-    assert (replan.reason, replan.why) == ("user_request", "the user approved the plan with their edits at line 5")  # type: ignore[union-attr]
+    assert granted == [
+        (
+            "approval.granted",
+            2,
+            "user",
+            {
+                "request": "plan-approval-2",
+                "by": "user",
+                "why": "the user approved the plan with their edits at line 5",
+            },
+        )
+    ]
+    assert [s.title for s in replans[0].data.plan.steps] == [  # type: ignore[union-attr]
+        "Lower-case tags on save",
+        "Add a test for mixed-case tags",
+    ]
+    assert (replans[-1].data.reason, replans[-1].data.why) == (  # type: ignore[union-attr]
+        "user_request",
+        "the user approved the plan with their edits at line 5",
+    )
+    assert plan is not None and [s.title for s in plan.steps][-1] == "Document the tag rule in the README"
+    assert [r.type for r in log].index("approval.granted") < [r.type for r in log].index("plan.replanned", 8)
 
 
 def test_the_users_words_in_a_refused_call_explain_the_next_replan(tmp_path: Path) -> None:
@@ -188,7 +307,7 @@ def test_every_version_keeps_its_adapter_note_in_the_state(tmp_path: Path) -> No
     report = imported(tmp_path, "claude_plan_mode.jsonl")
     plan = state(report).plan
 
-    assert plan is not None and state(report).version == 2
+    assert plan is not None and state(report).version == 3
     assert plan.notes == (f"imported by plantrail's claude-code adapter v{ADAPTER_VERSIONS['claude-code']}",)
 
 

@@ -114,3 +114,48 @@ def test_the_imported_sample_is_what_the_importer_writes(tmp_path: Path) -> None
     report = import_transcript(SAMPLE, tmp_path / "claude-session.plantrail.jsonl")
 
     assert Path(report.log).read_bytes() == SAMPLE_LOG.read_bytes()
+
+
+def test_import_reports_each_file_then_the_total(tmp_path: Path, run_cli: Callable[..., CliResult]) -> None:
+    """With --with-subagents, import prints the lead's and the subagent's part (items, versions, events,
+    inferred), then the total."""
+    for source in FIXTURES.glob("claude_tasks_lead*.jsonl"):
+        (tmp_path / source.name).write_bytes(source.read_bytes())
+    lead, subagent = tmp_path / "claude_tasks_lead.jsonl", tmp_path / "claude_tasks_lead__subagent-d4n4.jsonl"
+
+    result = run_cli("import", lead, "--with-subagents", "-o", tmp_path / "team.jsonl")
+    lines = result.out.splitlines()
+
+    assert result.code == 0
+    start = lines.index("per file")
+    assert lines[start + 1 : start + 4] == [
+        f"  {lead}: 5 plan update(s), 2 item(s), 1 version(s), 1 extended in place, 4 event(s) written "
+        "(0 inferred); 14 line(s) read",
+        f"  {subagent}: 1 plan update(s), 0 item(s), 0 version(s), 1 event(s) written (0 inferred); 3 line(s) read",
+        "total",
+    ]
+
+
+def test_import_json_lists_each_files_part_and_the_total(tmp_path: Path, run_cli: Callable[..., CliResult]) -> None:
+    """import --json gives `files` (each file's figures and what it could not map, by reason) and `total`,
+    whose figures are the files' sums."""
+    log = tmp_path / "out.jsonl"
+
+    report = run_cli("import", FIXTURES / "claude_plan_mode.jsonl", "-o", log, "--json").json()
+    old = run_cli("import", FIXTURES / "claude_old_schema.jsonl", "-o", tmp_path / "old.jsonl", "--json").json()
+
+    [part] = report["files"]
+    assert part == {
+        "file": str(FIXTURES / "claude_plan_mode.jsonl"),
+        "lines_read": 5,
+        "plan_updates": 3,
+        "items": 4,
+        "versions": 3,
+        "extensions": 0,
+        "events_written": 7,
+        "events_inferred": 2,
+        "skipped": {},
+    }
+    assert report["total"] == {key: part[key] for key in report["total"]}
+    assert report["total"]["events_written"] == report["events_written"]
+    assert old["files"][0]["skipped"] == {"invalid_json": 1, "unknown_record_type": 1} == old["total"]["skipped"]

@@ -262,6 +262,7 @@ def test_the_runs_command_prints_rows_and_json(
         "orphans": 1,
         "last_seq": 4,
         "location": str(folder / "beta.jsonl"),
+        "reasons": {"failed_assumption": 1},
         "damage": None,
     }
     monkeypatch.setenv("PLANTRAIL_HOME", str(tmp_path / "home"))

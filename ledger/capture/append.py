@@ -36,7 +36,8 @@ from plantrail.ledger.errors import PlantrailError, Refused
 from plantrail.ledger.importers.mapping import Batch, map_updates
 from plantrail.ledger.importers.model import Observation
 from plantrail.ledger.plan import PlanSpec
-from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.reading import open_records, run_exists
+from plantrail.ledger.stores import is_database_url
 
 from .identity import batch_key, identities, identity_of_source
 
@@ -90,8 +91,10 @@ def append_transcript(
 ) -> AppendReport:
     """Extend ``log_path`` (created when missing) with the updates of a transcript that it does not hold yet;
     ``notes`` are added to version 1's (a hook adapter names itself)."""
-    from plantrail.ledger.importers.importer import read_observations
+    from plantrail.ledger.importers.importer import database_run, read_observations
 
+    if is_database_url(os.fspath(log_path)):
+        run = database_run(os.fspath(log_path), run)  # the URL names the run: another --run is USAGE
     read = read_observations(Path(transcript_path), format, with_subagents=with_subagents)
     return append_observations(
         log_path,
@@ -150,7 +153,7 @@ def write_batches(
     if not keyed:
         return AppendReport(log, None, False, plan_updates, 0, 0, 0, (), -1, None)
     created = False
-    if not os.path.lexists(log):
+    if not run_exists(log):
         created = _create(log, batches[0][1].ts, keyed[0][1], run)
     clock = _Clock(batches[0][1].ts)  # the transcript's times, as a whole import stamps them
     with Ledger.open(log, clock=clock) as ledger:
@@ -201,10 +204,10 @@ def _held(
 def recorded_sources(log: str) -> frozenset[str]:
     """The identities (call id, else file and line) that the sources of the log's unkeyed events name (a whole
     import's; a keyed event is recognised by its key, since its update may be only partly written)."""
-    with LogReader(log) as reader:
+    with open_records(log) as (_, records):
         return frozenset(
             identity_of_source(r.source.file, r.source.line, r.source.id)
-            for r in reader.records()
+            for r in records
             if r.source is not None and r.key is None
         )
 
@@ -221,14 +224,17 @@ def _origin(commands: Sequence[Command]) -> tuple[str, int | None, str | None]:
 
 
 def _create(log: str, ts: str, first: Sequence[Command], run: str) -> bool:
-    """Create the log with the first update's plan; False when another writer created it first."""
+    """Create the log with the first update's plan; False when another writer created it first (or, for a
+    database run, when it exists: the run id is the URL's own)."""
+    from plantrail.ledger.importers.importer import database_run
+
     create = first[0]
     assert isinstance(create, Create) and isinstance(create.plan, PlanSpec)  # the mapper opens with the Create
     try:
         Ledger.create(
             log,
             create.plan,
-            run=run,
+            run=database_run(log, None) if is_database_url(log) else run,
             actor=create.actor,
             source=create.source,
             idempotency_key=create.key,

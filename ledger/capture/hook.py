@@ -33,6 +33,8 @@ from plantrail.ledger.errors import PlantrailError, error
 from plantrail.ledger.limits import HOOK_PAYLOAD
 from plantrail.ledger.locations import HOME_ENV, run_path
 from plantrail.ledger.plan import check_id
+from plantrail.ledger.reading import run_exists
+from plantrail.ledger.stores import STORE_ENV, is_database_url, run_in_store
 
 from . import claude
 from .journal import Journal, journal_path
@@ -49,6 +51,9 @@ __all__ = [
     "plantrail_folder",
 ]
 
+#: A session's log: a file, or a database run's URL (``$PLANTRAIL_STORE``).
+Log = Path | str
+
 ERRORS_FILE = "hook-errors.log"
 ERRORS_CAP = 256 * 1024
 RECEIPT_CAP = 10_000
@@ -60,7 +65,7 @@ class HookResult:
     """What one hook call did: the receipt to return (SessionStart), the log, and the errors it wrote down."""
 
     receipt: Mapping[str, Any] | None
-    log: Path | None
+    log: Log | None
     errors: tuple[str, ...]
 
 
@@ -117,7 +122,7 @@ def _record_gemini(raw: bytes, now: str, env: Mapping[str, str] | None) -> HookR
         journal.append(records)
         if payload.event in gemini.PLAN_EVENTS and records:
             errors += _append_journal(journal.path, log, session, gemini.FORMAT, gemini.ADAPTER, gemini.VERSION)
-        if payload.event == "SessionEnd" and log.exists():
+        if payload.event == "SessionEnd" and run_exists(log):
             _pause(log, session, payload, now, "Gemini CLI")
     for line in errors:
         _write_error(folder, payload, line, "gemini")
@@ -130,7 +135,7 @@ def _record_opencode(raw: bytes, now: str, env: Mapping[str, str] | None) -> Hoo
     from . import opencode
 
     errors: list[str] = []
-    log: Path | None = None
+    log: Log | None = None
     for payload in opencode.read_payloads(raw):
         folder, session, log = _where(payload, env)
         with Journal.locked(journal_path(folder, session, opencode.ADAPTER, ".json")) as journal:
@@ -145,18 +150,33 @@ def _record_opencode(raw: bytes, now: str, env: Mapping[str, str] | None) -> Hoo
     return HookResult(None, log, tuple(errors))
 
 
-def _where(payload: claude.Payload, env: Mapping[str, str] | None) -> tuple[Path, str, Path]:
+def _where(payload: claude.Payload, env: Mapping[str, str] | None) -> tuple[Path, str, Log]:
     """The .plantrail folder, the session id (checked as a run id) and the run's log."""
     folder = plantrail_folder(payload.cwd, env)
     session = check_id(payload.session, "session id")
-    return folder, session, run_path(folder / "runs", session)
+    return folder, session, _run_log(folder, session, env)
 
 
-def _append_journal(journal: Path, log: Path, session: str, format: str, adapter: str, version: int) -> list[str]:
+def _run_log(folder: Path, session: str, env: Mapping[str, str] | None) -> Log:
+    """The session's log: in ``$PLANTRAIL_STORE`` when it is set (a database's run, or ``<DIR>/<session>.jsonl``),
+    else ``<folder>/runs/<session>.jsonl``; the journal and the error file stay under ``folder`` either way."""
+    store = (env if env is not None else os.environ).get(STORE_ENV)
+    if store:
+        return run_in_store(store, session)
+    return run_path(folder / "runs", session)
+
+
+def _prepare(log: Log) -> None:
+    """Make the folder a log file goes in (a database run needs none)."""
+    if not is_database_url(log):
+        Path(log).parent.mkdir(parents=True, exist_ok=True)
+
+
+def _append_journal(journal: Path, log: Log, session: str, format: str, adapter: str, version: int) -> list[str]:
     """Append what a (small, whole-list) journal's mapping holds and the log does not: ``import --append`` of it."""
     from plantrail.ledger.capture.append import append_transcript
 
-    log.parent.mkdir(parents=True, exist_ok=True)
+    _prepare(log)
     note = f"captured live by plantrail's {adapter} adapter v{version} (journal {journal.name})"
     report = append_transcript(journal, log, format, run=session, notes=(note,))
     return [f"error[{r.code}]: update {r.identity}: {r.message}" for r in report.refused]
@@ -178,24 +198,22 @@ def _capped(raw: bytes) -> bytes:
 
 
 def _record(payload: claude.Payload, now: str, env: Mapping[str, str] | None) -> HookResult:
-    folder = plantrail_folder(payload.cwd, env)
-    session = check_id(payload.session, "session id")
-    log = run_path(folder / "runs", session)
+    folder, session, log = _where(payload, env)
     errors: list[str] = []
     with Journal.locked(journal_path(folder, session, claude.ADAPTER)) as journal:
         held = _held_calls(journal, payload)
         journal.append(claude.journal_records(payload, now, held, _transcript_lines))
         if payload.event in _PLAN_EVENTS:
             errors += capture_journal(journal.path, log, session)
-        if payload.event == "SessionEnd" and log.exists():
+        if payload.event == "SessionEnd" and run_exists(log):
             _pause(log, session, payload, now)
     for line in errors:
         _write_error(folder, payload, line)
-    receipt = _receipt(log) if payload.event == "SessionStart" and log.exists() else None
+    receipt = _receipt(log) if payload.event == "SessionStart" and run_exists(log) else None
     return HookResult(receipt, log, tuple(errors))
 
 
-def capture_journal(journal: Path, log: Path, session: str) -> list[str]:
+def capture_journal(journal: Path, log: Log, session: str) -> list[str]:
     """Append what the journal's mapping holds and the log does not (the mapping resumed from its kept state
     when there is one, :mod:`.live`); the refusals, as error lines."""
     from plantrail.ledger.capture.append import write_batches
@@ -204,13 +222,13 @@ def capture_journal(journal: Path, log: Path, session: str) -> list[str]:
     note = f"captured live by plantrail's {claude.ADAPTER} adapter v{claude.VERSION} (journal {journal.name})"
     state = load_state(journal) or fresh_state(journal, session, (note,))
     batches = advance(journal, state)
-    log.parent.mkdir(parents=True, exist_ok=True)
+    _prepare(log)
     report = write_batches(log, batches, session=session, run=session, plan_updates=state.updates, own_journal=True)
     save_state(journal, state)
     return [f"error[{r.code}]: update {r.identity}: {r.message}" for r in report.refused]
 
 
-def _pause(log: Path, session: str, payload: claude.Payload, now: str, agent: str = "Claude Code") -> None:
+def _pause(log: Log, session: str, payload: claude.Payload, now: str, agent: str = "Claude Code") -> None:
     """Pause an open run with the reason ``session_end`` (a finished or planless run is left as it is)."""
     from plantrail.ledger.api import Ledger
 
@@ -223,7 +241,7 @@ def _pause(log: Path, session: str, payload: claude.Payload, now: str, agent: st
         ledger.finish("paused", reason, idempotency_key=f"{session}:session-end:{state.last_seq}", actor="runtime")
 
 
-def _receipt(log: Path) -> Mapping[str, Any]:
+def _receipt(log: Log) -> Mapping[str, Any]:
     from plantrail.ledger import audit
 
     return audit.resume(log)

@@ -8,6 +8,8 @@ once. An update's identity is, in order of preference:
   creation comes first: the TaskCreate call or the TaskCreated hook);
 * for a task update that completes it, ``task-<id>-completed-<n>`` (the n-th completion of that task:
   a TaskUpdate call or the TaskCompleted hook);
+* for the plan a user edited before approving it (Claude Code ExitPlanMode), ``<call id>-edited``: the answer
+  gives a second update of the same call, after the agent's proposal;
 * else the call's own id (Claude Code's tool-use id, Codex's call id), as the events' ``source.id`` holds it;
 * else ``<file>:<line>``, the line (or message) that holds the update, for the formats without call ids.
 
@@ -20,7 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from plantrail.ledger.importers.model import Observation, TaskEvent
+from plantrail.ledger.importers.model import ListSnapshot, Observation, TaskEvent
 
 __all__ = ["Identities", "batch_key", "identities", "identity_of_source"]
 
@@ -39,6 +41,8 @@ class Identities:
             if observation.status_to == "completed":
                 self.completions[observation.task_id] += 1
                 return f"task-{observation.task_id}-completed-{self.completions[observation.task_id]}"
+        if isinstance(observation, ListSnapshot) and observation.user_verdict is not None and observation.native_id:
+            return f"{observation.native_id}-edited"  # the user's edited plan, answering the agent's proposal
         return observation.native_id or f"{file}:{observation.line}"
 
 

@@ -15,8 +15,9 @@ What is not an item of the plan: an item with blank text (it has nothing to reco
 `cancelled` (OpenCode, Gemini: the agent took it out of its plan; the fact is kept as a note), a deleted
 task. A Gemini item marked `blocked` stays in the plan as pending, with a note: the ledger's block needs a
 reason, and the list gives none.
-An update the tool rejected, a task created without a result (no id to follow it by) and an update of
-a task never created in the imported files are skipped with a reason, never fatal.
+An update the tool rejected (except a plan the user denied: their decision, recorded as such), a task created
+without a result (no id to follow it by) and an update of a task never created in the imported files are
+skipped with a reason, never fatal.
 """
 
 from __future__ import annotations
@@ -81,7 +82,8 @@ class AgentPlan:
 
     def read(self, file: str, observation: Observation) -> Update:
         """The agent's plan after `observation` (written in `file`), or why it is skipped."""
-        if observation.result == "error":
+        denied = isinstance(observation, ListSnapshot) and observation.decision == "denied"
+        if observation.result == "error" and not denied:
             return Update(file, observation, skipped="rejected_by_tool")
         if isinstance(observation, ListSnapshot):
             return self._replace_list(file, observation)

@@ -66,6 +66,7 @@ _CREATED_TEXT = re.compile(r"^Task #(?P<id>\S+) created")
 _UPDATED_TEXT = re.compile(r"^Updated task #\S+ ?(?P<fields>.*)$", re.DOTALL)
 _REJECTED = re.compile(r"doesn't want to proceed with this tool use.*?the user said:\s*(?P<words>\S.*)", re.DOTALL)
 _APPROVED = "User has approved your plan"
+_REFUSAL = "doesn't want to proceed with this tool use"
 _EDITED = re.compile(r"##\s*Approved Plan \(edited by user\):\s*\n(?P<plan>.*)", re.DOTALL)
 
 
@@ -253,9 +254,12 @@ def _read_user(reader: _Reader, number: int, record: JsonObject) -> None:
         index = reader.awaiting.pop(text_field(block, "tool_use_id") or "", None)
         if index is not None:
             answered = _resolve(reader.observations[index], number, block, structured)
+            if isinstance(answered, ListSnapshot) and answered.tool == "ExitPlanMode":
+                answered = replace(answered, result_timestamp=text_field(record, "timestamp"))
             reader.observations[index] = _proposal(answered)
-            if answered is not reader.observations[index]:  # the user's edits: their own update, at the answer
-                reader.observations.append(replace(answered, line=number, timestamp=text_field(record, "timestamp")))
+            if isinstance(answered, ListSnapshot) and answered.proposed is not None:  # the user's edits: their
+                edited = replace(answered, line=number, timestamp=text_field(record, "timestamp"), proposed=None)
+                reader.observations.append(edited)  # own update, at the answer
         refused = _REJECTED.search(_result_text(block))
         if refused is not None:  # the person refused a tool call and said why: their words, as a message
             reader.context = (clip(refused["words"]), number)
@@ -293,24 +297,41 @@ def _resolve(observation: Observation, number: int, block: JsonObject, structure
 
 
 def _plan_verdict(snapshot: ListSnapshot, block: JsonObject, structured: JsonObject | None) -> ListSnapshot:
-    """An answered ExitPlanMode: approved as proposed, or with the user's edits (the plan then is theirs)."""
+    """An answered ExitPlanMode: the user's decision on the plan the call asks them to approve (granted as
+    proposed, granted with their edits: the plan then is theirs, or denied, with their words when the refusal
+    quotes them); an answer that is neither (a tool error) is left as the tool's rejection."""
     text = _result_text(block)
-    if snapshot.result == "error" or _APPROVED not in text:
+    if snapshot.result == "error":
+        if _REFUSAL not in text:
+            return snapshot
+        refused = _REJECTED.search(text)
+        said = None if refused is None else clip(refused["words"]).strip()
+        why = "the user rejected the plan" if said else "the user rejected the plan without saying why"
+        return replace(snapshot, decision="denied", decision_why=why, decision_words=said or None)
+    if _APPROVED not in text:
         return snapshot
     edited = _EDITED.search(text)
     final = text_field(structured, "plan") or (edited["plan"] if edited is not None else None)
     if edited is None:
-        return replace(snapshot, user_verdict="the user approved the plan")
+        return replace(snapshot, decision="granted", decision_why="the user approved the plan")
     items = plan_items(final) if final is not None else ()
     verdict = "the user approved the plan with their edits"
     return replace(snapshot, items=items or snapshot.items, proposed=snapshot.items, user_verdict=verdict)
 
 
 def _proposal(observation: Observation) -> Observation:
-    """What the agent proposed in an ExitPlanMode the user approved with edits (else the observation itself)."""
+    """What the agent proposed in an ExitPlanMode the user approved with edits, granted with the note that the
+    user edited it (else the observation itself)."""
     if not isinstance(observation, ListSnapshot) or observation.proposed is None:
         return observation
-    return replace(observation, items=observation.proposed, proposed=None, user_verdict=None)
+    return replace(
+        observation,
+        items=observation.proposed,
+        proposed=None,
+        user_verdict=None,
+        decision="granted",
+        decision_why=observation.user_verdict,
+    )
 
 
 def _result_text(block: JsonObject) -> str:

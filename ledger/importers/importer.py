@@ -37,8 +37,9 @@ import os
 import re
 import secrets
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import NamedTuple
 
 from plantrail.ledger.api import Ledger
@@ -47,18 +48,44 @@ from plantrail.ledger.errors import error
 from plantrail.ledger.files import folder_of, fsync_dir, os_error
 from plantrail.ledger.plan import PlanSpec
 from plantrail.ledger.store import Ack
+from plantrail.ledger.stores import is_database_url
 
 from ._records import open_transcript
 from .mapping import Batch, MappedRun, map_updates
 from .model import Observation, Transcript
 from .parse import parse_transcript
 
-__all__ = ["ImportReport", "Observed", "import_transcript", "read_observations", "subagent_files"]
+__all__ = [
+    "FileReport",
+    "ImportReport",
+    "Observed",
+    "database_run",
+    "import_transcript",
+    "read_observations",
+    "subagent_files",
+]
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 _NOT_ID = re.compile(r"[^A-Za-z0-9._:-]+")
 _CHUNK = 1 << 20
 _PROGRESS_EVERY = 256  # batches between two progress reports
+
+
+class FileReport(NamedTuple):
+    """What one file of an import (the lead's transcript, a merged subagent's) gave: its lines read, the plan
+    updates seen in it, the items first seen there, the versions (the plan and its replans) and extensions it
+    made, the events it wrote (inferred ones among them), and what could not be mapped, counted by reason (its
+    lines skipped, its updates skipped)."""
+
+    file: str
+    lines_read: int
+    plan_updates: int
+    items: int
+    versions: int
+    extensions: int
+    events_written: int
+    events_inferred: int
+    skipped: dict[str, int]
 
 
 class ImportReport(NamedTuple):
@@ -86,6 +113,8 @@ class ImportReport(NamedTuple):
     """The agent's distinct items over the whole import (each a step id in some version)."""
     extensions: int = 0
     """Updates that added items to an untouched version in place (``plan.extended``) instead of a new version."""
+    files: tuple[FileReport, ...] = ()
+    """Each file's part, the lead's first (their sums are the figures above)."""
 
 
 class _Clock:
@@ -150,8 +179,12 @@ def import_transcript(
     read = read_observations(source, format, with_subagents=with_subagents)
     lead, transcripts = read.lead, read.transcripts
     mapped = map_updates(read.observations, format=lead.format, session=read.session, notes=read.notes)
-    run_id = run or read.run
-    last_seq, head, written = _write(log, mapped, run_id, _nonce(transcripts), force, on_progress)
+    if is_database_url(log):
+        run_id = database_run(log, run)
+        last_seq, head, written = _write_database(log, mapped, run_id, _nonce(transcripts), on_progress)
+    else:
+        run_id = run or read.run
+        last_seq, head, written = _write(log, mapped, run_id, _nonce(transcripts), force, on_progress)
     skipped = Counter(mapped.skipped)
     skipped.update(read.skipped)
     return ImportReport(
@@ -174,7 +207,35 @@ def import_transcript(
         untimed_events=mapped.untimed,
         items=mapped.items,
         extensions=mapped.extensions,
+        files=_file_reports(read, mapped),
     )
+
+
+def _file_reports(read: Observed, mapped: MappedRun) -> tuple[FileReport, ...]:
+    """Each transcript's part of the import: the mapping's figures of its updates, its lines and skips."""
+    figures = {f.file: f for f in mapped.files}
+    reports = []
+    for transcript in read.transcripts:
+        name = Path(transcript.path).name
+        part = figures.get(name)
+        skipped = Counter(transcript.skipped_reasons)
+        skipped.update({} if part is None else dict(part.skipped))
+        if read.replayed.get(name):
+            skipped["replayed_lead_context"] += read.replayed[name]
+        reports.append(
+            FileReport(
+                file=transcript.path,
+                lines_read=transcript.lines_total,
+                plan_updates=0 if part is None else part.updates,
+                items=0 if part is None else part.items,
+                versions=0 if part is None else part.versions,
+                extensions=0 if part is None else part.extensions,
+                events_written=0 if part is None else part.events,
+                events_inferred=0 if part is None else part.inferred,
+                skipped=dict(sorted(skipped.items())),
+            )
+        )
+    return tuple(reports)
 
 
 class Observed(NamedTuple):
@@ -189,6 +250,8 @@ class Observed(NamedTuple):
     skipped: Counter[str]
     subagent_files: tuple[str, ...]
     """The subagent files found beside the lead's and not merged (empty when merged)."""
+    replayed: Mapping[str, int] = MappingProxyType({})
+    """Plan calls left out of each file (by base name) as the lead's context it replayed."""
 
 
 def read_observations(source: Path, format: str | None = None, *, with_subagents: bool = False) -> Observed:
@@ -201,7 +264,8 @@ def read_observations(source: Path, format: str | None = None, *, with_subagents
     transcripts = [lead, *(parse_transcript(p, "claude-code") for p in found)] if with_subagents else [lead]
     known = _lead_of(source) if lead.format == "claude-code" and source.is_file() else None
     replays = {o.native_id for o in parse_transcript(known, "claude-code").observations} if known else set()
-    observations, replayed = _merged(transcripts, replays)
+    observations, dropped = _merged(transcripts, replays)
+    replayed = sum(dropped.values())
     notes = [note for p in (source, *found) if (note := subagent_meta(p)) is not None] if with_subagents else []
     alone_note = subagent_meta(source) if not with_subagents else None
     skipped: Counter[str] = Counter()
@@ -218,10 +282,18 @@ def read_observations(source: Path, format: str | None = None, *, with_subagents
         run=_run_id(lead),
         skipped=skipped,
         subagent_files=() if with_subagents else tuple(map(str, found)),
+        replayed=MappingProxyType(dict(dropped)),
     )
 
 
 def _check_target(source: Path, log: str, force: bool) -> None:
+    if is_database_url(log):
+        database_run(log, None)
+        if force:
+            raise error(
+                "USAGE", f"only a log file is replaced by a forced import; a database run is never replaced ({log})"
+            )
+        return
     folder_of(log)  # before the temporary file beside it is named in an error
     if os.path.lexists(log) and not force:
         raise error(
@@ -233,17 +305,19 @@ def _check_target(source: Path, log: str, force: bool) -> None:
 
 def _merged(
     transcripts: Sequence[Transcript], replays: set[str | None] | None = None
-) -> tuple[list[tuple[str, Observation]], int]:
+) -> tuple[list[tuple[str, Observation]], Counter[str]]:
     """Every file's observations, each file in its own order, interleaved by timestamp (the first file wins ties),
-    and how many were left out: a later file's calls that the first file (or `replays`, the lead's calls of a
-    subagent file imported alone) already holds are the lead's context replayed, not new work."""
+    and how many were left out of each file (by base name): a later file's calls that the first file (or
+    `replays`, the lead's calls of a subagent file imported alone) already holds are the lead's context replayed,
+    not new work."""
     lead = {o.native_id for o in transcripts[0].observations} - {None}
     streams = []
-    dropped = 0
+    dropped: Counter[str] = Counter()
     for index, t in enumerate(transcripts):
         check = (replays or set()) if index == 0 else lead | (replays or set())
         kept = [(Path(t.path).name, o) for o in t.observations if o.native_id is None or o.native_id not in check]
-        dropped += len(t.observations) - len(kept)
+        if len(t.observations) > len(kept):
+            dropped[Path(t.path).name] += len(t.observations) - len(kept)
         streams.append(kept)
     return list(heapq.merge(*streams, key=lambda pair: pair[1].timestamp or "")), dropped
 
@@ -286,6 +360,38 @@ def _write(
         _install(temporary, log, force)
     finally:
         _remove(temporary)
+    return last_seq, head, written
+
+
+def database_run(url: str, run: str | None) -> str:
+    """The run id of the database run ``url`` names (its ``#RUN``); USAGE when it names none, or another id
+    than ``run``."""
+    from plantrail.ledger.plan import check_id
+    from plantrail.ledger.stores.postgres import parse_location
+
+    named = parse_location(url, run=run).run
+    if named is None:
+        raise error("USAGE", f"name the run to import into: {url}#RUN_ID")
+    return check_id(named, "run id")
+
+
+def _write_database(
+    url: str,
+    mapped: MappedRun,
+    run_id: str,
+    nonce: str,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> tuple[int, str, int]:
+    """Write the whole log as :func:`_write` does, to a private temporary file, then copy its lines into the
+    database run in one transaction (the same bytes as the file; LOG_EXISTS when the run exists)."""
+    import tempfile
+
+    from plantrail.ledger.stores.copy import copy_runs
+
+    with tempfile.TemporaryDirectory(prefix="plantrail-import-") as folder:
+        temporary = os.path.join(folder, f"{run_id}.jsonl")
+        last_seq, head, written = _record(temporary, mapped.batches, run_id, nonce, on_progress)
+        copy_runs(temporary, url)
     return last_seq, head, written
 
 

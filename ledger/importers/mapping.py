@@ -31,8 +31,8 @@ The rules, and why:
   the two lists and the version's touched-ness, so live capture (one TaskCreate at a time) makes the same.
 * **Replans.** Any other update that adds, removes or renames items (a reworded, merged or split item is a
   removal plus an addition: identity is by text) is a `plan.replanned` with the new whole list. Its reason
-  is `user_request` when the user decided it (an ExitPlanMode plan they approved, with or without their
-  edits: the why says so) or wrote between the previous plan update of the same file and this one (their
+  is `user_request` when the user decided it (an ExitPlanMode plan they edited before approving it: the why
+  says so) or wrote between the previous plan update of the same file and this one (their
   words in a tool's answer count: a refused call's "the user said: ..." is a message from them), else
   `agent_revision`. Its why quotes the transcript: the user's message, else the agent's own words
   before the update (Codex `explanation`, Claude Code text), else it says that no reason was given. The
@@ -42,6 +42,22 @@ The rules, and why:
   event; the line is cited in the event's source (file, line, the call's id and timestamp) and in the
   observations rather than pinned on an unrelated event. A reorder alone is a replan too (the priorities
   change); the steps it moves keep their status, since priority is no part of a step's contract.
+* **Approvals.** An ExitPlanMode call asks the user "approve this plan?" and its answer is their decision, so
+  it is recorded as one (docs/contract.md "Approvals"): the version the proposal becomes (created, replanned,
+  or the active one when unchanged) is followed by an `approval.requested` (``plan-approval-N``, the question
+  APPROVAL_QUESTION, every step of the version; actor `importer`, inferred: the agent asked through its tool,
+  not the ledger) and the user's `approval.granted` or `approval.denied` (actor and ``by`` "user"; why: "the
+  user approved the plan [with their edits] at line L" or "the user rejected the plan at line L: "<their
+  words>""; its source cites the answer's line and time; the commands share the update's batch and time, as
+  live capture keys one batch per update). An approval with edits grants the proposal, and the edited plan is
+  the next version (a `user_request` replan, below). A refusal: the denied proposal is still a version (what
+  the agent proposed; the denial pauses the run, as the contract says), and the next plan update answers it:
+  always a replan (no extension, not nothing when the list is unchanged), each step it keeps from the denied
+  version noted "proposed again at line N after the user denied the plan at line M" (the agent's new proposal
+  changes them, so the replan ends the pause: a replan that removes or changes the denied steps does), and
+  completions it shows are recorded after that replan, never in the paused version. A denial nothing answers
+  leaves the run paused: the story as lived. A refused call of another tool is no denial (no question was
+  asked): the user's words there make the next replan theirs.
 * **Status changes.** pending -> in_progress is a `step.started`; in_progress -> completed a
   `step.completed` with the evidence "marked completed by the agent in <tool> at line N". Where the ledger
   needs an event the agent never emitted, the importer writes it with actor `importer` and
@@ -80,6 +96,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 
+from plantrail.ledger.approvals import Decide, RequestApproval
 from plantrail.ledger.contract import StepTerms
 from plantrail.ledger.decide import Command, Complete, Create, Extend, Replan, Start
 from plantrail.ledger.events import Actor, ReasonCode, Source
@@ -89,9 +106,10 @@ from .agent_plan import AgentPlan, ItemStatus, Key, PlanItem, Update, location
 from .errors import transcript_error
 from .model import ListSnapshot, Observation, TaskEvent
 
-__all__ = ["Batch", "LiveMapping", "MappedRun", "added_in_place", "map_updates", "slug"]
+__all__ = ["Batch", "FileFigures", "LiveMapping", "MappedRun", "added_in_place", "map_updates", "slug"]
 
 EVIDENCE = "the agent marks this item completed in its plan"
+APPROVAL_QUESTION = "approve this plan?"
 CRITERION_ID = "request-met"
 GOAL_LIMIT = 200
 WHY_LIMIT = 300
@@ -114,6 +132,21 @@ class Batch:
 
 
 @dataclass(frozen=True, slots=True)
+class FileFigures:
+    """What the updates of one file (the lead's, a subagent's) gave: items first seen there, versions made (the
+    plan and its replans), extensions in place, events (inferred ones among them), and updates skipped by reason."""
+
+    file: str
+    updates: int
+    items: int
+    versions: int
+    extensions: int
+    events: int
+    inferred: int
+    skipped: Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
 class MappedRun:
     """A transcript's plan updates as ledger commands (the first batch opens with the `Create`) and figures."""
 
@@ -127,6 +160,8 @@ class MappedRun:
     untimed: int = 0
     items: int = 0
     extensions: int = 0
+    files: tuple[FileFigures, ...] = ()
+    """The figures of each file, in order of its first update (their sums are the run's)."""
 
 
 def map_updates(
@@ -307,32 +342,53 @@ class _Mapper:
     untimed: int = 0
     unchecked: dict[Key, tuple[str, ...]] = field(default_factory=dict)
     """Cline items the agent unchecked after checking them: the inferred step notes that say so."""
+    denied: dict[Key, str] = field(default_factory=dict)
+    """The steps of a version whose approval the user denied (each with where), until the next plan answers it."""
+    answered: dict[Key, tuple[str, ...]] = field(default_factory=dict)
+    """Steps a denied plan held that a later plan proposed again: the step notes that say so (see "Approvals")."""
+    approvals: int = 0
     touched: bool = False
     """Whether the mirrored version has had a start or a completion since it was adopted (see added_in_place)."""
     extensions: int = 0
+    by_file: dict[str, Counter[str]] = field(default_factory=dict)
+    """Each file's figures (FileFigures' counts by name, and "skipped:<reason>"), in order of its first update."""
 
     # ----------------------------------------------------------- one update
 
     def apply(self, update: Update, place: int = 0) -> None:
         """Record one update: create, finish kept work, replan, then catch up with the agent's statuses."""
         self.primary_file = self.primary_file or update.file
+        items, versions, extensions = len(self.ids.ids), self.versions, self.extensions
         commands: list[Command] = []
         if update.skipped is not None:
             self.skipped[update.skipped] += 1
         elif self.plan is None:
             if update.items:
                 commands += self._create(update)
-                commands += self._catch_up(update)
+                asked, decided = self._approval(update)
+                commands += [*asked, *self._catch_up(update), *decided]
         elif update.items:
-            commands += self._finish_kept(update)
+            commands += [] if self.denied else self._finish_kept(update)  # a denied version is paused: no work
             commands += self._replan_if_changed(update)
-            commands += self._catch_up(update)
+            asked, decided = self._approval(update)
+            commands += [*asked, *self._catch_up(update), *decided]
         if update.skipped is None:
             self.agent = {item.key: item.status for item in update.items}
         self.previous_line[update.file] = update.observation.line
         if commands:
             self.batches.append(Batch(_timestamp(update.observation), tuple(commands), place))
             self.untimed += len(commands) if update.observation.timestamp is None else 0
+        figures = self.by_file.setdefault(update.file, Counter())
+        figures.update(
+            updates=1,
+            items=len(self.ids.ids) - items,
+            versions=self.versions - versions,
+            extensions=self.extensions - extensions,
+            events=len(commands),
+            inferred=sum(1 for c in commands if c.source is not None and c.source.inferred),
+        )
+        if update.skipped is not None:
+            figures[f"skipped:{update.skipped}"] += 1
 
     def _create(self, update: Update) -> list[Command]:
         observation = update.observation
@@ -407,6 +463,39 @@ class _Mapper:
         commands.append(Complete(step=self.ids.of(item), evidence=(evidence,), actor=actor, source=source))
         return commands
 
+    # ----------------------------------------------------------- approvals
+
+    def _approval(self, update: Update) -> tuple[list[Command], list[Command]]:
+        """The approval a plan that asked for one (ExitPlanMode) gets: the request, inferred, covering the steps of
+        the version the plan became, and the user's decision as the answer gave it (see "Approvals")."""
+        observation = update.observation
+        if not isinstance(observation, ListSnapshot) or observation.decision is None or self.plan is None:
+            return [], []
+        self.approvals += 1
+        request = f"plan-approval-{self.approvals}"
+        steps = tuple(spec.id for spec in self.plan.values())
+        asked = RequestApproval(
+            request=request,
+            question=APPROVAL_QUESTION,
+            steps=steps,
+            actor="importer",
+            source=self._source(update, inferred=True),
+        )
+        where = location(self.format, observation.result_line or observation.line)
+        source = replace(
+            self._source(update, inferred=False),
+            line=observation.result_line or observation.line,
+            timestamp=observation.result_timestamp,
+        )
+        granted = observation.decision == "granted"
+        why = observation.decision_why or ("the user approved the plan" if granted else "the user rejected the plan")
+        said = observation.decision_words
+        why += f' at {where}: "{quote(said, WHY_LIMIT)}"' if said else f" at {where}"
+        decided = Decide(request=request, granted=granted, by="user", why=why, actor="user", source=source)
+        if not granted:
+            self.denied = {key: where for key in self.plan}
+        return [asked], [decided]
+
     # ----------------------------------------------------------- replans
 
     def _replan_if_changed(self, update: Update) -> list[Command]:
@@ -423,6 +512,11 @@ class _Mapper:
                 self.unchecked[item.key] = (*self.unchecked.get(item.key, ()), _unchecked(where))
             else:
                 self.evidence[item.key] = f"{EVIDENCE} again: the agent reopened it at {where}"
+        for item in update.items:  # the plan that answers a denial proposes again what it keeps (see "Approvals")
+            if item.key in self.denied:
+                here = location(self.format, update.observation.line)
+                note = f"proposed again at {here} after the user denied the plan at {self.denied[item.key]}"
+                self.answered[item.key] = (*self.answered.get(item.key, ()), note)
         new = self._specs(update.items)
         went_back = [
             item
@@ -438,6 +532,11 @@ class _Mapper:
             self.extensions += 1
             return [self._extend(update, added)]
         changes = self._changes(update, old, new, reopened, went_back)
+        kept = [item.label for item in update.items if item.key in self.denied]
+        if kept:
+            where = next(iter(self.denied.values()))
+            changes.append(f"proposed again after the user denied the plan at {where}: {', '.join(kept)}")
+        self.denied = {}
         self.plan = new
         self.evidence = {key: text for key, text in self.evidence.items() if key in new}
         self.status = {
@@ -532,7 +631,8 @@ class _Mapper:
         """Whether the user decided this update: a verdict on it, or their words since the previous update."""
         observation = update.observation
         verdict = observation.user_verdict if isinstance(observation, ListSnapshot) else None
-        return verdict is not None or self._user_words(update) is not None
+        decided = isinstance(observation, ListSnapshot) and observation.decision is not None
+        return decided or verdict is not None or self._user_words(update) is not None
 
     def _user_words(self, update: Update) -> str | None:
         """The user's message, when one came between the previous plan update of this file and this one."""
@@ -554,7 +654,12 @@ class _Mapper:
         evidence = self.evidence.get(item.key, EVIDENCE)
         step_id = self.ids.of(item)
         suffix = self.ids.why.get(step_id)
-        notes = (*item.notes, *([] if suffix is None else [suffix]), *self.unchecked.get(item.key, ()))
+        notes = (
+            *item.notes,
+            *([] if suffix is None else [suffix]),
+            *self.unchecked.get(item.key, ()),
+            *self.answered.get(item.key, ()),
+        )
         return StepSpec(
             id=step_id,
             title=item.title,
@@ -623,7 +728,23 @@ class _Mapper:
             untimed=self.untimed,
             items=len(self.ids.ids),
             extensions=self.extensions,
+            files=tuple(_figures(file, counts) for file, counts in self.by_file.items()),
         )
+
+
+def _figures(file: str, counts: Counter[str]) -> FileFigures:
+    """One file's figures from its counts."""
+    skipped = {key.removeprefix("skipped:"): n for key, n in sorted(counts.items()) if key.startswith("skipped:")}
+    return FileFigures(
+        file=file,
+        updates=counts["updates"],
+        items=counts["items"],
+        versions=counts["versions"],
+        extensions=counts["extensions"],
+        events=counts["events"],
+        inferred=counts["inferred"],
+        skipped=MappingProxyType(skipped),
+    )
 
 
 def _unchecked(where: str) -> str:

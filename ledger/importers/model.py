@@ -69,6 +69,11 @@ class ListSnapshot:
     with edits into the agent's proposal and the user's update (never on a parsed transcript's observations).
     `replayed` says the update is part of the history a resumed session replayed (Codex), and when: the work
     itself is older than its timestamp here.
+    `decision` is the user's answer to a plan that asked for their approval (Claude Code ExitPlanMode: the call
+    asks "approve this plan?"): "granted" or "denied", `decision_why` what the answer says ("the user approved
+    the plan with their edits"), `decision_words` the user's words when a refusal quotes them,
+    `result_timestamp` the answer's time; the mapping records it as an approval of the version the update
+    gives (`mapping`, "Approvals").
     """
 
     line: int
@@ -88,6 +93,10 @@ class ListSnapshot:
     user_verdict: str | None = None
     proposed: tuple[TodoItem, ...] | None = None
     replayed: str | None = None
+    decision: Literal["granted", "denied"] | None = None
+    decision_why: str | None = None
+    decision_words: str | None = None
+    result_timestamp: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

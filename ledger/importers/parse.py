@@ -34,7 +34,7 @@ _ALIASES: Mapping[str, str] = {
 #: Each dialect adapter's version, recorded in every plan version it imports; raised whenever what an adapter
 #: reads from a transcript, or how it is mapped, changes (docs/importers.md lists what each version does).
 ADAPTER_VERSIONS: Mapping[str, int] = {
-    claude_code.FORMAT: 3,
+    claude_code.FORMAT: 4,
     codex.FORMAT: 3,
     opencode.FORMAT: 3,
     cline.FORMAT: 3,

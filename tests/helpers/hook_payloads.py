@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["payloads_of", "post_tool_use", "prompt"]
+__all__ = ["as_hooks_see", "payloads_of", "post_tool_use", "prompt"]
 
 PLAN_TOOLS = ("TodoWrite", "TaskCreate", "TaskUpdate", "ExitPlanMode")
 
@@ -61,9 +61,41 @@ def payloads_of(transcript: Path, cwd: Path) -> list[dict[str, Any]]:
                 if block.get("type") == "tool_result" and block.get("tool_use_id") in calls:
                     tool, given = calls.pop(block["tool_use_id"])
                     answer = record.get("toolUseResult")
-                    if block.get("is_error") or (tool == "ExitPlanMode" and "approved" not in str(block)):
+                    if _refused(block, tool):
                         continue  # a call that did not run: no PostToolUse
                     sent.append(post_tool_use(session, cwd, tool, block["tool_use_id"], given, answer))
                 elif block.get("type") == "text" and not record.get("isMeta"):
                     sent.append(prompt(session, cwd, block["text"]))
     return sent
+
+
+def _refused(block: dict[str, Any], tool: str) -> bool:
+    """Whether a plan call's answer says it did not run (refused, or a plan the user did not approve)."""
+    return bool(block.get("is_error")) or (tool == "ExitPlanMode" and "approved" not in str(block))
+
+
+def as_hooks_see(transcript: Path, out: Path) -> Path:
+    """The transcript without the plan calls that never ran, nor their answers: PostToolUse fires only for a
+    call that ran, so a plan the user refused never reaches the hooks (what they can tell is the rest)."""
+    records = [orjson.loads(line) for line in transcript.read_bytes().splitlines() if line.strip()]
+    tools: dict[str, str] = {}
+    unseen: set[str] = set()
+    for record in records:
+        content = record.get("message", {}).get("content") if isinstance(record.get("message"), dict) else None
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_use" and block.get("name") in PLAN_TOOLS:
+                tools[block["id"]] = block["name"]
+            elif block.get("type") == "tool_result" and block.get("tool_use_id") in tools:
+                unseen |= {block["tool_use_id"]} if _refused(block, tools[block["tool_use_id"]]) else set()
+    kept = []
+    for line in transcript.read_bytes().splitlines():
+        record = orjson.loads(line) if line.strip() else {}
+        content = record.get("message", {}).get("content") if isinstance(record.get("message"), dict) else None
+        blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+        ids = {b.get("id") for b in blocks} | {b.get("tool_use_id") for b in blocks}
+        if not ids & unseen:
+            kept.append(line)
+    out.write_bytes(b"\n".join(kept) + b"\n")
+    return out
