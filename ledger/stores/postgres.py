@@ -676,19 +676,13 @@ def follow(
     The records are decoded and checked line by line (their chain is checked by :func:`read_records`).
     """
     location = parse_location(url)
-    psycopg = _driver("psycopg")
     position = after or GlobalPosition(0, 0)
     query = (
         "SELECT tx::text::bigint, gpos, seq, line FROM plantrail_records "
         "WHERE (tx, gpos) > (%s::text::xid8, %s) AND tx < pg_snapshot_xmin(pg_current_snapshot()) "
         "ORDER BY tx, gpos LIMIT %s"
     )
-    listener = None
-    if location.notify:
-        with _faults(location):
-            listener = psycopg.Connection.connect(location.conninfo, autocommit=True)
-            listener.execute(f"LISTEN {CHANNEL}")
-    try:
+    with _listening(location) as listener:
         while True:
             with _connection(location) as conn, _faults(location):
                 rows = conn.execute(query, (str(position.tx), position.gpos, batch)).fetchall()
@@ -700,6 +694,20 @@ def follow(
             if stop is not None and stop():
                 return
             _wait(listener, poll_s, location)
+
+
+@contextlib.contextmanager
+def _listening(location: Location) -> Iterator[Connection[Any] | None]:
+    """A connection that LISTENs on the records' channel (None with ``notify=off``: the caller polls), closed
+    when the follower ends."""
+    listener = None
+    if location.notify:
+        psycopg = _driver("psycopg")
+        with _faults(location):
+            listener = psycopg.Connection.connect(location.conninfo, autocommit=True)
+            listener.execute(f"LISTEN {CHANNEL}")
+    try:
+        yield listener
     finally:
         if listener is not None:
             with contextlib.suppress(Exception):
@@ -811,14 +819,8 @@ def follow_run(
 def _following(
     location: Location, next_seq: int, prev: str, poll_s: float, stop: Callable[[], bool] | None
 ) -> Iterator[list[Record]]:
-    psycopg = _driver("psycopg")
     assert location.run is not None
-    listener = None
-    if location.notify:
-        with _faults(location):
-            listener = psycopg.Connection.connect(location.conninfo, autocommit=True)
-            listener.execute(f"LISTEN {CHANNEL}")
-    try:
+    with _listening(location) as listener:
         while True:
             with _connection(location) as conn, _faults(location):
                 fresh = list(_checked(conn, location.run, next_seq, prev, next_seq + _FOLLOW_BATCH - 1))
@@ -829,10 +831,6 @@ def _following(
             if stop is not None and stop():
                 return
             _wait(listener, poll_s, location)
-    finally:
-        if listener is not None:
-            with contextlib.suppress(Exception):
-                listener.close()
 
 
 # --------------------------------------------------------------------------- many runs: the summaries
