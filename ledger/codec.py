@@ -183,11 +183,33 @@ def decode(line: bytes, line_no: int) -> Record:
                     data,
                     record.prev,
                 )
-                if _ENCODE(envelope) == body:
+                if _ENCODE(envelope) == body and _fits(record, kind):
                     return record
             elif _canonical(record, body, v2=False):
                 return record
     return _decode_in_full(line, line_no, digest, record)
+
+
+_LOWEST: Final = -(1 << 63)
+_HIGHEST: Final = (1 << 64) - 1
+
+
+def _fits(record: Record, kind: type[Any]) -> bool:
+    """Whether every integer of a record msgspec encodes is one the writer (orjson: 64 bits) could write:
+    msgspec encodes any integer, so without this a line no writer wrote would pass as canonical."""
+    if not (
+        _LOWEST <= record.seq <= _HIGHEST
+        and _LOWEST <= record.v <= _HIGHEST
+        and _LOWEST <= record.plan_version <= _HIGHEST
+    ):
+        return False
+    data = record.data
+    for name in _INT_FIELDS[kind]:
+        value = getattr(data, name)
+        if value is not None and not _LOWEST <= value <= _HIGHEST:
+            return False
+    source = record.source
+    return source is None or source.line is None or _LOWEST <= source.line <= _HIGHEST
 
 
 def _decode_in_full(line: bytes, line_no: int, digest: str, record: Record | None) -> Record:
@@ -243,8 +265,9 @@ def _canonical(record: Record, body: bytes, *, v2: bool | None = None) -> bool:
     This is the whole canonical-form check. A line with a repeated key (one hidden as ``"k" :``), an escaped
     key (``"s\\u0065q"``), a gap between tokens or a value spelled another way encodes back to other bytes;
     so does one with an unknown member msgspec skipped, or a default it filled in. msgspec's encoder writes
-    the same bytes as orjson (the writer's); a value no writer could have written (an integer beyond 64
-    bits) does not encode at all, and is not canonical either.
+    the same bytes as orjson (the writer's) for the values a writer writes; a value no writer could have
+    written (an integer beyond 64 bits, which msgspec would encode) takes the writer's way, does not encode
+    at all, and is not canonical either.
     """
     try:
         return _as_written(record, v2=v2) == body
@@ -356,7 +379,7 @@ def _as_written(record: Record, *, v2: bool | None = None) -> bytes:
     data = record.data
     if _DECODE is None:
         _fast_decoder()  # classifies the event types
-    if type(data) in _NATIVE and not (needs_v2(data) if v2 is None else v2):
+    if type(data) in _NATIVE and not (needs_v2(data) if v2 is None else v2) and _fits(record, type(data)):
         if record.source is None and record.key is None:
             return _ENCODE(
                 _Plain(
@@ -419,6 +442,8 @@ def _encodes_natively(tp: Any, seen: frozenset[Any] = frozenset()) -> bool:
 #: Event types msgspec encodes with the writer's bytes when nothing format v2 added is away from its default
 #: (filled in with the decoder, :func:`_classify`).
 _NATIVE: set[type[Any]] = set()
+#: Each native class's integer fields (:func:`_fits` checks they hold what the writer could write).
+_INT_FIELDS: dict[type[Any], tuple[str, ...]] = {}
 #: For each event type, whether a value of it cannot be a v1 line's (the hot path's form of
 #: :func:`line_version`: an added field away from its default, a v2 event type, a v2 header).
 _OUTGROWS_V1: dict[type[Any], Callable[[Any], bool]] = {}
@@ -439,6 +464,8 @@ def _classify() -> None:
             _OUTGROWS_V1[cls] = v2_checker(cls)
     _SOURCE_NATIVE[0] = _encodes_natively(Source)
     _NATIVE.update(cls for cls in EVENT_CLASSES if _encodes_natively(cls))
+    for cls in _NATIVE:
+        _INT_FIELDS[cls] = tuple(f.name for f in msgspec.structs.fields(cls) if f.type is int or f.type == (int | None))
 
 
 def _v2_header(data: ev.LogOpened) -> bool:

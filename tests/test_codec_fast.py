@@ -196,3 +196,18 @@ def test_an_unknown_member_hidden_from_the_key_count_is_still_refused(line: byte
     """msgspec skips unknown members; the codec must still refuse every line pydantic refuses."""
     assert _verdict(_pydantic_alone, line)[:2] == ("refused", "CORRUPT_LINE")
     assert _verdict(_codec, line) == _verdict(_pydantic_alone, line)
+
+
+@pytest.mark.parametrize("value", [-(2**63) - 1, 2**64, 2**70, -(2**63), 2**64 - 1])
+@pytest.mark.parametrize("member", ["v", "seq", "attempt"])
+def test_an_integer_beyond_64_bits_gets_pydantics_verdict(member: str, value: int) -> None:
+    """msgspec decodes and encodes integers of any size, the writer (orjson) only 64-bit ones: a line holding a
+    bigger one is no writer's, and the fast path must not take it as canonical (found by the mutation property)."""
+    body = {"v": 1, "seq": 1, "ts": "t", "run": "r", "type": "step.started", "plan_version": 1, "actor": "agent",
+            "data": {"step": "a", "attempt": 1}, "prev": GENESIS_PREV}  # fmt: skip
+    if member == "attempt":
+        body["data"] = {"step": "a", "attempt": value}
+    else:
+        body[member] = value
+    line = _sealed(json.dumps(body, separators=(",", ":")).encode())
+    assert _verdict(_codec, line) == _verdict(_pydantic_alone, line)
