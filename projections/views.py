@@ -141,10 +141,11 @@ def wait_reasons(state: PlanState, now: str | None = None) -> dict[str, list[Wai
     return {s.id: _reasons(state, s, contracts[s.id], capacity, stop) for s in state.steps.values_in_order()}
 
 
-def startable_steps(state: PlanState) -> list[str]:
+def startable_steps(state: PlanState, now: str | None = None) -> list[str]:
     """The ready steps a ``start`` would accept now, in the stable order: none while ``max_in_progress`` steps
-    are in progress. Each can start on its own; :func:`capacity_view` says how many may start together."""
-    if _capacity_reason(state) is not None:
+    are in progress, nor while the stop policy forbids new work (judged at ``now``: a deadline). Each can
+    start on its own; :func:`capacity_view` says how many may start together."""
+    if _capacity_reason(state) is not None or _stop_reason(state, now) is not None:
         return []
     ready = ready_steps(state)
     if not (state.contract or state.authority is not None) or not ready:
@@ -305,13 +306,12 @@ def next_view(state: PlanState, now: str | None = None) -> dict[str, Any]:
     ready = ready_steps(state)
     waits = wait_reasons(state, now)
     stop = stop_decision(state, now)
-    stopped = state.contract and stop.outcome in STOPPING
     return {
         "plan_version": state.version,
         "outcome": state.outcome,
         "ready": ready,
         "stop": stop.as_dict(),
-        "can_start": [] if stopped else startable_steps(state),
+        "can_start": startable_steps(state, now),
         "waiting": [{"step": s, "wait_reasons": waits[s]} for s in ready if waits[s]],
         "capacity": None if state.plan is None else capacity_view(state),
         "in_progress": [s.id for s in in_doubt(state)],

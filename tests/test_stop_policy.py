@@ -229,3 +229,31 @@ def test_the_session_expiry_sample_ends_with_its_turn_budget_spent() -> None:
     assert decision.unmet == ("step:docs", "step:verify", "criterion:expired-gets-401")
     assert state.usage == Usage(turns=12, tool_calls=18, tokens=30600, cost_usd=pytest.approx(1.06))
     assert [s for s in state.steps] == ["reproduce", "implement", "docs", "verify"]
+
+
+def test_what_can_start_now_follows_the_stop_policy(
+    make_ledger: Callable[..., Ledger], run_cli: Any, tmp_path: Path
+) -> None:
+    """While the stop policy forbids new work, no view offers a start: the ready step is still ready, but the
+    ack, next --json and the lines a recording command prints say nothing can start now, and why."""
+    from plantrail.projections.views import next_view, startable_steps
+
+    ledger = make_ledger(session_draft(max_turns=60))
+    ledger.start("implement")
+    ledger.fail("implement", "AssertionError at line 10: 200 != 401", report=spent(turns=1, exit_code=1))
+    assert startable_steps(ledger.state) == ["implement"]  # one failure is not yet "no progress"
+    ledger.start("implement")
+    ledger.close()
+    report = tmp_path / "report.json"
+    report.write_text('{"exit_code": 1, "usage": {"turns": 1}}')
+    log = tmp_path / "run.jsonl"
+    failed = run_cli("fail", log, "implement", "--error", "AssertionError at line 10: 200 != 401", "--report", report)
+    assert failed.code == 0, failed.err
+    assert "can start now: none (stop policy)" in failed.out
+    acked = run_cli("next", log, "--json").json()
+    assert acked["stop"]["outcome"] == "failed" and "implement" in acked["ready"] and acked["can_start"] == []
+    reopened = Ledger.open(log)
+    try:
+        assert startable_steps(reopened.state) == [] and next_view(reopened.state)["can_start"] == []
+    finally:
+        reopened.close()
