@@ -34,6 +34,7 @@ from plantrail.ledger.events import (
     StepCompleted,
     StepFailed,
 )
+from plantrail.ledger.guards import require_open, require_step
 from plantrail.ledger.items import as_items, as_text
 from plantrail.ledger.plan import PlanSpec, StepSpec, check_id, did_you_mean
 from plantrail.ledger.scope import ScopeViolation, check_glob, violation
@@ -136,8 +137,7 @@ def _approval(state: StateView, request: str) -> Approval | None:
 def check_approval(state: StateView, data: ApprovalEvent, plan_version: int) -> None:
     """Judge an approval event against the state before it (the caller checked the plan and the version)."""
     assert state.plan is not None
-    if state.finished:
-        raise error("RUN_FINISHED", f"the run finished {state.outcome}", seq=state.outcome_seq)
+    require_open(state)
     if plan_version != state.version:
         raise error(
             "STALE_PLAN_VERSION",
@@ -191,13 +191,7 @@ def _check_request(state: StateView, data: ApprovalRequested, known: Approval | 
     if not data.steps:
         raise error("USAGE", "an approval request covers at least one step")
     for step in data.steps:
-        if step not in state.steps:
-            raise error(
-                "STEP_NOT_FOUND",
-                f"no step {step} in plan version {state.version}{did_you_mean(step, state.steps)}",
-                step=step,
-                plan_version=state.version,
-            )
+        require_step(state, step)
     for i, glob in enumerate(data.writes):
         check_glob(glob, f"writes[{i}]")
     if not all(t.strip() for t in data.tools):

@@ -51,6 +51,7 @@ from plantrail.ledger.events import (
 )
 from plantrail.ledger.evidence import Report
 from plantrail.ledger.extension import check_extension
+from plantrail.ledger.guards import require_open, require_step
 from plantrail.ledger.items import as_items, as_text
 from plantrail.ledger.leases import Abandon, Heartbeat, build_abandon, build_heartbeat, check_abandon, check_heartbeat
 from plantrail.ledger.lineage import check_forked
@@ -358,7 +359,7 @@ def _as_plan(plan: Draft | PlanSpec, *, goal: str | None = None, base: PlanSpec 
 
 def _replanned(state: StateView, command: Replan, version: int) -> PlanReplanned:
     assert state.plan is not None  # guarded by _require_plan
-    _not_finished(state)  # before the draft is judged: no draft can continue a finished run
+    require_open(state)  # before the draft is judged: no draft can continue a finished run
     if (command.plan is None) == (command.patch is None):
         raise error("USAGE", "a replan takes either a whole plan or a patch, not both or neither")
     if command.patch is not None:
@@ -490,23 +491,6 @@ def _not_stale(state: StateView, plan_version: int, what: str) -> None:
         )
 
 
-def _not_finished(state: StateView) -> None:
-    if state.finished:
-        raise error("RUN_FINISHED", f"the run finished {state.outcome}", seq=state.outcome_seq)
-
-
-def _step(state: StateView, step_id: str) -> StepState:
-    step = state.steps.get(step_id)
-    if step is None:
-        raise error(
-            "STEP_NOT_FOUND",
-            f"no step {step_id} in plan version {state.version}{did_you_mean(step_id, state.steps)}",
-            step=step_id,
-            plan_version=state.version,
-        )
-    return step
-
-
 def _transition(step: StepState, expected: str, target: str, version: int) -> Exception:
     return error(
         "INVALID_TRANSITION",
@@ -521,8 +505,8 @@ def _transition(step: StepState, expected: str, target: str, version: int) -> Ex
 
 def _check_start(state: StateView, data: StepStarted, plan_version: int) -> None:
     _not_stale(state, plan_version, f"start {data.step}")
-    _not_finished(state)
-    step = _step(state, data.step)
+    require_open(state)
+    step = require_step(state, data.step)
     if step.status != "pending":
         raise _transition(step, "pending", "in_progress", state.version)
     if data.attempt != step.attempt + 1:
@@ -619,7 +603,7 @@ def _check_result(
         # A late result is a fact: it is recorded as the worker reported it, never refused.
         check_id(data.step, "step")
         return "SUPERSEDED_VERSION"
-    step = _step(state, data.step)
+    step = require_step(state, data.step)
     target = _TRANSITION_TARGET[data.TYPE]
     why = orphan_reason(state, plan_version, data.step, data.attempt)
     if why == "STALE_ATTEMPT":
@@ -636,7 +620,7 @@ def _check_result(
         return why
     if step.status != "in_progress":
         if why == "RUN_FINISHED":
-            _not_finished(state)
+            require_open(state)
         raise _transition(step, "in_progress", target, state.version)
     if why is None and (data.report is not None or (isinstance(data, StepBlocked) and data.violation is not None)):
         check_result_scope(state, data)
@@ -664,7 +648,7 @@ def _checks_met(checks: tuple[CheckSpec, ...], report: Report | None, owner: str
 
 def _check_criterion(state: StateView, data: CriterionVerified, plan_version: int) -> None:
     _not_stale(state, plan_version, f"criterion {data.criterion}")
-    _not_finished(state)
+    require_open(state)
     if data.criterion not in state.criteria:
         raise error(
             "CRITERION_NOT_FOUND",
@@ -683,7 +667,7 @@ def _check_criterion(state: StateView, data: CriterionVerified, plan_version: in
 
 def _check_finish(state: StateView, data: RunFinished, plan_version: int) -> None:
     _not_stale(state, plan_version, "finish")
-    _not_finished(state)
+    require_open(state)
     if data.outcome not in OUTCOMES:
         raise error("USAGE", f"outcome must be one of {', '.join(OUTCOMES)}")
     if not data.reason.strip():
@@ -709,7 +693,7 @@ def _check_finish(state: StateView, data: RunFinished, plan_version: int) -> Non
 def _check_replan(state: StateView, data: PlanReplanned, plan_version: int) -> None:
     assert state.plan is not None
     _not_stale(state, plan_version, "the replan")
-    _not_finished(state)
+    require_open(state)
     if data.reason not in REASON_CODES:
         raise error("UNKNOWN_REASON_CODE", f"reason must be one of {', '.join(REASON_CODES)}", actual=data.reason)
     if not data.why.strip():

@@ -28,6 +28,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from plantrail.ledger.errors import error
+from plantrail.ledger.guards import require_open
 from plantrail.ledger.plan import CriterionSpec, PlanPatch, PlanSpec, StepSpec, parse_draft, parse_patch, validate_plan
 
 if TYPE_CHECKING:
@@ -126,8 +127,7 @@ def check_extension(state: StateView, data: PlanExtended, plan_version: int) -> 
             expected=state.version,
             actual=plan_version,
         )
-    if state.finished:
-        raise error("RUN_FINISHED", f"the run finished {state.outcome}", seq=state.outcome_seq)
+    require_open(state)
     if not data.steps and not data.criteria:
         raise error("USAGE", "an extension adds at least one step or acceptance criterion")
     if touched(state):

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 
 from plantrail.ledger.errors import error
 from plantrail.ledger.events import Actor, Source, StepAbandoned, StepHeartbeat
+from plantrail.ledger.guards import require_open, require_step
 from plantrail.ledger.items import as_text
-from plantrail.ledger.plan import did_you_mean
 
 if TYPE_CHECKING:
     from plantrail.projections.model import StepState
@@ -101,16 +101,8 @@ def _fenced(state: StateView, step_id: str, attempt: int, plan_version: int, wha
             expected=state.version,
             actual=plan_version,
         )
-    if state.finished:
-        raise error("RUN_FINISHED", f"the run finished {state.outcome}", seq=state.outcome_seq)
-    step = state.steps.get(step_id)
-    if step is None:
-        raise error(
-            "STEP_NOT_FOUND",
-            f"no step {step_id} in plan version {state.version}{did_you_mean(step_id, state.steps)}",
-            step=step_id,
-            plan_version=state.version,
-        )
+    require_open(state)
+    step = require_step(state, step_id)
     if attempt != step.attempt or attempt in step.abandoned:
         state_now = "abandoned" if attempt in step.abandoned else f"the step's attempt is {step.attempt}"
         raise error(
