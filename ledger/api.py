@@ -57,7 +57,7 @@ from plantrail.ledger.plan import (
     parse_patch,
 )
 from plantrail.ledger.store import Ack, FsyncPolicy, KeyEntry, PendingRecord, Session, Store
-from plantrail.ledger.stores import is_database_url
+from plantrail.ledger.stores import create_store, is_database_url
 from plantrail.ledger.stores.jsonl import JsonlStore
 from plantrail.projections.model import PlanState
 from plantrail.projections.state import Advancing, evolve, initial
@@ -118,25 +118,20 @@ class Ledger:
         first = PendingRecord(
             ts=ts, plan_version=1, actor=event.actor, data=event.data, source=source, key=idempotency_key
         )
-        store: Store
-        if is_database_url(target := os.fspath(path)):
-            from plantrail.ledger.stores.postgres import PostgresStore
-
-            store, _ = PostgresStore.create(
-                target, run=run, first=[first], fsync=fsync, nonce=nonce, ts=ts, actor=actor, clock=clock
-            )
-        else:
-            store, _ = JsonlStore.create(
-                path,
-                run=check_id(run if run is not None else default_run_id(path), "run id"),
-                first=[first],
-                fsync=fsync,
-                nonce=nonce,
-                ts=ts,
-                actor=actor,
-                allow_network_fs=allow_network_fs,
-                clock=clock,
-            )
+        target = os.fspath(path)
+        store, _ = create_store(
+            target,
+            run=run
+            if is_database_url(target)
+            else check_id(run if run is not None else default_run_id(path), "run id"),
+            first=[first],
+            fsync=fsync,
+            nonce=nonce,
+            ts=ts,
+            actor=actor,
+            allow_network_fs=allow_network_fs,
+            clock=clock,
+        )
         ledger = cls(store, clock=clock, cache=cache)
         ledger.refresh()
         return ledger

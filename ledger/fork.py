@@ -22,8 +22,8 @@ from plantrail.ledger.errors import error
 from plantrail.ledger.events import Actor, RunForked
 from plantrail.ledger.items import as_text
 from plantrail.ledger.plan import check_id
-from plantrail.ledger.store import FsyncPolicy, PendingRecord, Store
-from plantrail.ledger.stores import is_database_url
+from plantrail.ledger.store import FsyncPolicy, PendingRecord
+from plantrail.ledger.stores import create_store, is_database_url
 from plantrail.projections.canonical import state_hash
 from plantrail.projections.lineage import carry
 from plantrail.projections.model import PlanState
@@ -105,27 +105,17 @@ def fork_run(
     )
     ts = clock()
     first = PendingRecord(ts=ts, plan_version=point.version, actor=actor, data=event)
-    store: Store
-    if is_database_url(target):
-        from plantrail.ledger.stores.postgres import PostgresStore
-
-        store, records = PostgresStore.create(
-            target, run=new_run, first=[first], fsync=fsync, nonce=nonce, ts=ts, actor=actor, clock=clock
-        )
-    else:
-        from plantrail.ledger.stores.jsonl import JsonlStore
-
-        store, records = JsonlStore.create(
-            path,
-            run=new_run,
-            first=[first],
-            fsync=fsync,
-            nonce=nonce,
-            ts=ts,
-            actor=actor,
-            allow_network_fs=allow_network_fs,
-            clock=clock,
-        )
+    store, records = create_store(
+        target,
+        run=new_run,
+        first=[first],
+        fsync=fsync,
+        nonce=nonce,
+        ts=ts,
+        actor=actor,
+        allow_network_fs=allow_network_fs,
+        clock=clock,
+    )
     store.close()
     return ForkResult(
         path=target,

@@ -17,8 +17,14 @@ path, a run id, and the store it lives in) into one of the two.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-__all__ = ["STORE_ENV", "is_database_url", "locate", "require_file", "run_in_store"]
+if TYPE_CHECKING:
+    from plantrail.ledger.events import Record
+    from plantrail.ledger.store import FsyncPolicy, PendingRecord, Store
+
+__all__ = ["STORE_ENV", "create_store", "is_database_url", "locate", "require_file", "run_in_store"]
 
 #: The environment variable that names the store runs live in when ``--store`` is not given.
 STORE_ENV = "PLANTRAIL_STORE"
@@ -95,3 +101,39 @@ def require_file(target: str, command: str) -> str:
             command=command,
         )
     return target
+
+
+def create_store(
+    target: str,
+    *,
+    run: str | None,
+    first: Sequence[PendingRecord],
+    fsync: FsyncPolicy,
+    nonce: str | None,
+    ts: str,
+    actor: str,
+    allow_network_fs: bool,
+    clock: Callable[[], str],
+) -> tuple[Store, list[Record]]:
+    """Create the run ``target`` names (a JSONL path, or a database run's URL, whose run id is its own) with
+    its header and ``first`` records; LOG_EXISTS when it exists. ``run`` is a JSONL log's run id."""
+    if is_database_url(target):
+        from plantrail.ledger.stores.postgres import PostgresStore
+
+        return PostgresStore.create(
+            target, run=run, first=first, fsync=fsync, nonce=nonce, ts=ts, actor=actor, clock=clock
+        )
+    from plantrail.ledger.stores.jsonl import JsonlStore
+
+    assert run is not None  # the caller names a JSONL log's run
+    return JsonlStore.create(
+        target,
+        run=run,
+        first=first,
+        fsync=fsync,
+        nonce=nonce,
+        ts=ts,
+        actor=actor,
+        allow_network_fs=allow_network_fs,
+        clock=clock,
+    )
