@@ -149,6 +149,26 @@ def test_a_version_blob_that_does_not_match_its_entry_is_not_used(
     assert (state_hash(indexed[0]), indexed[1]) == (state_hash(plain[0]), plain[1])
 
 
+def test_a_version_entry_that_was_edited_is_not_used_and_the_others_still_are(
+    make_ledger: Callable[..., Ledger], draft: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each index entry carries its own MAC: one byte changed in version 2's entry makes that entry unusable
+    (its rebuild folds the log and gives the same answer) while version 3's entry is still read alone."""
+    log = _run(make_ledger, draft)
+    monkeypatch.setattr(reads, "INDEX_FROM_BYTES", 0)
+    reads.build_version_index(str(log))
+    idx = log.parent / (log.name + cache.SUFFIX) / "versions.idx"
+    raw = bytearray(idx.read_bytes())
+    raw[cache._SEALED_AT + cache._SIGNED_ENTRY + 24] ^= 0x01  # version 2's line number: only its MAC covers it
+    idx.write_bytes(bytes(raw))
+    with open(log, "rb") as f:
+        assert cache.version_start(str(log), f.fileno(), 2) is None
+        assert cache.version_start(str(log), f.fileno(), 3) is not None
+    plain = reads.rebuild_version(str(log), 2, use_cache=False)
+    indexed = reads.rebuild_version(str(log), 2)
+    assert (state_hash(indexed[0]), indexed[1]) == (state_hash(plain[0]), plain[1])
+
+
 def test_deleting_the_cache_changes_no_answer(
     make_ledger: Callable[..., Ledger],
     draft: dict[str, Any],
