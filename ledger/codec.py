@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
+import threading
 import typing
 from collections.abc import Callable, Iterable
 from functools import cache
@@ -448,8 +449,15 @@ class _OnDemand(dict[_K, _V]):
         self._make = make
 
     def __missing__(self, key: _K) -> _V:
-        value = self[key] = self._make(key)
-        return value
+        with _MAKING:  # one entry per key even when threads ask at once (a record class is made once)
+            if key in self:
+                return self[key]
+            value = self[key] = self._make(key)
+            return value
+
+
+#: Held while an :class:`_OnDemand` entry is made (re-entrant: making one entry may ask for another).
+_MAKING: Final = threading.RLock()
 
 
 def _int_fields(cls: type[Any]) -> tuple[str, ...]:

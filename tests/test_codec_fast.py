@@ -269,3 +269,26 @@ def test_a_writers_few_lines_do_not_build_the_union_decoder() -> None:
     finally:
         codec._DECODE, codec._few_left[0] = saved
     assert codec.decode(line, 1) == record
+
+
+def test_an_on_demand_entry_is_made_once_when_threads_ask_at_once() -> None:
+    """Eight threads asking for one missing entry of a per-class table get one value, made once (so a record
+    class is never made twice)."""
+    import threading
+    import time
+
+    made: list[str] = []
+
+    def make(key: str) -> object:
+        made.append(key)
+        time.sleep(0.01)
+        return object()
+
+    table: Any = codec._OnDemand(make)
+    got: list[object] = []
+    threads = [threading.Thread(target=lambda: got.append(table["k"])) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert made == ["k"] and len(got) == 8 and all(value is got[0] for value in got)
