@@ -9,7 +9,12 @@ importer's Claude Code parser and the one mapping read the journal as they read 
   line with the ``tool_result`` and ``toolUseResult`` = ``tool_response``). ExitPlanMode's answer says the user
   approved the plan (the tool only runs, and PostToolUse only fires, once they did), with their edits when the
   plan in ``tool_response`` differs from the one proposed. A PostToolUse of any other tool is
-  refused (HOOK_PAYLOAD_INVALID): the plugin's matcher never sends one.
+  refused (HOOK_PAYLOAD_INVALID): the plugin's matcher never sends one. A response that says the call failed
+  (``success: false``, an ``error``) is the transcript's error answer (``is_error``).
+* ``PostToolUseFailure`` of a plan tool: the call and its error answer (``is_error``, the payload's ``error``
+  as its text), as the transcript holds a call the tool rejected or the user refused, so the mapping does what
+  an import does: the update is skipped as ``rejected_by_tool``, the user's words in a refusal ("... the user
+  said: ...") are theirs for the next replan, and a refused ExitPlanMode is the user's denial of the plan.
 * ``TaskCreated`` / ``TaskCompleted``: the TaskCreate / TaskUpdate (to ``completed``) they report, with the
   answer that names the task (the call id is ``TaskCreated-<task id>``; the identity of a creation or a
   completion is the task's, whichever report comes first, see :mod:`.identity`).
@@ -52,6 +57,7 @@ VERSION = 1
 EVENTS = frozenset(
     {
         "PostToolUse",
+        "PostToolUseFailure",
         "TaskCreated",
         "TaskCompleted",
         "UserPromptSubmit",
@@ -62,6 +68,8 @@ EVENTS = frozenset(
     }
 )
 PLAN_TOOLS = frozenset({"TodoWrite", "TaskCreate", "TaskUpdate", "ExitPlanMode"})
+#: The events that report one call of a plan tool: it ran (PostToolUse) or it failed or was refused.
+_TOOL_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure"})
 _READ = frozenset(
     {
         "session_id",
@@ -71,6 +79,7 @@ _READ = frozenset(
         "tool_input",
         "tool_response",
         "tool_use_id",
+        "error",
         "prompt",
         "agent_id",
         "task_id",
@@ -123,9 +132,9 @@ def read_payload(raw: bytes) -> Payload:
     payload = read_object(raw, EVENTS)
     value, event = payload.fields, payload.event
     tool = value.get("tool_name")
-    if event == "PostToolUse" and tool not in PLAN_TOOLS:
+    if event in _TOOL_EVENTS and tool not in PLAN_TOOLS:
         raise error("HOOK_PAYLOAD_INVALID", f"tool {tool!r} is not a plan tool ({', '.join(sorted(PLAN_TOOLS))})")
-    if event == "PostToolUse" and not isinstance(value.get("tool_use_id"), str):
+    if event in _TOOL_EVENTS and not isinstance(value.get("tool_use_id"), str):
         raise error("HOOK_PAYLOAD_INVALID", f"the {tool} payload names no tool_use_id")
     if event in ("TaskCreated", "TaskCompleted") and not isinstance(value.get("task_id"), (str, int)):
         raise error("HOOK_PAYLOAD_INVALID", f"the {event} payload names no task_id")
@@ -135,7 +144,7 @@ def read_payload(raw: bytes) -> Payload:
 def call_id(payload: Payload) -> str | None:
     """The id of the call a payload reports (PostToolUse's tool_use_id, ``TaskCreated-<task>`` ...); None for
     the events that report no call."""
-    if payload.event == "PostToolUse":
+    if payload.event in _TOOL_EVENTS:
         return str(payload.fields["tool_use_id"])
     if payload.event in ("TaskCreated", "TaskCompleted"):
         return f"{payload.event}-{payload.fields['task_id']}"
@@ -156,6 +165,12 @@ def journal_records(
         response = payload.fields.get("tool_response")
         tool, given = str(payload.fields["tool_name"]), payload.fields.get("tool_input")
         return _call(base, call, tool, given, response, _answer_text(tool, given, response))
+    if event == "PostToolUseFailure":
+        call = call_id(payload) or ""
+        if call in held:
+            return []
+        tool, given = str(payload.fields["tool_name"]), payload.fields.get("tool_input")
+        return _call(base, call, tool, given, None, _failure_text(payload), failed=True)
     if event in ("TaskCreated", "TaskCompleted"):
         return _task_report(base, payload, held)
     if event == "UserPromptSubmit":
@@ -196,8 +211,26 @@ def _answer_text(tool: str, given: object, response: object) -> str:
     return text
 
 
+def _failure_text(payload: Payload) -> str:
+    """The answer a failed call gets in the transcript: the payload's ``error`` (a refusal there reads "The user
+    doesn't want to proceed with this tool use ... the user said: ...", as in the transcript)."""
+    said = payload.fields.get("error")
+    if isinstance(said, str) and said.strip():
+        return said
+    if payload.fields.get("is_interrupt") is True:
+        return "[Request interrupted by user for tool use]"
+    return "the tool call failed (the hook payload gives no error text)"
+
+
 def _call(
-    base: dict[str, Any], call: str, tool: str, given: object, response: object, text: str = ""
+    base: dict[str, Any],
+    call: str,
+    tool: str,
+    given: object,
+    response: object,
+    text: str = "",
+    *,
+    failed: bool = False,
 ) -> list[dict[str, Any]]:
     use = {"type": "tool_use", "id": call, "name": tool, "input": given if isinstance(given, dict) else {}}
     answer: dict[str, Any] = {
@@ -207,8 +240,9 @@ def _call(
     }
     if isinstance(response, dict):
         answer["toolUseResult"] = response
-        if response.get("success") is False or response.get("error"):
-            answer["message"]["content"][0]["is_error"] = True
+        failed = failed or response.get("success") is False or bool(response.get("error"))
+    if failed:
+        answer["message"]["content"][0]["is_error"] = True
     return [{**base, "type": "assistant", "message": {"role": "assistant", "content": [use]}}, answer]
 
 

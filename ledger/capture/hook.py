@@ -57,7 +57,7 @@ Log = Path | str
 ERRORS_FILE = "hook-errors.log"
 ERRORS_CAP = 256 * 1024
 RECEIPT_CAP = 10_000
-_PLAN_EVENTS = frozenset({"PostToolUse", "TaskCreated", "TaskCompleted", "SubagentStop"})
+_PLAN_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure", "TaskCreated", "TaskCompleted", "SubagentStop"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,7 @@
     install_claude(Path(".claude/settings.json")) -> InstallReport
 
 * **The same hooks** as the plugin's ``integrations/claude-code/hooks/hooks.json`` (:data:`CLAUDE_HOOKS`; a test
-  keeps the two equal): PostToolUse for the plan tools (TodoWrite, TaskCreate, TaskUpdate, ExitPlanMode),
+  keeps the two equal): PostToolUse and PostToolUseFailure for the plan tools (TodoWrite, TaskCreate, TaskUpdate, ExitPlanMode),
   TaskCreated, TaskCompleted, UserPromptSubmit, SessionStart (startup, resume, compact), Stop, SubagentStop and
   SessionEnd, each running ``plantrail hook claude`` in exec form.
 * **Nothing lost.** Every other key, event, matcher group and handler is kept as it is, in its order; a handler
@@ -44,6 +44,7 @@ _PLAN_MATCHER = "TodoWrite|TaskCreate|TaskUpdate|ExitPlanMode"
 #: event -> matcher (None: the event takes no matcher)
 _EVENTS: tuple[tuple[str, str | None], ...] = (
     ("PostToolUse", _PLAN_MATCHER),
+    ("PostToolUseFailure", _PLAN_MATCHER),
     ("TaskCreated", None),
     ("TaskCompleted", None),
     ("UserPromptSubmit", None),
