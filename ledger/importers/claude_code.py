@@ -15,8 +15,10 @@ The agent's own words before a call (the last `text` block of an assistant line 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from ._records import (
     JsonObject,
@@ -101,6 +103,28 @@ class _Origin:
     explanation: str | None
     explanation_line: int | None
     prompts: tuple[tuple[str, int], ...] = ()
+    meta: Mapping[str, Any] | None = None
+
+
+#: The keys of each plan tool's input this adapter reads; any other is kept in the events' source ``meta``.
+_INPUT_READ: Mapping[str, frozenset[str]] = {
+    "TodoWrite": frozenset({"todos"}),
+    "ExitPlanMode": frozenset({"plan"}),
+    "TaskCreate": frozenset({"taskId", "subject", "description", "status", "owner", "activeForm"}),
+    "TaskUpdate": frozenset({"taskId", "subject", "description", "status", "owner", "activeForm"}),
+}
+
+
+def _meta(record: JsonObject, name: str, call: JsonObject | None) -> Mapping[str, Any] | None:
+    """What a plan call's line leaves unread (`metadata`): the keys of its input this adapter does not read
+    (as ``tool_input.<key>``) and, on a line of plantrail's hook journal, the hook payload's own unread fields."""
+    from .metadata import marked_meta
+    from .parse import ADAPTER_VERSIONS  # on use: parse imports every parser
+
+    read = _INPUT_READ.get(name, frozenset())
+    unread = {f"tool_input.{key}": value for key, value in (call or {}).items() if key not in read}
+    mark = object_field(record, "plantrail")
+    return marked_meta(mark, unread, adapter=FORMAT, version=ADAPTER_VERSIONS[FORMAT])
 
 
 def parse(path: Path) -> Transcript:
@@ -178,6 +202,7 @@ def _read_calls(reader: _Reader, number: int, record: JsonObject) -> bool:
             explanation=reader.said[0],
             explanation_line=reader.said[1],
             prompts=reader.prompts,
+            meta=_meta(record, name or "", object_field(block, "input")),
         )
         observation = _observation(name, object_field(block, "input"), origin)
         if observation is None:
@@ -215,6 +240,7 @@ def _observation(name: str | None, call: JsonObject | None, origin: _Origin) -> 
         owner=text_field(call, "owner"),
         active_form=text_field(call, "activeForm"),
         prompts=origin.prompts,
+        meta=origin.meta,
     )
 
 
@@ -244,6 +270,7 @@ def _listed(origin: _Origin, items: tuple[TodoItem, ...], tool: str) -> ListSnap
         context_line=origin.context_line,
         agent=origin.agent,
         prompts=origin.prompts,
+        meta=origin.meta,
     )
 
 

@@ -688,6 +688,7 @@ class _Mapper:
             timestamp=observation.timestamp,
             tool=_tool(observation),
             inferred=inferred,
+            meta=dict(observation.meta) if observation.meta else {},
         )
 
     def _evidence(self, update: Update, *, again: bool) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 __all__ = [
     "ListSnapshot",
@@ -97,6 +97,9 @@ class ListSnapshot:
     decision_why: str | None = None
     decision_words: str | None = None
     result_timestamp: str | None = None
+    meta: Mapping[str, Any] | None = None
+    """What the adapter did not map (the payload's unread fields, with the adapter and its version; bounded:
+    `metadata`), for the sources of the update's events; None when nothing was left unread."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -135,6 +138,8 @@ class TaskEvent:
     result: ToolOutcome | None = None
     result_line: int | None = None
     prompts: tuple[tuple[str, int], ...] = ()
+    meta: Mapping[str, Any] | None = None
+    """As on `ListSnapshot`: what the adapter did not map, for the sources of the update's events."""
 
 
 Observation: TypeAlias = ListSnapshot | TaskEvent
