@@ -69,7 +69,7 @@ def parse(path: Path) -> Transcript:
             context = said or context
             prompts = prompts if said is None else with_prompt(prompts, *said)
         else:
-            meta = marked_meta(object_field(message, "plantrail"))
+            meta = marked_meta(object_field(message, "plantrail") if isinstance(message, dict) else None)
             found = _snapshots(parts, index, info, context, tally)
             observations.extend(replace(o, prompts=prompts, meta=meta) for o in found)
     return tally.transcript(FORMAT, path, text_field(object_field(document, "info"), "id"), observations)
