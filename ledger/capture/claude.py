@@ -19,10 +19,12 @@ importer's Claude Code parser and the one mapping read the journal as they read 
   answer that names the task (the call id is ``TaskCreated-<task id>``; the identity of a creation or a
   completion is the task's, whichever report comes first, see :mod:`.identity`).
 * ``UserPromptSubmit``: the user's message (the goal of a new run, the why of a replan they ask for).
-* ``SessionStart``, ``Stop``, ``SubagentStop``, ``SessionEnd``: a ``system`` line saying so (turn boundaries;
-  the transcript's parser passes them over). ``SubagentStop`` also copies the plan calls of the subagent's
-  transcript (``agent_transcript_path``) that the journal does not hold yet, as ``--with-subagents`` merges
-  them.
+* ``SessionStart``, ``Stop``, ``SubagentStop``, ``SessionEnd``: a ``system`` line saying so (turn boundaries).
+  A ``Stop``'s line keeps the turn (:func:`turn_of`: its id and usage, read from the transcript's tail by
+  :mod:`.turns`) in its mark; the parser adds it to the usage that the next result it maps reports, so the
+  run's usage and its ``max_turns`` budget count the agent's turns (a turn already journaled is not again).
+  ``SubagentStop`` also copies the plan calls of the subagent's transcript (``agent_transcript_path``) that the
+  journal does not hold yet, as ``--with-subagents`` merges them.
 
 Inside a subagent the payload names ``agent_id``; its lines carry it as ``agentId``, so the subagent is
 credited as in a transcript. Every line keeps, under ``plantrail``, the hook's event, this adapter's version
@@ -40,6 +42,8 @@ import orjson
 
 from plantrail.ledger.errors import error
 
+from .turns import TurnUsage
+
 __all__ = [
     "ADAPTER",
     "EVENTS",
@@ -50,6 +54,7 @@ __all__ = [
     "journal_records",
     "read_object",
     "read_payload",
+    "turn_of",
 ]
 
 ADAPTER = "claude-code-hooks"
@@ -151,12 +156,28 @@ def call_id(payload: Payload) -> str | None:
     return None
 
 
+def turn_of(payload: Payload, usage: TurnUsage) -> dict[str, Any]:
+    """A Stop's turn as the journal keeps it: its id (the payload's ``prompt_id``, else the uuid of the turn's last
+    assistant line, else none) and its usage (one turn, its tokens, its cost when the transcript records one)."""
+    spent: dict[str, Any] = {"turns": 1, "tokens": usage.tokens}
+    if usage.cost_usd is not None:
+        spent["cost_usd"] = usage.cost_usd
+    return {"id": payload.text("prompt_id") or usage.last, "usage": spent}
+
+
 def journal_records(
-    payload: Payload, now: str, held: frozenset[str], read_subagent: Callable[[Path], list[dict[str, Any]]]
+    payload: Payload,
+    now: str,
+    held: frozenset[str],
+    read_subagent: Callable[[Path], list[dict[str, Any]]],
+    turn: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """The journal lines for ``payload``, stamped ``now``; calls whose id is in ``held`` are not repeated.
-    ``read_subagent`` reads a subagent transcript's lines (SubagentStop)."""
+    ``read_subagent`` reads a subagent transcript's lines (SubagentStop); ``turn`` is a Stop's turn
+    (:func:`turn_of`), kept in the line's ``plantrail`` mark."""
     base = _base(payload, now)
+    if turn is not None:
+        base["plantrail"] = {**base["plantrail"], "turn": dict(turn)}
     event = payload.event
     if event == "PostToolUse":
         call = call_id(payload) or ""

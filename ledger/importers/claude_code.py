@@ -20,9 +20,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from plantrail.ledger.evidence import Usage
+
 from ._records import (
     JsonObject,
     Tally,
+    add_usage,
     clip,
     json_lines,
     list_field,
@@ -88,6 +91,8 @@ class _Reader:
     said: tuple[str | None, int | None] = (None, None)
     session_id: str | None = None
     prompts: tuple[tuple[str, int], ...] = ()
+    unbilled: Usage | None = None
+    """The usage of the turns that ended (plantrail's hook journal: a Stop's mark) since the last plan call."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +109,7 @@ class _Origin:
     explanation_line: int | None
     prompts: tuple[tuple[str, int], ...] = ()
     meta: Mapping[str, Any] | None = None
+    turns: Usage | None = None
 
 
 #: The keys of each plan tool's input this adapter reads; any other is kept in the events' source ``meta``.
@@ -155,6 +161,24 @@ def read_record(reader: _Reader, tally: Tally, number: int, record: JsonObject) 
     elif record.get("type") == "user":
         reader.said = (None, None)
         _read_user(reader, number, record)
+    elif record.get("type") == "system":
+        reader.unbilled = add_usage(reader.unbilled, _turn_usage(object_field(record, "plantrail")))
+
+
+def _turn_usage(mark: JsonObject | None) -> Usage | None:
+    """The usage of the turn a line of plantrail's hook journal marks as ended (a Stop: ``turn.usage``)."""
+    spent = object_field(object_field(mark, "turn"), "usage")
+    if spent is None:
+        return None
+    turns, tokens, cost = spent.get("turns"), spent.get("tokens"), spent.get("cost_usd", 0.0)
+    if not (_count(turns) and _count(tokens)) or isinstance(cost, bool) or not isinstance(cost, (int, float)):
+        return None
+    assert isinstance(turns, int) and isinstance(tokens, int)
+    return Usage(turns=turns, tokens=tokens, cost_usd=float(cost) if cost >= 0 else 0.0)
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63
 
 
 def _file_agent(path: Path) -> str:
@@ -203,7 +227,9 @@ def _read_calls(reader: _Reader, number: int, record: JsonObject) -> bool:
             explanation_line=reader.said[1],
             prompts=reader.prompts,
             meta=_meta(record, name or "", object_field(block, "input")),
+            turns=reader.unbilled,
         )
+        reader.unbilled = None  # the next result this call's update gives reports them
         observation = _observation(name, object_field(block, "input"), origin)
         if observation is None:
             well_formed = False
@@ -241,6 +267,7 @@ def _observation(name: str | None, call: JsonObject | None, origin: _Origin) -> 
         active_form=text_field(call, "activeForm"),
         prompts=origin.prompts,
         meta=origin.meta,
+        turns=origin.turns,
     )
 
 
@@ -271,6 +298,7 @@ def _listed(origin: _Origin, items: tuple[TodoItem, ...], tool: str) -> ListSnap
         agent=origin.agent,
         prompts=origin.prompts,
         meta=origin.meta,
+        turns=origin.turns,
     )
 
 

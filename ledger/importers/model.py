@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
+from plantrail.ledger.evidence import Usage
+
 __all__ = [
     "ListSnapshot",
     "Observation",
@@ -100,6 +102,9 @@ class ListSnapshot:
     meta: Mapping[str, Any] | None = None
     """What the adapter did not map (the payload's unread fields, with the adapter and its version; bounded:
     `metadata`), for the sources of the update's events; None when nothing was left unread."""
+    turns: Usage | None = None
+    """The usage of the agent's turns that ended since the previous plan update (Claude Code's Stop hook, as
+    plantrail's hook journal keeps it), for the next result the mapping records; None when none ended."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -140,6 +145,8 @@ class TaskEvent:
     prompts: tuple[tuple[str, int], ...] = ()
     meta: Mapping[str, Any] | None = None
     """As on `ListSnapshot`: what the adapter did not map, for the sources of the update's events."""
+    turns: Usage | None = None
+    """As on `ListSnapshot`: the usage of the turns that ended since the previous plan update."""
 
 
 Observation: TypeAlias = ListSnapshot | TaskEvent
