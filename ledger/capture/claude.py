@@ -36,13 +36,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from plantrail.ledger.errors import error
 
-from .turns import TurnUsage
+if TYPE_CHECKING:
+    from .turns import TurnUsage
 
 __all__ = [
     "ADAPTER",

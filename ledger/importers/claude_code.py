@@ -125,11 +125,16 @@ def _meta(record: JsonObject, name: str, call: JsonObject | None) -> Mapping[str
     """What a plan call's line leaves unread (`metadata`): the keys of its input this adapter does not read
     (as ``tool_input.<key>``) and, on a line of plantrail's hook journal, the hook payload's own unread fields."""
     from .metadata import marked_meta
-    from .parse import ADAPTER_VERSIONS  # on use: parse imports every parser
 
     read = _INPUT_READ.get(name, frozenset())
     unread = {f"tool_input.{key}": value for key, value in (call or {}).items() if key not in read}
     mark = object_field(record, "plantrail")
+    if mark is None and not unread:
+        return None
+    if mark is not None and text_field(mark, "adapter") is not None:
+        return marked_meta(mark, unread)  # a hook journal's line: its mark names the adapter
+    from .parse import ADAPTER_VERSIONS  # on use: parse imports every parser, a hook needs none
+
     return marked_meta(mark, unread, adapter=FORMAT, version=ADAPTER_VERSIONS[FORMAT])
 
 
