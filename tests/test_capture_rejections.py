@@ -112,3 +112,25 @@ def test_the_same_failure_delivered_twice_is_journaled_once(project: Path) -> No
     claude_hook(orjson.dumps(failed))
 
     assert journal.read_bytes() == before
+
+
+def test_an_interrupted_call_without_error_text_is_answered_as_an_interrupt(project: Path) -> None:
+    """A PostToolUseFailure with ``is_interrupt`` and no ``error`` text is journaled as the transcript's
+    interrupt answer (an error), and the plan is left as it was."""
+    claude_hook(orjson.dumps(post_tool_use("s1", project, "TodoWrite", "toolu_1", _todos(("A b c d", "pending")), {})))
+    before = _log(project, "s1").read_bytes()
+    failed = {**post_tool_use_failure("s1", project, "TodoWrite", "toolu_2", _todos(), ""), "is_interrupt": True}
+
+    assert claude_hook(orjson.dumps(failed)).errors == ()
+
+    journal = project / ".plantrail" / "capture" / "s1.claude-code-hooks.jsonl"
+    [answer] = [orjson.loads(line) for line in journal.read_bytes().splitlines()][-1:]
+    assert answer["message"]["content"] == [
+        {
+            "type": "tool_result",
+            "tool_use_id": "toolu_2",
+            "content": "[Request interrupted by user for tool use]",
+            "is_error": True,
+        }
+    ]
+    assert _log(project, "s1").read_bytes() == before
