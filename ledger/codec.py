@@ -78,7 +78,7 @@ def encode(
     key: str | None = None,
 ) -> tuple[bytes, str]:
     """Encode one record as its line (newline included) and return it with its hash."""
-    envelope = _envelope(line_version(data), seq, ts, run, plan_version, actor, data, prev, source, key)
+    envelope = _envelope(line_version(data, source=source), seq, ts, run, plan_version, actor, data, prev, source, key)
     try:
         raw = orjson.dumps(envelope, default=plain, option=orjson.OPT_PASSTHROUGH_DATACLASS)
     except orjson.JSONEncodeError as exc:
@@ -90,13 +90,16 @@ def encode(
     return line, h
 
 
-def line_version(data: ev.Event, *, held: bool | None = None) -> int:
-    """The format version of a line holding ``data``: the lowest that holds it.
+def line_version(data: ev.Event, *, held: bool | None = None, source: Source | None = None) -> int:
+    """The format version of a line holding ``data`` (from ``source``): the lowest that holds it.
 
     A header says the version the log was created in (its ``format``); any other event is v2 when its type
-    or one of its values is something v1 cannot express, else v1. ``held``, when the caller knows it: whether
-    ``data`` holds an added field away from its default (:func:`ledger.versions.needs_v2`).
+    or one of its values is something v1 cannot express, or when its source carries ``meta`` (format v2),
+    else v1. ``held``, when the caller knows it: whether ``data`` holds an added field away from its default
+    (:func:`ledger.versions.needs_v2`).
     """
+    if source is not None and source.meta and type(data) is not ev.LogOpened:
+        return V2
     if type(data) is ev.LogOpened:
         return V2 if data.format == FORMATS[V2] else V1
     if type(data) is ev.RunFinished and data.outcome in _V2_OUTCOMES:
@@ -169,8 +172,9 @@ def decode(line: bytes, line_no: int) -> Record:
     if record is not None and digest == record.h:
         data = record.data
         kind = type(data)
-        if not _OUTGROWS_V1[kind](data):
-            if _NATIVE[kind] and record.source is None and record.key is None:
+        source = record.source
+        if not _OUTGROWS_V1[kind](data) and (source is None or not source.meta):
+            if _NATIVE[kind] and source is None and record.key is None:
                 # msgspec writes it as the writer does, and the common envelope is a struct (_Plain), a third
                 # cheaper to encode than a dict: this runs for most lines of every replay.
                 envelope = _Plain(
@@ -239,7 +243,7 @@ def _record(line: bytes, line_no: int, record: Record | None) -> Record:
 def _check_version(record: Record, line_no: int, held: bool | None = None) -> None:
     """Refuse a line whose ``v`` is not the lowest format version that holds its record (``held``: whether
     the record holds an added field away from its default)."""
-    version = line_version(record.data, held=held)
+    version = line_version(record.data, held=held, source=record.source)
     if record.v != version:
         raise error(
             "CORRUPT_LINE",
@@ -391,8 +395,13 @@ def _as_written(record: Record, *, v2: bool | None = None) -> bytes:
                     record.prev,
                 )
             )
-        if _NATIVE[Source]:
-            return _ENCODE(_record_envelope(record))
+        source = record.source
+        if _NATIVE[_source_v1()] and (source is None or not source.meta):
+            envelope = _record_envelope(record)
+            if source is not None:  # its v1 fields only: msgspec would write ``meta`` at its default too
+                v1 = _source_v1()
+                envelope["source"] = v1(*[getattr(source, name) for name in v1.__struct_fields__])
+            return _ENCODE(envelope)
     return orjson.dumps(_record_envelope(record), default=plain, option=orjson.OPT_PASSTHROUGH_DATACLASS)
 
 
@@ -498,6 +507,28 @@ def _v2_finish(data: ev.RunFinished) -> bool:
 
 def _always(data: Any) -> bool:
     return True
+
+
+def _make_source_v1(source: type[Any]) -> type[msgspec.Struct]:
+    """A struct of :class:`Source`'s fields without those format v2 added (``meta``), in order: what msgspec
+    encodes a source without them as, with the bytes the writer gives it."""
+    added = {name for name, _ in added_defaults(source)}
+    hints = _field_hints(source)
+    fields = [
+        (f.name, hints[f.name], f.default) if f.default is not dataclasses.MISSING else (f.name, hints[f.name])
+        for f in dataclasses.fields(source)
+        if f.name not in added
+    ]
+    return msgspec.defstruct("_SourceV1", fields, module=__name__, gc=False)
+
+
+#: :func:`_make_source_v1`'s struct, made on first use (by :class:`Source`).
+_SOURCE_V1: Final[_OnDemand[type[Any], type[msgspec.Struct]]] = _OnDemand(_make_source_v1)
+
+
+def _source_v1() -> type[msgspec.Struct]:
+    """:class:`Source` without its format v2 fields, as a struct (made once)."""
+    return _SOURCE_V1[Source]
 
 
 class _Plain(msgspec.Struct, gc=False):
