@@ -20,6 +20,7 @@ import msgspec
 
 from plantrail.ledger.errors import error
 from plantrail.ledger.plan import PlanSpec, Policy, StepSpec
+from plantrail.projections.effects import check_first, effects_view
 from plantrail.projections.leases import expired_leases, lease_view
 from plantrail.projections.lineage import lineage_view
 from plantrail.projections.model import (
@@ -660,7 +661,8 @@ def _next_action(state: PlanState, verdict: Verdict, damage: Mapping[str, Any] |
             return f"no step can start: replan (advice: {advice(state) or 'no_ready_step'})"
     ready = ready_steps(state)
     if ready:
-        return f"start {ready[0]}"
+        first = check_first(state, ready[0]) if state.effects else None  # an effect in doubt: never blindly
+        return f"start {ready[0]}" if first is None else f"{first}; then start {ready[0]}"
     open_criteria = [c.id for c in state.criteria.values_in_order() if c.status != "passed"]
     if open_criteria:
         return f"verify {', '.join(open_criteria)}, then finish"
@@ -675,6 +677,9 @@ def _in_doubt_action(state: PlanState, now: str | None) -> str:
         "find out whether each step in doubt did its work, then record its result "
         "(complete, fail or block with --attempt) or replan"
     )
+    effects = [note for s in in_doubt(state) if (note := check_first(state, s.id)) is not None] if state.effects else []
+    if effects:
+        check = f"{check}; {'; '.join(effects)}"
     if not expired:
         return check
     gone = ", ".join(f"{e['step']} (attempt {e['attempt']}, expired {e['expires_at']})" for e in expired)
@@ -739,4 +744,5 @@ def resume_receipt(state: PlanState, damage: Mapping[str, Any] | None = None, no
         "damage": None if damage is None else dict(damage),
         "stop": stop_decision(state, now).as_dict(),
         "approvals": approvals_view(state),
+        "effects": effects_view(state),
     }
