@@ -122,6 +122,7 @@ def _record(log: str, command: RequestEffect | CommitEffect, expected_seq: int |
 
 
 def _acknowledge(state: PlanState, command: RequestEffect | CommitEffect, ack: Ack, as_json: bool) -> None:
+    from plantrail.cli.common import truncate
     from plantrail.ledger.effects import RequestEffect
     from plantrail.projections.effects import effect_view, find_effect
     from plantrail.projections.views import ack_view
@@ -139,7 +140,7 @@ def _acknowledge(state: PlanState, command: RequestEffect | CommitEffect, ack: A
             first = f"seq {ack.seq}: {what} of {command.step} recorded (plan v{state.version})"
         lines = [first]
         if found is not None:
-            lines.append(f"effect {found.key}: {data['effect']['status']} (target {found.target})")
+            lines.append(f"effect {found.key}: {data['effect']['status']} (target {truncate(found.target, 80)})")
         lines.append(f"anchor: {data['anchor']}")
         if state.outcome:
             lines.append(f"run: {state.outcome}")

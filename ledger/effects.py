@@ -128,13 +128,11 @@ def build_effect(state: StateView, command: RequestEffect | CommitEffect) -> tup
         )
         return requested, version
     known = find_effect(state.effects, effect)
-    version = command.plan_version
-    if version is None:
-        version = state.version if known is None else known.plan_version
-    attempt = command.attempt
-    if attempt is None:
-        attempt = 0 if known is None else known.attempt
-    return EffectCommitted(step=command.step, attempt=attempt, key=effect, result=command.result.strip()), version
+    fence = (state.version, 0) if known is None else (known.plan_version, known.attempt)
+    version_of = fence[0] if command.plan_version is None else command.plan_version
+    attempt_of = fence[1] if command.attempt is None else command.attempt
+    committed = EffectCommitted(step=command.step, attempt=attempt_of, key=effect, result=command.result.strip())
+    return committed, version_of
 
 
 def check_effect_key(value: str) -> str:
