@@ -5,6 +5,7 @@ brief say about effects in doubt."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -463,3 +464,36 @@ def test_the_cli_records_and_acknowledges_effects(tmp_path: Path, run_cli: Cli) 
     assert (body["effect"]["status"], body["effect"]["result"], body["orphan"]) == ("committed", "1.4", None)
     status = run_cli("status", log, "--json").json()
     assert [e["key"] for e in status["effects"]["committed"]] == ["deploy-42"]
+
+
+def test_replay_of_a_version_from_the_version_index_carries_the_effects_of_the_fold(
+    make_ledger: Callable[..., Ledger], run_cli: Cli
+) -> None:
+    """replay --version answers alike from a cold cache, the warm version index and no cache, effects included."""
+    from plantrail.ledger.stores import cache
+
+    ledger = _deploying(make_ledger)
+    ledger.request_effect("deploy", "deploy-42", "prod")
+    ledger.commit_effect("deploy", "deploy-42")
+    ledger.request_effect("deploy", "notify-42", "#releases")
+    draft = deploy_draft()
+    draft["steps"][1]["title"] = "Deploy and probe"
+    ledger.replan("new_constraint", "probe", plan=draft)
+    ledger.start("deploy")
+    ledger.request_effect("deploy", "probe-42", "prod")
+    ledger.request_effect("deploy", "late-42", "prod", plan_version=1, attempt=1)
+    ledger.close()
+    path = _path(ledger)
+
+    def answers() -> list[Any]:
+        replies = [run_cli("replay", path, "--version", str(v), "--json") for v in (1, 2)]
+        assert all(r.code == 0 for r in replies), [r.err for r in replies]
+        return [(r.json()["state_hash"], r.json()["effects"]) for r in replies]
+
+    cold = answers()
+    assert answers() == cold
+    shutil.rmtree(cache.cache_dir(str(path)), ignore_errors=True)
+    assert answers() == cold
+    assert [e["key"] for e in cold[0][1]["in_doubt"]] == ["notify-42"]
+    assert [e["key"] for e in cold[1][1]["superseded"]] == ["notify-42", "late-42"]
+    assert state_hash(fold(read_records(path))) == cold[1][0]
