@@ -497,3 +497,19 @@ def test_replay_of_a_version_from_the_version_index_carries_the_effects_of_the_f
     assert [e["key"] for e in cold[0][1]["in_doubt"]] == ["notify-42"]
     assert [e["key"] for e in cold[1][1]["superseded"]] == ["notify-42", "late-42"]
     assert state_hash(fold(read_records(path))) == cold[1][0]
+
+
+def test_the_timeline_says_what_each_effect_record_did(make_ledger: Callable[..., Ledger]) -> None:
+    """plantrail log summarises a request with its key, target and state before, and a commit with its result."""
+    from plantrail.ledger.timeline import summary
+
+    ledger = _deploying(make_ledger)
+    ledger.request_effect("deploy", "deploy-42", "prod", before="1.3 serving")
+    ledger.commit_effect("deploy", "deploy-42", result="1.4 serving")
+    ledger.request_effect("deploy", "notify-42", "#releases")
+    lines = [summary(r) for r in read_records(_path(ledger))[-3:]]
+    assert lines == [
+        "deploy attempt 1: effect deploy-42 requested on prod (before: 1.3 serving)",
+        "deploy attempt 1: effect deploy-42 committed: 1.4 serving",
+        "deploy attempt 1: effect notify-42 requested on #releases",
+    ]
