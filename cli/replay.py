@@ -508,7 +508,8 @@ def resume(ctx: click.Context, log: str, show_all: bool, every_byte: bool, as_js
       16  the run finished partial: the receipt's next says where a continuation resumes
       15  the run finished budget_exhausted (the unmet checks are listed)
       10  steps in doubt: check whether their work happened before continuing (abandon those whose lease
-          expired: their worker is gone)
+          expired: their worker is gone); or a ready step has side effects never known committed: check
+          their targets before it starts again
       14  the stop policy says failed: the same failure repeated (no progress); replan or finish
       15  the stop policy says budget_exhausted: a budget or the deadline is spent; replan or finish
       12  the run is paused

@@ -300,6 +300,7 @@ def test_resume_lists_effects_in_doubt_apart_from_committed_and_superseded_ones(
     ledger.abandon("deploy", reason="worker gone")
     receipt = resume_receipt(ledger.state)
     assert [e["key"] for e in receipt["effects"]["superseded"]] == ["notify-42"]
+    assert receipt["verdict"] == "in_doubt"
     assert receipt["next"].endswith("then start deploy")
     assert receipt["next"].startswith("check the target of deploy's effects")
 
