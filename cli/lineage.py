@@ -189,6 +189,13 @@ def _render_brief(doc: dict[str, Any]) -> str:
         ]
     if doc["orphans"]:
         lines += ["", f"late results: {len(doc['orphans'])} (plantrail orphans LOG)"]
+    if doc["effects_in_doubt"]:
+        from plantrail.cli.effects import effect_lines
+
+        lines += [
+            "",
+            *effect_lines("effects in doubt (check each target before doing it again)", doc["effects_in_doubt"]),
+        ]
     if doc["coverage"]["declared"] and doc["coverage"]["uncovered"]:
         lines += ["", f"criteria no step covers: {', '.join(doc['coverage']['uncovered'])}"]
     lines += [f"budget: {advice}" for advice in doc["budget"]["advice"]]

@@ -468,6 +468,12 @@ def _render_receipt(receipt: dict[str, Any], code: int, show_all: bool = False) 
     if receipt["orphans"]:
         count = _plural(len(receipt["orphans"]), "late result", "late results")
         lines.append(f"orphans: {count}, none applied (plantrail orphans LOG)")
+    from plantrail.cli.effects import effect_lines
+
+    effects = receipt["effects"]
+    lines += effect_lines("effects in doubt: requested, never known committed (check the target)", effects["in_doubt"])
+    lines += effect_lines("effects of superseded attempts, never known committed", effects["superseded"])
+    lines += effect_lines("effects committed", effects["committed"])
     if receipt["advice"]:
         lines.append(f"advice: replan with --reason {receipt['advice']}")
     return "\n".join(lines)
@@ -502,7 +508,8 @@ def resume(ctx: click.Context, log: str, show_all: bool, every_byte: bool, as_js
       16  the run finished partial: the receipt's next says where a continuation resumes
       15  the run finished budget_exhausted (the unmet checks are listed)
       10  steps in doubt: check whether their work happened before continuing (abandon those whose lease
-          expired: their worker is gone)
+          expired: their worker is gone); or a ready step has side effects never known committed: check
+          their targets before it starts again
       14  the stop policy says failed: the same failure repeated (no progress); replan or finish
       15  the stop policy says budget_exhausted: a budget or the deadline is spent; replan or finish
       12  the run is paused
@@ -521,7 +528,10 @@ def resume(ctx: click.Context, log: str, show_all: bool, every_byte: bool, as_js
       "advice", "last_seq", "head_hash", "damage": null | {"code", "message", ...},
       "snapshot_seq": null | the seq up to which the cache's snapshot answered (not re-read; --verify
       reads every byte and gives null),
-      "stop": {"outcome", "rule", "reason", "unmet"}}
+      "stop": {"outcome", "rule", "reason", "unmet"},
+      "effects": {"in_doubt", "superseded", "committed": [{"key", "step", "status", "target", "before",
+      "plan_version", "attempt", "requested_seq", "late", "earlier_seqs", "committed_seq", "result",
+      "commit_late"}]}}
 
     \b
     Example:

@@ -40,6 +40,7 @@ from plantrail.ledger.decide import (
     decide,
     decide_one,
 )
+from plantrail.ledger.effects import CommitEffect, RequestEffect
 from plantrail.ledger.errors import PlantrailError, error
 from plantrail.ledger.events import Actor, LogBatch, Outcome, ReasonCode, Record, Source
 from plantrail.ledger.evidence import Report, parse_report
@@ -713,6 +714,63 @@ class Ledger:
             why=why,
             plan_version=plan_version,
             key=key,
+            actor=actor,
+            source=source,
+        )
+        return self.execute(command, expected_seq=expected_seq)
+
+    def request_effect(
+        self,
+        step: str,
+        effect: str,
+        target: str,
+        *,
+        before: str = "",
+        plan_version: int | None = None,
+        attempt: int | None = None,
+        idempotency_key: str | None = None,
+        expected_seq: int | None = None,
+        actor: Actor = "runtime",
+        source: Source | None = None,
+    ) -> Ack:
+        """Record that ``step``'s attempt is about to perform the side effect ``effect`` (its idempotency key)
+        on ``target``, with a summary of the target's state ``before`` (``plantrail effect --requested``; the
+        rules are in :mod:`ledger.effects`). A late request is recorded beside the orphans (``ack.orphan``)."""
+        command = RequestEffect(
+            step=step,
+            effect=effect,
+            target=target,
+            before=before,
+            plan_version=plan_version,
+            attempt=attempt,
+            key=idempotency_key,
+            actor=actor,
+            source=source,
+        )
+        return self.execute(command, expected_seq=expected_seq)
+
+    def commit_effect(
+        self,
+        step: str,
+        effect: str,
+        *,
+        result: str = "",
+        plan_version: int | None = None,
+        attempt: int | None = None,
+        idempotency_key: str | None = None,
+        expected_seq: int | None = None,
+        actor: Actor = "runtime",
+        source: Source | None = None,
+    ) -> Ack:
+        """Record that the side effect ``effect`` of ``step`` happened, with a summary of its ``result``
+        (``plantrail effect --committed``); its plan version and attempt default to its request's."""
+        command = CommitEffect(
+            step=step,
+            effect=effect,
+            result=result,
+            plan_version=plan_version,
+            attempt=attempt,
+            key=idempotency_key,
             actor=actor,
             source=source,
         )

@@ -24,6 +24,7 @@ from plantrail.ledger.approvals import (
 )
 from plantrail.ledger.contract import CheckSpec, unmet
 from plantrail.ledger.coverage import require_coverage
+from plantrail.ledger.effects import CommitEffect, RequestEffect, build_effect, check_effect, effect_lateness
 from plantrail.ledger.errors import error
 from plantrail.ledger.events import (
     OUTCOMES,
@@ -33,6 +34,8 @@ from plantrail.ledger.events import (
     ApprovalGranted,
     ApprovalRequested,
     CriterionVerified,
+    EffectCommitted,
+    EffectRequested,
     Event,
     Outcome,
     PlanCreated,
@@ -76,6 +79,7 @@ __all__ = [
     "Abandon",
     "Block",
     "Command",
+    "CommitEffect",
     "Complete",
     "Create",
     "Decide",
@@ -86,6 +90,7 @@ __all__ = [
     "NewEvent",
     "Replan",
     "RequestApproval",
+    "RequestEffect",
     "Start",
     "VerifyCriterion",
     "check",
@@ -259,6 +264,8 @@ Command = (
     | Abandon
     | RequestApproval
     | Decide
+    | RequestEffect
+    | CommitEffect
 )
 
 
@@ -278,7 +285,10 @@ def decide_one(state: StateView, command: Command, *, now: str | None = None) ->
     data, plan_version = _build(state, command)
     if isinstance(data, StepCompleted | StepBlocked | StepFailed) and data.report is not None:
         data = _as_recorded(state, data, plan_version)
-    return data, plan_version, check(state, data, plan_version, now=now)
+    late = check(state, data, plan_version, now=now)
+    if isinstance(data, EffectRequested | EffectCommitted):  # a late effect is kept beside the orphans
+        late = effect_lateness(state, data, plan_version)
+    return data, plan_version, late
 
 
 def _as_recorded(
@@ -346,6 +356,8 @@ def _build(state: StateView, command: Command) -> tuple[Event, int]:
             return build_heartbeat(state, command), version
         case Abandon():
             return build_abandon(state, command), version
+        case RequestEffect() | CommitEffect():
+            return build_effect(state, command)
 
 
 def _as_plan(plan: Draft | PlanSpec, *, goal: str | None = None, base: PlanSpec | None = None) -> PlanSpec:
@@ -477,6 +489,8 @@ def check(state: StateView, data: Event, plan_version: int, *, now: str | None =
             check_heartbeat(state, data, plan_version)
         case StepAbandoned():
             check_abandon(state, data, plan_version)
+        case EffectRequested() | EffectCommitted():
+            check_effect(state, data, plan_version)
     return None
 
 

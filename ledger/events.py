@@ -36,6 +36,8 @@ __all__ = [
     "ApprovalGranted",
     "ApprovalRequested",
     "CriterionVerified",
+    "EffectCommitted",
+    "EffectRequested",
     "Event",
     "LogBatch",
     "LogCheckpoint",
@@ -76,6 +78,8 @@ V2_TYPES: Final[frozenset[str]] = frozenset(
         "approval.requested",
         "approval.granted",
         "approval.denied",
+        "effect.requested",
+        "effect.committed",
     }
 )
 
@@ -390,6 +394,34 @@ class ApprovalDenied(_FixedShape, frozen=True):
     why: str
 
 
+class EffectRequested(_FixedShape, frozen=True):
+    """(Format v2) A step's attempt is about to perform a side effect outside the log (seed 001 6.6): its
+    idempotency ``key`` (one effect per key in a run), its ``target`` and a summary of the target's state
+    ``before`` it (may be empty). Fenced like a result by (plan version, step, attempt): a late one is recorded
+    beside the orphans (:mod:`ledger.effects`). Every member is always written."""
+
+    TYPE: ClassVar[str] = "effect.requested"
+
+    step: str
+    attempt: int
+    key: str
+    target: str
+    before: str
+
+
+class EffectCommitted(_FixedShape, frozen=True):
+    """(Format v2) The side effect requested under ``key`` is known to have happened, with a summary of its
+    ``result`` (may be empty); fenced by its request's (plan version, step, attempt). Every member is always
+    written."""
+
+    TYPE: ClassVar[str] = "effect.committed"
+
+    step: str
+    attempt: int
+    key: str
+    result: str
+
+
 Event = (
     PlanCreated
     | StepStarted
@@ -410,6 +442,8 @@ Event = (
     | ApprovalRequested
     | ApprovalGranted
     | ApprovalDenied
+    | EffectRequested
+    | EffectCommitted
 )
 
 #: Result events: fenced by (plan version, step, attempt); late ones land on the orphan path.

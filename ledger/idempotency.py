@@ -34,12 +34,15 @@ from plantrail.ledger.decide import (
     Start,
     VerifyCriterion,
 )
+from plantrail.ledger.effects import CommitEffect, RequestEffect
 from plantrail.ledger.errors import error
 from plantrail.ledger.events import (
     ApprovalDenied,
     ApprovalGranted,
     ApprovalRequested,
     CriterionVerified,
+    EffectCommitted,
+    EffectRequested,
     PlanCreated,
     PlanExtended,
     PlanReplanned,
@@ -75,6 +78,8 @@ _EVENT_TYPE: Final[dict[type, str]] = {
     Heartbeat: StepHeartbeat.TYPE,
     Abandon: StepAbandoned.TYPE,
     RequestApproval: ApprovalRequested.TYPE,
+    RequestEffect: EffectRequested.TYPE,
+    CommitEffect: EffectCommitted.TYPE,
 }
 
 
@@ -114,6 +119,8 @@ def command_content(command: Command) -> dict[str, Any]:
         content["verdict"] = "passed" if content.pop("passed") else "failed"
     if isinstance(command, Decide):
         del content["granted"]  # the event's type says it
+    if isinstance(command, (RequestEffect, CommitEffect)):
+        content["key"] = content.pop("effect")  # the event's member for the effect's own idempotency key
     if isinstance(command, (Replan, Extend)):
         content["observations"] = [o for o in content["observations"] if o]
     if isinstance(command, Replan) and command.patch is not None:

@@ -3,7 +3,8 @@
 One JSON document: the round (how many replans so far), the completed steps with their evidence (to keep:
 plantrail keeps completed steps under their ids, where seed 002 renumbers), the failed steps with their
 errors and reasons, the steps in doubt, the steps not run and what each waits on, the criteria not yet
-passed, the late results, the coverage matrix, the work remaining, and the budget left. Each step carries
+passed, the late results, the coverage matrix, the work remaining, the budget left, and the side effects in
+doubt. Each step carries
 its whole contract (title, dependencies, completion evidence, attempts, priority, what it covers), so a patch
 (``replace_step``, ``add_step``) can be written from the brief alone.
 
@@ -16,6 +17,7 @@ from typing import Any
 
 from plantrail.ledger.coverage import coverage_view
 from plantrail.ledger.plan import StepSpec
+from plantrail.projections.effects import effect_view, unresolved
 from plantrail.projections.lineage import lineage_view
 from plantrail.projections.model import PlanState, StepState
 from plantrail.projections.stop import budget_view
@@ -77,8 +79,10 @@ def brief_view(state: PlanState) -> dict[str, Any]:
     "last_seq", "step"}], "failed": [{"id", "status", "attempt", "max_attempts", "exhausted", "error",
     "reason", "last_seq", "step"}], "in_progress": [{"id", "attempt", "step"}], "not_run": [{"id",
     "waiting_on", "reset", "step"}], "unmet_criteria": [{"id", "description", "status", "evidence"}],
-    "orphans", "coverage", "remaining": {"steps", "criteria"}, "budget", "lineage"}`` (``step``: the step's
-    contract as a draft writes it).
+    "orphans", "coverage", "remaining": {"steps", "criteria"}, "budget", "lineage", "effects_in_doubt"}``
+    (``step``: the step's contract as a draft writes it; ``effects_in_doubt``: every side effect requested and
+    never known committed, in doubt or of a superseded attempt, as ``status --json`` shows effects: a new plan
+    must not perform one blindly).
     """
     specs = {} if state.plan is None else {s.id: s for s in state.plan.steps}
     steps = [(s, specs[s.id]) for s in state.steps.values_in_order()]
@@ -109,4 +113,5 @@ def brief_view(state: PlanState) -> dict[str, Any]:
         },
         "budget": budget_view(state),
         "lineage": lineage_view(state),
+        "effects_in_doubt": [effect_view(state, e) for e in unresolved(state)],
     }

@@ -27,6 +27,7 @@ _ADDED: dict[type[Any], tuple[tuple[str, Any], ...]] = {
         ("contract", False),
         ("lineage", ()),
         ("authority", None),
+        ("effects", ()),
     ),
     VersionInfo: (("extended", ()),),
 }

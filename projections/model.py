@@ -7,6 +7,7 @@ from typing import Final, Literal, NamedTuple
 from plantrail.ledger.evidence import Usage
 from plantrail.ledger.plan import PlanSpec
 from plantrail.projections.authority import Authority
+from plantrail.projections.effects import Effect
 from plantrail.projections.table import Table
 
 __all__ = [
@@ -190,6 +191,7 @@ class PlanState(NamedTuple):
     contract: bool = False  # format v2: the active plan uses the v2 contract (its stop policy applies in full)
     lineage: tuple[Fork, ...] = ()  # format v2: the runs this one was forked from, the oldest first
     authority: Authority | None = None  # format v2: approvals, a scope violation's pause (projections.authority)
+    effects: tuple[Effect, ...] = ()  # format v2: side effects by idempotency key (projections.effects)
 
     @property
     def goal(self) -> str | None:

@@ -23,6 +23,7 @@ from plantrail.ledger.evidence import Usage
 from plantrail.ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec
 from plantrail.ledger.scope import StepScope, TaskScope
 from plantrail.projections.authority import Approval, Authority, Violation
+from plantrail.projections.effects import Effect
 from plantrail.projections.model import (
     Changes,
     CriterionState,
@@ -143,7 +144,9 @@ def _step_scope(d: dict[str, Any] | None) -> StepScope | None:
     if d is None:
         return None
     tools = _globs(d.get("allowed_tools"))
-    return StepScope(_globs(d.get("writes")), _globs(d.get("reads")), tools, d.get("requires_approval", False))
+    approval = d.get("requires_approval", False)
+    effects = d.get("effects_require_approval", False)
+    return StepScope(_globs(d.get("writes")), _globs(d.get("reads")), tools, approval, effects)
 
 
 def _notes(d: dict[str, Any]) -> tuple[str, ...]:
@@ -268,6 +271,7 @@ def decode_state(raw: bytes, fill: Fill | None = None) -> PlanState:
         contract=d.get("contract", False),
         lineage=tuple(Fork(**link) for link in d.get("lineage", ())),
         authority=_authority(d.get("authority")),
+        effects=_effects(d.get("effects", ())),
     )
 
 
@@ -294,6 +298,11 @@ def _authority(d: dict[str, Any] | None) -> Authority | None:
         None if held is None else Violation(**{**held, "paths": tuple(held["paths"]), "tools": tuple(held["tools"])})
     )
     return Authority(approvals, violation, tuple(d["widened"]), tuple(d["denied"]))
+
+
+def _effects(items: list[dict[str, Any]]) -> tuple[Effect, ...]:
+    """The state's side effects (format v2; a snapshot of a run without any has none)."""
+    return tuple(Effect(**{**e, "earlier": tuple(e["earlier"])}) for e in items)
 
 
 def _usage(d: dict[str, Any] | None) -> Usage | None:

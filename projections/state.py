@@ -22,7 +22,9 @@ from plantrail.ledger.evidence import Report, Usage
 from plantrail.ledger.plan import PlanSpec, validate_plan
 from plantrail.ledger.versions import needs_v2
 from plantrail.projections import authority as _authority
+from plantrail.projections import effects as _effects
 from plantrail.projections.authority import Approval, Authority
+from plantrail.projections.effects import Effect
 from plantrail.projections.leases import start_lease
 from plantrail.projections.lineage import carried_state
 from plantrail.projections.model import (
@@ -46,6 +48,8 @@ if TYPE_CHECKING:
         ApprovalGranted,
         ApprovalRequested,
         CriterionVerified,
+        EffectCommitted,
+        EffectRequested,
         LogOpened,
         PlanCreated,
         PlanExtended,
@@ -134,6 +138,8 @@ class StateView(Protocol):
 
     @property
     def authority(self) -> Authority | None: ...
+    @property
+    def effects(self) -> tuple[Effect, ...]: ...
 
 
 def evolve(state: PlanState, record: Record) -> PlanState:
@@ -175,6 +181,7 @@ def evolve(state: PlanState, record: Record) -> PlanState:
         s.contract,
         s.lineage,
         s.authority,
+        s.effects,
     )
 
 
@@ -239,6 +246,10 @@ class _Builder:
     @property
     def authority(self) -> Authority | None:
         return self._state.authority
+
+    @property
+    def effects(self) -> tuple[Effect, ...]:
+        return self._state.effects
 
     def add(self, record: Record) -> Delta | StepState | None:
         """Apply one record in place (what :func:`evolve` does to an immutable state); return its change."""
@@ -713,6 +724,43 @@ def _forked(state: StateView, record: Record, data: RunForked) -> Delta | None:
     return Delta(version=carried.adopted, failures=carried.consecutive_failures, fields=fields)
 
 
+def _effect_requested(state: StateView, record: Record, data: EffectRequested) -> Delta | None:
+    """A side effect requested (:mod:`projections.effects`); a late request (a superseded version, a stale
+    attempt, a finished run) is kept beside the orphans with why. None for what the writer refuses."""
+    if state.plan is None:
+        return None
+    late = orphan_reason(state, record.plan_version, data.step, data.attempt)
+    known = _effects.find_effect(state.effects, data.key)
+    if known is not None and (known.committed_seq is not None or known.step != data.step or late is not None):
+        return None
+    if late is None:
+        step = state.steps.get(data.step)
+        if step is None or step.status != "in_progress":
+            return None
+    effect = Effect(
+        key=data.key,
+        step=data.step,
+        plan_version=record.plan_version,
+        attempt=data.attempt,
+        target=data.target,
+        before=data.before,
+        seq=record.seq,
+        late=late,
+    )
+    return Delta(fields={"effects": _effects.requested(state.effects, effect)})
+
+
+def _effect_committed(state: StateView, record: Record, data: EffectCommitted) -> Delta | None:
+    """A side effect known to have happened, closing its request (a late commit too: the effect happened)."""
+    known = _effects.find_effect(state.effects, data.key)
+    if known is None or known.committed_seq is not None or known.step != data.step:
+        return None
+    if (known.plan_version, known.attempt) != (record.plan_version, data.attempt):
+        return None
+    late = orphan_reason(state, record.plan_version, data.step, data.attempt)
+    return Delta(fields={"effects": _effects.committed(state.effects, data.key, record.seq, data.result, late)})
+
+
 #: The state fields a fork carries from its parent (the rest say where the state lives: run, seqs, head).
 _CARRIED: Final = (
     "plan",
@@ -727,6 +775,7 @@ _CARRIED: Final = (
     "failure_streak",
     "contract",
     "authority",
+    "effects",
 )
 
 
@@ -766,4 +815,6 @@ _HANDLERS: Final[Mapping[str, Callable[[Any, Record, Any], Delta | StepState | N
     "approval.requested": _approval_asked,
     "approval.granted": _approval_decided,
     "approval.denied": _approval_decided,
+    "effect.requested": _effect_requested,
+    "effect.committed": _effect_committed,
 }

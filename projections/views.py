@@ -29,6 +29,7 @@ from plantrail.ledger.coverage import coverage_view
 from plantrail.ledger.plan import StepSpec
 from plantrail.ledger.versions import plain
 from plantrail.projections.authority import authority_reasons
+from plantrail.projections.effects import effects_view
 from plantrail.projections.leases import lease_view
 from plantrail.projections.lineage import lineage_view
 from plantrail.projections.model import Orphan, PlanState, StepState
@@ -283,6 +284,7 @@ def status_view(state: PlanState, now: str | None = None) -> dict[str, Any]:
         "lineage": lineage_view(state),
         "coverage": coverage_view(state.plan),
         "approvals": approvals_view(state),
+        "effects": effects_view(state),
     }
 
 
