@@ -81,12 +81,13 @@ __all__ = [
     "read_history_entries",
     "read_version_start",
     "save_snapshot",
+    "superseded_state",
     "texts_between",
     "version_start",
     "write_version_index",
 ]
 
-FORMAT: Final = "plantrail-versions/4"  # the version index's format: each entry carries its own MAC
+FORMAT: Final = "plantrail-versions/5"  # the version index's format: each entry carries its own MAC and its end
 SNAPSHOT_FORMAT: Final = "plantrail-snapshot/3"  # a snapshot's: large texts are references into the log
 _SNAPSHOT_KIND: Final = "snapshot"
 _KEYS_KIND: Final = "keys"
@@ -443,13 +444,17 @@ def save_snapshot(log_path: str, fd: int, snapshot: Snapshot) -> Saved:
 # in the log, that record's seq and hash, where its state lies in versions.bin with a SHA-256 prefix of it,
 # and the entry's own MAC under this user's key over the build's nonce and the entry) and versions.bin (each
 # version's state right after its adopting record, zlib-compressed, without the orphans: those come from the
-# meta, by seq). Rebuilding version V is then one small sealed read, one entry and one blob read and
+# meta, by seq), and each superseded version's state as it stood when superseded (its end). Rebuilding a
+# superseded version V is then the sealed meta, V's and V+1's entries (V+1's names the superseding record,
+# which must still be in the log) and V's end blob, with no record read at all; the active version is one
+# small sealed read, one entry and one blob read and
 # checked, one small decode, and a fold of V's own records: neither versions.idx (1.2 MB at 10^6 events) nor
 # versions.bin (50 MB) is read whole. An entry of another build (another nonce), moved (its version is in
 # it) or edited fails its MAC.
 
-# version, seq, log offset, next line, hash, blob offset, blob length, SHA-256 prefix of the blob
-_ENTRY = struct.Struct("<QQQQ32sQI16s")
+# version, seq, log offset, next line, hash, start blob (offset, length, SHA-256 prefix), end blob (the same;
+# length 0 while the version is active)
+_ENTRY = struct.Struct("<QQQQ32sQI16sQI16s")
 _ENTRY_MAC: Final = 16  # bytes of HMAC-SHA256 kept per entry
 _SIGNED_ENTRY: Final = _ENTRY.size + _ENTRY_MAC
 _ENTRY_KIND: Final = "versions.entry"
@@ -520,7 +525,7 @@ def version_start(log_path: str, fd: int, version: int) -> VersionStart | None:
             ):
                 return None
             entry = _read_entry(folder, bytes.fromhex(meta["build"]), version)
-            number, seq, offset, line, raw_hash, blob_at, blob_len, digest = _ENTRY.unpack(entry)
+            number, seq, offset, line, raw_hash, blob_at, blob_len, digest = _ENTRY.unpack(entry)[:8]
             blob = _version_blob(folder, blob_at, blob_len, digest)
         position = Position(offset, seq, raw_hash.hex(), line)
         if number != version or not _holds(fd, position):
@@ -530,6 +535,41 @@ def version_start(log_path: str, fd: int, version: int) -> VersionStart | None:
     except (OSError, ValueError, KeyError, TypeError, zlib.error, struct.error):
         return None
     return VersionStart(version, position, state._replace(orphans=orphans))
+
+
+def superseded_state(log_path: str, fd: int, version: int) -> tuple[PlanState, int] | None:
+    """Version ``version`` as it stood when superseded and the seq of the record that superseded it, from the
+    index alone (no record of the version is read: like a snapshot, it is keyed by the superseding record,
+    which must still be intact in the log); None for the active version or without a usable index."""
+    folder = _folder(log_path)
+    if folder is None or version < 1:
+        return None
+    try:
+        with folder:
+            meta_blob = folder.read(_INDEX_KINDS[0], _INDEX_KINDS[0])
+            if meta_blob is None:
+                return None
+            meta = orjson.loads(meta_blob)
+            if (
+                meta.get("format") != FORMAT
+                or meta.get("reducer") != REDUCER_VERSION
+                or meta.get("header") != first_hash(fd)
+                or not 1 <= version < meta["versions"]
+            ):
+                return None
+            nonce = bytes.fromhex(meta["build"])
+            ours, nxt = (_ENTRY.unpack(_read_entry(folder, nonce, v)) for v in (version, version + 1))
+            if ours[0] != version or nxt[0] != version + 1 or ours[9] == 0:
+                return None
+            blob = _version_blob(folder, ours[8], ours[9], ours[10])
+        superseding = Position(nxt[2], nxt[1], nxt[4].hex(), nxt[3])
+        if not _holds(fd, superseding):
+            return None
+        state = decode_state(zlib.decompress(blob))
+        orphans = decode_orphans(meta["orphans"], up_to=superseding.seq)
+    except (OSError, ValueError, KeyError, TypeError, zlib.error, struct.error):
+        return None
+    return state._replace(orphans=orphans), superseding.seq
 
 
 def write_version_index(log_path: str, header: str, entries: list[bytes], blobs: list[bytes], state: PlanState) -> None:
@@ -554,15 +594,32 @@ def write_version_index(log_path: str, header: str, entries: list[bytes], blobs:
                 return
 
 
-def index_entry(state: PlanState, where: Position, at: int) -> tuple[bytes, bytes]:
-    """The index entry and state blob of the version ``state`` adopted, by the record ending at ``where``;
-    ``at`` is where the blob will lie in versions.bin."""
-    blob = zlib.compress(encode_state(state._replace(orphans=())), 1)
-    digest = hashlib.sha256(blob).digest()[:16]
+def _state_blob(state: PlanState) -> bytes:
+    return zlib.compress(encode_state(state._replace(orphans=())), 1)
+
+
+def index_entry(state: PlanState, where: Position, at: int, end: PlanState | None = None) -> tuple[bytes, bytes]:
+    """The index entry and blobs of the version ``state`` adopted, by the record ending at ``where``, with its
+    state as it stood when superseded (``end``; None while it is active); ``at`` is where the blobs will lie
+    in versions.bin (the start blob, then the end blob)."""
+    start = _state_blob(state)
+    last = b"" if end is None else _state_blob(end)
+    start_digest = hashlib.sha256(start).digest()[:16]
+    end_digest = hashlib.sha256(last).digest()[:16] if last else bytes(16)
     entry = _ENTRY.pack(
-        state.version, where.seq, where.offset, where.line, bytes.fromhex(where.hash), at, len(blob), digest
+        state.version,
+        where.seq,
+        where.offset,
+        where.line,
+        bytes.fromhex(where.hash),
+        at,
+        len(start),
+        start_digest,
+        at + len(start),
+        len(last),
+        end_digest,
     )
-    return entry, blob
+    return entry, start + last
 
 
 # --------------------------------------------------------------------------- the history index
