@@ -305,6 +305,14 @@ def start(
     type=FilePath(dir_okay=False, path_type=str),
     help=f"One evidence item from a file (repeatable; - for standard input): {_FROM_FILE}.",
 )
+@click.option(
+    "--artifact",
+    "artifacts",
+    multiple=True,
+    metavar="NAME=DIGEST[@URI]",
+    help="An artifact the step produced: a declared output's name, its digest (ALGO:HEX, e.g. sha256:...) and "
+    "optionally where it is (repeatable; format v2).",
+)
 @_plan_version_option(_LATE_RESULT)
 @_attempt_option
 @_report_option
@@ -314,6 +322,7 @@ def complete(
     step: str,
     evidence: tuple[str, ...],
     evidence_files: tuple[str, ...],
+    artifacts: tuple[str, ...],
     plan_version: int | None,
     attempt: int | None,
     report_path: str | None,
@@ -326,14 +335,17 @@ def complete(
     up to the event limit is recorded whole). Items from --evidence come first, then those from files.
 
     A step with typed checks completes only when the --report's observations satisfy every one of them
-    (CHECK_NOT_MET otherwise: report the attempt as fail with the same record).
+    (CHECK_NOT_MET otherwise: report the attempt as fail with the same record). A step that declares outputs
+    completes only with an --artifact for each (ARTIFACT_MISSING).
 
     \b
     Example:
       plantrail complete run.jsonl inspect --evidence "read src/cli.py, tests/test_cli.py, package.json"
       pytest -q 2>&1 | plantrail complete run.jsonl validate -e -
       plantrail complete run.jsonl reproduce -e "the new test fails with 200" --report observed.json
+      plantrail complete run.jsonl edit -e "patched" --artifact patch=sha256:<64 hex>@out/fix.diff
     """
+    from plantrail.ledger.artifacts import parse_artifact_option
     from plantrail.ledger.decide import Complete
     from plantrail.ledger.errors import error
 
@@ -345,6 +357,7 @@ def complete(
         plan_version=plan_version,
         attempt=attempt,
         report=_read_report(report_path),
+        artifacts=tuple(parse_artifact_option(a) for a in artifacts),
         key=key,
         actor=cast("Actor", actor),
     )

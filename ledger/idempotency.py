@@ -40,6 +40,7 @@ from plantrail.ledger.events import (
     ApprovalGranted,
     ApprovalRequested,
     CriterionVerified,
+    ObservationRecorded,
     PlanCreated,
     PlanExtended,
     PlanReplanned,
@@ -52,6 +53,7 @@ from plantrail.ledger.events import (
     StepHeartbeat,
     StepStarted,
 )
+from plantrail.ledger.observations import Observe
 from plantrail.ledger.plan import Draft
 from plantrail.ledger.store import KeyEntry
 from plantrail.ledger.versions import plain
@@ -75,6 +77,7 @@ _EVENT_TYPE: Final[dict[type, str]] = {
     Heartbeat: StepHeartbeat.TYPE,
     Abandon: StepAbandoned.TYPE,
     RequestApproval: ApprovalRequested.TYPE,
+    Observe: ObservationRecorded.TYPE,
 }
 
 
@@ -110,6 +113,11 @@ def command_content(command: Command) -> dict[str, Any]:
     }
     if content.get("report", False) is None:
         del content["report"]  # a result without an evidence record: the event leaves the member out (format v2)
+    if content.get("artifacts", None) == []:
+        del content["artifacts"]  # a completion without artifacts: the event leaves the member out (format v2)
+    if isinstance(command, Observe):  # the event names the observation ``key``, its dirty paths sorted
+        content["key"] = content.pop("name")
+        content["dirty"] = sorted(set(content["dirty"]))
     if isinstance(command, VerifyCriterion):
         content["verdict"] = "passed" if content.pop("passed") else "failed"
     if isinstance(command, Decide):
@@ -128,7 +136,7 @@ def _stated(content: dict[str, Any], command: Command) -> dict[str, Any]:
     plan = getattr(command, "plan", None)
     if not isinstance(plan, Draft) or "plan" not in content or not isinstance(content["plan"], dict):
         return content
-    omitted = {name for name in ("goal", "policy", "scope") if getattr(plan, name) is None}
+    omitted = {name for name in ("goal", "policy", "scope", "artifacts") if getattr(plan, name) is None}
     return content | {"plan": {k: v for k, v in content["plan"].items() if k not in omitted}}
 
 
