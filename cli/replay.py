@@ -30,6 +30,7 @@ _CAUSES: Final[dict[str, str]] = {
     "unblocked": "unblocked",
     "description_changed": "description changed",
     "work_invalidated": "completed work was invalidated",
+    "input_changed": "an input's digest changed, from",
 }
 
 

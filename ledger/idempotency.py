@@ -113,7 +113,7 @@ def command_content(command: Command) -> dict[str, Any]:
     }
     if content.get("report", False) is None:
         del content["report"]  # a result without an evidence record: the event leaves the member out (format v2)
-    if content.get("artifacts", None) == []:
+    if content.get("artifacts") == []:
         del content["artifacts"]  # a completion without artifacts: the event leaves the member out (format v2)
     if isinstance(command, Observe):  # the event names the observation ``key``, its dirty paths sorted
         content["key"] = content.pop("name")

@@ -291,6 +291,7 @@ def replan_changes(
                 continue  # a step the replan added consumes whatever is current when it runs
             judged = _judged(step, key, new_digest, key.split("/")[0] if "/" in key else key, seq)
             if judged is not None:
+                had = next((c.digest for c in step.consumed if c.input == key), None)
                 merged[consumer] = result[consumer] = judged
                 was = old_steps.get(consumer)
                 stale.append(
@@ -300,7 +301,7 @@ def replan_changes(
                         None if was is None else was.status,
                         0 if was is None else was.attempt,
                         judged.invalidated_by,
-                        (key,),
+                        (f"{key}: {_short(had)} -> {_short(new_digest)}",),
                     )
                 )
     return result, tuple(stale)

@@ -250,7 +250,7 @@ def test_seed_001_12_3_a_producer_rerun_with_a_new_digest_makes_its_completed_co
     }
     assert state.steps["edit"].reason is not None and "inspect/notes" in state.steps["edit"].reason
     assert state.adopted is not None and state.adopted.changes is not None
-    assert ("edit", "input_changed", ("inspect/notes",)) in [
+    assert ("edit", "input_changed", (f"inspect/notes: {digest('b')[:23]}… -> replaced",)) in [
         (c.step, c.cause, c.fields) for c in state.adopted.changes.reset
     ]
     assert "edit" not in ready_steps(state)
@@ -476,3 +476,20 @@ def test_every_new_lineage_refusal_leaves_the_log_byte_identical(code: str, tmp_
     result = run_cli(*fill(refused))
     assert (result.code, result.err.splitlines()[0].split(":")[0]) == (1, f"error[{code}]")
     assert log.read_bytes() == before
+
+
+def test_the_brief_lists_completed_steps_with_their_artifacts_and_the_stale_steps(tmp_path: Path) -> None:
+    """plantrail brief's document carries each completion's artifacts, the stale steps and the plan's drift."""
+    from plantrail.projections.brief import brief_view
+
+    ledger = Ledger.create(tmp_path / "run.jsonl", draft())
+    ran(ledger, "inspect", f"notes={digest('b')}")
+    ran(ledger, "survey")
+    ledger.observe("repo", "r2")
+    brief = brief_view(ledger.state)
+    completed = {c["id"]: c for c in brief["completed"]}
+    assert completed["inspect"]["artifacts"] == [{"name": "notes", "digest": digest("b")}]
+    assert completed["inspect"]["step"]["outputs"] == [{"name": "notes", "media_type": "text/markdown"}]
+    assert [(s["id"], s["invalidated_by"]) for s in brief["stale"]] == [("survey", "observation:repo")]
+    assert brief["stale"][0]["step"]["inputs"] == [{"observation": "repo"}]
+    assert brief["possibly_stale"] is True
