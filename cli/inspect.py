@@ -25,6 +25,7 @@ from plantrail.cli.common import (
     with_times_note,
 )
 from plantrail.cli.tables import cell
+from plantrail.cli.terminal import printable
 
 if TYPE_CHECKING:
     from plantrail.projections.model import PlanState
@@ -101,7 +102,7 @@ def drift_lines(view: dict[str, Any]) -> list[str]:
         lines.append(f"cancel: {step} (an input changed under its attempt; end it with abandon)")
     if view.get("possibly_stale"):
         shown = ", ".join(f"{d['key']} {d['planned']} -> {d['current']}" for d in view["drift"])
-        lines.append(f"possibly stale: the plan was made from other observations ({shown})")
+        lines.append(f"possibly stale: the plan was made from other observations ({printable(shown)})")
     return lines
 
 

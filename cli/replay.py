@@ -440,7 +440,7 @@ def _lineage_lines(receipt: dict[str, Any], show_all: bool) -> list[str]:
         lines += _aligned([[c["step"], f"attempt {c['attempt']}"] for c in receipt["cancel"]])
     if receipt.get("possibly_stale"):
         shown = ", ".join(f"{d['key']} {d['planned']} -> {d['current']}" for d in receipt["drift"])
-        lines.append(f"possibly stale: the plan was made from other observations ({shown})")
+        lines.append(f"possibly stale: the plan was made from other observations ({printable(shown)})")
     return lines
 
 

@@ -210,7 +210,7 @@ def check_digest(value: Any, where: str) -> str:
             path=where,
             actual=str(value)[:80],
         )
-    return value
+    return match.string
 
 
 def parse_outputs(raw: Any, where: str) -> tuple[OutputSpec, ...]:

@@ -293,13 +293,13 @@ def replan_changes(
             if judged is not None:
                 had = next((c.digest for c in step.consumed if c.input == key), None)
                 merged[consumer] = result[consumer] = judged
-                was = old_steps.get(consumer)
+                previous = old_steps.get(consumer)
                 stale.append(
                     StepChange(
                         consumer,
                         "input_changed",
-                        None if was is None else was.status,
-                        0 if was is None else was.attempt,
+                        None if previous is None else previous.status,
+                        0 if previous is None else previous.attempt,
                         judged.invalidated_by,
                         (f"{key}: {_short(had)} -> {_short(new_digest)}",),
                     )
