@@ -215,8 +215,8 @@ def _moved(seq: int, at: int) -> int:
 
 def _as_in_fork(state: PlanState, at: int, fork: PlanState) -> PlanState:
     """The parent's state with its seqs after ``at`` (steps, leases, criteria, orphans, observations, the outcome,
-    the adopted version and its extensions, approvals and a violation) renumbered as the fork numbers them, and the fork's run,
-    last seq, head and lineage (where the state lives): what the fork must equal, byte for byte."""
+    the adopted version and its extensions, approvals and a violation) renumbered as the fork numbers them, and
+    the fork's run, last seq, head and lineage (where the state lives): what the fork must equal, byte for byte."""
     steps = [
         s._replace(
             last_seq=_moved(s.last_seq, at),
