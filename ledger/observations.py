@@ -20,11 +20,11 @@ from plantrail.ledger.events import Actor, ObservationRecorded, Source
 from plantrail.ledger.guards import require_open
 
 if TYPE_CHECKING:
-    from plantrail.ledger.plan import PlanSpec
+    from plantrail.ledger.plan import Draft, PlanSpec
     from plantrail.projections.model import Observed
     from plantrail.projections.state import StateView
 
-__all__ = ["Observe", "build_observation", "check_observation", "plan_drift"]
+__all__ = ["Observe", "build_observation", "check_observation", "plan_drift", "with_observed"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,6 +64,28 @@ def check_observation(state: StateView, data: ObservationRecorded, plan_version:
             expected=state.version,
             actual=plan_version,
         )
+
+
+def with_observed(draft: Draft, pairs: Sequence[str]) -> Draft:
+    """``draft`` with the observation versions ``KEY=VERSION`` (``create``/``replan --observed``) among the
+    versions it was made from (each replacing the draft's own for that key); USAGE when one is malformed."""
+    import dataclasses
+
+    from plantrail.ledger.artifacts import ObservedVersion, TaskArtifacts
+    from plantrail.ledger.plan import check_id
+
+    if not pairs:
+        return draft
+    given: dict[str, ObservedVersion] = {}
+    for pair in pairs:
+        key, sep, version = pair.partition("=")
+        if not sep or not version.strip():
+            raise error("USAGE", f"observed {pair!r} must be KEY=VERSION")
+        given[key.strip()] = ObservedVersion(check_id(key.strip(), "observed key"), version.strip())
+    task = draft.artifacts or TaskArtifacts()
+    kept = tuple(o for o in task.observed if o.key not in given)
+    artifacts = dataclasses.replace(task, observed=(*kept, *given.values()))
+    return dataclasses.replace(draft, artifacts=artifacts)
 
 
 def plan_drift(plan: PlanSpec | None, observations: tuple[Observed, ...]) -> list[dict[str, Any]]:

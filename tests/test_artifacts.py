@@ -493,3 +493,24 @@ def test_the_brief_lists_completed_steps_with_their_artifacts_and_the_stale_step
     assert [(s["id"], s["invalidated_by"]) for s in brief["stale"]] == [("survey", "observation:repo")]
     assert brief["stale"][0]["step"]["inputs"] == [{"observation": "repo"}]
     assert brief["possibly_stale"] is True
+
+
+def test_create_and_replan_take_the_observed_versions_their_plan_was_made_from(tmp_path: Path, run_cli: Cli) -> None:
+    """--observed KEY=VERSION records the baseline; a newer observation flags the plan until a replan made from
+    it; a malformed pair is a usage error."""
+    raw = draft()
+    del raw["observed"]
+    plan, log = tmp_path / "draft.json", tmp_path / "run.jsonl"
+    plan.write_text(json.dumps(raw))
+    assert run_cli("create", log, "--plan", plan, "--observed", "repo=r1").code == 0
+    assert run_cli("observe", log, "repo", "r2").code == 0
+    assert run_cli("status", log, "--json").json()["possibly_stale"] is True
+    again = run_cli(
+        "replan", log, "--plan", plan, "--reason", "new_constraint", "--why", "rebased", "--observed", "repo=r2"
+    )
+    assert again.code == 0, again.err
+    assert run_cli("status", log, "--json").json()["possibly_stale"] is False
+    before = log.read_bytes()
+    bad = run_cli("replan", log, "--plan", plan, "--reason", "new_constraint", "--why", "x", "--observed", "repo")
+    assert (bad.code, bad.err.split(":")[0]) == (2, "error[USAGE]")
+    assert log.read_bytes() == before
