@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Final
 
 from plantrail.ledger.artifacts import Artifact, InputRef, input_key
 from plantrail.ledger.plan import PlanSpec, StepSpec
-from plantrail.projections.model import Changes, Consumed, Observed, StepChange, StepState
+from plantrail.projections.model import Changes, Consumed, CriterionState, Observed, StepChange, StepState
 
 if TYPE_CHECKING:
     from plantrail.projections.state import StateView
@@ -43,6 +43,7 @@ __all__ = [
     "consumed_now",
     "current_digest",
     "input_changed",
+    "invalidated_verdicts",
     "lineage_of",
     "missing_inputs",
     "observed_changes",
@@ -218,6 +219,20 @@ def input_changed(
             if judged is not None:
                 result[consumer] = judged
     return result
+
+
+def invalidated_verdicts(
+    criteria: Mapping[str, CriterionState], seq: int
+) -> tuple[dict[str, CriterionState], tuple[StepChange, ...]]:
+    """Every criterion with a verdict back to ``unverified`` (``work_invalidated``): completed work went stale,
+    so evidence is no longer current (as a replan that invalidates completed work does)."""
+    changed: dict[str, CriterionState] = {}
+    dropped: list[StepChange] = []
+    for criterion in criteria.values():
+        if criterion.status != "unverified":
+            changed[criterion.id] = CriterionState(id=criterion.id, last_seq=seq, reset="work_invalidated")
+            dropped.append(StepChange(step=criterion.id, cause="work_invalidated", was=criterion.status))
+    return changed, tuple(dropped)
 
 
 def observed_changes(

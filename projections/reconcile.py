@@ -90,6 +90,8 @@ def _kept(old: StepState, spec: StepSpec) -> StepState:
         old.usage,
         None,
         old.abandoned,
+        old.artifacts,  # format v2: its artifacts and what it consumed (projections.lineage_digest)
+        old.consumed,
     )
 
 

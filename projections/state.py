@@ -559,8 +559,20 @@ def _completed_lineage(
         judged = _digest.input_changed(lineage, state.steps, changed, data.step, record.seq)
     if judged:
         fields["steps"] = _with_steps(state.steps, {**judged, data.step: completed})
+        fields |= _verdicts_dropped(state, judged, record.seq)
         return Delta(failures=0, fields=fields)
     return Delta(step=completed, failures=0, fields=fields)
+
+
+def _verdicts_dropped(state: StateView, judged: Mapping[str, StepState], seq: int) -> dict[str, Any]:
+    """The criteria fields when judged steps include completed work gone stale: every verdict dropped."""
+    if not any(state.steps[s].status == "completed" and j.status == "stale" for s, j in judged.items()):
+        return {}
+    changed, _ = _digest.invalidated_verdicts(state.criteria, seq)
+    if not changed:
+        return {}
+    criteria = state.criteria
+    return {"criteria": Table(tuple(criteria), (changed.get(k, v) for k, v in criteria.items()))}
 
 
 def _with_steps(steps: Mapping[str, StepState], changed: Mapping[str, StepState]) -> Table[StepState]:
@@ -580,6 +592,7 @@ def _observed(state: StateView, record: Record, data: ObservationRecorded) -> De
         judged = _digest.input_changed(lineage, state.steps, changed, f"observation:{data.key}", record.seq)
         if judged:
             fields["steps"] = _with_steps(state.steps, judged)
+            fields |= _verdicts_dropped(state, judged, record.seq)
     return Delta(fields=fields)
 
 
@@ -697,6 +710,14 @@ def _replanned(state: StateView, record: Record, data: PlanReplanned) -> Delta |
             steps = _with_steps(steps, judged)
             listed = {c.step for c in changes.reset}
             changes = changes._replace(reset=(*changes.reset, *(c for c in stale if c.step not in listed)))
+        if any(c.was == "completed" for c in stale):  # completed work went stale: evidence is not current
+            dropped, why = _digest.invalidated_verdicts(criteria, record.seq)
+            if dropped:
+                criteria = Table(tuple(criteria), (dropped.get(k, v) for k, v in criteria.items()))
+                changes = changes._replace(
+                    criteria_kept=tuple(c for c in changes.criteria_kept if c not in dropped),
+                    criteria_reset=(*changes.criteria_reset, *why),
+                )
     info = VersionInfo(
         version=data.new_version,
         seq=record.seq,

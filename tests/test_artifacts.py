@@ -514,3 +514,69 @@ def test_create_and_replan_take_the_observed_versions_their_plan_was_made_from(t
     bad = run_cli("replan", log, "--plan", plan, "--reason", "new_constraint", "--why", "x", "--observed", "repo")
     assert (bad.code, bad.err.split(":")[0]) == (2, "error[USAGE]")
     assert log.read_bytes() == before
+
+
+def test_why_and_diff_say_which_input_digest_a_replan_changed(tmp_path: Path, run_cli: Cli) -> None:
+    """A replan that replaces a producer lists its consumer as reset because an input's digest changed, naming
+    the input and the digest it had consumed, in why and diff (text and JSON)."""
+    plan, log = tmp_path / "draft.json", tmp_path / "run.jsonl"
+    plan.write_text(json.dumps(draft()))
+    run_cli("create", log, "--plan", plan)
+    run_cli("start", log, "inspect")
+    run_cli("complete", log, "inspect", "-e", "notes", "--artifact", f"notes={digest('b')}")
+    run_cli("start", log, "edit")
+    run_cli("complete", log, "edit", "-e", "patched", "--artifact", f"patch={digest('c')}")
+    raw = draft()
+    raw["steps"][0]["title"] = "Inspect again"
+    plan.write_text(json.dumps(raw))
+    assert run_cli("replan", log, "--plan", plan, "--reason", "failed_assumption", "--why", "wrong notes").code == 0
+    said = f"an input's digest changed, from inspect (inspect/notes: {digest('b')[:23]}… -> replaced)"
+    assert said in run_cli("why", log).out
+    assert said in run_cli("diff", log, "1", "2").out
+    resets = run_cli("why", log, "--json").json()["changes"]["reset"]
+    assert {"step": "edit", "cause": "input_changed"}.items() <= next(r for r in resets if r["step"] == "edit").items()
+
+
+def test_completed_work_gone_stale_drops_the_criteria_verdicts(tmp_path: Path) -> None:
+    """Evidence must be current: when a completed step goes stale (a new observation, or a replan replacing its
+    producer), every criterion verdict returns to unverified (work_invalidated)."""
+    ledger = Ledger.create(tmp_path / "run.jsonl", draft())
+    ran(ledger, "survey")
+    ledger.verify_criterion("works", True, "it works")
+    ledger.observe("repo", "r2")
+    assert (ledger.state.criteria["works"].status, ledger.state.criteria["works"].reset) == (
+        "unverified",
+        "work_invalidated",
+    )
+    ran(ledger, "inspect", f"notes={digest('b')}")
+    ran(ledger, "edit", f"patch={digest('c')}")
+    ledger.verify_criterion("works", True, "it works again")
+    raw = draft()
+    raw["steps"][0]["title"] = "Inspect again"
+    raw["observed"] = {"repo": "r2"}
+    ledger.replan("failed_assumption", "wrong notes", plan=raw)
+    state = ledger.state
+    assert state.criteria["works"].status == "unverified"
+    assert state.adopted is not None and state.adopted.changes is not None
+    assert [c.step for c in state.adopted.changes.criteria_reset] == ["works"]
+
+
+def test_a_consumer_kept_by_a_replan_keeps_the_digests_it_consumed(tmp_path: Path) -> None:
+    """A completed consumer that had once been stale, kept by a replan, still compares what it consumed: the
+    producer running again with the same digest keeps it (found by the property test)."""
+    raw = draft()
+    raw["steps"].insert(0, {"id": "setup", "title": "Setup", "completion_evidence": "ready"})
+    raw["steps"][1]["depends_on"] = ["setup"]
+    del raw["steps"][1]["inputs"]
+    ledger = Ledger.create(tmp_path / "run.jsonl", raw)
+    ran(ledger, "setup")
+    ran(ledger, "inspect", f"notes={digest('a')}")
+    for title, notes in (("Setup 2", "b"), ("Setup 3", "b")):
+        if statuses(ledger)["edit"] in ("pending", "stale"):
+            ran(ledger, "edit", f"patch={digest('c')}")
+        raw["steps"][0]["title"] = title
+        ledger.replan("agent_revision", "setup again", plan=raw)
+        ran(ledger, "setup")
+        ran(ledger, "inspect", f"notes={digest(notes)}")
+    assert statuses(ledger)["edit"] == "completed"
+    assert [(c.input, c.digest) for c in ledger.state.steps["edit"].consumed] == [("inspect/notes", digest("b"))]
