@@ -580,3 +580,16 @@ def test_a_consumer_kept_by_a_replan_keeps_the_digests_it_consumed(tmp_path: Pat
         ran(ledger, "inspect", f"notes={digest(notes)}")
     assert statuses(ledger)["edit"] == "completed"
     assert [(c.input, c.digest) for c in ledger.state.steps["edit"].consumed] == [("inspect/notes", digest("b"))]
+
+
+def test_a_heartbeat_of_an_attempt_marked_for_cancellation_is_refused(tmp_path: Path) -> None:
+    """The worker of an attempt whose input changed is told to stop (STALE_ATTEMPT); abandon still ends it."""
+    ledger = Ledger.create(tmp_path / "run.jsonl", draft())
+    ledger.start("survey")
+    ledger.heartbeat("survey", lease_s=30)
+    ledger.observe("repo", "r2")
+    with pytest.raises(PlantrailError) as caught:
+        ledger.heartbeat("survey", lease_s=30)
+    assert caught.value.code == "STALE_ATTEMPT" and "cancelled" in caught.value.message
+    ledger.abandon("survey", "its input changed")
+    assert statuses(ledger)["survey"] == "stale"
