@@ -593,3 +593,20 @@ def test_a_heartbeat_of_an_attempt_marked_for_cancellation_is_refused(tmp_path: 
     assert caught.value.code == "STALE_ATTEMPT" and "cancelled" in caught.value.message
     ledger.abandon("survey", "its input changed")
     assert statuses(ledger)["survey"] == "stale"
+
+
+def test_plantrail_brief_shows_the_artifacts_and_the_stale_steps(tmp_path: Path, run_cli: Cli) -> None:
+    """The brief's text lists each completed step's artifacts and a section of stale steps with why."""
+    plan, log = tmp_path / "draft.json", tmp_path / "run.jsonl"
+    plan.write_text(json.dumps(draft()))
+    run_cli("create", log, "--plan", plan)
+    run_cli("start", log, "inspect")
+    run_cli("complete", log, "inspect", "-e", "notes", "--artifact", f"notes={digest('b')}")
+    run_cli("start", log, "survey")
+    run_cli("complete", log, "survey", "-e", "listed")
+    run_cli("observe", log, "repo", "r2")
+    text = run_cli("brief", log).out
+    assert f"inspect: Inspect · notes; notes={digest('b')[:20]}" in text
+    assert (
+        "stale (an input changed: run them again)\n  survey: Survey the repo · input observation:repo changed" in text
+    )
