@@ -642,8 +642,9 @@ def _check_result(
     target = _TRANSITION_TARGET[data.TYPE]
     why = orphan_reason(state, plan_version, data.step, data.attempt)
     if why == "STALE_ATTEMPT":
-        cancelled = step.cancel is not None and data.attempt == step.attempt  # an input changed under it
-        if not (1 <= data.attempt < step.attempt or data.attempt in step.abandoned or cancelled):
+        # an input changed under it, or it went stale since: its last attempt is over too (lineage_digest)
+        ended = (step.cancel is not None or step.status == "stale") and data.attempt == step.attempt
+        if not (1 <= data.attempt < step.attempt or data.attempt in step.abandoned or ended):
             raise error(
                 "INVALID_TRANSITION",
                 f"step {step.id} never started attempt {data.attempt} (its attempt is {step.attempt})",

@@ -24,6 +24,7 @@ _ADDED: dict[type[Any], tuple[tuple[str, Any], ...]] = {
         ("usage", None),
         ("lease", None),
         ("abandoned", ()),
+        ("reset_at", 0),
         ("artifacts", ()),
         ("consumed", ()),
         ("cancel", None),

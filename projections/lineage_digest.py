@@ -20,8 +20,9 @@ judged by the rules of 9.3:
    is unchanged keeps its work (even when the producer ran again);
 4. steps that consume nothing of the change are untouched.
 
-A stale step never satisfies a dependency; it can start again (its attempts reset to 0 when it became stale)
-once every input it declares is current and its dependencies are completed. Only steps that declare inputs
+A stale step never satisfies a dependency; it can start again once every input it declares is current and
+its dependencies are completed. Its attempts reset: the ones it had are no longer charged
+(``StepState.reset_at``), but their numbers stay taken, so fencing holds. Only steps that declare inputs
 become stale, so a plan without inputs folds exactly as before. Pure; :mod:`projections.state` calls it.
 """
 
@@ -186,7 +187,7 @@ def _stale(step: StepState, why: str, source: str, seq: int) -> StepState:
     ``why`` can say which digest changed)."""
     return step._replace(
         status="stale",
-        attempt=0,
+        reset_at=step.attempt,
         evidence=(),
         reason=why,
         error=None,

@@ -94,11 +94,15 @@ class StepState(NamedTuple):
     #: Format v2: why the attempt in progress is to be cancelled (an input changed under it): ``abandon`` ends
     #: it (the step becomes stale), and a result it still sends lands on the orphan path.
     cancel: str | None = None
+    #: Format v2: the attempt the step had when it last went stale (lineage_digest): attempts up to it are not
+    #: charged, while their numbers stay taken, so a late result of one is never taken for a new attempt's.
+    reset_at: int = 0
 
     @property
     def charged(self) -> int:
-        """The attempts charged to ``max_attempts``: every attempt started but those abandoned."""
-        return self.attempt - len(self.abandoned)
+        """The attempts charged to ``max_attempts``: every attempt started since the step last went stale, but
+        those abandoned."""
+        return self.attempt - self.reset_at - len(self.abandoned)
 
 
 class CriterionState(NamedTuple):

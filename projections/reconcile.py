@@ -92,6 +92,8 @@ def _kept(old: StepState, spec: StepSpec) -> StepState:
         old.abandoned,
         old.artifacts,  # format v2: its artifacts and what it consumed (projections.lineage_digest)
         old.consumed,
+        None,
+        old.reset_at,
     )
 
 

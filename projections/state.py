@@ -388,6 +388,7 @@ def orphan_reason(state: StateView, plan_version: int, step: str, attempt: int) 
         attempt != current.attempt
         or (current.abandoned and attempt in current.abandoned)
         or current.cancel is not None  # format v2: an input changed under the attempt (lineage_digest)
+        or current.status == "stale"  # format v2: every attempt of a stale step is over
     ):
         return "STALE_ATTEMPT"
     if state.finished:
@@ -518,6 +519,8 @@ def _moved(s: StepState, status: StepStatus, attempt: int, evidence: tuple[str, 
         s.abandoned,
         s.artifacts,
         s.consumed,
+        None,
+        s.reset_at,
     )
 
 

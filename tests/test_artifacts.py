@@ -258,7 +258,29 @@ def test_seed_001_12_3_a_producer_rerun_with_a_new_digest_makes_its_completed_co
     assert statuses(ledger)["edit"] == "stale"
     assert "edit" in ready_steps(ledger.state)
     ran(ledger, "edit", f"patch={digest('e')}")
-    assert ledger.state.steps["edit"].attempt == 1
+    assert (ledger.state.steps["edit"].attempt, ledger.state.steps["edit"].charged) == (2, 1)
+
+
+def test_a_late_result_of_an_attempt_before_the_step_went_stale_is_an_orphan(tmp_path: Path) -> None:
+    """A stale step's attempts reset without giving their numbers back: its re-run is attempt 2 (one charged), and
+    a late duplicate of attempt 1's result, sent while the re-run is in progress or after it went stale, lands on
+    the orphan path (STALE_ATTEMPT) instead of completing the new attempt."""
+    ledger = Ledger.create(tmp_path / "run.jsonl", draft())
+    ran(ledger, "survey")
+    ledger.observe("repo", "r2")
+    assert statuses(ledger)["survey"] == "stale"
+    late = ledger.complete("survey", "the first survey, resent", attempt=1)
+    assert late.orphan == "STALE_ATTEMPT" and statuses(ledger)["survey"] == "stale"
+    ledger.start("survey")
+    survey = ledger.state.steps["survey"]
+    assert (survey.status, survey.attempt, survey.charged) == ("in_progress", 2, 1)
+    again = ledger.complete("survey", "the first survey, resent again", attempt=1)
+    assert again.orphan == "STALE_ATTEMPT" and statuses(ledger)["survey"] == "in_progress"
+    ledger.complete("survey", "surveyed r2")
+    assert [(o.step, o.attempt, o.why) for o in ledger.state.orphans] == [
+        ("survey", 1, "STALE_ATTEMPT"),
+        ("survey", 1, "STALE_ATTEMPT"),
+    ]
 
 
 def test_a_producer_rerun_with_the_same_digest_keeps_the_completed_consumer(tmp_path: Path) -> None:
