@@ -52,6 +52,7 @@ COMMANDS: dict[str, str] = {
     "request-approval": "plantrail.cli.approvals:request_approval",
     **dict.fromkeys(("approve", "deny"), "plantrail.cli.approvals"),
     "effect": "plantrail.cli.effects:effect",
+    "observe": "plantrail.cli.observe:observe",
 }
 
 

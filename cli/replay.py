@@ -30,6 +30,7 @@ _CAUSES: Final[dict[str, str]] = {
     "unblocked": "unblocked",
     "description_changed": "description changed",
     "work_invalidated": "completed work was invalidated",
+    "input_changed": "an input's digest changed, from",
 }
 
 
@@ -426,6 +427,23 @@ def _first(items: Sequence[Any], show_all: bool) -> tuple[Sequence[Any], str | N
     return items[:_RESUME_SHOWN], f"  ... and {len(items) - _RESUME_SHOWN} more (--all shows every one)"
 
 
+def _lineage_lines(receipt: dict[str, Any], show_all: bool) -> list[str]:
+    """The resume lines of format v2 lineage: stale steps, attempts to cancel, a possibly stale plan."""
+    lines: list[str] = []
+    if receipt.get("stale"):
+        stale, more = _first(receipt["stale"], show_all)
+        lines.append(f"stale ({len(receipt['stale'])}): an input changed")
+        lines += _aligned([[s["step"], truncate(s["reason"] or "", 70)] for s in stale])
+        lines += [more] if more else []
+    if receipt.get("cancel"):
+        lines.append(f"cancel ({len(receipt['cancel'])}): an input changed under them; end each with abandon")
+        lines += _aligned([[c["step"], f"attempt {c['attempt']}"] for c in receipt["cancel"]])
+    if receipt.get("possibly_stale"):
+        shown = ", ".join(f"{d['key']} {d['planned']} -> {d['current']}" for d in receipt["drift"])
+        lines.append(f"possibly stale: the plan was made from other observations ({printable(shown)})")
+    return lines
+
+
 def _ids(label: str, ids: Sequence[str], show_all: bool) -> str:
     """``label (n): a, b, c`` with at most _RESUME_SHOWN ids unless ``show_all``."""
     shown, more = _first(ids, show_all)
@@ -462,6 +480,7 @@ def _render_receipt(receipt: dict[str, Any], code: int, show_all: bool = False) 
         lines.append(f"blocked ({len(receipt['blocked'])})")
         lines += _aligned([[b["step"], truncate(b["reason"], 70)] for b in blocked])
         lines += [more] if more else []
+    lines += _lineage_lines(receipt, show_all)
     lines.append(_ids("criteria unverified", receipt["criteria_unverified"], show_all))
     if receipt["criteria_failed"]:
         lines.append(_ids("criteria failed", receipt["criteria_failed"], show_all))

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from plantrail.ledger.approvals import Decide, RequestApproval
+from plantrail.ledger.artifacts import Artifact, parse_artifact_option
 from plantrail.ledger.checkpoint import make_checkpoint
 from plantrail.ledger.clock import utc_now
 from plantrail.ledger.decide import (
@@ -47,6 +48,7 @@ from plantrail.ledger.evidence import Report, parse_report
 from plantrail.ledger.extension import Additions, parse_additions
 from plantrail.ledger.idempotency import match, record_view
 from plantrail.ledger.items import as_items
+from plantrail.ledger.observations import Observe
 from plantrail.ledger.plan import (
     CriterionSpec,
     Draft,
@@ -398,12 +400,16 @@ class Ledger:
         actor: Actor = "agent",
         source: Source | None = None,
         report: Report | Mapping[str, Any] | None = None,
+        artifacts: Sequence[Artifact | str] = (),
     ) -> Ack:
         """Complete ``step``'s attempt with evidence: one ``str`` is one item (``plantrail complete -e``).
 
         ``report`` is the attempt's evidence record (format v2; a mapping is parsed): a step with typed checks
-        completes only when its observations satisfy every one (CHECK_NOT_MET)."""
+        completes only when its observations satisfy every one (CHECK_NOT_MET). ``artifacts`` are the outputs
+        it produced (format v2), each an :class:`~ledger.artifacts.Artifact` or ``NAME=DIGEST[@URI]``: a step
+        that declares outputs completes only with every one of them (ARTIFACT_MISSING)."""
         command = Complete(
+            artifacts=tuple(a if isinstance(a, Artifact) else parse_artifact_option(a) for a in artifacts),
             step=step,
             evidence=evidence,
             plan_version=plan_version,
@@ -560,6 +566,31 @@ class Ledger:
             reason=reason,
             plan_version=plan_version,
             attempt=attempt,
+            key=idempotency_key,
+            actor=actor,
+            source=source,
+        )
+        return self.execute(command, expected_seq=expected_seq)
+
+    def observe(
+        self,
+        name: str,
+        version: str,
+        *,
+        dirty: Sequence[str] = (),
+        plan_version: int | None = None,
+        idempotency_key: str | None = None,
+        expected_seq: int | None = None,
+        actor: Actor = "runtime",
+        source: Source | None = None,
+    ) -> Ack:
+        """Record ``version`` of the observation ``name`` (a repository HEAD with its ``dirty`` files, a schema
+        version ...; ``plantrail observe``): the steps whose inputs name it are judged by their digests."""
+        command = Observe(
+            name=name,
+            version=version,
+            dirty=tuple(dirty),
+            plan_version=plan_version,
             key=idempotency_key,
             actor=actor,
             source=source,

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Final, Literal
 
 import msgspec
 
+from plantrail.ledger.artifacts import Artifact
 from plantrail.ledger.evidence import Report
 from plantrail.ledger.plan import CriterionSpec, PlanPatch, PlanSpec, StepSpec
 from plantrail.ledger.scope import ScopeViolation
@@ -43,6 +44,7 @@ __all__ = [
     "LogCheckpoint",
     "LogOpened",
     "LogRepaired",
+    "ObservationRecorded",
     "Outcome",
     "PlanCreated",
     "PlanExtended",
@@ -80,6 +82,7 @@ V2_TYPES: Final[frozenset[str]] = frozenset(
         "approval.denied",
         "effect.requested",
         "effect.committed",
+        "observation.recorded",
     }
 )
 
@@ -219,15 +222,17 @@ class StepStarted(_FixedShape, frozen=True):
 
 
 class StepCompleted(_FixedShape, frozen=True, omit_defaults=True):
-    """A step's attempt ended with evidence, and (format v2) the runtime's evidence record."""
+    """A step's attempt ended with evidence, and (format v2) the runtime's evidence record and the artifacts it
+    produced (each declared output's name, digest and optional URI; :mod:`ledger.artifacts`)."""
 
     TYPE: ClassVar[str] = "step.completed"
-    ADDED: ClassVar[frozenset[str]] = frozenset({"report"})
+    ADDED: ClassVar[frozenset[str]] = frozenset({"report", "artifacts"})
 
     step: str
     attempt: int
     evidence: tuple[str, ...]
     report: Report | None = None
+    artifacts: tuple[Artifact, ...] = ()
 
 
 class StepBlocked(_FixedShape, frozen=True, omit_defaults=True):
@@ -422,6 +427,18 @@ class EffectCommitted(_FixedShape, frozen=True):
     result: str
 
 
+class ObservationRecorded(_FixedShape, frozen=True):
+    """(Format v2) A version of something the plan depends on (seed 001 5.1): a repository HEAD with its dirty
+    files, a schema version ... ``key`` names it (``repo``); ``version`` is its digest for the steps whose
+    inputs name it (:mod:`projections.lineage_digest`)."""
+
+    TYPE: ClassVar[str] = "observation.recorded"
+
+    key: str
+    version: str
+    dirty: tuple[str, ...]
+
+
 Event = (
     PlanCreated
     | StepStarted
@@ -444,6 +461,7 @@ Event = (
     | ApprovalDenied
     | EffectRequested
     | EffectCommitted
+    | ObservationRecorded
 )
 
 #: Result events: fenced by (plan version, step, attempt); late ones land on the orphan path.

@@ -43,6 +43,7 @@ from plantrail.ledger.events import (
     CriterionVerified,
     EffectCommitted,
     EffectRequested,
+    ObservationRecorded,
     PlanCreated,
     PlanExtended,
     PlanReplanned,
@@ -55,6 +56,7 @@ from plantrail.ledger.events import (
     StepHeartbeat,
     StepStarted,
 )
+from plantrail.ledger.observations import Observe
 from plantrail.ledger.plan import Draft
 from plantrail.ledger.store import KeyEntry
 from plantrail.ledger.versions import plain
@@ -80,6 +82,7 @@ _EVENT_TYPE: Final[dict[type, str]] = {
     RequestApproval: ApprovalRequested.TYPE,
     RequestEffect: EffectRequested.TYPE,
     CommitEffect: EffectCommitted.TYPE,
+    Observe: ObservationRecorded.TYPE,
 }
 
 
@@ -115,6 +118,11 @@ def command_content(command: Command) -> dict[str, Any]:
     }
     if content.get("report", False) is None:
         del content["report"]  # a result without an evidence record: the event leaves the member out (format v2)
+    if content.get("artifacts") == []:
+        del content["artifacts"]  # a completion without artifacts: the event leaves the member out (format v2)
+    if isinstance(command, Observe):  # the event names the observation ``key``, its dirty paths sorted
+        content["key"] = content.pop("name")
+        content["dirty"] = sorted(set(content["dirty"]))
     if isinstance(command, VerifyCriterion):
         content["verdict"] = "passed" if content.pop("passed") else "failed"
     if isinstance(command, Decide):
@@ -135,7 +143,7 @@ def _stated(content: dict[str, Any], command: Command) -> dict[str, Any]:
     plan = getattr(command, "plan", None)
     if not isinstance(plan, Draft) or "plan" not in content or not isinstance(content["plan"], dict):
         return content
-    omitted = {name for name in ("goal", "policy", "scope") if getattr(plan, name) is None}
+    omitted = {name for name in ("goal", "policy", "scope", "artifacts") if getattr(plan, name) is None}
     return content | {"plan": {k: v for k, v in content["plan"].items() if k not in omitted}}
 
 

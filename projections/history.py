@@ -718,7 +718,10 @@ def resume_receipt(state: PlanState, damage: Mapping[str, Any] | None = None, no
     Shape: ``verdict`` (:func:`resume_verdict`), ``next`` (one sentence), ``run``, ``goal``,
     ``plan_version``, ``finished``, ``outcome``, ``outcome_reason``, ``done`` (``{step, attempt, evidence,
     completed_seq}``), ``in_doubt`` (``{step, attempt, started_seq}``: started, no result), ``ready``,
-    ``blocked`` (``{step, reason}``), ``criteria_unverified`` and ``criteria_failed`` (ids), ``orphans``
+    ``blocked`` (``{step, reason}``), ``stale`` (``{step, reason}``: format v2, an input changed), ``cancel``
+    (``{step, attempt, reason}``: attempts to end with abandon, an input changed under them), and, for a run
+    that records observations, ``possibly_stale`` and ``drift``; ``criteria_unverified`` and
+    ``criteria_failed`` (ids), ``orphans``
     (as in ``orphans``), ``advice``, ``last_seq``, ``head_hash``, ``damage`` and ``stop`` (the stop policy's
     decision at ``now``: :func:`projections.stop.stop_decision`) and ``leases`` (every running attempt's
     lease at ``now``: :func:`projections.leases.lease_view`; each step in doubt says ``lease_expired``: true,
@@ -756,4 +759,14 @@ def resume_receipt(state: PlanState, damage: Mapping[str, Any] | None = None, no
         "stop": stop_decision(state, now).as_dict(),
         "approvals": approvals_view(state),
         "effects": effects_view(state),
-    }
+        "stale": [{"step": s.id, "reason": s.reason} for s in steps if s.status == "stale"],
+        "cancel": [{"step": s.id, "attempt": s.attempt, "reason": s.cancel} for s in steps if s.cancel is not None],
+    } | _drift(state)
+
+
+def _drift(state: PlanState) -> dict[str, Any]:
+    """Whether the plan is possibly stale (format v2 observations; absent for a run that records none)."""
+    from plantrail.projections.views import drift_view
+
+    view = drift_view(state)
+    return {} if not view else {"possibly_stale": view["possibly_stale"], "drift": view["drift"]}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Final, Literal, NamedTuple
 
+from plantrail.ledger.artifacts import Artifact
 from plantrail.ledger.evidence import Usage
 from plantrail.ledger.plan import PlanSpec
 from plantrail.projections.authority import Authority
@@ -13,12 +14,15 @@ from plantrail.projections.table import Table
 __all__ = [
     "EMPTY_TABLE",
     "FINAL_OUTCOMES",
+    "STEP_STATUSES",
     "Changes",
+    "Consumed",
     "CriterionState",
     "CriterionStatus",
     "FailureStreak",
     "Fork",
     "Lease",
+    "Observed",
     "Orphan",
     "OrphanWhy",
     "PlanState",
@@ -28,7 +32,9 @@ __all__ = [
     "VersionInfo",
 ]
 
-StepStatus = Literal["pending", "in_progress", "completed", "blocked"]
+StepStatus = Literal["pending", "in_progress", "completed", "blocked", "stale"]
+#: Every step status, in the order views list them (``stale``: format v2, a step whose inputs changed).
+STEP_STATUSES: Final = ("pending", "in_progress", "completed", "blocked", "stale")
 CriterionStatus = Literal["unverified", "passed", "failed"]
 OrphanWhy = Literal["SUPERSEDED_VERSION", "STALE_ATTEMPT", "RUN_FINISHED"]
 FINAL_OUTCOMES: Final = frozenset({"complete", "failed", "cancelled", "partial", "budget_exhausted"})
@@ -41,6 +47,23 @@ class Lease(NamedTuple):
 
     since: str
     seconds: float
+    seq: int
+
+
+class Consumed(NamedTuple):
+    """(Format v2) the digest of one input a step consumed when it completed (``input``: the input's key,
+    :func:`ledger.artifacts.input_key`; ``digest`` None: an initial input or observation without one)."""
+
+    input: str
+    digest: str | None
+
+
+class Observed(NamedTuple):
+    """(Format v2) the latest recorded version of one observation key (``observation.recorded``)."""
+
+    key: str
+    version: str
+    dirty: tuple[str, ...]
     seq: int
 
 
@@ -66,11 +89,20 @@ class StepState(NamedTuple):
     usage: Usage | None = None  # format v2: what this step's reported results spent, summed
     lease: Lease | None = None  # format v2: the lease of the step's attempt (timeout_s or heartbeats)
     abandoned: tuple[int, ...] = ()  # format v2: attempts ended by abandon (not charged to max_attempts)
+    artifacts: tuple[Artifact, ...] = ()  # format v2: what the step's completion produced (ledger.artifacts)
+    consumed: tuple[Consumed, ...] = ()  # format v2: the input digests current at the step's completion
+    #: Format v2: why the attempt in progress is to be cancelled (an input changed under it): ``abandon`` ends
+    #: it (the step becomes stale), and a result it still sends lands on the orphan path.
+    cancel: str | None = None
+    #: Format v2: the attempt the step had when it last went stale (lineage_digest): attempts up to it are not
+    #: charged, while their numbers stay taken, so a late result of one is never taken for a new attempt's.
+    reset_at: int = 0
 
     @property
     def charged(self) -> int:
-        """The attempts charged to ``max_attempts``: every attempt started but those abandoned."""
-        return self.attempt - len(self.abandoned)
+        """The attempts charged to ``max_attempts``: every attempt started since the step last went stale, but
+        those abandoned."""
+        return self.attempt - self.reset_at - len(self.abandoned)
 
 
 class CriterionState(NamedTuple):
@@ -192,6 +224,7 @@ class PlanState(NamedTuple):
     lineage: tuple[Fork, ...] = ()  # format v2: the runs this one was forked from, the oldest first
     authority: Authority | None = None  # format v2: approvals, a scope violation's pause (projections.authority)
     effects: tuple[Effect, ...] = ()  # format v2: side effects by idempotency key (projections.effects)
+    observations: tuple[Observed, ...] = ()  # format v2: the latest version of each observation key recorded
 
     @property
     def goal(self) -> str | None:

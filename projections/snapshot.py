@@ -18,6 +18,15 @@ from typing import Any, Final
 
 import orjson
 
+from plantrail.ledger.artifacts import (
+    Artifact,
+    ArtifactRef,
+    InitialInput,
+    InputRef,
+    ObservedVersion,
+    OutputSpec,
+    TaskArtifacts,
+)
 from plantrail.ledger.contract import CheckSpec, StepTerms
 from plantrail.ledger.evidence import Usage
 from plantrail.ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec
@@ -26,10 +35,12 @@ from plantrail.projections.authority import Approval, Authority, Violation
 from plantrail.projections.effects import Effect
 from plantrail.projections.model import (
     Changes,
+    Consumed,
     CriterionState,
     FailureStreak,
     Fork,
     Lease,
+    Observed,
     Orphan,
     PlanState,
     StepChange,
@@ -127,6 +138,22 @@ def _plan(d: dict[str, Any] | None) -> PlanSpec | None:
         policy=Policy(**d["policy"]),
         notes=_notes(d),
         scope=_task_scope(d.get("scope")),
+        artifacts=_task_artifacts(d.get("artifacts")),
+    )
+
+
+def _observed(items: list[dict[str, Any]]) -> tuple[ObservedVersion, ...]:
+    return tuple(ObservedVersion(o["key"], o["version"], tuple(o.get("dirty", ()))) for o in items)
+
+
+def _task_artifacts(d: dict[str, Any] | None) -> TaskArtifacts | None:
+    """A plan's initial inputs, required artifacts and observed versions (format v2; absent: none)."""
+    if d is None:
+        return None
+    return TaskArtifacts(
+        tuple(InitialInput(**i) for i in d.get("inputs", ())),
+        tuple(ArtifactRef(**r) for r in d.get("required", ())),
+        _observed(d.get("observed", ())),
     )
 
 
@@ -167,6 +194,8 @@ def _terms(d: dict[str, Any]) -> StepTerms | None:
                 "notes": _notes(terms),
                 "covers": tuple(terms.get("covers", ())),
                 "scope": _step_scope(terms.get("scope")),
+                "outputs": tuple(OutputSpec(**o) for o in terms.get("outputs", ())),
+                "inputs": tuple(InputRef(**i) for i in terms.get("inputs", ())),
             }
         )
     )
@@ -272,6 +301,9 @@ def decode_state(raw: bytes, fill: Fill | None = None) -> PlanState:
         lineage=tuple(Fork(**link) for link in d.get("lineage", ())),
         authority=_authority(d.get("authority")),
         effects=_effects(d.get("effects", ())),
+        observations=tuple(
+            Observed(o["key"], o["version"], tuple(o["dirty"]), o["seq"]) for o in d.get("observations", ())
+        ),
     )
 
 
@@ -282,6 +314,10 @@ def _step_fields(s: dict[str, Any]) -> dict[str, Any]:
         fields["lease"] = Lease(**s["lease"])
     if "abandoned" in s:
         fields["abandoned"] = tuple(s["abandoned"])
+    if "artifacts" in s:
+        fields["artifacts"] = tuple(Artifact(**a) for a in s["artifacts"])
+    if "consumed" in s:
+        fields["consumed"] = tuple(Consumed(**c) for c in s["consumed"])
     return fields
 
 

@@ -23,6 +23,7 @@ from plantrail.ledger.plan import PlanSpec, validate_plan
 from plantrail.ledger.versions import needs_v2
 from plantrail.projections import authority as _authority
 from plantrail.projections import effects as _effects
+from plantrail.projections import lineage_digest as _digest
 from plantrail.projections.authority import Approval, Authority
 from plantrail.projections.effects import Effect
 from plantrail.projections.leases import start_lease
@@ -32,6 +33,7 @@ from plantrail.projections.model import (
     FailureStreak,
     Fork,
     Lease,
+    Observed,
     Orphan,
     OrphanWhy,
     PlanState,
@@ -51,6 +53,7 @@ if TYPE_CHECKING:
         EffectCommitted,
         EffectRequested,
         LogOpened,
+        ObservationRecorded,
         PlanCreated,
         PlanExtended,
         PlanReplanned,
@@ -140,6 +143,8 @@ class StateView(Protocol):
     def authority(self) -> Authority | None: ...
     @property
     def effects(self) -> tuple[Effect, ...]: ...
+    @property
+    def observations(self) -> tuple[Observed, ...]: ...
 
 
 def evolve(state: PlanState, record: Record) -> PlanState:
@@ -182,6 +187,7 @@ def evolve(state: PlanState, record: Record) -> PlanState:
         s.lineage,
         s.authority,
         s.effects,
+        s.observations,
     )
 
 
@@ -250,6 +256,10 @@ class _Builder:
     @property
     def effects(self) -> tuple[Effect, ...]:
         return self._state.effects
+
+    @property
+    def observations(self) -> tuple[Observed, ...]:
+        return self._state.observations
 
     def add(self, record: Record) -> Delta | StepState | None:
         """Apply one record in place (what :func:`evolve` does to an immutable state); return its change."""
@@ -374,7 +384,12 @@ def orphan_reason(state: StateView, plan_version: int, step: str, attempt: int) 
     if plan_version < state.version:
         return "SUPERSEDED_VERSION"
     current = state.steps.get(step)
-    if current is not None and (attempt != current.attempt or (current.abandoned and attempt in current.abandoned)):
+    if current is not None and (
+        attempt != current.attempt
+        or (current.abandoned and attempt in current.abandoned)
+        or current.cancel is not None  # format v2: an input changed under the attempt (lineage_digest)
+        or current.status == "stale"  # format v2: every attempt of a stale step is over
+    ):
         return "STALE_ATTEMPT"
     if state.finished:
         return "RUN_FINISHED"
@@ -450,6 +465,16 @@ def _abandoned(state: StateView, record: Record, data: StepAbandoned) -> StepSta
     s = _live(state, record, data)
     if s is None:
         return None
+    if s.cancel is not None:  # format v2: an attempt cancelled because an input changed ends stale
+        return s._replace(
+            status="stale",
+            reason=f"{s.cancel.split(': abandon')[0]}; abandoned: {data.reason}",
+            lease=None,
+            abandoned=(*s.abandoned, data.attempt),
+            last_seq=record.seq,
+            reset="input_changed",
+            cancel=None,
+        )
     return s._replace(
         status="pending", reason=data.reason, lease=None, abandoned=(*s.abandoned, data.attempt), last_seq=record.seq
     )
@@ -492,6 +517,10 @@ def _moved(s: StepState, status: StepStatus, attempt: int, evidence: tuple[str, 
         s.usage,
         s.lease,
         s.abandoned,
+        s.artifacts,
+        s.consumed,
+        None,
+        s.reset_at,
     )
 
 
@@ -511,11 +540,74 @@ def _completed(state: StateView, record: Record, data: StepCompleted) -> Delta |
     if step is None:
         return late
     completed = _moved(step, "completed", step.attempt, data.evidence, record.seq)
+    lineage = _digest.lineage_of(state.plan)
+    if data.artifacts or lineage is not None:
+        return _completed_lineage(state, record, data, step, completed, lineage)
     if data.report is None and state.failure_streak is None:
         # A completion resets the failure streak; with no streak there is nothing else to change.
         return completed if state.consecutive_failures == 0 else Delta(step=completed, failures=0)
     fields: dict[str, Any] = {"failure_streak": None, **_spending(state, completed, data.report)}
     return Delta(step=fields.pop("step"), failures=0, fields=fields)
+
+
+def _completed_lineage(
+    state: StateView,
+    record: Record,
+    data: StepCompleted,
+    before: StepState,
+    completed: StepState,
+    lineage: _digest.Lineage | None,
+) -> Delta:
+    """A completion in a plan with artifacts (format v2): the step's artifacts and the input digests it consumed,
+    and every consumer whose input digest it changed judged (:mod:`projections.lineage_digest`)."""
+    assert state.plan is not None
+    spec = next(s for s in state.plan.steps if s.id == data.step)
+    completed = completed._replace(
+        artifacts=data.artifacts, consumed=_digest.consumed_now(state, spec) if spec.inputs else ()
+    )
+    fields: dict[str, Any] = {"failure_streak": None, **_spending(state, completed, data.report)}
+    completed = fields.pop("step")
+    changed = {} if lineage is None else _digest.produced_changes(lineage, before, data.step, data.artifacts)
+    judged = {}
+    if changed and lineage is not None:
+        judged = _digest.input_changed(lineage, state.steps, changed, data.step, record.seq)
+    if judged:
+        fields["steps"] = _with_steps(state.steps, {**judged, data.step: completed})
+        fields |= _verdicts_dropped(state, judged, record.seq)
+        return Delta(failures=0, fields=fields)
+    return Delta(step=completed, failures=0, fields=fields)
+
+
+def _verdicts_dropped(state: StateView, judged: Mapping[str, StepState], seq: int) -> dict[str, Any]:
+    """The criteria fields when judged steps include completed work gone stale: every verdict dropped."""
+    if not any(state.steps[s].status == "completed" and j.status == "stale" for s, j in judged.items()):
+        return {}
+    changed, _ = _digest.invalidated_verdicts(state.criteria, seq)
+    if not changed:
+        return {}
+    criteria = state.criteria
+    return {"criteria": Table(tuple(criteria), (changed.get(k, v) for k, v in criteria.items()))}
+
+
+def _with_steps(steps: Mapping[str, StepState], changed: Mapping[str, StepState]) -> Table[StepState]:
+    """The steps table with ``changed`` steps replaced, in the same order."""
+    return Table(tuple(steps), (changed.get(k, v) for k, v in steps.items()))
+
+
+def _observed(state: StateView, record: Record, data: ObservationRecorded) -> Delta | None:
+    """A new version of an observation (format v2): the latest per key, and the consumers of that key judged."""
+    if state.plan is None or state.finished:
+        return None
+    changed = _digest.observed_changes(state.plan, state.observations, data.key, data.version)
+    seen = Observed(data.key, data.version, data.dirty, record.seq)
+    fields: dict[str, Any] = {"observations": (*(o for o in state.observations if o.key != data.key), seen)}
+    lineage = _digest.lineage_of(state.plan)
+    if changed and lineage is not None:
+        judged = _digest.input_changed(lineage, state.steps, changed, f"observation:{data.key}", record.seq)
+        if judged:
+            fields["steps"] = _with_steps(state.steps, judged)
+            fields |= _verdicts_dropped(state, judged, record.seq)
+    return Delta(fields=fields)
 
 
 def _spending(state: StateView, step: StepState, report: Report | None) -> dict[str, Any]:
@@ -624,6 +716,22 @@ def _replanned(state: StateView, record: Record, data: PlanReplanned) -> Delta |
         return None
     plan = share_unchanged(state.plan, data.plan)
     steps, criteria, changes = reconcile(state.plan, state.steps, state.criteria, plan, record.seq, order=order)
+    if _digest.lineage_of(plan) is not None:  # format v2: consumers judged by the digests they consumed
+        judged, stale = _digest.replan_changes(
+            state.plan, state.steps, plan, steps, changes, state.observations, record.seq
+        )
+        if judged:
+            steps = _with_steps(steps, judged)
+            listed = {c.step for c in changes.reset}
+            changes = changes._replace(reset=(*changes.reset, *(c for c in stale if c.step not in listed)))
+        if any(c.was == "completed" for c in stale):  # completed work went stale: evidence is not current
+            dropped, why = _digest.invalidated_verdicts(criteria, record.seq)
+            if dropped:
+                criteria = Table(tuple(criteria), (dropped.get(k, v) for k, v in criteria.items()))
+                changes = changes._replace(
+                    criteria_kept=tuple(c for c in changes.criteria_kept if c not in dropped),
+                    criteria_reset=(*changes.criteria_reset, *why),
+                )
     info = VersionInfo(
         version=data.new_version,
         seq=record.seq,
@@ -776,6 +884,7 @@ _CARRIED: Final = (
     "contract",
     "authority",
     "effects",
+    "observations",
 )
 
 
@@ -795,6 +904,8 @@ def share_unchanged(old: PlanSpec, new: PlanSpec) -> PlanSpec:
         steps=steps,
         policy=old.policy if old.policy == new.policy else new.policy,
         notes=new.notes,
+        scope=new.scope,
+        artifacts=new.artifacts,
     )
 
 
@@ -817,4 +928,5 @@ _HANDLERS: Final[Mapping[str, Callable[[Any, Record, Any], Delta | StepState | N
     "approval.denied": _approval_decided,
     "effect.requested": _effect_requested,
     "effect.committed": _effect_committed,
+    "observation.recorded": _observed,
 }

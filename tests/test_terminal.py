@@ -128,6 +128,7 @@ def hostile_log(tmp_path: Path, run_cli: Callable[..., CliResult]) -> tuple[Path
         ("approve", [log, "r1", "--by", "by " + HOSTILE, "--why", "why " + HOSTILE]),
         ("request-approval", [log, "r2", "--steps", "a", "--question", "again " + HOSTILE]),
         ("deny", [log, "r2", "--by", "by " + HOSTILE, "--why", "why " + HOSTILE]),
+        ("observe", [log, "repo", "v " + HOSTILE, "--dirty", "dirty " + HOSTILE]),
         ("finish", [log, "--outcome", "paused", "--reason", "paused " + HOSTILE]),
     ]
     outputs = []
