@@ -68,7 +68,9 @@ from plantrail.ledger.plan import (
     did_you_mean,
     validate_plan,
 )
+from plantrail.ledger.repair import check_start_repair
 from plantrail.projections.model import OrphanWhy, StepState
+from plantrail.projections.repair import edges_of, idle_repairs
 from plantrail.projections.state import StateView, orphan_reason
 from plantrail.projections.stop import STOPPING, stop_decision
 
@@ -522,6 +524,8 @@ def _check_start(state: StateView, data: StepStarted, plan_version: int) -> None
     if limit is not None:
         _room_to_start(state, data.step, limit)
     _dependencies_done(state, state.plan, data.step)
+    if state.contract and edges_of(state.plan):  # repair edges: v2 plans only
+        check_start_repair(state, step)
     if state.contract or state.authority is not None:  # scopes and approvals live in v2 plans only
         check_start_authority(state, _contract(state.plan, data.step))
 
@@ -674,7 +678,8 @@ def _check_finish(state: StateView, data: RunFinished, plan_version: int) -> Non
         raise error("REASON_REQUIRED", "finishing the run needs a reason")
     if data.outcome != "complete":
         return
-    open_steps = [s.id for s in state.steps.values() if s.status != "completed"]
+    idle = idle_repairs(state)
+    open_steps = [s.id for s in state.steps.values() if s.status != "completed" and s.id not in idle]
     open_criteria = [c.id for c in state.criteria.values() if c.status != "passed"]
     if open_steps or open_criteria or not state.criteria:
         parts = []

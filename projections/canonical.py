@@ -20,7 +20,7 @@ __all__ = ["canonical_bytes", "state_hash"]
 
 #: The state's values' fields added with format v2, each with the default at which it is left out.
 _ADDED: dict[type[Any], tuple[tuple[str, Any], ...]] = {
-    StepState: (("usage", None), ("lease", None), ("abandoned", ())),
+    StepState: (("usage", None), ("lease", None), ("abandoned", ()), ("repair", None)),
     PlanState: (
         ("usage", None),
         ("failure_streak", None),

@@ -21,6 +21,7 @@ __all__ = [
     "Orphan",
     "OrphanWhy",
     "PlanState",
+    "RepairRun",
     "StepChange",
     "StepState",
     "StepStatus",
@@ -41,6 +42,15 @@ class Lease(NamedTuple):
     since: str
     seconds: float
     seq: int
+
+
+class RepairRun(NamedTuple):
+    """(Format v2) a repair step's run (:mod:`projections.repair`): ``waiting`` holds the failed steps that wait
+    for it to complete, each with the attempt that failed; ``spent`` the attempts of its earlier runs, which are
+    not charged to this one (each repair run has the step's ``max_attempts``)."""
+
+    waiting: tuple[tuple[str, int], ...] = ()
+    spent: int = 0
 
 
 class StepState(NamedTuple):
@@ -65,11 +75,16 @@ class StepState(NamedTuple):
     usage: Usage | None = None  # format v2: what this step's reported results spent, summed
     lease: Lease | None = None  # format v2: the lease of the step's attempt (timeout_s or heartbeats)
     abandoned: tuple[int, ...] = ()  # format v2: attempts ended by abandon (not charged to max_attempts)
+    repair: RepairRun | None = None  # format v2: a repair step's run (what waits for it, what earlier runs spent)
 
     @property
     def charged(self) -> int:
-        """The attempts charged to ``max_attempts``: every attempt started but those abandoned."""
-        return self.attempt - len(self.abandoned)
+        """The attempts charged to ``max_attempts``: every attempt started but those abandoned (and, for a
+        repair step, those of its earlier runs)."""
+        if self.repair is None or not self.repair.spent:
+            return self.attempt - len(self.abandoned)
+        spent = self.repair.spent
+        return self.attempt - spent - sum(1 for a in self.abandoned if a > spent)
 
 
 class CriterionState(NamedTuple):

@@ -31,6 +31,7 @@ from plantrail.projections.model import (
     Lease,
     Orphan,
     PlanState,
+    RepairRun,
     StepChange,
     StepState,
     VersionInfo,
@@ -278,6 +279,9 @@ def _step_fields(s: dict[str, Any]) -> dict[str, Any]:
         fields["lease"] = Lease(**s["lease"])
     if "abandoned" in s:
         fields["abandoned"] = tuple(s["abandoned"])
+    if s.get("repair") is not None:
+        run = s["repair"]
+        fields["repair"] = RepairRun(tuple((step, attempt) for step, attempt in run["waiting"]), run["spent"])
     return fields
 
 

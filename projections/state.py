@@ -22,6 +22,7 @@ from plantrail.ledger.evidence import Report, Usage
 from plantrail.ledger.plan import PlanSpec, validate_plan
 from plantrail.ledger.versions import needs_v2
 from plantrail.projections import authority as _authority
+from plantrail.projections import repair as _repair
 from plantrail.projections.authority import Approval, Authority
 from plantrail.projections.leases import start_lease
 from plantrail.projections.lineage import carried_state
@@ -97,6 +98,7 @@ class Delta(NamedTuple):
     failures: int | None = None
     version: VersionInfo | None = None  # the version the record adopted (or extended in place)
     fields: Mapping[str, Any] | None = None
+    repair: StepState | None = None  # a second step: the repair step a failure calls (projections.repair)
 
 
 class StateView(Protocol):
@@ -148,6 +150,8 @@ def evolve(state: PlanState, record: Record) -> PlanState:
     elif change is not None:
         if change.step is not None:
             steps = steps.set(change.step.id, change.step)
+        if change.repair is not None:
+            steps = steps.set(change.repair.id, change.repair)
         if change.criterion is not None:
             criteria = criteria.set(change.criterion.id, change.criterion)
         if change.orphan is not None:
@@ -267,6 +271,8 @@ class _Builder:
             self._set_state(self._state._replace(**fields))
         if delta.step is not None:
             self.steps[delta.step.id] = delta.step
+        if delta.repair is not None:
+            self.steps[delta.repair.id] = delta.repair
         if delta.criterion is not None:
             self.criteria[delta.criterion.id] = delta.criterion
         if delta.orphan is not None:
@@ -481,6 +487,7 @@ def _moved(s: StepState, status: StepStatus, attempt: int, evidence: tuple[str, 
         s.usage,
         s.lease,
         s.abandoned,
+        s.repair,
     )
 
 
@@ -500,6 +507,11 @@ def _completed(state: StateView, record: Record, data: StepCompleted) -> Delta |
     if step is None:
         return late
     completed = _moved(step, "completed", step.attempt, data.evidence, record.seq)
+    if completed.repair is not None and completed.repair.waiting:
+        # The failed steps waiting for this repair may retry. A repair run is part of their retry, so it ends
+        # no failure streak: the no-progress rule judges their failures across it.
+        spending = _spending(state, _repair.repaired(completed), data.report)
+        return Delta(step=spending.pop("step"), fields=spending or None)
     if data.report is None and state.failure_streak is None:
         # A completion resets the failure streak; with no streak there is nothing else to change.
         return completed if state.consecutive_failures == 0 else Delta(step=completed, failures=0)
@@ -554,11 +566,12 @@ def _failed(state: StateView, record: Record, data: StepFailed) -> Delta | None:
     else:
         reason = f"attempts exhausted ({step.charged} of {step.max_attempts}); last error: {data.error}"
         failed = step._replace(status="blocked", error=data.error, reason=reason, exhausted=True, last_seq=record.seq)
+    repair = None if failed.status != "pending" else _repair.called(state, failed, record.seq)
     if data.report is None and state.failure_streak is None and not state.contract:
-        return Delta(step=failed, failures=state.consecutive_failures + 1)
+        return Delta(step=failed, failures=state.consecutive_failures + 1, repair=repair)
     fields = _spending(state, failed, data.report)
     fields["failure_streak"] = _streak(state.failure_streak, _fingerprint(state, record, data), data.step)
-    return Delta(step=fields.pop("step"), failures=state.consecutive_failures + 1, fields=fields)
+    return Delta(step=fields.pop("step"), failures=state.consecutive_failures + 1, fields=fields, repair=repair)
 
 
 def _streak(previous: FailureStreak | None, fp: str, step: str) -> FailureStreak:
