@@ -244,7 +244,7 @@ def anchor(seq: int, head: str | None) -> str | None:
 
 def readiness_lines(state: PlanState) -> list[str]:
     """What is ready, and what of it can start now (or why not): the lines ``next`` and the acks print."""
-    from plantrail.projections.repair import repairs_view
+    from plantrail.projections.repair_edges import repairs_view
     from plantrail.projections.views import capacity_view, in_doubt, ready_steps, startable_steps, wait_reasons
 
     ready = ready_steps(state)

@@ -77,7 +77,7 @@ class CheckSpec:
 class StepTerms:
     """A step's format v2 terms beside its v1 contract: its priority, typed checks and budgets (and its notes,
     the criteria it covers, its scope and ``on_failure``: the id of the step that repairs it when it fails,
-    :mod:`ledger.repair`). Kept in one member of the step (``terms``, absent when every term is at its
+    :mod:`ledger.repair_edges`). Kept in one member of the step (``terms``, absent when every term is at its
     default) so that a v1 plan line decodes with one default per step, not five."""
 
     __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
@@ -99,7 +99,7 @@ class StepTerms:
     covers: tuple[str, ...] = ()
     #: The step's scope: writes, reads, allowed tools, whether it needs an approval (:mod:`ledger.scope`).
     scope: StepScope | None = None
-    #: The step's repair step (seed 002 failStepId; :mod:`ledger.repair`): after a failure with attempts left the
+    #: The step's repair step (seed 002 failStepId; :mod:`ledger.repair_edges`): after a failure with attempts left the
     #: step waits until that step completes. None: a failure is retried directly (as is naming the step itself).
     on_failure: str | None = None
 

@@ -68,9 +68,9 @@ from plantrail.ledger.plan import (
     did_you_mean,
     validate_plan,
 )
-from plantrail.ledger.repair import check_start_repair
+from plantrail.ledger.repair_edges import check_start_repair
 from plantrail.projections.model import OrphanWhy, StepState
-from plantrail.projections.repair import edges_of, idle_repairs
+from plantrail.projections.repair_edges import edges_of, idle_repairs
 from plantrail.projections.state import StateView, orphan_reason
 from plantrail.projections.stop import STOPPING, stop_decision
 

@@ -37,7 +37,7 @@ from plantrail.ledger.contract import (
 from plantrail.ledger.coverage import reference_problems
 from plantrail.ledger.errors import PlanInvalid, PlantrailError, error
 from plantrail.ledger.items import as_items
-from plantrail.ledger.repair import repair_problems
+from plantrail.ledger.repair_edges import repair_problems
 from plantrail.ledger.scope import (
     STEP_SCOPE_KEYS,
     StepScope,
@@ -136,7 +136,7 @@ class StepSpec:
 
     @property
     def on_failure(self) -> str | None:
-        """The step's repair step (:mod:`ledger.repair`); None: none named."""
+        """The step's repair step (:mod:`ledger.repair_edges`); None: none named."""
         return None if self.terms is None else self.terms.on_failure
 
     @property

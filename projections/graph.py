@@ -20,7 +20,7 @@ from itertools import pairwise
 from typing import Final, NamedTuple
 
 from plantrail.projections.model import Orphan, PlanState
-from plantrail.projections.repair import edges_of, idle_repairs
+from plantrail.projections.repair_edges import edges_of, idle_repairs
 from plantrail.projections.views import ready_steps, specs
 
 __all__ = [
@@ -37,7 +37,7 @@ __all__ = [
 
 #: The kind of an ordinary dependency edge.
 DEPENDS_ON: Final = "depends_on"
-#: The kind of a repair edge (:mod:`projections.repair`): from a step to the step that repairs it when it fails;
+#: The kind of a repair edge (:mod:`projections.repair_edges`): from a step to the step that repairs it when it fails;
 #: never critical, and no part of the layout (a repair step runs only after a failure).
 ON_FAILURE: Final = "on_failure"
 _SWEEPS: Final = 4

@@ -33,7 +33,7 @@ from plantrail.projections.model import (
     VersionInfo,
 )
 from plantrail.projections.outcomes import outcome_lists
-from plantrail.projections.repair import idle_repairs, repairs_view, waiting_for
+from plantrail.projections.repair_edges import idle_repairs, repairs_view, waiting_for
 from plantrail.projections.state import evolve, fold, initial
 from plantrail.projections.stop import stop_decision
 from plantrail.projections.views import advice, approvals_view, in_doubt, orphan_view, ready_steps

@@ -45,7 +45,7 @@ class Lease(NamedTuple):
 
 
 class RepairRun(NamedTuple):
-    """(Format v2) a repair step's run (:mod:`projections.repair`): ``waiting`` holds the failed steps that wait
+    """(Format v2) a repair step's run (:mod:`projections.repair_edges`): ``waiting`` holds the failed steps that wait
     for it to complete, each with the attempt that failed; ``spent`` the attempts of its earlier runs, which are
     not charged to this one (each repair run has the step's ``max_attempts``)."""
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
-from plantrail.projections.repair import idle_repairs
+from plantrail.projections.repair_edges import idle_repairs
 
 if TYPE_CHECKING:
     from plantrail.projections.state import StateView

@@ -22,7 +22,7 @@ from plantrail.ledger.evidence import Report, Usage
 from plantrail.ledger.plan import PlanSpec, validate_plan
 from plantrail.ledger.versions import needs_v2
 from plantrail.projections import authority as _authority
-from plantrail.projections import repair as _repair
+from plantrail.projections import repair_edges as _repair
 from plantrail.projections.authority import Approval, Authority
 from plantrail.projections.leases import start_lease
 from plantrail.projections.lineage import carried_state
@@ -98,7 +98,7 @@ class Delta(NamedTuple):
     failures: int | None = None
     version: VersionInfo | None = None  # the version the record adopted (or extended in place)
     fields: Mapping[str, Any] | None = None
-    repair: StepState | None = None  # a second step: the repair step a failure calls (projections.repair)
+    repair: StepState | None = None  # a second step: the repair step a failure calls (projections.repair_edges)
 
 
 class StateView(Protocol):

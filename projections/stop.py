@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, cast
 from plantrail.ledger.contract import parse_ts
 from plantrail.ledger.evidence import Usage
 from plantrail.projections.model import PlanState
-from plantrail.projections.repair import idle_repairs
+from plantrail.projections.repair_edges import idle_repairs
 
 if TYPE_CHECKING:
     from plantrail.projections.state import StateView

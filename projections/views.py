@@ -20,7 +20,7 @@ will add theirs):
   that cover the step): no granted approval for the active version covers the step;
 - ``write_conflict`` (``step``, ``glob``): a step in progress writes where this one would;
 - ``awaiting_repair`` (``repair``, ``status``): the step failed and waits until its repair step completes;
-- ``repair_not_needed`` (``repairs``): a repair step no failed step waits for (:mod:`projections.repair`).
+- ``repair_not_needed`` (``repairs``): a repair step no failed step waits for (:mod:`projections.repair_edges`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from plantrail.projections.authority import authority_reasons
 from plantrail.projections.leases import lease_view
 from plantrail.projections.lineage import lineage_view
 from plantrail.projections.model import Orphan, PlanState, StepState
-from plantrail.projections.repair import edges_of, idle_repairs, repair_reason, repairs_view
+from plantrail.projections.repair_edges import edges_of, idle_repairs, repair_reason, repairs_view
 from plantrail.projections.stop import STOPPING, budget_view, stop_decision
 
 if TYPE_CHECKING:
@@ -313,7 +313,7 @@ def status_document(state: PlanState, now: str | None = None) -> dict[str, Any]:
 def next_view(state: PlanState, now: str | None = None) -> dict[str, Any]:
     """The ``next --json`` document: what is ready, what can start now and why the rest waits, the advice, and
     the stop policy's decision at ``now`` (while a v2 plan's says failed or budget_exhausted, nothing can
-    start), and the repair steps (``repairs``: :func:`projections.repair.repairs_view`)."""
+    start), and the repair steps (``repairs``: :func:`projections.repair_edges.repairs_view`)."""
     ready = ready_steps(state)
     waits = wait_reasons(state, now)
     stop = stop_decision(state, now)

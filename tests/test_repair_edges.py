@@ -640,3 +640,57 @@ def test_readiness_with_repair_edges_matches_an_independent_model(
                 }
         finally:
             ledger.close()
+
+
+@pytest.mark.parametrize(("step", "rule"), [("test", "AWAITING_REPAIR"), ("build", "INVALID_TRANSITION")])
+def test_verify_replays_the_repair_rules_on_a_hand_made_log(
+    make_ledger: MakeLedger, tmp_path: Path, step: str, rule: str
+) -> None:
+    """A start of a failed step whose repair has not completed (or of a completed step), written past
+    plantrail's decision step, is ILLEGAL_EVENT naming the rule it breaks."""
+    from plantrail.ledger.events import StepStarted
+    from plantrail.ledger.store import PendingRecord
+    from plantrail.ledger.stores.jsonl import JsonlStore
+
+    ledger = make_ledger(REPAIRED)
+    _failed_once(ledger)
+    attempt = ledger.state.steps[step].attempt + 1
+    ledger.close()
+    path = tmp_path / "run.jsonl"
+    store = JsonlStore.open(path)
+    try:
+        with store.session() as session:
+            list(session.new_records())
+            record = PendingRecord(
+                ts="2026-01-01T00:00:01Z", plan_version=1, actor="agent", data=StepStarted(step=step, attempt=attempt)
+            )
+            session.stage(record)
+            session.commit()
+    finally:
+        store.close()
+    with pytest.raises(PlantrailError) as caught:
+        verify_log(path)
+    assert caught.value.code == "ILLEGAL_EVENT" and rule in str(caught.value)
+
+
+def test_verify_refuses_a_hand_made_start_of_an_idle_repair_step(make_ledger: MakeLedger, tmp_path: Path) -> None:
+    """A start of a repair step nothing waits for, written past plantrail's decision step, is ILLEGAL_EVENT
+    (rule REPAIR_NOT_NEEDED)."""
+    from plantrail.ledger.events import StepStarted
+    from plantrail.ledger.store import PendingRecord
+    from plantrail.ledger.stores.jsonl import JsonlStore
+
+    make_ledger(REPAIRED).close()
+    path = tmp_path / "run.jsonl"
+    store = JsonlStore.open(path)
+    try:
+        with store.session() as session:
+            list(session.new_records())
+            data = StepStarted(step="fix", attempt=1)
+            session.stage(PendingRecord(ts="2026-01-01T00:00:01Z", plan_version=1, actor="agent", data=data))
+            session.commit()
+    finally:
+        store.close()
+    with pytest.raises(PlantrailError) as caught:
+        verify_log(path)
+    assert caught.value.code == "ILLEGAL_EVENT" and "REPAIR_NOT_NEEDED" in str(caught.value)

@@ -1,4 +1,4 @@
-"""Readiness with repair edges (seed 002 ``failStepId``; the edges are validated by :mod:`ledger.repair`).
+"""Readiness with repair edges (seed 002 ``failStepId``; the edges are validated by :mod:`ledger.repair_edges`).
 
 A step A may name a repair step R (``on_failure: R``). The rules, all derived from the state the reducer keeps
 (``StepState.repair`` on R: the failed steps waiting for it, each with the attempt that failed):
@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from plantrail.ledger.repair import repair_edges
+from plantrail.ledger.repair_edges import repair_edges
 from plantrail.projections.model import RepairRun, StepState
 
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@
 After a failure with attempts left, the failed step is pending but waits until its repair step completes; the
 repair step is ready only while a failed step waits for it (seed 002: a repair step's ``dependId`` is -1, "no
 entry identity": it never starts as an entry step). A step that names itself is retried directly, as a step
-that names none. The readiness rules live in :mod:`projections.repair`; this module validates the edges of a
+that names none. The readiness rules live in :mod:`projections.repair_edges`; this module validates the edges of a
 plan, every problem at once, each with a stable code naming the steps (seed 002 section 5, the rows that
 apply to ``depends_on`` and ``on_failure`` edges):
 
@@ -170,7 +170,7 @@ def repair_problems(steps: Sequence[StepSpec]) -> list[PlantrailError]:
 def check_start_repair(state: StateView, step: StepState) -> None:
     """Refuse a start that the repair edges forbid: a failed step whose repair step has not completed since
     (AWAITING_REPAIR), a repair step no failed step waits for (REPAIR_NOT_NEEDED)."""
-    from plantrail.projections.repair import repair_reason  # projections' model imports this module's plan
+    from plantrail.projections.repair_edges import repair_reason  # projections' model imports this module's plan
 
     reason = repair_reason(state, step)
     if reason is None:
