@@ -694,3 +694,25 @@ def test_verify_refuses_a_hand_made_start_of_an_idle_repair_step(make_ledger: Ma
     with pytest.raises(PlantrailError) as caught:
         verify_log(path)
     assert caught.value.code == "ILLEGAL_EVENT" and "REPAIR_NOT_NEEDED" in str(caught.value)
+
+
+def test_replay_by_version_and_by_seq_agrees_with_a_fold_of_a_repair_loop(
+    make_ledger: MakeLedger, run_cli: Callable[..., CliResult]
+) -> None:
+    """replay --version (the version index) and --at-seq rebuild a repair loop's state as a fold of the records
+    up to that point does, twice in a row (the second read goes through the index the first one wrote)."""
+    ledger = _mid_loop(make_ledger)
+    superseded_at = ledger.state.last_seq + 1
+    ledger.replan("failed_assumption", "the fix needs a bisect", plan=_draft())
+    ledger.close()
+    path = _log(ledger)
+    records = read_records(path)
+    expected = state_hash(fold(records[:superseded_at]))
+    for _ in range(2):
+        by_version = run_cli("replay", path, "--version", "1", "--json")
+        assert by_version.code == 0, by_version.err
+        assert by_version.json()["state_hash"] == expected
+    by_seq = run_cli("replay", path, "--at-seq", str(superseded_at - 1), "--json").json()
+    assert by_seq["state_hash"] == expected
+    fix = next(s for s in by_seq["steps"] if s["id"] == "fix")
+    assert fix["ready"] is True
