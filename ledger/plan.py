@@ -37,7 +37,7 @@ from plantrail.ledger.contract import (
 from plantrail.ledger.coverage import reference_problems
 from plantrail.ledger.errors import PlanInvalid, PlantrailError, error
 from plantrail.ledger.items import as_items
-from plantrail.ledger.repair_edges import repair_problems
+from plantrail.ledger.repair_edges import partial_repair_problems, repair_problems
 from plantrail.ledger.scope import (
     STEP_SCOPE_KEYS,
     StepScope,
@@ -512,6 +512,7 @@ def parse_draft(raw: Any) -> Draft:
         problems += _graph_problems(
             criteria, graph, known, criteria_given=bool(raw_criteria), steps_given=bool(raw_steps)
         )
+        problems += partial_repair_problems(steps, known)
         raise _all_of(problems)
     return Draft(
         goal=goal_text,

@@ -23,7 +23,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from plantrail.ledger.errors import PlantrailError, error
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from plantrail.projections.model import StepState
     from plantrail.projections.state import StateView
 
-__all__ = ["check_start_repair", "repair_edges", "repair_problems"]
+__all__ = ["check_start_repair", "partial_repair_problems", "repair_edges", "repair_problems"]
 
 
 def repair_edges(steps: Sequence[StepSpec]) -> dict[str, str]:
@@ -165,6 +165,18 @@ def repair_problems(steps: Sequence[StepSpec]) -> list[PlantrailError]:
             )
         )
     return problems
+
+
+def partial_repair_problems(steps: Sequence[StepSpec], known: Collection[str]) -> list[PlantrailError]:
+    """The repair problems the parsed steps of a draft that does not parse already show (``known``: every step
+    id the draft holds, parsed or not): an edge to a step the draft lacks, loops, dependencies of and on
+    repair steps. Reachability waits for the whole draft (a step that did not parse may call a repair step)."""
+    return [
+        p
+        for p in repair_problems(steps)
+        if p.code != "REPAIR_STEP_UNREACHABLE"
+        and not (p.code == "UNKNOWN_REPAIR_STEP" and set(p.fields.get("ids", ())) <= set(known))
+    ]
 
 
 def check_start_repair(state: StateView, step: StepState) -> None:

@@ -221,6 +221,20 @@ def test_every_repair_problem_is_listed_at_once() -> None:
     ]
 
 
+def test_a_draft_that_does_not_parse_still_names_its_repair_problems() -> None:
+    """A draft with a malformed step also names the repair problems of the steps that parsed (an edge to the
+    malformed step is no unknown step)."""
+    steps = [
+        _step("a", on_failure="b"),
+        _step("b", on_failure="a"),
+        _step("c", on_failure="broken"),
+        {"id": "broken", "title": 7},
+    ]
+    codes = _codes(_draft(steps))
+    assert "DRAFT_INVALID" in codes and "REPAIR_CYCLE" in codes
+    assert "UNKNOWN_REPAIR_STEP" not in codes
+
+
 # --------------------------------------------------------------------------- readiness
 
 
