@@ -77,7 +77,7 @@ def encode(
     key: str | None = None,
 ) -> tuple[bytes, str]:
     """Encode one record as its line (newline included) and return it with its hash."""
-    envelope = _envelope(line_version(data), seq, ts, run, plan_version, actor, data, prev, source, key)
+    envelope = _envelope(line_version(data, source=source), seq, ts, run, plan_version, actor, data, prev, source, key)
     try:
         raw = orjson.dumps(envelope, default=plain, option=orjson.OPT_PASSTHROUGH_DATACLASS)
     except orjson.JSONEncodeError as exc:
@@ -89,13 +89,16 @@ def encode(
     return line, h
 
 
-def line_version(data: ev.Event, *, held: bool | None = None) -> int:
-    """The format version of a line holding ``data``: the lowest that holds it.
+def line_version(data: ev.Event, *, held: bool | None = None, source: Source | None = None) -> int:
+    """The format version of a line holding ``data`` (from ``source``): the lowest that holds it.
 
     A header says the version the log was created in (its ``format``); any other event is v2 when its type
-    or one of its values is something v1 cannot express, else v1. ``held``, when the caller knows it: whether
-    ``data`` holds an added field away from its default (:func:`ledger.versions.needs_v2`).
+    or one of its values is something v1 cannot express, or when its source carries ``meta`` (format v2),
+    else v1. ``held``, when the caller knows it: whether ``data`` holds an added field away from its default
+    (:func:`ledger.versions.needs_v2`).
     """
+    if source is not None and source.meta and type(data) is not ev.LogOpened:
+        return V2
     if type(data) is ev.LogOpened:
         return V2 if data.format == FORMATS[V2] else V1
     if type(data) is ev.RunFinished and data.outcome in _V2_OUTCOMES:
@@ -168,8 +171,9 @@ def decode(line: bytes, line_no: int) -> Record:
     if record is not None and digest == record.h:
         data = record.data
         kind = type(data)
-        if not _OUTGROWS_V1[kind](data):
-            if kind in _NATIVE and record.source is None and record.key is None:
+        source = record.source
+        if not _OUTGROWS_V1[kind](data) and (source is None or not source.meta):
+            if kind in _NATIVE and source is None and record.key is None:
                 # msgspec writes it as the writer does, and the common envelope is a struct (_Plain), a third
                 # cheaper to encode than a dict: this runs for most lines of every replay.
                 envelope = _Plain(
@@ -238,7 +242,7 @@ def _record(line: bytes, line_no: int, record: Record | None) -> Record:
 def _check_version(record: Record, line_no: int, held: bool | None = None) -> None:
     """Refuse a line whose ``v`` is not the lowest format version that holds its record (``held``: whether
     the record holds an added field away from its default)."""
-    version = line_version(record.data, held=held)
+    version = line_version(record.data, held=held, source=record.source)
     if record.v != version:
         raise error(
             "CORRUPT_LINE",
@@ -394,8 +398,12 @@ def _as_written(record: Record, *, v2: bool | None = None) -> bytes:
                     record.prev,
                 )
             )
-        if _SOURCE_NATIVE[0]:
-            return _ENCODE(_record_envelope(record))
+        source = record.source
+        if _SOURCE_NATIVE[0] and (source is None or not source.meta):
+            envelope = _record_envelope(record)
+            if source is not None:  # its v1 fields only: msgspec would write ``meta`` at its default too
+                envelope["source"] = _SourceV1(*[getattr(source, name) for name in _SourceV1.__struct_fields__])
+            return _ENCODE(envelope)
     return orjson.dumps(_record_envelope(record), default=plain, option=orjson.OPT_PASSTHROUGH_DATACLASS)
 
 
@@ -462,7 +470,9 @@ def _classify() -> None:
             _OUTGROWS_V1[cls] = _always
         else:
             _OUTGROWS_V1[cls] = v2_checker(cls)
-    _SOURCE_NATIVE[0] = _encodes_natively(Source)
+    global _SourceV1
+    _SourceV1 = _source_v1()
+    _SOURCE_NATIVE[0] = _encodes_natively(_SourceV1)
     _NATIVE.update(cls for cls in EVENT_CLASSES if _encodes_natively(cls))
     for cls in _NATIVE:
         _INT_FIELDS[cls] = tuple(f.name for f in msgspec.structs.fields(cls) if f.type is int or f.type == (int | None))
@@ -478,6 +488,23 @@ def _v2_finish(data: ev.RunFinished) -> bool:
 
 def _always(data: Any) -> bool:
     return True
+
+
+def _source_v1() -> type[msgspec.Struct]:
+    """A struct of :class:`Source`'s fields without those format v2 added (``meta``), in order: what msgspec
+    encodes a source without them as, with the bytes the writer gives it."""
+    added = {name for name, _ in added_defaults(Source)}
+    hints = _field_hints(Source)
+    fields = [
+        (f.name, hints[f.name], f.default) if f.default is not dataclasses.MISSING else (f.name, hints[f.name])
+        for f in dataclasses.fields(Source)
+        if f.name not in added
+    ]
+    return msgspec.defstruct("_SourceV1", fields, module=__name__, gc=False)
+
+
+#: Set with the decoder (:func:`_classify`): :func:`_source_v1`'s struct.
+_SourceV1: Any = None
 
 
 class _Plain(msgspec.Struct, gc=False):

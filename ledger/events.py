@@ -13,7 +13,7 @@ rewritten.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Literal
 
 import msgspec
@@ -114,9 +114,14 @@ OUTCOMES: Final[tuple[str, ...]] = ("complete", "paused", "failed", "cancelled",
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """Where an event came from when it was not issued directly (e.g. an imported transcript line)."""
+    """Where an event came from when it was not issued directly (e.g. an imported transcript line).
+
+    ``meta`` (format v2) is what the adapter that read the event's payload did not map: the adapter and its
+    version, and the payload's fields it does not read, kept as given within a cap
+    (:mod:`ledger.importers.metadata`); left out of the line when empty, so every existing line keeps its bytes."""
 
     __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+    ADDED: ClassVar[frozenset[str]] = frozenset({"meta"})
 
     file: str
     line: int | None = None
@@ -124,6 +129,7 @@ class Source:
     timestamp: str | None = None
     tool: str | None = None
     inferred: bool = False
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 class _FixedShape(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):

@@ -264,7 +264,7 @@ def event_view(record: Record, orphan: Orphan | None) -> dict[str, Any]:
         "actor": record.actor,
         "type": record.type,
         "plan_version": record.plan_version,
-        "source": None if record.source is None else msgspec.to_builtins(record.source),
+        "source": None if record.source is None else plain(record.source),
         "key": record.key,
         "data": orjson.loads(_stored(record.data)),
         "prev": record.prev,

@@ -20,6 +20,7 @@ import msgspec
 
 from plantrail.ledger.errors import error
 from plantrail.ledger.plan import PlanSpec, Policy, StepSpec
+from plantrail.ledger.versions import plain
 from plantrail.projections.leases import expired_leases, lease_view
 from plantrail.projections.lineage import lineage_view
 from plantrail.projections.model import (
@@ -505,7 +506,7 @@ def quote_record(record: Record) -> dict[str, Any]:
         "h": record.h,
     }
     if record.source is not None:
-        quoted["source"] = msgspec.to_builtins(record.source)
+        quoted["source"] = plain(record.source)  # its format v2 ``meta`` only when set
     return quoted
 
 

@@ -314,4 +314,5 @@ SOURCES = st.none() | st.builds(
     timestamp=st.none() | anything,
     tool=st.none() | anything,
     inferred=st.booleans(),
+    meta=st.just({}) | st.dictionaries(st.text(max_size=6), anything | counts, max_size=2),
 )

@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from plantrail.ledger.api import Ledger
 from plantrail.ledger.capture.append import append_transcript
 from plantrail.ledger.capture.identity import identities
 from plantrail.ledger.importers import import_transcript
 from plantrail.ledger.importers.model import TaskEvent
+from plantrail.ledger.stores.reads import read_state
 from tests.conftest import SAMPLES, CliResult
 from tests.helpers.story import story
 
@@ -146,3 +148,30 @@ def _wait_for(condition: Callable[[], bool], timeout: float = 20.0) -> None:
         if time.monotonic() > deadline:
             pytest.fail("the condition never held")
         time.sleep(0.05)
+
+
+def test_a_budget_set_on_a_live_run_survives_the_agents_next_plan_update(tmp_path: Path) -> None:
+    """A policy the user sets on a captured run (a turn budget, no focus limit) is kept by the replans the
+    agent's later plan updates map to: a transcript never states the policy, so the log's stands."""
+    lines, growing, log = _lines(SAMPLE), tmp_path / "session.jsonl", tmp_path / "run.jsonl"
+    growing.write_bytes(b"".join(lines[: len(lines) // 3]))
+    append_transcript(growing, log)
+    with Ledger.open(log) as ledger:
+        version = ledger.state.version
+        ledger.replan(
+            "budget_change",
+            "the user caps the session at 40 turns",
+            patch={
+                "base_version": version,
+                "operations": [{"op": "set_policy", "policy": {"max_in_progress": "unlimited", "max_turns": 40}}],
+            },
+        )
+        budgeted = ledger.state.version
+    growing.write_bytes(b"".join(lines))
+
+    report = append_transcript(growing, log)
+
+    state = read_state(log).state
+    assert report.refused == () and report.updates_appended > 0
+    assert state.version > budgeted  # the agent's later updates were replans
+    assert (state.plan.policy.max_turns, state.plan.policy.max_in_progress) == (40, None)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.decide import Command, Create
+from plantrail.ledger.decide import Command, Create, Replan
 from plantrail.ledger.errors import PlantrailError, Refused
 from plantrail.ledger.importers.mapping import Batch, map_updates
 from plantrail.ledger.importers.model import Observation
@@ -167,7 +167,7 @@ def write_batches(
                 continue
             clock.now = batch.ts
             try:
-                acks = ledger.execute_many(commands)
+                acks = ledger.execute_many(_keeping_terms(commands, ledger.state.plan))
             except Refused as exc:
                 refused.append(Refusal(identity, exc.code, exc.message))
                 continue
@@ -215,6 +215,20 @@ def recorded_sources(log: str) -> frozenset[str]:
 def _keyed(batch: Batch, session: str, identity: str) -> tuple[Command, ...]:
     return tuple(
         replace(command, key=batch_key(session, identity, place)) for place, command in enumerate(batch.commands)
+    )
+
+
+def _keeping_terms(commands: Sequence[Command], current: PlanSpec | None) -> tuple[Command, ...]:
+    """The commands with each mapped replan keeping the task terms no transcript states (the policy, the task
+    scope), as the log holds them: a budget or scope the user set on a live run survives the agent's next
+    plan update."""
+    if current is None:
+        return tuple(commands)
+    return tuple(
+        replace(c, plan=replace(c.plan, policy=current.policy, scope=current.scope))
+        if isinstance(c, Replan) and isinstance(c.plan, PlanSpec)
+        else c
+        for c in commands
     )
 
 

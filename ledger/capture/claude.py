@@ -9,15 +9,22 @@ importer's Claude Code parser and the one mapping read the journal as they read 
   line with the ``tool_result`` and ``toolUseResult`` = ``tool_response``). ExitPlanMode's answer says the user
   approved the plan (the tool only runs, and PostToolUse only fires, once they did), with their edits when the
   plan in ``tool_response`` differs from the one proposed. A PostToolUse of any other tool is
-  refused (HOOK_PAYLOAD_INVALID): the plugin's matcher never sends one.
+  refused (HOOK_PAYLOAD_INVALID): the plugin's matcher never sends one. A response that says the call failed
+  (``success: false``, an ``error``) is the transcript's error answer (``is_error``).
+* ``PostToolUseFailure`` of a plan tool: the call and its error answer (``is_error``, the payload's ``error``
+  as its text), as the transcript holds a call the tool rejected or the user refused, so the mapping does what
+  an import does: the update is skipped as ``rejected_by_tool``, the user's words in a refusal ("... the user
+  said: ...") are theirs for the next replan, and a refused ExitPlanMode is the user's denial of the plan.
 * ``TaskCreated`` / ``TaskCompleted``: the TaskCreate / TaskUpdate (to ``completed``) they report, with the
   answer that names the task (the call id is ``TaskCreated-<task id>``; the identity of a creation or a
   completion is the task's, whichever report comes first, see :mod:`.identity`).
 * ``UserPromptSubmit``: the user's message (the goal of a new run, the why of a replan they ask for).
-* ``SessionStart``, ``Stop``, ``SubagentStop``, ``SessionEnd``: a ``system`` line saying so (turn boundaries;
-  the transcript's parser passes them over). ``SubagentStop`` also copies the plan calls of the subagent's
-  transcript (``agent_transcript_path``) that the journal does not hold yet, as ``--with-subagents`` merges
-  them.
+* ``SessionStart``, ``Stop``, ``SubagentStop``, ``SessionEnd``: a ``system`` line saying so (turn boundaries).
+  A ``Stop``'s line keeps the turn (:func:`turn_of`: its id and usage, read from the transcript's tail by
+  :mod:`.turns`) in its mark; the parser adds it to the usage that the next result it maps reports, so the
+  run's usage and its ``max_turns`` budget count the agent's turns (a turn already journaled is not again).
+  ``SubagentStop`` also copies the plan calls of the subagent's transcript (``agent_transcript_path``) that the
+  journal does not hold yet, as ``--with-subagents`` merges them.
 
 Inside a subagent the payload names ``agent_id``; its lines carry it as ``agentId``, so the subagent is
 credited as in a transcript. Every line keeps, under ``plantrail``, the hook's event, this adapter's version
@@ -29,11 +36,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from plantrail.ledger.errors import error
+
+if TYPE_CHECKING:
+    from .turns import TurnUsage
 
 __all__ = [
     "ADAPTER",
@@ -45,6 +55,7 @@ __all__ = [
     "journal_records",
     "read_object",
     "read_payload",
+    "turn_of",
 ]
 
 ADAPTER = "claude-code-hooks"
@@ -52,6 +63,7 @@ VERSION = 1
 EVENTS = frozenset(
     {
         "PostToolUse",
+        "PostToolUseFailure",
         "TaskCreated",
         "TaskCompleted",
         "UserPromptSubmit",
@@ -62,6 +74,8 @@ EVENTS = frozenset(
     }
 )
 PLAN_TOOLS = frozenset({"TodoWrite", "TaskCreate", "TaskUpdate", "ExitPlanMode"})
+#: The events that report one call of a plan tool: it ran (PostToolUse) or it failed or was refused.
+_TOOL_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure"})
 _READ = frozenset(
     {
         "session_id",
@@ -71,6 +85,7 @@ _READ = frozenset(
         "tool_input",
         "tool_response",
         "tool_use_id",
+        "error",
         "prompt",
         "agent_id",
         "task_id",
@@ -123,9 +138,9 @@ def read_payload(raw: bytes) -> Payload:
     payload = read_object(raw, EVENTS)
     value, event = payload.fields, payload.event
     tool = value.get("tool_name")
-    if event == "PostToolUse" and tool not in PLAN_TOOLS:
+    if event in _TOOL_EVENTS and tool not in PLAN_TOOLS:
         raise error("HOOK_PAYLOAD_INVALID", f"tool {tool!r} is not a plan tool ({', '.join(sorted(PLAN_TOOLS))})")
-    if event == "PostToolUse" and not isinstance(value.get("tool_use_id"), str):
+    if event in _TOOL_EVENTS and not isinstance(value.get("tool_use_id"), str):
         raise error("HOOK_PAYLOAD_INVALID", f"the {tool} payload names no tool_use_id")
     if event in ("TaskCreated", "TaskCompleted") and not isinstance(value.get("task_id"), (str, int)):
         raise error("HOOK_PAYLOAD_INVALID", f"the {event} payload names no task_id")
@@ -135,19 +150,35 @@ def read_payload(raw: bytes) -> Payload:
 def call_id(payload: Payload) -> str | None:
     """The id of the call a payload reports (PostToolUse's tool_use_id, ``TaskCreated-<task>`` ...); None for
     the events that report no call."""
-    if payload.event == "PostToolUse":
+    if payload.event in _TOOL_EVENTS:
         return str(payload.fields["tool_use_id"])
     if payload.event in ("TaskCreated", "TaskCompleted"):
         return f"{payload.event}-{payload.fields['task_id']}"
     return None
 
 
+def turn_of(payload: Payload, usage: TurnUsage) -> dict[str, Any]:
+    """A Stop's turn as the journal keeps it: its id (the payload's ``prompt_id``, else the uuid of the turn's last
+    assistant line, else none) and its usage (one turn, its tokens, its cost when the transcript records one)."""
+    spent: dict[str, Any] = {"turns": 1, "tokens": usage.tokens}
+    if usage.cost_usd is not None:
+        spent["cost_usd"] = usage.cost_usd
+    return {"id": payload.text("prompt_id") or usage.last, "usage": spent}
+
+
 def journal_records(
-    payload: Payload, now: str, held: frozenset[str], read_subagent: Callable[[Path], list[dict[str, Any]]]
+    payload: Payload,
+    now: str,
+    held: frozenset[str],
+    read_subagent: Callable[[Path], list[dict[str, Any]]],
+    turn: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """The journal lines for ``payload``, stamped ``now``; calls whose id is in ``held`` are not repeated.
-    ``read_subagent`` reads a subagent transcript's lines (SubagentStop)."""
+    ``read_subagent`` reads a subagent transcript's lines (SubagentStop); ``turn`` is a Stop's turn
+    (:func:`turn_of`), kept in the line's ``plantrail`` mark."""
     base = _base(payload, now)
+    if turn is not None:
+        base["plantrail"] = {**base["plantrail"], "turn": dict(turn)}
     event = payload.event
     if event == "PostToolUse":
         call = call_id(payload) or ""
@@ -156,6 +187,12 @@ def journal_records(
         response = payload.fields.get("tool_response")
         tool, given = str(payload.fields["tool_name"]), payload.fields.get("tool_input")
         return _call(base, call, tool, given, response, _answer_text(tool, given, response))
+    if event == "PostToolUseFailure":
+        call = call_id(payload) or ""
+        if call in held:
+            return []
+        tool, given = str(payload.fields["tool_name"]), payload.fields.get("tool_input")
+        return _call(base, call, tool, given, None, _failure_text(payload), failed=True)
     if event in ("TaskCreated", "TaskCompleted"):
         return _task_report(base, payload, held)
     if event == "UserPromptSubmit":
@@ -196,8 +233,26 @@ def _answer_text(tool: str, given: object, response: object) -> str:
     return text
 
 
+def _failure_text(payload: Payload) -> str:
+    """The answer a failed call gets in the transcript: the payload's ``error`` (a refusal there reads "The user
+    doesn't want to proceed with this tool use ... the user said: ...", as in the transcript)."""
+    said = payload.fields.get("error")
+    if isinstance(said, str) and said.strip():
+        return said
+    if payload.fields.get("is_interrupt") is True:
+        return "[Request interrupted by user for tool use]"
+    return "the tool call failed (the hook payload gives no error text)"
+
+
 def _call(
-    base: dict[str, Any], call: str, tool: str, given: object, response: object, text: str = ""
+    base: dict[str, Any],
+    call: str,
+    tool: str,
+    given: object,
+    response: object,
+    text: str = "",
+    *,
+    failed: bool = False,
 ) -> list[dict[str, Any]]:
     use = {"type": "tool_use", "id": call, "name": tool, "input": given if isinstance(given, dict) else {}}
     answer: dict[str, Any] = {
@@ -207,8 +262,9 @@ def _call(
     }
     if isinstance(response, dict):
         answer["toolUseResult"] = response
-        if response.get("success") is False or response.get("error"):
-            answer["message"]["content"][0]["is_error"] = True
+        failed = failed or response.get("success") is False or bool(response.get("error"))
+    if failed:
+        answer["message"]["content"][0]["is_error"] = True
     return [{**base, "type": "assistant", "message": {"role": "assistant", "content": [use]}}, answer]
 
 

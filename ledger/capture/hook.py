@@ -10,8 +10,9 @@ by the session and the calls' own ids, so a payload delivered twice is recorded 
 
 What else each event does: ``SessionStart`` returns the run's resume receipt (when the run exists), for the
 agent's context; ``SessionEnd`` pauses an open run with the reason ``session_end`` (not final: the next plan
-update continues it). ``Stop`` is a turn boundary in the journal only: the plan contract counts usage on
-results, and a turn's end carries none.
+update continues it). ``Stop`` is a turn boundary: the journal keeps the turn's usage (read from the
+transcript's tail), and the mapping reports it on the next result it records (the plan contract counts usage on
+results), once per turn.
 
 Anything that goes wrong (a payload that is no JSON, over its cap, without a session, an event or tool the hook
 does not take, a log that refuses an update) is one line in ``hook-errors.log`` beside ``runs/``, kept under
@@ -57,7 +58,7 @@ Log = Path | str
 ERRORS_FILE = "hook-errors.log"
 ERRORS_CAP = 256 * 1024
 RECEIPT_CAP = 10_000
-_PLAN_EVENTS = frozenset({"PostToolUse", "TaskCreated", "TaskCompleted", "SubagentStop"})
+_PLAN_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure", "TaskCreated", "TaskCompleted", "SubagentStop"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,8 +202,10 @@ def _record(payload: claude.Payload, now: str, env: Mapping[str, str] | None) ->
     folder, session, log = _where(payload, env)
     errors: list[str] = []
     with Journal.locked(journal_path(folder, session, claude.ADAPTER)) as journal:
-        held = _held_calls(journal, payload)
-        journal.append(claude.journal_records(payload, now, held, _transcript_lines))
+        turn = _turn(payload)
+        if turn is None or not _holds_turn(journal, turn):
+            held = _held_calls(journal, payload)
+            journal.append(claude.journal_records(payload, now, held, _transcript_lines, turn))
         if payload.event in _PLAN_EVENTS:
             errors += capture_journal(journal.path, log, session)
         if payload.event == "SessionEnd" and run_exists(log):
@@ -245,6 +248,23 @@ def _receipt(log: Log) -> Mapping[str, Any]:
     from plantrail.ledger import audit
 
     return audit.resume(log)
+
+
+def _turn(payload: claude.Payload) -> Mapping[str, Any] | None:
+    """A Stop's turn, its usage read from the transcript's tail (:mod:`.turns`); None for any other event."""
+    if payload.event != "Stop":
+        return None
+    from .turns import turn_usage
+
+    return claude.turn_of(payload, turn_usage(payload.text("transcript_path")))
+
+
+def _holds_turn(journal: Journal, turn: Mapping[str, Any]) -> bool:
+    """Whether the journal holds the turn already (a Stop delivered twice): a byte search for its id, as the
+    journal writes it (``"turn":{"id":"<id>"``); a turn without an id is never taken for another."""
+    if turn.get("id") is None:
+        return False
+    return b'"turn":{"id":' + orjson.dumps(turn["id"]) in journal.path.read_bytes()
 
 
 def _held_calls(journal: Journal, payload: claude.Payload) -> frozenset[str]:

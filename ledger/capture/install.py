@@ -3,9 +3,9 @@
     install_claude(Path(".claude/settings.json")) -> InstallReport
 
 * **The same hooks** as the plugin's ``integrations/claude-code/hooks/hooks.json`` (:data:`CLAUDE_HOOKS`; a test
-  keeps the two equal): PostToolUse for the plan tools (TodoWrite, TaskCreate, TaskUpdate, ExitPlanMode),
-  TaskCreated, TaskCompleted, UserPromptSubmit, SessionStart (startup, resume, compact), Stop, SubagentStop and
-  SessionEnd, each running ``plantrail hook claude`` in exec form.
+  keeps the two equal): PostToolUse and PostToolUseFailure for the plan tools (TodoWrite, TaskCreate, TaskUpdate,
+  ExitPlanMode), TaskCreated, TaskCompleted, UserPromptSubmit, SessionStart (startup, resume, compact), Stop,
+  SubagentStop and SessionEnd, each running ``plantrail hook claude`` in exec form.
 * **Nothing lost.** Every other key, event, matcher group and handler is kept as it is, in its order; a handler
   of ours that is already there is not added twice. The file as it was is kept beside it
   (``settings.json.plantrail-backup``) and the new one is written to a temporary file and renamed into place.
@@ -44,6 +44,7 @@ _PLAN_MATCHER = "TodoWrite|TaskCreate|TaskUpdate|ExitPlanMode"
 #: event -> matcher (None: the event takes no matcher)
 _EVENTS: tuple[tuple[str, str | None], ...] = (
     ("PostToolUse", _PLAN_MATCHER),
+    ("PostToolUseFailure", _PLAN_MATCHER),
     ("TaskCreated", None),
     ("TaskCompleted", None),
     ("UserPromptSubmit", None),

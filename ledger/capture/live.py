@@ -34,7 +34,7 @@ from .identity import Identities
 
 __all__ = ["KIND", "LiveState", "advance", "load_state", "save_state"]
 
-KIND = "plantrail-capture-state/1"
+KIND = "plantrail-capture-state/2"
 _STATE_FILE = "mapping.state"
 _LIMIT = 256 << 20
 

@@ -65,7 +65,8 @@ def add_update(document: dict[str, Any] | None, payload: Payload, millis: int) -
     number = len(messages) + 1
     properties = payload.fields["properties"]
     todos = properties.get("todos") if isinstance(properties.get("todos"), list) else []
-    unread = {k: v for k, v in properties.items() if k not in ("sessionID", "todos")}
+    unread = {k: v for k, v in payload.fields.items() if k not in ("type", "properties", "directory")}
+    unread |= {k: v for k, v in properties.items() if k not in ("sessionID", "todos")}
     part = {
         "type": "tool",
         "callID": f"todo-updated-{number}",

@@ -13,6 +13,7 @@ from typing import BinaryIO
 import orjson
 
 from plantrail.ledger.errors import StorageError
+from plantrail.ledger.evidence import Usage
 from plantrail.ledger.files import open_capped
 from plantrail.ledger.limits import TRANSCRIPT
 
@@ -24,6 +25,20 @@ JsonObject = Mapping[str, object]
 CONTEXT_LIMIT = 500
 PROMPTS_KEPT = 16
 STATUSES: frozenset[Status] = frozenset({"pending", "in_progress", "completed"})
+
+
+def add_usage(total: Usage | None, more: Usage | None) -> Usage | None:
+    """Two usages summed (either may be None: nothing spent)."""
+    if more is None:
+        return total
+    if total is None:
+        return more
+    return Usage(
+        total.turns + more.turns,
+        total.tool_calls + more.tool_calls,
+        total.tokens + more.tokens,
+        total.cost_usd + more.cost_usd,
+    )
 
 
 def text_field(record: JsonObject | None, key: str) -> str | None:

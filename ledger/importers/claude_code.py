@@ -15,12 +15,17 @@ The agent's own words before a call (the last `text` block of an assistant line 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
+
+from plantrail.ledger.evidence import Usage
 
 from ._records import (
     JsonObject,
     Tally,
+    add_usage,
     clip,
     json_lines,
     list_field,
@@ -86,6 +91,8 @@ class _Reader:
     said: tuple[str | None, int | None] = (None, None)
     session_id: str | None = None
     prompts: tuple[tuple[str, int], ...] = ()
+    unbilled: Usage | None = None
+    """The usage of the turns that ended (plantrail's hook journal: a Stop's mark) since the last plan call."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +108,34 @@ class _Origin:
     explanation: str | None
     explanation_line: int | None
     prompts: tuple[tuple[str, int], ...] = ()
+    meta: Mapping[str, Any] | None = None
+    turns: Usage | None = None
+
+
+#: The keys of each plan tool's input this adapter reads; any other is kept in the events' source ``meta``.
+_INPUT_READ: Mapping[str, frozenset[str]] = {
+    "TodoWrite": frozenset({"todos"}),
+    "ExitPlanMode": frozenset({"plan"}),
+    "TaskCreate": frozenset({"taskId", "subject", "description", "status", "owner", "activeForm"}),
+    "TaskUpdate": frozenset({"taskId", "subject", "description", "status", "owner", "activeForm"}),
+}
+
+
+def _meta(record: JsonObject, name: str, call: JsonObject | None) -> Mapping[str, Any] | None:
+    """What a plan call's line leaves unread (`metadata`): the keys of its input this adapter does not read
+    (as ``tool_input.<key>``) and, on a line of plantrail's hook journal, the hook payload's own unread fields."""
+    from .metadata import marked_meta
+
+    read = _INPUT_READ.get(name, frozenset())
+    unread = {f"tool_input.{key}": value for key, value in (call or {}).items() if key not in read}
+    mark = object_field(record, "plantrail")
+    if mark is None and not unread:
+        return None
+    if mark is not None and text_field(mark, "adapter") is not None:
+        return marked_meta(mark, unread)  # a hook journal's line: its mark names the adapter
+    from .parse import ADAPTER_VERSIONS  # on use: parse imports every parser, a hook needs none
+
+    return marked_meta(mark, unread, adapter=FORMAT, version=ADAPTER_VERSIONS[FORMAT])
 
 
 def parse(path: Path) -> Transcript:
@@ -131,6 +166,24 @@ def read_record(reader: _Reader, tally: Tally, number: int, record: JsonObject) 
     elif record.get("type") == "user":
         reader.said = (None, None)
         _read_user(reader, number, record)
+    elif record.get("type") == "system":
+        reader.unbilled = add_usage(reader.unbilled, _turn_usage(object_field(record, "plantrail")))
+
+
+def _turn_usage(mark: JsonObject | None) -> Usage | None:
+    """The usage of the turn a line of plantrail's hook journal marks as ended (a Stop: ``turn.usage``)."""
+    spent = object_field(object_field(mark, "turn"), "usage")
+    if spent is None:
+        return None
+    turns, tokens, cost = spent.get("turns"), spent.get("tokens"), spent.get("cost_usd", 0.0)
+    if not (_count(turns) and _count(tokens)) or isinstance(cost, bool) or not isinstance(cost, (int, float)):
+        return None
+    assert isinstance(turns, int) and isinstance(tokens, int)
+    return Usage(turns=turns, tokens=tokens, cost_usd=float(cost) if cost >= 0 else 0.0)
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63
 
 
 def _file_agent(path: Path) -> str:
@@ -178,7 +231,10 @@ def _read_calls(reader: _Reader, number: int, record: JsonObject) -> bool:
             explanation=reader.said[0],
             explanation_line=reader.said[1],
             prompts=reader.prompts,
+            meta=_meta(record, name or "", object_field(block, "input")),
+            turns=reader.unbilled,
         )
+        reader.unbilled = None  # the next result this call's update gives reports them
         observation = _observation(name, object_field(block, "input"), origin)
         if observation is None:
             well_formed = False
@@ -215,6 +271,8 @@ def _observation(name: str | None, call: JsonObject | None, origin: _Origin) -> 
         owner=text_field(call, "owner"),
         active_form=text_field(call, "activeForm"),
         prompts=origin.prompts,
+        meta=origin.meta,
+        turns=origin.turns,
     )
 
 
@@ -244,6 +302,8 @@ def _listed(origin: _Origin, items: tuple[TodoItem, ...], tool: str) -> ListSnap
         context_line=origin.context_line,
         agent=origin.agent,
         prompts=origin.prompts,
+        meta=origin.meta,
+        turns=origin.turns,
     )
 
 

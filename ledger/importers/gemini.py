@@ -38,6 +38,7 @@ from ._records import (
     with_prompt,
 )
 from .errors import transcript_error
+from .metadata import marked_meta
 from .model import ListSnapshot, Status, TodoItem, ToolOutcome, Transcript
 
 __all__ = ["FORMAT", "JSONL_FORMAT", "SHARE_FORMAT", "is_document", "is_header", "is_share", "parse", "parse_jsonl"]
@@ -189,7 +190,11 @@ def parse_jsonl(path: Path) -> Transcript:
             message_id = text_field(record, "id")
             if message_id is not None:
                 reader.ids.setdefault(message_id, len(reader.observations))
+            before = len(reader.observations)
             _message(reader, number, record, tally)
+            meta = marked_meta(object_field(record, "plantrail"))  # a line of plantrail's hook journal
+            if meta is not None:
+                reader.observations[before:] = [replace(o, meta=meta) for o in reader.observations[before:]]
         else:
             tally.skip(number, "unknown_record_type")
     tally.require(JSONL_FORMAT, path)

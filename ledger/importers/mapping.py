@@ -100,8 +100,10 @@ from plantrail.ledger.approvals import Decide, RequestApproval
 from plantrail.ledger.contract import StepTerms
 from plantrail.ledger.decide import Command, Complete, Create, Extend, Replan, Start
 from plantrail.ledger.events import Actor, ReasonCode, Source
+from plantrail.ledger.evidence import Report, Usage
 from plantrail.ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec
 
+from ._records import add_usage
 from .agent_plan import AgentPlan, ItemStatus, Key, PlanItem, Update, location
 from .errors import transcript_error
 from .model import ListSnapshot, Observation, TaskEvent
@@ -350,6 +352,9 @@ class _Mapper:
     touched: bool = False
     """Whether the mirrored version has had a start or a completion since it was adopted (see added_in_place)."""
     extensions: int = 0
+    unbilled: Usage | None = None
+    """The usage of the agent's turns (`Observation.turns`) that no result has reported yet: the next
+    completion's report carries it (usage is counted on results, docs/contract.md)."""
     by_file: dict[str, Counter[str]] = field(default_factory=dict)
     """Each file's figures (FileFigures' counts by name, and "skipped:<reason>"), in order of its first update."""
 
@@ -359,6 +364,7 @@ class _Mapper:
         """Record one update: create, finish kept work, replan, then catch up with the agent's statuses."""
         self.primary_file = self.primary_file or update.file
         items, versions, extensions = len(self.ids.ids), self.versions, self.extensions
+        self.unbilled = add_usage(self.unbilled, update.observation.turns)
         commands: list[Command] = []
         if update.skipped is not None:
             self.skipped[update.skipped] += 1
@@ -460,7 +466,10 @@ class _Mapper:
         evidence = self._evidence(update, again=again)
         actor: Actor = "importer" if again else "agent"
         source = self._source(update, inferred=again)
-        commands.append(Complete(step=self.ids.of(item), evidence=(evidence,), actor=actor, source=source))
+        report = None if self.unbilled is None else Report(usage=self.unbilled)
+        self.unbilled = None
+        step = self.ids.of(item)
+        commands.append(Complete(step=step, evidence=(evidence,), actor=actor, source=source, report=report))
         return commands
 
     # ----------------------------------------------------------- approvals
@@ -688,6 +697,7 @@ class _Mapper:
             timestamp=observation.timestamp,
             tool=_tool(observation),
             inferred=inferred,
+            meta=dict(observation.meta) if observation.meta else {},
         )
 
     def _evidence(self, update: Update, *, again: bool) -> str:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
+
+from plantrail.ledger.evidence import Usage
 
 __all__ = [
     "ListSnapshot",
@@ -97,6 +99,12 @@ class ListSnapshot:
     decision_why: str | None = None
     decision_words: str | None = None
     result_timestamp: str | None = None
+    meta: Mapping[str, Any] | None = None
+    """What the adapter did not map (the payload's unread fields, with the adapter and its version; bounded:
+    `metadata`), for the sources of the update's events; None when nothing was left unread."""
+    turns: Usage | None = None
+    """The usage of the agent's turns that ended since the previous plan update (Claude Code's Stop hook, as
+    plantrail's hook journal keeps it), for the next result the mapping records; None when none ended."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -135,6 +143,10 @@ class TaskEvent:
     result: ToolOutcome | None = None
     result_line: int | None = None
     prompts: tuple[tuple[str, int], ...] = ()
+    meta: Mapping[str, Any] | None = None
+    """As on `ListSnapshot`: what the adapter did not map, for the sources of the update's events."""
+    turns: Usage | None = None
+    """As on `ListSnapshot`: the usage of the turns that ended since the previous plan update."""
 
 
 Observation: TypeAlias = ListSnapshot | TaskEvent

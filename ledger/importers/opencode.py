@@ -29,6 +29,7 @@ from ._records import (
     with_prompt,
 )
 from .errors import transcript_error
+from .metadata import marked_meta
 from .model import ListSnapshot, Status, ToolOutcome, Transcript
 
 __all__ = ["FORMAT", "is_document", "parse"]
@@ -68,7 +69,9 @@ def parse(path: Path) -> Transcript:
             context = said or context
             prompts = prompts if said is None else with_prompt(prompts, *said)
         else:
-            observations.extend(replace(o, prompts=prompts) for o in _snapshots(parts, index, info, context, tally))
+            meta = marked_meta(object_field(message, "plantrail") if isinstance(message, dict) else None)
+            found = _snapshots(parts, index, info, context, tally)
+            observations.extend(replace(o, prompts=prompts, meta=meta) for o in found)
     return tally.transcript(FORMAT, path, text_field(object_field(document, "info"), "id"), observations)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["as_hooks_see", "payloads_of", "post_tool_use", "prompt"]
+__all__ = ["as_hooks_see", "payloads_of", "post_tool_use", "post_tool_use_failure", "prompt"]
 
 PLAN_TOOLS = ("TodoWrite", "TaskCreate", "TaskUpdate", "ExitPlanMode")
 
@@ -28,6 +28,23 @@ def post_tool_use(session: str, cwd: Path, tool: str, call: str, given: Any, ans
     }
 
 
+def post_tool_use_failure(session: str, cwd: Path, tool: str, call: str, given: Any, said: str) -> dict[str, Any]:
+    """A PostToolUseFailure payload of a plan tool (docs/hooks.md: ``error``, ``is_interrupt``, ``duration_ms``)."""
+    return {
+        "session_id": session,
+        "transcript_path": str(cwd / "transcript.jsonl"),
+        "cwd": str(cwd),
+        "permission_mode": "default",
+        "hook_event_name": "PostToolUseFailure",
+        "tool_name": tool,
+        "tool_input": given,
+        "tool_use_id": call,
+        "error": said,
+        "is_interrupt": False,
+        "duration_ms": 3,
+    }
+
+
 def prompt(session: str, cwd: Path, text: str) -> dict[str, Any]:
     """A UserPromptSubmit payload."""
     return {
@@ -40,9 +57,10 @@ def prompt(session: str, cwd: Path, text: str) -> dict[str, Any]:
     }
 
 
-def payloads_of(transcript: Path, cwd: Path) -> list[dict[str, Any]]:
+def payloads_of(transcript: Path, cwd: Path, *, failures: bool = False) -> list[dict[str, Any]]:
     """The payloads Claude Code's hooks send for the session the transcript records: each user prompt, and
-    each plan tool call once its answer is in (tool_response is the transcript's toolUseResult)."""
+    each plan tool call once its answer is in (tool_response is the transcript's toolUseResult); a call that
+    did not run sends nothing, or with ``failures`` its PostToolUseFailure (``error``: the answer's text)."""
     records = [orjson.loads(line) for line in transcript.read_bytes().splitlines() if line.strip()]
     session = next(r["sessionId"] for r in records if "sessionId" in r)
     calls: dict[str, tuple[str, Any]] = {}
@@ -61,12 +79,23 @@ def payloads_of(transcript: Path, cwd: Path) -> list[dict[str, Any]]:
                 if block.get("type") == "tool_result" and block.get("tool_use_id") in calls:
                     tool, given = calls.pop(block["tool_use_id"])
                     answer = record.get("toolUseResult")
-                    if _refused(block, tool):
-                        continue  # a call that did not run: no PostToolUse
+                    if _refused(block, tool):  # a call that did not run: no PostToolUse
+                        if failures and block.get("is_error"):
+                            said = _text(block.get("content"))
+                            sent.append(post_tool_use_failure(session, cwd, tool, block["tool_use_id"], given, said))
+                        continue
                     sent.append(post_tool_use(session, cwd, tool, block["tool_use_id"], given, answer))
                 elif block.get("type") == "text" and not record.get("isMeta"):
                     sent.append(prompt(session, cwd, block["text"]))
     return sent
+
+
+def _text(content: Any) -> str:
+    """A tool_result's text (a string, or its text parts)."""
+    if isinstance(content, str):
+        return content
+    parts = content if isinstance(content, list) else []
+    return "".join(str(part.get("text", "")) for part in parts if isinstance(part, dict))
 
 
 def _refused(block: dict[str, Any], tool: str) -> bool:
