@@ -25,6 +25,7 @@ from plantrail.cli.common import (
     with_times_note,
 )
 from plantrail.cli.tables import cell
+from plantrail.cli.terminal import printable
 
 if TYPE_CHECKING:
     from plantrail.projections.model import PlanState
@@ -90,7 +91,19 @@ def render_status(state: PlanState, view: dict[str, Any]) -> str:
     for advice in view.get("budget", {}).get("advice", []):
         lines.append(f"budget: {advice}")
     lines += lease_lines(view.get("leases", []))
+    lines += drift_lines(view)
     return "\n".join(lines)
+
+
+def drift_lines(view: dict[str, Any]) -> list[str]:
+    """Format v2 lineage: the attempts to cancel (an input changed under them) and a possibly stale plan."""
+    lines = []
+    for step in view.get("cancel", []):
+        lines.append(f"cancel: {step} (an input changed under its attempt; end it with abandon)")
+    if view.get("possibly_stale"):
+        shown = ", ".join(f"{d['key']} {d['planned']} -> {d['current']}" for d in view["drift"])
+        lines.append(f"possibly stale: the plan was made from other observations ({printable(shown)})")
+    return lines
 
 
 def lease_lines(leases: list[dict[str, Any]]) -> list[str]:
@@ -230,6 +243,7 @@ def next_command(log: str, as_json: bool) -> None:
         if running:
             lines.append(f"in progress: {', '.join(running)}")
         lines += lease_lines(data["leases"])
+        lines += drift_lines(data)
         if data["advice"]:
             lines.append(f"advice: replan with --reason {data['advice']}")
         return "\n".join(lines)

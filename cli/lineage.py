@@ -162,6 +162,12 @@ def _step_line(entry: dict[str, Any], detail: str) -> str:
     return f"  {entry['id']}: {truncate(entry['step']['title'], 50)}" + (f" · {detail}" if detail else "")
 
 
+def _done(entry: dict[str, Any]) -> str:
+    """A completed step's evidence, then its artifacts (format v2) as NAME=DIGEST."""
+    artifacts = [f"{a['name']}={a['digest']}" for a in entry.get("artifacts", [])]
+    return "; ".join([*entry["evidence"], *artifacts])
+
+
 def _waits(entry: dict[str, Any]) -> str:
     return ("waits on " + ", ".join(entry["waiting_on"])) if entry["waiting_on"] else "ready"
 
@@ -173,10 +179,11 @@ def _render_brief(doc: dict[str, Any]) -> str:
     lines = [f"brief for run {doc['run']} · {where}"]
     lines.append(f"goal: {truncate(doc['goal'], 100)}")  # every text shown through truncate: escaped
     sections: list[tuple[str, list[dict[str, Any]], Callable[[dict[str, Any]], str]]] = [
-        ("completed (keep them: their ids and evidence stay)", doc["completed"], lambda e: "; ".join(e["evidence"])),
+        ("completed (keep them: their ids and evidence stay)", doc["completed"], _done),
         ("failed", doc["failed"], lambda e: e["reason"] or e["error"] or ""),
         ("in progress (no result yet)", doc["in_progress"], lambda e: f"attempt {e['attempt']}"),
         ("not run", doc["not_run"], _waits),
+        ("stale (an input changed: run them again)", doc.get("stale", []), lambda e: e["reason"] or ""),
     ]
     for title, entries, detail in sections:
         if entries:
@@ -189,6 +196,13 @@ def _render_brief(doc: dict[str, Any]) -> str:
         ]
     if doc["orphans"]:
         lines += ["", f"late results: {len(doc['orphans'])} (plantrail orphans LOG)"]
+    if doc["effects_in_doubt"]:
+        from plantrail.cli.effects import effect_lines
+
+        lines += [
+            "",
+            *effect_lines("effects in doubt (check each target before doing it again)", doc["effects_in_doubt"]),
+        ]
     if doc["coverage"]["declared"] and doc["coverage"]["uncovered"]:
         lines += ["", f"criteria no step covers: {', '.join(doc['coverage']['uncovered'])}"]
     lines += [f"budget: {advice}" for advice in doc["budget"]["advice"]]
@@ -209,7 +223,9 @@ def brief(log: str, as_json: bool) -> None:
       "last_seq", "step"}], "failed": [{"id", "status", "attempt", "max_attempts", "exhausted", "error",
       "reason", "last_seq", "step"}], "in_progress", "not_run": [{"id", "waiting_on", "reset", "step"}],
       "unmet_criteria": [{"id", "description", "status", "evidence"}], "orphans", "coverage", "remaining":
-      {"steps", "criteria"}, "budget", "lineage"} ("step": the step's contract as a draft writes it)
+      {"steps", "criteria"}, "budget", "lineage", "stale": [{"id", "reason", "invalidated_by", "consumed",
+      "step"}]} ("step": the step's contract as a draft writes it; each completed step has its "artifacts";
+      a run with observations adds "observations", "possibly_stale", "drift" and "cancel")
 
     \b
     Example:

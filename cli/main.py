@@ -51,6 +51,8 @@ COMMANDS: dict[str, str] = {
     **dict.fromkeys(("fork", "check", "brief"), "plantrail.cli.lineage"),
     "request-approval": "plantrail.cli.approvals:request_approval",
     **dict.fromkeys(("approve", "deny"), "plantrail.cli.approvals"),
+    "effect": "plantrail.cli.effects:effect",
+    "observe": "plantrail.cli.observe:observe",
 }
 
 

@@ -224,9 +224,25 @@ def _acknowledge(ledger: Ledger, command: Command, ack: Ack, as_json: bool) -> N
     help="Durability policy recorded in the header (see docs/reliability.md).",
 )
 @click.option("--actor", type=ACTORS, default="planner", show_default=True, help="Who issued the command.")
+@click.option(
+    "--observed",
+    multiple=True,
+    metavar="KEY=VERSION",
+    help="An observation version the plan was made from (a repository HEAD ...; repeatable; format v2): "
+    "status flags the plan as possibly stale when plantrail observe records another.",
+)
 @_strict_option
 @json_option
-def create(log: str, plan_path: str, run_id: str | None, fsync: str, actor: str, strict: bool, as_json: bool) -> None:
+def create(
+    log: str,
+    plan_path: str,
+    run_id: str | None,
+    fsync: str,
+    actor: str,
+    observed: tuple[str, ...],
+    strict: bool,
+    as_json: bool,
+) -> None:
     """Create LOG with a validated plan draft as version 1 (never overwrites a file). A task criterion that no
     step covers (a step's "covers") and no typed check covers is a warning on stderr ("warnings" in JSON), or
     with --strict a refusal (COVERAGE_GAP); a plan that declares no coverage at all is warned only by --strict.
@@ -237,10 +253,11 @@ def create(log: str, plan_path: str, run_id: str | None, fsync: str, actor: str,
       plantrail create run.jsonl --plan draft.json --strict
     """
     from plantrail.ledger.api import Ledger
+    from plantrail.ledger.observations import with_observed
     from plantrail.ledger.plan import parse_draft
     from plantrail.projections.views import capacity_view, ready_steps, startable_steps
 
-    draft = parse_draft(read_json_file(plan_path, DRAFT))
+    draft = with_observed(parse_draft(read_json_file(plan_path, DRAFT)), observed)
     with Ledger.create(
         log, draft, run=run_id, fsync=cast("FsyncPolicy", fsync), actor=cast("Actor", actor), strict=strict
     ) as ledger:
@@ -305,6 +322,14 @@ def start(
     type=FilePath(dir_okay=False, path_type=str),
     help=f"One evidence item from a file (repeatable; - for standard input): {_FROM_FILE}.",
 )
+@click.option(
+    "--artifact",
+    "artifacts",
+    multiple=True,
+    metavar="NAME=DIGEST[@URI]",
+    help="An artifact the step produced: a declared output's name, its digest (ALGO:HEX, e.g. sha256:...) and "
+    "optionally where it is (repeatable; format v2).",
+)
 @_plan_version_option(_LATE_RESULT)
 @_attempt_option
 @_report_option
@@ -314,6 +339,7 @@ def complete(
     step: str,
     evidence: tuple[str, ...],
     evidence_files: tuple[str, ...],
+    artifacts: tuple[str, ...],
     plan_version: int | None,
     attempt: int | None,
     report_path: str | None,
@@ -326,14 +352,17 @@ def complete(
     up to the event limit is recorded whole). Items from --evidence come first, then those from files.
 
     A step with typed checks completes only when the --report's observations satisfy every one of them
-    (CHECK_NOT_MET otherwise: report the attempt as fail with the same record).
+    (CHECK_NOT_MET otherwise: report the attempt as fail with the same record). A step that declares outputs
+    completes only with an --artifact for each (ARTIFACT_MISSING).
 
     \b
     Example:
       plantrail complete run.jsonl inspect --evidence "read src/cli.py, tests/test_cli.py, package.json"
       pytest -q 2>&1 | plantrail complete run.jsonl validate -e -
       plantrail complete run.jsonl reproduce -e "the new test fails with 200" --report observed.json
+      plantrail complete run.jsonl edit -e "patched" --artifact patch=sha256:<64 hex>@out/fix.diff
     """
+    from plantrail.ledger.artifacts import parse_artifact_option
     from plantrail.ledger.decide import Complete
     from plantrail.ledger.errors import error
 
@@ -345,6 +374,7 @@ def complete(
         plan_version=plan_version,
         attempt=attempt,
         report=_read_report(report_path),
+        artifacts=tuple(parse_artifact_option(a) for a in artifacts),
         key=key,
         actor=cast("Actor", actor),
     )
@@ -575,6 +605,13 @@ def finish(
     type=FilePath(dir_okay=False, path_type=str),
     help=f"One observation from a file (repeatable; - for standard input): {_FROM_FILE}.",
 )
+@click.option(
+    "--observed",
+    multiple=True,
+    metavar="KEY=VERSION",
+    help="An observation version the plan was made from (a repository HEAD ...; repeatable; format v2): "
+    "status flags the plan as possibly stale when plantrail observe records another.",
+)
 @_plan_version_option(f"{_LATE_REFUSED}: read the active version and replan from it.")
 @_strict_option
 @_write_options("planner")
@@ -587,6 +624,7 @@ def replan(
     causes: tuple[int, ...],
     observations: tuple[str, ...],
     observation_files: tuple[str, ...],
+    observed: tuple[str, ...],
     plan_version: int | None,
     strict: bool,
     expected_seq: int | None,
@@ -604,11 +642,14 @@ def replan(
     """
     from plantrail.ledger.decide import Replan
     from plantrail.ledger.errors import error
+    from plantrail.ledger.observations import with_observed
     from plantrail.ledger.plan import parse_draft, parse_patch
 
     if (plan_path is None) == (patch_path is None):
         raise error("USAGE", "give exactly one of --plan DRAFT or --patch PATCH")
-    draft = parse_draft(read_json_file(plan_path, DRAFT)) if plan_path else None
+    if observed and patch_path:
+        raise error("USAGE", "--observed takes a whole draft (--plan DRAFT), not a patch")
+    draft = with_observed(parse_draft(read_json_file(plan_path, DRAFT)), observed) if plan_path else None
     patch = parse_patch(read_json_file(patch_path, PATCH)) if patch_path else None
     command = Replan(
         reason=cast("ReasonCode", reason),

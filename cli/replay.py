@@ -30,6 +30,7 @@ _CAUSES: Final[dict[str, str]] = {
     "unblocked": "unblocked",
     "description_changed": "description changed",
     "work_invalidated": "completed work was invalidated",
+    "input_changed": "an input's digest changed, from",
 }
 
 
@@ -426,6 +427,23 @@ def _first(items: Sequence[Any], show_all: bool) -> tuple[Sequence[Any], str | N
     return items[:_RESUME_SHOWN], f"  ... and {len(items) - _RESUME_SHOWN} more (--all shows every one)"
 
 
+def _lineage_lines(receipt: dict[str, Any], show_all: bool) -> list[str]:
+    """The resume lines of format v2 lineage: stale steps, attempts to cancel, a possibly stale plan."""
+    lines: list[str] = []
+    if receipt.get("stale"):
+        stale, more = _first(receipt["stale"], show_all)
+        lines.append(f"stale ({len(receipt['stale'])}): an input changed")
+        lines += _aligned([[s["step"], truncate(s["reason"] or "", 70)] for s in stale])
+        lines += [more] if more else []
+    if receipt.get("cancel"):
+        lines.append(f"cancel ({len(receipt['cancel'])}): an input changed under them; end each with abandon")
+        lines += _aligned([[c["step"], f"attempt {c['attempt']}"] for c in receipt["cancel"]])
+    if receipt.get("possibly_stale"):
+        shown = ", ".join(f"{d['key']} {d['planned']} -> {d['current']}" for d in receipt["drift"])
+        lines.append(f"possibly stale: the plan was made from other observations ({printable(shown)})")
+    return lines
+
+
 def _ids(label: str, ids: Sequence[str], show_all: bool) -> str:
     """``label (n): a, b, c`` with at most _RESUME_SHOWN ids unless ``show_all``."""
     shown, more = _first(ids, show_all)
@@ -462,12 +480,19 @@ def _render_receipt(receipt: dict[str, Any], code: int, show_all: bool = False) 
         lines.append(f"blocked ({len(receipt['blocked'])})")
         lines += _aligned([[b["step"], truncate(b["reason"], 70)] for b in blocked])
         lines += [more] if more else []
+    lines += _lineage_lines(receipt, show_all)
     lines.append(_ids("criteria unverified", receipt["criteria_unverified"], show_all))
     if receipt["criteria_failed"]:
         lines.append(_ids("criteria failed", receipt["criteria_failed"], show_all))
     if receipt["orphans"]:
         count = _plural(len(receipt["orphans"]), "late result", "late results")
         lines.append(f"orphans: {count}, none applied (plantrail orphans LOG)")
+    from plantrail.cli.effects import effect_lines
+
+    effects = receipt["effects"]
+    lines += effect_lines("effects in doubt: requested, never known committed (check the target)", effects["in_doubt"])
+    lines += effect_lines("effects of superseded attempts, never known committed", effects["superseded"])
+    lines += effect_lines("effects committed", effects["committed"])
     if receipt["advice"]:
         lines.append(f"advice: replan with --reason {receipt['advice']}")
     return "\n".join(lines)
@@ -502,7 +527,8 @@ def resume(ctx: click.Context, log: str, show_all: bool, every_byte: bool, as_js
       16  the run finished partial: the receipt's next says where a continuation resumes
       15  the run finished budget_exhausted (the unmet checks are listed)
       10  steps in doubt: check whether their work happened before continuing (abandon those whose lease
-          expired: their worker is gone)
+          expired: their worker is gone); or a ready step has side effects never known committed: check
+          their targets before it starts again
       14  the stop policy says failed: the same failure repeated (no progress); replan or finish
       15  the stop policy says budget_exhausted: a budget or the deadline is spent; replan or finish
       12  the run is paused
@@ -521,7 +547,10 @@ def resume(ctx: click.Context, log: str, show_all: bool, every_byte: bool, as_js
       "advice", "last_seq", "head_hash", "damage": null | {"code", "message", ...},
       "snapshot_seq": null | the seq up to which the cache's snapshot answered (not re-read; --verify
       reads every byte and gives null),
-      "stop": {"outcome", "rule", "reason", "unmet"}}
+      "stop": {"outcome", "rule", "reason", "unmet"},
+      "effects": {"in_doubt", "superseded", "committed": [{"key", "step", "status", "target", "before",
+      "plan_version", "attempt", "requested_seq", "late", "earlier_seqs", "committed_seq", "result",
+      "commit_late"}]}}
 
     \b
     Example:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from plantrail.ledger.approvals import Decide, RequestApproval
+from plantrail.ledger.artifacts import Artifact, parse_artifact_option
 from plantrail.ledger.checkpoint import make_checkpoint
 from plantrail.ledger.clock import utc_now
 from plantrail.ledger.decide import (
@@ -40,12 +41,14 @@ from plantrail.ledger.decide import (
     decide,
     decide_one,
 )
+from plantrail.ledger.effects import CommitEffect, RequestEffect
 from plantrail.ledger.errors import PlantrailError, error
 from plantrail.ledger.events import Actor, LogBatch, Outcome, ReasonCode, Record, Source
 from plantrail.ledger.evidence import Report, parse_report
 from plantrail.ledger.extension import Additions, parse_additions
 from plantrail.ledger.idempotency import match, record_view
 from plantrail.ledger.items import as_items
+from plantrail.ledger.observations import Observe
 from plantrail.ledger.plan import (
     CriterionSpec,
     Draft,
@@ -397,12 +400,16 @@ class Ledger:
         actor: Actor = "agent",
         source: Source | None = None,
         report: Report | Mapping[str, Any] | None = None,
+        artifacts: Sequence[Artifact | str] = (),
     ) -> Ack:
         """Complete ``step``'s attempt with evidence: one ``str`` is one item (``plantrail complete -e``).
 
         ``report`` is the attempt's evidence record (format v2; a mapping is parsed): a step with typed checks
-        completes only when its observations satisfy every one (CHECK_NOT_MET)."""
+        completes only when its observations satisfy every one (CHECK_NOT_MET). ``artifacts`` are the outputs
+        it produced (format v2), each an :class:`~ledger.artifacts.Artifact` or ``NAME=DIGEST[@URI]``: a step
+        that declares outputs completes only with every one of them (ARTIFACT_MISSING)."""
         command = Complete(
+            artifacts=tuple(a if isinstance(a, Artifact) else parse_artifact_option(a) for a in artifacts),
             step=step,
             evidence=evidence,
             plan_version=plan_version,
@@ -565,6 +572,31 @@ class Ledger:
         )
         return self.execute(command, expected_seq=expected_seq)
 
+    def observe(
+        self,
+        name: str,
+        version: str,
+        *,
+        dirty: Sequence[str] = (),
+        plan_version: int | None = None,
+        idempotency_key: str | None = None,
+        expected_seq: int | None = None,
+        actor: Actor = "runtime",
+        source: Source | None = None,
+    ) -> Ack:
+        """Record ``version`` of the observation ``name`` (a repository HEAD with its ``dirty`` files, a schema
+        version ...; ``plantrail observe``): the steps whose inputs name it are judged by their digests."""
+        command = Observe(
+            name=name,
+            version=version,
+            dirty=tuple(dirty),
+            plan_version=plan_version,
+            key=idempotency_key,
+            actor=actor,
+            source=source,
+        )
+        return self.execute(command, expected_seq=expected_seq)
+
     def replan(
         self,
         reason: ReasonCode,
@@ -713,6 +745,63 @@ class Ledger:
             why=why,
             plan_version=plan_version,
             key=key,
+            actor=actor,
+            source=source,
+        )
+        return self.execute(command, expected_seq=expected_seq)
+
+    def request_effect(
+        self,
+        step: str,
+        effect: str,
+        target: str,
+        *,
+        before: str = "",
+        plan_version: int | None = None,
+        attempt: int | None = None,
+        idempotency_key: str | None = None,
+        expected_seq: int | None = None,
+        actor: Actor = "runtime",
+        source: Source | None = None,
+    ) -> Ack:
+        """Record that ``step``'s attempt is about to perform the side effect ``effect`` (its idempotency key)
+        on ``target``, with a summary of the target's state ``before`` (``plantrail effect --requested``; the
+        rules are in :mod:`ledger.effects`). A late request is recorded beside the orphans (``ack.orphan``)."""
+        command = RequestEffect(
+            step=step,
+            effect=effect,
+            target=target,
+            before=before,
+            plan_version=plan_version,
+            attempt=attempt,
+            key=idempotency_key,
+            actor=actor,
+            source=source,
+        )
+        return self.execute(command, expected_seq=expected_seq)
+
+    def commit_effect(
+        self,
+        step: str,
+        effect: str,
+        *,
+        result: str = "",
+        plan_version: int | None = None,
+        attempt: int | None = None,
+        idempotency_key: str | None = None,
+        expected_seq: int | None = None,
+        actor: Actor = "runtime",
+        source: Source | None = None,
+    ) -> Ack:
+        """Record that the side effect ``effect`` of ``step`` happened, with a summary of its ``result``
+        (``plantrail effect --committed``); its plan version and attempt default to its request's."""
+        command = CommitEffect(
+            step=step,
+            effect=effect,
+            result=result,
+            plan_version=plan_version,
+            attempt=attempt,
+            key=idempotency_key,
             actor=actor,
             source=source,
         )

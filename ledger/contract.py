@@ -8,6 +8,9 @@ A check is one of three kinds (seed 001 ``AcceptanceCriterion``, seed 004 checkp
 - ``state_predicate``: ``predicate`` (an id) and ``expected`` (any JSON value), passed by an observation of
   exactly that value.
 - ``human_review``: one bounded ``question``, passed by an ``approved`` decision.
+- ``schema`` (seed 001 ``Schema``): ``artifact`` (a declared output: the step's own by name, or
+  ``STEP/OUTPUT`` on a criterion) and ``schema_id``, passed by an observation of value ``true`` (the runtime
+  validated the artifact against the schema).
 
 A check passes only on a reported observation that satisfies it: never vacuously (no observation, no pass).
 Pure: :mod:`ledger.plan` calls :func:`validate_contract` from ``validate_plan``, :mod:`ledger.decide` calls
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 import orjson
 
+from plantrail.ledger.artifacts import InputRef, OutputSpec
 from plantrail.ledger.errors import error
 from plantrail.ledger.evidence import Observation, Report
 from plantrail.ledger.scope import StepScope
@@ -52,8 +56,8 @@ __all__ = [
 _STRICT: dict[str, Any] = {"extra": "forbid", "strict": True}
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 
-CheckKind = Literal["command_exit", "state_predicate", "human_review"]
-CHECK_KINDS: Final[tuple[str, ...]] = ("command_exit", "state_predicate", "human_review")
+CheckKind = Literal["command_exit", "state_predicate", "human_review", "schema"]
+CHECK_KINDS: Final[tuple[str, ...]] = ("command_exit", "state_predicate", "human_review", "schema")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +66,9 @@ class CheckSpec:
     left out of the line, :mod:`ledger.versions`)."""
 
     __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
-    ADDED: ClassVar[frozenset[str]] = frozenset({"command", "expected_exit_code", "predicate", "expected", "question"})
+    ADDED: ClassVar[frozenset[str]] = frozenset(
+        {"command", "expected_exit_code", "predicate", "expected", "question", "artifact", "schema_id"}
+    )
 
     id: str
     kind: CheckKind
@@ -71,6 +77,10 @@ class CheckSpec:
     predicate: str | None = None
     expected: Any = None
     question: str | None = None
+    #: (``schema``) the artifact checked: an output of the step, or ``STEP/OUTPUT`` on a criterion.
+    artifact: str | None = None
+    #: (``schema``) the schema it must validate against.
+    schema_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +94,7 @@ class StepTerms:
     ADDED: ClassVar[frozenset[str]] = frozenset(
         {"priority", "checks", "timeout_s", "max_tool_calls", "max_cost_usd", "notes", "covers", "scope"}
         | {"on_failure"}
+        | {"outputs", "inputs"}
     )
 
     priority: int = 0
@@ -99,8 +110,11 @@ class StepTerms:
     covers: tuple[str, ...] = ()
     #: The step's scope: writes, reads, allowed tools, whether it needs an approval (:mod:`ledger.scope`).
     scope: StepScope | None = None
-    #: The step's repair step (seed 002 failStepId; :mod:`ledger.repair_edges`): after a failure with attempts left the
-    #: step waits until that step completes. None: a failure is retried directly (as is naming the step itself).
+    #: The artifacts the step produces and consumes (:mod:`ledger.artifacts`): part of its contract.
+    outputs: tuple[OutputSpec, ...] = ()
+    inputs: tuple[InputRef, ...] = ()
+    #: The step's repair step (:mod:`ledger.repair_edges`): after a failure with attempts left the step
+    #: waits until that step completes. None: a failure is retried directly (as is naming the step itself).
     on_failure: str | None = None
 
 
@@ -111,13 +125,19 @@ NO_TERMS: Final = StepTerms()
 
 _KEYS: Final = frozenset(
     {"id", "kind", "command", "expected_exit_code", "expectedExitCode", "predicate", "predicateId", "expected"}
-    | {"question"}
+    | {"question", "artifact", "artifactRef", "schema_id", "schemaId"}
 )
-_ALIASES: Final[Mapping[str, str]] = {"expectedExitCode": "expected_exit_code", "predicateId": "predicate"}
+_ALIASES: Final[Mapping[str, str]] = {
+    "expectedExitCode": "expected_exit_code",
+    "predicateId": "predicate",
+    "artifactRef": "artifact",
+    "schemaId": "schema_id",
+}
 _NEEDS: Final[Mapping[str, tuple[str, ...]]] = {
     "command_exit": ("command", "expected_exit_code"),
     "state_predicate": ("predicate", "expected"),
     "human_review": ("question",),
+    "schema": ("artifact", "schema_id"),
 }
 
 
@@ -159,6 +179,9 @@ def _parse_check(raw: Any, where: str) -> CheckSpec:
     if kind == "state_predicate":
         predicate = _text(given["predicate"], f"{where}.predicate")
         return CheckSpec(check_id, kind, predicate=predicate, expected=given["expected"])
+    if kind == "schema":
+        artifact = _text(given["artifact"], f"{where}.artifact")
+        return CheckSpec(check_id, kind, artifact=artifact, schema_id=_text(given["schema_id"], f"{where}.schema_id"))
     return CheckSpec(check_id, kind, question=_text(given["question"], f"{where}.question"))
 
 
@@ -189,9 +212,24 @@ def validate_contract(plan: PlanSpec) -> None:
     for step in plan.steps:
         if step.terms is not None and step.terms.checks:
             validate_checks(step.terms.checks, f"step {step.id}")
+            _schema_artifacts(step.terms.checks, f"step {step.id}", {o.name for o in step.terms.outputs})
+    outputs = {f"{s.id}/{o.name}" for s in plan.steps if s.terms is not None for o in s.terms.outputs}
     for criterion in plan.acceptance_criteria:
         if criterion.checks:
             validate_checks(criterion.checks, f"criterion {criterion.id}")
+            _schema_artifacts(criterion.checks, f"criterion {criterion.id}", outputs)
+
+
+def _schema_artifacts(checks: Sequence[CheckSpec], owner: str, known: set[str]) -> None:
+    """Refuse a ``schema`` check whose artifact is not a declared output (a step's own output by name; on a
+    criterion, ``STEP/OUTPUT``): ARTIFACT_UNKNOWN."""
+    for check in checks:
+        if check.kind == "schema" and check.artifact not in known:
+            raise error(
+                "ARTIFACT_UNKNOWN",
+                f"{owner}: schema check {check.id} names artifact {check.artifact}, which is not a declared output",
+                ids=[check.id],
+            )
 
 
 # --------------------------------------------------------------------------- budgets
@@ -298,6 +336,10 @@ def _why_not(check: CheckSpec, seen: Observation | None) -> str | None:
     if check.kind == "state_predicate":
         if _json(seen.value) != _json(check.expected):
             return f"observed {_json(seen.value).decode()}, expected {_json(check.expected).decode()}"
+        return None
+    if check.kind == "schema":
+        if seen.value is not True:
+            return f"{check.artifact} was not reported valid against {check.schema_id} (value true)"
         return None
     if seen.decision != "approved":
         return f"the review was {seen.decision or 'not decided'}"

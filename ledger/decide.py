@@ -22,8 +22,10 @@ from plantrail.ledger.approvals import (
     check_start_authority,
     recorded_result,
 )
+from plantrail.ledger.artifacts import Artifact, produced_problems
 from plantrail.ledger.contract import CheckSpec, unmet
 from plantrail.ledger.coverage import require_coverage
+from plantrail.ledger.effects import CommitEffect, RequestEffect, build_effect, check_effect, effect_lateness
 from plantrail.ledger.errors import error
 from plantrail.ledger.events import (
     OUTCOMES,
@@ -33,7 +35,10 @@ from plantrail.ledger.events import (
     ApprovalGranted,
     ApprovalRequested,
     CriterionVerified,
+    EffectCommitted,
+    EffectRequested,
     Event,
+    ObservationRecorded,
     Outcome,
     PlanCreated,
     PlanExtended,
@@ -55,6 +60,7 @@ from plantrail.ledger.guards import require_open, require_step
 from plantrail.ledger.items import as_items, as_text
 from plantrail.ledger.leases import Abandon, Heartbeat, build_abandon, build_heartbeat, check_abandon, check_heartbeat
 from plantrail.ledger.lineage import check_forked
+from plantrail.ledger.observations import Observe, build_observation, check_observation
 from plantrail.ledger.outcomes import check_outcome, finished_event
 from plantrail.ledger.plan import (
     CriterionSpec,
@@ -69,6 +75,7 @@ from plantrail.ledger.plan import (
     validate_plan,
 )
 from plantrail.ledger.repair_edges import check_start_repair
+from plantrail.projections.lineage_digest import require_inputs
 from plantrail.projections.model import OrphanWhy, StepState
 from plantrail.projections.repair_edges import edges_of, idle_repairs
 from plantrail.projections.state import StateView, orphan_reason
@@ -78,6 +85,7 @@ __all__ = [
     "Abandon",
     "Block",
     "Command",
+    "CommitEffect",
     "Complete",
     "Create",
     "Decide",
@@ -86,8 +94,10 @@ __all__ = [
     "Finish",
     "Heartbeat",
     "NewEvent",
+    "Observe",
     "Replan",
     "RequestApproval",
+    "RequestEffect",
     "Start",
     "VerifyCriterion",
     "check",
@@ -142,9 +152,11 @@ class Complete(_Command):
     plan_version: int | None = None
     attempt: int | None = None
     report: Report | None = None
+    artifacts: Sequence[Artifact] = ()  # format v2: the artifacts produced (ledger.artifacts)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "evidence", as_items(self.evidence, str, "evidence"))
+        object.__setattr__(self, "artifacts", tuple(self.artifacts))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -259,8 +271,11 @@ Command = (
     | Extend
     | Heartbeat
     | Abandon
+    | Observe
     | RequestApproval
     | Decide
+    | RequestEffect
+    | CommitEffect
 )
 
 
@@ -280,7 +295,10 @@ def decide_one(state: StateView, command: Command, *, now: str | None = None) ->
     data, plan_version = _build(state, command)
     if isinstance(data, StepCompleted | StepBlocked | StepFailed) and data.report is not None:
         data = _as_recorded(state, data, plan_version)
-    return data, plan_version, check(state, data, plan_version, now=now)
+    late = check(state, data, plan_version, now=now)
+    if isinstance(data, EffectRequested | EffectCommitted):  # a late effect is kept beside the orphans
+        late = effect_lateness(state, data, plan_version)
+    return data, plan_version, late
 
 
 def _as_recorded(
@@ -315,7 +333,14 @@ def _build(state: StateView, command: Command) -> tuple[Event, int]:
         case Complete():
             attempt = _attempt(state, command.step, version, command.attempt)
             evidence = tuple([e.strip() for e in command.evidence])
-            return StepCompleted(step=command.step, attempt=attempt, evidence=evidence, report=command.report), version
+            completed = StepCompleted(
+                step=command.step,
+                attempt=attempt,
+                evidence=evidence,
+                report=command.report,
+                artifacts=tuple(command.artifacts),
+            )
+            return completed, version
         case Block():
             attempt = _attempt(state, command.step, version, command.attempt)
             blocked = StepBlocked(
@@ -348,6 +373,10 @@ def _build(state: StateView, command: Command) -> tuple[Event, int]:
             return build_heartbeat(state, command), version
         case Abandon():
             return build_abandon(state, command), version
+        case RequestEffect() | CommitEffect():
+            return build_effect(state, command)
+        case Observe():
+            return build_observation(command), version
 
 
 def _as_plan(plan: Draft | PlanSpec, *, goal: str | None = None, base: PlanSpec | None = None) -> PlanSpec:
@@ -356,7 +385,7 @@ def _as_plan(plan: Draft | PlanSpec, *, goal: str | None = None, base: PlanSpec 
         return plan
     if base is None:
         return build_plan(plan, goal=goal)
-    return build_plan(plan, goal=goal, policy=base.policy, scope=base.scope)
+    return build_plan(plan, goal=goal, policy=base.policy, scope=base.scope, artifacts=base.artifacts)
 
 
 def _replanned(state: StateView, command: Replan, version: int) -> PlanReplanned:
@@ -479,6 +508,10 @@ def check(state: StateView, data: Event, plan_version: int, *, now: str | None =
             check_heartbeat(state, data, plan_version)
         case StepAbandoned():
             check_abandon(state, data, plan_version)
+        case EffectRequested() | EffectCommitted():
+            check_effect(state, data, plan_version)
+        case ObservationRecorded():
+            check_observation(state, data, plan_version)
     return None
 
 
@@ -509,7 +542,7 @@ def _check_start(state: StateView, data: StepStarted, plan_version: int) -> None
     _not_stale(state, plan_version, f"start {data.step}")
     require_open(state)
     step = require_step(state, data.step)
-    if step.status != "pending":
+    if step.status != "pending" and step.status != "stale":
         raise _transition(step, "pending", "in_progress", state.version)
     if data.attempt != step.attempt + 1:
         raise error(
@@ -526,6 +559,8 @@ def _check_start(state: StateView, data: StepStarted, plan_version: int) -> None
     _dependencies_done(state, state.plan, data.step)
     if state.contract and edges_of(state.plan):  # repair edges: v2 plans only
         check_start_repair(state, step)
+    if step.status == "stale" or state.contract:  # format v2: a consumer starts only on current inputs
+        require_inputs(state, _contract(state.plan, data.step))
     if state.contract or state.authority is not None:  # scopes and approvals live in v2 plans only
         check_start_authority(state, _contract(state.plan, data.step))
 
@@ -611,7 +646,9 @@ def _check_result(
     target = _TRANSITION_TARGET[data.TYPE]
     why = orphan_reason(state, plan_version, data.step, data.attempt)
     if why == "STALE_ATTEMPT":
-        if not (1 <= data.attempt < step.attempt or data.attempt in step.abandoned):
+        # an input changed under it, or it went stale since: its last attempt is over too (lineage_digest)
+        ended = (step.cancel is not None or step.status == "stale") and data.attempt == step.attempt
+        if not (1 <= data.attempt < step.attempt or data.attempt in step.abandoned or ended):
             raise error(
                 "INVALID_TRANSITION",
                 f"step {step.id} never started attempt {data.attempt} (its attempt is {step.attempt})",
@@ -630,7 +667,12 @@ def _check_result(
         check_result_scope(state, data)
     if why is None and isinstance(data, StepCompleted):
         assert state.plan is not None
-        _checks_met(_contract(state.plan, data.step).checks, data.report, f"step {data.step}", step=data.step)
+        spec = _contract(state.plan, data.step)
+        _checks_met(spec.checks, data.report, f"step {data.step}", step=data.step)
+        if data.artifacts or spec.outputs:
+            problem = produced_problems(spec, data.artifacts)
+            if problem is not None:
+                raise problem
     return why
 
 

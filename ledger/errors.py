@@ -190,6 +190,14 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "REPAIR_STEP_HAS_DEPENDENCIES": (PlanInvalid, "a repair step lists depends_on (it starts only after a failure)"),
     "DEPENDS_ON_REPAIR_STEP": (PlanInvalid, "a step depends on a repair step, which runs only after a failure"),
     "REPAIR_STEP_UNREACHABLE": (PlanInvalid, "no failure can call a repair step (what it repairs has one attempt)"),
+    "INPUT_DANGLING": (
+        PlanInvalid,
+        "a step's input names an unknown step, an output its step does not declare, an undeclared initial input, "
+        "or a step not upstream of it by depends_on (step and input named)",
+    ),
+    "ARTIFACT_UNKNOWN": (PlanInvalid, "a required artifact or a schema check names an output no step declares"),
+    "DUPLICATE_ARTIFACT": (PlanInvalid, "an output, input or produced artifact is declared or given twice"),
+    "DIGEST_INVALID": (PlanInvalid, "a digest is not ALGO:HEX (lower case; sha256 needs 64 hex digits)"),
     # commands
     "PLAN_NOT_CREATED": (CommandRefused, "the log has no plan yet"),
     "PLAN_ALREADY_CREATED": (CommandRefused, "the log already has a plan (use replan)"),
@@ -208,7 +216,9 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
         CommandRefused,
         "a completion or passing verdict whose reported observations do not satisfy its checks (they are named)",
     ),
-    "REASON_REQUIRED": (CommandRefused, "a reason, error or why is empty after trimming"),
+    "REASON_REQUIRED": (CommandRefused, "a reason, error or why (or an effect's target) is empty after trimming"),
+    "ARTIFACT_UNDECLARED": (CommandRefused, "a completion gives an artifact its step does not declare as an output"),
+    "ARTIFACT_MISSING": (CommandRefused, "a completion lacks an artifact for an output its step declares"),
     "CRITERION_NOT_FOUND": (CommandRefused, "no such acceptance criterion in the active version"),
     "CRITERIA_UNVERIFIED": (CommandRefused, "finishing complete while a step or criterion is open"),
     "RUN_FINISHED": (CommandRefused, "the run finished complete, failed or cancelled"),
@@ -252,6 +262,16 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "APPROVAL_DECIDED": (CommandRefused, "the approval request was already granted or denied"),
     "APPROVAL_STALE": (CommandRefused, "the approval request was asked for a superseded plan version"),
     "DUPLICATE_APPROVAL_ID": (CommandRefused, "an approval request with that id already exists"),
+    "EFFECT_NOT_REQUESTED": (CommandRefused, "an effect commit names a key no effect request recorded"),
+    "EFFECT_DUPLICATE": (
+        CommandRefused,
+        "the effect is already committed, or already requested by the same attempt (never performed twice)",
+    ),
+    "EFFECT_KEY_CONFLICT": (CommandRefused, "the effect key already names another step's or target's effect"),
+    "EFFECT_MISMATCH": (
+        CommandRefused,
+        "an effect commit names another step, plan version or attempt than its request",
+    ),
     "STALE_PLAN_VERSION": (CommandRefused, "the command was issued against a superseded plan version"),
     "UNKNOWN_PLAN_VERSION": (CommandRefused, "the plan version does not exist yet"),
     "UNKNOWN_CAUSE": (CommandRefused, "a replan names a cause seq that is not in the log"),
@@ -342,6 +362,10 @@ ADVICE: Mapping[str, Advice] = {
         cli="a log gets its plan from `plantrail create LOG --plan DRAFT`",
     ),
     "PLAN_ALREADY_CREATED": Advice(python="use Ledger.replan", cli="use `plantrail replan`"),
+    "ARTIFACT_MISSING": Advice(
+        python="pass each in Ledger.complete's artifacts",
+        cli="give each with --artifact (the output name, an equals sign, its digest)",
+    ),
     "LEASE_REQUIRED": Advice(python="pass lease_s=SECONDS", cli="pass --lease SECONDS"),
     "IMPORT_LOG_EXISTS": Advice(python="pass force=True to replace it", cli="pass --force to replace it"),
     "SUBAGENTS_NOT_CLAUDE": Advice(python="leave with_subagents False", cli="leave out --with-subagents"),

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Final, Literal
 
 import msgspec
 
+from plantrail.ledger.artifacts import Artifact
 from plantrail.ledger.evidence import Report
 from plantrail.ledger.plan import CriterionSpec, PlanPatch, PlanSpec, StepSpec
 from plantrail.ledger.scope import ScopeViolation
@@ -36,11 +37,14 @@ __all__ = [
     "ApprovalGranted",
     "ApprovalRequested",
     "CriterionVerified",
+    "EffectCommitted",
+    "EffectRequested",
     "Event",
     "LogBatch",
     "LogCheckpoint",
     "LogOpened",
     "LogRepaired",
+    "ObservationRecorded",
     "Outcome",
     "PlanCreated",
     "PlanExtended",
@@ -76,6 +80,9 @@ V2_TYPES: Final[frozenset[str]] = frozenset(
         "approval.requested",
         "approval.granted",
         "approval.denied",
+        "effect.requested",
+        "effect.committed",
+        "observation.recorded",
     }
 )
 
@@ -215,15 +222,17 @@ class StepStarted(_FixedShape, frozen=True):
 
 
 class StepCompleted(_FixedShape, frozen=True, omit_defaults=True):
-    """A step's attempt ended with evidence, and (format v2) the runtime's evidence record."""
+    """A step's attempt ended with evidence, and (format v2) the runtime's evidence record and the artifacts it
+    produced (each declared output's name, digest and optional URI; :mod:`ledger.artifacts`)."""
 
     TYPE: ClassVar[str] = "step.completed"
-    ADDED: ClassVar[frozenset[str]] = frozenset({"report"})
+    ADDED: ClassVar[frozenset[str]] = frozenset({"report", "artifacts"})
 
     step: str
     attempt: int
     evidence: tuple[str, ...]
     report: Report | None = None
+    artifacts: tuple[Artifact, ...] = ()
 
 
 class StepBlocked(_FixedShape, frozen=True, omit_defaults=True):
@@ -390,6 +399,46 @@ class ApprovalDenied(_FixedShape, frozen=True):
     why: str
 
 
+class EffectRequested(_FixedShape, frozen=True):
+    """(Format v2) A step's attempt is about to perform a side effect outside the log (seed 001 6.6): its
+    idempotency ``key`` (one effect per key in a run), its ``target`` and a summary of the target's state
+    ``before`` it (may be empty). Fenced like a result by (plan version, step, attempt): a late one is recorded
+    beside the orphans (:mod:`ledger.effects`). Every member is always written."""
+
+    TYPE: ClassVar[str] = "effect.requested"
+
+    step: str
+    attempt: int
+    key: str
+    target: str
+    before: str
+
+
+class EffectCommitted(_FixedShape, frozen=True):
+    """(Format v2) The side effect requested under ``key`` is known to have happened, with a summary of its
+    ``result`` (may be empty); fenced by its request's (plan version, step, attempt). Every member is always
+    written."""
+
+    TYPE: ClassVar[str] = "effect.committed"
+
+    step: str
+    attempt: int
+    key: str
+    result: str
+
+
+class ObservationRecorded(_FixedShape, frozen=True):
+    """(Format v2) A version of something the plan depends on (seed 001 5.1): a repository HEAD with its dirty
+    files, a schema version ... ``key`` names it (``repo``); ``version`` is its digest for the steps whose
+    inputs name it (:mod:`projections.lineage_digest`)."""
+
+    TYPE: ClassVar[str] = "observation.recorded"
+
+    key: str
+    version: str
+    dirty: tuple[str, ...]
+
+
 Event = (
     PlanCreated
     | StepStarted
@@ -410,6 +459,9 @@ Event = (
     | ApprovalRequested
     | ApprovalGranted
     | ApprovalDenied
+    | EffectRequested
+    | EffectCommitted
+    | ObservationRecorded
 )
 
 #: Result events: fenced by (plan version, step, attempt); late ones land on the orphan path.

@@ -34,12 +34,16 @@ from plantrail.ledger.decide import (
     Start,
     VerifyCriterion,
 )
+from plantrail.ledger.effects import CommitEffect, RequestEffect
 from plantrail.ledger.errors import error
 from plantrail.ledger.events import (
     ApprovalDenied,
     ApprovalGranted,
     ApprovalRequested,
     CriterionVerified,
+    EffectCommitted,
+    EffectRequested,
+    ObservationRecorded,
     PlanCreated,
     PlanExtended,
     PlanReplanned,
@@ -52,6 +56,7 @@ from plantrail.ledger.events import (
     StepHeartbeat,
     StepStarted,
 )
+from plantrail.ledger.observations import Observe
 from plantrail.ledger.plan import Draft
 from plantrail.ledger.store import KeyEntry
 from plantrail.ledger.versions import plain
@@ -75,6 +80,9 @@ _EVENT_TYPE: Final[dict[type, str]] = {
     Heartbeat: StepHeartbeat.TYPE,
     Abandon: StepAbandoned.TYPE,
     RequestApproval: ApprovalRequested.TYPE,
+    RequestEffect: EffectRequested.TYPE,
+    CommitEffect: EffectCommitted.TYPE,
+    Observe: ObservationRecorded.TYPE,
 }
 
 
@@ -110,10 +118,17 @@ def command_content(command: Command) -> dict[str, Any]:
     }
     if content.get("report", False) is None:
         del content["report"]  # a result without an evidence record: the event leaves the member out (format v2)
+    if content.get("artifacts") == []:
+        del content["artifacts"]  # a completion without artifacts: the event leaves the member out (format v2)
+    if isinstance(command, Observe):  # the event names the observation ``key``, its dirty paths sorted
+        content["key"] = content.pop("name")
+        content["dirty"] = sorted(set(content["dirty"]))
     if isinstance(command, VerifyCriterion):
         content["verdict"] = "passed" if content.pop("passed") else "failed"
     if isinstance(command, Decide):
         del content["granted"]  # the event's type says it
+    if isinstance(command, (RequestEffect, CommitEffect)):
+        content["key"] = content.pop("effect")  # the event's member for the effect's own idempotency key
     if isinstance(command, (Replan, Extend)):
         content["observations"] = [o for o in content["observations"] if o]
     if isinstance(command, Replan) and command.patch is not None:
@@ -128,7 +143,7 @@ def _stated(content: dict[str, Any], command: Command) -> dict[str, Any]:
     plan = getattr(command, "plan", None)
     if not isinstance(plan, Draft) or "plan" not in content or not isinstance(content["plan"], dict):
         return content
-    omitted = {name for name in ("goal", "policy", "scope") if getattr(plan, name) is None}
+    omitted = {name for name in ("goal", "policy", "scope", "artifacts") if getattr(plan, name) is None}
     return content | {"plan": {k: v for k, v in content["plan"].items() if k not in omitted}}
 
 

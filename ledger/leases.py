@@ -128,9 +128,19 @@ def _fenced(state: StateView, step_id: str, attempt: int, plan_version: int, wha
 
 
 def check_heartbeat(state: StateView, data: StepHeartbeat, plan_version: int) -> None:
-    """Refuse a heartbeat that is late (STALE_PLAN_VERSION, STALE_ATTEMPT), for a step not in progress
-    (INVALID_TRANSITION) or with a lease that is not a positive number of seconds (LEASE_REQUIRED)."""
-    _fenced(state, data.step, data.attempt, plan_version, "heartbeat")
+    """Refuse a heartbeat that is late (STALE_PLAN_VERSION, STALE_ATTEMPT; also for an attempt marked for
+    cancellation because an input changed), for a step not in progress (INVALID_TRANSITION) or with a lease that
+    is not a positive number of seconds (LEASE_REQUIRED)."""
+    step = _fenced(state, data.step, data.attempt, plan_version, "heartbeat")
+    if step.cancel is not None:  # format v2: an input changed under the attempt (projections.lineage_digest)
+        raise error(
+            "STALE_ATTEMPT",
+            f"heartbeat {data.step}: the attempt is to be cancelled ({step.cancel}); stop its worker",
+            step=data.step,
+            plan_version=state.version,
+            expected=step.attempt,
+            actual=data.attempt,
+        )
     if data.lease_s == 0:
         raise error(
             "LEASE_REQUIRED",

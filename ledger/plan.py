@@ -22,6 +22,16 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal, TypeVar
 
+from plantrail.ledger.artifacts import (
+    TASK_ARTIFACT_KEYS,
+    InputRef,
+    OutputSpec,
+    TaskArtifacts,
+    dangling_inputs,
+    parse_inputs,
+    parse_outputs,
+    parse_task_artifacts,
+)
 from plantrail.ledger.contract import (
     DEFAULT_SOFT_THRESHOLD,
     NO_TERMS,
@@ -144,6 +154,16 @@ class StepSpec:
         """The step's scope (writes, reads, allowed tools, approval; :mod:`ledger.scope`); None: none declared."""
         return None if self.terms is None else self.terms.scope
 
+    @property
+    def outputs(self) -> tuple[OutputSpec, ...]:
+        """The artifacts the step declares it produces (:mod:`ledger.artifacts`)."""
+        return () if self.terms is None else self.terms.outputs
+
+    @property
+    def inputs(self) -> tuple[InputRef, ...]:
+        """The inputs the step declares it consumes (:mod:`ledger.artifacts`); only such a step can be stale."""
+        return () if self.terms is None else self.terms.inputs
+
     def contract(self) -> tuple[str, str, frozenset[str], tuple[CheckSpec, ...]]:
         """What a completed step promised: title, completion evidence, dependencies (as a set) and checks."""
         return (self.title, self.completion_evidence, frozenset(self.depends_on), self.checks)
@@ -198,9 +218,11 @@ class PlanSpec:
     notes: tuple[str, ...] = ()
     #: The task's read and write scope (globs; :mod:`ledger.scope`); None: not declared.
     scope: TaskScope | None = None
+    #: The task's initial inputs, required artifacts and observed versions (:mod:`ledger.artifacts`).
+    artifacts: TaskArtifacts | None = None
 
     #: Fields format v2 added (ledger.versions): left out of the bytes at their defaults.
-    ADDED: ClassVar[frozenset[str]] = frozenset({"notes", "scope"})
+    ADDED: ClassVar[frozenset[str]] = frozenset({"notes", "scope", "artifacts"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +234,7 @@ class Draft:
     steps: tuple[StepSpec, ...]
     policy: Policy | None
     scope: TaskScope | None = None  # absent: a replan keeps the task scope it had
+    artifacts: TaskArtifacts | None = None  # absent: a replan keeps the task's inputs and observed versions
 
 
 PatchOpName = Literal[
@@ -344,6 +367,8 @@ _STEP_KEYS = {
     "onFailure",
     *STEP_BUDGET_FIELDS,
     *STEP_SCOPE_KEYS,
+    "outputs",
+    "inputs",
 }
 
 
@@ -405,6 +430,10 @@ def _parse_step(raw: Any, where: str) -> StepSpec:
     covers = _noted(problems, no_covers, _covers, obj.get("covers"), f"{where}.covers")
     scope = _noted(problems, None, parse_step_scope, obj, where)
     on_failure = _noted(problems, None, _on_failure, _get(obj, "on_failure", "onFailure"), f"{where}.on_failure")
+    no_outputs: tuple[OutputSpec, ...] = ()
+    outputs = _noted(problems, no_outputs, parse_outputs, obj.get("outputs"), f"{where}.outputs")
+    no_inputs: tuple[InputRef, ...] = ()
+    inputs = _noted(problems, no_inputs, parse_inputs, obj.get("inputs"), f"{where}.inputs")
     _raise_if_any(problems)
     return StepSpec(
         id=step_id,
@@ -412,7 +441,16 @@ def _parse_step(raw: Any, where: str) -> StepSpec:
         depends_on=depends_on,
         completion_evidence=evidence,
         max_attempts=max_attempts,
-        terms=StepTerms(priority=priority, checks=checks, covers=covers, **budget, scope=scope, on_failure=on_failure),
+        terms=StepTerms(
+            priority=priority,
+            checks=checks,
+            covers=covers,
+            **budget,
+            scope=scope,
+            outputs=outputs,
+            inputs=inputs,
+            on_failure=on_failure,
+        ),
     )
 
 
@@ -482,7 +520,7 @@ def _parse_all(problems: list[PlantrailError], parse: Callable[[Any, str], T], i
     return parsed
 
 
-_DRAFT_KEYS = {"goal", "acceptance_criteria", "acceptanceCriteria", "steps", "policy", "scope"}
+_DRAFT_KEYS = {"goal", "acceptance_criteria", "acceptanceCriteria", "steps", "policy", "scope", *TASK_ARTIFACT_KEYS}
 
 
 def parse_draft(raw: Any) -> Draft:
@@ -505,6 +543,7 @@ def parse_draft(raw: Any) -> Draft:
     policy = obj.get("policy")
     parsed_policy = None if policy is None else _noted(problems, None, _parse_policy, policy, "policy")
     task_scope = _noted(problems, None, parse_task_scope, obj.get("scope"))
+    task_artifacts = _noted(problems, None, parse_task_artifacts, obj)
     if problems:
         problems += scope_problems(task_scope, ((s.id, s.scope) for s in steps))
         known = {i for i in map(_step_id, raw_steps) if i is not None}
@@ -520,11 +559,17 @@ def parse_draft(raw: Any) -> Draft:
         steps=tuple(steps),
         policy=parsed_policy,
         scope=task_scope,
+        artifacts=task_artifacts,
     )
 
 
 def build_plan(
-    draft: Draft, *, goal: str | None = None, policy: Policy | None = None, scope: TaskScope | None = None
+    draft: Draft,
+    *,
+    goal: str | None = None,
+    policy: Policy | None = None,
+    scope: TaskScope | None = None,
+    artifacts: TaskArtifacts | None = None,
 ) -> PlanSpec:
     """Fill in a draft's goal, policy and task scope (``goal``/``policy``/``scope`` are what it inherits) and
     validate it."""
@@ -538,6 +583,7 @@ def build_plan(
         steps=draft.steps,
         policy=draft.policy or policy or Policy(),
         scope=draft.scope if draft.scope is not None else scope,
+        artifacts=draft.artifacts if draft.artifacts is not None else artifacts,
     )
     try:
         validate_plan(spec)
@@ -567,6 +613,8 @@ def validate_plan(plan: PlanSpec, previous: tuple[PlanSpec, tuple[str, ...]] | N
     """
     problems = _graph_problems(plan.acceptance_criteria, plan.steps) + reference_problems(plan)
     problems += repair_problems(plan.steps)
+    if plan.artifacts is not None or any(s.terms is not None and s.terms.inputs for s in plan.steps):
+        problems += dangling_inputs(plan)
     if plan.scope is not None:
         problems += scope_problems(plan.scope, ((s.id, s.scope) for s in plan.steps))
     _raise_if_any(problems)

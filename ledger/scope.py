@@ -61,15 +61,19 @@ class TaskScope:
 @dataclass(frozen=True, slots=True)
 class StepScope:
     """A step's scope: the globs it may write (``()``: a read-only step; None: the task's), the globs it
-    reads, the tools it may use (None: any) and whether it needs an approval before it starts."""
+    reads, the tools it may use (None: any), whether it needs an approval before it starts, and whether each
+    side effect it requests needs one (``effects_require_approval``, :mod:`ledger.effects`)."""
 
     __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
-    ADDED: ClassVar[frozenset[str]] = frozenset({"writes", "reads", "allowed_tools", "requires_approval"})
+    ADDED: ClassVar[frozenset[str]] = frozenset(
+        {"writes", "reads", "allowed_tools", "requires_approval", "effects_require_approval"}
+    )
 
     writes: tuple[str, ...] | None = None
     reads: tuple[str, ...] | None = None
     allowed_tools: tuple[str, ...] | None = None
     requires_approval: bool = False
+    effects_require_approval: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,7 +259,9 @@ def covered(globs: Sequence[str], outer: Sequence[str]) -> list[str]:
 # --------------------------------------------------------------------------- drafts
 
 #: A step draft's scope keys (flat on the step).
-STEP_SCOPE_KEYS: Final = frozenset({"writes", "reads", "allowed_tools", "requires_approval"})
+STEP_SCOPE_KEYS: Final = frozenset(
+    {"writes", "reads", "allowed_tools", "requires_approval", "effects_require_approval"}
+)
 
 
 def parse_globs(raw: Any, where: str) -> tuple[str, ...] | None:
@@ -276,17 +282,22 @@ def _tools(raw: Any, where: str) -> tuple[str, ...] | None:
 
 
 def parse_step_scope(obj: Mapping[str, Any], where: str) -> StepScope | None:
-    """A step draft's ``writes``, ``reads``, ``allowed_tools`` and ``requires_approval`` (None: none given)."""
+    """A step draft's ``writes``, ``reads``, ``allowed_tools``, ``requires_approval`` and
+    ``effects_require_approval`` (None: none given)."""
     if not any(obj.get(key) is not None for key in STEP_SCOPE_KEYS):
         return None
     approval = obj.get("requires_approval", False)
     if not isinstance(approval, bool):
         raise error("DRAFT_INVALID", f"{where}.requires_approval must be true or false", path=where)
+    effects = obj.get("effects_require_approval", False)
+    if not isinstance(effects, bool):
+        raise error("DRAFT_INVALID", f"{where}.effects_require_approval must be true or false", path=where)
     scope = StepScope(
         writes=parse_globs(obj.get("writes"), f"{where}.writes"),
         reads=parse_globs(obj.get("reads"), f"{where}.reads"),
         allowed_tools=_tools(obj.get("allowed_tools"), f"{where}.allowed_tools"),
         requires_approval=approval,
+        effects_require_approval=effects,
     )
     return None if scope == StepScope() else scope
 

@@ -206,6 +206,12 @@ def summary(record: Record) -> str:
         case "run.forked":
             reason = f": {data.reason}" if data.reason else ""
             return f"forked from run {data.parent} at seq {data.seq} (plan v{record.plan_version}){reason}"
+        case "effect.requested":
+            before = f" (before: {data.before})" if data.before else ""
+            return f"{data.step} attempt {data.attempt}: effect {data.key} requested on {data.target}{before}"
+        case "effect.committed":
+            result = f": {data.result}" if data.result else ""
+            return f"{data.step} attempt {data.attempt}: effect {data.key} committed{result}"
     return ""
 
 

@@ -115,8 +115,14 @@ def effective_tools(spec: StepSpec, authority: Authority | None, version: int) -
     return tuple(dict.fromkeys((*scope.allowed_tools, *extra))) if extra else scope.allowed_tools
 
 
-def needs_approval(spec: StepSpec, authority: Authority | None, version: int) -> str | None:
-    """Why ``spec`` is waiting_approval in ``version`` (``requires_approval`` or ``widened``); None: it is not."""
+def needs_approval(spec: StepSpec, authority: Authority | None, version: int, *, effect: bool = False) -> str | None:
+    """Why ``spec`` is waiting_approval in ``version`` (``requires_approval`` or ``widened``); None: it is not.
+    With ``effect``: why a side effect it requests needs an approval first (``effects_require_approval``; the
+    same gate: a granted approval for ``version`` that covers the step, :mod:`ledger.effects`)."""
+    if effect:
+        if spec.scope is None or not spec.scope.effects_require_approval or _grants(authority, version, spec.id):
+            return None
+        return "effects_require_approval"
     required = spec.scope is not None and spec.scope.requires_approval
     widened = authority is not None and spec.id in authority.widened
     if not (required or widened) or _grants(authority, version, spec.id):

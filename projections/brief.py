@@ -3,7 +3,8 @@
 One JSON document: the round (how many replans so far), the completed steps with their evidence (to keep:
 plantrail keeps completed steps under their ids, where seed 002 renumbers), the failed steps with their
 errors and reasons, the steps in doubt, the steps not run and what each waits on, the criteria not yet
-passed, the late results, the coverage matrix, the work remaining, and the budget left. Each step carries
+passed, the late results, the coverage matrix, the work remaining, the budget left, and the side effects in
+doubt. Each step carries
 its whole contract (title, dependencies, completion evidence, attempts, priority, what it covers), so a patch
 (``replace_step``, ``add_step``) can be written from the brief alone.
 
@@ -16,10 +17,12 @@ from typing import Any
 
 from plantrail.ledger.coverage import coverage_view
 from plantrail.ledger.plan import StepSpec
+from plantrail.ledger.versions import plain
+from plantrail.projections.effects import effect_view, unresolved
 from plantrail.projections.lineage import lineage_view
 from plantrail.projections.model import PlanState, StepState
 from plantrail.projections.stop import budget_view
-from plantrail.projections.views import orphan_view
+from plantrail.projections.views import drift_view, orphan_view
 
 __all__ = ["brief_view"]
 
@@ -37,12 +40,26 @@ def _contract(spec: StepSpec) -> dict[str, Any]:
         contract["priority"] = spec.priority
     if spec.covers:
         contract["covers"] = list(spec.covers)
+    if spec.outputs:
+        contract["outputs"] = [plain(o) for o in spec.outputs]
+    if spec.inputs:
+        contract["inputs"] = [plain(i) for i in spec.inputs]
     return contract
 
 
 def _completed(step: StepState, spec: StepSpec) -> dict[str, Any]:
-    return {"id": step.id, "attempt": step.attempt, "evidence": list(step.evidence), "last_seq": step.last_seq} | {
-        "step": _contract(spec)
+    done = {"id": step.id, "attempt": step.attempt, "evidence": list(step.evidence), "last_seq": step.last_seq}
+    return done | {"artifacts": [plain(a) for a in step.artifacts], "step": _contract(spec)}
+
+
+def _stale(step: StepState, spec: StepSpec) -> dict[str, Any]:
+    """A stale step (format v2): which input changed, what it had consumed, and its contract."""
+    return {
+        "id": step.id,
+        "reason": step.reason,
+        "invalidated_by": step.invalidated_by,
+        "consumed": [c._asdict() for c in step.consumed],
+        "step": _contract(spec),
     }
 
 
@@ -74,11 +91,15 @@ def brief_view(state: PlanState) -> dict[str, Any]:
     """The ``brief --json`` document of a state (see the module's docstring); ``plan`` None before a plan.
 
     ``{"run", "goal", "plan_version", "round", "outcome", "completed": [{"id", "attempt", "evidence",
-    "last_seq", "step"}], "failed": [{"id", "status", "attempt", "max_attempts", "exhausted", "error",
+    "last_seq", "artifacts", "step"}], "failed": [{"id", "status", "attempt", "max_attempts", "exhausted", "error",
     "reason", "last_seq", "step"}], "in_progress": [{"id", "attempt", "step"}], "not_run": [{"id",
     "waiting_on", "reset", "step"}], "unmet_criteria": [{"id", "description", "status", "evidence"}],
-    "orphans", "coverage", "remaining": {"steps", "criteria"}, "budget", "lineage"}`` (``step``: the step's
-    contract as a draft writes it).
+    "orphans", "coverage", "remaining": {"steps", "criteria"}, "budget", "lineage", "effects_in_doubt", "stale":
+    [{"id", "reason", "invalidated_by", "consumed", "step"}]}`` (``step``: the step's contract as a draft writes
+    it; ``artifacts`` what a completion produced; ``effects_in_doubt``: every side effect requested and never
+    known committed, in doubt or of a superseded attempt, as ``status --json`` shows effects: a new plan must not
+    perform one blindly), and for a run with observations ``observations``, ``possibly_stale``, ``drift`` and
+    ``cancel`` (format v2).
     """
     specs = {} if state.plan is None else {s.id: s for s in state.plan.steps}
     steps = [(s, specs[s.id]) for s in state.steps.values_in_order()]
@@ -109,4 +130,6 @@ def brief_view(state: PlanState) -> dict[str, Any]:
         },
         "budget": budget_view(state),
         "lineage": lineage_view(state),
-    }
+        "effects_in_doubt": [effect_view(state, e) for e in unresolved(state)],
+        "stale": [_stale(s, spec) for s, spec in steps if s.status == "stale"],
+    } | drift_view(state)

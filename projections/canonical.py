@@ -20,13 +20,24 @@ __all__ = ["canonical_bytes", "state_hash"]
 
 #: The state's values' fields added with format v2, each with the default at which it is left out.
 _ADDED: dict[type[Any], tuple[tuple[str, Any], ...]] = {
-    StepState: (("usage", None), ("lease", None), ("abandoned", ()), ("repair", None)),
+    StepState: (
+        ("usage", None),
+        ("lease", None),
+        ("abandoned", ()),
+        ("reset_at", 0),
+        ("artifacts", ()),
+        ("consumed", ()),
+        ("cancel", None),
+        ("repair", None),
+    ),
     PlanState: (
         ("usage", None),
         ("failure_streak", None),
         ("contract", False),
         ("lineage", ()),
         ("authority", None),
+        ("effects", ()),
+        ("observations", ()),
     ),
     VersionInfo: (("extended", ()),),
 }

@@ -65,6 +65,7 @@ NODE_STYLES: Final[dict[str, NodeStyle]] = {
     "in_progress": NodeStyle("in progress", "#dbeafe", "#2563eb", "#1e3a8a"),
     "completed": NodeStyle("completed", "#dcfce7", "#16a34a", "#14532d"),
     "blocked": NodeStyle("blocked", "#fee2e2", "#dc2626", "#7f1d1d"),
+    "stale": NodeStyle("stale", "#fef3c7", "#d97706", "#78350f", "6 3"),
 }
 #: A status not (yet) in :data:`NODE_STYLES`.
 UNKNOWN_STYLE: Final = NodeStyle("other", "#fae8ff", "#a21caf", "#4a044e", "2 2")

@@ -21,6 +21,7 @@ import msgspec
 from plantrail.ledger.errors import error
 from plantrail.ledger.plan import PlanSpec, Policy, StepSpec
 from plantrail.ledger.versions import plain
+from plantrail.projections.effects import check_first, effects_view
 from plantrail.projections.leases import expired_leases, lease_view
 from plantrail.projections.lineage import lineage_view
 from plantrail.projections.model import (
@@ -610,7 +611,8 @@ Verdict = Literal[
 def resume_verdict(state: PlanState, *, damaged: bool = False, now: str | None = None) -> Verdict:
     """What to do first after a crash, by priority: repair, stop (finished), check steps in doubt, stop where
     the stop policy says so (failed for no progress, a budget or the deadline spent: a v2 plan only), resume
-    a pause, replan a run where no step can start, else continue."""
+    a pause, replan a run where no step can start, check the targets of a ready step's side effects never
+    known committed (in doubt too: the step would do them again), else continue."""
     if damaged:
         return "damaged"
     if state.outcome in ("partial", "budget_exhausted"):  # format v2's recorded outcomes have their own codes
@@ -630,7 +632,14 @@ def resume_verdict(state: PlanState, *, damaged: bool = False, now: str | None =
     work_left = any(s.status != "completed" and s.id not in idle for s in state.steps.values_in_order())
     if state.plan is None or (work_left and not ready_steps(state)):
         return "stuck"
+    if state.effects and _effects_before_start(state):
+        return "in_doubt"  # a ready step's side effect may have happened: check its target before it starts
     return "continue"
+
+
+def _effects_before_start(state: PlanState) -> list[str]:
+    """What to check before each ready step starts again: its side effects never known committed."""
+    return [f"{note}; then start {step}" for step in ready_steps(state) if (note := check_first(state, step))]
 
 
 def _next_action(state: PlanState, verdict: Verdict, damage: Mapping[str, Any] | None, now: str | None) -> str:
@@ -675,12 +684,18 @@ def _next_action(state: PlanState, verdict: Verdict, damage: Mapping[str, Any] |
 
 def _in_doubt_action(state: PlanState, now: str | None) -> str:
     """What to do about steps in doubt: abandon those whose lease expired (their worker is gone), and find
-    out about the others."""
+    out about the others; with none in progress, check the targets of the ready steps' side effects that are
+    never known committed before they start again."""
+    if not in_doubt(state):
+        return "; ".join(_effects_before_start(state))
     expired = expired_leases(state, now)
     check = (
         "find out whether each step in doubt did its work, then record its result "
         "(complete, fail or block with --attempt) or replan"
     )
+    effects = [note for s in in_doubt(state) if (note := check_first(state, s.id)) is not None] if state.effects else []
+    if effects:
+        check = f"{check}; {'; '.join(effects)}"
     if not expired:
         return check
     gone = ", ".join(f"{e['step']} (attempt {e['attempt']}, expired {e['expires_at']})" for e in expired)
@@ -708,7 +723,10 @@ def resume_receipt(state: PlanState, damage: Mapping[str, Any] | None = None, no
     Shape: ``verdict`` (:func:`resume_verdict`), ``next`` (one sentence), ``run``, ``goal``,
     ``plan_version``, ``finished``, ``outcome``, ``outcome_reason``, ``done`` (``{step, attempt, evidence,
     completed_seq}``), ``in_doubt`` (``{step, attempt, started_seq}``: started, no result), ``ready``,
-    ``blocked`` (``{step, reason}``), ``criteria_unverified`` and ``criteria_failed`` (ids), ``orphans``
+    ``blocked`` (``{step, reason}``), ``stale`` (``{step, reason}``: format v2, an input changed), ``cancel``
+    (``{step, attempt, reason}``: attempts to end with abandon, an input changed under them), and, for a run
+    that records observations, ``possibly_stale`` and ``drift``; ``criteria_unverified`` and
+    ``criteria_failed`` (ids), ``orphans``
     (as in ``orphans``), ``advice``, ``last_seq``, ``head_hash``, ``damage`` and ``stop`` (the stop policy's
     decision at ``now``: :func:`projections.stop.stop_decision`) and ``leases`` (every running attempt's
     lease at ``now``: :func:`projections.leases.lease_view`; each step in doubt says ``lease_expired``: true,
@@ -746,4 +764,15 @@ def resume_receipt(state: PlanState, damage: Mapping[str, Any] | None = None, no
         "stop": stop_decision(state, now).as_dict(),
         "approvals": approvals_view(state),
         "repairs": repairs_view(state),
-    }
+        "effects": effects_view(state),
+        "stale": [{"step": s.id, "reason": s.reason} for s in steps if s.status == "stale"],
+        "cancel": [{"step": s.id, "attempt": s.attempt, "reason": s.cancel} for s in steps if s.cancel is not None],
+    } | _drift(state)
+
+
+def _drift(state: PlanState) -> dict[str, Any]:
+    """Whether the plan is possibly stale (format v2 observations; absent for a run that records none)."""
+    from plantrail.projections.views import drift_view
+
+    view = drift_view(state)
+    return {} if not view else {"possibly_stale": view["possibly_stale"], "drift": view["drift"]}

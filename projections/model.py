@@ -4,20 +4,25 @@ from __future__ import annotations
 
 from typing import Final, Literal, NamedTuple
 
+from plantrail.ledger.artifacts import Artifact
 from plantrail.ledger.evidence import Usage
 from plantrail.ledger.plan import PlanSpec
 from plantrail.projections.authority import Authority
+from plantrail.projections.effects import Effect
 from plantrail.projections.table import Table
 
 __all__ = [
     "EMPTY_TABLE",
     "FINAL_OUTCOMES",
+    "STEP_STATUSES",
     "Changes",
+    "Consumed",
     "CriterionState",
     "CriterionStatus",
     "FailureStreak",
     "Fork",
     "Lease",
+    "Observed",
     "Orphan",
     "OrphanWhy",
     "PlanState",
@@ -28,7 +33,9 @@ __all__ = [
     "VersionInfo",
 ]
 
-StepStatus = Literal["pending", "in_progress", "completed", "blocked"]
+StepStatus = Literal["pending", "in_progress", "completed", "blocked", "stale"]
+#: Every step status, in the order views list them (``stale``: format v2, a step whose inputs changed).
+STEP_STATUSES: Final = ("pending", "in_progress", "completed", "blocked", "stale")
 CriterionStatus = Literal["unverified", "passed", "failed"]
 OrphanWhy = Literal["SUPERSEDED_VERSION", "STALE_ATTEMPT", "RUN_FINISHED"]
 FINAL_OUTCOMES: Final = frozenset({"complete", "failed", "cancelled", "partial", "budget_exhausted"})
@@ -53,6 +60,23 @@ class RepairRun(NamedTuple):
     spent: int = 0
 
 
+class Consumed(NamedTuple):
+    """(Format v2) the digest of one input a step consumed when it completed (``input``: the input's key,
+    :func:`ledger.artifacts.input_key`; ``digest`` None: an initial input or observation without one)."""
+
+    input: str
+    digest: str | None
+
+
+class Observed(NamedTuple):
+    """(Format v2) the latest recorded version of one observation key (``observation.recorded``)."""
+
+    key: str
+    version: str
+    dirty: tuple[str, ...]
+    seq: int
+
+
 class StepState(NamedTuple):
     """One step of the active version.
 
@@ -75,15 +99,23 @@ class StepState(NamedTuple):
     usage: Usage | None = None  # format v2: what this step's reported results spent, summed
     lease: Lease | None = None  # format v2: the lease of the step's attempt (timeout_s or heartbeats)
     abandoned: tuple[int, ...] = ()  # format v2: attempts ended by abandon (not charged to max_attempts)
+    artifacts: tuple[Artifact, ...] = ()  # format v2: what the step's completion produced (ledger.artifacts)
+    consumed: tuple[Consumed, ...] = ()  # format v2: the input digests current at the step's completion
+    #: Format v2: why the attempt in progress is to be cancelled (an input changed under it): ``abandon`` ends
+    #: it (the step becomes stale), and a result it still sends lands on the orphan path.
+    cancel: str | None = None
+    #: Format v2: the attempt the step had when it last went stale (lineage_digest): attempts up to it are not
+    #: charged, while their numbers stay taken, so a late result of one is never taken for a new attempt's.
+    reset_at: int = 0
     repair: RepairRun | None = None  # format v2: a repair step's run (what waits for it, what earlier runs spent)
 
     @property
     def charged(self) -> int:
-        """The attempts charged to ``max_attempts``: every attempt started but those abandoned (and, for a
-        repair step, those of its earlier runs)."""
+        """The attempts charged to ``max_attempts``: every attempt started since the step last went stale (for a
+        repair step: since its current run began), but those abandoned."""
         if self.repair is None or not self.repair.spent:
-            return self.attempt - len(self.abandoned)
-        spent = self.repair.spent
+            return self.attempt - self.reset_at - len(self.abandoned)
+        spent = max(self.repair.spent, self.reset_at)
         return self.attempt - spent - sum(1 for a in self.abandoned if a > spent)
 
 
@@ -205,6 +237,8 @@ class PlanState(NamedTuple):
     contract: bool = False  # format v2: the active plan uses the v2 contract (its stop policy applies in full)
     lineage: tuple[Fork, ...] = ()  # format v2: the runs this one was forked from, the oldest first
     authority: Authority | None = None  # format v2: approvals, a scope violation's pause (projections.authority)
+    effects: tuple[Effect, ...] = ()  # format v2: side effects by idempotency key (projections.effects)
+    observations: tuple[Observed, ...] = ()  # format v2: the latest version of each observation key recorded
 
     @property
     def goal(self) -> str | None:

@@ -32,6 +32,10 @@ def _changed_fields(old: StepSpec, new: StepSpec) -> tuple[str, ...]:
         diffs.append("depends_on")
     if old.terms is not new.terms and old.checks != new.checks:
         diffs.append("checks")
+    if old.terms is not new.terms and old.inputs != new.inputs:  # format v2 lineage (ledger.artifacts)
+        diffs.append("inputs")
+    if old.terms is not new.terms and old.outputs != new.outputs:
+        diffs.append("outputs")
     return tuple(diffs)
 
 
@@ -49,7 +53,8 @@ def _step_verdict(
         cause = "contract_changed"
     elif old.status == "blocked":
         cause = "unblocked"
-    elif old.status == "completed" and not kept.issuperset(new_spec.depends_on):
+    elif old.status == "completed" and not new_spec.inputs and not kept.issuperset(new_spec.depends_on):
+        # a step that declares inputs follows what it consumed instead (projections.lineage_digest)
         broken = min(d for d in new_spec.depends_on if d not in kept)
         cause, upstream = "upstream_invalidated", roots.get(broken, broken)
     if cause is None:
@@ -85,6 +90,10 @@ def _kept(old: StepState, spec: StepSpec) -> StepState:
         old.usage,
         None,
         old.abandoned,
+        old.artifacts,  # format v2: its artifacts and what it consumed (projections.lineage_digest)
+        old.consumed,
+        None,
+        old.reset_at,
     )
 
 

@@ -175,7 +175,7 @@
   function why(c) {
     var parts = [];
     var words = {contract_changed: "contract changed", upstream_invalidated: "invalidated by", superseded: "superseded while in progress",
-      unblocked: "unblocked", removed: "removed"};
+      unblocked: "unblocked", removed: "removed", input_changed: "an input's digest changed, from"};
     if (c.cause) { parts.push((words[c.cause] || c.cause) + (c.upstream ? " " + c.upstream : "") + (c.fields && c.fields.length ? " (" + c.fields.join(", ") + ")" : "")); }
     if (c.was) { parts.push("was " + c.was + (c.attempt ? ", attempt " + c.attempt : "")); }
     return parts.join("; ");

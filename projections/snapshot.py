@@ -18,17 +18,29 @@ from typing import Any, Final
 
 import orjson
 
+from plantrail.ledger.artifacts import (
+    Artifact,
+    ArtifactRef,
+    InitialInput,
+    InputRef,
+    ObservedVersion,
+    OutputSpec,
+    TaskArtifacts,
+)
 from plantrail.ledger.contract import CheckSpec, StepTerms
 from plantrail.ledger.evidence import Usage
 from plantrail.ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec
 from plantrail.ledger.scope import StepScope, TaskScope
 from plantrail.projections.authority import Approval, Authority, Violation
+from plantrail.projections.effects import Effect
 from plantrail.projections.model import (
     Changes,
+    Consumed,
     CriterionState,
     FailureStreak,
     Fork,
     Lease,
+    Observed,
     Orphan,
     PlanState,
     RepairRun,
@@ -127,6 +139,22 @@ def _plan(d: dict[str, Any] | None) -> PlanSpec | None:
         policy=Policy(**d["policy"]),
         notes=_notes(d),
         scope=_task_scope(d.get("scope")),
+        artifacts=_task_artifacts(d.get("artifacts")),
+    )
+
+
+def _observed(items: list[dict[str, Any]]) -> tuple[ObservedVersion, ...]:
+    return tuple(ObservedVersion(o["key"], o["version"], tuple(o.get("dirty", ()))) for o in items)
+
+
+def _task_artifacts(d: dict[str, Any] | None) -> TaskArtifacts | None:
+    """A plan's initial inputs, required artifacts and observed versions (format v2; absent: none)."""
+    if d is None:
+        return None
+    return TaskArtifacts(
+        tuple(InitialInput(**i) for i in d.get("inputs", ())),
+        tuple(ArtifactRef(**r) for r in d.get("required", ())),
+        _observed(d.get("observed", ())),
     )
 
 
@@ -144,7 +172,9 @@ def _step_scope(d: dict[str, Any] | None) -> StepScope | None:
     if d is None:
         return None
     tools = _globs(d.get("allowed_tools"))
-    return StepScope(_globs(d.get("writes")), _globs(d.get("reads")), tools, d.get("requires_approval", False))
+    approval = d.get("requires_approval", False)
+    effects = d.get("effects_require_approval", False)
+    return StepScope(_globs(d.get("writes")), _globs(d.get("reads")), tools, approval, effects)
 
 
 def _notes(d: dict[str, Any]) -> tuple[str, ...]:
@@ -165,6 +195,8 @@ def _terms(d: dict[str, Any]) -> StepTerms | None:
                 "notes": _notes(terms),
                 "covers": tuple(terms.get("covers", ())),
                 "scope": _step_scope(terms.get("scope")),
+                "outputs": tuple(OutputSpec(**o) for o in terms.get("outputs", ())),
+                "inputs": tuple(InputRef(**i) for i in terms.get("inputs", ())),
             }
         )
     )
@@ -269,6 +301,10 @@ def decode_state(raw: bytes, fill: Fill | None = None) -> PlanState:
         contract=d.get("contract", False),
         lineage=tuple(Fork(**link) for link in d.get("lineage", ())),
         authority=_authority(d.get("authority")),
+        effects=_effects(d.get("effects", ())),
+        observations=tuple(
+            Observed(o["key"], o["version"], tuple(o["dirty"]), o["seq"]) for o in d.get("observations", ())
+        ),
     )
 
 
@@ -279,6 +315,10 @@ def _step_fields(s: dict[str, Any]) -> dict[str, Any]:
         fields["lease"] = Lease(**s["lease"])
     if "abandoned" in s:
         fields["abandoned"] = tuple(s["abandoned"])
+    if "artifacts" in s:
+        fields["artifacts"] = tuple(Artifact(**a) for a in s["artifacts"])
+    if "consumed" in s:
+        fields["consumed"] = tuple(Consumed(**c) for c in s["consumed"])
     if s.get("repair") is not None:
         run = s["repair"]
         fields["repair"] = RepairRun(tuple((step, attempt) for step, attempt in run["waiting"]), run["spent"])
@@ -298,6 +338,11 @@ def _authority(d: dict[str, Any] | None) -> Authority | None:
         None if held is None else Violation(**{**held, "paths": tuple(held["paths"]), "tools": tuple(held["tools"])})
     )
     return Authority(approvals, violation, tuple(d["widened"]), tuple(d["denied"]))
+
+
+def _effects(items: list[dict[str, Any]]) -> tuple[Effect, ...]:
+    """The state's side effects (format v2; a snapshot of a run without any has none)."""
+    return tuple(Effect(**{**e, "earlier": tuple(e["earlier"])}) for e in items)
 
 
 def _usage(d: dict[str, Any] | None) -> Usage | None:

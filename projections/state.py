@@ -22,8 +22,11 @@ from plantrail.ledger.evidence import Report, Usage
 from plantrail.ledger.plan import PlanSpec, validate_plan
 from plantrail.ledger.versions import needs_v2
 from plantrail.projections import authority as _authority
+from plantrail.projections import effects as _effects
+from plantrail.projections import lineage_digest as _digest
 from plantrail.projections import repair_edges as _repair
 from plantrail.projections.authority import Approval, Authority
+from plantrail.projections.effects import Effect
 from plantrail.projections.leases import start_lease
 from plantrail.projections.lineage import carried_state
 from plantrail.projections.model import (
@@ -31,6 +34,7 @@ from plantrail.projections.model import (
     FailureStreak,
     Fork,
     Lease,
+    Observed,
     Orphan,
     OrphanWhy,
     PlanState,
@@ -47,7 +51,10 @@ if TYPE_CHECKING:
         ApprovalGranted,
         ApprovalRequested,
         CriterionVerified,
+        EffectCommitted,
+        EffectRequested,
         LogOpened,
+        ObservationRecorded,
         PlanCreated,
         PlanExtended,
         PlanReplanned,
@@ -136,6 +143,10 @@ class StateView(Protocol):
 
     @property
     def authority(self) -> Authority | None: ...
+    @property
+    def effects(self) -> tuple[Effect, ...]: ...
+    @property
+    def observations(self) -> tuple[Observed, ...]: ...
 
 
 def evolve(state: PlanState, record: Record) -> PlanState:
@@ -179,6 +190,8 @@ def evolve(state: PlanState, record: Record) -> PlanState:
         s.contract,
         s.lineage,
         s.authority,
+        s.effects,
+        s.observations,
     )
 
 
@@ -243,6 +256,14 @@ class _Builder:
     @property
     def authority(self) -> Authority | None:
         return self._state.authority
+
+    @property
+    def effects(self) -> tuple[Effect, ...]:
+        return self._state.effects
+
+    @property
+    def observations(self) -> tuple[Observed, ...]:
+        return self._state.observations
 
     def add(self, record: Record) -> Delta | StepState | None:
         """Apply one record in place (what :func:`evolve` does to an immutable state); return its change."""
@@ -369,7 +390,12 @@ def orphan_reason(state: StateView, plan_version: int, step: str, attempt: int) 
     if plan_version < state.version:
         return "SUPERSEDED_VERSION"
     current = state.steps.get(step)
-    if current is not None and (attempt != current.attempt or (current.abandoned and attempt in current.abandoned)):
+    if current is not None and (
+        attempt != current.attempt
+        or (current.abandoned and attempt in current.abandoned)
+        or current.cancel is not None  # format v2: an input changed under the attempt (lineage_digest)
+        or current.status == "stale"  # format v2: every attempt of a stale step is over
+    ):
         return "STALE_ATTEMPT"
     if state.finished:
         return "RUN_FINISHED"
@@ -445,6 +471,16 @@ def _abandoned(state: StateView, record: Record, data: StepAbandoned) -> StepSta
     s = _live(state, record, data)
     if s is None:
         return None
+    if s.cancel is not None:  # format v2: an attempt cancelled because an input changed ends stale
+        return s._replace(
+            status="stale",
+            reason=f"{s.cancel.split(': abandon')[0]}; abandoned: {data.reason}",
+            lease=None,
+            abandoned=(*s.abandoned, data.attempt),
+            last_seq=record.seq,
+            reset="input_changed",
+            cancel=None,
+        )
     return s._replace(
         status="pending", reason=data.reason, lease=None, abandoned=(*s.abandoned, data.attempt), last_seq=record.seq
     )
@@ -487,6 +523,10 @@ def _moved(s: StepState, status: StepStatus, attempt: int, evidence: tuple[str, 
         s.usage,
         s.lease,
         s.abandoned,
+        s.artifacts,
+        s.consumed,
+        None,
+        s.reset_at,
         s.repair,
     )
 
@@ -507,6 +547,10 @@ def _completed(state: StateView, record: Record, data: StepCompleted) -> Delta |
     if step is None:
         return late
     completed = _moved(step, "completed", step.attempt, data.evidence, record.seq)
+    lineage = _digest.lineage_of(state.plan)
+    if data.artifacts or lineage is not None:
+        change = _completed_lineage(state, record, data, step, completed, lineage)
+        return _released(change) if completed.repair is not None and completed.repair.waiting else change
     if completed.repair is not None and completed.repair.waiting:
         # The failed steps waiting for this repair may retry. A repair run is part of their retry, so it ends
         # no failure streak: the no-progress rule judges their failures across it.
@@ -517,6 +561,75 @@ def _completed(state: StateView, record: Record, data: StepCompleted) -> Delta |
         return completed if state.consecutive_failures == 0 else Delta(step=completed, failures=0)
     fields: dict[str, Any] = {"failure_streak": None, **_spending(state, completed, data.report)}
     return Delta(step=fields.pop("step"), failures=0, fields=fields)
+
+
+def _released(change: Delta | StepState | None) -> Delta | StepState | None:
+    """A repair step's completion (recorded with its lineage) with the failed steps waiting for it released."""
+    if isinstance(change, StepState):
+        return _repair.repaired(change)
+    if change is not None and change.step is not None and change.step.repair is not None:
+        return change._replace(step=_repair.repaired(change.step))
+    return change
+
+
+def _completed_lineage(
+    state: StateView,
+    record: Record,
+    data: StepCompleted,
+    before: StepState,
+    completed: StepState,
+    lineage: _digest.Lineage | None,
+) -> Delta:
+    """A completion in a plan with artifacts (format v2): the step's artifacts and the input digests it consumed,
+    and every consumer whose input digest it changed judged (:mod:`projections.lineage_digest`)."""
+    assert state.plan is not None
+    spec = next(s for s in state.plan.steps if s.id == data.step)
+    completed = completed._replace(
+        artifacts=data.artifacts, consumed=_digest.consumed_now(state, spec) if spec.inputs else ()
+    )
+    fields: dict[str, Any] = {"failure_streak": None, **_spending(state, completed, data.report)}
+    completed = fields.pop("step")
+    changed = {} if lineage is None else _digest.produced_changes(lineage, before, data.step, data.artifacts)
+    judged = {}
+    if changed and lineage is not None:
+        judged = _digest.input_changed(lineage, state.steps, changed, data.step, record.seq)
+    if judged:
+        fields["steps"] = _with_steps(state.steps, {**judged, data.step: completed})
+        fields |= _verdicts_dropped(state, judged, record.seq)
+        return Delta(failures=0, fields=fields)
+    return Delta(step=completed, failures=0, fields=fields)
+
+
+def _verdicts_dropped(state: StateView, judged: Mapping[str, StepState], seq: int) -> dict[str, Any]:
+    """The criteria fields when judged steps include completed work gone stale: every verdict dropped."""
+    if not any(state.steps[s].status == "completed" and j.status == "stale" for s, j in judged.items()):
+        return {}
+    changed, _ = _digest.invalidated_verdicts(state.criteria, seq)
+    if not changed:
+        return {}
+    criteria = state.criteria
+    return {"criteria": Table(tuple(criteria), (changed.get(k, v) for k, v in criteria.items()))}
+
+
+def _with_steps(steps: Mapping[str, StepState], changed: Mapping[str, StepState]) -> Table[StepState]:
+    """The steps table with ``changed`` steps replaced, in the same order."""
+    return Table(tuple(steps), (changed.get(k, v) for k, v in steps.items()))
+
+
+def _observed(state: StateView, record: Record, data: ObservationRecorded) -> Delta | None:
+    """A new version of an observation (format v2): the latest per key, and the consumers of that key judged."""
+    if state.plan is None or state.finished:
+        return None
+    changed = _digest.observed_changes(state.plan, state.observations, data.key, data.version)
+    seen = Observed(data.key, data.version, data.dirty, record.seq)
+    fields: dict[str, Any] = {"observations": (*(o for o in state.observations if o.key != data.key), seen)}
+    lineage = _digest.lineage_of(state.plan)
+    if changed and lineage is not None:
+        judged = _digest.input_changed(lineage, state.steps, changed, f"observation:{data.key}", record.seq)
+        if judged:
+            fields["steps"] = _with_steps(state.steps, judged)
+            fields |= _verdicts_dropped(state, judged, record.seq)
+    return Delta(fields=fields)
 
 
 def _spending(state: StateView, step: StepState, report: Report | None) -> dict[str, Any]:
@@ -626,6 +739,22 @@ def _replanned(state: StateView, record: Record, data: PlanReplanned) -> Delta |
         return None
     plan = share_unchanged(state.plan, data.plan)
     steps, criteria, changes = reconcile(state.plan, state.steps, state.criteria, plan, record.seq, order=order)
+    if _digest.lineage_of(plan) is not None:  # format v2: consumers judged by the digests they consumed
+        judged, stale = _digest.replan_changes(
+            state.plan, state.steps, plan, steps, changes, state.observations, record.seq
+        )
+        if judged:
+            steps = _with_steps(steps, judged)
+            listed = {c.step for c in changes.reset}
+            changes = changes._replace(reset=(*changes.reset, *(c for c in stale if c.step not in listed)))
+        if any(c.was == "completed" for c in stale):  # completed work went stale: evidence is not current
+            dropped, why = _digest.invalidated_verdicts(criteria, record.seq)
+            if dropped:
+                criteria = Table(tuple(criteria), (dropped.get(k, v) for k, v in criteria.items()))
+                changes = changes._replace(
+                    criteria_kept=tuple(c for c in changes.criteria_kept if c not in dropped),
+                    criteria_reset=(*changes.criteria_reset, *why),
+                )
     info = VersionInfo(
         version=data.new_version,
         seq=record.seq,
@@ -726,6 +855,43 @@ def _forked(state: StateView, record: Record, data: RunForked) -> Delta | None:
     return Delta(version=carried.adopted, failures=carried.consecutive_failures, fields=fields)
 
 
+def _effect_requested(state: StateView, record: Record, data: EffectRequested) -> Delta | None:
+    """A side effect requested (:mod:`projections.effects`); a late request (a superseded version, a stale
+    attempt, a finished run) is kept beside the orphans with why. None for what the writer refuses."""
+    if state.plan is None:
+        return None
+    late = orphan_reason(state, record.plan_version, data.step, data.attempt)
+    known = _effects.find_effect(state.effects, data.key)
+    if known is not None and (known.committed_seq is not None or known.step != data.step or late is not None):
+        return None
+    if late is None:
+        step = state.steps.get(data.step)
+        if step is None or step.status != "in_progress":
+            return None
+    effect = Effect(
+        key=data.key,
+        step=data.step,
+        plan_version=record.plan_version,
+        attempt=data.attempt,
+        target=data.target,
+        before=data.before,
+        seq=record.seq,
+        late=late,
+    )
+    return Delta(fields={"effects": _effects.requested(state.effects, effect)})
+
+
+def _effect_committed(state: StateView, record: Record, data: EffectCommitted) -> Delta | None:
+    """A side effect known to have happened, closing its request (a late commit too: the effect happened)."""
+    known = _effects.find_effect(state.effects, data.key)
+    if known is None or known.committed_seq is not None or known.step != data.step:
+        return None
+    if (known.plan_version, known.attempt) != (record.plan_version, data.attempt):
+        return None
+    late = orphan_reason(state, record.plan_version, data.step, data.attempt)
+    return Delta(fields={"effects": _effects.committed(state.effects, data.key, record.seq, data.result, late)})
+
+
 #: The state fields a fork carries from its parent (the rest say where the state lives: run, seqs, head).
 _CARRIED: Final = (
     "plan",
@@ -740,6 +906,8 @@ _CARRIED: Final = (
     "failure_streak",
     "contract",
     "authority",
+    "effects",
+    "observations",
 )
 
 
@@ -759,6 +927,8 @@ def share_unchanged(old: PlanSpec, new: PlanSpec) -> PlanSpec:
         steps=steps,
         policy=old.policy if old.policy == new.policy else new.policy,
         notes=new.notes,
+        scope=new.scope,
+        artifacts=new.artifacts,
     )
 
 
@@ -779,4 +949,7 @@ _HANDLERS: Final[Mapping[str, Callable[[Any, Record, Any], Delta | StepState | N
     "approval.requested": _approval_asked,
     "approval.granted": _approval_decided,
     "approval.denied": _approval_decided,
+    "effect.requested": _effect_requested,
+    "effect.committed": _effect_committed,
+    "observation.recorded": _observed,
 }

@@ -12,6 +12,7 @@ will add theirs):
 - ``run_finished`` (``outcome``): the run finished complete, failed or cancelled;
 - ``status`` (``status``): the step is not pending (in progress, completed or blocked);
 - ``dependencies`` (``waiting``): the dependencies not completed yet;
+- ``inputs`` (``waiting``): the inputs the step declares whose producer is not completed (format v2);
 - ``capacity`` (``max_in_progress``, ``in_progress``): the limit is reached by the steps named;
 - ``stop_policy`` (``outcome``, ``rule``, ``reason``): the stop policy forbids new work;
 - ``scope_violation`` (``step``, ``paths``, ``tools``): the run is paused by a result that left its scope;
@@ -27,12 +28,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from plantrail.ledger.artifacts import input_key
 from plantrail.ledger.coverage import coverage_view
+from plantrail.ledger.observations import plan_drift
 from plantrail.ledger.plan import StepSpec
 from plantrail.ledger.versions import plain
 from plantrail.projections.authority import authority_reasons
+from plantrail.projections.effects import effects_view
 from plantrail.projections.leases import lease_view
 from plantrail.projections.lineage import lineage_view
+from plantrail.projections.lineage_digest import lineage_of, missing_inputs
 from plantrail.projections.model import Orphan, PlanState, StepState
 from plantrail.projections.repair_edges import edges_of, idle_repairs, repair_reason, repairs_view
 from plantrail.projections.stop import STOPPING, budget_view, stop_decision
@@ -47,6 +52,7 @@ __all__ = [
     "anchor",
     "approvals_view",
     "capacity_view",
+    "drift_view",
     "in_doubt",
     "next_view",
     "orphan_view",
@@ -68,7 +74,8 @@ def specs(state: PlanState) -> dict[str, StepSpec]:
 
 
 def ready_steps(state: PlanState) -> list[str]:
-    """Pending steps whose dependencies are all completed, in the stable topological order."""
+    """Pending (or stale) steps whose dependencies are all completed (and, for a step that declares inputs,
+    every input current), in the stable topological order."""
     if state.plan is None or state.finished:
         return []
     contracts = specs(state)
@@ -76,11 +83,14 @@ def ready_steps(state: PlanState) -> list[str]:
     ready = [
         s.id
         for s in steps.values_in_order()
-        if s.status == "pending" and all(steps[d].status == "completed" for d in contracts[s.id].depends_on)
+        if (s.status == "pending" or s.status == "stale")
+        and all(steps[d].status == "completed" for d in contracts[s.id].depends_on)
     ]
     if state.contract and edges_of(state.plan):  # repair edges (v2): a failed step waits, an idle repair too
         ready = [s for s in ready if repair_reason(state, steps[s]) is None]
-    return ready
+    if lineage_of(state.plan) is None:
+        return ready
+    return [s for s in ready if not missing_inputs(state, contracts[s])]
 
 
 def in_doubt(state: PlanState) -> list[StepState]:
@@ -115,7 +125,7 @@ def _reasons(
     reasons: list[WaitReason] = []
     if state.finished:
         reasons.append({"code": "run_finished", "outcome": state.outcome})
-    if step.status != "pending":
+    if step.status != "pending" and step.status != "stale":
         reasons.append({"code": "status", "status": step.status})
         return reasons
     steps = state.steps
@@ -125,6 +135,10 @@ def _reasons(
     repair = repair_reason(state, step) if state.contract and edges_of(state.plan) else None
     if repair is not None:
         reasons.append(repair)
+    if spec.inputs:
+        not_current = missing_inputs(state, spec)
+        if not_current:
+            reasons.append({"code": "inputs", "waiting": not_current})
     if capacity is not None:
         reasons.append({**capacity, "in_progress": list(capacity["in_progress"])})  # each step its own copy
     if stop is not None:
@@ -136,7 +150,7 @@ def _reasons(
 
 #: The wait reasons that make a step not ready in DESIGN.md's sense (capacity, the stop policy and reasons added
 #: later do not).
-_NOT_READY = frozenset({"run_finished", "status", "dependencies", "awaiting_repair", "repair_not_needed"})
+_NOT_READY = frozenset({"run_finished", "status", "dependencies", "inputs", "awaiting_repair", "repair_not_needed"})
 
 
 def wait_reasons(state: PlanState, now: str | None = None) -> dict[str, list[WaitReason]]:
@@ -252,6 +266,20 @@ def _step_view(step: StepState, spec: StepSpec, ready: bool, waits: list[WaitRea
         "reset": step.reset,
         "invalidated_by": step.invalidated_by,
         "last_seq": step.last_seq,
+    } | _lineage_view(step, spec)
+
+
+def _lineage_view(step: StepState, spec: StepSpec) -> dict[str, Any]:
+    """A step's artifacts, what it consumed and whether its attempt is to be cancelled (format v2: present only
+    for a step that declares outputs or inputs, so the v1 document is unchanged)."""
+    if not spec.outputs and not spec.inputs and not step.artifacts:
+        return {}
+    return {
+        "outputs": [plain(o) for o in spec.outputs],
+        "inputs": [input_key(r) for r in spec.inputs],
+        "artifacts": [plain(a) for a in step.artifacts] if step.status == "completed" else [],
+        "consumed": [c._asdict() for c in step.consumed],
+        "cancel": step.cancel,
     }
 
 
@@ -294,6 +322,23 @@ def status_view(state: PlanState, now: str | None = None) -> dict[str, Any]:
         "lineage": lineage_view(state),
         "coverage": coverage_view(state.plan),
         "approvals": approvals_view(state),
+        "effects": effects_view(state),
+    } | drift_view(state)
+
+
+def drift_view(state: PlanState) -> dict[str, Any]:
+    """The observations (format v2) and whether the plan is possibly stale: each current observation version
+    that differs from the one the plan was made from (absent from a document whose run records none)."""
+    if not state.observations and (state.plan is None or state.plan.artifacts is None):
+        return {}
+    drift = plan_drift(state.plan, state.observations)
+    return {
+        "observations": [
+            {"key": o.key, "version": o.version, "dirty": list(o.dirty), "seq": o.seq} for o in state.observations
+        ],
+        "possibly_stale": bool(drift),
+        "drift": drift,
+        "cancel": [s.id for s in state.steps.values_in_order() if s.cancel is not None],
     }
 
 
@@ -330,7 +375,7 @@ def next_view(state: PlanState, now: str | None = None) -> dict[str, Any]:
         "leases": lease_view(state, now),
         "approvals": approvals_view(state),
         "repairs": repairs_view(state),
-    }
+    } | drift_view(state)
 
 
 def ack_view(state: PlanState, ack: Ack) -> dict[str, Any]:

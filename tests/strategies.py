@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 from hypothesis import strategies as st
 
 from plantrail.ledger.approvals import Decide, RequestApproval
+from plantrail.ledger.artifacts import Artifact, InputRef, ObservedVersion, OutputSpec, TaskArtifacts
 from plantrail.ledger.codec import GENESIS_PREV, decode, encode
 from plantrail.ledger.contract import CheckSpec, StepTerms
 from plantrail.ledger.decide import (
@@ -41,11 +42,15 @@ from plantrail.ledger.events import (
 )
 from plantrail.ledger.evidence import Observation, Report, Usage
 from plantrail.ledger.leases import Abandon, Heartbeat
+from plantrail.ledger.observations import Observe
 from plantrail.ledger.plan import CriterionSpec, PatchOp, PlanPatch, PlanSpec, Policy, StepSpec, topo_order
 from plantrail.projections.model import PlanState
 from plantrail.projections.state import evolve, initial
 
 STEP_IDS = ("a", "b", "c", "d", "e")
+#: Observation versions and artifacts of the lineage commands (format v2).
+VERSIONS = ("r1", "r2")
+ARTIFACTS = st.sampled_from([(Artifact("o", "sha256:" + "a" * 64),), (Artifact("o", "sha256:" + "b" * 64),)])
 CRITERIA = ("c1", "c2")
 #: Ids only an extension in place adds (with an id a plan may already have, which the rule refuses).
 EXTRA_STEP_IDS = ("x", "y", "a")
@@ -78,6 +83,7 @@ def plans(draw: st.DrawFn, goal: str = "ship it", checks: bool = False) -> PlanS
     some steps carry typed checks (format v2)."""
     n = draw(st.integers(min_value=1, max_value=len(STEP_IDS)))
     ids = list(STEP_IDS[:n])
+    lineage = draw(st.sampled_from([False, False, False, True]))  # format v2 artifacts: now and then
     steps = []
     for i, step_id in enumerate(ids):
         deps = draw(st.lists(st.sampled_from(ids[:i]), unique=True, max_size=2)) if i else []
@@ -85,16 +91,34 @@ def plans(draw: st.DrawFn, goal: str = "ship it", checks: bool = False) -> PlanS
         attempts = draw(st.integers(min_value=1, max_value=3))
         priority = draw(st.sampled_from([0, 0, 0, 1, 2]))  # format v2: mostly absent, so most plans stay v1
         step_checks = draw(st.lists(CHECKS, max_size=2, unique_by=lambda c: c.id).map(tuple)) if checks else ()
-        terms = StepTerms(priority=priority, checks=step_checks)
+        terms = StepTerms(priority=priority, checks=step_checks, **_lineage_terms(draw, lineage, deps))
         steps.append(StepSpec(step_id, title, tuple(deps), "evidence of " + step_id, attempts, terms))
     criteria = tuple(
         CriterionSpec(c, draw(st.sampled_from(["works", "still works"])))
         for c in draw(st.lists(st.sampled_from(CRITERIA), min_size=1, unique=True))
     )
     limit = draw(st.sampled_from([1, 1, 2, None]))
-    plan = PlanSpec(goal=goal, acceptance_criteria=criteria, steps=tuple(steps), policy=Policy(limit))
+    observed = TaskArtifacts(observed=(ObservedVersion("repo", draw(st.sampled_from(VERSIONS))),))
+    plan = PlanSpec(
+        goal=goal,
+        acceptance_criteria=criteria,
+        steps=tuple(steps),
+        policy=Policy(limit),
+        artifacts=observed if lineage else None,
+    )
     topo_order(plan.steps)
     return plan
+
+
+def _lineage_terms(draw: st.DrawFn, lineage: bool, deps: list[str]) -> dict[str, Any]:
+    """A step's outputs and inputs in a plan with lineage: every step outputs ``o``; a step with dependencies
+    consumes its first dependency's ``o``, and some steps consume the repository observation."""
+    if not lineage:
+        return {}
+    inputs = [InputRef(step=deps[0], output="o")] if deps else []
+    if draw(st.booleans()):
+        inputs.append(InputRef(observation="repo"))
+    return {"outputs": (OutputSpec("o"),), "inputs": tuple(inputs)}
 
 
 def commands() -> st.SearchStrategy[Command]:
@@ -108,6 +132,8 @@ def commands() -> st.SearchStrategy[Command]:
         st.builds(
             Complete, step=step, evidence=st.lists(text, min_size=0, max_size=2), plan_version=version, attempt=attempt
         ),
+        st.builds(Complete, step=step, evidence=st.just(["done"]), artifacts=ARTIFACTS),
+        st.builds(Observe, name=st.just("repo"), version=st.sampled_from(VERSIONS), dirty=st.just(("a.py",))),
         st.builds(Block, step=step, reason=text, plan_version=version, attempt=attempt),
         st.builds(Fail, step=step, error=text, plan_version=version, attempt=attempt),
         st.builds(

@@ -16,7 +16,7 @@ from plantrail.ledger.codec import encode
 from plantrail.ledger.errors import LogDamaged, PlanInvalid, PlantrailError
 from plantrail.ledger.events import StepBlocked, StepCompleted
 from plantrail.ledger.evidence import parse_report
-from plantrail.ledger.scope import ScopeViolation
+from plantrail.ledger.scope import ScopeViolation, TaskScope
 from plantrail.ledger.verify import verify_log
 from plantrail.projections.canonical import state_hash
 from plantrail.projections.history import resume_receipt
@@ -318,14 +318,36 @@ def test_a_replan_never_widens_scope_by_itself(scoped: Ledger, tmp_path: Path) -
     verify_log(log)
 
 
-def test_a_replan_dropping_a_task_scope_widens_every_step(scoped: Ledger) -> None:
-    """A new version without the task scope (unrestricted writes) widens the steps that relied on it."""
+def test_a_replan_widening_the_task_scope_widens_every_step_that_relied_on_it(scoped: Ledger) -> None:
+    """A new version whose task scope writes everywhere widens the steps that declared no writes of their own."""
     draft = scoped_draft()
-    del draft["scope"]
+    draft["scope"] = {"writes": ["**"], "reads": ["**"]}
     draft["steps"][4]["requires_approval"] = False
-    scoped.replan("agent_revision", "no scope", plan=draft)
+    scoped.replan("agent_revision", "the whole repository", plan=draft)
     waiting = {w["step"]: w["because"] for w in status_view(scoped.state)["approvals"]["waiting_approval"]}
     assert waiting == {"deploy": "widened"}
+
+
+def test_a_replan_keeps_the_task_scope_in_the_state(scoped: Ledger) -> None:
+    """The task scope of a new version is the active plan's, whether the draft restates it or leaves it out
+    (a draft without one keeps the scope it had): a later step write outside it is still refused."""
+    restated = scoped.replan("agent_revision", "same scope", plan=scoped_draft())
+    assert scoped.state.plan is not None and scoped.state.plan.scope == restated_scope()
+    draft = scoped_draft()
+    del draft["scope"]
+    scoped.replan("agent_revision", "scope left out", plan=draft)
+    assert scoped.state.plan is not None and scoped.state.plan.scope == restated_scope()
+    outside = scoped_draft()
+    del outside["scope"]
+    outside["steps"][3]["writes"] = ["package.json"]
+    with pytest.raises(PlantrailError) as caught:
+        scoped.replan("agent_revision", "writes outside", plan=outside)
+    assert caught.value.code == "SCOPE_OUTSIDE_TASK" and restated.seq > 0
+
+
+def restated_scope() -> TaskScope:
+    """The scoped draft's task scope, parsed."""
+    return TaskScope(reads=("**",), writes=("src/**", TEST))
 
 
 def test_a_narrowing_replan_needs_no_approval(scoped: Ledger) -> None:

@@ -212,7 +212,8 @@ def test_checks_are_part_of_a_steps_contract(make_ledger: Callable[..., Ledger])
 @pytest.mark.parametrize(
     ("check", "fragment"),
     [
-        ({"id": "x", "kind": "schema"}, "kind must be one of"),
+        ({"id": "x", "kind": "json_schema"}, "kind must be one of"),
+        ({"id": "x", "kind": "schema", "artifact": "patch"}, "needs schema_id"),
         ({"id": "x", "kind": "command_exit", "command": "make"}, "needs expected_exit_code"),
         ({"id": "x", "kind": "command_exit", "command": "make", "expected_exit_code": 300}, "0-255"),
         ({"id": "x", "kind": "command_exit", "command": "make", "expected_exit_code": True}, "0-255"),

@@ -214,9 +214,9 @@ def _moved(seq: int, at: int) -> int:
 
 
 def _as_in_fork(state: PlanState, at: int, fork: PlanState) -> PlanState:
-    """The parent's state with its seqs after ``at`` (steps, leases, criteria, orphans, the outcome, the adopted
-    version and its extensions, approvals and a violation) renumbered as the fork numbers them, and the fork's run,
-    last seq, head and lineage (where the state lives): what the fork must equal, byte for byte."""
+    """The parent's state with its seqs after ``at`` (steps, leases, criteria, orphans, observations, the outcome,
+    the adopted version and its extensions, approvals and a violation) renumbered as the fork numbers them, and
+    the fork's run, last seq, head and lineage (where the state lives): what the fork must equal, byte for byte."""
     steps = [
         s._replace(
             last_seq=_moved(s.last_seq, at),
@@ -247,6 +247,7 @@ def _as_in_fork(state: PlanState, at: int, fork: PlanState) -> PlanState:
         steps=Table(tuple(state.steps), steps),
         criteria=Table(tuple(state.criteria), criteria),
         orphans=tuple(o._replace(seq=_moved(o.seq, at)) for o in state.orphans),
+        observations=tuple(o._replace(seq=_moved(o.seq, at)) for o in state.observations),
         outcome_seq=None if state.outcome_seq is None else _moved(state.outcome_seq, at),
         adopted=adopted,
         last_seq=fork.last_seq,

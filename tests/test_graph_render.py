@@ -103,14 +103,15 @@ def test_mermaid_labels_hold_no_markup(drawn: PlanGraph) -> None:
 
 
 def test_a_status_added_to_the_table_is_drawn_everywhere(drawn: PlanGraph, monkeypatch: pytest.MonkeyPatch) -> None:
-    """One line in the table styles a new status (as the plan contract's ``stale`` will) in SVG, CSS and Mermaid;
+    """One line in the table styles a new status (as it does the lineage's ``stale``) in SVG, CSS and Mermaid;
     until then a status the table does not know is drawn in the fallback style, never refused."""
-    stale = drawn._replace(nodes=tuple(n._replace(status="stale") if n.id == "e" else n for n in drawn.nodes))
+    stale = drawn._replace(nodes=tuple(n._replace(status="parked") if n.id == "e" else n for n in drawn.nodes))
     assert graph_render.UNKNOWN_STYLE.fill in render_svg(stale) and ":::other" in render_mermaid(stale)
-    monkeypatch.setitem(graph_render.NODE_STYLES, "stale", NodeStyle("stale", "#fff7ed", "#9a3412", "#431407", "4 2"))
+    monkeypatch.setitem(graph_render.NODE_STYLES, "parked", NodeStyle("parked", "#fff7ed", "#9a3412", "#431407", "4 2"))
     monkeypatch.setitem(graph_render.EDGE_STYLES, "repair", EdgeStyle("repair", "#9a3412", "5 3"))
-    assert 'fill="#fff7ed"' in render_svg(stale) and ":::stale" in render_mermaid(stale)
-    assert '.node[data-status="stale"] rect{fill:#fff7ed' in style_css()
+    assert 'fill="#fff7ed"' in render_svg(stale) and ":::parked" in render_mermaid(stale)
+    assert '.node[data-status="parked"] rect{fill:#fff7ed' in style_css()
+    assert '.node[data-status="stale"] rect{fill:#fef3c7' in style_css()
     repaired = stale._replace(edges=(stale.edges[0]._replace(kind="repair"), *stale.edges[1:]))
     assert 'stroke-dasharray="5 3"' in render_svg(repaired) and "-.->" in render_mermaid(repaired)
     assert '.edge[data-kind="repair"]{stroke:#9a3412;stroke-dasharray:5 3}' in style_css()

@@ -10,7 +10,9 @@ outcomes. Every step declares its writes inside the task's scope (``b`` and ``c`
 they never run at once; ``d`` is read-only), ``f`` allows only the Edit tool, and ``c`` needs an approval: results
 report changed paths and tools, some outside the scope (recorded as a blocked attempt that pauses the run), and
 approvals are requested, granted (widening the scope, which can end the pause) or denied (a pause for good: the
-machine never replans). The model judges all of it from its own tables, not from ``ledger.scope``.
+machine never replans). Side effects are requested and committed under a few keys, by running and stale
+attempts (``e``'s effects need an approval): the model keeps one effect per key, requested, in doubt, superseded
+or committed. The model judges all of it from its own tables, not from ``ledger.scope`` or ``ledger.effects``.
 
 Step ``a`` names a repair step, ``r`` (``on_failure``): after a failure with attempts left ``a`` waits until ``r``
 completes, ``r`` is ready only while ``a`` waits for it (an idle ``r`` holds up no completion), a second failure
@@ -32,6 +34,7 @@ from plantrail.ledger.api import Ledger
 from plantrail.ledger.errors import PlantrailError
 from plantrail.ledger.evidence import Observation, Report, Usage
 from plantrail.projections.canonical import canonical_bytes
+from plantrail.projections.effects import effects_view
 from plantrail.projections.state import fold
 from plantrail.projections.stop import stop_decision
 from plantrail.projections.views import ready_steps
@@ -68,6 +71,8 @@ CONFLICTS = {frozenset("ab"), frozenset("bc"), frozenset("ef"), frozenset("ar"),
 TOOLS = {"f": {"Edit"}}  # allowed_tools (the others allow any tool)
 APPROVED_ONLY = "c"  # requires_approval
 TIMEOUT = {"a": 60.0}  # its attempts carry a lease from their start
+EFFECTS_GATED = "e"  # effects_require_approval
+EFFECT_KEYS = ("k1", "k2", "k3")
 TIGHT_TURNS = 3
 LOOSE_TURNS = 1000
 
@@ -84,6 +89,7 @@ def plan(max_turns: int) -> dict[str, object]:
             | {"writes": WRITE_GLOBS[s]}
             | ({"allowed_tools": sorted(TOOLS[s])} if s in TOOLS else {})
             | ({"requires_approval": True} if s == APPROVED_ONLY else {})
+            | ({"effects_require_approval": True} if s == EFFECTS_GATED else {})
             | ({"priority": PRIORITY[s]} if s in PRIORITY else {})
             | ({"timeout_s": TIMEOUT[s]} if s in TIMEOUT else {})
             | ({"on_failure": REPAIR[1]} if s == REPAIR[0] else {})
@@ -137,6 +143,18 @@ def check_met(report: Report | None) -> bool:
 
 
 @dataclass
+class ModelEffect:
+    """One side effect: the step, the attempt of its latest request, its target, whether that request was late,
+    and whether it is committed."""
+
+    step: str
+    attempt: int
+    target: str
+    late: bool
+    committed: bool = False
+
+
+@dataclass
 class Model:
     """The rules as plainly as they can be written: statuses, attempts, verdicts and the outcome."""
 
@@ -157,6 +175,7 @@ class Model:
     violation: tuple[str, tuple[str, ...], tuple[str, ...]] | None = None  # step, paths, tools
     denied: set[str] = field(default_factory=set)
     requests: dict[str, tuple[str, ...]] = field(default_factory=dict)  # pending request -> its steps
+    effects: dict[str, ModelEffect] = field(default_factory=dict)  # key -> its latest request and its commit
     awaiting: bool = False  # the repaired step failed and waits for its repair step
     spent: int = 0  # the repair step's attempts in its earlier runs
 
@@ -342,6 +361,47 @@ class Model:
                 self.status[step] = "pending"
         return True
 
+    def request_effect(self, step: str, key: str, target: str, attempt: int | None) -> bool:
+        """A request of ``key`` by ``attempt`` (None: the current one): late for a stale attempt or a finished
+        run; one key, one effect; a later attempt may ask again; ``d`` needs a granted approval."""
+        if step not in STEPS:
+            return False
+        current = self.attempt[step]
+        named = current if attempt is None else attempt
+        stale = named != current or named in self.abandoned[step]
+        late = stale or self.final
+        known = self.effects.get(key)
+        if known is not None and (
+            known.step != step or known.target != target or known.committed or late or known.attempt == named
+        ):
+            return False
+        if stale:
+            if not (1 <= named < current or named in self.abandoned[step]):
+                return False
+        elif self.status[step] != "in_progress":
+            return False
+        if not late and step == EFFECTS_GATED and step not in self.approved:
+            return False
+        self.effects[key] = ModelEffect(step, named, target, late)
+        return True
+
+    def commit_effect(self, step: str, key: str, attempt: int | None) -> bool:
+        """A commit of ``key``'s request (its attempt by default), late or not: the effect happened."""
+        known = self.effects.get(key)
+        if known is None or known.committed or known.step != step:
+            return False
+        if attempt is not None and attempt != known.attempt:
+            return False
+        known.committed = True
+        return True
+
+    def standing(self, effect: ModelEffect) -> str:
+        """committed; in_doubt (its request is the step's current attempt's); else superseded."""
+        if effect.committed:
+            return "committed"
+        current = effect.attempt == self.attempt[effect.step] and effect.attempt not in self.abandoned[effect.step]
+        return "in_doubt" if current and not effect.late else "superseded"
+
     def verify(self, criterion: str, passed: bool) -> bool:
         if self.final:
             return False
@@ -469,6 +529,27 @@ class LedgerMachine(RuleBasedStateMachine):
         call = self.ledger.approve if granted else self.ledger.deny
         self._apply(expected, lambda: call(request, by="tester"))
 
+    @rule(
+        data=st.data(),
+        kind=st.sampled_from(["request", "request", "commit"]),
+        key=st.sampled_from(EFFECT_KEYS),
+        on=st.sampled_from(["prod", "prod", "staging"]),
+    )
+    def request_or_commit_an_effect(self, data: st.DataObject, kind: str, key: str, on: str) -> None:
+        """An effect of a running step most often (else any step, or a ghost), by its current attempt, an
+        earlier one or one never started."""
+        running = self.model.running()
+        step = data.draw(st.sampled_from(running)) if running and data.draw(st.booleans()) else data.draw(step_ids)
+        current = self.model.attempt.get(step, 0)
+        attempt = data.draw(st.sampled_from([None, None, None, current - 1, current + 1]))
+        attempt = None if attempt is not None and attempt < 1 else attempt
+        if kind == "request":
+            expected = self.model.request_effect(step, key, on, attempt)
+            self._apply(expected, lambda: self.ledger.request_effect(step, key, on, attempt=attempt))
+        else:
+            expected = self.model.commit_effect(step, key, attempt)
+            self._apply(expected, lambda: self.ledger.commit_effect(step, key, attempt=attempt))
+
     @precondition(lambda self: self.model.running())
     @rule(data=st.data(), kind=st.sampled_from(["heartbeat", "heartbeat", "heartbeat", "abandon"]), lease=leases)
     def heartbeat_or_abandon_a_running_step(self, data: st.DataObject, kind: str, lease: float | None) -> None:
@@ -563,6 +644,10 @@ class LedgerMachine(RuleBasedStateMachine):
         running = {s.id: None if s.lease is None else s.lease.seconds for s in state.steps.values()}
         assert {s: running[s] for s in self.model.running()} == {s: self.model.lease[s] for s in self.model.running()}
         assert (0 if state.usage is None else state.usage.turns) == self.model.turns
+        effects = {e.key: (e.step, e.attempt, e.target, e.committed_seq is not None) for e in state.effects}
+        assert effects == {k: (e.step, e.attempt, e.target, e.committed) for k, e in self.model.effects.items()}
+        standing = {e["key"]: e["status"] for group in effects_view(state).values() for e in group}
+        assert standing == {k: self.model.standing(e) for k, e in self.model.effects.items()}
 
     @invariant()
     def next_follows_the_model(self) -> None:

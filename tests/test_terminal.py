@@ -121,10 +121,14 @@ def hostile_log(tmp_path: Path, run_cli: Callable[..., CliResult]) -> tuple[Path
         ("heartbeat", [log, "c", "--lease", "60"]),
         ("abandon", [log, "c", "--reason", "gone " + HOSTILE]),
         ("start", [log, "c"]),
+        ("effect", [log, "c", "--requested", "k1", "--target", "target " + HOSTILE, "--before", "was " + HOSTILE]),
+        ("effect", [log, "c", "--committed", "k1", "--result", "result " + HOSTILE]),
+        ("effect", [log, "c", "--requested", "k2", "--target", "in doubt " + HOSTILE]),
         ("request-approval", [log, "r1", "--steps", "a", "--question", "may we " + HOSTILE, "--tool", HOSTILE]),
         ("approve", [log, "r1", "--by", "by " + HOSTILE, "--why", "why " + HOSTILE]),
         ("request-approval", [log, "r2", "--steps", "a", "--question", "again " + HOSTILE]),
         ("deny", [log, "r2", "--by", "by " + HOSTILE, "--why", "why " + HOSTILE]),
+        ("observe", [log, "repo", "v " + HOSTILE, "--dirty", "dirty " + HOSTILE]),
         ("finish", [log, "--outcome", "paused", "--reason", "paused " + HOSTILE]),
     ]
     outputs = []

@@ -1,0 +1,172 @@
+"""The ``effect`` command: a step's side effect requested or committed (issue 14; the rules are in
+:mod:`ledger.effects`).
+
+It parses its arguments, calls one library function, and renders the acknowledgement as the recording
+commands do, with the effect as it stands after the record.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, cast
+
+import click
+
+from plantrail.cli.common import emit, log_argument, readiness_lines
+from plantrail.cli.record import _plan_version_option, _write_options
+
+if TYPE_CHECKING:
+    from plantrail.ledger.effects import CommitEffect, RequestEffect
+    from plantrail.ledger.events import Actor
+    from plantrail.ledger.store import Ack
+    from plantrail.projections.model import PlanState
+
+__all__ = ["effect", "effect_commands", "effect_lines"]
+
+_LATE_EFFECT = (
+    "An effect of a superseded version (or a stale attempt, or after the run finished) is still recorded, beside "
+    "the orphans: never lost, never applied to a step."
+)
+
+
+@click.command()
+@log_argument
+@click.argument("step")
+@click.option(
+    "--requested", metavar="KEY", help="Record that STEP is about to perform the effect KEY (its idempotency key)."
+)
+@click.option("--committed", metavar="KEY", help="Record that the effect KEY happened (it was requested before).")
+@click.option("--target", metavar="TARGET", help="With --requested (required): what the effect acts on.")
+@click.option("--before", metavar="TEXT", help="With --requested: a summary of the target's state before the effect.")
+@click.option("--result", metavar="TEXT", help="With --committed: a summary of what the effect did.")
+@_plan_version_option(_LATE_EFFECT)
+@click.option(
+    "--attempt",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="The attempt the effect belongs to (default: a request's, the step's current one; a commit's, its request's).",
+)
+@_write_options("runtime")
+def effect(
+    log: str,
+    step: str,
+    requested: str | None,
+    committed: str | None,
+    target: str | None,
+    before: str | None,
+    result: str | None,
+    plan_version: int | None,
+    attempt: int | None,
+    expected_seq: int | None,
+    key: str | None,
+    actor: str,
+    as_json: bool,
+) -> None:
+    """Record a side effect of STEP's attempt: --requested KEY before it acts, --committed KEY once it knows the
+    effect happened. Format v2 (effect.requested, effect.committed).
+
+    An effect requested and never committed is in doubt: after a crash, resume says to check its target before
+    the step's work is done again. One key names one effect (EFFECT_KEY_CONFLICT for another step or target);
+    a key already committed, or requested again by the same attempt, is EFFECT_DUPLICATE; a later attempt may
+    request it again. A step whose scope sets effects_require_approval needs a granted approval first
+    (APPROVAL_REQUIRED).
+
+    \b
+    Example:
+      plantrail effect run.jsonl deploy --requested deploy-42 --target prod --before "v1.3 serving"
+      plantrail effect run.jsonl deploy --committed deploy-42 --result "v1.4 serving"
+    """
+    from plantrail.ledger.effects import CommitEffect, RequestEffect
+    from plantrail.ledger.errors import error
+
+    if (requested is None) == (committed is None):
+        raise error("USAGE", "give exactly one of --requested KEY or --committed KEY")
+    who = cast("Actor", actor)
+    command: RequestEffect | CommitEffect
+    if requested is not None:
+        if target is None:
+            raise error("USAGE", "--requested needs --target TARGET")
+        if result is not None:
+            raise error("USAGE", "--result goes with --committed")
+        command = RequestEffect(
+            step=step,
+            effect=requested,
+            target=target,
+            before=before or "",
+            plan_version=plan_version,
+            attempt=attempt,
+            key=key,
+            actor=who,
+        )
+    else:
+        assert committed is not None
+        if target is not None or before is not None:
+            raise error("USAGE", "--target and --before go with --requested")
+        command = CommitEffect(
+            step=step,
+            effect=committed,
+            result=result or "",
+            plan_version=plan_version,
+            attempt=attempt,
+            key=key,
+            actor=who,
+        )
+    _record(log, command, expected_seq, as_json)
+
+
+def _record(log: str, command: RequestEffect | CommitEffect, expected_seq: int | None, as_json: bool) -> None:
+    from plantrail.ledger.api import Ledger
+
+    with Ledger.open(log) as ledger:
+        ack = ledger.execute(command, expected_seq=expected_seq)
+        _acknowledge(ledger.state, command, ack, as_json)
+
+
+def _acknowledge(state: PlanState, command: RequestEffect | CommitEffect, ack: Ack, as_json: bool) -> None:
+    from plantrail.cli.common import truncate
+    from plantrail.ledger.effects import RequestEffect
+    from plantrail.projections.effects import effect_view, find_effect
+    from plantrail.projections.views import ack_view
+
+    found = find_effect(state.effects, command.effect.strip())
+    data = ack_view(state, ack) | {"effect": None if found is None else effect_view(state, found)}
+    what = f"effect {'--requested' if isinstance(command, RequestEffect) else '--committed'} {command.effect.strip()}"
+
+    def human() -> str:
+        if ack.duplicate:
+            return f"seq {ack.seq}: {what} was already recorded under this idempotency key; nothing written"
+        if ack.orphan:
+            first = f"seq {ack.seq}: {what} of {command.step} is late: recorded beside the orphans ({ack.orphan})"
+        else:
+            first = f"seq {ack.seq}: {what} of {command.step} recorded (plan v{state.version})"
+        lines = [first]
+        if found is not None:
+            lines.append(f"effect {found.key}: {data['effect']['status']} (target {truncate(found.target, 80)})")
+        lines.append(f"anchor: {data['anchor']}")
+        if state.outcome:
+            lines.append(f"run: {state.outcome}")
+        if not state.finished:
+            lines += readiness_lines(state)
+        return "\n".join(lines)
+
+    emit(as_json, data, human)
+
+
+def effect_lines(title: str, items: list[dict[str, Any]]) -> list[str]:
+    """The text lines of a list of effects (as :func:`projections.effects.effect_view` shows them): a title
+    with the count, then one line each; nothing when there are none."""
+    from plantrail.cli.common import truncate
+
+    if not items:
+        return []
+    lines = [f"{title} ({len(items)})"]
+    for e in items:
+        late = f" · late ({e['late']})" if e["late"] else ""
+        said = f" · result {truncate(e['result'], 60)}" if e["committed_seq"] is not None and e["result"] else ""
+        lines.append(
+            f"  {truncate(e['key'], 40)}  {e['step']} attempt {e['attempt']} (v{e['plan_version']}) · target "
+            f"{truncate(e['target'], 50)} · requested at seq {e['requested_seq']}{late}{said}"
+        )
+    return lines
+
+
+effect_commands = (effect,)

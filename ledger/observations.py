@@ -1,0 +1,110 @@
+"""Observation versions (seed 001 5.1, seed 004 代码库并发变化下的计划; format v2): the ``observe`` command, its
+event ``observation.recorded`` and its rule, and whether the active plan was made from what is current.
+
+An observation is a version of something the plan depends on: a repository's HEAD (with the files dirty
+then), a schema version, a remote branch. The plan records the versions it was made from (its ``observed``,
+the run's baseline, :mod:`ledger.artifacts`); each ``observe`` records a newer one. When a current version
+differs from the plan's, the plan is *possibly stale* (:func:`plan_drift`: ``status``, ``next`` and ``resume``
+flag it), and the steps whose inputs name that key are judged by :mod:`projections.lineage_digest` (the
+version is the observation's digest). Pure: :mod:`ledger.decide` builds and checks, the views read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from plantrail.ledger.errors import error
+from plantrail.ledger.events import Actor, ObservationRecorded, Source
+from plantrail.ledger.guards import require_open
+
+if TYPE_CHECKING:
+    from plantrail.ledger.plan import Draft, PlanSpec
+    from plantrail.projections.model import Observed
+    from plantrail.projections.state import StateView
+
+__all__ = ["Observe", "build_observation", "check_observation", "plan_drift", "with_observed"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Observe:
+    """Record the current ``version`` of observation ``name`` (the event's ``key``: ``repo``, a schema ...) and,
+    for a repository, its dirty files; ``key`` is the idempotency key, as on every command."""
+
+    name: str
+    version: str
+    dirty: Sequence[str] = ()
+    plan_version: int | None = None
+    actor: Actor = "runtime"
+    source: Source | None = None
+    key: str | None = None
+
+
+def build_observation(command: Observe) -> ObservationRecorded:
+    """The event: key and version trimmed, the dirty paths trimmed, deduplicated and sorted."""
+    dirty = tuple(sorted({p.strip() for p in command.dirty if isinstance(p, str) and p.strip()}))
+    return ObservationRecorded(key=command.name.strip(), version=command.version.strip(), dirty=dirty)
+
+
+def check_observation(state: StateView, data: ObservationRecorded, plan_version: int) -> None:
+    """Refuse an observation on a finished run (RUN_FINISHED), with an invalid key (INVALID_ID) or a blank
+    version (BLANK_FIELD), or issued against a superseded version (STALE_PLAN_VERSION)."""
+    from plantrail.ledger.plan import check_id
+
+    require_open(state)
+    check_id(data.key, "observation key")
+    if not data.version.strip():
+        raise error("BLANK_FIELD", f"observation {data.key} needs a version", path="version")
+    if plan_version < state.version:
+        raise error(
+            "STALE_PLAN_VERSION",
+            f"the observation was issued against plan version {plan_version}; version {state.version} superseded it",
+            plan_version=plan_version,
+            expected=state.version,
+            actual=plan_version,
+        )
+
+
+def with_observed(draft: Draft, pairs: Sequence[str]) -> Draft:
+    """``draft`` with the observation versions ``KEY=VERSION`` (``create``/``replan --observed``) among the
+    versions it was made from (each replacing the draft's own for that key); USAGE when one is malformed."""
+    import dataclasses
+
+    from plantrail.ledger.artifacts import ObservedVersion, TaskArtifacts
+    from plantrail.ledger.plan import check_id
+
+    if not pairs:
+        return draft
+    given: dict[str, ObservedVersion] = {}
+    for pair in pairs:
+        key, sep, version = pair.partition("=")
+        if not sep or not version.strip():
+            raise error("USAGE", f"observed {pair!r} must be KEY=VERSION")
+        given[key.strip()] = ObservedVersion(check_id(key.strip(), "observed key"), version.strip())
+    task = draft.artifacts or TaskArtifacts()
+    kept = tuple(o for o in task.observed if o.key not in given)
+    artifacts = dataclasses.replace(task, observed=(*kept, *given.values()))
+    return dataclasses.replace(draft, artifacts=artifacts)
+
+
+def plan_drift(plan: PlanSpec | None, observations: tuple[Observed, ...]) -> list[dict[str, Any]]:
+    """Each observation whose current version differs from the one the plan was made from: ``key``,
+    ``planned`` (None: the plan recorded none), ``current``, ``dirty`` and the ``seq`` that recorded it."""
+    if plan is None:
+        return []
+    made = {} if plan.artifacts is None else {o.key: o for o in plan.artifacts.observed}
+    drift = []
+    for seen in observations:
+        planned = made.get(seen.key)
+        if planned is None or planned.version != seen.version or planned.dirty != seen.dirty:
+            drift.append(
+                {
+                    "key": seen.key,
+                    "planned": None if planned is None else planned.version,
+                    "current": seen.version,
+                    "dirty": list(seen.dirty),
+                    "seq": seen.seq,
+                }
+            )
+    return drift
