@@ -244,12 +244,16 @@ def anchor(seq: int, head: str | None) -> str | None:
 
 def readiness_lines(state: PlanState) -> list[str]:
     """What is ready, and what of it can start now (or why not): the lines ``next`` and the acks print."""
+    from plantrail.projections.repair_edges import repairs_view
     from plantrail.projections.views import capacity_view, in_doubt, ready_steps, startable_steps, wait_reasons
 
     ready = ready_steps(state)
     if not ready:
         return []
     lines = [f"ready: {', '.join(ready)}"]
+    for row in repairs_view(state):
+        if row["waiting"]:
+            lines.append(f"awaiting repair: {', '.join(row['waiting'])} (until {row['step']} completes)")
     startable = startable_steps(state)
     capacity = capacity_view(state)
     running = ", ".join(s.id for s in in_doubt(state))

@@ -85,13 +85,15 @@ class CheckSpec:
 
 @dataclass(frozen=True, slots=True)
 class StepTerms:
-    """A step's format v2 terms beside its v1 contract: its priority, typed checks and budgets. Kept in one
-    member of the step (``terms``, absent when every term is at its default) so that a v1 plan line decodes
-    with one default per step, not five."""
+    """A step's format v2 terms beside its v1 contract: its priority, typed checks and budgets (and its notes,
+    the criteria it covers, its scope and ``on_failure``: the id of the step that repairs it when it fails,
+    :mod:`ledger.repair_edges`). Kept in one member of the step (``terms``, absent when every term is at its
+    default) so that a v1 plan line decodes with one default per step, not five."""
 
     __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
     ADDED: ClassVar[frozenset[str]] = frozenset(
         {"priority", "checks", "timeout_s", "max_tool_calls", "max_cost_usd", "notes", "covers", "scope"}
+        | {"on_failure"}
         | {"outputs", "inputs"}
     )
 
@@ -111,6 +113,9 @@ class StepTerms:
     #: The artifacts the step produces and consumes (:mod:`ledger.artifacts`): part of its contract.
     outputs: tuple[OutputSpec, ...] = ()
     inputs: tuple[InputRef, ...] = ()
+    #: The step's repair step (:mod:`ledger.repair_edges`): after a failure with attempts left the step
+    #: waits until that step completes. None: a failure is retried directly (as is naming the step itself).
+    on_failure: str | None = None
 
 
 NO_TERMS: Final = StepTerms()

@@ -74,8 +74,10 @@ from plantrail.ledger.plan import (
     did_you_mean,
     validate_plan,
 )
+from plantrail.ledger.repair_edges import check_start_repair
 from plantrail.projections.lineage_digest import require_inputs
 from plantrail.projections.model import OrphanWhy, StepState
+from plantrail.projections.repair_edges import edges_of, idle_repairs
 from plantrail.projections.state import StateView, orphan_reason
 from plantrail.projections.stop import STOPPING, stop_decision
 
@@ -555,6 +557,8 @@ def _check_start(state: StateView, data: StepStarted, plan_version: int) -> None
     if limit is not None:
         _room_to_start(state, data.step, limit)
     _dependencies_done(state, state.plan, data.step)
+    if state.contract and edges_of(state.plan):  # repair edges: v2 plans only
+        check_start_repair(state, step)
     if step.status == "stale" or state.contract:  # format v2: a consumer starts only on current inputs
         require_inputs(state, _contract(state.plan, data.step))
     if state.contract or state.authority is not None:  # scopes and approvals live in v2 plans only
@@ -716,7 +720,8 @@ def _check_finish(state: StateView, data: RunFinished, plan_version: int) -> Non
         raise error("REASON_REQUIRED", "finishing the run needs a reason")
     if data.outcome != "complete":
         return
-    open_steps = [s.id for s in state.steps.values() if s.status != "completed"]
+    idle = idle_repairs(state)
+    open_steps = [s.id for s in state.steps.values() if s.status != "completed" and s.id not in idle]
     open_criteria = [c.id for c in state.criteria.values() if c.status != "passed"]
     if open_steps or open_criteria or not state.criteria:
         parts = []

@@ -185,6 +185,11 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
         PlanInvalid,
         "a step's writes or reads glob is outside the task's scope (step and glob named)",
     ),
+    "UNKNOWN_REPAIR_STEP": (PlanInvalid, "a step's on_failure names a step the plan does not have"),
+    "REPAIR_CYCLE": (PlanInvalid, "the failure chains (on_failure) loop; only a step may repair itself"),
+    "REPAIR_STEP_HAS_DEPENDENCIES": (PlanInvalid, "a repair step lists depends_on (it starts only after a failure)"),
+    "DEPENDS_ON_REPAIR_STEP": (PlanInvalid, "a step depends on a repair step, which runs only after a failure"),
+    "REPAIR_STEP_UNREACHABLE": (PlanInvalid, "no failure can call a repair step (what it repairs has one attempt)"),
     "INPUT_DANGLING": (
         PlanInvalid,
         "a step's input names an unknown step, an output its step does not declare, an undeclared initial input, "
@@ -199,6 +204,8 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "LOG_EXISTS": (CommandRefused, "create refuses to overwrite an existing file"),
     "STEP_NOT_FOUND": (CommandRefused, "no such step in the plan version"),
     "STEP_NOT_READY": (CommandRefused, "the step's dependencies are not all completed (they are named)"),
+    "AWAITING_REPAIR": (CommandRefused, "the step failed and waits until its repair step (named) completes"),
+    "REPAIR_NOT_NEEDED": (CommandRefused, "a repair step starts only while a failed step it repairs waits for it"),
     "STEP_ALREADY_ACTIVE": (CommandRefused, "max_in_progress steps are already in progress (they are named)"),
     "INVALID_TRANSITION": (
         CommandRefused,

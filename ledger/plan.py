@@ -47,6 +47,7 @@ from plantrail.ledger.contract import (
 from plantrail.ledger.coverage import reference_problems
 from plantrail.ledger.errors import PlanInvalid, PlantrailError, error
 from plantrail.ledger.items import as_items
+from plantrail.ledger.repair_edges import partial_repair_problems, repair_problems
 from plantrail.ledger.scope import (
     STEP_SCOPE_KEYS,
     StepScope,
@@ -142,6 +143,11 @@ class StepSpec:
     def max_cost_usd(self) -> float | None:
         """The step's cost budget in US dollars (None: none)."""
         return None if self.terms is None else self.terms.max_cost_usd
+
+    @property
+    def on_failure(self) -> str | None:
+        """The step's repair step (:mod:`ledger.repair_edges`); None: none named."""
+        return None if self.terms is None else self.terms.on_failure
 
     @property
     def scope(self) -> StepScope | None:
@@ -357,6 +363,8 @@ _STEP_KEYS = {
     "maxAttempts",
     "priority",
     "checks",
+    "on_failure",
+    "onFailure",
     *STEP_BUDGET_FIELDS,
     *STEP_SCOPE_KEYS,
     "outputs",
@@ -421,6 +429,7 @@ def _parse_step(raw: Any, where: str) -> StepSpec:
     no_covers: tuple[str, ...] = ()
     covers = _noted(problems, no_covers, _covers, obj.get("covers"), f"{where}.covers")
     scope = _noted(problems, None, parse_step_scope, obj, where)
+    on_failure = _noted(problems, None, _on_failure, _get(obj, "on_failure", "onFailure"), f"{where}.on_failure")
     no_outputs: tuple[OutputSpec, ...] = ()
     outputs = _noted(problems, no_outputs, parse_outputs, obj.get("outputs"), f"{where}.outputs")
     no_inputs: tuple[InputRef, ...] = ()
@@ -433,7 +442,14 @@ def _parse_step(raw: Any, where: str) -> StepSpec:
         completion_evidence=evidence,
         max_attempts=max_attempts,
         terms=StepTerms(
-            priority=priority, checks=checks, covers=covers, **budget, scope=scope, outputs=outputs, inputs=inputs
+            priority=priority,
+            checks=checks,
+            covers=covers,
+            **budget,
+            scope=scope,
+            outputs=outputs,
+            inputs=inputs,
+            on_failure=on_failure,
         ),
     )
 
@@ -445,6 +461,11 @@ def _covers(value: Any, where: str) -> tuple[str, ...]:
     if not isinstance(value, list):
         raise error("DRAFT_INVALID", f"{where} must be a list of criterion ids", path=where)
     return tuple(dict.fromkeys(check_id(item, where) for item in value))
+
+
+def _on_failure(value: Any, where: str) -> str | None:
+    """A step's ``on_failure``: the id of its repair step (none when absent)."""
+    return None if value is None else check_id(value, where)
 
 
 _NO_CHECKS: tuple[CheckSpec, ...] = ()
@@ -530,6 +551,7 @@ def parse_draft(raw: Any) -> Draft:
         problems += _graph_problems(
             criteria, graph, known, criteria_given=bool(raw_criteria), steps_given=bool(raw_steps)
         )
+        problems += partial_repair_problems(steps, known)
         raise _all_of(problems)
     return Draft(
         goal=goal_text,
@@ -590,6 +612,7 @@ def validate_plan(plan: PlanSpec, previous: tuple[PlanSpec, tuple[str, ...]] | N
     reuse that order instead of sorting again (:func:`carried_order`).
     """
     problems = _graph_problems(plan.acceptance_criteria, plan.steps) + reference_problems(plan)
+    problems += repair_problems(plan.steps)
     if plan.artifacts is not None or any(s.terms is not None and s.terms.inputs for s in plan.steps):
         problems += dangling_inputs(plan)
     if plan.scope is not None:

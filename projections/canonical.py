@@ -28,6 +28,7 @@ _ADDED: dict[type[Any], tuple[tuple[str, Any], ...]] = {
         ("artifacts", ()),
         ("consumed", ()),
         ("cancel", None),
+        ("repair", None),
     ),
     PlanState: (
         ("usage", None),

@@ -20,10 +20,12 @@ from itertools import pairwise
 from typing import Final, NamedTuple
 
 from plantrail.projections.model import Orphan, PlanState
+from plantrail.projections.repair_edges import edges_of, idle_repairs
 from plantrail.projections.views import ready_steps, specs
 
 __all__ = [
     "DEPENDS_ON",
+    "ON_FAILURE",
     "GraphEdge",
     "GraphNode",
     "PlanGraph",
@@ -33,8 +35,11 @@ __all__ = [
     "plan_graph",
 ]
 
-#: The kind of an ordinary dependency edge (the plan contract's repair edges will add their own kind).
+#: The kind of an ordinary dependency edge.
 DEPENDS_ON: Final = "depends_on"
+#: The kind of a repair edge (:mod:`projections.repair_edges`): from a step to the step that repairs it when it fails;
+#: never critical, and no part of the layout (a repair step runs only after a failure).
+ON_FAILURE: Final = "on_failure"
 _SWEEPS: Final = 4
 
 
@@ -171,7 +176,7 @@ def plan_graph(state: PlanState, late: Sequence[Orphan] | None = None) -> PlanGr
     widest = max((len(layer) for layer in layers), default=0)
     slots = {node: 2 * i + widest - len(layer) for layer in layers for i, node in enumerate(layer)}
     done = [s.id for s in state.steps.values_in_order() if s.status == "completed"]
-    path = critical_path(order, deps, done)
+    path = critical_path(order, deps, [*done, *idle_repairs(state)])  # an idle repair step stands in no way
     on_path = set(path)
     path_edges = set(pairwise(path))
     ready = set(ready_steps(state))
@@ -200,5 +205,9 @@ def plan_graph(state: PlanState, late: Sequence[Orphan] | None = None) -> PlanGr
         GraphEdge(source=dep, target=node, kind=DEPENDS_ON, critical=(dep, node) in path_edges)
         for node in order
         for dep in deps[node]
+    ) + tuple(
+        GraphEdge(source=node, target=repair, kind=ON_FAILURE, critical=False)
+        for node, repair in sorted(edges_of(state.plan).items(), key=lambda edge: index[edge[0]])
+        if repair in index
     )
     return PlanGraph(state.run, state.version, nodes, edges, len(layers), widest, path)

@@ -72,6 +72,7 @@ UNKNOWN_STYLE: Final = NodeStyle("other", "#fae8ff", "#a21caf", "#4a044e", "2 2"
 #: Edge kind -> style.
 EDGE_STYLES: Final[dict[str, EdgeStyle]] = {
     "depends_on": EdgeStyle("depends on", "#71717a"),
+    "on_failure": EdgeStyle("repaired by (on failure)", "#7c3aed", "6 4"),
 }
 CRITICAL_COLOUR: Final = "#ea580c"
 _UNKNOWN_EDGE: Final = EdgeStyle("other", "#a21caf", "2 2")

@@ -35,6 +35,7 @@ from plantrail.projections.model import (
     VersionInfo,
 )
 from plantrail.projections.outcomes import outcome_lists
+from plantrail.projections.repair_edges import idle_repairs, repairs_view, waiting_for
 from plantrail.projections.state import evolve, fold, initial
 from plantrail.projections.stop import stop_decision
 from plantrail.projections.views import advice, approvals_view, in_doubt, orphan_view, ready_steps
@@ -627,7 +628,8 @@ def resume_verdict(state: PlanState, *, damaged: bool = False, now: str | None =
         return "budget_exhausted"
     if state.outcome == "paused" or decision.outcome == "paused":  # finish paused, or a scope or approval pause
         return "paused"
-    work_left = any(s.status != "completed" for s in state.steps.values_in_order())
+    idle = idle_repairs(state)  # a repair step nothing needs is no work left
+    work_left = any(s.status != "completed" and s.id not in idle for s in state.steps.values_in_order())
     if state.plan is None or (work_left and not ready_steps(state)):
         return "stuck"
     if state.effects and _effects_before_start(state):
@@ -670,6 +672,9 @@ def _next_action(state: PlanState, verdict: Verdict, damage: Mapping[str, Any] |
             return f"no step can start: replan (advice: {advice(state) or 'no_ready_step'})"
     ready = ready_steps(state)
     if ready:
+        repairs = waiting_for(state, ready[0])
+        if repairs:
+            return f"start {ready[0]}: it repairs {', '.join(repairs)}, which failed and waits for it"
         return f"start {ready[0]}"
     open_criteria = [c.id for c in state.criteria.values_in_order() if c.status != "passed"]
     if open_criteria:
@@ -758,6 +763,7 @@ def resume_receipt(state: PlanState, damage: Mapping[str, Any] | None = None, no
         "damage": None if damage is None else dict(damage),
         "stop": stop_decision(state, now).as_dict(),
         "approvals": approvals_view(state),
+        "repairs": repairs_view(state),
         "effects": effects_view(state),
         "stale": [{"step": s.id, "reason": s.reason} for s in steps if s.status == "stale"],
         "cancel": [{"step": s.id, "attempt": s.attempt, "reason": s.cancel} for s in steps if s.cancel is not None],

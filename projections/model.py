@@ -26,6 +26,7 @@ __all__ = [
     "Orphan",
     "OrphanWhy",
     "PlanState",
+    "RepairRun",
     "StepChange",
     "StepState",
     "StepStatus",
@@ -48,6 +49,15 @@ class Lease(NamedTuple):
     since: str
     seconds: float
     seq: int
+
+
+class RepairRun(NamedTuple):
+    """(Format v2) a repair step's run (:mod:`projections.repair_edges`): ``waiting`` holds the failed steps that wait
+    for it to complete, each with the attempt that failed; ``spent`` the attempts of its earlier runs, which are
+    not charged to this one (each repair run has the step's ``max_attempts``)."""
+
+    waiting: tuple[tuple[str, int], ...] = ()
+    spent: int = 0
 
 
 class Consumed(NamedTuple):
@@ -97,12 +107,16 @@ class StepState(NamedTuple):
     #: Format v2: the attempt the step had when it last went stale (lineage_digest): attempts up to it are not
     #: charged, while their numbers stay taken, so a late result of one is never taken for a new attempt's.
     reset_at: int = 0
+    repair: RepairRun | None = None  # format v2: a repair step's run (what waits for it, what earlier runs spent)
 
     @property
     def charged(self) -> int:
-        """The attempts charged to ``max_attempts``: every attempt started since the step last went stale, but
-        those abandoned."""
-        return self.attempt - self.reset_at - len(self.abandoned)
+        """The attempts charged to ``max_attempts``: every attempt started since the step last went stale (for a
+        repair step: since its current run began), but those abandoned."""
+        if self.repair is None or not self.repair.spent:
+            return self.attempt - self.reset_at - len(self.abandoned)
+        spent = max(self.repair.spent, self.reset_at)
+        return self.attempt - spent - sum(1 for a in self.abandoned if a > spent)
 
 
 class CriterionState(NamedTuple):

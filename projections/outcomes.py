@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+from plantrail.projections.repair_edges import idle_repairs
+
 if TYPE_CHECKING:
     from plantrail.projections.state import StateView
 
@@ -30,10 +32,11 @@ def _resume_from(state: StateView) -> tuple[str, ...]:
     assert state.plan is not None
     depends = {s.id: s.depends_on for s in state.plan.steps}
     steps = state.steps
+    idle = idle_repairs(state)
     return tuple(
         s.id
         for s in steps.values()
-        if s.status != "completed" and all(steps[d].status == "completed" for d in depends[s.id])
+        if s.status != "completed" and s.id not in idle and all(steps[d].status == "completed" for d in depends[s.id])
     )
 
 
@@ -43,7 +46,8 @@ def outcome_lists(state: StateView, outcome: str) -> OutcomeLists:
         return OutcomeLists()
     done = [f"step:{s.id}" for s in state.steps.values() if s.status == "completed"]
     done += [f"criterion:{c.id}" for c in state.criteria.values() if c.status == "passed"]
-    open_work = [f"step:{s.id}" for s in state.steps.values() if s.status != "completed"]
+    idle = idle_repairs(state)  # a repair step nothing needs is no open work
+    open_work = [f"step:{s.id}" for s in state.steps.values() if s.status != "completed" and s.id not in idle]
     open_work += [f"criterion:{c.id}" for c in state.criteria.values() if c.status != "passed"]
     if outcome == "budget_exhausted":
         return OutcomeLists(unmet=tuple(open_work))

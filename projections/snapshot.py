@@ -43,6 +43,7 @@ from plantrail.projections.model import (
     Observed,
     Orphan,
     PlanState,
+    RepairRun,
     StepChange,
     StepState,
     VersionInfo,
@@ -318,6 +319,9 @@ def _step_fields(s: dict[str, Any]) -> dict[str, Any]:
         fields["artifacts"] = tuple(Artifact(**a) for a in s["artifacts"])
     if "consumed" in s:
         fields["consumed"] = tuple(Consumed(**c) for c in s["consumed"])
+    if s.get("repair") is not None:
+        run = s["repair"]
+        fields["repair"] = RepairRun(tuple((step, attempt) for step, attempt in run["waiting"]), run["spent"])
     return fields
 
 

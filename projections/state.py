@@ -24,6 +24,7 @@ from plantrail.ledger.versions import needs_v2
 from plantrail.projections import authority as _authority
 from plantrail.projections import effects as _effects
 from plantrail.projections import lineage_digest as _digest
+from plantrail.projections import repair_edges as _repair
 from plantrail.projections.authority import Approval, Authority
 from plantrail.projections.effects import Effect
 from plantrail.projections.leases import start_lease
@@ -104,6 +105,7 @@ class Delta(NamedTuple):
     failures: int | None = None
     version: VersionInfo | None = None  # the version the record adopted (or extended in place)
     fields: Mapping[str, Any] | None = None
+    repair: StepState | None = None  # a second step: the repair step a failure calls (projections.repair_edges)
 
 
 class StateView(Protocol):
@@ -159,6 +161,8 @@ def evolve(state: PlanState, record: Record) -> PlanState:
     elif change is not None:
         if change.step is not None:
             steps = steps.set(change.step.id, change.step)
+        if change.repair is not None:
+            steps = steps.set(change.repair.id, change.repair)
         if change.criterion is not None:
             criteria = criteria.set(change.criterion.id, change.criterion)
         if change.orphan is not None:
@@ -288,6 +292,8 @@ class _Builder:
             self._set_state(self._state._replace(**fields))
         if delta.step is not None:
             self.steps[delta.step.id] = delta.step
+        if delta.repair is not None:
+            self.steps[delta.repair.id] = delta.repair
         if delta.criterion is not None:
             self.criteria[delta.criterion.id] = delta.criterion
         if delta.orphan is not None:
@@ -521,6 +527,7 @@ def _moved(s: StepState, status: StepStatus, attempt: int, evidence: tuple[str, 
         s.consumed,
         None,
         s.reset_at,
+        s.repair,
     )
 
 
@@ -542,12 +549,27 @@ def _completed(state: StateView, record: Record, data: StepCompleted) -> Delta |
     completed = _moved(step, "completed", step.attempt, data.evidence, record.seq)
     lineage = _digest.lineage_of(state.plan)
     if data.artifacts or lineage is not None:
-        return _completed_lineage(state, record, data, step, completed, lineage)
+        change = _completed_lineage(state, record, data, step, completed, lineage)
+        return _released(change) if completed.repair is not None and completed.repair.waiting else change
+    if completed.repair is not None and completed.repair.waiting:
+        # The failed steps waiting for this repair may retry. A repair run is part of their retry, so it ends
+        # no failure streak: the no-progress rule judges their failures across it.
+        spending = _spending(state, _repair.repaired(completed), data.report)
+        return Delta(step=spending.pop("step"), fields=spending or None)
     if data.report is None and state.failure_streak is None:
         # A completion resets the failure streak; with no streak there is nothing else to change.
         return completed if state.consecutive_failures == 0 else Delta(step=completed, failures=0)
     fields: dict[str, Any] = {"failure_streak": None, **_spending(state, completed, data.report)}
     return Delta(step=fields.pop("step"), failures=0, fields=fields)
+
+
+def _released(change: Delta | StepState | None) -> Delta | StepState | None:
+    """A repair step's completion (recorded with its lineage) with the failed steps waiting for it released."""
+    if isinstance(change, StepState):
+        return _repair.repaired(change)
+    if change is not None and change.step is not None and change.step.repair is not None:
+        return change._replace(step=_repair.repaired(change.step))
+    return change
 
 
 def _completed_lineage(
@@ -657,11 +679,12 @@ def _failed(state: StateView, record: Record, data: StepFailed) -> Delta | None:
     else:
         reason = f"attempts exhausted ({step.charged} of {step.max_attempts}); last error: {data.error}"
         failed = step._replace(status="blocked", error=data.error, reason=reason, exhausted=True, last_seq=record.seq)
+    repair = None if failed.status != "pending" else _repair.called(state, failed, record.seq)
     if data.report is None and state.failure_streak is None and not state.contract:
-        return Delta(step=failed, failures=state.consecutive_failures + 1)
+        return Delta(step=failed, failures=state.consecutive_failures + 1, repair=repair)
     fields = _spending(state, failed, data.report)
     fields["failure_streak"] = _streak(state.failure_streak, _fingerprint(state, record, data), data.step)
-    return Delta(step=fields.pop("step"), failures=state.consecutive_failures + 1, fields=fields)
+    return Delta(step=fields.pop("step"), failures=state.consecutive_failures + 1, fields=fields, repair=repair)
 
 
 def _streak(previous: FailureStreak | None, fp: str, step: str) -> FailureStreak:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, cast
 from plantrail.ledger.contract import parse_ts
 from plantrail.ledger.evidence import Usage
 from plantrail.projections.model import PlanState
+from plantrail.projections.repair_edges import idle_repairs
 
 if TYPE_CHECKING:
     from plantrail.projections.state import StateView
@@ -59,8 +60,9 @@ _USAGE_FIELDS: Final = (("max_turns", "turns"), ("max_tool_calls", "tool_calls")
 
 
 def _unmet(state: StateView) -> tuple[str, ...]:
-    """Open steps and criteria, as ``step:ID`` / ``criterion:ID``."""
-    steps = [f"step:{s.id}" for s in state.steps.values() if s.status != "completed"]
+    """Open steps and criteria, as ``step:ID`` / ``criterion:ID`` (an idle repair step is not open work)."""
+    idle = idle_repairs(state)
+    steps = [f"step:{s.id}" for s in state.steps.values() if s.status != "completed" and s.id not in idle]
     criteria = [f"criterion:{c.id}" for c in state.criteria.values() if c.status != "passed"]
     return (*steps, *criteria)
 

@@ -19,7 +19,9 @@ will add theirs):
 - ``approval_denied`` (``steps``): the run is paused by a denied approval;
 - ``waiting_approval`` (``because``: ``requires_approval`` or ``widened``, ``requests``: the pending requests
   that cover the step): no granted approval for the active version covers the step;
-- ``write_conflict`` (``step``, ``glob``): a step in progress writes where this one would.
+- ``write_conflict`` (``step``, ``glob``): a step in progress writes where this one would;
+- ``awaiting_repair`` (``repair``, ``status``): the step failed and waits until its repair step completes;
+- ``repair_not_needed`` (``repairs``): a repair step no failed step waits for (:mod:`projections.repair_edges`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from plantrail.projections.leases import lease_view
 from plantrail.projections.lineage import lineage_view
 from plantrail.projections.lineage_digest import lineage_of, missing_inputs
 from plantrail.projections.model import Orphan, PlanState, StepState
+from plantrail.projections.repair_edges import edges_of, idle_repairs, repair_reason, repairs_view
 from plantrail.projections.stop import STOPPING, budget_view, stop_decision
 
 if TYPE_CHECKING:
@@ -82,6 +85,8 @@ def ready_steps(state: PlanState) -> list[str]:
         if (s.status == "pending" or s.status == "stale")
         and all(steps[d].status == "completed" for d in contracts[s.id].depends_on)
     ]
+    if state.contract and edges_of(state.plan):  # repair edges (v2): a failed step waits, an idle repair too
+        ready = [s for s in ready if repair_reason(state, steps[s]) is None]
     if lineage_of(state.plan) is None:
         return ready
     return [s for s in ready if not missing_inputs(state, contracts[s])]
@@ -126,6 +131,9 @@ def _reasons(
     waiting = [d for d in dict.fromkeys(spec.depends_on) if steps[d].status != "completed"]
     if waiting:
         reasons.append({"code": "dependencies", "waiting": waiting})
+    repair = repair_reason(state, step) if state.contract and edges_of(state.plan) else None
+    if repair is not None:
+        reasons.append(repair)
     if spec.inputs:
         not_current = missing_inputs(state, spec)
         if not_current:
@@ -141,7 +149,7 @@ def _reasons(
 
 #: The wait reasons that make a step not ready in DESIGN.md's sense (capacity, the stop policy and reasons added
 #: later do not).
-_NOT_READY = frozenset({"run_finished", "status", "dependencies", "inputs"})
+_NOT_READY = frozenset({"run_finished", "status", "dependencies", "inputs", "awaiting_repair", "repair_not_needed"})
 
 
 def wait_reasons(state: PlanState, now: str | None = None) -> dict[str, list[WaitReason]]:
@@ -193,7 +201,8 @@ def advice(state: PlanState) -> str | None:
     steps = list(state.steps.values_in_order())
     if any(s.exhausted and s.status == "blocked" for s in steps):
         return "retries_exhausted"
-    unfinished = any(s.status in ("pending", "in_progress", "blocked") for s in steps)
+    idle = idle_repairs(state)  # a repair step nothing needs is not unfinished work
+    unfinished = any(s.status in ("pending", "in_progress", "blocked") and s.id not in idle for s in steps)
     active = any(s.status == "in_progress" for s in steps)
     if unfinished and not active and not ready_steps(state):
         return "no_ready_step"
@@ -248,6 +257,7 @@ def _step_view(step: StepState, spec: StepSpec, ready: bool, waits: list[WaitRea
         "priority": spec.priority,
         "checks": [plain(c) for c in spec.checks],
         "depends_on": list(spec.depends_on),
+        "on_failure": spec.on_failure,
         "completion_evidence": spec.completion_evidence,
         "evidence": list(step.evidence),
         "reason": step.reason,
@@ -349,7 +359,7 @@ def status_document(state: PlanState, now: str | None = None) -> dict[str, Any]:
 def next_view(state: PlanState, now: str | None = None) -> dict[str, Any]:
     """The ``next --json`` document: what is ready, what can start now and why the rest waits, the advice, and
     the stop policy's decision at ``now`` (while a v2 plan's says failed or budget_exhausted, nothing can
-    start)."""
+    start), and the repair steps (``repairs``: :func:`projections.repair_edges.repairs_view`)."""
     ready = ready_steps(state)
     waits = wait_reasons(state, now)
     stop = stop_decision(state, now)
@@ -365,6 +375,7 @@ def next_view(state: PlanState, now: str | None = None) -> dict[str, Any]:
         "advice": advice(state),
         "leases": lease_view(state, now),
         "approvals": approvals_view(state),
+        "repairs": repairs_view(state),
     } | drift_view(state)
 
 

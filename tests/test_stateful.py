@@ -12,7 +12,11 @@ report changed paths and tools, some outside the scope (recorded as a blocked at
 approvals are requested, granted (widening the scope, which can end the pause) or denied (a pause for good: the
 machine never replans). Side effects are requested and committed under a few keys, by running and stale
 attempts (``e``'s effects need an approval): the model keeps one effect per key, requested, in doubt, superseded
-or committed. The model judges all of it from its own tables, not from ``ledger.scope`` or ``ledger.effects``."""
+or committed. The model judges all of it from its own tables, not from ``ledger.scope`` or ``ledger.effects``.
+
+Step ``a`` names a repair step, ``r`` (``on_failure``): after a failure with attempts left ``a`` waits until ``r``
+completes, ``r`` is ready only while ``a`` waits for it (an idle ``r`` holds up no completion), a second failure
+runs ``r`` again (its earlier runs not charged to it), and a repair's completion ends no failure streak."""
 
 from __future__ import annotations
 
@@ -36,12 +40,21 @@ from plantrail.projections.stop import stop_decision
 from plantrail.projections.views import ready_steps
 from tests.helpers.stores import JsonlTarget, PostgresTarget, postgres_url, unique_run
 
-STEPS = {"a": (), "b": ("a",), "c": ("a",), "d": ("b", "c"), "e": (), "f": ()}
-ATTEMPTS = {"a": 2, "b": 1, "c": 3, "d": 2, "e": 1, "f": 1}
+STEPS = {"a": (), "b": ("a",), "c": ("a",), "d": ("b", "c"), "e": (), "f": (), "r": ()}
+ATTEMPTS = {"a": 3, "b": 1, "c": 3, "d": 2, "e": 1, "f": 1, "r": 2}
+REPAIR = ("a", "r")  # a's on_failure: r repairs it
 CRITERIA = ("works", "documented")
 PRIORITY = {"f": 5}
 CHECKED = "e"  # its check: command_exit, expected exit code 1
-WRITE_GLOBS = {"a": ["src/a.py"], "b": ["src/**"], "c": ["src/c.py"], "d": [], "e": ["docs/e.md"], "f": ["docs/**"]}
+WRITE_GLOBS = {
+    "a": ["src/a.py"],
+    "b": ["src/**"],
+    "c": ["src/c.py"],
+    "d": [],
+    "e": ["docs/e.md"],
+    "f": ["docs/**"],
+    "r": ["src/a.py"],
+}
 PATHS = ("src/a.py", "src/c.py", "docs/e.md", "docs/f.md", "package.json")
 #: The model's own reading of WRITE_GLOBS: the paths of PATHS each step may change.
 WRITES = {
@@ -51,8 +64,10 @@ WRITES = {
     "d": set(),
     "e": {"docs/e.md"},
     "f": {"docs/e.md", "docs/f.md"},
+    "r": {"src/a.py"},
 }
-CONFLICTS = {frozenset("ab"), frozenset("bc"), frozenset("ef")}  # steps whose writes overlap
+#: Steps whose writes overlap.
+CONFLICTS = {frozenset("ab"), frozenset("bc"), frozenset("ef"), frozenset("ar"), frozenset("br")}
 TOOLS = {"f": {"Edit"}}  # allowed_tools (the others allow any tool)
 APPROVED_ONLY = "c"  # requires_approval
 TIMEOUT = {"a": 60.0}  # its attempts carry a lease from their start
@@ -77,6 +92,7 @@ def plan(max_turns: int) -> dict[str, object]:
             | ({"effects_require_approval": True} if s == EFFECTS_GATED else {})
             | ({"priority": PRIORITY[s]} if s in PRIORITY else {})
             | ({"timeout_s": TIMEOUT[s]} if s in TIMEOUT else {})
+            | ({"on_failure": REPAIR[1]} if s == REPAIR[0] else {})
             | (
                 {"checks": [{"id": "fails", "kind": "command_exit", "command": "t", "expected_exit_code": 1}]}
                 if s == CHECKED
@@ -160,6 +176,18 @@ class Model:
     denied: set[str] = field(default_factory=set)
     requests: dict[str, tuple[str, ...]] = field(default_factory=dict)  # pending request -> its steps
     effects: dict[str, ModelEffect] = field(default_factory=dict)  # key -> its latest request and its commit
+    awaiting: bool = False  # the repaired step failed and waits for its repair step
+    spent: int = 0  # the repair step's attempts in its earlier runs
+
+    @property
+    def idle(self) -> bool:
+        """The repair step is pending and nothing waits for it: not ready, and no open work."""
+        return self.status[REPAIR[1]] == "pending" and not self.awaiting
+
+    def charged(self, step: str) -> int:
+        """The attempts charged to the step's budget (the repair step's earlier runs are not)."""
+        spent = self.spent if step == REPAIR[1] else 0
+        return self.attempt[step] - spent - sum(1 for a in self.abandoned[step] if a > spent)
 
     def outside(self, step: str, report: Report | None) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
         """The changed paths and tools of ``report`` outside ``step``'s scope and grants (None: inside)."""
@@ -185,11 +213,14 @@ class Model:
             for s, deps in STEPS.items()
             if self.status[s] == "pending" and all(self.status[d] == "completed" for d in deps)
         ]
+        failed, repair = REPAIR
+        ready = [s for s in ready if not (s == failed and self.awaiting) and not (s == repair and self.idle)]
         return sorted(ready, key=lambda s: (-PRIORITY.get(s, 0), s))
 
     @property
     def done(self) -> bool:
-        return all(v == "completed" for v in self.status.values()) and all(v == "passed" for v in self.verdict.values())
+        steps_done = all(v == "completed" or (s == REPAIR[1] and self.idle) for s, v in self.status.items())
+        return steps_done and all(v == "passed" for v in self.verdict.values())
 
     @property
     def no_progress(self) -> bool:
@@ -227,6 +258,8 @@ class Model:
             return False
         if any(self.status[d] != "completed" for d in STEPS[step]):
             return False
+        if (step == REPAIR[0] and self.awaiting) or (step == REPAIR[1] and self.idle):
+            return False
         if self.stop()[0] in ("failed", "budget_exhausted", "paused"):
             return False
         if step == APPROVED_ONLY and step not in self.approved:
@@ -259,14 +292,20 @@ class Model:
                 return False
             self.spend(report)
             self.status[step] = "completed"
-            self.last_failure, self.repeats = None, 0
+            if step == REPAIR[1] and self.awaiting:
+                self.awaiting = False  # the repaired step may retry; its failure streak goes on
+            else:
+                self.last_failure, self.repeats = None, 0
         elif kind == "block":
             self.spend(report)
             self.status[step] = "blocked"
         else:
             self.spend(report)
-            charged = self.attempt[step] - len(self.abandoned[step])
-            self.status[step] = "pending" if charged < ATTEMPTS[step] else "blocked"
+            self.status[step] = "pending" if self.charged(step) < ATTEMPTS[step] else "blocked"
+            if step == REPAIR[0] and self.status[step] == "pending":
+                self.awaiting = True  # the failure calls the repair step: a completed one runs again
+                if self.status[REPAIR[1]] == "completed":
+                    self.status[REPAIR[1]], self.spent = "pending", self.attempt[REPAIR[1]]
             failing = [] if report is None or step != CHECKED or check_met(report) else ["fails"]
             paths = () if report is None else tuple(sorted(report.changed_paths))
             seen = (step, tuple(failing), None if report is None else report.exit_code, text.strip().lower(), paths)
@@ -429,6 +468,12 @@ class LedgerMachine(RuleBasedStateMachine):
     @rule(data=st.data(), kind=st.sampled_from(["complete"] * 6 + ["fail", "block"]), report=reports)
     def report_a_running_step(self, data: st.DataObject, kind: str, report: Report | None) -> None:
         self.result(kind, data.draw(st.sampled_from(self.model.running())), "ok", report)
+
+    @precondition(lambda self: self.model.status[REPAIR[0]] == "in_progress")
+    @rule(error=st.sampled_from(["exit 1", "saw 401", "timeout"]), report=reports)
+    def fail_the_repaired_step(self, error: str, report: Report | None) -> None:
+        """The step with a repair step fails (often enough that the repair runs, and runs again)."""
+        self.result("fail", REPAIR[0], error, report)
 
     @precondition(lambda self: self.model.ready() == [] and self.model.running() == [] and not self.model.final)
     @rule(passed=st.lists(st.booleans(), min_size=len(CRITERIA), max_size=len(CRITERIA)))

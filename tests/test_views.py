@@ -118,6 +118,7 @@ def test_next_prints_the_ready_steps_or_the_advice(
         "stop": {"outcome": "continue", "rule": "continue", "reason": "next bounded step", "unmet": []},
         "leases": [],
         "approvals": {"requests": [], "waiting_approval": [], "violation": None, "denied": []},
+        "repairs": [],
         "snapshot_seq": None,
     }
     ledger.start("reproduce")
