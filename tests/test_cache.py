@@ -227,6 +227,29 @@ def test_replaying_a_superseded_version_imports_neither_the_store_nor_the_reduce
     assert done.stdout.strip() == "none"
 
 
+def test_status_from_a_covering_snapshot_imports_neither_the_store_nor_the_reducer(
+    make_ledger: Callable[..., Ledger], draft: dict[str, Any]
+) -> None:
+    """``status`` on a log its snapshot covers loads no codec, msgspec, event classes or reducer (what makes it
+    start faster than importing its own dependencies)."""
+    import subprocess
+    import sys
+
+    log = _run(make_ledger, draft)
+    script = (
+        "import sys\n"
+        "from plantrail.cli.main import main\n"
+        "try:\n"
+        "    main(['status', sys.argv[1], '--json'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = ('plantrail.ledger.codec', 'msgspec', 'plantrail.ledger.events', 'plantrail.projections.state')\n"
+        "print('loaded:', ','.join(m for m in heavy if m in sys.modules) or 'none')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(log)], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "loaded: none"
+
+
 def test_deleting_the_cache_changes_no_answer(
     make_ledger: Callable[..., Ledger],
     draft: dict[str, Any],
