@@ -688,12 +688,26 @@ def _in_doubt_action(state: PlanState, now: str | None) -> str:
     never known committed before they start again."""
     if not in_doubt(state):
         return "; ".join(_effects_before_start(state))
-    expired = expired_leases(state, now)
+    cancelled = [s.id for s in in_doubt(state) if s.cancel is not None]
+    if cancelled:  # an input changed under them: their work is void, whatever it did (lineage_digest)
+        cancel = (
+            f"an input changed under {', '.join(cancelled)}: stop its worker and abandon it (plantrail abandon LOG "
+            f"{cancelled[0]} --reason ...); it becomes stale and runs again on the current inputs"
+        )
+        rest = [s for s in in_doubt(state) if s.cancel is None]
+        return cancel if not rest else f"{cancel}; for the other steps in doubt, {_in_doubt_rest(state, now)}"
+    return _in_doubt_rest(state, now)
+
+
+def _in_doubt_rest(state: PlanState, now: str | None) -> str:
+    """What to do about the steps in doubt that no input change cancelled."""
+    doubt = [s for s in in_doubt(state) if s.cancel is None]
+    expired = [e for e in expired_leases(state, now) if e["step"] in {s.id for s in doubt}]
     check = (
         "find out whether each step in doubt did its work, then record its result "
         "(complete, fail or block with --attempt) or replan"
     )
-    effects = [note for s in in_doubt(state) if (note := check_first(state, s.id)) is not None] if state.effects else []
+    effects = [note for s in doubt if (note := check_first(state, s.id)) is not None] if state.effects else []
     if effects:
         check = f"{check}; {'; '.join(effects)}"
     if not expired:
@@ -704,7 +718,7 @@ def _in_doubt_action(state: PlanState, now: str | None) -> str:
         f"the lease of {gone} expired: its worker is gone; abandon it (plantrail abandon LOG {first} "
         "--reason ...), which does not charge the attempt, or record its result"
     )
-    return action if len(expired) == len(in_doubt(state)) else f"{action}; for the other steps in doubt, {check}"
+    return action if len(expired) == len(doubt) else f"{action}; for the other steps in doubt, {check}"
 
 
 def _repair_action(damage: Mapping[str, Any] | None) -> str:
