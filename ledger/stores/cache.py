@@ -19,9 +19,14 @@ framing and SHA-256) and be that seq, the log's header hash must match, and so m
 and the reducer version. Any mismatch (another log, a repaired or rewritten log, another plantrail) and the
 snapshot is ignored: the log is read from its first line. Only writers write snapshots.
 
-Writers check more before they append: the CRC of every byte the snapshot covers (about 20 ms per 50 MB), so
+Writers check more before they append: that every byte the snapshot covers is the byte a writer checked, so
 a damaged line anywhere sends them back to a full read that refuses it with its line number; plantrail never
-extends a damaged log, and a claimed idempotency duplicate is confirmed against the log's own bytes.
+extends a damaged log, and a claimed idempotency duplicate is confirmed against the log's own bytes. Without
+reading them when the snapshot recorded the log's :class:`Identity` (device, inode, size, write and change
+times) with a file-system timestamp taken just before, the log still has that identity and the record is not
+racy (the log's change time is before the timestamp: see :func:`_unchanged_since`); else by the CRC of every
+byte the snapshot covers (about 20 ms per 50 MB). A writer records the identity only while its custody holds
+(no change to the file but its own appends since it checked it: :class:`~plantrail.ledger.stores.jsonl.JsonlStore`).
 Readers (status, resume, next, replay) take the cheaper check the snapshot is keyed by and say that they did
 (:class:`plantrail.ledger.stores.reads.ReadResult`); ``verify`` and ``resume --verify`` never read the cache
 and check every line. Deleting the directory changes no answer.
