@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,10 +14,14 @@ from hypothesis import strategies as st
 from plantrail.ledger.artifacts import ArtifactRef, InitialInput, InputRef, ObservedVersion, OutputSpec, TaskArtifacts
 from plantrail.ledger.contract import CheckSpec, StepTerms
 from plantrail.ledger.draft_writer import plan_draft, policy_draft, step_draft
-from plantrail.ledger.errors import PlanInvalid
+from plantrail.ledger.errors import PlanInvalid, PlantrailError
+from plantrail.ledger.importers import import_transcript
 from plantrail.ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec, build_plan, parse_draft, parse_patch
 from plantrail.ledger.scope import StepScope, TaskScope
+from tests.logs import read_records
 from tests.strategies import CHECKS, plans
+
+REALDATA = Path(os.environ.get("PLANTRAIL_REALDATA", Path(__file__).resolve().parents[2] / "shared" / "realdata"))
 
 IDS = st.sampled_from(["a", "b", "c", "fix-1", "x.y"])
 TEXT = st.text(min_size=1, max_size=10).map(str.strip).filter(bool)
@@ -223,3 +230,22 @@ def test_a_draft_refuses_notes_that_are_not_lines(notes: Any) -> None:
     with pytest.raises(PlanInvalid) as caught:
         parse_draft({"steps": [step]})
     assert caught.value.code == "DRAFT_INVALID" and "steps[0].notes" in str(caught.value)
+
+
+@pytest.mark.skipif(not REALDATA.is_dir(), reason=f"no real transcripts at {REALDATA}")
+def test_every_plan_imported_from_a_real_transcript_round_trips(tmp_path: Path) -> None:
+    """Each plan version imported from the real transcripts (notes, priorities, unlimited attempts) is rebuilt
+    from its draft, all but the version's own notes, which a draft does not carry."""
+    plans_seen = 0
+    for i, transcript in enumerate(sorted(p for p in REALDATA.iterdir() if p.suffix in (".json", ".jsonl"))):
+        log = tmp_path / f"{i}.jsonl"
+        try:
+            import_transcript(transcript, log)
+        except PlantrailError:
+            continue  # a transcript with nothing to import has no plan (tests/test_import_realdata.py)
+        for record in read_records(log):
+            plan = getattr(record.data, "plan", None)
+            if isinstance(plan, PlanSpec):
+                plans_seen += 1
+                assert build_plan(parse_draft(plan_draft(plan))) == dataclasses.replace(plan, notes=()), transcript
+    assert plans_seen > 0
