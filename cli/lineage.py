@@ -168,8 +168,11 @@ def _done(entry: dict[str, Any]) -> str:
     return "; ".join([*entry["evidence"], *artifacts])
 
 
-def _waits(entry: dict[str, Any]) -> str:
-    return ("waits on " + ", ".join(entry["waiting_on"])) if entry["waiting_on"] else "ready"
+def _waits(entry: dict[str, Any], gated: set[str]) -> str:
+    """What a step not run waits on: its unmet dependencies, then an approval (``gated``); else ready."""
+    waits = [f"waits on {', '.join(entry['waiting_on'])}"] if entry["waiting_on"] else []
+    waits += ["waits for an approval"] if entry["id"] in gated else []
+    return " · ".join(waits) or "ready"
 
 
 def _render_brief(doc: dict[str, Any]) -> str:
@@ -178,11 +181,12 @@ def _render_brief(doc: dict[str, Any]) -> str:
     where = f"plan v{doc['plan_version']} (round {doc['round']}) · {doc['outcome'] or 'open'}"
     lines = [f"brief for run {doc['run']} · {where}"]
     lines.append(f"goal: {truncate(doc['goal'], 100)}")  # every text shown through truncate: escaped
+    gated = {w["step"] for w in doc["scope"]["waiting_approval"]}
     sections: list[tuple[str, list[dict[str, Any]], Callable[[dict[str, Any]], str]]] = [
         ("completed (keep them: their ids and evidence stay)", doc["completed"], _done),
         ("failed", doc["failed"], lambda e: e["reason"] or e["error"] or ""),
         ("in progress (no result yet)", doc["in_progress"], lambda e: f"attempt {e['attempt']}"),
-        ("not run", doc["not_run"], _waits),
+        ("not run", doc["not_run"], lambda e: _waits(e, gated)),
         ("stale (an input changed: run them again)", doc.get("stale", []), lambda e: e["reason"] or ""),
     ]
     for title, entries, detail in sections:

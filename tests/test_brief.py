@@ -340,6 +340,7 @@ def test_the_brief_gives_the_scope_left_and_the_approvals_that_bear_on_it(
     assert "  granted r-grant: steps granted · widens writes README.md; tools Bash\n" in text
     assert "  pending r-ask: steps asked · may asked run?\n" in text
     assert "  free: waits for an approval · requires_approval\n" in text
+    assert "  free: Tidy free · waits for an approval\n" in text and "  granted: Tidy granted · ready\n" in text
     assert "  denied: refused (paused until a replan changes or removes them)" in text
 
 
