@@ -188,3 +188,19 @@ def test_another_writers_append_ends_the_custody(make_ledger: Callable[..., Ledg
     first.close()
     assert "file" not in _meta(log)
     assert state_hash(reads.read_state(str(log)).state) == state_hash(reads.read_state(str(log), use_cache=False).state)
+
+
+def test_a_writer_of_a_large_log_leaves_a_snapshot_its_next_writer_trusts(
+    make_ledger: Callable[..., Ledger], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the size where a re-read costs more than a clock tick, a writer's checkpoint waits for the tick, so
+    the snapshot after its own append is not racy and the next writer, right after, does not re-read."""
+    monkeypatch.setattr(cache, "SETTLE_FROM_BYTES", 0)
+    log = _settled(make_ledger)
+    _open_and_append(log)
+    file = _meta(log)["file"]
+    assert file[4] < file[5]  # its change time is before the timestamp
+    calls = _full_reads(monkeypatch)
+    with Ledger.open(log, fsync="none") as ledger:
+        ledger.verify_criterion("login-test-passes", passed=True, evidence="green")
+    assert calls == []

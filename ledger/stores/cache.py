@@ -47,6 +47,7 @@ import hmac
 import os
 import secrets
 import struct
+import time
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final, NamedTuple
@@ -66,6 +67,7 @@ from plantrail.projections.snapshot import (
 
 __all__ = [
     "HISTORY_FORMAT",
+    "SETTLE_FROM_BYTES",
     "HistoryEntry",
     "HistoryIndex",
     "HistoryWriter",
@@ -474,19 +476,33 @@ def load_summary(log_path: str, fd: int) -> SnapshotSummary | None:
         return None
 
 
+#: From this many covered bytes a writer's checkpoint waits (at most :data:`_SETTLE_WAIT` seconds) for the
+#: file-system clock to tick past the log's last change, so that its snapshot is not racy: the next writer's
+#: CRC of 8 MiB costs more than the wait (a tick is 1-10 ms on Linux); below, a racy snapshot costs little.
+SETTLE_FROM_BYTES: Final = 8 << 20
+_SETTLE_WAIT: Final = 0.012
+
+
 def _custody_record(folder: CacheFolder, fd: int, snapshot: Snapshot) -> list[int] | None:
     """What the snapshot records of the log for the next writer (see :func:`_unchanged_since`): the log's
     identity and a file-system timestamp taken just before it, when the writer's custody still holds (the log
     is as the writer last knew it, and ends where the snapshot does); None otherwise. A racy record is written
-    like any other: the next writer does not trust it (see :func:`_unchanged_since`)."""
+    like any other (the next writer does not trust it); a writer that covers :data:`SETTLE_FROM_BYTES` or
+    more first waits up to :data:`_SETTLE_WAIT` for the clock to tick past the log's last change."""
     custody = snapshot.identity
     if custody is None or custody.size != snapshot.position.offset:
         return None
-    stamp = folder.stamp()
-    if stamp is None:
-        return None
-    now = identity_of(fd)
-    return [*now, stamp[0]] if now == custody and stamp[1] == now.dev else None  # racy or not: the reader says
+    deadline = time.monotonic() + (_SETTLE_WAIT if custody.size >= SETTLE_FROM_BYTES else 0.0)
+    while True:
+        stamp = folder.stamp()
+        if stamp is None:
+            return None
+        now = identity_of(fd)
+        if now != custody or stamp[1] != now.dev:
+            return None
+        if now.ctime_ns < stamp[0] or time.monotonic() >= deadline:
+            return [*now, stamp[0]]  # racy or not: the reader says
+        time.sleep(0.0005)
 
 
 class Saved(NamedTuple):
