@@ -38,7 +38,7 @@ from plantrail.projections.outcomes import outcome_lists
 from plantrail.projections.repair_edges import idle_repairs, repairs_view, waiting_for
 from plantrail.projections.state import evolve, fold, initial
 from plantrail.projections.stop import stop_decision
-from plantrail.projections.views import advice, approvals_view, in_doubt, orphan_view, ready_steps
+from plantrail.projections.views import advice, approvals_view, effects_to_check, in_doubt, orphan_view, ready_steps
 
 if TYPE_CHECKING:
     from plantrail.ledger.events import Record
@@ -639,7 +639,7 @@ def resume_verdict(state: PlanState, *, damaged: bool = False, now: str | None =
 
 def _effects_before_start(state: PlanState) -> list[str]:
     """What to check before each ready step starts again: its side effects never known committed."""
-    return [f"{note}; then start {step}" for step in ready_steps(state) if (note := check_first(state, step))]
+    return [f"{c['check']}; then start {c['step']}" for c in effects_to_check(state)]
 
 
 def _next_action(state: PlanState, verdict: Verdict, damage: Mapping[str, Any] | None, now: str | None) -> str:
@@ -683,28 +683,47 @@ def _next_action(state: PlanState, verdict: Verdict, damage: Mapping[str, Any] |
 
 
 def _in_doubt_action(state: PlanState, now: str | None) -> str:
-    """What to do about steps in doubt: abandon those whose lease expired (their worker is gone), and find
-    out about the others; with none in progress, check the targets of the ready steps' side effects that are
-    never known committed before they start again."""
+    """What to do about steps in doubt: abandon those marked for cancellation (an input changed under them)
+    and those whose lease expired (their worker is gone), and find out about the others; with none in
+    progress, check the targets of the ready steps' side effects that are never known committed before they
+    start again."""
     if not in_doubt(state):
         return "; ".join(_effects_before_start(state))
-    expired = expired_leases(state, now)
-    check = (
-        "find out whether each step in doubt did its work, then record its result "
-        "(complete, fail or block with --attempt) or replan"
-    )
-    effects = [note for s in in_doubt(state) if (note := check_first(state, s.id)) is not None] if state.effects else []
-    if effects:
-        check = f"{check}; {'; '.join(effects)}"
-    if not expired:
-        return check
-    gone = ", ".join(f"{e['step']} (attempt {e['attempt']}, expired {e['expires_at']})" for e in expired)
-    first = expired[0]["step"]
+    cancel = _cancel_action(state)
+    doubtful = [s for s in in_doubt(state) if s.cancel is None]
+    expired = [e for e in expired_leases(state, now) if state.steps[e["step"]].cancel is None]
+    parts = [] if cancel is None else [cancel]
+    if expired:
+        gone = ", ".join(f"{e['step']} (attempt {e['attempt']}, expired {e['expires_at']})" for e in expired)
+        parts.append(
+            f"the lease of {gone} expired: its worker is gone; abandon it (plantrail abandon LOG "
+            f"{expired[0]['step']} --reason ...), which does not charge the attempt, or record its result"
+        )
+    if len(expired) < len(doubtful):
+        check = (
+            "find out whether each step in doubt did its work, then record its result "
+            "(complete, fail or block with --attempt) or replan"
+        )
+        effects = [n for s in doubtful if (n := check_first(state, s.id)) is not None] if state.effects else []
+        if effects:
+            check = f"{check}; {'; '.join(effects)}"
+        parts.append(f"for the other steps in doubt, {check}" if parts else check)
+    return "; ".join(parts)
+
+
+def _cancel_action(state: PlanState) -> str | None:
+    """What to do about the attempts marked for cancellation (an input changed under them: a result they send
+    lands on the orphan path): abandon each, after checking the targets of its effects never known committed."""
+    marked = [s for s in in_doubt(state) if s.cancel is not None]
+    if not marked:
+        return None
+    names = ", ".join(f"{s.id} (attempt {s.attempt})" for s in marked)
     action = (
-        f"the lease of {gone} expired: its worker is gone; abandon it (plantrail abandon LOG {first} "
-        "--reason ...), which does not charge the attempt, or record its result"
+        f"an input changed under {names}: stop its worker and abandon it (plantrail abandon LOG {marked[0].id} "
+        "--reason ...); a result it still sends lands on the orphan path"
     )
-    return action if len(expired) == len(in_doubt(state)) else f"{action}; for the other steps in doubt, {check}"
+    effects = [note for s in marked if (note := check_first(state, s.id)) is not None] if state.effects else []
+    return f"{action}; {'; '.join(effects)}" if effects else action
 
 
 def _repair_action(damage: Mapping[str, Any] | None) -> str:

@@ -135,9 +135,7 @@ def idle_repairs(state: StateView) -> frozenset[str]:
     if not repairs:
         return frozenset()
     return frozenset(
-        r
-        for r in repairs
-        if (s := state.steps.get(r)) is not None and s.status in _GATED and not waiting_for(state, r)
+        r for r in repairs if (s := state.steps.get(r)) is not None and s.status in _GATED and not waiting_for(state, r)
     )
 
 

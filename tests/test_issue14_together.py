@@ -111,3 +111,121 @@ def test_a_stale_repair_step_runs_again_when_a_failure_calls_it(make_ledger: Mak
     ledger.start("fix")
     ledger.complete("fix", "patched again", artifacts=[f"patch={B}"])
     assert ready_steps(ledger.state) == ["test"]
+
+
+# --------------------------------------------------------------------------- an effect of a cancelled attempt
+
+#: build -> deploy (reads build/bin and the repository) -> announce.
+DEPLOYING: dict[str, Any] = {
+    "goal": "Deploy the build",
+    "acceptance_criteria": [{"id": "serving", "description": "the release serves"}],
+    "observed": {"repo": "aaaa"},
+    "steps": [
+        {"id": "build", "title": "Build", "completion_evidence": "binary", "outputs": ["bin"]},
+        {
+            "id": "deploy",
+            "title": "Deploy",
+            "completion_evidence": "serving",
+            "depends_on": ["build"],
+            "inputs": [{"step": "build", "output": "bin"}, {"observation": "repo"}],
+            "outputs": ["release"],
+        },
+        {
+            "id": "announce",
+            "title": "Announce",
+            "completion_evidence": "posted",
+            "depends_on": ["deploy"],
+            "inputs": [{"step": "deploy", "output": "release"}],
+        },
+    ],
+}
+
+
+def _cancelled_with_an_effect(make_ledger: MakeLedger) -> Ledger:
+    """deploy requested an effect, then the repository moved under its attempt (marked for cancellation)."""
+    ledger = make_ledger(copy.deepcopy(DEPLOYING))
+    ledger.start("build")
+    ledger.complete("build", "ok", artifacts=[f"bin={A}"])
+    ledger.start("deploy")
+    ledger.request_effect("deploy", "dep-1", "prod", before="1.3 serving")
+    ledger.observe("repo", "bbbb")
+    return ledger
+
+
+def test_resume_says_to_abandon_an_attempt_marked_for_cancellation_not_to_record_its_result(
+    make_ledger: MakeLedger,
+) -> None:
+    """resume's next action for a step marked for cancellation is abandon (a result would be an orphan), after
+    checking the target of its effect in doubt."""
+    from plantrail.projections.history import resume_receipt
+
+    ledger = _cancelled_with_an_effect(make_ledger)
+    receipt = resume_receipt(ledger.state)
+    assert receipt["verdict"] == "in_doubt"
+    assert receipt["cancel"][0]["step"] == "deploy"
+    assert "record its result" not in receipt["next"]
+    assert "abandon it (plantrail abandon LOG deploy" in receipt["next"]
+    assert "dep-1 on 'prod'" in receipt["next"]
+
+
+def test_resume_with_a_cancelled_and_another_step_in_doubt_names_both_actions(make_ledger: MakeLedger) -> None:
+    """With one step marked for cancellation and another in doubt, resume says abandon the first and find out
+    about the other."""
+    from plantrail.projections.history import resume_receipt
+
+    draft = copy.deepcopy(DEPLOYING)
+    draft["policy"] = {"max_in_progress": 2}
+    draft["steps"].append({"id": "docs", "title": "Docs", "completion_evidence": "written"})
+    ledger = make_ledger(draft)
+    ledger.start("build")
+    ledger.complete("build", "ok", artifacts=[f"bin={A}"])
+    ledger.start("deploy")
+    ledger.start("docs")
+    ledger.observe("repo", "bbbb")
+    text = resume_receipt(ledger.state)["next"]
+    assert text.startswith("an input changed under deploy (attempt 1)")
+    assert "for the other steps in doubt, find out whether each step in doubt did its work" in text
+
+
+def test_an_abandoned_cancelled_attempt_leaves_its_effect_superseded_and_its_step_stale(
+    make_ledger: MakeLedger,
+) -> None:
+    """Abandoning the cancelled attempt makes the step stale (attempt not charged) and its effect superseded;
+    the step is ready once its inputs are current, and resume says to check the target before starting it."""
+    from plantrail.projections.history import resume_receipt
+
+    ledger = _cancelled_with_an_effect(make_ledger)
+    ledger.abandon("deploy", "input changed")
+    state = ledger.state
+    assert state.steps["deploy"].status == "stale"
+    assert ready_steps(state) == ["deploy"]
+    receipt = resume_receipt(state)
+    assert [e["key"] for e in receipt["effects"]["superseded"]] == ["dep-1"]
+    assert receipt["verdict"] == "in_doubt"
+    assert receipt["next"].endswith("then start deploy")
+
+
+def test_next_says_to_check_a_ready_steps_effects_never_known_committed_before_it_starts(
+    make_ledger: MakeLedger,
+) -> None:
+    """``next`` names the effects of a ready step never known committed (check the target first), as resume
+    does; a run without effects has no such member."""
+    from plantrail.projections.views import next_view
+
+    ledger = _cancelled_with_an_effect(make_ledger)
+    ledger.abandon("deploy", "input changed")
+    view = next_view(ledger.state)
+    assert [c["step"] for c in view["check_first"]] == ["deploy"]
+    assert "dep-1 on 'prod'" in view["check_first"][0]["check"]
+    assert "check_first" not in next_view(make_ledger(copy.deepcopy(DEPLOYING), name="plain.jsonl").state)
+
+
+def test_next_text_says_to_check_the_target_first(make_ledger: MakeLedger, run_cli: Any) -> None:
+    """The text of ``plantrail next`` carries the check before the start, ending ``then start deploy``."""
+    ledger = _cancelled_with_an_effect(make_ledger)
+    ledger.abandon("deploy", "input changed")
+    ledger.close()
+    result = run_cli("next", ledger._store.path)  # type: ignore[attr-defined]
+    assert result.code == 0
+    assert "check the target of deploy's effects never known committed first: dep-1 on 'prod'" in result.out
+    assert "then start deploy" in result.out
