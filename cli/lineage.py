@@ -169,6 +169,8 @@ def _done(entry: dict[str, Any]) -> str:
 
 
 def _waits(entry: dict[str, Any]) -> str:
+    if "repairs" in entry and not entry["needed"]:  # an idle repair step: only a failure calls it
+        return f"repair step of {', '.join(entry['repairs'])}, not needed now (only a failure calls it)"
     return ("waits on " + ", ".join(entry["waiting_on"])) if entry["waiting_on"] else "ready"
 
 

@@ -229,3 +229,41 @@ def test_next_text_says_to_check_the_target_first(make_ledger: MakeLedger, run_c
     assert result.code == 0
     assert "check the target of deploy's effects never known committed first: dep-1 on 'prod'" in result.out
     assert "then start deploy" in result.out
+
+
+# --------------------------------------------------------------------------- the brief with repair edges
+
+
+def test_the_brief_does_not_call_an_idle_repair_step_ready_or_remaining_work(
+    make_ledger: MakeLedger, run_cli: Any
+) -> None:
+    """The brief marks a repair step nothing needs as such (not ``ready``) and leaves it out of the work
+    remaining, as the stop policy and the outcome lists do."""
+    from plantrail.projections.brief import brief_view
+
+    ledger = make_ledger(_draft())
+    ledger.start("build")
+    ledger.complete("build", "ok", artifacts=[f"bin={A}"])
+    doc = brief_view(ledger.state)
+    entries = {e["id"]: e for e in doc["not_run"]}
+    assert entries["fix"]["repairs"] == ["test"] and entries["fix"]["needed"] is False
+    assert "repairs" not in entries["test"]
+    assert doc["remaining"]["steps"] == ["test", "deploy"]
+    ledger.close()
+    text = run_cli("brief", ledger._store.path).out  # type: ignore[attr-defined]
+    assert "fix: Fix what failed · repair step of test, not needed now (only a failure calls it)" in text
+    assert "fix: Fix what failed · ready" not in text
+
+
+def test_the_brief_shows_a_needed_repair_step_with_what_waits_for_it(make_ledger: MakeLedger) -> None:
+    """While a failed step waits for its repair step, the brief's entry of the repair step says it is needed."""
+    from plantrail.projections.brief import brief_view
+
+    ledger = make_ledger(_draft())
+    ledger.start("build")
+    ledger.complete("build", "ok", artifacts=[f"bin={A}"])
+    ledger.start("test")
+    ledger.fail("test", "2 tests fail")
+    entries = {e["id"]: e for e in brief_view(ledger.state)["not_run"]}
+    assert entries["fix"]["repairs"] == ["test"] and entries["fix"]["needed"] is True
+    assert "fix" in brief_view(ledger.state)["remaining"]["steps"]
