@@ -267,3 +267,76 @@ def test_the_brief_shows_a_needed_repair_step_with_what_waits_for_it(make_ledger
     entries = {e["id"]: e for e in brief_view(ledger.state)["not_run"]}
     assert entries["fix"]["repairs"] == ["test"] and entries["fix"]["needed"] is True
     assert "fix" in brief_view(ledger.state)["remaining"]["steps"]
+
+
+# ----------------------------------------------------- a consumer finishing while its producer is stale
+
+#: make reads the repository; use consumes make/o. Two may run at once.
+CHAIN: dict[str, Any] = {
+    "goal": "Make and use",
+    "acceptance_criteria": [{"id": "used", "description": "it is used"}],
+    "observed": {"repo": "r1"},
+    "policy": {"max_in_progress": 2},
+    "steps": [
+        {
+            "id": "make",
+            "title": "Make",
+            "completion_evidence": "o",
+            "outputs": ["o"],
+            "inputs": [{"observation": "repo"}],
+        },
+        {
+            "id": "use",
+            "title": "Use",
+            "completion_evidence": "u",
+            "depends_on": ["make"],
+            "inputs": [{"step": "make", "output": "o"}],
+            "outputs": ["u"],
+        },
+    ],
+}
+
+
+def _used_while_make_went_stale(make_ledger: MakeLedger) -> Ledger:
+    """use started on make's o, then the repository moved (make went stale) and use completed."""
+    ledger = make_ledger(copy.deepcopy(CHAIN))
+    ledger.start("make")
+    ledger.complete("make", "made", artifacts=[f"o={A}"])
+    ledger.start("use")
+    ledger.observe("repo", "r2")
+    assert ledger.state.steps["make"].status == "stale"
+    ledger.complete("use", "used", artifacts=[f"u={B}"])
+    return ledger
+
+
+def test_a_consumer_completing_while_its_producer_is_stale_records_the_digest_it_consumed(
+    make_ledger: MakeLedger,
+) -> None:
+    """A consumer that started on its producer's artifact records that digest as consumed, even when the
+    producer went stale before the consumer completed."""
+    ledger = _used_while_make_went_stale(make_ledger)
+    consumed = {c.input: c.digest for c in ledger.state.steps["use"].consumed}
+    assert consumed == {"make/o": A}
+
+
+def test_a_producer_rerun_with_the_same_digest_keeps_the_consumer_that_completed_meanwhile(
+    make_ledger: MakeLedger,
+) -> None:
+    """Completed work whose input did not change is kept: the stale producer runs again to the same digest."""
+    ledger = _used_while_make_went_stale(make_ledger)
+    ledger.start("make")
+    ledger.complete("make", "made again", artifacts=[f"o={A}"])
+    assert ledger.state.steps["use"].status == "completed"
+
+
+def test_a_producer_rerun_with_another_digest_makes_the_consumer_that_completed_meanwhile_stale(
+    make_ledger: MakeLedger,
+) -> None:
+    """The consumer that completed while its producer was stale goes stale when the producer's digest changes,
+    and its reason names both digests."""
+    ledger = _used_while_make_went_stale(make_ledger)
+    ledger.start("make")
+    ledger.complete("make", "made again", artifacts=[f"o={C}"])
+    use = ledger.state.steps["use"]
+    assert use.status == "stale"
+    assert use.reason == f"input make/o changed: {A[:23]}… -> {C[:23]}…"
