@@ -66,10 +66,12 @@ def render_status(state: PlanState, view: dict[str, Any]) -> str:
         detail = "; ".join(s["evidence"]) or s["reason"] or s["error"] or ""
         if s["reset"] and s["status"] == "pending" and not detail:
             detail = f"reset: {s['reset']}" + (f" by {s['invalidated_by']}" if s["invalidated_by"] else "")
-        charged = s["attempt"] - len(s["abandoned"])
-        attempt = f"{charged}" if s["max_attempts"] is None else f"{charged}/{s['max_attempts']}"
-        if s["abandoned"]:
-            attempt += f" (+{len(s['abandoned'])} abandoned)"
+        attempt = f"{s['charged']}" if s["max_attempts"] is None else f"{s['charged']}/{s['max_attempts']}"
+        notes = [f"+{len(s['abandoned'])} abandoned"] if s["abandoned"] else []
+        if s["attempt"] != s["charged"] + len(s["abandoned"]):  # attempts before it went stale or an earlier repair
+            notes.append(f"attempt {s['attempt']}")
+        if notes:
+            attempt += f" ({', '.join(notes)})"
         depends = truncate(",".join(s["depends_on"]) or "-", _NARROW)
         rows.append([s["id"], truncate(s["title"], _NARROW), status, attempt, depends, detail])
     lines.append(table(["STEP", "TITLE", "STATUS", "ATTEMPT", "DEPENDS ON", "EVIDENCE / REASON"], rows))

@@ -73,7 +73,7 @@ def fork(
     as_json: bool,
     store: str | None,
 ) -> None:
-    """Start a new run NEW from any point of LOG (LangGraph's fork, Temporal's reset): its first record names
+    """Start a new run NEW from any point of LOG, to try another way from there: its first record names
     the parent (run id, seq, the hash there) and carries the parent's state at that point, so NEW is small and
     verifies on its own. Record on NEW as on any log; LOG is only read. `verify NEW --parent LOG` checks the
     two agree.

@@ -683,47 +683,45 @@ def _next_action(state: PlanState, verdict: Verdict, damage: Mapping[str, Any] |
 
 
 def _in_doubt_action(state: PlanState, now: str | None) -> str:
-    """What to do about steps in doubt: abandon those marked for cancellation (an input changed under them)
-    and those whose lease expired (their worker is gone), and find out about the others; with none in
-    progress, check the targets of the ready steps' side effects that are never known committed before they
-    start again."""
+    """What to do about steps in doubt: abandon those whose lease expired (their worker is gone), and find
+    out about the others; with none in progress, check the targets of the ready steps' side effects that are
+    never known committed before they start again."""
     if not in_doubt(state):
         return "; ".join(_effects_before_start(state))
-    cancel = _cancel_action(state)
-    doubtful = [s for s in in_doubt(state) if s.cancel is None]
-    expired = [e for e in expired_leases(state, now) if state.steps[e["step"]].cancel is None]
-    parts = [] if cancel is None else [cancel]
-    if expired:
-        gone = ", ".join(f"{e['step']} (attempt {e['attempt']}, expired {e['expires_at']})" for e in expired)
-        parts.append(
-            f"the lease of {gone} expired: its worker is gone; abandon it (plantrail abandon LOG "
-            f"{expired[0]['step']} --reason ...), which does not charge the attempt, or record its result"
+    cancelled = [s.id for s in in_doubt(state) if s.cancel is not None]
+    if cancelled:  # an input changed under them: their work is void, whatever it did (lineage_digest)
+        cancel = (
+            f"an input changed under {', '.join(cancelled)}: stop its worker and abandon it (plantrail abandon LOG "
+            f"{cancelled[0]} --reason ...); it becomes stale and runs again on the current inputs"
         )
-    if len(expired) < len(doubtful):
-        check = (
-            "find out whether each step in doubt did its work, then record its result "
-            "(complete, fail or block with --attempt) or replan"
-        )
-        effects = [n for s in doubtful if (n := check_first(state, s.id)) is not None] if state.effects else []
-        if effects:
-            check = f"{check}; {'; '.join(effects)}"
-        parts.append(f"for the other steps in doubt, {check}" if parts else check)
-    return "; ".join(parts)
+        effects = [n for s in cancelled if (n := check_first(state, s)) is not None] if state.effects else []
+        if effects:  # what the cancelled attempt may have done outside the log is still to check
+            cancel = f"{cancel}; {'; '.join(effects)}"
+        rest = [s for s in in_doubt(state) if s.cancel is None]
+        return cancel if not rest else f"{cancel}; for the other steps in doubt, {_in_doubt_rest(state, now)}"
+    return _in_doubt_rest(state, now)
 
 
-def _cancel_action(state: PlanState) -> str | None:
-    """What to do about the attempts marked for cancellation (an input changed under them: a result they send
-    lands on the orphan path): abandon each, after checking the targets of its effects never known committed."""
-    marked = [s for s in in_doubt(state) if s.cancel is not None]
-    if not marked:
-        return None
-    names = ", ".join(f"{s.id} (attempt {s.attempt})" for s in marked)
-    action = (
-        f"an input changed under {names}: stop its worker and abandon it (plantrail abandon LOG {marked[0].id} "
-        "--reason ...); a result it still sends lands on the orphan path"
+def _in_doubt_rest(state: PlanState, now: str | None) -> str:
+    """What to do about the steps in doubt that no input change cancelled."""
+    doubt = [s for s in in_doubt(state) if s.cancel is None]
+    expired = [e for e in expired_leases(state, now) if e["step"] in {s.id for s in doubt}]
+    check = (
+        "find out whether each step in doubt did its work, then record its result "
+        "(complete, fail or block with --attempt) or replan"
     )
-    effects = [note for s in marked if (note := check_first(state, s.id)) is not None] if state.effects else []
-    return f"{action}; {'; '.join(effects)}" if effects else action
+    effects = [note for s in doubt if (note := check_first(state, s.id)) is not None] if state.effects else []
+    if effects:
+        check = f"{check}; {'; '.join(effects)}"
+    if not expired:
+        return check
+    gone = ", ".join(f"{e['step']} (attempt {e['attempt']}, expired {e['expires_at']})" for e in expired)
+    first = expired[0]["step"]
+    action = (
+        f"the lease of {gone} expired: its worker is gone; abandon it (plantrail abandon LOG {first} "
+        "--reason ...), which does not charge the attempt, or record its result"
+    )
+    return action if len(expired) == len(doubt) else f"{action}; for the other steps in doubt, {check}"
 
 
 def _repair_action(damage: Mapping[str, Any] | None) -> str:

@@ -184,7 +184,8 @@ def _judged(step: StepState, key: str, new: str | None, source: str, seq: int, m
     if not moved:
         return None
     if step.status == "in_progress":
-        return step._replace(cancel=f"input {key} changed to {_short(new)}: abandon this attempt", last_seq=seq)
+        # a mark on the attempt, as a heartbeat is: the step last changed when the attempt started
+        return step._replace(cancel=f"input {key} changed to {_short(new)}: abandon this attempt")
     if step.status in ("pending", "stale"):
         return _stale(step, f"input {key} changed to {_short(new)}", source, seq)
     return None  # a blocked step stays blocked (a replan or approval decides it)

@@ -255,6 +255,7 @@ def _step_view(step: StepState, spec: StepSpec, ready: bool, waits: list[WaitRea
         "wait_reasons": waits,
         "attempt": step.attempt,
         "max_attempts": step.max_attempts,
+        "charged": step.charged,
         "abandoned": list(step.abandoned),
         "priority": spec.priority,
         "checks": [plain(c) for c in spec.checks],

@@ -183,7 +183,7 @@ def test_resume_with_a_cancelled_and_another_step_in_doubt_names_both_actions(ma
     ledger.start("docs")
     ledger.observe("repo", "bbbb")
     text = resume_receipt(ledger.state)["next"]
-    assert text.startswith("an input changed under deploy (attempt 1)")
+    assert text.startswith("an input changed under deploy: stop its worker and abandon it")
     assert "for the other steps in doubt, find out whether each step in doubt did its work" in text
 
 
