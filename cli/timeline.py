@@ -26,6 +26,7 @@ from plantrail.projections.model import Orphan
 __all__ = ["log_command", "show", "timeline_commands"]
 
 _FLUSH_EVERY: Final = 512
+_MIDDLES: Final = 256  # the most formatted middle columns a human timeline keeps at once
 EVENT_TYPES: Final = sorted(kind.TYPE for kind in get_args(Event))
 _TYPE_WIDTH: Final = len("criterion.verified (late)")
 _ACTOR_WIDTH: Final = len("importer")
@@ -65,6 +66,13 @@ class _Rows:
         room = shutil.get_terminal_size((120, 24)).columns - sum(w + 2 for w in self.widths) - 2
         self.summary_width = max(room, 12)
         self._format = "  " + "  ".join(f"{{:<{w}}}" for w in self.widths) + "  {}"
+        # The actor, type and plan columns of a row, formatted once per combination (a plan version holds a
+        # few dozen; the table is emptied past _MIDDLES, so memory stays flat): a row is then its seq, its
+        # time, this and its summary.
+        middle = "  ".join(f"{{:<{w}}}" for w in self.widths[2:])
+        self._middles: dict[tuple[str, str, int], str] = {}
+        self._middle = f"  {middle}  "
+        self._head = "  " + "  ".join(f"{{:<{w}}}" for w in self.widths[:2])
 
     def header(self) -> str:
         """The column names and the rule under them."""
@@ -73,13 +81,19 @@ class _Rows:
         return f"{names}\n{rule}\n"
 
     def row(self, record: Record, orphan: Orphan | None) -> str:
-        """One event's row."""
+        """One event's row (what ``self._format`` gives for its six columns, right-stripped)."""
         kind = record.type if orphan is None else record.type + " (late)"
         recorded = time_recorded(record, log_recorded=self.times_recorded)
         when = record.ts[:19].replace("T", " ") if recorded else "-"
         text = _cut(summary(record), self.summary_width)
-        line = self._format.format(record.seq, when, record.actor, kind, f"v{record.plan_version}", text)
-        return line.rstrip() + "\n"
+        key = (record.actor, kind, record.plan_version)
+        middle = self._middles.get(key)
+        if middle is None:
+            if len(self._middles) >= _MIDDLES:
+                self._middles.clear()
+            middle = self._middles[key] = self._middle.format(record.actor, kind, f"v{record.plan_version}")
+        line = self._head.format(record.seq, when) + middle + text
+        return (line.rstrip() if not text or text[-1].isspace() else line) + "\n"
 
 
 def _cut(text: str, width: int) -> str:

@@ -162,15 +162,17 @@ def read_replay(path: Path, version: int | None = None, at_seq: int | None = Non
     """:func:`replay` as a :class:`Reading`."""
     from plantrail.ledger.reading import read_state, rebuild_version
     from plantrail.projections.canonical import state_hash
-    from plantrail.projections.history import replay_at_seq
     from plantrail.projections.views import status_view
 
     if version is not None and at_seq is not None:
         raise error("USAGE", "replay rebuilds one point: a plan version or a seq, not both", advice="REPLAY_ONE_POINT")
     superseded_at = None
     if version is not None:
-        state, superseded_at, torn = rebuild_version(os.fspath(path), version)
+        ended = _superseded(os.fspath(path), version)
+        state, superseded_at, torn = (*ended, None) if ended is not None else rebuild_version(os.fspath(path), version)
     elif at_seq is not None:
+        from plantrail.projections.history import replay_at_seq
+
         with _records(path) as (reader, records):
             state = replay_at_seq(records, at_seq)
         torn = reader.torn
@@ -182,6 +184,17 @@ def read_replay(path: Path, version: int | None = None, at_seq: int | None = Non
         "replay": {"version": state.version, "at_seq": at_seq, "superseded_at": superseded_at},
     }
     return Reading(document, state, _damage(path, torn))
+
+
+def _superseded(name: str, version: int) -> tuple[PlanState, int] | None:
+    """A superseded version of a log file straight from its version index, importing neither the store nor the
+    reducer (None for a database run, without the cache, or when the index cannot answer)."""
+    from plantrail.ledger.stores import is_database_url
+    from plantrail.ledger.stores.current import superseded_version, use_cache_default
+
+    if is_database_url(name) or not use_cache_default():
+        return None
+    return superseded_version(name, version)
 
 
 def replay(path: Path, version: int | None = None, at_seq: int | None = None) -> dict[str, Any]:

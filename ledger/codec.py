@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
+import threading
 import typing
 from collections.abc import Callable, Iterable
 from functools import cache
@@ -163,7 +164,7 @@ def decode(line: bytes, line_no: int) -> Record:
         digest = _sha256(line[:-_SUFFIX] + b"}").hexdigest()
         return _decode_in_full(line, line_no, digest, _msgspec(line))
     try:
-        record: Record | None = (_DECODE or _fast_decoder())(line)
+        record: Record | None = (_DECODE or _first_decoder(line))(line)
     except msgspec.MsgspecError:
         record = None
     body = line[:-_SUFFIX] + b"}"
@@ -173,7 +174,7 @@ def decode(line: bytes, line_no: int) -> Record:
         kind = type(data)
         source = record.source
         if not _OUTGROWS_V1[kind](data) and (source is None or not source.meta):
-            if kind in _NATIVE and source is None and record.key is None:
+            if _NATIVE[kind] and source is None and record.key is None:
                 # msgspec writes it as the writer does, and the common envelope is a struct (_Plain), a third
                 # cheaper to encode than a dict: this runs for most lines of every replay.
                 envelope = _Plain(
@@ -358,14 +359,12 @@ def _schema_error(exc: ValueError, line_no: int) -> Exception:
 WIRE_ORDER: Final = ("v", "seq", "ts", "run", "type", "plan_version", "actor", "source", "key", "data", "prev", "h")
 
 _DECODE: Callable[[bytes], Record] | None = None
-#: Each event type's Record subclass, by type name.
-_RECORD_CLASSES: dict[str, type[Record]] = {}
 
 
 def _msgspec(line: bytes) -> Record | None:
     """The record msgspec decodes from ``line``, or None when it refuses it (pydantic then judges)."""
     try:
-        return (_DECODE or _fast_decoder())(line)
+        return (_DECODE or _first_decoder(line))(line)
     except msgspec.MsgspecError:
         return None
 
@@ -381,9 +380,7 @@ def _as_written(record: Record, *, v2: bool | None = None) -> bytes:
     cheaper to encode than a dict: this runs for every line of every replay.
     """
     data = record.data
-    if _DECODE is None:
-        _fast_decoder()  # classifies the event types
-    if type(data) in _NATIVE and not (needs_v2(data) if v2 is None else v2) and _fits(record, type(data)):
+    if _NATIVE[type(data)] and not (needs_v2(data) if v2 is None else v2) and _fits(record, type(data)):
         if record.source is None and record.key is None:
             return _ENCODE(
                 _Plain(
@@ -399,10 +396,11 @@ def _as_written(record: Record, *, v2: bool | None = None) -> bytes:
                 )
             )
         source = record.source
-        if _SOURCE_NATIVE[0] and (source is None or not source.meta):
+        if _NATIVE[_source_v1()] and (source is None or not source.meta):
             envelope = _record_envelope(record)
             if source is not None:  # its v1 fields only: msgspec would write ``meta`` at its default too
-                envelope["source"] = _SourceV1(*[getattr(source, name) for name in _SourceV1.__struct_fields__])
+                v1 = _source_v1()
+                envelope["source"] = v1(*[getattr(source, name) for name in v1.__struct_fields__])
             return _ENCODE(envelope)
     return orjson.dumps(_record_envelope(record), default=plain, option=orjson.OPT_PASSTHROUGH_DATACLASS)
 
@@ -447,35 +445,56 @@ def _encodes_natively(tp: Any, seen: frozenset[Any] = frozenset()) -> bool:
     return all(_encodes_natively(arg, seen) for arg in typing.get_args(tp))
 
 
-#: Event types msgspec encodes with the writer's bytes when nothing format v2 added is away from its default
-#: (filled in with the decoder, :func:`_classify`).
-_NATIVE: set[type[Any]] = set()
-#: Each native class's integer fields (:func:`_fits` checks they hold what the writer could write).
-_INT_FIELDS: dict[type[Any], tuple[str, ...]] = {}
-#: For each event type, whether a value of it cannot be a v1 line's (the hot path's form of
-#: :func:`line_version`: an added field away from its default, a v2 event type, a v2 header).
-_OUTGROWS_V1: dict[type[Any], Callable[[Any], bool]] = {}
-#: Whether msgspec writes a record's source as the writer does.
-_SOURCE_NATIVE: list[bool] = [False]
+_V = typing.TypeVar("_V")
+_K = typing.TypeVar("_K")
 
 
-def _classify() -> None:
-    """Fill in :data:`_NATIVE`, :data:`_OUTGROWS_V1` and :data:`_SOURCE_NATIVE` from the event classes."""
-    for cls in EVENT_CLASSES:
-        if cls is ev.LogOpened:
-            _OUTGROWS_V1[cls] = _v2_header
-        elif cls is ev.RunFinished:
-            _OUTGROWS_V1[cls] = _v2_finish
-        elif cls.TYPE in V2_TYPES:
-            _OUTGROWS_V1[cls] = _always
-        else:
-            _OUTGROWS_V1[cls] = v2_checker(cls)
-    global _SourceV1
-    _SourceV1 = _source_v1()
-    _SOURCE_NATIVE[0] = _encodes_natively(_SourceV1)
-    _NATIVE.update(cls for cls in EVENT_CLASSES if _encodes_natively(cls))
-    for cls in _NATIVE:
-        _INT_FIELDS[cls] = tuple(f.name for f in msgspec.structs.fields(cls) if f.type is int or f.type == (int | None))
+class _OnDemand(dict[_K, _V]):
+    """A table whose entry for a key is made the first time it is asked for: a process that reads or writes
+    a few records (one append) pays for the event types it meets, not for all of them."""
+
+    def __init__(self, make: Callable[[_K], _V]) -> None:
+        super().__init__()
+        self._make = make
+
+    def __missing__(self, key: _K) -> _V:
+        with _MAKING:  # one entry per key even when threads ask at once (a record class is made once)
+            if key in self:
+                return self[key]
+            value = self[key] = self._make(key)
+            return value
+
+
+#: Held while an :class:`_OnDemand` entry is made (re-entrant: making one entry may ask for another).
+_MAKING: Final = threading.RLock()
+
+
+def _int_fields(cls: type[Any]) -> tuple[str, ...]:
+    """A native class's integer fields (:func:`_fits` checks they hold what the writer could write)."""
+    if not _NATIVE[cls]:
+        return ()
+    return tuple(f.name for f in msgspec.structs.fields(cls) if f.type is int or f.type == (int | None))
+
+
+def _outgrows_v1(cls: type[Any]) -> Callable[[Any], bool]:
+    """For an event type, whether a value of it cannot be a v1 line's (the hot path's form of
+    :func:`line_version`: an added field away from its default, a v2 event type, a v2 header)."""
+    if cls is ev.LogOpened:
+        return _v2_header
+    if cls is ev.RunFinished:
+        return _v2_finish
+    if cls.TYPE in V2_TYPES:
+        return _always
+    return v2_checker(cls)
+
+
+#: Whether msgspec encodes a value of a class (an event type, or :class:`Source`) with the writer's bytes when
+#: nothing format v2 added is away from its default (found from the field types on first use).
+_NATIVE: Final[_OnDemand[type[Any], bool]] = _OnDemand(_encodes_natively)
+#: Each native class's integer fields.
+_INT_FIELDS: Final[_OnDemand[type[Any], tuple[str, ...]]] = _OnDemand(_int_fields)
+#: For each event type, whether a value of it cannot be a v1 line's.
+_OUTGROWS_V1: Final[_OnDemand[type[Any], Callable[[Any], bool]]] = _OnDemand(_outgrows_v1)
 
 
 def _v2_header(data: ev.LogOpened) -> bool:
@@ -490,21 +509,26 @@ def _always(data: Any) -> bool:
     return True
 
 
-def _source_v1() -> type[msgspec.Struct]:
+def _make_source_v1(source: type[Any]) -> type[msgspec.Struct]:
     """A struct of :class:`Source`'s fields without those format v2 added (``meta``), in order: what msgspec
     encodes a source without them as, with the bytes the writer gives it."""
-    added = {name for name, _ in added_defaults(Source)}
-    hints = _field_hints(Source)
+    added = {name for name, _ in added_defaults(source)}
+    hints = _field_hints(source)
     fields = [
         (f.name, hints[f.name], f.default) if f.default is not dataclasses.MISSING else (f.name, hints[f.name])
-        for f in dataclasses.fields(Source)
+        for f in dataclasses.fields(source)
         if f.name not in added
     ]
     return msgspec.defstruct("_SourceV1", fields, module=__name__, gc=False)
 
 
-#: Set with the decoder (:func:`_classify`): :func:`_source_v1`'s struct.
-_SourceV1: Any = None
+#: :func:`_make_source_v1`'s struct, made on first use (by :class:`Source`).
+_SOURCE_V1: Final[_OnDemand[type[Any], type[msgspec.Struct]]] = _OnDemand(_make_source_v1)
+
+
+def _source_v1() -> type[msgspec.Struct]:
+    """:class:`Source` without its format v2 fields, as a struct (made once)."""
+    return _SOURCE_V1[Source]
 
 
 class _Plain(msgspec.Struct, gc=False):
@@ -532,7 +556,6 @@ def _checked(line: bytes, line_no: int) -> Record:
         raise _schema_error(exc, line_no) from None
     except ValueError as exc:
         raise error("CORRUPT_LINE", f"line {line_no}: {exc}", line=line_no) from None
-    _fast_decoder()
     record_class = _RECORD_CLASSES[wire.type]
     fields = {name: getattr(wire, name) for name in record_class.__struct_fields__}
     fields["data"] = _from_view(wire.data, _EVENT_CLASSES_BY_TYPE[wire.type])
@@ -543,12 +566,49 @@ def _fast_decoder() -> Callable[[bytes], Record]:
     """msgspec's decoder of the tagged union of every record type (built on first use)."""
     global _DECODE
     if _DECODE is None:
-        _classify()
-        for cls in EVENT_CLASSES:
-            _RECORD_CLASSES[cls.TYPE] = _record_class(cls)
-        union: Any = Union[tuple(_RECORD_CLASSES.values())]  # noqa: UP007 - a runtime tuple of types
+        union: Any = Union[tuple(_RECORD_CLASSES[cls.TYPE] for cls in EVENT_CLASSES)]  # noqa: UP007 - runtime
         _DECODE = msgspec.json.Decoder(union).decode
     return _DECODE
+
+
+#: How many lines a process decodes with one-type decoders before it builds the union's, which resolves every
+#: event type's fields (about 10 ms): a one-type decode costs about 0.75 µs more a line (the type looked up in
+#: the line), so a process reading fewer lines than this (an append, a version rebuilt from the index, a read
+#: covered by its snapshot) never pays for the union, and one reading more pays at most ~1.5 ms for the wait.
+FEW_LINES: Final = 2048
+_few_left = [FEW_LINES]
+_TYPE_MEMBER: Final = b',"type":"'
+
+
+def _first_decoder(line: bytes) -> Callable[[bytes], Record]:
+    """The decoder for one of a process's first :data:`FEW_LINES` lines: the one of the event type the line
+    names (its first ``,"type":"`` member, which no JSON string can hold unescaped), so that a process which
+    decodes a few lines never builds the union's; the union's for a line naming no known type, and for
+    every line after those. The decoders agree: on a line whose type is X the union decodes into X's record
+    class, the very class the one-type decoder has, and checks the same members; a line that X's decoder
+    refuses (its top-level ``type`` another, or a member of the wrong type) is judged by the union's."""
+    if _few_left[0] <= 0:
+        return _fast_decoder()
+    _few_left[0] -= 1
+    at = line.find(_TYPE_MEMBER)
+    end = line.find(b'"', at + len(_TYPE_MEMBER)) if at >= 0 else -1
+    name = line[at + len(_TYPE_MEMBER) : end].decode("ascii", "replace") if end >= 0 else ""
+    if name not in _EVENT_CLASSES_BY_TYPE:
+        return _fast_decoder()
+    return _ONE_TYPE[name]
+
+
+def _one_type(name: str) -> Callable[[bytes], Record]:
+    """msgspec's decoder of one event type's records; on a line it refuses, the union's verdict."""
+    decode: Callable[[bytes], Record] = msgspec.json.Decoder(_RECORD_CLASSES[name]).decode
+
+    def one_or_union(line: bytes) -> Record:
+        try:
+            return decode(line)
+        except msgspec.MsgspecError:
+            return _fast_decoder()(line)
+
+    return one_or_union
 
 
 def _record_class(event_cls: type[Any]) -> type[Record]:
@@ -565,6 +625,14 @@ def _record_class(event_cls: type[Any]) -> type[Record]:
     )
     globals()[name] = cls  # so records pickle (multiprocessing, caches) like any module-level class
     return typing.cast(type[Record], cls)
+
+
+#: Each event type's Record subclass, by type name (made on first use).
+_RECORD_CLASSES: Final[_OnDemand[str, type[Record]]] = _OnDemand(
+    lambda name: _record_class(_EVENT_CLASSES_BY_TYPE[name])
+)
+#: Each event type's one-type decoder, by type name (see :func:`_first_decoder`).
+_ONE_TYPE: Final[_OnDemand[str, Callable[[bytes], Record]]] = _OnDemand(_one_type)
 
 
 @cache

@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 from plantrail.ledger.artifacts import input_key
 from plantrail.ledger.coverage import coverage_view
-from plantrail.ledger.observations import plan_drift
 from plantrail.ledger.plan import StepSpec
 from plantrail.ledger.versions import plain
 from plantrail.projections.authority import authority_reasons
@@ -333,6 +332,8 @@ def drift_view(state: PlanState) -> dict[str, Any]:
     that differs from the one the plan was made from (absent from a document whose run records none)."""
     if not state.observations and (state.plan is None or state.plan.artifacts is None):
         return {}
+    from plantrail.ledger.observations import plan_drift  # it imports the event classes: status never needs them
+
     drift = plan_drift(state.plan, state.observations)
     return {
         "observations": [

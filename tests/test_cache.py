@@ -149,6 +149,107 @@ def test_a_version_blob_that_does_not_match_its_entry_is_not_used(
     assert (state_hash(indexed[0]), indexed[1]) == (state_hash(plain[0]), plain[1])
 
 
+def test_a_version_entry_that_was_edited_is_not_used_and_the_others_still_are(
+    make_ledger: Callable[..., Ledger], draft: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each index entry carries its own MAC: one byte changed in version 2's entry makes that entry unusable
+    (its rebuild folds the log and gives the same answer) while version 3's entry is still read alone."""
+    log = _run(make_ledger, draft)
+    monkeypatch.setattr(reads, "INDEX_FROM_BYTES", 0)
+    reads.build_version_index(str(log))
+    idx = log.parent / (log.name + cache.SUFFIX) / "versions.idx"
+    raw = bytearray(idx.read_bytes())
+    raw[cache._SEALED_AT + cache._SIGNED_ENTRY + 24] ^= 0x01  # version 2's line number: only its MAC covers it
+    idx.write_bytes(bytes(raw))
+    with open(log, "rb") as f:
+        assert cache.version_start(str(log), f.fileno(), 2) is None
+        assert cache.version_start(str(log), f.fileno(), 3) is not None
+    plain = reads.rebuild_version(str(log), 2, use_cache=False)
+    indexed = reads.rebuild_version(str(log), 2)
+    assert (state_hash(indexed[0]), indexed[1]) == (state_hash(plain[0]), plain[1])
+
+
+def test_a_superseded_version_is_answered_from_its_end_state_alone(
+    make_ledger: Callable[..., Ledger], draft: dict[str, Any]
+) -> None:
+    """Each superseded version as it stood when superseded comes from the index with no record read, equal to a
+    full fold's (late results up to the superseding record included); the active version is not answered so."""
+    log = _run(make_ledger, draft)
+    reads.build_version_index(str(log))
+    with open(log, "rb") as f:
+        for version in (1, 2):
+            ended = cache.superseded_state(str(log), f.fileno(), version)
+            plain, superseded_at, _ = reads.rebuild_version(str(log), version, use_cache=False)
+            assert ended is not None and ended[1] == superseded_at
+            assert state_hash(ended[0]) == state_hash(plain) and ended[0].orphans == plain.orphans
+        assert cache.superseded_state(str(log), f.fileno(), 3) is None
+
+
+def test_an_end_state_that_was_edited_is_not_used(make_ledger: Callable[..., Ledger], draft: dict[str, Any]) -> None:
+    """One byte changed in version 1's end blob makes the index unable to answer for it (the rebuild folds the
+    log instead and gives the same answer)."""
+    log = _run(make_ledger, draft)
+    reads.build_version_index(str(log))
+    folder = log.parent / (log.name + cache.SUFFIX)
+    idx = (folder / "versions.idx").read_bytes()
+    end_at = cache._ENTRY.unpack(idx[cache._SEALED_AT : cache._SEALED_AT + cache._ENTRY.size])[8]
+    blobs = bytearray((folder / "versions.bin").read_bytes())
+    blobs[cache._SEALED_AT + end_at] ^= 0xFF
+    (folder / "versions.bin").write_bytes(bytes(blobs))
+    with open(log, "rb") as f:
+        assert cache.superseded_state(str(log), f.fileno(), 1) is None
+    plain = reads.rebuild_version(str(log), 1, use_cache=False)
+    indexed = reads.rebuild_version(str(log), 1)
+    assert (state_hash(indexed[0]), indexed[1]) == (state_hash(plain[0]), plain[1])
+
+
+def test_replaying_a_superseded_version_imports_neither_the_store_nor_the_reducer(
+    make_ledger: Callable[..., Ledger], draft: dict[str, Any]
+) -> None:
+    """``replay --version V`` of a superseded version, answered from the index, loads no codec, msgspec or
+    reducer (which is what it costs over ``status``)."""
+    import subprocess
+    import sys
+
+    log = _run(make_ledger, draft)
+    reads.build_version_index(str(log))
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from plantrail.ledger.audit import read_replay\n"
+        "reading = read_replay(Path(sys.argv[1]), 1)\n"
+        "assert reading.document['replay']['superseded_at'] == 5, reading.document['replay']\n"
+        "heavy = ('plantrail.ledger.codec', 'msgspec', 'plantrail.projections.state')\n"
+        "loaded = [m for m in heavy if m in sys.modules]\n"
+        "print(','.join(loaded) or 'none')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(log)], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "none"
+
+
+def test_status_from_a_covering_snapshot_imports_neither_the_store_nor_the_reducer(
+    make_ledger: Callable[..., Ledger], draft: dict[str, Any]
+) -> None:
+    """``status`` on a log its snapshot covers loads no codec, msgspec, event classes or reducer (what makes it
+    start faster than importing its own dependencies)."""
+    import subprocess
+    import sys
+
+    log = _run(make_ledger, draft)
+    script = (
+        "import sys\n"
+        "from plantrail.cli.main import main\n"
+        "try:\n"
+        "    main(['status', sys.argv[1], '--json'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = ('plantrail.ledger.codec', 'msgspec', 'plantrail.ledger.events', 'plantrail.projections.state')\n"
+        "print('loaded:', ','.join(m for m in heavy if m in sys.modules) or 'none')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(log)], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "loaded: none"
+
+
 def test_deleting_the_cache_changes_no_answer(
     make_ledger: Callable[..., Ledger],
     draft: dict[str, Any],

@@ -211,3 +211,84 @@ def test_an_integer_beyond_64_bits_gets_pydantics_verdict(member: str, value: in
         body[member] = value
     line = _sealed(json.dumps(body, separators=(",", ":")).encode())
     assert _verdict(_codec, line) == _verdict(_pydantic_alone, line)
+
+
+def _one_type_first(line: bytes) -> Any:
+    """The codec's path as a process's first lines take it: one-type decoders, the union's never built first."""
+    saved = codec._DECODE, codec._few_left[0]
+    codec._DECODE, codec._few_left[0] = None, codec.FEW_LINES
+    try:
+        return _codec(line)
+    finally:
+        codec._DECODE, codec._few_left[0] = saved
+
+
+@settings(max_examples=800, deadline=None)
+@given(
+    EVENTS,
+    SOURCES,
+    st.none() | anything,
+    counts,
+    st.data(),
+    st.sampled_from(["replace", "remove", "rename", "add"]),
+    json_values,
+    st.text(max_size=6),
+)
+def test_one_type_decoders_give_pydantics_verdict_on_mutated_lines(
+    event: Any, source: Source | None, key: str | None, seq: int, data: st.DataObject, how: str, value: Any, name: str
+) -> None:
+    """A process's first lines, decoded by the decoder of the type each names, get pydantic's verdict too."""
+    body = _line_body(event, source, key, seq)
+    path = data.draw(st.sampled_from(_places(body)))
+    line = _sealed(_compact(_mutated(body, path, how, value, name)))
+    assert _verdict(_one_type_first, line) == _verdict(_pydantic_alone, line)
+
+
+def test_a_line_naming_its_type_twice_is_judged_by_its_top_level_type() -> None:
+    """A line whose data holds a ``type`` member before a top-level one that differs is decoded as the union
+    decodes it (msgspec's one-type decoder refuses the other tag and the union's decides)."""
+    body = (
+        b'{"v":1,"seq":1,"ts":"t","run":"r","plan_version":1,"actor":"agent","data":{"x":{"a":1,"type":"step.started"}},'
+        b'"type":"step.completed","prev":"' + GENESIS_PREV.encode() + b'"}'
+    )
+    line = _sealed(body)
+    assert _verdict(_one_type_first, line) == _verdict(_pydantic_alone, line)
+
+
+def test_a_writers_few_lines_do_not_build_the_union_decoder() -> None:
+    """Decoding a process's first valid lines (a writer's header and tail) leaves the union's decoder unbuilt."""
+    line = _sealed(
+        b'{"v":1,"seq":1,"ts":"t","run":"r","type":"step.started","plan_version":1,"actor":"agent",'
+        b'"data":{"step":"a","attempt":1},"prev":"' + GENESIS_PREV.encode() + b'"}'
+    )
+    saved = codec._DECODE, codec._few_left[0]
+    codec._DECODE, codec._few_left[0] = None, codec.FEW_LINES
+    try:
+        record = codec.decode(line, 1)
+        assert codec._DECODE is None and record.type == "step.started"
+    finally:
+        codec._DECODE, codec._few_left[0] = saved
+    assert codec.decode(line, 1) == record
+
+
+def test_an_on_demand_entry_is_made_once_when_threads_ask_at_once() -> None:
+    """Eight threads asking for one missing entry of a per-class table get one value, made once (so a record
+    class is never made twice)."""
+    import threading
+    import time
+
+    made: list[str] = []
+
+    def make(key: str) -> object:
+        made.append(key)
+        time.sleep(0.01)
+        return object()
+
+    table: Any = codec._OnDemand(make)
+    got: list[object] = []
+    threads = [threading.Thread(target=lambda: got.append(table["k"])) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert made == ["k"] and len(got) == 8 and all(value is got[0] for value in got)

@@ -220,3 +220,27 @@ def test_the_row_cut_is_the_table_cut(text: str) -> None:
 
     for width in (1, 12, 60):
         assert _cut(text, width) == truncate(text, width)
+
+
+def test_a_human_row_is_its_six_fixed_columns_right_stripped(log: Path) -> None:
+    """Each row of the human timeline is the six columns in their widths, right-stripped, whatever the summary
+    (empty, ending in spaces, late) and past the table of formatted middle columns being emptied."""
+    from plantrail.cli import timeline as cli_timeline
+    from plantrail.ledger.timeline import summary
+
+    rows = cli_timeline._Rows(10_000, 500)
+    with LogReader(log) as reader:
+        records = list(reader.records())
+    for i in range(cli_timeline._MIDDLES + 40):
+        record = records[i % len(records)]
+        record = record.__class__(**{f: getattr(record, f) for f in record.__struct_fields__} | {"plan_version": i})
+        for text, late in (("", False), ("ends in spaces  ", True), (summary(record), False)):
+            kind = record.type + (" (late)" if late else "")
+            want = rows._format.format(record.seq, record.ts[:19].replace("T", " "), record.actor, kind, f"v{i}", text)
+            cut = cli_timeline._cut
+            try:
+                cli_timeline._cut = lambda _summary, _width, text=text: text  # type: ignore[assignment]
+                got = rows.row(record, object() if late else None)  # type: ignore[arg-type]
+            finally:
+                cli_timeline._cut = cut
+            assert got == want.rstrip() + "\n"

@@ -179,11 +179,10 @@ def test_line_bytes_and_their_canonical_check(data: Any, source: ev.Source | Non
     body = line[:-73] + b"}"
     assert codec._as_written(record) == body
     assert codec.decode(line[:-1], 4) == record
-    if type(record.data) in codec._NATIVE and not needs_v2(record.data):
+    if codec._NATIVE[type(record.data)] and not needs_v2(record.data):
         envelope = codec._record_envelope(record)
         if record.source is not None and not record.source.meta:  # a source is encoded without its v2 meta
-            envelope["source"] = codec._SourceV1(
-                *[getattr(record.source, n) for n in codec._SourceV1.__struct_fields__]
-            )
+            v1 = codec._source_v1()
+            envelope["source"] = v1(*[getattr(record.source, n) for n in v1.__struct_fields__])
         if record.source is None or not record.source.meta:
             assert codec._ENCODE(envelope) == body

@@ -26,8 +26,10 @@ Readers (status, resume, next, replay) take the cheaper check the snapshot is ke
 (:class:`plantrail.ledger.stores.reads.ReadResult`); ``verify`` and ``resume --verify`` never read the cache
 and check every line. Deleting the directory changes no answer.
 
-The version index's three files are sealed each, and its meta holds the SHA-256 of the other two, so files
-of different builds are never read together.
+The version index's three files are sealed each; its meta names its build by a random nonce, every entry
+of versions.idx carries its own MAC over that nonce and itself, and every entry vouches for its blob in
+versions.bin by a SHA-256 prefix, so files of different builds are never read together and a rebuild reads
+one entry and one blob, not the files whole.
 """
 
 from __future__ import annotations
@@ -36,7 +38,9 @@ import contextlib
 import fcntl
 import functools
 import hashlib
+import hmac
 import os
+import secrets
 import struct
 import zlib
 from collections.abc import Callable, Iterator, Mapping
@@ -77,12 +81,13 @@ __all__ = [
     "read_history_entries",
     "read_version_start",
     "save_snapshot",
+    "superseded_state",
     "texts_between",
     "version_start",
     "write_version_index",
 ]
 
-FORMAT: Final = "plantrail-versions/3"  # the version index's format: each entry vouches for its blob
+FORMAT: Final = "plantrail-versions/5"  # the version index's format: each entry carries its own MAC and its end
 SNAPSHOT_FORMAT: Final = "plantrail-snapshot/3"  # a snapshot's: large texts are references into the log
 _SNAPSHOT_KIND: Final = "snapshot"
 _KEYS_KIND: Final = "keys"
@@ -434,14 +439,25 @@ def save_snapshot(log_path: str, fd: int, snapshot: Snapshot) -> Saved:
 
 # --------------------------------------------------------------------------- the version index
 #
-# versions.meta (JSON: format, reducer, the log's header hash, the orphans known when it was built),
-# versions.idx (one fixed-width entry per plan version: where its adopting record ends in the log, that
-# record's seq and hash, and where its state lies in versions.bin) and versions.bin (each version's state
-# right after its adopting record, zlib-compressed, without the orphans: those come from the meta, by seq).
-# Rebuilding version V is then one seek, one small decode, and a fold of V's own records.
+# versions.meta (JSON: format, reducer, the log's header hash, the orphans known when it was built, and the
+# build's random nonce), versions.idx (one fixed-width entry per plan version: where its adopting record ends
+# in the log, that record's seq and hash, where its state lies in versions.bin with a SHA-256 prefix of it,
+# and the entry's own MAC under this user's key over the build's nonce and the entry) and versions.bin (each
+# version's state right after its adopting record, zlib-compressed, without the orphans: those come from the
+# meta, by seq), and each superseded version's state as it stood when superseded (its end). Rebuilding a
+# superseded version V is then the sealed meta, V's and V+1's entries (V+1's names the superseding record,
+# which must still be in the log) and V's end blob, with no record read at all; the active version is one
+# small sealed read, one entry and one blob read and
+# checked, one small decode, and a fold of V's own records: neither versions.idx (1.2 MB at 10^6 events) nor
+# versions.bin (50 MB) is read whole. An entry of another build (another nonce), moved (its version is in
+# it) or edited fails its MAC.
 
-# version, seq, log offset, next line, hash, blob offset, blob length, SHA-256 prefix of the blob
-_ENTRY = struct.Struct("<QQQQ32sQI16s")
+# version, seq, log offset, next line, hash, start blob (offset, length, SHA-256 prefix), end blob (the same;
+# length 0 while the version is active)
+_ENTRY = struct.Struct("<QQQQ32sQI16sQI16s")
+_ENTRY_MAC: Final = 16  # bytes of HMAC-SHA256 kept per entry
+_SIGNED_ENTRY: Final = _ENTRY.size + _ENTRY_MAC
+_ENTRY_KIND: Final = "versions.entry"
 
 
 class VersionStart(NamedTuple):
@@ -452,21 +468,28 @@ class VersionStart(NamedTuple):
     state: PlanState
 
 
-def _read_index(folder: CacheFolder) -> tuple[dict[str, object], bytes] | None:
-    """The meta and the entries of the version index when both are sealed and come from one build (the meta
-    holds the SHA-256 of the entries), else None. versions.bin is not read here: each entry vouches for its
-    own blob (:func:`_version_blob`), so a rebuild reads one blob, not every version's (50 MB at 10^6 events)."""
-    meta_blob, idx = (folder.read(name, name) for name in _INDEX_KINDS[:2])
-    if meta_blob is None or idx is None:
-        return None
-    meta = orjson.loads(meta_blob)
-    if meta.get("idx") != hashlib.sha256(idx).hexdigest():
-        return None
-    return meta, idx
-
-
 #: Where a sealed file's payload begins (its magic and its tag come first).
 _SEALED_AT: Final = len(seal(bytes(32), "", b""))
+
+
+def _entry_mac(folder: CacheFolder, nonce: bytes, entry: bytes) -> bytes:
+    return folder.mac(_ENTRY_KIND, nonce + entry)[:_ENTRY_MAC]
+
+
+def _read_entry(folder: CacheFolder, nonce: bytes, version: int) -> bytes:
+    """Version ``version``'s entry of versions.idx when its MAC is this build's (ValueError otherwise); the
+    rest of the file is not read."""
+    idx = folder.open_file(_INDEX_KINDS[1], create=False)
+    if idx is None:
+        raise ValueError("no versions.idx")
+    try:
+        signed = _read_at(idx, _SEALED_AT + (version - 1) * _SIGNED_ENTRY, _SIGNED_ENTRY)
+    finally:
+        os.close(idx)
+    entry, mac = signed[: _ENTRY.size], signed[_ENTRY.size :]
+    if len(signed) != _SIGNED_ENTRY or not hmac.compare_digest(mac, _entry_mac(folder, nonce, entry)):
+        raise ValueError("a version entry that is not this build's")
+    return entry
 
 
 def _version_blob(folder: CacheFolder, at: int, length: int, digest: bytes) -> bytes:
@@ -486,64 +509,117 @@ def _version_blob(folder: CacheFolder, at: int, length: int, digest: bytes) -> b
 def version_start(log_path: str, fd: int, version: int) -> VersionStart | None:
     """Version ``version``'s start from the index, checked against the log; None when there is no usable one."""
     folder = _folder(log_path)
-    if folder is None:
+    if folder is None or version < 1:
         return None
     try:
         with folder:
-            found = _read_index(folder)
-            if found is None:
+            meta_blob = folder.read(_INDEX_KINDS[0], _INDEX_KINDS[0])
+            if meta_blob is None:
                 return None
-            meta, idx = found
-            entry = idx[(version - 1) * _ENTRY.size : version * _ENTRY.size]
-            if version < 1 or len(entry) != _ENTRY.size:
+            meta = orjson.loads(meta_blob)
+            if (
+                meta.get("format") != FORMAT
+                or meta.get("reducer") != REDUCER_VERSION
+                or meta.get("header") != first_hash(fd)
+                or not 1 <= version <= meta["versions"]
+            ):
                 return None
-            number, seq, offset, line, raw_hash, blob_at, blob_len, digest = _ENTRY.unpack(entry)
+            entry = _read_entry(folder, bytes.fromhex(meta["build"]), version)
+            number, seq, offset, line, raw_hash, blob_at, blob_len, digest = _ENTRY.unpack(entry)[:8]
             blob = _version_blob(folder, blob_at, blob_len, digest)
-        if (
-            meta.get("format") != FORMAT
-            or meta.get("reducer") != REDUCER_VERSION
-            or meta.get("header") != first_hash(fd)
-        ):
-            return None
         position = Position(offset, seq, raw_hash.hex(), line)
         if number != version or not _holds(fd, position):
             return None
         state = decode_state(zlib.decompress(blob))
-        orphans = decode_orphans(meta["orphans"], up_to=seq)  # type: ignore[arg-type]
+        orphans = decode_orphans(meta["orphans"], up_to=seq)
     except (OSError, ValueError, KeyError, TypeError, zlib.error, struct.error):
         return None
     return VersionStart(version, position, state._replace(orphans=orphans))
 
 
+def superseded_state(log_path: str, fd: int, version: int) -> tuple[PlanState, int] | None:
+    """Version ``version`` as it stood when superseded and the seq of the record that superseded it, from the
+    index alone (no record of the version is read: like a snapshot, it is keyed by the superseding record,
+    which must still be intact in the log); None for the active version or without a usable index."""
+    folder = _folder(log_path)
+    if folder is None or version < 1:
+        return None
+    try:
+        with folder:
+            meta_blob = folder.read(_INDEX_KINDS[0], _INDEX_KINDS[0])
+            if meta_blob is None:
+                return None
+            meta = orjson.loads(meta_blob)
+            if (
+                meta.get("format") != FORMAT
+                or meta.get("reducer") != REDUCER_VERSION
+                or meta.get("header") != first_hash(fd)
+                or not 1 <= version < meta["versions"]
+            ):
+                return None
+            nonce = bytes.fromhex(meta["build"])
+            ours, nxt = (_ENTRY.unpack(_read_entry(folder, nonce, v)) for v in (version, version + 1))
+            if ours[0] != version or nxt[0] != version + 1 or ours[9] == 0:
+                return None
+            blob = _version_blob(folder, ours[8], ours[9], ours[10])
+        superseding = Position(nxt[2], nxt[1], nxt[4].hex(), nxt[3])
+        if not _holds(fd, superseding):
+            return None
+        state = decode_state(zlib.decompress(blob))
+        orphans = decode_orphans(meta["orphans"], up_to=superseding.seq)
+    except (OSError, ValueError, KeyError, TypeError, zlib.error, struct.error):
+        return None
+    return state._replace(orphans=orphans), superseding.seq
+
+
 def write_version_index(log_path: str, header: str, entries: list[bytes], blobs: list[bytes], state: PlanState) -> None:
     """Write the version index of a log whose fold gave ``state`` (best effort: the cache is optional)."""
-    idx, blob = b"".join(entries), b"".join(blobs)
+    folder = _folder(log_path, create=True)
+    if folder is None:
+        return
+    nonce = secrets.token_bytes(16)
     meta = {
         "format": FORMAT,
         "reducer": REDUCER_VERSION,
         "header": header,
         "orphans": orjson.loads(encode_state(state))["orphans"],
-        "idx": hashlib.sha256(idx).hexdigest(),
+        "versions": len(entries),
+        "build": nonce.hex(),
     }
-    folder = _folder(log_path, create=True)
-    if folder is None:
-        return
     with folder:
-        # the meta last: until it names them, a new idx and bin are not believed together with an old meta
-        for name, data in zip(_INDEX_KINDS[::-1], (blob, idx, orjson.dumps(meta)), strict=True):
+        idx = b"".join(entry + _entry_mac(folder, nonce, entry) for entry in entries)
+        # the meta last: until it names their build, a new idx and bin are not believed with an old meta
+        for name, data in zip(_INDEX_KINDS[::-1], (b"".join(blobs), idx, orjson.dumps(meta)), strict=True):
             if not folder.write(name, name, data):
                 return
 
 
-def index_entry(state: PlanState, where: Position, at: int) -> tuple[bytes, bytes]:
-    """The index entry and state blob of the version ``state`` adopted, by the record ending at ``where``;
-    ``at`` is where the blob will lie in versions.bin."""
-    blob = zlib.compress(encode_state(state._replace(orphans=())), 1)
-    digest = hashlib.sha256(blob).digest()[:16]
+def _state_blob(state: PlanState) -> bytes:
+    return zlib.compress(encode_state(state._replace(orphans=())), 1)
+
+
+def index_entry(state: PlanState, where: Position, at: int, end: PlanState | None = None) -> tuple[bytes, bytes]:
+    """The index entry and blobs of the version ``state`` adopted, by the record ending at ``where``, with its
+    state as it stood when superseded (``end``; None while it is active); ``at`` is where the blobs will lie
+    in versions.bin (the start blob, then the end blob)."""
+    start = _state_blob(state)
+    last = b"" if end is None else _state_blob(end)
+    start_digest = hashlib.sha256(start).digest()[:16]
+    end_digest = hashlib.sha256(last).digest()[:16] if last else bytes(16)
     entry = _ENTRY.pack(
-        state.version, where.seq, where.offset, where.line, bytes.fromhex(where.hash), at, len(blob), digest
+        state.version,
+        where.seq,
+        where.offset,
+        where.line,
+        bytes.fromhex(where.hash),
+        at,
+        len(start),
+        start_digest,
+        at + len(start),
+        len(last),
+        end_digest,
     )
-    return entry, blob
+    return entry, start + last
 
 
 # --------------------------------------------------------------------------- the history index

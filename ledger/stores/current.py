@@ -13,14 +13,14 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from plantrail.ledger.errors import LogDamaged
-from plantrail.ledger.stores.cache import Snapshot, load_snapshot
+from plantrail.ledger.stores.cache import Snapshot, load_snapshot, superseded_state
 
 if TYPE_CHECKING:
     from plantrail.ledger.events import Record
     from plantrail.ledger.store import TornTail
     from plantrail.projections.model import PlanState
 
-__all__ = ["ReadResult", "read_state", "use_cache_default"]
+__all__ = ["ReadResult", "read_state", "superseded_version", "use_cache_default"]
 
 
 class ReadResult(NamedTuple):
@@ -62,6 +62,22 @@ def _covering_snapshot(log_path: str) -> Snapshot | None:
 def use_cache_default() -> bool:
     """Snapshots are used unless ``PLANTRAIL_NO_CACHE`` is set to a non-empty value."""
     return not os.environ.get("PLANTRAIL_NO_CACHE")
+
+
+def superseded_version(log_path: str, version: int) -> tuple[PlanState, int] | None:
+    """A superseded version as it stood when superseded and the seq that superseded it, from the version index
+    alone (:func:`~plantrail.ledger.stores.cache.superseded_state`), without importing the store or the
+    reducer; None when the index cannot answer (the active version, no index, anything not checking out)."""
+    try:
+        fd = os.open(log_path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return None  # the slow path reports the error with its proper code
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return superseded_state(log_path, fd, version)
+    finally:
+        os.close(fd)
 
 
 def read_state(log_path: str, *, use_cache: bool | None = None, stop_at_damage: bool = False) -> ReadResult:

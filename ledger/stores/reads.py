@@ -28,7 +28,7 @@ from plantrail.ledger.stores.cache import (
     version_start,
     write_version_index,
 )
-from plantrail.ledger.stores.current import ReadResult, read_state, use_cache_default
+from plantrail.ledger.stores.current import ReadResult, read_state, superseded_version, use_cache_default
 from plantrail.ledger.stores.jsonl import LogReader
 from plantrail.projections.history import (
     criterion_seqs,
@@ -40,7 +40,7 @@ from plantrail.projections.history import (
 )
 from plantrail.projections.model import PlanState, VersionInfo
 from plantrail.projections.snapshot import decode_state, decode_version, encode_state, encode_version
-from plantrail.projections.state import fold, initial
+from plantrail.projections.state import initial
 
 __all__ = [
     "INDEX_FROM_BYTES",
@@ -63,29 +63,30 @@ __all__ = [
 
 
 def build_version_index(log_path: str) -> PlanState:
-    """Fold the whole log once and write its version index; return the final state (the cache is optional)."""
+    """Fold the whole log once, version by version (as :func:`rebuild_version` does without the index), and
+    write its version index: each version's state just after its adopting record and, once superseded, as
+    it stood then. Return the final state (the cache is optional)."""
     entries: list[bytes] = []
     blobs: list[bytes] = []
     at = 0
-    indexed = 0
     with LogReader(log_path) as reader:
-
-        def adopted(state: PlanState) -> None:
-            nonlocal at, indexed
-            if state.version == indexed:
-                return  # extended in place: the version still starts at its adopting record
-            indexed = state.version
-            # just after the adopting record, which the fold has just applied
-            entry, blob = index_entry(state, reader.position, at)
-            entries.append(entry)
-            blobs.append(blob)
-            at += len(blob)
-
-        state = fold(reader.records(), on_adopt=adopted)
+        records = iter(reader.records())
+        state = initial()
+        start: tuple[PlanState, Position] | None = None  # the current version's start, once it has one
+        while True:
+            span, after = fold_span(records, state)
+            if start is not None:
+                entry, blob = index_entry(*start, at, None if after is None else span.state)
+                entries.append(entry)
+                blobs.append(blob)
+                at += len(blob)
+            if after is None:
+                break
+            start, state = (after, reader.position), after  # just after the adopting record fold_span applied
         header = first_hash(reader.fd)
     if header is not None and reader.torn is None:
-        write_version_index(log_path, header, entries, blobs, state)
-    return state
+        write_version_index(log_path, header, entries, blobs, span.state)
+    return span.state
 
 
 #: Logs at least this large get a version index the first time a version is rebuilt.
@@ -99,6 +100,9 @@ def rebuild_version(
     superseded it, and the torn tail the read ended on. With the version index this folds only the version's
     own records; without one it folds from the start (and, for a large log, builds the index for next time)."""
     cached = use_cache_default() if use_cache is None else use_cache
+    ended = superseded_version(log_path, version) if cached else None
+    if ended is not None:
+        return ended[0], ended[1], None
     with LogReader(log_path) as reader:
         start = version_start(log_path, reader.fd, version) if cached else None
         if start is None and cached and os.fstat(reader.fd).st_size >= INDEX_FROM_BYTES and not is_fork(log_path):

@@ -186,6 +186,11 @@ class CacheFolder:
             return None
         return fd
 
+    def mac(self, kind: str, data: bytes) -> bytes:
+        """The HMAC-SHA256 of ``data`` as a ``kind`` under this user's key: for a file whose parts are checked
+        one at a time (an index entry read without the rest of its file), each part carrying its own."""
+        return _tag(self._key, kind, data)
+
     def read(self, name: str, kind: str, limit: int = MAX_CACHE_FILE) -> bytes | None:
         """The payload of sealed file ``name`` of ``kind``; None when it is missing, unsafe or not sealed by us."""
         blob = read_regular(name, limit + len(_MAGIC) + _TAG, dir_fd=self._fd)
