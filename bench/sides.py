@@ -6,6 +6,7 @@ import copy
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -19,6 +20,7 @@ from plantrail.projections.history import fold_span, resume_receipt
 from plantrail.projections.state import fold
 
 __all__ = [
+    "SETTLE_SECONDS",
     "Script",
     "append_batches",
     "append_each",
@@ -84,6 +86,10 @@ def evidence_log(path: Path, size: int = EVIDENCE_BYTES) -> Path:
     return path
 
 
+#: Longer than a file-system clock tick (Linux's coarse clock: 1-10 ms): a snapshot written later is not racy.
+SETTLE_SECONDS = 0.03
+
+
 def append_one(path: Path) -> Probe:
     """A writer's whole append on a fresh copy of the log and its cache (copied untimed before each run): open
     it (the snapshot is checked, its references into the log read and checked by hash), verify a criterion,
@@ -100,6 +106,11 @@ def append_one(path: Path) -> Probe:
         shutil.copyfile(path, work)
         if cached.is_dir():
             shutil.copytree(cached, work_cached)
+        # A copy is another file, which the copied snapshot did not record: settle it as its own last writer
+        # would have (a clock tick after its last change, one open and close), so that the timed append meets
+        # a snapshot of this very file, as a log's next writer does.
+        time.sleep(SETTLE_SECONDS)
+        Ledger.open(work, fsync="none").close()
 
     def go() -> None:
         with Ledger.open(work, fsync="none") as ledger:

@@ -19,9 +19,14 @@ framing and SHA-256) and be that seq, the log's header hash must match, and so m
 and the reducer version. Any mismatch (another log, a repaired or rewritten log, another plantrail) and the
 snapshot is ignored: the log is read from its first line. Only writers write snapshots.
 
-Writers check more before they append: the CRC of every byte the snapshot covers (about 20 ms per 50 MB), so
+Writers check more before they append: that every byte the snapshot covers is the byte a writer checked, so
 a damaged line anywhere sends them back to a full read that refuses it with its line number; plantrail never
-extends a damaged log, and a claimed idempotency duplicate is confirmed against the log's own bytes.
+extends a damaged log, and a claimed idempotency duplicate is confirmed against the log's own bytes. Without
+reading them when the snapshot recorded the log's :class:`Identity` (device, inode, size, write and change
+times) with a file-system timestamp taken just before, the log still has that identity and the record is not
+racy (the log's change time is before the timestamp: see :func:`_unchanged_since`); else by the CRC of every
+byte the snapshot covers (about 20 ms per 50 MB). A writer records the identity only while its custody holds
+(no change to the file but its own appends since it checked it: :class:`~plantrail.ledger.stores.jsonl.JsonlStore`).
 Readers (status, resume, next, replay) take the cheaper check the snapshot is keyed by and say that they did
 (:class:`plantrail.ledger.stores.reads.ReadResult`); ``verify`` and ``resume --verify`` never read the cache
 and check every line. Deleting the directory changes no answer.
@@ -42,6 +47,7 @@ import hmac
 import os
 import secrets
 import struct
+import time
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final, NamedTuple
@@ -61,9 +67,11 @@ from plantrail.projections.snapshot import (
 
 __all__ = [
     "HISTORY_FORMAT",
+    "SETTLE_FROM_BYTES",
     "HistoryEntry",
     "HistoryIndex",
     "HistoryWriter",
+    "Identity",
     "Position",
     "Saved",
     "Snapshot",
@@ -73,6 +81,7 @@ __all__ = [
     "cache_dir",
     "first_hash",
     "history_lock",
+    "identity_of",
     "index_entry",
     "load_history",
     "load_snapshot",
@@ -105,6 +114,23 @@ class Position(NamedTuple):
     line: int
 
 
+class Identity(NamedTuple):
+    """The log file as a writer saw it (``fstat``): its device, inode, size, and times of last write and change.
+    Any write through the file system changes the change time (``utime`` too), which nobody can set."""
+
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+
+
+def identity_of(fd: int) -> Identity:
+    """The open log's :class:`Identity` now."""
+    st = os.fstat(fd)
+    return Identity(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
 class TextRef(NamedTuple):
     """Where a large text lies in the log: the line of the record carrying it (its offset, its length without
     the newline, the record's hash) and the path to the string in that line's JSON."""
@@ -125,6 +151,10 @@ class Snapshot(NamedTuple):
     crc: int
     texts: Mapping[str, TextRef] = {}
     keys_digest: str | None = None  # the SHA-256 of the keys.snap these keys were read from or written as
+    #: The log as it stood when every byte before ``position.offset`` was known to match ``crc`` (saving: the
+    #: writer's custody, recorded with a file-system timestamp; loading with ``check_prefix``: the custody the
+    #: check established); None when there is no such moment (then the next writer reads every byte).
+    identity: Identity | None = None
 
 
 def _strings(value: Any, path: tuple[str | int, ...]) -> Iterator[tuple[str, tuple[str | int, ...]]]:
@@ -173,9 +203,10 @@ def texts_between(fd: int, start: int, end: int) -> dict[str, TextRef]:
     return found
 
 
-def _record_at(fd: int, offset: int, length: int, h: str, before: int) -> Any:
+def _record_at(fd: int, offset: int, length: int, h: str, before: int, *, rehash: bool = True) -> Any:
     """The decoded record whose line is [offset, offset + length) when it lies before ``before`` and is intact
-    with hash ``h`` (its framing and SHA-256); ValueError otherwise."""
+    with hash ``h`` (its framing and SHA-256; without ``rehash`` its framing and recorded hash only, for bytes
+    proven unchanged since a writer checked them); ValueError otherwise."""
     if offset < 0 or length < 73 or offset + length >= before:
         raise ValueError("a snapshot reference outside the part of the log it covers")
     start = max(offset - 1, 0)
@@ -183,7 +214,9 @@ def _record_at(fd: int, offset: int, length: int, h: str, before: int) -> Any:
     line = raw[offset - start : -1]
     if raw[-1:] != b"\n" or (offset > 0 and raw[:1] != b"\n") or len(line) != length:
         raise ValueError("a snapshot reference not at a line of the log")
-    if line[-72:-66] != b',"h":"' or line[-66:-2] != h.encode() or hashlib.sha256(line[:-72] + b"}").hexdigest() != h:
+    if line[-72:-66] != b',"h":"' or line[-66:-2] != h.encode():
+        raise ValueError("a snapshot reference to a record that changed")
+    if rehash and hashlib.sha256(line[:-72] + b"}").hexdigest() != h:
         raise ValueError("a snapshot reference to a record that changed")
     return orjson.loads(line)
 
@@ -191,9 +224,10 @@ def _record_at(fd: int, offset: int, length: int, h: str, before: int) -> Any:
 class _Filler:
     """Fills a snapshot's references from the log, each record read and checked once; notes what it filled."""
 
-    def __init__(self, fd: int, before: int) -> None:
+    def __init__(self, fd: int, before: int, *, rehash: bool = True) -> None:
         self._fd = fd
         self._before = before
+        self._rehash = rehash
         self._records: dict[int, Any] = {}
         self.texts: dict[str, TextRef] = {}
 
@@ -202,7 +236,9 @@ class _Filler:
         ref = TextRef(int(offset), int(length), str(h), tuple(path))
         record = self._records.get(ref.offset)
         if record is None:
-            record = self._records[ref.offset] = _record_at(self._fd, ref.offset, ref.length, ref.hash, self._before)
+            record = self._records[ref.offset] = _record_at(
+                self._fd, ref.offset, ref.length, ref.hash, self._before, rehash=self._rehash
+            )
         value = record
         for step in ref.path:
             value = value[step]
@@ -283,14 +319,50 @@ def _read_keys(folder: CacheFolder, digest: str | None) -> dict[str, KeyEntry] |
     return {k: KeyEntry(*v) for k, v in orjson.loads(blob).items()}
 
 
-def _sealed(
-    log_path: str, fd: int, *, check_prefix: bool, with_keys: bool
-) -> tuple[Position, bytes, dict[str, Any], dict[str, KeyEntry], _Filler] | None:
-    """The snapshot's checked parts (position, state line, meta, keys, the filler of its references) when it is
-    sealed by this user's plantrail and checks out against the log, else None (see :func:`load_snapshot`)."""
+class _Sealed(NamedTuple):
+    """A snapshot's checked parts: where it ends, its encoded state, its meta (with the record it ends at as
+    ``held``), its keys, the filler of its references, and the custody its check established (see
+    :func:`load_snapshot`)."""
+
+    position: Position
+    state_line: bytes
+    meta: dict[str, Any]
+    keys: dict[str, KeyEntry]
+    filler: _Filler
+    custody: Identity | None
+
+
+def _unchanged_since(meta: dict[str, Any], now: Identity, position: Position) -> bool:
+    """True when the log is the file the snapshot's writer recorded, untouched since: the same device, inode,
+    size (where the snapshot ends), write and change times, and the record not "racy" (the racy-git rule: the
+    log's change time is strictly before the file-system timestamp the writer took just before recording it,
+    so any write after the recording, in place or not, would have moved the change time)."""
+    file = meta.get("file")
+    if not isinstance(file, list) or len(file) != len(Identity._fields) + 1:
+        return False
+    return Identity(*file[:-1]) == now and now.size == position.offset and now.ctime_ns < file[-1]
+
+
+def _prefix_checked(fd: int, position: Position, crc: object, stamp: tuple[int, int] | None) -> Identity | None:
+    """Check the CRC of every byte before ``position.offset`` (ValueError when it differs) and return the
+    custody that establishes: the log's identity taken before the read, when the read saw no write (the
+    identity after it is the same) and that identity is not racy against ``stamp`` (a file-system timestamp
+    taken before it, on the log's device: a write after the stamp gets a change time at or past it); else
+    None."""
+    before = identity_of(fd)
+    if prefix_crc(fd, position.offset) != crc:
+        raise ValueError("the log's bytes before the snapshot changed")
+    settled = stamp is not None and stamp[1] == before.dev and before.ctime_ns < stamp[0]
+    return before if settled and identity_of(fd) == before else None
+
+
+def _sealed(log_path: str, fd: int, *, check_prefix: bool, with_keys: bool) -> _Sealed | None:
+    """The snapshot's checked parts when it is sealed by this user's plantrail and checks out against the log,
+    else None (see :func:`load_snapshot`)."""
     folder = _folder(log_path)
     if folder is None:
         return None
+    stamp: tuple[int, int] | None = None
     with folder:
         blob = folder.read("head.snap", _SNAPSHOT_KIND)
         if blob is None:
@@ -304,30 +376,49 @@ def _sealed(
         keys = _read_keys(folder, meta["keys"]) if with_keys else {}
         if keys is None:
             return None
-    position = Position(*meta["position"])
+        position = Position(*meta["position"])
+        now = identity_of(fd) if check_prefix else None
+        trusted = now is not None and _unchanged_since(meta, now, position)
+        if check_prefix and not trusted:
+            stamp = folder.stamp()  # before the identity the read starts from: says whether it could miss a write
     held = _held(fd, position) if meta.get("header") == first_hash(fd) else None
     if held is None:
         return None
-    if check_prefix and prefix_crc(fd, position.offset) != meta.get("crc"):
-        return None
-    return position, state_line, meta | {"held": held}, keys, _Filler(fd, position.offset)
+    custody = now if trusted else None
+    if check_prefix and not trusted:
+        custody = _prefix_checked(fd, position, meta.get("crc"), stamp)
+    filler = _Filler(fd, position.offset, rehash=not trusted)
+    return _Sealed(position, state_line, meta | {"held": held}, keys, filler, custody)
 
 
 def load_snapshot(log_path: str, fd: int, *, check_prefix: bool = False, with_keys: bool = False) -> Snapshot | None:
     """The log's snapshot if it is sealed by this user's plantrail and checks out against the log (and, with
-    ``check_prefix``, against the CRC of every byte it covers), else None. Its idempotency index is read only
-    ``with_keys`` (writers need it, readers do not); without, ``keys`` is empty."""
+    ``check_prefix``, against every byte it covers), else None. Its idempotency index is read only
+    ``with_keys`` (writers need it, readers do not); without, ``keys`` is empty.
+
+    ``check_prefix`` (writers) proves that the bytes the snapshot covers are the ones its writer checked:
+    without reading them when the log is the very file the snapshot recorded, unchanged and not racy (see
+    :func:`_unchanged_since`; its references are then not re-hashed either), else by the CRC of every byte.
+    The snapshot's ``identity`` is then the custody established (None when there is none to hand on)."""
     try:
         sealed = _sealed(log_path, fd, check_prefix=check_prefix, with_keys=with_keys)
         if sealed is None:
             return None
-        position, state_line, meta, keys, filler = sealed
-        state = decode_state(state_line, filler)
+        state = decode_state(sealed.state_line, sealed.filler)
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         return None
+    position, meta = sealed.position, sealed.meta
     if state.last_seq != position.seq or state.head != position.hash:
         return None
-    return Snapshot(position, state, keys, meta["crc"], filler.texts, meta["keys"] if with_keys else None)
+    return Snapshot(
+        position,
+        state,
+        sealed.keys,
+        meta["crc"],
+        sealed.filler.texts,
+        meta["keys"] if with_keys else None,
+        sealed.custody,
+    )
 
 
 class SnapshotSummary(NamedTuple):
@@ -373,7 +464,7 @@ def load_summary(log_path: str, fd: int) -> SnapshotSummary | None:
         sealed = _sealed(log_path, fd, check_prefix=False, with_keys=False)
         if sealed is None:
             return None
-        position, state_line, meta, _, filler = sealed
+        position, state_line, meta, _, filler, _ = sealed
         d = _listed()(state_line)
         if d.last_seq != position.seq or d.head != position.hash or not isinstance(meta["held"].get("ts"), str):
             return None
@@ -383,6 +474,35 @@ def load_summary(log_path: str, fd: int) -> SnapshotSummary | None:
         return SnapshotSummary(position, d.run, goal, d.version, d.outcome, len(d.orphans), meta["held"]["ts"])
     except (OSError, ValueError, KeyError, TypeError, IndexError):  # msgspec's DecodeError is a ValueError
         return None
+
+
+#: From this many covered bytes a writer's checkpoint waits (at most :data:`_SETTLE_WAIT` seconds) for the
+#: file-system clock to tick past the log's last change, so that its snapshot is not racy: the next writer's
+#: CRC of 8 MiB costs more than the wait (a tick is 1-10 ms on Linux); below, a racy snapshot costs little.
+SETTLE_FROM_BYTES: Final = 8 << 20
+_SETTLE_WAIT: Final = 0.012
+
+
+def _custody_record(folder: CacheFolder, fd: int, snapshot: Snapshot) -> list[int] | None:
+    """What the snapshot records of the log for the next writer (see :func:`_unchanged_since`): the log's
+    identity and a file-system timestamp taken just before it, when the writer's custody still holds (the log
+    is as the writer last knew it, and ends where the snapshot does); None otherwise. A racy record is written
+    like any other (the next writer does not trust it); a writer that covers :data:`SETTLE_FROM_BYTES` or
+    more first waits up to :data:`_SETTLE_WAIT` for the clock to tick past the log's last change."""
+    custody = snapshot.identity
+    if custody is None or custody.size != snapshot.position.offset:
+        return None
+    deadline = time.monotonic() + (_SETTLE_WAIT if custody.size >= SETTLE_FROM_BYTES else 0.0)
+    while True:
+        stamp = folder.stamp()
+        if stamp is None:
+            return None
+        now = identity_of(fd)
+        if now != custody or stamp[1] != now.dev:
+            return None
+        if now.ctime_ns < stamp[0] or time.monotonic() >= deadline:
+            return [*now, stamp[0]]  # racy or not: the reader says
+        time.sleep(0.0005)
 
 
 class Saved(NamedTuple):
@@ -429,6 +549,9 @@ def save_snapshot(log_path: str, fd: int, snapshot: Snapshot) -> Saved:
     if folder is None:
         return Saved(used, None)
     with folder:
+        file = _custody_record(folder, fd, snapshot)
+        if file is not None:
+            meta["file"] = file
         changed = keys_blob is not None and keys_digest != snapshot.keys_digest
         if changed and keys_blob is not None and not folder.write("keys.snap", _KEYS_KIND, keys_blob):
             return Saved(used, None)

@@ -52,9 +52,11 @@ from plantrail.ledger.files import (
 )
 from plantrail.ledger.store import FsyncPolicy, PendingRecord, Resumed, TornTail
 from plantrail.ledger.stores.cache import (
+    Identity,
     Position,
     Snapshot,
     TextRef,
+    identity_of,
     load_snapshot,
     prefix_crc,
     save_snapshot,
@@ -406,6 +408,10 @@ class JsonlStore:
         self._crc = (0, 0)  # (offset, CRC-32 of the log's bytes before it), carried between snapshots
         self._texts: tuple[int, dict[str, TextRef]] = (0, {})  # where the large texts before an offset lie
         self._keys_digest: str | None = None  # the idempotency index file the cache holds (see save_snapshot)
+        # The log's identity when every byte before the head was known to be what this writer checked (the
+        # carried CRC's bytes and the lines it read since), kept only while nobody else changes the file: the
+        # custody a snapshot hands on so that the next writer need not re-read those bytes (see cache.py).
+        self._custody: Identity | None = None
         self._thread_lock = threading.Lock()
 
     # ----------------------------------------------------------- opening
@@ -504,6 +510,7 @@ class JsonlStore:
         self._crc = (p.offset, snapshot.crc)
         self._texts = (p.offset, dict(snapshot.texts))
         self._keys_digest = snapshot.keys_digest
+        self._custody = snapshot.identity
         return Resumed(snapshot.state, snapshot.keys)
 
     def checkpoint(self, state: PlanState, keys: Mapping[str, KeyEntry]) -> None:
@@ -517,7 +524,8 @@ class JsonlStore:
             crc = prefix_crc(self._fd, head.end, offset, crc)
             self._crc = (head.end, crc)
             texts = self._texts_until(head.end)
-            saved = save_snapshot(self.path, self._fd, Snapshot(position, state, keys, crc, texts, self._keys_digest))
+            snapshot = Snapshot(position, state, keys, crc, texts, self._keys_digest, self._custody)
+            saved = save_snapshot(self.path, self._fd, snapshot)
             self._texts = (head.end, saved.texts)  # the texts the state still holds: the rest need not be kept
             self._keys_digest = saved.keys_digest
 
@@ -569,11 +577,18 @@ class JsonlStore:
             raise os_error(exc, self.path) from None
         if (st.st_dev, st.st_ino) != self._identity:
             raise error("IO_ERROR", f"log {self.path} was replaced while open; reopen it", path=self.path)
+        self._keep_custody(Identity(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
         if st.st_size < self._head.end:
             self._head = _Head(end=0, next_seq=0, prev=GENESIS_PREV, line_no=1)
             self._crc = (0, 0)
             return st.st_size, True
         return st.st_size, False
+
+    def _keep_custody(self, now: Identity) -> None:
+        """Drop the custody when the log is no longer as this writer last knew it (another writer's append, an
+        edit, a cut): the next writer will then read every byte again."""
+        if self._custody is not None and now != self._custody:
+            self._custody = None
 
     def sync(self) -> None:
         """Make every appended record durable now (the group commit of the ``batch`` policy)."""
@@ -618,6 +633,7 @@ class JsonlStore:
         if size != head.end:
             raise error("IO_ERROR", f"log {self.path} changed outside the writer lock", path=self.path)
         blob = b"".join(lines)
+        self._keep_custody(identity_of(self._fd))  # no write between the turn's check and ours goes unnoticed
         try:
             written = os.write(self._fd, blob)
         except OSError as exc:
@@ -631,6 +647,8 @@ class JsonlStore:
                 path=self.path,
             )
         self._head = _Head(end=size + len(blob), next_seq=last.seq + 1, prev=last.h, line_no=head.line_no + len(lines))
+        if self._custody is not None:
+            self._custody = identity_of(self._fd)  # the change is this write
         if self._unsynced_from is None:
             self._unsynced_from = head.next_seq
         self._unsynced += len(lines)

@@ -186,6 +186,25 @@ class CacheFolder:
             return None
         return fd
 
+    def stamp(self) -> tuple[int, int] | None:
+        """The file system's clock now, as the change time of a fresh file in the folder, and the folder's device:
+        a timestamp on the same clock and granularity as a log beside the folder (the racy-git rule compares
+        the two); None when no file can be made."""
+        tmp = f".stamp.{secrets.token_hex(8)}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600, dir_fd=self._fd)
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=self._fd)
+        return st.st_ctime_ns, st.st_dev
+
     def mac(self, kind: str, data: bytes) -> bytes:
         """The HMAC-SHA256 of ``data`` as a ``kind`` under this user's key: for a file whose parts are checked
         one at a time (an index entry read without the rest of its file), each part carrying its own."""
