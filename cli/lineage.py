@@ -168,8 +168,11 @@ def _done(entry: dict[str, Any]) -> str:
     return "; ".join([*entry["evidence"], *artifacts])
 
 
-def _waits(entry: dict[str, Any]) -> str:
-    return ("waits on " + ", ".join(entry["waiting_on"])) if entry["waiting_on"] else "ready"
+def _waits(entry: dict[str, Any], gated: set[str]) -> str:
+    """What a step not run waits on: its unmet dependencies, then an approval (``gated``); else ready."""
+    waits = [f"waits on {', '.join(entry['waiting_on'])}"] if entry["waiting_on"] else []
+    waits += ["waits for an approval"] if entry["id"] in gated else []
+    return " · ".join(waits) or "ready"
 
 
 def _render_brief(doc: dict[str, Any]) -> str:
@@ -178,11 +181,12 @@ def _render_brief(doc: dict[str, Any]) -> str:
     where = f"plan v{doc['plan_version']} (round {doc['round']}) · {doc['outcome'] or 'open'}"
     lines = [f"brief for run {doc['run']} · {where}"]
     lines.append(f"goal: {truncate(doc['goal'], 100)}")  # every text shown through truncate: escaped
+    gated = {w["step"] for w in doc["scope"]["waiting_approval"]}
     sections: list[tuple[str, list[dict[str, Any]], Callable[[dict[str, Any]], str]]] = [
         ("completed (keep them: their ids and evidence stay)", doc["completed"], _done),
         ("failed", doc["failed"], lambda e: e["reason"] or e["error"] or ""),
         ("in progress (no result yet)", doc["in_progress"], lambda e: f"attempt {e['attempt']}"),
-        ("not run", doc["not_run"], _waits),
+        ("not run", doc["not_run"], lambda e: _waits(e, gated)),
         ("stale (an input changed: run them again)", doc.get("stale", []), lambda e: e["reason"] or ""),
     ]
     for title, entries, detail in sections:
@@ -206,7 +210,39 @@ def _render_brief(doc: dict[str, Any]) -> str:
     if doc["coverage"]["declared"] and doc["coverage"]["uncovered"]:
         lines += ["", f"criteria no step covers: {', '.join(doc['coverage']['uncovered'])}"]
     lines += [f"budget: {advice}" for advice in doc["budget"]["advice"]]
+    lines += _scope_lines(doc["scope"])
     return "\n".join(lines)
+
+
+def _globs(globs: list[str] | None) -> str:
+    return "any" if globs is None else truncate(", ".join(globs), 80) if globs else "none"
+
+
+def _scope_lines(scope: dict[str, Any]) -> list[str]:
+    """The scope left: the task scope, the approvals that bear on the open steps, the denied steps and the
+    violation pausing the run (nothing when none of them is there)."""
+    lines: list[str] = []
+    if scope["task"] is not None:
+        lines.append(f"  task: writes {_globs(scope['task']['writes'])} · reads {_globs(scope['task']['reads'])}")
+    for approval in scope["granted"]:
+        widens = [f"writes {', '.join(approval['writes'])}"] if approval["writes"] else []
+        widens += [f"tools {', '.join(approval['tools'])}"] if approval["tools"] else []
+        extra = f" · widens {truncate('; '.join(widens), 60)}" if widens else ""
+        lines.append(f"  granted {approval['id']}: steps {', '.join(approval['steps'])}{extra}")
+    for approval in scope["pending"]:
+        lines.append(
+            f"  pending {approval['id']}: steps {', '.join(approval['steps'])} · {truncate(approval['question'], 60)}"
+        )
+    for waiting in scope["waiting_approval"]:
+        requests = f" (requests {', '.join(waiting['requests'])})" if waiting["requests"] else ""
+        lines.append(f"  {waiting['step']}: waits for an approval · {waiting['because']}{requests}")
+    if scope["denied"]:
+        lines.append(f"  denied: {', '.join(scope['denied'])} (paused until a replan changes or removes them)")
+    if scope["violation"] is not None:
+        held = scope["violation"]
+        outside = truncate(", ".join([*held["paths"], *held["tools"]]), 60)
+        lines.append(f"  violation: {held['step']} attempt {held['attempt']} went outside its scope · {outside}")
+    return ["", "scope left", *lines] if lines else []
 
 
 @click.command()
@@ -215,7 +251,7 @@ def _render_brief(doc: dict[str, Any]) -> str:
 def brief(log: str, as_json: bool) -> None:
     """The replan brief for the planner (seed 002): completed steps and their evidence (keep them: a replan
     that leaves their contract alone keeps them under their ids), failed steps with reasons, steps in doubt and
-    not run, unmet criteria, late results, coverage, the work remaining and the budget left; derived from the
+    not run, unmet criteria, late results, coverage, the work remaining, the budget and the scope left; derived from the
     log only, each step with its whole contract so a patch can be written from the brief alone.
 
     \b
@@ -223,9 +259,11 @@ def brief(log: str, as_json: bool) -> None:
       "last_seq", "step"}], "failed": [{"id", "status", "attempt", "max_attempts", "exhausted", "error",
       "reason", "last_seq", "step"}], "in_progress", "not_run": [{"id", "waiting_on", "reset", "step"}],
       "unmet_criteria": [{"id", "description", "status", "evidence"}], "orphans", "coverage", "remaining":
-      {"steps", "criteria"}, "budget", "lineage", "stale": [{"id", "reason", "invalidated_by", "consumed",
-      "step"}]} ("step": the step's contract as a draft writes it; each completed step has its "artifacts";
-      a run with observations adds "observations", "possibly_stale", "drift" and "cancel")
+      {"steps", "criteria"}, "budget", "lineage", "effects_in_doubt", "stale": [{"id", "reason",
+      "invalidated_by", "consumed", "step"}], "scope": {"task", "granted", "pending", "waiting_approval",
+      "denied", "violation"}, "draft"} ("step": the step's contract as a draft writes it, every term; each
+      completed step has its "artifacts"; "draft": the active plan as a whole draft, which replan --draft
+      takes; a run with observations adds "observations", "possibly_stale", "drift" and "cancel")
 
     \b
     Example:

@@ -369,6 +369,7 @@ _STEP_KEYS = {
     *STEP_SCOPE_KEYS,
     "outputs",
     "inputs",
+    "notes",
 }
 
 
@@ -434,6 +435,8 @@ def _parse_step(raw: Any, where: str) -> StepSpec:
     outputs = _noted(problems, no_outputs, parse_outputs, obj.get("outputs"), f"{where}.outputs")
     no_inputs: tuple[InputRef, ...] = ()
     inputs = _noted(problems, no_inputs, parse_inputs, obj.get("inputs"), f"{where}.inputs")
+    no_notes: tuple[str, ...] = ()
+    notes = _noted(problems, no_notes, _notes, obj.get("notes"), f"{where}.notes")
     _raise_if_any(problems)
     return StepSpec(
         id=step_id,
@@ -450,8 +453,18 @@ def _parse_step(raw: Any, where: str) -> StepSpec:
             outputs=outputs,
             inputs=inputs,
             on_failure=on_failure,
+            notes=notes,
         ),
     )
+
+
+def _notes(value: Any, where: str) -> tuple[str, ...]:
+    """A step's ``notes``: lines about the step beyond its title, each kept as written (none when absent)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(line, str) and line.strip() for line in value):
+        raise error("DRAFT_INVALID", f"{where} must be a list of non-blank strings", path=where)
+    return tuple(value)
 
 
 def _covers(value: Any, where: str) -> tuple[str, ...]:

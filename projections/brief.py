@@ -3,10 +3,11 @@
 One JSON document: the round (how many replans so far), the completed steps with their evidence (to keep:
 plantrail keeps completed steps under their ids, where seed 002 renumbers), the failed steps with their
 errors and reasons, the steps in doubt, the steps not run and what each waits on, the criteria not yet
-passed, the late results, the coverage matrix, the work remaining, the budget left, and the side effects in
-doubt. Each step carries
-its whole contract (title, dependencies, completion evidence, attempts, priority, what it covers), so a patch
-(``replace_step``, ``add_step``) can be written from the brief alone.
+passed, the late results, the coverage matrix, the work remaining, the budget and the scope left (the task
+scope and the approvals that bear on the open steps), and the side effects in doubt. Each step carries its
+whole contract as a draft writes it (:func:`ledger.draft_writer.step_draft`: every term, defaults left out),
+so a patch (``replace_step``, ``add_step``) can be written from the brief alone, and ``draft`` is the active
+plan as a whole draft (:func:`ledger.draft_writer.plan_draft`), which ``replan --draft`` takes as it is.
 
 Pure: no I/O (the library call that reads a log is :func:`ledger.audit.brief`).
 """
@@ -16,35 +17,69 @@ from __future__ import annotations
 from typing import Any
 
 from plantrail.ledger.coverage import coverage_view
-from plantrail.ledger.plan import StepSpec
+from plantrail.ledger.draft_writer import plan_draft, step_draft
+from plantrail.ledger.plan import PlanSpec, StepSpec
 from plantrail.ledger.versions import plain
+from plantrail.projections.authority import Approval
 from plantrail.projections.effects import effect_view, unresolved
 from plantrail.projections.lineage import lineage_view
 from plantrail.projections.model import PlanState, StepState
 from plantrail.projections.stop import budget_view
-from plantrail.projections.views import drift_view, orphan_view
+from plantrail.projections.views import approvals_view, drift_view, orphan_view
 
-__all__ = ["brief_view"]
+__all__ = ["brief_view", "scope_left"]
 
 
 def _contract(spec: StepSpec) -> dict[str, Any]:
-    """A step's contract as a draft writes it (what ``add_step``/``replace_step`` take)."""
-    contract: dict[str, Any] = {
-        "id": spec.id,
-        "title": spec.title,
-        "depends_on": list(spec.depends_on),
-        "completion_evidence": spec.completion_evidence,
-        "max_attempts": spec.max_attempts,
+    """A step's contract as a draft writes it (what ``add_step``/``replace_step`` take): every term it has."""
+    return step_draft(spec)
+
+
+def _approval(approval: Approval) -> dict[str, Any]:
+    """An approval request as the brief lists it (lists, not tuples: the document is plain JSON)."""
+    return {
+        "id": approval.id,
+        "steps": list(approval.steps),
+        "question": approval.question,
+        "writes": list(approval.writes),
+        "tools": list(approval.tools),
+        "seq": approval.seq,
+    } | ({} if approval.status == "requested" else {"by": approval.by, "why": approval.why})
+
+
+def _task_scope(plan: PlanSpec) -> dict[str, Any] | None:
+    scope = plan.scope
+    if scope is None:
+        return None
+    return {
+        "reads": None if scope.reads is None else list(scope.reads),
+        "writes": None if scope.writes is None else list(scope.writes),
     }
-    if spec.priority:
-        contract["priority"] = spec.priority
-    if spec.covers:
-        contract["covers"] = list(spec.covers)
-    if spec.outputs:
-        contract["outputs"] = [plain(o) for o in spec.outputs]
-    if spec.inputs:
-        contract["inputs"] = [plain(i) for i in spec.inputs]
-    return contract
+
+
+def scope_left(state: PlanState) -> dict[str, Any]:
+    """The scope what is left works within: the task scope (None: undeclared), the granted widenings and the
+    pending requests of the active version that cover a step not completed, the steps waiting for an approval,
+    the denied steps (the run is paused until a replan changes or removes them) and the scope violation that
+    paused the run (None: none)."""
+    if state.plan is None:
+        return {"task": None, "granted": [], "pending": [], "waiting_approval": [], "denied": [], "violation": None}
+    open_steps = {s.id for s in state.steps.values_in_order() if s.status != "completed"}
+    approvals = () if state.authority is None else state.authority.approvals
+    current = [a for a in approvals if a.plan_version == state.version and open_steps.intersection(a.steps)]
+    gates = approvals_view(state)
+    return {
+        "task": _task_scope(state.plan),
+        "granted": [_approval(a) for a in current if a.status == "granted"],
+        "pending": [_approval(a) for a in current if a.status == "requested"],
+        "waiting_approval": gates["waiting_approval"],
+        "denied": gates["denied"],
+        "violation": None if gates["violation"] is None else _violation(gates["violation"]),
+    }
+
+
+def _violation(held: dict[str, Any]) -> dict[str, Any]:
+    return held | {"paths": list(held["paths"]), "tools": list(held["tools"])}
 
 
 def _completed(step: StepState, spec: StepSpec) -> dict[str, Any]:
@@ -95,9 +130,11 @@ def brief_view(state: PlanState) -> dict[str, Any]:
     "reason", "last_seq", "step"}], "in_progress": [{"id", "attempt", "step"}], "not_run": [{"id",
     "waiting_on", "reset", "step"}], "unmet_criteria": [{"id", "description", "status", "evidence"}],
     "orphans", "coverage", "remaining": {"steps", "criteria"}, "budget", "lineage", "effects_in_doubt", "stale":
-    [{"id", "reason", "invalidated_by", "consumed", "step"}]}`` (``step``: the step's contract as a draft writes
-    it; ``artifacts`` what a completion produced; ``effects_in_doubt``: every side effect requested and never
-    known committed, in doubt or of a superseded attempt, as ``status --json`` shows effects: a new plan must not
+    [{"id", "reason", "invalidated_by", "consumed", "step"}], "scope": {"task", "granted", "pending",
+    "waiting_approval", "denied", "violation"}, "draft"}`` (``step``: the step's contract as a draft writes
+    it; ``scope``: :func:`scope_left`; ``draft``: the active plan as a draft, None before a plan;
+    ``artifacts`` what a completion produced; ``effects_in_doubt``: every side effect requested and never known
+    committed, in doubt or of a superseded attempt, as ``status --json`` shows effects: a new plan must not
     perform one blindly), and for a run with observations ``observations``, ``possibly_stale``, ``drift`` and
     ``cancel`` (format v2).
     """
@@ -129,7 +166,9 @@ def brief_view(state: PlanState) -> dict[str, Any]:
             "criteria": [c.id for c in unmet],
         },
         "budget": budget_view(state),
+        "scope": scope_left(state),
         "lineage": lineage_view(state),
         "effects_in_doubt": [effect_view(state, e) for e in unresolved(state)],
         "stale": [_stale(s, spec) for s, spec in steps if s.status == "stale"],
+        "draft": None if state.plan is None else plan_draft(state.plan),
     } | drift_view(state)

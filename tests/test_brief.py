@@ -11,10 +11,12 @@ import pytest
 
 from plantrail.ledger import audit
 from plantrail.ledger.api import Ledger
+from plantrail.ledger.draft_writer import step_draft
 from plantrail.ledger.events import PlanCreated, PlanReplanned
-from plantrail.ledger.plan import apply_patch, topo_order
+from plantrail.ledger.plan import apply_patch, build_plan, parse_draft, topo_order
 from plantrail.projections.brief import brief_view
 from plantrail.projections.state import fold
+from plantrail.projections.views import next_view
 from tests.conftest import SAMPLES, CliResult, Clock
 from tests.logs import read_records
 
@@ -25,9 +27,27 @@ SIX: dict[str, Any] = {
         {"id": "runs", "description": "the app runs on a device"},
     ],
     "steps": [
-        {"id": "clone", "title": "Clone and check the version", "depends_on": [], "completion_evidence": "git log"},
-        {"id": "analyse", "title": "Analyse the sources", "depends_on": ["clone"], "completion_evidence": "report"},
-        {"id": "configure", "title": "Configure the build", "depends_on": ["clone"], "completion_evidence": "env"},
+        {
+            "id": "clone",
+            "title": "Clone and check the version",
+            "depends_on": [],
+            "completion_evidence": "git log",
+            "outputs": ["checkout"],
+        },
+        {
+            "id": "analyse",
+            "title": "Analyse the sources",
+            "depends_on": ["clone"],
+            "completion_evidence": "report",
+            "outputs": [{"name": "analysis", "media_type": "text/markdown"}],
+        },
+        {
+            "id": "configure",
+            "title": "Configure the build",
+            "depends_on": ["clone"],
+            "completion_evidence": "env",
+            "outputs": ["env"],
+        },
         {
             "id": "bundle",
             "title": "Check the JS bundle loads",
@@ -48,9 +68,18 @@ SIX: dict[str, Any] = {
 }
 
 
+#: The artifact each of the three steps that complete produces (name=digest@uri, as --artifact takes it).
+ARTIFACTS = {
+    "clone": "checkout=sha256:" + "1" * 64,
+    "analyse": "analysis=sha256:" + "2" * 64 + "@reports/analysis.md",
+    "configure": "env=sha256:" + "3" * 64 + "@.env.build",
+}
+
+
 @pytest.fixture
 def three_done_one_failed(tmp_path: Path, clock: Clock) -> Iterator[Ledger]:
-    """A six-step run: clone, analyse and configure completed; bundle failed once (one attempt left)."""
+    """A six-step run: clone, analyse and configure completed with their artifacts; bundle failed once (one
+    attempt left)."""
     with Ledger.create(tmp_path / "run.jsonl", SIX, fsync="none", clock=clock) as ledger:
         for step, evidence in [
             ("clone", "v0.71 at 3f2a"),
@@ -58,7 +87,7 @@ def three_done_one_failed(tmp_path: Path, clock: Clock) -> Iterator[Ledger]:
             ("configure", "env in .env.build"),
         ]:
             ledger.start(step)
-            ledger.complete(step, evidence)
+            ledger.complete(step, evidence, artifacts=[ARTIFACTS[step]])
         ledger.start("bundle")
         ledger.fail("bundle", "JS bundle loading failure: index.android.bundle missing")
         yield ledger
@@ -82,36 +111,46 @@ def test_the_brief_sorts_the_steps_by_what_became_of_them(three_done_one_failed:
     assert doc["budget"]["steps"]["bundle"]["attempts"]["left"] == 1
 
 
-def test_seed_002_a_patch_written_from_the_brief_alone_keeps_the_completed_work(
+def test_seed_002_a_patch_written_from_the_brief_alone_adds_a_repair_edge_and_keeps_the_completed_work(
     three_done_one_failed: Ledger, tmp_path: Path
 ) -> None:
-    """From 3 of 6 steps completed and 1 failed, a patch built only from the brief that adds a repair step keeps
-    the 3 completed steps under their ids with their evidence (seed 002's 已完成步骤复用原则, without renumbering)."""
+    """From 3 of 6 steps completed and 1 failed, a patch built only from the brief adds a repair step named by
+    the failed step's ``on_failure``; the 3 completed steps keep their ids, evidence and artifacts (seed 002's
+    已完成步骤复用原则, without renumbering), and when the step fails again ``next`` proposes the repair step."""
     ledger = three_done_one_failed
     path = tmp_path / "run.jsonl"
     doc = audit.brief(path)
     [failed] = doc["failed"]
-    repair = {
-        "id": "repair-bundle",
-        "title": f"Repair: {failed['error']}",
-        "depends_on": failed["step"]["depends_on"],
-        "completion_evidence": "the bundle is generated",
-    }
-    retried = failed["step"] | {"depends_on": [*failed["step"]["depends_on"], "repair-bundle"]}
+    repair = {"id": "repair-bundle", "title": f"Repair: {failed['error']}", "completion_evidence": "bundle built"}
     patch = {
         "base_version": doc["plan_version"],
         "operations": [
             {"op": "add_step", "step": repair},
-            {"op": "replace_step", "step_id": failed["id"], "step": retried},
+            {"op": "replace_step", "step_id": failed["id"], "step": failed["step"] | {"on_failure": repair["id"]}},
         ],
     }
     ledger.replan("failed_assumption", failed["error"], patch=patch, causes=[ledger.state.last_seq])
     after = audit.brief(path)
-    assert [(s["id"], s["evidence"], s["attempt"]) for s in after["completed"]] == [
-        (s["id"], s["evidence"], s["attempt"]) for s in doc["completed"]
+    kept = [(s["id"], s["evidence"], s["attempt"], s["artifacts"], s["step"]) for s in after["completed"]]
+    assert kept == [(s["id"], s["evidence"], s["attempt"], s["artifacts"], s["step"]) for s in doc["completed"]]
+    assert [a["uri"] for s in after["completed"] for a in s["artifacts"] if "uri" in a] == [
+        "reports/analysis.md",
+        ".env.build",
     ]
-    assert after["round"] == 1 and [s["id"] for s in after["not_run"]][:1] == ["repair-bundle"]
-    assert ledger.state.steps["repair-bundle"].status == "pending" and ledger.state.steps["bundle"].attempt == 0
+    assert after["round"] == 1 and ledger.state.plan is not None
+    bundle = next(s for s in ledger.state.plan.steps if s.id == "bundle")
+    assert bundle.on_failure == "repair-bundle" and bundle.depends_on == ("analyse", "configure")
+    assert next_view(ledger.state)["ready"] == ["bundle"]  # the replan gave bundle a fresh attempt first
+    ledger.start("bundle")
+    ledger.fail("bundle", "JS bundle loading failure again")
+    proposed = next_view(ledger.state)
+    assert proposed["ready"] == ["repair-bundle"] and proposed["can_start"] == ["repair-bundle"]
+    assert [(r["step"], r["waiting"], r["needed"]) for r in proposed["repairs"]] == [
+        ("repair-bundle", ["bundle"], True)
+    ]
+    final = audit.brief(path)
+    assert [s["id"] for s in final["completed"]] == ["clone", "analyse", "configure"]
+    assert [(s["id"], s["step"].get("on_failure")) for s in final["failed"]] == [("bundle", "repair-bundle")]
 
 
 def test_seed_001_12_3_a_patch_replayed_from_the_log_gives_the_same_task_graph(
@@ -184,3 +223,135 @@ def test_the_brief_command_prints_the_document(
     text = run_cli("brief", path).out
     assert "bundle: Check the JS bundle loads · JS bundle loading failure" in text
     assert "device: Run on a device · waits on bundle" in text
+
+
+FULL: dict[str, Any] = {
+    "goal": "Migrate the schema and ship it",
+    "acceptance_criteria": [
+        {
+            "id": "migrated",
+            "description": "the schema is migrated",
+            "checks": [{"id": "q", "kind": "state_predicate", "predicate": "schema_version", "expected": None}],
+        }
+    ],
+    "steps": [
+        {
+            "id": "migrate",
+            "title": "Write the migration",
+            "completion_evidence": "the migration file",
+            "max_attempts": 2,
+            "priority": 2,
+            "checks": [{"id": "t", "kind": "command_exit", "command": "pytest -q", "expected_exit_code": 0}],
+            "timeout_s": 120.0,
+            "max_tool_calls": 40,
+            "max_cost_usd": 1.5,
+            "notes": ["from the todo list: high"],
+            "covers": ["migrated"],
+            "writes": ["db/**"],
+            "reads": ["src/**"],
+            "allowed_tools": ["Bash", "Edit"],
+            "effects_require_approval": True,
+            "outputs": [{"name": "migration", "media_type": "text/x-sql"}],
+            "inputs": [{"initial": "spec"}],
+            "on_failure": "fix",
+        },
+        {"id": "fix", "title": "Fix the migration", "completion_evidence": "a patch", "max_attempts": "unlimited"},
+        {
+            "id": "ship",
+            "title": "Ship it",
+            "depends_on": ["migrate"],
+            "completion_evidence": "the release",
+            "writes": [],
+            "requires_approval": True,
+        },
+    ],
+    "policy": {"max_in_progress": "unlimited", "max_turns": 50, "soft_threshold": 0.5, "allowed_partial": True},
+    "scope": {"reads": ["**"], "writes": ["db/**", "docs/**"]},
+    "inputs": [{"name": "spec", "digest": "sha256:" + "4" * 64, "uri": "docs/spec.md"}],
+    "required_artifacts": [{"step": "migrate", "output": "migration"}],
+    "observed": [{"key": "repo", "version": "3f2a", "dirty": ["src/a.py"]}],
+}
+
+
+def test_each_step_in_the_brief_carries_its_whole_contract_and_the_plan_its_draft(
+    make_ledger: Callable[..., Ledger], tmp_path: Path, run_cli: Callable[..., CliResult]
+) -> None:
+    """Checks, budgets, notes, scope, lineage and on_failure are in each step's contract; the brief's ``draft``
+    (read back from the CLI's JSON) rebuilds the active plan exactly, so a planner can start from it verbatim."""
+    ledger = make_ledger(FULL)
+    plan = ledger.state.plan
+    assert plan is not None
+    doc = brief_view(ledger.state)
+    contracts = {s["id"]: s["step"] for s in doc["not_run"]}
+    assert contracts == {s.id: step_draft(s) for s in plan.steps}
+    assert contracts["migrate"] == FULL["steps"][0] | {"depends_on": []}
+    assert contracts["ship"]["writes"] == [] and contracts["ship"]["requires_approval"] is True
+    ledger.close()
+    shown = run_cli("brief", tmp_path / "run.jsonl", "--json").json()
+    assert build_plan(parse_draft(shown["draft"])) == plan
+    assert shown["draft"]["policy"] == FULL["policy"] and shown["draft"]["observed"] == FULL["observed"]
+
+
+SCOPED: dict[str, Any] = {
+    "goal": "Tidy the docs",
+    "acceptance_criteria": [{"id": "tidy", "description": "the docs are tidy"}],
+    "steps": [
+        {"id": step, "title": f"Tidy {step}", "completion_evidence": "a diff", "requires_approval": True}
+        | ({"writes": ["docs/**"]} if step != "done" else {})
+        for step in ("done", "granted", "asked", "refused", "free")
+    ],
+    "policy": {"max_in_progress": "unlimited"},
+    "scope": {"reads": ["**"], "writes": ["docs/**"]},
+}
+
+
+def test_the_brief_gives_the_scope_left_and_the_approvals_that_bear_on_it(
+    make_ledger: Callable[..., Ledger], tmp_path: Path, run_cli: Callable[..., CliResult]
+) -> None:
+    """The task scope, the granted widenings and pending requests of the active version that cover an open
+    step, the steps waiting for an approval and the denied ones, in JSON and in the text."""
+    ledger = make_ledger(SCOPED)
+    ledger.request_approval("r-done", "may done run?", "done")
+    ledger.approve("r-done")
+    ledger.start("done")
+    ledger.complete("done", "tidied")
+    ledger.request_approval("r-grant", "may it also write README.md?", "granted", writes="README.md", tools="Bash")
+    ledger.approve("r-grant", why="fine")
+    ledger.request_approval("r-ask", "may asked run?", "asked")
+    ledger.request_approval("r-refuse", "may refused run?", "refused")
+    ledger.deny("r-refuse", why="not now")
+    scope = brief_view(ledger.state)["scope"]
+    assert scope["task"] == {"reads": ["**"], "writes": ["docs/**"]}
+    assert [(a["id"], a["steps"], a["writes"], a["tools"], a["why"]) for a in scope["granted"]] == [
+        ("r-grant", ["granted"], ["README.md"], ["Bash"], "fine")
+    ]
+    assert [(a["id"], a["steps"], a["question"]) for a in scope["pending"]] == [("r-ask", ["asked"], "may asked run?")]
+    assert [(w["step"], w["because"], w["requests"]) for w in scope["waiting_approval"]] == [
+        ("asked", "requires_approval", ["r-ask"]),
+        ("refused", "requires_approval", []),
+        ("free", "requires_approval", []),
+    ]
+    assert scope["denied"] == ["refused"] and scope["violation"] is None
+    ledger.close()
+    path = tmp_path / "run.jsonl"
+    assert run_cli("brief", path, "--json").json()["scope"] == scope
+    text = run_cli("brief", path).out
+    assert "scope left\n  task: writes docs/** · reads **\n" in text
+    assert "  granted r-grant: steps granted · widens writes README.md; tools Bash\n" in text
+    assert "  pending r-ask: steps asked · may asked run?\n" in text
+    assert "  free: waits for an approval · requires_approval\n" in text
+    assert "  free: Tidy free · waits for an approval\n" in text and "  granted: Tidy granted · ready\n" in text
+    assert "  denied: refused (paused until a replan changes or removes them)" in text
+
+
+def test_a_run_without_scope_or_approvals_has_an_empty_scope_left(three_done_one_failed: Ledger) -> None:
+    """No task scope and no approvals: the scope left is empty and the text has no scope section."""
+    doc = brief_view(three_done_one_failed.state)
+    assert doc["scope"] == {
+        "task": None,
+        "granted": [],
+        "pending": [],
+        "waiting_approval": [],
+        "denied": [],
+        "violation": None,
+    }
