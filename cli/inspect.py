@@ -215,6 +215,8 @@ def next_command(log: str, as_json: bool) -> None:
       cannot start now; the codes are an open set, e.g. "capacity" with "max_in_progress", "in_progress"),
       "capacity": {"max_in_progress", "in_progress", "free"}, "in_progress": [step ids],
       "advice": null | reason code, "stop": {"outcome", "rule", "reason", "unmet"} (the stop policy),
+      "check_first": [{"step", "check"}] (a run that records side effects: a ready step's effects never
+      known committed, whose target to check before it starts again),
       "snapshot_seq": null | the seq up to which a snapshot answered (those records were not re-read)}
 
     \b
@@ -241,6 +243,7 @@ def next_command(log: str, as_json: bool) -> None:
             lines.append(f"can start now: none (stop policy: {stop['outcome']} ({stop['rule']}): {stop['reason']})")
         else:
             lines = readiness_lines(state) or ["no step is ready"]
+        lines += [f"{c['check']}; then start {c['step']}" for c in data.get("check_first", [])]
         lines += approval_lines(data.get("approvals"))
         if running:
             lines.append(f"in progress: {', '.join(running)}")

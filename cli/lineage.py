@@ -169,7 +169,10 @@ def _done(entry: dict[str, Any]) -> str:
 
 
 def _waits(entry: dict[str, Any], gated: set[str]) -> str:
-    """What a step not run waits on: its unmet dependencies, then an approval (``gated``); else ready."""
+    """What a step not run waits on: its unmet dependencies, then an approval (``gated``); else ready. An idle
+    repair step says so: only a failure calls it."""
+    if "repairs" in entry and not entry["needed"]:
+        return f"repair step of {', '.join(entry['repairs'])}, not needed now (only a failure calls it)"
     waits = [f"waits on {', '.join(entry['waiting_on'])}"] if entry["waiting_on"] else []
     waits += ["waits for an approval"] if entry["id"] in gated else []
     return " · ".join(waits) or "ready"

@@ -1,10 +1,11 @@
 """``plantrail mcp``: an MCP server over stdio where agents keep their plan in a plantrail ledger.
 
 Every tool is one library call: a plan set or replanned, a step started, a result (complete, fail or block)
-with evidence, a criterion verdict, the run finished, and three read-only views (status with what to do
-next, why each replan happened, the resume receipt). The ledger's rules hold as they do for the CLI:
-ready-only starts, evidence required, the focus limit, replans with a reason code, late results on the
-orphan path. A refused call is a tool error ``error[CODE]: message`` and the log is unchanged.
+with evidence (and a completion's artifacts), a side effect requested or committed, a criterion verdict, the
+run finished, and three read-only views (status with what to do next, why each replan happened, the resume
+receipt: stale steps, cancel marks, effects in doubt and repair steps among them). The ledger's rules hold as
+they do for the CLI: ready-only starts, evidence required, the focus limit, replans with a reason code, late
+results on the orphan path. A refused call is a tool error ``error[CODE]: message`` and the log is unchanged.
 
 Mutating tools take an optional ``expected_seq`` (refused unless the log still ends there) and an optional
 ``idempotency_key`` (a retried call answers the first one's ack), and return the new seq and head hash, so
@@ -39,7 +40,8 @@ INSTRUCTIONS = (
     "The plan object's full shape: `plantrail schema`."
 )
 _STEP_SHAPE = (
-    "Steps: [{id, title, depends_on?: [id], completion_evidence?: what proves it done, max_attempts?}]; "
+    "Steps: [{id, title, depends_on?: [id], completion_evidence?: what proves it done, max_attempts?, "
+    "outputs?: [name], inputs?: [{step, output}], on_failure?: repair step id}]; "
     "criteria: [{id, description}]. Full shape: `plantrail schema`."
 )
 Run = Annotated[str, "the run id (letters, digits, ._:-)"]
@@ -154,12 +156,14 @@ def build_server(folder: Path, store: str | None = None) -> MCPServer:
         result: Literal["complete", "fail", "block"],
         evidence: list[str] | str | None = None,
         reason: str | None = None,
+        artifacts: list[str] | None = None,
         plan_version: int | None = None,
         attempt: int | None = None,
         expected_seq: int | None = None,
         idempotency_key: str | None = None,
     ) -> dict[str, Any]:
-        """End a step's attempt: complete with evidence (what proves it), or fail / block with a reason.
+        """End a step's attempt: complete with evidence (what proves it) and its outputs as artifacts
+        (NAME=ALGO:HEX[@URI]), or fail / block with a reason.
         A result for a superseded plan version is recorded on the orphan path, never applied."""
         if result == "complete":
             return record(
@@ -171,6 +175,7 @@ def build_server(folder: Path, store: str | None = None) -> MCPServer:
                     attempt=attempt,
                     expected_seq=expected_seq,
                     idempotency_key=idempotency_key,
+                    artifacts=artifacts or (),
                 ),
             )
         text = reason or (evidence if isinstance(evidence, str) else "; ".join(evidence or []))
@@ -187,6 +192,51 @@ def build_server(folder: Path, store: str | None = None) -> MCPServer:
                 idempotency_key=idempotency_key,
             ),
         )
+
+    @server.tool(annotations=writes)
+    def step_effect(
+        run: Run,
+        step: str,
+        key: str,
+        phase: Literal["requested", "committed"],
+        target: str | None = None,
+        summary: str = "",
+        plan_version: int | None = None,
+        attempt: int | None = None,
+        expected_seq: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """A side effect of the step's attempt, by its idempotency key: requested (with target and summary:
+        the state before) before acting, committed (summary: the result) once it happened. One never known
+        committed is in doubt: check its target before doing it again."""
+
+        def act(ledger: Ledger) -> Any:
+            if phase == "committed":
+                return ledger.commit_effect(
+                    step,
+                    key,
+                    result=summary,
+                    plan_version=plan_version,
+                    attempt=attempt,
+                    expected_seq=expected_seq,
+                    idempotency_key=idempotency_key,
+                    actor="agent",
+                )
+            if not target:
+                raise ToolError("error[USAGE]: a requested effect needs its target")
+            return ledger.request_effect(
+                step,
+                key,
+                target,
+                before=summary,
+                plan_version=plan_version,
+                attempt=attempt,
+                expected_seq=expected_seq,
+                idempotency_key=idempotency_key,
+                actor="agent",
+            )
+
+        return record(run, act)
 
     @server.tool(annotations=writes)
     def criterion_verdict(

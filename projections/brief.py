@@ -24,6 +24,7 @@ from plantrail.projections.authority import Approval
 from plantrail.projections.effects import effect_view, unresolved
 from plantrail.projections.lineage import lineage_view
 from plantrail.projections.model import PlanState, StepState
+from plantrail.projections.repair_edges import idle_repairs, repairs_of, waiting_for
 from plantrail.projections.stop import budget_view
 from plantrail.projections.views import approvals_view, drift_view, orphan_view
 
@@ -114,7 +115,11 @@ def _failed(step: StepState, spec: StepSpec) -> dict[str, Any]:
 
 def _waiting(step: StepState, spec: StepSpec, state: PlanState) -> dict[str, Any]:
     unmet = [d for d in spec.depends_on if state.steps[d].status != "completed"]
-    return {"id": step.id, "waiting_on": unmet, "reset": step.reset, "step": _contract(spec)}
+    entry = {"id": step.id, "waiting_on": unmet, "reset": step.reset, "step": _contract(spec)}
+    repaired = repairs_of(state.plan).get(step.id)
+    if repaired is None:
+        return entry
+    return entry | {"repairs": list(repaired), "needed": bool(waiting_for(state, step.id))}
 
 
 def _is_failed(step: StepState) -> bool:
@@ -128,20 +133,23 @@ def brief_view(state: PlanState) -> dict[str, Any]:
     ``{"run", "goal", "plan_version", "round", "outcome", "completed": [{"id", "attempt", "evidence",
     "last_seq", "artifacts", "step"}], "failed": [{"id", "status", "attempt", "max_attempts", "exhausted", "error",
     "reason", "last_seq", "step"}], "in_progress": [{"id", "attempt", "step"}], "not_run": [{"id",
-    "waiting_on", "reset", "step"}], "unmet_criteria": [{"id", "description", "status", "evidence"}],
+    "waiting_on", "reset", "step"} and, for a repair step, "repairs" and "needed"], "unmet_criteria": [{"id",
+    "description", "status", "evidence"}],
     "orphans", "coverage", "remaining": {"steps", "criteria"}, "budget", "lineage", "effects_in_doubt", "stale":
     [{"id", "reason", "invalidated_by", "consumed", "step"}], "scope": {"task", "granted", "pending",
     "waiting_approval", "denied", "violation"}, "draft"}`` (``step``: the step's contract as a draft writes
     it; ``scope``: :func:`scope_left`; ``draft``: the active plan as a draft, None before a plan;
     ``artifacts`` what a completion produced; ``effects_in_doubt``: every side effect requested and never known
     committed, in doubt or of a superseded attempt, as ``status --json`` shows effects: a new plan must not
-    perform one blindly), and for a run with observations ``observations``, ``possibly_stale``, ``drift`` and
+    perform one blindly; ``remaining`` leaves out a repair step nothing needs, as the outcome lists do), and for
+    a run with observations ``observations``, ``possibly_stale``, ``drift`` and
     ``cancel`` (format v2).
     """
     specs = {} if state.plan is None else {s.id: s for s in state.plan.steps}
     steps = [(s, specs[s.id]) for s in state.steps.values_in_order()]
     descriptions = {} if state.plan is None else {c.id: c.description for c in state.plan.acceptance_criteria}
     unmet = [c for c in state.criteria.values_in_order() if c.status != "passed"]
+    idle = idle_repairs(state)  # a repair step nothing needs is no work left
     return {
         "run": state.run,
         "goal": state.goal,
@@ -162,7 +170,7 @@ def brief_view(state: PlanState) -> dict[str, Any]:
         "orphans": [orphan_view(o) for o in state.orphans],
         "coverage": coverage_view(state.plan),
         "remaining": {
-            "steps": [s.id for s, _ in steps if s.status != "completed"],
+            "steps": [s.id for s, _ in steps if s.status != "completed" and s.id not in idle],
             "criteria": [c.id for c in unmet],
         },
         "budget": budget_view(state),

@@ -38,7 +38,7 @@ from plantrail.projections.outcomes import outcome_lists
 from plantrail.projections.repair_edges import idle_repairs, repairs_view, waiting_for
 from plantrail.projections.state import evolve, fold, initial
 from plantrail.projections.stop import stop_decision
-from plantrail.projections.views import advice, approvals_view, in_doubt, orphan_view, ready_steps
+from plantrail.projections.views import advice, approvals_view, effects_to_check, in_doubt, orphan_view, ready_steps
 
 if TYPE_CHECKING:
     from plantrail.ledger.events import Record
@@ -639,7 +639,7 @@ def resume_verdict(state: PlanState, *, damaged: bool = False, now: str | None =
 
 def _effects_before_start(state: PlanState) -> list[str]:
     """What to check before each ready step starts again: its side effects never known committed."""
-    return [f"{note}; then start {step}" for step in ready_steps(state) if (note := check_first(state, step))]
+    return [f"{c['check']}; then start {c['step']}" for c in effects_to_check(state)]
 
 
 def _next_action(state: PlanState, verdict: Verdict, damage: Mapping[str, Any] | None, now: str | None) -> str:
@@ -694,6 +694,9 @@ def _in_doubt_action(state: PlanState, now: str | None) -> str:
             f"an input changed under {', '.join(cancelled)}: stop its worker and abandon it (plantrail abandon LOG "
             f"{cancelled[0]} --reason ...); it becomes stale and runs again on the current inputs"
         )
+        effects = [n for s in cancelled if (n := check_first(state, s)) is not None] if state.effects else []
+        if effects:  # what the cancelled attempt may have done outside the log is still to check
+            cancel = f"{cancel}; {'; '.join(effects)}"
         rest = [s for s in in_doubt(state) if s.cancel is None]
         return cancel if not rest else f"{cancel}; for the other steps in doubt, {_in_doubt_rest(state, now)}"
     return _in_doubt_rest(state, now)

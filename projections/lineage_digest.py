@@ -147,12 +147,20 @@ def require_inputs(state: StateView, spec: StepSpec) -> None:
 
 
 def consumed_now(state: StateView, spec: StepSpec) -> tuple[Consumed, ...]:
-    """The digest of each of the step's inputs current now (what its completion consumed)."""
+    """The digest of each of the step's inputs its completion consumed: the one current now, or, for an output
+    whose producer went stale while the step ran, the producer's last artifact, the one the step started on
+    (a producer that completed since with another digest marked the step for cancellation)."""
     assert state.plan is not None
-    observations = state.observations
-    return tuple(
-        Consumed(input_key(r), current_digest(state.plan, state.steps, observations, r)[1]) for r in spec.inputs
-    )
+    return tuple(Consumed(input_key(r), _consumed_digest(state, r)) for r in spec.inputs)
+
+
+def _consumed_digest(state: StateView, ref: InputRef) -> str | None:
+    assert state.plan is not None
+    current, digest = current_digest(state.plan, state.steps, state.observations, ref)
+    if current or ref.step is None:
+        return digest
+    found = _artifact(state.steps.get(ref.step), ref.output)
+    return None if found is None else found.digest
 
 
 def _short(digest: str | None) -> str:

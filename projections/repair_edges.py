@@ -44,6 +44,9 @@ __all__ = [
 ]
 
 _NONE: Mapping[str, str] = {}
+#: The statuses a step may start from: the repair edges gate both (a repair step gone stale, its input changed
+#: since it ran, is still called only by a failure).
+_GATED = frozenset({"pending", "stale"})
 #: The last plan whose edges were indexed, and them: records are judged against one plan version at a time.
 _INDEXED: list[tuple[PlanSpec, Mapping[str, str], Mapping[str, tuple[str, ...]]]] = []
 
@@ -126,23 +129,21 @@ def awaited_repair(state: StateView, step: StepState) -> str | None:
 
 
 def idle_repairs(state: StateView) -> frozenset[str]:
-    """The repair steps nothing needs now: pending, and no failed step waits for them (they never start, and
-    they do not hold up the run's completion)."""
+    """The repair steps nothing needs now: pending (or stale: its input changed since it ran), and no failed
+    step waits for them (they never start, and they do not hold up the run's completion)."""
     repairs = repairs_of(state.plan)
     if not repairs:
         return frozenset()
     return frozenset(
-        r
-        for r in repairs
-        if (s := state.steps.get(r)) is not None and s.status == "pending" and not waiting_for(state, r)
+        r for r in repairs if (s := state.steps.get(r)) is not None and s.status in _GATED and not waiting_for(state, r)
     )
 
 
 def repair_reason(state: StateView, step: StepState) -> dict[str, Any] | None:
     """The wait reason repair edges give a pending step: ``awaiting_repair`` (``repair``: the repair step,
     ``status``: its status) for a failed step whose repair has not completed, ``repair_not_needed``
-    (``repairs``: the steps it repairs) for an idle repair step; None otherwise."""
-    if step.status != "pending":
+    (``repairs``: the steps it repairs) for an idle repair step (pending or stale); None otherwise."""
+    if step.status not in _GATED:
         return None
     target = awaited_repair(state, step)
     if target is not None:

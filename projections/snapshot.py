@@ -62,8 +62,9 @@ __all__ = [
     "encode_version",
 ]
 
-#: Bump whenever evolve's semantics change: snapshots made under another value are ignored.
-REDUCER_VERSION: Final = 1
+#: Bump whenever evolve's semantics change: snapshots made under another value are ignored. 2: a consumer that
+#: completes while its producer is stale records the producer's last artifact as consumed.
+REDUCER_VERSION: Final = 2
 
 
 def _default(value: Any) -> Any:

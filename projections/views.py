@@ -33,7 +33,7 @@ from plantrail.ledger.coverage import coverage_view
 from plantrail.ledger.plan import StepSpec
 from plantrail.ledger.versions import plain
 from plantrail.projections.authority import authority_reasons
-from plantrail.projections.effects import effects_view
+from plantrail.projections.effects import check_first, effects_view
 from plantrail.projections.leases import lease_view
 from plantrail.projections.lineage import lineage_view
 from plantrail.projections.lineage_digest import lineage_of, missing_inputs
@@ -52,6 +52,7 @@ __all__ = [
     "approvals_view",
     "capacity_view",
     "drift_view",
+    "effects_to_check",
     "in_doubt",
     "next_view",
     "orphan_view",
@@ -360,7 +361,9 @@ def status_document(state: PlanState, now: str | None = None) -> dict[str, Any]:
 def next_view(state: PlanState, now: str | None = None) -> dict[str, Any]:
     """The ``next --json`` document: what is ready, what can start now and why the rest waits, the advice, and
     the stop policy's decision at ``now`` (while a v2 plan's says failed or budget_exhausted, nothing can
-    start), and the repair steps (``repairs``: :func:`projections.repair_edges.repairs_view`)."""
+    start), the repair steps (``repairs``: :func:`projections.repair_edges.repairs_view`) and, for a run that
+    records side effects, what to check before a ready step starts again (``check_first``:
+    :func:`effects_to_check`)."""
     ready = ready_steps(state)
     waits = wait_reasons(state, now)
     stop = stop_decision(state, now)
@@ -377,7 +380,19 @@ def next_view(state: PlanState, now: str | None = None) -> dict[str, Any]:
         "leases": lease_view(state, now),
         "approvals": approvals_view(state),
         "repairs": repairs_view(state),
+        **_check_first(state),
     } | drift_view(state)
+
+
+def _check_first(state: PlanState) -> dict[str, Any]:
+    """``next``'s ``check_first`` member, for a run that records side effects (absent otherwise)."""
+    return {"check_first": effects_to_check(state)} if state.effects else {}
+
+
+def effects_to_check(state: PlanState) -> list[dict[str, str]]:
+    """Each ready step whose side effects are never known committed, with what to check before it starts again
+    (``{"step", "check"}``; :func:`projections.effects.check_first`): it would do them again."""
+    return [{"step": step, "check": note} for step in ready_steps(state) if (note := check_first(state, step))]
 
 
 def ack_view(state: PlanState, ack: Ack) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import pytest
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.stores import cache, reads, seal
 from plantrail.projections.canonical import state_hash
+from plantrail.projections.snapshot import REDUCER_VERSION
 from tests.conftest import CliResult
 
 
@@ -94,7 +95,9 @@ def test_a_snapshot_that_does_not_check_out_is_ignored(
     if damage == "digest":
         _reseal(snap, meta + b"\n" + state.replace(b'"completed"', b'"blocked"'))
     elif damage == "reducer":
-        _reseal(snap, meta.replace(b'"reducer":1', b'"reducer":99') + b"\n" + state)
+        ours = f'"reducer":{REDUCER_VERSION}'.encode()
+        assert ours in meta
+        _reseal(snap, meta.replace(ours, b'"reducer":99') + b"\n" + state)
     elif damage == "other-log":
         other = Ledger.create(tmp_path / "other.jsonl", draft, fsync="none")
         other.close()

@@ -50,7 +50,7 @@ def _lines(folder: Path, run: str) -> bytes:
 
 
 def test_the_tools_are_few_small_and_marked(tmp_path: Path) -> None:
-    """Eight tools, the read tools marked read-only, all definitions under 3,000 tokens (characters / 4)."""
+    """Nine tools, the read tools marked read-only, all definitions under 3,000 tokens (characters / 4)."""
 
     async def main() -> None:
         async with Client(build_server(tmp_path)) as client:
@@ -60,6 +60,7 @@ def test_the_tools_are_few_small_and_marked(tmp_path: Path) -> None:
                 "plan_set",
                 "step_start",
                 "step_result",
+                "step_effect",
                 "criterion_verdict",
                 "run_finish",
                 "plan_status",
