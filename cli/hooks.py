@@ -6,20 +6,17 @@ The hook always exits 0 and prints nothing but the JSON the agent reads (Session
 
 from __future__ import annotations
 
-import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from plantrail.cli.common import emit, json_option, store_option
+from plantrail.cli.hook_call import agent_output, record, session_start_output
 
 if TYPE_CHECKING:
     from plantrail.ledger.capture.hook import HookResult
 
 __all__ = ["hook", "session_start_output"]
-
-#: Claude Code's cap on a hook's output strings.
-CONTEXT_CAP = 10_000
 
 
 @click.group()
@@ -47,13 +44,7 @@ def claude_command(store: str | None, as_json: bool) -> None:
     Example:
       plantrail install claude --project     # registers this command for the plan hooks
     """
-    from plantrail.ledger.capture.hook import claude_hook
-
-    result = claude_hook(_stdin(), env=_environment(store))
-    if as_json:
-        _report(result)
-    elif result.receipt is not None:
-        click.echo(session_start_output(result.receipt))
+    _call("claude", store, as_json)
 
 
 @hook.command(name="gemini")
@@ -68,11 +59,7 @@ def gemini_command(store: str | None, as_json: bool) -> None:
     Example:
       gemini extensions install ./integrations/gemini-cli
     """
-    from plantrail.ledger.capture.hook import gemini_hook
-
-    result = gemini_hook(_stdin(), env=_environment(store))
-    if as_json:
-        _report(result)
+    _call("gemini", store, as_json)
 
 
 @hook.command(name="opencode")
@@ -87,11 +74,17 @@ def opencode_command(store: str | None, as_json: bool) -> None:
     Example:
       cp integrations/opencode/plantrail.ts .opencode/plugins/
     """
-    from plantrail.ledger.capture.hook import opencode_hook
+    _call("opencode", store, as_json)
 
-    result = opencode_hook(_stdin(), env=_environment(store))
+
+def _call(agent: str, store: str | None, as_json: bool) -> None:
+    """One hook call (:mod:`plantrail.cli.hook_call`, which also answers the option-less form without click);
+    with --json, what it did instead of what the agent reads."""
+    result = record(agent, store)
     if as_json:
         _report(result)
+    elif (text := agent_output(result)) is not None:
+        click.echo(text)
 
 
 @hook.command(name="errors")
@@ -117,38 +110,7 @@ def errors_command(folder: str | None, as_json: bool) -> None:
     emit(as_json, data, lambda: printable(text.rstrip("\n")) if text else f"no hook errors in {place}")
 
 
-def _environment(store: str | None) -> dict[str, str]:
-    """The environment a hook call sees, with the store (``--store``, else ``$PLANTRAIL_STORE``) in it."""
-    import os
-
-    from plantrail.ledger.stores import STORE_ENV
-
-    found = dict(os.environ)
-    if store:
-        found[STORE_ENV] = store
-    return found
-
-
 def _report(result: HookResult) -> None:
     """What one hook call did, as JSON (the exit status stays 0)."""
     log = None if result.log is None else str(result.log)
     emit(True, {"ok": not result.errors, "log": log, "errors": list(result.errors), "receipt": result.receipt}, str)
-
-
-def session_start_output(receipt: Any) -> str:
-    """The SessionStart answer Claude Code reads: the receipt as ``additionalContext``, within its cap."""
-    import orjson
-
-    from plantrail.cli.replay import _render_receipt
-
-    text = "plantrail: this session's plan so far (resume receipt)\n" + _render_receipt(receipt, receipt["exit_code"])
-    if len(text) > CONTEXT_CAP:
-        text = text[: CONTEXT_CAP - 40] + "\n... (cut; run `plantrail resume` for all)"
-    output = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
-    return orjson.dumps(output).decode()
-
-
-def _stdin() -> bytes:
-    from plantrail.ledger.limits import HOOK_PAYLOAD
-
-    return sys.stdin.buffer.read(HOOK_PAYLOAD.cap() + 1)

@@ -23,7 +23,7 @@ from plantrail.cli.terminal import printable
 if TYPE_CHECKING:
     from plantrail.ledger.errors import PlantrailError
 
-__all__ = ["all_commands", "main", "plantrail"]
+__all__ = ["all_commands", "failed", "main", "plantrail"]
 
 EXIT_INTERNAL = 70
 
@@ -147,15 +147,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as exc:
-        from plantrail.ledger.errors import PlantrailError
-
-        if isinstance(exc, PlantrailError):
-            more = getattr(exc, "errors", (exc,))[1:]  # a PlanInvalid lists every problem validation found
-            return _report(exc.code, exc.text("cli"), exc.exit_code, as_json, dict(exc.fields), more)
-        return _report(
-            "INTERNAL", f"{type(exc).__name__}: {exc} (a bug in plantrail; please report it)", EXIT_INTERNAL, as_json
-        )
+        return failed(exc, as_json)
     return result if isinstance(result, int) else 0  # click returns ctx.exit(code)'s code here
+
+
+def failed(exc: Exception | KeyboardInterrupt, as_json: bool) -> int:
+    """Report what a command raised outside click (``error[CODE]``, never a traceback); its exit code."""
+    if isinstance(exc, KeyboardInterrupt):
+        return _report("INTERRUPTED", "interrupted", 130, as_json)
+    from plantrail.ledger.errors import PlantrailError
+
+    if isinstance(exc, PlantrailError):
+        more = getattr(exc, "errors", (exc,))[1:]  # a PlanInvalid lists every problem validation found
+        return _report(exc.code, exc.text("cli"), exc.exit_code, as_json, dict(exc.fields), more)
+    return _report(
+        "INTERNAL", f"{type(exc).__name__}: {exc} (a bug in plantrail; please report it)", EXIT_INTERNAL, as_json
+    )
 
 
 if __name__ == "__main__":

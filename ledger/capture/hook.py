@@ -223,8 +223,10 @@ def capture_journal(journal: Path, log: Log, session: str) -> list[str]:
     from plantrail.ledger.capture.live import advance, fresh_state, load_state, save_state
 
     note = f"captured live by plantrail's {claude.ADAPTER} adapter v{claude.VERSION} (journal {journal.name})"
-    state = load_state(journal) or fresh_state(journal, session, (note,))
-    batches = advance(journal, state)
+    blob = journal.read_bytes()  # read and hashed once: the kept state's check and the lines after it
+    kept = load_state(journal, blob)
+    state, prefix = kept if kept is not None else (fresh_state(journal, session, (note,)), None)
+    batches = advance(journal, state, blob, prefix)
     _prepare(log)
     report = write_batches(log, batches, session=session, run=session, plan_updates=state.updates, own_journal=True)
     save_state(journal, state)

@@ -95,4 +95,4 @@ class Journal:
         if size and os.pread(self._fd, 1, size - 1) != b"\n":
             blob = b"\n" + blob
         os.write(self._fd, blob)
-        os.fsync(self._fd)
+        os.fdatasync(self._fd)  # the data and the size that reaches it, as the log's appends (no timestamps)

@@ -21,7 +21,7 @@ import pickle
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -31,6 +31,9 @@ from plantrail.ledger.importers.mapping import Batch, LiveMapping
 from plantrail.ledger.importers.model import Observation, TaskEvent
 
 from .identity import Identities
+
+if TYPE_CHECKING:
+    from _hashlib import HASH
 
 __all__ = ["KIND", "LiveState", "advance", "load_state", "save_state"]
 
@@ -61,14 +64,20 @@ def fresh_state(journal: Path, session: str, notes: Sequence[str]) -> LiveState:
     return LiveState(file=journal.name, mapping=mapping, reader=claude_code.new_reader(journal))
 
 
-def advance(journal: Path, state: LiveState) -> list[tuple[str, Batch]]:
+def advance(
+    journal: Path, state: LiveState, blob: bytes | None = None, prefix: HASH | None = None
+) -> list[tuple[str, Batch]]:
     """Read the journal's whole lines after ``state.offset`` into ``state``; the (identity, batch) pairs of the
-    updates they complete. ``state`` must describe the journal's first bytes (see :func:`load_state`)."""
-    blob = journal.read_bytes()
+    updates they complete. ``state`` must describe the journal's first bytes (see :func:`load_state`). ``blob``
+    is the journal's bytes when the caller has read them, ``prefix`` the SHA-256 of its first ``state.offset``
+    bytes when :func:`load_state` has computed it (so a call reads and hashes the journal once)."""
+    blob = journal.read_bytes() if blob is None else blob
     end = blob.rfind(b"\n") + 1
     whole = blob[state.offset : end] if end > state.offset else b""
+    digest = hashlib.sha256(blob[: state.offset]) if prefix is None else prefix
+    digest.update(whole)
     state.offset += len(whole)
-    state.digest = hashlib.sha256(blob[: state.offset]).hexdigest()
+    state.digest = digest.hexdigest()
     for raw in whole.splitlines():
         state.lines += 1
         try:
@@ -111,9 +120,10 @@ def _cache_folder(journal: Path) -> str:
     return os.fspath(journal) + ".plantrail-cache"
 
 
-def load_state(journal: Path) -> LiveState | None:
-    """The kept state of ``journal``, when it is sealed by this user's plantrail and describes the journal's
-    first bytes as they are now; else None."""
+def load_state(journal: Path, blob: bytes | None = None) -> tuple[LiveState, HASH] | None:
+    """The kept state of ``journal`` (whose bytes are ``blob`` when the caller has read them), when it is sealed
+    by this user's plantrail and describes the journal's first bytes as they are now, with the SHA-256 of those
+    bytes (for :func:`advance`); else None."""
     from plantrail.ledger.stores.seal import CacheFolder
 
     folder = CacheFolder.open(_cache_folder(journal), create=False)
@@ -127,9 +137,10 @@ def load_state(journal: Path) -> LiveState | None:
         state = pickle.loads(payload)  # sealed under this user's key: only our own writes unseal
     except Exception:  # a state of an older build of these classes: read the journal again
         return None
-    if not isinstance(state, LiveState) or not _describes(journal, state):
+    if not isinstance(state, LiveState):
         return None
-    return state
+    prefix = _prefix_digest(journal, state, blob)
+    return None if prefix is None else (state, prefix)
 
 
 def save_state(journal: Path, state: LiveState) -> None:
@@ -143,8 +154,13 @@ def save_state(journal: Path, state: LiveState) -> None:
         folder.write(_STATE_FILE, KIND, pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
 
 
-def _describes(journal: Path, state: LiveState) -> bool:
-    """Whether the journal's first ``state.offset`` bytes are those the state was built from."""
-    with open(journal, "rb") as handle:
-        prefix = handle.read(state.offset)
-    return len(prefix) == state.offset and hashlib.sha256(prefix).hexdigest() == state.digest
+def _prefix_digest(journal: Path, state: LiveState, blob: bytes | None) -> HASH | None:
+    """The SHA-256 of the journal's first ``state.offset`` bytes when they are those the state was built from;
+    else None."""
+    if blob is None:
+        with open(journal, "rb") as handle:
+            blob = handle.read(state.offset)
+    if len(blob) < state.offset:
+        return None
+    prefix = hashlib.sha256(blob[: state.offset])
+    return prefix if prefix.hexdigest() == state.digest else None

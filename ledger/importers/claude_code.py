@@ -35,7 +35,6 @@ from ._records import (
     todo_items,
     with_prompt,
 )
-from .markdown_plan import plan_items
 from .model import ListSnapshot, Observation, TaskEvent, TodoItem, ToolOutcome, Transcript
 
 __all__ = ["FORMAT", "is_record", "new_reader", "parse", "read_record"]
@@ -283,6 +282,8 @@ def _snapshot(call: JsonObject, origin: _Origin) -> ListSnapshot | None:
 
 def _plan_mode(call: JsonObject, origin: _Origin) -> ListSnapshot | None:
     """An ExitPlanMode call: its Markdown plan's items (`markdown_plan`); None when it holds no plan."""
+    from .markdown_plan import plan_items  # its patterns are compiled only for a session that plans in Markdown
+
     plan = text_field(call, "plan")
     items = plan_items(plan) if plan is not None else ()
     return _listed(origin, items, "ExitPlanMode") if items else None
@@ -374,6 +375,8 @@ def _plan_verdict(snapshot: ListSnapshot, block: JsonObject, structured: JsonObj
     final = text_field(structured, "plan") or (edited["plan"] if edited is not None else None)
     if edited is None:
         return replace(snapshot, decision="granted", decision_why="the user approved the plan")
+    from .markdown_plan import plan_items
+
     items = plan_items(final) if final is not None else ()
     verdict = "the user approved the plan with their edits"
     return replace(snapshot, items=items or snapshot.items, proposed=snapshot.items, user_verdict=verdict)

@@ -2,6 +2,6 @@
 
 import sys
 
-from plantrail.cli.main import main
+from plantrail.cli.entry import main
 
 sys.exit(main())

@@ -1,0 +1,91 @@
+"""One agent hook call without click: stdin to the library's hook function, and the JSON the agent reads.
+
+``plantrail hook claude`` (and ``gemini``, ``opencode``) runs once per agent event, so the installed form,
+with no options, is answered by :func:`run` straight from :mod:`plantrail.cli.entry`, without loading click or
+the command table; ``plantrail hook AGENT --json`` / ``--store`` go through :mod:`plantrail.cli.hooks`, which
+calls the same :func:`record` and :func:`agent_output`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from plantrail.ledger.capture.hook import HookResult
+
+__all__ = ["AGENTS", "CONTEXT_CAP", "agent_output", "environment", "record", "run", "session_start_output"]
+
+#: The agents whose hooks ``plantrail hook AGENT`` takes.
+AGENTS = ("claude", "gemini", "opencode")
+
+#: Claude Code's cap on a hook's output strings.
+CONTEXT_CAP = 10_000
+
+
+def record(agent: str, store: str | None) -> HookResult:
+    """Take one hook call of ``agent`` from stdin (with ``store`` as ``--store`` gives it); never raises for
+    what the payload holds (the library writes its errors down)."""
+    from plantrail.ledger.capture import hook
+
+    takes: Mapping[str, Callable[..., HookResult]] = {
+        "claude": hook.claude_hook,
+        "gemini": hook.gemini_hook,
+        "opencode": hook.opencode_hook,
+    }
+    return takes[agent](_stdin(), env=environment(store))
+
+
+def agent_output(result: HookResult) -> str | None:
+    """What the agent reads on stdout for this call: SessionStart's receipt as Claude Code takes it, else
+    nothing."""
+    return None if result.receipt is None else session_start_output(result.receipt)
+
+
+def run(agent: str) -> int:
+    """``plantrail hook AGENT`` with no options: the call, its output, exit code 0 (a failure outside the
+    library's hook, such as stdout closed, is reported as :func:`plantrail.cli.main.main` reports it)."""
+    try:
+        text = agent_output(record(agent, None))
+        if text is not None:
+            sys.stdout.write(text + "\n")
+            sys.stdout.flush()
+    except BrokenPipeError:
+        return 0
+    except (Exception, KeyboardInterrupt) as exc:
+        from plantrail.cli.main import failed
+
+        return failed(exc, as_json=False)
+    return 0
+
+
+def environment(store: str | None) -> dict[str, str]:
+    """The environment a hook call sees, with the store (``--store``, else ``$PLANTRAIL_STORE``) in it."""
+    import os
+
+    from plantrail.ledger.stores import STORE_ENV
+
+    found = dict(os.environ)
+    if store:
+        found[STORE_ENV] = store
+    return found
+
+
+def session_start_output(receipt: Any) -> str:
+    """The SessionStart answer Claude Code reads: the receipt as ``additionalContext``, within its cap."""
+    import orjson
+
+    from plantrail.cli.replay import _render_receipt
+
+    text = "plantrail: this session's plan so far (resume receipt)\n" + _render_receipt(receipt, receipt["exit_code"])
+    if len(text) > CONTEXT_CAP:
+        text = text[: CONTEXT_CAP - 40] + "\n... (cut; run `plantrail resume` for all)"
+    output = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+    return orjson.dumps(output).decode()
+
+
+def _stdin() -> bytes:
+    from plantrail.ledger.limits import HOOK_PAYLOAD
+
+    return sys.stdin.buffer.read(HOOK_PAYLOAD.cap() + 1)
