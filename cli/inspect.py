@@ -102,10 +102,15 @@ def drift_lines(view: dict[str, Any]) -> list[str]:
     lines = []
     for step in view.get("cancel", []):
         lines.append(f"cancel: {step} (an input changed under its attempt; end it with abandon)")
-    if view.get("possibly_stale"):
-        shown = ", ".join(f"{d['key']} {d['planned']} -> {d['current']}" for d in view["drift"])
-        lines.append(f"possibly stale: the plan was made from other observations ({printable(shown)})")
-    return lines
+    return lines + possibly_stale_lines(view)
+
+
+def possibly_stale_lines(view: dict[str, Any]) -> list[str]:
+    """The line saying the plan was made from other observations than the current ones (none when it was not)."""
+    if not view.get("possibly_stale"):
+        return []
+    shown = ", ".join(f"{d['key']} {d['planned']} -> {d['current']}" for d in view["drift"])
+    return [f"possibly stale: the plan was made from other observations ({printable(shown)})"]
 
 
 def lease_lines(leases: list[dict[str, Any]]) -> list[str]:

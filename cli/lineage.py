@@ -214,6 +214,10 @@ def _render_brief(doc: dict[str, Any]) -> str:
         lines += ["", f"criteria no step covers: {', '.join(doc['coverage']['uncovered'])}"]
     lines += [f"budget: {advice}" for advice in doc["budget"]["advice"]]
     lines += _scope_lines(doc["scope"])
+    from plantrail.cli.inspect import possibly_stale_lines
+
+    drift = possibly_stale_lines(doc)
+    lines += ["", *drift] if drift else []
     return "\n".join(lines)
 
 

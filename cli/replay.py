@@ -438,10 +438,9 @@ def _lineage_lines(receipt: dict[str, Any], show_all: bool) -> list[str]:
     if receipt.get("cancel"):
         lines.append(f"cancel ({len(receipt['cancel'])}): an input changed under them; end each with abandon")
         lines += _aligned([[c["step"], f"attempt {c['attempt']}"] for c in receipt["cancel"]])
-    if receipt.get("possibly_stale"):
-        shown = ", ".join(f"{d['key']} {d['planned']} -> {d['current']}" for d in receipt["drift"])
-        lines.append(f"possibly stale: the plan was made from other observations ({printable(shown)})")
-    return lines
+    from plantrail.cli.inspect import possibly_stale_lines
+
+    return lines + possibly_stale_lines(receipt)
 
 
 def _ids(label: str, ids: Sequence[str], show_all: bool) -> str:

@@ -109,6 +109,13 @@ def test_the_sample_ends_with_publishs_effect_in_doubt(run_cli: Cli) -> None:
     ]
 
 
+def test_the_brief_text_says_the_plan_is_possibly_stale(run_cli: Cli) -> None:
+    """brief's text, like status, next and resume, ends with the possibly-stale line when the repository moved
+    since the plan was made."""
+    out = run_cli("brief", SAMPLE).out
+    assert out.rstrip().endswith("possibly stale: the plan was made from other observations (repo 9c1e4f2 -> 4b7d0a1)")
+
+
 def test_the_fork_verifies_against_its_parent_and_finishes_complete(run_cli: Cli) -> None:
     """lineage-tour-staging names its parent at seq 17, verifies with --parent, replans from the current
     repository (no longer possibly stale), commits both effects and finishes complete."""
