@@ -629,6 +629,23 @@ def _version_blob(folder: CacheFolder, at: int, length: int, digest: bytes) -> b
     return raw
 
 
+def _index_meta(folder: CacheFolder, fd: int) -> dict[str, Any] | None:
+    """The version index's sealed meta when it is of this format and reducer and of this very log (its header's
+    hash); None otherwise."""
+    blob = folder.read(_INDEX_KINDS[0], _INDEX_KINDS[0])
+    if blob is None:
+        return None
+    meta = orjson.loads(blob)
+    if (
+        not isinstance(meta, dict)
+        or meta.get("format") != FORMAT
+        or meta.get("reducer") != REDUCER_VERSION
+        or meta.get("header") != first_hash(fd)
+    ):
+        return None
+    return meta
+
+
 def version_start(log_path: str, fd: int, version: int) -> VersionStart | None:
     """Version ``version``'s start from the index, checked against the log; None when there is no usable one."""
     folder = _folder(log_path)
@@ -636,16 +653,8 @@ def version_start(log_path: str, fd: int, version: int) -> VersionStart | None:
         return None
     try:
         with folder:
-            meta_blob = folder.read(_INDEX_KINDS[0], _INDEX_KINDS[0])
-            if meta_blob is None:
-                return None
-            meta = orjson.loads(meta_blob)
-            if (
-                meta.get("format") != FORMAT
-                or meta.get("reducer") != REDUCER_VERSION
-                or meta.get("header") != first_hash(fd)
-                or not 1 <= version <= meta["versions"]
-            ):
+            meta = _index_meta(folder, fd)
+            if meta is None or not 1 <= version <= meta["versions"]:
                 return None
             entry = _read_entry(folder, bytes.fromhex(meta["build"]), version)
             number, seq, offset, line, raw_hash, blob_at, blob_len, digest = _ENTRY.unpack(entry)[:8]
@@ -669,16 +678,8 @@ def superseded_state(log_path: str, fd: int, version: int) -> tuple[PlanState, i
         return None
     try:
         with folder:
-            meta_blob = folder.read(_INDEX_KINDS[0], _INDEX_KINDS[0])
-            if meta_blob is None:
-                return None
-            meta = orjson.loads(meta_blob)
-            if (
-                meta.get("format") != FORMAT
-                or meta.get("reducer") != REDUCER_VERSION
-                or meta.get("header") != first_hash(fd)
-                or not 1 <= version < meta["versions"]
-            ):
+            meta = _index_meta(folder, fd)
+            if meta is None or not 1 <= version < meta["versions"]:
                 return None
             nonce = bytes.fromhex(meta["build"])
             ours, nxt = (_ENTRY.unpack(_read_entry(folder, nonce, v)) for v in (version, version + 1))
