@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -17,6 +16,9 @@ from mcp import Client
 
 from plantrail.cli.mcp_server import build_server
 from plantrail.ledger.stores.jsonl import LogReader
+from tests.helpers.mcp_calls import call as _call
+from tests.helpers.mcp_calls import refused as _refused
+from tests.helpers.mcp_calls import result as _result
 
 A = "sha256:" + "a" * 64
 B = "sha256:" + "b" * 64
@@ -32,24 +34,6 @@ STEPS = [
         "inputs": [{"step": "build", "output": "bin"}],
     },
 ]
-
-
-def _result(outcome: Any) -> dict[str, Any]:
-    """A successful tool call's structured result."""
-    assert not outcome.is_error, outcome.content
-    structured = outcome.structured_content
-    assert isinstance(structured, dict)
-    return structured.get("result", structured)
-
-
-def _refused(outcome: Any, code: str) -> bool:
-    """True when the call was refused as a tool error carrying ``error[CODE]: message``."""
-    text = " ".join(part.text for part in outcome.content)
-    return bool(outcome.is_error) and f"error[{code}]: " in text
-
-
-async def _call(client: Client, tool: str, **arguments: Any) -> Any:
-    return await client.call_tool(tool, arguments)
 
 
 async def _planned(client: Client) -> None:

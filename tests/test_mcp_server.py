@@ -19,30 +19,15 @@ from mcp import Client
 
 from plantrail.cli.mcp_server import build_server
 from plantrail.ledger.stores.jsonl import LogReader
+from tests.helpers.mcp_calls import call as _call
+from tests.helpers.mcp_calls import refused as _refused
+from tests.helpers.mcp_calls import result as _result
 
 STEPS = [
     {"id": "reproduce", "title": "Reproduce the failure", "completion_evidence": "failing output"},
     {"id": "fix", "title": "Fix it", "depends_on": ["reproduce"], "completion_evidence": "the diff"},
 ]
 CRITERIA = [{"id": "tests-pass", "description": "the test suite passes"}]
-
-
-def _result(outcome: Any) -> dict[str, Any]:
-    """A successful tool call's structured result."""
-    assert not outcome.is_error, outcome.content
-    structured = outcome.structured_content
-    assert isinstance(structured, dict)
-    return structured.get("result", structured)
-
-
-def _refused(outcome: Any, code: str) -> bool:
-    """True when the call was refused as a tool error carrying ``error[CODE]: message``."""
-    text = " ".join(part.text for part in outcome.content)
-    return bool(outcome.is_error) and f"error[{code}]: " in text
-
-
-async def _call(client: Client, tool: str, **arguments: Any) -> Any:
-    return await client.call_tool(tool, arguments)
 
 
 def _lines(folder: Path, run: str) -> bytes:
