@@ -14,6 +14,7 @@ import pytest
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.capture.append import append_transcript
 from plantrail.ledger.capture.identity import identities
+from plantrail.ledger.draft_writer import plan_draft
 from plantrail.ledger.importers import import_transcript
 from plantrail.ledger.importers.model import TaskEvent
 from plantrail.ledger.stores.reads import read_state
@@ -151,22 +152,22 @@ def _wait_for(condition: Callable[[], bool], timeout: float = 20.0) -> None:
 
 
 def test_a_budget_set_on_a_live_run_survives_the_agents_next_plan_update(tmp_path: Path) -> None:
-    """A policy the user sets on a captured run (a turn budget, no focus limit) is kept by the replans the
-    agent's later plan updates map to: a transcript never states the policy, so the log's stands."""
+    """The task terms a user sets on a captured run (a turn budget and no focus limit, a task scope, the
+    repository version the plan was made from) are kept by the replans the agent's later plan updates map to:
+    a transcript never states them, so the log's stand."""
     lines, growing, log = _lines(SAMPLE), tmp_path / "session.jsonl", tmp_path / "run.jsonl"
     growing.write_bytes(b"".join(lines[: len(lines) // 3]))
     append_transcript(growing, log)
     with Ledger.open(log) as ledger:
         version = ledger.state.version
-        ledger.replan(
-            "budget_change",
-            "the user caps the session at 40 turns",
-            patch={
-                "base_version": version,
-                "operations": [{"op": "set_policy", "policy": {"max_in_progress": "unlimited", "max_turns": 40}}],
-            },
-        )
+        assert ledger.state.plan is not None and version >= 1
+        draft = plan_draft(ledger.state.plan)
+        draft["policy"] = {"max_in_progress": "unlimited", "max_turns": 40}
+        draft["scope"] = {"writes": ["**"], "reads": ["**"]}
+        draft["observed"] = {"repo": "9c1e4f2"}
+        ledger.replan("budget_change", "the user caps the session at 40 turns", plan=draft)
         budgeted = ledger.state.version
+        terms = (ledger.state.plan.scope, ledger.state.plan.artifacts)
     growing.write_bytes(b"".join(lines))
 
     report = append_transcript(growing, log)
@@ -175,3 +176,4 @@ def test_a_budget_set_on_a_live_run_survives_the_agents_next_plan_update(tmp_pat
     assert report.refused == () and report.updates_appended > 0
     assert state.version > budgeted  # the agent's later updates were replans
     assert (state.plan.policy.max_turns, state.plan.policy.max_in_progress) == (40, None)
+    assert (state.plan.scope, state.plan.artifacts) == terms and terms[1] is not None

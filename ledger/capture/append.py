@@ -220,12 +220,12 @@ def _keyed(batch: Batch, session: str, identity: str) -> tuple[Command, ...]:
 
 def _keeping_terms(commands: Sequence[Command], current: PlanSpec | None) -> tuple[Command, ...]:
     """The commands with each mapped replan keeping the task terms no transcript states (the policy, the task
-    scope), as the log holds them: a budget or scope the user set on a live run survives the agent's next
-    plan update."""
+    scope, the task's inputs and observed versions), as the log holds them: what the user set on a live run
+    survives the agent's next plan update."""
     if current is None:
         return tuple(commands)
     return tuple(
-        replace(c, plan=replace(c.plan, policy=current.policy, scope=current.scope))
+        replace(c, plan=replace(c.plan, policy=current.policy, scope=current.scope, artifacts=current.artifacts))
         if isinstance(c, Replan) and isinstance(c.plan, PlanSpec)
         else c
         for c in commands
