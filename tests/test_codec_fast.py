@@ -129,6 +129,7 @@ def _codec(line: bytes) -> Any:
     return codec._record(line, 1, codec._msgspec(line))
 
 
+@pytest.mark.parametrize("decoder", ["union", "one type"])
 @settings(max_examples=1500, deadline=None)
 @given(
     EVENTS,
@@ -141,13 +142,23 @@ def _codec(line: bytes) -> Any:
     st.text(max_size=6),
 )
 def test_msgspec_accepts_exactly_what_pydantic_accepts_on_mutated_lines(
-    event: Any, source: Source | None, key: str | None, seq: int, data: st.DataObject, how: str, value: Any, name: str
+    decoder: str,
+    event: Any,
+    source: Source | None,
+    key: str | None,
+    seq: int,
+    data: st.DataObject,
+    how: str,
+    value: Any,
+    name: str,
 ) -> None:
-    """Whatever member of whatever line is changed, removed, renamed or added, the codec's verdict is pydantic's."""
+    """Whatever member of whatever line is changed, removed, renamed or added, the codec's verdict is pydantic's,
+    through the union's decoder and through the one-type decoders a process's first lines get."""
     body = _line_body(event, source, key, seq)
     path = data.draw(st.sampled_from(_places(body)))
     line = _sealed(_compact(_mutated(body, path, how, value, name)))
-    assert _verdict(_codec, line) == _verdict(_pydantic_alone, line)
+    ours = _codec if decoder == "union" else _one_type_first
+    assert _verdict(ours, line) == _verdict(_pydantic_alone, line)
 
 
 @settings(max_examples=500, deadline=None)
@@ -221,27 +232,6 @@ def _one_type_first(line: bytes) -> Any:
         return _codec(line)
     finally:
         codec._DECODE, codec._few_left[0] = saved
-
-
-@settings(max_examples=800, deadline=None)
-@given(
-    EVENTS,
-    SOURCES,
-    st.none() | anything,
-    counts,
-    st.data(),
-    st.sampled_from(["replace", "remove", "rename", "add"]),
-    json_values,
-    st.text(max_size=6),
-)
-def test_one_type_decoders_give_pydantics_verdict_on_mutated_lines(
-    event: Any, source: Source | None, key: str | None, seq: int, data: st.DataObject, how: str, value: Any, name: str
-) -> None:
-    """A process's first lines, decoded by the decoder of the type each names, get pydantic's verdict too."""
-    body = _line_body(event, source, key, seq)
-    path = data.draw(st.sampled_from(_places(body)))
-    line = _sealed(_compact(_mutated(body, path, how, value, name)))
-    assert _verdict(_one_type_first, line) == _verdict(_pydantic_alone, line)
 
 
 def test_a_line_naming_its_type_twice_is_judged_by_its_top_level_type() -> None:
