@@ -16,21 +16,13 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench.chromium import ARGS, CHROMIUM
 from bench.scenario import record_run
 from plantrail.cli.common import open_records
 from plantrail.projections.report import render_report, report_data
 
 MAX_BYTES = 5_000_000
 MAX_FIRST_PAINT_MS = 2000.0
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--no-sandbox",
-    "--disable-background-networking",
-    "--disable-gpu",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 
 def paint_times(page_path: Path, loads: int) -> tuple[list[float], list[float], int]:
@@ -42,7 +34,7 @@ def paint_times(page_path: Path, loads: int) -> tuple[list[float], list[float], 
     drawn: list[float] = []
     requests = 0
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=list(ARGS))
         for _ in range(loads):
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.route("**/*", lambda r: r.continue_() if r.request.url == url else r.abort())

@@ -17,25 +17,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 LOG = ROOT / "samples" / "login-fix-replans.jsonl"
 OUT = ROOT / "docs" / "report.png"
-ARGS = [
-    "--no-sandbox",
-    "--disable-background-networking",
-    "--disable-gpu",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+sys.path.insert(0, str(ROOT))  # for bench.chromium, when run as a script
 
 
 def main() -> int:
     from playwright.sync_api import sync_playwright
+
+    from bench.chromium import ARGS, CHROMIUM
 
     with tempfile.TemporaryDirectory() as tmp:
         page_path = Path(tmp) / "report.html"
         subprocess.run([sys.executable, "-m", "plantrail", "report", str(LOG), "-o", str(page_path)], check=True)
         url = page_path.as_uri()
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=ARGS)
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=list(ARGS))
             page = browser.new_page(viewport={"width": 1280, "height": 900}, device_scale_factor=1)
             page.route("**/*", lambda r: r.continue_() if r.request.url == url else r.abort())
             page.goto(url)

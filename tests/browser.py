@@ -15,15 +15,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-CHROMIUM = os.environ.get("PLANTRAIL_CHROMIUM", "/usr/bin/chromium")
-ARGS = (
-    "--no-sandbox",
-    "--disable-background-networking",
-    "--disable-gpu",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-)
+from bench.chromium import ARGS, CHROMIUM
 
 
 def missing_reason() -> str | None:
