@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
     from plantrail.ledger.api import Ledger
+    from plantrail.ledger.plan import PlanSpec
 
 __all__ = ["build_server", "mcp_command"]
 
@@ -45,6 +46,20 @@ _STEP_SHAPE = (
     "criteria: [{id, description}]. Full shape: `plantrail schema`."
 )
 Run = Annotated[str, "the run id (letters, digits, ._:-)"]
+
+
+def _kept_terms(plan: PlanSpec, keep_criteria: bool, max_in_progress: int | None) -> dict[str, Any]:
+    """What a replan through ``plan_set`` keeps of the active plan: its criteria whole (typed checks
+    included) when the call gives none, and its policy (budgets included) with only the focus limit the call
+    gives changed."""
+    from plantrail.ledger.draft_writer import criterion_draft, policy_draft
+
+    kept: dict[str, Any] = {}
+    if keep_criteria:
+        kept["acceptance_criteria"] = [criterion_draft(c) for c in plan.acceptance_criteria]
+    if max_in_progress is not None:
+        kept["policy"] = policy_draft(plan.policy) | {"max_in_progress": max_in_progress}
+    return kept
 
 
 def build_server(folder: Path, store: str | None = None) -> MCPServer:
@@ -97,7 +112,8 @@ def build_server(folder: Path, store: str | None = None) -> MCPServer:
         expected_seq: int | None = None,
         idempotency_key: str | None = None,
     ) -> dict[str, Any]:
-        """First call: goal and criteria required. Later calls replan: reason and why required; the goal stays."""
+        """First call: goal and criteria required. Later calls replan: reason and why required; the goal stays, so do
+        the criteria and the policy's budgets unless given."""
         path = log(run)
         draft: dict[str, Any] = {"steps": steps}
         if criteria is not None:
@@ -122,10 +138,8 @@ def build_server(folder: Path, store: str | None = None) -> MCPServer:
                 if reason is None or not why:
                     raise ToolError("error[USAGE]: a replan needs reason (a reason code) and why")
                 plan = {"goal": current.goal, **draft}
-                if criteria is None and current.plan is not None:
-                    plan["acceptance_criteria"] = [
-                        {"id": c.id, "description": c.description} for c in current.plan.acceptance_criteria
-                    ]
+                if current.plan is not None:
+                    plan |= _kept_terms(current.plan, criteria is None, max_in_progress)
                 ack = ledger.replan(
                     reason, why, plan=plan, expected_seq=expected_seq, idempotency_key=idempotency_key, actor="agent"
                 )

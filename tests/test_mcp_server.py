@@ -178,3 +178,37 @@ def test_a_real_stdio_session(tmp_path: Path) -> None:
 
     anyio.run(main)
     assert (tmp_path / "s1.jsonl").is_file()
+
+
+def test_a_replan_keeps_the_criteria_checks_and_the_budgets_it_does_not_give(tmp_path: Path) -> None:
+    """plan_set as a replan without criteria keeps the active criteria whole (their typed checks too); with
+    max_in_progress it changes the focus limit and keeps the rest of the policy (the budgets)."""
+    from plantrail.ledger.api import Ledger
+
+    checked = [
+        {
+            "id": "tests-pass",
+            "description": "the test suite passes",
+            "checks": [{"id": "t", "kind": "command_exit", "command": "pytest -q", "expected_exit_code": 0}],
+        }
+    ]
+    path = tmp_path / "r1.jsonl"
+    with Ledger.create(
+        path, {"goal": "g", "steps": STEPS, "acceptance_criteria": checked, "policy": {"max_turns": 40}}, run="r1"
+    ) as ledger:
+        first = ledger.state.plan
+    assert first is not None
+
+    async def main() -> None:
+        async with Client(build_server(tmp_path)) as client:
+            steps = [*STEPS, {"id": "review", "title": "Review", "depends_on": ["fix"], "completion_evidence": "ok"}]
+            replan = {"run": "r1", "steps": steps, "reason": "new_constraint", "why": "a review is needed"}
+            _result(await _call(client, "plan_set", **replan, max_in_progress=2))
+
+    anyio.run(main)
+    with Ledger.open(path) as ledger:
+        plan = ledger.state.plan
+    assert plan is not None and [s.id for s in plan.steps] == ["reproduce", "fix", "review"]
+    assert plan.acceptance_criteria == first.acceptance_criteria
+    assert plan.acceptance_criteria[0].checks
+    assert (plan.policy.max_in_progress, plan.policy.max_turns) == (2, 40)
