@@ -273,3 +273,30 @@ def test_deleting_the_cache_changes_no_answer(
     assert cold[0]["snapshot_seq"] is None
     assert not Path(str(log) + ".plantrail-cache").exists()
     assert [_without_note(a) for a in warm] == [_without_note(a) for a in cold]
+
+
+def test_a_writer_removes_the_temporary_files_a_killed_writer_left_and_nothing_else(
+    make_ledger: Callable[..., Ledger], draft: dict[str, Any]
+) -> None:
+    """A writer killed between making a cache file's temporary copy (or a clock stamp) and renaming or removing
+    it leaves it behind; the next writer removes such files once they are old, and leaves a young one (another
+    writer may be using it) and every other file alone."""
+    import os
+    import time
+
+    log = _run(make_ledger, draft)
+    folder = Path(cache.cache_dir(str(log)))
+    old = time.time() - seal.STALE_TMP_SECONDS - 60
+    left = [folder / ".stamp.0123456789abcdef.tmp", folder / ".head.snap.fedcba9876543210.tmp"]
+    young = folder / ".keys.snap.00112233445566ff.tmp"
+    other = folder / "notes.tmp"
+    for path in [*left, young, other]:
+        path.write_bytes(b"")
+    for path in [*left, other]:
+        os.utime(path, (old, old))
+    with Ledger.open(log) as ledger:
+        ledger.start("diagnose")
+    names = {p.name for p in folder.iterdir()}
+    assert not names & {p.name for p in left}
+    assert {young.name, other.name} <= names
+    assert "head.snap" in names

@@ -28,6 +28,7 @@ import hmac
 import os
 import secrets
 import stat
+import time
 from typing import Final
 
 from plantrail.ledger.files import read_regular
@@ -119,6 +120,19 @@ def unseal(key: bytes, kind: str, blob: bytes) -> bytes | None:
     return payload if hmac.compare_digest(tag, _tag(key, kind, payload)) else None
 
 
+#: How old a temporary file left in a cache folder must be before a writer removes it (:meth:`CacheFolder.write`).
+STALE_TMP_SECONDS: Final = 600
+_HEX: Final = frozenset("0123456789abcdef")
+
+
+def _left_tmp(name: str) -> bool:
+    """Whether ``name`` is one :meth:`CacheFolder.write` or :meth:`CacheFolder.stamp` gives its temporary file:
+    ``.NAME.<16 hex digits>.tmp``."""
+    return (
+        len(name) >= 23 and name[0] == "." and name.endswith(".tmp") and name[-21] == "." and set(name[-20:-4]) <= _HEX
+    )
+
+
 class CacheFolder:
     """A log's cache folder, opened safely, or nothing (:meth:`open` returns None when it must not be used).
 
@@ -128,6 +142,7 @@ class CacheFolder:
     def __init__(self, fd: int, key: bytes) -> None:
         self._fd = fd
         self._key = key
+        self._swept = False
 
     @classmethod
     def open(cls, path: str, *, create: bool) -> CacheFolder | None:
@@ -234,4 +249,23 @@ class CacheFolder:
             with contextlib.suppress(OSError):
                 os.unlink(tmp, dir_fd=self._fd)
             return False
+        if not self._swept:
+            self._swept = True
+            self._sweep()
         return True
+
+    def _sweep(self) -> None:
+        """Remove the temporary files a writer killed between making one and renaming or removing it left behind
+        (:meth:`write`'s and :meth:`stamp`'s): only those last changed :data:`STALE_TMP_SECONDS` ago or more, so
+        another writer's file in use is never touched. Once per opened folder, on its first write."""
+        try:
+            entries = list(os.scandir(self._fd))
+        except OSError:
+            return
+        before = time.time() - STALE_TMP_SECONDS
+        for entry in entries:
+            if not _left_tmp(entry.name):
+                continue
+            with contextlib.suppress(OSError):
+                if entry.stat(follow_symlinks=False).st_mtime < before:
+                    os.unlink(entry.name, dir_fd=self._fd)
