@@ -118,7 +118,7 @@ def _record(log: str, command: RequestEffect | CommitEffect, expected_seq: int |
 
     with Ledger.open(log) as ledger:
         ack = ledger.execute(command, expected_seq=expected_seq)
-        _acknowledge(ledger.state, command, ack, as_json)
+        _acknowledge(ledger.unread_state, command, ack, as_json)
 
 
 def _acknowledge(state: PlanState, command: RequestEffect | CommitEffect, ack: Ack, as_json: bool) -> None:

@@ -96,7 +96,7 @@ def build_server(folder: Path, store: str | None = None) -> MCPServer:
         def go() -> dict[str, Any]:
             with Ledger.open(log(run)) as ledger:
                 ack = act(ledger)
-                return ack_view(ledger.state, ack)
+                return ack_view(ledger.unread_state, ack)
 
         return refusals(go)
 
@@ -143,7 +143,7 @@ def build_server(folder: Path, store: str | None = None) -> MCPServer:
                 ack = ledger.replan(
                     reason, why, plan=plan, expected_seq=expected_seq, idempotency_key=idempotency_key, actor="agent"
                 )
-                return ack_view(ledger.state, ack)
+                return ack_view(ledger.unread_state, ack)
 
         return refusals(go)
 

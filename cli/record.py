@@ -175,7 +175,7 @@ def _describe(command: Command) -> str:
 def _acknowledge(ledger: Ledger, command: Command, ack: Ack, as_json: bool) -> None:
     from plantrail.projections.views import ack_view
 
-    state = ledger.state
+    state = ledger.unread_state  # the acknowledgement prints no evidence: none is read
     data = ack_view(state, ack)
     next_advice = data["advice"]
     authority = state.authority

@@ -62,7 +62,7 @@ from plantrail.ledger.plan import (
 from plantrail.ledger.store import Ack, FsyncPolicy, KeyEntry, PendingRecord, Session, Store
 from plantrail.ledger.stores import create_store, is_database_url
 from plantrail.ledger.stores.jsonl import JsonlStore
-from plantrail.projections.model import PlanState
+from plantrail.projections.model import PlanState, resolved
 from plantrail.projections.state import Advancing, evolve, initial
 
 __all__ = ["Ledger", "default_run_id"]
@@ -86,6 +86,7 @@ class Ledger:
         self._cache = cache
         self._state = initial()
         self._keys: dict[str, KeyEntry] = {}
+        self._shown: tuple[PlanState, PlanState] | None = None  # the last state :attr:`state` read, and as read
 
     # ----------------------------------------------------------- opening
 
@@ -136,7 +137,7 @@ class Ledger:
             clock=clock,
         )
         ledger = cls(store, clock=clock, cache=cache)
-        ledger.refresh()
+        ledger._refresh()
         return ledger
 
     @classmethod
@@ -182,7 +183,7 @@ class Ledger:
             snapshot = store.resume() if cache and acked is None else None
             if snapshot is not None:
                 ledger._state, ledger._keys = snapshot.state, dict(snapshot.keys)
-            ledger.refresh()
+            ledger._refresh()
         except BaseException:
             store.close()
             raise
@@ -247,14 +248,41 @@ class Ledger:
 
     @property
     def state(self) -> PlanState:
-        """The state as of this ledger's last turn (call :meth:`refresh` to see other writers' events)."""
+        """The state as of this ledger's last turn (call :meth:`refresh` to see other writers' events), its
+        evidence read (see :attr:`unread_state`)."""
+        return self._read(self._state)
+
+    @property
+    def unread_state(self) -> PlanState:
+        """The state as of this ledger's last turn, where evidence a snapshot pointed at may not be read yet: a
+        :class:`~plantrail.projections.model.LazyText`, read and checked by hash when first used. Opening
+        from a snapshot reads none (no rule reads evidence); a view that prints none (the acknowledgement of
+        a command) takes this, every other :attr:`state`."""
         return self._state
 
+    def _read(self, state: PlanState) -> PlanState:
+        """``state`` with its evidence read (HASH_MISMATCH when a record it comes from changed under it)."""
+        shown = self._shown
+        if shown is not None and shown[0] is state:
+            return shown[1]
+        try:
+            read = resolved(state)
+        except (OSError, ValueError) as exc:
+            raise error(
+                "HASH_MISMATCH",
+                f"a record the state's evidence comes from no longer checks out: {exc}; reopen the log",
+            ) from None
+        self._shown = (state, read)
+        return read
+
     def refresh(self) -> PlanState:
-        """Catch up with everything appended to the log and return the current state."""
+        """Catch up with everything appended to the log and return the current state (its evidence read)."""
+        self._refresh()
+        return self._read(self._state)
+
+    def _refresh(self) -> None:
         with self._store.session() as session:
             self._catch_up(session)
-        return self._state
 
     def _catch_up(self, session: Session) -> None:
         if session.rewound:

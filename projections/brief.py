@@ -23,7 +23,7 @@ from plantrail.ledger.versions import plain
 from plantrail.projections.authority import Approval
 from plantrail.projections.effects import effect_view, unresolved
 from plantrail.projections.lineage import lineage_view
-from plantrail.projections.model import PlanState, StepState
+from plantrail.projections.model import PlanState, StepState, optional_text, texts
 from plantrail.projections.repair_edges import idle_repairs, repairs_of, waiting_for
 from plantrail.projections.stop import budget_view
 from plantrail.projections.views import approvals_view, drift_view, orphan_view
@@ -84,7 +84,7 @@ def _violation(held: dict[str, Any]) -> dict[str, Any]:
 
 
 def _completed(step: StepState, spec: StepSpec) -> dict[str, Any]:
-    done = {"id": step.id, "attempt": step.attempt, "evidence": list(step.evidence), "last_seq": step.last_seq}
+    done = {"id": step.id, "attempt": step.attempt, "evidence": texts(step.evidence), "last_seq": step.last_seq}
     return done | {"artifacts": [plain(a) for a in step.artifacts], "step": _contract(spec)}
 
 
@@ -165,7 +165,8 @@ def brief_view(state: PlanState) -> dict[str, Any]:
         ],
         "not_run": [_waiting(s, spec, state) for s, spec in steps if s.status == "pending" and s.error is None],
         "unmet_criteria": [
-            {"id": c.id, "description": descriptions[c.id], "status": c.status, "evidence": c.evidence} for c in unmet
+            {"id": c.id, "description": descriptions[c.id], "status": c.status, "evidence": optional_text(c.evidence)}
+            for c in unmet
         ],
         "orphans": [orphan_view(o) for o in state.orphans],
         "coverage": coverage_view(state.plan),

@@ -33,6 +33,8 @@ from plantrail.projections.model import (
     StepChange,
     StepState,
     VersionInfo,
+    optional_text,
+    texts,
 )
 from plantrail.projections.outcomes import outcome_lists
 from plantrail.projections.repair_edges import idle_repairs, repairs_view, waiting_for
@@ -355,7 +357,7 @@ def _first_drop(
 
 
 def _kept_step(step: StepState) -> dict[str, Any]:
-    return {"step": step.id, "attempt": step.attempt, "evidence": list(step.evidence), "completed_seq": step.last_seq}
+    return {"step": step.id, "attempt": step.attempt, "evidence": texts(step.evidence), "completed_seq": step.last_seq}
 
 
 def _step_fates(before: PlanState, replans: Sequence[VersionInfo]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -407,7 +409,7 @@ def _kept_criterion(criterion: CriterionState) -> dict[str, Any]:
     return {
         "criterion": criterion.id,
         "status": criterion.status,
-        "evidence": criterion.evidence,
+        "evidence": optional_text(criterion.evidence),
         "verified_seq": criterion.last_seq,
     }
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Final, Literal, NamedTuple
+from collections.abc import Callable
+from typing import Any, Final, Literal, NamedTuple
 
 from plantrail.ledger.artifacts import Artifact
 from plantrail.ledger.evidence import Usage
@@ -21,6 +22,7 @@ __all__ = [
     "CriterionStatus",
     "FailureStreak",
     "Fork",
+    "LazyText",
     "Lease",
     "Observed",
     "Orphan",
@@ -30,7 +32,12 @@ __all__ = [
     "StepChange",
     "StepState",
     "StepStatus",
+    "Text",
     "VersionInfo",
+    "optional_text",
+    "resolved",
+    "text",
+    "texts",
 ]
 
 StepStatus = Literal["pending", "in_progress", "completed", "blocked", "stale"]
@@ -39,6 +46,70 @@ STEP_STATUSES: Final = ("pending", "in_progress", "completed", "blocked", "stale
 CriterionStatus = Literal["unverified", "passed", "failed"]
 OrphanWhy = Literal["SUPERSEDED_VERSION", "STALE_ATTEMPT", "RUN_FINISHED"]
 FINAL_OUTCOMES: Final = frozenset({"complete", "failed", "cancelled", "partial", "budget_exhausted"})
+
+
+class LazyText:
+    """A large text of evidence that the log holds and that has not been read yet: a writer that starts from a
+    snapshot keeps each such text as this reference (``ref``: where the record carrying it lies, with the
+    record's hash; see :class:`plantrail.ledger.stores.cache.TextRef`) instead of reading, decoding and
+    hashing every record back, since no rule reads evidence. The text is read once, when something needs it
+    (:meth:`resolve`, ``str()``, equality, hashing, the canonical and JSON encoders), by ``fill``, which
+    checks the record against its hash (ValueError when the log no longer holds it). A snapshot's encoder
+    writes it back as the same reference without reading it."""
+
+    __slots__ = ("_fill", "_text", "ref")
+
+    def __init__(self, ref: tuple[Any, ...], fill: Callable[[tuple[Any, ...]], str]) -> None:
+        self.ref = ref
+        self._fill = fill
+        self._text: str | None = None
+
+    def resolve(self) -> str:
+        """The text (read and checked on first use; ValueError when the record no longer checks out)."""
+        if self._text is None:
+            self._text = self._fill(self.ref)
+        return self._text
+
+    @property
+    def resolved(self) -> bool:
+        """True once the text was read."""
+        return self._text is not None
+
+    def __str__(self) -> str:
+        return self.resolve()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, LazyText):
+            if other.ref == self.ref and other._fill is self._fill:
+                return True
+            return self.resolve() == other.resolve()
+        return self.resolve() == other if isinstance(other, str) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.resolve())
+
+    def __repr__(self) -> str:
+        return f"LazyText({self.ref!r})" if self._text is None else repr(self._text)
+
+
+#: A text of the state that may still be a :class:`LazyText` (evidence in a writer's state started from a
+#: snapshot); every view that reads one goes through :func:`text`.
+Text = str | LazyText
+
+
+def text(value: Text) -> str:
+    """The text itself (a :class:`LazyText` is read)."""
+    return value if isinstance(value, str) else value.resolve()
+
+
+def optional_text(value: Text | None) -> str | None:
+    """:func:`text` of a text that may be absent."""
+    return None if value is None else text(value)
+
+
+def texts(values: tuple[Text, ...]) -> list[str]:
+    """Each :func:`text` of ``values``, in order."""
+    return [text(v) for v in values]
 
 
 class Lease(NamedTuple):
@@ -88,7 +159,7 @@ class StepState(NamedTuple):
     id: str
     status: StepStatus = "pending"
     attempt: int = 0
-    evidence: tuple[str, ...] = ()
+    evidence: tuple[Text, ...] = ()
     reason: str | None = None
     error: str | None = None
     exhausted: bool = False
@@ -124,7 +195,7 @@ class CriterionState(NamedTuple):
 
     id: str
     status: CriterionStatus = "unverified"
-    evidence: str | None = None
+    evidence: Text | None = None
     last_seq: int = 0
     reset: str | None = None
 
@@ -139,7 +210,7 @@ class Orphan(NamedTuple):
     attempt: int
     active_version: int
     why: OrphanWhy
-    evidence: tuple[str, ...] = ()
+    evidence: tuple[Text, ...] = ()
     reason: str | None = None
 
 
@@ -254,3 +325,26 @@ class PlanState(NamedTuple):
 def initial() -> PlanState:
     """The state of an empty log."""
     return PlanState()
+
+
+def _has_lazy(items: tuple[Text, ...]) -> bool:
+    return any(not isinstance(e, str) for e in items)
+
+
+def resolved(state: PlanState) -> PlanState:
+    """``state`` with every :class:`LazyText` read (the same object when it holds none); ValueError when one
+    no longer checks out against the log."""
+    steps = state.steps
+    for s in state.steps.values():
+        if _has_lazy(s.evidence):
+            steps = steps.set(s.id, s._replace(evidence=tuple(text(e) for e in s.evidence)))
+    criteria = state.criteria
+    for c in state.criteria.values():
+        if c.evidence is not None and not isinstance(c.evidence, str):
+            criteria = criteria.set(c.id, c._replace(evidence=c.evidence.resolve()))
+    orphans = state.orphans
+    if any(_has_lazy(o.evidence) for o in orphans):
+        orphans = tuple(o._replace(evidence=tuple(text(e) for e in o.evidence)) for o in orphans)
+    if steps is state.steps and criteria is state.criteria and orphans is state.orphans:
+        return state
+    return state._replace(steps=steps, criteria=criteria, orphans=orphans)

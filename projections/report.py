@@ -32,7 +32,7 @@ import orjson
 from plantrail.projections.graph import DEPENDS_ON, PlanGraph, plan_graph
 from plantrail.projections.graph_render import EDGE_STYLES, GEOMETRY, NODE_STYLES, UNKNOWN_STYLE, style_css
 from plantrail.projections.history import orphans_view, resume_receipt, spans
-from plantrail.projections.model import Changes, PlanState, StepChange
+from plantrail.projections.model import Changes, PlanState, StepChange, optional_text
 from plantrail.projections.timeline import Collector, Timeline
 
 if TYPE_CHECKING:
@@ -260,7 +260,12 @@ def report_data(
         "verify": dict(verify),
         "versions": versions,
         "criteria": [
-            {"id": c.id, "description": criteria_text.get(c.id, ""), "status": c.status, "evidence": c.evidence}
+            {
+                "id": c.id,
+                "description": criteria_text.get(c.id, ""),
+                "status": c.status,
+                "evidence": optional_text(c.evidence),
+            }
             for c in final.criteria.values_in_order()
         ],
         "orphans": orphans_view(final),

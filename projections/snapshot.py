@@ -6,7 +6,9 @@ Pure and independent of pydantic, so loading a snapshot costs one ``orjson.loads
 Large texts need not be copied: given ``refer``, :func:`encode_state` asks it for a reference to every string
 of the state longer than :data:`INLINE_MAX` characters (evidence, reasons, errors: whatever workers report)
 and writes ``{"$ref": reference}`` in its place when it gets one; :func:`decode_state` asks ``fill`` for the
-string behind each reference. What a reference is (where the record carrying the text lies in the log) is
+string behind each reference, or, given ``lazy``, keeps each reference in evidence (steps', criteria's and
+late results') as the :class:`~plantrail.projections.model.LazyText` it makes, which the encoder writes back
+as the same reference without reading it. What a reference is (where the record carrying the text lies in the log) is
 the store's business; this module does no I/O. Plans are written inline (they are the agent's own, not what
 workers report).
 """
@@ -39,6 +41,7 @@ from plantrail.projections.model import (
     CriterionState,
     FailureStreak,
     Fork,
+    LazyText,
     Lease,
     Observed,
     Orphan,
@@ -54,6 +57,7 @@ __all__ = [
     "INLINE_MAX",
     "REDUCER_VERSION",
     "Fill",
+    "Lazy",
     "Refer",
     "decode_orphans",
     "decode_state",
@@ -72,6 +76,8 @@ def _default(value: Any) -> Any:
         return value._asdict()
     if isinstance(value, Table):
         return list(value.values_in_order())
+    if isinstance(value, LazyText):
+        return value.resolve()
     raise TypeError(f"cannot encode {type(value).__name__}")
 
 
@@ -85,6 +91,8 @@ INLINE_MAX: Final = 1024
 Refer = Callable[[str], Any]
 #: Given a reference :data:`Refer` made, the string behind it (ValueError when it cannot be had).
 Fill = Callable[[Any], str]
+#: Given a reference in evidence, the :class:`LazyText` that stands for it until it is read.
+Lazy = Callable[[Any], LazyText]
 
 _REF: Final = "$ref"
 
@@ -97,6 +105,8 @@ def _externalize(value: Any, refer: Refer) -> Any:
             if ref is not None:
                 return {_REF: ref}
         return value
+    if isinstance(value, LazyText):
+        return {_REF: list(value.ref)}  # the reference it was read as: the text itself is not needed
     if isinstance(value, tuple) and hasattr(value, "_asdict"):
         return {k: _externalize(v, refer) for k, v in value._asdict().items()}
     if isinstance(value, Table):
@@ -274,11 +284,32 @@ def _no_fill(ref: Any) -> str:
     raise ValueError("a snapshot with references was read without a way to fill them")
 
 
-def decode_state(raw: bytes, fill: Fill | None = None) -> PlanState:
+def _ref_of(value: Any) -> Any:
+    """The reference ``value`` is (``{"$ref": r}``), else None."""
+    return value[_REF] if isinstance(value, dict) and len(value) == 1 and _REF in value else None
+
+
+def _keep_lazy(d: dict[str, Any], lazy: Lazy) -> None:
+    """Replace, in place, each reference in the evidence of the decoded state ``d`` by ``lazy(reference)``."""
+
+    def kept(value: Any) -> Any:
+        ref = _ref_of(value)
+        return value if ref is None else lazy(ref)
+
+    for holder in (*d["steps"], *d["orphans"]):
+        holder["evidence"] = [kept(e) for e in holder["evidence"]]
+    for c in d["criteria"]:
+        c["evidence"] = kept(c["evidence"])
+
+
+def decode_state(raw: bytes, fill: Fill | None = None, lazy: Lazy | None = None) -> PlanState:
     """The state :func:`encode_state` encoded; ``fill`` gives the string behind each reference (a reference
-    without ``fill`` is a ValueError)."""
+    without ``fill`` is a ValueError), but with ``lazy`` each reference in evidence is kept as the
+    :class:`LazyText` ``lazy`` makes of it (not read)."""
     d = orjson.loads(raw)
     if b'"$ref"' in raw:
+        if lazy is not None:
+            _keep_lazy(d, lazy)
         d = _internalize(d, fill or _no_fill)
     plan = _plan(d["plan"])
     steps = [StepState(**_step_fields(s)) for s in d["steps"]]

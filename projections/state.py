@@ -40,6 +40,7 @@ from plantrail.projections.model import (
     PlanState,
     StepState,
     StepStatus,
+    Text,
     VersionInfo,
 )
 from plantrail.projections.reconcile import reconcile
@@ -505,7 +506,7 @@ def _orphaned(
     return Delta(orphan=orphan, fields=None if spent is state.usage else {"usage": spent})
 
 
-def _moved(s: StepState, status: StepStatus, attempt: int, evidence: tuple[str, ...], seq: int) -> StepState:
+def _moved(s: StepState, status: StepStatus, attempt: int, evidence: tuple[Text, ...], seq: int) -> StepState:
     """``s`` in a new status. Built positionally: starts and completions are most of all events, and
     NamedTuple._replace is four times slower."""
     return StepState(

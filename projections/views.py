@@ -37,7 +37,7 @@ from plantrail.projections.effects import check_first, effects_view
 from plantrail.projections.leases import lease_view
 from plantrail.projections.lineage import lineage_view
 from plantrail.projections.lineage_digest import lineage_of, missing_inputs
-from plantrail.projections.model import Orphan, PlanState, StepState
+from plantrail.projections.model import Orphan, PlanState, StepState, optional_text, texts
 from plantrail.projections.repair_edges import edges_of, idle_repairs, repair_reason, repairs_view
 from plantrail.projections.stop import STOPPING, budget_view, stop_decision
 
@@ -241,7 +241,7 @@ def approvals_view(state: PlanState) -> dict[str, Any]:
 
 def orphan_view(orphan: Orphan) -> dict[str, Any]:
     """One late result as JSON."""
-    return orphan._asdict() | {"evidence": list(orphan.evidence)}
+    return orphan._asdict() | {"evidence": texts(orphan.evidence)}
 
 
 def _step_view(step: StepState, spec: StepSpec, ready: bool, waits: list[WaitReason]) -> dict[str, Any]:
@@ -261,7 +261,7 @@ def _step_view(step: StepState, spec: StepSpec, ready: bool, waits: list[WaitRea
         "depends_on": list(spec.depends_on),
         "on_failure": spec.on_failure,
         "completion_evidence": spec.completion_evidence,
-        "evidence": list(step.evidence),
+        "evidence": texts(step.evidence),
         "reason": step.reason,
         "error": step.error,
         "reset": step.reset,
@@ -305,7 +305,7 @@ def status_view(state: PlanState, now: str | None = None) -> dict[str, Any]:
                 "description": criteria_specs[c.id].description,
                 "checks": [plain(check) for check in criteria_specs[c.id].checks],
                 "status": c.status,
-                "evidence": c.evidence,
+                "evidence": optional_text(c.evidence),
                 "reset": c.reset,
             }
             for c in state.criteria.values_in_order()

@@ -56,7 +56,7 @@ import orjson
 
 from plantrail.ledger.store import KeyEntry
 from plantrail.ledger.stores.seal import CacheFolder, seal
-from plantrail.projections.model import PlanState
+from plantrail.projections.model import LazyText, PlanState
 from plantrail.projections.snapshot import (
     INLINE_MAX,
     REDUCER_VERSION,
@@ -219,6 +219,42 @@ def _record_at(fd: int, offset: int, length: int, h: str, before: int, *, rehash
     if rehash and hashlib.sha256(line[:-72] + b"}").hexdigest() != h:
         raise ValueError("a snapshot reference to a record that changed")
     return orjson.loads(line)
+
+
+class _Reread:
+    """Reads, when a :class:`LazyText` of evidence is first needed, the record it comes from: the log opened
+    again by its path, the record's framing and SHA-256 checked (the bytes are no longer under a writer's
+    custody then), each record read once. A record that does not check out (the log was rewritten or cut
+    under the snapshot) is a ValueError naming its offset."""
+
+    def __init__(self, log_path: str, before: int) -> None:
+        self._path = log_path
+        self._before = before
+        self._records: dict[int, Any] = {}
+
+    def lazy(self, raw: Any) -> LazyText:
+        """The lazy text a snapshot's reference in evidence stands for (checked only for its shape now)."""
+        offset, length, h, path = raw
+        return LazyText((int(offset), int(length), str(h), tuple(path)), self)
+
+    def __call__(self, raw: tuple[Any, ...]) -> str:
+        ref = TextRef(*raw)
+        record = self._records.get(ref.offset)
+        if record is None:
+            fd = os.open(self._path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                record = _record_at(fd, ref.offset, ref.length, ref.hash, self._before)
+            except ValueError as exc:
+                raise ValueError(f"{exc} (evidence at byte offset {ref.offset})") from None
+            finally:
+                os.close(fd)
+            self._records[ref.offset] = record
+        value = record
+        for step in ref.path:
+            value = value[step]
+        if not isinstance(value, str) or len(value) <= INLINE_MAX:
+            raise ValueError(f"a snapshot reference to something other than a large text (byte offset {ref.offset})")
+        return value
 
 
 class _Filler:
@@ -391,10 +427,14 @@ def _sealed(log_path: str, fd: int, *, check_prefix: bool, with_keys: bool) -> _
     return _Sealed(position, state_line, meta | {"held": held}, keys, filler, custody)
 
 
-def load_snapshot(log_path: str, fd: int, *, check_prefix: bool = False, with_keys: bool = False) -> Snapshot | None:
+def load_snapshot(
+    log_path: str, fd: int, *, check_prefix: bool = False, with_keys: bool = False, lazy: bool = False
+) -> Snapshot | None:
     """The log's snapshot if it is sealed by this user's plantrail and checks out against the log (and, with
     ``check_prefix``, against every byte it covers), else None. Its idempotency index is read only
-    ``with_keys`` (writers need it, readers do not); without, ``keys`` is empty.
+    ``with_keys`` (writers need it, readers do not); without, ``keys`` is empty. With ``lazy`` (writers, whose
+    rules never read evidence) the references in evidence are not read: each is a
+    :class:`~plantrail.projections.model.LazyText`, read and checked by hash from the log when first needed.
 
     ``check_prefix`` (writers) proves that the bytes the snapshot covers are the ones its writer checked:
     without reading them when the log is the very file the snapshot recorded, unchanged and not racy (see
@@ -404,7 +444,8 @@ def load_snapshot(log_path: str, fd: int, *, check_prefix: bool = False, with_ke
         sealed = _sealed(log_path, fd, check_prefix=check_prefix, with_keys=with_keys)
         if sealed is None:
             return None
-        state = decode_state(sealed.state_line, sealed.filler)
+        later = _Reread(log_path, sealed.position.offset) if lazy else None
+        state = decode_state(sealed.state_line, sealed.filler, None if later is None else later.lazy)
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         return None
     position, meta = sealed.position, sealed.meta

@@ -502,7 +502,7 @@ class JsonlStore:
     def resume(self) -> Resumed | None:
         """Start from the log's snapshot when it checks out (see :mod:`plantrail.ledger.stores.cache`); None to
         read it all."""
-        snapshot = load_snapshot(self.path, self._fd, check_prefix=True, with_keys=True)
+        snapshot = load_snapshot(self.path, self._fd, check_prefix=True, with_keys=True, lazy=True)
         if snapshot is None:
             return None
         p = snapshot.position
