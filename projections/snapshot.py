@@ -289,17 +289,25 @@ def _ref_of(value: Any) -> Any:
     return value[_REF] if isinstance(value, dict) and len(value) == 1 and _REF in value else None
 
 
-def _keep_lazy(d: dict[str, Any], lazy: Lazy) -> None:
-    """Replace, in place, each reference in the evidence of the decoded state ``d`` by ``lazy(reference)``."""
+def _keep_lazy(d: dict[str, Any], lazy: Lazy) -> int:
+    """Replace, in place, each reference in the evidence of the decoded state ``d`` by ``lazy(reference)``;
+    return how many there were."""
+    made = 0
 
     def kept(value: Any) -> Any:
+        nonlocal made
         ref = _ref_of(value)
-        return value if ref is None else lazy(ref)
+        if ref is None:
+            return value
+        made += 1
+        return lazy(ref)
 
     for holder in (*d["steps"], *d["orphans"]):
-        holder["evidence"] = [kept(e) for e in holder["evidence"]]
+        if any(isinstance(e, dict) for e in holder["evidence"]):
+            holder["evidence"] = [kept(e) for e in holder["evidence"]]
     for c in d["criteria"]:
         c["evidence"] = kept(c["evidence"])
+    return made
 
 
 def decode_state(raw: bytes, fill: Fill | None = None, lazy: Lazy | None = None) -> PlanState:
@@ -307,9 +315,10 @@ def decode_state(raw: bytes, fill: Fill | None = None, lazy: Lazy | None = None)
     without ``fill`` is a ValueError), but with ``lazy`` each reference in evidence is kept as the
     :class:`LazyText` ``lazy`` makes of it (not read)."""
     d = orjson.loads(raw)
-    if b'"$ref"' in raw:
-        if lazy is not None:
-            _keep_lazy(d, lazy)
+    # Each reference is an object ``{"$ref": ...}`` and a string holds its quotes escaped: when every such
+    # object is evidence kept lazy, none is left to fill.
+    lazy_only = lazy is not None and b'"$ref"' in raw and _keep_lazy(d, lazy) == raw.count(b'{"$ref":')
+    if b'"$ref"' in raw and not lazy_only:
         d = _internalize(d, fill or _no_fill)
     plan = _plan(d["plan"])
     steps = [StepState(**_step_fields(s)) for s in d["steps"]]
