@@ -267,11 +267,13 @@ class Ledger:
             return shown[1]
         try:
             read = resolved(state)
-        except (OSError, ValueError) as exc:
+        except ValueError as exc:
             raise error(
                 "HASH_MISMATCH",
                 f"a record the state's evidence comes from no longer checks out: {exc}; reopen the log",
             ) from None
+        except OSError as exc:
+            raise error("IO_ERROR", f"reading the state's evidence from the log failed: {exc}") from None
         self._shown = (state, read)
         return read
 

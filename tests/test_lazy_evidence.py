@@ -245,3 +245,15 @@ def test_a_record_changed_under_an_unread_text_is_caught_when_it_is_read(tmp_pat
         ledger.close()
     damaged = reads.read_state(str(log), stop_at_damage=True)
     assert damaged.snapshot_seq is None and damaged.damage is not None
+
+
+def test_unread_evidence_is_read_from_the_file_it_was_checked_in(tmp_path: Path) -> None:
+    """A text left unread is read from the very file the writer opened, after the ledger closed and the log was
+    renamed: the state is the full fold's."""
+    log = _heavy(tmp_path / "run.jsonl")
+    with Ledger.open(log, fsync="none") as ledger:
+        ledger.verify_criterion("d", passed=True, evidence="checked")
+    assert _lazies(ledger.unread_state)
+    moved = log.rename(tmp_path / "moved.jsonl")
+    assert ledger.state == _full(moved).state
+    assert state_hash(ledger.unread_state) == state_hash(_full(moved).state)

@@ -48,6 +48,7 @@ import os
 import secrets
 import struct
 import time
+import weakref
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final, NamedTuple
@@ -222,13 +223,15 @@ def _record_at(fd: int, offset: int, length: int, h: str, before: int, *, rehash
 
 
 class _Reread:
-    """Reads, when a :class:`LazyText` of evidence is first needed, the record it comes from: the log opened
-    again by its path, the record's framing and SHA-256 checked (the bytes are no longer under a writer's
-    custody then), each record read once. A record that does not check out (the log was rewritten or cut
-    under the snapshot) is a ValueError naming its offset."""
+    """Reads, when a :class:`LazyText` of evidence is first needed, the record it comes from: through its own
+    duplicate of the log's descriptor (the file the snapshot was checked against, whatever its path names
+    now; closed once no text needs it), the record's framing and SHA-256 checked (the bytes are no longer
+    under a writer's custody then), each record read once. A record that does not check out (the log was
+    rewritten or cut under the snapshot) is a ValueError naming its offset."""
 
-    def __init__(self, log_path: str, before: int) -> None:
-        self._path = log_path
+    def __init__(self, fd: int, before: int) -> None:
+        self._fd = os.dup(fd)
+        weakref.finalize(self, os.close, self._fd)
         self._before = before
         self._records: dict[int, Any] = {}
 
@@ -241,13 +244,10 @@ class _Reread:
         ref = TextRef(*raw)
         record = self._records.get(ref.offset)
         if record is None:
-            fd = os.open(self._path, os.O_RDONLY | os.O_CLOEXEC)
             try:
-                record = _record_at(fd, ref.offset, ref.length, ref.hash, self._before)
+                record = _record_at(self._fd, ref.offset, ref.length, ref.hash, self._before)
             except ValueError as exc:
                 raise ValueError(f"{exc} (evidence at byte offset {ref.offset})") from None
-            finally:
-                os.close(fd)
             self._records[ref.offset] = record
         value = record
         for step in ref.path:
@@ -457,7 +457,7 @@ def load_snapshot(
         sealed = _sealed(log_path, fd, check_prefix=check_prefix, with_keys=with_keys)
         if sealed is None:
             return None
-        later = _Reread(log_path, sealed.position.offset) if lazy else None
+        later = _Reread(fd, sealed.position.offset) if lazy else None
         state = decode_state(sealed.state_line, sealed.filler, None if later is None else later.lazy)
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         return None
