@@ -131,7 +131,7 @@ def build_server(folder: Path, store: str | None = None) -> MCPServer:
                     state = ledger.state
                     return ack_view(state, _created_ack(state))
             with Ledger.open(path) as ledger:
-                current = ledger.state
+                current = ledger.unread_state
                 if reason is None and idempotency_key is not None:  # a retried first call: the original's ack
                     again = Create(plan=parse_draft({"goal": goal, **draft}), actor="agent", key=idempotency_key)
                     return ack_view(current, ledger.execute(again))

@@ -136,7 +136,7 @@ def _run(log: str, command: Command, expected_seq: int | None, as_json: bool) ->
         ack = ledger.execute(command, expected_seq=expected_seq)
         _acknowledge(ledger, command, ack, as_json)
         if isinstance(command, Replan) and not ack.duplicate:
-            _coverage_warnings(ledger.state)
+            _coverage_warnings(ledger.unread_state)
 
 
 def _strict_option(func: F) -> F:

@@ -9,11 +9,12 @@ import itertools
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -37,7 +38,7 @@ from plantrail.projections.views import (
     startable_steps,
     status_document,
 )
-from tests.conftest import Clock
+from tests.conftest import CliResult, Clock
 from tests.strategies import commands, plans
 from tests.test_cache import _payload
 
@@ -257,3 +258,39 @@ def test_unread_evidence_is_read_from_the_file_it_was_checked_in(tmp_path: Path)
     moved = log.rename(tmp_path / "moved.jsonl")
     assert ledger.state == _full(moved).state
     assert state_hash(ledger.unread_state) == state_hash(_full(moved).state)
+
+
+def test_the_cli_acknowledges_a_write_without_reading_evidence(
+    tmp_path: Path, run_cli: Callable[..., CliResult], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`plantrail criterion` and `plantrail start` on a log whose snapshot points at large evidence answer
+    (human and --json) as writers that read it do, and read no record back; `status --json` after them is the
+    full fold's."""
+    log = _heavy(tmp_path / "run.jsonl")
+    twin = tmp_path / "twin.jsonl"
+    twin.write_bytes(log.read_bytes())
+    shutil.copytree(str(log) + cache.SUFFIX, str(twin) + cache.SUFFIX)
+    calls = [("criterion", "d", "--passed", "--evidence", "checked"), ("start", "s0", "--json")]
+    read_back: list[int] = []
+    record_at = cache._record_at
+
+    def watched(fd: int, offset: int, *args: Any, **kwargs: Any) -> Any:
+        read_back.append(offset)
+        return record_at(fd, offset, *args, **kwargs)
+
+    with mock.patch.object(cache, "_record_at", watched):
+        lazy = [run_cli(c[0], log, *c[1:]) for c in calls]
+    assert read_back == []
+    with _eager():
+        eager = [run_cli(c[0], twin, *c[1:]) for c in calls]
+    hashes = re.compile(r"[0-9a-f]{64}")  # the records' own hashes: the CLI's clock is the wall clock
+
+    def answer(r: CliResult) -> tuple[int, str, str]:
+        return r.code, hashes.sub("H", r.out), hashes.sub("H", r.err)
+
+    assert [answer(r) for r in lazy] == [answer(r) for r in eager]
+    assert lazy[0].code == 0 and lazy[1].code != 0  # a completed step does not start again: refused alike
+    status = [orjson.loads(run_cli("status", path, "--json").out)["steps"] for path in (log, twin)]
+    monkeypatch.setenv("PLANTRAIL_NO_CACHE", "1")
+    full = orjson.loads(run_cli("status", log, "--json").out)["steps"]
+    assert status[0] == status[1] == full and len(full[0]["evidence"][0]) > INLINE_MAX

@@ -167,13 +167,13 @@ def write_batches(
                 continue
             clock.now = batch.ts
             try:
-                acks = ledger.execute_many(_keeping_terms(commands, ledger.state.plan))
+                acks = ledger.execute_many(_keeping_terms(commands, ledger.unread_state.plan))
             except Refused as exc:
                 refused.append(Refusal(identity, exc.code, exc.message))
                 continue
             appended += 1
             written += sum(not ack.duplicate for ack in acks)
-        state = ledger.state
+        state = ledger.unread_state  # its run, seq and head: no evidence is read
     return AppendReport(
         log=log,
         run=state.run,

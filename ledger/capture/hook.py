@@ -238,7 +238,7 @@ def _pause(log: Log, session: str, payload: claude.Payload, now: str, agent: str
     from plantrail.ledger.api import Ledger
 
     with Ledger.open(log, clock=lambda: now) as ledger:
-        state = ledger.state
+        state = ledger.unread_state  # its plan, outcome and seq: no evidence is read
         if state.plan is None or state.outcome is not None:
             return
         why = payload.text("reason")
