@@ -105,7 +105,7 @@ def _full(log: Path) -> ReadResult:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    plans(),
+    st.one_of(plans(), plans(checks=True)),
     st.lists(st.tuples(commands(), st.sampled_from([1, 300, 2000]), st.booleans()), max_size=25),
 )
 def test_a_writer_with_unread_evidence_answers_as_one_that_reads_it(
