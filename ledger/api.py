@@ -62,7 +62,7 @@ from plantrail.ledger.plan import (
 from plantrail.ledger.store import Ack, FsyncPolicy, KeyEntry, PendingRecord, Session, Store
 from plantrail.ledger.stores import create_store, is_database_url
 from plantrail.ledger.stores.jsonl import JsonlStore
-from plantrail.projections.model import PlanState, resolved
+from plantrail.projections.model import PlanState, holds_lazy, resolved
 from plantrail.projections.state import Advancing, evolve, initial
 
 __all__ = ["Ledger", "default_run_id"]
@@ -87,6 +87,7 @@ class Ledger:
         self._state = initial()
         self._keys: dict[str, KeyEntry] = {}
         self._shown: tuple[PlanState, PlanState] | None = None  # the last state :attr:`state` read, and as read
+        self._unread = False  # the state may hold unread evidence (it started from a snapshot that had some)
 
     # ----------------------------------------------------------- opening
 
@@ -183,6 +184,7 @@ class Ledger:
             snapshot = store.resume() if cache and acked is None else None
             if snapshot is not None:
                 ledger._state, ledger._keys = snapshot.state, dict(snapshot.keys)
+                ledger._unread = holds_lazy(snapshot.state)
             ledger._refresh()
         except BaseException:
             store.close()
@@ -262,6 +264,8 @@ class Ledger:
 
     def _read(self, state: PlanState) -> PlanState:
         """``state`` with its evidence read (HASH_MISMATCH when a record it comes from changed under it)."""
+        if not self._unread:
+            return state  # it holds no LazyText: records appended since are read whole
         shown = self._shown
         if shown is not None and shown[0] is state:
             return shown[1]
@@ -288,7 +292,7 @@ class Ledger:
 
     def _catch_up(self, session: Session) -> None:
         if session.rewound:
-            self._state, self._keys = initial(), {}
+            self._state, self._keys, self._unread = initial(), {}, False
         state = self._state
         for record in session.new_records():
             state = evolve(state, record)

@@ -34,6 +34,7 @@ __all__ = [
     "StepStatus",
     "Text",
     "VersionInfo",
+    "holds_lazy",
     "optional_text",
     "resolved",
     "text",
@@ -329,6 +330,15 @@ def initial() -> PlanState:
 
 def _has_lazy(items: tuple[Text, ...]) -> bool:
     return any(not isinstance(e, str) for e in items)
+
+
+def holds_lazy(state: PlanState) -> bool:
+    """True when some evidence of ``state`` is a :class:`LazyText` (none is read)."""
+    return (
+        any(_has_lazy(s.evidence) for s in state.steps.values())
+        or any(c.evidence is not None and not isinstance(c.evidence, str) for c in state.criteria.values())
+        or any(_has_lazy(o.evidence) for o in state.orphans)
+    )
 
 
 def resolved(state: PlanState) -> PlanState:
