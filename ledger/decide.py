@@ -78,7 +78,7 @@ from plantrail.ledger.repair_edges import check_start_repair
 from plantrail.projections.lineage_digest import require_inputs
 from plantrail.projections.model import OrphanWhy, StepState
 from plantrail.projections.repair_edges import edges_of, idle_repairs
-from plantrail.projections.state import StateView, orphan_reason
+from plantrail.projections.state import StateView, orphan_reason, steps_in_progress
 from plantrail.projections.stop import STOPPING, stop_decision
 
 __all__ = [
@@ -581,6 +581,8 @@ def _stop_allows(state: StateView, step: str, now: str | None) -> None:
 
 def _room_to_start(state: StateView, step: str, limit: int) -> None:
     """Refuse a start when ``limit`` steps are already in progress."""
+    if steps_in_progress(state) < limit:
+        return
     active = [s.id for s in state.steps.values() if s.status == "in_progress"]
     if len(active) >= limit:
         raise error(

@@ -198,13 +198,17 @@ def evolve(state: PlanState, record: Record) -> PlanState:
 class _Builder:
     """A private, mutable copy of the state, advanced in place record by record; it never reaches a caller
     (``freeze`` returns an immutable state). It reads like a :class:`PlanState` for everything in
-    :class:`StateView`, so a group commit can decide each command against it (see :class:`Advancing`)."""
+    :class:`StateView`, so a group commit can decide each command against it (see :class:`Advancing`).
+
+    ``in_progress`` is how many of its steps are in progress, kept as they move (the rules' focus limit reads
+    it: :func:`steps_in_progress`)."""
 
     __slots__ = (
         "_state",
         "consecutive_failures",
         "criteria",
         "finished",
+        "in_progress",
         "last_seq",
         "orphans",
         "outcome",
@@ -216,6 +220,7 @@ class _Builder:
     def __init__(self, state: PlanState) -> None:
         self._set_state(state)
         self.steps: dict[str, StepState] = state.steps.to_dict()
+        self.in_progress = _count_in_progress(self.steps)
         self.criteria: dict[str, CriterionState] = state.criteria.to_dict()
         self.orphans = list(state.orphans)
         self.consecutive_failures = state.consecutive_failures
@@ -275,25 +280,37 @@ class _Builder:
         if change is None:
             return None
         if isinstance(change, StepState):
-            self.steps[change.id] = change
+            self._put(change)
         else:
             self.apply(change)
         return change
+
+    def _put(self, step: StepState) -> None:
+        """Set one step, keeping the count of steps in progress."""
+        steps = self.steps
+        old = steps.get(step.id)
+        if old is None or old.status != step.status:
+            if step.status == "in_progress":
+                self.in_progress += 1
+            if old is not None and old.status == "in_progress":
+                self.in_progress -= 1
+        steps[step.id] = step
 
     def apply(self, delta: Delta) -> None:
         if delta.fields is not None:
             fields = dict(delta.fields)
             if "steps" in fields:
                 self.steps = fields.pop("steps").to_dict()
+                self.in_progress = _count_in_progress(self.steps)
             if "criteria" in fields:
                 self.criteria = fields.pop("criteria").to_dict()
             if "orphans" in fields:
                 self.orphans = list(fields.pop("orphans"))
             self._set_state(self._state._replace(**fields))
         if delta.step is not None:
-            self.steps[delta.step.id] = delta.step
+            self._put(delta.step)
         if delta.repair is not None:
-            self.steps[delta.repair.id] = delta.repair
+            self._put(delta.repair)
         if delta.criterion is not None:
             self.criteria[delta.criterion.id] = delta.criterion
         if delta.orphan is not None:
@@ -312,6 +329,18 @@ class _Builder:
             last_seq=last_seq,
             head=head,
         )
+
+
+def _count_in_progress(steps: Mapping[str, StepState]) -> int:
+    return sum(1 for s in steps.values() if s.status == "in_progress")
+
+
+def steps_in_progress(state: StateView) -> int:
+    """How many of the state's steps are in progress: the fold's builder keeps the count as its steps move (a
+    start need not scan every step for the focus limit); any other state is counted."""
+    if type(state) is _Builder:
+        return state.in_progress
+    return _count_in_progress(state.steps)
 
 
 def fold(
