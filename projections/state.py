@@ -205,8 +205,11 @@ class _Builder:
 
     __slots__ = (
         "_state",
+        "authority",
         "consecutive_failures",
+        "contract",
         "criteria",
+        "failure_streak",
         "finished",
         "in_progress",
         "last_seq",
@@ -233,6 +236,9 @@ class _Builder:
         self.version: int = state.version
         self.outcome: str | None = state.outcome
         self.finished: bool = state.finished
+        self.contract: bool = state.contract
+        self.failure_streak: FailureStreak | None = state.failure_streak
+        self.authority: Authority | None = state.authority
 
     @property
     def outcome_seq(self) -> int | None:
@@ -247,20 +253,8 @@ class _Builder:
         return self._state.usage
 
     @property
-    def failure_streak(self) -> FailureStreak | None:
-        return self._state.failure_streak
-
-    @property
-    def contract(self) -> bool:
-        return self._state.contract
-
-    @property
     def lineage(self) -> tuple[Fork, ...]:
         return self._state.lineage
-
-    @property
-    def authority(self) -> Authority | None:
-        return self._state.authority
 
     @property
     def effects(self) -> tuple[Effect, ...]:
@@ -279,8 +273,15 @@ class _Builder:
         change = handler(self, record, record.data)
         if change is None:
             return None
-        if isinstance(change, StepState):
-            self._put(change)
+        if isinstance(change, StepState):  # (what _put does, inline: most records land here)
+            steps = self.steps
+            old = steps.get(change.id)
+            if old is None or old.status != change.status:
+                if change.status == "in_progress":
+                    self.in_progress += 1
+                if old is not None and old.status == "in_progress":
+                    self.in_progress -= 1
+            steps[change.id] = change
         else:
             self.apply(change)
         return change
