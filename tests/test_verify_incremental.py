@@ -91,3 +91,20 @@ def test_a_start_past_the_focus_limit_names_the_steps_in_progress_in_order() -> 
     assert refused == _verdict(advancing.result(), start, 1, None)
     assert refused["code"] == "STEP_ALREADY_ACTIVE"
     assert refused["active"] == ["a", "c"]  # topological order: a before c
+
+
+def test_an_event_of_a_derived_class_is_judged_by_its_base_classes_rules() -> None:
+    """check finds the rules by the event's exact class; an event of a class derived from one is judged as its
+    base class is (the rules, in the same order)."""
+    from plantrail.ledger.plan import CriterionSpec, StepSpec
+
+    class Started(StepStarted):
+        """A start the rules know only by its base class."""
+
+    steps = tuple(StepSpec(i, "do " + i, (), "evidence of " + i) for i in ("a", "b"))
+    state = simulate(PlanSpec("ship it", (CriterionSpec("c1", "works"),), steps), []).states[-1]
+    for step, attempt, version in [("a", 1, 1), ("ghost", 1, 1), ("a", 2, 1), ("a", 1, 7)]:
+        base, derived = StepStarted(step=step, attempt=attempt), Started(step=step, attempt=attempt)
+        assert _verdict(state, derived, version, None) == _verdict(state, base, version, None)
+    assert _verdict(state, Started(step="ghost", attempt=1), 1, None)["code"] == "STEP_NOT_FOUND"
+    assert _verdict(state, Started(step="a", attempt=1), 1, None) == ("late", None)
