@@ -71,7 +71,10 @@ def reference_problems(plan: PlanSpec) -> list[PlantrailError]:
     known = {c.id for c in plan.acceptance_criteria}
     problems: list[PlantrailError] = []
     for step in plan.steps:
-        missing = sorted(set(step.covers) - known)
+        covers = step.covers
+        if not covers or known.issuperset(covers):  # most steps cover nothing or only known criteria
+            continue
+        missing = sorted(set(covers) - known)
         if missing:
             problems.append(
                 error(

@@ -9,7 +9,7 @@ stable code and structured fields.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -78,7 +78,7 @@ from plantrail.ledger.repair_edges import check_start_repair
 from plantrail.projections.lineage_digest import require_inputs
 from plantrail.projections.model import OrphanWhy, StepState
 from plantrail.projections.repair_edges import edges_of, idle_repairs
-from plantrail.projections.state import StateView, orphan_reason
+from plantrail.projections.state import StateView, orphan_reason, steps_in_progress
 from plantrail.projections.stop import STOPPING, stop_decision
 
 __all__ = [
@@ -463,11 +463,27 @@ def _goal_changed(old: str, new: str | None) -> Exception:
     return error("GOAL_CHANGED", f"a replan cannot change the goal (was {old!r}, draft says {new!r})")
 
 
+#: The rules of one kind of event: (state, event, its plan version, its timestamp) -> why it is late, or None.
+_Rules = Callable[[StateView, Any, int, str | None], OrphanWhy | None]
+
+
 def check(state: StateView, data: Event, plan_version: int, *, now: str | None = None) -> OrphanWhy | None:
     """Judge one event against the state before it; return why it is a late result, or None if it applies.
 
     ``now`` is the event's timestamp (``verify`` passes each record's): rules on time, such as a deadline,
     compare it with the plan; the clock itself is never read here."""
+    rules = _RULES.get(type(data))  # every event judged against a plan (the rest: _check_unplanned)
+    if rules is None:
+        return _check_unplanned(state, data, plan_version, now)
+    _require_plan(state)
+    if not 1 <= plan_version <= state.version:
+        raise _unknown_version(state, plan_version)
+    return rules(state, data, plan_version, now)
+
+
+def _check_unplanned(state: StateView, data: Event, plan_version: int, now: str | None) -> OrphanWhy | None:
+    """:func:`check` for the events no plan is needed for (the plan's creation, the log's own records, a fork),
+    and for an event of a class derived from one of :data:`_RULES` (judged by its base class's rules)."""
     if isinstance(data, PlanCreated):
         if state.plan is not None:
             raise error("PLAN_ALREADY_CREATED", "the log already has a plan", plan_version=state.version)
@@ -480,39 +496,40 @@ def check(state: StateView, data: Event, plan_version: int, *, now: str | None =
         return None
     _require_plan(state)
     if not 1 <= plan_version <= state.version:
-        raise error(
-            "UNKNOWN_PLAN_VERSION",
-            f"plan version {plan_version} does not exist; the active version is {state.version}",
-            plan_version=plan_version,
-            expected=state.version,
-        )
-    match data:
-        case StepCompleted() | StepBlocked() | StepFailed():
-            return _check_result(state, data, plan_version)
-        case StepStarted():
-            _check_start(state, data, plan_version)
-            if state.contract:  # only a v2 plan declares what the stop policy's rules 5-7 need
-                _stop_allows(state, data.step, now)
-        case CriterionVerified():
-            _check_criterion(state, data, plan_version)
-        case RunFinished():
-            _check_finish(state, data, plan_version)
-            check_outcome(state, data, now)
-        case PlanReplanned():
-            _check_replan(state, data, plan_version)
-        case ApprovalRequested() | ApprovalGranted() | ApprovalDenied():
-            check_approval(state, data, plan_version)
-        case PlanExtended():
-            check_extension(state, data, plan_version)
-        case StepHeartbeat():
-            check_heartbeat(state, data, plan_version)
-        case StepAbandoned():
-            check_abandon(state, data, plan_version)
-        case EffectRequested() | EffectCommitted():
-            check_effect(state, data, plan_version)
-        case ObservationRecorded():
-            check_observation(state, data, plan_version)
+        raise _unknown_version(state, plan_version)
+    for kind, rules in _RULES.items():
+        if isinstance(data, kind):
+            return rules(state, data, plan_version, now)
     return None
+
+
+def _unknown_version(state: StateView, plan_version: int) -> Exception:
+    return error(
+        "UNKNOWN_PLAN_VERSION",
+        f"plan version {plan_version} does not exist; the active version is {state.version}",
+        plan_version=plan_version,
+        expected=state.version,
+    )
+
+
+def _start_rules(state: StateView, data: StepStarted, plan_version: int, now: str | None) -> None:
+    _check_start(state, data, plan_version)
+    if state.contract:  # only a v2 plan declares what the stop policy's rules 5-7 need
+        _stop_allows(state, data.step, now)
+
+
+def _finish_rules(state: StateView, data: RunFinished, plan_version: int, now: str | None) -> None:
+    _check_finish(state, data, plan_version)
+    check_outcome(state, data, now)
+
+
+def _timeless(rules: Callable[[Any, Any, int], OrphanWhy | None]) -> _Rules:
+    """Rules that do not read the event's timestamp, as :data:`_RULES` calls them."""
+
+    def judge(state: StateView, data: Any, plan_version: int, now: str | None) -> OrphanWhy | None:
+        return rules(state, data, plan_version)
+
+    return judge
 
 
 def _not_stale(state: StateView, plan_version: int, what: str) -> None:
@@ -539,7 +556,8 @@ def _transition(step: StepState, expected: str, target: str, version: int) -> Ex
 
 
 def _check_start(state: StateView, data: StepStarted, plan_version: int) -> None:
-    _not_stale(state, plan_version, f"start {data.step}")
+    if plan_version < state.version:  # (the message is written only for a refusal)
+        _not_stale(state, plan_version, f"start {data.step}")
     require_open(state)
     step = require_step(state, data.step)
     if step.status != "pending" and step.status != "stale":
@@ -552,17 +570,19 @@ def _check_start(state: StateView, data: StepStarted, plan_version: int) -> None
             expected=step.attempt + 1,
             actual=data.attempt,
         )
-    assert state.plan is not None
-    limit = state.plan.policy.max_in_progress
+    plan = state.plan
+    assert plan is not None
+    limit = plan.policy.max_in_progress
     if limit is not None:
         _room_to_start(state, data.step, limit)
-    _dependencies_done(state, state.plan, data.step)
-    if state.contract and edges_of(state.plan):  # repair edges: v2 plans only
+    _dependencies_done(state, plan, data.step)
+    contract = state.contract
+    if contract and edges_of(plan):  # repair edges: v2 plans only
         check_start_repair(state, step)
-    if step.status == "stale" or state.contract:  # format v2: a consumer starts only on current inputs
-        require_inputs(state, _contract(state.plan, data.step))
-    if state.contract or state.authority is not None:  # scopes and approvals live in v2 plans only
-        check_start_authority(state, _contract(state.plan, data.step))
+    if step.status == "stale" or contract:  # format v2: a consumer starts only on current inputs
+        require_inputs(state, _contract(plan, data.step))
+    if contract or state.authority is not None:  # scopes and approvals live in v2 plans only
+        check_start_authority(state, _contract(plan, data.step))
 
 
 def _stop_allows(state: StateView, step: str, now: str | None) -> None:
@@ -581,6 +601,8 @@ def _stop_allows(state: StateView, step: str, now: str | None) -> None:
 
 def _room_to_start(state: StateView, step: str, limit: int) -> None:
     """Refuse a start when ``limit`` steps are already in progress."""
+    if steps_in_progress(state) < limit:
+        return
     active = [s.id for s in state.steps.values() if s.status == "in_progress"]
     if len(active) >= limit:
         raise error(
@@ -627,11 +649,19 @@ def _dependencies_done(state: StateView, plan: PlanSpec, step: str) -> None:
 
 def _result_text(data: StepCompleted | StepBlocked | StepFailed) -> None:
     if isinstance(data, StepCompleted):
-        if not data.evidence or not all(e.strip() for e in data.evidence):
-            raise error("EVIDENCE_REQUIRED", f"completing {data.step} needs non-empty evidence", step=data.step)
+        evidence = data.evidence
+        if not evidence:
+            raise _no_evidence(data)
+        for item in evidence:
+            if not item.strip():
+                raise _no_evidence(data)
     elif not (data.reason if isinstance(data, StepBlocked) else data.error).strip():
         what = "a reason" if isinstance(data, StepBlocked) else "an error"
         raise error("REASON_REQUIRED", f"{data.TYPE} for {data.step} needs {what}", step=data.step)
+
+
+def _no_evidence(data: StepCompleted) -> Exception:
+    return error("EVIDENCE_REQUIRED", f"completing {data.step} needs non-empty evidence", step=data.step)
 
 
 def _check_result(
@@ -668,7 +698,8 @@ def _check_result(
     if why is None and isinstance(data, StepCompleted):
         assert state.plan is not None
         spec = _contract(state.plan, data.step)
-        _checks_met(spec.checks, data.report, f"step {data.step}", step=data.step)
+        if spec.terms is not None and spec.checks:  # (the owner's name is written only for a step with checks)
+            _checks_met(spec.checks, data.report, f"step {data.step}", step=data.step)
         if data.artifacts or spec.outputs:
             problem = produced_problems(spec, data.artifacts)
             if problem is not None:
@@ -761,6 +792,28 @@ def _check_replan(state: StateView, data: PlanReplanned, plan_version: int) -> N
         )
     if data.plan.goal != state.plan.goal:
         raise _goal_changed(state.plan.goal, data.plan.goal)
-    validate_plan(data.plan)
+    validate_plan(data.plan, (state.plan, tuple(state.steps)))  # the order the fold adopting it carries over
     if data.patch is not None and apply_patch(state.plan, data.patch) != data.plan:
         raise error("PATCH_INVALID", "the recorded plan is not the patch applied to its base version")
+
+
+#: The rules of each event judged against a plan, by the event's class (a derived class: the first of these
+#: it derives from). A result returns why it is late (None: it applies); the rest return None.
+_RULES: Final[dict[type[Any], _Rules]] = {
+    StepCompleted: _timeless(_check_result),
+    StepBlocked: _timeless(_check_result),
+    StepFailed: _timeless(_check_result),
+    StepStarted: _start_rules,
+    CriterionVerified: _timeless(_check_criterion),
+    RunFinished: _finish_rules,
+    PlanReplanned: _timeless(_check_replan),
+    ApprovalRequested: _timeless(check_approval),
+    ApprovalGranted: _timeless(check_approval),
+    ApprovalDenied: _timeless(check_approval),
+    PlanExtended: _timeless(check_extension),
+    StepHeartbeat: _timeless(check_heartbeat),
+    StepAbandoned: _timeless(check_abandon),
+    EffectRequested: _timeless(check_effect),
+    EffectCommitted: _timeless(check_effect),
+    ObservationRecorded: _timeless(check_observation),
+}

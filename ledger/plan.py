@@ -617,13 +617,30 @@ def _duplicates(ids: Iterable[str]) -> list[str]:
     return sorted(dups)
 
 
+#: The last plan :func:`validate_plan` accepted and the order it gave it. A replan's plan is validated twice
+#: on the same object: by the rules (:func:`ledger.decide.check`) and by the fold adopting it; a plan is
+#: immutable, so the second answer is the first.
+_VALIDATED: list[tuple[PlanSpec, tuple[str, ...]]] = []
+
+
 def validate_plan(plan: PlanSpec, previous: tuple[PlanSpec, tuple[str, ...]] | None = None) -> tuple[str, ...]:
     """Check a plan's structure and graph; return its stable topological order, or raise every problem found
     (a :class:`~ledger.errors.PlanInvalid` with a draft code, listing them all in ``errors``).
 
     ``previous`` (a valid plan and the order this gave it) lets a replan that only adds or removes steps
-    reuse that order instead of sorting again (:func:`carried_order`).
+    reuse that order instead of sorting again (:func:`carried_order`, the same order). The plan validated
+    last is not judged again (the same object: its order is remembered).
     """
+    entry = _VALIDATED[0] if _VALIDATED else None  # read once: another thread may replace it
+    if entry is not None and entry[0] is plan:
+        return entry[1]
+    order = _validated_order(plan, previous)
+    _VALIDATED[:] = [(plan, order)]
+    return order
+
+
+def _validated_order(plan: PlanSpec, previous: tuple[PlanSpec, tuple[str, ...]] | None) -> tuple[str, ...]:
+    """:func:`validate_plan` without its memory."""
     problems = _graph_problems(plan.acceptance_criteria, plan.steps) + reference_problems(plan)
     problems += repair_problems(plan.steps)
     if plan.artifacts is not None or any(s.terms is not None and s.terms.inputs for s in plan.steps):

@@ -141,6 +141,7 @@ class _Audit:
         """Check every record (steps 1 to 3, 5 and 6), keeping the determinism check's windows."""
         anchor_seq = -1 if self.anchor is None else self.anchor[0]
         state = self._state
+        current, add = state.current, state.add
         recent = self.recent
         count = self.count
         for record in records:
@@ -159,11 +160,11 @@ class _Audit:
             if record.seq == anchor_seq:
                 self._anchor(record)
             try:
-                late = check(state.current(), record.data, record.plan_version, now=record.ts)
+                late = check(current(), record.data, record.plan_version, now=record.ts)
             except PlantrailError as exc:
                 raise _illegal(exc, kind, record.seq) from None
             if late is None:
-                state.add(record)
+                add(record)
             else:  # a late result: prove it changed nothing but the orphan list
                 before = state.result()
                 after = evolve(before, record)
@@ -172,6 +173,7 @@ class _Audit:
                         "ORPHAN_APPLIED", f"the late result at seq {record.seq} changed the plan", seq=record.seq
                     )
                 state = self._state = Advancing(after)
+                current, add = state.current, state.add
             recent.append(record)
         self.count = count
 

@@ -129,7 +129,11 @@ def reconcile(
         old_spec = old_specs.get(step_id)
         if old_spec is None:
             added.append(step_id)
-        change = _step_verdict(old, old_spec, spec, kept, roots)
+        status = None if old is None or old_spec is not spec else old.status
+        if status == "pending" or (status == "completed" and kept.issuperset(spec.depends_on)):
+            change = None  # _step_verdict's answer for a spec the reducer shared, without its calls
+        else:
+            change = _step_verdict(old, old_spec, spec, kept, roots)
         if change is None:
             assert old is not None  # a step with no verdict existed before
             if old.status == "completed":

@@ -199,13 +199,20 @@ def evolve(state: PlanState, record: Record) -> PlanState:
 class _Builder:
     """A private, mutable copy of the state, advanced in place record by record; it never reaches a caller
     (``freeze`` returns an immutable state). It reads like a :class:`PlanState` for everything in
-    :class:`StateView`, so a group commit can decide each command against it (see :class:`Advancing`)."""
+    :class:`StateView`, so a group commit can decide each command against it (see :class:`Advancing`).
+
+    ``in_progress`` is how many of its steps are in progress, kept as they move (the rules' focus limit reads
+    it: :func:`steps_in_progress`)."""
 
     __slots__ = (
         "_state",
+        "authority",
         "consecutive_failures",
+        "contract",
         "criteria",
+        "failure_streak",
         "finished",
+        "in_progress",
         "last_seq",
         "orphans",
         "outcome",
@@ -217,6 +224,7 @@ class _Builder:
     def __init__(self, state: PlanState) -> None:
         self._set_state(state)
         self.steps: dict[str, StepState] = state.steps.to_dict()
+        self.in_progress = _count_in_progress(self.steps)
         self.criteria: dict[str, CriterionState] = state.criteria.to_dict()
         self.orphans = list(state.orphans)
         self.consecutive_failures = state.consecutive_failures
@@ -229,6 +237,9 @@ class _Builder:
         self.version: int = state.version
         self.outcome: str | None = state.outcome
         self.finished: bool = state.finished
+        self.contract: bool = state.contract
+        self.failure_streak: FailureStreak | None = state.failure_streak
+        self.authority: Authority | None = state.authority
 
     @property
     def outcome_seq(self) -> int | None:
@@ -243,20 +254,8 @@ class _Builder:
         return self._state.usage
 
     @property
-    def failure_streak(self) -> FailureStreak | None:
-        return self._state.failure_streak
-
-    @property
-    def contract(self) -> bool:
-        return self._state.contract
-
-    @property
     def lineage(self) -> tuple[Fork, ...]:
         return self._state.lineage
-
-    @property
-    def authority(self) -> Authority | None:
-        return self._state.authority
 
     @property
     def effects(self) -> tuple[Effect, ...]:
@@ -275,26 +274,45 @@ class _Builder:
         change = handler(self, record, record.data)
         if change is None:
             return None
-        if isinstance(change, StepState):
-            self.steps[change.id] = change
+        if isinstance(change, StepState):  # (what _put does, inline: most records land here)
+            steps = self.steps
+            old = steps.get(change.id)
+            if old is None or old.status != change.status:
+                if change.status == "in_progress":
+                    self.in_progress += 1
+                if old is not None and old.status == "in_progress":
+                    self.in_progress -= 1
+            steps[change.id] = change
         else:
             self.apply(change)
         return change
+
+    def _put(self, step: StepState) -> None:
+        """Set one step, keeping the count of steps in progress."""
+        steps = self.steps
+        old = steps.get(step.id)
+        if old is None or old.status != step.status:
+            if step.status == "in_progress":
+                self.in_progress += 1
+            if old is not None and old.status == "in_progress":
+                self.in_progress -= 1
+        steps[step.id] = step
 
     def apply(self, delta: Delta) -> None:
         if delta.fields is not None:
             fields = dict(delta.fields)
             if "steps" in fields:
                 self.steps = fields.pop("steps").to_dict()
+                self.in_progress = _count_in_progress(self.steps)
             if "criteria" in fields:
                 self.criteria = fields.pop("criteria").to_dict()
             if "orphans" in fields:
                 self.orphans = list(fields.pop("orphans"))
             self._set_state(self._state._replace(**fields))
         if delta.step is not None:
-            self.steps[delta.step.id] = delta.step
+            self._put(delta.step)
         if delta.repair is not None:
-            self.steps[delta.repair.id] = delta.repair
+            self._put(delta.repair)
         if delta.criterion is not None:
             self.criteria[delta.criterion.id] = delta.criterion
         if delta.orphan is not None:
@@ -313,6 +331,18 @@ class _Builder:
             last_seq=last_seq,
             head=head,
         )
+
+
+def _count_in_progress(steps: Mapping[str, StepState]) -> int:
+    return sum(1 for s in steps.values() if s.status == "in_progress")
+
+
+def steps_in_progress(state: StateView) -> int:
+    """How many of the state's steps are in progress: the fold's builder keeps the count as its steps move (a
+    start need not scan every step for the focus limit); any other state is counted."""
+    if type(state) is _Builder:
+        return state.in_progress
+    return _count_in_progress(state.steps)
 
 
 def fold(
@@ -360,14 +390,21 @@ class Advancing:
 
     def add(self, record: Record) -> None:
         """Take the next record."""
-        self._apply_waiting()
+        if self._waiting is not None:
+            self._apply_waiting()
         self._waiting = record
         self._head = record.h
 
     def current(self) -> StateView:
         """The state after every record added so far, to read (never to keep: the builder moves on)."""
-        self._apply_waiting()
-        return self._start if self._builder is None else self._builder
+        builder, waiting = self._builder, self._waiting
+        if waiting is None:
+            return self._start if builder is None else builder
+        if builder is None:
+            builder = self._builder = _Builder(self._start)
+        builder.add(waiting)
+        self._waiting = None
+        return builder
 
     def result(self) -> PlanState:
         """The immutable state after every record added."""

@@ -63,9 +63,10 @@ def replans(draw: st.DrawFn) -> tuple[PlanSpec, PlanSpec]:
 
 
 def _outcome(plan: PlanSpec, previous: tuple[PlanSpec, tuple[str, ...]] | None) -> Any:
-    """validate_plan's order, or the error it raised (code, message and fields)."""
+    """validate_plan's order, or the error it raised (code, message and fields), judged afresh (a copy:
+    validate_plan remembers the last plan object it accepted)."""
     try:
-        return validate_plan(plan, previous)
+        return validate_plan(replace(plan), previous)
     except PlanInvalid as e:
         return e.as_dict()
 
@@ -224,3 +225,37 @@ def test_a_valid_replan_that_adds_and_removes_steps_folds_as_evolve() -> None:
     assert sim.refused == 0
     state = _fold_matches_evolve(sim.records)
     assert tuple(state.steps) == topo_order(revised.steps) == ("b", "m", "c", "a")
+
+
+def test_a_replans_plan_is_validated_once_by_the_rules_and_the_fold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rules judge a replan's plan and the fold then adopts the same object: one validation, and the state
+    is the one a fresh validation (an equal copy of the plan) gives."""
+    from plantrail.ledger import plan as plan_module
+    from plantrail.ledger.decide import check
+
+    plan = _plan([_step("m", []), _step("c", ["m"]), _step("x", ["m"])])
+    records = simulate(plan, [Start(step="m"), Complete(step="m", evidence=["ok"])]).records
+    state = fold(records)
+    revised = _plan([_step("m", []), _step("c", ["m"]), _step("a", ["c"]), _step("b", [])])
+    event = PlanReplanned(new_version=2, reason="agent_revision", why="w", causes=(), observations=(), plan=revised)
+    judged = []
+    real = plan_module._validated_order
+    monkeypatch.setattr(plan_module, "_validated_order", lambda *args: judged.append(args[0]) or real(*args))
+    assert check(state, event, 1) is None
+    after = evolve(state, _hand_made(records, event, 1)[-1])
+    assert judged == [revised]  # once, by the rules
+    fresh = replace(event, plan=replace(revised))
+    assert evolve(state, _hand_made(records, fresh, 1)[-1]) == after
+    assert judged == [revised, revised] and judged[1] is not revised  # a copy is judged afresh
+
+
+def test_an_invalid_plan_is_never_remembered() -> None:
+    """Each validation of a plan that does not validate raises again, after a valid one or after itself."""
+    valid = _plan([_step("a", []), _step("b", ["a"])])
+    invalid = _plan(INVALID_REPLANS["cycle among added steps"])
+    assert validate_plan(valid) == validate_plan(valid) == ("a", "b")
+    for _ in range(2):
+        with pytest.raises(PlanInvalid) as raised:
+            validate_plan(invalid)
+        assert raised.value.code == "DEPENDENCY_CYCLE"
+    assert validate_plan(valid) == ("a", "b")
