@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+import msgspec
+from msgspec.structs import replace
 
 from plantrail.ledger.evidence import Usage
 
@@ -79,13 +81,12 @@ def is_record(record: JsonObject) -> bool:
     return record.get("type") in RECORD_TYPES and any(key in record for key in _IDENTITY_KEYS)
 
 
-@dataclass
-class _Reader:
+class _Reader(msgspec.Struct):
     """What the parser carries from line to line."""
 
     file_agent: str
-    observations: list[Observation] = field(default_factory=list)
-    awaiting: dict[str, int] = field(default_factory=dict)
+    observations: list[Observation] = msgspec.field(default_factory=list)
+    awaiting: dict[str, int] = msgspec.field(default_factory=dict)
     context: tuple[str | None, int | None] = (None, None)
     said: tuple[str | None, int | None] = (None, None)
     session_id: str | None = None
@@ -94,8 +95,7 @@ class _Reader:
     """The usage of the turns that ended (plantrail's hook journal: a Stop's mark) since the last plan call."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Origin:
+class _Origin(msgspec.Struct, frozen=True):
     """Where a call comes from: its line, id, time, author, the user message and the agent's words before it."""
 
     line: int
