@@ -20,8 +20,10 @@ Pure: judged against a :class:`~projections.state.StateView`, nothing read from 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import msgspec
+from msgspec.structs import force_setattr
 
 from plantrail.ledger.errors import error
 from plantrail.ledger.events import (
@@ -67,8 +69,7 @@ __all__ = [
 ApprovalEvent = ApprovalRequested | ApprovalGranted | ApprovalDenied
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RequestApproval:
+class RequestApproval(msgspec.Struct, frozen=True, kw_only=True):
     """Ask for an approval: its id, one bounded question, the steps it covers, the scope change it asks for
     (extra write globs and tools; empty: none, only the go-ahead)."""
 
@@ -84,13 +85,12 @@ class RequestApproval:
 
     def __post_init__(self) -> None:
         as_text(self.question, "question")
-        object.__setattr__(self, "steps", as_items(self.steps, str, "steps"))
-        object.__setattr__(self, "writes", as_items(self.writes, str, "writes"))
-        object.__setattr__(self, "tools", as_items(self.tools, str, "tools"))
+        force_setattr(self, "steps", as_items(self.steps, str, "steps"))
+        force_setattr(self, "writes", as_items(self.writes, str, "writes"))
+        force_setattr(self, "tools", as_items(self.tools, str, "tools"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Decide:
+class Decide(msgspec.Struct, frozen=True, kw_only=True):
     """Grant (``granted`` True) or deny an approval request, saying who and why."""
 
     request: str

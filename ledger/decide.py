@@ -10,8 +10,10 @@ stable code and structured fields.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, Final, Literal
+
+import msgspec
+from msgspec.structs import force_setattr
 
 from plantrail.ledger.approvals import (
     Decide,
@@ -106,8 +108,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class NewEvent:
+class NewEvent(msgspec.Struct, frozen=True):
     """An event a decision produced, with the envelope fields the caller chose."""
 
     data: Event
@@ -118,15 +119,13 @@ class NewEvent:
     orphan: OrphanWhy | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Command:
+class _Command(msgspec.Struct, frozen=True, kw_only=True):
     actor: Actor = "agent"
     source: Source | None = None
     key: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Create(_Command):
+class Create(_Command, frozen=True, kw_only=True):
     """Create the plan (version 1) from a validated-on-use draft or plan; ``strict`` refuses a coverage gap
     (:mod:`ledger.coverage`)."""
 
@@ -135,16 +134,14 @@ class Create(_Command):
     strict: bool = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Start(_Command):
+class Start(_Command, frozen=True, kw_only=True):
     """Start the next attempt of a step."""
 
     step: str
     plan_version: int | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Complete(_Command):
+class Complete(_Command, frozen=True, kw_only=True):
     """Complete a step's attempt with evidence (a bare ``str`` is one item of evidence)."""
 
     step: str
@@ -155,12 +152,11 @@ class Complete(_Command):
     artifacts: Sequence[Artifact] = ()  # format v2: the artifacts produced (ledger.artifacts)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "evidence", as_items(self.evidence, str, "evidence"))
-        object.__setattr__(self, "artifacts", tuple(self.artifacts))
+        force_setattr(self, "evidence", as_items(self.evidence, str, "evidence"))
+        force_setattr(self, "artifacts", tuple(self.artifacts))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Block(_Command):
+class Block(_Command, frozen=True, kw_only=True):
     """Block a step's attempt with a reason."""
 
     step: str
@@ -173,8 +169,7 @@ class Block(_Command):
         as_text(self.reason, "reason")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Fail(_Command):
+class Fail(_Command, frozen=True, kw_only=True):
     """Record that a step's attempt failed with an error."""
 
     step: str
@@ -187,8 +182,7 @@ class Fail(_Command):
         as_text(self.error, "error")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class VerifyCriterion(_Command):
+class VerifyCriterion(_Command, frozen=True, kw_only=True):
     """Record an acceptance criterion's verdict with evidence."""
 
     criterion: str
@@ -201,8 +195,7 @@ class VerifyCriterion(_Command):
         as_text(self.evidence, "a criterion's evidence")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Finish(_Command):
+class Finish(_Command, frozen=True, kw_only=True):
     """End (or pause) the run with an outcome and a reason."""
 
     outcome: Outcome
@@ -213,8 +206,7 @@ class Finish(_Command):
         as_text(self.reason, "reason")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Replan(_Command):
+class Replan(_Command, frozen=True, kw_only=True):
     """Adopt a new plan version from a whole draft or a patch, with a reason code, why and causes (a bare
     ``int`` is one cause, a bare ``str`` one observation)."""
 
@@ -230,12 +222,11 @@ class Replan(_Command):
 
     def __post_init__(self) -> None:
         as_text(self.why, "why")
-        object.__setattr__(self, "causes", as_items(self.causes, int, "causes"))
-        object.__setattr__(self, "observations", as_items(self.observations, str, "observations"))
+        force_setattr(self, "causes", as_items(self.causes, int, "causes"))
+        force_setattr(self, "observations", as_items(self.observations, str, "observations"))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Extend(_Command):
+class Extend(_Command, frozen=True, kw_only=True):
     """Add steps and criteria to the active plan version in place, while no work has touched it (format v2,
     :mod:`ledger.extension`); a bare StepSpec is one step."""
 
@@ -246,9 +237,9 @@ class Extend(_Command):
     actor: Actor = "planner"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "steps", _specs(self.steps, StepSpec, "steps"))
-        object.__setattr__(self, "criteria", _specs(self.criteria, CriterionSpec, "criteria"))
-        object.__setattr__(self, "observations", as_items(self.observations, str, "observations"))
+        force_setattr(self, "steps", _specs(self.steps, StepSpec, "steps"))
+        force_setattr(self, "criteria", _specs(self.criteria, CriterionSpec, "criteria"))
+        force_setattr(self, "observations", as_items(self.observations, str, "observations"))
 
 
 def _specs(value: Any, kind: type[Any], what: str) -> tuple[Any, ...]:

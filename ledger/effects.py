@@ -39,8 +39,9 @@ Pure: judged against a :class:`~projections.state.StateView`, nothing read from 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
+
+import msgspec
 
 from plantrail.ledger.errors import error
 from plantrail.ledger.events import Actor, EffectCommitted, EffectRequested, Source
@@ -72,8 +73,7 @@ EffectEvent = EffectRequested | EffectCommitted
 _KEY: Final = re.compile(r"[!-~]{1,256}")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RequestEffect:
+class RequestEffect(msgspec.Struct, frozen=True, kw_only=True):
     """A step's attempt is about to perform a side effect: its idempotency key, target and a summary of the
     target's state before (may be empty)."""
 
@@ -93,8 +93,7 @@ class RequestEffect:
         as_text(self.before, "before")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CommitEffect:
+class CommitEffect(msgspec.Struct, frozen=True, kw_only=True):
     """The side effect requested under ``effect`` (its idempotency key) happened, with a summary of its
     result (may be empty); its plan version and attempt default to its request's."""
 

@@ -13,7 +13,6 @@ against a cache's copy: a cache can make a retry slower, never a duplicate.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 from typing import Any, Final
 
@@ -112,9 +111,9 @@ def record_content(record: Record) -> dict[str, Any]:
 def command_content(command: Command) -> dict[str, Any]:
     """The comparable content of a command, named and normalised as its decision would write it."""
     content = {
-        f.name: _trimmed(_builtins(getattr(command, f.name)))
-        for f in dataclasses.fields(command)
-        if f.name not in _NOT_CONTENT
+        name: _trimmed(_builtins(getattr(command, name)))
+        for name in command.__struct_fields__
+        if name not in _NOT_CONTENT
     }
     if content.get("report", False) is None:
         del content["report"]  # a result without an evidence record: the event leaves the member out (format v2)

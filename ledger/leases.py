@@ -18,8 +18,9 @@ expired lease); a result the gone worker still sends is late (``STALE_ATTEMPT``,
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from plantrail.ledger.errors import error
 from plantrail.ledger.events import Actor, Source, StepAbandoned, StepHeartbeat
@@ -33,8 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["Abandon", "Heartbeat", "build_abandon", "build_heartbeat", "check_abandon", "check_heartbeat"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Heartbeat:
+class Heartbeat(msgspec.Struct, frozen=True, kw_only=True):
     """The worker of a step's attempt is alive: renew its lease for ``lease_s`` seconds (default: the step's
     ``timeout_s``)."""
 
@@ -47,8 +47,7 @@ class Heartbeat:
     key: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Abandon:
+class Abandon(msgspec.Struct, frozen=True, kw_only=True):
     """End a step's attempt whose worker is gone, without charging the attempt; the step returns to pending."""
 
     step: str

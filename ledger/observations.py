@@ -12,8 +12,9 @@ version is the observation's digest). Pure: :mod:`ledger.decide` builds and chec
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from plantrail.ledger.errors import error
 from plantrail.ledger.events import Actor, ObservationRecorded, Source
@@ -27,8 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["Observe", "build_observation", "check_observation", "plan_drift", "with_observed"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Observe:
+class Observe(msgspec.Struct, frozen=True, kw_only=True):
     """Record the current ``version`` of observation ``name`` (the event's ``key``: ``repo``, a schema ...) and,
     for a repository, its dirty files; ``key`` is the idempotency key, as on every command."""
 

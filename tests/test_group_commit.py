@@ -4,11 +4,11 @@ the same state. The reference below is that one-at-a-time path, written with ``d
 
 from __future__ import annotations
 
-import dataclasses
 import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
+import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -107,7 +107,7 @@ def _append(
 
 def keyed(command: Command, key: str | None) -> Command:
     """The command with an idempotency key (or none)."""
-    return dataclasses.replace(command, key=key)
+    return msgspec.structs.replace(command, key=key)
 
 
 def likely(state: PlanState) -> st.SearchStrategy[Command]:

@@ -3,9 +3,11 @@ exactly as the click command does."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -97,3 +99,75 @@ def test_a_hook_with_options_or_an_unknown_agent_goes_through_the_command_line(p
 
     assert as_json.returncode == 0 and orjson.loads(as_json.stdout)["ok"] is True
     assert unknown.returncode == 2 and b"error[USAGE]" in unknown.stderr
+
+
+def test_a_hook_call_loads_msgspec_without_typing_extensions(project: Path) -> None:
+    """The hook's msgspec resolves types with typing's own functions (typing_extensions is not loaded), and the
+    call records the update as always; typing_extensions stays importable in the process afterwards."""
+    script = (
+        "import sys, typing\n"
+        "from plantrail.cli.entry import main\n"
+        "code = main(['hook', 'claude'])\n"
+        "import msgspec._utils as u\n"
+        "held = 'typing_extensions' in sys.modules\n"
+        "same = (u._get_type_hints is typing.get_type_hints, u.Required is typing.Required,"
+        " u.NotRequired is typing.NotRequired)\n"
+        "import typing_extensions\n"
+        "print(code, held, same)\n"
+    )
+    update = _todo(project, "toolu_2", ("read the code", "completed"), ("write the fix", "in_progress"))
+
+    done = _run([sys.executable, "-c", script], update, project)
+
+    assert (done.returncode, done.stdout.decode().strip()) == (0, "0 False (True, True, True)"), done.stderr
+    assert b'"type":"step.completed"' in (project / ".plantrail" / "runs" / "s1.jsonl").read_bytes()
+    assert not (project / ".plantrail" / "hook-errors.log").exists()
+
+
+def _resolved_classes() -> list[type[Any]]:
+    """Every class msgspec resolves for the log: each event type's record class and every dataclass or
+    struct a record can hold."""
+    from plantrail.ledger import codec
+    from plantrail.ledger import events as ev
+
+    found: list[type[Any]] = []
+    todo: list[Any] = [codec._RECORD_CLASSES[cls.TYPE] for cls in typing.get_args(ev.Event)]
+    while todo:
+        tp = todo.pop()
+        if isinstance(tp, type) and (dataclasses.is_dataclass(tp) or hasattr(tp, "__struct_fields__")):
+            if tp not in found:
+                found.append(tp)
+                todo.extend(typing.get_type_hints(tp, include_extras=True).values())
+        else:
+            todo.extend(typing.get_args(tp))
+    return found
+
+
+@pytest.mark.parametrize("cls", _resolved_classes(), ids=lambda cls: cls.__name__)
+def test_typing_resolves_the_log_classes_as_typing_extensions_does(cls: type[Any]) -> None:
+    """What msgspec asks typing_extensions for (the hints with extras) is what typing gives, class by class, so
+    the hook's msgspec, loaded without typing_extensions, builds the same decoders."""
+    import typing_extensions
+
+    assert typing_extensions.get_type_hints(cls, include_extras=True) == typing.get_type_hints(cls, include_extras=True)
+    assert (typing_extensions.Required, typing_extensions.NotRequired) == (typing.Required, typing.NotRequired)
+
+
+def test_a_msgspec_that_needs_typing_extensions_is_left_to_load_with_it(tmp_path: Path) -> None:
+    """When msgspec will not load without typing_extensions (a later release that imports it outright),
+    load_msgspec leaves nothing half-loaded and the next import loads it with typing_extensions."""
+    fake = tmp_path / "msgspec"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("import typing_extensions\nLOADED_WITH = typing_extensions.__name__\n")
+    script = (
+        f"import sys; sys.path.insert(0, {str(tmp_path)!r})\n"
+        "from plantrail.cli.hook_call import load_msgspec\n"
+        "load_msgspec()\n"
+        "left = sorted(m for m in sys.modules if m.split('.')[0] in ('msgspec', 'typing_extensions'))\n"
+        "import msgspec\n"
+        "print(left, msgspec.LOADED_WITH)\n"
+    )
+
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, check=False)
+
+    assert (done.returncode, done.stdout.decode().strip()) == (0, "[] typing_extensions"), done.stderr

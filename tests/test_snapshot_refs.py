@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import dataclasses
 import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -35,7 +35,7 @@ def _enlarge(command: Command, factor: int) -> Command:
             fields[name] = value * factor
         elif isinstance(value, tuple | list):
             fields[name] = type(value)(v * factor for v in value)
-    return dataclasses.replace(command, **fields)
+    return msgspec.structs.replace(command, **fields)
 
 
 def _full(log: Path) -> str:

@@ -12,10 +12,10 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plantrail.ledger import codec
+from plantrail.ledger import codec, versions
 from plantrail.ledger import events as ev
 from plantrail.ledger.errors import PlantrailError
-from plantrail.ledger.versions import added_defaults, needs_v2, plain
+from plantrail.ledger.versions import COMPILE_AFTER, added_defaults, needs_v2, plain
 from tests.strategies import json_value
 
 
@@ -122,6 +122,35 @@ def test_generated_plain_is_the_reference(value: Any) -> None:
     """Each class's generated plain gives the reference's dict: the same members with the same values, in the
     same order."""
     assert list(plain(value).items()) == list(reference_plain(value).items())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(*(values_of(cls) for cls in CLASSES)))
+def test_the_loop_and_the_generated_plain_are_the_reference(value: Any) -> None:
+    """Both forms of a class's plain, the loop that serves its first values and the function generated for the
+    rest, give the reference's dict: the same members with the same values, in the same order."""
+    expected = list(reference_plain(value).items())
+    assert list(versions._looping_plain(type(value))(value).items()) == expected
+    assert list(versions._make_plain(type(value))(value).items()) == expected
+
+
+def test_plain_generates_a_class_function_after_its_first_values() -> None:
+    """A class's first COMPILE_AFTER values go through the loop; the last of them puts the generated function
+    in its place, and every value gives the same dict either way."""
+
+    @dataclasses.dataclass(frozen=True)
+    class Fresh:
+        ADDED: typing.ClassVar[frozenset[str]] = frozenset({"extra"})
+        first: int
+        extra: tuple[str, ...] = ()
+
+    values = [Fresh(i, ("x",) * (i % 2)) for i in range(COMPILE_AFTER + 2)]
+    made = []
+    for value in values:
+        made.append(plain(value))
+        made_by = versions._PLAIN[Fresh].__name__
+        assert made_by == ("plain" if len(made) >= COMPILE_AFTER else "plain_loop")
+    assert made == [reference_plain(v) for v in values]
 
 
 def test_plain_keeps_field_order_around_an_added_field() -> None:

@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
+
+import msgspec
 
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.decide import Command, Create, Replan
@@ -44,8 +46,7 @@ from .identity import batch_key, identities, identity_of_source
 __all__ = ["AppendReport", "Refusal", "append_observations", "append_transcript", "recorded_sources", "write_batches"]
 
 
-@dataclass(frozen=True, slots=True)
-class Refusal:
+class Refusal(msgspec.Struct, frozen=True):
     """An update the ledger refused to record: its identity, the error's code and message."""
 
     identity: str
@@ -53,8 +54,7 @@ class Refusal:
     message: str
 
 
-@dataclass(frozen=True, slots=True)
-class AppendReport:
+class AppendReport(msgspec.Struct, frozen=True):
     """What one append found and wrote."""
 
     log: str
@@ -214,7 +214,8 @@ def recorded_sources(log: str) -> frozenset[str]:
 
 def _keyed(batch: Batch, session: str, identity: str) -> tuple[Command, ...]:
     return tuple(
-        replace(command, key=batch_key(session, identity, place)) for place, command in enumerate(batch.commands)
+        msgspec.structs.replace(command, key=batch_key(session, identity, place))
+        for place, command in enumerate(batch.commands)
     )
 
 
@@ -225,7 +226,9 @@ def _keeping_terms(commands: Sequence[Command], current: PlanSpec | None) -> tup
     if current is None:
         return tuple(commands)
     return tuple(
-        replace(c, plan=replace(c.plan, policy=current.policy, scope=current.scope, artifacts=current.artifacts))
+        msgspec.structs.replace(
+            c, plan=replace(c.plan, policy=current.policy, scope=current.scope, artifacts=current.artifacts)
+        )
         if isinstance(c, Replan) and isinstance(c.plan, PlanSpec)
         else c
         for c in commands

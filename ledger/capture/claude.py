@@ -34,10 +34,10 @@ and every payload field this adapter does not read (unknown fields are kept, nev
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import orjson
 
 from plantrail.ledger.errors import error
@@ -98,8 +98,7 @@ _READ = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Payload:
+class Payload(msgspec.Struct, frozen=True):
     """One hook payload, checked: its event, session, working directory and the object itself."""
 
     event: str

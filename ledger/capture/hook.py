@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import orjson
 
 from plantrail.ledger.clock import utc_now
@@ -61,8 +61,7 @@ RECEIPT_CAP = 10_000
 _PLAN_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure", "TaskCreated", "TaskCompleted", "SubagentStop"})
 
 
-@dataclass(frozen=True, slots=True)
-class HookResult:
+class HookResult(msgspec.Struct, frozen=True):
     """What one hook call did: the receipt to return (SessionStart), the log, and the errors it wrote down."""
 
     receipt: Mapping[str, Any] | None

@@ -19,10 +19,10 @@ import hashlib
 import os
 import pickle
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import orjson
 
 from plantrail.ledger.importers import claude_code
@@ -37,21 +37,20 @@ if TYPE_CHECKING:
 
 __all__ = ["KIND", "LiveState", "advance", "load_state", "save_state"]
 
-KIND = "plantrail-capture-state/2"
+KIND = "plantrail-capture-state/3"
 _STATE_FILE = "mapping.state"
 _LIMIT = 256 << 20
 
 
-@dataclass
-class LiveState:
+class LiveState(msgspec.Struct):
     """The parser and the mapping after the journal's first ``offset`` bytes (``digest`` their SHA-256)."""
 
     file: str
     mapping: LiveMapping
     reader: Any
-    tally: Tally = field(default_factory=Tally)
-    names: Identities = field(default_factory=Identities)
-    deferred: dict[str, list[Observation]] = field(default_factory=dict)
+    tally: Tally = msgspec.field(default_factory=Tally)
+    names: Identities = msgspec.field(default_factory=Identities)
+    deferred: dict[str, list[Observation]] = msgspec.field(default_factory=dict)
     offset: int = 0
     digest: str = hashlib.sha256(b"").hexdigest()
     lines: int = 0

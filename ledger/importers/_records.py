@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import MappingProxyType
 from typing import BinaryIO
 
+import msgspec
 import orjson
 
 from plantrail.ledger.errors import StorageError
@@ -147,13 +147,12 @@ def _todo_item(value: JsonObject, allowed: frozenset[Status]) -> TodoItem | None
     )
 
 
-@dataclass
-class Tally:
+class Tally(msgspec.Struct):
     """Counts a transcript's lines, the lines of the parser's own format, and skipped lines."""
 
     total: int = 0
     recognized: int = 0
-    skipped: dict[int, str] = field(default_factory=dict)
+    skipped: dict[int, str] = msgspec.field(default_factory=dict)
 
     def skip(self, line: int, reason: str) -> None:
         """Count `line` as skipped; a line keeps the first reason it was skipped for."""

@@ -23,8 +23,9 @@ skipped with a reason, never fatal.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
+
+import msgspec
 
 from .model import ListSnapshot, Observation, TaskEvent, TodoItem
 
@@ -44,8 +45,7 @@ def location(format_name: str, line: int) -> str:
     return f"{unit} {line}"
 
 
-@dataclass(frozen=True, slots=True)
-class PlanItem:
+class PlanItem(msgspec.Struct, frozen=True):
     """One item of the agent's plan: its identity, its text, its status, and how to name it in prose."""
 
     key: Key
@@ -57,8 +57,7 @@ class PlanItem:
     a task's description (step notes, `mapping`)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Update:
+class Update(msgspec.Struct, frozen=True):
     """One plan update from `file`: the agent's whole plan after it, or the reason it was skipped.
 
     `notes` are facts the update shows that its items do not: items marked cancelled, blank items
@@ -72,13 +71,12 @@ class Update:
     skipped: str | None = None
 
 
-@dataclass
-class AgentPlan:
+class AgentPlan(msgspec.Struct):
     """Folds observations, in order, into the agent's plan after each one."""
 
     format: str
     todo: tuple[PlanItem, ...] = ()
-    tasks: dict[str, PlanItem] = field(default_factory=dict)
+    tasks: dict[str, PlanItem] = msgspec.field(default_factory=dict)
 
     def read(self, file: str, observation: Observation) -> Update:
         """The agent's plan after `observation` (written in `file`), or why it is skipped."""

@@ -17,9 +17,10 @@ a user message is tool output and environment details.
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from pathlib import Path
 from typing import TypeGuard
+
+from msgspec.structs import replace
 
 from ._records import (
     JsonObject,

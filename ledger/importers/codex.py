@@ -24,10 +24,11 @@ first time); one the file does not hold is kept, marked `replayed` (its work is 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
+from msgspec.structs import replace
 
 from ._records import (
     JsonObject,

@@ -18,10 +18,11 @@ say the list was updated) is answered `error`. A user message's `content` is a s
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
+from msgspec.structs import replace
 
 from ._records import (
     JsonObject,

@@ -92,9 +92,11 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
+
+import msgspec
 
 from plantrail.ledger.approvals import Decide, RequestApproval
 from plantrail.ledger.contract import StepTerms
@@ -122,8 +124,7 @@ REQUEST_CHARACTERS = 20
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-@dataclass(frozen=True, slots=True)
-class Batch:
+class Batch(msgspec.Struct, frozen=True):
     """The commands one plan update gives, and the time to record them at."""
 
     ts: str
@@ -133,8 +134,7 @@ class Batch:
     live capture and ``import --append`` key each batch by (`ledger.capture`)."""
 
 
-@dataclass(frozen=True, slots=True)
-class FileFigures:
+class FileFigures(msgspec.Struct, frozen=True):
     """What the updates of one file (the lead's, a subagent's) gave: items first seen there, versions made (the
     plan and its replans), extensions in place, events (inferred ones among them), and updates skipped by reason."""
 
@@ -148,8 +148,7 @@ class FileFigures:
     skipped: Mapping[str, int]
 
 
-@dataclass(frozen=True, slots=True)
-class MappedRun:
+class MappedRun(msgspec.Struct, frozen=True):
     """A transcript's plan updates as ledger commands (the first batch opens with the `Create`) and figures."""
 
     batches: tuple[Batch, ...]
@@ -288,14 +287,13 @@ def _who(agent: str | None) -> str:
     return "a subagent" if agent == "subagent" else "the agent"
 
 
-@dataclass
-class _StepIds:
+class _StepIds(msgspec.Struct):
     """Stable step ids: one per item identity, for the whole import."""
 
-    ids: dict[Key, str] = field(default_factory=dict)
-    used: set[str] = field(default_factory=set)
-    titles: dict[str, str] = field(default_factory=dict)
-    why: dict[str, str] = field(default_factory=dict)
+    ids: dict[Key, str] = msgspec.field(default_factory=dict)
+    used: set[str] = msgspec.field(default_factory=set)
+    titles: dict[str, str] = msgspec.field(default_factory=dict)
+    why: dict[str, str] = msgspec.field(default_factory=dict)
     """Why an id has a numeric suffix, for the ids that have one (a step note)."""
 
     def of(self, item: PlanItem) -> str:
@@ -320,33 +318,32 @@ class _StepIds:
         return candidate
 
 
-@dataclass
-class _Mapper:
+class _Mapper(msgspec.Struct):
     """The ledger as the mapper mirrors it (plan, step statuses), the agent's last view, and the output."""
 
     format: str
     session: str
     file_notes: tuple[str, ...] = ()
-    ids: _StepIds = field(default_factory=_StepIds)
+    ids: _StepIds = msgspec.field(default_factory=_StepIds)
     plan: dict[Key, StepSpec] | None = None
     plan_notes: tuple[str, ...] = ()
     goal: str = ""
     criteria: tuple[CriterionSpec, ...] = ()
-    status: dict[Key, ItemStatus] = field(default_factory=dict)
-    agent: dict[Key, ItemStatus] = field(default_factory=dict)
-    evidence: dict[Key, str] = field(default_factory=dict)
-    previous_line: dict[str, int] = field(default_factory=dict)
+    status: dict[Key, ItemStatus] = msgspec.field(default_factory=dict)
+    agent: dict[Key, ItemStatus] = msgspec.field(default_factory=dict)
+    evidence: dict[Key, str] = msgspec.field(default_factory=dict)
+    previous_line: dict[str, int] = msgspec.field(default_factory=dict)
     primary_file: str | None = None
-    batches: list[Batch] = field(default_factory=list)
-    skipped: Counter[str] = field(default_factory=Counter)
+    batches: list[Batch] = msgspec.field(default_factory=list)
+    skipped: Counter[str] = msgspec.field(default_factory=Counter)
     versions: int = 0
     peak: int = 0
     untimed: int = 0
-    unchecked: dict[Key, tuple[str, ...]] = field(default_factory=dict)
+    unchecked: dict[Key, tuple[str, ...]] = msgspec.field(default_factory=dict)
     """Cline items the agent unchecked after checking them: the inferred step notes that say so."""
-    denied: dict[Key, str] = field(default_factory=dict)
+    denied: dict[Key, str] = msgspec.field(default_factory=dict)
     """The steps of a version whose approval the user denied (each with where), until the next plan answers it."""
-    answered: dict[Key, tuple[str, ...]] = field(default_factory=dict)
+    answered: dict[Key, tuple[str, ...]] = msgspec.field(default_factory=dict)
     """Steps a denied plan held that a later plan proposed again: the step notes that say so (see "Approvals")."""
     approvals: int = 0
     touched: bool = False
@@ -355,7 +352,7 @@ class _Mapper:
     unbilled: Usage | None = None
     """The usage of the agent's turns (`Observation.turns`) that no result has reported yet: the next
     completion's report carries it (usage is counted on results, docs/contract.md)."""
-    by_file: dict[str, Counter[str]] = field(default_factory=dict)
+    by_file: dict[str, Counter[str]] = msgspec.field(default_factory=dict)
     """Each file's figures (FileFigures' counts by name, and "skipped:<reason>"), in order of its first update."""
 
     # ----------------------------------------------------------- one update
@@ -772,5 +769,5 @@ def _cut(note: str) -> str:
 
 def _with_policy(command: Command, policy: Policy) -> Command:
     if isinstance(command, (Create, Replan)) and isinstance(command.plan, PlanSpec):
-        return replace(command, plan=replace(command.plan, policy=policy))
+        return msgspec.structs.replace(command, plan=replace(command.plan, policy=policy))
     return command

@@ -1,6 +1,6 @@
 """Normalized plan observations read from agent transcripts.
 
-Every value is immutable (frozen dataclasses with slots, tuples not lists) and records only what the
+Every value is immutable (frozen msgspec Structs, tuples not lists) and records only what the
 transcript shows: a field the transcript does not carry is None, never a guess. Where a value is
 derived rather than read, the field that says so is documented (`TaskEvent.status_source`).
 """
@@ -8,8 +8,9 @@ derived rather than read, the field that says so is documented (`TaskEvent.statu
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
+
+import msgspec
 
 from plantrail.ledger.evidence import Usage
 
@@ -31,8 +32,7 @@ ToolOutcome = Literal["ok", "error"]
 """What the tool answered to the call; None on an observation means the transcript holds no answer."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TodoItem:
+class TodoItem(msgspec.Struct, frozen=True, kw_only=True):
     """One item of a whole-list plan update.
 
     `native_id` is set only where the format gives the item a real identity; no supported list format
@@ -50,8 +50,7 @@ class TodoItem:
     """The text of the item this one is indented under (Cline sub-items); None at the top level."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ListSnapshot:
+class ListSnapshot(msgspec.Struct, frozen=True, kw_only=True):
     """A whole-list replacement: TodoWrite, update_plan, OpenCode todowrite or a Cline checklist.
 
     `line` is the 1-based line of the call in a JSONL transcript; for the single-document JSON
@@ -107,8 +106,7 @@ class ListSnapshot:
     plantrail's hook journal keeps it), for the next result the mapping records; None when none ended."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TaskEvent:
+class TaskEvent(msgspec.Struct, frozen=True, kw_only=True):
     """One change made with the Claude Code 2.1 task tools (TaskCreate, TaskUpdate).
 
     A created task's id exists only in the tool's result, so `task_id` is None when the result is
@@ -152,8 +150,7 @@ class TaskEvent:
 Observation: TypeAlias = ListSnapshot | TaskEvent
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Transcript:
+class Transcript(msgspec.Struct, frozen=True, kw_only=True):
     """A parsed transcript: its plan observations in file order, and what was skipped and why.
 
     `lines_total` counts the file's lines (for the single-document formats, the messages in the

@@ -10,9 +10,10 @@ message (e.g. "build").
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import TypeGuard
+
+from msgspec.structs import replace
 
 from ._records import (
     STATUSES,
