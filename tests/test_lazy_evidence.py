@@ -4,7 +4,6 @@ answer is the one a writer that reads it (and a full fold) gives, and a record c
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import itertools
 import re
 import shutil
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
+import msgspec
 import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -92,7 +92,7 @@ class _Unique:
                 fields[name] = f"{next(self.count)}:" + value * factor
             elif isinstance(value, tuple | list):
                 fields[name] = type(value)(f"{next(self.count)}:" + v * factor for v in value)
-        return dataclasses.replace(command, **fields)
+        return msgspec.structs.replace(command, **fields)
 
 
 def _head_state_line(log: Path) -> bytes:
