@@ -24,7 +24,7 @@ import typing
 from collections.abc import Callable
 from typing import Any, Final
 
-__all__ = ["V1", "V2", "added_defaults", "needs_v2", "plain", "v2_checker"]
+__all__ = ["V1", "V2", "added_defaults", "needs_v2", "never_v2", "plain", "v2_checker"]
 
 #: The first format: seed 000's plan (goal, criteria, steps with id, title, depends_on, evidence, attempts).
 V1: Final = 1
@@ -169,6 +169,11 @@ def v2_checker(cls: type[Any]) -> Callable[[Any], bool]:
 
 def _never(value: Any) -> bool:
     return False
+
+
+#: The checker of a class that cannot hold anything format v2 added (what :func:`v2_checker` gives for one): a
+#: caller generating code may leave the call out.
+never_v2: Final[Callable[[Any], bool]] = _never
 
 
 def _any_item(value: tuple[Any, ...]) -> bool:
