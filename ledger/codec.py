@@ -156,7 +156,7 @@ def decode(line: bytes, line_no: int) -> Record:
     bytes). Every other line takes :func:`_decode_in_full`, which checks the same things in the order damage
     is named.
     """
-    if len(line) > MAX_LINE_BYTES or line[-_SUFFIX:-66] != b',"h":"' or line[-2:] != b'"}':
+    if len(line) > MAX_LINE_BYTES or line[-72:-66] != b',"h":"' or not line.endswith(b'"}'):  # _SUFFIX
         raise _framing_error(line, line_no)
     if not line.startswith(_PREFIX):
         if not line.startswith(_PREFIX_V2):
@@ -167,34 +167,15 @@ def decode(line: bytes, line_no: int) -> Record:
         record: Record | None = (_DECODE or _first_decoder(line))(line)
     except msgspec.MsgspecError:
         record = None
-    body = line[:-_SUFFIX] + b"}"
+    body = line[:-72] + b"}"  # line[:-_SUFFIX]
     digest = _sha256(body).hexdigest()
     if record is not None and digest == record.h:
         data = record.data
         source = record.source
         hot = _HOT[type(data)]
         if hot is not None and source is None and record.key is None:
-            # msgspec writes it as the writer does, and the common envelope is a struct (_Plain), a third
-            # cheaper to encode than a dict: this runs for most lines of every replay. ``hot`` is the
-            # event type's generated check that the line is v1 and its integers fit (``v`` is 1: the body
-            # the envelope must encode to starts with _PREFIX).
-            if (
-                hot(record, data)
-                and _ENCODE(
-                    _Plain(
-                        record.v,
-                        record.seq,
-                        record.ts,
-                        record.run,
-                        record.type,
-                        record.plan_version,
-                        record.actor,
-                        data,
-                        record.prev,
-                    )
-                )
-                == body
-            ):
+            # The common line: a native event type, no source or key (see _make_hot).
+            if hot(record, data) == body:
                 return record
         elif (
             not _OUTGROWS_V1[type(data)](data)
@@ -227,11 +208,15 @@ def _fits(record: Record, kind: type[Any]) -> bool:
     return source is None or source.line is None or _LOWEST <= source.line <= _HIGHEST
 
 
-def _make_hot(kind: type[Any]) -> Callable[[Record, Any], bool] | None:
-    """For a native event type (None for any other), the hot path's check of a record holding one, generated as
-    one boolean expression: its event does not outgrow v1 (:func:`_outgrows_v1`) and its integers fit
-    (:func:`_fits`, but for ``v``, which the caller knows is 1). The loop of :func:`_fits` over field names and
-    the calls it saves cost about a tenth of a replay."""
+def _make_hot(kind: type[Any]) -> Callable[[Record, Any], bytes | None] | None:
+    """For a native event type (None for any other), the hot path's canonical encoding of a record holding one
+    with neither source nor key, generated as straight-line code: None unless its event does not outgrow v1
+    (:func:`_outgrows_v1`) and its integers fit (:func:`_fits`), else the envelope encoded by msgspec, which
+    writes it as the writer does (the envelope a struct, :class:`_Plain`, a third cheaper to encode than a
+    dict). ``v`` and ``type`` are written as the literals 1 and the type's name: the caller compares the
+    bytes with a v1 line's body of that type, and a record whose ``v`` or ``type`` is other than the body's
+    first member says came from a line with a repeated member, which encodes to other bytes anyway. The loop
+    of :func:`_fits` over field names and the calls this saves cost about a tenth of a replay."""
     if not _NATIVE[kind]:
         return None
     outgrows = _OUTGROWS_V1[kind]
@@ -243,9 +228,15 @@ def _make_hot(kind: type[Any]) -> Callable[[Record, Any], bool] | None:
             terms.append(f"_LO <= d.{name} <= _HI")
         else:
             terms.append(f"(d.{name} is None or _LO <= d.{name} <= _HI)")
-    namespace: dict[str, Any] = {"_outgrows": outgrows, "_LO": _LOWEST, "_HI": _HIGHEST}
-    exec(f"def hot(r, d):\n    return {' and '.join(terms)}", namespace)  # noqa: S102 - from field names
-    return typing.cast(Callable[[Record, Any], bool], namespace["hot"])
+    body = [
+        "def hot(r, d):",
+        f"    if {' and '.join(terms)}:",
+        f"        return _E(_P({V1}, r.seq, r.ts, r.run, {kind.TYPE!r}, r.plan_version, r.actor, d, r.prev))",
+        "    return None",
+    ]
+    namespace: dict[str, Any] = {"_outgrows": outgrows, "_LO": _LOWEST, "_HI": _HIGHEST, "_E": _ENCODE, "_P": _Plain}
+    exec("\n".join(body), namespace)  # noqa: S102 - generated from field names
+    return typing.cast(Callable[[Record, Any], "bytes | None"], namespace["hot"])
 
 
 def _decode_in_full(line: bytes, line_no: int, digest: str, record: Record | None) -> Record:
@@ -527,7 +518,7 @@ _INT_FIELDS: Final[_OnDemand[type[Any], tuple[str, ...]]] = _OnDemand(_int_field
 #: For each event type, whether a value of it cannot be a v1 line's.
 _OUTGROWS_V1: Final[_OnDemand[type[Any], Callable[[Any], bool]]] = _OnDemand(_outgrows_v1)
 #: For each event type, the hot path's check of its records (:func:`_make_hot`; None: not native).
-_HOT: Final[_OnDemand[type[Any], Callable[[Record, Any], bool] | None]] = _OnDemand(_make_hot)
+_HOT: Final[_OnDemand[type[Any], Callable[[Record, Any], bytes | None] | None]] = _OnDemand(_make_hot)
 
 
 def _v2_header(data: ev.LogOpened) -> bool:
