@@ -235,8 +235,8 @@ def _make_hot(kind: type[Any]) -> Callable[[Record, Any], bytes | None] | None:
         "    return None",
     ]
     namespace: dict[str, Any] = {"_outgrows": outgrows, "_LO": _LOWEST, "_HI": _HIGHEST, "_E": _ENCODE, "_P": _Plain}
-    exec("\n".join(body), namespace)  # noqa: S102 - generated from field names
-    return typing.cast(Callable[[Record, Any], "bytes | None"], namespace["hot"])
+    exec("\n".join(body), namespace)  # generated from field names
+    return typing.cast(Callable[[Record, Any], bytes | None], namespace["hot"])
 
 
 def _decode_in_full(line: bytes, line_no: int, digest: str, record: Record | None) -> Record:
