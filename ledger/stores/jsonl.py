@@ -242,7 +242,7 @@ class LogScan:
                 self.next_seq += 1
                 self.prev = record.h
                 batch.append(record)
-                if type(record.data) is LogBatch and record.data.part == "end":  # type: ignore[union-attr]
+                if type(record.data) is LogBatch and record.data.part == "end":
                     yield from batch
                     batch = None
         if batch is not None:  # a group commit cut short: nothing of it counts, it is a torn tail
