@@ -28,7 +28,6 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path
 
 import msgspec
 
@@ -91,6 +90,8 @@ def append_transcript(
 ) -> AppendReport:
     """Extend ``log_path`` (created when missing) with the updates of a transcript that it does not hold yet;
     ``notes`` are added to version 1's (a hook adapter names itself)."""
+    from pathlib import Path
+
     from plantrail.ledger.importers.importer import database_run, read_observations
 
     if is_database_url(os.fspath(log_path)):

@@ -34,13 +34,13 @@ and every payload field this adapter does not read (unknown fields are kept, nev
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 import orjson
 
 from plantrail.ledger.errors import error
+from plantrail.ledger.locations import pure_path
 
 if TYPE_CHECKING:
     from .turns import TurnUsage
@@ -169,7 +169,7 @@ def journal_records(
     payload: Payload,
     now: str,
     held: frozenset[str],
-    read_subagent: Callable[[Path], list[dict[str, Any]]],
+    read_subagent: Callable[[str], list[dict[str, Any]]],
     turn: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """The journal lines for ``payload``, stamped ``now``; calls whose id is in ``held`` are not repeated.
@@ -201,7 +201,7 @@ def journal_records(
     lines: list[dict[str, Any]] = [{**base, **said}]
     transcript = payload.text("agent_transcript_path")
     if event == "SubagentStop" and transcript is not None:
-        lines += _subagent_calls(read_subagent(Path(transcript)), held, payload.text("agent_id"))
+        lines += _subagent_calls(read_subagent(pure_path(transcript)), held, payload.text("agent_id"))
     return lines
 
 

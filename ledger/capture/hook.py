@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import msgspec
 import orjson
@@ -32,13 +31,16 @@ import orjson
 from plantrail.ledger.clock import utc_now
 from plantrail.ledger.errors import PlantrailError, error
 from plantrail.ledger.limits import HOOK_PAYLOAD
-from plantrail.ledger.locations import HOME_ENV, run_path
+from plantrail.ledger.locations import HOME_ENV, child_path, pure_path, run_file
 from plantrail.ledger.plan import check_id
 from plantrail.ledger.reading import run_exists
 from plantrail.ledger.stores import STORE_ENV, is_database_url, run_in_store
 
 from . import claude
-from .journal import Journal, journal_path
+from .journal import Journal, journal_file
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = [
     "ERRORS_CAP",
@@ -52,8 +54,9 @@ __all__ = [
     "plantrail_folder",
 ]
 
-#: A session's log: a file, or a database run's URL (``$PLANTRAIL_STORE``).
-Log = Path | str
+#: A session's log: a file, or a database run's URL (``$PLANTRAIL_STORE``); a hook call names its files by
+#: strings (it loads no :mod:`pathlib`), a caller may give ``Path``\ s.
+Log: TypeAlias = "Path | str"
 
 ERRORS_FILE = "hook-errors.log"
 ERRORS_CAP = 256 * 1024
@@ -71,8 +74,17 @@ class HookResult(msgspec.Struct, frozen=True):
 
 def plantrail_folder(cwd: str | None, env: Mapping[str, str] | None = None) -> Path:
     """``$PLANTRAIL_HOME``, else ``<cwd>/.plantrail`` (the working directory when the payload names none)."""
+    from pathlib import Path
+
+    return Path(_folder(cwd, env))
+
+
+def _folder(cwd: str | None, env: Mapping[str, str] | None) -> str:
+    """:func:`plantrail_folder` as a string (``str(plantrail_folder(cwd, env))``), without :mod:`pathlib`."""
     home = (env if env is not None else os.environ).get(HOME_ENV)
-    return Path(home) if home else Path(cwd if cwd is not None else os.getcwd()) / ".plantrail"
+    if home:
+        return pure_path(home)
+    return child_path(pure_path(cwd if cwd is not None else os.getcwd()), ".plantrail")
 
 
 def claude_hook(
@@ -117,7 +129,7 @@ def _record_gemini(raw: bytes, now: str, env: Mapping[str, str] | None) -> HookR
     [payload] = gemini.read_payloads(raw)
     folder, session, log = _where(payload, env)
     errors: list[str] = []
-    with Journal.locked(journal_path(folder, session, gemini.ADAPTER)) as journal:
+    with Journal.locked(journal_file(folder, session, gemini.ADAPTER)) as journal:
         records = gemini.journal_records(payload, now, len(journal.lines()))
         journal.append(records)
         if payload.event in gemini.PLAN_EVENTS and records:
@@ -138,8 +150,8 @@ def _record_opencode(raw: bytes, now: str, env: Mapping[str, str] | None) -> Hoo
     log: Log | None = None
     for payload in opencode.read_payloads(raw):
         folder, session, log = _where(payload, env)
-        with Journal.locked(journal_path(folder, session, opencode.ADAPTER, ".json")) as journal:
-            blob = journal.path.read_bytes()
+        with Journal.locked(journal_file(folder, session, opencode.ADAPTER, ".json")) as journal:
+            blob = journal.read_bytes()
             document = orjson.loads(blob) if blob.strip() else None
             updated = opencode.add_update(document, payload, iso_to_millis(now) or 0)
             journal.replace(orjson.dumps(updated))
@@ -150,42 +162,45 @@ def _record_opencode(raw: bytes, now: str, env: Mapping[str, str] | None) -> Hoo
     return HookResult(None, log, tuple(errors))
 
 
-def _where(payload: claude.Payload, env: Mapping[str, str] | None) -> tuple[Path, str, Log]:
+def _where(payload: claude.Payload, env: Mapping[str, str] | None) -> tuple[str, str, Log]:
     """The .plantrail folder, the session id (checked as a run id) and the run's log."""
-    folder = plantrail_folder(payload.cwd, env)
+    folder = _folder(payload.cwd, env)
     session = check_id(payload.session, "session id")
     return folder, session, _run_log(folder, session, env)
 
 
-def _run_log(folder: Path, session: str, env: Mapping[str, str] | None) -> Log:
+def _run_log(folder: str, session: str, env: Mapping[str, str] | None) -> Log:
     """The session's log: in ``$PLANTRAIL_STORE`` when it is set (a database's run, or ``<DIR>/<session>.jsonl``),
     else ``<folder>/runs/<session>.jsonl``; the journal and the error file stay under ``folder`` either way."""
     store = (env if env is not None else os.environ).get(STORE_ENV)
     if store:
         return run_in_store(store, session)
-    return run_path(folder / "runs", session)
+    return run_file(child_path(folder, "runs"), session)
 
 
 def _prepare(log: Log) -> None:
     """Make the folder a log file goes in (a database run needs none)."""
     if not is_database_url(log):
-        Path(log).parent.mkdir(parents=True, exist_ok=True)
+        parent = os.path.dirname(os.fspath(log))
+        if parent:
+            os.makedirs(parent, exist_ok=True)
 
 
-def _append_journal(journal: Path, log: Log, session: str, format: str, adapter: str, version: int) -> list[str]:
+def _append_journal(journal: str, log: Log, session: str, format: str, adapter: str, version: int) -> list[str]:
     """Append what a (small, whole-list) journal's mapping holds and the log does not: ``import --append`` of it."""
     from plantrail.ledger.capture.append import append_transcript
 
     _prepare(log)
-    note = f"captured live by plantrail's {adapter} adapter v{version} (journal {journal.name})"
+    note = f"captured live by plantrail's {adapter} adapter v{version} (journal {os.path.basename(journal)})"
     report = append_transcript(journal, log, format, run=session, notes=(note,))
     return [f"error[{r.code}]: update {r.identity}: {r.message}" for r in report.refused]
 
 
-def hook_errors(folder: Path) -> str:
+def hook_errors(folder: str | os.PathLike[str]) -> str:
     """The hook error file's text under ``folder`` (empty when there is none)."""
     try:
-        return (folder / ERRORS_FILE).read_text(encoding="utf-8", errors="replace")
+        with open(os.path.join(folder, ERRORS_FILE), encoding="utf-8", errors="replace") as handle:
+            return handle.read()
     except FileNotFoundError:
         return ""
 
@@ -200,7 +215,7 @@ def _capped(raw: bytes) -> bytes:
 def _record(payload: claude.Payload, now: str, env: Mapping[str, str] | None) -> HookResult:
     folder, session, log = _where(payload, env)
     errors: list[str] = []
-    with Journal.locked(journal_path(folder, session, claude.ADAPTER)) as journal:
+    with Journal.locked(journal_file(folder, session, claude.ADAPTER)) as journal:
         turn = _turn(payload)
         if turn is None or not _holds_turn(journal, turn):
             held = _held_calls(journal, payload)
@@ -215,14 +230,16 @@ def _record(payload: claude.Payload, now: str, env: Mapping[str, str] | None) ->
     return HookResult(receipt, log, tuple(errors))
 
 
-def capture_journal(journal: Path, log: Log, session: str) -> list[str]:
+def capture_journal(journal: str | os.PathLike[str], log: Log, session: str) -> list[str]:
     """Append what the journal's mapping holds and the log does not (the mapping resumed from its kept state
     when there is one, :mod:`.live`); the refusals, as error lines."""
     from plantrail.ledger.capture.append import write_batches
     from plantrail.ledger.capture.live import advance, fresh_state, load_state, save_state
 
-    note = f"captured live by plantrail's {claude.ADAPTER} adapter v{claude.VERSION} (journal {journal.name})"
-    blob = journal.read_bytes()  # read and hashed once: the kept state's check and the lines after it
+    name = os.path.basename(journal)
+    note = f"captured live by plantrail's {claude.ADAPTER} adapter v{claude.VERSION} (journal {name})"
+    with open(journal, "rb") as handle:
+        blob = handle.read()  # read and hashed once: the kept state's check and the lines after it
     kept = load_state(journal, blob)
     state, prefix = kept if kept is not None else (fresh_state(journal, session, (note,)), None)
     batches = advance(journal, state, blob, prefix)
@@ -265,7 +282,7 @@ def _holds_turn(journal: Journal, turn: Mapping[str, Any]) -> bool:
     journal writes it (``"turn":{"id":"<id>"``); a turn without an id is never taken for another."""
     if turn.get("id") is None:
         return False
-    return b'"turn":{"id":' + orjson.dumps(turn["id"]) in journal.path.read_bytes()
+    return b'"turn":{"id":' + orjson.dumps(turn["id"]) in journal.read_bytes()
 
 
 def _held_calls(journal: Journal, payload: claude.Payload) -> frozenset[str]:
@@ -278,7 +295,7 @@ def _held_calls(journal: Journal, payload: claude.Payload) -> frozenset[str]:
     if call is None:
         return frozenset()
     needle = b'"type":"tool_use","id":' + orjson.dumps(call)
-    return frozenset({call}) if needle in journal.path.read_bytes() else frozenset()
+    return frozenset({call}) if needle in journal.read_bytes() else frozenset()
 
 
 def _calls(lines: Sequence[Mapping[str, Any]]) -> frozenset[str]:
@@ -293,7 +310,7 @@ def _calls(lines: Sequence[Mapping[str, Any]]) -> frozenset[str]:
     return frozenset(found)
 
 
-def _transcript_lines(path: Path) -> list[dict[str, Any]]:
+def _transcript_lines(path: str) -> list[dict[str, Any]]:
     """A subagent transcript's JSON object lines (an unreadable one gives none: the hooks already sent most)."""
     from plantrail.ledger.files import read_capped
     from plantrail.ledger.limits import TRANSCRIPT
@@ -317,7 +334,7 @@ def _failed(
     payload: claude.Payload | None, raw: bytes, env: Mapping[str, str] | None, line: str, agent: str = "claude"
 ) -> HookResult:
     cwd = payload.cwd if payload is not None else _cwd_of(raw)
-    folder = plantrail_folder(cwd, env)
+    folder = _folder(cwd, env)
     _write_error(folder, payload, line, agent)
     return HookResult(None, None, (line,))
 
@@ -338,20 +355,22 @@ def _cwd_of(raw: bytes) -> str | None:
     return cwd if isinstance(cwd, str) and cwd else None
 
 
-def _write_error(folder: Path, payload: claude.Payload | None, line: str, agent: str = "claude") -> None:
+def _write_error(folder: str, payload: claude.Payload | None, line: str, agent: str = "claude") -> None:
     """One line in the error file, which is kept under ERRORS_CAP (its older half dropped); never raises."""
     where = f"{payload.event} session {payload.session}" if payload is not None else "payload"
     text = f"{utc_now()} {agent} {where}: {' '.join(line.split())}\n".encode()
-    path = folder / ERRORS_FILE
+    path = os.path.join(folder, ERRORS_FILE)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        os.makedirs(folder, exist_ok=True)
         with open(path, "ab") as handle:
             handle.write(text)
-        if path.stat().st_size > ERRORS_CAP:
-            kept = path.read_bytes()[-ERRORS_CAP // 2 :]
+        if os.stat(path).st_size > ERRORS_CAP:
+            with open(path, "rb") as handle:
+                kept = handle.read()[-ERRORS_CAP // 2 :]
             kept = kept[kept.find(b"\n") + 1 :]
-            temporary = path.with_suffix(".tmp")
-            temporary.write_bytes(kept)
+            temporary = os.path.splitext(path)[0] + ".tmp"
+            with open(temporary, "wb") as handle:
+                handle.write(kept)
             os.replace(temporary, path)
     except OSError:
         pass  # nowhere to write: the hook still never fails the agent

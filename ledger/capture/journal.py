@@ -23,11 +23,16 @@ import fcntl
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 
-__all__ = ["CAPTURE_FOLDER", "Journal", "journal_path"]
+from plantrail.ledger.locations import child_path
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+__all__ = ["CAPTURE_FOLDER", "Journal", "journal_file", "journal_path"]
 
 CAPTURE_FOLDER = "capture"
 
@@ -38,19 +43,27 @@ def journal_path(plantrail_folder: Path, session: str, agent: str, suffix: str =
     return plantrail_folder / CAPTURE_FOLDER / f"{session}.{agent}{suffix}"
 
 
-class Journal:
-    """A session's hook journal, opened and locked for one hook call."""
+def journal_file(plantrail_folder: str, session: str, agent: str, suffix: str = ".jsonl") -> str:
+    """:func:`journal_path` as a string for a folder :func:`plantrail.ledger.locations.pure_path` gave (a
+    hook call's: no :mod:`pathlib`); ``session`` is a checked id."""
+    return child_path(plantrail_folder, CAPTURE_FOLDER, f"{session}.{agent}{suffix}")
 
-    def __init__(self, path: Path, fd: int) -> None:
+
+class Journal:
+    """A session's hook journal, opened and locked for one hook call (``path`` as the caller named it)."""
+
+    def __init__(self, path: str | os.PathLike[str], fd: int) -> None:
         self.path = path
         self._fd = fd
 
     @classmethod
     @contextmanager
-    def locked(cls, path: Path) -> Iterator[Journal]:
+    def locked(cls, path: str | os.PathLike[str]) -> Iterator[Journal]:
         """Open (creating folder and file when missing) and hold the exclusive lock until the block ends (the
         lock is on ``<journal>.lock``, so a document journal can be replaced whole under it)."""
-        path.parent.mkdir(parents=True, exist_ok=True)
+        parent = os.path.dirname(path)
+        if parent:
+            os.makedirs(parent, exist_ok=True)
         lock = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
             fcntl.flock(lock, fcntl.LOCK_EX)
@@ -64,7 +77,8 @@ class Journal:
 
     def replace(self, blob: bytes) -> None:
         """Put ``blob`` in the journal's place whole (a temporary file, fsynced, renamed over it)."""
-        temporary = self.path.with_name(f".{self.path.name}.tmp")
+        folder, name = os.path.split(self.path)
+        temporary = os.path.join(folder, f".{name}.tmp")
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
         try:
             os.write(fd, blob)
@@ -72,6 +86,11 @@ class Journal:
         finally:
             os.close(fd)
         os.replace(temporary, self.path)
+
+    def read_bytes(self) -> bytes:
+        """The journal's bytes as they are."""
+        with open(self.path, "rb") as handle:
+            return handle.read()
 
     def lines(self) -> list[dict[str, object]]:
         """Every whole JSON object line of the journal, in order (a torn or foreign line is passed over)."""

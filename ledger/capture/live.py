@@ -19,7 +19,6 @@ import hashlib
 import os
 import pickle
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -34,6 +33,9 @@ from .identity import Identities
 
 if TYPE_CHECKING:
     from _hashlib import HASH
+
+    #: A journal as its caller names it (a hook call: a string; it loads no pathlib).
+    Journal = str | os.PathLike[str]
 
 __all__ = ["KIND", "LiveState", "advance", "load_state", "save_state"]
 
@@ -57,20 +59,22 @@ class LiveState(msgspec.Struct):
     updates: int = 0
 
 
-def fresh_state(journal: Path, session: str, notes: Sequence[str]) -> LiveState:
+def fresh_state(journal: Journal, session: str, notes: Sequence[str]) -> LiveState:
     """The state before the journal's first byte."""
     mapping = LiveMapping(format=claude_code.FORMAT, session=session, notes=notes)
-    return LiveState(file=journal.name, mapping=mapping, reader=claude_code.new_reader(journal))
+    return LiveState(file=os.path.basename(journal), mapping=mapping, reader=claude_code.new_reader(journal))
 
 
 def advance(
-    journal: Path, state: LiveState, blob: bytes | None = None, prefix: HASH | None = None
+    journal: Journal, state: LiveState, blob: bytes | None = None, prefix: HASH | None = None
 ) -> list[tuple[str, Batch]]:
     """Read the journal's whole lines after ``state.offset`` into ``state``; the (identity, batch) pairs of the
     updates they complete. ``state`` must describe the journal's first bytes (see :func:`load_state`). ``blob``
     is the journal's bytes when the caller has read them, ``prefix`` the SHA-256 of its first ``state.offset``
     bytes when :func:`load_state` has computed it (so a call reads and hashes the journal once)."""
-    blob = journal.read_bytes() if blob is None else blob
+    if blob is None:
+        with open(journal, "rb") as handle:
+            blob = handle.read()
     end = blob.rfind(b"\n") + 1
     whole = blob[state.offset : end] if end > state.offset else b""
     digest = hashlib.sha256(blob[: state.offset]) if prefix is None else prefix
@@ -115,11 +119,11 @@ def _apply(state: LiveState, observation: Observation) -> list[tuple[str, Batch]
     return [(identity, batch) for batch in state.mapping.apply(state.file, observation)]
 
 
-def _cache_folder(journal: Path) -> str:
+def _cache_folder(journal: Journal) -> str:
     return os.fspath(journal) + ".plantrail-cache"
 
 
-def load_state(journal: Path, blob: bytes | None = None) -> tuple[LiveState, HASH] | None:
+def load_state(journal: Journal, blob: bytes | None = None) -> tuple[LiveState, HASH] | None:
     """The kept state of ``journal`` (whose bytes are ``blob`` when the caller has read them), when it is sealed
     by this user's plantrail and describes the journal's first bytes as they are now, with the SHA-256 of those
     bytes (for :func:`advance`); else None."""
@@ -142,7 +146,7 @@ def load_state(journal: Path, blob: bytes | None = None) -> tuple[LiveState, HAS
     return None if prefix is None else (state, prefix)
 
 
-def save_state(journal: Path, state: LiveState) -> None:
+def save_state(journal: Journal, state: LiveState) -> None:
     """Keep ``state`` for the next call (sealed; a cache that cannot be written is simply not kept)."""
     from plantrail.ledger.stores.seal import CacheFolder
 
@@ -153,7 +157,7 @@ def save_state(journal: Path, state: LiveState) -> None:
         folder.write(_STATE_FILE, KIND, pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL))
 
 
-def _prefix_digest(journal: Path, state: LiveState, blob: bytes | None) -> HASH | None:
+def _prefix_digest(journal: Journal, state: LiveState, blob: bytes | None) -> HASH | None:
     """The SHA-256 of the journal's first ``state.offset`` bytes when they are those the state was built from;
     else None."""
     if blob is None:

@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from types import MappingProxyType
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import msgspec
 import orjson
@@ -19,6 +18,9 @@ from plantrail.ledger.limits import TRANSCRIPT
 
 from .errors import transcript_error
 from .model import Observation, Status, TodoItem, Transcript
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 JsonObject = Mapping[str, object]
 

@@ -14,15 +14,16 @@ The agent's own words before a call (the last `text` block of an assistant line 
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from msgspec.structs import replace
 
 from plantrail.ledger.evidence import Usage
+from plantrail.ledger.locations import pure_path
 
 from ._records import (
     JsonObject,
@@ -38,6 +39,9 @@ from ._records import (
     with_prompt,
 )
 from .model import ListSnapshot, Observation, TaskEvent, TodoItem, ToolOutcome, Transcript
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["FORMAT", "is_record", "new_reader", "parse", "read_record"]
 
@@ -149,7 +153,7 @@ def parse(path: Path) -> Transcript:
     return tally.transcript(FORMAT, path, reader.session_id, reader.observations)
 
 
-def new_reader(path: Path) -> _Reader:
+def new_reader(path: str | os.PathLike[str]) -> _Reader:
     """The parser's state at the start of the transcript at ``path`` (for reading it a line at a time)."""
     return _Reader(file_agent=_file_agent(path))
 
@@ -187,10 +191,12 @@ def _count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63
 
 
-def _file_agent(path: Path) -> str:
-    found = re.search(_SUBAGENT_FILE, path.name)
-    if found is None and path.parent.name == "subagents":
-        found = re.match(_SUBAGENT_IN_FOLDER, path.name)
+def _file_agent(path: str | os.PathLike[str]) -> str:
+    """The agent a transcript file is by its name (``Path(path).name`` and its parent's, without pathlib)."""
+    folder, name = os.path.split(pure_path(os.fspath(path)))
+    found = re.search(_SUBAGENT_FILE, name)
+    if found is None and os.path.basename(folder) == "subagents":
+        found = re.match(_SUBAGENT_IN_FOLDER, name)
     return LEAD if found is None else f"subagent:{found['id']}"
 
 
