@@ -186,7 +186,9 @@ def _prepare(log: Log) -> None:
             os.makedirs(parent, exist_ok=True)
 
 
-def _append_journal(journal: str, log: Log, session: str, format: str, adapter: str, version: int) -> list[str]:
+def _append_journal(
+    journal: str | os.PathLike[str], log: Log, session: str, format: str, adapter: str, version: int
+) -> list[str]:
     """Append what a (small, whole-list) journal's mapping holds and the log does not: ``import --append`` of it."""
     from plantrail.ledger.capture.append import append_transcript
 
