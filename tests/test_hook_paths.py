@@ -105,10 +105,11 @@ def test_no_module_a_hook_call_loads_uses_pathlib(tmp_path: Path) -> None:
         "before = set(sys.modules)\n"
         "from plantrail.cli.entry import main\n"
         "code = main(['hook', 'claude'])\n"
+        "loaded = {name: module for name, module in sys.modules.items() if name not in before and module is not None}\n"
         "import pathlib\n"
         "held = (pathlib, pathlib.Path, pathlib.PurePath, pathlib.PosixPath)\n"
-        "users = sorted(name for name, module in list(sys.modules.items()) if name not in before and module is not None"
-        " and any(value is kind for value in vars(module).values() for kind in held))\n"
+        "users = sorted(name for name, module in loaded.items()"
+        " if any(value is kind for value in vars(module).values() for kind in held))\n"
         "print(code, ','.join(users) or 'none')\n"
     )
     done = subprocess.run([sys.executable, "-c", script], input=update, capture_output=True, cwd=tmp_path, env=env)
