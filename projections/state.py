@@ -274,15 +274,8 @@ class _Builder:
         change = handler(self, record, record.data)
         if change is None:
             return None
-        if isinstance(change, StepState):  # (what _put does, inline: most records land here)
-            steps = self.steps
-            old = steps.get(change.id)
-            if old is None or old.status != change.status:
-                if change.status == "in_progress":
-                    self.in_progress += 1
-                if old is not None and old.status == "in_progress":
-                    self.in_progress -= 1
-            steps[change.id] = change
+        if isinstance(change, StepState):  # most records land here
+            self._put(change)
         else:
             self.apply(change)
         return change

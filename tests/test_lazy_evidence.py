@@ -177,10 +177,9 @@ def _heavy(path: Path, steps: int = 4, size: int = 8 * INLINE_MAX) -> Path:
     return path
 
 
-def test_opening_appending_and_closing_read_no_evidence(tmp_path: Path) -> None:
-    """A writer from a snapshot opens with every large evidence text unread, appends, acknowledges and writes
-    its snapshot without reading one, and no record the texts come from is opened."""
-    log = _heavy(tmp_path / "run.jsonl")
+@contextlib.contextmanager
+def _watching_reads() -> Iterator[list[int]]:
+    """The offsets of the records the cache reads back (to resolve a text) while the block runs."""
     read_back: list[int] = []
     record_at = cache._record_at
 
@@ -189,6 +188,14 @@ def test_opening_appending_and_closing_read_no_evidence(tmp_path: Path) -> None:
         return record_at(fd, offset, *args, **kwargs)
 
     with mock.patch.object(cache, "_record_at", watched):
+        yield read_back
+
+
+def test_opening_appending_and_closing_read_no_evidence(tmp_path: Path) -> None:
+    """A writer from a snapshot opens with every large evidence text unread, appends, acknowledges and writes
+    its snapshot without reading one, and no record the texts come from is opened."""
+    log = _heavy(tmp_path / "run.jsonl")
+    with _watching_reads() as read_back:
         with Ledger.open(log, fsync="none") as ledger:
             texts = _lazies(ledger.unread_state)
             assert len(texts) == 5
@@ -271,14 +278,7 @@ def test_the_cli_acknowledges_a_write_without_reading_evidence(
     twin.write_bytes(log.read_bytes())
     shutil.copytree(str(log) + cache.SUFFIX, str(twin) + cache.SUFFIX)
     calls = [("criterion", "d", "--passed", "--evidence", "checked"), ("start", "s0", "--json")]
-    read_back: list[int] = []
-    record_at = cache._record_at
-
-    def watched(fd: int, offset: int, *args: Any, **kwargs: Any) -> Any:
-        read_back.append(offset)
-        return record_at(fd, offset, *args, **kwargs)
-
-    with mock.patch.object(cache, "_record_at", watched):
+    with _watching_reads() as read_back:
         lazy = [run_cli(c[0], log, *c[1:]) for c in calls]
     assert read_back == []
     with _eager():
