@@ -390,14 +390,9 @@ class Advancing:
 
     def current(self) -> StateView:
         """The state after every record added so far, to read (never to keep: the builder moves on)."""
-        builder, waiting = self._builder, self._waiting
-        if waiting is None:
-            return self._start if builder is None else builder
-        if builder is None:
-            builder = self._builder = _Builder(self._start)
-        builder.add(waiting)
-        self._waiting = None
-        return builder
+        if self._waiting is not None:
+            self._apply_waiting()
+        return self._start if self._builder is None else self._builder
 
     def result(self) -> PlanState:
         """The immutable state after every record added."""
