@@ -95,6 +95,18 @@ class PlantrailError(Exception):
         """The error as JSON-ready data: code, message, exit code and fields."""
         return {"code": self.code, "message": self.message, "exit_code": self.exit_code, **self.fields}
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as the same error: class, code, message, fields and advice (``Exception`` would rebuild it by
+        calling the class with its message alone)."""
+        return _restored, (type(self), self.message), self.__dict__
+
+
+def _restored(cls: type[PlantrailError], message: str) -> PlantrailError:
+    """An unpickled error before its attributes are set back (see :meth:`PlantrailError.__reduce__`)."""
+    exc = cls.__new__(cls)
+    Exception.__init__(exc, message)
+    return exc
+
 
 class UsageError(PlantrailError):
     """The caller passed arguments that cannot mean anything."""

@@ -30,6 +30,7 @@ from plantrail.ledger.decide import check
 from plantrail.ledger.errors import PlantrailError, error
 from plantrail.ledger.events import Record
 from plantrail.ledger.lineage import check_parent
+from plantrail.ledger.read_ahead import ReadAhead, ReadAheadLost, worth_forking
 from plantrail.ledger.store import TornTail
 from plantrail.ledger.stores import is_database_url
 from plantrail.ledger.stores.jsonl import LogReader
@@ -207,6 +208,31 @@ def _verify_rows(
     return audit, read
 
 
+def _verify_file(
+    name: str, anchor: tuple[int, str] | None, key: bytes | None, on_progress: Callable[[int], None] | None
+) -> tuple[_Audit, int, TornTail | None, bool]:
+    """The checks over one read of a log file: the audit, the bytes of whole records read, the torn tail after
+    them, and whether the file grew past the read. A large log is read by a child on another core while this
+    process judges and folds its records (:mod:`ledger.read_ahead`), the same records in the same order."""
+    with LogReader(name) as reader:
+        read: tuple[_Audit, int, TornTail | None] | None = None
+        if worth_forking(os.fstat(reader.fd).st_size):
+            try:
+                with ReadAhead(reader) as ahead:
+                    audit = _Audit(anchor, key, on_progress, lambda: ahead.offset)
+                    audit.check_all(ahead.records())
+                    read = audit, ahead.end, ahead.torn
+            except ReadAheadLost:
+                read = None  # the child's read went wrong: read the log here
+        if read is None:
+            audit = _Audit(anchor, key, on_progress, lambda: reader.position.offset)
+            audit.check_all(reader.records())
+            read = audit, reader.end, reader.torn
+        audit, verified, torn = read
+        end = verified if torn is None else torn.offset + torn.length
+        return audit, verified, torn, os.fstat(reader.fd).st_size > end
+
+
 def verify_log(
     path: str | os.PathLike[str],
     *,
@@ -228,13 +254,7 @@ def verify_log(
         audit, verified = _verify_rows(name, anchor, key, on_progress)
         torn, grew = None, False
     else:
-        with LogReader(name) as reader:
-            audit = _Audit(anchor, key, on_progress, lambda: reader.position.offset)
-            audit.check_all(reader.records())
-            torn = reader.torn
-            end = reader.end if torn is None else torn.offset + torn.length
-            grew = os.fstat(reader.fd).st_size > end
-            verified = reader.end
+        audit, verified, torn, grew = _verify_file(name, anchor, key, on_progress)
     state = audit.state
     if not audit.anchored:
         assert anchor is not None
