@@ -466,7 +466,8 @@ def check(state: StateView, data: Event, plan_version: int, *, now: str | None =
     rules = _RULES.get(type(data))  # every event judged against a plan (the rest: _check_unplanned)
     if rules is None:
         return _check_unplanned(state, data, plan_version, now)
-    _require_plan(state)
+    if state.plan is None:
+        _require_plan(state)
     if not 1 <= plan_version <= state.version:
         raise _unknown_version(state, plan_version)
     return rules(state, data, plan_version, now)
@@ -549,8 +550,11 @@ def _transition(step: StepState, expected: str, target: str, version: int) -> Ex
 def _check_start(state: StateView, data: StepStarted, plan_version: int) -> None:
     if plan_version < state.version:  # (the message is written only for a refusal)
         _not_stale(state, plan_version, f"start {data.step}")
-    require_open(state)
-    step = require_step(state, data.step)
+    if state.finished:
+        require_open(state)
+    step = state.steps.get(data.step)
+    if step is None:
+        step = require_step(state, data.step)
     if step.status != "pending" and step.status != "stale":
         raise _transition(step, "pending", "in_progress", state.version)
     if data.attempt != step.attempt + 1:
@@ -564,7 +568,7 @@ def _check_start(state: StateView, data: StepStarted, plan_version: int) -> None
     plan = state.plan
     assert plan is not None
     limit = plan.policy.max_in_progress
-    if limit is not None:
+    if limit is not None and steps_in_progress(state) >= limit:
         _room_to_start(state, data.step, limit)
     _dependencies_done(state, plan, data.step)
     contract = state.contract
@@ -656,15 +660,16 @@ def _no_evidence(data: StepCompleted) -> Exception:
 
 
 def _check_result(
-    state: StateView, data: StepCompleted | StepBlocked | StepFailed, plan_version: int
+    state: StateView, data: StepCompleted | StepBlocked | StepFailed, plan_version: int, now: str | None = None
 ) -> OrphanWhy | None:
     _result_text(data)
     if plan_version < state.version:
         # A late result is a fact: it is recorded as the worker reported it, never refused.
         check_id(data.step, "step")
         return "SUPERSEDED_VERSION"
-    step = require_step(state, data.step)
-    target = _TRANSITION_TARGET[data.TYPE]
+    step = state.steps.get(data.step)
+    if step is None:
+        step = require_step(state, data.step)
     why = orphan_reason(state, plan_version, data.step, data.attempt)
     if why == "STALE_ATTEMPT":
         # an input changed under it, or it went stale since: its last attempt is over too (lineage_digest)
@@ -677,21 +682,22 @@ def _check_result(
                 plan_version=state.version,
                 current=step.status,
                 expected="in_progress",
-                target=target,
+                target=_TRANSITION_TARGET[data.TYPE],
             )
         return why
     if step.status != "in_progress":
         if why == "RUN_FINISHED":
             require_open(state)
-        raise _transition(step, "in_progress", target, state.version)
+        raise _transition(step, "in_progress", _TRANSITION_TARGET[data.TYPE], state.version)
     if why is None and (data.report is not None or (isinstance(data, StepBlocked) and data.violation is not None)):
         check_result_scope(state, data)
     if why is None and isinstance(data, StepCompleted):
         assert state.plan is not None
         spec = _contract(state.plan, data.step)
-        if spec.terms is not None and spec.checks:  # (the owner's name is written only for a step with checks)
-            _checks_met(spec.checks, data.report, f"step {data.step}", step=data.step)
-        if data.artifacts or spec.outputs:
+        terms = spec.terms
+        if terms is not None and terms.checks:  # (the owner's name is written only for a step with checks)
+            _checks_met(terms.checks, data.report, f"step {data.step}", step=data.step)
+        if data.artifacts or (terms is not None and terms.outputs):
             problem = produced_problems(spec, data.artifacts)
             if problem is not None:
                 raise problem
@@ -791,9 +797,9 @@ def _check_replan(state: StateView, data: PlanReplanned, plan_version: int) -> N
 #: The rules of each event judged against a plan, by the event's class (a derived class: the first of these
 #: it derives from). A result returns why it is late (None: it applies); the rest return None.
 _RULES: Final[dict[type[Any], _Rules]] = {
-    StepCompleted: _timeless(_check_result),
-    StepBlocked: _timeless(_check_result),
-    StepFailed: _timeless(_check_result),
+    StepCompleted: _check_result,  # (the result rules take the timestamp they do not read: no wrapper per call)
+    StepBlocked: _check_result,
+    StepFailed: _check_result,
     StepStarted: _start_rules,
     CriterionVerified: _timeless(_check_criterion),
     RunFinished: _finish_rules,

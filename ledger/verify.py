@@ -28,7 +28,7 @@ from typing import Final, NamedTuple
 from plantrail.ledger.checkpoint import check_checkpoint
 from plantrail.ledger.decide import check
 from plantrail.ledger.errors import PlantrailError, error
-from plantrail.ledger.events import Record
+from plantrail.ledger.events import LogCheckpoint, Record
 from plantrail.ledger.lineage import check_parent
 from plantrail.ledger.read_ahead import ReadAhead, ReadAheadLost, worth_forking
 from plantrail.ledger.store import TornTail
@@ -36,7 +36,7 @@ from plantrail.ledger.stores import is_database_url
 from plantrail.ledger.stores.jsonl import LogReader
 from plantrail.projections.canonical import canonical_bytes, state_hash
 from plantrail.projections.model import PlanState
-from plantrail.projections.state import Advancing, evolve, initial
+from plantrail.projections.state import evolve, in_place, initial
 
 __all__ = ["WINDOW", "VerifyReport", "parse_anchor", "verify_log"]
 
@@ -96,9 +96,9 @@ def _illegal(exc: PlantrailError, record_type: str, seq: int) -> Exception:
 class _Audit:
     """The record-by-record checks of one read (steps 1 to 3, 5 and 6) and what step 4 needs.
 
-    The state each record is judged against advances through :class:`Advancing` (the group commit's
-    builder, in place); step 4 compares it with :func:`evolve` (immutable, record by record) over the
-    latest records.
+    The state each record is judged against advances through the fold's in-place builder
+    (:func:`projections.state.in_place`, what :func:`fold` and the group commit use); step 4 compares it
+    with :func:`evolve` (immutable, record by record) over the latest records.
     """
 
     def __init__(
@@ -112,12 +112,14 @@ class _Audit:
         self.key = key
         self.on_progress = on_progress
         self.where = where
-        self._state = Advancing(initial())
+        start = initial()
+        self._builder = in_place(start)
+        self._head = start.head
         # The determinism check's two windows (step 4): the states the builder had at their starts, frozen,
         # and their records.
-        self.since: PlanState = initial()
+        self.since: PlanState = start
         self.window: list[Record] = []
-        self.middle: PlanState = self.since
+        self.middle: PlanState = start
         self.recent: list[Record] = []
         self.count = 0
         self.checkpoints = 0
@@ -127,7 +129,7 @@ class _Audit:
     @property
     def state(self) -> PlanState:
         """The state after every record checked so far."""
-        return self._state.result()
+        return self._builder.freeze(self._builder.last_seq, self._head)
 
     def evolved(self) -> PlanState:
         """The state :func:`evolve` reaches from the older window's frozen state over every record since."""
@@ -141,42 +143,46 @@ class _Audit:
     def check_all(self, records: Iterable[Record]) -> None:
         """Check every record (steps 1 to 3, 5 and 6), keeping the determinism check's windows."""
         anchor_seq = -1 if self.anchor is None else self.anchor[0]
-        state = self._state
-        current, add = state.current, state.add
+        builder = self._builder
+        add = builder.add
         recent = self.recent
         count = self.count
-        for record in records:
-            count += 1
-            if not count % WINDOW:  # the windows move up: one freeze every WINDOW records
-                self.since, self.window = self.middle, recent
-                self.middle = self.state
-                recent = self.recent = []
-                if self.on_progress is not None and not count % _PROGRESS_EVERY:
-                    self.on_progress(self.where())
-            kind = record.type
-            if kind == "log.checkpoint":
-                check_checkpoint(record, self.key)
-                self.checkpoints += 1
-                self.checkpointed = record.seq - 1
-            if record.seq == anchor_seq:
-                self._anchor(record)
-            try:
-                late = check(current(), record.data, record.plan_version, now=record.ts)
-            except PlantrailError as exc:
-                raise _illegal(exc, kind, record.seq) from None
-            if late is None:
-                add(record)
-            else:  # a late result: prove it changed nothing but the orphan list
-                before = state.result()
-                after = evolve(before, record)
-                if _plan_part(after) != _plan_part(before) or len(after.orphans) != len(before.orphans) + 1:
-                    raise error(
-                        "ORPHAN_APPLIED", f"the late result at seq {record.seq} changed the plan", seq=record.seq
-                    )
-                state = self._state = Advancing(after)
-                current, add = state.current, state.add
-            recent.append(record)
-        self.count = count
+        head = self._head
+        try:
+            for record in records:
+                count += 1
+                if not count % WINDOW:  # the windows move up: one freeze every WINDOW records
+                    self.since, self.window = self.middle, recent
+                    self.middle = builder.freeze(builder.last_seq, head)
+                    recent = self.recent = []
+                    if self.on_progress is not None and not count % _PROGRESS_EVERY:
+                        self.on_progress(self.where())
+                data = record.data
+                if type(data) is LogCheckpoint:
+                    check_checkpoint(record, self.key)
+                    self.checkpoints += 1
+                    self.checkpointed = record.seq - 1
+                if record.seq == anchor_seq:
+                    self._anchor(record)
+                try:
+                    late = check(builder, data, record.plan_version, now=record.ts)
+                except PlantrailError as exc:
+                    raise _illegal(exc, record.type, record.seq) from None
+                if late is None:
+                    add(record)
+                else:  # a late result: prove it changed nothing but the orphan list
+                    before = builder.freeze(builder.last_seq, head)
+                    after = evolve(before, record)
+                    if _plan_part(after) != _plan_part(before) or len(after.orphans) != len(before.orphans) + 1:
+                        raise error(
+                            "ORPHAN_APPLIED", f"the late result at seq {record.seq} changed the plan", seq=record.seq
+                        )
+                    builder = self._builder = in_place(after)
+                    add = builder.add
+                head = record.h
+                recent.append(record)
+        finally:
+            self.count, self._head = count, head
 
     def _anchor(self, record: Record) -> None:
         """Check the anchored record's hash."""

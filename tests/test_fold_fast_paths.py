@@ -259,3 +259,16 @@ def test_an_invalid_plan_is_never_remembered() -> None:
             validate_plan(invalid)
         assert raised.value.code == "DEPENDENCY_CYCLE"
     assert validate_plan(valid) == ("a", "b")
+
+
+def test_a_moved_step_is_a_whole_step_state() -> None:
+    """The fold builds a moved step from a tuple of every field: it has them all, each where ``_replace`` puts it
+    (a field added to StepState and not to the tuple would make a short tuple, and fail here)."""
+    from plantrail.projections.model import StepState
+    from plantrail.projections.state import _moved
+
+    before = StepState(*(f"value of {name}" for name in StepState._fields))
+    moved = _moved(before, "completed", 2, ("done",), 9)
+
+    assert type(moved) is StepState
+    assert moved == before._replace(status="completed", attempt=2, evidence=("done",), last_seq=9, cancel=None)
