@@ -156,8 +156,9 @@ def decode(line: bytes, line_no: int) -> Record:
     bytes). Every other line takes :func:`_decode_in_full`, which checks the same things in the order damage
     is named.
     """
-    if len(line) > MAX_LINE_BYTES or line[-72:-66] != b',"h":"' or not line.endswith(b'"}'):  # _SUFFIX
-        raise _framing_error(line, line_no)
+    size = len(line)
+    if size > MAX_LINE_BYTES or size < _SUFFIX or not line.startswith(b',"h":"', size - 72) or not line.endswith(b'"}'):
+        raise _framing_error(line, line_no)  # (-72: -_SUFFIX, without a lookup per line)
     if not line.startswith(_PREFIX):
         if not line.startswith(_PREFIX_V2):
             raise _framing_error(line, line_no)

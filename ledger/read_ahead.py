@@ -126,7 +126,7 @@ class ReadAhead:
             else:
                 raise ReadAheadLost("the child stopped before its read ended")
 
-    def _message(self) -> tuple[bytes, bytes]:
+    def _message(self) -> tuple[bytes, bytes | memoryview]:
         head = self._pipe.read(_HEAD.size)
         if len(head) < _HEAD.size:
             return _LOST, b""
@@ -136,7 +136,7 @@ class ReadAhead:
             return _LOST, b""
         if kind == _RECORDS:  # an offset leads each batch
             self.offset = int.from_bytes(body[:8], "little")
-            body = body[8:]
+            return kind, memoryview(body)[8:]  # (not copied: msgspec decodes from the buffer)
         return kind, body
 
 

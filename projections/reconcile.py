@@ -12,6 +12,7 @@ work (evidence must be current).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Final
 
 from plantrail.ledger.plan import PlanSpec, StepSpec, carried_order, topo_order
 from plantrail.projections.model import Changes, CriterionState, StepChange, StepState
@@ -59,7 +60,7 @@ def _step_verdict(
         cause, upstream = "upstream_invalidated", roots.get(broken, broken)
     if cause is None:
         return None
-    return StepChange(new_spec.id, cause, old.status, old.attempt, upstream, fields)
+    return _new_tuple(StepChange, (new_spec.id, cause, old.status, old.attempt, upstream, fields))
 
 
 def _order(old_plan: PlanSpec, old_order: tuple[str, ...], new_plan: PlanSpec) -> tuple[str, ...]:
@@ -98,8 +99,17 @@ def _kept(old: StepState, spec: StepSpec) -> StepState:
 
 
 def _restarted(step_id: str, spec: StepSpec, seq: int, reset: str | None, upstream: str | None) -> StepState:
-    """A step that starts again, pending at attempt 0 (built positionally: most steps of a replan land here)."""
-    return StepState(step_id, "pending", 0, (), None, None, False, spec.max_attempts, seq, reset, upstream)
+    """A step that starts again, pending at attempt 0, every other field at its default (built from a tuple of
+    every field: most steps of a replan land here)."""
+    return _new_tuple(
+        StepState,
+        (step_id, "pending", 0, (), None, None, False, spec.max_attempts, seq, reset, upstream, *_RESTARTED_REST),
+    )
+
+
+#: The fields of StepState after ``invalidated_by``, at their defaults (a restarted step has none of them).
+_RESTARTED_REST: Final = tuple(StepState._field_defaults[name] for name in StepState._fields[11:])
+_new_tuple: Final = tuple.__new__
 
 
 def reconcile(
@@ -150,10 +160,9 @@ def reconcile(
         if change.cause != "added":
             resets.append(change)
         states.append(_restarted(step_id, spec, seq, change.cause, change.upstream))
+    gone = [s.id for s in old_plan.steps if s.id not in new_specs]
     removed = tuple(
-        StepChange(step=s.id, cause="removed", was=old_steps[s.id].status, attempt=old_steps[s.id].attempt)
-        for s in old_plan.steps
-        if s.id not in new_specs
+        StepChange(step=i, cause="removed", was=old_steps[i].status, attempt=old_steps[i].attempt) for i in gone
     )
     lost_work = any(c.was == "completed" for c in (*resets, *removed))
     criteria, criteria_changes = _reconcile_criteria(old_plan, old_criteria, new_plan, lost_work, seq)

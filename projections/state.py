@@ -19,7 +19,7 @@ import orjson
 from plantrail.ledger.contract import unmet
 from plantrail.ledger.errors import PlanInvalid
 from plantrail.ledger.evidence import Report, Usage
-from plantrail.ledger.plan import PlanSpec, validate_plan
+from plantrail.ledger.plan import PlanSpec, StepSpec, validate_plan
 from plantrail.ledger.versions import needs_v2
 from plantrail.projections import authority as _authority
 from plantrail.projections import effects as _effects
@@ -302,6 +302,8 @@ class _Builder:
                 self.criteria = fields.pop("criteria").to_dict()
             if "orphans" in fields:
                 self.orphans = list(fields.pop("orphans"))
+            if delta.version is not None:  # one copy of the state for both (a replan's)
+                fields["adopted"] = delta.version
             self._set_state(self._state._replace(**fields))
         if delta.step is not None:
             self._put(delta.step)
@@ -311,7 +313,7 @@ class _Builder:
             self.criteria[delta.criterion.id] = delta.criterion
         if delta.orphan is not None:
             self.orphans.append(delta.orphan)
-        if delta.version is not None:
+        if delta.version is not None and delta.fields is None:
             self._set_state(self._state._replace(adopted=delta.version))
         if delta.failures is not None:
             self.consecutive_failures = delta.failures
@@ -961,7 +963,7 @@ def share_unchanged(old: PlanSpec, new: PlanSpec) -> PlanSpec:
     """
     old_steps = {s.id: s for s in old.steps}
     old_criteria = {c.id: c for c in old.acceptance_criteria}
-    steps = tuple(old_steps[s.id] if old_steps.get(s.id) == s else s for s in new.steps)
+    steps = tuple(_shared(old_steps.get(s.id), s) for s in new.steps)
     criteria = tuple(old_criteria[c.id] if old_criteria.get(c.id) == c else c for c in new.acceptance_criteria)
     return PlanSpec(
         goal=old.goal if old.goal == new.goal else new.goal,
@@ -972,6 +974,13 @@ def share_unchanged(old: PlanSpec, new: PlanSpec) -> PlanSpec:
         scope=new.scope,
         artifacts=new.artifacts,
     )
+
+
+def _shared(old: StepSpec | None, new: StepSpec) -> StepSpec:
+    """``old`` when it equals ``new`` (a reworded step is told by its title before every field is compared)."""
+    if old is not None and (old is new or (old.title == new.title and old == new)):
+        return old
+    return new
 
 
 _HANDLERS: Final[Mapping[str, Callable[[Any, Record, Any], Delta | StepState | None]]] = {

@@ -272,3 +272,18 @@ def test_a_moved_step_is_a_whole_step_state() -> None:
 
     assert type(moved) is StepState
     assert moved == before._replace(status="completed", attempt=2, evidence=("done",), last_seq=9, cancel=None)
+
+
+def test_a_restarted_step_is_a_whole_step_state_at_its_defaults() -> None:
+    """reconcile builds a restarted step from a tuple of every field: it is the step the keyword constructor
+    gives, every field it does not name at its default."""
+    from plantrail.projections.model import StepState
+    from plantrail.projections.reconcile import _restarted
+
+    spec = _step("a", [])
+    restarted = _restarted("a", spec, 7, "contract_changed", "b")
+
+    assert type(restarted) is StepState
+    assert restarted == StepState(
+        id="a", max_attempts=spec.max_attempts, last_seq=7, reset="contract_changed", invalidated_by="b"
+    )

@@ -202,7 +202,8 @@ class LogScan:
             if not chunk:
                 break
             read_at += len(chunk)
-            lines = (carry + chunk).split(b"\n")
+            lines = chunk.split(b"\n")
+            lines[0] = carry + lines[0]  # (the line the last chunk cut, joined: the chunk itself is not copied)
             carry = lines.pop()
             if len(carry) > MAX_LINE_BYTES:
                 raise error(
