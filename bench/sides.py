@@ -15,9 +15,9 @@ from bench.scenario import Clock, record_run, scripted
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.decide import Command
 from plantrail.ledger.stores import cache, reads
+from plantrail.ledger.stores.current import read_state
 from plantrail.ledger.stores.jsonl import LogReader
 from plantrail.projections.history import fold_span, resume_receipt
-from plantrail.projections.state import fold
 
 __all__ = [
     "SETTLE_SECONDS",
@@ -49,9 +49,9 @@ def make_log(path: Path, n: int) -> Path:
 
 
 def full_replay(path: Path) -> int:
-    """Read, validate, check the chain of, and fold every line (no snapshot): the full replay."""
-    with LogReader(path) as reader:
-        return fold(reader.records()).last_seq
+    """Read, validate, check the chain of, and fold every line (no snapshot): the full replay a read without
+    the cache makes (``plantrail status --no-cache``)."""
+    return read_state(str(path), use_cache=False).state.last_seq
 
 
 def verify(path: Path) -> int:

@@ -30,7 +30,7 @@ from plantrail.ledger.decide import check
 from plantrail.ledger.errors import PlantrailError, error
 from plantrail.ledger.events import LogCheckpoint, Record
 from plantrail.ledger.lineage import check_parent
-from plantrail.ledger.read_ahead import ReadAhead, ReadAheadLost, worth_forking
+from plantrail.ledger.read_ahead import reading
 from plantrail.ledger.store import TornTail
 from plantrail.ledger.stores import is_database_url
 from plantrail.ledger.stores.jsonl import LogReader
@@ -219,24 +219,12 @@ def _verify_file(
 ) -> tuple[_Audit, int, TornTail | None, bool]:
     """The checks over one read of a log file: the audit, the bytes of whole records read, the torn tail after
     them, and whether the file grew past the read. A large log is read by a child on another core while this
-    process judges and folds its records (:mod:`ledger.read_ahead`), the same records in the same order."""
-    with LogReader(name) as reader:
-        read: tuple[_Audit, int, TornTail | None] | None = None
-        if worth_forking(os.fstat(reader.fd).st_size):
-            try:
-                with ReadAhead(reader) as ahead:
-                    audit = _Audit(anchor, key, on_progress, lambda: ahead.offset)
-                    audit.check_all(ahead.records())
-                    read = audit, ahead.end, ahead.torn
-            except ReadAheadLost:
-                read = None  # the child's read went wrong: read the log here
-        if read is None:
-            audit = _Audit(anchor, key, on_progress, lambda: reader.position.offset)
-            audit.check_all(reader.records())
-            read = audit, reader.end, reader.torn
-        audit, verified, torn = read
-        end = verified if torn is None else torn.offset + torn.length
-        return audit, verified, torn, os.fstat(reader.fd).st_size > end
+    process judges and folds its records (:mod:`ledger.read_ahead`): the same records in the same order."""
+    with LogReader(name) as reader, reading(reader) as read:
+        audit = _Audit(anchor, key, on_progress, lambda: read.offset)
+        audit.check_all(read.records())
+        end = read.end if read.torn is None else read.torn.offset + read.torn.length
+        return audit, read.end, read.torn, os.fstat(reader.fd).st_size > end
 
 
 def verify_log(

@@ -75,7 +75,6 @@ __all__ = [
     "StateView",
     "evolve",
     "fold",
-    "in_place",
     "initial",
     "orphan_reason",
     "share_unchanged",
@@ -368,10 +367,10 @@ def fold(
 
 
 def in_place(state: PlanState) -> _Builder:
-    """The fold's in-place builder, started at ``state``, for a caller that judges each record against the state
-    before it applies it (``verify``): ``add(record)`` applies one, ``freeze(last_seq, head)`` gives the
-    immutable state, and in between it reads like a :class:`StateView`. Keep it only for that loop: it
-    changes under its reader."""
+    """The fold's in-place builder, started at ``state``, for a caller in this package that judges each record
+    against the state before it applies it (``verify``; not part of the public surface): ``add(record)``
+    applies one, ``freeze(last_seq, head)`` gives the immutable state, and in between it reads like a
+    :class:`StateView`. Keep it only for that loop: it changes under its reader."""
     return _Builder(state)
 
 

@@ -91,6 +91,7 @@ def read_state(log_path: str, *, use_cache: bool | None = None, stop_at_damage: 
         current = _covering_snapshot(log_path)
         if current is not None:
             return ReadResult(current.state, None, None, current.position.seq)
+    from plantrail.ledger.read_ahead import reading
     from plantrail.ledger.stores.jsonl import LogReader
     from plantrail.projections.state import fold
 
@@ -98,10 +99,12 @@ def read_state(log_path: str, *, use_cache: bool | None = None, stop_at_damage: 
     with LogReader(log_path) as reader:
         snapshot = load_snapshot(reader.path, reader.fd) if cached else None
         start = snapshot.position if snapshot is not None else None
-        records: Iterable[Record] = reader.records(start=start, run=None if snapshot is None else snapshot.state.run)
-        if stop_at_damage:
-            records = _until_damage(records, damage)
-        state = fold(records, None if snapshot is None else snapshot.state)
+        # a long read is done by a child on another core while this process folds (ledger.read_ahead)
+        with reading(reader, start, None if snapshot is None else snapshot.state.run) as read:
+            records: Iterable[Record] = read.records()
+            if stop_at_damage:
+                records = _until_damage(records, damage)
+            state = fold(records, None if snapshot is None else snapshot.state)
     return ReadResult(
-        state, reader.torn, damage[0] if damage else None, None if snapshot is None else snapshot.position.seq
+        state, read.torn, damage[0] if damage else None, None if snapshot is None else snapshot.position.seq
     )
