@@ -10,7 +10,9 @@
    before the end (the whole log when it is shorter). One fold, not two: the check costs a fraction of a
    replay at any size, and the records it re-applies are the latest (memory stays flat). The file is read
    and decoded once, so a log another process is appending to is verified up to the seq the read reached
-   (``last_seq``, ``verified_bytes``).
+   (``last_seq``, ``verified_bytes``). A large log is read (step 1) by a forked child on another core while
+   this process runs steps 2 to 6 on the records it sends (:mod:`ledger.read_ahead`); the records, and the
+   first damage found, are the same either way.
 5. Optionally, an anchor ``SEQ:HASH`` the auditor kept: the log must still contain that record.
 6. Every keyed checkpoint covers the record before it; given the key, every MAC verifies and there is at
    least one checkpoint (:mod:`ledger.checkpoint`).

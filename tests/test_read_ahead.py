@@ -255,3 +255,27 @@ def test_only_a_large_log_in_a_process_of_one_thread_is_read_in_a_child() -> Non
     finally:
         stop.set()
         other.join()
+
+
+@pytest.mark.parametrize("how", ["intact", "flipped byte", "torn tail"])
+@pytest.mark.parametrize("stop_at_damage", [False, True])
+def test_a_full_replay_gives_the_same_state_read_in_a_child(
+    tmp_path: Path, recorded: bytes, how: str, stop_at_damage: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read without the cache (what ``status --no-cache`` runs) folds the same records either way: the same
+    state, torn tail and damage, or the same error."""
+    from plantrail.ledger.stores.current import read_state
+
+    path = _log(tmp_path, recorded if how == "intact" else _damaged(recorded, how))
+
+    def replayed() -> Any:
+        try:
+            result = read_state(str(path), use_cache=False, stop_at_damage=stop_at_damage)
+        except PlantrailError as exc:
+            return type(exc), exc.code, exc.message
+        damage = None if result.damage is None else (result.damage.code, result.damage.message)
+        return result.state, result.torn, damage
+
+    here = replayed()
+    _forking(monkeypatch)
+    assert replayed() == here
