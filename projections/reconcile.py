@@ -56,7 +56,7 @@ def _step_verdict(
         cause = "unblocked"
     elif old.status == "completed" and not new_spec.inputs and not kept.issuperset(new_spec.depends_on):
         # a step that declares inputs follows what it consumed instead (projections.lineage_digest)
-        broken = min(d for d in new_spec.depends_on if d not in kept)
+        broken = min([d for d in new_spec.depends_on if d not in kept])
         cause, upstream = "upstream_invalidated", roots.get(broken, broken)
     if cause is None:
         return None
