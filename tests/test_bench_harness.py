@@ -167,3 +167,18 @@ def test_a_recorded_script_replays_one_command_at_a_time_and_in_batches(tmp_path
     batched = tmp_path / "batched.jsonl"
     append_batches(batched, recorded)()
     assert len(batched.read_bytes().splitlines()) > len(recorded.lines) + 2
+
+
+def test_versus_times_each_install_against_the_loop(capsys: pytest.CaptureFixture[str]) -> None:
+    """`python -m bench.versus` runs each install's commands on the log, beside the orjson loop, and prints the
+    medians as ratios to the loop's."""
+    from bench import versus
+
+    if not Path(sys.prefix, "bin", "plantrail").exists():
+        pytest.skip("plantrail is not installed in this interpreter's environment")
+    log = Path(__file__).parent.parent / "samples" / "login-fix-replans.jsonl"
+    assert versus.main([str(log), f"here={sys.prefix}", "--command", "verify", "--repeats", "2"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("medians of 2, interleaved")
+    assert [line.split()[0:2] for line in lines[1:]] == [["orjson", "loop"], ["here:", "verify"]]
+    assert all("x)  CPU" in line for line in lines[1:])
