@@ -279,3 +279,25 @@ def test_a_full_replay_gives_the_same_state_read_in_a_child(
     here = replayed()
     _forking(monkeypatch)
     assert replayed() == here
+
+
+@pytest.mark.parametrize("dies", [False, True])
+def test_a_read_from_a_checked_position_is_the_same_in_a_child(
+    tmp_path: Path, recorded: bytes, monkeypatch: pytest.MonkeyPatch, dies: bool
+) -> None:
+    """A read that starts where a snapshot ends (a checked position of the run) gives the same records after it,
+    and the same end and torn tail, in a child; a child that dies after a batch leaves the rest to the reader."""
+    path = _log(tmp_path, _damaged(recorded, "torn tail"))
+    with LogReader(path) as reader:
+        for record in reader.records():
+            if record.seq == 200:
+                break
+        start, run = reader.position, record.run
+    with LogReader(path) as reader:
+        here = _outcome(lambda: reader.records(start=start, run=run), lambda: (reader.end, reader.torn))
+    if dies:
+        monkeypatch.setattr(read_ahead, "_send", _dying_after(1))
+    with LogReader(path) as reader, ReadAhead(reader, start, run) as ahead:
+        there = _outcome(ahead.records, lambda: (ahead.end, ahead.torn))
+    assert there == here
+    assert here[0][0].seq == 201
