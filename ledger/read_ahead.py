@@ -81,10 +81,14 @@ def reading(reader: LogReader, start: Position | None = None, run: str | None = 
     """The records of ``reader`` (after ``start``, a checked position of run ``run``, when given), read in a
     child when :func:`worth_forking` says so, else by the reader itself; the same records either way."""
     size = os.fstat(reader.fd).st_size - (0 if start is None else start.offset)
-    if not worth_forking(size):
+    ahead = None
+    if worth_forking(size):
+        with contextlib.suppress(OSError):  # no pipe or no fork now (out of processes or memory): read here
+            ahead = ReadAhead(reader, start, run)
+    if ahead is None:
         yield _Here(reader, start, run)
         return
-    with ReadAhead(reader, start, run) as ahead:
+    with ahead:
         yield ahead
 
 
@@ -115,7 +119,12 @@ class ReadAhead:
         self._resume = start  # where the reader would carry on, should the child fail
         self._offset = 0 if start is None else start.offset
         read_end, write_end = os.pipe()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(read_end)
+            os.close(write_end)
+            raise
         if pid == 0:  # the child: never returns
             os.close(read_end)
             _serve(reader, start, run, write_end)

@@ -301,3 +301,22 @@ def test_a_read_from_a_checked_position_is_the_same_in_a_child(
         there = _outcome(ahead.records, lambda: (ahead.end, ahead.torn))
     assert there == here
     assert here[0][0].seq == 201
+
+
+def test_a_fork_that_fails_leaves_the_read_to_the_process(
+    tmp_path: Path, recorded: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No process left to fork (EAGAIN) or no memory for one: verify reads the log itself, with the same answer,
+    and leaves no pipe open."""
+    path = _log(tmp_path, recorded)
+    here = verify_log(path)
+    _forking(monkeypatch)
+
+    def no_fork() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(read_ahead.os, "fork", no_fork)
+    open_before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    assert verify_log(path) == here
+    if open_before is not None:
+        assert len(os.listdir("/proc/self/fd")) == open_before
