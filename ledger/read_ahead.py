@@ -40,6 +40,9 @@ __all__ = ["WORTH_FORKING", "ReadAhead", "Reading", "reading", "worth_forking"]
 WORTH_FORKING: Final = 4 << 20
 #: Records per batch sent: large enough that a message's overhead is small, small enough to keep memory flat.
 _BATCH: Final = 512
+#: The pipe's capacity asked for (Linux): room for a few batches, so that the child reads on through a run of
+#: batches the caller takes longer over (a replan's records) instead of waiting for each to be taken.
+_PIPE_BYTES: Final = 1 << 20
 _HEAD: Final = struct.Struct("<cI")  # a message: its kind and the length of what follows
 _RECORDS, _DONE, _FAILED = b"R", b"D", b"F"
 
@@ -119,6 +122,7 @@ class ReadAhead:
         self._resume = start  # where the reader would carry on, should the child fail
         self._offset = 0 if start is None else start.offset
         read_end, write_end = os.pipe()
+        _widen(write_end)
         try:
             pid = os.fork()
         except OSError:
@@ -206,6 +210,19 @@ class ReadAhead:
         if len(body) < length:
             return b"", memoryview(b"")
         return kind, memoryview(body)  # (not copied: msgspec decodes from the buffer)
+
+
+def _widen(fd: int) -> None:
+    """Ask for a pipe of :data:`_PIPE_BYTES` where the system lets a process size its pipes (Linux, within
+    ``/proc/sys/fs/pipe-max-size``); elsewhere, or when refused, the pipe keeps the size it has."""
+    try:
+        import fcntl
+    except ImportError:  # (not a POSIX system)
+        return
+    resize = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if resize is not None:
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(fd, resize, _PIPE_BYTES)
 
 
 def _serve(reader: LogReader, start: Position | None, run: str | None, fd: int) -> typing.NoReturn:

@@ -320,3 +320,30 @@ def test_a_fork_that_fails_leaves_the_read_to_the_process(
     assert verify_log(path) == here
     if open_before is not None:
         assert len(os.listdir("/proc/self/fd")) == open_before
+
+
+def test_the_pipe_holds_several_batches_where_the_system_sizes_pipes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The child's pipe is widened to hold a few batches (the child reads on while the caller judges a slow
+    stretch); where resizing is refused, or the system has no such call, the pipe keeps its size."""
+    fcntl = pytest.importorskip("fcntl")
+    if not hasattr(fcntl, "F_GETPIPE_SZ"):
+        pytest.skip("pipes are sized on Linux only")
+    limit = Path("/proc/sys/fs/pipe-max-size")
+    if os.geteuid() != 0 and int(limit.read_text()) < read_ahead._PIPE_BYTES:
+        pytest.skip("this system lets a process size its pipes below the size asked for")
+    read_end, write_end = os.pipe()
+    try:
+        before = fcntl.fcntl(write_end, fcntl.F_GETPIPE_SZ)
+        read_ahead._widen(write_end)
+        assert fcntl.fcntl(write_end, fcntl.F_GETPIPE_SZ) == read_ahead._PIPE_BYTES > before
+
+        def refused(fd: int, command: int, value: int = 0) -> int:
+            raise PermissionError(1, "Operation not permitted")
+
+        monkeypatch.setattr(fcntl, "fcntl", refused)
+        read_ahead._widen(write_end)  # (nothing raised)
+        monkeypatch.delattr(fcntl, "F_SETPIPE_SZ")
+        read_ahead._widen(write_end)
+    finally:
+        os.close(read_end)
+        os.close(write_end)
