@@ -8,11 +8,12 @@ calls the same :func:`record` and :func:`agent_output`.
 
 from __future__ import annotations
 
-import gc
 import importlib
 import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
+
+from plantrail.ledger.collector import paused
 
 if TYPE_CHECKING:
     from plantrail.ledger.capture.hook import HookResult
@@ -62,14 +63,9 @@ def run(agent: str) -> int:
     the import of the modules it uses, and the collector's passes over the objects those imports make (a
     tenth of the call's CPU time) free nothing; what a call frees, reference counting frees as always, and
     what a cycle holds is given back when the process ends."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with paused():
         load_msgspec()
         return _answer(agent)
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def load_msgspec() -> None:

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Final, NamedTuple
 
 from plantrail.ledger.checkpoint import check_checkpoint
+from plantrail.ledger.collector import paused
 from plantrail.ledger.decide import check
 from plantrail.ledger.errors import PlantrailError, error
 from plantrail.ledger.events import LogCheckpoint, Record
@@ -246,11 +247,12 @@ def verify_log(
     run, is the log it was forked from: FORK_MISMATCH unless the parent holds, at the seq the fork names, the
     hash and the state the fork carries (USAGE when the log is no fork).
     """
-    if is_database_url(name := os.fspath(path)):
-        audit, verified = _verify_rows(name, anchor, key, on_progress)
-        torn, grew = None, False
-    else:
-        audit, verified, torn, grew = _verify_file(name, anchor, key, on_progress)
+    with paused():  # the read makes no cycles (ledger.collector); a forked child reads without the collector too
+        if is_database_url(name := os.fspath(path)):
+            audit, verified = _verify_rows(name, anchor, key, on_progress)
+            torn, grew = None, False
+        else:
+            audit, verified, torn, grew = _verify_file(name, anchor, key, on_progress)
     state = audit.state
     if not audit.anchored:
         assert anchor is not None
