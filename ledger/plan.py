@@ -788,20 +788,35 @@ def carried_order(
     taken as Kahn would take it: once its dependencies are placed, before the next kept step with a larger id.
     With priorities in either list it returns None (sort from scratch: a changed priority reorders kept steps).
     """
-    if any(s.terms is not None for s in previous) or any(s.terms is not None for s in steps):
-        return None  # terms may hold priorities: sort from scratch
-    before = {s.id: s.depends_on for s in previous}
+    before: dict[str, tuple[str, ...]] = {}
+    for s in previous:
+        if s.terms is not None:
+            return None  # terms may hold priorities: sort from scratch
+        before[s.id] = s.depends_on
     added: list[StepSpec] = []
     for s in steps:
+        if s.terms is not None:
+            return None
         deps = before.get(s.id)
         if deps is None:
             added.append(s)
         elif deps != s.depends_on:
             return None
-    ids = {s.id for s in steps}
-    kept = [i for i in previous_order if i in ids]
+    if len(steps) - len(added) == len(previous):  # every previous step is kept (ids are unique)
+        kept: Sequence[str] = previous_order
+    else:
+        ids = {s.id for s in steps}
+        kept = [i for i in previous_order if i in ids]
     if not added:
         return tuple(kept)
+    return _merged(kept, added)
+
+
+def _merged(kept: Sequence[str], added: list[StepSpec]) -> tuple[str, ...] | None:
+    """Kahn's order of the kept steps (in their order) and the added ones, None when the added form a cycle.
+
+    Kept steps come in runs: up to the first one an added step waits for, or one larger than the smallest
+    ready added step, whichever comes first (a run is a slice, not a step at a time)."""
     waiting = {s.id: len(set(s.depends_on)) for s in added}  # dependencies not yet placed
     dependents: dict[str, list[str]] = {}
     for s in added:
@@ -810,18 +825,30 @@ def carried_order(
     ready = [i for i, n in waiting.items() if n == 0]
     heapq.heapify(ready)
     order: list[str] = []
-    k = 0
-    while ready or k < len(kept):
-        if ready and (k == len(kept) or ready[0] < kept[k]):
+    k, n = 0, len(kept)
+    while ready or k < n:
+        if ready and (k == n or ready[0] < kept[k]):
             current = heapq.heappop(ready)
-        else:
-            current, k = kept[k], k + 1
-        order.append(current)
+            order.append(current)
+        else:  # kept[k] comes next: take it and the kept steps after it that nothing ready precedes
+            j = k + 1
+            if kept[k] not in dependents:
+                if ready:
+                    smallest = ready[0]
+                    while j < n and kept[j] < smallest and kept[j] not in dependents:
+                        j += 1
+                else:
+                    while j < n and kept[j] not in dependents:
+                        j += 1
+                if j < n and kept[j] in dependents and (not ready or kept[j] < ready[0]):
+                    j += 1  # the step an added one waits for ends the run
+            order.extend(kept[k:j])
+            current, k = kept[j - 1], j
         for child in dependents.get(current, ()):
             waiting[child] -= 1
             if waiting[child] == 0:
                 heapq.heappush(ready, child)
-    return tuple(order) if len(order) == len(steps) else None
+    return tuple(order) if len(order) == len(kept) + len(added) else None
 
 
 def _find_cycle(graph: Mapping[str, Sequence[str]]) -> list[str]:
