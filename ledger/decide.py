@@ -74,6 +74,7 @@ from plantrail.ledger.plan import (
     build_plan,
     check_id,
     did_you_mean,
+    steps_by_id,
     validate_plan,
 )
 from plantrail.ledger.repair_edges import check_start_repair
@@ -609,18 +610,9 @@ def _room_to_start(state: StateView, step: str, limit: int) -> None:
         )
 
 
-#: The last plan whose steps :func:`_contract` indexed, and that index: a log's records are checked against
-#: one plan version at a time, so one entry saves a scan of the steps per start and per result.
-_INDEXED: list[tuple[PlanSpec, dict[str, StepSpec]]] = []
-
-
 def _contract(plan: PlanSpec, step: str) -> StepSpec:
     """The step's contract in ``plan`` (whose steps are the state's steps: the caller checked it is there)."""
-    entry = _INDEXED[0] if _INDEXED else None  # read once: another thread may replace it
-    if entry is None or entry[0] is not plan:
-        entry = (plan, {spec.id: spec for spec in plan.steps})
-        _INDEXED[:] = [entry]
-    return entry[1][step]
+    return steps_by_id(plan)[step]
 
 
 def _dependencies_done(state: StateView, plan: PlanSpec, step: str) -> None:

@@ -73,6 +73,7 @@ __all__ = [
     "did_you_mean",
     "parse_draft",
     "parse_patch",
+    "steps_by_id",
     "topo_order",
     "validate_plan",
 ]
@@ -604,6 +605,24 @@ def build_plan(
         problems.extend(exc.errors)
     _raise_if_any(problems)
     return spec
+
+
+#: The last two plans :func:`steps_by_id` indexed, each with its index, newest first (one tuple, read and
+#: replaced whole: another thread may replace it). A log's records are judged against one version at a time,
+#: and a replan reads the version it replaces and the new one.
+_BY_ID: list[tuple[tuple[PlanSpec, dict[str, StepSpec]], ...]] = [()]
+
+
+def steps_by_id(plan: PlanSpec) -> Mapping[str, StepSpec]:
+    """The plan's steps by id (its last step of an id, should a plan that never validated repeat one); the
+    index of either of the last two plans asked for is the same object (not to be changed)."""
+    entries = _BY_ID[0]
+    for known, index in entries:
+        if known is plan:
+            return index
+    index = {s.id: s for s in plan.steps}
+    _BY_ID[0] = ((plan, index), *entries[:1])
+    return index
 
 
 # --------------------------------------------------------------------------- validation

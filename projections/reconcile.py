@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from plantrail.ledger.plan import PlanSpec, StepSpec, carried_order, topo_order
+from plantrail.ledger.plan import PlanSpec, StepSpec, carried_order, steps_by_id, topo_order
 from plantrail.projections.model import Changes, CriterionState, StepChange, StepState
 from plantrail.projections.table import Table
 
@@ -38,29 +38,6 @@ def _changed_fields(old: StepSpec, new: StepSpec) -> tuple[str, ...]:
     if old.terms is not new.terms and old.outputs != new.outputs:
         diffs.append("outputs")
     return tuple(diffs)
-
-
-def _step_verdict(
-    old: StepState | None, old_spec: StepSpec | None, new_spec: StepSpec, kept: set[str], roots: dict[str, str]
-) -> StepChange | None:
-    """None when ``old`` keeps its work; otherwise why it starts again (only for work that existed)."""
-    if old is None or old_spec is None:
-        return StepChange(new_spec.id, "added")
-    fields = _changed_fields(old_spec, new_spec)
-    cause, upstream = None, None
-    if old.status == "in_progress":
-        cause = "superseded"
-    elif fields:
-        cause = "contract_changed"
-    elif old.status == "blocked":
-        cause = "unblocked"
-    elif old.status == "completed" and not new_spec.inputs and not kept.issuperset(new_spec.depends_on):
-        # a step that declares inputs follows what it consumed instead (projections.lineage_digest)
-        broken = min([d for d in new_spec.depends_on if d not in kept])
-        cause, upstream = "upstream_invalidated", roots.get(broken, broken)
-    if cause is None:
-        return None
-    return _new_tuple(StepChange, (new_spec.id, cause, old.status, old.attempt, upstream, fields))
 
 
 def _order(old_plan: PlanSpec, old_order: tuple[str, ...], new_plan: PlanSpec) -> tuple[str, ...]:
@@ -123,8 +100,8 @@ def reconcile(
 ) -> tuple[Table[StepState], Table[CriterionState], Changes]:
     """The new version's step and criterion states, and the record of what changed, at replan ``seq``
     (``order``: the new plan's topological order, when the caller already has it)."""
-    old_specs = {s.id: s for s in old_plan.steps}
-    new_specs = {s.id: s for s in new_plan.steps}
+    old_specs = steps_by_id(old_plan)
+    new_specs = steps_by_id(new_plan)
     if order is None:
         order = _order(old_plan, tuple(old_steps), new_plan)
     kept: set[str] = set()
@@ -133,38 +110,57 @@ def reconcile(
     added: list[str] = []
     kept_in_order: list[str] = []
     states: list[StepState] = []
+    lost_work = False  # whether completed work is reset or removed
     for step_id in order:  # dependencies come first, so lineage is known when a dependent is judged
         spec = new_specs[step_id]
         old = old_steps.get(step_id)
         old_spec = old_specs.get(step_id)
-        if old_spec is None:
-            added.append(step_id)
-        status = None if old is None or old_spec is not spec else old.status
-        if status == "pending" or (status == "completed" and kept.issuperset(spec.depends_on)):
-            change = None  # _step_verdict's answer for a spec the reducer shared, without its calls
-        else:
-            change = _step_verdict(old, old_spec, spec, kept, roots)
-        if change is None:
-            assert old is not None  # a step with no verdict existed before
-            if old.status == "completed":
+        upstream = None
+        if old is None or old_spec is None:
+            if old_spec is None:
+                added.append(step_id)
+            roots[step_id] = step_id
+            states.append(_restarted(step_id, spec, seq, "added", None))
+            continue
+        status = old.status
+        # (a spec the reducer shared is unchanged: projections.state.share_unchanged)
+        fields = () if old_spec is spec else _changed_fields(old_spec, spec)
+        if status == "in_progress":
+            cause = "superseded"
+        elif fields:
+            cause = "contract_changed"
+        elif status == "completed":
+            # kept while its dependencies are; one that declares inputs follows what it consumed instead
+            # (projections.lineage_digest)
+            if spec.inputs or kept.issuperset(spec.depends_on):
                 kept.add(step_id)
                 kept_in_order.append(step_id)
                 states.append(old if _unchanged(old, spec) else _kept(old, spec))
                 continue
+            broken = min([d for d in spec.depends_on if d not in kept])
+            cause, upstream = "upstream_invalidated", roots.get(broken, broken)
+        elif status == "blocked":
+            cause = "unblocked"
+        else:  # pending (or stale): nothing to say, but a step on a later attempt starts again at 0
             if old.attempt == 0 and _unchanged(old, spec):
-                states.append(old)  # a pending step nothing touched
-                continue
-            states.append(_restarted(step_id, spec, old.last_seq, None, None))
+                states.append(old)
+            else:
+                states.append(_restarted(step_id, spec, old.last_seq, None, None))
             continue
-        roots[step_id] = change.upstream or step_id
-        if change.cause != "added":
-            resets.append(change)
-        states.append(_restarted(step_id, spec, seq, change.cause, change.upstream))
-    gone = [s.id for s in old_plan.steps if s.id not in new_specs]
-    removed = tuple(
-        StepChange(step=i, cause="removed", was=old_steps[i].status, attempt=old_steps[i].attempt) for i in gone
-    )
-    lost_work = any(c.was == "completed" for c in (*resets, *removed))
+        roots[step_id] = upstream or step_id
+        resets.append(_new_tuple(StepChange, (step_id, cause, status, old.attempt, upstream, fields)))
+        if status == "completed":
+            lost_work = True
+        states.append(_restarted(step_id, spec, seq, cause, upstream))
+    if len(new_specs) - len(added) == len(old_specs):
+        removed: tuple[StepChange, ...] = ()
+    else:
+        removed = tuple(
+            StepChange(step=s.id, cause="removed", was=old_steps[s.id].status, attempt=old_steps[s.id].attempt)
+            for s in old_plan.steps
+            if s.id not in new_specs
+        )
+        lost_work = lost_work or any(c.was == "completed" for c in removed)
     criteria, criteria_changes = _reconcile_criteria(old_plan, old_criteria, new_plan, lost_work, seq)
     changes = Changes(
         kept=tuple(kept_in_order),

@@ -19,7 +19,7 @@ import orjson
 from plantrail.ledger.contract import unmet
 from plantrail.ledger.errors import PlanInvalid
 from plantrail.ledger.evidence import Report, Usage
-from plantrail.ledger.plan import PlanSpec, StepSpec, validate_plan
+from plantrail.ledger.plan import PlanSpec, steps_by_id, validate_plan
 from plantrail.ledger.versions import needs_v2
 from plantrail.projections import authority as _authority
 from plantrail.projections import effects as _effects
@@ -960,26 +960,22 @@ def share_unchanged(old: PlanSpec, new: PlanSpec) -> PlanSpec:
     Sharing what a replan did not change keeps a history of versions small, and lets reconcile compare an
     unchanged step by identity.
     """
-    old_steps = {s.id: s for s in old.steps}
+    old_steps = steps_by_id(old)
     old_criteria = {c.id: c for c in old.acceptance_criteria}
-    steps = tuple(_shared(old_steps.get(s.id), s) for s in new.steps)
+    steps = []
+    for s in new.steps:
+        o = old_steps.get(s.id)  # a reworded step is told by its title before every field is compared
+        steps.append(o if o is not None and (o is s or (o.title == s.title and o == s)) else s)
     criteria = tuple(old_criteria[c.id] if old_criteria.get(c.id) == c else c for c in new.acceptance_criteria)
     return PlanSpec(
         goal=old.goal if old.goal == new.goal else new.goal,
         acceptance_criteria=criteria,
-        steps=steps,
+        steps=tuple(steps),
         policy=old.policy if old.policy == new.policy else new.policy,
         notes=new.notes,
         scope=new.scope,
         artifacts=new.artifacts,
     )
-
-
-def _shared(old: StepSpec | None, new: StepSpec) -> StepSpec:
-    """``old`` when it equals ``new`` (a reworded step is told by its title before every field is compared)."""
-    if old is not None and (old is new or (old.title == new.title and old == new)):
-        return old
-    return new
 
 
 _HANDLERS: Final[Mapping[str, Callable[[Any, Record, Any], Delta | StepState | None]]] = {
