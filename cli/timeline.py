@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Any, Final, get_args
 import click
 
 from plantrail.cli.common import json_option, log_argument, mark_printed, raise_if_torn, truncate
+from plantrail.cli.tables import CELL_MOST
 
 if TYPE_CHECKING:
     from plantrail.ledger.timeline import Filter
 
 from plantrail.ledger.events import Event, Record
 from plantrail.ledger.timeline import full_line, summary, timeline_entry
-from plantrail.ledger.times import UNRECORDED, log_times_recorded, time_recorded
+from plantrail.ledger.times import UNRECORDED, log_times_recorded
 from plantrail.projections.model import Orphan
 
 __all__ = ["log_command", "show", "timeline_commands"]
@@ -91,16 +92,22 @@ class _Rows:
             if len(self._middles) >= _MIDDLES:
                 self._middles.clear()
             middle = self._middles[key] = self._middle.format(record.actor, kind, f"v{record.plan_version}")
-        when = record.ts[:19].replace("T", " ") if time_recorded(record, log_recorded=self.times_recorded) else "-"
+        source = record.source  # (times.time_recorded, inlined: this runs for every line)
+        recorded = (self.times_recorded or not kind.startswith("log.")) if source is None else source.timestamp
+        when = record.ts[:19].replace("T", " ") if recorded else "-"
         text = _cut(summary(record), self.summary_width)
         line = "  " + str(record.seq).ljust(self._seq_width) + "  " + when.ljust(19) + middle + text
         return (line.rstrip() if not text or text[-1].isspace() else line) + "\n"
 
 
 def _cut(text: str, width: int) -> str:
-    """:func:`truncate`, with its answer for printable ASCII (one column a character) computed directly."""
-    if text.isascii() and text.isprintable():
-        return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+    """:func:`truncate`, with its answer computed directly when the text's first ``width + 1`` characters are
+    printable ASCII (one column each): the text when it fits, else its first ``width - 1`` and an ellipsis.
+    Only those characters are looked at (a summary may hold a long evidence list that the row cuts)."""
+    width = max(width, 1)  # (as truncate takes it)
+    head = text[: width + 1]
+    if head.isascii() and head.isprintable() and width < CELL_MOST:
+        return text if len(text) <= width else text[: width - 1] + "…"
     return truncate(text, width)
 
 

@@ -14,6 +14,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from plantrail.ledger.stores.jsonl import LogReader
 from plantrail.ledger.timeline import Filter, follow, full_entry, timeline, timeline_entry
@@ -212,14 +214,32 @@ def test_the_streamed_array_is_the_same_document_at_any_batch_size(log: Path, ba
     assert "".join(_json_array(read.items, batch)) == orjson.dumps(entries, option=orjson.OPT_INDENT_2).decode() + "\n"
 
 
-@pytest.mark.parametrize("text", ["", "short", "x" * 200, "tab\there", "wide 漢字 " * 20, "e\u0301" * 90])
+_CUT_CASES = ["", "short", "x" * 200, "tab\there", "wide 漢字 " * 20, "e\u0301" * 90, "x" * 12 + "\u0301" * 9]
+
+
+@pytest.mark.parametrize("text", [*_CUT_CASES, "x" * 60 + "\n" + "y" * 2000, "x" * 2000])
 def test_the_row_cut_is_the_table_cut(text: str) -> None:
-    """The timeline's fast cut of a summary gives what the shared truncate gives, for any text."""
+    """The timeline's fast cut of a summary gives what the shared truncate gives, for any text: one that fits,
+    one cut inside printable ASCII, one whose control, wide or combining characters lie past the cut or at it."""
+    from plantrail.cli.tables import CELL_MOST, truncate
+    from plantrail.cli.timeline import _cut
+
+    for width in (0, 1, 12, 13, 60, 61, CELL_MOST - 1, CELL_MOST, CELL_MOST + 5):
+        assert _cut(text, width) == truncate(text, width)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.text(st.sampled_from("ab ;:\t\n\x1b\u0301\u200b漢é…"), max_size=80)
+    | st.builds(lambda a, b: a + b, st.text(st.sampled_from("xy "), max_size=70), st.text(max_size=20)),
+    st.integers(min_value=0, max_value=80),
+)
+def test_the_row_cut_is_the_table_cut_for_generated_texts(text: str, width: int) -> None:
+    """The same, for texts mixing printable ASCII with what truncate escapes or measures otherwise, at any width."""
     from plantrail.cli.tables import truncate
     from plantrail.cli.timeline import _cut
 
-    for width in (1, 12, 60):
-        assert _cut(text, width) == truncate(text, width)
+    assert _cut(text, width) == truncate(text, width)
 
 
 def test_a_human_row_is_its_six_fixed_columns_right_stripped(log: Path) -> None:
