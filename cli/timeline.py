@@ -104,7 +104,8 @@ def _cut(text: str, width: int) -> str:
     """:func:`truncate`, with its answer computed directly when the text's first ``width + 1`` characters are
     printable ASCII (one column each): the text when it fits, else its first ``width - 1`` and an ellipsis.
     Only those characters are looked at (a summary may hold a long evidence list that the row cuts)."""
-    width = max(width, 1)  # (as truncate takes it)
+    if width < 1:  # (as truncate takes it)
+        width = 1
     head = text[: width + 1]
     if head.isascii() and head.isprintable() and width < CELL_MOST:
         return text if len(text) <= width else text[: width - 1] + "…"
