@@ -8,6 +8,7 @@ under v1.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -65,5 +66,40 @@ def canonical_bytes(state: PlanState) -> bytes:
 
 
 def state_hash(state: PlanState) -> str:
-    """SHA-256 of :func:`canonical_bytes`."""
-    return hashlib.sha256(canonical_bytes(state)).hexdigest()
+    """SHA-256 of :func:`canonical_bytes`, taken over its bytes piece by piece (:func:`_pieces`): the state's
+    members, and each step, criterion or late result inside them, encoded one at a time, so that a state
+    holding megabytes of evidence costs the memory of its largest piece, not of the whole encoding."""
+    digest = hashlib.sha256()
+    for piece in _pieces(state, _OPENED):
+        digest.update(piece)
+    return digest.hexdigest()
+
+
+#: How many levels of the state :func:`state_hash` opens: the state itself, then its tables and lists.
+_OPENED = 2
+
+
+def _pieces(value: Any, depth: int) -> Iterator[bytes]:
+    """:func:`canonical_bytes` of ``value`` (the same bytes, in order), in pieces: down to ``depth`` levels, an
+    object (a state value, a table, a dict with string keys) is written member by member with its keys sorted,
+    as ``OPT_SORT_KEYS`` orders them (by code point), and a plain tuple or list item by item; below that, or
+    for anything else, a value is encoded whole."""
+    if depth > 0:
+        if type(value) in (tuple, list):
+            separator = b"["
+            for item in value:
+                yield separator
+                yield from _pieces(item, depth - 1)
+                separator = b","
+            yield b"]" if separator == b"," else b"[]"
+            return
+        body = _default(value) if isinstance(value, (tuple, Table)) and type(value) is not tuple else value
+        if type(body) is dict and all(type(key) is str for key in body):
+            separator = b"{"
+            for key in sorted(body):
+                yield separator + orjson.dumps(key) + b":"
+                yield from _pieces(body[key], depth - 1)
+                separator = b","
+            yield b"}" if separator == b"," else b"{}"
+            return
+    yield orjson.dumps(value, default=_default, option=orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATACLASS)
