@@ -834,8 +834,8 @@ def carried_order(
 def _merged(kept: Sequence[str], added: list[StepSpec]) -> tuple[str, ...] | None:
     """Kahn's order of the kept steps (in their order) and the added ones, None when the added form a cycle.
 
-    Kept steps come in runs: up to the first one an added step waits for, or one larger than the smallest
-    ready added step, whichever comes first (a run is a slice, not a step at a time)."""
+    Kept steps come in runs, up to the first one an added step waits for (which is taken on its own) or one
+    larger than the smallest ready added step: a run is a slice, not a step at a time."""
     waiting = {s.id: len(set(s.depends_on)) for s in added}  # dependencies not yet placed
     dependents: dict[str, list[str]] = {}
     for s in added:
@@ -851,16 +851,10 @@ def _merged(kept: Sequence[str], added: list[StepSpec]) -> tuple[str, ...] | Non
             order.append(current)
         else:  # kept[k] comes next: take it and the kept steps after it that nothing ready precedes
             j = k + 1
-            if kept[k] not in dependents:
-                if ready:
-                    smallest = ready[0]
-                    while j < n and kept[j] < smallest and kept[j] not in dependents:
-                        j += 1
-                else:
-                    while j < n and kept[j] not in dependents:
-                        j += 1
-                if j < n and kept[j] in dependents and (not ready or kept[j] < ready[0]):
-                    j += 1  # the step an added one waits for ends the run
+            if kept[k] not in dependents:  # (the ready set does not change within the run)
+                smallest = ready[0] if ready else None
+                while j < n and (smallest is None or kept[j] < smallest) and kept[j] not in dependents:
+                    j += 1
             order.extend(kept[k:j])
             current, k = kept[j - 1], j
         for child in dependents.get(current, ()):
