@@ -1,0 +1,252 @@
+"""The layers of the package, kept by its import graph: no import cycle, and no import from a layer below to a
+layer above.
+
+The layers, bottom to top (docs/development.md draws them):
+
+0. the vocabulary: plan drafts and their validation, events, the contract's value types, errors;
+1. the pure reducers and views (``plantrail.projections``): no I/O, no store, no API;
+2. the rules: one module per feature, deciding commands into events;
+3. the stores: a run's records kept and read back, and the file store's own machinery;
+4. the library API: ``Ledger``, the audit reads, verify, fork, the runs of a store;
+5. the agents' adapters: transcript importers and live capture, writing through the library;
+6. the facades: ``plantrail`` and ``plantrail.ledger`` themselves, which re-export the library's names lazily;
+7. the front doors: the ``plantrail`` command and its servers.
+
+A module may import its own layer and the layers below it; an import only for type checking counts too. So
+nothing below the front doors imports the command line, and nothing below the facades imports a facade.
+
+The allow-lists below hold what the code did before the layers were drawn; they only shrink. A cycle or an edge
+that is fixed fails the test until it is taken off its list, and a new one fails it at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pytest
+
+from tests.project.import_graph import Graph, cycles, read_graph
+
+VOCABULARY, REDUCERS, RULES, STORES, LIBRARY, ADAPTERS, FACADES, FRONT_DOORS = range(8)
+
+#: Where each module belongs, by its longest listed prefix.
+LAYERS: dict[str, int] = {
+    "plantrail._version": VOCABULARY,
+    "plantrail.ledger.vocabulary": VOCABULARY,
+    "plantrail.projections": REDUCERS,
+    "plantrail.ledger.rules": RULES,
+    "plantrail.ledger.stores": STORES,
+    "plantrail.ledger": LIBRARY,
+    "plantrail.ledger.importers": ADAPTERS,
+    "plantrail.ledger.capture": ADAPTERS,
+    "plantrail.cli": FRONT_DOORS,
+}
+
+#: Modules whose layer is not their package's: the facades (their packages' other modules are not), and
+#: ``python -m plantrail``.
+MODULE_LAYERS: dict[str, int] = {"plantrail": FACADES, "plantrail.ledger": FACADES, "plantrail.__main__": FRONT_DOORS}
+
+#: Import cycles the code had when this test was written (module-level and function-level imports).
+KNOWN_CYCLES: list[frozenset[str]] = [
+    frozenset(
+        {
+            "plantrail.ledger.coverage",
+            "plantrail.ledger.plan",
+            "plantrail.ledger.repair_edges",
+            "plantrail.projections.authority",
+            "plantrail.projections.model",
+            "plantrail.projections.repair_edges",
+        }
+    ),
+    frozenset(
+        {
+            "plantrail",
+            "plantrail.ledger",
+            "plantrail.ledger.api",
+            "plantrail.ledger.audit",
+            "plantrail.ledger.fork",
+            "plantrail.ledger.read_ahead",
+            "plantrail.ledger.reading",
+            "plantrail.ledger.runs",
+            "plantrail.ledger.stores",
+            "plantrail.ledger.stores.cache",
+            "plantrail.ledger.stores.current",
+            "plantrail.ledger.stores.jsonl",
+            "plantrail.ledger.stores.postgres",
+            "plantrail.ledger.stores.reads",
+            "plantrail.ledger.stores.seal",
+            "plantrail.ledger.stores.seek",
+            "plantrail.ledger.verify",
+        }
+    ),
+    frozenset(
+        {
+            "plantrail.ledger.importers.claude_code",
+            "plantrail.ledger.importers.detect",
+            "plantrail.ledger.importers.parse",
+        }
+    ),
+]
+
+#: Imports from a layer below to a layer above that the code had when this test was written.
+KNOWN_UPWARD_EDGES: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("plantrail.ledger.capture.claude", "plantrail"),
+        ("plantrail.ledger.capture.gemini", "plantrail"),
+        ("plantrail.ledger.capture.install", "plantrail"),
+        ("plantrail.ledger.capture.opencode", "plantrail"),
+        ("plantrail.ledger.importers.claude_code", "plantrail"),
+        ("plantrail.ledger.importers.gemini", "plantrail"),
+        ("plantrail.ledger.importers.opencode", "plantrail"),
+        ("plantrail.ledger.stores", "plantrail.ledger.errors"),
+        ("plantrail.ledger.stores", "plantrail.ledger.events"),
+        ("plantrail.ledger.stores", "plantrail.ledger.locations"),
+        ("plantrail.ledger.stores", "plantrail.ledger.plan"),
+        ("plantrail.ledger.stores", "plantrail.ledger.store"),
+        ("plantrail.ledger.stores.cache", "plantrail.ledger.store"),
+        ("plantrail.ledger.stores.copy", "plantrail.ledger.errors"),
+        ("plantrail.ledger.stores.copy", "plantrail.ledger.events"),
+        ("plantrail.ledger.stores.current", "plantrail.ledger.errors"),
+        ("plantrail.ledger.stores.current", "plantrail.ledger.events"),
+        ("plantrail.ledger.stores.current", "plantrail.ledger.read_ahead"),
+        ("plantrail.ledger.stores.current", "plantrail.ledger.store"),
+        ("plantrail.ledger.stores.jsonl", "plantrail.ledger"),
+        ("plantrail.ledger.stores.jsonl", "plantrail.ledger.chain"),
+        ("plantrail.ledger.stores.jsonl", "plantrail.ledger.clock"),
+        ("plantrail.ledger.stores.jsonl", "plantrail.ledger.codec"),
+        ("plantrail.ledger.stores.jsonl", "plantrail.ledger.errors"),
+        ("plantrail.ledger.stores.jsonl", "plantrail.ledger.events"),
+        ("plantrail.ledger.stores.jsonl", "plantrail.ledger.files"),
+        ("plantrail.ledger.stores.jsonl", "plantrail.ledger.store"),
+        ("plantrail.ledger.stores.postgres", "plantrail"),
+        ("plantrail.ledger.stores.postgres", "plantrail.ledger"),
+        ("plantrail.ledger.stores.postgres", "plantrail.ledger.chain"),
+        ("plantrail.ledger.stores.postgres", "plantrail.ledger.clock"),
+        ("plantrail.ledger.stores.postgres", "plantrail.ledger.codec"),
+        ("plantrail.ledger.stores.postgres", "plantrail.ledger.errors"),
+        ("plantrail.ledger.stores.postgres", "plantrail.ledger.events"),
+        ("plantrail.ledger.stores.postgres", "plantrail.ledger.plan"),
+        ("plantrail.ledger.stores.postgres", "plantrail.ledger.runs"),
+        ("plantrail.ledger.stores.postgres", "plantrail.ledger.store"),
+        ("plantrail.ledger.stores.reads", "plantrail.ledger.errors"),
+        ("plantrail.ledger.stores.reads", "plantrail.ledger.events"),
+        ("plantrail.ledger.stores.reads", "plantrail.ledger.store"),
+        ("plantrail.ledger.stores.salvage", "plantrail.ledger.codec"),
+        ("plantrail.ledger.stores.salvage", "plantrail.ledger.errors"),
+        ("plantrail.ledger.stores.salvage", "plantrail.ledger.events"),
+        ("plantrail.ledger.stores.salvage", "plantrail.ledger.files"),
+        ("plantrail.ledger.stores.seal", "plantrail"),
+        ("plantrail.ledger.stores.seal", "plantrail.ledger.files"),
+        ("plantrail.ledger.stores.seek", "plantrail.ledger.codec"),
+        ("plantrail.ledger.stores.seek", "plantrail.ledger.errors"),
+        ("plantrail.ledger.stores.seek", "plantrail.ledger.events"),
+        ("plantrail.ledger.stores.seek", "plantrail.ledger.store"),
+        ("plantrail.projections.attempts", "plantrail.ledger.events"),
+        ("plantrail.projections.authority", "plantrail.ledger.plan"),
+        ("plantrail.projections.authority", "plantrail.ledger.scope"),
+        ("plantrail.projections.brief", "plantrail.ledger.coverage"),
+        ("plantrail.projections.brief", "plantrail.ledger.draft_writer"),
+        ("plantrail.projections.brief", "plantrail.ledger.plan"),
+        ("plantrail.projections.brief", "plantrail.ledger.versions"),
+        ("plantrail.projections.canonical", "plantrail.ledger.versions"),
+        ("plantrail.projections.history", "plantrail.ledger.errors"),
+        ("plantrail.projections.history", "plantrail.ledger.events"),
+        ("plantrail.projections.history", "plantrail.ledger.plan"),
+        ("plantrail.projections.history", "plantrail.ledger.versions"),
+        ("plantrail.projections.leases", "plantrail.ledger.contract"),
+        ("plantrail.projections.leases", "plantrail.ledger.plan"),
+        ("plantrail.projections.lineage", "plantrail.ledger.events"),
+        ("plantrail.projections.lineage_digest", "plantrail.ledger.artifacts"),
+        ("plantrail.projections.lineage_digest", "plantrail.ledger.errors"),
+        ("plantrail.projections.lineage_digest", "plantrail.ledger.plan"),
+        ("plantrail.projections.model", "plantrail.ledger.artifacts"),
+        ("plantrail.projections.model", "plantrail.ledger.evidence"),
+        ("plantrail.projections.model", "plantrail.ledger.plan"),
+        ("plantrail.projections.reconcile", "plantrail.ledger.plan"),
+        ("plantrail.projections.repair_edges", "plantrail.ledger.plan"),
+        ("plantrail.projections.repair_edges", "plantrail.ledger.repair_edges"),
+        ("plantrail.projections.report", "plantrail.ledger.events"),
+        ("plantrail.projections.snapshot", "plantrail.ledger.artifacts"),
+        ("plantrail.projections.snapshot", "plantrail.ledger.contract"),
+        ("plantrail.projections.snapshot", "plantrail.ledger.evidence"),
+        ("plantrail.projections.snapshot", "plantrail.ledger.plan"),
+        ("plantrail.projections.snapshot", "plantrail.ledger.scope"),
+        ("plantrail.projections.state", "plantrail.ledger.contract"),
+        ("plantrail.projections.state", "plantrail.ledger.errors"),
+        ("plantrail.projections.state", "plantrail.ledger.events"),
+        ("plantrail.projections.state", "plantrail.ledger.evidence"),
+        ("plantrail.projections.state", "plantrail.ledger.extension"),
+        ("plantrail.projections.state", "plantrail.ledger.plan"),
+        ("plantrail.projections.state", "plantrail.ledger.versions"),
+        ("plantrail.projections.stop", "plantrail.ledger.contract"),
+        ("plantrail.projections.stop", "plantrail.ledger.evidence"),
+        ("plantrail.projections.timeline", "plantrail.ledger.events"),
+        ("plantrail.projections.views", "plantrail.ledger.artifacts"),
+        ("plantrail.projections.views", "plantrail.ledger.coverage"),
+        ("plantrail.projections.views", "plantrail.ledger.observations"),
+        ("plantrail.projections.views", "plantrail.ledger.plan"),
+        ("plantrail.projections.views", "plantrail.ledger.store"),
+        ("plantrail.projections.views", "plantrail.ledger.versions"),
+    }
+)
+
+
+@pytest.fixture(scope="module")
+def graph() -> Graph:
+    return read_graph()
+
+
+def layer_of(module: str) -> int:
+    """The layer a module belongs to: its own, or the one of its longest listed prefix."""
+    if module in MODULE_LAYERS:
+        return MODULE_LAYERS[module]
+    name = module
+    while name not in LAYERS:
+        if "." not in name:
+            raise AssertionError(f"{module} is in no layer: add its package to LAYERS and to docs/development.md")
+        name = name.rpartition(".")[0]
+    return LAYERS[name]
+
+
+def upward_edges(edges: Mapping[str, set[str]]) -> set[tuple[str, str]]:
+    """Every import of a module from a higher layer."""
+    return {
+        (module, target)
+        for module, targets in edges.items()
+        for target in targets
+        if layer_of(target) > layer_of(module)
+    }
+
+
+def test_every_module_is_in_a_layer(graph: Graph) -> None:
+    """Each module of the package belongs to one of the listed layers."""
+    for module in graph.files:
+        layer_of(module)
+
+
+def test_no_new_import_cycle(graph: Graph) -> None:
+    """No import cycle beyond the known ones, and a known one that is gone is taken off the list."""
+    found = cycles(graph.edges(with_typing=False))
+    new = [sorted(c) for c in found if not any(c <= known for known in KNOWN_CYCLES)]
+    assert not new, f"new import cycles: {new}"
+    gone = [sorted(known) for known in KNOWN_CYCLES if not any(c <= known for c in found)]
+    assert not gone, f"these cycles are broken: take them off KNOWN_CYCLES: {gone}"
+    shrunk = [sorted(known - set().union(*(c for c in found if c <= known))) for known in KNOWN_CYCLES]
+    shrunk = [names for names in shrunk if names]
+    assert not shrunk, f"these modules left their cycle: take them off KNOWN_CYCLES: {shrunk}"
+
+
+def test_no_import_from_a_layer_above(graph: Graph) -> None:
+    """No module imports a module of a higher layer (type-checking imports counted), beyond the known ones."""
+    found = upward_edges(graph.edges(with_typing=True))
+    assert not found - KNOWN_UPWARD_EDGES, f"imports from a layer above: {sorted(found - KNOWN_UPWARD_EDGES)}"
+    gone = KNOWN_UPWARD_EDGES - found
+    assert not gone, f"these edges are gone: take them off KNOWN_UPWARD_EDGES: {sorted(gone)}"
+
+
+def test_the_graph_sees_what_it_must() -> None:
+    """The reader itself: a function-level import, a type-checking import and a lazy name all count."""
+    graph = read_graph()
+    assert "plantrail.ledger.api" in graph.runtime["plantrail.ledger"]  # a lazy export, named as a string
+    assert graph.typing["plantrail.projections.views"]  # imports only for type checking are read
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [frozenset("abc")]
