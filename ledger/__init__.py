@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from plantrail import __version__
+from plantrail._version import __version__
 
 _EXPORTS = {
     "Ack": "plantrail.ledger.store",

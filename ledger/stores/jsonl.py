@@ -34,7 +34,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Final, NamedTuple, Self
 
-from plantrail.ledger import __version__
+from plantrail._version import __version__
 from plantrail.ledger.chain import check_link
 from plantrail.ledger.chain import encode_pending as _encode
 from plantrail.ledger.clock import utc_now

@@ -43,7 +43,7 @@ import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Self
 
-from plantrail.ledger import __version__
+from plantrail._version import __version__
 from plantrail.ledger.chain import check_link, encode_pending
 from plantrail.ledger.clock import utc_now
 from plantrail.ledger.codec import GENESIS_PREV, decode, log_format

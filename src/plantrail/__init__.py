@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"  # the one place the version is written (plantrail.ledger and the wheel read it)
+from plantrail._version import __version__
 
 from plantrail import ledger as _ledger  # cheap: ledger's names load on first use too
 

@@ -3,7 +3,8 @@
 Every ``import`` and ``from … import`` counts, at module level or inside a function alike; an import under
 ``if TYPE_CHECKING:`` is kept apart (it never runs, so it makes no cycle, but it is still a dependency a layer
 may not have). A module named as a string constant that is exactly a module's dotted name counts as a runtime
-import too: that is how a package's lazy exports and ``importlib.import_module`` name what they load.
+import too: that is how a package's lazy exports and ``importlib.import_module`` name what they load (a dotted
+name only: the word ``"plantrail"`` is also a key, a folder's and a pool's name).
 """
 
 from __future__ import annotations
@@ -114,7 +115,7 @@ def read_graph() -> Graph:
             names = _targets(node, module, is_package)
             (typing if typing_only else runtime).update(_resolve(names, module, graph.files))
         strings = (n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str))
-        runtime |= {s for s in strings if s in graph.files and s != module}
+        runtime |= {s for s in strings if "." in s and s in graph.files and s != module}
         graph.runtime[module] = runtime
         graph.typing[module] = typing - runtime
     return graph

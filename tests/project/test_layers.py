@@ -50,6 +50,19 @@ MODULE_LAYERS: dict[str, int] = {"plantrail": FACADES, "plantrail.ledger": FACAD
 KNOWN_CYCLES: list[frozenset[str]] = [
     frozenset(
         {
+            "plantrail.ledger.read_ahead",
+            "plantrail.ledger.reading",
+            "plantrail.ledger.runs",
+            "plantrail.ledger.stores",
+            "plantrail.ledger.stores.current",
+            "plantrail.ledger.stores.jsonl",
+            "plantrail.ledger.stores.postgres",
+            "plantrail.ledger.stores.reads",
+            "plantrail.ledger.stores.seek",
+        }
+    ),
+    frozenset(
+        {
             "plantrail.ledger.coverage",
             "plantrail.ledger.plan",
             "plantrail.ledger.repair_edges",
@@ -60,30 +73,15 @@ KNOWN_CYCLES: list[frozenset[str]] = [
     ),
     frozenset(
         {
-            "plantrail",
-            "plantrail.ledger",
-            "plantrail.ledger.api",
-            "plantrail.ledger.audit",
-            "plantrail.ledger.fork",
-            "plantrail.ledger.read_ahead",
-            "plantrail.ledger.reading",
-            "plantrail.ledger.runs",
-            "plantrail.ledger.stores",
-            "plantrail.ledger.stores.cache",
-            "plantrail.ledger.stores.current",
-            "plantrail.ledger.stores.jsonl",
-            "plantrail.ledger.stores.postgres",
-            "plantrail.ledger.stores.reads",
-            "plantrail.ledger.stores.seal",
-            "plantrail.ledger.stores.seek",
-            "plantrail.ledger.verify",
+            "plantrail.ledger.importers.claude_code",
+            "plantrail.ledger.importers.detect",
+            "plantrail.ledger.importers.parse",
         }
     ),
     frozenset(
         {
-            "plantrail.ledger.importers.claude_code",
-            "plantrail.ledger.importers.detect",
-            "plantrail.ledger.importers.parse",
+            "plantrail.ledger.api",
+            "plantrail.ledger.fork",
         }
     ),
 ]
@@ -91,13 +89,6 @@ KNOWN_CYCLES: list[frozenset[str]] = [
 #: Imports from a layer below to a layer above that the code had when this test was written.
 KNOWN_UPWARD_EDGES: frozenset[tuple[str, str]] = frozenset(
     {
-        ("plantrail.ledger.capture.claude", "plantrail"),
-        ("plantrail.ledger.capture.gemini", "plantrail"),
-        ("plantrail.ledger.capture.install", "plantrail"),
-        ("plantrail.ledger.capture.opencode", "plantrail"),
-        ("plantrail.ledger.importers.claude_code", "plantrail"),
-        ("plantrail.ledger.importers.gemini", "plantrail"),
-        ("plantrail.ledger.importers.opencode", "plantrail"),
         ("plantrail.ledger.stores", "plantrail.ledger.errors"),
         ("plantrail.ledger.stores", "plantrail.ledger.events"),
         ("plantrail.ledger.stores", "plantrail.ledger.locations"),
@@ -110,7 +101,6 @@ KNOWN_UPWARD_EDGES: frozenset[tuple[str, str]] = frozenset(
         ("plantrail.ledger.stores.current", "plantrail.ledger.events"),
         ("plantrail.ledger.stores.current", "plantrail.ledger.read_ahead"),
         ("plantrail.ledger.stores.current", "plantrail.ledger.store"),
-        ("plantrail.ledger.stores.jsonl", "plantrail.ledger"),
         ("plantrail.ledger.stores.jsonl", "plantrail.ledger.chain"),
         ("plantrail.ledger.stores.jsonl", "plantrail.ledger.clock"),
         ("plantrail.ledger.stores.jsonl", "plantrail.ledger.codec"),
@@ -118,8 +108,6 @@ KNOWN_UPWARD_EDGES: frozenset[tuple[str, str]] = frozenset(
         ("plantrail.ledger.stores.jsonl", "plantrail.ledger.events"),
         ("plantrail.ledger.stores.jsonl", "plantrail.ledger.files"),
         ("plantrail.ledger.stores.jsonl", "plantrail.ledger.store"),
-        ("plantrail.ledger.stores.postgres", "plantrail"),
-        ("plantrail.ledger.stores.postgres", "plantrail.ledger"),
         ("plantrail.ledger.stores.postgres", "plantrail.ledger.chain"),
         ("plantrail.ledger.stores.postgres", "plantrail.ledger.clock"),
         ("plantrail.ledger.stores.postgres", "plantrail.ledger.codec"),
@@ -135,7 +123,6 @@ KNOWN_UPWARD_EDGES: frozenset[tuple[str, str]] = frozenset(
         ("plantrail.ledger.stores.salvage", "plantrail.ledger.errors"),
         ("plantrail.ledger.stores.salvage", "plantrail.ledger.events"),
         ("plantrail.ledger.stores.salvage", "plantrail.ledger.files"),
-        ("plantrail.ledger.stores.seal", "plantrail"),
         ("plantrail.ledger.stores.seal", "plantrail.ledger.files"),
         ("plantrail.ledger.stores.seek", "plantrail.ledger.codec"),
         ("plantrail.ledger.stores.seek", "plantrail.ledger.errors"),
