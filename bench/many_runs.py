@@ -20,10 +20,10 @@ from bench.harness import Probe, run_process, timed
 from bench.sides import _plantrail, make_log
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.chain import encode_pending
-from plantrail.ledger.codec import GENESIS_PREV
-from plantrail.ledger.events import LogOpened, Record
 from plantrail.ledger.store import PendingRecord
 from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.vocabulary.codec import GENESIS_PREV
+from plantrail.ledger.vocabulary.events import LogOpened, Record
 
 __all__ = ["database_listing", "fill_database", "fill_folder", "folder_listing"]
 

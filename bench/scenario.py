@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.decide import Block, Command, Complete, Fail, Replan, Start
+from plantrail.ledger.rules.decide import Block, Command, Complete, Fail, Replan, Start
 from plantrail.projections.model import PlanState
 from plantrail.projections.views import ready_steps
 
@@ -158,7 +158,7 @@ def _replan(state: PlanState, rng: random.Random, share: float) -> Replan:
 
 
 def _as_draft(raw: dict[str, Any]) -> Any:
-    from plantrail.ledger.plan import parse_draft
+    from plantrail.ledger.vocabulary.plan import parse_draft
 
     return parse_draft(raw)
 

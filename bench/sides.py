@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 from bench.harness import Probe, timed
 from bench.scenario import Clock, record_run, scripted
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.decide import Command
+from plantrail.ledger.rules.decide import Command
 from plantrail.ledger.stores import cache, reads
 from plantrail.ledger.stores.current import read_state
 from plantrail.ledger.stores.jsonl import LogReader

@@ -57,8 +57,8 @@ def request_approval(
       plantrail request-approval run.jsonl lockfile --steps implement --writes package-lock.json \\
           --question "May implement update package-lock.json?"
     """
-    from plantrail.ledger.approvals import RequestApproval
-    from plantrail.ledger.events import Actor
+    from plantrail.ledger.rules.approvals import RequestApproval
+    from plantrail.ledger.vocabulary.events import Actor
 
     command = RequestApproval(
         request=request,
@@ -94,8 +94,8 @@ def _decision(granted: bool) -> click.Command:
         actor: str,
         as_json: bool,
     ) -> None:
-        from plantrail.ledger.approvals import Decide
-        from plantrail.ledger.events import Actor
+        from plantrail.ledger.rules.approvals import Decide
+        from plantrail.ledger.vocabulary.events import Actor
 
         decided = Decide(
             request=request,

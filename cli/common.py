@@ -14,12 +14,12 @@ from plantrail.cli.tables import table, truncate
 from plantrail.cli.terminal import screen
 
 if TYPE_CHECKING:
-    from plantrail.ledger.errors import PlantrailError
-    from plantrail.ledger.events import Record
-    from plantrail.ledger.limits import Limit
     from plantrail.ledger.reading import DatabaseReader
     from plantrail.ledger.store import TornTail
     from plantrail.ledger.stores.jsonl import LogReader
+    from plantrail.ledger.vocabulary.errors import PlantrailError
+    from plantrail.ledger.vocabulary.events import Record
+    from plantrail.ledger.vocabulary.limits import Limit
     from plantrail.projections.model import PlanState
 
 __all__ = [
@@ -166,8 +166,8 @@ def read_json_file(path: str, limit: Limit) -> Any:
     is not JSON."""
     import orjson
 
-    from plantrail.ledger.errors import error
     from plantrail.ledger.files import read_capped
+    from plantrail.ledger.vocabulary.errors import error
 
     if path == "-":
         _claim_stdin(limit.what)
@@ -180,7 +180,7 @@ def read_json_file(path: str, limit: Limit) -> Any:
 
 def _claim_stdin(what: str) -> None:
     """Note that ``what`` is read from standard input; USAGE when an earlier option already read it."""
-    from plantrail.ledger.errors import error
+    from plantrail.ledger.vocabulary.errors import error
 
     if _stdin_read_by:
         raise error(
@@ -209,9 +209,9 @@ def read_text(path: str, what: str) -> str:
     Real tool output of any size is welcome up to the most one event can hold; anything larger is refused
     with EVENT_TOO_LARGE, never cut. The bytes must be UTF-8 (INVALID_TEXT otherwise).
     """
-    from plantrail.ledger.codec import MAX_LINE_BYTES
-    from plantrail.ledger.errors import error
     from plantrail.ledger.files import check_path, os_error
+    from plantrail.ledger.vocabulary.codec import MAX_LINE_BYTES
+    from plantrail.ledger.vocabulary.errors import error
 
     check_path(path, what)
     shown = "standard input" if path == "-" else path

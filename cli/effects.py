@@ -15,9 +15,9 @@ from plantrail.cli.common import emit, log_argument, readiness_lines
 from plantrail.cli.record import _plan_version_option, _write_options
 
 if TYPE_CHECKING:
-    from plantrail.ledger.effects import CommitEffect, RequestEffect
-    from plantrail.ledger.events import Actor
+    from plantrail.ledger.rules.effects import CommitEffect, RequestEffect
     from plantrail.ledger.store import Ack
+    from plantrail.ledger.vocabulary.events import Actor
     from plantrail.projections.model import PlanState
 
 __all__ = ["effect", "effect_commands", "effect_lines"]
@@ -75,8 +75,8 @@ def effect(
       plantrail effect run.jsonl deploy --requested deploy-42 --target prod --before "v1.3 serving"
       plantrail effect run.jsonl deploy --committed deploy-42 --result "v1.4 serving"
     """
-    from plantrail.ledger.effects import CommitEffect, RequestEffect
-    from plantrail.ledger.errors import error
+    from plantrail.ledger.rules.effects import CommitEffect, RequestEffect
+    from plantrail.ledger.vocabulary.errors import error
 
     if (requested is None) == (committed is None):
         raise error("USAGE", "give exactly one of --requested KEY or --committed KEY")
@@ -123,7 +123,7 @@ def _record(log: str, command: RequestEffect | CommitEffect, expected_seq: int |
 
 def _acknowledge(state: PlanState, command: RequestEffect | CommitEffect, ack: Ack, as_json: bool) -> None:
     from plantrail.cli.common import truncate
-    from plantrail.ledger.effects import RequestEffect
+    from plantrail.ledger.rules.effects import RequestEffect
     from plantrail.projections.effects import effect_view, find_effect
     from plantrail.projections.views import ack_view
 

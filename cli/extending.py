@@ -1,7 +1,7 @@
 """The command that extends a plan version in place: ``plantrail extend``.
 
 It parses the extension document, calls :meth:`Ledger.extend <plantrail.ledger.api.Ledger.extend>` and renders
-the acknowledgement as every recording command does; the rule is :mod:`plantrail.ledger.extension`'s.
+the acknowledgement as every recording command does; the rule is :mod:`plantrail.ledger.rules.extension`'s.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import click
 
 from plantrail.cli.common import log_argument, read_json_file
 from plantrail.cli.record import _plan_version_option, _run, _write_options
-from plantrail.ledger.limits import PATCH
+from plantrail.ledger.vocabulary.limits import PATCH
 
 __all__ = ["extend"]
 
@@ -45,9 +45,9 @@ def extend(
     """
     from typing import cast
 
-    from plantrail.ledger.decide import Extend
-    from plantrail.ledger.events import Actor
-    from plantrail.ledger.extension import parse_additions
+    from plantrail.ledger.rules.decide import Extend
+    from plantrail.ledger.vocabulary.events import Actor
+    from plantrail.ledger.vocabulary.extension import parse_additions
 
     parsed = parse_additions(read_json_file(additions, PATCH))
     command = Extend(

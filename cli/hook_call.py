@@ -131,6 +131,6 @@ def session_start_output(receipt: Any) -> str:
 
 
 def _stdin() -> bytes:
-    from plantrail.ledger.limits import HOOK_PAYLOAD
+    from plantrail.ledger.vocabulary.limits import HOOK_PAYLOAD
 
     return sys.stdin.buffer.read(HOOK_PAYLOAD.cap() + 1)

@@ -217,7 +217,7 @@ def _extend(
     as_json: bool,
 ) -> None:
     """--append and --follow: one append, or one per change of the file until Ctrl-C."""
-    from plantrail.ledger.errors import error
+    from plantrail.ledger.vocabulary.errors import error
 
     if force:
         raise error("USAGE", "--force replaces a log; --append and --follow extend one (give one or the other)")

@@ -193,7 +193,7 @@ def status(log: str, with_attempts: bool, as_json: bool) -> None:
         attempts = {s: attempts_view(history.attempts.get(s, ())) for s in [*state.steps, *gone]}
     else:
         state, torn, snapshot_seq = read_state_noted(log)
-    from plantrail.ledger.clock import utc_now
+    from plantrail.ledger.vocabulary.clock import utc_now
 
     view = status_document(state, utc_now()) | {"torn_tail": torn is not None, "snapshot_seq": snapshot_seq}
     if attempts is not None:
@@ -228,7 +228,7 @@ def next_command(log: str, as_json: bool) -> None:
     Example:
       plantrail next samples/login-fix-replans.jsonl
     """
-    from plantrail.ledger.clock import utc_now
+    from plantrail.ledger.vocabulary.clock import utc_now
     from plantrail.projections.views import next_view
 
     state, torn, snapshot_seq = read_state_noted(log)

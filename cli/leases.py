@@ -14,7 +14,7 @@ from plantrail.cli.common import log_argument
 from plantrail.cli.record import _LATE_REFUSED, _attempt_option, _plan_version_option, _run, _write_options
 
 if TYPE_CHECKING:
-    from plantrail.ledger.events import Actor
+    from plantrail.ledger.vocabulary.events import Actor
 
 __all__ = ["abandon", "heartbeat", "lease_commands"]
 
@@ -57,7 +57,7 @@ def heartbeat(
       plantrail heartbeat run.jsonl implement
       plantrail heartbeat run.jsonl implement --lease 300 --attempt 2
     """
-    from plantrail.ledger.leases import Heartbeat
+    from plantrail.ledger.rules.leases import Heartbeat
 
     command = Heartbeat(
         step=step,
@@ -98,7 +98,7 @@ def abandon(
     Example:
       plantrail abandon run.jsonl implement --reason "worker w1 was killed; its lease expired"
     """
-    from plantrail.ledger.leases import Abandon
+    from plantrail.ledger.rules.leases import Abandon
 
     command = Abandon(
         step=step,

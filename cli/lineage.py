@@ -20,9 +20,9 @@ from plantrail.cli.common import (
 from plantrail.cli.terminal import printable
 
 if TYPE_CHECKING:
-    from plantrail.ledger.coverage import DraftCheck
-    from plantrail.ledger.events import Actor
     from plantrail.ledger.fork import ForkResult
+    from plantrail.ledger.vocabulary.draft_check import DraftCheck
+    from plantrail.ledger.vocabulary.events import Actor
 
 __all__ = ["brief", "check", "fork"]
 
@@ -147,8 +147,8 @@ def check(draft: str, strict: bool, as_json: bool) -> None:
       plantrail check samples/login-fix.draft.json
       plantrail check draft.json --strict --json
     """
-    from plantrail.ledger.coverage import check_draft
-    from plantrail.ledger.limits import DRAFT
+    from plantrail.ledger.vocabulary.draft_check import check_draft
+    from plantrail.ledger.vocabulary.limits import DRAFT
 
     found = check_draft(read_json_file(draft, DRAFT), strict=strict)
     emit(as_json, found.as_dict(), lambda: _render_check(draft, found))

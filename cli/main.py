@@ -21,7 +21,7 @@ from plantrail.cli.common import printed_output, reset_output
 from plantrail.cli.terminal import printable
 
 if TYPE_CHECKING:
-    from plantrail.ledger.errors import PlantrailError
+    from plantrail.ledger.vocabulary.errors import PlantrailError
 
 __all__ = ["all_commands", "failed", "main", "plantrail"]
 
@@ -69,7 +69,7 @@ class LazyGroup(click.Group):
         name = args[0] if args else ""
         if name in COMMANDS or ctx.resilient_parsing or name.startswith("-"):
             return super().resolve_command(ctx, args)
-        from plantrail.ledger.plan import did_you_mean
+        from plantrail.ledger.vocabulary.plan import did_you_mean
 
         raise click.UsageError(f"No such command {name!r}{did_you_mean(name, COMMANDS)}.", ctx)
 
@@ -155,7 +155,7 @@ def failed(exc: Exception | KeyboardInterrupt, as_json: bool) -> int:
     """Report what a command raised outside click (``error[CODE]``, never a traceback); its exit code."""
     if isinstance(exc, KeyboardInterrupt):
         return _report("INTERRUPTED", "interrupted", 130, as_json)
-    from plantrail.ledger.errors import PlantrailError
+    from plantrail.ledger.vocabulary.errors import PlantrailError
 
     if isinstance(exc, PlantrailError):
         more = getattr(exc, "errors", (exc,))[1:]  # a PlanInvalid lists every problem validation found

@@ -179,9 +179,9 @@ def repair(log: str, acked: str | None, as_json: bool) -> None:
     Example:
       plantrail repair run.jsonl
     """
-    from plantrail.ledger.events import LogRepaired
     from plantrail.ledger.stores.jsonl import repair as repair_log
     from plantrail.ledger.verify import parse_anchor
+    from plantrail.ledger.vocabulary.events import LogRepaired
 
     result = repair_log(log, acked=parse_anchor(acked) if acked else None)
     record = result.record
@@ -224,8 +224,8 @@ def salvage(log: str, as_json: bool) -> None:
       plantrail salvage run.jsonl
       plantrail salvage run.jsonl --json | jq '.damaged'
     """
-    from plantrail.ledger.errors import error
     from plantrail.ledger.stores.salvage import salvage as salvage_log
+    from plantrail.ledger.vocabulary.errors import error
 
     report = salvage_log(log)
     data = {
@@ -291,7 +291,7 @@ def schema(as_json: bool) -> None:
     """
     import orjson
 
-    from plantrail.ledger.codec import json_schema
+    from plantrail.ledger.vocabulary.codec import json_schema
 
     click.echo(orjson.dumps(json_schema(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode())
 

@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 import click
 
 from plantrail.cli.common import STORE_ENV, store_option
-from plantrail.ledger.events import ReasonCode as Reason
+from plantrail.ledger.vocabulary.events import ReasonCode as Reason
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
     from plantrail.ledger.api import Ledger
-    from plantrail.ledger.plan import PlanSpec
+    from plantrail.ledger.vocabulary.plan import PlanSpec
 
 __all__ = ["build_server", "mcp_command"]
 
@@ -52,7 +52,7 @@ def _kept_terms(plan: PlanSpec, keep_criteria: bool, max_in_progress: int | None
     """What a replan through ``plan_set`` keeps of the active plan: its criteria whole (typed checks
     included) when the call gives none, and its policy (budgets included) with only the focus limit the call
     gives changed."""
-    from plantrail.ledger.draft_writer import criterion_draft, policy_draft
+    from plantrail.ledger.vocabulary.draft_writer import criterion_draft, policy_draft
 
     kept: dict[str, Any] = {}
     if keep_criteria:
@@ -71,12 +71,12 @@ def build_server(folder: Path, store: str | None = None) -> MCPServer:
 
     from plantrail import audit
     from plantrail.ledger.api import Ledger
-    from plantrail.ledger.decide import Create
-    from plantrail.ledger.errors import PlantrailError
     from plantrail.ledger.locations import run_path
-    from plantrail.ledger.plan import parse_draft
     from plantrail.ledger.reading import run_exists
+    from plantrail.ledger.rules.decide import Create
     from plantrail.ledger.stores import is_database_url, run_in_store
+    from plantrail.ledger.vocabulary.errors import PlantrailError
+    from plantrail.ledger.vocabulary.plan import parse_draft
     from plantrail.projections.views import ack_view, next_view, status_document
 
     server: MCPServer = MCPServer("plantrail", instructions=INSTRUCTIONS)
@@ -343,7 +343,7 @@ def mcp_command(folder: str | None, store: str | None) -> None:
       plantrail mcp --dir ~/agent-runs
       plantrail mcp --store postgresql://localhost/plantrail
     """
-    from plantrail.ledger.errors import error
+    from plantrail.ledger.vocabulary.errors import error
 
     if folder is not None and store is not None and not _from_environment(store):
         raise error("USAGE", "give a runs folder (--dir) or --store, not both")

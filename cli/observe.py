@@ -15,7 +15,7 @@ from plantrail.cli.common import log_argument
 from plantrail.cli.record import _LATE_REFUSED, _plan_version_option, _run, _write_options
 
 if TYPE_CHECKING:
-    from plantrail.ledger.events import Actor
+    from plantrail.ledger.vocabulary.events import Actor
 
 __all__ = ["observe"]
 
@@ -56,7 +56,7 @@ def observe(
       plantrail observe run.jsonl repo "$(git rev-parse HEAD)" --dirty src/app.py
       plantrail observe run.jsonl db-schema 42
     """
-    from plantrail.ledger.observations import Observe
+    from plantrail.ledger.rules.observations import Observe
 
     command = Observe(
         name=name, version=version, dirty=dirty, plan_version=plan_version, key=key, actor=cast("Actor", actor)

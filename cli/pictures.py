@@ -54,8 +54,8 @@ def _write(text: str, output: str | None) -> None:
 def _graph_state(log: str, version: int | None, at_seq: int | None) -> tuple[PlanState, tuple[Orphan, ...]]:
     """The state to draw and the late results to mark on it: for a past version, every late result the
     whole log holds for it; at a seq, only those that had arrived by then."""
-    from plantrail.ledger.errors import error
     from plantrail.ledger.reading import rebuild_version
+    from plantrail.ledger.vocabulary.errors import error
     from plantrail.projections.history import replay_at_seq
 
     if version is not None and at_seq is not None:
@@ -117,8 +117,8 @@ def graph(log: str, version: int | None, at_seq: int | None, fmt: str, output: s
 
 def _verify(log: str) -> dict[str, Any]:
     """What ``plantrail verify`` says of the log, as the report's header shows it."""
-    from plantrail.ledger.errors import PlantrailError
     from plantrail.ledger.verify import verify_log
+    from plantrail.ledger.vocabulary.errors import PlantrailError
 
     try:
         found = verify_log(log)

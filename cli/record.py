@@ -21,17 +21,17 @@ from plantrail.cli.common import (
     read_text,
     readiness_lines,
 )
-from plantrail.ledger.events import ACTORS as ACTOR_NAMES
-from plantrail.ledger.events import REASON_CODES
-from plantrail.ledger.limits import DRAFT, PATCH, REPORT
+from plantrail.ledger.vocabulary.events import ACTORS as ACTOR_NAMES
+from plantrail.ledger.vocabulary.events import REASON_CODES
+from plantrail.ledger.vocabulary.limits import DRAFT, PATCH, REPORT
 
 if TYPE_CHECKING:
     from plantrail.ledger.api import Ledger
-    from plantrail.ledger.decide import Command
-    from plantrail.ledger.errors import PlantrailError
-    from plantrail.ledger.events import Actor, Outcome, ReasonCode
-    from plantrail.ledger.evidence import Report
+    from plantrail.ledger.rules.decide import Command
     from plantrail.ledger.store import Ack, FsyncPolicy
+    from plantrail.ledger.vocabulary.errors import PlantrailError
+    from plantrail.ledger.vocabulary.events import Actor, Outcome, ReasonCode
+    from plantrail.ledger.vocabulary.evidence import Report
     from plantrail.projections.model import PlanState
 
 __all__ = ["record_commands"]
@@ -88,7 +88,7 @@ _FROM_FILE = (
 
 def _text_input(value: str | None, path: str | None, what: str, options: str) -> str:
     """One text from ``--OPTION TEXT`` (``-`` reads standard input) or ``--OPTION-file FILE``: exactly one."""
-    from plantrail.ledger.errors import error
+    from plantrail.ledger.vocabulary.errors import error
 
     if (value is None) == (path is None):
         raise error("USAGE", f"give exactly one of {options}")
@@ -123,14 +123,14 @@ def _report_option(func: F) -> F:
 
 
 def _read_report(path: str | None) -> Report | None:
-    from plantrail.ledger.evidence import parse_report
+    from plantrail.ledger.vocabulary.evidence import parse_report
 
     return None if path is None else parse_report(read_json_file(path, REPORT))
 
 
 def _run(log: str, command: Command, expected_seq: int | None, as_json: bool) -> None:
     from plantrail.ledger.api import Ledger
-    from plantrail.ledger.decide import Replan
+    from plantrail.ledger.rules.decide import Replan
 
     with Ledger.open(log) as ledger:
         ack = ledger.execute(command, expected_seq=expected_seq)
@@ -151,7 +151,7 @@ def _strict_option(func: F) -> F:
 def _coverage_warnings(state: PlanState) -> list[PlantrailError]:
     """Print the adopted plan's coverage warnings on stderr (``warning[CODE]: message``) and return them."""
     from plantrail.cli.terminal import printable
-    from plantrail.ledger.coverage import coverage_warnings
+    from plantrail.ledger.vocabulary.coverage import coverage_warnings
 
     warnings = [] if state.plan is None else coverage_warnings(state.plan)
     for warning in warnings:
@@ -253,8 +253,8 @@ def create(
       plantrail create run.jsonl --plan draft.json --strict
     """
     from plantrail.ledger.api import Ledger
-    from plantrail.ledger.observations import with_observed
-    from plantrail.ledger.plan import parse_draft
+    from plantrail.ledger.rules.observations import with_observed
+    from plantrail.ledger.vocabulary.plan import parse_draft
     from plantrail.projections.views import capacity_view, ready_steps, startable_steps
 
     draft = with_observed(parse_draft(read_json_file(plan_path, DRAFT)), observed)
@@ -299,7 +299,7 @@ def start(
     Example:
       plantrail start run.jsonl inspect
     """
-    from plantrail.ledger.decide import Start
+    from plantrail.ledger.rules.decide import Start
 
     _run(log, Start(step=step, plan_version=plan_version, key=key, actor=cast("Actor", actor)), expected_seq, as_json)
 
@@ -362,9 +362,9 @@ def complete(
       plantrail complete run.jsonl reproduce -e "the new test fails with 200" --report observed.json
       plantrail complete run.jsonl edit -e "patched" --artifact patch=sha256:<64 hex>@out/fix.diff
     """
-    from plantrail.ledger.artifacts import parse_artifact_option
-    from plantrail.ledger.decide import Complete
-    from plantrail.ledger.errors import error
+    from plantrail.ledger.rules.decide import Complete
+    from plantrail.ledger.vocabulary.artifacts import parse_artifact_option
+    from plantrail.ledger.vocabulary.errors import error
 
     if not evidence and not evidence_files:
         raise error("USAGE", "complete needs evidence: --evidence TEXT (- for standard input) or --evidence-file FILE")
@@ -414,7 +414,7 @@ def block(
     Example:
       plantrail block run.jsonl implement --reason "needs write access to src/auth"
     """
-    from plantrail.ledger.decide import Block
+    from plantrail.ledger.rules.decide import Block
 
     text = _text_input(reason, reason_file, "reason", "--reason TEXT or --reason-file FILE")
     command = Block(
@@ -463,7 +463,7 @@ def fail(
       plantrail fail run.jsonl validate --error "pytest exited 1: test_name_flag failed"
       plantrail fail run.jsonl validate --error-file pytest.log
     """
-    from plantrail.ledger.decide import Fail
+    from plantrail.ledger.rules.decide import Fail
 
     text = _text_input(error_text, error_file, "error", "--error TEXT or --error-file FILE")
     command = Fail(
@@ -514,7 +514,7 @@ def criterion(
     Example:
       plantrail criterion run.jsonl name-success --passed --evidence "node cli.js --name Lin printed Lin"
     """
-    from plantrail.ledger.decide import VerifyCriterion
+    from plantrail.ledger.rules.decide import VerifyCriterion
 
     text = _text_input(evidence, evidence_file, "evidence", "--evidence TEXT or --evidence-file FILE")
     command = VerifyCriterion(
@@ -559,7 +559,7 @@ def finish(
       plantrail finish run.jsonl --outcome complete --reason "all criteria passed"
       plantrail finish run.jsonl --outcome budget_exhausted --reason "turn budget spent; lint still fails"
     """
-    from plantrail.ledger.decide import Finish
+    from plantrail.ledger.rules.decide import Finish
 
     command = Finish(
         outcome=cast("Outcome", outcome),
@@ -640,10 +640,10 @@ def replan(
       plantrail replan run.jsonl --plan v2.json --reason failed_assumption \\
           --why "auth service returns 500, not 401" --caused-by 6
     """
-    from plantrail.ledger.decide import Replan
-    from plantrail.ledger.errors import error
-    from plantrail.ledger.observations import with_observed
-    from plantrail.ledger.plan import parse_draft, parse_patch
+    from plantrail.ledger.rules.decide import Replan
+    from plantrail.ledger.rules.observations import with_observed
+    from plantrail.ledger.vocabulary.errors import error
+    from plantrail.ledger.vocabulary.plan import parse_draft, parse_patch
 
     if (plan_path is None) == (patch_path is None):
         raise error("USAGE", "give exactly one of --plan DRAFT or --patch PATCH")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from plantrail.cli.common import STORE_ENV, emit, json_option, table, truncate
-from plantrail.ledger.events import REASON_CODES
 from plantrail.ledger.runs import OUTCOMES, SORTS
+from plantrail.ledger.vocabulary.events import REASON_CODES
 
 __all__ = ["runs"]
 
@@ -59,8 +59,8 @@ def runs(
       plantrail runs .plantrail/runs --outcome open --has-orphans
       plantrail runs --store postgresql://localhost/plantrail --reason failed_assumption --json
     """
-    from plantrail.ledger.errors import error
     from plantrail.ledger.runs import list_runs
+    from plantrail.ledger.vocabulary.errors import error
 
     if where is not None and store is not None and store != where and not _from_environment(store):
         raise error("USAGE", "give a runs folder or --store, not both")

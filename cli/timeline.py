@@ -19,9 +19,9 @@ from plantrail.cli.tables import CELL_MOST
 if TYPE_CHECKING:
     from plantrail.ledger.timeline import Filter
 
-from plantrail.ledger.events import Event, Record
 from plantrail.ledger.timeline import full_line, summary, timeline_entry
 from plantrail.ledger.times import UNRECORDED, log_times_recorded
+from plantrail.ledger.vocabulary.events import Event, Record
 from plantrail.projections.model import Orphan
 
 __all__ = ["log_command", "show", "timeline_commands"]
@@ -204,8 +204,8 @@ def log_command(
       plantrail log run.jsonl --tail 20 --follow
       plantrail log run.jsonl --type plan.replanned --jsonl | jq .data.reason
     """
-    from plantrail.ledger.errors import error
     from plantrail.ledger.timeline import Filter, timeline
+    from plantrail.ledger.vocabulary.errors import error
 
     if as_json and jsonl:
         raise error("USAGE", "give --json or --jsonl, not both")

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Final, TextIO
 
 if TYPE_CHECKING:
-    from plantrail.ledger.events import Record
+    from plantrail.ledger.vocabulary.events import Record
     from plantrail.projections.model import PlanState
 
 __all__ = ["REDRAW", "event_line", "follow", "frame", "terminal_safe"]

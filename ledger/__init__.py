@@ -1,6 +1,7 @@
 """plantrail's ledger: plan drafts, events, decisions, the stores that keep a run's log, and its audit views.
 
-The public names below load on first use, so ``import plantrail.ledger.plan`` stays cheap and the CLI starts fast.
+The public names below load on first use, so ``import plantrail.ledger.vocabulary.plan`` stays cheap and the
+CLI starts fast.
 ``plantrail.ledger`` never imports ``plantrail.cli``.
 """
 
@@ -13,36 +14,36 @@ from plantrail._version import __version__
 
 _EXPORTS = {
     "Ack": "plantrail.ledger.store",
-    "Block": "plantrail.ledger.decide",
-    "Command": "plantrail.ledger.decide",
-    "CommandRefused": "plantrail.ledger.errors",
-    "Complete": "plantrail.ledger.decide",
-    "Create": "plantrail.ledger.decide",
-    "Fail": "plantrail.ledger.decide",
-    "Finish": "plantrail.ledger.decide",
+    "Block": "plantrail.ledger.rules.decide",
+    "Command": "plantrail.ledger.rules.decide",
+    "CommandRefused": "plantrail.ledger.vocabulary.errors",
+    "Complete": "plantrail.ledger.rules.decide",
+    "Create": "plantrail.ledger.rules.decide",
+    "Fail": "plantrail.ledger.rules.decide",
+    "Finish": "plantrail.ledger.rules.decide",
     "JsonlStore": "plantrail.ledger.stores.jsonl",
     "Ledger": "plantrail.ledger.api",
-    "LogDamaged": "plantrail.ledger.errors",
+    "LogDamaged": "plantrail.ledger.vocabulary.errors",
     "LogReader": "plantrail.ledger.stores.jsonl",
-    "PlanInvalid": "plantrail.ledger.errors",
-    "PlanPatch": "plantrail.ledger.plan",
-    "PlanSpec": "plantrail.ledger.plan",
-    "PlantrailError": "plantrail.ledger.errors",
-    "Record": "plantrail.ledger.events",
-    "Refused": "plantrail.ledger.errors",
-    "Replan": "plantrail.ledger.decide",
-    "Source": "plantrail.ledger.events",
-    "Start": "plantrail.ledger.decide",
-    "StorageError": "plantrail.ledger.errors",
+    "PlanInvalid": "plantrail.ledger.vocabulary.errors",
+    "PlanPatch": "plantrail.ledger.vocabulary.plan",
+    "PlanSpec": "plantrail.ledger.vocabulary.plan",
+    "PlantrailError": "plantrail.ledger.vocabulary.errors",
+    "Record": "plantrail.ledger.vocabulary.events",
+    "Refused": "plantrail.ledger.vocabulary.errors",
+    "Replan": "plantrail.ledger.rules.decide",
+    "Source": "plantrail.ledger.vocabulary.events",
+    "Start": "plantrail.ledger.rules.decide",
+    "StorageError": "plantrail.ledger.vocabulary.errors",
     "Store": "plantrail.ledger.store",
-    "UsageError": "plantrail.ledger.errors",
-    "VerifyCriterion": "plantrail.ledger.decide",
+    "UsageError": "plantrail.ledger.vocabulary.errors",
+    "VerifyCriterion": "plantrail.ledger.rules.decide",
     "audit": "plantrail.ledger.audit",
-    "check": "plantrail.ledger.decide",
-    "decide": "plantrail.ledger.decide",
+    "check": "plantrail.ledger.rules.decide",
+    "decide": "plantrail.ledger.rules.decide",
     "default_run_id": "plantrail.ledger.api",
-    "parse_draft": "plantrail.ledger.plan",
-    "parse_patch": "plantrail.ledger.plan",
+    "parse_draft": "plantrail.ledger.vocabulary.plan",
+    "parse_patch": "plantrail.ledger.vocabulary.plan",
     "repair": "plantrail.ledger.stores.jsonl",
     "verify_log": "plantrail.ledger.verify",
 }
@@ -97,7 +98,7 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:
     from plantrail.ledger import audit
     from plantrail.ledger.api import Ledger, default_run_id
-    from plantrail.ledger.decide import (
+    from plantrail.ledger.rules.decide import (
         Block,
         Command,
         Complete,
@@ -110,7 +111,10 @@ if TYPE_CHECKING:
         check,
         decide,
     )
-    from plantrail.ledger.errors import (
+    from plantrail.ledger.store import Ack, Store
+    from plantrail.ledger.stores.jsonl import JsonlStore, LogReader, repair
+    from plantrail.ledger.verify import verify_log
+    from plantrail.ledger.vocabulary.errors import (
         CommandRefused,
         LogDamaged,
         PlanInvalid,
@@ -119,8 +123,5 @@ if TYPE_CHECKING:
         StorageError,
         UsageError,
     )
-    from plantrail.ledger.events import Record, Source
-    from plantrail.ledger.plan import PlanPatch, PlanSpec, parse_draft, parse_patch
-    from plantrail.ledger.store import Ack, Store
-    from plantrail.ledger.stores.jsonl import JsonlStore, LogReader, repair
-    from plantrail.ledger.verify import verify_log
+    from plantrail.ledger.vocabulary.events import Record, Source
+    from plantrail.ledger.vocabulary.plan import PlanPatch, PlanSpec, parse_draft, parse_patch

@@ -21,11 +21,10 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-from plantrail.ledger.approvals import Decide, RequestApproval
-from plantrail.ledger.artifacts import Artifact, parse_artifact_option
 from plantrail.ledger.checkpoint import make_checkpoint
-from plantrail.ledger.clock import utc_now
-from plantrail.ledger.decide import (
+from plantrail.ledger.locations import default_run_id
+from plantrail.ledger.rules.approvals import Decide, RequestApproval
+from plantrail.ledger.rules.decide import (
     Abandon,
     Block,
     Command,
@@ -41,15 +40,20 @@ from plantrail.ledger.decide import (
     decide,
     decide_one,
 )
-from plantrail.ledger.effects import CommitEffect, RequestEffect
-from plantrail.ledger.errors import PlantrailError, error
-from plantrail.ledger.events import Actor, LogBatch, Outcome, ReasonCode, Record, Source
-from plantrail.ledger.evidence import Report, parse_report
-from plantrail.ledger.extension import Additions, parse_additions
-from plantrail.ledger.idempotency import match, record_view
-from plantrail.ledger.items import as_items
-from plantrail.ledger.observations import Observe
-from plantrail.ledger.plan import (
+from plantrail.ledger.rules.effects import CommitEffect, RequestEffect
+from plantrail.ledger.rules.idempotency import match, record_view
+from plantrail.ledger.rules.observations import Observe
+from plantrail.ledger.store import Ack, FsyncPolicy, KeyEntry, PendingRecord, Session, Store
+from plantrail.ledger.stores import create_store, is_database_url
+from plantrail.ledger.stores.jsonl import JsonlStore
+from plantrail.ledger.vocabulary.artifacts import Artifact, parse_artifact_option
+from plantrail.ledger.vocabulary.clock import utc_now
+from plantrail.ledger.vocabulary.errors import PlantrailError, error
+from plantrail.ledger.vocabulary.events import Actor, LogBatch, Outcome, ReasonCode, Record, Source
+from plantrail.ledger.vocabulary.evidence import Report, parse_report
+from plantrail.ledger.vocabulary.extension import Additions, parse_additions
+from plantrail.ledger.vocabulary.items import as_items
+from plantrail.ledger.vocabulary.plan import (
     CriterionSpec,
     Draft,
     PlanPatch,
@@ -59,9 +63,6 @@ from plantrail.ledger.plan import (
     parse_draft,
     parse_patch,
 )
-from plantrail.ledger.store import Ack, FsyncPolicy, KeyEntry, PendingRecord, Session, Store
-from plantrail.ledger.stores import create_store, is_database_url
-from plantrail.ledger.stores.jsonl import JsonlStore
 from plantrail.projections.model import PlanState, holds_lazy, resolved
 from plantrail.projections.state import Advancing, evolve, initial
 
@@ -69,12 +70,6 @@ __all__ = ["Ledger", "default_run_id"]
 
 #: How many times a batch is decided again when a database writer lost the race for the next seq.
 _CONFLICT_RETRIES = 32
-
-
-def default_run_id(path: str | os.PathLike[str]) -> str:
-    """The run id a log gets when none is given: its file name without ``.jsonl``."""
-    name = os.path.basename(os.fspath(path))
-    return name[: -len(".jsonl")] if name.endswith(".jsonl") else name
 
 
 class Ledger:

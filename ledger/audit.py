@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import orjson
 
-from plantrail.ledger.errors import PlantrailError, error
+from plantrail.ledger.vocabulary.errors import PlantrailError, error
 
 if TYPE_CHECKING:
-    from plantrail.ledger.events import Record
     from plantrail.ledger.reading import DatabaseReader
     from plantrail.ledger.store import TornTail
     from plantrail.ledger.stores.jsonl import LogReader
+    from plantrail.ledger.vocabulary.events import Record
     from plantrail.projections.model import PlanState
 
 __all__ = [
@@ -314,8 +314,8 @@ def brief(path: Path) -> dict[str, Any]:
 def read_resume(path: Path, *, every_byte: bool = False, now: str | None = None) -> Reading:
     """:func:`resume` as a :class:`Reading`: ``damage`` is the error that stopped the read, if any. ``now``
     (default: the clock) is the time the stop policy judges a deadline at."""
-    from plantrail.ledger.clock import utc_now
     from plantrail.ledger.reading import read_state
+    from plantrail.ledger.vocabulary.clock import utc_now
     from plantrail.projections.history import resume_receipt
 
     result = read_state(os.fspath(path), stop_at_damage=True, use_cache=False if every_byte else None)

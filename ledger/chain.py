@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from plantrail.ledger.codec import check_schema, encode
-from plantrail.ledger.errors import error
+from plantrail.ledger.vocabulary.codec import check_schema, encode
+from plantrail.ledger.vocabulary.errors import error
 
 if TYPE_CHECKING:
-    from plantrail.ledger.events import Record
     from plantrail.ledger.store import PendingRecord
+    from plantrail.ledger.vocabulary.events import Record
 
 __all__ = ["check_link", "encode_pending"]
 

@@ -20,10 +20,10 @@ import hmac
 import os
 from typing import Final
 
-from plantrail.ledger.errors import error
-from plantrail.ledger.events import LogCheckpoint, Record
 from plantrail.ledger.files import read_capped
-from plantrail.ledger.limits import KEY_FILE
+from plantrail.ledger.vocabulary.errors import error
+from plantrail.ledger.vocabulary.events import LogCheckpoint, Record
+from plantrail.ledger.vocabulary.limits import KEY_FILE
 
 __all__ = ["KEY_ENV", "MIN_KEY_BYTES", "check_checkpoint", "key_id", "load_key", "make_checkpoint", "note"]
 

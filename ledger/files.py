@@ -19,8 +19,8 @@ import sys
 import time
 from typing import BinaryIO, Final
 
-from plantrail.ledger.errors import PlantrailError, error
-from plantrail.ledger.limits import Limit
+from plantrail.ledger.vocabulary.errors import PlantrailError, error
+from plantrail.ledger.vocabulary.limits import Limit
 
 __all__ = [
     "LOCK_TIMEOUT_ENV",

@@ -17,13 +17,13 @@ import os
 from collections.abc import Callable
 from typing import NamedTuple
 
-from plantrail.ledger.clock import utc_now
-from plantrail.ledger.errors import error
-from plantrail.ledger.events import Actor, RunForked
-from plantrail.ledger.items import as_text
-from plantrail.ledger.plan import check_id
 from plantrail.ledger.store import FsyncPolicy, PendingRecord
 from plantrail.ledger.stores import create_store, is_database_url
+from plantrail.ledger.vocabulary.clock import utc_now
+from plantrail.ledger.vocabulary.errors import error
+from plantrail.ledger.vocabulary.events import Actor, RunForked
+from plantrail.ledger.vocabulary.items import as_text
+from plantrail.ledger.vocabulary.plan import check_id
 from plantrail.projections.canonical import state_hash
 from plantrail.projections.lineage import carry
 from plantrail.projections.model import PlanState
@@ -140,6 +140,6 @@ def _default_run(target: str) -> str:
         if named is None:
             raise error("USAGE", f"name the new run: {target}#RUN_ID")
         return named
-    from plantrail.ledger.api import default_run_id
+    from plantrail.ledger.locations import default_run_id
 
     return default_run_id(target)

@@ -11,13 +11,13 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from plantrail.ledger.errors import error
-from plantrail.ledger.plan import check_id
+from plantrail.ledger.vocabulary.errors import error
+from plantrail.ledger.vocabulary.plan import check_id
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ["HOME_ENV", "child_path", "pure_path", "run_file", "run_path", "runs_folder"]
+__all__ = ["HOME_ENV", "child_path", "default_run_id", "pure_path", "run_file", "run_path", "runs_folder"]
 
 HOME_ENV = "PLANTRAIL_HOME"
 
@@ -71,3 +71,9 @@ def child_path(folder: str, *names: str) -> str:
     if folder == ".":
         return "/".join(names)
     return (folder if folder.endswith("/") else folder + "/") + "/".join(names)
+
+
+def default_run_id(path: str | os.PathLike[str]) -> str:
+    """The run id a log gets when none is given: its file name without ``.jsonl``."""
+    name = os.path.basename(os.fspath(path))
+    return name[: -len(".jsonl")] if name.endswith(".jsonl") else name

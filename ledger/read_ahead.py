@@ -27,12 +27,12 @@ from typing import Any, Final, Protocol, Union
 
 import msgspec
 
-from plantrail.ledger import codec
-from plantrail.ledger.errors import PlantrailError
-from plantrail.ledger.events import Record
 from plantrail.ledger.store import TornTail
 from plantrail.ledger.stores.cache import Position
 from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.vocabulary import codec
+from plantrail.ledger.vocabulary.errors import PlantrailError
+from plantrail.ledger.vocabulary.events import Record
 
 __all__ = ["WORTH_FORKING", "ReadAhead", "Reading", "reading", "worth_forking"]
 

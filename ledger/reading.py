@@ -19,11 +19,11 @@ from plantrail.ledger.stores import is_database_url
 from plantrail.ledger.stores.current import ReadResult
 
 if TYPE_CHECKING:
-    from plantrail.ledger.events import Record
     from plantrail.ledger.store import TornTail
     from plantrail.ledger.stores.cache import Position
     from plantrail.ledger.stores.jsonl import LogReader
     from plantrail.ledger.stores.reads import Versions
+    from plantrail.ledger.vocabulary.events import Record
     from plantrail.projections.model import PlanState
 
 __all__ = [
@@ -91,7 +91,7 @@ def read_state(target: Target, *, use_cache: bool | None = None, stop_at_damage:
         from plantrail.ledger.stores.current import read_state as read_file
 
         return read_file(name, use_cache=use_cache, stop_at_damage=stop_at_damage)
-    from plantrail.ledger.errors import LogDamaged
+    from plantrail.ledger.vocabulary.errors import LogDamaged
     from plantrail.projections.state import fold
 
     damage: list[LogDamaged] = []
@@ -157,9 +157,9 @@ class _Stopped(Exception):
 def _follow_file(path: str, after: int, poll: float, stop: Callable[[], bool] | None) -> Iterator[list[Record]]:
     import time
 
-    from plantrail.ledger.errors import error
     from plantrail.ledger.stores.jsonl import LogReader
     from plantrail.ledger.stores.seek import after_record, follow_records
+    from plantrail.ledger.vocabulary.errors import error
 
     with LogReader(path) as reader:
         start = after_record(reader.fd, after)
@@ -230,7 +230,7 @@ def version_diff(target: Target, old: int, new: int) -> tuple[dict[str, Any], Pl
     name = os.fspath(target)
     if not is_database_url(name):
         return diff_file(name, old, new)
-    from plantrail.ledger.errors import error
+    from plantrail.ledger.vocabulary.errors import error
 
     if old >= new:
         raise error("USAGE", f"diff compares an earlier version with a later one, not v{old} with v{new}")
@@ -255,7 +255,7 @@ def run_exists(target: Target) -> bool:
     name = os.fspath(target)
     if not is_database_url(name):
         return os.path.lexists(name)
-    from plantrail.ledger.errors import PlantrailError
+    from plantrail.ledger.vocabulary.errors import PlantrailError
 
     try:
         record_at(name, 0)

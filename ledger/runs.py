@@ -22,9 +22,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
-from plantrail.ledger.errors import PlantrailError, error
-from plantrail.ledger.events import REASON_CODES
 from plantrail.ledger.stores import is_database_url
+from plantrail.ledger.vocabulary.errors import PlantrailError, error
+from plantrail.ledger.vocabulary.events import REASON_CODES
 
 __all__ = ["OUTCOMES", "SORTS", "RunRow", "list_runs", "parse_since", "summarise"]
 

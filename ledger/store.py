@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
 if TYPE_CHECKING:
-    from plantrail.ledger.events import Actor, Event, Record, Source
+    from plantrail.ledger.vocabulary.events import Actor, Event, Record, Source
     from plantrail.projections.model import PlanState
 
 __all__ = ["Ack", "FsyncPolicy", "KeyEntry", "PendingRecord", "Resumed", "Session", "Store", "TornTail"]

@@ -21,9 +21,9 @@ from typing import Any, NamedTuple
 import msgspec
 import orjson
 
-from plantrail.ledger.events import Record
 from plantrail.ledger.store import TornTail
-from plantrail.ledger.versions import plain
+from plantrail.ledger.vocabulary.events import Record
+from plantrail.ledger.vocabulary.versions import plain
 from plantrail.projections.model import Orphan, PlanState
 from plantrail.projections.views import orphan_view
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Final
 import orjson
 
 if TYPE_CHECKING:
-    from plantrail.ledger.events import Record
+    from plantrail.ledger.vocabulary.events import Record
 
 __all__ = ["UNRECORDED", "log_times_recorded", "time_recorded"]
 

@@ -16,7 +16,7 @@ from plantrail.projections.model import OrphanWhy, PlanState
 from plantrail.projections.state import evolve, initial
 
 if TYPE_CHECKING:
-    from plantrail.ledger.events import Record
+    from plantrail.ledger.vocabulary.events import Record
 
 __all__ = ["Attempt", "AttemptHistory", "LateResult", "attempts_view", "fold"]
 

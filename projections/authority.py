@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
-from plantrail.ledger.plan import PlanSpec, StepSpec
-from plantrail.ledger.scope import covered, overlaps, violation
+from plantrail.ledger.vocabulary.plan import PlanSpec, StepSpec
+from plantrail.ledger.vocabulary.scope import covered, overlaps, violation
 
 if TYPE_CHECKING:
     from plantrail.projections.state import StateView

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from plantrail.ledger.coverage import coverage_view
-from plantrail.ledger.draft_writer import plan_draft, step_draft
-from plantrail.ledger.plan import PlanSpec, StepSpec
-from plantrail.ledger.versions import plain
+from plantrail.ledger.vocabulary.coverage import coverage_view
+from plantrail.ledger.vocabulary.draft_writer import plan_draft, step_draft
+from plantrail.ledger.vocabulary.plan import PlanSpec, StepSpec
+from plantrail.ledger.vocabulary.versions import plain
 from plantrail.projections.authority import Approval
 from plantrail.projections.effects import effect_view, unresolved
 from plantrail.projections.lineage import lineage_view

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from plantrail.ledger.versions import plain
+from plantrail.ledger.vocabulary.versions import plain
 from plantrail.projections.model import LazyText, PlanState, StepState, VersionInfo
 from plantrail.projections.table import Table
 

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import msgspec
 
-from plantrail.ledger.errors import error
-from plantrail.ledger.plan import PlanSpec, Policy, StepSpec
-from plantrail.ledger.versions import plain
+from plantrail.ledger.vocabulary.errors import error
+from plantrail.ledger.vocabulary.plan import PlanSpec, Policy, StepSpec
+from plantrail.ledger.vocabulary.versions import plain
 from plantrail.projections.effects import check_first, effects_view
 from plantrail.projections.leases import expired_leases, lease_view
 from plantrail.projections.lineage import lineage_view
@@ -43,7 +43,7 @@ from plantrail.projections.stop import stop_decision
 from plantrail.projections.views import advice, approvals_view, effects_to_check, in_doubt, orphan_view, ready_steps
 
 if TYPE_CHECKING:
-    from plantrail.ledger.events import Record
+    from plantrail.ledger.vocabulary.events import Record
 
 __all__ = [
     "DEFAULT_VERSIONS",

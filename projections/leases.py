@@ -11,11 +11,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from plantrail.ledger.contract import parse_ts
+from plantrail.ledger.vocabulary.contract import parse_ts
 from plantrail.projections.model import Lease, StepState
 
 if TYPE_CHECKING:
-    from plantrail.ledger.plan import PlanSpec
+    from plantrail.ledger.vocabulary.plan import PlanSpec
     from plantrail.projections.model import PlanState
 
 __all__ = ["expired_leases", "expires_at", "lease_view", "start_lease"]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from plantrail.projections.model import Fork, PlanState
 
 if TYPE_CHECKING:
-    from plantrail.ledger.events import RunForked
+    from plantrail.ledger.vocabulary.events import RunForked
 
 __all__ = ["carried_state", "carry", "lineage_view"]
 

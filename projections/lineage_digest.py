@@ -31,8 +31,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
-from plantrail.ledger.artifacts import Artifact, InputRef, input_key
-from plantrail.ledger.plan import PlanSpec, StepSpec
+from plantrail.ledger.vocabulary.artifacts import Artifact, InputRef, input_key
+from plantrail.ledger.vocabulary.plan import PlanSpec, StepSpec
 from plantrail.projections.model import Changes, Consumed, CriterionState, Observed, StepChange, StepState
 
 if TYPE_CHECKING:
@@ -135,7 +135,7 @@ def require_inputs(state: StateView, spec: StepSpec) -> None:
     """Refuse a start while an input the step declares is not current (STEP_NOT_READY, the inputs named)."""
     waiting = missing_inputs(state, spec)
     if waiting:
-        from plantrail.ledger.errors import error
+        from plantrail.ledger.vocabulary.errors import error
 
         raise error(
             "STEP_NOT_READY",

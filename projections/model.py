@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final, Literal, NamedTuple
 
-from plantrail.ledger.artifacts import Artifact
-from plantrail.ledger.evidence import Usage
-from plantrail.ledger.plan import PlanSpec
+from plantrail.ledger.vocabulary.artifacts import Artifact
+from plantrail.ledger.vocabulary.evidence import Usage
+from plantrail.ledger.vocabulary.plan import PlanSpec
 from plantrail.projections.authority import Authority
 from plantrail.projections.effects import Effect
 from plantrail.projections.table import Table

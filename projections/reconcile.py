@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from plantrail.ledger.plan import PlanSpec, StepSpec, carried_order, steps_by_id, topo_order
+from plantrail.ledger.vocabulary.plan import PlanSpec, StepSpec, carried_order, steps_by_id, topo_order
 from plantrail.projections.model import Changes, CriterionState, StepChange, StepState
 from plantrail.projections.table import Table
 

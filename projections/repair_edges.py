@@ -24,11 +24,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from plantrail.ledger.repair_edges import repair_edges
+from plantrail.ledger.vocabulary.repair_edges import repair_edges
 from plantrail.projections.model import RepairRun, StepState
 
 if TYPE_CHECKING:
-    from plantrail.ledger.plan import PlanSpec
+    from plantrail.ledger.vocabulary.plan import PlanSpec
     from plantrail.projections.state import StateView
 
 __all__ = [

@@ -36,7 +36,7 @@ from plantrail.projections.model import Changes, PlanState, StepChange, optional
 from plantrail.projections.timeline import Collector, Timeline
 
 if TYPE_CHECKING:
-    from plantrail.ledger.events import Record
+    from plantrail.ledger.vocabulary.events import Record
 
 __all__ = ["CHANGE_FIELDS", "VERSION_FIELDS", "embed_data", "read_embedded", "render_report", "report_data"]
 

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 import orjson
 
-from plantrail.ledger.artifacts import (
+from plantrail.ledger.vocabulary.artifacts import (
     Artifact,
     ArtifactRef,
     InitialInput,
@@ -29,10 +29,10 @@ from plantrail.ledger.artifacts import (
     OutputSpec,
     TaskArtifacts,
 )
-from plantrail.ledger.contract import CheckSpec, StepTerms
-from plantrail.ledger.evidence import Usage
-from plantrail.ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec
-from plantrail.ledger.scope import StepScope, TaskScope
+from plantrail.ledger.vocabulary.contract import CheckSpec, StepTerms
+from plantrail.ledger.vocabulary.evidence import Usage
+from plantrail.ledger.vocabulary.plan import CriterionSpec, PlanSpec, Policy, StepSpec
+from plantrail.ledger.vocabulary.scope import StepScope, TaskScope
 from plantrail.projections.authority import Approval, Authority, Violation
 from plantrail.projections.effects import Effect
 from plantrail.projections.model import (

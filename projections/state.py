@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 import orjson
 
-from plantrail.ledger.contract import unmet
-from plantrail.ledger.errors import PlanInvalid
-from plantrail.ledger.evidence import Report, Usage
-from plantrail.ledger.plan import PlanSpec, steps_by_id, validate_plan
-from plantrail.ledger.versions import needs_v2
+from plantrail.ledger.vocabulary.contract import unmet
+from plantrail.ledger.vocabulary.errors import PlanInvalid
+from plantrail.ledger.vocabulary.evidence import Report, Usage
+from plantrail.ledger.vocabulary.plan import PlanSpec, steps_by_id, validate_plan
+from plantrail.ledger.vocabulary.versions import needs_v2
 from plantrail.projections import authority as _authority
 from plantrail.projections import effects as _effects
 from plantrail.projections import lineage_digest as _digest
@@ -47,7 +47,7 @@ from plantrail.projections.reconcile import reconcile
 from plantrail.projections.table import Table
 
 if TYPE_CHECKING:
-    from plantrail.ledger.events import (
+    from plantrail.ledger.vocabulary.events import (
         ApprovalDenied,
         ApprovalGranted,
         ApprovalRequested,
@@ -828,7 +828,7 @@ def _extended(state: StateView, record: Record, data: PlanExtended) -> Delta | N
     """Steps and criteria added to the active version in place (format v2, :mod:`ledger.extension`): the new
     ones start pending at attempt 0, every other step and criterion is untouched, the version keeps its number
     and its adoption, now with this extension's seq and the extended plan."""
-    from plantrail.ledger.extension import extended_plan  # only a log that extends a version needs it
+    from plantrail.ledger.vocabulary.extension import extended_plan  # only a log that extends a version needs it
 
     plan, adopted = state.plan, state.adopted
     if plan is None or adopted is None or state.finished or record.plan_version != state.version:

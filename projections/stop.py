@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, cast
 
-from plantrail.ledger.contract import parse_ts
-from plantrail.ledger.evidence import Usage
+from plantrail.ledger.vocabulary.contract import parse_ts
+from plantrail.ledger.vocabulary.evidence import Usage
 from plantrail.projections.model import PlanState
 from plantrail.projections.repair_edges import idle_repairs
 

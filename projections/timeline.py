@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Final, Literal, NamedTuple
 
 if TYPE_CHECKING:
-    from plantrail.ledger.events import Record
+    from plantrail.ledger.vocabulary.events import Record
 
 __all__ = ["Attempt", "Collector", "LateMark", "Outcome", "ReplanMark", "Timeline", "timeline"]
 

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from plantrail.ledger.artifacts import input_key
-from plantrail.ledger.coverage import coverage_view
-from plantrail.ledger.plan import StepSpec
-from plantrail.ledger.versions import plain
+from plantrail.ledger.vocabulary.artifacts import input_key
+from plantrail.ledger.vocabulary.coverage import coverage_view
+from plantrail.ledger.vocabulary.plan import StepSpec
+from plantrail.ledger.vocabulary.versions import plain
 from plantrail.projections.authority import authority_reasons
 from plantrail.projections.effects import check_first, effects_view
 from plantrail.projections.leases import lease_view
@@ -332,7 +332,7 @@ def drift_view(state: PlanState) -> dict[str, Any]:
     that differs from the one the plan was made from (absent from a document whose run records none)."""
     if not state.observations and (state.plan is None or state.plan.artifacts is None):
         return {}
-    from plantrail.ledger.observations import plan_drift  # it imports the event classes: status never needs them
+    from plantrail.projections.observations import plan_drift
 
     drift = plan_drift(state.plan, state.observations)
     return {

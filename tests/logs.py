@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from plantrail.ledger.events import Record
 from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.vocabulary.events import Record
 
 
 def read_records(path: str | os.PathLike[str]) -> list[Record]:

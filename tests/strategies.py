@@ -6,11 +6,8 @@ from typing import Any, NamedTuple
 
 from hypothesis import strategies as st
 
-from plantrail.ledger.approvals import Decide, RequestApproval
-from plantrail.ledger.artifacts import Artifact, InputRef, ObservedVersion, OutputSpec, TaskArtifacts
-from plantrail.ledger.codec import GENESIS_PREV, decode, encode
-from plantrail.ledger.contract import CheckSpec, StepTerms
-from plantrail.ledger.decide import (
+from plantrail.ledger.rules.approvals import Decide, RequestApproval
+from plantrail.ledger.rules.decide import (
     Block,
     Command,
     Complete,
@@ -23,8 +20,13 @@ from plantrail.ledger.decide import (
     VerifyCriterion,
     decide,
 )
-from plantrail.ledger.errors import PlantrailError
-from plantrail.ledger.events import (
+from plantrail.ledger.rules.leases import Abandon, Heartbeat
+from plantrail.ledger.rules.observations import Observe
+from plantrail.ledger.vocabulary.artifacts import Artifact, InputRef, ObservedVersion, OutputSpec, TaskArtifacts
+from plantrail.ledger.vocabulary.codec import GENESIS_PREV, decode, encode
+from plantrail.ledger.vocabulary.contract import CheckSpec, StepTerms
+from plantrail.ledger.vocabulary.errors import PlantrailError
+from plantrail.ledger.vocabulary.events import (
     REASON_CODES,
     CriterionVerified,
     LogCheckpoint,
@@ -40,10 +42,8 @@ from plantrail.ledger.events import (
     StepFailed,
     StepStarted,
 )
-from plantrail.ledger.evidence import Observation, Report, Usage
-from plantrail.ledger.leases import Abandon, Heartbeat
-from plantrail.ledger.observations import Observe
-from plantrail.ledger.plan import CriterionSpec, PatchOp, PlanPatch, PlanSpec, Policy, StepSpec, topo_order
+from plantrail.ledger.vocabulary.evidence import Observation, Report, Usage
+from plantrail.ledger.vocabulary.plan import CriterionSpec, PatchOp, PlanPatch, PlanSpec, Policy, StepSpec, topo_order
 from plantrail.projections.model import PlanState
 from plantrail.projections.state import evolve, initial
 

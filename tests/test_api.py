@@ -11,8 +11,8 @@ import pytest
 
 from plantrail.cli.main import all_commands
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.events import Source
 from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.vocabulary.events import Source
 from tests.conftest import CliResult
 
 #: Each recording method and the command that does the same.

@@ -12,12 +12,12 @@ import orjson
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.codec import encode
-from plantrail.ledger.errors import LogDamaged, PlanInvalid, PlantrailError
-from plantrail.ledger.events import StepBlocked, StepCompleted
-from plantrail.ledger.evidence import parse_report
-from plantrail.ledger.scope import ScopeViolation, TaskScope
 from plantrail.ledger.verify import verify_log
+from plantrail.ledger.vocabulary.codec import encode
+from plantrail.ledger.vocabulary.errors import LogDamaged, PlanInvalid, PlantrailError
+from plantrail.ledger.vocabulary.events import StepBlocked, StepCompleted
+from plantrail.ledger.vocabulary.evidence import parse_report
+from plantrail.ledger.vocabulary.scope import ScopeViolation, TaskScope
 from plantrail.projections.canonical import state_hash
 from plantrail.projections.history import resume_receipt
 from plantrail.projections.snapshot import decode_state, encode_state
@@ -498,7 +498,7 @@ def test_the_cli_says_when_a_completion_was_recorded_as_a_violation(
 def test_the_schema_names_the_new_events_and_fields() -> None:
     """plantrail schema holds the approval events, the blocked attempt's violation and the scopes, all optional
     in the older types (one schema validates v1 and v2 lines)."""
-    from plantrail.ledger.codec import json_schema
+    from plantrail.ledger.vocabulary.codec import json_schema
 
     defs = json_schema()["$defs"]
     assert {

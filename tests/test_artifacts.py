@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from plantrail import Ledger
-from plantrail.ledger.artifacts import Artifact, check_digest, parse_artifact_option
-from plantrail.ledger.errors import PlanInvalid, PlantrailError
-from plantrail.ledger.plan import build_plan, parse_draft
+from plantrail.ledger.vocabulary.artifacts import Artifact, check_digest, parse_artifact_option
+from plantrail.ledger.vocabulary.errors import PlanInvalid, PlantrailError
+from plantrail.ledger.vocabulary.plan import build_plan, parse_draft
 from plantrail.projections.canonical import state_hash
 from plantrail.projections.snapshot import decode_state, encode_state
 from plantrail.projections.views import next_view, ready_steps, status_view

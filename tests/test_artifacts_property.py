@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from plantrail import Ledger
-from plantrail.ledger.errors import PlantrailError
+from plantrail.ledger.vocabulary.errors import PlantrailError
 
 DIGESTS = ("sha256:" + "a" * 64, "sha256:" + "b" * 64)
 VERSIONS = ("r1", "r2", "r3")

@@ -12,7 +12,7 @@ import pytest
 
 from plantrail import audit
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.errors import LogDamaged, PlantrailError
+from plantrail.ledger.vocabulary.errors import LogDamaged, PlantrailError
 from tests.conftest import CliResult
 
 Cli = Callable[..., CliResult]

@@ -11,9 +11,9 @@ import pytest
 
 from plantrail.ledger import audit
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.draft_writer import step_draft
-from plantrail.ledger.events import PlanCreated, PlanReplanned
-from plantrail.ledger.plan import apply_patch, build_plan, parse_draft, topo_order
+from plantrail.ledger.vocabulary.draft_writer import step_draft
+from plantrail.ledger.vocabulary.events import PlanCreated, PlanReplanned
+from plantrail.ledger.vocabulary.plan import apply_patch, build_plan, parse_draft, topo_order
 from plantrail.projections.brief import brief_view
 from plantrail.projections.state import fold
 from plantrail.projections.views import next_view

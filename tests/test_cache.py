@@ -222,7 +222,7 @@ def test_replaying_a_superseded_version_imports_neither_the_store_nor_the_reduce
         "from plantrail.ledger.audit import read_replay\n"
         "reading = read_replay(Path(sys.argv[1]), 1)\n"
         "assert reading.document['replay']['superseded_at'] == 5, reading.document['replay']\n"
-        "heavy = ('plantrail.ledger.codec', 'msgspec', 'plantrail.projections.state')\n"
+        "heavy = ('plantrail.ledger.vocabulary.codec', 'msgspec', 'plantrail.projections.state')\n"
         "loaded = [m for m in heavy if m in sys.modules]\n"
         "print(','.join(loaded) or 'none')\n"
     )
@@ -246,7 +246,8 @@ def test_status_from_a_covering_snapshot_imports_neither_the_store_nor_the_reduc
         "    main(['status', sys.argv[1], '--json'])\n"
         "except SystemExit:\n"
         "    pass\n"
-        "heavy = ('plantrail.ledger.codec', 'msgspec', 'plantrail.ledger.events', 'plantrail.projections.state')\n"
+        "heavy = ('plantrail.ledger.vocabulary.codec', 'msgspec', 'plantrail.ledger.vocabulary.events',\n"
+        "         'plantrail.projections.state')\n"
         "print('loaded:', ','.join(m for m in heavy if m in sys.modules) or 'none')\n"
     )
     done = subprocess.run([sys.executable, "-c", script, str(log)], capture_output=True, text=True, check=True)

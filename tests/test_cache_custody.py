@@ -12,8 +12,8 @@ import orjson
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.errors import LogDamaged
 from plantrail.ledger.stores import cache, reads, seal
+from plantrail.ledger.vocabulary.errors import LogDamaged
 from plantrail.projections.canonical import state_hash
 
 #: Longer than any file-system clock tick (Linux's coarse clock ticks every 1-10 ms).

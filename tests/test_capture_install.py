@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from plantrail.ledger.capture.install import CLAUDE_HOOKS, HANDLER, install_claude, settings_path, uninstall_claude
-from plantrail.ledger.errors import PlantrailError
+from plantrail.ledger.vocabulary.errors import PlantrailError
 from tests.conftest import CliResult
 
 PLUGIN = Path(__file__).resolve().parent.parent / "integrations" / "claude-code"

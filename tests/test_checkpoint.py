@@ -9,8 +9,8 @@ import pytest
 
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.checkpoint import key_id, note
-from plantrail.ledger.errors import PlantrailError
 from plantrail.ledger.verify import verify_log
+from plantrail.ledger.vocabulary.errors import PlantrailError
 from tests.conftest import CliResult
 from tests.helpers.logs import build_log, lines_of, rechain, write_lines
 

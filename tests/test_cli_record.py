@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from plantrail.cli.record import record_commands
-from plantrail.ledger.codec import MAX_LINE_BYTES
 from plantrail.ledger.verify import parse_anchor
+from plantrail.ledger.vocabulary.codec import MAX_LINE_BYTES
 from tests.conftest import CliResult
 from tests.logs import read_records
 

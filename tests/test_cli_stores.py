@@ -342,8 +342,8 @@ def test_report_and_checkpoint_on_a_database_run(
 def test_connection_options_come_from_the_store_urls_query() -> None:
     """pool_size, prepare_threshold and notify are plantrail's and are taken out of the URL; TLS and every other
     libpq option (sslmode, sslrootcert, connect_timeout) go to libpq unchanged; a malformed option is USAGE."""
-    from plantrail.ledger.errors import PlantrailError
     from plantrail.ledger.stores.postgres import parse_location
+    from plantrail.ledger.vocabulary.errors import PlantrailError
 
     url = (
         "postgresql://u:secret@db.example:6432/plantrail?sslmode=verify-full&sslrootcert=/etc/ca.pem"

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plantrail.ledger.codec import GENESIS_PREV, decode, encode, json_schema
-from plantrail.ledger.errors import LogDamaged
-from plantrail.ledger.events import (
+from plantrail.ledger.vocabulary.codec import GENESIS_PREV, decode, encode, json_schema
+from plantrail.ledger.vocabulary.errors import LogDamaged
+from plantrail.ledger.vocabulary.events import (
     Source,
     StepCompleted,
 )

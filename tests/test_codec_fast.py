@@ -17,11 +17,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plantrail.ledger import codec
-from plantrail.ledger.codec import GENESIS_PREV, encode
-from plantrail.ledger.errors import LogDamaged
-from plantrail.ledger.events import Source
-from plantrail.ledger.versions import plain
+from plantrail.ledger.vocabulary import codec
+from plantrail.ledger.vocabulary.codec import GENESIS_PREV, encode
+from plantrail.ledger.vocabulary.errors import LogDamaged
+from plantrail.ledger.vocabulary.events import Source
+from plantrail.ledger.vocabulary.versions import plain
 from tests.strategies import EVENTS, SOURCES, anything, counts
 
 json_values = st.recursive(

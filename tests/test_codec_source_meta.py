@@ -8,9 +8,9 @@ from typing import Any
 import orjson
 import pytest
 
-from plantrail.ledger.codec import GENESIS_PREV, decode, encode
-from plantrail.ledger.errors import LogDamaged
-from plantrail.ledger.events import PlanExtended, Source, StepCompleted, StepStarted
+from plantrail.ledger.vocabulary.codec import GENESIS_PREV, decode, encode
+from plantrail.ledger.vocabulary.errors import LogDamaged
+from plantrail.ledger.vocabulary.events import PlanExtended, Source, StepCompleted, StepStarted
 
 META = {"adapter": "claude-code-hooks", "adapter_version": 1, "unread": {"permission_mode": "default", "n": 1.5}}
 

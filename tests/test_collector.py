@@ -11,8 +11,8 @@ import pytest
 
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.collector import paused
-from plantrail.ledger.errors import PlantrailError
 from plantrail.ledger.verify import verify_log
+from plantrail.ledger.vocabulary.errors import PlantrailError
 
 
 @pytest.fixture(params=[True, False], ids=["collecting", "not-collecting"])

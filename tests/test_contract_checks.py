@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.codec import encode
-from plantrail.ledger.errors import LogDamaged, PlanInvalid, PlantrailError
-from plantrail.ledger.events import StepCompleted
-from plantrail.ledger.evidence import Observation, Report, Usage, parse_report
 from plantrail.ledger.verify import verify_log
+from plantrail.ledger.vocabulary.codec import encode
+from plantrail.ledger.vocabulary.errors import LogDamaged, PlanInvalid, PlantrailError
+from plantrail.ledger.vocabulary.events import StepCompleted
+from plantrail.ledger.vocabulary.evidence import Observation, Report, Usage, parse_report
 from tests.helpers.logs import lines_of, write_lines
 from tests.logs import read_records
 

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.coverage import check_draft, coverage_view, coverage_warnings
-from plantrail.ledger.errors import PlantrailError
-from plantrail.ledger.plan import build_plan, parse_draft
+from plantrail.ledger.vocabulary.coverage import coverage_view, coverage_warnings
+from plantrail.ledger.vocabulary.draft_check import check_draft
+from plantrail.ledger.vocabulary.errors import PlantrailError
+from plantrail.ledger.vocabulary.plan import build_plan, parse_draft
 from tests.conftest import LOGIN_DRAFT, CliResult
 from tests.logs import read_records
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.decide import Command, Complete, Fail, NewEvent, Start, decide
-from plantrail.ledger.errors import CommandRefused, PlanInvalid, PlantrailError
-from plantrail.ledger.events import Source
+from plantrail.ledger.rules.decide import Command, Complete, Fail, NewEvent, Start, decide
 from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.vocabulary.errors import CommandRefused, PlanInvalid, PlantrailError
+from plantrail.ledger.vocabulary.events import Source
 from plantrail.projections.state import evolve, initial
 
 MakeLedger = Callable[..., Ledger]

@@ -12,7 +12,7 @@ import pytest
 
 import plantrail.cli.main as cli_main
 from plantrail.cli.main import all_commands
-from plantrail.ledger.errors import CODES, error
+from plantrail.ledger.vocabulary.errors import CODES, error
 from tests.conftest import CliResult
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,13 +11,28 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plantrail.ledger.artifacts import ArtifactRef, InitialInput, InputRef, ObservedVersion, OutputSpec, TaskArtifacts
-from plantrail.ledger.contract import CheckSpec, StepTerms
-from plantrail.ledger.draft_writer import plan_draft, policy_draft, step_draft
-from plantrail.ledger.errors import PlanInvalid, PlantrailError
 from plantrail.ledger.importers import import_transcript
-from plantrail.ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec, build_plan, parse_draft, parse_patch
-from plantrail.ledger.scope import StepScope, TaskScope
+from plantrail.ledger.vocabulary.artifacts import (
+    ArtifactRef,
+    InitialInput,
+    InputRef,
+    ObservedVersion,
+    OutputSpec,
+    TaskArtifacts,
+)
+from plantrail.ledger.vocabulary.contract import CheckSpec, StepTerms
+from plantrail.ledger.vocabulary.draft_writer import plan_draft, policy_draft, step_draft
+from plantrail.ledger.vocabulary.errors import PlanInvalid, PlantrailError
+from plantrail.ledger.vocabulary.plan import (
+    CriterionSpec,
+    PlanSpec,
+    Policy,
+    StepSpec,
+    build_plan,
+    parse_draft,
+    parse_patch,
+)
+from plantrail.ledger.vocabulary.scope import StepScope, TaskScope
 from tests.logs import read_records
 from tests.strategies import CHECKS, plans
 

@@ -14,10 +14,10 @@ import orjson
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.codec import encode
-from plantrail.ledger.errors import LogDamaged, PlantrailError
-from plantrail.ledger.events import EffectCommitted
 from plantrail.ledger.verify import verify_log
+from plantrail.ledger.vocabulary.codec import encode
+from plantrail.ledger.vocabulary.errors import LogDamaged, PlantrailError
+from plantrail.ledger.vocabulary.events import EffectCommitted
 from plantrail.projections.brief import brief_view
 from plantrail.projections.canonical import canonical_bytes, state_hash
 from plantrail.projections.effects import effects_view

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.errors import ADVICE, CODES, PlantrailError, error
+from plantrail.ledger.vocabulary.errors import ADVICE, CODES, PlantrailError, error
 from tests.conftest import CliResult
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,12 +10,13 @@ from typing import Any
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.decide import check
-from plantrail.ledger.errors import PlantrailError
-from plantrail.ledger.events import PlanExtended
-from plantrail.ledger.extension import parse_additions, touched
-from plantrail.ledger.plan import CriterionSpec, StepSpec
+from plantrail.ledger.rules.decide import check
+from plantrail.ledger.rules.extension import touched
 from plantrail.ledger.verify import verify_log
+from plantrail.ledger.vocabulary.errors import PlantrailError
+from plantrail.ledger.vocabulary.events import PlanExtended
+from plantrail.ledger.vocabulary.extension import parse_additions
+from plantrail.ledger.vocabulary.plan import CriterionSpec, StepSpec
 from plantrail.projections.canonical import state_hash
 from plantrail.projections.history import history, versions_view
 from plantrail.projections.state import evolve, fold

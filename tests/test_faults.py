@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.errors import PlantrailError
 from plantrail.ledger.stores import jsonl as jsonl_store
 from plantrail.ledger.stores.jsonl import repair
 from plantrail.ledger.verify import verify_log
+from plantrail.ledger.vocabulary.errors import PlantrailError
 from tests.conftest import LOGIN_DRAFT, CliResult
 from tests.helpers.logs import build_log
 

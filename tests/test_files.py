@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from plantrail.ledger.errors import PlantrailError
 from plantrail.ledger.files import open_regular, read_capped
-from plantrail.ledger.limits import DRAFT, KEY_FILE, LIMITS, Limit
+from plantrail.ledger.vocabulary.errors import PlantrailError
+from plantrail.ledger.vocabulary.limits import DRAFT, KEY_FILE, LIMITS, Limit
 
 SMALL = Limit("draft", 100, "PLANTRAIL_TEST_CAP")
 

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from plantrail.ledger.decide import Command, Complete, Fail, Finish, Replan, Start
-from plantrail.ledger.errors import PlanInvalid
-from plantrail.ledger.events import PlanReplanned, Record, StepStarted
-from plantrail.ledger.plan import CriterionSpec, PlanSpec, StepSpec, carried_order, topo_order, validate_plan
+from plantrail.ledger.rules.decide import Command, Complete, Fail, Finish, Replan, Start
+from plantrail.ledger.vocabulary.errors import PlanInvalid
+from plantrail.ledger.vocabulary.events import PlanReplanned, Record, StepStarted
+from plantrail.ledger.vocabulary.plan import CriterionSpec, PlanSpec, StepSpec, carried_order, topo_order, validate_plan
 from plantrail.projections.model import PlanState
 from plantrail.projections.reconcile import reconcile
 from plantrail.projections.state import evolve, fold, share_unchanged
@@ -230,8 +230,8 @@ def test_a_valid_replan_that_adds_and_removes_steps_folds_as_evolve() -> None:
 def test_a_replans_plan_is_validated_once_by_the_rules_and_the_fold(monkeypatch: pytest.MonkeyPatch) -> None:
     """The rules judge a replan's plan and the fold then adopts the same object: one validation, and the state
     is the one a fresh validation (an equal copy of the plan) gives."""
-    from plantrail.ledger import plan as plan_module
-    from plantrail.ledger.decide import check
+    from plantrail.ledger.rules.decide import check
+    from plantrail.ledger.vocabulary import plan as plan_module
 
     plan = _plan([_step("m", []), _step("c", ["m"]), _step("x", ["m"])])
     records = simulate(plan, [Start(step="m"), Complete(step="m", evidence=["ok"])]).records

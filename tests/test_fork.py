@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 
 from plantrail.ledger import audit
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.codec import GENESIS_PREV, decode, encode
-from plantrail.ledger.errors import PlantrailError
-from plantrail.ledger.events import LogOpened, PlanReplanned, Record, RunForked
 from plantrail.ledger.fork import fork_run
 from plantrail.ledger.store import PendingRecord
 from plantrail.ledger.stores.jsonl import JsonlStore
 from plantrail.ledger.verify import verify_log
+from plantrail.ledger.vocabulary.codec import GENESIS_PREV, decode, encode
+from plantrail.ledger.vocabulary.errors import PlantrailError
+from plantrail.ledger.vocabulary.events import LogOpened, PlanReplanned, Record, RunForked
 from plantrail.projections.canonical import canonical_bytes, state_hash
 from plantrail.projections.lineage import carry
 from plantrail.projections.model import PlanState

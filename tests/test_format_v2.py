@@ -12,13 +12,13 @@ import orjson
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.codec import decode, encode, line_version
-from plantrail.ledger.contract import StepTerms
-from plantrail.ledger.errors import LogDamaged, PlanInvalid
-from plantrail.ledger.events import PlanCreated
-from plantrail.ledger.plan import CriterionSpec, PlanSpec, StepSpec
 from plantrail.ledger.stores import reads
 from plantrail.ledger.verify import verify_log
+from plantrail.ledger.vocabulary.codec import decode, encode, line_version
+from plantrail.ledger.vocabulary.contract import StepTerms
+from plantrail.ledger.vocabulary.errors import LogDamaged, PlanInvalid
+from plantrail.ledger.vocabulary.events import PlanCreated
+from plantrail.ledger.vocabulary.plan import CriterionSpec, PlanSpec, StepSpec
 from plantrail.projections.canonical import canonical_bytes, state_hash
 from plantrail.projections.history import resume_receipt
 from plantrail.projections.snapshot import decode_state, encode_state

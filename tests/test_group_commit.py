@@ -13,8 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.codec import GENESIS_PREV, decode, encode
-from plantrail.ledger.decide import (
+from plantrail.ledger.rules.decide import (
     Block,
     Command,
     Complete,
@@ -26,11 +25,12 @@ from plantrail.ledger.decide import (
     decide,
     decide_one,
 )
-from plantrail.ledger.errors import PlantrailError
-from plantrail.ledger.events import REASON_CODES, Actor, Event, LogBatch, Record, Source
-from plantrail.ledger.idempotency import match
-from plantrail.ledger.plan import PlanSpec
+from plantrail.ledger.rules.idempotency import match
 from plantrail.ledger.store import Ack
+from plantrail.ledger.vocabulary.codec import GENESIS_PREV, decode, encode
+from plantrail.ledger.vocabulary.errors import PlantrailError
+from plantrail.ledger.vocabulary.events import REASON_CODES, Actor, Event, LogBatch, Record, Source
+from plantrail.ledger.vocabulary.plan import PlanSpec
 from plantrail.projections.model import PlanState
 from plantrail.projections.state import evolve
 from plantrail.projections.views import in_doubt, ready_steps

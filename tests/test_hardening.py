@@ -17,11 +17,11 @@ import orjson
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.decide import Complete, Start, VerifyCriterion
-from plantrail.ledger.errors import PlantrailError
+from plantrail.ledger.rules.decide import Complete, Start, VerifyCriterion
 from plantrail.ledger.stores import cache, reads, seal
 from plantrail.ledger.stores.jsonl import LogReader, repair
 from plantrail.ledger.verify import verify_log
+from plantrail.ledger.vocabulary.errors import PlantrailError
 from plantrail.projections.canonical import state_hash
 from tests.conftest import CliResult
 

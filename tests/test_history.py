@@ -10,9 +10,9 @@ from typing import Any, NamedTuple
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.errors import PlantrailError
-from plantrail.ledger.events import Record
-from plantrail.ledger.plan import apply_patch
+from plantrail.ledger.vocabulary.errors import PlantrailError
+from plantrail.ledger.vocabulary.events import Record
+from plantrail.ledger.vocabulary.plan import apply_patch
 from plantrail.projections.canonical import state_hash
 from plantrail.projections.history import (
     diff_view,

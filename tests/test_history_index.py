@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.errors import PlantrailError
 from plantrail.ledger.stores import cache, reads
 from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.vocabulary.errors import PlantrailError
 from plantrail.projections.history import (
     diff_view,
     history,
@@ -226,8 +226,8 @@ def test_without_the_cache_the_answers_come_from_a_fold(tmp_path: Path, monkeypa
 
 def _replanned_lines() -> list[bytes]:
     """A log of three plan versions, the second retitling the step the first started."""
-    from plantrail.ledger.decide import Replan, Start
-    from plantrail.ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec
+    from plantrail.ledger.rules.decide import Replan, Start
+    from plantrail.ledger.vocabulary.plan import CriterionSpec, PlanSpec, Policy, StepSpec
 
     def plan(title: str) -> PlanSpec:
         steps = (StepSpec("a", title, (), "output", 3), StepSpec("b", "then b", ("a",), "output", 3))
@@ -365,8 +365,8 @@ def test_why_and_diff_commands_answer_as_the_fold(many_versions: Path, run_cli: 
 
 def _with_extensions(cmds: list[Any]) -> list[Any]:
     """``cmds`` with an extension in place at the start and right after every replan (when the version is new)."""
-    from plantrail.ledger.decide import Extend, Replan
-    from plantrail.ledger.plan import CriterionSpec, StepSpec
+    from plantrail.ledger.rules.decide import Extend, Replan
+    from plantrail.ledger.vocabulary.plan import CriterionSpec, StepSpec
 
     def extension(n: int) -> Extend:
         step = StepSpec(f"x{n}", f"more work {n}", ("a",) if n % 2 else (), "evidence of more", 3)
@@ -399,7 +399,7 @@ def test_versions_extended_in_place_answer_alike_from_the_index_and_the_fold(
 
 def test_an_entry_made_before_an_extension_is_rebuilt(tmp_path: Path) -> None:
     """A history index written while the active version had one step says two once the version is extended."""
-    from plantrail.ledger.plan import StepSpec
+    from plantrail.ledger.vocabulary.plan import StepSpec
 
     path = tmp_path / "run.jsonl"
     with Ledger.create(path, copy.deepcopy(DRAFT), fsync="none") as ledger:

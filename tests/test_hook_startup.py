@@ -127,8 +127,8 @@ def test_a_hook_call_loads_msgspec_without_typing_extensions(project: Path) -> N
 def _resolved_classes() -> list[type[Any]]:
     """Every class msgspec resolves for the log: each event type's record class and every dataclass or
     struct a record can hold."""
-    from plantrail.ledger import codec
-    from plantrail.ledger import events as ev
+    from plantrail.ledger.vocabulary import codec
+    from plantrail.ledger.vocabulary import events as ev
 
     found: list[type[Any]] = []
     todo: list[Any] = [codec._RECORD_CLASSES[cls.TYPE] for cls in typing.get_args(ev.Event)]

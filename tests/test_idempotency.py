@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.decide import Complete, Start
-from plantrail.ledger.errors import PlantrailError
+from plantrail.ledger.rules.decide import Complete, Start
+from plantrail.ledger.vocabulary.errors import PlantrailError
 from tests.conftest import CliResult
 
 MakeLedger = Callable[..., Ledger]

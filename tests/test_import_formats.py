@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from plantrail.ledger.events import Record
 from plantrail.ledger.importers import detect_format, parse_transcript
 from plantrail.ledger.importers.importer import ImportReport, import_transcript
 from plantrail.ledger.importers.markdown_plan import plan_items
 from plantrail.ledger.stores.jsonl import LogReader
 from plantrail.ledger.verify import verify_log
+from plantrail.ledger.vocabulary.events import Record
 from plantrail.projections.model import PlanState
 from plantrail.projections.state import fold
 

@@ -10,14 +10,14 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from plantrail.ledger.events import Record
 from plantrail.ledger.importers.importer import ImportReport, import_transcript
 from plantrail.ledger.importers.mapping import added_in_place, request, substantive
 from plantrail.ledger.importers.parse import ADAPTER_VERSIONS
-from plantrail.ledger.plan import StepSpec
 from plantrail.ledger.stores.jsonl import LogReader
 from plantrail.ledger.times import UNRECORDED, time_recorded
 from plantrail.ledger.verify import verify_log
+from plantrail.ledger.vocabulary.events import Record
+from plantrail.ledger.vocabulary.plan import StepSpec
 from plantrail.projections.model import PlanState
 from plantrail.projections.state import fold
 from plantrail.projections.views import ready_steps
@@ -332,7 +332,7 @@ def test_a_side_question_subagent_replaying_the_lead_is_neither_credited_nor_cou
 
 def test_a_side_question_file_alone_does_not_take_the_leads_plan(tmp_path: Path) -> None:
     """Imported alone, a side question's replay of the lead's plan is skipped, so it holds no plan of its own."""
-    from plantrail.ledger.errors import TranscriptError
+    from plantrail.ledger.vocabulary.errors import TranscriptError
 
     shutil.copytree(FIXTURES / "claude_team", tmp_path / "claude_team")
     [aside] = (tmp_path / TEAM / "subagents").glob("*.jsonl")

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from plantrail.ledger.errors import PlantrailError, TranscriptError
-from plantrail.ledger.events import PlanExtended, PlanReplanned, Record, StepCompleted, StepStarted
 from plantrail.ledger.importers.importer import ImportReport, import_transcript
 from plantrail.ledger.importers.mapping import slug
 from plantrail.ledger.stores.jsonl import LogReader
 from plantrail.ledger.verify import verify_log
+from plantrail.ledger.vocabulary.errors import PlantrailError, TranscriptError
+from plantrail.ledger.vocabulary.events import PlanExtended, PlanReplanned, Record, StepCompleted, StepStarted
 from plantrail.projections.history import history
 from plantrail.projections.model import PlanState
 from plantrail.projections.state import fold

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.errors import PlantrailError
+from plantrail.ledger.vocabulary.errors import PlantrailError
 from plantrail.projections.stop import stop_decision
 from plantrail.projections.views import ready_steps, wait_reasons
 

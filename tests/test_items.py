@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.decide import Complete, Replan
-from plantrail.ledger.errors import PlantrailError
-from plantrail.ledger.items import as_items
-from plantrail.ledger.plan import StepSpec, build_plan, parse_draft
+from plantrail.ledger.rules.decide import Complete, Replan
 from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.vocabulary.errors import PlantrailError
+from plantrail.ledger.vocabulary.items import as_items
+from plantrail.ledger.vocabulary.plan import StepSpec, build_plan, parse_draft
 
 
 def _records(path: Path) -> list[Any]:

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.errors import LogDamaged, PlantrailError
 from plantrail.ledger.stores.jsonl import JsonlStore, LogReader, repair
+from plantrail.ledger.vocabulary.errors import LogDamaged, PlantrailError
 from plantrail.projections.state import fold
 
 MakeLedger = Callable[..., Ledger]

@@ -20,11 +20,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.decide import Command
-from plantrail.ledger.errors import PlantrailError, Refused
-from plantrail.ledger.plan import PlanSpec
+from plantrail.ledger.rules.decide import Command
 from plantrail.ledger.stores import cache, jsonl, reads
 from plantrail.ledger.stores.reads import ReadResult
+from plantrail.ledger.vocabulary.errors import PlantrailError, Refused
+from plantrail.ledger.vocabulary.plan import PlanSpec
 from plantrail.projections.brief import brief_view
 from plantrail.projections.canonical import canonical_bytes, state_hash
 from plantrail.projections.model import LazyText, PlanState, resolved

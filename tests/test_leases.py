@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.errors import PlantrailError
 from plantrail.ledger.stores.reads import read_state
 from plantrail.ledger.verify import verify_log
+from plantrail.ledger.vocabulary.errors import PlantrailError
 from plantrail.projections.canonical import state_hash
 from plantrail.projections.history import resume_receipt
 from plantrail.projections.leases import expired_leases, lease_view
@@ -292,7 +292,7 @@ def test_verify_replays_the_lease_and_outcome_rules_on_a_hand_made_log(
     """A heartbeat or abandon for an attempt that is not running, a partial the plan does not allow and a
     budget_exhausted whose unmet list is not the state's are ILLEGAL_EVENT, each naming its rule; the fold does
     not apply the heartbeat or abandon (a finish is applied as v1 applies one, and verify reports it)."""
-    from plantrail.ledger.events import RunFinished, StepAbandoned, StepHeartbeat
+    from plantrail.ledger.vocabulary.events import RunFinished, StepAbandoned, StepHeartbeat
 
     ledger = make_ledger(leased_draft(60))
     ledger.start("implement")
@@ -339,8 +339,8 @@ def test_a_v2_event_type_on_a_v1_line_is_corrupt(data: str) -> None:
     fast path of the reader asks these types too."""
     import hashlib
 
-    from plantrail.ledger.codec import GENESIS_PREV, decode, encode
-    from plantrail.ledger.events import RunForked, StepAbandoned, StepHeartbeat
+    from plantrail.ledger.vocabulary.codec import GENESIS_PREV, decode, encode
+    from plantrail.ledger.vocabulary.events import RunForked, StepAbandoned, StepHeartbeat
 
     event = {
         "heartbeat": StepHeartbeat(step="a", attempt=1, lease_s=5.0),

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from plantrail.ledger.artifacts import input_key
 from plantrail.ledger.stores.reads import read_state
 from plantrail.ledger.verify import verify_log
+from plantrail.ledger.vocabulary.artifacts import input_key
 from tests.conftest import SAMPLES, CliResult
 from tests.logs import read_records
 

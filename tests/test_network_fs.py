@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.errors import PlantrailError
 from plantrail.ledger.stores import jsonl as jsonl_store
 from plantrail.ledger.stores.jsonl import filesystem_type
+from plantrail.ledger.vocabulary.errors import PlantrailError
 from tests.conftest import LOGIN_DRAFT
 
 MOUNTINFO = """\

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.errors import PlantrailError
 from plantrail.ledger.verify import verify_log
+from plantrail.ledger.vocabulary.errors import PlantrailError
 from plantrail.projections.history import resume_receipt
 from plantrail.projections.stop import StopDecision
 from tests.logs import read_records

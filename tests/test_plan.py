@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from plantrail.ledger.errors import PlanInvalid
-from plantrail.ledger.plan import (
+from plantrail.ledger.vocabulary.errors import PlanInvalid
+from plantrail.ledger.vocabulary.plan import (
     CriterionSpec,
     Policy,
     StepSpec,

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.errors import PlantrailError
 from plantrail.ledger.verify import verify_log
+from plantrail.ledger.vocabulary.errors import PlantrailError
 from plantrail.projections.canonical import state_hash
 from plantrail.projections.state import fold
 from tests.conftest import LOGIN_DRAFT, CliResult, Clock
@@ -172,9 +172,9 @@ def test_followers_never_skip_a_row_that_commits_late(database: str, notify: str
     """A row whose transaction began first but commits last is read, and in (tx, gpos) order, not skipped,
     whether NOTIFY wakes the follower or it polls (``notify=off``, as on engines without LISTEN/NOTIFY)."""
     from plantrail.ledger.chain import encode_pending
-    from plantrail.ledger.events import RunFinished
     from plantrail.ledger.store import PendingRecord
     from plantrail.ledger.stores.postgres import follow
+    from plantrail.ledger.vocabulary.events import RunFinished
 
     slow, fast = f"{database}#slow", f"{database}#fast"
     for location in (slow, fast):

@@ -23,13 +23,13 @@ from bench.scenario import record_run
 from plantrail.ledger import read_ahead
 from plantrail.ledger import verify as verify_module
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.codec import GENESIS_PREV, decode, encode
-from plantrail.ledger.decide import Complete, Start
-from plantrail.ledger.errors import PlantrailError
-from plantrail.ledger.events import Record, Source, StepCompleted
 from plantrail.ledger.read_ahead import ReadAhead, worth_forking
+from plantrail.ledger.rules.decide import Complete, Start
 from plantrail.ledger.stores.jsonl import LogReader
 from plantrail.ledger.verify import verify_log
+from plantrail.ledger.vocabulary.codec import GENESIS_PREV, decode, encode
+from plantrail.ledger.vocabulary.errors import PlantrailError
+from plantrail.ledger.vocabulary.events import Record, Source, StepCompleted
 from tests.strategies import EVENTS, SOURCES
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the read ahead forks")

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.errors import PlantrailError
-from plantrail.ledger.events import LogRepaired
 from plantrail.ledger.stores.jsonl import JsonlStore, LogReader, repair
 from plantrail.ledger.verify import verify_log
+from plantrail.ledger.vocabulary.errors import PlantrailError
+from plantrail.ledger.vocabulary.events import LogRepaired
 from tests.conftest import CliResult
 from tests.helpers.logs import build_log, lines_of, reseal, write_lines
 

@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.errors import PlantrailError
-from plantrail.ledger.plan import build_plan, parse_draft
 from plantrail.ledger.verify import verify_log
+from plantrail.ledger.vocabulary.errors import PlantrailError
+from plantrail.ledger.vocabulary.plan import build_plan, parse_draft
 from plantrail.projections.canonical import state_hash
 from plantrail.projections.history import resume_receipt
 from plantrail.projections.snapshot import decode_state, encode_state
@@ -662,9 +662,9 @@ def test_verify_replays_the_repair_rules_on_a_hand_made_log(
 ) -> None:
     """A start of a failed step whose repair has not completed (or of a completed step), written past
     plantrail's decision step, is ILLEGAL_EVENT naming the rule it breaks."""
-    from plantrail.ledger.events import StepStarted
     from plantrail.ledger.store import PendingRecord
     from plantrail.ledger.stores.jsonl import JsonlStore
+    from plantrail.ledger.vocabulary.events import StepStarted
 
     ledger = make_ledger(REPAIRED)
     _failed_once(ledger)
@@ -690,9 +690,9 @@ def test_verify_replays_the_repair_rules_on_a_hand_made_log(
 def test_verify_refuses_a_hand_made_start_of_an_idle_repair_step(make_ledger: MakeLedger, tmp_path: Path) -> None:
     """A start of a repair step nothing waits for, written past plantrail's decision step, is ILLEGAL_EVENT
     (rule REPAIR_NOT_NEEDED)."""
-    from plantrail.ledger.events import StepStarted
     from plantrail.ledger.store import PendingRecord
     from plantrail.ledger.stores.jsonl import JsonlStore
+    from plantrail.ledger.vocabulary.events import StepStarted
 
     make_ledger(REPAIRED).close()
     path = tmp_path / "run.jsonl"

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.errors import PlantrailError
-from plantrail.ledger.events import PlanReplanned
-from plantrail.ledger.plan import apply_patch, parse_patch
+from plantrail.ledger.vocabulary.errors import PlantrailError
+from plantrail.ledger.vocabulary.events import PlanReplanned
+from plantrail.ledger.vocabulary.plan import apply_patch, parse_patch
 from plantrail.projections.history import history
 from tests.logs import read_records
 

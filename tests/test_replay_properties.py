@@ -28,8 +28,8 @@ from hypothesis.stateful import (
 )
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.plan import PlanSpec, StepSpec
 from plantrail.ledger.verify import verify_log
+from plantrail.ledger.vocabulary.plan import PlanSpec, StepSpec
 from plantrail.projections.canonical import state_hash
 from plantrail.projections.history import replay_version
 from plantrail.projections.model import PlanState

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.errors import PlantrailError
 from plantrail.ledger.runs import RunRow, list_runs, parse_since
+from plantrail.ledger.vocabulary.errors import PlantrailError
 from tests.conftest import LOGIN_DRAFT, CliResult
 from tests.helpers.stores import postgres_url, unique_run
 

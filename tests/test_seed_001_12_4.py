@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.errors import PlantrailError
-from plantrail.ledger.evidence import Observation, Report
+from plantrail.ledger.vocabulary.errors import PlantrailError
+from plantrail.ledger.vocabulary.evidence import Observation, Report
 from plantrail.projections.stop import stop_decision
 
 MakeLedger = Callable[..., Ledger]

@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.decide import Block, Complete, Start, decide
-from plantrail.ledger.errors import PlantrailError
-from plantrail.ledger.events import Record
-from plantrail.ledger.plan import CriterionSpec, PlanSpec, StepSpec, parse_draft
+from plantrail.ledger.rules.decide import Block, Complete, Start, decide
+from plantrail.ledger.vocabulary.errors import PlantrailError
+from plantrail.ledger.vocabulary.events import Record
+from plantrail.ledger.vocabulary.plan import CriterionSpec, PlanSpec, StepSpec, parse_draft
 from plantrail.projections.state import evolve, fold, initial
 from plantrail.projections.views import advice, ready_steps
 
@@ -119,7 +119,7 @@ def test_seed000_rejects_duplicate_acceptance_criterion_ids() -> None:
         "acceptanceCriteria": [{"id": "same", "description": "first"}, {"id": "same", "description": "second"}],
         "steps": [{"id": "inspect", "title": "Inspect", "dependsOn": [], "completionEvidence": "output"}],
     }
-    from plantrail.ledger.plan import build_plan
+    from plantrail.ledger.vocabulary.plan import build_plan
 
     assert _code(lambda: build_plan(parse_draft(raw))) == "DUPLICATE_CRITERION_ID"
 
@@ -157,9 +157,9 @@ def test_seed003_ids_are_stable_and_ordered() -> None:
 
 def _records(plan: PlanSpec, commands: list[Any]) -> list[Record]:
     """Decide commands in memory and return the records a log would hold (no file involved)."""
-    from plantrail.ledger.codec import GENESIS_PREV
-    from plantrail.ledger.decide import Create
-    from plantrail.ledger.events import FORMAT_VERSION
+    from plantrail.ledger.rules.decide import Create
+    from plantrail.ledger.vocabulary.codec import GENESIS_PREV
+    from plantrail.ledger.vocabulary.events import FORMAT_VERSION
 
     records: list[Record] = []
     state = initial()

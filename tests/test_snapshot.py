@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plantrail.ledger.decide import Command
-from plantrail.ledger.plan import PlanSpec
+from plantrail.ledger.rules.decide import Command
+from plantrail.ledger.vocabulary.plan import PlanSpec
 from plantrail.projections.canonical import state_hash
 from plantrail.projections.snapshot import decode_state, encode_state
 from plantrail.projections.state import initial

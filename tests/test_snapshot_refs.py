@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.decide import Command
-from plantrail.ledger.errors import Refused
-from plantrail.ledger.plan import PlanSpec
+from plantrail.ledger.rules.decide import Command
 from plantrail.ledger.stores import cache, reads
+from plantrail.ledger.vocabulary.errors import Refused
+from plantrail.ledger.vocabulary.plan import PlanSpec
 from plantrail.projections.canonical import state_hash
 from plantrail.projections.snapshot import INLINE_MAX
 from tests.conftest import LOGIN_DRAFT, CliResult

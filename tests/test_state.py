@@ -7,8 +7,8 @@ import pickle
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plantrail.ledger.decide import Command
-from plantrail.ledger.plan import PlanSpec
+from plantrail.ledger.rules.decide import Command
+from plantrail.ledger.vocabulary.plan import PlanSpec
 from plantrail.projections.canonical import canonical_bytes, state_hash
 from plantrail.projections.state import Advancing, StateView, evolve, fold, initial
 from plantrail.projections.table import Table
@@ -101,7 +101,7 @@ def test_invariants_hold_after_every_event(log: tuple[PlanSpec, list[Command]]) 
 
 def test_an_unknown_record_type_only_moves_the_position() -> None:
     """evolve is total: a record type it does not handle changes only last_seq and head."""
-    from plantrail.ledger.events import LogRepaired, Record
+    from plantrail.ledger.vocabulary.events import LogRepaired, Record
 
     record = Record(
         v=1,

@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 
 from bench.scenario import record_run
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.decide import Command
-from plantrail.ledger.plan import PlanSpec
 from plantrail.ledger.reading import read_state
+from plantrail.ledger.rules.decide import Command
 from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.vocabulary.plan import PlanSpec
 from plantrail.projections import canonical
 from plantrail.projections.canonical import canonical_bytes, state_hash
 from plantrail.projections.model import PlanState

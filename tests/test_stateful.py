@@ -31,8 +31,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.errors import PlantrailError
-from plantrail.ledger.evidence import Observation, Report, Usage
+from plantrail.ledger.vocabulary.errors import PlantrailError
+from plantrail.ledger.vocabulary.evidence import Observation, Report, Usage
 from plantrail.projections.canonical import canonical_bytes
 from plantrail.projections.effects import effects_view
 from plantrail.projections.state import fold

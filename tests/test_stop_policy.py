@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.errors import PlanInvalid, PlantrailError
-from plantrail.ledger.evidence import Report, Usage
 from plantrail.ledger.verify import verify_log
+from plantrail.ledger.vocabulary.errors import PlanInvalid, PlantrailError
+from plantrail.ledger.vocabulary.evidence import Report, Usage
 from plantrail.projections.history import resume_receipt
 from plantrail.projections.stop import budget_view, stop_decision
 

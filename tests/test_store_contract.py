@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.decide import Complete, Start
-from plantrail.ledger.errors import PlantrailError
+from plantrail.ledger.rules.decide import Complete, Start
+from plantrail.ledger.vocabulary.errors import PlantrailError
 from plantrail.projections.canonical import state_hash
 from plantrail.projections.state import fold
 from tests.conftest import LOGIN_DRAFT, Clock

@@ -18,8 +18,8 @@ import orjson
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.errors import LogDamaged
 from plantrail.ledger.verify import verify_log
+from plantrail.ledger.vocabulary.errors import LogDamaged
 from tests.conftest import LOGIN_DRAFT, CliResult, Clock
 from tests.helpers.logs import lines_of, rechain, reseal
 

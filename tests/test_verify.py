@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.errors import PlantrailError
-from plantrail.ledger.events import StepCompleted
 from plantrail.ledger.store import PendingRecord
 from plantrail.ledger.stores.jsonl import JsonlStore
 from plantrail.ledger.verify import verify_log
+from plantrail.ledger.vocabulary.errors import PlantrailError
+from plantrail.ledger.vocabulary.events import StepCompleted
 from plantrail.projections.canonical import state_hash
 
 

@@ -9,11 +9,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plantrail.ledger.decide import Block, Command, Complete, Fail, Replan, Start, check
-from plantrail.ledger.errors import PlantrailError
-from plantrail.ledger.events import Event, StepStarted
-from plantrail.ledger.leases import Abandon
-from plantrail.ledger.plan import PlanSpec
+from plantrail.ledger.rules.decide import Block, Command, Complete, Fail, Replan, Start, check
+from plantrail.ledger.rules.leases import Abandon
+from plantrail.ledger.vocabulary.errors import PlantrailError
+from plantrail.ledger.vocabulary.events import Event, StepStarted
+from plantrail.ledger.vocabulary.plan import PlanSpec
 from plantrail.projections.model import PlanState
 from plantrail.projections.state import Advancing, StateView, initial, steps_in_progress
 from tests.strategies import STEP_IDS, commands, plans, simulate
@@ -77,7 +77,7 @@ def test_the_builders_verdicts_are_the_scanned_states(log: tuple[PlanSpec, list[
 def test_a_start_past_the_focus_limit_names_the_steps_in_progress_in_order() -> None:
     """The refusal lists the steps in progress in the state's order, against the builder as against the
     immutable state."""
-    from plantrail.ledger.plan import CriterionSpec, Policy, StepSpec
+    from plantrail.ledger.vocabulary.plan import CriterionSpec, Policy, StepSpec
 
     steps = tuple(StepSpec(i, "do " + i, (), "evidence of " + i) for i in ("c", "a", "b"))
     plan = PlanSpec("ship it", (CriterionSpec("c1", "works"),), steps, Policy(max_in_progress=2))
@@ -96,7 +96,7 @@ def test_a_start_past_the_focus_limit_names_the_steps_in_progress_in_order() -> 
 def test_an_event_of_a_derived_class_is_judged_by_its_base_classes_rules() -> None:
     """check finds the rules by the event's exact class; an event of a class derived from one is judged as its
     base class is (the rules, in the same order)."""
-    from plantrail.ledger.plan import CriterionSpec, StepSpec
+    from plantrail.ledger.vocabulary.plan import CriterionSpec, StepSpec
 
     class Started(StepStarted):
         """A start the rules know only by its base class."""

@@ -12,10 +12,10 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plantrail.ledger import codec, versions
-from plantrail.ledger import events as ev
-from plantrail.ledger.errors import PlantrailError
-from plantrail.ledger.versions import COMPILE_AFTER, added_defaults, needs_v2, plain
+from plantrail.ledger.vocabulary import codec, versions
+from plantrail.ledger.vocabulary import events as ev
+from plantrail.ledger.vocabulary.errors import PlantrailError
+from plantrail.ledger.vocabulary.versions import COMPILE_AFTER, added_defaults, needs_v2, plain
 from tests.strategies import json_value
 
 

@@ -18,9 +18,9 @@ import pytest
 
 from plantrail.cli.watching import REDRAW, follow, frame, terminal_safe
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.events import Record
 from plantrail.ledger.stores.cache import Position
 from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.vocabulary.events import Record
 from tests.logs import read_records
 from tests.pictures import HOSTILE_TITLE, diamond
 

@@ -32,13 +32,13 @@ from dataclasses import replace
 import msgspec
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.decide import Command, Create, Replan
-from plantrail.ledger.errors import PlantrailError, Refused
 from plantrail.ledger.importers.mapping import Batch, map_updates
 from plantrail.ledger.importers.model import Observation
-from plantrail.ledger.plan import PlanSpec
 from plantrail.ledger.reading import open_records, run_exists
+from plantrail.ledger.rules.decide import Command, Create, Replan
 from plantrail.ledger.stores import is_database_url
+from plantrail.ledger.vocabulary.errors import PlantrailError, Refused
+from plantrail.ledger.vocabulary.plan import PlanSpec
 
 from .identity import batch_key, identities, identity_of_source
 

@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import orjson
 
-from plantrail.ledger.errors import error
 from plantrail.ledger.locations import pure_path
+from plantrail.ledger.vocabulary.errors import error
 
 if TYPE_CHECKING:
     from .turns import TurnUsage

@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from plantrail.ledger.errors import PlantrailError
 from plantrail.ledger.importers.errors import transcript_error
+from plantrail.ledger.vocabulary.errors import PlantrailError
 
 from .append import AppendReport, append_transcript
 

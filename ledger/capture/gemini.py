@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from plantrail.ledger.errors import error
+from plantrail.ledger.vocabulary.errors import error
 
 from .claude import Payload, read_object
 

@@ -28,13 +28,13 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import msgspec
 import orjson
 
-from plantrail.ledger.clock import utc_now
-from plantrail.ledger.errors import PlantrailError, error
-from plantrail.ledger.limits import HOOK_PAYLOAD
 from plantrail.ledger.locations import HOME_ENV, child_path, pure_path, run_file
-from plantrail.ledger.plan import check_id
 from plantrail.ledger.reading import run_exists
 from plantrail.ledger.stores import STORE_ENV, is_database_url, run_in_store
+from plantrail.ledger.vocabulary.clock import utc_now
+from plantrail.ledger.vocabulary.errors import PlantrailError, error
+from plantrail.ledger.vocabulary.limits import HOOK_PAYLOAD
+from plantrail.ledger.vocabulary.plan import check_id
 
 from . import claude
 from .journal import Journal, journal_file
@@ -315,7 +315,7 @@ def _calls(lines: Sequence[Mapping[str, Any]]) -> frozenset[str]:
 def _transcript_lines(path: str) -> list[dict[str, Any]]:
     """A subagent transcript's JSON object lines (an unreadable one gives none: the hooks already sent most)."""
     from plantrail.ledger.files import read_capped
-    from plantrail.ledger.limits import TRANSCRIPT
+    from plantrail.ledger.vocabulary.limits import TRANSCRIPT
 
     try:
         blob = read_capped(os.fspath(path), TRANSCRIPT)

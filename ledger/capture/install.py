@@ -28,8 +28,8 @@ from typing import Any
 
 import orjson
 
-from plantrail.ledger.errors import error
 from plantrail.ledger.files import os_error
+from plantrail.ledger.vocabulary.errors import error
 
 __all__ = ["CLAUDE_HOOKS", "HANDLER", "InstallReport", "install_claude", "settings_path", "uninstall_claude"]
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from plantrail.ledger.errors import error
+from plantrail.ledger.vocabulary.errors import error
 
 from .claude import Payload
 

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, BinaryIO
 import msgspec
 import orjson
 
-from plantrail.ledger.errors import StorageError
-from plantrail.ledger.evidence import Usage
 from plantrail.ledger.files import open_capped
-from plantrail.ledger.limits import TRANSCRIPT
+from plantrail.ledger.vocabulary.errors import StorageError
+from plantrail.ledger.vocabulary.evidence import Usage
+from plantrail.ledger.vocabulary.limits import TRANSCRIPT
 
 from .errors import transcript_error
 from .model import Observation, Status, TodoItem, Transcript

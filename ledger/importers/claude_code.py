@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from msgspec.structs import replace
 
-from plantrail.ledger.evidence import Usage
 from plantrail.ledger.locations import pure_path
+from plantrail.ledger.vocabulary.evidence import Usage
 
 from ._records import (
     JsonObject,
@@ -43,9 +43,11 @@ from .model import ListSnapshot, Observation, TaskEvent, TodoItem, ToolOutcome, 
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ["FORMAT", "is_record", "new_reader", "parse", "read_record"]
+__all__ = ["ADAPTER_VERSION", "FORMAT", "is_record", "new_reader", "parse", "read_record"]
 
 FORMAT = "claude-code"
+#: This adapter's version, recorded in every plan version it imports (see ``parse.ADAPTER_VERSIONS``).
+ADAPTER_VERSION = 4
 LEAD = "lead"
 RECORD_TYPES = frozenset(
     {
@@ -138,9 +140,7 @@ def _meta(record: JsonObject, name: str, call: JsonObject | None) -> Mapping[str
         return None
     if mark is not None and text_field(mark, "adapter") is not None:
         return marked_meta(mark, unread)  # a hook journal's line: its mark names the adapter
-    from .parse import ADAPTER_VERSIONS  # on use: parse imports every parser, a hook needs none
-
-    return marked_meta(mark, unread, adapter=FORMAT, version=ADAPTER_VERSIONS[FORMAT])
+    return marked_meta(mark, unread, adapter=FORMAT, version=ADAPTER_VERSION)
 
 
 def parse(path: Path) -> Transcript:

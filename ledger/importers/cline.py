@@ -37,9 +37,11 @@ from ._records import (
 from .errors import transcript_error
 from .model import ListSnapshot, Status, TodoItem, Transcript
 
-__all__ = ["FORMAT", "is_document", "parse"]
+__all__ = ["ADAPTER_VERSION", "FORMAT", "is_document", "parse"]
 
 FORMAT = "cline"
+#: This adapter's version, recorded in every plan version it imports (see ``parse.ADAPTER_VERSIONS``).
+ADAPTER_VERSION = 3
 PLAN_PARAMETER = "task_progress"
 _ROLES = frozenset({"user", "assistant"})
 _ITEM = re.compile(r"^(?P<indent>\s*)(?:<br\s*/?>\s*)*[-*+]\s+\[(?P<mark>[ xX])\]\s*(?P<text>.*?)\s*$")

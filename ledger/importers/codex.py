@@ -46,9 +46,11 @@ from ._records import (
 from .markdown_plan import plan_items
 from .model import ListSnapshot, TodoItem, Transcript
 
-__all__ = ["FORMAT", "is_record", "parse"]
+__all__ = ["ADAPTER_VERSION", "FORMAT", "is_record", "parse"]
 
 FORMAT = "codex"
+#: This adapter's version, recorded in every plan version it imports (see ``parse.ADAPTER_VERSIONS``).
+ADAPTER_VERSION = 3
 RECORD_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
 PLAN_TOOL = "update_plan"
 PLAN_MODE_TOOL = "Plan"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from plantrail.ledger.errors import TranscriptError, error
+from plantrail.ledger.vocabulary.errors import TranscriptError, error
 
 __all__ = ["ErrorCode", "TranscriptError", "transcript_error"]
 

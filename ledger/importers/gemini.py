@@ -42,11 +42,23 @@ from .errors import transcript_error
 from .metadata import marked_meta
 from .model import ListSnapshot, Status, TodoItem, ToolOutcome, Transcript
 
-__all__ = ["FORMAT", "JSONL_FORMAT", "SHARE_FORMAT", "is_document", "is_header", "is_share", "parse", "parse_jsonl"]
+__all__ = [
+    "ADAPTER_VERSION",
+    "FORMAT",
+    "JSONL_FORMAT",
+    "SHARE_FORMAT",
+    "is_document",
+    "is_header",
+    "is_share",
+    "parse",
+    "parse_jsonl",
+]
 
 FORMAT = "gemini"
 JSONL_FORMAT = "gemini-jsonl"
 SHARE_FORMAT = "gemini-share"
+#: This adapter's version, recorded in every plan version it imports (see ``parse.ADAPTER_VERSIONS``).
+ADAPTER_VERSION = 2
 PLAN_TOOL = "write_todos"
 GEMINI_STATUSES: frozenset[Status] = frozenset({"pending", "in_progress", "completed", "cancelled", "blocked"})
 _UPDATED = "Successfully updated the todo list"

@@ -43,12 +43,12 @@ from types import MappingProxyType
 from typing import NamedTuple
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.decide import Create
-from plantrail.ledger.errors import error
 from plantrail.ledger.files import folder_of, fsync_dir, os_error
-from plantrail.ledger.plan import PlanSpec
+from plantrail.ledger.rules.decide import Create
 from plantrail.ledger.store import Ack
 from plantrail.ledger.stores import is_database_url
+from plantrail.ledger.vocabulary.errors import error
+from plantrail.ledger.vocabulary.plan import PlanSpec
 
 from ._records import open_transcript
 from .mapping import Batch, MappedRun, map_updates
@@ -366,8 +366,8 @@ def _write(
 def database_run(url: str, run: str | None) -> str:
     """The run id of the database run ``url`` names (its ``#RUN``); USAGE when it names none, or another id
     than ``run``."""
-    from plantrail.ledger.plan import check_id
     from plantrail.ledger.stores.postgres import parse_location
+    from plantrail.ledger.vocabulary.plan import check_id
 
     named = parse_location(url, run=run).run
     if named is None:

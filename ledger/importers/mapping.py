@@ -98,12 +98,12 @@ from types import MappingProxyType
 
 import msgspec
 
-from plantrail.ledger.approvals import Decide, RequestApproval
-from plantrail.ledger.contract import StepTerms
-from plantrail.ledger.decide import Command, Complete, Create, Extend, Replan, Start
-from plantrail.ledger.events import Actor, ReasonCode, Source
-from plantrail.ledger.evidence import Report, Usage
-from plantrail.ledger.plan import CriterionSpec, PlanSpec, Policy, StepSpec
+from plantrail.ledger.rules.approvals import Decide, RequestApproval
+from plantrail.ledger.rules.decide import Command, Complete, Create, Extend, Replan, Start
+from plantrail.ledger.vocabulary.contract import StepTerms
+from plantrail.ledger.vocabulary.events import Actor, ReasonCode, Source
+from plantrail.ledger.vocabulary.evidence import Report, Usage
+from plantrail.ledger.vocabulary.plan import CriterionSpec, PlanSpec, Policy, StepSpec
 
 from ._records import add_usage
 from .agent_plan import AgentPlan, ItemStatus, Key, PlanItem, Update, location

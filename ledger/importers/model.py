@@ -12,7 +12,7 @@ from typing import Any, Literal, TypeAlias
 
 import msgspec
 
-from plantrail.ledger.evidence import Usage
+from plantrail.ledger.vocabulary.evidence import Usage
 
 __all__ = [
     "ListSnapshot",

@@ -33,9 +33,11 @@ from .errors import transcript_error
 from .metadata import marked_meta
 from .model import ListSnapshot, Status, ToolOutcome, Transcript
 
-__all__ = ["FORMAT", "is_document", "parse"]
+__all__ = ["ADAPTER_VERSION", "FORMAT", "is_document", "parse"]
 
 FORMAT = "opencode"
+#: This adapter's version, recorded in every plan version it imports (see ``parse.ADAPTER_VERSIONS``).
+ADAPTER_VERSION = 3
 PLAN_TOOL = "todowrite"
 OPENCODE_STATUSES: frozenset[Status] = STATUSES | {"cancelled"}
 _OUTCOMES: dict[object, ToolOutcome] = {"completed": "ok", "error": "error"}

@@ -20,9 +20,11 @@ from .errors import transcript_error
 from .model import ListSnapshot, Transcript
 from .opencode import OPENCODE_STATUSES
 
-__all__ = ["FORMAT", "is_export", "parse"]
+__all__ = ["ADAPTER_VERSION", "FORMAT", "is_export", "parse"]
 
 FORMAT = "opencode-markdown"
+#: This adapter's version, recorded in every plan version it imports (see ``parse.ADAPTER_VERSIONS``).
+ADAPTER_VERSION = 2
 PLAN_TOOL = "todowrite"
 _SECTION = re.compile(r"^##\s+(?P<who>User|Assistant)\b(?:\s*\((?P<about>[^)]*)\))?\s*$")
 _TOOL = re.compile(r"^\*\*Tool:\s*(?P<name>[\w.-]+)\*\*\s*$")

@@ -31,17 +31,18 @@ _ALIASES: Mapping[str, str] = {
     "cline-text": cline.FORMAT,  # older Cline: <task_progress> inside the assistant's text
 }
 
-#: Each dialect adapter's version, recorded in every plan version it imports; raised whenever what an adapter
-#: reads from a transcript, or how it is mapped, changes (docs/importers.md lists what each version does).
+#: Each dialect adapter's version (each module's ``ADAPTER_VERSION``), recorded in every plan version it imports;
+#: raised whenever what an adapter reads from a transcript, or how it is mapped, changes (docs/importers.md lists
+#: what each version does).
 ADAPTER_VERSIONS: Mapping[str, int] = {
-    claude_code.FORMAT: 4,
-    codex.FORMAT: 3,
-    opencode.FORMAT: 3,
-    cline.FORMAT: 3,
-    gemini.FORMAT: 2,
-    gemini.JSONL_FORMAT: 2,
-    gemini.SHARE_FORMAT: 2,
-    opencode_markdown.FORMAT: 2,
+    claude_code.FORMAT: claude_code.ADAPTER_VERSION,
+    codex.FORMAT: codex.ADAPTER_VERSION,
+    opencode.FORMAT: opencode.ADAPTER_VERSION,
+    cline.FORMAT: cline.ADAPTER_VERSION,
+    gemini.FORMAT: gemini.ADAPTER_VERSION,
+    gemini.JSONL_FORMAT: gemini.ADAPTER_VERSION,
+    gemini.SHARE_FORMAT: gemini.ADAPTER_VERSION,
+    opencode_markdown.FORMAT: opencode_markdown.ADAPTER_VERSION,
 }
 
 FORMATS: tuple[str, ...] = tuple(_PARSERS)

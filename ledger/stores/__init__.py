@@ -21,8 +21,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from plantrail.ledger.events import Record
     from plantrail.ledger.store import FsyncPolicy, PendingRecord, Store
+    from plantrail.ledger.vocabulary.events import Record
 
 __all__ = ["STORE_ENV", "create_store", "is_database_url", "locate", "require_file", "run_in_store"]
 
@@ -49,7 +49,7 @@ def locate(name: str, store: str | None = None, *, new: bool = False) -> str:
 
     A store URL that names a run itself is refused (USAGE), and so is a run id that is no id (INVALID_ID).
     """
-    from plantrail.ledger.errors import PlantrailError
+    from plantrail.ledger.vocabulary.errors import PlantrailError
 
     if is_database_url(name):
         return name
@@ -60,7 +60,7 @@ def locate(name: str, store: str | None = None, *, new: bool = False) -> str:
     if is_path or os.path.lexists(name):
         return name
     from plantrail.ledger.locations import run_path, runs_folder
-    from plantrail.ledger.plan import check_id
+    from plantrail.ledger.vocabulary.plan import check_id
 
     try:
         check_id(name, "run id")
@@ -74,8 +74,8 @@ def run_in_store(store: str, run: str) -> str:
     """Run ``run`` of ``store``: ``<store>#<run>`` in a database, ``<store>/<run>.jsonl`` in a folder. ``run`` is
     always an id here, never a path (INVALID_ID otherwise), so it never names anything outside the store; a store
     URL that names a run itself is refused (USAGE)."""
-    from plantrail.ledger.errors import error
-    from plantrail.ledger.plan import check_id
+    from plantrail.ledger.vocabulary.errors import error
+    from plantrail.ledger.vocabulary.plan import check_id
 
     if is_database_url(store):
         if "#" in store:
@@ -93,7 +93,7 @@ def require_file(target: str, command: str) -> str:
     """``target`` when it is a JSONL log; FILE_STORE_ONLY when it is a database run, where ``command`` (repair,
     salvage: what only a file can need) means nothing."""
     if is_database_url(target):
-        from plantrail.ledger.errors import error
+        from plantrail.ledger.vocabulary.errors import error
 
         raise error(
             "FILE_STORE_ONLY",

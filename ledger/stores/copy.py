@@ -13,9 +13,9 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-from plantrail.ledger.errors import error
-from plantrail.ledger.events import LogOpened, Record
 from plantrail.ledger.stores import is_database_url
+from plantrail.ledger.vocabulary.errors import error
+from plantrail.ledger.vocabulary.events import LogOpened, Record
 
 __all__ = ["CopiedRun", "copy_runs", "runs_at"]
 

@@ -12,12 +12,12 @@ import stat
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
-from plantrail.ledger.errors import LogDamaged
 from plantrail.ledger.stores.cache import Snapshot, load_snapshot, superseded_state
+from plantrail.ledger.vocabulary.errors import LogDamaged
 
 if TYPE_CHECKING:
-    from plantrail.ledger.events import Record
     from plantrail.ledger.store import TornTail
+    from plantrail.ledger.vocabulary.events import Record
     from plantrail.projections.model import PlanState
 
 __all__ = ["ReadResult", "read_state", "superseded_version", "use_cache_default"]

@@ -37,10 +37,6 @@ from typing import TYPE_CHECKING, Final, NamedTuple, Self
 from plantrail._version import __version__
 from plantrail.ledger.chain import check_link
 from plantrail.ledger.chain import encode_pending as _encode
-from plantrail.ledger.clock import utc_now
-from plantrail.ledger.codec import GENESIS_PREV, MAX_LINE_BYTES, decode, holds_record_end, log_format
-from plantrail.ledger.errors import LogDamaged, error
-from plantrail.ledger.events import LogBatch, LogOpened, LogRepaired, Record
 from plantrail.ledger.files import (
     check_path,
     folder_of,
@@ -62,6 +58,10 @@ from plantrail.ledger.stores.cache import (
     save_snapshot,
     texts_between,
 )
+from plantrail.ledger.vocabulary.clock import utc_now
+from plantrail.ledger.vocabulary.codec import GENESIS_PREV, MAX_LINE_BYTES, decode, holds_record_end, log_format
+from plantrail.ledger.vocabulary.errors import LogDamaged, error
+from plantrail.ledger.vocabulary.events import LogBatch, LogOpened, LogRepaired, Record
 
 if TYPE_CHECKING:
     from plantrail.ledger.store import KeyEntry

@@ -45,12 +45,12 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, Self
 
 from plantrail._version import __version__
 from plantrail.ledger.chain import check_link, encode_pending
-from plantrail.ledger.clock import utc_now
-from plantrail.ledger.codec import GENESIS_PREV, decode, log_format
-from plantrail.ledger.errors import LogDamaged, PlantrailError, error
-from plantrail.ledger.events import LogOpened, Record
 from plantrail.ledger.store import FsyncPolicy, PendingRecord, Resumed
 from plantrail.ledger.stores import is_database_url
+from plantrail.ledger.vocabulary.clock import utc_now
+from plantrail.ledger.vocabulary.codec import GENESIS_PREV, decode, log_format
+from plantrail.ledger.vocabulary.errors import LogDamaged, PlantrailError, error
+from plantrail.ledger.vocabulary.events import LogOpened, Record
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -451,7 +451,7 @@ class PostgresStore:
 def _with_run(location: Location) -> Location:
     if location.run is None:
         raise error("USAGE", f"name the run: {location}#RUN_ID (or pass run=)")
-    from plantrail.ledger.plan import check_id
+    from plantrail.ledger.vocabulary.plan import check_id
 
     check_id(location.run, "run id")
     return location

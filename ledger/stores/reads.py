@@ -11,8 +11,6 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any, Final, NamedTuple
 
-from plantrail.ledger.errors import error
-from plantrail.ledger.events import Record
 from plantrail.ledger.store import TornTail
 from plantrail.ledger.stores.cache import (
     HistoryEntry,
@@ -30,6 +28,8 @@ from plantrail.ledger.stores.cache import (
 )
 from plantrail.ledger.stores.current import ReadResult, read_state, superseded_version, use_cache_default
 from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.vocabulary.errors import error
+from plantrail.ledger.vocabulary.events import Record
 from plantrail.projections.history import (
     criterion_seqs,
     diff_traced,

@@ -16,13 +16,13 @@ import re
 from collections.abc import Iterator
 from typing import Final, NamedTuple
 
-from plantrail.ledger.codec import GENESIS_PREV, MAX_LINE_BYTES, decode
-from plantrail.ledger.errors import LogDamaged, error
-from plantrail.ledger.events import LogRepaired, Record
 from plantrail.ledger.files import shared_lock_within
 from plantrail.ledger.stores.jsonl import (
     _open,  # the one way to open a log: NUL-free path, regular file, mapped errors
 )
+from plantrail.ledger.vocabulary.codec import GENESIS_PREV, MAX_LINE_BYTES, decode
+from plantrail.ledger.vocabulary.errors import LogDamaged, error
+from plantrail.ledger.vocabulary.events import LogRepaired, Record
 
 __all__ = ["Damage", "QuarantineFile", "SalvageReport", "SalvagedRecord", "Segment", "salvage"]
 

@@ -20,12 +20,12 @@ from typing import Final
 
 import orjson
 
-from plantrail.ledger.codec import GENESIS_PREV, decode
-from plantrail.ledger.errors import error
-from plantrail.ledger.events import Record
 from plantrail.ledger.store import TornTail
 from plantrail.ledger.stores.cache import Position
 from plantrail.ledger.stores.jsonl import LogReader, LogScan
+from plantrail.ledger.vocabulary.codec import GENESIS_PREV, decode
+from plantrail.ledger.vocabulary.errors import error
+from plantrail.ledger.vocabulary.events import Record
 
 __all__ = [
     "after_record",

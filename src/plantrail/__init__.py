@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from plantrail._version import __version__
-
 from plantrail import ledger as _ledger  # cheap: ledger's names load on first use too
+from plantrail._moved import install as _install_moved
+from plantrail._version import __version__ as __version__
+
+_install_moved()  # the old names of moved modules keep working
 
 __all__: list[str] = list(_ledger.__all__)
 

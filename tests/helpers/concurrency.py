@@ -8,9 +8,9 @@ from multiprocessing.synchronize import Event
 from typing import NamedTuple
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.decide import VerifyCriterion
-from plantrail.ledger.errors import PlantrailError
+from plantrail.ledger.rules.decide import VerifyCriterion
 from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.vocabulary.errors import PlantrailError
 
 __all__ = ["AppendReport", "KeyResult", "append_worker", "keyed_worker", "reader_worker"]
 

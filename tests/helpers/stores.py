@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from plantrail.ledger.events import Record
 from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.vocabulary.events import Record
 
 _server: Any = None
 _server_error: str | None = None

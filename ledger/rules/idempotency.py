@@ -18,8 +18,8 @@ from typing import Any, Final
 
 import orjson
 
-from plantrail.ledger.approvals import Decide, RequestApproval
-from plantrail.ledger.decide import (
+from plantrail.ledger.rules.approvals import Decide, RequestApproval
+from plantrail.ledger.rules.decide import (
     Abandon,
     Block,
     Command,
@@ -33,9 +33,11 @@ from plantrail.ledger.decide import (
     Start,
     VerifyCriterion,
 )
-from plantrail.ledger.effects import CommitEffect, RequestEffect
-from plantrail.ledger.errors import error
-from plantrail.ledger.events import (
+from plantrail.ledger.rules.effects import CommitEffect, RequestEffect
+from plantrail.ledger.rules.observations import Observe
+from plantrail.ledger.store import KeyEntry
+from plantrail.ledger.vocabulary.errors import error
+from plantrail.ledger.vocabulary.events import (
     ApprovalDenied,
     ApprovalGranted,
     ApprovalRequested,
@@ -55,10 +57,8 @@ from plantrail.ledger.events import (
     StepHeartbeat,
     StepStarted,
 )
-from plantrail.ledger.observations import Observe
-from plantrail.ledger.plan import Draft
-from plantrail.ledger.store import KeyEntry
-from plantrail.ledger.versions import plain
+from plantrail.ledger.vocabulary.plan import Draft
+from plantrail.ledger.vocabulary.versions import plain
 
 __all__ = ["KeyEntry", "command_content", "match", "record_content", "record_view"]
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from plantrail.ledger.errors import error
-from plantrail.ledger.plan import did_you_mean
+from plantrail.ledger.vocabulary.errors import error
+from plantrail.ledger.vocabulary.plan import did_you_mean
 
 if TYPE_CHECKING:
     from plantrail.projections.model import StepState

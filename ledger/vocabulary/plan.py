@@ -22,7 +22,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal, TypeVar
 
-from plantrail.ledger.artifacts import (
+from plantrail.ledger.vocabulary.artifacts import (
     TASK_ARTIFACT_KEYS,
     InputRef,
     OutputSpec,
@@ -32,7 +32,7 @@ from plantrail.ledger.artifacts import (
     parse_outputs,
     parse_task_artifacts,
 )
-from plantrail.ledger.contract import (
+from plantrail.ledger.vocabulary.contract import (
     DEFAULT_SOFT_THRESHOLD,
     NO_TERMS,
     RUN_POLICY_FIELDS,
@@ -44,11 +44,11 @@ from plantrail.ledger.contract import (
     parse_step_budget,
     validate_contract,
 )
-from plantrail.ledger.coverage import reference_problems
-from plantrail.ledger.errors import PlanInvalid, PlantrailError, error
-from plantrail.ledger.items import as_items
-from plantrail.ledger.repair_edges import partial_repair_problems, repair_problems
-from plantrail.ledger.scope import (
+from plantrail.ledger.vocabulary.coverage import reference_problems
+from plantrail.ledger.vocabulary.errors import PlanInvalid, PlantrailError, error
+from plantrail.ledger.vocabulary.items import as_items
+from plantrail.ledger.vocabulary.repair_edges import partial_repair_problems, repair_problems
+from plantrail.ledger.vocabulary.scope import (
     STEP_SCOPE_KEYS,
     StepScope,
     TaskScope,

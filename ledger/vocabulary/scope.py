@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar, Final
 
-from plantrail.ledger.errors import PlantrailError, error
+from plantrail.ledger.vocabulary.errors import PlantrailError, error
 
 __all__ = [
     "STEP_SCOPE_KEYS",

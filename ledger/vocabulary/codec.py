@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, Union
 import msgspec
 import orjson
 
-from plantrail.ledger import events as ev
-from plantrail.ledger.errors import LogDamaged, error
-from plantrail.ledger.events import FORMAT_VERSION, FORMATS, V2_TYPES, Record, Source
-from plantrail.ledger.versions import V1, V2, added_defaults, needs_v2, never_v2, plain, v2_checker
+from plantrail.ledger.vocabulary import events as ev
+from plantrail.ledger.vocabulary.errors import LogDamaged, error
+from plantrail.ledger.vocabulary.events import FORMAT_VERSION, FORMATS, V2_TYPES, Record, Source
+from plantrail.ledger.vocabulary.versions import V1, V2, added_defaults, needs_v2, never_v2, plain, v2_checker
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter

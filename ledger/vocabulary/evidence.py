@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Literal
 
-from plantrail.ledger.errors import error
+from plantrail.ledger.vocabulary.errors import error
 
 __all__ = ["Decision", "Observation", "Report", "Usage", "parse_report"]
 

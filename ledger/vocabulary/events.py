@@ -18,10 +18,10 @@ from typing import Any, ClassVar, Final, Literal
 
 import msgspec
 
-from plantrail.ledger.artifacts import Artifact
-from plantrail.ledger.evidence import Report
-from plantrail.ledger.plan import CriterionSpec, PlanPatch, PlanSpec, StepSpec
-from plantrail.ledger.scope import ScopeViolation
+from plantrail.ledger.vocabulary.artifacts import Artifact
+from plantrail.ledger.vocabulary.evidence import Report
+from plantrail.ledger.vocabulary.plan import CriterionSpec, PlanPatch, PlanSpec, StepSpec
+from plantrail.ledger.vocabulary.scope import ScopeViolation
 
 __all__ = [
     "ACTORS",

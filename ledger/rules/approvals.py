@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from msgspec.structs import force_setattr
 
-from plantrail.ledger.errors import error
-from plantrail.ledger.events import (
+from plantrail.ledger.rules.guards import require_open, require_step
+from plantrail.ledger.vocabulary.errors import error
+from plantrail.ledger.vocabulary.events import (
     Actor,
     ApprovalDenied,
     ApprovalGranted,
@@ -36,10 +37,9 @@ from plantrail.ledger.events import (
     StepCompleted,
     StepFailed,
 )
-from plantrail.ledger.guards import require_open, require_step
-from plantrail.ledger.items import as_items, as_text
-from plantrail.ledger.plan import PlanSpec, StepSpec, check_id, did_you_mean
-from plantrail.ledger.scope import ScopeViolation, check_glob, violation
+from plantrail.ledger.vocabulary.items import as_items, as_text
+from plantrail.ledger.vocabulary.plan import PlanSpec, StepSpec, check_id, did_you_mean
+from plantrail.ledger.vocabulary.scope import ScopeViolation, check_glob, violation
 from plantrail.projections.authority import (
     Approval,
     authority_reasons,

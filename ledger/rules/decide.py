@@ -15,7 +15,7 @@ from typing import Any, Final, Literal
 import msgspec
 from msgspec.structs import force_setattr
 
-from plantrail.ledger.approvals import (
+from plantrail.ledger.rules.approvals import (
     Decide,
     RequestApproval,
     build_approval,
@@ -24,12 +24,26 @@ from plantrail.ledger.approvals import (
     check_start_authority,
     recorded_result,
 )
-from plantrail.ledger.artifacts import Artifact, produced_problems
-from plantrail.ledger.contract import CheckSpec, unmet
-from plantrail.ledger.coverage import require_coverage
-from plantrail.ledger.effects import CommitEffect, RequestEffect, build_effect, check_effect, effect_lateness
-from plantrail.ledger.errors import error
-from plantrail.ledger.events import (
+from plantrail.ledger.rules.effects import CommitEffect, RequestEffect, build_effect, check_effect, effect_lateness
+from plantrail.ledger.rules.extension import check_extension
+from plantrail.ledger.rules.guards import require_open, require_step
+from plantrail.ledger.rules.leases import (
+    Abandon,
+    Heartbeat,
+    build_abandon,
+    build_heartbeat,
+    check_abandon,
+    check_heartbeat,
+)
+from plantrail.ledger.rules.lineage import check_forked
+from plantrail.ledger.rules.observations import Observe, build_observation, check_observation
+from plantrail.ledger.rules.outcomes import check_outcome, finished_event
+from plantrail.ledger.rules.repair_edges import check_start_repair
+from plantrail.ledger.vocabulary.artifacts import Artifact, produced_problems
+from plantrail.ledger.vocabulary.contract import CheckSpec, unmet
+from plantrail.ledger.vocabulary.coverage import require_coverage
+from plantrail.ledger.vocabulary.errors import error
+from plantrail.ledger.vocabulary.events import (
     OUTCOMES,
     REASON_CODES,
     Actor,
@@ -56,15 +70,9 @@ from plantrail.ledger.events import (
     StepHeartbeat,
     StepStarted,
 )
-from plantrail.ledger.evidence import Report
-from plantrail.ledger.extension import check_extension
-from plantrail.ledger.guards import require_open, require_step
-from plantrail.ledger.items import as_items, as_text
-from plantrail.ledger.leases import Abandon, Heartbeat, build_abandon, build_heartbeat, check_abandon, check_heartbeat
-from plantrail.ledger.lineage import check_forked
-from plantrail.ledger.observations import Observe, build_observation, check_observation
-from plantrail.ledger.outcomes import check_outcome, finished_event
-from plantrail.ledger.plan import (
+from plantrail.ledger.vocabulary.evidence import Report
+from plantrail.ledger.vocabulary.items import as_items, as_text
+from plantrail.ledger.vocabulary.plan import (
     CriterionSpec,
     Draft,
     PlanPatch,
@@ -77,7 +85,6 @@ from plantrail.ledger.plan import (
     steps_by_id,
     validate_plan,
 )
-from plantrail.ledger.repair_edges import check_start_repair
 from plantrail.projections.lineage_digest import require_inputs
 from plantrail.projections.model import OrphanWhy, StepState
 from plantrail.projections.repair_edges import edges_of, idle_repairs

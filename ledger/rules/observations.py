@@ -12,20 +12,19 @@ version is the observation's digest). Pure: :mod:`ledger.decide` builds and chec
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
-from plantrail.ledger.errors import error
-from plantrail.ledger.events import Actor, ObservationRecorded, Source
-from plantrail.ledger.guards import require_open
+from plantrail.ledger.rules.guards import require_open
+from plantrail.ledger.vocabulary.errors import error
+from plantrail.ledger.vocabulary.events import Actor, ObservationRecorded, Source
 
 if TYPE_CHECKING:
-    from plantrail.ledger.plan import Draft, PlanSpec
-    from plantrail.projections.model import Observed
+    from plantrail.ledger.vocabulary.plan import Draft
     from plantrail.projections.state import StateView
 
-__all__ = ["Observe", "build_observation", "check_observation", "plan_drift", "with_observed"]
+__all__ = ["Observe", "build_observation", "check_observation", "with_observed"]
 
 
 class Observe(msgspec.Struct, frozen=True, kw_only=True):
@@ -50,7 +49,7 @@ def build_observation(command: Observe) -> ObservationRecorded:
 def check_observation(state: StateView, data: ObservationRecorded, plan_version: int) -> None:
     """Refuse an observation on a finished run (RUN_FINISHED), with an invalid key (INVALID_ID) or a blank
     version (BLANK_FIELD), or issued against a superseded version (STALE_PLAN_VERSION)."""
-    from plantrail.ledger.plan import check_id
+    from plantrail.ledger.vocabulary.plan import check_id
 
     require_open(state)
     check_id(data.key, "observation key")
@@ -71,8 +70,8 @@ def with_observed(draft: Draft, pairs: Sequence[str]) -> Draft:
     versions it was made from (each replacing the draft's own for that key); USAGE when one is malformed."""
     import dataclasses
 
-    from plantrail.ledger.artifacts import ObservedVersion, TaskArtifacts
-    from plantrail.ledger.plan import check_id
+    from plantrail.ledger.vocabulary.artifacts import ObservedVersion, TaskArtifacts
+    from plantrail.ledger.vocabulary.plan import check_id
 
     if not pairs:
         return draft
@@ -86,25 +85,3 @@ def with_observed(draft: Draft, pairs: Sequence[str]) -> Draft:
     kept = tuple(o for o in task.observed if o.key not in given)
     artifacts = dataclasses.replace(task, observed=(*kept, *given.values()))
     return dataclasses.replace(draft, artifacts=artifacts)
-
-
-def plan_drift(plan: PlanSpec | None, observations: tuple[Observed, ...]) -> list[dict[str, Any]]:
-    """Each observation whose current version differs from the one the plan was made from: ``key``,
-    ``planned`` (None: the plan recorded none), ``current``, ``dirty`` and the ``seq`` that recorded it."""
-    if plan is None:
-        return []
-    made = {} if plan.artifacts is None else {o.key: o for o in plan.artifacts.observed}
-    drift = []
-    for seen in observations:
-        planned = made.get(seen.key)
-        if planned is None or planned.version != seen.version or planned.dirty != seen.dirty:
-            drift.append(
-                {
-                    "key": seen.key,
-                    "planned": None if planned is None else planned.version,
-                    "current": seen.version,
-                    "dirty": list(seen.dirty),
-                    "seq": seen.seq,
-                }
-            )
-    return drift

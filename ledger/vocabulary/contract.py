@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 import orjson
 
-from plantrail.ledger.artifacts import InputRef, OutputSpec
-from plantrail.ledger.errors import error
-from plantrail.ledger.evidence import Observation, Report
-from plantrail.ledger.scope import StepScope
+from plantrail.ledger.vocabulary.artifacts import InputRef, OutputSpec
+from plantrail.ledger.vocabulary.errors import error
+from plantrail.ledger.vocabulary.evidence import Observation, Report
+from plantrail.ledger.vocabulary.scope import StepScope
 
 if TYPE_CHECKING:
-    from plantrail.ledger.plan import PlanSpec
+    from plantrail.ledger.vocabulary.plan import PlanSpec
 
 __all__ = [
     "CHECK_KINDS",

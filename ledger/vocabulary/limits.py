@@ -12,7 +12,7 @@ import os
 import re
 from typing import Final, NamedTuple
 
-from plantrail.ledger.errors import error
+from plantrail.ledger.vocabulary.errors import error
 
 __all__ = ["DRAFT", "HOOK_PAYLOAD", "KEY_FILE", "LIMITS", "PATCH", "TRANSCRIPT", "Limit"]
 

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from plantrail.ledger.errors import error
-from plantrail.ledger.events import Actor, Source, StepAbandoned, StepHeartbeat
-from plantrail.ledger.guards import require_open, require_step
-from plantrail.ledger.items import as_text
+from plantrail.ledger.rules.guards import require_open, require_step
+from plantrail.ledger.vocabulary.errors import error
+from plantrail.ledger.vocabulary.events import Actor, Source, StepAbandoned, StepHeartbeat
+from plantrail.ledger.vocabulary.items import as_text
 
 if TYPE_CHECKING:
     from plantrail.projections.model import StepState

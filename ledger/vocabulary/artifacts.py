@@ -25,10 +25,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-from plantrail.ledger.errors import PlantrailError, error
+from plantrail.ledger.vocabulary.errors import PlantrailError, error
 
 if TYPE_CHECKING:
-    from plantrail.ledger.plan import PlanSpec, StepSpec
+    from plantrail.ledger.vocabulary.plan import PlanSpec, StepSpec
 
 __all__ = [
     "TASK_ARTIFACT_KEYS",

@@ -26,14 +26,12 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from plantrail.ledger.errors import PlantrailError, error
+from plantrail.ledger.vocabulary.errors import PlantrailError, error
 
 if TYPE_CHECKING:
-    from plantrail.ledger.plan import StepSpec
-    from plantrail.projections.model import StepState
-    from plantrail.projections.state import StateView
+    from plantrail.ledger.vocabulary.plan import StepSpec
 
-__all__ = ["check_start_repair", "partial_repair_problems", "repair_edges", "repair_problems"]
+__all__ = ["partial_repair_problems", "repair_edges", "repair_problems"]
 
 
 def repair_edges(steps: Sequence[StepSpec]) -> dict[str, str]:
@@ -177,29 +175,3 @@ def partial_repair_problems(steps: Sequence[StepSpec], known: Collection[str]) -
         if p.code != "REPAIR_STEP_UNREACHABLE"
         and not (p.code == "UNKNOWN_REPAIR_STEP" and set(p.fields.get("ids", ())) <= set(known))
     ]
-
-
-def check_start_repair(state: StateView, step: StepState) -> None:
-    """Refuse a start that the repair edges forbid: a failed step whose repair step has not completed since
-    (AWAITING_REPAIR), a repair step no failed step waits for (REPAIR_NOT_NEEDED)."""
-    from plantrail.projections.repair_edges import repair_reason  # projections' model imports this module's plan
-
-    reason = repair_reason(state, step)
-    if reason is None:
-        return
-    if reason["code"] == "awaiting_repair":
-        raise error(
-            "AWAITING_REPAIR",
-            f"step {step.id} failed (attempt {step.attempt}) and waits until its repair step {reason['repair']} "
-            f"completes (it is {reason['status']}); start {reason['repair']}",
-            step=step.id,
-            repair=reason["repair"],
-            plan_version=state.version,
-        )
-    raise error(
-        "REPAIR_NOT_NEEDED",
-        f"step {step.id} is a repair step ({', '.join(reason['repairs'])}) and no failed step waits for it",
-        step=step.id,
-        repairs=reason["repairs"],
-        plan_version=state.version,
-    )

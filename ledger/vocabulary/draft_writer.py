@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from plantrail.ledger.artifacts import InputRef, OutputSpec, TaskArtifacts
-from plantrail.ledger.contract import DEFAULT_SOFT_THRESHOLD, CheckSpec
-from plantrail.ledger.plan import DEFAULT_MAX_ATTEMPTS, CriterionSpec, PlanSpec, Policy, StepSpec
-from plantrail.ledger.scope import StepScope, TaskScope
+from plantrail.ledger.vocabulary.artifacts import InputRef, OutputSpec, TaskArtifacts
+from plantrail.ledger.vocabulary.contract import DEFAULT_SOFT_THRESHOLD, CheckSpec
+from plantrail.ledger.vocabulary.plan import DEFAULT_MAX_ATTEMPTS, CriterionSpec, PlanSpec, Policy, StepSpec
+from plantrail.ledger.vocabulary.scope import StepScope, TaskScope
 
 __all__ = ["criterion_draft", "plan_draft", "policy_draft", "step_draft"]
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from plantrail.ledger.errors import error
-from plantrail.ledger.events import RunFinished
+from plantrail.ledger.vocabulary.errors import error
+from plantrail.ledger.vocabulary.events import RunFinished
 from plantrail.projections.outcomes import OutcomeLists, outcome_lists
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
-from plantrail.ledger.errors import error
+from plantrail.ledger.vocabulary.errors import error
 
 __all__ = ["as_items", "as_text"]
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from plantrail.ledger.errors import error
+from plantrail.ledger.vocabulary.errors import error
 from plantrail.projections.canonical import state_hash
 from plantrail.projections.lineage import carried_state
 
 if TYPE_CHECKING:
-    from plantrail.ledger.events import RunForked
+    from plantrail.ledger.vocabulary.events import RunForked
     from plantrail.projections.model import Fork, PlanState
     from plantrail.projections.state import StateView
 
