@@ -19,7 +19,7 @@ import orjson
 from plantrail.ledger.capture import claude
 from plantrail.ledger.capture.hook import capture_journal, plantrail_folder
 from plantrail.ledger.capture.journal import Journal, journal_path
-from plantrail.ledger.locations import run_path
+from plantrail.ledger.stores.locations import run_path
 
 __all__ = ["HookSession", "hook_call", "hook_session", "status_of_session", "write_call"]
 

@@ -19,9 +19,9 @@ import msgspec
 from bench.harness import Probe, run_process, timed
 from bench.sides import _plantrail, make_log
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.chain import encode_pending
-from plantrail.ledger.store import PendingRecord
-from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.stores.chain import encode_pending
+from plantrail.ledger.stores.jsonl.log import LogReader
+from plantrail.ledger.stores.protocol import PendingRecord
 from plantrail.ledger.vocabulary.codec import GENESIS_PREV
 from plantrail.ledger.vocabulary.events import LogOpened, Record
 

@@ -26,7 +26,7 @@ from bench.scenario import Clock
 from bench.sides import Script
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.stores.copy import copy_runs
-from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.stores.jsonl.log import LogReader
 from plantrail.ledger.stores.postgres import init_schema, read_records
 from plantrail.projections.state import fold
 

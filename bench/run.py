@@ -53,7 +53,7 @@ from bench.sides import (
     status_argv,
     verify,
 )
-from plantrail.ledger.stores import reads
+from plantrail.ledger.stores.jsonl import reads
 
 PACKAGES = ("orjson", "msgspec", "pydantic", "click", "eventsourcing", "plantrail")
 

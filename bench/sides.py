@@ -14,9 +14,9 @@ from bench.harness import Probe, timed
 from bench.scenario import Clock, record_run, scripted
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.rules.decide import Command
-from plantrail.ledger.stores import cache, reads
-from plantrail.ledger.stores.current import read_state
-from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.stores.jsonl import cache, reads
+from plantrail.ledger.stores.jsonl.current import read_state
+from plantrail.ledger.stores.jsonl.log import LogReader
 from plantrail.projections.history import fold_span, resume_receipt
 
 __all__ = [
@@ -238,7 +238,7 @@ def status_argv(path: Path) -> list[str]:
 def replay_argv(path: Path) -> list[str]:
     """A whole process that replays ``path`` in full (for its peak memory)."""
     code = (
-        "import sys\nfrom plantrail.ledger.stores.jsonl import LogReader\n"
+        "import sys\nfrom plantrail.ledger.stores.jsonl.log import LogReader\n"
         "from plantrail.projections.state import fold\n"
         "with LogReader(sys.argv[1]) as r:\n    fold(r.records())\n"
     )

@@ -15,8 +15,8 @@ from plantrail.cli.terminal import screen
 
 if TYPE_CHECKING:
     from plantrail.ledger.reading import DatabaseReader
-    from plantrail.ledger.store import TornTail
-    from plantrail.ledger.stores.jsonl import LogReader
+    from plantrail.ledger.stores.jsonl.log import LogReader
+    from plantrail.ledger.stores.protocol import TornTail
     from plantrail.ledger.vocabulary.errors import PlantrailError
     from plantrail.ledger.vocabulary.events import Record
     from plantrail.ledger.vocabulary.limits import Limit
@@ -105,7 +105,7 @@ def locate_log(name: str, store: str | None, *, new: bool = False) -> str:
     created (``new``) in the default runs folder, that folder is made when it is missing."""
     import os
 
-    from plantrail.ledger.stores import is_database_url, locate
+    from plantrail.ledger.stores.targets import is_database_url, locate
 
     found = locate(name, store, new=new)
     if new and found != name and not store and not is_database_url(found):
@@ -166,7 +166,7 @@ def read_json_file(path: str, limit: Limit) -> Any:
     is not JSON."""
     import orjson
 
-    from plantrail.ledger.files import read_capped
+    from plantrail.ledger.stores.files import read_capped
     from plantrail.ledger.vocabulary.errors import error
 
     if path == "-":
@@ -197,7 +197,7 @@ def _read_stdin(what: str, limit: int) -> bytes:
 
 def _read_bytes(path: str, what: str, limit: int) -> bytes:
     """At most ``limit`` bytes of the regular file ``path`` (a FIFO or a device is NOT_A_FILE, never waited on)."""
-    from plantrail.ledger.files import open_regular
+    from plantrail.ledger.stores.files import open_regular
 
     with open(open_regular(path, what=what), "rb") as f:
         return f.read(limit)
@@ -209,7 +209,7 @@ def read_text(path: str, what: str) -> str:
     Real tool output of any size is welcome up to the most one event can hold; anything larger is refused
     with EVENT_TOO_LARGE, never cut. The bytes must be UTF-8 (INVALID_TEXT otherwise).
     """
-    from plantrail.ledger.files import check_path, os_error
+    from plantrail.ledger.stores.files import check_path, os_error
     from plantrail.ledger.vocabulary.codec import MAX_LINE_BYTES
     from plantrail.ledger.vocabulary.errors import error
 

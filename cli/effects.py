@@ -16,7 +16,7 @@ from plantrail.cli.record import _plan_version_option, _write_options
 
 if TYPE_CHECKING:
     from plantrail.ledger.rules.effects import CommitEffect, RequestEffect
-    from plantrail.ledger.store import Ack
+    from plantrail.ledger.stores.protocol import Ack
     from plantrail.ledger.vocabulary.events import Actor
     from plantrail.projections.model import PlanState
 

@@ -109,7 +109,7 @@ def environment(store: str | None) -> dict[str, str]:
     """The environment a hook call sees, with the store (``--store``, else ``$PLANTRAIL_STORE``) in it."""
     import os
 
-    from plantrail.ledger.stores import STORE_ENV
+    from plantrail.ledger.stores.targets import STORE_ENV
 
     found = dict(os.environ)
     if store:

@@ -9,7 +9,7 @@ import click
 from plantrail.cli.common import FilePath, emit, json_option, log_argument
 
 if TYPE_CHECKING:
-    from plantrail.ledger.stores.salvage import SalvageReport
+    from plantrail.ledger.stores.jsonl.salvage import SalvageReport
     from plantrail.ledger.verify import VerifyReport
 
 __all__ = ["maintain_commands"]
@@ -179,7 +179,7 @@ def repair(log: str, acked: str | None, as_json: bool) -> None:
     Example:
       plantrail repair run.jsonl
     """
-    from plantrail.ledger.stores.jsonl import repair as repair_log
+    from plantrail.ledger.stores.jsonl.log import repair as repair_log
     from plantrail.ledger.verify import parse_anchor
     from plantrail.ledger.vocabulary.events import LogRepaired
 
@@ -224,7 +224,7 @@ def salvage(log: str, as_json: bool) -> None:
       plantrail salvage run.jsonl
       plantrail salvage run.jsonl --json | jq '.damaged'
     """
-    from plantrail.ledger.stores.salvage import salvage as salvage_log
+    from plantrail.ledger.stores.jsonl.salvage import salvage as salvage_log
     from plantrail.ledger.vocabulary.errors import error
 
     report = salvage_log(log)

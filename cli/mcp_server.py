@@ -10,7 +10,7 @@ results on the orphan path. A refused call is a tool error ``error[CODE]: messag
 Mutating tools take an optional ``expected_seq`` (refused unless the log still ends there) and an optional
 ``idempotency_key`` (a retried call answers the first one's ack), and return the new seq and head hash, so
 parallel agents and retried calls are safe. Runs are ``<runs folder>/<run id>.jsonl`` (see
-:mod:`plantrail.ledger.locations`); a run id never leaves its folder.
+:mod:`plantrail.ledger.stores.locations`); a run id never leaves its folder.
 """
 
 from __future__ import annotations
@@ -71,10 +71,10 @@ def build_server(folder: Path, store: str | None = None) -> MCPServer:
 
     from plantrail import audit
     from plantrail.ledger.api import Ledger
-    from plantrail.ledger.locations import run_path
     from plantrail.ledger.reading import run_exists
     from plantrail.ledger.rules.decide import Create
-    from plantrail.ledger.stores import is_database_url, run_in_store
+    from plantrail.ledger.stores.locations import run_path
+    from plantrail.ledger.stores.targets import is_database_url, run_in_store
     from plantrail.ledger.vocabulary.errors import PlantrailError
     from plantrail.ledger.vocabulary.plan import parse_draft
     from plantrail.projections.views import ack_view, next_view, status_document
@@ -321,7 +321,7 @@ def build_server(folder: Path, store: str | None = None) -> MCPServer:
 
 
 def _created_ack(state: Any) -> Any:
-    from plantrail.ledger.store import Ack
+    from plantrail.ledger.stores.protocol import Ack
 
     return Ack(seq=state.last_seq, hash=state.head or "")
 
@@ -351,7 +351,7 @@ def mcp_command(folder: str | None, store: str | None) -> None:
         import mcp  # noqa: F401
     except ImportError:
         raise error("USAGE", "plantrail mcp needs the MCP SDK: pip install 'plantrail[mcp]'") from None
-    from plantrail.ledger.locations import runs_folder
+    from plantrail.ledger.stores.locations import runs_folder
 
     build_server(runs_folder(folder), None if folder is not None else store).run("stdio")
 

@@ -37,7 +37,7 @@ def _write(text: str, output: str | None) -> None:
         return
     import os
 
-    from plantrail.ledger.files import check_path, os_error
+    from plantrail.ledger.stores.files import check_path, os_error
 
     check_path(output, "output file")
     partial = f"{output}.partial-{os.getpid()}"

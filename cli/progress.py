@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Final, Protocol, TextIO
 
 if TYPE_CHECKING:
-    from plantrail.ledger.stores.jsonl import LogReader
+    from plantrail.ledger.stores.jsonl.log import LogReader
     from plantrail.ledger.vocabulary.events import Record
 
 __all__ = ["EVERY", "SHOW_FROM_BYTES", "Shown", "bar_line", "progress_bar", "progress_for", "size_of"]

@@ -28,7 +28,7 @@ from plantrail.ledger.vocabulary.limits import DRAFT, PATCH, REPORT
 if TYPE_CHECKING:
     from plantrail.ledger.api import Ledger
     from plantrail.ledger.rules.decide import Command
-    from plantrail.ledger.store import Ack, FsyncPolicy
+    from plantrail.ledger.stores.protocol import Ack, FsyncPolicy
     from plantrail.ledger.vocabulary.errors import PlantrailError
     from plantrail.ledger.vocabulary.events import Actor, Outcome, ReasonCode
     from plantrail.ledger.vocabulary.evidence import Report

@@ -149,7 +149,7 @@ class _Screen:
 
 def _watch_file(path: str, screen: _Screen, interval: float, until: Callable[[], bool] | None) -> None:
     """Follow a JSONL log from the position the last read ended at (one ``fstat`` per ``interval``)."""
-    from plantrail.ledger.stores.jsonl import LogReader
+    from plantrail.ledger.stores.jsonl.log import LogReader
 
     with LogReader(path) as reader:
         state = screen.first(reader.records())

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from plantrail._version import __version__
 
 _EXPORTS = {
-    "Ack": "plantrail.ledger.store",
+    "Ack": "plantrail.ledger.stores.protocol",
     "Block": "plantrail.ledger.rules.decide",
     "Command": "plantrail.ledger.rules.decide",
     "CommandRefused": "plantrail.ledger.vocabulary.errors",
@@ -21,10 +21,10 @@ _EXPORTS = {
     "Create": "plantrail.ledger.rules.decide",
     "Fail": "plantrail.ledger.rules.decide",
     "Finish": "plantrail.ledger.rules.decide",
-    "JsonlStore": "plantrail.ledger.stores.jsonl",
+    "JsonlStore": "plantrail.ledger.stores.jsonl.log",
     "Ledger": "plantrail.ledger.api",
     "LogDamaged": "plantrail.ledger.vocabulary.errors",
-    "LogReader": "plantrail.ledger.stores.jsonl",
+    "LogReader": "plantrail.ledger.stores.jsonl.log",
     "PlanInvalid": "plantrail.ledger.vocabulary.errors",
     "PlanPatch": "plantrail.ledger.vocabulary.plan",
     "PlanSpec": "plantrail.ledger.vocabulary.plan",
@@ -35,7 +35,7 @@ _EXPORTS = {
     "Source": "plantrail.ledger.vocabulary.events",
     "Start": "plantrail.ledger.rules.decide",
     "StorageError": "plantrail.ledger.vocabulary.errors",
-    "Store": "plantrail.ledger.store",
+    "Store": "plantrail.ledger.stores.protocol",
     "UsageError": "plantrail.ledger.vocabulary.errors",
     "VerifyCriterion": "plantrail.ledger.rules.decide",
     "audit": "plantrail.ledger.audit",
@@ -44,7 +44,7 @@ _EXPORTS = {
     "default_run_id": "plantrail.ledger.api",
     "parse_draft": "plantrail.ledger.vocabulary.plan",
     "parse_patch": "plantrail.ledger.vocabulary.plan",
-    "repair": "plantrail.ledger.stores.jsonl",
+    "repair": "plantrail.ledger.stores.jsonl.log",
     "verify_log": "plantrail.ledger.verify",
 }
 
@@ -111,8 +111,8 @@ if TYPE_CHECKING:
         check,
         decide,
     )
-    from plantrail.ledger.store import Ack, Store
-    from plantrail.ledger.stores.jsonl import JsonlStore, LogReader, repair
+    from plantrail.ledger.stores.jsonl.log import JsonlStore, LogReader, repair
+    from plantrail.ledger.stores.protocol import Ack, Store
     from plantrail.ledger.verify import verify_log
     from plantrail.ledger.vocabulary.errors import (
         CommandRefused,

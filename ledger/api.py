@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from plantrail.ledger.checkpoint import make_checkpoint
-from plantrail.ledger.locations import default_run_id
 from plantrail.ledger.rules.approvals import Decide, RequestApproval
 from plantrail.ledger.rules.decide import (
     Abandon,
@@ -43,9 +42,11 @@ from plantrail.ledger.rules.decide import (
 from plantrail.ledger.rules.effects import CommitEffect, RequestEffect
 from plantrail.ledger.rules.idempotency import match, record_view
 from plantrail.ledger.rules.observations import Observe
-from plantrail.ledger.store import Ack, FsyncPolicy, KeyEntry, PendingRecord, Session, Store
-from plantrail.ledger.stores import create_store, is_database_url
-from plantrail.ledger.stores.jsonl import JsonlStore
+from plantrail.ledger.stores.jsonl.log import JsonlStore
+from plantrail.ledger.stores.locations import default_run_id
+from plantrail.ledger.stores.opener import create_store
+from plantrail.ledger.stores.protocol import Ack, FsyncPolicy, KeyEntry, PendingRecord, Session, Store
+from plantrail.ledger.stores.targets import is_database_url
 from plantrail.ledger.vocabulary.artifacts import Artifact, parse_artifact_option
 from plantrail.ledger.vocabulary.clock import utc_now
 from plantrail.ledger.vocabulary.errors import PlantrailError, error
@@ -109,7 +110,7 @@ class Ledger:
         without ``.jsonl``; ``fsync`` is the durability policy recorded in the header; ``idempotency_key`` is
         stored on the plan's record. ``nonce`` fixes the header's nonce (for reproducible logs in tests),
         ``allow_network_fs`` accepts a log on NFS or SMB, ``clock`` supplies timestamps, and ``cache=False``
-        leaves no snapshot beside the log (see :mod:`plantrail.ledger.stores.cache`). ``strict`` refuses a
+        leaves no snapshot beside the log (see :mod:`plantrail.ledger.stores.jsonl.cache`). ``strict`` refuses a
         plan with a task criterion no step covers and no typed check covers (COVERAGE_GAP, every gap listed).
         """
         spec = parse_draft(plan) if isinstance(plan, Mapping) else plan

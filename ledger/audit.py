@@ -31,8 +31,8 @@ from plantrail.ledger.vocabulary.errors import PlantrailError, error
 
 if TYPE_CHECKING:
     from plantrail.ledger.reading import DatabaseReader
-    from plantrail.ledger.store import TornTail
-    from plantrail.ledger.stores.jsonl import LogReader
+    from plantrail.ledger.stores.jsonl.log import LogReader
+    from plantrail.ledger.stores.protocol import TornTail
     from plantrail.ledger.vocabulary.events import Record
     from plantrail.projections.model import PlanState
 
@@ -189,8 +189,8 @@ def read_replay(path: Path, version: int | None = None, at_seq: int | None = Non
 def _superseded(name: str, version: int) -> tuple[PlanState, int] | None:
     """A superseded version of a log file straight from its version index, importing neither the store nor the
     reducer (None for a database run, without the cache, or when the index cannot answer)."""
-    from plantrail.ledger.stores import is_database_url
-    from plantrail.ledger.stores.current import superseded_version, use_cache_default
+    from plantrail.ledger.stores.jsonl.current import superseded_version, use_cache_default
+    from plantrail.ledger.stores.targets import is_database_url
 
     if is_database_url(name) or not use_cache_default():
         return None

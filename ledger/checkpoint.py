@@ -20,7 +20,7 @@ import hmac
 import os
 from typing import Final
 
-from plantrail.ledger.files import read_capped
+from plantrail.ledger.stores.files import read_capped
 from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.events import LogCheckpoint, Record
 from plantrail.ledger.vocabulary.limits import KEY_FILE

@@ -17,8 +17,9 @@ import os
 from collections.abc import Callable
 from typing import NamedTuple
 
-from plantrail.ledger.store import FsyncPolicy, PendingRecord
-from plantrail.ledger.stores import create_store, is_database_url
+from plantrail.ledger.stores.opener import create_store
+from plantrail.ledger.stores.protocol import FsyncPolicy, PendingRecord
+from plantrail.ledger.stores.targets import is_database_url
 from plantrail.ledger.vocabulary.clock import utc_now
 from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.events import Actor, RunForked
@@ -140,6 +141,6 @@ def _default_run(target: str) -> str:
         if named is None:
             raise error("USAGE", f"name the new run: {target}#RUN_ID")
         return named
-    from plantrail.ledger.locations import default_run_id
+    from plantrail.ledger.stores.locations import default_run_id
 
     return default_run_id(target)

@@ -3,9 +3,9 @@
 A target is a JSONL log's path or a database run's URL (``postgresql://…/db#RUN``). Each function here
 answers the same question of either store with the same types, so the reducer, ``verify``, the views and the
 front doors never ask which store they read: a JSONL log is read through its own reader and cache
-(:mod:`plantrail.ledger.stores.current`, :mod:`plantrail.ledger.stores.reads`, :mod:`plantrail.ledger.stores.seek`),
-a database run through :mod:`plantrail.ledger.stores.postgres` by folding its rows (it keeps no snapshot, and
-is never torn: a transaction commits whole or not at all).
+(:mod:`plantrail.ledger.stores.jsonl.current`, :mod:`plantrail.ledger.stores.jsonl.reads`,
+:mod:`plantrail.ledger.stores.jsonl.seek`), a database run through :mod:`plantrail.ledger.stores.postgres` by
+folding its rows (it keeps no snapshot, and is never torn: a transaction commits whole or not at all).
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from plantrail.ledger.stores import is_database_url
-from plantrail.ledger.stores.current import ReadResult
+from plantrail.ledger.stores.jsonl.current import ReadResult
+from plantrail.ledger.stores.targets import is_database_url
 
 if TYPE_CHECKING:
-    from plantrail.ledger.store import TornTail
-    from plantrail.ledger.stores.cache import Position
-    from plantrail.ledger.stores.jsonl import LogReader
-    from plantrail.ledger.stores.reads import Versions
+    from plantrail.ledger.stores.jsonl.cache import Position
+    from plantrail.ledger.stores.jsonl.log import LogReader
+    from plantrail.ledger.stores.jsonl.reads import Versions
+    from plantrail.ledger.stores.protocol import TornTail
     from plantrail.ledger.vocabulary.events import Record
     from plantrail.projections.model import PlanState
 
@@ -47,7 +47,7 @@ Target = str | os.PathLike[str]
 
 
 class DatabaseReader:
-    """What a JSONL :class:`~plantrail.ledger.stores.jsonl.LogReader` tells its caller, for a database run:
+    """What a JSONL :class:`~plantrail.ledger.stores.jsonl.log.LogReader` tells its caller, for a database run:
     its records, checked, and ``torn`` (always None: a database run has no torn tail)."""
 
     torn: TornTail | None = None
@@ -72,7 +72,7 @@ def open_records(target: Target) -> Iterator[tuple[LogReader | DatabaseReader, I
         reader = DatabaseReader(name)
         yield reader, reader.records()
         return
-    from plantrail.ledger.stores.jsonl import LogReader
+    from plantrail.ledger.stores.jsonl.log import LogReader
 
     with LogReader(name) as log:
         yield log, log.records()
@@ -84,11 +84,11 @@ def records_from(target: Target, from_seq: int) -> Iterator[Record]:
 
 
 def read_state(target: Target, *, use_cache: bool | None = None, stop_at_damage: bool = False) -> ReadResult:
-    """The run's current state (see :func:`plantrail.ledger.stores.current.read_state`): for a JSONL log from its
+    """The run's current state (see :func:`plantrail.ledger.stores.jsonl.current.read_state`): for a JSONL log from its
     snapshot when it checks out; for a database run, the fold of its rows."""
     name = os.fspath(target)
     if not is_database_url(name):
-        from plantrail.ledger.stores.current import read_state as read_file
+        from plantrail.ledger.stores.jsonl.current import read_state as read_file
 
         return read_file(name, use_cache=use_cache, stop_at_damage=stop_at_damage)
     from plantrail.ledger.vocabulary.errors import LogDamaged
@@ -115,7 +115,7 @@ def record_at(target: Target, seq: int) -> Record:
         from plantrail.ledger.stores.postgres import record_at as database_record
 
         return database_record(name, seq)
-    from plantrail.ledger.stores.seek import record_at as file_record
+    from plantrail.ledger.stores.jsonl.seek import record_at as file_record
 
     return file_record(name, seq)
 
@@ -130,7 +130,7 @@ def tail_records(
         from plantrail.ledger.stores.postgres import tail_records as database_tail
 
         return database_tail(name, count, keep, stop_below=stop_below), None
-    from plantrail.ledger.stores.seek import tail_records as file_tail
+    from plantrail.ledger.stores.jsonl.seek import tail_records as file_tail
 
     return file_tail(name, count, keep, stop_below=stop_below)
 
@@ -157,8 +157,8 @@ class _Stopped(Exception):
 def _follow_file(path: str, after: int, poll: float, stop: Callable[[], bool] | None) -> Iterator[list[Record]]:
     import time
 
-    from plantrail.ledger.stores.jsonl import LogReader
-    from plantrail.ledger.stores.seek import after_record, follow_records
+    from plantrail.ledger.stores.jsonl.log import LogReader
+    from plantrail.ledger.stores.jsonl.seek import after_record, follow_records
     from plantrail.ledger.vocabulary.errors import error
 
     with LogReader(path) as reader:
@@ -186,7 +186,7 @@ def _follow_file(path: str, after: int, poll: float, stop: Callable[[], bool] | 
 
 def _folded_versions(url: str) -> Versions:
     """A database run's plan versions, from one fold of its rows (a database run keeps no history index)."""
-    from plantrail.ledger.stores.reads import VersionEntry, listed_versions, versions_in
+    from plantrail.ledger.stores.jsonl.reads import VersionEntry, listed_versions, versions_in
     from plantrail.projections.state import initial
 
     found: list[VersionEntry] = []
@@ -199,21 +199,21 @@ def _folded_versions(url: str) -> Versions:
 
 
 def read_versions(target: Target) -> Versions:
-    """The run's plan versions (see :func:`plantrail.ledger.stores.reads.read_versions`)."""
+    """The run's plan versions (see :func:`plantrail.ledger.stores.jsonl.reads.read_versions`)."""
     name = os.fspath(target)
     if is_database_url(name):
         return _folded_versions(name)
-    from plantrail.ledger.stores.reads import read_versions as read_file
+    from plantrail.ledger.stores.jsonl.reads import read_versions as read_file
 
     return read_file(name)
 
 
 def rebuild_version(target: Target, version: int) -> tuple[PlanState, int | None, TornTail | None]:
     """Version ``version`` as it stood when superseded (or now, for the active one), the seq that superseded it,
-    and the torn tail the read ended on (see :func:`plantrail.ledger.stores.reads.rebuild_version`)."""
+    and the torn tail the read ended on (see :func:`plantrail.ledger.stores.jsonl.reads.rebuild_version`)."""
     name = os.fspath(target)
     if not is_database_url(name):
-        from plantrail.ledger.stores.reads import rebuild_version as rebuild_file
+        from plantrail.ledger.stores.jsonl.reads import rebuild_version as rebuild_file
 
         return rebuild_file(name, version)
     from plantrail.projections.history import replay_version
@@ -223,9 +223,10 @@ def rebuild_version(target: Target, version: int) -> tuple[PlanState, int | None
 
 
 def version_diff(target: Target, old: int, new: int) -> tuple[dict[str, Any], PlanState]:
-    """``plantrail diff`` of versions ``old`` and ``new`` (see :func:`plantrail.ledger.stores.reads.version_diff`)."""
-    from plantrail.ledger.stores.reads import diff_of
-    from plantrail.ledger.stores.reads import version_diff as diff_file
+    """``plantrail diff`` of versions ``old`` and ``new`` (see
+    :func:`plantrail.ledger.stores.jsonl.reads.version_diff`)."""
+    from plantrail.ledger.stores.jsonl.reads import diff_of
+    from plantrail.ledger.stores.jsonl.reads import version_diff as diff_file
 
     name = os.fspath(target)
     if not is_database_url(name):
@@ -239,9 +240,9 @@ def version_diff(target: Target, old: int, new: int) -> tuple[dict[str, Any], Pl
 
 def replan_audit(target: Target, version: int | None = None) -> tuple[dict[str, Any], TornTail | None]:
     """``plantrail why`` of the replan that created ``version`` (see
-    :func:`plantrail.ledger.stores.reads.replan_audit`), and the torn tail the run ends on."""
-    from plantrail.ledger.stores.reads import replan_audit as audit_file
-    from plantrail.ledger.stores.reads import why_of
+    :func:`plantrail.ledger.stores.jsonl.reads.replan_audit`), and the torn tail the run ends on."""
+    from plantrail.ledger.stores.jsonl.reads import replan_audit as audit_file
+    from plantrail.ledger.stores.jsonl.reads import why_of
 
     name = os.fspath(target)
     if not is_database_url(name):

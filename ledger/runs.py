@@ -16,15 +16,15 @@ run's head seq, and a stale or missing summary is recomputed from the run's rows
 from __future__ import annotations
 
 import os
-from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final, NamedTuple
+from typing import Final
 
-from plantrail.ledger.stores import is_database_url
+from plantrail.ledger.stores.targets import is_database_url
 from plantrail.ledger.vocabulary.errors import PlantrailError, error
 from plantrail.ledger.vocabulary.events import REASON_CODES
+from plantrail.projections.runs import RunRow, summarise
 
 __all__ = ["OUTCOMES", "SORTS", "RunRow", "list_runs", "parse_since", "summarise"]
 
@@ -32,49 +32,6 @@ __all__ = ["OUTCOMES", "SORTS", "RunRow", "list_runs", "parse_since", "summarise
 OUTCOMES: Final = ("open", "complete", "paused", "failed", "cancelled")
 #: What rows can be sorted by: newest activity first, the most first for counts, by id for ``run``.
 SORTS: Final = ("last_activity", "run", "plan_version", "replans", "orphans")
-
-
-class RunRow(NamedTuple):
-    """One run as its log says it stands: ``replans`` counts the versions adopted after the first, ``reasons``
-    their reason codes in order; ``damage`` is the code of the damage that cut the read short (the row then
-    says what the valid part says), None for a whole log."""
-
-    run: str | None
-    goal: str | None
-    outcome: str | None
-    plan_version: int
-    last_activity: str | None
-    replans: int
-    orphans: int
-    last_seq: int
-    location: str
-    reasons: tuple[str, ...] = ()
-    damage: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        """The ``runs --json`` item, with ``reasons`` as the count of replans per reason code."""
-        item = self._asdict()
-        item["reasons"] = dict(sorted(Counter(self.reasons).items()))
-        return item
-
-
-def summarise(
-    state: Any, last_activity: str | None, reasons: Sequence[str], location: str, damage: str | None = None
-) -> RunRow:
-    """The row of a run whose folded state is ``state`` (a :class:`~plantrail.projections.model.PlanState`)."""
-    return RunRow(
-        run=state.run,
-        goal=state.goal,
-        outcome=state.outcome,
-        plan_version=state.version,
-        last_activity=last_activity,
-        replans=max(state.version - 1, 0),
-        orphans=len(state.orphans),
-        last_seq=state.last_seq,
-        location=location,
-        reasons=tuple(reasons),
-        damage=damage,
-    )
 
 
 def parse_since(text: str) -> str:
@@ -107,8 +64,8 @@ def _covered_row(path: str) -> RunRow | None:
     check reads, gives the time), else None."""
     import stat
 
-    from plantrail.ledger.stores.cache import load_summary
-    from plantrail.ledger.stores.current import use_cache_default
+    from plantrail.ledger.stores.jsonl.cache import load_summary
+    from plantrail.ledger.stores.jsonl.current import use_cache_default
 
     if not use_cache_default():
         return None
@@ -210,7 +167,7 @@ def list_runs(
     limit: int | None = None,
     reasons: bool = True,
 ) -> list[RunRow]:
-    """The runs of a runs folder (default: :func:`plantrail.ledger.locations.runs_folder`) or a database
+    """The runs of a runs folder (default: :func:`plantrail.ledger.stores.locations.runs_folder`) or a database
     (``postgresql://…/db``), one row each, those the filters keep, sorted (newest activity first by default)
     and cut to ``limit``.
 
@@ -236,7 +193,7 @@ def list_runs(
 
         rows = run_summaries(name)
     else:
-        from plantrail.ledger.locations import runs_folder
+        from plantrail.ledger.stores.locations import runs_folder
 
         rows = _folder_rows(runs_folder(name), with_reasons=reason is not None)
     kept = [row for row in rows if _keep(outcome, cutoff, reason, has_orphans)(row)]

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 import msgspec
 import orjson
 
-from plantrail.ledger.store import TornTail
+from plantrail.ledger.stores.protocol import TornTail
 from plantrail.ledger.vocabulary.events import Record
 from plantrail.ledger.vocabulary.versions import plain
 from plantrail.projections.model import Orphan, PlanState
@@ -110,8 +110,8 @@ def timeline(path: str, where: Filter | None = None, *, tail: int | None = None,
     ``limit``. The read starts at ``where.from_seq`` and stops after ``where.to_seq``.
     """
     from plantrail.ledger.reading import is_database_url, records_from, tail_records
-    from plantrail.ledger.stores.jsonl import LogReader
-    from plantrail.ledger.stores.seek import after_record
+    from plantrail.ledger.stores.jsonl.log import LogReader
+    from plantrail.ledger.stores.jsonl.seek import after_record
 
     where = Filter() if where is None else where
     if tail is not None:

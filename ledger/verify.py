@@ -29,12 +29,12 @@ from typing import Final, NamedTuple
 
 from plantrail.ledger.checkpoint import check_checkpoint
 from plantrail.ledger.collector import paused
-from plantrail.ledger.read_ahead import reading
 from plantrail.ledger.rules.decide import check
 from plantrail.ledger.rules.lineage import check_parent
-from plantrail.ledger.store import TornTail
-from plantrail.ledger.stores import is_database_url
-from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.stores.jsonl.log import LogReader
+from plantrail.ledger.stores.jsonl.read_ahead import reading
+from plantrail.ledger.stores.protocol import TornTail
+from plantrail.ledger.stores.targets import is_database_url
 from plantrail.ledger.vocabulary.errors import PlantrailError, error
 from plantrail.ledger.vocabulary.events import LogCheckpoint, Record
 from plantrail.projections.canonical import canonical_bytes, state_hash

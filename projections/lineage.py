@@ -23,7 +23,7 @@ __all__ = ["carried_state", "carry", "lineage_view"]
 
 def carry(state: PlanState) -> str:
     """The text a ``run.forked`` event carries for ``state`` (every string inline)."""
-    from plantrail.projections.snapshot import encode_state  # only a fork needs it: status stays light
+    from plantrail.projections.state_json import encode_state  # only a fork needs it: status stays light
 
     return encode_state(state).decode()
 
@@ -31,7 +31,7 @@ def carry(state: PlanState) -> str:
 def carried_state(data: RunForked) -> PlanState | None:
     """The parent's state a ``run.forked`` event carries, or None when its text is not a state (a hand-made
     log; ``verify`` names it)."""
-    from plantrail.projections.snapshot import decode_state
+    from plantrail.projections.state_json import decode_state
 
     try:
         return decode_state(data.state.encode())

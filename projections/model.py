@@ -52,7 +52,7 @@ FINAL_OUTCOMES: Final = frozenset({"complete", "failed", "cancelled", "partial",
 class LazyText:
     """A large text of evidence that the log holds and that has not been read yet: a writer that starts from a
     snapshot keeps each such text as this reference (``ref``: where the record carrying it lies, with the
-    record's hash; see :class:`plantrail.ledger.stores.cache.TextRef`) instead of reading, decoding and
+    record's hash; see :class:`plantrail.ledger.stores.jsonl.cache.TextRef`) instead of reading, decoding and
     hashing every record back, since no rule reads evidence. The text is read once, when something needs it
     (:meth:`resolve`, ``str()``, equality, hashing, the canonical and JSON encoders), by ``fill``, which
     checks the record against its hash (ValueError when the log no longer holds it). A snapshot's encoder

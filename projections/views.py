@@ -42,7 +42,7 @@ from plantrail.projections.repair_edges import edges_of, idle_repairs, repair_re
 from plantrail.projections.stop import STOPPING, budget_view, stop_decision
 
 if TYPE_CHECKING:
-    from plantrail.ledger.store import Ack
+    from plantrail.ledger.stores.protocol import Ack
 
 __all__ = [
     "WaitReason",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.stores.jsonl.log import LogReader
 from plantrail.ledger.vocabulary.events import Record
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from plantrail.cli.main import all_commands
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.stores.jsonl.log import LogReader
 from plantrail.ledger.vocabulary.events import Source
 from tests.conftest import CliResult
 

@@ -20,7 +20,7 @@ from plantrail.ledger.vocabulary.evidence import parse_report
 from plantrail.ledger.vocabulary.scope import ScopeViolation, TaskScope
 from plantrail.projections.canonical import state_hash
 from plantrail.projections.history import resume_receipt
-from plantrail.projections.snapshot import decode_state, encode_state
+from plantrail.projections.state_json import decode_state, encode_state
 from plantrail.projections.stop import stop_decision
 from plantrail.projections.views import next_view, status_view, wait_reasons
 from tests.helpers.logs import lines_of, write_lines

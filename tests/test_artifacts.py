@@ -15,7 +15,7 @@ from plantrail.ledger.vocabulary.artifacts import Artifact, check_digest, parse_
 from plantrail.ledger.vocabulary.errors import PlanInvalid, PlantrailError
 from plantrail.ledger.vocabulary.plan import build_plan, parse_draft
 from plantrail.projections.canonical import state_hash
-from plantrail.projections.snapshot import decode_state, encode_state
+from plantrail.projections.state_json import decode_state, encode_state
 from plantrail.projections.views import next_view, ready_steps, status_view
 from tests.conftest import CliResult
 

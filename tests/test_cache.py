@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.stores import cache, reads, seal
+from plantrail.ledger.stores.jsonl import cache, reads, seal
 from plantrail.projections.canonical import state_hash
-from plantrail.projections.snapshot import REDUCER_VERSION
+from plantrail.projections.state_json import REDUCER_VERSION
 from tests.conftest import CliResult
 
 

@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.stores import cache, reads, seal
+from plantrail.ledger.stores.jsonl import cache, reads, seal
 from plantrail.ledger.vocabulary.errors import LogDamaged
 from plantrail.projections.canonical import state_hash
 
@@ -86,7 +86,7 @@ def test_a_writer_trusts_a_settled_snapshot_without_reading_what_it_covers(
     resumed = []
     real = cache.load_snapshot
     monkeypatch.setattr(
-        "plantrail.ledger.stores.jsonl.load_snapshot", lambda *a, **k: resumed.append(real(*a, **k)) or resumed[-1]
+        "plantrail.ledger.stores.jsonl.log.load_snapshot", lambda *a, **k: resumed.append(real(*a, **k)) or resumed[-1]
     )
     _open_and_append(log)
     assert calls == []

@@ -16,7 +16,7 @@ from plantrail.ledger.capture.append import append_transcript
 from plantrail.ledger.capture.identity import identities
 from plantrail.ledger.importers import import_transcript
 from plantrail.ledger.importers.model import TaskEvent
-from plantrail.ledger.stores.reads import read_state
+from plantrail.ledger.stores.jsonl.reads import read_state
 from plantrail.ledger.vocabulary.draft_writer import plan_draft
 from tests.conftest import SAMPLES, CliResult
 from tests.helpers.story import story

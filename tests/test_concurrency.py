@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.stores.jsonl.log import LogReader
 from plantrail.ledger.verify import verify_log
 from tests.conftest import LOGIN_DRAFT
 from tests.helpers.concurrency import (

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from plantrail.ledger.stores.reads import read_state
+from plantrail.ledger.stores.jsonl.reads import read_state
 from plantrail.ledger.verify import verify_log
 from tests.conftest import SAMPLES, CliResult
 from tests.logs import read_records

@@ -26,8 +26,8 @@ from typing import NamedTuple
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.stores.jsonl import LogReader
-from plantrail.ledger.stores.salvage import salvage
+from plantrail.ledger.stores.jsonl.log import LogReader
+from plantrail.ledger.stores.jsonl.salvage import salvage
 from plantrail.ledger.verify import verify_log
 from tests.conftest import LOGIN_DRAFT
 from tests.helpers.crash import Acked, crash_writer, drain, parse_acks

@@ -10,7 +10,7 @@ import pytest
 
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.rules.decide import Command, Complete, Fail, NewEvent, Start, decide
-from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.stores.jsonl.log import LogReader
 from plantrail.ledger.vocabulary.errors import CommandRefused, PlanInvalid, PlantrailError
 from plantrail.ledger.vocabulary.events import Source
 from plantrail.projections.state import evolve, initial

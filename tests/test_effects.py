@@ -22,8 +22,8 @@ from plantrail.projections.brief import brief_view
 from plantrail.projections.canonical import canonical_bytes, state_hash
 from plantrail.projections.effects import effects_view
 from plantrail.projections.history import resume_receipt, resume_verdict
-from plantrail.projections.snapshot import decode_state, encode_state
 from plantrail.projections.state import fold
+from plantrail.projections.state_json import decode_state, encode_state
 from plantrail.projections.views import status_view
 from tests.conftest import CliResult
 from tests.helpers.logs import lines_of, write_lines
@@ -471,7 +471,7 @@ def test_replay_of_a_version_from_the_version_index_carries_the_effects_of_the_f
     make_ledger: Callable[..., Ledger], run_cli: Cli
 ) -> None:
     """replay --version answers alike from a cold cache, the warm version index and no cache, effects included."""
-    from plantrail.ledger.stores import cache
+    from plantrail.ledger.stores.jsonl import cache
 
     ledger = _deploying(make_ledger)
     ledger.request_effect("deploy", "deploy-42", "prod")

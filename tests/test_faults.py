@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.stores import jsonl as jsonl_store
-from plantrail.ledger.stores.jsonl import repair
+from plantrail.ledger.stores.jsonl import log as jsonl_store
+from plantrail.ledger.stores.jsonl.log import repair
 from plantrail.ledger.verify import verify_log
 from plantrail.ledger.vocabulary.errors import PlantrailError
 from tests.conftest import LOGIN_DRAFT, CliResult

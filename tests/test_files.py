@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from plantrail.ledger.files import open_regular, read_capped
+from plantrail.ledger.stores.files import open_regular, read_capped
 from plantrail.ledger.vocabulary.errors import PlantrailError
 from plantrail.ledger.vocabulary.limits import DRAFT, KEY_FILE, LIMITS, Limit
 

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from plantrail.ledger import audit
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.fork import fork_run
-from plantrail.ledger.store import PendingRecord
-from plantrail.ledger.stores.jsonl import JsonlStore
+from plantrail.ledger.stores.jsonl.log import JsonlStore
+from plantrail.ledger.stores.protocol import PendingRecord
 from plantrail.ledger.verify import verify_log
 from plantrail.ledger.vocabulary.codec import GENESIS_PREV, decode, encode
 from plantrail.ledger.vocabulary.errors import PlantrailError
@@ -344,7 +344,7 @@ def test_why_on_a_fork_shows_its_lineage_and_its_own_replans(parent: Path, tmp_p
 
 def test_the_snapshot_a_fork_leaves_answers_as_its_fold(parent: Path, tmp_path: Path) -> None:
     """A fork's cache (the snapshot its writer leaves) gives the state its fold gives, lineage included."""
-    from plantrail.ledger.stores.current import read_state
+    from plantrail.ledger.stores.jsonl.current import read_state
 
     with Ledger.fork(parent, tmp_path / "f.jsonl", at_seq=12, reason="again", fsync="none") as ledger:
         ledger.start("check-timeout")

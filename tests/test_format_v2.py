@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.stores import reads
+from plantrail.ledger.stores.jsonl import reads
 from plantrail.ledger.verify import verify_log
 from plantrail.ledger.vocabulary.codec import decode, encode, line_version
 from plantrail.ledger.vocabulary.contract import StepTerms
@@ -21,7 +21,7 @@ from plantrail.ledger.vocabulary.events import PlanCreated
 from plantrail.ledger.vocabulary.plan import CriterionSpec, PlanSpec, StepSpec
 from plantrail.projections.canonical import canonical_bytes, state_hash
 from plantrail.projections.history import resume_receipt
-from plantrail.projections.snapshot import decode_state, encode_state
+from plantrail.projections.state_json import decode_state, encode_state
 from plantrail.projections.views import ready_steps, status_view
 from tests.helpers.logs import lines_of, rechain, write_lines
 from tests.logs import read_records

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.stores.reads import read_state, rebuild_version
+from plantrail.ledger.stores.jsonl.reads import read_state, rebuild_version
 from plantrail.projections.graph import barycentre_order, critical_path, longest_path_ranks, plan_graph
 from tests.conftest import SAMPLES
 from tests.pictures import record_replanned_run

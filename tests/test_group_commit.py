@@ -26,7 +26,7 @@ from plantrail.ledger.rules.decide import (
     decide_one,
 )
 from plantrail.ledger.rules.idempotency import match
-from plantrail.ledger.store import Ack
+from plantrail.ledger.stores.protocol import Ack
 from plantrail.ledger.vocabulary.codec import GENESIS_PREV, decode, encode
 from plantrail.ledger.vocabulary.errors import PlantrailError
 from plantrail.ledger.vocabulary.events import REASON_CODES, Actor, Event, LogBatch, Record, Source

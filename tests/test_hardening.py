@@ -18,8 +18,8 @@ import pytest
 
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.rules.decide import Complete, Start, VerifyCriterion
-from plantrail.ledger.stores import cache, reads, seal
-from plantrail.ledger.stores.jsonl import LogReader, repair
+from plantrail.ledger.stores.jsonl import cache, reads, seal
+from plantrail.ledger.stores.jsonl.log import LogReader, repair
 from plantrail.ledger.verify import verify_log
 from plantrail.ledger.vocabulary.errors import PlantrailError
 from plantrail.projections.canonical import state_hash
@@ -381,7 +381,7 @@ def test_a_duplicates_ack_is_durable_only_once_an_fsync_covers_it(make_ledger: M
 
 def test_verify_decodes_every_line_once(make_ledger: MakeLedger, monkeypatch: pytest.MonkeyPatch) -> None:
     """verify reads and decodes each line of the log exactly once (its determinism check needs no second read)."""
-    from plantrail.ledger.stores import jsonl
+    from plantrail.ledger.stores.jsonl import log as jsonl
 
     ledger = make_ledger()
     ledger.start("reproduce")

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.stores import cache, reads
-from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.stores.jsonl import cache, reads
+from plantrail.ledger.stores.jsonl.log import LogReader
 from plantrail.ledger.vocabulary.errors import PlantrailError
 from plantrail.projections.history import (
     diff_view,

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from plantrail.ledger.capture.hook import _folder, plantrail_folder
 from plantrail.ledger.capture.journal import journal_file, journal_path
 from plantrail.ledger.importers import claude_code
-from plantrail.ledger.locations import HOME_ENV, child_path, pure_path, run_file, run_path
+from plantrail.ledger.stores.locations import HOME_ENV, child_path, pure_path, run_file, run_path
 from plantrail.ledger.vocabulary.errors import PlantrailError
 from tests.helpers.hook_payloads import post_tool_use
 

@@ -11,7 +11,7 @@ import pytest
 from plantrail.ledger.importers import detect_format, parse_transcript
 from plantrail.ledger.importers.importer import ImportReport, import_transcript
 from plantrail.ledger.importers.markdown_plan import plan_items
-from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.stores.jsonl.log import LogReader
 from plantrail.ledger.verify import verify_log
 from plantrail.ledger.vocabulary.events import Record
 from plantrail.projections.model import PlanState

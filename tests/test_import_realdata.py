@@ -23,7 +23,7 @@ from plantrail.ledger.importers import (
     import_transcript,
     parse_transcript,
 )
-from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.stores.jsonl.log import LogReader
 from plantrail.ledger.verify import verify_log
 from plantrail.projections.canonical import state_hash
 from plantrail.projections.state import fold

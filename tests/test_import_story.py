@@ -13,7 +13,7 @@ import pytest
 from plantrail.ledger.importers.importer import ImportReport, import_transcript
 from plantrail.ledger.importers.mapping import added_in_place, request, substantive
 from plantrail.ledger.importers.parse import ADAPTER_VERSIONS
-from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.stores.jsonl.log import LogReader
 from plantrail.ledger.times import UNRECORDED, time_recorded
 from plantrail.ledger.verify import verify_log
 from plantrail.ledger.vocabulary.events import Record

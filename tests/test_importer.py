@@ -16,7 +16,7 @@ import pytest
 
 from plantrail.ledger.importers.importer import ImportReport, import_transcript
 from plantrail.ledger.importers.mapping import slug
-from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.stores.jsonl.log import LogReader
 from plantrail.ledger.verify import verify_log
 from plantrail.ledger.vocabulary.errors import PlantrailError, TranscriptError
 from plantrail.ledger.vocabulary.events import PlanExtended, PlanReplanned, Record, StepCompleted, StepStarted

@@ -11,7 +11,7 @@ import pytest
 
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.rules.decide import Complete, Replan
-from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.stores.jsonl.log import LogReader
 from plantrail.ledger.vocabulary.errors import PlantrailError
 from plantrail.ledger.vocabulary.items import as_items
 from plantrail.ledger.vocabulary.plan import StepSpec, build_plan, parse_draft

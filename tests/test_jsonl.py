@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.stores.jsonl import JsonlStore, LogReader, repair
+from plantrail.ledger.stores.jsonl.log import JsonlStore, LogReader, repair
 from plantrail.ledger.vocabulary.errors import LogDamaged, PlantrailError
 from plantrail.projections.state import fold
 
@@ -115,7 +115,7 @@ def test_damage_followed_by_a_valid_record_is_corruption_not_a_torn_tail(
 def test_writers_never_extend_a_log_damaged_under_its_snapshot(make_ledger: MakeLedger, tmp_path: Path) -> None:
     """A snapshot records the CRC of the bytes it covers: damage there sends a writer back to a full read, which
     refuses it with its line number; readers trust the snapshot's key (seq and hash); verify reads every line."""
-    from plantrail.ledger.stores.reads import read_state
+    from plantrail.ledger.stores.jsonl.reads import read_state
     from plantrail.ledger.verify import verify_log
 
     _recorded(make_ledger).close()

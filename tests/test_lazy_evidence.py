@@ -21,14 +21,15 @@ from hypothesis import strategies as st
 
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.rules.decide import Command
-from plantrail.ledger.stores import cache, jsonl, reads
-from plantrail.ledger.stores.reads import ReadResult
+from plantrail.ledger.stores.jsonl import cache, reads
+from plantrail.ledger.stores.jsonl import log as jsonl
+from plantrail.ledger.stores.jsonl.reads import ReadResult
 from plantrail.ledger.vocabulary.errors import PlantrailError, Refused
 from plantrail.ledger.vocabulary.plan import PlanSpec
 from plantrail.projections.brief import brief_view
 from plantrail.projections.canonical import canonical_bytes, state_hash
 from plantrail.projections.model import LazyText, PlanState, resolved
-from plantrail.projections.snapshot import INLINE_MAX
+from plantrail.projections.state_json import INLINE_MAX
 from plantrail.projections.views import (
     ack_view,
     advice,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.stores.reads import read_state
+from plantrail.ledger.stores.jsonl.reads import read_state
 from plantrail.ledger.verify import verify_log
 from plantrail.ledger.vocabulary.errors import PlantrailError
 from plantrail.projections.canonical import state_hash
@@ -264,8 +264,8 @@ def test_leases_survive_the_snapshot_cache(make_ledger: Callable[..., Ledger], t
 
 def _append_raw(path: Path, data: Any, plan_version: int = 1) -> None:
     """Append a record the way a foreign writer could, without plantrail's decision step."""
-    from plantrail.ledger.store import PendingRecord
-    from plantrail.ledger.stores.jsonl import JsonlStore
+    from plantrail.ledger.stores.jsonl.log import JsonlStore
+    from plantrail.ledger.stores.protocol import PendingRecord
 
     store = JsonlStore.open(path)
     try:

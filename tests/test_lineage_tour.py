@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from plantrail.ledger.stores.reads import read_state
+from plantrail.ledger.stores.jsonl.reads import read_state
 from plantrail.ledger.verify import verify_log
 from plantrail.ledger.vocabulary.artifacts import input_key
 from tests.conftest import SAMPLES, CliResult

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.stores.jsonl.log import LogReader
 from plantrail.ledger.timeline import Filter, follow, full_entry, timeline, timeline_entry
 from plantrail.projections.state import evolve, initial
 from tests.conftest import CliResult

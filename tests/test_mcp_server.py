@@ -18,7 +18,7 @@ import anyio
 from mcp import Client
 
 from plantrail.cli.mcp_server import build_server
-from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.stores.jsonl.log import LogReader
 from tests.helpers.mcp_calls import call as _call
 from tests.helpers.mcp_calls import refused as _refused
 from tests.helpers.mcp_calls import result as _result

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.stores import jsonl as jsonl_store
-from plantrail.ledger.stores.jsonl import filesystem_type
+from plantrail.ledger.stores.jsonl import log as jsonl_store
+from plantrail.ledger.stores.jsonl.log import filesystem_type
 from plantrail.ledger.vocabulary.errors import PlantrailError
 from tests.conftest import LOGIN_DRAFT
 

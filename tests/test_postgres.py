@@ -171,9 +171,9 @@ def test_store_init_is_idempotent_and_refuses_a_newer_schema(database: str, run_
 def test_followers_never_skip_a_row_that_commits_late(database: str, notify: str) -> None:
     """A row whose transaction began first but commits last is read, and in (tx, gpos) order, not skipped,
     whether NOTIFY wakes the follower or it polls (``notify=off``, as on engines without LISTEN/NOTIFY)."""
-    from plantrail.ledger.chain import encode_pending
-    from plantrail.ledger.store import PendingRecord
+    from plantrail.ledger.stores.chain import encode_pending
     from plantrail.ledger.stores.postgres import follow
+    from plantrail.ledger.stores.protocol import PendingRecord
     from plantrail.ledger.vocabulary.events import RunFinished
 
     slow, fast = f"{database}#slow", f"{database}#fast"

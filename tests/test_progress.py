@@ -10,7 +10,7 @@ import pytest
 from bench.scenario import record_run
 from plantrail.cli.progress import EVERY, bar_line, progress_bar, progress_for
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.stores.jsonl.log import LogReader
 from plantrail.ledger.verify import verify_log
 from tests.conftest import SAMPLES, CliResult
 

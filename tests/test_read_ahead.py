@@ -23,9 +23,9 @@ from bench.scenario import record_run
 from plantrail.ledger import read_ahead
 from plantrail.ledger import verify as verify_module
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.read_ahead import ReadAhead, worth_forking
 from plantrail.ledger.rules.decide import Complete, Start
-from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.stores.jsonl.log import LogReader
+from plantrail.ledger.stores.jsonl.read_ahead import ReadAhead, worth_forking
 from plantrail.ledger.verify import verify_log
 from plantrail.ledger.vocabulary.codec import GENESIS_PREV, decode, encode
 from plantrail.ledger.vocabulary.errors import PlantrailError
@@ -264,7 +264,7 @@ def test_a_full_replay_gives_the_same_state_read_in_a_child(
 ) -> None:
     """A read without the cache (what ``status --no-cache`` runs) folds the same records either way: the same
     state, torn tail and damage, or the same error."""
-    from plantrail.ledger.stores.current import read_state
+    from plantrail.ledger.stores.jsonl.current import read_state
 
     path = _log(tmp_path, recorded if how == "intact" else _damaged(recorded, how))
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.stores.jsonl import JsonlStore, LogReader, repair
+from plantrail.ledger.stores.jsonl.log import JsonlStore, LogReader, repair
 from plantrail.ledger.verify import verify_log
 from plantrail.ledger.vocabulary.errors import PlantrailError
 from plantrail.ledger.vocabulary.events import LogRepaired

@@ -20,8 +20,8 @@ from plantrail.ledger.vocabulary.errors import PlantrailError
 from plantrail.ledger.vocabulary.plan import build_plan, parse_draft
 from plantrail.projections.canonical import state_hash
 from plantrail.projections.history import resume_receipt
-from plantrail.projections.snapshot import decode_state, encode_state
 from plantrail.projections.state import fold
+from plantrail.projections.state_json import decode_state, encode_state
 from plantrail.projections.stop import stop_decision
 from plantrail.projections.views import ready_steps, startable_steps, wait_reasons
 from tests.conftest import CliResult
@@ -662,8 +662,8 @@ def test_verify_replays_the_repair_rules_on_a_hand_made_log(
 ) -> None:
     """A start of a failed step whose repair has not completed (or of a completed step), written past
     plantrail's decision step, is ILLEGAL_EVENT naming the rule it breaks."""
-    from plantrail.ledger.store import PendingRecord
-    from plantrail.ledger.stores.jsonl import JsonlStore
+    from plantrail.ledger.stores.jsonl.log import JsonlStore
+    from plantrail.ledger.stores.protocol import PendingRecord
     from plantrail.ledger.vocabulary.events import StepStarted
 
     ledger = make_ledger(REPAIRED)
@@ -690,8 +690,8 @@ def test_verify_replays_the_repair_rules_on_a_hand_made_log(
 def test_verify_refuses_a_hand_made_start_of_an_idle_repair_step(make_ledger: MakeLedger, tmp_path: Path) -> None:
     """A start of a repair step nothing waits for, written past plantrail's decision step, is ILLEGAL_EVENT
     (rule REPAIR_NOT_NEEDED)."""
-    from plantrail.ledger.store import PendingRecord
-    from plantrail.ledger.stores.jsonl import JsonlStore
+    from plantrail.ledger.stores.jsonl.log import JsonlStore
+    from plantrail.ledger.stores.protocol import PendingRecord
     from plantrail.ledger.vocabulary.events import StepStarted
 
     make_ledger(REPAIRED).close()

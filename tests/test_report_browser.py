@@ -11,7 +11,7 @@ import pytest
 
 from plantrail.cli.common import open_records
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.stores.reads import read_state, rebuild_version
+from plantrail.ledger.stores.jsonl.reads import read_state, rebuild_version
 from plantrail.projections.graph import plan_graph
 from plantrail.projections.graph_render import render_svg
 from plantrail.projections.report import render_report, report_data

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.stores.jsonl import repair
-from plantrail.ledger.stores.salvage import Damage, Segment, salvage
+from plantrail.ledger.stores.jsonl.log import repair
+from plantrail.ledger.stores.jsonl.salvage import Damage, Segment, salvage
 from tests.conftest import CliResult
 from tests.helpers.logs import build_log, lines_of, write_lines
 

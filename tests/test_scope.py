@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from plantrail.ledger.vocabulary.errors import PlanInvalid
 from plantrail.ledger.vocabulary.plan import build_plan, parse_draft
 from plantrail.ledger.vocabulary.scope import StepScope, check_glob, covers, matches, overlaps, violation
-from plantrail.projections.snapshot import decode_state, encode_state
+from plantrail.projections.state_json import decode_state, encode_state
 
 _LITERAL = st.text(alphabet="ab.", min_size=1, max_size=3).filter(lambda s: s not in (".", ".."))
 _PATTERN = st.text(alphabet="ab*?", min_size=1, max_size=4)

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from plantrail.ledger.rules.decide import Command
 from plantrail.ledger.vocabulary.plan import PlanSpec
 from plantrail.projections.canonical import state_hash
-from plantrail.projections.snapshot import decode_state, encode_state
 from plantrail.projections.state import initial
+from plantrail.projections.state_json import decode_state, encode_state
 from tests.strategies import commands, plans, simulate
 
 

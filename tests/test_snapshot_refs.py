@@ -16,11 +16,11 @@ from hypothesis import strategies as st
 
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.rules.decide import Command
-from plantrail.ledger.stores import cache, reads
+from plantrail.ledger.stores.jsonl import cache, reads
 from plantrail.ledger.vocabulary.errors import Refused
 from plantrail.ledger.vocabulary.plan import PlanSpec
 from plantrail.projections.canonical import state_hash
-from plantrail.projections.snapshot import INLINE_MAX
+from plantrail.projections.state_json import INLINE_MAX
 from tests.conftest import LOGIN_DRAFT, CliResult
 from tests.strategies import commands, plans
 from tests.test_cache import _payload

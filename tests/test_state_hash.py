@@ -22,7 +22,7 @@ from bench.scenario import record_run
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.reading import read_state
 from plantrail.ledger.rules.decide import Command
-from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.stores.jsonl.log import LogReader
 from plantrail.ledger.vocabulary.plan import PlanSpec
 from plantrail.projections import canonical
 from plantrail.projections.canonical import canonical_bytes, state_hash

@@ -219,7 +219,7 @@ def test_resume_exits_15_when_the_budget_is_spent(
 def test_the_session_expiry_sample_ends_with_its_turn_budget_spent() -> None:
     """samples/session-expiry.jsonl (record_session_expiry.sh) verifies, mixes v1 and v2 lines, and its stop
     decision is budget_exhausted with verify and the criterion still unmet."""
-    from plantrail.ledger.stores.reads import read_state
+    from plantrail.ledger.stores.jsonl.reads import read_state
 
     sample = Path(__file__).parent.parent / "samples" / "session-expiry.jsonl"
     assert verify_log(sample).records == 10

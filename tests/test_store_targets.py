@@ -352,7 +352,7 @@ def test_a_run_id_in_a_store_never_names_a_path(tmp_path: Path, monkeypatch: pyt
     """For the MCP server and the hooks a run id is always an id in the store: ``x.jsonl`` is
     ``<store>/x.jsonl.jsonl`` in a folder, never the file ``x.jsonl`` in the working directory, and ``a/b`` is
     INVALID_ID."""
-    from plantrail.ledger.stores import run_in_store
+    from plantrail.ledger.stores.targets import run_in_store
     from plantrail.ledger.vocabulary.errors import PlantrailError
 
     monkeypatch.chdir(tmp_path)

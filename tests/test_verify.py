@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.store import PendingRecord
-from plantrail.ledger.stores.jsonl import JsonlStore
+from plantrail.ledger.stores.jsonl.log import JsonlStore
+from plantrail.ledger.stores.protocol import PendingRecord
 from plantrail.ledger.verify import verify_log
 from plantrail.ledger.vocabulary.errors import PlantrailError
 from plantrail.ledger.vocabulary.events import StepCompleted

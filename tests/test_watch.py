@@ -18,8 +18,8 @@ import pytest
 
 from plantrail.cli.watching import REDRAW, follow, frame, terminal_safe
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.stores.cache import Position
-from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.stores.jsonl.cache import Position
+from plantrail.ledger.stores.jsonl.log import LogReader
 from plantrail.ledger.vocabulary.events import Record
 from tests.logs import read_records
 from tests.pictures import HOSTILE_TITLE, diamond

@@ -36,7 +36,7 @@ from plantrail.ledger.importers.mapping import Batch, map_updates
 from plantrail.ledger.importers.model import Observation
 from plantrail.ledger.reading import open_records, run_exists
 from plantrail.ledger.rules.decide import Command, Create, Replan
-from plantrail.ledger.stores import is_database_url
+from plantrail.ledger.stores.targets import is_database_url
 from plantrail.ledger.vocabulary.errors import PlantrailError, Refused
 from plantrail.ledger.vocabulary.plan import PlanSpec
 

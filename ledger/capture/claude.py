@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import orjson
 
-from plantrail.ledger.locations import pure_path
+from plantrail.ledger.stores.locations import pure_path
 from plantrail.ledger.vocabulary.errors import error
 
 if TYPE_CHECKING:

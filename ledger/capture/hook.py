@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import msgspec
 import orjson
 
-from plantrail.ledger.locations import HOME_ENV, child_path, pure_path, run_file
 from plantrail.ledger.reading import run_exists
-from plantrail.ledger.stores import STORE_ENV, is_database_url, run_in_store
+from plantrail.ledger.stores.locations import HOME_ENV, child_path, pure_path, run_file
+from plantrail.ledger.stores.targets import STORE_ENV, is_database_url, run_in_store
 from plantrail.ledger.vocabulary.clock import utc_now
 from plantrail.ledger.vocabulary.errors import PlantrailError, error
 from plantrail.ledger.vocabulary.limits import HOOK_PAYLOAD
@@ -314,7 +314,7 @@ def _calls(lines: Sequence[Mapping[str, Any]]) -> frozenset[str]:
 
 def _transcript_lines(path: str) -> list[dict[str, Any]]:
     """A subagent transcript's JSON object lines (an unreadable one gives none: the hooks already sent most)."""
-    from plantrail.ledger.files import read_capped
+    from plantrail.ledger.stores.files import read_capped
     from plantrail.ledger.vocabulary.limits import TRANSCRIPT
 
     try:

@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from plantrail.ledger.files import os_error
+from plantrail.ledger.stores.files import os_error
 from plantrail.ledger.vocabulary.errors import error
 
 __all__ = ["CLAUDE_HOOKS", "HANDLER", "InstallReport", "install_claude", "settings_path", "uninstall_claude"]

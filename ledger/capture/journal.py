@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from plantrail.ledger.locations import child_path
+from plantrail.ledger.stores.locations import child_path
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -44,7 +44,7 @@ def journal_path(plantrail_folder: Path, session: str, agent: str, suffix: str =
 
 
 def journal_file(plantrail_folder: str, session: str, agent: str, suffix: str = ".jsonl") -> str:
-    """:func:`journal_path` as a string for a folder :func:`plantrail.ledger.locations.pure_path` gave (a
+    """:func:`journal_path` as a string for a folder :func:`plantrail.ledger.stores.locations.pure_path` gave (a
     hook call's: no :mod:`pathlib`); ``session`` is a checked id."""
     return child_path(plantrail_folder, CAPTURE_FOLDER, f"{session}.{agent}{suffix}")
 

@@ -3,7 +3,7 @@
 Reading the whole journal and mapping it again at every hook call would give the same batches (the mapping is
 deterministic) at a cost that grows with the session; instead the parser's and the mapping's state after the
 journal's first ``offset`` bytes is kept in a sealed cache beside the journal (``<journal>.plantrail-cache/``,
-:mod:`plantrail.ledger.stores.seal`: only this user's plantrail can have written it), with the SHA-256 of
+:mod:`plantrail.ledger.stores.jsonl.seal`: only this user's plantrail can have written it), with the SHA-256 of
 those bytes. A call reads the journal from there on; a state that is missing, unsealed, of another version or
 for other bytes is not used, and the journal is read from its start (the log's keys then recognise what is
 already recorded). Either way the batches are the same: the cache is a hint, never a second source of truth.
@@ -127,7 +127,7 @@ def load_state(journal: Journal, blob: bytes | None = None) -> tuple[LiveState, 
     """The kept state of ``journal`` (whose bytes are ``blob`` when the caller has read them), when it is sealed
     by this user's plantrail and describes the journal's first bytes as they are now, with the SHA-256 of those
     bytes (for :func:`advance`); else None."""
-    from plantrail.ledger.stores.seal import CacheFolder
+    from plantrail.ledger.stores.jsonl.seal import CacheFolder
 
     folder = CacheFolder.open(_cache_folder(journal), create=False)
     if folder is None:
@@ -148,7 +148,7 @@ def load_state(journal: Journal, blob: bytes | None = None) -> tuple[LiveState, 
 
 def save_state(journal: Journal, state: LiveState) -> None:
     """Keep ``state`` for the next call (sealed; a cache that cannot be written is simply not kept)."""
-    from plantrail.ledger.stores.seal import CacheFolder
+    from plantrail.ledger.stores.jsonl.seal import CacheFolder
 
     folder = CacheFolder.open(_cache_folder(journal), create=True)
     if folder is None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, BinaryIO
 import msgspec
 import orjson
 
-from plantrail.ledger.files import open_capped
+from plantrail.ledger.stores.files import open_capped
 from plantrail.ledger.vocabulary.errors import StorageError
 from plantrail.ledger.vocabulary.evidence import Usage
 from plantrail.ledger.vocabulary.limits import TRANSCRIPT

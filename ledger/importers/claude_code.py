@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from msgspec.structs import replace
 
-from plantrail.ledger.locations import pure_path
+from plantrail.ledger.stores.locations import pure_path
 from plantrail.ledger.vocabulary.evidence import Usage
 
 from ._records import (

@@ -43,10 +43,10 @@ from types import MappingProxyType
 from typing import NamedTuple
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.files import folder_of, fsync_dir, os_error
 from plantrail.ledger.rules.decide import Create
-from plantrail.ledger.store import Ack
-from plantrail.ledger.stores import is_database_url
+from plantrail.ledger.stores.files import folder_of, fsync_dir, os_error
+from plantrail.ledger.stores.protocol import Ack
+from plantrail.ledger.stores.targets import is_database_url
 from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.plan import PlanSpec
 

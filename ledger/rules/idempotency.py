@@ -35,7 +35,6 @@ from plantrail.ledger.rules.decide import (
 )
 from plantrail.ledger.rules.effects import CommitEffect, RequestEffect
 from plantrail.ledger.rules.observations import Observe
-from plantrail.ledger.store import KeyEntry
 from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.events import (
     ApprovalDenied,
@@ -57,10 +56,12 @@ from plantrail.ledger.vocabulary.events import (
     StepHeartbeat,
     StepStarted,
 )
+from plantrail.ledger.vocabulary.keys import KeyEntry
 from plantrail.ledger.vocabulary.plan import Draft
 from plantrail.ledger.vocabulary.versions import plain
 
 __all__ = ["KeyEntry", "command_content", "match", "record_content", "record_view"]
+
 
 #: Fields of an event's data that the decision derives from the state, never from the command.
 DERIVED: Final = frozenset({"attempt", "new_version", "lease_s", "done", "not_done", "resume_from", "unmet"})

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-from plantrail.ledger.stores import is_database_url
+from plantrail.ledger.stores.targets import is_database_url
 from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.events import LogOpened, Record
 
@@ -97,7 +97,7 @@ def _checked_run(source: str) -> tuple[list[Record], list[bytes]]:
 
         pairs = list(read_checked_lines(source))
         return [record for record, _ in pairs], [line for _, line in pairs]
-    from plantrail.ledger.stores.jsonl import LogReader
+    from plantrail.ledger.stores.jsonl.log import LogReader
 
     with LogReader(source) as reader:
         records = list(reader.records())
@@ -121,6 +121,6 @@ def _write(target: str, records: list[Record], lines: list[bytes]) -> None:
 
         insert_run(target, [(r.seq, line[:-1], r.h, r.key) for r, line in zip(records, lines, strict=True)])
         return
-    from plantrail.ledger.stores.jsonl import create_from_lines
+    from plantrail.ledger.stores.jsonl.log import create_from_lines
 
     create_from_lines(target, b"".join(lines))

@@ -44,9 +44,9 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Self
 
 from plantrail._version import __version__
-from plantrail.ledger.chain import check_link, encode_pending
-from plantrail.ledger.store import FsyncPolicy, PendingRecord, Resumed
-from plantrail.ledger.stores import is_database_url
+from plantrail.ledger.stores.chain import check_link, encode_pending
+from plantrail.ledger.stores.protocol import FsyncPolicy, PendingRecord, Resumed
+from plantrail.ledger.stores.targets import is_database_url
 from plantrail.ledger.vocabulary.clock import utc_now
 from plantrail.ledger.vocabulary.codec import GENESIS_PREV, decode, log_format
 from plantrail.ledger.vocabulary.errors import LogDamaged, PlantrailError, error
@@ -58,9 +58,9 @@ if TYPE_CHECKING:
     from psycopg import Connection
     from psycopg_pool import ConnectionPool
 
-    from plantrail.ledger.runs import RunRow
-    from plantrail.ledger.store import KeyEntry
+    from plantrail.ledger.vocabulary.keys import KeyEntry
     from plantrail.projections.model import PlanState
+    from plantrail.projections.runs import RunRow
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -478,7 +478,7 @@ def _insert(conn: Connection[Any], rows: Sequence[tuple[str, int, bytes, str, st
 
 
 class _Session:
-    """One turn (see :class:`plantrail.ledger.store.Session`): catch up, stage, commit in one transaction."""
+    """One turn (see :class:`plantrail.ledger.stores.protocol.Session`): catch up, stage, commit in one transaction."""
 
     def __init__(self, store: PostgresStore) -> None:
         self._store = store
@@ -866,7 +866,7 @@ def _put_summary(conn: Connection[Any], run: str, state: PlanState, last_ts: str
 
 def _recomputed(conn: Connection[Any], where: str, run: str) -> RunRow:
     """A run's summary folded from its rows (each checked), and left for the next reader when it is whole."""
-    from plantrail.ledger.runs import summarise
+    from plantrail.projections.runs import summarise
     from plantrail.projections.state import fold
 
     reasons: list[str] = []
@@ -901,7 +901,7 @@ def _recomputed(conn: Connection[Any], where: str, run: str) -> RunRow:
 def run_summaries(url: str) -> list[RunRow]:
     """One row per run in the database, from its summary when the summary's seq is the run's head seq
     (an index lookup per run), else recomputed from the run's rows (and the summary left for next time)."""
-    from plantrail.ledger.runs import RunRow
+    from plantrail.projections.runs import RunRow
 
     location = parse_location(url)
     if location.run is not None:

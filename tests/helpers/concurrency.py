@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.rules.decide import VerifyCriterion
-from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.stores.jsonl.log import LogReader
 from plantrail.ledger.vocabulary.errors import PlantrailError
 
 __all__ = ["AppendReport", "KeyResult", "append_worker", "keyed_worker", "reader_worker"]

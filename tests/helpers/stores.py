@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.stores.jsonl.log import LogReader
 from plantrail.ledger.vocabulary.events import Record
 
 _server: Any = None

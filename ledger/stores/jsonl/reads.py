@@ -1,6 +1,6 @@
 """Reads of a JSONL log's plan versions that start from its cache when the cache checks out (see
-:mod:`plantrail.ledger.stores.cache`): one version rebuilt, and the versions, diffs and replans the audit
-commands show. The current state is :mod:`plantrail.ledger.stores.current`'s (re-exported here).
+:mod:`plantrail.ledger.stores.jsonl.cache`): one version rebuilt, and the versions, diffs and replans the audit
+commands show. The current state is :mod:`plantrail.ledger.stores.jsonl.current`'s (re-exported here).
 
 The answers are the log's own: a version or history index only saves folding the records it covers.
 """
@@ -11,8 +11,7 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any, Final, NamedTuple
 
-from plantrail.ledger.store import TornTail
-from plantrail.ledger.stores.cache import (
+from plantrail.ledger.stores.jsonl.cache import (
     HistoryEntry,
     HistoryIndex,
     HistoryWriter,
@@ -26,8 +25,9 @@ from plantrail.ledger.stores.cache import (
     version_start,
     write_version_index,
 )
-from plantrail.ledger.stores.current import ReadResult, read_state, superseded_version, use_cache_default
-from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.stores.jsonl.current import ReadResult, read_state, superseded_version, use_cache_default
+from plantrail.ledger.stores.jsonl.log import LogReader
+from plantrail.ledger.stores.protocol import TornTail
 from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.events import Record
 from plantrail.projections.history import (
@@ -39,8 +39,8 @@ from plantrail.projections.history import (
     why_traced,
 )
 from plantrail.projections.model import PlanState, VersionInfo
-from plantrail.projections.snapshot import decode_state, decode_version, encode_state, encode_version
 from plantrail.projections.state import initial
+from plantrail.projections.state_json import decode_state, decode_version, encode_state, encode_version
 
 __all__ = [
     "INDEX_FROM_BYTES",
@@ -393,7 +393,7 @@ def replan_audit(
     the latest), from the history index (the two versions, the end of the replaced one folded from its start),
     the quoted records read by seq, and the late results of the log's current state; and the torn tail the log
     ends on."""
-    from plantrail.ledger.stores.seek import record_at
+    from plantrail.ledger.stores.jsonl.seek import record_at
 
     found = read_versions(log_path, use_cache=use_cache)
     current = read_state(log_path, use_cache=use_cache).state

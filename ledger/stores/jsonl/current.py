@@ -12,11 +12,11 @@ import stat
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
-from plantrail.ledger.stores.cache import Snapshot, load_snapshot, superseded_state
+from plantrail.ledger.stores.jsonl.cache import Snapshot, load_snapshot, superseded_state
 from plantrail.ledger.vocabulary.errors import LogDamaged
 
 if TYPE_CHECKING:
-    from plantrail.ledger.store import TornTail
+    from plantrail.ledger.stores.protocol import TornTail
     from plantrail.ledger.vocabulary.events import Record
     from plantrail.projections.model import PlanState
 
@@ -66,7 +66,7 @@ def use_cache_default() -> bool:
 
 def superseded_version(log_path: str, version: int) -> tuple[PlanState, int] | None:
     """A superseded version as it stood when superseded and the seq that superseded it, from the version index
-    alone (:func:`~plantrail.ledger.stores.cache.superseded_state`), without importing the store or the
+    alone (:func:`~plantrail.ledger.stores.jsonl.cache.superseded_state`), without importing the store or the
     reducer; None when the index cannot answer (the active version, no index, anything not checking out)."""
     try:
         fd = os.open(log_path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
@@ -91,8 +91,8 @@ def read_state(log_path: str, *, use_cache: bool | None = None, stop_at_damage: 
         current = _covering_snapshot(log_path)
         if current is not None:
             return ReadResult(current.state, None, None, current.position.seq)
-    from plantrail.ledger.read_ahead import reading
-    from plantrail.ledger.stores.jsonl import LogReader
+    from plantrail.ledger.stores.jsonl.log import LogReader
+    from plantrail.ledger.stores.jsonl.read_ahead import reading
     from plantrail.projections.state import fold
 
     damage: list[LogDamaged] = []

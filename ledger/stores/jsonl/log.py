@@ -35,9 +35,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Final, NamedTuple, Self
 
 from plantrail._version import __version__
-from plantrail.ledger.chain import check_link
-from plantrail.ledger.chain import encode_pending as _encode
-from plantrail.ledger.files import (
+from plantrail.ledger.stores.chain import check_link
+from plantrail.ledger.stores.chain import encode_pending as _encode
+from plantrail.ledger.stores.files import (
     check_path,
     folder_of,
     fsync_dir,
@@ -46,8 +46,7 @@ from plantrail.ledger.files import (
     read_regular,
     shared_lock_within,
 )
-from plantrail.ledger.store import FsyncPolicy, PendingRecord, Resumed, TornTail
-from plantrail.ledger.stores.cache import (
+from plantrail.ledger.stores.jsonl.cache import (
     Identity,
     Position,
     Snapshot,
@@ -58,13 +57,14 @@ from plantrail.ledger.stores.cache import (
     save_snapshot,
     texts_between,
 )
+from plantrail.ledger.stores.protocol import FsyncPolicy, PendingRecord, Resumed, TornTail
 from plantrail.ledger.vocabulary.clock import utc_now
 from plantrail.ledger.vocabulary.codec import GENESIS_PREV, MAX_LINE_BYTES, decode, holds_record_end, log_format
 from plantrail.ledger.vocabulary.errors import LogDamaged, error
 from plantrail.ledger.vocabulary.events import LogBatch, LogOpened, LogRepaired, Record
 
 if TYPE_CHECKING:
-    from plantrail.ledger.store import KeyEntry
+    from plantrail.ledger.vocabulary.keys import KeyEntry
     from plantrail.projections.model import PlanState
 
 __all__ = [
@@ -502,7 +502,7 @@ class JsonlStore:
         return self._header.run
 
     def resume(self) -> Resumed | None:
-        """Start from the log's snapshot when it checks out (see :mod:`plantrail.ledger.stores.cache`); None to
+        """Start from the log's snapshot when it checks out (see :mod:`plantrail.ledger.stores.jsonl.cache`); None to
         read it all."""
         snapshot = load_snapshot(self.path, self._fd, check_prefix=True, with_keys=True, lazy=True)
         if snapshot is None:
@@ -969,7 +969,7 @@ def repair(
     Anything that is not a torn tail is refused with NOT_REPAIRABLE (naming the damage); an acknowledged
     record that the repair would cut off is refused with DATA_LOSS; a database run, FILE_STORE_ONLY.
     """
-    from plantrail.ledger.stores import require_file
+    from plantrail.ledger.stores.targets import require_file
 
     require_file(os.fspath(path), "repair")
     store = JsonlStore.open(path, repair=True, acked=acked, clock=clock)

@@ -31,7 +31,7 @@ import stat
 import time
 from typing import Final
 
-from plantrail.ledger.files import read_regular
+from plantrail.ledger.stores.files import read_regular
 
 __all__ = [
     "KEY_FILE",

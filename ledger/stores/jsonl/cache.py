@@ -1,13 +1,13 @@
 """The JSONL store's cache beside a log (snapshots and the version index): never a source of truth.
 
-Every cache file is sealed and opened through :mod:`plantrail.ledger.stores.seal`: a file this user's
+Every cache file is sealed and opened through :mod:`plantrail.ledger.stores.jsonl.seal`: a file this user's
 plantrail did not write (another user, a planted symlink, FIFO or directory, an edit) reads as absent, and
 a folder that is not a real directory owned by this user is never used.
 
 ``<log>.plantrail-cache/head.snap`` holds the folded state as of one record (and names by its SHA-256 the
 idempotency index, in its own sealed file ``keys.snap``, which only writers read),
 without copying its large texts: every string longer than
-:data:`plantrail.projections.snapshot.INLINE_MAX` that the log holds (step and criterion evidence, late
+:data:`plantrail.projections.state_json.INLINE_MAX` that the log holds (step and criterion evidence, late
 results' evidence and reasons, errors: whatever workers report) is a :class:`TextRef`, where the record that
 carries it lies (offset, length, the record's hash) and where the text lies inside it. Loading reads each such
 record at its offset and checks its framing and SHA-256 (a record that does not check out means the snapshot
@@ -26,9 +26,9 @@ reading them when the snapshot recorded the log's :class:`Identity` (device, ino
 times) with a file-system timestamp taken just before, the log still has that identity and the record is not
 racy (the log's change time is before the timestamp: see :func:`_unchanged_since`); else by the CRC of every
 byte the snapshot covers (about 20 ms per 50 MB). A writer records the identity only while its custody holds
-(no change to the file but its own appends since it checked it: :class:`~plantrail.ledger.stores.jsonl.JsonlStore`).
+(no change to the file but its own appends since it checked it: :class:`~plantrail.ledger.stores.jsonl.log.JsonlStore`).
 Readers (status, resume, next, replay) take the cheaper check the snapshot is keyed by and say that they did
-(:class:`plantrail.ledger.stores.reads.ReadResult`); ``verify`` and ``resume --verify`` never read the cache
+(:class:`plantrail.ledger.stores.jsonl.reads.ReadResult`); ``verify`` and ``resume --verify`` never read the cache
 and check every line. Deleting the directory changes no answer.
 
 The version index's three files are sealed each; its meta names its build by a random nonce, every entry
@@ -55,10 +55,10 @@ from typing import Any, Final, NamedTuple
 
 import orjson
 
-from plantrail.ledger.store import KeyEntry
-from plantrail.ledger.stores.seal import CacheFolder, seal
+from plantrail.ledger.stores.jsonl.seal import CacheFolder, seal
+from plantrail.ledger.vocabulary.keys import KeyEntry
 from plantrail.projections.model import LazyText, PlanState
-from plantrail.projections.snapshot import (
+from plantrail.projections.state_json import (
     INLINE_MAX,
     REDUCER_VERSION,
     decode_orphans,
@@ -569,7 +569,7 @@ class Saved(NamedTuple):
 
 def save_snapshot(log_path: str, fd: int, snapshot: Snapshot) -> Saved:
     """Seal and write the snapshot atomically; a cache that cannot be written (or must not be: see
-    :mod:`plantrail.ledger.stores.seal`) is simply skipped. Only writers call this.
+    :mod:`plantrail.ledger.stores.jsonl.seal`) is simply skipped. Only writers call this.
 
     The idempotency index goes to its own file, ``keys.snap``, written only when it differs from the one
     ``snapshot.keys_digest`` names (so an append without a key does not rewrite it), and before the
@@ -814,7 +814,7 @@ def index_entry(state: PlanState, where: Position, at: int, end: PlanState | Non
 # meta, so a reader never sees a half-written entry. ``versions``, ``why`` and ``diff`` read one entry per
 # version they show, and fold at most one version's own records, instead of folding the log; an update
 # folds only the active version's records and what was appended since. Every file is opened through
-# :class:`~plantrail.ledger.stores.seal.CacheFolder` (no link followed, no FIFO waited on, only files of ours).
+# :class:`~plantrail.ledger.stores.jsonl.seal.CacheFolder` (no link followed, no FIFO waited on, only files of ours).
 
 HISTORY_FORMAT: Final = "plantrail-history/2"
 _HISTORY_KIND: Final = "history-meta"
@@ -952,7 +952,7 @@ def read_version_start(log_path: str, fd: int, entry: HistoryEntry) -> bytes | N
 class HistoryWriter:
     """Extends (or starts) a log's history index (under :func:`history_lock`): entries are written past what
     the meta counts, and :meth:`commit` replaces the sealed meta. Best effort: a cache that cannot be written
-    (or must not be: see :class:`~plantrail.ledger.stores.seal.CacheFolder`) is skipped."""
+    (or must not be: see :class:`~plantrail.ledger.stores.jsonl.seal.CacheFolder`) is skipped."""
 
     def __init__(self, log_path: str, base: HistoryIndex | None) -> None:
         self._folder = _folder(log_path, create=True)

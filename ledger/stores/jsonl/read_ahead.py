@@ -27,9 +27,9 @@ from typing import Any, Final, Protocol, Union
 
 import msgspec
 
-from plantrail.ledger.store import TornTail
-from plantrail.ledger.stores.cache import Position
-from plantrail.ledger.stores.jsonl import LogReader
+from plantrail.ledger.stores.jsonl.cache import Position
+from plantrail.ledger.stores.jsonl.log import LogReader
+from plantrail.ledger.stores.protocol import TornTail
 from plantrail.ledger.vocabulary import codec
 from plantrail.ledger.vocabulary.errors import PlantrailError
 from plantrail.ledger.vocabulary.events import Record

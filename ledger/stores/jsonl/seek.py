@@ -20,9 +20,9 @@ from typing import Final
 
 import orjson
 
-from plantrail.ledger.store import TornTail
-from plantrail.ledger.stores.cache import Position
-from plantrail.ledger.stores.jsonl import LogReader, LogScan
+from plantrail.ledger.stores.jsonl.cache import Position
+from plantrail.ledger.stores.jsonl.log import LogReader, LogScan
+from plantrail.ledger.stores.protocol import TornTail
 from plantrail.ledger.vocabulary.codec import GENESIS_PREV, decode
 from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.events import Record

@@ -13,6 +13,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
+from plantrail.ledger.vocabulary.keys import KeyEntry
+
 if TYPE_CHECKING:
     from plantrail.ledger.vocabulary.events import Actor, Event, Record, Source
     from plantrail.projections.model import PlanState
@@ -31,16 +33,6 @@ class PendingRecord(NamedTuple):
     data: Event
     source: Source | None = None
     key: str | None = None
-
-
-class KeyEntry(NamedTuple):
-    """What a log holds under one idempotency key: the record, and its comparable content (see ledger.idempotency)."""
-
-    seq: int
-    hash: str
-    view: str
-    plan_version: int
-    attempt: int | None
 
 
 class Ack(NamedTuple):

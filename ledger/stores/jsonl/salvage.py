@@ -16,8 +16,8 @@ import re
 from collections.abc import Iterator
 from typing import Final, NamedTuple
 
-from plantrail.ledger.files import shared_lock_within
-from plantrail.ledger.stores.jsonl import (
+from plantrail.ledger.stores.files import shared_lock_within
+from plantrail.ledger.stores.jsonl.log import (
     _open,  # the one way to open a log: NUL-free path, regular file, mapped errors
 )
 from plantrail.ledger.vocabulary.codec import GENESIS_PREV, MAX_LINE_BYTES, decode
@@ -105,7 +105,7 @@ class _Line(NamedTuple):
 def salvage(path: str | os.PathLike[str]) -> SalvageReport:
     """Inventory a log without writing to it (a shared lock keeps writers out while it reads); a database run
     has no bytes to salvage (FILE_STORE_ONLY)."""
-    from plantrail.ledger.stores import require_file
+    from plantrail.ledger.stores.targets import require_file
 
     name = require_file(os.fspath(path), "salvage")
     fd = _open(name, os.O_RDONLY)

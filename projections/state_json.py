@@ -1,4 +1,5 @@
-"""A plan state as JSON and back, for snapshots (a cache: see :mod:`plantrail.ledger.stores.cache`).
+"""A plan state as JSON and back: the state a forked run carries, and the file store's snapshots (a cache: see
+:mod:`plantrail.ledger.stores.jsonl.cache`).
 
 Pure and independent of pydantic, so loading a snapshot costs one ``orjson.loads`` and the constructors.
 ``REDUCER_VERSION`` names the reducer's semantics: a snapshot made by another version is never used.
