@@ -45,7 +45,7 @@ from plantrail.ledger.rules.observations import Observe
 from plantrail.ledger.stores.jsonl.log import JsonlStore
 from plantrail.ledger.stores.locations import default_run_id
 from plantrail.ledger.stores.opener import create_store
-from plantrail.ledger.stores.protocol import Ack, FsyncPolicy, KeyEntry, PendingRecord, Session, Store
+from plantrail.ledger.stores.protocol import Ack, FsyncPolicy, KeyEntry, PendingRecord, RunWriter, Session
 from plantrail.ledger.stores.targets import is_database_url
 from plantrail.ledger.vocabulary.artifacts import Artifact, parse_artifact_option
 from plantrail.ledger.vocabulary.clock import utc_now
@@ -76,7 +76,7 @@ _CONFLICT_RETRIES = 32
 class Ledger:
     """One run's log, opened for recording commands."""
 
-    def __init__(self, store: Store, *, clock: Callable[[], str] = utc_now, cache: bool = True) -> None:
+    def __init__(self, store: RunWriter, *, clock: Callable[[], str] = utc_now, cache: bool = True) -> None:
         self._store = store
         self._clock = clock
         self._cache = cache
@@ -157,7 +157,7 @@ class Ledger:
         ``(seq, hash)`` of the last event this caller was acknowledged: opening raises DATA_LOSS (and repairs
         nothing) unless the log still holds exactly that record.
         """
-        store: Store
+        store: RunWriter
         if is_database_url(url := os.fspath(path)):
             if acked is not None:
                 raise error("USAGE", "acked= is a JSONL store option; a database run is never cut back")

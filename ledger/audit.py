@@ -23,17 +23,15 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeAlias
 
 import orjson
 
+from plantrail.ledger.stores.opener import as_run
 from plantrail.ledger.vocabulary.errors import PlantrailError, error
 
 if TYPE_CHECKING:
-    from plantrail.ledger.reading import DatabaseReader
-    from plantrail.ledger.stores.jsonl.log import LogReader
-    from plantrail.ledger.stores.protocol import TornTail
-    from plantrail.ledger.vocabulary.events import Record
+    from plantrail.ledger.stores.protocol import Run, TornTail
     from plantrail.projections.model import PlanState
 
 __all__ = [
@@ -56,7 +54,8 @@ __all__ = [
     "why",
 ]
 
-Path = str | os.PathLike[str]
+#: A run: a run object (:func:`plantrail.ledger.stores.opener.open_run`), or a log's path or a database run's URL.
+Path: TypeAlias = "Run | str | os.PathLike[str]"
 
 #: The resume receipt's exit code by verdict (``plantrail resume`` exits with it).
 RESUME_EXIT_CODES: Final[dict[str, int]] = {
@@ -88,7 +87,7 @@ class Reading(NamedTuple):
         return self.document
 
 
-def torn_tail_error(path: Path, torn: TornTail) -> PlantrailError:
+def torn_tail_error(path: str | os.PathLike[str], torn: TornTail) -> PlantrailError:
     """The TORN_TAIL error of a read that answered from the valid part of a log ending in ``torn``."""
     name = os.fspath(path)
     return error(
@@ -101,16 +100,19 @@ def torn_tail_error(path: Path, torn: TornTail) -> PlantrailError:
     )
 
 
-def _damage(path: Path, torn: TornTail | None) -> PlantrailError | None:
-    return None if torn is None else torn_tail_error(path, torn)
+def _damage(run: Run, torn: TornTail | None) -> PlantrailError | None:
+    return None if torn is None else torn_tail_error(run.location, torn)
 
 
 @contextmanager
-def _records(path: Path) -> Iterator[tuple[LogReader | DatabaseReader, Iterator[Record]]]:
-    from plantrail.ledger.reading import open_records
-
-    with open_records(path) as opened:
-        yield opened
+def _opened(path: Path) -> Iterator[Run]:
+    """The run ``path`` names, for one read: a run object given is used as it is and left open."""
+    run = as_run(path)
+    try:
+        yield run
+    finally:
+        if run is not path:
+            run.close()
 
 
 # --------------------------------------------------------------------------- versions
@@ -120,13 +122,17 @@ def read_versions(
     path: Path, *, everything: bool = False, limit: int | None = None, since: int | None = None
 ) -> Reading:
     """:func:`versions` as a :class:`Reading`."""
-    from plantrail.ledger.reading import read_state
-    from plantrail.ledger.reading import read_versions as read_index
-    from plantrail.projections.history import shown_versions, version_items
 
     if everything and (limit is not None or since is not None):
         raise error("USAGE", "every version was asked for, and also a limit or a first version: give one or the other")
-    found = read_index(os.fspath(path))
+    with _opened(path) as run:
+        return _versions_reading(run, everything, limit, since)
+
+
+def _versions_reading(run: Run, everything: bool, limit: int | None, since: int | None) -> Reading:
+    from plantrail.projections.history import shown_versions, version_items
+
+    found = run.versions()
     if since is not None and since > found.total:
         raise error(
             "UNKNOWN_PLAN_VERSION",
@@ -137,8 +143,7 @@ def read_versions(
     infos = [entry.info for entry in found.entries(shown.start, shown.stop - 1)]
     after = found.entry(shown.stop).info.seq if shown.stop <= found.total else None
     document = {"run": found.run, "active_version": found.total, "versions": version_items(infos, after)}
-    state = read_state(os.fspath(path)).state
-    return Reading(document, state, _damage(path, found.torn))
+    return Reading(document, run.current().state, _damage(run, found.torn))
 
 
 def versions(
@@ -160,41 +165,29 @@ def versions(
 
 def read_replay(path: Path, version: int | None = None, at_seq: int | None = None) -> Reading:
     """:func:`replay` as a :class:`Reading`."""
-    from plantrail.ledger.reading import read_state, rebuild_version
     from plantrail.projections.canonical import state_hash
     from plantrail.projections.views import status_view
 
     if version is not None and at_seq is not None:
         raise error("USAGE", "replay rebuilds one point: a plan version or a seq, not both", advice="REPLAY_ONE_POINT")
     superseded_at = None
-    if version is not None:
-        ended = _superseded(os.fspath(path), version)
-        state, superseded_at, torn = (*ended, None) if ended is not None else rebuild_version(os.fspath(path), version)
-    elif at_seq is not None:
-        from plantrail.projections.history import replay_at_seq
+    with _opened(path) as run:
+        if version is not None:
+            state, superseded_at, torn = run.version_state(version)
+        elif at_seq is not None:
+            from plantrail.projections.history import replay_at_seq
 
-        with _records(path) as (reader, records):
-            state = replay_at_seq(records, at_seq)
-        torn = reader.torn
-    else:
-        result = read_state(os.fspath(path))
-        state, torn = result.state, result.torn
+            state = replay_at_seq(run.records(), at_seq)
+            torn = run.torn
+        else:
+            result = run.current()
+            state, torn = result.state, result.torn
+        damage = _damage(run, torn)
     document = status_view(state) | {
         "state_hash": state_hash(state),
         "replay": {"version": state.version, "at_seq": at_seq, "superseded_at": superseded_at},
     }
-    return Reading(document, state, _damage(path, torn))
-
-
-def _superseded(name: str, version: int) -> tuple[PlanState, int] | None:
-    """A superseded version of a log file straight from its version index, importing neither the store nor the
-    reducer (None for a database run, without the cache, or when the index cannot answer)."""
-    from plantrail.ledger.stores.jsonl.current import superseded_version, use_cache_default
-    from plantrail.ledger.stores.targets import is_database_url
-
-    if is_database_url(name) or not use_cache_default():
-        return None
-    return superseded_version(name, version)
+    return Reading(document, state, damage)
 
 
 def replay(path: Path, version: int | None = None, at_seq: int | None = None) -> dict[str, Any]:
@@ -216,11 +209,12 @@ def read_diff(path: Path, v1: int, v2: int) -> Reading:
 
     if isinstance(v1, bool) or isinstance(v2, bool) or not (isinstance(v1, int) and isinstance(v2, int)):
         raise error("USAGE", "diff compares two plan versions, given as whole numbers")
-    from plantrail.ledger.reading import version_diff
+    from plantrail.ledger.stores.versions import diff_of
 
     if v1 >= v2:
         raise error("USAGE", f"diff compares an earlier version with a later one, not v{v1} with v{v2}")
-    document, state = version_diff(os.fspath(path), v1, v2)
+    with _opened(path) as run:
+        document, state = diff_of(run.versions(), v1, v2)
     return Reading(document, state)
 
 
@@ -240,12 +234,15 @@ def diff(path: Path, v1: int, v2: int) -> dict[str, Any]:
 
 def read_why(path: Path, version: int | None = None) -> Reading:
     """:func:`why` as a :class:`Reading`."""
-    from plantrail.ledger.reading import read_state, replan_audit
+    from plantrail.ledger.stores.versions import why_of
 
-    document, torn = replan_audit(os.fspath(path), version)
+    with _opened(path) as run:
+        found = run.versions()
+        state = run.current().state
+        document = why_of(found, version, run.record_at, state)
+        damage = _damage(run, found.torn)
     # The quoted events and the patch hold tuples; the document holds what JSON holds (lists), as printed.
-    document = orjson.loads(orjson.dumps(document))
-    return Reading(document, read_state(os.fspath(path)).state, _damage(path, torn))
+    return Reading(orjson.loads(orjson.dumps(document)), state, damage)
 
 
 def why(path: Path, version: int | None = None) -> dict[str, Any]:
@@ -264,13 +261,14 @@ def why(path: Path, version: int | None = None) -> dict[str, Any]:
 
 def read_orphans(path: Path) -> Reading:
     """:func:`orphans` as a :class:`Reading`."""
-    from plantrail.ledger.reading import read_state
     from plantrail.projections.history import orphans_view
 
-    result = read_state(os.fspath(path))
+    with _opened(path) as run:
+        result = run.current()
+        damage = _damage(run, result.torn)
     state = result.state
     document = {"run": state.run, "active_version": state.version, "orphans": orphans_view(state)}
-    return Reading(document, state, _damage(path, result.torn))
+    return Reading(document, state, damage)
 
 
 def orphans(path: Path) -> dict[str, Any]:
@@ -288,11 +286,12 @@ def orphans(path: Path) -> dict[str, Any]:
 
 def read_brief(path: Path) -> Reading:
     """:func:`brief` as a :class:`Reading`."""
-    from plantrail.ledger.reading import read_state
     from plantrail.projections.brief import brief_view
 
-    result = read_state(os.fspath(path))
-    return Reading(brief_view(result.state), result.state, _damage(path, result.torn))
+    with _opened(path) as run:
+        result = run.current()
+        damage = _damage(run, result.torn)
+    return Reading(brief_view(result.state), result.state, damage)
 
 
 def brief(path: Path) -> dict[str, Any]:
@@ -314,12 +313,12 @@ def brief(path: Path) -> dict[str, Any]:
 def read_resume(path: Path, *, every_byte: bool = False, now: str | None = None) -> Reading:
     """:func:`resume` as a :class:`Reading`: ``damage`` is the error that stopped the read, if any. ``now``
     (default: the clock) is the time the stop policy judges a deadline at."""
-    from plantrail.ledger.reading import read_state
     from plantrail.ledger.vocabulary.clock import utc_now
     from plantrail.projections.history import resume_receipt
 
-    result = read_state(os.fspath(path), stop_at_damage=True, use_cache=False if every_byte else None)
-    damage: PlantrailError | None = result.damage if result.damage is not None else _damage(path, result.torn)
+    with _opened(path) as run:
+        result = run.current(stop_at_damage=True, use_cache=False if every_byte else None)
+        damage: PlantrailError | None = result.damage if result.damage is not None else _damage(run, result.torn)
     receipt = resume_receipt(result.state, None if damage is None else damage.as_dict(), now=now or utc_now())
     document = receipt | {"exit_code": RESUME_EXIT_CODES[receipt["verdict"]], "snapshot_seq": result.snapshot_seq}
     return Reading(document, result.state, damage)

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 import msgspec
 import orjson
 
+from plantrail.ledger.stores.opener import as_run
 from plantrail.ledger.stores.protocol import TornTail
 from plantrail.ledger.vocabulary.events import Record
 from plantrail.ledger.vocabulary.versions import plain
@@ -98,9 +99,9 @@ class Timeline(NamedTuple):
 
 
 def _current(path: str) -> PlanState:
-    from plantrail.ledger.reading import read_state
-
-    return read_state(path).state
+    """The state now (a new read each time: the log may have grown since the last)."""
+    with as_run(path) as run:
+        return run.current().state
 
 
 def timeline(path: str, where: Filter | None = None, *, tail: int | None = None, limit: int | None = None) -> Timeline:
@@ -109,27 +110,20 @@ def timeline(path: str, where: Filter | None = None, *, tail: int | None = None,
     With ``tail`` only the last ``tail`` of them (read backwards from the end); with ``limit`` at most the first
     ``limit``. The read starts at ``where.from_seq`` and stops after ``where.to_seq``.
     """
-    from plantrail.ledger.reading import is_database_url, records_from, tail_records
-    from plantrail.ledger.stores.jsonl.log import LogReader
-    from plantrail.ledger.stores.jsonl.seek import after_record
-
     where = Filter() if where is None else where
     if tail is not None:
-        records, torn = tail_records(path, tail, where.keeps, stop_below=where.from_seq)
+        with as_run(path) as run:
+            records, torn = run.tail(tail, where.keeps, stop_below=where.from_seq)
         state = _current(path)  # read after the records, so it covers them
         late = _Late(path, state)
         return Timeline(((r, late(r)) for r in records[:limit]), lambda: torn, state.last_seq, state.version)
     state = _current(path)
     late = _Late(path, state)
-    reader = None if is_database_url(path) else LogReader(path)
+    run = as_run(path)
 
     def read() -> Generator[Record]:
-        if reader is None:
-            yield from records_from(path, where.from_seq)
-            return
-        with reader:
-            start = after_record(reader.fd, where.from_seq - 1) if where.from_seq > 0 else None
-            yield from reader.records(start=start, run=state.run if start is not None else None)
+        with run:
+            yield from run.records(after=where.from_seq - 1)
 
     def items() -> Iterator[tuple[Record, Orphan | None]]:
         records = read()
@@ -151,15 +145,13 @@ def timeline(path: str, where: Filter | None = None, *, tail: int | None = None,
         finally:
             records.close()
 
-    return Timeline(items(), lambda: None if reader is None else reader.torn, state.last_seq, state.version)
+    return Timeline(items(), lambda: run.torn, state.last_seq, state.version)
 
 
 def follow(path: str, *, after: int = -1, poll: float = 0.2) -> Iterator[Record]:
     """Every record after seq ``after`` (-1: from the first), as it is appended; it waits for more forever
     (stop iterating to stop following). A line still being written is waited for, never reported torn."""
-    from plantrail.ledger.reading import follow as follow_batches
-
-    return (record for batch in follow_batches(path, after=after, poll=poll) for record in batch)
+    return (record for batch in as_run(path).follow(after=after, poll=poll) for record in batch)
 
 
 def following(
@@ -282,7 +274,6 @@ def event_view(record: Record, orphan: Orphan | None) -> dict[str, Any]:
 
 def event(path: str, seq: int) -> tuple[Record, Orphan | None]:
     """Record ``seq`` of the log, checked, and the late result it became (None when it is not one)."""
-    from plantrail.ledger.reading import record_at
-
-    record = record_at(path, seq)
+    with as_run(path) as run:
+        record = run.record_at(seq)
     return record, _Late(path)(record)

@@ -33,8 +33,9 @@ from plantrail.ledger.rules.decide import check
 from plantrail.ledger.rules.lineage import check_parent
 from plantrail.ledger.stores.jsonl.log import LogReader
 from plantrail.ledger.stores.jsonl.read_ahead import reading
+from plantrail.ledger.stores.opener import as_run
+from plantrail.ledger.stores.postgres_run import DatabaseRun
 from plantrail.ledger.stores.protocol import TornTail
-from plantrail.ledger.stores.targets import is_database_url
 from plantrail.ledger.vocabulary.errors import PlantrailError, error
 from plantrail.ledger.vocabulary.events import LogCheckpoint, Record
 from plantrail.projections.canonical import canonical_bytes, state_hash
@@ -218,12 +219,12 @@ def _verify_rows(
 
 
 def _verify_file(
-    name: str, anchor: tuple[int, str] | None, key: bytes | None, on_progress: Callable[[int], None] | None
+    reader: LogReader, anchor: tuple[int, str] | None, key: bytes | None, on_progress: Callable[[int], None] | None
 ) -> tuple[_Audit, int, TornTail | None, bool]:
     """The checks over one read of a log file: the audit, the bytes of whole records read, the torn tail after
     them, and whether the file grew past the read. A large log is read by a child on another core while this
     process judges and folds its records (:mod:`ledger.read_ahead`): the same records in the same order."""
-    with LogReader(name) as reader, reading(reader) as read:
+    with reading(reader) as read:
         audit = _Audit(anchor, key, on_progress, lambda: read.offset)
         audit.check_all(read.records())
         end = read.end if read.torn is None else read.torn.offset + read.torn.length
@@ -247,12 +248,13 @@ def verify_log(
     run, is the log it was forked from: FORK_MISMATCH unless the parent holds, at the seq the fork names, the
     hash and the state the fork carries (USAGE when the log is no fork).
     """
-    with paused():  # the read makes no cycles (ledger.collector); a forked child reads without the collector too
-        if is_database_url(name := os.fspath(path)):
-            audit, verified = _verify_rows(name, anchor, key, on_progress)
+    # The read makes no cycles (ledger.collector); a forked child reads without the collector too.
+    with paused(), as_run(path) as run:
+        if isinstance(run, DatabaseRun):
+            audit, verified = _verify_rows(run.location, anchor, key, on_progress)
             torn, grew = None, False
         else:
-            audit, verified, torn, grew = _verify_file(name, anchor, key, on_progress)
+            audit, verified, torn, grew = _verify_file(run.reader, anchor, key, on_progress)
     state = audit.state
     if not audit.anchored:
         assert anchor is not None
@@ -301,12 +303,10 @@ def _check_parent(state: PlanState, parent: str | os.PathLike[str]) -> tuple[str
 
     if not state.lineage:
         raise error("USAGE", "the log is not a forked run (it has no run.forked record): it has no parent to check")
-    from plantrail.ledger.reading import open_records
-
     link = state.lineage[-1]
-    with open_records(parent) as (_, records):
+    with as_run(parent) as run:
         try:
-            at = replay_at_seq(records, link.seq)
+            at = replay_at_seq(run.records(), link.seq)
         except PlantrailError as exc:
             if exc.code != "UNKNOWN_SEQ":
                 raise

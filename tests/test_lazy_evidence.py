@@ -23,7 +23,7 @@ from plantrail.ledger.api import Ledger
 from plantrail.ledger.rules.decide import Command
 from plantrail.ledger.stores.jsonl import cache, reads
 from plantrail.ledger.stores.jsonl import log as jsonl
-from plantrail.ledger.stores.jsonl.reads import ReadResult
+from plantrail.ledger.stores.protocol import ReadResult
 from plantrail.ledger.vocabulary.errors import PlantrailError, Refused
 from plantrail.ledger.vocabulary.plan import PlanSpec
 from plantrail.projections.brief import brief_view

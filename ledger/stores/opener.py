@@ -1,17 +1,67 @@
-"""Create the run a target names, in the store it names: a JSONL file, or a database run."""
+"""The one place a run or a store is opened from what names it.
+
+:func:`open_run` turns a path, a run id with a store (``--store``), or a ``postgresql://…/db#RUN`` URL into a
+:class:`~plantrail.ledger.stores.protocol.Run`; :func:`as_run` does the same for a caller that may already
+hold one; :func:`open_store` turns a runs folder or a database URL into a
+:class:`~plantrail.ledger.stores.protocol.Store`; :func:`create_store` creates a run with its first records.
+Everything else holds the objects: nothing else tells a file from a database by looking at a name.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from plantrail.ledger.stores.targets import is_database_url
 
 if TYPE_CHECKING:
-    from plantrail.ledger.stores.protocol import FsyncPolicy, PendingRecord, Store
+    from plantrail.ledger.stores.jsonl.run import FileRun, FolderStore
+    from plantrail.ledger.stores.postgres_run import DatabaseRun, DatabaseStore
+    from plantrail.ledger.stores.protocol import FsyncPolicy, PendingRecord, Run, RunWriter
     from plantrail.ledger.vocabulary.events import Record
 
-__all__ = ["create_store"]
+__all__ = ["as_run", "create_store", "open_run", "open_store"]
+
+
+def open_run(name: str | os.PathLike[str], *, store: str | None = None, new: bool = False) -> FileRun | DatabaseRun:
+    """The run ``name`` names (see :func:`plantrail.ledger.stores.targets.locate`: a path, a run id in ``store``
+    or in the runs folder, a database run's URL), as a run object of its store. Nothing is opened yet."""
+    from plantrail.ledger.stores.targets import locate
+
+    return _run_at(locate(os.fspath(name), store, new=new))
+
+
+def as_run(target: Run | str | os.PathLike[str]) -> Run:
+    """``target`` itself when it is a run object already, else the run it names as a path or a database run's
+    URL (exactly: no runs folder or store is consulted)."""
+    if isinstance(target, str | os.PathLike):
+        return _run_at(os.fspath(target))
+    return target
+
+
+def _run_at(target: str) -> FileRun | DatabaseRun:
+    if is_database_url(target):
+        from plantrail.ledger.stores.postgres_run import DatabaseRun
+
+        return DatabaseRun(target)
+    from plantrail.ledger.stores.jsonl.run import FileRun
+
+    return FileRun(target)
+
+
+def open_store(location: str | os.PathLike[str] | None = None) -> FolderStore | DatabaseStore:
+    """The store ``location`` names: a database (``postgresql://…/db``) or a runs folder (default: the runs
+    folder, :func:`plantrail.ledger.stores.locations.runs_folder`)."""
+    name = None if location is None else os.fspath(location)
+    if name is not None and is_database_url(name):
+        from plantrail.ledger.stores.postgres_run import DatabaseStore
+
+        return DatabaseStore(name)
+    from plantrail.ledger.stores.jsonl.run import FolderStore
+    from plantrail.ledger.stores.locations import runs_folder
+
+    return FolderStore(runs_folder(name))
 
 
 def create_store(
@@ -25,7 +75,7 @@ def create_store(
     actor: str,
     allow_network_fs: bool,
     clock: Callable[[], str],
-) -> tuple[Store, list[Record]]:
+) -> tuple[RunWriter, list[Record]]:
     """Create the run ``target`` names (a JSONL path, or a database run's URL, whose run id is its own) with
     its header and ``first`` records; LOG_EXISTS when it exists. ``run`` is a JSONL log's run id."""
     if is_database_url(target):

@@ -1,25 +1,46 @@
-"""The store boundary: what any event store (the JSONL file, later PostgreSQL) must provide.
+"""The store boundary: what any store (the JSONL file store, the PostgreSQL store) provides, in three protocols.
 
-A store appends records for one run under an exclusive writer lock, assigns gapless seqs, chains hashes and
-guards its invariants before a byte is written. The ledger (:mod:`plantrail.ledger.api`) talks to a store
-only through :class:`Store` and :class:`Session`, so every store runs the same contract tests. This module
-depends on no store: the stores live beside each other in :mod:`plantrail.ledger.stores`, each with its own
-caches.
+- A :class:`Store` holds many runs: it lists them and opens one by id.
+- A :class:`Run` is one run of a store, read through its reader methods (:class:`RunReader`): its records, one
+  record, the last ones, the records as they are appended, the current state, the plan versions and the state
+  at a version. A run object keeps what it read: opened for one question, it opens its log once.
+- A :class:`RunWriter` appends records for one run under an exclusive writer lock, a :class:`Session` at a
+  time: it assigns gapless seqs, chains hashes and guards its invariants before a byte is written, knowing
+  nothing of the plan state. The ledger (:mod:`plantrail.ledger.api`) talks to a writer only through these,
+  so every store runs the same contract tests.
+
+This module depends on no store: the stores live beside each other in :mod:`plantrail.ledger.stores`, each with
+its own caches, and :func:`plantrail.ledger.stores.opener.open_run` turns what names a run into a :class:`Run`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
 from plantrail.ledger.vocabulary.keys import KeyEntry
 
 if TYPE_CHECKING:
+    from plantrail.ledger.stores.versions import Versions
+    from plantrail.ledger.vocabulary.errors import LogDamaged
     from plantrail.ledger.vocabulary.events import Actor, Event, Record, Source
     from plantrail.projections.model import PlanState
 
-__all__ = ["Ack", "FsyncPolicy", "KeyEntry", "PendingRecord", "Resumed", "Session", "Store", "TornTail"]
+__all__ = [
+    "Ack",
+    "FsyncPolicy",
+    "KeyEntry",
+    "PendingRecord",
+    "ReadResult",
+    "Resumed",
+    "Run",
+    "RunReader",
+    "RunWriter",
+    "Session",
+    "Store",
+    "TornTail",
+]
 
 FsyncPolicy = Literal["always", "batch", "none"]
 
@@ -102,8 +123,8 @@ class Session(Protocol):
         ...
 
 
-class Store(Protocol):
-    """One run's log."""
+class RunWriter(Protocol):
+    """One run's log, opened for appending."""
 
     @property
     def run(self) -> str:
@@ -128,4 +149,110 @@ class Store(Protocol):
 
     def close(self) -> None:
         """Sync what the policy owes and release the store."""
+        ...
+
+
+class ReadResult(NamedTuple):
+    """A log's current state; ``torn`` or ``damage`` say why the read stopped early (the state is the valid
+    part's). ``snapshot_seq`` is the seq up to which the answer came from the snapshot: the records up to it
+    were not re-read (their framing and chain are checked where the snapshot ends; ``verify`` reads every
+    byte). None when every record was read."""
+
+    state: PlanState
+    torn: TornTail | None
+    damage: LogDamaged | None = None
+    snapshot_seq: int | None = None
+
+
+class RunReader(Protocol):
+    """The reads every store answers for one run, each record checked as it is read. A damaged log raises
+    :class:`~plantrail.ledger.vocabulary.errors.LogDamaged`; a torn tail (a crash mid-write, only a file has one)
+    ends a read, and the read says so."""
+
+    @property
+    def location(self) -> str:
+        """What names the run: a JSONL log's path, or a database run's URL (``postgresql://…/db#RUN``)."""
+        ...
+
+    def exists(self) -> bool:
+        """True when the run exists (anything at a file's path counts: reading it says what it is)."""
+        ...
+
+    def header(self) -> Record:
+        """The run's header record (seq 0)."""
+        ...
+
+    def records(self, *, after: int = -1, upto: int | None = None) -> Iterator[Record]:
+        """The run's records after seq ``after`` up to seq ``upto`` (to the end without it), in order; once they
+        are exhausted, :attr:`torn` says whether a torn tail followed them."""
+        ...
+
+    @property
+    def torn(self) -> TornTail | None:
+        """The torn tail the last read of :meth:`records` ended on (None: none, or not read to the end)."""
+        ...
+
+    def record_at(self, seq: int) -> Record:
+        """Record ``seq``; UNKNOWN_SEQ when the run does not reach it."""
+        ...
+
+    def tail(
+        self, count: int, keep: Callable[[Record], bool], *, stop_below: int = 0
+    ) -> tuple[list[Record], TornTail | None]:
+        """The last ``count`` records ``keep`` accepts (in log order), read backwards, never below seq
+        ``stop_below``; and the torn tail after them."""
+        ...
+
+    def follow(
+        self, *, after: int = -1, poll: float = 0.2, stop: Callable[[], bool] | None = None
+    ) -> Iterator[list[Record]]:
+        """The records after seq ``after`` as they are appended, a batch at a time, until ``stop()`` is true
+        (asked before each wait). UNKNOWN_SEQ when the run does not reach ``after``."""
+        ...
+
+    def current(self, *, use_cache: bool | None = None, stop_at_damage: bool = False) -> ReadResult:
+        """Where the run stands now: its state, and what ended the read early."""
+        ...
+
+    def versions(self) -> Versions:
+        """The run's plan versions."""
+        ...
+
+    def version_state(self, version: int) -> tuple[PlanState, int | None, TornTail | None]:
+        """Version ``version`` as it stood when superseded (or now, for the active one), the seq that superseded
+        it, and the torn tail the read ended on."""
+        ...
+
+    def close(self) -> None:
+        """Release what the reads hold open (a run object can be used as a context manager)."""
+        ...
+
+
+class Run(RunReader, Protocol):
+    """One run of a store: its reads, and its writer."""
+
+    @property
+    def store(self) -> Store:
+        """The store the run lives in."""
+        ...
+
+    def open_writer(self, **options: object) -> RunWriter:
+        """The run's log opened for appending (each store takes its own options)."""
+        ...
+
+
+class Store(Protocol):
+    """Where runs live: a runs folder of JSONL files, or a database."""
+
+    @property
+    def location(self) -> str:
+        """What names the store: the folder's path, or the database's URL."""
+        ...
+
+    def run_ids(self) -> list[str]:
+        """The ids of the runs the store holds, in order."""
+        ...
+
+    def run(self, run_id: str) -> Run:
+        """Run ``run_id`` of this store (it need not exist yet: :meth:`Run.exists` says)."""
         ...

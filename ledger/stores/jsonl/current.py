@@ -10,29 +10,18 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from plantrail.ledger.stores.jsonl.cache import Snapshot, load_snapshot, superseded_state
+from plantrail.ledger.stores.protocol import ReadResult
 from plantrail.ledger.vocabulary.errors import LogDamaged
 
 if TYPE_CHECKING:
-    from plantrail.ledger.stores.protocol import TornTail
+    from plantrail.ledger.stores.jsonl.log import LogReader
     from plantrail.ledger.vocabulary.events import Record
     from plantrail.projections.model import PlanState
 
 __all__ = ["ReadResult", "read_state", "superseded_version", "use_cache_default"]
-
-
-class ReadResult(NamedTuple):
-    """A log's current state; ``torn`` or ``damage`` say why the read stopped early (the state is the valid
-    part's). ``snapshot_seq`` is the seq up to which the answer came from the snapshot: the records up to it
-    were not re-read (their framing and chain are checked where the snapshot ends; ``verify`` reads every
-    byte). None when every record was read."""
-
-    state: PlanState
-    torn: TornTail | None
-    damage: LogDamaged | None = None
-    snapshot_seq: int | None = None
 
 
 def _until_damage(records: Iterable[Record], found: list[LogDamaged]) -> Iterator[Record]:
@@ -42,12 +31,22 @@ def _until_damage(records: Iterable[Record], found: list[LogDamaged]) -> Iterato
         found.append(exc)
 
 
-def _covering_snapshot(log_path: str) -> Snapshot | None:
-    """The snapshot when it checks out and covers the whole file: then nothing else needs reading (or importing)."""
+def _light_fd(log_path: str, fd: int | None) -> int | None:
+    """``fd`` when given (a run's own), else the log opened read-only without the store (None when it cannot
+    be: the slow path reports the error with its proper code)."""
+    if fd is not None:
+        return fd
     try:
-        fd = os.open(log_path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+        return os.open(log_path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
-        return None  # the slow path reports the error with its proper code
+        return None
+
+
+def _covering_snapshot(log_path: str, given: int | None = None) -> Snapshot | None:
+    """The snapshot when it checks out and covers the whole file: then nothing else needs reading (or importing)."""
+    fd = _light_fd(log_path, given)
+    if fd is None:
+        return None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -55,7 +54,8 @@ def _covering_snapshot(log_path: str) -> Snapshot | None:
         snapshot = load_snapshot(log_path, fd)
         covers = snapshot is not None and snapshot.position.offset == st.st_size
     finally:
-        os.close(fd)
+        if given is None:
+            os.close(fd)
     return snapshot if covers else None
 
 
@@ -64,39 +64,43 @@ def use_cache_default() -> bool:
     return not os.environ.get("PLANTRAIL_NO_CACHE")
 
 
-def superseded_version(log_path: str, version: int) -> tuple[PlanState, int] | None:
+def superseded_version(log_path: str, version: int, given: int | None = None) -> tuple[PlanState, int] | None:
     """A superseded version as it stood when superseded and the seq that superseded it, from the version index
     alone (:func:`~plantrail.ledger.stores.jsonl.cache.superseded_state`), without importing the store or the
-    reducer; None when the index cannot answer (the active version, no index, anything not checking out)."""
-    try:
-        fd = os.open(log_path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError:
-        return None  # the slow path reports the error with its proper code
+    reducer; None when the index cannot answer (the active version, no index, anything not checking out). ``given``
+    is the log's open descriptor, when the caller holds one."""
+    fd = _light_fd(log_path, given)
+    if fd is None:
+        return None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
         return superseded_state(log_path, fd, version)
     finally:
-        os.close(fd)
+        if given is None:
+            os.close(fd)
 
 
-def read_state(log_path: str, *, use_cache: bool | None = None, stop_at_damage: bool = False) -> ReadResult:
+def read_state(
+    log_path: str, *, use_cache: bool | None = None, stop_at_damage: bool = False, reader: LogReader | None = None
+) -> ReadResult:
     """The current state of a log, from its snapshot plus the records after it when the snapshot checks out.
 
     A read never writes the cache (only writers leave snapshots). With ``stop_at_damage`` a damaged line ends
     the read instead of raising: the state is that of the valid part, and ``damage`` says what stopped it.
+    ``reader`` is the log's reader when the caller holds one open (a run's own).
     """
     cached = use_cache_default() if use_cache is None else use_cache
     if cached:
-        current = _covering_snapshot(log_path)
+        current = _covering_snapshot(log_path, None if reader is None else reader.fd)
         if current is not None:
             return ReadResult(current.state, None, None, current.position.seq)
-    from plantrail.ledger.stores.jsonl.log import LogReader
+    from plantrail.ledger.stores.jsonl.log import opened
     from plantrail.ledger.stores.jsonl.read_ahead import reading
     from plantrail.projections.state import fold
 
     damage: list[LogDamaged] = []
-    with LogReader(log_path) as reader:
+    with opened(log_path, reader) as reader:
         snapshot = load_snapshot(reader.path, reader.fd) if cached else None
         start = snapshot.position if snapshot is not None else None
         # a long read is done by a child on another core while this process folds (ledger.read_ahead)

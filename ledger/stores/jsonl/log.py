@@ -75,6 +75,7 @@ __all__ = [
     "clean_stale_temps",
     "create_from_lines",
     "filesystem_type",
+    "opened",
     "repair",
 ]
 
@@ -365,6 +366,17 @@ class LogReader:
             raise error("TORN_TAIL", f"log {self.path} has no complete header line", line=1, offset=0, path=self.path)
         self.torn = scan.tail
         self.end = scan.end
+
+
+@contextlib.contextmanager
+def opened(path: str, reader: LogReader | None = None) -> Iterator[LogReader]:
+    """``reader`` when one is given (a run's own, left open for its next read), else the log at ``path`` opened
+    for this read and closed after it."""
+    if reader is not None:
+        yield reader
+        return
+    with LogReader(path) as own:
+        yield own
 
 
 # --------------------------------------------------------------------------- writing

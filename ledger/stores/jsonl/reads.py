@@ -8,8 +8,8 @@ The answers are the log's own: a version or history index only saves folding the
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
-from typing import Any, Final, NamedTuple
+from collections.abc import Callable
+from typing import Any, Final
 
 from plantrail.ledger.stores.jsonl.cache import (
     HistoryEntry,
@@ -25,18 +25,21 @@ from plantrail.ledger.stores.jsonl.cache import (
     version_start,
     write_version_index,
 )
-from plantrail.ledger.stores.jsonl.current import ReadResult, read_state, superseded_version, use_cache_default
-from plantrail.ledger.stores.jsonl.log import LogReader
-from plantrail.ledger.stores.protocol import TornTail
+from plantrail.ledger.stores.jsonl.current import read_state, superseded_version, use_cache_default
+from plantrail.ledger.stores.jsonl.log import LogReader, opened
+from plantrail.ledger.stores.protocol import ReadResult, TornTail
+from plantrail.ledger.stores.versions import (
+    VersionEntry,
+    Versions,
+    diff_of,
+    listed_versions,
+    versions_in,
+    why_of,
+)
 from plantrail.ledger.vocabulary.errors import error
-from plantrail.ledger.vocabulary.events import Record
 from plantrail.projections.history import (
-    criterion_seqs,
-    diff_traced,
     fold_span,
-    replan_version,
     replay_version,
-    why_traced,
 )
 from plantrail.projections.model import PlanState, VersionInfo
 from plantrail.projections.state import initial
@@ -94,18 +97,20 @@ INDEX_FROM_BYTES: Final = 1 << 20
 
 
 def rebuild_version(
-    log_path: str, version: int, *, use_cache: bool | None = None
+    log_path: str, version: int, *, use_cache: bool | None = None, reader: LogReader | None = None
 ) -> tuple[PlanState, int | None, TornTail | None]:
     """Version ``version`` as it stood when superseded (or now, for the active one), the seq of the record that
     superseded it, and the torn tail the read ended on. With the version index this folds only the version's
-    own records; without one it folds from the start (and, for a large log, builds the index for next time)."""
+    own records; without one it folds from the start (and, for a large log, builds the index for next time).
+    ``reader`` is the log's reader when the caller holds one open."""
     cached = use_cache_default() if use_cache is None else use_cache
-    ended = superseded_version(log_path, version) if cached else None
+    ended = superseded_version(log_path, version, None if reader is None else reader.fd) if cached else None
     if ended is not None:
         return ended[0], ended[1], None
-    with LogReader(log_path) as reader:
+    with opened(log_path, reader) as reader:
         start = version_start(log_path, reader.fd, version) if cached else None
-        if start is None and cached and os.fstat(reader.fd).st_size >= INDEX_FROM_BYTES and not is_fork(log_path):
+        big = cached and os.fstat(reader.fd).st_size >= INDEX_FROM_BYTES
+        if start is None and big and not is_fork(log_path, reader=reader):
             build_version_index(log_path)
             start = version_start(log_path, reader.fd, version)
         if start is None:
@@ -116,65 +121,6 @@ def rebuild_version(
 
 
 # --------------------------------------------------------------------------- the history index
-
-
-class VersionEntry(NamedTuple):
-    """One plan version as adopted, and ``ended``: each criterion's verdict seq at the end of the version before
-    it (None for version 1)."""
-
-    info: VersionInfo
-    ended: tuple[tuple[str, int], ...] | None
-
-
-class Versions(NamedTuple):
-    """A log's plan versions: ``total`` of them (the last is the active one), read by :meth:`entries`; the run
-    id, the torn tail the read of the log ended on, and ``ending``: the state at the end of a version."""
-
-    run: str | None
-    total: int
-    torn: TornTail | None
-    entries: Callable[[int, int], list[VersionEntry]]
-    ending: Callable[[int], PlanState]
-    first: int = 1  # the first version the log adopted itself (a fork starts at the version it carries)
-
-    def entry(self, version: int) -> VersionEntry:
-        """One version's entry."""
-        return self.entries(version, version)[0]
-
-
-def versions_in(
-    records: Iterable[Record],
-    state: PlanState,
-    add: Callable[[VersionEntry, Any, PlanState], None],
-    *,
-    where: Callable[[], Any] = lambda: None,
-    known: VersionInfo | None = None,
-) -> tuple[PlanState, bool]:
-    """Fold ``records`` from ``state`` to their end, reporting every version adopted on the way with ``where()``
-    as it stood just after the adopting record (a file reader's position; nothing for other stores) and the
-    state just after it; return the final state, and whether the version ``state`` is in ends up other than
-    ``known`` (what an entry made for it before says; then that entry is stale: the version was extended in
-    place since). Any store's records.
-
-    A version is reported once its span is folded, so its entry holds the version with every step added to it
-    in place (``plan.extended``); the active version is reported as it stands at the end of the records."""
-    stream = iter(records)
-    waiting: tuple[VersionEntry, Any, PlanState] | None = None
-    stale = False
-    while True:
-        span, after = fold_span(stream, state)
-        if waiting is not None:
-            entry, at, adopting = waiting
-            assert span.state.adopted is not None  # the span of a version that was adopted
-            add(entry._replace(info=span.state.adopted), at, adopting)
-        else:
-            stale = known is not None and span.state.adopted != known
-        if after is None:
-            return span.state, stale
-        assert after.adopted is not None  # a version changes only by a record that adopts one
-        ended = None if span.state.version == 0 else tuple(criterion_seqs(span.state).items())
-        waiting = (VersionEntry(after.adopted, ended), where(), after)
-        state = after
 
 
 def _versions_from(
@@ -190,28 +136,22 @@ def _versions_from(
     return versions_in(stream, state, add, where=lambda: reader.position, known=known)
 
 
-def _in_memory(log_path: str, use_cache: bool) -> Versions:
-    """Every version from a fold of the whole log (no history index)."""
+def _in_memory(log_path: str, use_cache: bool, reader: LogReader | None = None) -> Versions:
+    """Every version from one fold of the whole log (no history index), with the state at each version's end
+    (states share what they have in common) and at the end of the log."""
     found: list[VersionEntry] = []
-    with LogReader(log_path) as reader:
-        final, _ = _versions_from(reader, None, initial(), lambda entry, _, __: found.append(entry))
+    endings: dict[int, PlanState] = {}
+    with opened(log_path, reader) as reader:
+        stream = reader.records()
+        final, _ = versions_in(stream, initial(), lambda entry, _, __: found.append(entry), at_end=endings.__setitem__)
+        torn = reader.torn
 
     def ending(version: int) -> PlanState:
+        if version in endings:
+            return endings[version]
         return rebuild_version(log_path, version, use_cache=use_cache)[0]
 
-    return listed_versions(found, final.run, reader.torn, ending)
-
-
-def listed_versions(
-    found: list[VersionEntry], run: str | None, torn: TornTail | None, ending: Callable[[int], PlanState]
-) -> Versions:
-    """The :class:`Versions` of every version a fold of a whole log found, in order (any store's log)."""
-    base = found[0].info.version if found else 1  # a fork's first version is the one it carries
-
-    def entries(first: int, last: int) -> list[VersionEntry]:
-        return found[max(first - base, 0) : max(last - base + 1, 0)]
-
-    return Versions(run, base - 1 + len(found), torn, entries, ending, base)
+    return listed_versions(found, final.run, torn, ending)._replace(final=final)
 
 
 class _Unreadable(Exception):
@@ -225,7 +165,7 @@ def _entries_of(log_path: str, index: HistoryIndex, first: int, last: int) -> li
     return found
 
 
-def _indexed(log_path: str, index: HistoryIndex, torn: TornTail | None) -> Versions:
+def _indexed(log_path: str, index: HistoryIndex, torn: TornTail | None, reader: LogReader | None = None) -> Versions:
     """The versions the history index holds; a version's end is folded from its stored start (its own records).
     An index that turns out not to hold what it vouched for is dropped for a fold of the log (a cache is a hint:
     it never changes an answer, nor turns one into an error)."""
@@ -233,7 +173,7 @@ def _indexed(log_path: str, index: HistoryIndex, torn: TornTail | None) -> Versi
 
     def folded() -> Versions:
         if not fallback:
-            fallback.append(_in_memory(log_path, False))
+            fallback.append(_in_memory(log_path, False, reader))
         return fallback[0]
 
     def entries(first: int, last: int) -> list[VersionEntry]:
@@ -247,12 +187,12 @@ def _indexed(log_path: str, index: HistoryIndex, torn: TornTail | None) -> Versi
             (entry,) = _entries_of(log_path, index, version, version)
         except _Unreadable:
             return folded().ending(version)
-        with LogReader(log_path) as reader:
-            start = read_version_start(log_path, reader.fd, entry)
+        with opened(log_path, reader) as log:
+            start = read_version_start(log_path, log.fd, entry)
             if start is None:
                 return folded().ending(version)
             state = decode_state(start)
-            span, _ = fold_span(iter(reader.records(start=entry.start, run=state.run)), state)
+            span, _ = fold_span(iter(log.records(start=entry.start, run=state.run)), state)
         return span.state
 
     return Versions(index.run, index.versions, torn, entries, ending)
@@ -270,16 +210,16 @@ def _resumed(log_path: str, fd: int, index: HistoryIndex) -> tuple[Position, Pla
     return entries[0].start, decode_state(start), decode_version(entries[0].summary)[0]
 
 
-def _updated_history(log_path: str) -> tuple[HistoryIndex | None, TornTail | None]:
+def _updated_history(log_path: str, reader: LogReader | None = None) -> tuple[HistoryIndex | None, TornTail | None]:
     """The log's history index, extended to the end of the log (or built, the first time) when it does not cover
     it; None when it cannot be written (the caller folds the log instead)."""
-    with LogReader(log_path) as reader:
+    with opened(log_path, reader) as reader:
         index = load_history(log_path, reader.fd)
         size = os.fstat(reader.fd).st_size
         if index is not None and index.covered.offset == size:
             return index, None
         header = first_hash(reader.fd)
-        if header is None or (index is None and (size < INDEX_FROM_BYTES or is_fork(log_path))):
+        if header is None or (index is None and (size < INDEX_FROM_BYTES or is_fork(log_path, reader=reader))):
             return None, None  # a small log folds faster than an index is written
         with history_lock(log_path):
             index = load_history(log_path, reader.fd)  # another reader may have updated it meanwhile
@@ -322,41 +262,23 @@ def _write_history(
     return True
 
 
-def read_versions(log_path: str, *, use_cache: bool | None = None) -> Versions:
+def read_versions(log_path: str, *, use_cache: bool | None = None, reader: LogReader | None = None) -> Versions:
     """A log's plan versions, from its history index (brought up to date first; built the first time for a log
     of at least :data:`INDEX_FROM_BYTES`) or, without the cache, for a smaller log, or when the index cannot be
-    written, from a fold of the whole log. Either way the entries are the fold's."""
+    written, from a fold of the whole log. Either way the entries are the fold's. ``reader`` is the log's reader
+    when the caller holds one open."""
     cached = use_cache_default() if use_cache is None else use_cache
     if cached:
-        index, torn = _updated_history(log_path)
+        index, torn = _updated_history(log_path, reader)
         if index is not None:
-            return _indexed(log_path, index, torn)
-    return _in_memory(log_path, cached)
+            return _indexed(log_path, index, torn, reader)
+    return _in_memory(log_path, cached, reader)
 
 
-def _unknown_version(wanted: int, count: int) -> Exception:
-    return error(
-        "UNKNOWN_PLAN_VERSION",
-        f"plan version {wanted} is not in the log (it has versions 1 to {count})",
-        plan_version=wanted,
-        expected=count,
-    )
-
-
-def _before_fork(wanted: int, first: int) -> Exception:
-    return error(
-        "UNKNOWN_PLAN_VERSION",
-        f"this run is a fork that starts at plan version {first}: version {wanted} and its replan are in the "
-        "parent run's log (status names it)",
-        plan_version=wanted,
-        expected=first,
-    )
-
-
-def is_fork(log_path: str) -> bool:
+def is_fork(log_path: str, *, reader: LogReader | None = None) -> bool:
     """Whether the log is a forked run (its record at seq 1 is ``run.forked``): its versions start at the one
     it carries, so it gets no version index (which numbers versions from 1) and is folded instead."""
-    with LogReader(log_path) as reader:
+    with opened(log_path, reader) as reader:
         for record in reader.records():
             if record.seq >= 1:
                 return record.type == "run.forked"
@@ -364,30 +286,18 @@ def is_fork(log_path: str) -> bool:
 
 
 def version_diff(
-    log_path: str, old: int, new: int, *, use_cache: bool | None = None
+    log_path: str, old: int, new: int, *, use_cache: bool | None = None, reader: LogReader | None = None
 ) -> tuple[dict[str, Any], PlanState]:
     """``plantrail diff``: :func:`projections.history.diff_view` of versions ``old`` and ``new``, from the history
     index (each version's adoption and its criteria's verdict seqs when it ended) and the state at the end of
     ``old`` (folded from its start, which the index holds); and the state at the end of ``new``."""
     if old >= new:
         raise error("USAGE", f"diff compares an earlier version with a later one, not v{old} with v{new}")
-    return diff_of(read_versions(log_path, use_cache=use_cache), old, new)
-
-
-def diff_of(found: Versions, old: int, new: int) -> tuple[dict[str, Any], PlanState]:
-    """:func:`version_diff` over any store's :class:`Versions`."""
-    if new > found.total:
-        raise _unknown_version(new, found.total)
-    if old < found.first:
-        raise _before_fork(old, found.first)
-    entries = found.entries(old, new)
-    infos = {entry.info.version: entry.info for entry in entries}
-    verdicts = {entry.info.version - 1: dict(entry.ended or ()) for entry in entries[2:]}
-    return diff_traced(found.ending(old), infos, verdicts, old, new), found.ending(new)
+    return diff_of(read_versions(log_path, use_cache=use_cache, reader=reader), old, new)
 
 
 def replan_audit(
-    log_path: str, version: int | None = None, *, use_cache: bool | None = None
+    log_path: str, version: int | None = None, *, use_cache: bool | None = None, reader: LogReader | None = None
 ) -> tuple[dict[str, Any], TornTail | None]:
     """``plantrail why``: :func:`projections.history.why_view` of the replan that created ``version`` (default:
     the latest), from the history index (the two versions, the end of the replaced one folded from its start),
@@ -395,17 +305,9 @@ def replan_audit(
     ends on."""
     from plantrail.ledger.stores.jsonl.seek import record_at
 
-    found = read_versions(log_path, use_cache=use_cache)
-    current = read_state(log_path, use_cache=use_cache).state
-    return why_of(found, version, lambda seq: record_at(log_path, seq), current), found.torn
-
-
-def why_of(found: Versions, version: int | None, quote: Callable[[int], Record], current: PlanState) -> dict[str, Any]:
-    """:func:`replan_audit`'s document over any store's :class:`Versions`, records read by seq with ``quote``."""
-    version = replan_version(found.total, version)
-    if version <= found.first:
-        raise _before_fork(version, found.first)
-    replaced, adopted = (entry.info for entry in found.entries(version - 1, version))
-    before = found.ending(version - 1)
-    quoted = {seq: quote(seq) for seq in sorted({*adopted.causes, adopted.seq})}
-    return why_traced(replaced, adopted, before, quoted, current.orphans, current.lineage)
+    with opened(log_path, reader) as reader:
+        found = read_versions(log_path, use_cache=use_cache, reader=reader)
+        current = (
+            found.final if found.final is not None else read_state(log_path, use_cache=use_cache, reader=reader).state
+        )
+        return why_of(found, version, lambda seq: record_at(log_path, seq, reader=reader), current), found.torn

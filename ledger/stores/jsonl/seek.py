@@ -21,7 +21,7 @@ from typing import Final
 import orjson
 
 from plantrail.ledger.stores.jsonl.cache import Position
-from plantrail.ledger.stores.jsonl.log import LogReader, LogScan
+from plantrail.ledger.stores.jsonl.log import LogReader, LogScan, opened
 from plantrail.ledger.stores.protocol import TornTail
 from plantrail.ledger.vocabulary.codec import GENESIS_PREV, decode
 from plantrail.ledger.vocabulary.errors import error
@@ -156,20 +156,20 @@ def _checked_at(fd: int, seq: int, run: str) -> tuple[int, Record] | None:
     return start, record
 
 
-def _in_order(path: str, seq: int) -> Record | None:
+def _in_order(reader: LogReader, seq: int) -> Record | None:
     """Record ``seq`` read from the first line on (when the search cannot name it, the read names the damage)."""
-    with LogReader(path) as reader:
-        for record in reader.records():
-            if record.seq == seq:
-                return record
+    for record in reader.records():
+        if record.seq == seq:
+            return record
     return None
 
 
-def record_at(path: str, seq: int) -> Record:
-    """Record ``seq`` of the log at ``path``, checked; UNKNOWN_SEQ when the log does not reach it."""
-    with LogReader(path) as reader:
-        located = _checked_at(reader.fd, seq, header_run(reader.fd))
-    record = located[1] if located is not None else _in_order(path, seq)
+def record_at(path: str, seq: int, *, reader: LogReader | None = None) -> Record:
+    """Record ``seq`` of the log at ``path`` (read through ``reader`` when the caller holds the log open), checked;
+    UNKNOWN_SEQ when the log does not reach it."""
+    with opened(path, reader) as log:
+        located = _checked_at(log.fd, seq, header_run(log.fd))
+        record = located[1] if located is not None else _in_order(log, seq)
     if record is None:
         raise error("UNKNOWN_SEQ", f"seq {seq} is not in the log", seq=seq)
     return record
@@ -228,14 +228,14 @@ def _torn_after(fd: int, end: int, last_seq: int) -> TornTail | None:
 
 
 def tail_records(
-    path: str, count: int, keep: Callable[[Record], bool], *, stop_below: int = 0
+    path: str, count: int, keep: Callable[[Record], bool], *, stop_below: int = 0, reader: LogReader | None = None
 ) -> tuple[list[Record], TornTail | None]:
     """The last ``count`` records that ``keep`` accepts (in log order), read backwards from the end of the log,
     never below seq ``stop_below``; and the torn tail after them, if any. Only those records and the lines
     between them are read and checked (each against the next)."""
     kept: list[Record] = []
-    with LogReader(path) as reader:
-        fd = reader.fd
+    with opened(path, reader) as log:
+        fd = log.fd
         run = header_run(fd)
         end = _complete_end(fd)
         later: Record | None = None

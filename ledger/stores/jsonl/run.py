@@ -1,0 +1,227 @@
+"""A run kept in one JSONL file, and a runs folder of them, as the store protocols' objects.
+
+A :class:`FileRun` opens its log on its first read and keeps that one reader (one file descriptor) for every
+read after it, until :meth:`FileRun.close`; it also keeps what it folded: the plan versions, and the current
+state when a read of the versions folded the whole log. So one question (``why``, ``diff``, ``orphans`` …)
+opens the log once and folds it at most once. A run object answers as of its reads: to see records appended
+since, open the run again (:meth:`FileRun.follow` always reads on).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Self
+
+if TYPE_CHECKING:
+    from plantrail.ledger.stores.jsonl.cache import Position
+    from plantrail.ledger.stores.jsonl.log import JsonlStore, LogReader
+    from plantrail.ledger.stores.protocol import ReadResult, TornTail
+    from plantrail.ledger.stores.versions import Versions
+    from plantrail.ledger.vocabulary.events import Record
+    from plantrail.projections.model import PlanState
+
+__all__ = ["FileRun", "FolderStore"]
+
+
+class _Stopped(Exception):
+    """A follower's ``stop()`` said to end the wait."""
+
+
+class FileRun:
+    """Run ``location``: a JSONL log's path."""
+
+    def __init__(self, location: str | os.PathLike[str]) -> None:
+        self.location = os.fspath(location)
+        self._reader: LogReader | None = None
+        self._torn: TornTail | None = None
+        self._versions: Versions | None = None
+        self._current: ReadResult | None = None
+
+    def __repr__(self) -> str:
+        return f"FileRun({self.location!r})"
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the log's reader (a later read opens it again)."""
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+    @property
+    def store(self) -> FolderStore:
+        """The folder the log is in."""
+        return FolderStore(os.path.dirname(self.location) or ".")
+
+    @property
+    def reader(self) -> LogReader:
+        """The log's reader, opened on first use and kept (a caller may measure a read's progress through it)."""
+        return self._log()
+
+    def _log(self) -> LogReader:
+        if self._reader is None:
+            from plantrail.ledger.stores.jsonl.log import LogReader
+
+            self._reader = LogReader(self.location)
+        return self._reader
+
+    # ----------------------------------------------------------- reading
+
+    def exists(self) -> bool:
+        """True when anything is at the path (reading it says what it is)."""
+        return os.path.lexists(self.location)
+
+    def header(self) -> Record:
+        """The log's header record."""
+        return self.record_at(0)
+
+    @property
+    def torn(self) -> TornTail | None:
+        """The torn tail the last read of :meth:`records` ended on."""
+        return self._torn
+
+    def records(self, *, after: int = -1, upto: int | None = None) -> Iterator[Record]:
+        """The log's checked records after seq ``after`` (found by its seq; none when the log does not reach it)
+        up to seq ``upto``; then :attr:`torn` is known."""
+        reader = self._log()
+        self._torn = None
+        start, run = None, None
+        if after >= 0:
+            from plantrail.ledger.stores.jsonl.seek import after_record, header_run
+
+            start = after_record(reader.fd, after)
+            if start is None:
+                return
+            run = header_run(reader.fd)
+        for record in reader.records(start=start, run=run):
+            if upto is not None and record.seq > upto:
+                return
+            yield record
+        self._torn = reader.torn
+
+    def record_at(self, seq: int) -> Record:
+        """Record ``seq``, found by its seq and checked; UNKNOWN_SEQ when the log does not reach it."""
+        from plantrail.ledger.stores.jsonl.seek import record_at
+
+        return record_at(self.location, seq, reader=self._log())
+
+    def tail(
+        self, count: int, keep: Callable[[Record], bool], *, stop_below: int = 0
+    ) -> tuple[list[Record], TornTail | None]:
+        """The last ``count`` records ``keep`` accepts, read backwards from the end, and the torn tail after them."""
+        from plantrail.ledger.stores.jsonl.seek import tail_records
+
+        return tail_records(self.location, count, keep, stop_below=stop_below, reader=self._log())
+
+    def follow(
+        self, *, after: int = -1, poll: float = 0.2, stop: Callable[[], bool] | None = None
+    ) -> Iterator[list[Record]]:
+        """The records after seq ``after`` as they are appended: the file is watched by its size every ``poll``
+        seconds (a line still being written is waited for); UNKNOWN_SEQ when the log does not reach ``after``."""
+        import time
+
+        from plantrail.ledger.stores.jsonl.seek import after_record, follow_records
+        from plantrail.ledger.vocabulary.errors import error
+
+        start = after_record(self._log().fd, after)
+        if start is None:
+            raise error("UNKNOWN_SEQ", f"seq {after} is not in the log", seq=after)
+
+        def wait(seconds: float) -> None:
+            if stop is not None and stop():
+                raise _Stopped
+            time.sleep(seconds)
+
+        def batches(start: Position) -> Iterator[list[Record]]:
+            try:
+                for record in follow_records(self.location, start, poll=poll, sleep=wait):
+                    yield [record]
+            except _Stopped:
+                return
+
+        return batches(start)
+
+    def current(self, *, use_cache: bool | None = None, stop_at_damage: bool = False) -> ReadResult:
+        """The current state: from the snapshot when it checks out, else the fold of the log (or of the records
+        after the snapshot); the fold this run already made of the whole log, when it made one."""
+        from plantrail.ledger.stores.jsonl.current import read_state
+
+        plain = use_cache is None and not stop_at_damage
+        if plain and self._current is not None:
+            return self._current
+        if plain and self._versions is not None and self._versions.final is not None:
+            from plantrail.ledger.stores.protocol import ReadResult
+
+            self._current = ReadResult(self._versions.final, self._versions.torn)
+            return self._current
+        # A snapshot that covers the whole log answers without the log's reader (nor the codec and the reducer):
+        # the run's reader is used only when it is open already.
+        result = read_state(self.location, use_cache=use_cache, stop_at_damage=stop_at_damage, reader=self._reader)
+        if plain:
+            self._current = result
+        return result
+
+    def versions(self) -> Versions:
+        """The plan versions: from the history index when the cache has one, else one fold of the log."""
+        if self._versions is None:
+            from plantrail.ledger.stores.jsonl.reads import read_versions
+
+            self._versions = read_versions(self.location, reader=self._log())
+        return self._versions
+
+    def version_state(self, version: int) -> tuple[PlanState, int | None, TornTail | None]:
+        """Version ``version`` as it stood when superseded (or now): a superseded one straight from the version
+        index when it holds it (importing neither the codec nor the reducer), else folded from the version's
+        start (or from the log's, without the index)."""
+        from plantrail.ledger.stores.jsonl.current import superseded_version, use_cache_default
+
+        if use_cache_default():
+            ended = superseded_version(self.location, version, self._light_fd())
+            if ended is not None:
+                return ended[0], ended[1], None
+        from plantrail.ledger.stores.jsonl.reads import rebuild_version
+
+        return rebuild_version(self.location, version, reader=self._log())
+
+    def _light_fd(self) -> int | None:
+        """The open reader's descriptor, when the run has one (a light read opens its own otherwise)."""
+        return None if self._reader is None else self._reader.fd
+
+    # ----------------------------------------------------------- writing
+
+    def open_writer(self, **options: Any) -> JsonlStore:
+        """The log opened for appending (see :meth:`plantrail.ledger.stores.jsonl.log.JsonlStore.open`)."""
+        from plantrail.ledger.stores.jsonl.log import JsonlStore
+
+        return JsonlStore.open(self.location, **options)
+
+
+class FolderStore:
+    """A runs folder: run ``ID`` is the log ``<folder>/<ID>.jsonl``."""
+
+    def __init__(self, location: str | os.PathLike[str]) -> None:
+        self.location = os.fspath(location)
+
+    def __repr__(self) -> str:
+        return f"FolderStore({self.location!r})"
+
+    def run_ids(self) -> list[str]:
+        """The ids of the folder's logs (``*.jsonl``), in order."""
+        try:
+            names = os.listdir(self.location)
+        except FileNotFoundError:
+            return []
+        return sorted(name[: -len(".jsonl")] for name in names if name.endswith(".jsonl"))
+
+    def run(self, run_id: str) -> FileRun:
+        """Run ``run_id`` of the folder; INVALID_ID when it is no run id."""
+        from pathlib import Path
+
+        from plantrail.ledger.stores.locations import run_path
+
+        return FileRun(str(run_path(Path(self.location), run_id)))

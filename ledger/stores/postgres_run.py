@@ -1,0 +1,190 @@
+"""A run kept in a PostgreSQL database, and the database as a store of runs, as the store protocols' objects.
+
+A database run is never torn (a transaction commits whole or not at all) and keeps no snapshot: its current
+state and its versions are folds of its rows. A :class:`DatabaseRun` keeps what it folded, so one question
+folds the run's rows at most once (``why`` asks for the versions and the current state: one fold gives both).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Self
+
+if TYPE_CHECKING:
+    from plantrail.ledger.stores.postgres import PostgresStore
+    from plantrail.ledger.stores.protocol import ReadResult, TornTail
+    from plantrail.ledger.stores.versions import Versions
+    from plantrail.ledger.vocabulary.events import Record
+    from plantrail.projections.model import PlanState
+
+__all__ = ["DatabaseRun", "DatabaseStore"]
+
+
+class DatabaseRun:
+    """Run ``location``: ``postgresql://…/db#RUN``."""
+
+    torn: TornTail | None = None  # a database run has no torn tail
+
+    def __init__(self, location: str) -> None:
+        self.location = location
+        self._versions: Versions | None = None
+        self._current: ReadResult | None = None
+
+    def __repr__(self) -> str:
+        from plantrail.ledger.stores.postgres import parse_location
+
+        return f"DatabaseRun({str(parse_location(self.location))!r})"
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Nothing to release: each read takes a pooled connection and gives it back."""
+
+    @property
+    def store(self) -> DatabaseStore:
+        """The database the run is in."""
+        return DatabaseStore(self.location.partition("#")[0])
+
+    # ----------------------------------------------------------- reading
+
+    def exists(self) -> bool:
+        """True when the database holds the run with its header."""
+        from plantrail.ledger.vocabulary.errors import PlantrailError
+
+        try:
+            self.record_at(0)
+        except PlantrailError as exc:
+            if exc.code in ("RUN_NOT_FOUND", "UNKNOWN_SEQ"):
+                return False
+            raise
+        return True
+
+    def header(self) -> Record:
+        """The run's header record."""
+        return self.record_at(0)
+
+    def records(self, *, after: int = -1, upto: int | None = None) -> Iterator[Record]:
+        """The run's records after seq ``after`` up to seq ``upto``, each checked to follow the one before it."""
+        from plantrail.ledger.stores.postgres import read_range
+
+        return read_range(self.location, from_seq=after + 1, to_seq=upto)
+
+    def record_at(self, seq: int) -> Record:
+        """Record ``seq``, its own hash checked; UNKNOWN_SEQ when the run does not reach it."""
+        from plantrail.ledger.stores.postgres import record_at
+
+        return record_at(self.location, seq)
+
+    def tail(
+        self, count: int, keep: Callable[[Record], bool], *, stop_below: int = 0
+    ) -> tuple[list[Record], TornTail | None]:
+        """The last ``count`` records ``keep`` accepts, read backwards from the run's head (never torn)."""
+        from plantrail.ledger.stores.postgres import tail_records
+
+        return tail_records(self.location, count, keep, stop_below=stop_below), None
+
+    def follow(
+        self, *, after: int = -1, poll: float = 0.2, stop: Callable[[], bool] | None = None
+    ) -> Iterator[list[Record]]:
+        """The records after seq ``after`` as they are appended: a NOTIFY wakes the follower, and it looks again
+        every ``poll`` seconds as the fallback."""
+        from plantrail.ledger.stores.postgres import follow_run
+
+        return follow_run(self.location, after=after, poll_s=poll, stop=stop)
+
+    def _fold(self) -> Versions:
+        """One fold of the run's rows: every version with its state at its end, and the state at the end."""
+        from plantrail.ledger.stores.versions import VersionEntry, listed_versions, versions_in
+        from plantrail.projections.state import initial
+
+        found: list[VersionEntry] = []
+        endings: dict[int, PlanState] = {}
+        final, _ = versions_in(
+            self.records(), initial(), lambda entry, _, __: found.append(entry), at_end=endings.__setitem__
+        )
+
+        def ending(version: int) -> PlanState:
+            return endings[version] if version in endings else self.version_state(version)[0]
+
+        return listed_versions(found, final.run, None, ending)._replace(final=final)
+
+    def current(self, *, use_cache: bool | None = None, stop_at_damage: bool = False) -> ReadResult:
+        """The fold of the run's rows (a database keeps no snapshot); with ``stop_at_damage`` a damaged row ends
+        the fold, and the result says what stopped it."""
+        from plantrail.ledger.stores.protocol import ReadResult
+
+        if not stop_at_damage:
+            if self._current is None:
+                final = self._versions.final if self._versions is not None else None
+                if final is None:
+                    from plantrail.projections.state import fold
+
+                    final = fold(self.records())
+                self._current = ReadResult(final, None)
+            return self._current
+        from plantrail.ledger.vocabulary.errors import LogDamaged
+        from plantrail.projections.state import fold
+
+        damage: list[LogDamaged] = []
+
+        def until_damage(records: Iterator[Record]) -> Iterator[Record]:
+            try:
+                yield from records
+            except LogDamaged as exc:
+                damage.append(exc)
+
+        state = fold(until_damage(self.records()))
+        return ReadResult(state, None, damage[0] if damage else None, None)
+
+    def versions(self) -> Versions:
+        """The run's plan versions, from one fold of its rows (a database run keeps no history index)."""
+        if self._versions is None:
+            self._versions = self._fold()
+        return self._versions
+
+    def version_state(self, version: int) -> tuple[PlanState, int | None, TornTail | None]:
+        """Version ``version`` as it stood when superseded (or now), folded from the run's rows."""
+        from plantrail.projections.history import replay_version
+
+        span = replay_version(self.records(), version)
+        return span.state, span.superseded_at, None
+
+    # ----------------------------------------------------------- writing
+
+    def open_writer(self, **options: Any) -> PostgresStore:
+        """The run opened for appending; ``clock`` is the one option a database run takes (``acked`` is the file
+        store's: USAGE, a database run is never cut back)."""
+        from plantrail.ledger.stores.postgres import PostgresStore
+        from plantrail.ledger.vocabulary.errors import error
+
+        if options.get("acked") is not None:
+            raise error("USAGE", "acked= is a JSONL store option; a database run is never cut back")
+        return PostgresStore.open(self.location, **({"clock": options["clock"]} if "clock" in options else {}))
+
+
+class DatabaseStore:
+    """A PostgreSQL database of runs (``postgresql://…/db``): run ``ID`` is ``postgresql://…/db#ID``."""
+
+    def __init__(self, location: str) -> None:
+        self.location = location
+
+    def __repr__(self) -> str:
+        from plantrail.ledger.stores.postgres import parse_location
+
+        return f"DatabaseStore({str(parse_location(self.location))!r})"
+
+    def run_ids(self) -> list[str]:
+        """The ids of every run in the database, in order."""
+        from plantrail.ledger.stores.postgres import list_runs
+
+        return list_runs(self.location)
+
+    def run(self, run_id: str) -> DatabaseRun:
+        """Run ``run_id`` of the database; INVALID_ID when it is no run id."""
+        from plantrail.ledger.stores.targets import run_in_store
+
+        return DatabaseRun(run_in_store(self.location, run_id))
