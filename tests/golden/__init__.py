@@ -1,0 +1,1 @@
+"""Golden-output pins: the exact output of every plantrail command and MCP tool, compared with files kept here."""
