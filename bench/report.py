@@ -3,7 +3,7 @@
 Records the scenario's run (bench/scenario.py, 10^5 events by default: about 1,400 plan versions), writes its
 report as `plantrail report` does, and opens it from file:// in headless Chromium (Debian's /usr/bin/chromium
 through Playwright) a few times: first contentful paint and the time until the whole page is drawn, medians.
-Targets (issue 17): the file under 5 MB, first paint under 2 s. Exit 1 when a target is missed.
+Targets: the file under 5 MB, first paint under 2 s. Exit 1 when a target is missed.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The ``effect`` command: a step's side effect requested or committed (issue 14; the rules are in
+"""The ``effect`` command: a step's side effect requested or committed (the rules are in
 :mod:`ledger.effects`).
 
 It parses its arguments, calls one library function, and renders the acknowledgement as the recording

@@ -164,7 +164,7 @@ def status(log: str, with_attempts: bool, as_json: bool) -> None:
     results, and the anchor (SEQ:HASH, for verify --anchor and repair --acked).
 
     \b
-    JSON: the status document (DESIGN.md) plus "anchor", "state_hash", "torn_tail"; each step has
+    JSON: the status document (docs/cli.md) plus "anchor", "state_hash", "torn_tail"; each step has
       "can_start" and "wait_reasons" ([{"code": "run_finished" | "status" | "dependencies" | "capacity",
       ...}], an open set); the run has "can_start" (step ids) and "capacity" ({"max_in_progress",
       "in_progress", "free"}); "lineage" (the runs a fork was forked from: [{"run", "seq", "head",

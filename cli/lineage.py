@@ -256,7 +256,7 @@ def _scope_lines(scope: dict[str, Any]) -> list[str]:
 @log_argument
 @json_option
 def brief(log: str, as_json: bool) -> None:
-    """The replan brief for the planner (seed 002): completed steps and their evidence (keep them: a replan
+    """The replan brief for the planner: completed steps and their evidence (keep them: a replan
     that leaves their contract alone keeps them under their ids), failed steps with reasons, steps in doubt and
     not run, unmet criteria, late results, coverage, the work remaining, the budget and the scope left; derived from the
     log only, each step with its whole contract so a patch can be written from the brief alone.

@@ -66,7 +66,7 @@ def _write_options(default_actor: str) -> Callable[[F], F]:
     return decorate
 
 
-#: What each command does with a --plan-version that a replan has superseded (DESIGN.md, fencing).
+#: What each command does with a --plan-version that a replan has superseded (docs/semantics.md, on fencing).
 _LATE_RESULT = "A result for a superseded version is still recorded, on the orphan path: never lost, never applied."
 _LATE_REFUSED = "A superseded version is refused (STALE_PLAN_VERSION) and nothing is recorded"
 

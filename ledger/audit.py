@@ -295,7 +295,7 @@ def read_brief(path: Path) -> Reading:
 
 
 def brief(path: Path) -> dict[str, Any]:
-    """The replan brief (seed 002 重规划上下文), derived from the log only: completed steps with their evidence
+    """The replan brief, derived from the log only: completed steps with their evidence
     (kept under their ids by a replan that leaves their contract alone), failed steps with their errors and
     reasons, steps in doubt and not run, unmet criteria, late results, coverage, the work remaining and the
     budget left; each step with its whole contract, so a patch can be written from the brief alone.

@@ -1,5 +1,5 @@
 """What a run is authorised to do beyond its plan: approvals, a scope violation's pause, the steps a replan
-widened and the steps a denial covers (seed 001 6.6 and 12.2, seed 004 approval gates). Pure: the values the
+widened and the steps a denial covers. Pure: the values the
 reducer keeps in ``PlanState.authority`` (None until a plan uses any of it), the transitions
 :mod:`projections.state` applies, and the queries :mod:`ledger.approvals` and the views ask.
 

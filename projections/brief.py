@@ -1,7 +1,7 @@
-"""The replan brief (seed 002 重规划上下文): what a planner needs to write the next plan, derived from the state.
+"""The replan brief: what a planner needs to write the next plan, derived from the state.
 
 One JSON document: the round (how many replans so far), the completed steps with their evidence (to keep:
-plantrail keeps completed steps under their ids, where seed 002 renumbers), the failed steps with their
+a replan keeps completed steps under their ids, nothing is renumbered), the failed steps with their
 errors and reasons, the steps in doubt, the steps not run and what each waits on, the criteria not yet
 passed, the late results, the coverage matrix, the work remaining, the budget and the scope left (the task
 scope and the approvals that bear on the open steps), and the side effects in doubt. Each step carries its

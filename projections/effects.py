@@ -1,4 +1,4 @@
-"""Side effects in the state (seed 001 6.6 and 12.2): what the reducer keeps of ``effect.requested`` and
+"""Side effects in the state: what the reducer keeps of ``effect.requested`` and
 ``effect.committed``, and how the views sort the effects into committed, in doubt and superseded.
 
 ``PlanState.effects`` holds one :class:`Effect` per idempotency key, in the order the keys were first

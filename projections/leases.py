@@ -1,4 +1,4 @@
-"""Leases (issue 13): which attempts carry one, and which have expired at a given time.
+"""Leases: which attempts carry one, and which have expired at a given time.
 
 A lease is state (:class:`~projections.model.Lease`: set by a start when the step declares ``timeout_s``,
 renewed by each ``step.heartbeat``); whether it has *expired* is derived, judged at ``now``, the time of the

@@ -1,4 +1,4 @@
-"""Invalidation by digest (seed 001 section 9.3, format v2): which steps an input's change makes ``stale``.
+"""Invalidation by digest (format v2): which steps an input's change makes ``stale``.
 
 A step that declares ``inputs`` (:mod:`ledger.artifacts`) records, when it completes, the digest of each
 input current then (``StepState.consumed``). An input's *current* digest is:
@@ -11,7 +11,7 @@ input current then (``StepState.consumed``). An input's *current* digest is:
 
 When an input's digest changes (the producer completes again with another digest, a replan replaces the
 producer or changes an initial input's digest, a new observation version is recorded), each consumer is
-judged by the rules of 9.3:
+judged by these rules:
 
 1. a pending consumer becomes ``stale``;
 2. a consumer in progress is marked for cancellation (``cancel``): ``abandon`` ends it (it becomes stale), a

@@ -265,7 +265,7 @@ EMPTY_TABLE: Final[Table[object]] = Table((), ())
 
 class FailureStreak(NamedTuple):
     """The fingerprint of the last failed attempt (step, failing checks, exit code, normalised error, changed
-    paths, plan version) and how many failures in a row had it (seed 004: no progress)."""
+    paths, plan version) and how many failures in a row had it (the same failure again is no progress)."""
 
     fingerprint: str
     repeats: int

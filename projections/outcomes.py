@@ -1,4 +1,4 @@
-"""What a ``partial`` or ``budget_exhausted`` finish records, derived from the state (issue 13; seed 001 12.4).
+"""What a ``partial`` or ``budget_exhausted`` finish records, derived from the state.
 
 ``done`` and ``not_done`` (and ``unmet``) are ``step:ID`` / ``criterion:ID``, as the stop policy's ``unmet``;
 ``resume_from`` is the step ids a continuation starts from. Pure: the decision records these lists

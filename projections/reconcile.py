@@ -1,4 +1,4 @@
-"""Reconcile on replan (seed 000 ``reconcilePlan``, seed 001 section 9.3): what work a new version keeps.
+"""Reconcile on replan: what work a new version keeps.
 
 A completed step keeps its status, attempt and evidence only if its contract (title, completion evidence,
 dependencies as a set) is unchanged **and** every dependency was itself kept: invalidation follows lineage,

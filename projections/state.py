@@ -741,7 +741,7 @@ _SPACE = re.compile(r"\s+")
 
 
 def _fingerprint(state: StateView, record: Record, data: StepFailed) -> str:
-    """A failure's fingerprint (seed 004 无进展指纹): the step, its failing checks, the exit code, the error
+    """A failure's fingerprint (for the no-progress rule): the step, its failing checks, the exit code, the error
     normalised (case, numbers and spacing ignored), the changed paths and the plan version."""
     report = data.report
     failing: list[str] = []

@@ -1,4 +1,4 @@
-"""The stop policy (seed 004 stop_policy.js) and the budgets: derived state, never an event.
+"""The stop policy and the budgets: derived state, never an event.
 
 :func:`stop_decision` evaluates the rules in the documented order and returns the first that holds:
 

@@ -3,7 +3,7 @@
 All pure functions of a :class:`~projections.model.PlanState`. The JSON shapes here are the ``--json``
 contract documented in docs/cli.md and docs/semantics.md.
 
-*Ready* is DESIGN.md's word: a pending step whose dependencies are all completed. *Can start* is what a
+*Ready* means a pending step whose dependencies are all completed. *Can start* is what a
 ``start`` would accept now: ready, and the run has room under ``max_in_progress`` (and is not finished). A step
 that cannot start carries its *wait reasons*, each a JSON object with a ``code`` and the fields that explain
 it. The codes are an open set (readers must accept codes they do not know; approvals and write conflicts
@@ -148,7 +148,7 @@ def _reasons(
     return reasons
 
 
-#: The wait reasons that make a step not ready in DESIGN.md's sense (capacity, the stop policy and reasons added
+#: The wait reasons that make a step not *ready* as this module defines it (capacity, the stop policy and reasons added
 #: later do not).
 _NOT_READY = frozenset({"run_finished", "status", "dependencies", "inputs", "awaiting_repair", "repair_not_needed"})
 
@@ -190,7 +190,7 @@ def capacity_view(state: PlanState) -> dict[str, Any]:
 
 
 def advice(state: PlanState) -> str | None:
-    """Seed 000 ``shouldReplan`` over what the log can tell: the replan reason code to consider, or None.
+    """Replan advice from what the log can tell: the replan reason code to consider, or None.
 
     ``repeated_tool_failure`` after two consecutive failed attempts; ``retries_exhausted`` when a step ran out
     of attempts; ``no_ready_step`` when work remains but nothing is running and nothing can start.

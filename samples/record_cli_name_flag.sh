@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Records samples/cli-name-flag.jsonl with the plantrail CLI: seed 000's offline example, start to finish.
+# Records samples/cli-name-flag.jsonl with the plantrail CLI: adding a --name flag to a CLI, start to finish.
 set -euo pipefail
 cd "$(dirname "$0")"
 log=cli-name-flag.jsonl

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Records samples/session-expiry.jsonl with the plantrail CLI: seed 004's session-expiry task under the v2
+# Records samples/session-expiry.jsonl with the plantrail CLI: the session-expiry task under the v2
 # contract (docs/contract.md): typed checks with an expected failure, priorities, evidence records with usage,
 # a refused completion (CHECK_NOT_MET), and a run whose turn budget runs out (the stop policy's
 # budget_exhausted; plantrail resume exits 15).

@@ -38,7 +38,7 @@ The rules, and why:
   before the update (Codex `explanation`, Claude Code text), else it says that no reason was given. The
   observations cite each fact as "transcript line N: ...": the quotes in full, each item added, removed,
   renamed or reopened, cancelled items, and a list the tool had emptied by itself. Causes stay empty:
-  DESIGN's causes are seqs of log events, and what caused an imported replan is a transcript line, not an
+  a replan's causes are seqs of log events, and what caused an imported replan is a transcript line, not an
   event; the line is cited in the event's source (file, line, the call's id and timestamp) and in the
   observations rather than pinned on an unrelated event. A reorder alone is a replan too (the priorities
   change); the steps it moves keep their status, since priority is no part of a step's contract.
@@ -63,7 +63,7 @@ The rules, and why:
   needs an event the agent never emitted, the importer writes it with actor `importer` and
   `source.inferred = true`: the start before a completion that skipped in_progress (or of an item born
   completed), and the new start of an item still in progress after a replan (a replan supersedes work in
-  progress, DESIGN "Replan semantics"). Completions of items the update keeps are recorded against the old
+  progress, docs/semantics.md "What a replan keeps"). Completions of items the update keeps are recorded against the old
   version, before the replan, so that a replan never throws away work the transcript shows done.
 * **Going back.** The ledger cannot move a step backwards. An item the agent moves from in_progress back
   to pending is recorded as a replan (the step is superseded, hence pending, in the new version); an item

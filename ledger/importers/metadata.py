@@ -3,7 +3,7 @@
     source_meta("claude-code-hooks", 1, {"permission_mode": "default"})
     -> {"adapter": "claude-code-hooks", "adapter_version": 1, "unread": {"permission_mode": "default"}}
 
-Unknown fields are kept, never refused (DESIGN, "One mapping per agent dialect"): a parser names the payload's
+Unknown fields are kept, never refused (one adapter and one mapping per dialect): a parser names the payload's
 fields its adapter does not read (a hook payload's, a plan call's input's), and the one mapping puts them on the
 source of every event the update gives, with the adapter and its version. Pure; no I/O.
 

@@ -1,4 +1,4 @@
-"""The rules of scope and approval on commands (seed 001 6.6 and 12.2, seed 004 approval gates and 范围): the
+"""The rules of scope and approval on commands: the
 approval commands and their events, the checks :mod:`ledger.decide` runs before a start and a result, and the
 rewriting of a result that left its scope into the blocked attempt it is recorded as.
 

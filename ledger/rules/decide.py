@@ -704,7 +704,7 @@ def _check_result(
 
 
 def _checks_met(checks: tuple[CheckSpec, ...], report: Report | None, owner: str, **fields: str) -> None:
-    """Refuse CHECK_NOT_MET unless the report's observations satisfy every check (seed 004: typed checkpoints;
+    """Refuse CHECK_NOT_MET unless the report's observations satisfy every check (a typed checkpoint:
     an expected failure is a pass, a truncated or unstarted command never is)."""
     if not checks:
         return

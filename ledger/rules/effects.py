@@ -1,10 +1,10 @@
-"""Side effects (seed 001 6.6 and 12.2): the commands that record them and their rules, checked before a byte is
+"""Side effects: the commands that record them and their rules, checked before a byte is
 written.
 
 A step's attempt that acts outside the log (a deploy, a payment, a message sent) records the effect in two
 steps: ``effect.requested`` before it acts (the idempotency key the target deduplicates by, the target, a
 summary of the target's state before) and ``effect.committed`` once it knows the effect happened (a summary of
-the result). What was only requested and what is known committed are kept apart (seed 001 12.2): an effect
+the result). What was only requested and what is known committed are kept apart: an effect
 requested and never committed is *in doubt*, and after a crash the runtime checks its target before doing the
 work again (``resume`` says so).
 
@@ -16,7 +16,7 @@ Rules.
   ``effects_require_approval`` needs a granted approval bound to the active version that covers it
   (``APPROVAL_REQUIRED``, the approval gate of :mod:`ledger.approvals`; the approval that let a
   ``requires_approval`` step start covers its effects too).
-- **One effect per key** (seed 001 10: a repeated request follows an explicit conflict contract). A key names
+- **One effect per key** (a repeated request meets an explicit conflict contract). A key names
   one effect of one step and target in the run: a request of a key that names another step or target is
   ``EFFECT_KEY_CONFLICT``; a request of a key already committed, or already requested by the same attempt, is
   ``EFFECT_DUPLICATE`` (nothing is written: the conflict is told, never silently absorbed; a command retried

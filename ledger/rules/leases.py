@@ -1,4 +1,4 @@
-"""Leases, heartbeats and abandon (issue 13): the commands and their rules, checked before a byte is written.
+"""Leases, heartbeats and abandon: the commands and their rules, checked before a byte is written.
 
 An attempt carries a lease when its step declares ``timeout_s`` (the lease runs from the start) or when its
 worker sends heartbeats (``step.heartbeat``: each renews the lease for ``lease_s`` seconds, by default the

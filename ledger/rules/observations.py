@@ -1,4 +1,4 @@
-"""Observation versions (seed 001 5.1, seed 004 代码库并发变化下的计划; format v2): the ``observe`` command, its
+"""Observation versions (format v2): the ``observe`` command, its
 event ``observation.recorded`` and its rule, and whether the active plan was made from what is current.
 
 An observation is a version of something the plan depends on: a repository's HEAD (with the files dirty

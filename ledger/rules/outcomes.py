@@ -1,9 +1,9 @@
-"""The outcomes ``finish`` records beyond v1's (issue 13): ``partial`` and ``budget_exhausted``, and the rule that
+"""The outcomes ``finish`` records beyond v1's: ``partial`` and ``budget_exhausted``, and the rule that
 ``finish complete`` never contradicts the stop policy.
 
 - ``partial`` is allowed only when the plan's policy sets ``allowed_partial``; the event lists what is done,
-  what is not, and where a continuation resumes (seed 001 12.4), all derived from the state by the decision.
-- ``budget_exhausted`` lists the steps and criteria still unmet (seed 004: a spent budget is not completion
+  what is not, and where a continuation resumes, all derived from the state by the decision.
+- ``budget_exhausted`` lists the steps and criteria still unmet (a spent budget is not completion
   evidence), derived the same way.
 - ``complete``, for a plan that uses the v2 contract, is refused unless the stop policy's decision at the
   command's time is ``complete`` (``OUTCOME_CONTRADICTS_STOP``).

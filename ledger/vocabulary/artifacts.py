@@ -1,4 +1,4 @@
-"""Artifacts and their lineage (seed 001 sections 5, 7 and 9.3; format v2): what a step declares it produces
+"""Artifacts and their lineage (format v2): what a step declares it produces
 (``outputs``) and consumes (``inputs``), the task's initial inputs, required artifacts and the observation
 versions the plan was made from, and the digests a completion records.
 
@@ -358,7 +358,7 @@ def upstream_of(steps: Sequence[StepSpec]) -> dict[str, set[str]]:
 
 
 def dangling_inputs(plan: PlanSpec) -> list[PlantrailError]:
-    """Every dangling input of the plan (seed 001 12.1 悬空 inputRef), one INPUT_DANGLING each naming the step
+    """Every dangling input of the plan (naming nothing it can consume), one INPUT_DANGLING each naming the step
     and the input, in draft order; and the task's required artifacts that no step declares
     (ARTIFACT_UNKNOWN)."""
     outputs = {s.id: {o.name for o in _outputs(s)} for s in plan.steps}

@@ -4,8 +4,8 @@ A line is the compact JSON of one record with its hash member last and fixed-wid
 
     {"v":1,"seq":7,...,"data":{...},"prev":"<64 hex>","h":"<64 hex>"}\\n
 
-``v`` is the lowest format version that holds the line (:mod:`ledger.versions`): v1 for everything seed 000's
-plan can say, v2 for a line that uses the plan contract. A v1 line reads as the v2 models with every added
+``v`` is the lowest format version that holds the line (:mod:`ledger.versions`): v1 for everything the first
+format's plan can say, v2 for a line that uses the plan contract. A v1 line reads as the v2 models with every added
 field at its default (the upcaster), and the canonical form of a line includes its version: a v2 line
 holding only v1 content, or a v1 line holding v2 content, is CORRUPT_LINE.
 

@@ -1,14 +1,14 @@
-"""The executable plan contract of seeds 001 and 004 (format v2): typed checks, their validation, and the
+"""The executable plan contract (format v2): typed checks, their validation, and the
 judgement of an evidence record against them.
 
-A check is one of three kinds (seed 001 ``AcceptanceCriterion``, seed 004 checkpoints):
+A check (a criterion's acceptance check, or a step's checkpoint) is one of four kinds:
 
 - ``command_exit``: ``command`` and ``expected_exit_code``. An expected failure (a reproduction that must
   exit 1) is a pass; a command that did not start, or whose output was truncated, never is.
 - ``state_predicate``: ``predicate`` (an id) and ``expected`` (any JSON value), passed by an observation of
   exactly that value.
 - ``human_review``: one bounded ``question``, passed by an ``approved`` decision.
-- ``schema`` (seed 001 ``Schema``): ``artifact`` (a declared output: the step's own by name, or
+- ``schema``: ``artifact`` (a declared output: the step's own by name, or
   ``STEP/OUTPUT`` on a criterion) and ``schema_id``, passed by an observation of value ``true`` (the runtime
   validated the artifact against the schema).
 
@@ -105,7 +105,7 @@ class StepTerms:
     #: What the agent wrote about the step beyond its title (a description, its own priority label, the item
     #: it nests under) and what an importer inferred, one fact a line; no part of the step's contract.
     notes: tuple[str, ...] = ()
-    #: The task criteria this step's output covers (seed 001 6.1; :mod:`ledger.coverage`): no part of its
+    #: The task criteria this step's output covers (:mod:`ledger.coverage`): no part of its
     #: contract (a replan that changes only what it covers keeps its work).
     covers: tuple[str, ...] = ()
     #: The step's scope: writes, reads, allowed tools, whether it needs an approval (:mod:`ledger.scope`).
@@ -234,7 +234,7 @@ def _schema_artifacts(checks: Sequence[CheckSpec], owner: str, known: set[str]) 
 
 # --------------------------------------------------------------------------- budgets
 
-#: A step's budgets beside ``max_attempts`` (seed 001 StepBudget).
+#: A step's budgets beside ``max_attempts``.
 STEP_BUDGET_FIELDS: Final = ("timeout_s", "max_tool_calls", "max_cost_usd")
 #: The run policy's fields beside ``max_in_progress``.
 RUN_POLICY_FIELDS: Final = (

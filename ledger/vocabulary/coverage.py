@@ -1,4 +1,4 @@
-"""Coverage of the goal (seed 001 section 6.1, seed 002's two levels of criteria): every task criterion
+"""Coverage of the goal, the task's criteria against the steps' work: every task criterion
 should be covered by at least one step (a step lists the criteria it ``covers``, format v2) or by a typed check
 of its own (:mod:`ledger.contract`). The coverage matrix says, per criterion, what covers it.
 

@@ -115,7 +115,7 @@ REASON_CODES: Final[tuple[str, ...]] = (
 )
 
 Outcome = Literal["complete", "paused", "failed", "cancelled", "partial", "budget_exhausted"]
-#: The outcomes ``finish`` records; ``partial`` and ``budget_exhausted`` are format v2 (issue 13).
+#: The outcomes ``finish`` records; ``partial`` and ``budget_exhausted`` are format v2.
 OUTCOMES: Final[tuple[str, ...]] = ("complete", "paused", "failed", "cancelled", "partial", "budget_exhausted")
 
 
@@ -311,8 +311,8 @@ class RunFinished(_FixedShape, frozen=True, omit_defaults=True):
     """The run ends (``complete``, ``failed``, ``cancelled``) or pauses (``paused``), with a reason.
 
     Format v2 adds two outcomes, each with the lists the decision derives from the state when it is recorded:
-    ``partial`` (``done``, ``not_done`` and ``resume_from``, the steps a continuation starts from; seed 001
-    12.4) and ``budget_exhausted`` (``unmet``: the steps and criteria still open; a spent budget is not
+    ``partial`` (``done``, ``not_done`` and ``resume_from``, the steps a continuation starts from)
+    and ``budget_exhausted`` (``unmet``: the steps and criteria still open; a spent budget is not
     completion evidence)."""
 
     TYPE: ClassVar[str] = "run.finished"
@@ -400,7 +400,7 @@ class ApprovalDenied(_FixedShape, frozen=True):
 
 
 class EffectRequested(_FixedShape, frozen=True):
-    """(Format v2) A step's attempt is about to perform a side effect outside the log (seed 001 6.6): its
+    """(Format v2) A step's attempt is about to perform a side effect outside the log: its
     idempotency ``key`` (one effect per key in a run), its ``target`` and a summary of the target's state
     ``before`` it (may be empty). Fenced like a result by (plan version, step, attempt): a late one is recorded
     beside the orphans (:mod:`ledger.effects`). Every member is always written."""
@@ -428,7 +428,7 @@ class EffectCommitted(_FixedShape, frozen=True):
 
 
 class ObservationRecorded(_FixedShape, frozen=True):
-    """(Format v2) A version of something the plan depends on (seed 001 5.1): a repository HEAD with its dirty
+    """(Format v2) A version of something the plan depends on: a repository HEAD with its dirty
     files, a schema version ... ``key`` names it (``repo``); ``version`` is its digest for the steps whose
     inputs name it (:mod:`projections.lineage_digest`)."""
 

@@ -1,4 +1,4 @@
-"""The evidence record a result may carry (seed 004 最小证据记录), and its JSON form.
+"""The minimal evidence record a result may carry, and its JSON form.
 
 A ``complete``, ``fail`` or ``block`` may report what the runtime observed: the command or operation, its
 exit code, whether it started and whether its output was truncated, the paths it changed, one observation

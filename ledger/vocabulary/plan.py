@@ -2,7 +2,7 @@
 
 A draft is JSON: ``goal``, ``acceptance_criteria`` (``id``, ``description``), ``steps`` (``id``, ``title``,
 ``depends_on``, ``completion_evidence``, ``max_attempts`` = 3, or ``"unlimited"``: no limit, format v2) and
-``policy`` (``max_in_progress``: a number or ``"unlimited"``, default 1). The camelCase keys of seed 000
+``policy`` (``max_in_progress``: a number or ``"unlimited"``, default 1). The camelCase keys
 (``acceptanceCriteria``, ``dependsOn``, ``completionEvidence``, ``maxAttempts``, ``maxInProgress``) are accepted
 too. Text is trimmed; ids match ``[A-Za-z0-9][A-Za-z0-9._:-]{0,127}``.
 
@@ -112,7 +112,7 @@ class StepSpec:
 
     @property
     def priority(self) -> int:
-        """Higher first, then id (seed 001 section 7); 0 without one."""
+        """Higher first, then id; 0 without one."""
         return 0 if self.terms is None else self.terms.priority
 
     @property
@@ -538,7 +538,7 @@ _DRAFT_KEYS = {"goal", "acceptance_criteria", "acceptanceCriteria", "steps", "po
 
 
 def parse_draft(raw: Any) -> Draft:
-    """Parse a draft's JSON value (snake_case or seed 000 camelCase); every problem is reported at once.
+    """Parse a draft's JSON value (snake_case or camelCase keys); every problem is reported at once.
 
     When a part does not parse, the graph of the steps that did is judged too (:func:`validate_plan`'s
     checks), so one run names every problem; a draft that parses is judged when it is built or adopted.
@@ -742,8 +742,8 @@ def _cycle_problems(steps: Sequence[StepSpec], ids: set[str]) -> list[PlantrailE
 
 
 def topo_order(steps: Sequence[StepSpec]) -> tuple[str, ...]:
-    """Kahn's algorithm, always taking the ready step of highest priority, then smallest id (seed 001 section
-    7): the one stable order of every listing. Without priorities (all 0) it takes the smallest ready id."""
+    """Kahn's algorithm, always taking the ready step of highest priority, then smallest id:
+    the one stable order of every listing. Without priorities (all 0) it takes the smallest ready id."""
     if any(s.terms is not None and s.terms.priority for s in steps):
         return _prioritised_order(steps)
     indegree: dict[str, int] = {}

@@ -1,22 +1,22 @@
-"""Repair edges (seed 002 ``failStepId``): a step may name the step that repairs it (``on_failure``, format v2).
+"""Repair edges: a step may name the step that repairs it when it fails (``on_failure``, format v2).
 
 After a failure with attempts left, the failed step is pending but waits until its repair step completes; the
-repair step is ready only while a failed step waits for it (seed 002: a repair step's ``dependId`` is -1, "no
-entry identity": it never starts as an entry step). A step that names itself is retried directly, as a step
+repair step is ready only while a failed step waits for it (it has no entry identity: only a failure calls
+it, so it never starts as an entry step). A step that names itself is retried directly, as a step
 that names none. The readiness rules live in :mod:`projections.repair_edges`; this module validates the edges of a
-plan, every problem at once, each with a stable code naming the steps (seed 002 section 5, the rows that
-apply to ``depends_on`` and ``on_failure`` edges):
+plan, every problem at once, each with a stable code naming the steps (the graph's rules for
+``depends_on`` and ``on_failure`` edges, docs/semantics.md "Repair edges"):
 
-- ``UNKNOWN_REPAIR_STEP``: an ``on_failure`` names a step the plan does not have (row 4, reference validity);
+- ``UNKNOWN_REPAIR_STEP``: an ``on_failure`` names a step the plan does not have (every edge names a step);
 - ``REPAIR_CYCLE``: failure chains loop (A is repaired by B, B by A); a step repairing itself is allowed
-  (deadlock row 2);
+  (a failure chain must end; a step's own retries are bounded by its attempts);
 - ``REPAIR_STEP_HAS_DEPENDENCIES``: a repair step lists ``depends_on``: it runs only after a failure of a step
-  it repairs, whose own dependencies were met by then (seed 002: ``dependId`` -1, no dependency);
+  it repairs, whose own dependencies were met by then (a repair step has no dependency of its own);
 - ``DEPENDS_ON_REPAIR_STEP``: a step depends on a repair step: it would wait on work that runs only after a
-  failure, so the success path never reaches it (deadlock row 4, reachability);
+  failure, so the success path never reaches it (every step must be reachable);
 - ``REPAIR_STEP_UNREACHABLE``: no failure can ever call a repair step, because every step it repairs has one
   attempt (its failure exhausts it, and an exhausted step is blocked: nothing retries after a repair) or is
-  itself such an unreachable repair step (deadlock row 4, reachability; seed 002 6.2, an isolated step).
+  itself such an unreachable repair step (every step must be reachable: it would never run).
 
 Pure: no I/O.
 """

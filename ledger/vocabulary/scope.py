@@ -1,4 +1,4 @@
-"""Scopes (seed 001 readScopes / writeScopes, seed 004 allowedPaths): globs over repository paths, the task's
+"""Scopes (what a task and its steps may read and write, and with which tools): globs over repository paths, the task's
 and the steps' scopes in a draft, and the judgement of a result's changed paths and tools against them.
 
 Globs are repository-relative POSIX paths (``src/session.js``), split into segments at ``/``:

@@ -1,6 +1,6 @@
 """What each log format version holds, and the JSON view of a value that leaves out what v1 never had.
 
-Format v2 adds the seeds' plan contract (step priorities, typed checks, evidence records ...) as *added
+Format v2 adds the executable plan contract (step priorities, typed checks, evidence records ...) as *added
 fields*: each class that gained fields names them in its ``ADDED`` class attribute, each with a default that
 means "not used". A v1 field that gained the value None in v2 (a step's ``max_attempts``: no limit) is named
 in ``V2_NONE``: a value holding None there is a v2 value. A value whose added fields are all at their defaults
@@ -26,9 +26,9 @@ from typing import Any, Final
 
 __all__ = ["V1", "V2", "added_defaults", "needs_v2", "never_v2", "plain", "v2_checker"]
 
-#: The first format: seed 000's plan (goal, criteria, steps with id, title, depends_on, evidence, attempts).
+#: The first format: the plan (goal, criteria, steps with id, title, depends_on, evidence, attempts).
 V1: Final = 1
-#: The plan contract of seeds 001 and 004 (issue 13).
+#: The executable plan contract, and what came with it (docs/format-v2.md).
 V2: Final = 2
 
 _NOTHING: Final = object()

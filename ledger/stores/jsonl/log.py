@@ -1,4 +1,4 @@
-"""The embedded store: one JSONL file per run, as measured and recommended in research/reliability.md.
+"""The embedded store: one JSONL file per run (what it promises, and the figures behind it: docs/reliability.md).
 
 * **Create** is atomic: the header (and the first events) go to a temporary file that is fsynced, linked into
   place (``link`` fails if the log exists), then the directory is fsynced. A headless log never exists.
