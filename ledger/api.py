@@ -42,11 +42,9 @@ from plantrail.ledger.rules.decide import (
 from plantrail.ledger.rules.effects import CommitEffect, RequestEffect
 from plantrail.ledger.rules.idempotency import match, record_view
 from plantrail.ledger.rules.observations import Observe
-from plantrail.ledger.stores.jsonl.log import JsonlStore
 from plantrail.ledger.stores.locations import default_run_id
-from plantrail.ledger.stores.opener import create_store
+from plantrail.ledger.stores.opener import as_run
 from plantrail.ledger.stores.protocol import Ack, FsyncPolicy, KeyEntry, PendingRecord, RunWriter, Session
-from plantrail.ledger.stores.targets import is_database_url
 from plantrail.ledger.vocabulary.artifacts import Artifact, parse_artifact_option
 from plantrail.ledger.vocabulary.clock import utc_now
 from plantrail.ledger.vocabulary.errors import PlantrailError, error
@@ -60,7 +58,6 @@ from plantrail.ledger.vocabulary.plan import (
     PlanPatch,
     PlanSpec,
     StepSpec,
-    check_id,
     parse_draft,
     parse_patch,
 )
@@ -119,12 +116,8 @@ class Ledger:
         first = PendingRecord(
             ts=ts, plan_version=1, actor=event.actor, data=event.data, source=source, key=idempotency_key
         )
-        target = os.fspath(path)
-        store, _ = create_store(
-            target,
-            run=run
-            if is_database_url(target)
-            else check_id(run if run is not None else default_run_id(path), "run id"),
+        store, _ = as_run(path).create(
+            run=run,
             first=[first],
             fsync=fsync,
             nonce=nonce,
@@ -157,23 +150,14 @@ class Ledger:
         ``(seq, hash)`` of the last event this caller was acknowledged: opening raises DATA_LOSS (and repairs
         nothing) unless the log still holds exactly that record.
         """
-        store: RunWriter
-        if is_database_url(url := os.fspath(path)):
-            if acked is not None:
-                raise error("USAGE", "acked= is a JSONL store option; a database run is never cut back")
-            from plantrail.ledger.stores.postgres import PostgresStore
-
-            store = PostgresStore.open(url, clock=clock)
-        else:
-            store = JsonlStore.open(
-                path,
-                fsync=fsync,
-                batch_size=batch_size,
-                repair=repair,
-                acked=acked,
-                allow_network_fs=allow_network_fs,
-                clock=clock,
-            )
+        store = as_run(path).open_writer(
+            fsync=fsync,
+            batch_size=batch_size,
+            repair=repair,
+            acked=acked,
+            allow_network_fs=allow_network_fs,
+            clock=clock,
+        )
         ledger = cls(store, clock=clock, cache=cache)
         try:
             # With a watermark every record up to it must be checked, so the whole log is read.

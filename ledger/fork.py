@@ -17,9 +17,8 @@ import os
 from collections.abc import Callable
 from typing import NamedTuple
 
-from plantrail.ledger.stores.opener import create_store
+from plantrail.ledger.stores.opener import as_run
 from plantrail.ledger.stores.protocol import FsyncPolicy, PendingRecord
-from plantrail.ledger.stores.targets import is_database_url
 from plantrail.ledger.vocabulary.clock import utc_now
 from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.events import Actor, RunForked
@@ -54,17 +53,16 @@ def fork_point(parent: Path, *, at_seq: int | None = None, version: int | None =
 
     USAGE unless exactly one is given; UNKNOWN_SEQ or UNKNOWN_PLAN_VERSION when the log does not reach it;
     PLAN_NOT_CREATED when the point is before the parent's first plan."""
-    from plantrail.ledger.reading import open_records, rebuild_version
     from plantrail.projections.history import replay_at_seq
 
     if (at_seq is None) == (version is None):
         raise error("USAGE", "a fork starts at one point: give a seq or a plan version, not both or neither")
-    if version is not None:
-        state, _, _ = rebuild_version(os.fspath(parent), version)
-    else:
-        assert at_seq is not None
-        with open_records(parent) as (_, records):
-            state = replay_at_seq(records, at_seq)
+    with as_run(parent) as run:
+        if version is not None:
+            state, _, _ = run.version_state(version)
+        else:
+            assert at_seq is not None
+            state = replay_at_seq(run.records(), at_seq)
     if state.plan is None or state.head is None:
         raise error("PLAN_NOT_CREATED", f"the parent has no plan at seq {state.last_seq}: there is nothing to fork")
     return state
@@ -91,8 +89,8 @@ def fork_run(
     :meth:`Ledger.create`'s. LOG_EXISTS when ``path`` exists; the parent is never written."""
     point = fork_point(parent, at_seq=at_seq, version=version)
     assert point.run is not None and point.head is not None
-    target = os.fspath(path)
-    new_run = check_id(run if run is not None else _default_run(target), "run id")
+    target = as_run(path)
+    new_run = check_id(run, "run id") if run is not None else target.new_run_id(what="the new run")
     if new_run == point.run:
         raise error("USAGE", f"the fork needs a run id of its own (the parent is run {point.run}): pass another run id")
     text = "" if reason is None else as_text(reason, "reason")
@@ -106,8 +104,7 @@ def fork_run(
     )
     ts = clock()
     first = PendingRecord(ts=ts, plan_version=point.version, actor=actor, data=event)
-    store, records = create_store(
-        target,
+    store, records = target.create(
         run=new_run,
         first=[first],
         fsync=fsync,
@@ -119,7 +116,7 @@ def fork_run(
     )
     store.close()
     return ForkResult(
-        path=target,
+        path=target.location,
         run=new_run,
         parent=point.run,
         seq=point.last_seq,
@@ -129,18 +126,3 @@ def fork_run(
         last_seq=records[-1].seq,
         fork_head=records[-1].h,
     )
-
-
-def _default_run(target: str) -> str:
-    """The new run's id when none is given: a database run's own (``…#RUN``), else the file name without
-    ``.jsonl``."""
-    if is_database_url(target):
-        from plantrail.ledger.stores.postgres import parse_location
-
-        named = parse_location(target).run
-        if named is None:
-            raise error("USAGE", f"name the new run: {target}#RUN_ID")
-        return named
-    from plantrail.ledger.stores.locations import default_run_id
-
-    return default_run_id(target)

@@ -77,18 +77,9 @@ def create_store(
     clock: Callable[[], str],
 ) -> tuple[RunWriter, list[Record]]:
     """Create the run ``target`` names (a JSONL path, or a database run's URL, whose run id is its own) with
-    its header and ``first`` records; LOG_EXISTS when it exists. ``run`` is a JSONL log's run id."""
-    if is_database_url(target):
-        from plantrail.ledger.stores.postgres import PostgresStore
-
-        return PostgresStore.create(
-            target, run=run, first=first, fsync=fsync, nonce=nonce, ts=ts, actor=actor, clock=clock
-        )
-    from plantrail.ledger.stores.jsonl.log import JsonlStore
-
-    assert run is not None  # the caller names a JSONL log's run
-    return JsonlStore.create(
-        target,
+    its header and ``first`` records; LOG_EXISTS when it exists. ``run`` is a JSONL log's run id (default: the
+    file's name)."""
+    return _run_at(target).create(
         run=run,
         first=first,
         fsync=fsync,

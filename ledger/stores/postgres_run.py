@@ -7,12 +7,12 @@ folds the run's rows at most once (``why`` asks for the versions and the current
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
 if TYPE_CHECKING:
     from plantrail.ledger.stores.postgres import PostgresStore
-    from plantrail.ledger.stores.protocol import ReadResult, TornTail
+    from plantrail.ledger.stores.protocol import PendingRecord, ReadResult, TornTail
     from plantrail.ledger.stores.versions import Versions
     from plantrail.ledger.vocabulary.events import Record
     from plantrail.projections.model import PlanState
@@ -154,6 +154,31 @@ class DatabaseRun:
         return span.state, span.superseded_at, None
 
     # ----------------------------------------------------------- writing
+
+    def new_run_id(self, given: str | None = None, *, what: str = "the run") -> str:
+        """The id a run created here gets: the URL's own (``#RUN``); USAGE when it names none (asking to name
+        ``what``), or another id than ``given``."""
+        from plantrail.ledger.stores.postgres import parse_location
+        from plantrail.ledger.vocabulary.errors import error
+        from plantrail.ledger.vocabulary.plan import check_id
+
+        named = parse_location(self.location, run=given).run
+        if named is None:
+            raise error("USAGE", f"name {what}: {self.location}#RUN_ID")
+        return check_id(named, "run id")
+
+    def prepare(self) -> None:
+        """Nothing to make: the database creates its tables on first use."""
+
+    def create(
+        self, *, run: str | None, first: Sequence[PendingRecord], **options: Any
+    ) -> tuple[PostgresStore, list[Record]]:
+        """Create the run with its header and ``first`` records in one transaction; LOG_EXISTS when it exists.
+        The options a file takes and a database does not (``allow_network_fs``) are ignored."""
+        from plantrail.ledger.stores.postgres import PostgresStore
+
+        options.pop("allow_network_fs", None)
+        return PostgresStore.create(self.location, run=run, first=first, **options)
 
     def open_writer(self, **options: Any) -> PostgresStore:
         """The run opened for appending; ``clock`` is the one option a database run takes (``acked`` is the file

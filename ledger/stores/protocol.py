@@ -15,9 +15,9 @@ its own caches, and :func:`plantrail.ledger.stores.opener.open_run` turns what n
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 
 from plantrail.ledger.vocabulary.keys import KeyEntry
 
@@ -236,7 +236,22 @@ class Run(RunReader, Protocol):
         """The store the run lives in."""
         ...
 
-    def open_writer(self, **options: object) -> RunWriter:
+    def new_run_id(self, given: str | None = None, *, what: str = "the run") -> str:
+        """The id a run created here gets (a file's name, a database URL's ``#RUN``), ``given`` checked against it;
+        ``what`` names the run in the USAGE error of a name that names none."""
+        ...
+
+    def prepare(self) -> None:
+        """Make what the run needs before it is created (a file's folder)."""
+        ...
+
+    def create(
+        self, *, run: str | None, first: Sequence[PendingRecord], **options: Any
+    ) -> tuple[RunWriter, list[Record]]:
+        """Create the run with its header and ``first`` records, atomically; LOG_EXISTS when it exists."""
+        ...
+
+    def open_writer(self, **options: Any) -> RunWriter:
         """The run's log opened for appending (each store takes its own options)."""
         ...
 

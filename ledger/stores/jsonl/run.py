@@ -10,13 +10,13 @@ since, open the run again (:meth:`FileRun.follow` always reads on).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
 if TYPE_CHECKING:
     from plantrail.ledger.stores.jsonl.cache import Position
     from plantrail.ledger.stores.jsonl.log import JsonlStore, LogReader
-    from plantrail.ledger.stores.protocol import ReadResult, TornTail
+    from plantrail.ledger.stores.protocol import PendingRecord, ReadResult, TornTail
     from plantrail.ledger.stores.versions import Versions
     from plantrail.ledger.vocabulary.events import Record
     from plantrail.projections.model import PlanState
@@ -193,6 +193,29 @@ class FileRun:
         return None if self._reader is None else self._reader.fd
 
     # ----------------------------------------------------------- writing
+
+    def new_run_id(self, given: str | None = None, *, what: str = "the run") -> str:
+        """The id a run created here gets: ``given``, else the file's name without ``.jsonl``; INVALID_ID when
+        it is no id."""
+        from plantrail.ledger.stores.locations import default_run_id
+        from plantrail.ledger.vocabulary.plan import check_id
+
+        return check_id(given if given is not None else default_run_id(self.location), "run id")
+
+    def prepare(self) -> None:
+        """Make the folder the log goes in, when it is missing."""
+        parent = os.path.dirname(self.location)
+        if parent:
+            os.makedirs(parent, exist_ok=True)
+
+    def create(
+        self, *, run: str | None, first: Sequence[PendingRecord], **options: Any
+    ) -> tuple[JsonlStore, list[Record]]:
+        """Create the log with its header and ``first`` records, atomically; LOG_EXISTS when the path exists.
+        ``run`` defaults as :meth:`new_run_id` says; the options are :meth:`JsonlStore.create`'s."""
+        from plantrail.ledger.stores.jsonl.log import JsonlStore
+
+        return JsonlStore.create(self.location, run=self.new_run_id(run), first=first, **options)
 
     def open_writer(self, **options: Any) -> JsonlStore:
         """The log opened for appending (see :meth:`plantrail.ledger.stores.jsonl.log.JsonlStore.open`)."""
