@@ -118,17 +118,17 @@ def _record(log: str, command: RequestEffect | CommitEffect, expected_seq: int |
 
     with Ledger.open(log) as ledger:
         ack = ledger.execute(command, expected_seq=expected_seq)
-        _acknowledge(ledger.unread_state, command, ack, as_json)
+        _acknowledge(ledger.unread_state, command, ack, ledger.acknowledgement(ack), as_json)
 
 
-def _acknowledge(state: PlanState, command: RequestEffect | CommitEffect, ack: Ack, as_json: bool) -> None:
+def _acknowledge(
+    state: PlanState, command: RequestEffect | CommitEffect, ack: Ack, data: dict[str, Any], as_json: bool
+) -> None:
+    """Print the acknowledgement document ``data`` (JSON), or its rendering with the effect as it stands."""
     from plantrail.cli.common import truncate
     from plantrail.ledger.rules.effects import RequestEffect
-    from plantrail.projections.effects import effect_view, find_effect
-    from plantrail.projections.views import ack_view
 
-    found = find_effect(state.effects, command.effect.strip())
-    data = ack_view(state, ack) | {"effect": None if found is None else effect_view(state, found)}
+    found = data["effect"]
     what = f"effect {'--requested' if isinstance(command, RequestEffect) else '--committed'} {command.effect.strip()}"
 
     def human() -> str:
@@ -140,7 +140,7 @@ def _acknowledge(state: PlanState, command: RequestEffect | CommitEffect, ack: A
             first = f"seq {ack.seq}: {what} of {command.step} recorded (plan v{state.version})"
         lines = [first]
         if found is not None:
-            lines.append(f"effect {found.key}: {data['effect']['status']} (target {truncate(found.target, 80)})")
+            lines.append(f"effect {found['key']}: {found['status']} (target {truncate(found['target'], 80)})")
         lines.append(f"anchor: {data['anchor']}")
         if state.outcome:
             lines.append(f"run: {state.outcome}")

@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
     from plantrail.ledger.api import Ledger
-    from plantrail.ledger.vocabulary.plan import PlanSpec
 
 __all__ = ["build_server", "mcp_command"]
 
@@ -48,20 +47,6 @@ _STEP_SHAPE = (
 Run = Annotated[str, "the run id (letters, digits, ._:-)"]
 
 
-def _kept_terms(plan: PlanSpec, keep_criteria: bool, max_in_progress: int | None) -> dict[str, Any]:
-    """What a replan through ``plan_set`` keeps of the active plan: its criteria whole (typed checks
-    included) when the call gives none, and its policy (budgets included) with only the focus limit the call
-    gives changed."""
-    from plantrail.ledger.vocabulary.draft_writer import criterion_draft, policy_draft
-
-    kept: dict[str, Any] = {}
-    if keep_criteria:
-        kept["acceptance_criteria"] = [criterion_draft(c) for c in plan.acceptance_criteria]
-    if max_in_progress is not None:
-        kept["policy"] = policy_draft(plan.policy) | {"max_in_progress": max_in_progress}
-    return kept
-
-
 def build_server(folder: Path, store: str | None = None) -> MCPServer:
     """The plan server for the runs in ``folder`` (created on the first plan), or, with ``store``, in that store
     (a database, ``postgresql://…/db``, or a runs folder); a run id is checked as an id either way."""
@@ -71,13 +56,9 @@ def build_server(folder: Path, store: str | None = None) -> MCPServer:
 
     from plantrail import audit
     from plantrail.ledger.api import Ledger
-    from plantrail.ledger.reading import run_exists
-    from plantrail.ledger.rules.decide import Create
-    from plantrail.ledger.stores.locations import run_path
-    from plantrail.ledger.stores.targets import is_database_url, run_in_store
+    from plantrail.ledger.stores.opener import open_store
     from plantrail.ledger.vocabulary.errors import PlantrailError
-    from plantrail.ledger.vocabulary.plan import parse_draft
-    from plantrail.projections.views import ack_view, next_view, status_document
+    from plantrail.projections.views import next_view, status_document
 
     server: MCPServer = MCPServer("plantrail", instructions=INSTRUCTIONS)
     read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
@@ -89,14 +70,15 @@ def build_server(folder: Path, store: str | None = None) -> MCPServer:
         except PlantrailError as exc:
             raise ToolError(f"error[{exc.code}]: {exc.message}") from None
 
+    runs = open_store(store or folder)
+
     def log(run: str) -> str:
-        return run_in_store(store, run) if store else str(run_path(folder, run))
+        return runs.run(run).location
 
     def record(run: str, act: Callable[[Ledger], Any]) -> dict[str, Any]:
         def go() -> dict[str, Any]:
             with Ledger.open(log(run)) as ledger:
-                ack = act(ledger)
-                return ack_view(ledger.unread_state, ack)
+                return ledger.acknowledgement(act(ledger))
 
         return refusals(go)
 
@@ -114,36 +96,21 @@ def build_server(folder: Path, store: str | None = None) -> MCPServer:
     ) -> dict[str, Any]:
         """First call: goal and criteria required. Later calls replan: reason and why required; the goal stays, so do
         the criteria and the policy's budgets unless given."""
-        path = log(run)
-        draft: dict[str, Any] = {"steps": steps}
-        if criteria is not None:
-            draft["acceptance_criteria"] = criteria
-        if max_in_progress is not None:
-            draft["policy"] = {"max_in_progress": max_in_progress}
 
         def go() -> dict[str, Any]:
-            if not run_exists(path):
-                if not is_database_url(path):
-                    Path(path).parent.mkdir(parents=True, exist_ok=True)
-                with Ledger.create(
-                    path, {"goal": goal, **draft}, run=run, actor="agent", idempotency_key=idempotency_key
-                ) as ledger:
-                    state = ledger.state
-                    return ack_view(state, _created_ack(state))
-            with Ledger.open(path) as ledger:
-                current = ledger.unread_state
-                if reason is None and idempotency_key is not None:  # a retried first call: the original's ack
-                    again = Create(plan=parse_draft({"goal": goal, **draft}), actor="agent", key=idempotency_key)
-                    return ack_view(current, ledger.execute(again))
-                if reason is None or not why:
-                    raise ToolError("error[USAGE]: a replan needs reason (a reason code) and why")
-                plan = {"goal": current.goal, **draft}
-                if current.plan is not None:
-                    plan |= _kept_terms(current.plan, criteria is None, max_in_progress)
-                ack = ledger.replan(
-                    reason, why, plan=plan, expected_seq=expected_seq, idempotency_key=idempotency_key, actor="agent"
-                )
-                return ack_view(ledger.unread_state, ack)
+            with Ledger.set_plan(
+                log(run),
+                steps,
+                run=run,
+                goal=goal,
+                criteria=criteria,
+                reason=reason,
+                why=why,
+                max_in_progress=max_in_progress,
+                expected_seq=expected_seq,
+                idempotency_key=idempotency_key,
+            ) as ledger:
+                return ledger.acknowledgement()
 
         return refusals(go)
 
@@ -318,12 +285,6 @@ def build_server(folder: Path, store: str | None = None) -> MCPServer:
         return refusals(lambda: audit.resume(log(run)))
 
     return server
-
-
-def _created_ack(state: Any) -> Any:
-    from plantrail.ledger.stores.protocol import Ack
-
-    return Ack(seq=state.last_seq, hash=state.head or "")
 
 
 @click.command("mcp")

@@ -12,7 +12,6 @@ import click
 
 from plantrail.cli.common import (
     FilePath,
-    anchor,
     emit,
     json_option,
     log_argument,
@@ -26,10 +25,8 @@ from plantrail.ledger.vocabulary.events import REASON_CODES
 from plantrail.ledger.vocabulary.limits import DRAFT, PATCH, REPORT
 
 if TYPE_CHECKING:
-    from plantrail.ledger.api import Ledger
     from plantrail.ledger.rules.decide import Command
     from plantrail.ledger.stores.protocol import Ack, FsyncPolicy
-    from plantrail.ledger.vocabulary.errors import PlantrailError
     from plantrail.ledger.vocabulary.events import Actor, Outcome, ReasonCode
     from plantrail.ledger.vocabulary.evidence import Report
     from plantrail.projections.model import PlanState
@@ -134,7 +131,7 @@ def _run(log: str, command: Command, expected_seq: int | None, as_json: bool) ->
 
     with Ledger.open(log) as ledger:
         ack = ledger.execute(command, expected_seq=expected_seq)
-        _acknowledge(ledger, command, ack, as_json)
+        _acknowledge(ledger.unread_state, command, ack, ledger.acknowledgement(ack), as_json)
         if isinstance(command, Replan) and not ack.duplicate:
             _coverage_warnings(ledger.unread_state)
 
@@ -148,15 +145,19 @@ def _strict_option(func: F) -> F:
     )(func)
 
 
-def _coverage_warnings(state: PlanState) -> list[PlantrailError]:
-    """Print the adopted plan's coverage warnings on stderr (``warning[CODE]: message``) and return them."""
-    from plantrail.cli.terminal import printable
+def _coverage_warnings(state: PlanState) -> None:
+    """Print the adopted plan's coverage warnings on stderr (``warning[CODE]: message``)."""
     from plantrail.ledger.vocabulary.coverage import coverage_warnings
 
-    warnings = [] if state.plan is None else coverage_warnings(state.plan)
+    _print_warnings([w.as_dict() for w in ([] if state.plan is None else coverage_warnings(state.plan))])
+
+
+def _print_warnings(warnings: list[dict[str, Any]]) -> None:
+    """Print warnings (as :meth:`PlantrailError.as_dict` gives them) on stderr: ``warning[CODE]: message``."""
+    from plantrail.cli.terminal import printable
+
     for warning in warnings:
-        click.echo(f"warning[{warning.code}]: {printable(warning.message)}", err=True)
-    return warnings
+        click.echo(f"warning[{warning['code']}]: {printable(warning['message'])}", err=True)
 
 
 #: What the acknowledgement calls each command: the CLI's own command names.
@@ -172,17 +173,11 @@ def _describe(command: Command) -> str:
     return f"{_COMMAND_NAMES.get(name, name.lower())} {subject}".strip()
 
 
-def _acknowledge(ledger: Ledger, command: Command, ack: Ack, as_json: bool) -> None:
-    from plantrail.projections.views import ack_view
-
-    state = ledger.unread_state  # the acknowledgement prints no evidence: none is read
-    data = ack_view(state, ack)
+def _acknowledge(state: PlanState, command: Command, ack: Ack, data: dict[str, Any], as_json: bool) -> None:
+    """Print the acknowledgement document ``data`` (JSON), or its rendering (the state after the command: the
+    acknowledgement prints no evidence, so none is read)."""
     next_advice = data["advice"]
-    authority = state.authority
-    held = authority.violation if authority is not None and not ack.duplicate else None
-    held = held if held is not None and held.seq == ack.seq else None
-    if held is not None:
-        data["scope_violation"] = {"step": held.step, "paths": list(held.paths), "tools": list(held.tools)}
+    held = data.get("scope_violation")
 
     def human() -> str:
         what = _describe(command)
@@ -191,10 +186,10 @@ def _acknowledge(ledger: Ledger, command: Command, ack: Ack, as_json: bool) -> N
         elif ack.orphan:
             lines = [f"seq {ack.seq}: {what} is a late result: it landed on the orphan path ({ack.orphan})"]
         elif held is not None:
+            outside = ", ".join((*held["paths"], *held["tools"]))
             lines = [
                 f"seq {ack.seq}: {what} recorded as the blocked attempt scope_violation (outside the step's scope: "
-                f"{', '.join((*held.paths, *held.tools))}); the run is paused until an approval widens the scope or "
-                "a replan"
+                f"{outside}); the run is paused until an approval widens the scope or a replan"
             ]
         else:
             lines = [f"seq {ack.seq}: {what} recorded (plan v{state.version})"]
@@ -255,28 +250,14 @@ def create(
     from plantrail.ledger.api import Ledger
     from plantrail.ledger.rules.observations import with_observed
     from plantrail.ledger.vocabulary.plan import parse_draft
-    from plantrail.projections.views import capacity_view, ready_steps, startable_steps
 
     draft = with_observed(parse_draft(read_json_file(plan_path, DRAFT)), observed)
     with Ledger.create(
         log, draft, run=run_id, fsync=cast("FsyncPolicy", fsync), actor=cast("Actor", actor), strict=strict
     ) as ledger:
         state = ledger.state
-        warnings = _coverage_warnings(state)
-        data: dict[str, Any] = {
-            "ok": True,
-            "run": state.run,
-            "seq": state.last_seq,
-            "hash": state.head,
-            "anchor": anchor(state.last_seq, state.head),
-            "plan_version": 1,
-            "steps": list(state.steps),
-            "ready": ready_steps(state),
-            "can_start": startable_steps(state),
-            "capacity": capacity_view(state),
-        }
-        if warnings:
-            data["warnings"] = [w.as_dict() for w in warnings]
+        data = ledger.acknowledgement()
+        _print_warnings(data.get("warnings", []))
         lines = [
             f"created {log}: run {state.run}, plan v1 with {len(state.steps)} steps",
             f"anchor: {data['anchor']}",

@@ -81,6 +81,7 @@ class Ledger:
         self._keys: dict[str, KeyEntry] = {}
         self._shown: tuple[PlanState, PlanState] | None = None  # the last state :attr:`state` read, and as read
         self._unread = False  # the state may hold unread evidence (it started from a snapshot that had some)
+        self._turn: tuple[tuple[Command, Ack], ...] = ()  # the commands this ledger's last turn recorded, acked
 
     # ----------------------------------------------------------- opening
 
@@ -111,7 +112,8 @@ class Ledger:
         plan with a task criterion no step covers and no typed check covers (COVERAGE_GAP, every gap listed).
         """
         spec = parse_draft(plan) if isinstance(plan, Mapping) else plan
-        [event] = decide(initial(), Create(plan=spec, actor=actor, source=source, key=idempotency_key, strict=strict))
+        command = Create(plan=spec, actor=actor, source=source, key=idempotency_key, strict=strict)
+        [event] = decide(initial(), command)
         ts = clock()
         first = PendingRecord(
             ts=ts, plan_version=1, actor=event.actor, data=event.data, source=source, key=idempotency_key
@@ -128,6 +130,7 @@ class Ledger:
         )
         ledger = cls(store, clock=clock, cache=cache)
         ledger._refresh()
+        ledger._turn = ((command, Ack(seq=ledger._state.last_seq, hash=ledger._state.head or "")),)
         return ledger
 
     @classmethod
@@ -207,6 +210,65 @@ class Ledger:
             clock=clock,
         )
         return cls.open(path, allow_network_fs=allow_network_fs, clock=clock, cache=cache)
+
+    @classmethod
+    def set_plan(
+        cls,
+        path: str | os.PathLike[str],
+        steps: Sequence[Mapping[str, Any]],
+        *,
+        run: str | None = None,
+        goal: str | None = None,
+        criteria: Sequence[Mapping[str, Any]] | None = None,
+        reason: ReasonCode | None = None,
+        why: str | None = None,
+        max_in_progress: int | None = None,
+        expected_seq: int | None = None,
+        idempotency_key: str | None = None,
+        actor: Actor = "agent",
+        clock: Callable[[], str] = utc_now,
+    ) -> Ledger:
+        """Create the run's plan, or replan it: an agent's one plan call (the MCP server's ``plan_set``). Return
+        the ledger, open; :meth:`acknowledgement` is the call's answer.
+
+        When ``path`` holds no run yet, create it (its folder too) with ``goal``, ``steps`` and ``criteria`` (the
+        draft's ``acceptance_criteria``) as version 1, and ``max_in_progress`` as the policy's focus limit.
+        Otherwise replan with ``reason`` (a reason code) and ``why``, USAGE without them: the goal stays, and so
+        do the active criteria (typed checks included) unless ``criteria`` are given, and the active policy
+        (budgets included), with only the focus limit changed when ``max_in_progress`` is given. A first call
+        retried under its ``idempotency_key`` (no ``reason``) answers the original's ack and writes nothing.
+        ``expected_seq`` holds for a replan; ``clock`` is as for :meth:`create`.
+        """
+        draft = _agent_draft(steps, criteria, max_in_progress)
+        target = as_run(path)
+        if not target.exists():
+            target.prepare()
+            return cls.create(
+                target.location,
+                {"goal": goal, **draft},
+                run=run,
+                actor=actor,
+                idempotency_key=idempotency_key,
+                clock=clock,
+            )
+        ledger = cls.open(target.location, clock=clock)
+        try:
+            if reason is None and idempotency_key is not None:  # a retried first call: the original's ack
+                ledger.execute(Create(plan=parse_draft({"goal": goal, **draft}), actor=actor, key=idempotency_key))
+                return ledger
+            if reason is None or not why:
+                raise error("USAGE", "a replan needs reason (a reason code) and why")
+            current = ledger.unread_state
+            plan = {"goal": current.goal, **draft}
+            if current.plan is not None:
+                plan |= _kept_terms(current.plan, criteria is None, max_in_progress)
+            ledger.replan(
+                reason, why, plan=plan, expected_seq=expected_seq, idempotency_key=idempotency_key, actor=actor
+            )
+        except BaseException:
+            ledger.close()
+            raise
+        return ledger
 
     def __enter__(self) -> Ledger:
         return self
@@ -309,9 +371,12 @@ class Ledger:
         was given.
         """
         batch = list(commands)
+        self._turn = ()
         for attempt in range(_CONFLICT_RETRIES):
             try:
-                return self._execute_once(batch, expected_seq)
+                acks = self._execute_once(batch, expected_seq)
+                self._turn = tuple(zip(batch, acks, strict=True))
+                return acks
             except PlantrailError as exc:
                 if exc.code != "WRITE_CONFLICT":
                     raise
@@ -325,6 +390,20 @@ class Ledger:
                     raise
                 time.sleep(random.uniform(0, min(0.1, 0.001 * 2**attempt)))  # spread colliding writers
         raise AssertionError("unreachable")
+
+    def acknowledgement(self, ack: Ack | None = None) -> dict[str, Any]:
+        """The acknowledgement document of a command this ledger recorded in its last turn (``ack``, one of the
+        acks that turn returned; default: its last command, or the plan a :meth:`create` wrote): what every
+        front door answers (see :mod:`plantrail.ledger.acknowledgement`), as the run stands now in this ledger
+        (:attr:`unread_state`). USAGE when the ack is not one of the last turn's."""
+        from plantrail.ledger.acknowledgement import acknowledgement
+
+        turn = self._turn if ack is None else tuple((c, a) for c, a in self._turn if a == ack)
+        if not turn:
+            what = "recorded nothing" if ack is None else "recorded no command with that ack"
+            raise error("USAGE", f"this ledger's last turn {what}: there is nothing to acknowledge")
+        command, acked = turn[-1]
+        return acknowledgement(self._state, acked, command)
 
     def _execute_once(self, commands: Sequence[Command], expected_seq: int | None) -> list[Ack]:
         with self._store.session() as session:
@@ -381,6 +460,7 @@ class Ledger:
             )
             durable = session.commit()
             self._state = evolve(self._state, record)
+        self._turn = ()  # a checkpoint is no command: nothing to acknowledge
         return Ack(seq=record.seq, hash=record.h, durable=durable)
 
     # Every recording method takes the options of its CLI command as keyword-only arguments, named alike:
@@ -820,6 +900,32 @@ class Ledger:
             source=source,
         )
         return self.execute(command, expected_seq=expected_seq)
+
+
+def _agent_draft(
+    steps: Sequence[Mapping[str, Any]], criteria: Sequence[Mapping[str, Any]] | None, max_in_progress: int | None
+) -> dict[str, Any]:
+    """The draft terms an agent's plan call gives: its steps, its criteria and its focus limit when given."""
+    draft: dict[str, Any] = {"steps": steps}
+    if criteria is not None:
+        draft["acceptance_criteria"] = criteria
+    if max_in_progress is not None:
+        draft["policy"] = {"max_in_progress": max_in_progress}
+    return draft
+
+
+def _kept_terms(plan: PlanSpec, keep_criteria: bool, max_in_progress: int | None) -> dict[str, Any]:
+    """What an agent's replan (:meth:`Ledger.set_plan`) keeps of the active plan: its criteria whole (typed
+    checks included) when the call gives none, and its policy (budgets included) with only the focus limit
+    the call gives changed."""
+    from plantrail.ledger.vocabulary.draft_writer import criterion_draft, policy_draft
+
+    kept: dict[str, Any] = {}
+    if keep_criteria:
+        kept["acceptance_criteria"] = [criterion_draft(c) for c in plan.acceptance_criteria]
+    if max_in_progress is not None:
+        kept["policy"] = policy_draft(plan.policy) | {"max_in_progress": max_in_progress}
+    return kept
 
 
 def _specs(value: Any) -> tuple[Any, ...]:

@@ -79,4 +79,4 @@ def test_the_mcp_rule_drops_only_a_gained_listed_key() -> None:
     assert _without_gained([changed], [was]) == [{"tool": "step_effect", "result": {"seq": 3, "warnings": ["w"]}}]
     read = {"tool": "plan_status", "result": {"seq": 3, "effect": 1}}
     assert _without_gained([read], [{"tool": "plan_status", "result": {"seq": 3}}]) == [read]
-    assert frozenset({"scope_violation", "effect", "warnings"}) == MCP_ACK_MAY_GAIN
+    assert frozenset({"scope_violation", "effect", "warnings", "run", "steps"}) == MCP_ACK_MAY_GAIN
