@@ -3,7 +3,7 @@
 One function builds it from the command, the state after the command and the store's :class:`Ack`, so the
 CLI's ``--json``, the MCP server's tools and a library caller (:meth:`Ledger.acknowledgement
 <plantrail.ledger.api.Ledger.acknowledgement>`) give the same document. It is
-:func:`~plantrail.projections.views.ack_view` (the ack and where the run stands after it), with what the
+:func:`ack_view` (the ack and where the run stands after it), with what the
 command adds:
 
 - ``scope_violation`` (``step``, ``paths``, ``tools``): the command's own result was recorded as the blocked
@@ -24,14 +24,14 @@ from plantrail.ledger.rules.decide import Create
 from plantrail.ledger.rules.effects import CommitEffect, RequestEffect
 from plantrail.ledger.vocabulary.coverage import coverage_warnings
 from plantrail.projections.effects import effect_view, find_effect
-from plantrail.projections.views import ack_view
+from plantrail.projections.views import advice, anchor, capacity_view, ready_steps, startable_steps
 
 if TYPE_CHECKING:
     from plantrail.ledger.rules.decide import Command
     from plantrail.ledger.stores.protocol import Ack
     from plantrail.projections.model import PlanState
 
-__all__ = ["acknowledgement"]
+__all__ = ["ack_view", "acknowledgement"]
 
 
 def acknowledgement(state: PlanState, ack: Ack, command: Command) -> dict[str, Any]:
@@ -70,3 +70,23 @@ def _created(state: PlanState, ack: Ack) -> dict[str, Any]:
     if warnings:
         data["warnings"] = [w.as_dict() for w in warnings]
     return data
+
+
+def ack_view(state: PlanState, ack: Ack) -> dict[str, Any]:
+    """What a recording command answers: the ack (seq, hash, anchor, duplicate, orphan, durable) and where the
+    run stands after it (version, outcome, ready, can start, capacity, advice)."""
+    return {
+        "ok": True,
+        "seq": ack.seq,
+        "hash": ack.hash,
+        "anchor": anchor(ack.seq, ack.hash),
+        "duplicate": ack.duplicate,
+        "orphan": ack.orphan,
+        "durable": ack.durable,
+        "plan_version": state.version,
+        "outcome": state.outcome,
+        "ready": ready_steps(state),
+        "can_start": startable_steps(state),
+        "capacity": capacity_view(state),
+        "advice": advice(state),
+    }

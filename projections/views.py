@@ -26,7 +26,7 @@ will add theirs):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from plantrail.ledger.vocabulary.artifacts import input_key
 from plantrail.ledger.vocabulary.coverage import coverage_view
@@ -41,12 +41,8 @@ from plantrail.projections.model import Orphan, PlanState, StepState, optional_t
 from plantrail.projections.repair_edges import edges_of, idle_repairs, repair_reason, repairs_view
 from plantrail.projections.stop import STOPPING, budget_view, stop_decision
 
-if TYPE_CHECKING:
-    from plantrail.ledger.stores.protocol import Ack
-
 __all__ = [
     "WaitReason",
-    "ack_view",
     "advice",
     "anchor",
     "approvals_view",
@@ -393,23 +389,3 @@ def effects_to_check(state: PlanState) -> list[dict[str, str]]:
     """Each ready step whose side effects are never known committed, with what to check before it starts again
     (``{"step", "check"}``; :func:`projections.effects.check_first`): it would do them again."""
     return [{"step": step, "check": note} for step in ready_steps(state) if (note := check_first(state, step))]
-
-
-def ack_view(state: PlanState, ack: Ack) -> dict[str, Any]:
-    """What a recording command answers: the ack (seq, hash, anchor, duplicate, orphan, durable) and where the
-    run stands after it (version, outcome, ready, can start, capacity, advice)."""
-    return {
-        "ok": True,
-        "seq": ack.seq,
-        "hash": ack.hash,
-        "anchor": anchor(ack.seq, ack.hash),
-        "duplicate": ack.duplicate,
-        "orphan": ack.orphan,
-        "durable": ack.durable,
-        "plan_version": state.version,
-        "outcome": state.outcome,
-        "ready": ready_steps(state),
-        "can_start": startable_steps(state),
-        "capacity": capacity_view(state),
-        "advice": advice(state),
-    }

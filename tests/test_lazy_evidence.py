@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from plantrail.ledger.acknowledgement import ack_view
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.rules.decide import Command
 from plantrail.ledger.stores.jsonl import cache, reads
@@ -31,7 +32,6 @@ from plantrail.projections.canonical import canonical_bytes, state_hash
 from plantrail.projections.model import LazyText, PlanState, resolved
 from plantrail.projections.state_json import INLINE_MAX
 from plantrail.projections.views import (
-    ack_view,
     advice,
     capacity_view,
     next_view,

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["ROOT", "Graph", "cycles", "levels", "packages", "read_graph"]
+__all__ = ["ROOT", "Graph", "cycles", "imports_of", "levels", "packages", "read_graph"]
 
 
 @dataclass
@@ -103,21 +103,27 @@ def _resolve(names: Iterable[str], module: str, modules: Mapping[str, Path]) -> 
     return {name for name in found if name is not None and name != module}
 
 
+def imports_of(
+    source: str, module: str, modules: Mapping[str, Path], *, is_package: bool = False
+) -> tuple[set[str], set[str]]:
+    """The modules of ``modules`` that the source of ``module`` imports: at run time, and only for type checking."""
+    tree = ast.parse(source)
+    runtime: set[str] = set()
+    typing: set[str] = set()
+    for node, typing_only in _imports(tree):
+        (typing if typing_only else runtime).update(_resolve(_targets(node, module, is_package), module, modules))
+    strings = (n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str))
+    runtime |= {s for s in strings if "." in s and s in modules and s != module}
+    return runtime, typing - runtime
+
+
 def read_graph() -> Graph:
     """The import graph of the installed ``plantrail`` package."""
     graph = Graph(files=dict(_modules()))
     for module, path in graph.files.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-        is_package = path.name == "__init__.py"
-        runtime: set[str] = set()
-        typing: set[str] = set()
-        for node, typing_only in _imports(tree):
-            names = _targets(node, module, is_package)
-            (typing if typing_only else runtime).update(_resolve(names, module, graph.files))
-        strings = (n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str))
-        runtime |= {s for s in strings if "." in s and s in graph.files and s != module}
-        graph.runtime[module] = runtime
-        graph.typing[module] = typing - runtime
+        source = path.read_text(encoding="utf-8")
+        runtime, typing = imports_of(source, module, graph.files, is_package=path.name == "__init__.py")
+        graph.runtime[module], graph.typing[module] = runtime, typing
     return graph
 
 
