@@ -281,8 +281,8 @@ def test_a_fresh_snapshot_answers_a_row_without_reading_the_records(
 ) -> None:
     """A log its writer closed lists from its snapshot's summary (the same row a fold gives); once the log grows
     past the snapshot, the summary no longer answers."""
-    from plantrail.ledger.runs import _covered_row, _file_row
     from plantrail.ledger.stores.jsonl.cache import load_summary
+    from plantrail.ledger.stores.jsonl.run import _covered_row, _file_row
 
     populate(lambda run: str(tmp_path / f"{run}.jsonl"))
     beta = str(tmp_path / "beta.jsonl")

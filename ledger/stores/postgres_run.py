@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from plantrail.ledger.stores.versions import Versions
     from plantrail.ledger.vocabulary.events import Record
     from plantrail.projections.model import PlanState
+    from plantrail.projections.runs import RunRow
 
 __all__ = ["DatabaseRun", "DatabaseStore"]
 
@@ -207,6 +208,17 @@ class DatabaseStore:
         from plantrail.ledger.stores.postgres import list_runs
 
         return list_runs(self.location)
+
+    def summaries(self, *, reasons: bool = True) -> list[RunRow]:
+        """One row per run, from the database's per-run summaries (each checked against the run's head seq; a
+        stale or missing one is recomputed from the run's rows), with their replan reasons."""
+        from plantrail.ledger.stores.postgres import run_summaries
+
+        return run_summaries(self.location)
+
+    def with_reasons(self, row: RunRow) -> RunRow:
+        """``row`` itself: a database's rows carry their replan reasons."""
+        return row
 
     def run(self, run_id: str) -> DatabaseRun:
         """Run ``run_id`` of the database; INVALID_ID when it is no run id."""

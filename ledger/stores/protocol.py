@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from plantrail.ledger.vocabulary.errors import LogDamaged
     from plantrail.ledger.vocabulary.events import Actor, Event, Record, Source
     from plantrail.projections.model import PlanState
+    from plantrail.projections.runs import RunRow
 
 __all__ = [
     "Ack",
@@ -270,4 +271,13 @@ class Store(Protocol):
 
     def run(self, run_id: str) -> Run:
         """Run ``run_id`` of this store (it need not exist yet: :meth:`Run.exists` says)."""
+        ...
+
+    def summaries(self, *, reasons: bool = True) -> list[RunRow]:
+        """One row per run (:class:`~plantrail.projections.runs.RunRow`): where each stands now. ``reasons=False``
+        lets a store leave the rows' replan reasons unread where reading them costs a read of each run."""
+        ...
+
+    def with_reasons(self, row: RunRow) -> RunRow:
+        """``row`` with its replan reasons (read now where :meth:`summaries` left them unread)."""
         ...

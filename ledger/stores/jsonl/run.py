@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
+
+from plantrail.ledger.vocabulary.errors import PlantrailError, error
+from plantrail.projections.runs import RunRow, summarise
 
 if TYPE_CHECKING:
     from plantrail.ledger.stores.jsonl.cache import Position
@@ -225,7 +229,9 @@ class FileRun:
 
 
 class FolderStore:
-    """A runs folder: run ``ID`` is the log ``<folder>/<ID>.jsonl``."""
+    """A runs folder: run ``ID`` is the log ``<folder>/<ID>.jsonl``. Its rows (:meth:`summaries`) come from each
+    log's snapshot when that covers the whole file, else from the log (nothing is written); a log's replan
+    reasons are read only when asked for (they need its versions)."""
 
     def __init__(self, location: str | os.PathLike[str]) -> None:
         self.location = os.fspath(location)
@@ -243,8 +249,111 @@ class FolderStore:
 
     def run(self, run_id: str) -> FileRun:
         """Run ``run_id`` of the folder; INVALID_ID when it is no run id."""
-        from pathlib import Path
-
         from plantrail.ledger.stores.locations import run_path
 
         return FileRun(str(run_path(Path(self.location), run_id)))
+
+    def summaries(self, *, reasons: bool = True) -> list[RunRow]:
+        """One row per log of the folder, by file name (a file that is no log: a row saying why); FOLDER_NOT_FOUND
+        when the folder does not exist. ``reasons=False`` leaves each row's replan reasons unread."""
+        return _folder_rows(Path(self.location), reasons)
+
+    def with_reasons(self, row: RunRow) -> RunRow:
+        """``row`` with its replan reasons read (a damaged or unreadable log's stay unread: none)."""
+        return _with_reasons(row)
+
+
+# --------------------------------------------------------------------------- a folder's rows
+
+
+def _file_reasons(run: FileRun, version: int) -> tuple[str, ...]:
+    """The reason codes of every replan of a JSONL log (read only when a filter asks for them)."""
+    if version <= 1:
+        return ()
+    found = run.versions()
+    return tuple(e.info.reason for e in found.entries(2, found.total) if e.info.reason is not None)
+
+
+def _covered_row(path: str) -> RunRow | None:
+    """The row from the log's snapshot when it checks out and covers the whole file (its last line, which the
+    check reads, gives the time), else None."""
+    import stat
+
+    from plantrail.ledger.stores.jsonl.cache import load_summary
+    from plantrail.ledger.stores.jsonl.current import use_cache_default
+
+    if not use_cache_default():
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return None  # the slow path reports the error with its proper code
+    try:
+        st = os.fstat(fd)
+        found = load_summary(path, fd) if stat.S_ISREG(st.st_mode) else None
+    finally:
+        os.close(fd)
+    if found is None or found.position.offset != st.st_size:
+        return None
+    return RunRow(
+        run=found.run,
+        goal=found.goal,
+        outcome=found.outcome,
+        plan_version=found.version,
+        last_activity=found.last_ts,
+        replans=max(found.version - 1, 0),
+        orphans=found.orphans,
+        last_seq=found.position.seq,
+        location=path,
+    )
+
+
+def _file_row(path: str, with_reasons: bool) -> RunRow:
+    """A log's row: from its snapshot when that covers the file, else from the log; its replan reasons when
+    ``with_reasons``."""
+    covered = _covered_row(path)
+    with FileRun(path) as run:
+        if covered is not None:
+            if not with_reasons or covered.replans == 0:
+                return covered
+            return covered._replace(reasons=_file_reasons(run, covered.plan_version))
+        result = run.current(stop_at_damage=True)
+        state = result.state
+        damage = result.damage.code if result.damage is not None else None
+        if damage is None and result.torn is not None:
+            damage = "TORN_TAIL"
+        last_activity = None
+        if damage is None and state.last_seq >= 0:
+            last, _ = run.tail(1, lambda _: True)
+            last_activity = last[-1].ts if last else None
+        reasons = _file_reasons(run, state.version) if with_reasons and damage is None else ()
+    return summarise(state, last_activity, reasons, path, damage)
+
+
+def _unreadable(path: str, exc: PlantrailError) -> RunRow:
+    """The row of a file the folder holds that cannot be read as a log at all."""
+    return RunRow(None, None, None, 0, None, 0, 0, -1, path, (), exc.code)
+
+
+def _folder_rows(folder: Path, wanted: bool) -> list[RunRow]:
+    """One row per log of ``folder`` (a file that is no log: a row saying why), by file name; each with its
+    replan reasons when ``wanted``."""
+    if not folder.is_dir():
+        raise error("FOLDER_NOT_FOUND", f"runs folder {folder} does not exist", path=str(folder))
+    rows = []
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+        if not entry.name.endswith(".jsonl") or not entry.is_file(follow_symlinks=False):
+            continue
+        try:
+            rows.append(_file_row(entry.path, wanted))
+        except PlantrailError as exc:
+            rows.append(_unreadable(entry.path, exc))
+    return rows
+
+
+def _with_reasons(row: RunRow) -> RunRow:
+    """A folder's row with its replan reasons read (a damaged or unreadable log's stay unread: none)."""
+    if row.replans == 0 or row.damage is not None:
+        return row
+    with FileRun(row.location) as run:
+        return row._replace(reasons=_file_reasons(run, row.plan_version))
