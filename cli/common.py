@@ -101,16 +101,14 @@ def _located_log(dir_okay: bool, new: bool = False) -> Callable[[F], F]:
 
 
 def locate_log(name: str, store: str | None, *, new: bool = False) -> str:
-    """The run ``name`` names with ``store`` (see :func:`plantrail.ledger.stores.locate`); for a run to be
+    """The run ``name`` names with ``store`` (see :func:`plantrail.ledger.stores.targets.locate`); for a run to be
     created (``new``) in the default runs folder, that folder is made when it is missing."""
-    import os
+    from plantrail.ledger.stores.opener import open_run
 
-    from plantrail.ledger.stores.targets import is_database_url, locate
-
-    found = locate(name, store, new=new)
-    if new and found != name and not store and not is_database_url(found):
-        os.makedirs(os.path.dirname(found), exist_ok=True)
-    return found
+    run = open_run(name, store=store, new=new)
+    if new and run.location != name and not store:
+        run.prepare()
+    return run.location
 
 
 #: The LOG argument every run command takes first, with ``--store``: the command receives ``log`` as the run's

@@ -57,11 +57,8 @@ def init(url: str, as_json: bool) -> None:
     Example:
       plantrail store init postgresql://localhost/plantrail
     """
-    from plantrail.ledger.stores.postgres import init_schema, parse_location
+    from plantrail.ledger.stores.postgres_run import DatabaseStore
 
-    version = init_schema(url)
-    emit(
-        as_json,
-        {"ok": True, "schema_version": version},
-        lambda: f"{parse_location(url)}: plantrail schema v{version}",
-    )
+    database = DatabaseStore(url)
+    version = database.init_schema()
+    emit(as_json, {"ok": True, "schema_version": version}, lambda: f"{database}: plantrail schema v{version}")

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Final, TextIO
 
 if TYPE_CHECKING:
+    from plantrail.ledger.stores.postgres_run import DatabaseRun
     from plantrail.ledger.vocabulary.events import Record
     from plantrail.projections.model import PlanState
 
@@ -95,14 +96,16 @@ def follow(
     """Watch ``path`` (a JSONL log or a database run) until Ctrl-C (or until ``until()`` is true, checked after
     each wait), writing to ``out``; ``as_json`` writes JSON Lines (the status document, then one ``{"event",
     "advice"}`` per event) instead."""
-    from plantrail.ledger.reading import is_database_url
+    from plantrail.ledger.stores.opener import as_run
+    from plantrail.ledger.stores.postgres_run import DatabaseRun
 
     live = _is_terminal(out) and not as_json
     screen = _Screen(out, live, as_json, deque(maxlen=recent))
+    run = as_run(path)
     try:
-        if is_database_url(path):
-            _watch_run(path, screen, interval, until)
-        else:
+        if isinstance(run, DatabaseRun):  # woken by NOTIFY, a batch per wake-up
+            _watch_run(run, screen, interval, until)
+        else:  # a file grows: everything new at once, redrawn once
             _watch_file(path, screen, interval, until)
     except KeyboardInterrupt:
         pass
@@ -161,14 +164,10 @@ def _watch_file(path: str, screen: _Screen, interval: float, until: Callable[[],
             state = screen.more(state, reader.records(start=position, run=state.run))
 
 
-def _watch_run(url: str, screen: _Screen, interval: float, until: Callable[[], bool] | None) -> None:
+def _watch_run(run: DatabaseRun, screen: _Screen, interval: float, until: Callable[[], bool] | None) -> None:
     """Follow a database run after the last record read (woken by NOTIFY, polling every ``interval`` without)."""
-    from plantrail.ledger.reading import follow as follow_run
-    from plantrail.ledger.reading import open_records
-
-    with open_records(url) as (_, records):
-        state = screen.first(records)
-    for batch in follow_run(url, after=state.last_seq, poll=interval, stop=until):
+    state = screen.first(run.records())
+    for batch in run.follow(after=state.last_seq, poll=interval, stop=until):
         state = screen.more(state, batch)
 
 

@@ -36,7 +36,7 @@ from plantrail.ledger.importers.mapping import Batch, map_updates
 from plantrail.ledger.importers.model import Observation
 from plantrail.ledger.reading import open_records, run_exists
 from plantrail.ledger.rules.decide import Command, Create, Replan
-from plantrail.ledger.stores.targets import is_database_url
+from plantrail.ledger.stores.opener import as_run
 from plantrail.ledger.vocabulary.errors import PlantrailError, Refused
 from plantrail.ledger.vocabulary.plan import PlanSpec
 
@@ -92,10 +92,12 @@ def append_transcript(
     ``notes`` are added to version 1's (a hook adapter names itself)."""
     from pathlib import Path
 
-    from plantrail.ledger.importers.importer import database_run, read_observations
+    from plantrail.ledger.importers.importer import read_observations
+    from plantrail.ledger.stores.postgres_run import DatabaseRun
 
-    if is_database_url(os.fspath(log_path)):
-        run = database_run(os.fspath(log_path), run)  # the URL names the run: another --run is USAGE
+    target = as_run(log_path)
+    if isinstance(target, DatabaseRun):
+        run = target.new_run_id(run, what="the run to import into")  # the URL names the run: another is USAGE
     read = read_observations(Path(transcript_path), format, with_subagents=with_subagents)
     return append_observations(
         log_path,
@@ -244,15 +246,18 @@ def _origin(commands: Sequence[Command]) -> tuple[str, int | None, str | None]:
 def _create(log: str, ts: str, first: Sequence[Command], run: str) -> bool:
     """Create the log with the first update's plan; False when another writer created it first (or, for a
     database run, when it exists: the run id is the URL's own)."""
-    from plantrail.ledger.importers.importer import database_run
+    from plantrail.ledger.stores.postgres_run import DatabaseRun
 
     create = first[0]
     assert isinstance(create, Create) and isinstance(create.plan, PlanSpec)  # the mapper opens with the Create
+    target = as_run(log)
+    if isinstance(target, DatabaseRun):
+        run = target.new_run_id(what="the run to import into")  # the URL's own
     try:
         Ledger.create(
             log,
             create.plan,
-            run=database_run(log, None) if is_database_url(log) else run,
+            run=run,
             actor=create.actor,
             source=create.source,
             idempotency_key=create.key,

@@ -30,7 +30,8 @@ import orjson
 
 from plantrail.ledger.reading import run_exists
 from plantrail.ledger.stores.locations import HOME_ENV, child_path, pure_path, run_file
-from plantrail.ledger.stores.targets import STORE_ENV, is_database_url, run_in_store
+from plantrail.ledger.stores.opener import as_run, open_store
+from plantrail.ledger.stores.targets import STORE_ENV
 from plantrail.ledger.vocabulary.clock import utc_now
 from plantrail.ledger.vocabulary.errors import PlantrailError, error
 from plantrail.ledger.vocabulary.limits import HOOK_PAYLOAD
@@ -174,16 +175,13 @@ def _run_log(folder: str, session: str, env: Mapping[str, str] | None) -> Log:
     else ``<folder>/runs/<session>.jsonl``; the journal and the error file stay under ``folder`` either way."""
     store = (env if env is not None else os.environ).get(STORE_ENV)
     if store:
-        return run_in_store(store, session)
+        return open_store(store).run(session).location
     return run_file(child_path(folder, "runs"), session)
 
 
 def _prepare(log: Log) -> None:
-    """Make the folder a log file goes in (a database run needs none)."""
-    if not is_database_url(log):
-        parent = os.path.dirname(os.fspath(log))
-        if parent:
-            os.makedirs(parent, exist_ok=True)
+    """Make what the run needs before it is created (a log file's folder; a database run needs nothing)."""
+    as_run(log).prepare()
 
 
 def _append_journal(

@@ -45,8 +45,9 @@ from typing import NamedTuple
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.rules.decide import Create
 from plantrail.ledger.stores.files import folder_of, fsync_dir, os_error
+from plantrail.ledger.stores.opener import as_run
+from plantrail.ledger.stores.postgres_run import DatabaseRun
 from plantrail.ledger.stores.protocol import Ack
-from plantrail.ledger.stores.targets import is_database_url
 from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.plan import PlanSpec
 
@@ -179,7 +180,7 @@ def import_transcript(
     read = read_observations(source, format, with_subagents=with_subagents)
     lead, transcripts = read.lead, read.transcripts
     mapped = map_updates(read.observations, format=lead.format, session=read.session, notes=read.notes)
-    if is_database_url(log):
+    if isinstance(as_run(log), DatabaseRun):  # a database run is written in one transaction, a file put in place
         run_id = database_run(log, run)
         last_seq, head, written = _write_database(log, mapped, run_id, _nonce(transcripts), on_progress)
     else:
@@ -287,7 +288,7 @@ def read_observations(source: Path, format: str | None = None, *, with_subagents
 
 
 def _check_target(source: Path, log: str, force: bool) -> None:
-    if is_database_url(log):
+    if isinstance(as_run(log), DatabaseRun):
         database_run(log, None)
         if force:
             raise error(
@@ -366,13 +367,7 @@ def _write(
 def database_run(url: str, run: str | None) -> str:
     """The run id of the database run ``url`` names (its ``#RUN``); USAGE when it names none, or another id
     than ``run``."""
-    from plantrail.ledger.stores.postgres import parse_location
-    from plantrail.ledger.vocabulary.plan import check_id
-
-    named = parse_location(url, run=run).run
-    if named is None:
-        raise error("USAGE", f"name the run to import into: {url}#RUN_ID")
-    return check_id(named, "run id")
+    return DatabaseRun(url).new_run_id(run, what="the run to import into")
 
 
 def _write_database(

@@ -199,9 +199,19 @@ class DatabaseStore:
         self.location = location
 
     def __repr__(self) -> str:
+        return f"DatabaseStore({str(self)!r})"
+
+    def __str__(self) -> str:
+        """The database's URL without its password."""
         from plantrail.ledger.stores.postgres import parse_location
 
-        return f"DatabaseStore({str(parse_location(self.location))!r})"
+        return str(parse_location(self.location))
+
+    def init_schema(self) -> int:
+        """Create or upgrade plantrail's tables (idempotent; a newer schema is refused); the schema version."""
+        from plantrail.ledger.stores.postgres import init_schema
+
+        return init_schema(self.location)
 
     def run_ids(self) -> list[str]:
         """The ids of every run in the database, in order."""

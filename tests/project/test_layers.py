@@ -131,3 +131,25 @@ def test_the_graph_sees_what_it_must() -> None:
     assert (runtime, typing) == ({"p", "p.a", "p.b", "p.c", "p.e"}, {"p.d"})
     assert "plantrail.ledger.api" in read_graph().runtime["plantrail.ledger"]  # the facade's lazy exports
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [frozenset("abc")]
+
+
+#: The functions that tell what a name is (a file, a database, a run id in a store): the stores' own.
+TARGET_PARSERS = frozenset({"is_database_url", "locate", "run_in_store", "require_file", "parse_location"})
+#: Modules outside the stores that may still import them: the earlier releases' reading functions, kept for
+#: callers (they re-export ``is_database_url`` and use nothing of it).
+TARGET_PARSERS_ALLOWED = frozenset({"plantrail.ledger.reading"})
+
+
+def test_no_module_outside_the_stores_parses_a_target(graph: Graph) -> None:
+    """Only the stores turn what names a run into a run object (``plantrail.ledger.stores.opener``): no module
+    outside them imports a function that tells a file from a database by its name."""
+    import ast
+
+    found = []
+    for module, path in graph.files.items():
+        if module.startswith("plantrail.ledger.stores") or module in TARGET_PARSERS_ALLOWED:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("plantrail.ledger.stores"):
+                found += [f"{module}: {alias.name}" for alias in node.names if alias.name in TARGET_PARSERS]
+    assert not found, f"modules outside the stores that parse a target: {found}"
