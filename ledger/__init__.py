@@ -32,6 +32,8 @@ _EXPORTS = {
     "Record": "plantrail.ledger.vocabulary.events",
     "Refused": "plantrail.ledger.vocabulary.errors",
     "Replan": "plantrail.ledger.rules.decide",
+    "Run": "plantrail.ledger.stores.protocol",
+    "RunWriter": "plantrail.ledger.stores.protocol",
     "Source": "plantrail.ledger.vocabulary.events",
     "Start": "plantrail.ledger.rules.decide",
     "StorageError": "plantrail.ledger.vocabulary.errors",
@@ -39,9 +41,12 @@ _EXPORTS = {
     "UsageError": "plantrail.ledger.vocabulary.errors",
     "VerifyCriterion": "plantrail.ledger.rules.decide",
     "audit": "plantrail.ledger.audit",
+    "as_run": "plantrail.ledger.stores.opener",
     "check": "plantrail.ledger.rules.decide",
     "decide": "plantrail.ledger.rules.decide",
     "default_run_id": "plantrail.ledger.api",
+    "open_run": "plantrail.ledger.stores.opener",
+    "open_store": "plantrail.ledger.stores.opener",
     "parse_draft": "plantrail.ledger.vocabulary.plan",
     "parse_patch": "plantrail.ledger.vocabulary.plan",
     "repair": "plantrail.ledger.stores.jsonl.log",
@@ -68,6 +73,8 @@ __all__: list[str] = [
     "Record",
     "Refused",
     "Replan",
+    "Run",
+    "RunWriter",
     "Source",
     "Start",
     "StorageError",
@@ -75,10 +82,13 @@ __all__: list[str] = [
     "UsageError",
     "VerifyCriterion",
     "__version__",
+    "as_run",
     "audit",
     "check",
     "decide",
     "default_run_id",
+    "open_run",
+    "open_store",
     "parse_draft",
     "parse_patch",
     "repair",
@@ -112,7 +122,8 @@ if TYPE_CHECKING:
         decide,
     )
     from plantrail.ledger.stores.jsonl.log import JsonlStore, LogReader, repair
-    from plantrail.ledger.stores.protocol import Ack, Store
+    from plantrail.ledger.stores.opener import as_run, open_run, open_store
+    from plantrail.ledger.stores.protocol import Ack, Run, RunWriter, Store
     from plantrail.ledger.verify import verify_log
     from plantrail.ledger.vocabulary.errors import (
         CommandRefused,

@@ -91,18 +91,21 @@ class FileRun:
 
     def records(self, *, after: int = -1, upto: int | None = None) -> Iterator[Record]:
         """The log's checked records after seq ``after`` (found by its seq; none when the log does not reach it)
-        up to seq ``upto``; then :attr:`torn` is known."""
+        up to seq ``upto``; then :attr:`torn` is known. A read that starts inside a group commit reads the group
+        from its begin (its records are checked together) and yields those after ``after``."""
         reader = self._log()
         self._torn = None
         start, run = None, None
         if after >= 0:
-            from plantrail.ledger.stores.jsonl.seek import after_record, header_run
+            from plantrail.ledger.stores.jsonl.seek import header_run, read_start
 
-            start = after_record(reader.fd, after)
+            start = read_start(reader.fd, after)
             if start is None:
                 return
             run = header_run(reader.fd)
         for record in reader.records(start=start, run=run):
+            if record.seq <= after:
+                continue
             if upto is not None and record.seq > upto:
                 return
             yield record
@@ -129,10 +132,10 @@ class FileRun:
         seconds (a line still being written is waited for); UNKNOWN_SEQ when the log does not reach ``after``."""
         import time
 
-        from plantrail.ledger.stores.jsonl.seek import after_record, follow_records
+        from plantrail.ledger.stores.jsonl.seek import follow_records, read_start
         from plantrail.ledger.vocabulary.errors import error
 
-        start = after_record(self._log().fd, after)
+        start = read_start(self._log().fd, after)
         if start is None:
             raise error("UNKNOWN_SEQ", f"seq {after} is not in the log", seq=after)
 
@@ -144,7 +147,8 @@ class FileRun:
         def batches(start: Position) -> Iterator[list[Record]]:
             try:
                 for record in follow_records(self.location, start, poll=poll, sleep=wait):
-                    yield [record]
+                    if record.seq > after:
+                        yield [record]
             except _Stopped:
                 return
 

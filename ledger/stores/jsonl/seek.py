@@ -32,6 +32,7 @@ __all__ = [
     "find_line",
     "follow_records",
     "header_run",
+    "read_start",
     "record_at",
     "tail_records",
 ]
@@ -186,6 +187,49 @@ def after_record(fd: int, seq: int) -> Position | None:
     line = _line_from(fd, start)
     assert line is not None  # _checked_at just read it
     return Position(start + len(line) + 1, seq, record.h, seq + 2)
+
+
+_BATCH: Final = b'"type":"log.batch"'
+
+
+def _batch_part(line: bytes) -> str | None:
+    """``begin`` or ``end`` for a group commit's bound, None for any other line."""
+    if _BATCH not in line:
+        return None
+    try:
+        part = orjson.loads(line).get("data", {}).get("part")
+    except (orjson.JSONDecodeError, AttributeError):
+        return None
+    return part if part in ("begin", "end") else None
+
+
+def _next_bound(fd: int, offset: int) -> str | None:
+    """The part of the first group commit bound from byte ``offset`` on (None: no bound follows)."""
+    carry = b""
+    at = offset
+    while chunk := os.pread(fd, _BLOCK, at):
+        at += len(chunk)
+        lines = (carry + chunk).split(b"\n")
+        carry = lines.pop()
+        for line in lines:
+            part = _batch_part(line)
+            if part is not None:
+                return part
+    return None
+
+
+def read_start(fd: int, after: int) -> Position | None:
+    """Where a read of the records after seq ``after`` starts (None when no complete line holds it): just after
+    it, or, when it lies inside a group commit, at the group's begin: a group's records are read, and checked,
+    together (the caller skips those up to ``after``)."""
+    start = after_record(fd, after)
+    if start is None or after < 0 or _next_bound(fd, start.offset) != "end":
+        return start
+    for line in _lines_backward(fd, start.offset):
+        if _batch_part(line) == "begin":
+            begin = _seq_of(line)
+            return start if begin is None else after_record(fd, begin - 1)
+    return start
 
 
 def _lines_backward(fd: int, end: int) -> Iterator[bytes]:
