@@ -20,7 +20,7 @@ from plantrail.ledger.vocabulary.coverage import coverage_view
 from plantrail.ledger.vocabulary.draft_writer import plan_draft, step_draft
 from plantrail.ledger.vocabulary.plan import PlanSpec, StepSpec
 from plantrail.ledger.vocabulary.versions import plain
-from plantrail.projections.authority import Approval
+from plantrail.projections.approvals import Approval
 from plantrail.projections.effects import effect_view, unresolved
 from plantrail.projections.lineage import lineage_view
 from plantrail.projections.model import PlanState, StepState, optional_text, texts

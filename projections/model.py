@@ -8,7 +8,7 @@ from typing import Any, Final, Literal, NamedTuple
 from plantrail.ledger.vocabulary.artifacts import Artifact
 from plantrail.ledger.vocabulary.evidence import Usage
 from plantrail.ledger.vocabulary.plan import PlanSpec
-from plantrail.projections.authority import Authority
+from plantrail.projections.approvals import Authority
 from plantrail.projections.effects import Effect
 from plantrail.projections.table import Table
 
@@ -308,7 +308,7 @@ class PlanState(NamedTuple):
     failure_streak: FailureStreak | None = None  # format v2: the last failure's fingerprint and repeats
     contract: bool = False  # format v2: the active plan uses the v2 contract (its stop policy applies in full)
     lineage: tuple[Fork, ...] = ()  # format v2: the runs this one was forked from, the oldest first
-    authority: Authority | None = None  # format v2: approvals, a scope violation's pause (projections.authority)
+    authority: Authority | None = None  # format v2: approvals, a scope violation's pause (projections.approvals)
     effects: tuple[Effect, ...] = ()  # format v2: side effects by idempotency key (projections.effects)
     observations: tuple[Observed, ...] = ()  # format v2: the latest version of each observation key recorded
 

@@ -21,11 +21,11 @@ from plantrail.ledger.vocabulary.errors import PlanInvalid
 from plantrail.ledger.vocabulary.evidence import Report, Usage
 from plantrail.ledger.vocabulary.plan import PlanSpec, steps_by_id, validate_plan
 from plantrail.ledger.vocabulary.versions import needs_v2
-from plantrail.projections import authority as _authority
+from plantrail.projections import approvals as _authority
 from plantrail.projections import effects as _effects
 from plantrail.projections import lineage_digest as _digest
 from plantrail.projections import repair_edges as _repair
-from plantrail.projections.authority import Approval, Authority
+from plantrail.projections.approvals import Approval, Authority
 from plantrail.projections.effects import Effect
 from plantrail.projections.leases import start_lease
 from plantrail.projections.lineage import carried_state

@@ -34,7 +34,7 @@ from plantrail.ledger.vocabulary.contract import CheckSpec, StepTerms
 from plantrail.ledger.vocabulary.evidence import Usage
 from plantrail.ledger.vocabulary.plan import CriterionSpec, PlanSpec, Policy, StepSpec
 from plantrail.ledger.vocabulary.scope import StepScope, TaskScope
-from plantrail.projections.authority import Approval, Authority, Violation
+from plantrail.projections.approvals import Approval, Authority, Violation
 from plantrail.projections.effects import Effect
 from plantrail.projections.model import (
     Changes,

@@ -32,7 +32,7 @@ from plantrail.ledger.vocabulary.artifacts import input_key
 from plantrail.ledger.vocabulary.coverage import coverage_view
 from plantrail.ledger.vocabulary.plan import StepSpec
 from plantrail.ledger.vocabulary.versions import plain
-from plantrail.projections.authority import authority_reasons
+from plantrail.projections.approvals import authority_reasons
 from plantrail.projections.effects import check_first, effects_view
 from plantrail.projections.leases import lease_view
 from plantrail.projections.lineage import lineage_view
@@ -211,7 +211,7 @@ def approvals_view(state: PlanState) -> dict[str, Any]:
     ``question``, ``writes``, ``tools``, ``seq``, ``by``, ``why``, ``decided_seq``), the steps of the active
     version ``waiting_approval`` (``{step, because, requests}``), the ``violation`` pausing the run (or None)
     and the ``denied`` steps."""
-    from plantrail.projections.authority import needs_approval
+    from plantrail.projections.approvals import needs_approval
 
     authority = state.authority
     waiting = []

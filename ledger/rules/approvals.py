@@ -40,7 +40,7 @@ from plantrail.ledger.vocabulary.events import (
 from plantrail.ledger.vocabulary.items import as_items, as_text
 from plantrail.ledger.vocabulary.plan import PlanSpec, StepSpec, check_id, did_you_mean
 from plantrail.ledger.vocabulary.scope import ScopeViolation, check_glob, violation
-from plantrail.projections.authority import (
+from plantrail.projections.approvals import (
     Approval,
     authority_reasons,
     conflict,

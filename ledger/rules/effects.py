@@ -48,7 +48,7 @@ from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.events import Actor, EffectCommitted, EffectRequested, Source
 from plantrail.ledger.vocabulary.items import as_text
 from plantrail.ledger.vocabulary.plan import check_id, did_you_mean
-from plantrail.projections.authority import needs_approval, pending_for
+from plantrail.projections.approvals import needs_approval, pending_for
 from plantrail.projections.effects import Effect, find_effect
 from plantrail.projections.state import orphan_reason
 

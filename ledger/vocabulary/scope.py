@@ -14,7 +14,7 @@ matches a glob when the glob's segments match the path's; two globs *overlap* wh
 (:func:`covers`, judged segment by segment: a ``**`` in the inner glob needs a ``**`` in the outer one).
 
 Everything here is pure, iterative and small: :mod:`ledger.plan` parses and validates scopes, :mod:`ledger.decide`
-judges results and starts, :mod:`projections.authority` folds what approvals grant.
+judges results and starts, :mod:`projections.approvals` folds what approvals grant.
 """
 
 from __future__ import annotations

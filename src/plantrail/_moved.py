@@ -52,6 +52,7 @@ MOVED: dict[str, str] = {
     "plantrail.ledger.stores.seal": "plantrail.ledger.stores.jsonl.seal",
     "plantrail.ledger.stores.seek": "plantrail.ledger.stores.jsonl.seek",
     "plantrail.ledger.versions": "plantrail.ledger.vocabulary.versions",
+    "plantrail.projections.authority": "plantrail.projections.approvals",
     "plantrail.projections.snapshot": "plantrail.projections.state_json",
 }
 

@@ -1,7 +1,7 @@
 """What a run is authorised to do beyond its plan: approvals, a scope violation's pause, the steps a replan
 widened and the steps a denial covers. Pure: the values the
 reducer keeps in ``PlanState.authority`` (None until a plan uses any of it), the transitions
-:mod:`projections.state` applies, and the queries :mod:`ledger.approvals` and the views ask.
+:mod:`projections.state` applies, and the queries :mod:`plantrail.ledger.rules.approvals` and the views ask.
 
 - A step with ``requires_approval``, or whose scope a replan widened, is *waiting_approval* until a granted
   approval bound to the active plan version covers it (lists it in its ``steps``).
