@@ -44,7 +44,7 @@ from plantrail.ledger.rules.idempotency import match, record_view
 from plantrail.ledger.rules.observations import Observe
 from plantrail.ledger.stores.locations import default_run_id
 from plantrail.ledger.stores.opener import as_run
-from plantrail.ledger.stores.protocol import Ack, FsyncPolicy, KeyEntry, PendingRecord, RunWriter, Session
+from plantrail.ledger.stores.protocol import Ack, FsyncPolicy, KeyEntry, PendingRecord, RunWriter, Session, StateCache
 from plantrail.ledger.vocabulary.artifacts import Artifact, parse_artifact_option
 from plantrail.ledger.vocabulary.clock import utc_now
 from plantrail.ledger.vocabulary.errors import PlantrailError, error
@@ -164,7 +164,8 @@ class Ledger:
         ledger = cls(store, clock=clock, cache=cache)
         try:
             # With a watermark every record up to it must be checked, so the whole log is read.
-            snapshot = store.resume() if cache and acked is None else None
+            cached = cache and acked is None and isinstance(store, StateCache)
+            snapshot = store.resume() if cached and isinstance(store, StateCache) else None
             if snapshot is not None:
                 ledger._state, ledger._keys = snapshot.state, dict(snapshot.keys)
                 ledger._unread = holds_lazy(snapshot.state)
@@ -279,7 +280,7 @@ class Ledger:
     def close(self) -> None:
         """Sync what the fsync policy owes, leave a snapshot for the next reader, and release the log."""
         try:
-            if self._cache:
+            if self._cache and isinstance(self._store, StateCache):
                 self._store.checkpoint(self._state, self._keys)
         finally:
             self._store.close()

@@ -53,7 +53,8 @@ def open_records(target: Target) -> Iterator[tuple[LogReader | DatabaseRun, Iter
     once the records are exhausted, whether a torn tail followed them."""
     with as_run(target) as run:
         records = run.records()
-        yield getattr(run, "reader", run), records
+        reader: Any = getattr(run, "reader", run)  # a file's reader (its progress can be measured), or the run
+        yield reader, records
 
 
 def records_from(target: Target, from_seq: int) -> Iterator[Record]:

@@ -33,6 +33,7 @@ from plantrail.ledger.rules.decide import check
 from plantrail.ledger.rules.lineage import check_parent
 from plantrail.ledger.stores.jsonl.log import LogReader
 from plantrail.ledger.stores.jsonl.read_ahead import reading
+from plantrail.ledger.stores.jsonl.run import FileRun
 from plantrail.ledger.stores.opener import as_run
 from plantrail.ledger.stores.postgres_run import DatabaseRun
 from plantrail.ledger.stores.protocol import TornTail
@@ -250,11 +251,13 @@ def verify_log(
     """
     # The read makes no cycles (ledger.collector); a forked child reads without the collector too.
     with paused(), as_run(path) as run:
-        if isinstance(run, DatabaseRun):
+        if isinstance(run, FileRun):  # every byte of the file, read ahead by a child for a large log
+            audit, verified, torn, grew = _verify_file(run.reader, anchor, key, on_progress)
+        elif isinstance(run, DatabaseRun):  # every row, each line as stored
             audit, verified = _verify_rows(run.location, anchor, key, on_progress)
             torn, grew = None, False
         else:
-            audit, verified, torn, grew = _verify_file(run.reader, anchor, key, on_progress)
+            raise error("USAGE", f"verify reads a log file or a database run, not {run!r}")
     state = audit.state
     if not audit.anchored:
         assert anchor is not None

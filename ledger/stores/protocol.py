@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, Self, runtime_checkable
 
 from plantrail.ledger.vocabulary.keys import KeyEntry
 
@@ -39,6 +39,7 @@ __all__ = [
     "RunReader",
     "RunWriter",
     "Session",
+    "StateCache",
     "Store",
     "TornTail",
 ]
@@ -125,7 +126,8 @@ class Session(Protocol):
 
 
 class RunWriter(Protocol):
-    """One run's log, opened for appending."""
+    """One run's log, opened for appending. It knows records, not the plan state: what the records mean is the
+    ledger's business (a store that keeps a cache of the state offers :class:`StateCache` too)."""
 
     @property
     def run(self) -> str:
@@ -140,16 +142,22 @@ class RunWriter(Protocol):
         """Make every acknowledged record durable (group commit)."""
         ...
 
+    def close(self) -> None:
+        """Sync what the policy owes and release the store."""
+        ...
+
+
+@runtime_checkable
+class StateCache(Protocol):
+    """An optional capability of a run's writer: a cache of the state the ledger folds (a snapshot beside a file,
+    a summary row in a database). A cache is a hint: it may make a read faster, never change an answer."""
+
     def resume(self) -> Resumed | None:
         """A checked state to start from instead of reading the whole log, if the store keeps one."""
         ...
 
     def checkpoint(self, state: PlanState, keys: Mapping[str, KeyEntry]) -> None:
-        """Keep a snapshot of ``state`` (the fold up to the store's head); a store without a cache ignores it."""
-        ...
-
-    def close(self) -> None:
-        """Sync what the policy owes and release the store."""
+        """Keep what the cache keeps of ``state`` (the fold up to the store's head)."""
         ...
 
 
@@ -226,6 +234,14 @@ class RunReader(Protocol):
 
     def close(self) -> None:
         """Release what the reads hold open (a run object can be used as a context manager)."""
+        ...
+
+    def __enter__(self) -> Self:
+        """The run itself."""
+        ...
+
+    def __exit__(self, *exc: object) -> None:
+        """:meth:`close`."""
         ...
 
 

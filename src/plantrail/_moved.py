@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import sys
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from importlib.abc import Loader, MetaPathFinder
 
 __all__ = ["MOVED", "install"]
 
@@ -66,7 +69,7 @@ class _Alias:
             return None
         from importlib.machinery import ModuleSpec
 
-        return ModuleSpec(name, _Alias, origin=MOVED[name])
+        return ModuleSpec(name, cast("Loader", _Alias), origin=MOVED[name])
 
     @staticmethod
     def create_module(spec: Any) -> ModuleType:
@@ -85,4 +88,4 @@ class _Alias:
 def install() -> None:
     """Put the finder last on the import path's finders (once)."""
     if _Alias not in sys.meta_path:
-        sys.meta_path.append(_Alias)  # type: ignore[arg-type]
+        sys.meta_path.append(cast("MetaPathFinder", _Alias))
