@@ -300,7 +300,7 @@ class Ledger:
     @property
     def unread_state(self) -> PlanState:
         """The state as of this ledger's last turn, where evidence a snapshot pointed at may not be read yet: a
-        :class:`~plantrail.projections.model.LazyText`, read and checked by hash when first used. Opening
+        :class:`~plantrail.ledger.vocabulary.payloads.Payload`, read and checked by hash when first used. Opening
         from a snapshot reads none (no rule reads evidence); a view that prints none (the acknowledgement of
         a command) takes this, every other :attr:`state`."""
         return self._state
@@ -308,7 +308,7 @@ class Ledger:
     def _read(self, state: PlanState) -> PlanState:
         """``state`` with its evidence read (HASH_MISMATCH when a record it comes from changed under it)."""
         if not self._unread:
-            return state  # it holds no LazyText: records appended since are read whole
+            return state  # it holds no unread payload: records appended since are read whole
         shown = self._shown
         if shown is not None and shown[0] is state:
             return shown[1]

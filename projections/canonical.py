@@ -13,8 +13,9 @@ from typing import Any
 
 import orjson
 
+from plantrail.ledger.vocabulary.payloads import Payload
 from plantrail.ledger.vocabulary.versions import plain
-from plantrail.projections.model import LazyText, PlanState, StepState, VersionInfo
+from plantrail.projections.model import PlanState, StepState, VersionInfo
 from plantrail.projections.table import Table
 
 __all__ = ["canonical_bytes", "state_hash"]
@@ -53,7 +54,7 @@ def _default(value: Any) -> Any:
         return body
     if isinstance(value, Table):
         return dict(value.items())
-    if isinstance(value, LazyText):
+    if isinstance(value, Payload):
         return value.resolve()  # the state hash covers the text, as a full replay's does
     # A plan spec (a dataclass): its fields in their declared order, as orjson always wrote dataclasses here
     # (OPT_SORT_KEYS sorts dicts, never a dataclass), without the fields v2 added at their defaults.

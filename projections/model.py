@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Final, Literal, NamedTuple
+from typing import Final, Literal, NamedTuple
 
 from plantrail.ledger.vocabulary.artifacts import Artifact
 from plantrail.ledger.vocabulary.evidence import Usage
+from plantrail.ledger.vocabulary.payloads import Payload
 from plantrail.ledger.vocabulary.plan import PlanSpec
 from plantrail.projections.approvals import Authority
 from plantrail.projections.effects import Effect
@@ -49,57 +49,17 @@ OrphanWhy = Literal["SUPERSEDED_VERSION", "STALE_ATTEMPT", "RUN_FINISHED"]
 FINAL_OUTCOMES: Final = frozenset({"complete", "failed", "cancelled", "partial", "budget_exhausted"})
 
 
-class LazyText:
-    """A large text of evidence that the log holds and that has not been read yet: a writer that starts from a
-    snapshot keeps each such text as this reference (``ref``: where the record carrying it lies, with the
-    record's hash; see :class:`plantrail.ledger.stores.jsonl.cache.TextRef`) instead of reading, decoding and
-    hashing every record back, since no rule reads evidence. The text is read once, when something needs it
-    (:meth:`resolve`, ``str()``, equality, hashing, the canonical and JSON encoders), by ``fill``, which
-    checks the record against its hash (ValueError when the log no longer holds it). A snapshot's encoder
-    writes it back as the same reference without reading it."""
-
-    __slots__ = ("_fill", "_text", "ref")
-
-    def __init__(self, ref: tuple[Any, ...], fill: Callable[[tuple[Any, ...]], str]) -> None:
-        self.ref = ref
-        self._fill = fill
-        self._text: str | None = None
-
-    def resolve(self) -> str:
-        """The text (read and checked on first use; ValueError when the record no longer checks out)."""
-        if self._text is None:
-            self._text = self._fill(self.ref)
-        return self._text
-
-    @property
-    def resolved(self) -> bool:
-        """True once the text was read."""
-        return self._text is not None
-
-    def __str__(self) -> str:
-        return self.resolve()
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, LazyText):
-            if other.ref == self.ref and other._fill is self._fill:
-                return True
-            return self.resolve() == other.resolve()
-        return self.resolve() == other if isinstance(other, str) else NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self.resolve())
-
-    def __repr__(self) -> str:
-        return f"LazyText({self.ref!r})" if self._text is None else repr(self._text)
+#: The name the unread payload had before it joined the vocabulary (the same class).
+LazyText = Payload
 
 
-#: A text of the state that may still be a :class:`LazyText` (evidence in a writer's state started from a
-#: snapshot); every view that reads one goes through :func:`text`.
-Text = str | LazyText
+#: A text of the state that may still be an unread :class:`~plantrail.ledger.vocabulary.payloads.Payload`
+#: (evidence in a writer's state started from a snapshot); every view that reads one goes through :func:`text`.
+Text = str | Payload
 
 
 def text(value: Text) -> str:
-    """The text itself (a :class:`LazyText` is read)."""
+    """The text itself (an unread payload is read)."""
     return value if isinstance(value, str) else value.resolve()
 
 
@@ -333,7 +293,7 @@ def _has_lazy(items: tuple[Text, ...]) -> bool:
 
 
 def holds_lazy(state: PlanState) -> bool:
-    """True when some evidence of ``state`` is a :class:`LazyText` (none is read)."""
+    """True when some evidence of ``state`` is an unread payload (none is read)."""
     return (
         any(_has_lazy(s.evidence) for s in state.steps.values())
         or any(c.evidence is not None and not isinstance(c.evidence, str) for c in state.criteria.values())
@@ -342,7 +302,7 @@ def holds_lazy(state: PlanState) -> bool:
 
 
 def resolved(state: PlanState) -> PlanState:
-    """``state`` with every :class:`LazyText` read (the same object when it holds none); ValueError when one
+    """``state`` with every unread payload read (the same object when it holds none); ValueError when one
     no longer checks out against the log."""
     steps = state.steps
     for s in state.steps.values():

@@ -8,7 +8,7 @@ Large texts need not be copied: given ``refer``, :func:`encode_state` asks it fo
 of the state longer than :data:`INLINE_MAX` characters (evidence, reasons, errors: whatever workers report)
 and writes ``{"$ref": reference}`` in its place when it gets one; :func:`decode_state` asks ``fill`` for the
 string behind each reference, or, given ``lazy``, keeps each reference in evidence (steps', criteria's and
-late results') as the :class:`~plantrail.projections.model.LazyText` it makes, which the encoder writes back
+late results') as the :class:`~plantrail.ledger.vocabulary.payloads.Payload` it makes, which the encoder writes back
 as the same reference without reading it. What a reference is (where the record carrying the text lies in the log) is
 the store's business; this module does no I/O. Plans are written inline (they are the agent's own, not what
 workers report).
@@ -32,6 +32,7 @@ from plantrail.ledger.vocabulary.artifacts import (
 )
 from plantrail.ledger.vocabulary.contract import CheckSpec, StepTerms
 from plantrail.ledger.vocabulary.evidence import Usage
+from plantrail.ledger.vocabulary.payloads import Payload
 from plantrail.ledger.vocabulary.plan import CriterionSpec, PlanSpec, Policy, StepSpec
 from plantrail.ledger.vocabulary.scope import StepScope, TaskScope
 from plantrail.projections.approvals import Approval, Authority, Violation
@@ -42,7 +43,6 @@ from plantrail.projections.model import (
     CriterionState,
     FailureStreak,
     Fork,
-    LazyText,
     Lease,
     Observed,
     Orphan,
@@ -77,7 +77,7 @@ def _default(value: Any) -> Any:
         return value._asdict()
     if isinstance(value, Table):
         return list(value.values_in_order())
-    if isinstance(value, LazyText):
+    if isinstance(value, Payload):
         return value.resolve()
     raise TypeError(f"cannot encode {type(value).__name__}")
 
@@ -92,8 +92,8 @@ INLINE_MAX: Final = 1024
 Refer = Callable[[str], Any]
 #: Given a reference :data:`Refer` made, the string behind it (ValueError when it cannot be had).
 Fill = Callable[[Any], str]
-#: Given a reference in evidence, the :class:`LazyText` that stands for it until it is read.
-Lazy = Callable[[Any], LazyText]
+#: Given a reference in evidence, the :class:`Payload` that stands for it until it is read.
+Lazy = Callable[[Any], Payload]
 
 _REF: Final = "$ref"
 
@@ -106,7 +106,7 @@ def _externalize(value: Any, refer: Refer) -> Any:
             if ref is not None:
                 return {_REF: ref}
         return value
-    if isinstance(value, LazyText):
+    if isinstance(value, Payload):
         return {_REF: list(value.ref)}  # the reference it was read as: the text itself is not needed
     if isinstance(value, tuple) and hasattr(value, "_asdict"):
         return {k: _externalize(v, refer) for k, v in value._asdict().items()}
@@ -314,7 +314,7 @@ def _keep_lazy(d: dict[str, Any], lazy: Lazy) -> int:
 def decode_state(raw: bytes, fill: Fill | None = None, lazy: Lazy | None = None) -> PlanState:
     """The state :func:`encode_state` encoded; ``fill`` gives the string behind each reference (a reference
     without ``fill`` is a ValueError), but with ``lazy`` each reference in evidence is kept as the
-    :class:`LazyText` ``lazy`` makes of it (not read)."""
+    :class:`Payload` ``lazy`` makes of it (not read)."""
     d = orjson.loads(raw)
     # Each reference is an object ``{"$ref": ...}`` and a string holds its quotes escaped: when every such
     # object is evidence kept lazy, none is left to fill.

@@ -57,7 +57,8 @@ import orjson
 
 from plantrail.ledger.stores.jsonl.seal import CacheFolder, seal
 from plantrail.ledger.vocabulary.keys import KeyEntry
-from plantrail.projections.model import LazyText, PlanState
+from plantrail.ledger.vocabulary.payloads import Payload
+from plantrail.projections.model import PlanState
 from plantrail.projections.state_json import (
     INLINE_MAX,
     REDUCER_VERSION,
@@ -223,7 +224,7 @@ def _record_at(fd: int, offset: int, length: int, h: str, before: int, *, rehash
 
 
 class _Reread:
-    """Reads, when a :class:`LazyText` of evidence is first needed, the record it comes from: through its own
+    """Reads, when a :class:`Payload` of evidence is first needed, the record it comes from: through its own
     duplicate of the log's descriptor (the file the snapshot was checked against, whatever its path names
     now; closed once no text needs it), the record's framing and SHA-256 checked (the bytes are no longer
     under a writer's custody then), each record read once. A record that does not check out (the log was
@@ -235,10 +236,10 @@ class _Reread:
         self._before = before
         self._records: dict[int, Any] = {}
 
-    def lazy(self, raw: Any) -> LazyText:
-        """The lazy text a snapshot's reference in evidence stands for (checked only for its shape now)."""
+    def lazy(self, raw: Any) -> Payload:
+        """The unread payload a snapshot's reference in evidence stands for (checked only for its shape now)."""
         offset, length, h, path = raw
-        return LazyText((int(offset), int(length), str(h), tuple(path)), self)
+        return Payload((int(offset), int(length), str(h), tuple(path)), self)
 
     def __call__(self, raw: tuple[Any, ...]) -> str:
         ref = TextRef(*raw)
@@ -447,7 +448,7 @@ def load_snapshot(
     ``check_prefix``, against every byte it covers), else None. Its idempotency index is read only
     ``with_keys`` (writers need it, readers do not); without, ``keys`` is empty. With ``lazy`` (writers, whose
     rules never read evidence) the references in evidence are not read: each is a
-    :class:`~plantrail.projections.model.LazyText`, read and checked by hash from the log when first needed.
+    :class:`~plantrail.ledger.vocabulary.payloads.Payload`, read and checked by hash from the log when first needed.
 
     ``check_prefix`` (writers) proves that the bytes the snapshot covers are the ones its writer checked:
     without reading them when the log is the very file the snapshot recorded, unchanged and not racy (see
