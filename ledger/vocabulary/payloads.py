@@ -56,10 +56,10 @@ class Payload:
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Payload):
-            if other.ref == self.ref and other._fill is self._fill:
-                return True
             if self.digest is not None and other.digest is not None and (self._fill is None or other._fill is None):
                 return self.digest == other.digest
+            if other.ref == self.ref and other._fill is self._fill:
+                return True
             return self.resolve() == other.resolve()
         return self.resolve() == other if isinstance(other, str) else NotImplemented
 
