@@ -120,8 +120,12 @@ def test_log_from_a_seq_inside_a_group_commit_lists_from_that_seq(tmp_path: Path
         assert [event["seq"] for event in orjson.loads(done.output)] == seqs
 
 
-def test_one_question_opens_a_log_once(tmp_path: Path) -> None:
-    """``plantrail why`` reads its log through one run object: one open of the log file (strace)."""
+@pytest.mark.parametrize(
+    "command",
+    [["why"], ["versions"], ["orphans"], ["brief"], ["resume", "--json"], ["replay", "--version", "1"], ["diff"]],
+)
+def test_one_audit_question_opens_a_log_once(tmp_path: Path, command: list[str]) -> None:
+    """An audit read goes through one run object: one open of the log file (strace), its cache aside."""
     strace = "/usr/bin/strace"
     if not os.path.exists(strace):
         if os.environ.get("CI") == "true":
@@ -131,11 +135,12 @@ def test_one_question_opens_a_log_once(tmp_path: Path) -> None:
     log = tmp_path / "replans.jsonl"
     log.write_bytes(sample.read_bytes())
     trace = tmp_path / "trace"
-    script = "import sys\nfrom plantrail.cli.entry import main\nsys.argv = ['plantrail', 'why', sys.argv[1]]\nmain()"
-    subprocess.run(
-        [strace, "-f", "-e", "trace=openat", "-o", str(trace), sys.executable, "-c", script, str(log)],
-        check=True,
+    argv = [command[0], str(log), *command[1:], *(["1", "2"] if command == ["diff"] else [])]
+    script = "import sys\nfrom plantrail.cli.entry import main\nsys.argv = ['plantrail', *sys.argv[1:]]\nmain()"
+    done = subprocess.run(
+        [strace, "-f", "-e", "trace=openat", "-o", str(trace), sys.executable, "-c", script, *argv],
         capture_output=True,
     )
+    assert done.returncode in (0, 10, 11, 12, 13, 14, 15, 16), done.stderr
     opens = [line for line in trace.read_text().splitlines() if f'"{log}"' in line and "ENOENT" not in line]
     assert len(opens) == 1, opens

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from plantrail.ledger.stores.jsonl.cache import Snapshot, load_snapshot, superseded_state
@@ -82,19 +82,28 @@ def superseded_version(log_path: str, version: int, given: int | None = None) ->
 
 
 def read_state(
-    log_path: str, *, use_cache: bool | None = None, stop_at_damage: bool = False, reader: LogReader | None = None
+    log_path: str,
+    *,
+    use_cache: bool | None = None,
+    stop_at_damage: bool = False,
+    reader: LogReader | None = None,
+    fd: int | None = None,
+    open_reader: Callable[[], LogReader] | None = None,
 ) -> ReadResult:
     """The current state of a log, from its snapshot plus the records after it when the snapshot checks out.
 
     A read never writes the cache (only writers leave snapshots). With ``stop_at_damage`` a damaged line ends
     the read instead of raising: the state is that of the valid part, and ``damage`` says what stopped it.
-    ``reader`` is the log's reader when the caller holds one open (a run's own).
+    ``reader`` is the log's reader when the caller holds one open (a run's own); else ``fd`` is the log's open
+    descriptor for the snapshot's check and ``open_reader`` gives the reader when the records must be read.
     """
     cached = use_cache_default() if use_cache is None else use_cache
     if cached:
-        current = _covering_snapshot(log_path, None if reader is None else reader.fd)
+        current = _covering_snapshot(log_path, reader.fd if reader is not None else fd)
         if current is not None:
             return ReadResult(current.state, None, None, current.position.seq)
+    if reader is None and open_reader is not None:
+        reader = open_reader()
     from plantrail.ledger.stores.jsonl.log import opened
     from plantrail.ledger.stores.jsonl.read_ahead import reading
     from plantrail.projections.state import fold

@@ -299,9 +299,11 @@ class LogScan:
 class LogReader:
     """A read-only view of a log: stream its checked records, then learn whether it ends in a torn tail."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, fd: int | None = None) -> None:
+        """Open the log at ``path``; or, with ``fd``, read that descriptor of it (opened as a regular file,
+        read-only: the reader owns it from now on and closes it)."""
         self.path = os.fspath(path)
-        self._fd = _open(self.path, os.O_RDONLY)
+        self._fd = _open(self.path, os.O_RDONLY) if fd is None else fd
         self.torn: TornTail | None = None
         self.end = 0
         self._scan = LogScan(self._fd)

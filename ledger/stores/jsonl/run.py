@@ -37,6 +37,7 @@ class FileRun:
 
     def __init__(self, location: str | os.PathLike[str]) -> None:
         self.location = os.fspath(location)
+        self._fd: int | None = None  # the log opened once; the reader reads a duplicate of it
         self._reader: LogReader | None = None
         self._torn: TornTail | None = None
         self._versions: Versions | None = None
@@ -52,10 +53,13 @@ class FileRun:
         self.close()
 
     def close(self) -> None:
-        """Close the log's reader (a later read opens it again)."""
+        """Close the log (a later read opens it again)."""
         if self._reader is not None:
             self._reader.close()
             self._reader = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     @property
     def store(self) -> FolderStore:
@@ -67,11 +71,19 @@ class FileRun:
         """The log's reader, opened on first use and kept (a caller may measure a read's progress through it)."""
         return self._log()
 
+    def _descriptor(self) -> int:
+        """The log opened read-only, once (NOT_A_FILE, LOG_NOT_FOUND … as for any read of it)."""
+        if self._fd is None:
+            from plantrail.ledger.stores.files import open_regular
+
+            self._fd = open_regular(self.location)
+        return self._fd
+
     def _log(self) -> LogReader:
         if self._reader is None:
             from plantrail.ledger.stores.jsonl.log import LogReader
 
-            self._reader = LogReader(self.location)
+            self._reader = LogReader(self.location, fd=os.dup(self._descriptor()))
         return self._reader
 
     # ----------------------------------------------------------- reading
@@ -168,8 +180,15 @@ class FileRun:
             self._current = ReadResult(self._versions.final, self._versions.torn)
             return self._current
         # A snapshot that covers the whole log answers without the log's reader (nor the codec and the reducer):
-        # the run's reader is used only when it is open already.
-        result = read_state(self.location, use_cache=use_cache, stop_at_damage=stop_at_damage, reader=self._reader)
+        # the run's descriptor serves its check, and the reader is made from it only when records must be read.
+        result = read_state(
+            self.location,
+            use_cache=use_cache,
+            stop_at_damage=stop_at_damage,
+            reader=self._reader,
+            fd=self._descriptor(),
+            open_reader=self._log,
+        )
         if plain:
             self._current = result
         return result
@@ -189,16 +208,12 @@ class FileRun:
         from plantrail.ledger.stores.jsonl.current import superseded_version, use_cache_default
 
         if use_cache_default():
-            ended = superseded_version(self.location, version, self._light_fd())
+            ended = superseded_version(self.location, version, self._descriptor())
             if ended is not None:
                 return ended[0], ended[1], None
         from plantrail.ledger.stores.jsonl.reads import rebuild_version
 
         return rebuild_version(self.location, version, reader=self._log())
-
-    def _light_fd(self) -> int | None:
-        """The open reader's descriptor, when the run has one (a light read opens its own otherwise)."""
-        return None if self._reader is None else self._reader.fd
 
     # ----------------------------------------------------------- writing
 
