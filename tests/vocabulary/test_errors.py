@@ -14,7 +14,7 @@ from plantrail.ledger.api import Ledger
 from plantrail.ledger.vocabulary.errors import ADVICE, CODES, PlantrailError, error
 from tests.conftest import CliResult
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: Words that only make sense at a command line: a plantrail command or a --option.
 CLI_WORDS = re.compile(r"plantrail (repair|create|replan|verify|import|salvage|checkpoint)\b|(^|[\s(`])--[a-z]")
 

@@ -26,7 +26,7 @@ from plantrail.projections.views import ready_steps, status_view
 from tests.helpers.logs import lines_of, rechain, write_lines
 from tests.logs import read_records
 
-SAMPLES = Path(__file__).parent.parent / "samples"
+SAMPLES = Path(__file__).parents[2] / "samples"
 
 #: The state hash of every sample log, as main computed it before format v2 existed (seq 0..end, v1 code);
 #: claude-session.v1.plantrail.jsonl is the v1 importer's log of samples/claude-session.jsonl, kept as it was

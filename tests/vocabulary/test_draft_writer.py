@@ -36,7 +36,7 @@ from plantrail.ledger.vocabulary.scope import StepScope, TaskScope
 from tests.logs import read_records
 from tests.strategies import CHECKS, plans
 
-REALDATA = Path(os.environ.get("PLANTRAIL_REALDATA", Path(__file__).resolve().parents[2] / "shared" / "realdata"))
+REALDATA = Path(os.environ.get("PLANTRAIL_REALDATA", Path(__file__).resolve().parents[3] / "shared" / "realdata"))
 
 IDS = st.sampled_from(["a", "b", "c", "fix-1", "x.y"])
 TEXT = st.text(min_size=1, max_size=10).map(str.strip).filter(bool)
