@@ -221,7 +221,7 @@ def test_the_session_expiry_sample_ends_with_its_turn_budget_spent() -> None:
     decision is budget_exhausted with verify and the criterion still unmet."""
     from plantrail.ledger.stores.jsonl.reads import read_state
 
-    sample = Path(__file__).parent.parent / "samples" / "session-expiry.jsonl"
+    sample = Path(__file__).parents[2] / "samples" / "session-expiry.jsonl"
     assert verify_log(sample).records == 10
     state = read_state(str(sample), use_cache=False).state
     decision = stop_decision(state)

@@ -16,10 +16,10 @@ from plantrail.projections.graph import plan_graph
 from plantrail.projections.graph_render import render_svg
 from plantrail.projections.report import render_report, report_data
 from plantrail.projections.timeline import timeline
-from tests.browser import Opened, launched, open_report, require_browser
 from tests.conftest import SAMPLES
 from tests.logs import read_records
 from tests.pictures import HOSTILE_TITLE, record_replanned_run
+from tests.projections.browser import Opened, launched, open_report, require_browser
 
 REPLANS = SAMPLES / "login-fix-replans.jsonl"
 SVG = "{http://www.w3.org/2000/svg}"

@@ -35,7 +35,7 @@ from tests.strategies import commands, plans, simulate
 #: The bundled plantrail logs (not the transcripts they were imported from).
 SAMPLES = sorted(
     p
-    for p in (Path(__file__).parent.parent / "samples").glob("*.jsonl")
+    for p in (Path(__file__).parents[2] / "samples").glob("*.jsonl")
     if p.read_bytes().startswith(b'{"v":') and b'"type":"log.opened"' in p.read_bytes().split(b"\n", 1)[0]
 )
 
