@@ -21,7 +21,7 @@ from plantrail.ledger.stores.jsonl.log import LogReader
 from plantrail.ledger.timeline import Filter, follow, full_entry, timeline, timeline_entry
 from plantrail.projections.state import evolve, initial
 from tests.conftest import CliResult
-from tests.test_history_index import _recorded
+from tests.stores.test_history_index import _recorded
 
 Cli = Callable[..., CliResult]
 

@@ -40,8 +40,8 @@ from plantrail.projections.views import (
     status_document,
 )
 from tests.conftest import CliResult, Clock
+from tests.stores.test_cache import _payload
 from tests.strategies import commands, plans
-from tests.test_cache import _payload
 
 _NOW = "2026-01-01T00:00:01.000000Z"
 

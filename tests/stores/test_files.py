@@ -92,6 +92,6 @@ def test_a_cap_is_overridden_by_its_environment_variable(monkeypatch: pytest.Mon
 
 def test_docs_limits_lists_every_cap_with_its_variable_and_default() -> None:
     """docs/limits.md has a row for every cap: its input, default in bytes and environment variable."""
-    text = (Path(__file__).resolve().parents[1] / "docs" / "limits.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "limits.md").read_text()
     for limit in LIMITS:
         assert f"| {limit.what} | {limit.default:,} | `{limit.env}` |" in text, limit

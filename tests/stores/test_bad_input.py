@@ -334,7 +334,7 @@ def damaged_before_zeros(env: Env) -> str:
     return str(env.log)
 
 
-TRANSCRIPT = Path(__file__).parent / "fixtures" / "transcripts" / "codex_rollout.jsonl"
+TRANSCRIPT = Path(__file__).parents[1] / "fixtures" / "transcripts" / "codex_rollout.jsonl"
 
 #: Inputs that hung a reader or exhausted memory; each runs in a child process under MEMORY_LIMIT of address
 #: space and HANG_TIMEOUT seconds, so that a regression fails instead of taking the machine down.
@@ -611,7 +611,7 @@ def test_an_opencode_time_no_calendar_holds_imports_without_it(
 ) -> None:
     """An OpenCode export whose todowrite call started at a time outside the years 1-9999 imports (the
     update is stamped like one without a time), instead of crashing."""
-    fixture = Path(__file__).parent / "fixtures" / "transcripts" / "opencode_export.json"
+    fixture = Path(__file__).parents[1] / "fixtures" / "transcripts" / "opencode_export.json"
     text = fixture.read_text()
     first = '"time": {"start": 1769203365000'
     assert first in text

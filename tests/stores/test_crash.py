@@ -30,7 +30,7 @@ from plantrail.ledger.stores.jsonl.log import LogReader
 from plantrail.ledger.stores.jsonl.salvage import salvage
 from plantrail.ledger.verify import verify_log
 from tests.conftest import LOGIN_DRAFT
-from tests.helpers.crash import Acked, crash_writer, drain, parse_acks
+from tests.stores.crash import Acked, crash_writer, drain, parse_acks
 
 SINGLE_WRITER = (20, 1000)  # trials: default run, --full
 THREE_WRITERS = (10, 300)

@@ -22,8 +22,8 @@ from plantrail.ledger.vocabulary.plan import PlanSpec
 from plantrail.projections.canonical import state_hash
 from plantrail.projections.state_json import INLINE_MAX
 from tests.conftest import LOGIN_DRAFT, CliResult
+from tests.stores.test_cache import _payload
 from tests.strategies import commands, plans
-from tests.test_cache import _payload
 
 
 def _enlarge(command: Command, factor: int) -> Command:

@@ -20,7 +20,7 @@ from plantrail.ledger.api import Ledger
 from plantrail.ledger.stores.jsonl.log import LogReader
 from plantrail.ledger.verify import verify_log
 from tests.conftest import LOGIN_DRAFT
-from tests.helpers.concurrency import (
+from tests.stores.concurrency import (
     AppendReport,
     KeyResult,
     append_worker,
