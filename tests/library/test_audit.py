@@ -64,7 +64,7 @@ def test_each_view_returns_what_the_cli_prints_with_json(view: str, log: Path, r
     assert call(log) == _cli(run_cli, log, args).json()
 
 
-SAMPLE = Path(__file__).resolve().parents[1] / "samples" / "login-fix-replans.jsonl"
+SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "login-fix-replans.jsonl"
 
 
 @pytest.mark.parametrize(
