@@ -28,7 +28,7 @@ from plantrail.ledger.verify import verify_log
 from plantrail.projections.canonical import state_hash
 from plantrail.projections.state import fold
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 REALDATA = Path(os.environ.get("PLANTRAIL_REALDATA", ROOT.parent / "shared" / "realdata"))
 LEAD = "claude-code-tasks__daaain-real_projects__experiments-worktrees__ef958aa1.jsonl"
 SUBAGENT = "claude-code-tasks__daaain-real_projects__experiments-worktrees__ef958aa1__subagent-a52886dc180afb356.jsonl"

@@ -22,7 +22,7 @@ from plantrail.ledger.importers import (
     parse_transcript,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "transcripts"
 REALDATA = Path(os.environ.get("PLANTRAIL_REALDATA", ROOT.parent / "shared" / "realdata"))
 

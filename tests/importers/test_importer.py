@@ -24,9 +24,9 @@ from plantrail.projections.history import history
 from plantrail.projections.model import PlanState
 from plantrail.projections.state import fold
 from plantrail.projections.views import ready_steps
-from tests.transcripts import Claude, Cline, Codex, OpenCode
+from tests.importers.transcripts import Claude, Cline, Codex, OpenCode
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "transcripts"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
 Builder = Claude | Codex | OpenCode | Cline
 
 

@@ -17,7 +17,7 @@ from plantrail.ledger.vocabulary.events import Record
 from plantrail.projections.model import PlanState
 from plantrail.projections.state import fold
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "transcripts"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
 
 
 def imported(tmp_path: Path, fixture: str, format: str | None = None) -> ImportReport:

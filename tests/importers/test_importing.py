@@ -10,7 +10,7 @@ import pytest
 from plantrail.ledger.importers import import_transcript
 from tests.conftest import SAMPLES, CliResult
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "transcripts"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
 SAMPLE = SAMPLES / "claude-session.jsonl"
 SAMPLE_LOG = SAMPLES / "claude-session.plantrail.jsonl"
 

@@ -23,7 +23,7 @@ from plantrail.projections.state import fold
 from plantrail.projections.views import ready_steps
 from tests.conftest import CliResult
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "transcripts"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
 
 
 def imported(tmp_path: Path, fixture: str) -> ImportReport:
@@ -282,7 +282,7 @@ def test_an_approval_with_edits_grants_the_proposal_and_adopts_the_users_plan(tm
 
 def test_the_users_words_in_a_refused_call_explain_the_next_replan(tmp_path: Path) -> None:
     """A TodoWrite after a refusal whose result quotes the user is a user_request with their words as the why."""
-    from tests.transcripts import Claude
+    from tests.importers.transcripts import Claude
 
     session = Claude()
     session.user("Clean up the logging setup in the worker service please")
