@@ -13,8 +13,8 @@ import pytest
 
 from plantrail.ledger.capture.hook import ERRORS_FILE, gemini_hook, opencode_hook
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hooks"
-INTEGRATIONS = Path(__file__).resolve().parent.parent / "integrations"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "hooks"
+INTEGRATIONS = Path(__file__).resolve().parents[2] / "integrations"
 
 
 @pytest.fixture

@@ -13,10 +13,10 @@ from typing import Any
 import orjson
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "integrations" / "opencode" / "plantrail.ts"
-DRIVER = Path(__file__).resolve().parent / "helpers" / "opencode_driver.mjs"
-EVENTS = Path(__file__).resolve().parent / "fixtures" / "hooks" / "opencode_events.jsonl"
+DRIVER = Path(__file__).resolve().parent / "opencode_driver.mjs"
+EVENTS = Path(__file__).resolve().parents[1] / "fixtures" / "hooks" / "opencode_events.jsonl"
 NODE = shutil.which("node")
 
 

@@ -18,7 +18,7 @@ from tests.conftest import SAMPLES, CliResult
 from tests.helpers.hook_payloads import as_hooks_see, payloads_of, post_tool_use, prompt
 from tests.helpers.story import story
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "transcripts"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
 TRANSCRIPTS = (
     SAMPLES / "claude-session.jsonl",
     FIXTURES / "claude_tasks_lead.jsonl",
@@ -359,7 +359,7 @@ def test_subagent_stop_merges_the_subagents_plan_calls(project: Path) -> None:
     assert log.read_bytes() == after_first
 
 
-REALDATA = Path(__file__).resolve().parents[1].parent / "shared" / "realdata"
+REALDATA = Path(__file__).resolve().parents[2].parent / "shared" / "realdata"
 REAL_CLAUDE = sorted(p.name for p in REALDATA.glob("claude-code*.jsonl") if "__subagent" not in p.name)
 
 

@@ -12,7 +12,7 @@ from plantrail.ledger.importers import import_transcript
 from tests.helpers.hook_payloads import payloads_of, post_tool_use, post_tool_use_failure
 from tests.helpers.story import story
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "transcripts"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
 REFUSAL = (
     "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, "
     "the new_string was NOT written to the file). To tell you how to proceed, the user said:\n"

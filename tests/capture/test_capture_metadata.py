@@ -156,7 +156,7 @@ def test_opencode_events_unread_properties_are_kept(project: Path) -> None:
 
 def test_gemini_payloads_unread_fields_are_kept(project: Path) -> None:
     """An AfterTool payload's fields the Gemini CLI hook adapter does not read are in its events' source meta."""
-    fixture = Path(__file__).resolve().parent / "fixtures" / "hooks" / "gemini_session.jsonl"
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "hooks" / "gemini_session.jsonl"
     payloads = [
         orjson.loads(line.replace(b"PROJECT", str(project).encode())) for line in fixture.read_bytes().splitlines()[:3]
     ]

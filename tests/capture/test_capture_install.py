@@ -12,7 +12,7 @@ from plantrail.ledger.capture.install import CLAUDE_HOOKS, HANDLER, install_clau
 from plantrail.ledger.vocabulary.errors import PlantrailError
 from tests.conftest import CliResult
 
-PLUGIN = Path(__file__).resolve().parent.parent / "integrations" / "claude-code"
+PLUGIN = Path(__file__).resolve().parents[2] / "integrations" / "claude-code"
 THEIRS = {
     "model": "opus",
     "permissions": {"allow": ["Bash(ls:*)"]},

@@ -22,7 +22,7 @@ from tests.conftest import SAMPLES, CliResult
 from tests.helpers.story import story
 
 SAMPLE = SAMPLES / "claude-session.jsonl"
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "transcripts"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "transcripts"
 
 
 def _lines(path: Path) -> list[bytes]:
