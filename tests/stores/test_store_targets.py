@@ -12,9 +12,9 @@ from typing import Any
 import orjson
 import pytest
 
+from tests.cli.test_cli_stores import database  # noqa: F401  (the fixture: a fresh database on the test server)
 from tests.conftest import SAMPLES, CliResult
 from tests.helpers.story import story
-from tests.test_cli_stores import database  # noqa: F401  (the fixture: a fresh database on the test server)
 
 psycopg = __import__("psycopg") if os.environ.get("CI") == "true" else pytest.importorskip("psycopg")
 

@@ -66,7 +66,7 @@ def hostile_draft(goal_suffix: str = "") -> dict[str, object]:
 
 def hostile_transcript(tmp: Path) -> Path:
     """The Codex fixture with a plan item's text replaced by the hostile string (JSON inside a JSON string)."""
-    fixture = Path(__file__).parent / "fixtures" / "transcripts" / "codex_rollout.jsonl"
+    fixture = Path(__file__).parents[1] / "fixtures" / "transcripts" / "codex_rollout.jsonl"
     inner = json.dumps(HOSTILE_IN_FILES)[1:-1]  # as written in update_plan's arguments
     outer = json.dumps(inner)[1:-1]  # as written in the rollout line
     text = fixture.read_text().replace("Add the Prusa MK4 profile", outer)

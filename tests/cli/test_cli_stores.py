@@ -20,7 +20,7 @@ from tests.helpers.stores import postgres_url, unique_run
 
 psycopg = __import__("psycopg") if os.environ.get("CI") == "true" else pytest.importorskip("psycopg")
 
-SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 _HASH = re.compile(r"\b[0-9a-f]{64}\b")
 _TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
 #: What only one store has: JSONL's snapshot and the bytes and times of records written at different moments.
