@@ -15,7 +15,7 @@ from plantrail.ledger.api import Ledger
 from plantrail.projections.report import CHANGE_FIELDS, VERSION_FIELDS, read_embedded, render_report, report_data
 from tests.conftest import SAMPLES, CliResult
 from tests.pictures import HOSTILE_TITLE, record_replanned_run
-from tests.test_packaging import wheels
+from tests.project.test_packaging import wheels
 
 __all__ = ["wheels"]  # the packaging tests' wheel, built once per module
 

@@ -15,7 +15,7 @@ from plantrail.cli.main import all_commands
 from plantrail.ledger.vocabulary.errors import CODES, error
 from tests.conftest import CliResult
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 PAGES = [README, *DOCS]

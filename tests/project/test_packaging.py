@@ -15,7 +15,7 @@ import pytest
 
 import plantrail
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OLD_NAMES = ("ledger", "projections", "cli")
 
 

@@ -12,7 +12,7 @@ import pytest
 import plantrail
 from plantrail import Ledger, audit
 
-LIBRARY = Path(__file__).resolve().parents[1] / "docs" / "library.md"
+LIBRARY = Path(__file__).resolve().parents[2] / "docs" / "library.md"
 TEXT = LIBRARY.read_text(encoding="utf-8")
 EXAMPLES = re.findall(r"^```python\n(.*?)^```$", TEXT, flags=re.MULTILINE | re.DOTALL)
 

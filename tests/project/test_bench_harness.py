@@ -176,7 +176,7 @@ def test_versus_times_each_install_against_the_loop(capsys: pytest.CaptureFixtur
 
     if not Path(sys.prefix, "bin", "plantrail").exists():
         pytest.skip("plantrail is not installed in this interpreter's environment")
-    log = Path(__file__).parent.parent / "samples" / "login-fix-replans.jsonl"
+    log = Path(__file__).parents[2] / "samples" / "login-fix-replans.jsonl"
     assert versus.main([str(log), f"here={sys.prefix}", "--command", "verify", "--repeats", "2"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].endswith("medians of 2, interleaved")
