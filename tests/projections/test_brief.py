@@ -111,7 +111,7 @@ def test_the_brief_sorts_the_steps_by_what_became_of_them(three_done_one_failed:
     assert doc["budget"]["steps"]["bundle"]["attempts"]["left"] == 1
 
 
-def test_seed_002_a_patch_written_from_the_brief_alone_adds_a_repair_edge_and_keeps_the_completed_work(
+def test_a_patch_written_from_the_brief_alone_adds_a_repair_edge_and_keeps_the_completed_work(
     three_done_one_failed: Ledger, tmp_path: Path
 ) -> None:
     """From 3 of 6 steps completed and 1 failed, a patch built only from the brief adds a repair step named by
@@ -153,7 +153,7 @@ def test_seed_002_a_patch_written_from_the_brief_alone_adds_a_repair_edge_and_ke
     assert [(s["id"], s["step"].get("on_failure")) for s in final["failed"]] == [("bundle", "repair-bundle")]
 
 
-def test_seed_001_12_3_a_patch_replayed_from_the_log_gives_the_same_task_graph(
+def test_a_patch_replayed_from_the_log_gives_the_same_task_graph(
     three_done_one_failed: Ledger, tmp_path: Path, clock: Clock
 ) -> None:
     """Seed 001 12.3 (PlanPatch 可从 trace 重放并得到相同任务图): the patch the log records, applied to the plan the

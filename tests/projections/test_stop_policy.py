@@ -35,7 +35,7 @@ def spent(turns: int = 0, tool_calls: int = 0, cost: float = 0.0, exit_code: int
     return Report(exit_code=exit_code, usage=Usage(turns=turns, tool_calls=tool_calls, cost_usd=cost))
 
 
-def test_seed_004_stop_policy_continue(make_ledger: Callable[..., Ledger]) -> None:
+def test_stop_policy_continue(make_ledger: Callable[..., Ledger]) -> None:
     """stop_policy.js case 1: nothing holds, so the run continues with the next bounded step."""
     ledger = make_ledger(session_draft(max_turns=6))
     ledger.start("implement")
@@ -43,7 +43,7 @@ def test_seed_004_stop_policy_continue(make_ledger: Callable[..., Ledger]) -> No
     assert stop_decision(ledger.state).outcome == "continue"
 
 
-def test_seed_004_stop_policy_repeated_failure_stops(make_ledger: Callable[..., Ledger], tmp_path: Path) -> None:
+def test_stop_policy_repeated_failure_stops(make_ledger: Callable[..., Ledger], tmp_path: Path) -> None:
     """stop_policy.js case 3: the same failure twice (a v2 plan's default) is failed for no progress; start is
     refused STOP_POLICY with the log unchanged, and resume exits 14."""
     ledger = make_ledger(session_draft(max_turns=60))
@@ -69,7 +69,7 @@ def test_a_different_failure_is_progress(make_ledger: Callable[..., Ledger]) -> 
     assert stop_decision(ledger.state).outcome == "continue"
 
 
-def test_seed_004_stop_policy_turn_budget_exhausted(make_ledger: Callable[..., Ledger]) -> None:
+def test_stop_policy_turn_budget_exhausted(make_ledger: Callable[..., Ledger]) -> None:
     """stop_policy.js case 4: the turn budget used up is budget_exhausted, listing what is still unmet."""
     ledger = make_ledger(session_draft(max_turns=6))
     ledger.start("implement")
@@ -79,7 +79,7 @@ def test_seed_004_stop_policy_turn_budget_exhausted(make_ledger: Callable[..., L
     assert decision.unmet == ("step:verify", "criterion:expired-gets-401")
 
 
-def test_seed_004_stop_policy_complete_wins_over_a_spent_budget(make_ledger: Callable[..., Ledger]) -> None:
+def test_stop_policy_complete_wins_over_a_spent_budget(make_ledger: Callable[..., Ledger]) -> None:
     """stop_policy.js case 5 and the order: every check passed is complete even with the budget spent."""
     ledger = make_ledger(session_draft(max_turns=2))
     ledger.start("implement")

@@ -77,7 +77,7 @@ def scoped(make_ledger: Callable[..., Ledger]) -> Ledger:
 # --------------------------------------------------------------------------- seed 001 12.2
 
 
-def test_seed_001_12_2_a_step_writing_outside_the_write_scope_never_enters_ready(tmp_path: Path) -> None:
+def test_a_step_writing_outside_the_write_scope_never_enters_ready(tmp_path: Path) -> None:
     """超出 writeScopes 的步骤不进入 ready: a plan whose step writes outside the task scope is never adopted."""
     draft = scoped_draft()
     draft["steps"][0]["writes"] = ["package.json"]
@@ -91,7 +91,7 @@ def test_seed_001_12_2_a_step_writing_outside_the_write_scope_never_enters_ready
     assert not (tmp_path / "run.jsonl").exists()
 
 
-def test_seed_001_12_2_a_high_impact_step_produces_approval_events(scoped: Ledger, tmp_path: Path) -> None:
+def test_a_high_impact_step_produces_approval_events(scoped: Ledger, tmp_path: Path) -> None:
     """高影响节点会产生审批事件: deploy waits for an approval, which is requested and granted as events."""
     log = tmp_path / "run.jsonl"
     assert wait_reasons(scoped.state)["deploy"] == [
@@ -118,7 +118,7 @@ def test_seed_001_12_2_a_high_impact_step_produces_approval_events(scoped: Ledge
     verify_log(log)
 
 
-def test_seed_001_12_2_two_steps_whose_write_scopes_conflict_never_run_at_once(scoped: Ledger, tmp_path: Path) -> None:
+def test_two_steps_whose_write_scopes_conflict_never_run_at_once(scoped: Ledger, tmp_path: Path) -> None:
     """两个写范围冲突的节点不会同时执行: refactor (src/*) waits while implement (src/session.js) runs, even
     with max_in_progress unlimited; disjoint and read-only steps run alongside."""
     log = tmp_path / "run.jsonl"
@@ -137,7 +137,7 @@ def test_seed_001_12_2_two_steps_whose_write_scopes_conflict_never_run_at_once(s
 # --------------------------------------------------------------------------- scope violations
 
 
-def test_seed_004_stop_policy_a_change_outside_scope_pauses(scoped: Ledger, tmp_path: Path) -> None:
+def test_stop_policy_a_change_outside_scope_pauses(scoped: Ledger, tmp_path: Path) -> None:
     """stop_policy.js "PAUSE: proposed change is outside scope": a completion that changed package.json is
     recorded as the blocked attempt scope_violation, and the stop policy says paused (rule 2)."""
     scoped.start("implement")

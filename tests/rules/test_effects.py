@@ -86,7 +86,7 @@ def _path(ledger: Ledger) -> Path:
 # --------------------------------------------------------------------------- seed 001 12.2, 10 and 9.3
 
 
-def test_seed_001_12_2_committed_effects_are_recorded_apart_from_effects_only_requested(
+def test_committed_effects_are_recorded_apart_from_effects_only_requested(
     make_ledger: Callable[..., Ledger],
 ) -> None:
     """An effect only requested is in doubt and one committed is committed: two records, two standings."""
@@ -103,7 +103,7 @@ def test_seed_001_12_2_committed_effects_are_recorded_apart_from_effects_only_re
     assert types[-3:] == ["effect.requested", "effect.requested", "effect.committed"]
 
 
-def test_seed_001_12_2_a_high_impact_effect_needs_an_approval_event(make_ledger: Callable[..., Ledger]) -> None:
+def test_a_high_impact_effect_needs_an_approval_event(make_ledger: Callable[..., Ledger]) -> None:
     """A step whose effects require approval cannot request one until an approval for the version is granted."""
     ledger = _deploying(make_ledger, gated=True)
     refused = _refused(ledger, "APPROVAL_REQUIRED", lambda: ledger.request_effect("deploy", "deploy-42", "prod"))
@@ -122,7 +122,7 @@ def test_seed_001_12_2_a_high_impact_effect_needs_an_approval_event(make_ledger:
     ]
 
 
-def test_seed_001_12_2_a_denied_or_stale_approval_does_not_open_the_effect_gate(
+def test_a_denied_or_stale_approval_does_not_open_the_effect_gate(
     make_ledger: Callable[..., Ledger],
 ) -> None:
     """An approval granted for an earlier plan version does not cover the effects of the version after a replan."""
@@ -136,7 +136,7 @@ def test_seed_001_12_2_a_denied_or_stale_approval_does_not_open_the_effect_gate(
     _refused(ledger, "APPROVAL_REQUIRED", lambda: ledger.request_effect("deploy", "deploy-42", "prod"))
 
 
-def test_seed_001_10_a_repeated_request_follows_an_explicit_conflict_contract(
+def test_a_repeated_request_follows_an_explicit_conflict_contract(
     make_ledger: Callable[..., Ledger],
 ) -> None:
     """The same key again is refused by the same attempt and after its commit, and for another target or step."""
@@ -167,7 +167,7 @@ def test_a_retried_command_with_its_idempotency_key_gets_the_original_ack(make_l
     )
 
 
-def test_seed_001_9_3_a_cancelled_steps_effect_is_recorded_before_compensation_is_judged(
+def test_a_cancelled_steps_effect_is_recorded_before_compensation_is_judged(
     make_ledger: Callable[..., Ledger],
 ) -> None:
     """A step in progress when a replan lands still records its effect's commit: late, and the effect committed."""

@@ -74,7 +74,7 @@ def all_steps_done(make_ledger: MakeLedger) -> Ledger:
     return ledger
 
 
-def test_seed_001_12_4_every_step_succeeds_but_the_final_check_fails_so_the_goal_stays_unfinished(
+def test_every_step_succeeds_but_the_final_check_fails_so_the_goal_stays_unfinished(
     make_ledger: MakeLedger, tmp_path: Path
 ) -> None:
     """Seed 001 12.4: with every step completed and the final check failing, the criterion cannot pass, the stop
@@ -106,7 +106,7 @@ def test_seed_001_12_4_every_step_succeeds_but_the_final_check_fails_so_the_goal
     ],
     ids=["no-report", "self-report-only", "truncated", "not-started", "wrong-exit"],
 )
-def test_seed_001_12_4_the_planners_own_word_does_not_bypass_the_checker(
+def test_the_planners_own_word_does_not_bypass_the_checker(
     make_ledger: MakeLedger, tmp_path: Path, report: Report | None
 ) -> None:
     """Seed 001 12.4: a completion whose evidence text claims success passes only on an observation that meets the

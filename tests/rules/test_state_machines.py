@@ -29,28 +29,28 @@ def _code(action: Callable[[], Any]) -> str:
 # --------------------------------------------------------------------------- seed 000
 
 
-def test_seed000_rejects_a_step_whose_dependency_is_unfinished(make_ledger: MakeLedger) -> None:
+def test_plan_rejects_a_step_whose_dependency_is_unfinished(make_ledger: MakeLedger) -> None:
     """The next step is reproduce; starting diagnose first is refused as not ready."""
     ledger = make_ledger()
     assert ready_steps(ledger.state)[0] == "reproduce"
     assert _code(lambda: ledger.start("diagnose")) == "STEP_NOT_READY"
 
 
-def test_seed000_prevents_two_steps_from_running_at_once(make_ledger: MakeLedger) -> None:
+def test_plan_prevents_two_steps_from_running_at_once(make_ledger: MakeLedger) -> None:
     """With reproduce running, starting diagnose is refused because a step is already in progress."""
     ledger = make_ledger()
     ledger.start("reproduce")
     assert _code(lambda: ledger.start("diagnose")) == "STEP_ALREADY_ACTIVE"
 
 
-def test_seed000_requires_evidence_before_completing(make_ledger: MakeLedger) -> None:
+def test_plan_requires_evidence_before_completing(make_ledger: MakeLedger) -> None:
     """Blank evidence cannot complete a step."""
     ledger = make_ledger()
     ledger.start("reproduce")
     assert _code(lambda: ledger.complete("reproduce", ["   "])) == "EVIDENCE_REQUIRED"
 
 
-def test_seed000_replans_after_repeated_tool_failures(make_ledger: MakeLedger) -> None:
+def test_plan_replans_after_repeated_tool_failures(make_ledger: MakeLedger) -> None:
     """Two consecutive failures make the advice repeated_tool_failure."""
     ledger = make_ledger()
     ledger.start("reproduce")
@@ -61,7 +61,7 @@ def test_seed000_replans_after_repeated_tool_failures(make_ledger: MakeLedger) -
     assert advice(ledger.state) == "repeated_tool_failure"
 
 
-def test_seed000_preserves_completed_work_when_replanning(make_ledger: MakeLedger, draft: dict[str, Any]) -> None:
+def test_plan_preserves_completed_work_when_replanning(make_ledger: MakeLedger, draft: dict[str, Any]) -> None:
     """A replan that only rewords diagnose keeps reproduce completed with its evidence; the goal is kept."""
     ledger = make_ledger()
     ledger.start("reproduce")
@@ -76,7 +76,7 @@ def test_seed000_preserves_completed_work_when_replanning(make_ledger: MakeLedge
     assert (kept.status, kept.evidence) == ("completed", ("login.test.ts fails with 401",))
 
 
-def test_seed000_invalidates_completed_work_when_the_contract_changes(make_ledger: MakeLedger) -> None:
+def test_plan_invalidates_completed_work_when_the_contract_changes(make_ledger: MakeLedger) -> None:
     """A completed step whose title and evidence requirement change starts again, pending with no evidence."""
     ledger = make_ledger()
     ledger.start("reproduce")
@@ -100,7 +100,7 @@ def test_seed000_invalidates_completed_work_when_the_contract_changes(make_ledge
     assert (step.status, step.evidence, step.reset) == ("pending", (), "contract_changed")
 
 
-def test_seed000_invalidates_passed_criteria_when_their_description_changes(
+def test_plan_invalidates_passed_criteria_when_their_description_changes(
     make_ledger: MakeLedger, draft: dict[str, Any]
 ) -> None:
     """A passed criterion whose description changes returns to unverified, without its evidence."""
@@ -112,7 +112,7 @@ def test_seed000_invalidates_passed_criteria_when_their_description_changes(
     assert (criterion.status, criterion.evidence) == ("unverified", None)
 
 
-def test_seed000_rejects_duplicate_acceptance_criterion_ids() -> None:
+def test_plan_rejects_duplicate_acceptance_criterion_ids() -> None:
     """Two criteria named the same are refused."""
     raw = {
         "goal": "g",
@@ -124,7 +124,7 @@ def test_seed000_rejects_duplicate_acceptance_criterion_ids() -> None:
     assert _code(lambda: build_plan(parse_draft(raw))) == "DUPLICATE_CRITERION_ID"
 
 
-def test_seed000_rejects_early_completion_while_criteria_remain_unverified(make_ledger: MakeLedger) -> None:
+def test_plan_rejects_early_completion_while_criteria_remain_unverified(make_ledger: MakeLedger) -> None:
     """Every step completed but a criterion unverified: the run cannot finish complete; once it passes it can."""
     ledger = make_ledger()
     for step in ("reproduce", "diagnose"):
@@ -146,7 +146,7 @@ TODO = PlanSpec(
 )
 
 
-def test_seed003_ids_are_stable_and_ordered() -> None:
+def test_todo_ids_are_stable_and_ordered() -> None:
     """Twelve todos keep their zero-padded ids in creation order; a status change never moves them."""
     expected = [f"todo-{i:03d}" for i in range(1, 13)]
     assert list(fold(_records(TODO, [])).steps) == expected
@@ -185,7 +185,7 @@ def _records(plan: PlanSpec, commands: list[Any]) -> list[Record]:
     return records
 
 
-def test_seed003_only_legal_transitions(make_ledger: MakeLedger) -> None:
+def test_todo_only_legal_transitions(make_ledger: MakeLedger) -> None:
     """pending -> in_progress -> completed|blocked; nothing else (complete from pending, block from completed)."""
     ledger = make_ledger(_todo_draft(2))
     assert _code(lambda: ledger.complete("todo-001", ["x"])) == "INVALID_TRANSITION"
@@ -196,7 +196,7 @@ def test_seed003_only_legal_transitions(make_ledger: MakeLedger) -> None:
     assert _code(lambda: ledger.start("todo-001")) == "INVALID_TRANSITION"
 
 
-def test_seed003_block_requires_a_reason_and_keeps_it_trimmed(make_ledger: MakeLedger) -> None:
+def test_todo_block_requires_a_reason_and_keeps_it_trimmed(make_ledger: MakeLedger) -> None:
     """An empty block reason is refused; a real one is stored trimmed."""
     ledger = make_ledger(_todo_draft(1))
     ledger.start("todo-001")
@@ -205,7 +205,7 @@ def test_seed003_block_requires_a_reason_and_keeps_it_trimmed(make_ledger: MakeL
     assert ledger.state.steps["todo-001"].reason == "waiting for API key"
 
 
-def test_seed003_unknown_id_is_refused_before_any_transition(make_ledger: MakeLedger) -> None:
+def test_todo_unknown_id_is_refused_before_any_transition(make_ledger: MakeLedger) -> None:
     """An unknown id is STEP_NOT_FOUND for every command."""
     ledger = make_ledger(_todo_draft(1))
     for action in (
@@ -216,7 +216,7 @@ def test_seed003_unknown_id_is_refused_before_any_transition(make_ledger: MakeLe
         assert _code(action) == "STEP_NOT_FOUND"
 
 
-def test_seed003_snapshots_are_immutable(make_ledger: MakeLedger) -> None:
+def test_todo_snapshots_are_immutable(make_ledger: MakeLedger) -> None:
     """A state handed to a caller cannot be changed, not even one step inside it."""
     ledger = make_ledger(_todo_draft(1))
     state = ledger.state
@@ -246,7 +246,7 @@ _OPS = st.lists(
 
 @settings(max_examples=200, deadline=None)
 @given(_OPS)
-def test_seed003_no_sequence_of_operations_makes_two_todos_in_progress(ops: list[tuple[str, int]]) -> None:
+def test_todo_no_sequence_of_operations_makes_two_todos_in_progress(ops: list[tuple[str, int]]) -> None:
     """Whatever the operations (legal or not), at most one todo is ever in progress (seed 003's homework)."""
     plan = PlanSpec(
         goal="todo",

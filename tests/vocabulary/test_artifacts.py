@@ -99,7 +99,7 @@ def test_a_draft_with_artifacts_parses_into_the_steps_terms_and_the_tasks_artifa
     assert [(o.key, o.version) for o in plan.artifacts.observed] == [("repo", "r1")]
 
 
-def test_seed_001_12_1_a_dangling_input_is_refused_naming_step_and_input() -> None:
+def test_a_dangling_input_is_refused_naming_step_and_input() -> None:
     """Each kind of dangling inputRef (unknown step, undeclared output, undeclared initial input, a step not
     upstream) is its own INPUT_DANGLING problem naming the step and the input, all listed at once."""
     raw = draft()
@@ -229,7 +229,7 @@ def test_a_step_without_outputs_refuses_an_artifact(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- invalidation by digest
 
 
-def test_seed_001_12_3_a_producer_rerun_with_a_new_digest_makes_its_completed_consumer_stale(tmp_path: Path) -> None:
+def test_a_producer_rerun_with_a_new_digest_makes_its_completed_consumer_stale(tmp_path: Path) -> None:
     """After a replan resets the producer, its completion with another digest makes the completed consumer stale;
     unrelated completed work (docs, survey) is kept."""
     ledger = Ledger.create(tmp_path / "run.jsonl", draft())
@@ -326,7 +326,7 @@ def test_a_stale_step_never_satisfies_a_dependency(tmp_path: Path) -> None:
     assert caught.value.code == "STEP_NOT_READY"
 
 
-def test_seed_001_12_3_a_consumer_in_progress_is_cancelled_and_its_late_result_is_an_orphan(tmp_path: Path) -> None:
+def test_a_consumer_in_progress_is_cancelled_and_its_late_result_is_an_orphan(tmp_path: Path) -> None:
     """An observation change marks the consumer in progress for cancellation: next and resume list it, its result
     lands on the orphan path, abandon makes it stale, and it can start again on the current version."""
     ledger = Ledger.create(tmp_path / "run.jsonl", draft())

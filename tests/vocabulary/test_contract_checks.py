@@ -75,7 +75,7 @@ def _refused(ledger: Ledger, log: Path, code: str, action: Callable[[], object])
     return caught.value
 
 
-def test_seed_004_checkpoint_runner_expected_exit_codes(make_ledger: Callable[..., Ledger], tmp_path: Path) -> None:
+def test_command_checks_expect_their_exit_codes(make_ledger: Callable[..., Ledger], tmp_path: Path) -> None:
     """checkpoint_runner.js: exit 1 passes the reproduction, exit 0 the fix, exit 2 refuses verify; completed =
     reproduce, implement, and the failed check is recorded as a fail with the same record."""
     ledger = make_ledger(session_draft())

@@ -75,7 +75,7 @@ def test_the_coverage_matrix_names_the_steps_and_checks_that_cover_each_criterio
     }
 
 
-def test_seed_001_12_1_every_required_success_condition_has_a_source_of_evidence() -> None:
+def test_every_required_success_condition_has_a_source_of_evidence() -> None:
     """Seed 001 12.1 (每个必要成功条件至少有一个证据来源): a criterion no step and no check covers is named."""
     draft = _without_covers(COVERED, "fix")
     found = check_draft(draft)
