@@ -70,7 +70,7 @@ def _write(path: Path, lines: list[dict[str, Any]]) -> Path:
 
 
 def _stop(project: Path, transcript: Path, **extra: Any) -> dict[str, Any]:
-    """A Stop payload (docs/hooks.md)."""
+    """A Stop payload, as Claude Code's hooks reference documents it."""
     return {
         "session_id": SESSION,
         "transcript_path": str(transcript),

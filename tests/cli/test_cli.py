@@ -28,7 +28,7 @@ def test_every_command_has_help_with_an_example(name: str, run_cli: Run) -> None
 
 
 def test_every_command_offers_json() -> None:
-    """--json is an option of every subcommand, schema included (README and DESIGN.md promise it); the one
+    """--json is an option of every subcommand, schema included (the README and docs/cli.md promise it); the one
     exception is `mcp`, a server whose whole output is MCP's JSON-RPC on stdout."""
 
     def options(command: click.Command) -> set[str]:

@@ -1,5 +1,6 @@
-"""`plantrail mcp` and issue 14: a completion's artifacts, side effects, and the stale steps, cancel marks,
-effects in doubt and repairs an agent sees in plan_status and run_resume (the MCP SDK's client, in process)."""
+"""`plantrail mcp` with artifacts, side effects and repair edges: a completion's artifacts, side effects, and the
+stale steps, cancel marks, effects in doubt and repairs an agent sees in plan_status and run_resume (the MCP SDK's
+client, in process)."""
 
 from __future__ import annotations
 

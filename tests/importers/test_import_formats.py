@@ -1,5 +1,5 @@
-"""The plan formats found in real use beyond the first importers (issue 15), each on a fixture written from its
-documented shape (../shared/research/plan_formats.md): detected, readable by its --format name, imported."""
+"""The plan formats found in real use beyond the first importers, each on a fixture written from its documented
+shape: detected, readable by its --format name, imported."""
 
 from __future__ import annotations
 

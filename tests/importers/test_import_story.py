@@ -1,4 +1,4 @@
-"""Imports that tell the agent's own story (issue 15), each point on the smallest faithful fixture: the agent's
+"""Imports that tell the agent's own story, each point on the smallest faithful fixture: the agent's
 order, what it wrote kept and nothing invented, the request as goal, readable ids, Cline's times and task id."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The replan brief (projections/brief.py, audit.brief, plantrail brief): seed 002 重规划上下文."""
+"""The replan brief (projections/brief.py, audit.brief, plantrail brief): the context a replan is written from."""
 
 from __future__ import annotations
 
@@ -115,8 +115,8 @@ def test_a_patch_written_from_the_brief_alone_adds_a_repair_edge_and_keeps_the_c
     three_done_one_failed: Ledger, tmp_path: Path
 ) -> None:
     """From 3 of 6 steps completed and 1 failed, a patch built only from the brief adds a repair step named by
-    the failed step's ``on_failure``; the 3 completed steps keep their ids, evidence and artifacts (seed 002's
-    已完成步骤复用原则, without renumbering), and when the step fails again ``next`` proposes the repair step."""
+    the failed step's ``on_failure``; the 3 completed steps keep their ids, evidence and artifacts (completed work
+    is reused, without renumbering), and when the step fails again ``next`` proposes the repair step."""
     ledger = three_done_one_failed
     path = tmp_path / "run.jsonl"
     doc = audit.brief(path)
@@ -156,7 +156,7 @@ def test_a_patch_written_from_the_brief_alone_adds_a_repair_edge_and_keeps_the_c
 def test_a_patch_replayed_from_the_log_gives_the_same_task_graph(
     three_done_one_failed: Ledger, tmp_path: Path, clock: Clock
 ) -> None:
-    """Seed 001 12.3 (PlanPatch 可从 trace 重放并得到相同任务图): the patch the log records, applied to the plan the
+    """A plan patch replays from the log to the same task graph: the patch the log records, applied to the plan the
     log records, gives the recorded plan and the same step order; replayed into a new run, the same graph."""
     ledger = three_done_one_failed
     patch = {

@@ -146,7 +146,7 @@ def test_replay_at_seq_is_the_fold_of_the_prefix_and_reads_no_further(
 
 
 def test_a_replayed_log_gives_the_same_graph(three_versions: ThreeVersions) -> None:
-    """Seed 001 12.3: two replays hash alike, and the recorded patch applied to v2 rebuilds v3's plan."""
+    """Two replays hash alike, and the recorded patch applied to v2 rebuilds v3's plan."""
     ledger, records = three_versions.ledger, three_versions.records
     state = fold(records)
     patch = getattr(records[12].data, "patch", None)

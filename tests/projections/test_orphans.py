@@ -26,7 +26,7 @@ def _retitled(draft: dict[str, Any]) -> dict[str, Any]:
 def test_a_late_result_never_overwrites_the_new_version(
     make_ledger: Callable[..., Ledger], draft: dict[str, Any]
 ) -> None:
-    """Seed 001 12.3: a v1 completion arriving while v2 re-runs the step leaves v2's attempt in progress."""
+    """A v1 completion arriving while v2 re-runs the step leaves v2's attempt in progress."""
     ledger = make_ledger(draft)
     ledger.start("reproduce")
     ledger.replan("failed_assumption", "need the auth logs", plan=_retitled(draft))
@@ -56,7 +56,7 @@ def test_a_late_result_never_overwrites_the_new_version(
 def test_a_cancelled_steps_late_result_lands_on_the_orphan_path(
     make_ledger: Callable[..., Ledger], draft: dict[str, Any]
 ) -> None:
-    """Seed 001 12.3: a step removed by a replan while it ran still gets its result recorded, as an orphan."""
+    """A step removed by a replan while it ran still gets its result recorded, as an orphan."""
     ledger = make_ledger(draft)
     ledger.start("reproduce")
     ledger.complete("reproduce", ["login.test.ts fails with 500"])

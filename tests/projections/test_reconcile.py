@@ -1,4 +1,4 @@
-"""Reconcile on replan: seed 000 ``reconcilePlan`` and seed 001 section 9.3 (lineage invalidation)."""
+"""Reconcile on replan: the work a new plan version keeps or resets, and lineage invalidation downstream."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def _reset(ledger: Ledger) -> dict[str, StepChange]:
 def test_completed_work_is_kept_when_its_contract_is_unchanged(
     make_ledger: Callable[..., Ledger], draft: dict[str, Any]
 ) -> None:
-    """Seed 000: a replan that only retitles diagnose keeps reproduce completed with its evidence."""
+    """A replan that only retitles diagnose keeps reproduce completed with its evidence."""
     ledger = make_ledger(draft)
     ledger.start("reproduce")
     ledger.complete("reproduce", ["login.test.ts fails with 401"])
@@ -74,7 +74,7 @@ def test_completed_work_is_kept_when_its_contract_is_unchanged(
 def test_completed_work_is_invalidated_when_its_contract_changes(
     make_ledger: Callable[..., Ledger], draft: dict[str, Any]
 ) -> None:
-    """Seed 000: changing a completed step's title and completion evidence sends it back to pending."""
+    """Changing a completed step's title and completion evidence sends it back to pending."""
     ledger = make_ledger(draft)
     ledger.start("reproduce")
     ledger.complete("reproduce", ["saved failure output"])
@@ -105,7 +105,7 @@ def test_completed_work_is_invalidated_when_its_contract_changes(
 def test_a_passed_criterion_is_reset_when_its_description_changes(
     make_ledger: Callable[..., Ledger], draft: dict[str, Any]
 ) -> None:
-    """Seed 000: a passed criterion whose description changes returns to unverified without evidence."""
+    """A passed criterion whose description changes returns to unverified without evidence."""
     ledger = make_ledger(draft)
     ledger.verify_criterion("login-test-passes", True, "old evidence")
     revised = copy.deepcopy(draft)
@@ -145,7 +145,7 @@ def test_a_passed_criterion_keeps_its_verdict_when_no_work_is_lost(
 
 
 def test_invalidation_follows_lineage_transitively_and_names_the_root(make_ledger: Callable[..., Ledger]) -> None:
-    """Seed 001 9.3: changing inspect resets api, db and integrate, each naming inspect as the upstream cause."""
+    """Changing inspect resets api, db and integrate, each naming inspect as the upstream cause."""
     ledger = make_ledger(DIAMOND)
     _complete(ledger, "inspect", "api", "db", "integrate", "docs")
 
@@ -164,7 +164,7 @@ def test_invalidation_follows_lineage_transitively_and_names_the_root(make_ledge
 
 
 def test_unrelated_successes_are_reused(make_ledger: Callable[..., Ledger]) -> None:
-    """Seed 001 12.3: a change on one branch keeps the other branch and the unrelated step completed."""
+    """A change on one branch keeps the other branch and the unrelated step completed."""
     ledger = make_ledger(DIAMOND)
     _complete(ledger, "inspect", "api", "db", "integrate", "docs")
 

@@ -1,4 +1,4 @@
-"""Budgets, usage and the stop policy (seed 004 stop_policy.js): derived decisions in the documented order,
+"""Budgets, usage and the stop policy: derived decisions in the documented order,
 shown by status, next and resume; a start they forbid is refused with the log unchanged."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from plantrail.projections.stop import budget_view, stop_decision
 
 
 def session_draft(**policy: Any) -> dict[str, Any]:
-    """Seed 004's session plan with a run policy (the stop settings under test)."""
+    """The session plan with a run policy (the stop settings under test)."""
     return {
         "goal": "Reject expired sessions with a regression test",
         "acceptance_criteria": [{"id": "expired-gets-401", "description": "an expired session gets 401"}],
@@ -36,7 +36,7 @@ def spent(turns: int = 0, tool_calls: int = 0, cost: float = 0.0, exit_code: int
 
 
 def test_stop_policy_continue(make_ledger: Callable[..., Ledger]) -> None:
-    """stop_policy.js case 1: nothing holds, so the run continues with the next bounded step."""
+    """Nothing holds, so the run continues with the next bounded step."""
     ledger = make_ledger(session_draft(max_turns=6))
     ledger.start("implement")
     ledger.fail("implement", "assertion failed", report=spent(turns=2))
@@ -44,7 +44,7 @@ def test_stop_policy_continue(make_ledger: Callable[..., Ledger]) -> None:
 
 
 def test_stop_policy_repeated_failure_stops(make_ledger: Callable[..., Ledger], tmp_path: Path) -> None:
-    """stop_policy.js case 3: the same failure twice (a v2 plan's default) is failed for no progress; start is
+    """The same failure twice (a v2 plan's default) is failed for no progress; start is
     refused STOP_POLICY with the log unchanged, and resume exits 14."""
     ledger = make_ledger(session_draft(max_turns=60))
     for n in (1, 2):
@@ -70,7 +70,7 @@ def test_a_different_failure_is_progress(make_ledger: Callable[..., Ledger]) -> 
 
 
 def test_stop_policy_turn_budget_exhausted(make_ledger: Callable[..., Ledger]) -> None:
-    """stop_policy.js case 4: the turn budget used up is budget_exhausted, listing what is still unmet."""
+    """The turn budget used up is budget_exhausted, listing what is still unmet."""
     ledger = make_ledger(session_draft(max_turns=6))
     ledger.start("implement")
     ledger.complete("implement", ["target test passed"], report=spent(turns=6))
@@ -80,7 +80,7 @@ def test_stop_policy_turn_budget_exhausted(make_ledger: Callable[..., Ledger]) -
 
 
 def test_stop_policy_complete_wins_over_a_spent_budget(make_ledger: Callable[..., Ledger]) -> None:
-    """stop_policy.js case 5 and the order: every check passed is complete even with the budget spent."""
+    """The documented order: every check passed is complete even with the budget spent."""
     ledger = make_ledger(session_draft(max_turns=2))
     ledger.start("implement")
     ledger.complete("implement", ["ok"], report=spent(turns=1))

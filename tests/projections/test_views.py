@@ -1,4 +1,4 @@
-"""Readiness and replan advice (seed 000 selectNextStep and shouldReplan), and `plantrail next`."""
+"""Readiness and replan advice (which step comes next, and when to replan), and `plantrail next`."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def test_ready_steps_come_in_a_stable_order(make_ledger: Callable[..., Ledger]) 
 
 
 def test_two_failures_in_a_row_advise_a_replan(make_ledger: Callable[..., Ledger], draft: dict[str, Any]) -> None:
-    """Seed 000: two consecutive failed attempts advise repeated_tool_failure even though a step is ready."""
+    """Two consecutive failed attempts advise repeated_tool_failure even though a step is ready."""
     ledger = make_ledger(draft)
     for _ in range(2):
         ledger.start("reproduce")
@@ -144,7 +144,7 @@ def test_a_ready_step_waits_for_capacity_when_the_limit_is_reached(make_ledger: 
     assert wait_reasons(state)["zeta"] == [{"code": "capacity", "max_in_progress": 2, "in_progress": ["alpha", "mid"]}]
     assert capacity_view(state) == {"max_in_progress": 2, "in_progress": 2, "free": 0}
     view = status_view(state)
-    assert (view["ready"], view["can_start"]) == (["zeta"], [])  # ready as DESIGN.md defines it, capacity aside
+    assert (view["ready"], view["can_start"]) == (["zeta"], [])  # ready as docs/semantics.md defines it, capacity aside
     assert [s["id"] for s in view["steps"] if s["ready"]] == ["zeta"]
 
 

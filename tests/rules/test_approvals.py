@@ -1,5 +1,5 @@
-"""Scope violations, write conflicts and approvals (seed 001 12.2, seed 004 stop_policy.js and 重新规划时扩大范围):
-each rule recorded as an event, judged before a byte is written, replayed by verify, shown by status/next/resume."""
+"""Scope violations, write conflicts, approvals and replans that widen a scope: each rule recorded as an event,
+judged before a byte is written, replayed by verify, shown by status/next/resume."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ TEST = "test/session.test.js"
 
 
 def scoped_draft() -> dict[str, Any]:
-    """Seed 004's bounded plan with the seed 001 additions: two writable files, a read-only verify step, a
+    """A bounded plan with an approval gate and overlapping writes: two writable files, a read-only verify step, a
     deploy step that needs an approval, and a step that edits the same file as implement."""
     return {
         "goal": "Reject expired sessions with a regression test",
@@ -74,11 +74,12 @@ def scoped(make_ledger: Callable[..., Ledger]) -> Ledger:
     return make_ledger(scoped_draft())
 
 
-# --------------------------------------------------------------------------- seed 001 12.2
+# --------------------------------------------------------------------------- scopes, approvals, write conflicts
 
 
 def test_a_step_writing_outside_the_write_scope_never_enters_ready(tmp_path: Path) -> None:
-    """超出 writeScopes 的步骤不进入 ready: a plan whose step writes outside the task scope is never adopted."""
+    """A step writing outside the write scope never enters ready: a plan whose step writes outside the task scope
+    is never adopted."""
     draft = scoped_draft()
     draft["steps"][0]["writes"] = ["package.json"]
     with pytest.raises(PlanInvalid) as caught:
@@ -92,7 +93,8 @@ def test_a_step_writing_outside_the_write_scope_never_enters_ready(tmp_path: Pat
 
 
 def test_a_high_impact_step_produces_approval_events(scoped: Ledger, tmp_path: Path) -> None:
-    """高影响节点会产生审批事件: deploy waits for an approval, which is requested and granted as events."""
+    """A high-impact step produces approval events: deploy waits for an approval, which is requested and granted
+    as events."""
     log = tmp_path / "run.jsonl"
     assert wait_reasons(scoped.state)["deploy"] == [
         {"code": "waiting_approval", "because": "requires_approval", "requests": []}
@@ -119,8 +121,8 @@ def test_a_high_impact_step_produces_approval_events(scoped: Ledger, tmp_path: P
 
 
 def test_two_steps_whose_write_scopes_conflict_never_run_at_once(scoped: Ledger, tmp_path: Path) -> None:
-    """两个写范围冲突的节点不会同时执行: refactor (src/*) waits while implement (src/session.js) runs, even
-    with max_in_progress unlimited; disjoint and read-only steps run alongside."""
+    """Two steps whose write scopes conflict never run at once: refactor (src/*) waits while implement
+    (src/session.js) runs, even with max_in_progress unlimited; disjoint and read-only steps run alongside."""
     log = tmp_path / "run.jsonl"
     scoped.start("implement")
     error = _refused(scoped, log, "WRITE_SCOPE_CONFLICT", lambda: scoped.start("refactor"))
@@ -138,7 +140,7 @@ def test_two_steps_whose_write_scopes_conflict_never_run_at_once(scoped: Ledger,
 
 
 def test_stop_policy_a_change_outside_scope_pauses(scoped: Ledger, tmp_path: Path) -> None:
-    """stop_policy.js "PAUSE: proposed change is outside scope": a completion that changed package.json is
+    """A proposed change outside the scope pauses the run: a completion that changed package.json is
     recorded as the blocked attempt scope_violation, and the stop policy says paused (rule 2)."""
     scoped.start("implement")
     ack = scoped.complete("implement", "checked expiry", report=_report(SESSION, "package.json"))
@@ -299,7 +301,7 @@ def test_a_denied_approval_pauses_until_a_replan_changes_the_denied_steps(scoped
 
 
 def test_a_replan_never_widens_scope_by_itself(scoped: Ledger, tmp_path: Path) -> None:
-    """seed 004 重新规划时扩大范围: a replan that widens implement's writes is adopted, with implement
+    """Widening the scope on a replan: a replan that widens implement's writes is adopted, with implement
     waiting_approval (widened) until an approval for the new version covers it."""
     log = tmp_path / "run.jsonl"
     draft = scoped_draft()

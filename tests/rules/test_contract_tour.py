@@ -45,7 +45,7 @@ def test_the_tour_draft_declares_scopes_a_read_only_step_and_an_approval_gate() 
 
 
 def test_the_tour_draft_with_a_write_outside_the_task_scope_is_refused(tmp_path: Path, run_cli: Cli) -> None:
-    """bounded_plan.js's validation on the sample: verify writing package.json is SCOPE_OUTSIDE_TASK, and no log
+    """The scope's validation on the sample: verify writing package.json is SCOPE_OUTSIDE_TASK, and no log
     is created."""
     bad = tmp_path / "bad.draft.json"
     text = DRAFT.read_text()

@@ -100,7 +100,7 @@ def test_start_of_a_running_step_is_an_invalid_transition(make_ledger: MakeLedge
 
 
 def test_complete_needs_a_running_step(make_ledger: MakeLedger, tmp_path: Path) -> None:
-    """Completing a pending step is refused: pending never jumps to completed (seed 003)."""
+    """Completing a pending step is refused: pending never jumps to completed."""
     ledger = make_ledger()
     exc = refused(ledger, tmp_path, lambda: ledger.complete("reproduce", ["done"]), "INVALID_TRANSITION")
     assert exc.fields["current"] == "pending"
@@ -167,7 +167,7 @@ def test_finish_complete_needs_every_step_and_criterion(make_ledger: MakeLedger,
 def test_finish_complete_refuses_completed_steps_with_unverified_criteria(
     make_ledger: MakeLedger, tmp_path: Path
 ) -> None:
-    """All steps completed is not enough: every criterion must have passed (seed 000 allCriteriaPassed)."""
+    """All steps completed is not enough: every criterion must have passed."""
     ledger = make_ledger()
     for step in ("reproduce", "diagnose"):
         ledger.start(step)
@@ -191,7 +191,7 @@ def test_a_finished_run_refuses_everything_but_late_results(make_ledger: MakeLed
 
 
 def test_a_result_for_a_step_running_when_the_run_was_cancelled_is_an_orphan(make_ledger: MakeLedger) -> None:
-    """A cancelled node's late result lands on the orphan path (seed 001 section 12.3) and changes nothing."""
+    """A cancelled node's late result lands on the orphan path and changes nothing."""
     ledger = make_ledger()
     ledger.start("reproduce")
     ledger.finish("cancelled", "user stopped the run")

@@ -1,6 +1,5 @@
-"""Side effects (issue 14; seed 001 6.6, 10 and 12.2): effect.requested and effect.committed, fenced like results,
-one effect per key, the approval gate for effects, late effects beside the orphans, and what resume, status and
-brief say about effects in doubt."""
+"""Side effects: effect.requested and effect.committed, fenced like results, one effect per key, the approval gate
+for effects, late effects beside the orphans, and what resume, status and brief say about effects in doubt."""
 
 from __future__ import annotations
 
@@ -83,7 +82,7 @@ def _path(ledger: Ledger) -> Path:
     return _LOGS["current"]
 
 
-# --------------------------------------------------------------------------- seed 001 12.2, 10 and 9.3
+# -------------------------------------------------------- committed or requested, approvals, repeats, cancellation
 
 
 def test_committed_effects_are_recorded_apart_from_effects_only_requested(

@@ -1,5 +1,5 @@
-"""Seed 001 12.4 (completion) on the executable plan contract: every step done does not make the goal done while
-a final check fails, and the planner's own word never stands in for the deterministic checker."""
+"""Completion on the executable plan contract: every step done does not make the goal done while a final check
+fails, and the planner's own word never stands in for the deterministic checker."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def all_steps_done(make_ledger: MakeLedger) -> Ledger:
 def test_every_step_succeeds_but_the_final_check_fails_so_the_goal_stays_unfinished(
     make_ledger: MakeLedger, tmp_path: Path
 ) -> None:
-    """Seed 001 12.4: with every step completed and the final check failing, the criterion cannot pass, the stop
+    """With every step completed and the final check failing, the criterion cannot pass, the stop
     policy does not say complete, and finish complete is refused with the log unchanged."""
     ledger = all_steps_done(make_ledger)
     log = tmp_path / "run.jsonl"
@@ -109,7 +109,7 @@ def test_every_step_succeeds_but_the_final_check_fails_so_the_goal_stays_unfinis
 def test_the_planners_own_word_does_not_bypass_the_checker(
     make_ledger: MakeLedger, tmp_path: Path, report: Report | None
 ) -> None:
-    """Seed 001 12.4: a completion whose evidence text claims success passes only on an observation that meets the
+    """A completion whose evidence text claims success passes only on an observation that meets the
     check; the claim alone, truncated output, a command that never started or the wrong exit code is CHECK_NOT_MET."""
     ledger = make_ledger(draft())
     log = tmp_path / "run.jsonl"

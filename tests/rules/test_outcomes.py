@@ -49,7 +49,7 @@ def test_partial_is_refused_unless_the_plan_allows_it(make_ledger: Callable[...,
 
 
 def test_partial_lists_done_not_done_and_where_to_resume(make_ledger: Callable[..., Ledger], tmp_path: Path) -> None:
-    """Seed 001 12.4: a partial finish (a v2 line) lists what is done, what is not, and the steps a continuation
+    """A partial finish (a v2 line) lists what is done, what is not, and the steps a continuation
     resumes from; it is final, verify passes, and resume exits 16 saying where to resume."""
     ledger = make_ledger(plan(allowed_partial=True))
     ledger.start("reproduce")

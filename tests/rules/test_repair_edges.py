@@ -1,5 +1,5 @@
-"""Repair edges (issue 14; seed 002 failStepId): the ``on_failure`` field, its validation (seed 002 section 5),
-readiness around a failure, the repair loop through the CLI, and a property against a small model."""
+"""Repair edges: the ``on_failure`` field, its validation, readiness around a failure, the repair loop through the
+CLI, and a property against a small model."""
 
 from __future__ import annotations
 
@@ -106,17 +106,17 @@ def test_the_schema_documents_on_failure(run_cli: Callable[..., CliResult]) -> N
     assert '"on_failure"' in result.out
 
 
-# --------------------------------------------------------------------------- seed 002 section 5
+# --------------------------------------------------------------------------- validation
 
 
 def test_step_ids_are_unique() -> None:
-    """Row 1 (stepId 唯一性): two steps with one id are DUPLICATE_STEP_ID, repair edges or not."""
+    """Step ids are unique: two steps with one id are DUPLICATE_STEP_ID, repair edges or not."""
     steps = [_step("a", on_failure="r"), _step("r"), _step("r")]
     assert "DUPLICATE_STEP_ID" in _codes(_draft(steps))
 
 
 def test_a_repair_step_is_no_entry_step(make_ledger: MakeLedger) -> None:
-    """Row 2 (dependId=-1 的修复步骤不计入入口): a repair step without dependencies is not ready at the start,
+    """A repair step is no entry step: a repair step without dependencies is not ready at the start,
     and starting it is REPAIR_NOT_NEEDED with the log unchanged."""
     ledger = make_ledger(REPAIRED)
     state = ledger.state
@@ -130,25 +130,25 @@ def test_a_repair_step_is_no_entry_step(make_ledger: MakeLedger) -> None:
 
 
 def test_on_failure_must_name_a_step_of_the_plan() -> None:
-    """Row 4 (引用有效性): an on_failure naming an unknown step is UNKNOWN_REPAIR_STEP, naming step and target."""
+    """References resolve: an on_failure naming an unknown step is UNKNOWN_REPAIR_STEP, naming step and target."""
     steps = [_step("a", on_failure="fixx"), _step("fix")]
     assert _problems(_draft(steps)) == [("UNKNOWN_REPAIR_STEP", "a", ["fixx"])]
 
 
 def test_a_repair_step_needs_its_text() -> None:
-    """Row 5 (描述非空): a repair step's title is required like any step's (BLANK_FIELD)."""
+    """No blank text: a repair step's title is required like any step's (BLANK_FIELD)."""
     steps = [_step("a", on_failure="r"), {**_step("r"), "title": "  "}]
     assert "BLANK_FIELD" in _codes(_draft(steps))
 
 
 def test_dependency_cycles_are_refused_beside_repair_edges() -> None:
-    """Rows 1 and 3 (成功链环, 依赖环): depends_on may not loop, whatever the repair edges say."""
+    """No dependency loop: depends_on may not loop, whatever the repair edges say."""
     steps = [_step("a", depends_on=["b"], on_failure="r"), _step("b", depends_on=["a"]), _step("r")]
     assert "DEPENDENCY_CYCLE" in _codes(_draft(steps))
 
 
 def test_failure_chains_may_not_loop() -> None:
-    """Row 2 (失败链环): A repaired by B and B by A is REPAIR_CYCLE naming both; a longer loop too."""
+    """No failure loop: A repaired by B and B by A is REPAIR_CYCLE naming both; a longer loop too."""
     two = [_step("a", on_failure="b"), _step("b", on_failure="a")]
     assert _problems(_draft(two)) == [("REPAIR_CYCLE", "a", ["a", "b"])]
     three = [_step("x", on_failure="y"), _step("y", on_failure="z"), _step("z", on_failure="x"), _step("w")]
@@ -156,7 +156,7 @@ def test_failure_chains_may_not_loop() -> None:
 
 
 def test_a_step_may_repair_itself(make_ledger: MakeLedger) -> None:
-    """Row 2's exception (自身回退 failStepId==自己 配合 maxRetries 合法): a step naming itself is retried directly."""
+    """The one failure loop allowed, a step that repairs itself: a step naming itself is retried directly."""
     ledger = make_ledger(_draft([_step("a", on_failure="a")]))
     ledger.start("a")
     ledger.fail("a", "flaky")
@@ -179,7 +179,7 @@ def test_a_repair_chain_is_allowed(make_ledger: MakeLedger) -> None:
 
 
 def test_a_repair_step_no_failure_can_call_is_unreachable() -> None:
-    """Row 4 (可达性, 孤立步骤): a repair step whose every repaired step has one attempt can never run
+    """Every repair step is reachable: a repair step whose every repaired step has one attempt can never run
     (REPAIR_STEP_UNREACHABLE), and so can a repair step that repairs only such a step."""
     steps = [_step("a", max_attempts=1, on_failure="r"), _step("r", max_attempts=1, on_failure="r2"), _step("r2")]
     assert _problems(_draft(steps)) == [
@@ -191,13 +191,13 @@ def test_a_repair_step_no_failure_can_call_is_unreachable() -> None:
 
 
 def test_the_success_path_may_not_wait_on_a_repair_step() -> None:
-    """Row 4 (可达性): a step depending on a repair step could only run after a failure: DEPENDS_ON_REPAIR_STEP."""
+    """Reachability: a step depending on a repair step could only run after a failure: DEPENDS_ON_REPAIR_STEP."""
     steps = [_step("a", on_failure="r"), _step("r"), _step("report", depends_on=["a", "r"])]
     assert _problems(_draft(steps)) == [("DEPENDS_ON_REPAIR_STEP", "report", ["r"])]
 
 
 def test_a_repair_step_takes_no_dependencies() -> None:
-    """Seed 002 2.2 (修复步骤 dependId 必须设为 -1): a repair step with depends_on is REPAIR_STEP_HAS_DEPENDENCIES."""
+    """A repair step has no dependencies: a repair step with depends_on is REPAIR_STEP_HAS_DEPENDENCIES."""
     steps = [_step("setup"), _step("a", depends_on=["setup"], on_failure="r"), _step("r", depends_on=["setup"])]
     assert _problems(_draft(steps)) == [("REPAIR_STEP_HAS_DEPENDENCIES", "r", ["setup"])]
 

@@ -1,5 +1,5 @@
-"""Issue 14's parts together (artifacts and ``stale``, side effects, repair edges, forks): scenarios that
-combine them, each checked against docs/contract.md and docs/semantics.md."""
+"""Artifacts and ``stale``, side effects, repair edges and forks together: scenarios that combine them, each
+checked against docs/contract.md and docs/semantics.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The test lists of seed 000 (plan state machine) and seed 003 (todo state machine), translated."""
+"""The rules of the plan state machine and of the todo state machine, one test each."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def _code(action: Callable[[], Any]) -> str:
     return info.value.code
 
 
-# --------------------------------------------------------------------------- seed 000
+# --------------------------------------------------------------------------- the plan state machine
 
 
 def test_plan_rejects_a_step_whose_dependency_is_unfinished(make_ledger: MakeLedger) -> None:
@@ -136,7 +136,7 @@ def test_plan_rejects_early_completion_while_criteria_remain_unverified(make_led
     assert ledger.state.outcome == "complete"
 
 
-# --------------------------------------------------------------------------- seed 003
+# --------------------------------------------------------------------------- the todo state machine
 
 
 TODO = PlanSpec(
@@ -247,7 +247,7 @@ _OPS = st.lists(
 @settings(max_examples=200, deadline=None)
 @given(_OPS)
 def test_todo_no_sequence_of_operations_makes_two_todos_in_progress(ops: list[tuple[str, int]]) -> None:
-    """Whatever the operations (legal or not), at most one todo is ever in progress (seed 003's homework)."""
+    """Whatever the operations (legal or not), at most one todo is ever in progress."""
     plan = PlanSpec(
         goal="todo",
         acceptance_criteria=(CriterionSpec("done", "all done"),),

@@ -1,5 +1,4 @@
-"""Nothing beside a log changes an answer, and crashes or stopped writers cannot make plantrail lie or hang
-(issue 11: "The cache is trusted more than the log", "Concurrency and crashes")."""
+"""Nothing beside a log changes an answer, and crashes or stopped writers cannot make plantrail lie or hang."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Artifacts and lineage by digest (format v2): declared outputs and inputs, dangling inputs, produced artifacts,
-invalidation by digest and the ``stale`` status, observation versions; seed 001 12.1 and 12.3."""
+invalidation by digest and the ``stale`` status, observation versions."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Typed checks (seed 001 AcceptanceCriterion, seed 004 checkpoints) and the evidence record: a completion or a
+"""Typed checks (of criteria and of steps) and the evidence record: a completion or a
 passing verdict stands only on reported observations that satisfy every check."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def _exit_check(check_id: str, code: int) -> dict[str, Any]:
 
 
 def session_draft() -> dict[str, Any]:
-    """Seed 004's session-expiry plan: reproduce (must exit 1), implement (exit 0), verify (exit 0)."""
+    """The session-expiry plan: reproduce (must exit 1), implement (exit 0), verify (exit 0)."""
     return {
         "goal": "Reject expired sessions with a regression test",
         "acceptance_criteria": [
@@ -76,8 +76,8 @@ def _refused(ledger: Ledger, log: Path, code: str, action: Callable[[], object])
 
 
 def test_command_checks_expect_their_exit_codes(make_ledger: Callable[..., Ledger], tmp_path: Path) -> None:
-    """checkpoint_runner.js: exit 1 passes the reproduction, exit 0 the fix, exit 2 refuses verify; completed =
-    reproduce, implement, and the failed check is recorded as a fail with the same record."""
+    """Each check expects its exit code: exit 1 passes the reproduction, exit 0 the fix, exit 2 refuses verify;
+    completed = reproduce, implement, and the failed check is recorded as a fail with the same record."""
     ledger = make_ledger(session_draft())
     log = tmp_path / "run.jsonl"
     ledger.start("reproduce")
@@ -99,7 +99,7 @@ def test_command_checks_expect_their_exit_codes(make_ledger: Callable[..., Ledge
 def test_an_expected_failure_fails_a_check_that_expects_success(
     make_ledger: Callable[..., Ledger], tmp_path: Path
 ) -> None:
-    """The same exit code 1 that passes the reproduction refuses the implementation (seed 004)."""
+    """The same exit code 1 that passes the reproduction refuses the implementation."""
     ledger = make_ledger(session_draft())
     ledger.start("reproduce")
     ledger.complete("reproduce", ["test exposed the bug"], report=observed("new-test-fails", 1))
@@ -138,7 +138,7 @@ def test_a_check_never_passes_vacuously_or_on_spoilt_output(
 def test_a_state_predicate_needs_exactly_the_expected_json_value(
     make_ledger: Callable[..., Ledger], tmp_path: Path
 ) -> None:
-    """seed 001 5.2: the observed value must be the expected JSON value exactly (1, 1.0 and true differ)."""
+    """The observed value must be the expected JSON value exactly (1, 1.0 and true differ)."""
     expected = {"parentId": "root", "name": "Agent基础", "count": 1}
     draft = session_draft()
     draft["steps"][0]["checks"] = [

@@ -1,4 +1,5 @@
-"""Coverage of the task criteria (ledger/coverage.py; seed 001 6.1 and 12.1, seed 002's two levels of criteria)."""
+"""Coverage of the task criteria (ledger/vocabulary/coverage.py), at both levels of criteria: the task's and the
+steps'."""
 
 from __future__ import annotations
 
@@ -76,7 +77,7 @@ def test_the_coverage_matrix_names_the_steps_and_checks_that_cover_each_criterio
 
 
 def test_every_required_success_condition_has_a_source_of_evidence() -> None:
-    """Seed 001 12.1 (每个必要成功条件至少有一个证据来源): a criterion no step and no check covers is named."""
+    """Every required success condition has a source of evidence: a criterion no step and no check covers is named."""
     draft = _without_covers(COVERED, "fix")
     found = check_draft(draft)
     assert found.ok and [(w.code, w.fields["criterion"]) for w in found.warnings] == [("COVERAGE_GAP", "login-passes")]

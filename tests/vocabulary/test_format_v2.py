@@ -154,7 +154,7 @@ def test_the_canonical_state_and_the_snapshot_hold_a_priority_only_when_set(
     assert canonical_bytes(decode_state(encode_state(ranked))) == canonical_bytes(ranked)
 
 
-# --------------------------------------------------------------------------- priority (seed 001 section 7)
+# --------------------------------------------------------------------------- priority
 
 
 def _ranked_draft() -> dict[str, Any]:

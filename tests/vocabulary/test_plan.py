@@ -41,7 +41,7 @@ def _draft(*steps: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_camel_and_snake_case_drafts_give_the_same_plan() -> None:
-    """Seed 000's camelCase keys and snake_case keys parse to identical plans."""
+    """The camelCase keys and the snake_case keys parse to identical plans."""
     snake = {
         "goal": LOGIN_DRAFT["goal"],
         "acceptance_criteria": LOGIN_DRAFT["acceptanceCriteria"],
@@ -127,7 +127,7 @@ def test_a_cycle_is_named_by_the_steps_on_it_not_its_downstream() -> None:
 
 
 def test_topological_order_breaks_ties_by_id() -> None:
-    """Among ready steps the smallest id comes first, whatever the draft order (seed 001 section 7)."""
+    """Among ready steps the smallest id comes first, whatever the draft order."""
     steps = [StepSpec(i, i, d, "e") for i, d in [("b", ()), ("a", ()), ("d", ("a",)), ("c", ("b",))]]
     assert topo_order(steps) == ("a", "b", "c", "d")
     assert topo_order(list(reversed(steps))) == ("a", "b", "c", "d")

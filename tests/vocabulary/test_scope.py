@@ -1,4 +1,4 @@
-"""Scopes: the glob matcher (its semantics and properties) and scopes in drafts (seed 004 bounded_plan.js)."""
+"""Scopes: the glob matcher (its semantics and properties) and scopes in drafts (a bounded plan)."""
 
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ def test_violation_lists_paths_outside_the_writes_and_tools_outside_the_allowed(
 
 
 def _bounded(**step_writes: list[str]) -> dict[str, Any]:
-    """seed 004 bounded_plan.js: two writable files, three steps, the verify step read-only."""
+    """A bounded plan: two writable files, three steps, the verify step read-only."""
     writes = {"reproduce": ["test/session.test.js"], "implement": ["src/session.js"], "verify": []} | step_writes
     return {
         "goal": "Reject expired sessions with a regression test",
@@ -122,14 +122,14 @@ def _bounded(**step_writes: list[str]) -> dict[str, Any]:
 
 
 def test_bounded_plan_validates_and_keeps_the_read_only_step() -> None:
-    """seed 004 bounded_plan.js: the plan inside its scope validates ("scope: OK"); verify writes nothing."""
+    """The bounded plan inside its scope validates ("scope: OK"); verify writes nothing."""
     plan = build_plan(parse_draft(_bounded()))
     assert plan.scope is not None and plan.scope.writes == ("src/session.js", "test/session.test.js")
     assert [s.scope for s in plan.steps][2] == StepScope(writes=())
 
 
 def test_bounded_plan_refuses_every_write_outside_the_task_scope() -> None:
-    """seed 004 bounded_plan.js "out of scope": each step write outside the task scope is named, all at once."""
+    """Out of scope: each step write outside the task scope is named, all at once."""
     with pytest.raises(PlanInvalid) as caught:
         build_plan(parse_draft(_bounded(implement=["src/**", "package.json"], verify=["docs/x.md"])))
     problems = [(e.code, e.fields["step"], e.fields["path"]) for e in caught.value.errors]
