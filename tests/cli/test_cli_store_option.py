@@ -51,7 +51,7 @@ def test_every_command_about_a_run_takes_store() -> None:
         f"{', '.join(missing)}: a command about a run takes --store URL / PLANTRAIL_STORE. Name its run with "
         "`log: str` and decorate it with `@log_argument` (or `@new_log_argument` for one that creates the run) "
         "from plantrail.cli.common; a run named by an option (`-o NEW`) goes through `locate_log(name, store)` "
-        "with `@store_option`. A command that names no run goes in EXEMPT in tests/test_cli_store_option.py, "
+        "with `@store_option`. A command that names no run goes in EXEMPT in tests/cli/test_cli_store_option.py, "
         "with why."
     )
 

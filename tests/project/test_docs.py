@@ -23,7 +23,7 @@ ERRORS = ROOT / "docs" / "errors.md"
 CLI_REFERENCE = ROOT / "docs" / "cli.md"
 #: Pages whose Python examples this file does not run, and why.
 NOT_RUN_HERE = {
-    ROOT / "docs" / "library.md": "tests/test_docs_library.py runs its examples, in order",
+    ROOT / "docs" / "library.md": "tests/project/test_docs_library.py runs its examples, in order",
     ROOT / "docs" / "scaling.md": "its examples need a PostgreSQL server",
 }
 

@@ -1,7 +1,7 @@
 """Crash trials: writers are SIGKILLed at random moments, and reopening loses no acknowledged event.
 
 Each trial creates a log (fsync policy drawn from the seed), sometimes leaves a torn tail for the writers
-to repair as they open, forks one or three writers (tests/helpers/crash.py), kills them all 2-80 ms later,
+to repair as they open, forks one or three writers (tests/stores/crash.py), kills them all 2-80 ms later,
 and checks the log: mid-file damage would raise, a torn tail is repaired with its bytes quarantined and
 recorded, every acked (seq, hash) is present, seqs are contiguous, no key appears twice, the whole log
 verifies, and every quarantine file is recorded by a log.repaired record. One trial in ten writes 1-8 MiB

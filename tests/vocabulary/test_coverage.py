@@ -139,7 +139,7 @@ def test_replan_strict_refuses_a_gap_and_leaves_the_log_unchanged(tmp_path: Path
 
 def test_covers_is_a_v2_term_and_a_v1_log_keeps_its_bytes_and_hash(tmp_path: Path) -> None:
     """A step's covers makes the plan line v2; a plan without covers is written as v1 wrote it (the samples'
-    pinned hashes are tests/test_format_v2.py's)."""
+    pinned hashes are tests/vocabulary/test_format_v2.py's)."""
     with Ledger.create(tmp_path / "v2.jsonl", COVERED, fsync="none") as ledger:
         assert ledger.state.plan is not None and ledger.state.plan.steps[0].covers == ("reproduced",)
     assert b'"covers":["reproduced"]' in (tmp_path / "v2.jsonl").read_bytes()

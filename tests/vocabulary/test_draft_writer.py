@@ -257,7 +257,7 @@ def test_every_plan_imported_from_a_real_transcript_round_trips(tmp_path: Path) 
         try:
             import_transcript(transcript, log)
         except PlantrailError:
-            continue  # a transcript with nothing to import has no plan (tests/test_import_realdata.py)
+            continue  # a transcript with nothing to import has no plan (tests/importers/test_import_realdata.py)
         for record in read_records(log):
             plan = getattr(record.data, "plan", None)
             if isinstance(plan, PlanSpec):
