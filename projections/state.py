@@ -94,7 +94,7 @@ def initial() -> PlanState:
 # cheaper to build and to apply. ``evolve`` applies a change to an immutable state, sharing every unchanged
 # structure; ``fold`` applies it in place to a private builder that no caller ever sees, and freezes the
 # result once. One transition logic, two ways to apply it, and a property test that they agree
-# (tests/test_state.py).
+# (tests/projections/test_state.py).
 
 
 class Delta(NamedTuple):
@@ -380,7 +380,7 @@ class Advancing:
 
     A lone record is applied with :func:`evolve` (which shares the state's structure); from the second
     record on, the records go to a private builder that is frozen once, at the end. Either way the result is
-    the state :func:`evolve` reaches record by record (tests/test_state.py).
+    the state :func:`evolve` reaches record by record (tests/projections/test_state.py).
     """
 
     __slots__ = ("_builder", "_head", "_start", "_waiting")

@@ -1,4 +1,4 @@
-"""Shared fixtures: plan drafts from the seeds, a ledger factory, a CLI runner, and the --full size switch."""
+"""Shared fixtures: the example plan drafts, a ledger factory, a CLI runner, and the --full size switch."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from plantrail.ledger.api import Ledger
 
 SAMPLES = Path(__file__).resolve().parents[1] / "samples"
 
-#: Seed 000's login-failure fixture, as a draft.
+#: The login-failure example, as a draft.
 LOGIN_DRAFT: dict[str, Any] = {
     "goal": "Fix the login failure and run the tests",
     "acceptanceCriteria": [{"id": "login-test-passes", "description": "the login test passes"}],
@@ -35,7 +35,7 @@ LOGIN_DRAFT: dict[str, Any] = {
     ],
 }
 
-#: Seed 000's offline example: add a --name flag to a CLI.
+#: The offline example: add a --name flag to a CLI.
 NAME_FLAG_DRAFT: dict[str, Any] = {
     "goal": "Add a --name flag to the example CLI and test it",
     "acceptanceCriteria": [
@@ -112,13 +112,13 @@ def _cache_key_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 @pytest.fixture
 def draft() -> dict[str, Any]:
-    """A fresh copy of the seed 000 login-failure draft."""
+    """A fresh copy of the login-failure draft."""
     return copy.deepcopy(LOGIN_DRAFT)
 
 
 @pytest.fixture
 def name_draft() -> dict[str, Any]:
-    """A fresh copy of the seed 000 --name flag draft."""
+    """A fresh copy of the --name flag draft."""
     return copy.deepcopy(NAME_FLAG_DRAFT)
 
 

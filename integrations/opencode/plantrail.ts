@@ -1,7 +1,7 @@
 // plantrail for OpenCode: forward todo.updated events to `plantrail hook opencode` (one JSON line each).
 // Copy this file to .opencode/plugins/ (or ~/.config/opencode/plugins/). See docs/live-agents.md.
 // Written in the JavaScript subset of TypeScript (the type is a JSDoc comment), so the very file runs under
-// Node in plantrail's tests (tests/test_opencode_plugin.py) as it does under OpenCode's Bun.
+// Node in plantrail's tests (tests/capture/test_opencode_plugin.py) as it does under OpenCode's Bun.
 
 /** @type {import("@opencode-ai/plugin").Plugin} */
 export const Plantrail = async ({ $, directory }) => {

@@ -374,7 +374,7 @@ def _schema_error(exc: ValueError, line_no: int) -> Exception:
 # every error message. msgspec decodes a tagged union of Record subclasses, one per event type, about four
 # times faster on the step events that make most of a log, so it decodes every line first; whatever it
 # refuses goes to pydantic, whose verdict stands (an error, or rarely a record msgspec was too strict for).
-# msgspec may never accept what pydantic refuses: tests/test_codec_fast.py holds it to that on mutated
+# msgspec may never accept what pydantic refuses: tests/vocabulary/test_codec_fast.py holds it to that on mutated
 # lines. One gap is closed by the canonical-form check: msgspec skips an unknown member of a dataclass (the
 # plan events), so its record stands only when it is exactly the line's content (_canonical).
 

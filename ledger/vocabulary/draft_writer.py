@@ -4,7 +4,7 @@ back as the JSON a draft takes, so that a planner can start the next version fro
 Flat snake_case keys exactly as :func:`~ledger.plan.parse_draft` takes them, every term at its default left
 out (a step always keeps ``id``, ``title``, ``depends_on`` and ``completion_evidence``). Parsing what these
 write gives the value back: ``_parse_step(step_draft(s)) == s`` and ``build_plan(parse_draft(plan_draft(p)))
-== p`` for every step and plan a draft can say (tests/test_draft_writer.py). A plan's ``notes`` (facts about
+== p`` for every step and plan a draft can say (tests/vocabulary/test_draft_writer.py). A plan's ``notes`` (facts about
 the version, such as the adapter that imported it) are no part of a draft and are left out.
 
 Pure: :mod:`projections.brief` renders each step's contract with :func:`step_draft` and the active plan with

@@ -1,4 +1,5 @@
-"""Claude Code hook payloads, real-shaped (docs/hooks.md), for a session whose transcript the tests hold."""
+"""Claude Code hook payloads, shaped as its hooks reference documents them, for a session whose transcript the
+tests hold."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ def post_tool_use(session: str, cwd: Path, tool: str, call: str, given: Any, ans
 
 
 def post_tool_use_failure(session: str, cwd: Path, tool: str, call: str, given: Any, said: str) -> dict[str, Any]:
-    """A PostToolUseFailure payload of a plan tool (docs/hooks.md: ``error``, ``is_interrupt``, ``duration_ms``)."""
+    """A PostToolUseFailure payload of a plan tool (Claude Code's hooks reference: ``error``, ``is_interrupt``,
+    ``duration_ms``)."""
     return {
         "session_id": session,
         "transcript_path": str(cwd / "transcript.jsonl"),
