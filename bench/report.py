@@ -19,7 +19,8 @@ from pathlib import Path
 from bench.chromium import ARGS, CHROMIUM
 from bench.scenario import record_run
 from plantrail.cli.common import open_records
-from plantrail.projections.report import render_report, report_data
+from plantrail.cli.report_page import render_report
+from plantrail.projections.report import report_data
 
 MAX_BYTES = 5_000_000
 MAX_FIRST_PAINT_MS = 2000.0

@@ -150,16 +150,18 @@ def report(log: str, output: str, as_json: bool) -> None:
       plantrail report samples/login-fix-replans.jsonl -o run.html
     """
     from plantrail.cli.progress import progress_for
-    from plantrail.ledger.reading import DatabaseReader
-    from plantrail.projections.report import render_report, report_data
+    from plantrail.cli.report_page import render_report
+    from plantrail.ledger.stores.jsonl.run import FileRun
+    from plantrail.ledger.stores.opener import as_run
+    from plantrail.projections.report import report_data
 
     verified = _verify(log)
-    with open_records(log) as (reader, records):
-        if isinstance(reader, DatabaseReader):  # no file to measure progress through
-            data = report_data(records, verify=verified)
+    with as_run(log) as run:
+        if isinstance(run, FileRun):  # a file's read can show its progress through the bytes
+            with progress_for(run.reader, "report", enabled=not as_json) as tick:
+                data = report_data(run.records(), verify=verified, on_record=tick)
         else:
-            with progress_for(reader, "report", enabled=not as_json) as tick:
-                data = report_data(records, verify=verified, on_record=tick)
+            data = report_data(run.records(), verify=verified)
     page = render_report(data)
     _write(page, output)
     summary = {
@@ -176,7 +178,7 @@ def report(log: str, output: str, as_json: bool) -> None:
         emit(True, summary, str)
     else:
         click.echo(f"wrote {output}: {summary['versions']} plan versions, {summary['last_seq']} events", err=True)
-    raise_if_torn(log, reader.torn)
+    raise_if_torn(log, run.torn)
 
 
 @click.command()

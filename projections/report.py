@@ -5,10 +5,8 @@ spans of :func:`projections.history.spans` (one fold), and everything the page s
 library's views of what that fold produced (:func:`~projections.graph.plan_graph` of each version as it
 stood when superseded, the changes each replan recorded, :func:`~projections.history.orphans_view`,
 :func:`~projections.history.resume_receipt`). Whether ``verify`` passed is the caller's to say: verify is
-its own, independent read. :func:`render_report` is pure text assembly: the data as
-compact JSON (:func:`embed_data`), the page's CSS and its small script (``report_page.css`` and
-``report_page.js`` beside this module, shipped as package data).
-The page loads nothing: no network request of any kind.
+its own, independent read. The page itself (:mod:`plantrail.cli.report_page`) embeds the data and draws it:
+the page loads nothing, no network request of any kind.
 
 The JSON is compact: strings that repeat (step ids, titles, status words) are kept once in ``S`` and referred
 to by index, rows are positional (their field names are in the data), defaults are left out. It is embedded
@@ -19,18 +17,12 @@ distinct step titles) gives 5.4 MB of JSON but a 1 MB page, and base64 cannot ho
 
 from __future__ import annotations
 
-import base64
-import gzip
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from html import escape
-from importlib import resources
 from typing import TYPE_CHECKING, Any, Final
 
-import orjson
-
 from plantrail.projections.graph import DEPENDS_ON, PlanGraph, plan_graph
-from plantrail.projections.graph_render import EDGE_STYLES, GEOMETRY, NODE_STYLES, UNKNOWN_STYLE, style_css
+from plantrail.projections.graph_render import EDGE_STYLES, GEOMETRY, NODE_STYLES, UNKNOWN_STYLE
 from plantrail.projections.history import orphans_view, resume_receipt, spans
 from plantrail.projections.model import Changes, PlanState, StepChange, optional_text
 from plantrail.projections.timeline import Collector, Timeline
@@ -38,9 +30,8 @@ from plantrail.projections.timeline import Collector, Timeline
 if TYPE_CHECKING:
     from plantrail.ledger.vocabulary.events import Record
 
-__all__ = ["CHANGE_FIELDS", "VERSION_FIELDS", "embed_data", "read_embedded", "render_report", "report_data"]
+__all__ = ["CHANGE_FIELDS", "VERSION_FIELDS", "report_data"]
 
-_DATA_OPEN: Final = '<script type="application/octet-stream" id="report-data" data-encoding="gzip+base64">'
 _FLAG_READY: Final = 1
 _FLAG_CRITICAL: Final = 2
 
@@ -276,38 +267,3 @@ def report_data(
     data["S"] = s.items
     data["fields"] = {"version": list(VERSION_FIELDS), "changes": list(CHANGE_FIELDS)}
     return data
-
-
-def embed_data(data: Any) -> str:
-    """``data`` as the page embeds it: compact JSON, gzip-compressed (with no timestamp, so the same data
-    gives the same bytes), in base64; the page's script inflates it with the browser's own
-    ``DecompressionStream``. Base64 has no ``<``, so nothing in the data can close the script or open a comment."""
-    return base64.b64encode(gzip.compress(orjson.dumps(data), compresslevel=6, mtime=0)).decode("ascii")
-
-
-def read_embedded(page: str) -> Any:
-    """The data a report page embeds (the inverse of :func:`embed_data` on a page of :func:`render_report`)."""
-    start = page.index(_DATA_OPEN) + len(_DATA_OPEN)
-    return orjson.loads(gzip.decompress(base64.b64decode(page[start : page.index("</script>", start)])))
-
-
-def _asset(name: str) -> str:
-    """A file shipped beside this module (the page's CSS and script)."""
-    return resources.files("plantrail.projections").joinpath(name).read_text(encoding="utf-8")
-
-
-def render_report(data: Mapping[str, Any]) -> str:
-    """The HTML page of :func:`report_data`'s ``data``: one file, inline CSS, inline script, no request."""
-    title = f"plantrail report · {data.get('run') or 'run'}"
-    return (
-        "<!doctype html>\n"
-        '<html lang="en"><head><meta charset="utf-8">'
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; img-src data:; '
-        "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
-        f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{escape(title)}</title>'
-        f"<style>{_asset('report_page.css')}\n{style_css('#graph ')}</style></head>"
-        "<body><noscript>This report draws itself with a small inline script; enable JavaScript.</noscript>"
-        '<div id="app"></div>'
-        f"{_DATA_OPEN}{embed_data(data)}</script>"
-        f"<script>{_asset('report_page.js')}</script></body></html>\n"
-    )

@@ -231,7 +231,7 @@ def _report(findings: list[Finding]) -> str:
 def test_the_package_code_cites_no_outside_document() -> None:
     """No comment, docstring or string of the package's code cites a document the repository does not hold."""
     sources = package_sources()
-    assert len(sources) > 50 and ROOT / "projections" / "report_page.js" in sources  # the folders the build maps
+    assert len(sources) > 50 and ROOT / "cli" / "report_page.js" in sources  # the folders the build maps
     findings = [finding for path in sources for finding in scan_file(path)]
     if findings:
         pytest.fail(_report(findings), pytrace=False)

@@ -153,3 +153,29 @@ def test_no_module_outside_the_stores_parses_a_target(graph: Graph) -> None:
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("plantrail.ledger.stores"):
                 found += [f"{module}: {alias.name}" for alias in node.names if alias.name in TARGET_PARSERS]
     assert not found, f"modules outside the stores that parse a target: {found}"
+
+
+#: What the pure layer may not import: files, processes, sockets, descriptors, the package's own data files.
+IO_MODULES = frozenset(
+    {"os", "io", "pathlib", "shutil", "tempfile", "subprocess", "socket", "fcntl", "mmap", "importlib.resources"}
+)
+
+
+def test_the_reducers_and_views_do_no_io(graph: Graph) -> None:
+    """No module of ``plantrail.projections`` imports a module that reads or writes outside the process, nor calls
+    ``open``: the reducers and views take values and give values."""
+    import ast
+
+    found = []
+    for module, path in graph.files.items():
+        if not module.startswith("plantrail.projections"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found += [f"{module}: import {a.name}" for a in node.names if a.name in IO_MODULES]
+            elif isinstance(node, ast.ImportFrom) and node.module is not None:
+                names = {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
+                found += [f"{module}: from {node.module} import …" for _ in names & IO_MODULES][:1]
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open":
+                found.append(f"{module}: open(…) at line {node.lineno}")
+    assert not found, f"I/O in the pure layer: {found}"

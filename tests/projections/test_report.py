@@ -11,8 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from plantrail.cli.common import open_records
+from plantrail.cli.report_page import read_embedded, render_report
 from plantrail.ledger.api import Ledger
-from plantrail.projections.report import CHANGE_FIELDS, VERSION_FIELDS, read_embedded, render_report, report_data
+from plantrail.projections.report import CHANGE_FIELDS, VERSION_FIELDS, report_data
 from tests.conftest import SAMPLES, CliResult
 from tests.pictures import HOSTILE_TITLE, record_replanned_run
 from tests.project.test_packaging import wheels

@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 
 from plantrail.cli.common import open_records
+from plantrail.cli.report_page import render_report
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.stores.jsonl.reads import read_state, rebuild_version
 from plantrail.projections.graph import plan_graph
 from plantrail.projections.graph_render import render_svg
-from plantrail.projections.report import render_report, report_data
+from plantrail.projections.report import report_data
 from plantrail.projections.timeline import timeline
 from tests.conftest import SAMPLES
 from tests.logs import read_records
