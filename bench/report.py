@@ -18,7 +18,7 @@ from pathlib import Path
 
 from bench.chromium import ARGS, CHROMIUM
 from bench.scenario import record_run
-from plantrail.cli.common import open_records
+from plantrail.cli.common import run_records
 from plantrail.cli.report_page import render_report
 from plantrail.projections.report import report_data
 
@@ -60,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="plantrail-report-bench-") as tmp:
         log = record_run(Path(tmp) / "run.jsonl", args.events)
         started = time.perf_counter()
-        with open_records(str(log)) as (_, records):
+        with run_records(str(log)) as (_, records):
             data = report_data(records, verify={"ok": True, "code": None, "message": "not run by the benchmark"})
         page = Path(tmp) / "run.html"
         page.write_text(render_report(data), encoding="utf-8")

@@ -14,9 +14,7 @@ from plantrail.cli.tables import table, truncate
 from plantrail.cli.terminal import screen
 
 if TYPE_CHECKING:
-    from plantrail.ledger.reading import DatabaseReader
-    from plantrail.ledger.stores.jsonl.log import LogReader
-    from plantrail.ledger.stores.protocol import TornTail
+    from plantrail.ledger.stores.protocol import Run, TornTail
     from plantrail.ledger.vocabulary.errors import PlantrailError
     from plantrail.ledger.vocabulary.events import Record
     from plantrail.ledger.vocabulary.limits import Limit
@@ -27,21 +25,21 @@ __all__ = [
     "FilePath",
     "anchor",
     "approval_lines",
+    "current_state",
+    "current_state_noted",
     "emit",
     "json_option",
     "locate_log",
     "log_argument",
     "mark_printed",
     "new_log_argument",
-    "open_records",
     "printed_output",
     "raise_if_torn",
     "read_json_file",
-    "read_state",
-    "read_state_noted",
     "read_text",
     "readiness_lines",
     "reset_output",
+    "run_records",
     "snapshot_note",
     "store_option",
     "table",
@@ -272,12 +270,13 @@ def readiness_lines(state: PlanState) -> list[str]:
 
 
 @contextmanager
-def open_records(path: str) -> Iterator[tuple[LogReader | DatabaseReader, Iterator[Record]]]:
-    """Open a run read-only, whichever store holds it, and stream its checked records."""
-    from plantrail.ledger.reading import open_records as open_run
+def run_records(path: str) -> Iterator[tuple[Run, Iterator[Record]]]:
+    """The run ``path`` names, opened for reading, and its checked records (afterwards ``run.torn`` says
+    whether a torn tail followed them)."""
+    from plantrail.ledger.stores.opener import as_run
 
-    with open_run(path) as opened:
-        yield opened
+    with as_run(path) as run:
+        yield run, run.records()
 
 
 def torn_error(path: str, torn: TornTail) -> PlantrailError:
@@ -293,19 +292,18 @@ def raise_if_torn(path: str, torn: TornTail | None) -> None:
         raise torn_error(path, torn)
 
 
-def read_state(path: str) -> tuple[PlanState, TornTail | None]:
+def current_state(path: str) -> tuple[PlanState, TornTail | None]:
     """The run's current state (from its snapshot when one checks out) and its torn tail, if any."""
-    from plantrail.ledger.reading import read_state as read
-
-    result = read(path)
-    return result.state, result.torn
+    state, torn, _ = current_state_noted(path)
+    return state, torn
 
 
-def read_state_noted(path: str) -> tuple[PlanState, TornTail | None, int | None]:
-    """Like :func:`read_state`, plus the seq up to which the answer came from a snapshot (None: all re-read)."""
-    from plantrail.ledger.reading import read_state as read
+def current_state_noted(path: str) -> tuple[PlanState, TornTail | None, int | None]:
+    """Like :func:`current_state`, plus the seq up to which the answer came from a snapshot (None: all re-read)."""
+    from plantrail.ledger.stores.opener import as_run
 
-    result = read(path)
+    with as_run(path) as run:
+        result = run.current()
     return result.state, result.torn, result.snapshot_seq
 
 

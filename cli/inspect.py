@@ -12,13 +12,13 @@ import click
 from plantrail.cli.common import (
     anchor,
     approval_lines,
+    current_state_noted,
     emit,
     json_option,
     log_argument,
-    open_records,
     raise_if_torn,
-    read_state_noted,
     readiness_lines,
+    run_records,
     snapshot_note,
     table,
     truncate,
@@ -186,13 +186,13 @@ def status(log: str, with_attempts: bool, as_json: bool) -> None:
         from plantrail.projections.attempts import attempts_view
         from plantrail.projections.attempts import fold as fold_attempts
 
-        with open_records(log) as (reader, records):
+        with run_records(log) as (reader, records):
             history = fold_attempts(records)
         state, torn = history.state, reader.torn
         gone = [s for s in history.attempts if s not in state.steps]  # steps a replan removed, in log order
         attempts = {s: attempts_view(history.attempts.get(s, ())) for s in [*state.steps, *gone]}
     else:
-        state, torn, snapshot_seq = read_state_noted(log)
+        state, torn, snapshot_seq = current_state_noted(log)
     from plantrail.ledger.vocabulary.clock import utc_now
 
     view = status_document(state, utc_now()) | {"torn_tail": torn is not None, "snapshot_seq": snapshot_seq}
@@ -231,7 +231,7 @@ def next_command(log: str, as_json: bool) -> None:
     from plantrail.ledger.vocabulary.clock import utc_now
     from plantrail.projections.views import next_view
 
-    state, torn, snapshot_seq = read_state_noted(log)
+    state, torn, snapshot_seq = current_state_noted(log)
     data = next_view(state, utc_now()) | {"snapshot_seq": snapshot_seq}
     stop, ready = data["stop"], data["ready"]
     stopped = state.contract and stop["outcome"] in ("failed", "budget_exhausted")

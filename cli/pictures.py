@@ -13,12 +13,12 @@ import click
 
 from plantrail.cli.common import (
     FilePath,
+    current_state,
     emit,
     json_option,
     log_argument,
-    open_records,
     raise_if_torn,
-    read_state,
+    run_records,
 )
 
 if TYPE_CHECKING:
@@ -54,21 +54,22 @@ def _write(text: str, output: str | None) -> None:
 def _graph_state(log: str, version: int | None, at_seq: int | None) -> tuple[PlanState, tuple[Orphan, ...]]:
     """The state to draw and the late results to mark on it: for a past version, every late result the
     whole log holds for it; at a seq, only those that had arrived by then."""
-    from plantrail.ledger.reading import rebuild_version
+    from plantrail.ledger.stores.opener import as_run
     from plantrail.ledger.vocabulary.errors import error
     from plantrail.projections.history import replay_at_seq
 
     if version is not None and at_seq is not None:
         raise error("USAGE", "give --version V or --at-seq N, not both")
     if at_seq is not None:
-        with open_records(log) as (_, records):
+        with run_records(log) as (_, records):
             state = replay_at_seq(records, at_seq)
         return state, state.orphans
-    final, torn = read_state(log)
+    final, torn = current_state(log)
     raise_if_torn(log, torn)
     if version is None:
         return final, final.orphans
-    state, _, torn = rebuild_version(log, version)
+    with as_run(log) as run:
+        state, _, torn = run.version_state(version)
     raise_if_torn(log, torn)
     return state, final.orphans
 

@@ -1,5 +1,6 @@
-"""Read one run by what names it: the functions of the library's earlier releases, each now one method of the run
-object :func:`plantrail.ledger.stores.opener.as_run` gives (see :class:`plantrail.ledger.stores.protocol.RunReader`).
+"""Read one run by what names it: the functions of the library's earlier releases, kept for their callers, each
+now one method of the run object :func:`plantrail.ledger.stores.opener.as_run` gives (see
+:class:`plantrail.ledger.stores.protocol.RunReader`). Nothing in plantrail calls them.
 
 New code opens the run once and asks it everything (``with open_run("run.jsonl") as run: run.versions() …``):
 each function here opens the run again for one answer.

@@ -34,7 +34,6 @@ import msgspec
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.importers.mapping import Batch, map_updates
 from plantrail.ledger.importers.model import Observation
-from plantrail.ledger.reading import open_records, run_exists
 from plantrail.ledger.rules.decide import Command, Create, Replan
 from plantrail.ledger.stores.opener import as_run
 from plantrail.ledger.vocabulary.errors import PlantrailError, Refused
@@ -156,7 +155,7 @@ def write_batches(
     if not keyed:
         return AppendReport(log, None, False, plan_updates, 0, 0, 0, (), -1, None)
     created = False
-    if not run_exists(log):
+    if not as_run(log).exists():
         created = _create(log, batches[0][1].ts, keyed[0][1], run)
     clock = _Clock(batches[0][1].ts)  # the transcript's times, as a whole import stamps them
     with Ledger.open(log, clock=clock) as ledger:
@@ -207,7 +206,8 @@ def _held(
 def recorded_sources(log: str) -> frozenset[str]:
     """The identities (call id, else file and line) that the sources of the log's unkeyed events name (a whole
     import's; a keyed event is recognised by its key, since its update may be only partly written)."""
-    with open_records(log) as (_, records):
+    with as_run(log) as run:
+        records = run.records()
         return frozenset(
             identity_of_source(r.source.file, r.source.line, r.source.id)
             for r in records

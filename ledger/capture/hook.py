@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import msgspec
 import orjson
 
-from plantrail.ledger.reading import run_exists
 from plantrail.ledger.stores.locations import HOME_ENV, child_path, pure_path, run_file
 from plantrail.ledger.stores.opener import as_run, open_store
 from plantrail.ledger.stores.targets import STORE_ENV
@@ -135,7 +134,7 @@ def _record_gemini(raw: bytes, now: str, env: Mapping[str, str] | None) -> HookR
         journal.append(records)
         if payload.event in gemini.PLAN_EVENTS and records:
             errors += _append_journal(journal.path, log, session, gemini.FORMAT, gemini.ADAPTER, gemini.VERSION)
-        if payload.event == "SessionEnd" and run_exists(log):
+        if payload.event == "SessionEnd" and as_run(log).exists():
             _pause(log, session, payload, now, "Gemini CLI")
     for line in errors:
         _write_error(folder, payload, line, "gemini")
@@ -222,11 +221,11 @@ def _record(payload: claude.Payload, now: str, env: Mapping[str, str] | None) ->
             journal.append(claude.journal_records(payload, now, held, _transcript_lines, turn))
         if payload.event in _PLAN_EVENTS:
             errors += capture_journal(journal.path, log, session)
-        if payload.event == "SessionEnd" and run_exists(log):
+        if payload.event == "SessionEnd" and as_run(log).exists():
             _pause(log, session, payload, now)
     for line in errors:
         _write_error(folder, payload, line)
-    receipt = _receipt(log) if payload.event == "SessionStart" and run_exists(log) else None
+    receipt = _receipt(log) if payload.event == "SessionStart" and as_run(log).exists() else None
     return HookResult(receipt, log, tuple(errors))
 
 

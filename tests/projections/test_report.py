@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 
-from plantrail.cli.common import open_records
+from plantrail.cli.common import run_records
 from plantrail.cli.report_page import read_embedded, render_report
 from plantrail.ledger.api import Ledger
 from plantrail.projections.report import CHANGE_FIELDS, VERSION_FIELDS, report_data
@@ -25,13 +25,13 @@ PASSED = {"ok": True, "code": None, "message": "checked"}
 
 
 def _data(path: Path) -> dict[str, object]:
-    with open_records(str(path)) as (_, records):
+    with run_records(str(path)) as (_, records):
         return report_data(records, verify=PASSED)
 
 
 def test_report_data_holds_every_version_from_one_read() -> None:
     """A one-shot stream of records gives the whole report: every version, the timeline and the orphans."""
-    with open_records(str(REPLANS)) as (_, records):
+    with run_records(str(REPLANS)) as (_, records):
         once = iter(records)
         data = report_data(once, verify=PASSED)
         assert next(once, None) is None

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from plantrail.cli.common import open_records
+from plantrail.cli.common import run_records
 from plantrail.cli.report_page import render_report
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.stores.jsonl.reads import read_state, rebuild_version
@@ -35,7 +35,7 @@ def browser() -> Iterator[Any]:
 
 
 def _write_report(log: Path, out: Path) -> Path:
-    with open_records(str(log)) as (_, records):
+    with run_records(str(log)) as (_, records):
         data = report_data(records, verify={"ok": True, "code": None, "message": "checked"})
     out.write_text(render_report(data), encoding="utf-8")
     return out

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from plantrail.ledger.vocabulary.errors import PlantrailError, error
 from plantrail.projections.runs import RunRow, summarise
 
 if TYPE_CHECKING:
+    import pathlib
+
     from plantrail.ledger.stores.jsonl.cache import Position
     from plantrail.ledger.stores.jsonl.log import JsonlStore, LogReader
     from plantrail.ledger.stores.protocol import PendingRecord, ReadResult, TornTail
@@ -268,13 +269,15 @@ class FolderStore:
 
     def run(self, run_id: str) -> FileRun:
         """Run ``run_id`` of the folder; INVALID_ID when it is no run id."""
-        from plantrail.ledger.stores.locations import run_path
+        from plantrail.ledger.stores.locations import run_file
 
-        return FileRun(str(run_path(Path(self.location), run_id)))
+        return FileRun(run_file(self.location, run_id))
 
     def summaries(self, *, reasons: bool = True) -> list[RunRow]:
         """One row per log of the folder, by file name (a file that is no log: a row saying why); FOLDER_NOT_FOUND
         when the folder does not exist. ``reasons=False`` leaves each row's replan reasons unread."""
+        from pathlib import Path
+
         return _folder_rows(Path(self.location), reasons)
 
     def with_reasons(self, row: RunRow) -> RunRow:
@@ -354,7 +357,7 @@ def _unreadable(path: str, exc: PlantrailError) -> RunRow:
     return RunRow(None, None, None, 0, None, 0, 0, -1, path, (), exc.code)
 
 
-def _folder_rows(folder: Path, wanted: bool) -> list[RunRow]:
+def _folder_rows(folder: pathlib.Path, wanted: bool) -> list[RunRow]:
     """One row per log of ``folder`` (a file that is no log: a row saying why), by file name; each with its
     replan reasons when ``wanted``."""
     if not folder.is_dir():
