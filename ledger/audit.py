@@ -9,7 +9,7 @@ command of the same name prints with ``--json``::
     audit.resume("run.jsonl")["exit_code"]
 
 A log with a torn tail (a crash mid-write) still answers from its valid part, but the read is not the whole
-story: ``versions``, ``replay``, ``why`` and ``orphans`` then raise :class:`~ledger.errors.LogDamaged`
+story: ``versions``, ``replay``, ``why`` and ``orphans`` then raise :class:`~ledger.vocabulary.errors.LogDamaged`
 ``TORN_TAIL`` with the valid part's document as the error's ``partial``. ``resume`` never raises for a
 damaged log: its receipt says so (``verdict`` ``damaged``, ``exit_code`` 3, ``damage``). A log that cannot
 be read at all raises as usual (``LOG_NOT_FOUND``, ``PERMISSION_DENIED`` ...).

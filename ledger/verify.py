@@ -1,7 +1,7 @@
 """``plantrail verify``: the full audit of a log.
 
 1. Every line: framing, hash, schema, canonical form, seq continuity and the hash chain (the reader).
-2. Every event legal when replayed in order: the rules of :func:`ledger.decide.check` against the state
+2. Every event legal when replayed in order: the rules of :func:`ledger.rules.decide.check` against the state
    before it; late results are allowed, as orphans.
 3. No orphan ever applied: a late result changes nothing but the orphan list.
 4. Determinism: the state step 2 reached through the fold's in-place builder (:class:`Advancing`, the
@@ -11,13 +11,13 @@
    replay at any size, and the records it re-applies are the latest (memory stays flat). The file is read
    and decoded once, so a log another process is appending to is verified up to the seq the read reached
    (``last_seq``, ``verified_bytes``). A large log is read (step 1) by a forked child on another core while
-   this process runs steps 2 to 6 on the records it sends (:mod:`ledger.read_ahead`); the records, and the
+   this process runs steps 2 to 6 on the records it sends (:mod:`ledger.stores.jsonl.read_ahead`); the records, and the
    first damage found, are the same either way.
 5. Optionally, an anchor ``SEQ:HASH`` the auditor kept: the log must still contain that record.
 6. Every keyed checkpoint covers the record before it; given the key, every MAC verifies and there is at
    least one checkpoint (:mod:`ledger.checkpoint`).
 7. Optionally, for a forked run, its parent's log: the parent's chain reaches the seq the fork names with the
-   hash it names, and the parent's state there hashes to the state the fork carries (:mod:`ledger.lineage`).
+   hash it names, and the parent's state there hashes to the state the fork carries (:mod:`ledger.rules.lineage`).
 """
 
 from __future__ import annotations
@@ -224,7 +224,7 @@ def _verify_file(
 ) -> tuple[_Audit, int, TornTail | None, bool]:
     """The checks over one read of a log file: the audit, the bytes of whole records read, the torn tail after
     them, and whether the file grew past the read. A large log is read by a child on another core while this
-    process judges and folds its records (:mod:`ledger.read_ahead`): the same records in the same order."""
+    process judges and folds its records (:mod:`ledger.stores.jsonl.read_ahead`): the same records in the same order."""
     with reading(reader) as read:
         audit = _Audit(anchor, key, on_progress, lambda: read.offset)
         audit.check_all(read.records())

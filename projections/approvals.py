@@ -118,7 +118,7 @@ def effective_tools(spec: StepSpec, authority: Authority | None, version: int) -
 def needs_approval(spec: StepSpec, authority: Authority | None, version: int, *, effect: bool = False) -> str | None:
     """Why ``spec`` is waiting_approval in ``version`` (``requires_approval`` or ``widened``); None: it is not.
     With ``effect``: why a side effect it requests needs an approval first (``effects_require_approval``; the
-    same gate: a granted approval for ``version`` that covers the step, :mod:`ledger.effects`)."""
+    same gate: a granted approval for ``version`` that covers the step, :mod:`ledger.rules.effects`)."""
     if effect:
         if spec.scope is None or not spec.scope.effects_require_approval or _grants(authority, version, spec.id):
             return None

@@ -5,9 +5,9 @@ a replan keeps completed steps under their ids, nothing is renumbered), the fail
 errors and reasons, the steps in doubt, the steps not run and what each waits on, the criteria not yet
 passed, the late results, the coverage matrix, the work remaining, the budget and the scope left (the task
 scope and the approvals that bear on the open steps), and the side effects in doubt. Each step carries its
-whole contract as a draft writes it (:func:`ledger.draft_writer.step_draft`: every term, defaults left out),
+whole contract as a draft writes it (:func:`ledger.vocabulary.draft_writer.step_draft`: every term, defaults left out),
 so a patch (``replace_step``, ``add_step``) can be written from the brief alone, and ``draft`` is the active
-plan as a whole draft (:func:`ledger.draft_writer.plan_draft`), which ``replan --draft`` takes as it is.
+plan as a whole draft (:func:`ledger.vocabulary.draft_writer.plan_draft`), which ``replan --draft`` takes as it is.
 
 Pure: no I/O (the library call that reads a log is :func:`ledger.audit.brief`).
 """

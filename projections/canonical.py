@@ -1,6 +1,6 @@
 """The canonical bytes of a state and their SHA-256: two replays, machines or versions compare by hash.
 
-Fields that format v2 added (to the plan's specs, :mod:`ledger.versions`, and to the state's own values,
+Fields that format v2 added (to the plan's specs, :mod:`ledger.vocabulary.versions`, and to the state's own values,
 ``_ADDED``) are left out at their defaults, so a log that uses no v2 feature keeps the state hash it had
 under v1.
 """

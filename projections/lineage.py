@@ -1,7 +1,7 @@
 """A forked run's carried state, and the lineage of runs as a view (pure: no I/O).
 
 A fork (:mod:`ledger.fork`) begins with a ``run.forked`` event that carries its parent's state at the seq it
-was forked at, as the JSON :func:`projections.snapshot.encode_state` writes (without references: the event
+was forked at, as the JSON :func:`projections.state_json.encode_state` writes (without references: the event
 holds every text). The reducer adopts that state whole; the fork's own records then fold on top of it
 exactly as they would have folded on the parent at that seq. Seqs inside the carried state (a step's
 ``last_seq``, an orphan's ``seq``, the adopted version's ``seq``) are the parent's: the lineage link says

@@ -1,6 +1,6 @@
 """Invalidation by digest (format v2): which steps an input's change makes ``stale``.
 
-A step that declares ``inputs`` (:mod:`ledger.artifacts`) records, when it completes, the digest of each
+A step that declares ``inputs`` (:mod:`ledger.vocabulary.artifacts`) records, when it completes, the digest of each
 input current then (``StepState.consumed``). An input's *current* digest is:
 
 - ``STEP/OUTPUT``: the artifact of that name the producer's completion recorded, while the producer is

@@ -94,7 +94,7 @@ class RepairRun(NamedTuple):
 
 class Consumed(NamedTuple):
     """(Format v2) the digest of one input a step consumed when it completed (``input``: the input's key,
-    :func:`ledger.artifacts.input_key`; ``digest`` None: an initial input or observation without one)."""
+    :func:`ledger.vocabulary.artifacts.input_key`; ``digest`` None: an initial input or observation without one)."""
 
     input: str
     digest: str | None
@@ -131,7 +131,7 @@ class StepState(NamedTuple):
     usage: Usage | None = None  # format v2: what this step's reported results spent, summed
     lease: Lease | None = None  # format v2: the lease of the step's attempt (timeout_s or heartbeats)
     abandoned: tuple[int, ...] = ()  # format v2: attempts ended by abandon (not charged to max_attempts)
-    artifacts: tuple[Artifact, ...] = ()  # format v2: what the step's completion produced (ledger.artifacts)
+    artifacts: tuple[Artifact, ...] = ()  # format v2: what the step's completion produced (ledger.vocabulary.artifacts)
     consumed: tuple[Consumed, ...] = ()  # format v2: the input digests current at the step's completion
     #: Format v2: why the attempt in progress is to be cancelled (an input changed under it): ``abandon`` ends
     #: it (the step becomes stale), and a result it still sends lands on the orphan path.

@@ -2,7 +2,7 @@
 
 ``done`` and ``not_done`` (and ``unmet``) are ``step:ID`` / ``criterion:ID``, as the stop policy's ``unmet``;
 ``resume_from`` is the step ids a continuation starts from. Pure: the decision records these lists
-(:mod:`ledger.outcomes`), and ``resume`` shows them.
+(:mod:`ledger.rules.outcomes`), and ``resume`` shows them.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ def _changed_fields(old: StepSpec, new: StepSpec) -> tuple[str, ...]:
         diffs.append("depends_on")
     if old.terms is not new.terms and old.checks != new.checks:
         diffs.append("checks")
-    if old.terms is not new.terms and old.inputs != new.inputs:  # format v2 lineage (ledger.artifacts)
+    if old.terms is not new.terms and old.inputs != new.inputs:  # format v2 lineage (ledger.vocabulary.artifacts)
         diffs.append("inputs")
     if old.terms is not new.terms and old.outputs != new.outputs:
         diffs.append("outputs")

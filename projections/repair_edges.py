@@ -1,4 +1,4 @@
-"""Readiness with repair edges (the edges are validated by :mod:`ledger.repair_edges`).
+"""Readiness with repair edges (the edges are validated by :mod:`ledger.vocabulary.repair_edges`).
 
 A step A may name a repair step R (``on_failure: R``). The rules, all derived from the state the reducer keeps
 (``StepState.repair`` on R: the failed steps waiting for it, each with the attempt that failed):

@@ -2,7 +2,7 @@
 
 ``evolve`` is total and pure: it never mutates its inputs, does no I/O, reads no clock, and returns the
 state unchanged (but for ``last_seq``/``head``) for a record it cannot apply. Rules are checked before
-anything is written (:mod:`ledger.decide`); ``verify`` replays those checks to catch a hand-made log.
+anything is written (:mod:`ledger.rules.decide`); ``verify`` replays those checks to catch a hand-made log.
 
 Late results (``step.completed``/``blocked``/``failed`` for a superseded plan version, a stale attempt, or
 after the run finished) never touch the plan: they land on ``orphans``.
@@ -110,7 +110,8 @@ class Delta(NamedTuple):
 
 
 class StateView(Protocol):
-    """What a handler, :func:`ledger.decide.decide` or :func:`ledger.decide.check` may read: a :class:`PlanState`,
+    """What a handler, :func:`ledger.rules.decide.decide` or :func:`ledger.rules.decide.check` may read: a
+    :class:`PlanState`,
     or the builder that fold and a group commit advance in place."""
 
     @property
@@ -825,7 +826,7 @@ def _replanned(state: StateView, record: Record, data: PlanReplanned) -> Delta |
 
 
 def _extended(state: StateView, record: Record, data: PlanExtended) -> Delta | None:
-    """Steps and criteria added to the active version in place (format v2, :mod:`ledger.extension`): the new
+    """Steps and criteria added to the active version in place (format v2, :mod:`ledger.rules.extension`): the new
     ones start pending at attempt 0, every other step and criterion is untouched, the version keeps its number
     and its adoption, now with this extension's seq and the extended plan."""
     from plantrail.ledger.vocabulary.extension import extended_plan  # only a log that extends a version needs it

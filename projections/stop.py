@@ -5,8 +5,9 @@
 1. ``cancelled`` (or another final outcome the log records: complete, partial, failed, budget_exhausted):
    the run ended;
 2. scope violation -> ``paused`` (a result left its step's scope: only an approval that widens the scope, or a
-   replan, ends the pause; :mod:`ledger.approvals`);
-3. every step completed and every criterion passed (their checks met: :mod:`ledger.contract`) -> ``complete``;
+   replan, ends the pause; :mod:`ledger.rules.approvals`);
+3. every step completed and every criterion passed (their checks met: :mod:`ledger.vocabulary.contract`) ->
+``complete``;
 4. approval denied -> ``paused`` until a replan removes or changes the denied steps (they cannot start);
 5. the hard ``deadline`` passed -> ``budget_exhausted``;
 6. the same failure fingerprint repeated ``max_repeated_failures`` times (default 2 for a plan that uses the
@@ -16,7 +17,7 @@
 8. otherwise ``continue``.
 
 plantrail never writes an event on its own: ``status``, ``next`` and ``resume`` show the decision with its
-reason, and :mod:`ledger.decide` refuses a ``start`` it forbids (STOP_POLICY). The deadline is compared with
+reason, and :mod:`ledger.rules.decide` refuses a ``start`` it forbids (STOP_POLICY). The deadline is compared with
 ``now``, the time the caller asks at (a command's timestamp); the clock never enters the reducer.
 
 :func:`budget_view` reports what is used and left; soft thresholds (the policy's ``soft_threshold``, default

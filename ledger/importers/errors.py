@@ -1,6 +1,6 @@
-"""The errors the transcript importers raise: one `TranscriptError` family rooted in `ledger.errors`.
+"""The errors the transcript importers raise: one `TranscriptError` family rooted in `ledger.vocabulary.errors`.
 
-    TranscriptError                 code, message, line (the classes live in ledger.errors)
+    TranscriptError                 code, message, line (the classes live in ledger.vocabulary.errors)
       UNKNOWN_FORMAT                UnknownTranscriptFormat (a UsageError, exit 2): no parser has that name
       NOT_A_TRANSCRIPT              TranscriptRefused (Refused, exit 1): not a transcript of that format
       EMPTY_TRANSCRIPT              TranscriptRefused (Refused, exit 1): nothing but whitespace

@@ -220,7 +220,8 @@ def added_in_place(
     very same spec (so the same text, evidence and place in the agent's order: the new items come last), at
     least one item is new, and no user decided it (``decided_by_user``: an approval, or their words since the
     previous update, make it a ``user_request`` replan that quotes them). Anything else is a replan. Pure:
-    the importer passes its mirror of the ledger's state, a live hook the log's own (``ledger.extension.touched``).
+    the importer passes its mirror of the ledger's state, a live hook the log's own
+    (``ledger.rules.extension.touched``).
     """
     if touched or decided_by_user or len(new) <= len(old):
         return None

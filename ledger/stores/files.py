@@ -5,7 +5,7 @@ Every path plantrail opens to read goes through :func:`open_regular`: the open n
 block before any check could run), and anything but a regular file is refused with NOT_A_FILE. Inputs
 (drafts, patches, key files, transcripts) are read through :func:`read_capped` or :func:`open_capped`,
 which read at most the input's cap plus one byte and refuse a larger input with INPUT_TOO_LARGE (the caps
-are in :mod:`ledger.limits`).
+are in :mod:`ledger.vocabulary.limits`).
 """
 
 from __future__ import annotations

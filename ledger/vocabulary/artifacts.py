@@ -14,7 +14,8 @@ Draft shapes (each optional; docs/contract.md):
   baseline: what the plan was made from).
 
 A digest is ``ALGO:HEX`` (``ALGO`` lower-case letters and digits, ``HEX`` 8 to 128 lower-case hex digits;
-``sha256`` needs exactly 64). Pure: :mod:`ledger.plan` parses and validates, :mod:`ledger.decide` judges a
+``sha256`` needs exactly 64). Pure: :mod:`ledger.vocabulary.plan` parses and validates, :mod:`ledger.rules.decide`
+judges a
 completion's artifacts, :mod:`projections.lineage_digest` folds them.
 """
 

@@ -4,7 +4,7 @@ A line is the compact JSON of one record with its hash member last and fixed-wid
 
     {"v":1,"seq":7,...,"data":{...},"prev":"<64 hex>","h":"<64 hex>"}\\n
 
-``v`` is the lowest format version that holds the line (:mod:`ledger.versions`): v1 for everything the first
+``v`` is the lowest format version that holds the line (:mod:`ledger.vocabulary.versions`): v1 for everything the first
 format's plan can say, v2 for a line that uses the plan contract. A v1 line reads as the v2 models with every added
 field at its default (the upcaster), and the canonical form of a line includes its version: a v2 line
 holding only v1 content, or a v1 line holding v2 content, is CORRUPT_LINE.
@@ -96,7 +96,7 @@ def line_version(data: ev.Event, *, held: bool | None = None, source: Source | N
     A header says the version the log was created in (its ``format``); any other event is v2 when its type
     or one of its values is something v1 cannot express, or when its source carries ``meta`` (format v2),
     else v1. ``held``, when the caller knows it: whether ``data`` holds an added field away from its default
-    (:func:`ledger.versions.needs_v2`).
+    (:func:`ledger.vocabulary.versions.needs_v2`).
     """
     if source is not None and source.meta and type(data) is not ev.LogOpened:
         return V2
@@ -395,7 +395,7 @@ def _msgspec(line: bytes) -> Record | None:
 def _as_written(record: Record, *, v2: bool | None = None) -> bytes:
     """The compact JSON of a decoded record without ``h``: the line's own bytes when it was canonical.
 
-    The writer's way (orjson, :func:`ledger.versions.plain`) for a value that may leave something out:
+    The writer's way (orjson, :func:`ledger.vocabulary.versions.plain`) for a value that may leave something out:
     anything holding a field format v2 added away from its default (``v2``: whether ``record.data`` does, when
     the caller knows), and any class of :data:`_PLAIN_V1`'s complement whose msgspec bytes differ from the
     writer's. Everything else is encoded by msgspec, which writes the same bytes as orjson and encodes

@@ -13,7 +13,8 @@ A check (a criterion's acceptance check, or a step's checkpoint) is one of four 
   validated the artifact against the schema).
 
 A check passes only on a reported observation that satisfies it: never vacuously (no observation, no pass).
-Pure: :mod:`ledger.plan` calls :func:`validate_contract` from ``validate_plan``, :mod:`ledger.decide` calls
+Pure: :mod:`ledger.vocabulary.plan` calls :func:`validate_contract` from ``validate_plan``, :mod:`ledger.rules.decide`
+calls
 :func:`unmet`.
 """
 
@@ -63,7 +64,7 @@ CHECK_KINDS: Final[tuple[str, ...]] = ("command_exit", "state_predicate", "human
 @dataclass(frozen=True, slots=True)
 class CheckSpec:
     """One typed check of a step or a criterion; only the fields its ``kind`` needs are set (the others are
-    left out of the line, :mod:`ledger.versions`)."""
+    left out of the line, :mod:`ledger.vocabulary.versions`)."""
 
     __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
     ADDED: ClassVar[frozenset[str]] = frozenset(
@@ -87,7 +88,7 @@ class CheckSpec:
 class StepTerms:
     """A step's format v2 terms beside its v1 contract: its priority, typed checks and budgets (and its notes,
     the criteria it covers, its scope and ``on_failure``: the id of the step that repairs it when it fails,
-    :mod:`ledger.repair_edges`). Kept in one member of the step (``terms``, absent when every term is at its
+    :mod:`ledger.vocabulary.repair_edges`). Kept in one member of the step (``terms``, absent when every term is at its
     default) so that a v1 plan line decodes with one default per step, not five."""
 
     __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
@@ -105,15 +106,15 @@ class StepTerms:
     #: What the agent wrote about the step beyond its title (a description, its own priority label, the item
     #: it nests under) and what an importer inferred, one fact a line; no part of the step's contract.
     notes: tuple[str, ...] = ()
-    #: The task criteria this step's output covers (:mod:`ledger.coverage`): no part of its
+    #: The task criteria this step's output covers (:mod:`ledger.vocabulary.coverage`): no part of its
     #: contract (a replan that changes only what it covers keeps its work).
     covers: tuple[str, ...] = ()
-    #: The step's scope: writes, reads, allowed tools, whether it needs an approval (:mod:`ledger.scope`).
+    #: The step's scope: writes, reads, allowed tools, whether it needs an approval (:mod:`ledger.vocabulary.scope`).
     scope: StepScope | None = None
-    #: The artifacts the step produces and consumes (:mod:`ledger.artifacts`): part of its contract.
+    #: The artifacts the step produces and consumes (:mod:`ledger.vocabulary.artifacts`): part of its contract.
     outputs: tuple[OutputSpec, ...] = ()
     inputs: tuple[InputRef, ...] = ()
-    #: The step's repair step (:mod:`ledger.repair_edges`): after a failure with attempts left the step
+    #: The step's repair step (:mod:`ledger.vocabulary.repair_edges`): after a failure with attempts left the step
     #: waits until that step completes. None: a failure is retried directly (as is naming the step itself).
     on_failure: str | None = None
 

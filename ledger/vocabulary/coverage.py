@@ -1,6 +1,6 @@
 """Coverage of the goal, the task's criteria against the steps' work: every task criterion
 should be covered by at least one step (a step lists the criteria it ``covers``, format v2) or by a typed check
-of its own (:mod:`ledger.contract`). The coverage matrix says, per criterion, what covers it.
+of its own (:mod:`ledger.vocabulary.contract`). The coverage matrix says, per criterion, what covers it.
 
 A criterion nothing covers is a gap. A plan that declares coverage (some step ``covers`` something, or some
 criterion has a typed check) is warned about its gaps; ``strict`` refuses them (``create --strict``,

@@ -1,7 +1,8 @@
-"""The inverse of the draft parser (:mod:`ledger.plan`): a step, a criterion, a policy or a whole plan written
+"""The inverse of the draft parser (:mod:`ledger.vocabulary.plan`): a step, a criterion, a policy or a whole plan
+written
 back as the JSON a draft takes, so that a planner can start the next version from what the log holds.
 
-Flat snake_case keys exactly as :func:`~ledger.plan.parse_draft` takes them, every term at its default left
+Flat snake_case keys exactly as :func:`~ledger.vocabulary.plan.parse_draft` takes them, every term at its default left
 out (a step always keeps ``id``, ``title``, ``depends_on`` and ``completion_evidence``). Parsing what these
 write gives the value back: ``_parse_step(step_draft(s)) == s`` and ``build_plan(parse_draft(plan_draft(p)))
 == p`` for every step and plan a draft can say (tests/vocabulary/test_draft_writer.py). A plan's ``notes`` (facts about

@@ -3,11 +3,11 @@
 This module is the storage contract (docs/format.md). Type names are explicit strings, never
 derived from Python names. The record envelope and the fixed-shape events (steps, criteria, the run's end,
 the log's own records) are frozen ``msgspec.Struct``s; the plan events, which nest plan specs, are frozen
-dataclasses. The schema is pydantic's: one discriminated union on ``type`` (see :mod:`ledger.codec`) gives
+dataclasses. The schema is pydantic's: one discriminated union on ``type`` (see :mod:`ledger.vocabulary.codec`) gives
 the JSON Schema and every error message; msgspec decodes the lines, and a property test holds it to accept
 exactly what pydantic accepts.
 
-A change of shape adds a new format version and an upcaster in :mod:`ledger.codec`; old logs are never
+A change of shape adds a new format version and an upcaster in :mod:`ledger.vocabulary.codec`; old logs are never
 rewritten.
 """
 
@@ -64,7 +64,7 @@ __all__ = [
 ]
 
 #: The newest envelope format version this plantrail reads and writes (``v`` on every line; see
-#: :mod:`ledger.versions`: a line carries the lowest version that holds it).
+#: :mod:`ledger.vocabulary.versions`: a line carries the lowest version that holds it).
 FORMAT_VERSION: Final = 2
 #: Each format version's name, as a log's header records it.
 FORMATS: Final[dict[int, str]] = {1: "plantrail/1", 2: "plantrail/2"}
@@ -143,7 +143,7 @@ class _FixedShape(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=Fa
     """The base of the fixed-shape events (every v1 field required, none nested; a field format v2 added is
     optional and left out at its default): the step events and their kin are most lines of every log, and as
     msgspec structs they decode without a member msgspec does not know.
-    The plan events stay dataclasses. pydantic sees each struct through a dataclass twin (ledger.codec)."""
+    The plan events stay dataclasses. pydantic sees each struct through a dataclass twin (ledger.vocabulary.codec)."""
 
     TYPE: ClassVar[str]
 
@@ -223,7 +223,7 @@ class StepStarted(_FixedShape, frozen=True):
 
 class StepCompleted(_FixedShape, frozen=True, omit_defaults=True):
     """A step's attempt ended with evidence, and (format v2) the runtime's evidence record and the artifacts it
-    produced (each declared output's name, digest and optional URI; :mod:`ledger.artifacts`)."""
+    produced (each declared output's name, digest and optional URI; :mod:`ledger.vocabulary.artifacts`)."""
 
     TYPE: ClassVar[str] = "step.completed"
     ADDED: ClassVar[frozenset[str]] = frozenset({"report", "artifacts"})
@@ -282,11 +282,11 @@ class PlanReplanned:
 @dataclass(frozen=True, slots=True)
 class PlanExtended:
     """(Format v2) Steps and criteria added to the active plan version in place: no work has touched the version
-    since it was adopted, so nothing of it is replanned (:mod:`ledger.extension`). ``plan_version`` stays."""
+    since it was adopted, so nothing of it is replanned (:mod:`ledger.rules.extension`). ``plan_version`` stays."""
 
     TYPE: ClassVar[str] = "plan.extended"
     __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
-    #: Left out of the line at their defaults (ledger.versions), as the fields format v2 added elsewhere are.
+    #: Left out of the line at their defaults (ledger.vocabulary.versions), as the fields format v2 added elsewhere are.
     ADDED: ClassVar[frozenset[str]] = frozenset({"criteria", "observations"})
 
     steps: tuple[StepSpec, ...]
@@ -353,7 +353,7 @@ class StepAbandoned(_FixedShape, frozen=True):
 class RunForked(_FixedShape, frozen=True):
     """(Format v2) The first event of a forked run (seq 1, written with the header): the parent run, the seq
     it was forked at and the parent's hash there, the parent's state at that seq (``state``: the JSON of
-    :func:`projections.snapshot.encode_state`) and that state's hash, and why the run was forked."""
+    :func:`projections.state_json.encode_state`) and that state's hash, and why the run was forked."""
 
     TYPE: ClassVar[str] = "run.forked"
 
@@ -403,7 +403,7 @@ class EffectRequested(_FixedShape, frozen=True):
     """(Format v2) A step's attempt is about to perform a side effect outside the log: its
     idempotency ``key`` (one effect per key in a run), its ``target`` and a summary of the target's state
     ``before`` it (may be empty). Fenced like a result by (plan version, step, attempt): a late one is recorded
-    beside the orphans (:mod:`ledger.effects`). Every member is always written."""
+    beside the orphans (:mod:`ledger.rules.effects`). Every member is always written."""
 
     TYPE: ClassVar[str] = "effect.requested"
 
@@ -483,7 +483,7 @@ class Record(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag_field="typ
 
     A ``msgspec.Struct`` rather than a dataclass: every replay builds one per line, and msgspec builds a
     struct straight from the line's bytes in a third of the time it takes for a 12-field frozen dataclass.
-    :mod:`ledger.codec` decodes each event type into its own subclass, tagged by ``type``, so ``type`` is
+    :mod:`ledger.vocabulary.codec` decodes each event type into its own subclass, tagged by ``type``, so ``type`` is
     the event's own type name rather than a field. Records are immutable and hold no cycles, hence
     ``frozen`` and ``gc=False``.
     """

@@ -6,7 +6,7 @@ per check it ran, the tools it used, its usage (turns, tool calls, tokens, cost)
 metadata (tool-call id, trace id, worker id, model ...) kept as given. The event size limit stays: a runtime
 with larger output records a digest and a path in ``meta``.
 
-Every field is optional and left out of the line at its default (:mod:`ledger.versions`); a result with an
+Every field is optional and left out of the line at its default (:mod:`ledger.vocabulary.versions`); a result with an
 evidence record is a format v2 line.
 """
 

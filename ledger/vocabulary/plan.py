@@ -6,7 +6,7 @@ A draft is JSON: ``goal``, ``acceptance_criteria`` (``id``, ``description``), ``
 (``acceptanceCriteria``, ``dependsOn``, ``completionEvidence``, ``maxAttempts``, ``maxInProgress``) are accepted
 too. Text is trimmed; ids match ``[A-Za-z0-9][A-Za-z0-9._:-]{0,127}``.
 
-Validation reports every problem it finds, not only the first: the :class:`~ledger.errors.PlanInvalid`
+Validation reports every problem it finds, not only the first: the :class:`~ledger.vocabulary.errors.PlanInvalid`
 raised is the first problem (its code and message), and its ``errors`` lists them all in draft order. A
 draft that does not parse is also checked as a graph, as far as its parsed steps allow (a step that failed
 to parse still counts as known to the steps that depend on it).
@@ -99,9 +99,9 @@ class StepSpec:
     max_attempts: int | None = DEFAULT_MAX_ATTEMPTS
     terms: StepTerms | None = None  # format v2: priority, typed checks, budgets, notes (None: all at defaults)
 
-    #: Fields format v2 added (ledger.versions): left out of the bytes at their defaults.
+    #: Fields format v2 added (ledger.vocabulary.versions): left out of the bytes at their defaults.
     ADDED: ClassVar[frozenset[str]] = frozenset({"terms"})
-    #: Fields whose None only format v2 can say (ledger.versions): a v1 step always had an attempt limit.
+    #: Fields whose None only format v2 can say (ledger.vocabulary.versions): a v1 step always had an attempt limit.
     V2_NONE: ClassVar[frozenset[str]] = frozenset({"max_attempts"})
 
     def __post_init__(self) -> None:
@@ -117,7 +117,7 @@ class StepSpec:
 
     @property
     def checks(self) -> tuple[CheckSpec, ...]:
-        """The step's typed checks (:mod:`ledger.contract`)."""
+        """The step's typed checks (:mod:`ledger.vocabulary.contract`)."""
         return () if self.terms is None else self.terms.checks
 
     @property
@@ -127,7 +127,7 @@ class StepSpec:
 
     @property
     def covers(self) -> tuple[str, ...]:
-        """The task criteria this step covers (:mod:`ledger.coverage`); none without any."""
+        """The task criteria this step covers (:mod:`ledger.vocabulary.coverage`); none without any."""
         return () if self.terms is None else self.terms.covers
 
     @property
@@ -147,22 +147,24 @@ class StepSpec:
 
     @property
     def on_failure(self) -> str | None:
-        """The step's repair step (:mod:`ledger.repair_edges`); None: none named."""
+        """The step's repair step (:mod:`ledger.vocabulary.repair_edges`); None: none named."""
         return None if self.terms is None else self.terms.on_failure
 
     @property
     def scope(self) -> StepScope | None:
-        """The step's scope (writes, reads, allowed tools, approval; :mod:`ledger.scope`); None: none declared."""
+        """The step's scope (writes, reads, allowed tools, approval; :mod:`ledger.vocabulary.scope`); None: none
+        declared."""
         return None if self.terms is None else self.terms.scope
 
     @property
     def outputs(self) -> tuple[OutputSpec, ...]:
-        """The artifacts the step declares it produces (:mod:`ledger.artifacts`)."""
+        """The artifacts the step declares it produces (:mod:`ledger.vocabulary.artifacts`)."""
         return () if self.terms is None else self.terms.outputs
 
     @property
     def inputs(self) -> tuple[InputRef, ...]:
-        """The inputs the step declares it consumes (:mod:`ledger.artifacts`); only such a step can be stale."""
+        """The inputs the step declares it consumes (:mod:`ledger.vocabulary.artifacts`); only such a step can be
+        stale."""
         return () if self.terms is None else self.terms.inputs
 
     def contract(self) -> tuple[str, str, frozenset[str], tuple[CheckSpec, ...]]:
@@ -180,7 +182,7 @@ class CriterionSpec:
     description: str
     checks: tuple[CheckSpec, ...] = ()
 
-    #: Fields format v2 added (ledger.versions): left out of the bytes at their defaults.
+    #: Fields format v2 added (ledger.vocabulary.versions): left out of the bytes at their defaults.
     ADDED: ClassVar[frozenset[str]] = frozenset({"checks"})
 
 
@@ -189,7 +191,7 @@ class Policy:
     """Run policy; ``max_in_progress`` None means unlimited. Format v2 adds the run's budgets (turns, tool
     calls, cost, a hard ``deadline``), the soft threshold at which they give advice, how many times the same
     failure may repeat before the stop policy calls the run failed, and whether a partial outcome is allowed
-    (:mod:`ledger.contract`)."""
+    (:mod:`ledger.vocabulary.contract`)."""
 
     __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
     ADDED: ClassVar[frozenset[str]] = frozenset(RUN_POLICY_FIELDS)
@@ -217,12 +219,12 @@ class PlanSpec:
     #: Facts about the version that are no part of the plan itself, one a line: e.g. the adapter that
     #: imported it and its version, the user's follow-up messages (docs/importers.md).
     notes: tuple[str, ...] = ()
-    #: The task's read and write scope (globs; :mod:`ledger.scope`); None: not declared.
+    #: The task's read and write scope (globs; :mod:`ledger.vocabulary.scope`); None: not declared.
     scope: TaskScope | None = None
-    #: The task's initial inputs, required artifacts and observed versions (:mod:`ledger.artifacts`).
+    #: The task's initial inputs, required artifacts and observed versions (:mod:`ledger.vocabulary.artifacts`).
     artifacts: TaskArtifacts | None = None
 
-    #: Fields format v2 added (ledger.versions): left out of the bytes at their defaults.
+    #: Fields format v2 added (ledger.vocabulary.versions): left out of the bytes at their defaults.
     ADDED: ClassVar[frozenset[str]] = frozenset({"notes", "scope", "artifacts"})
 
 
@@ -637,14 +639,14 @@ def _duplicates(ids: Iterable[str]) -> list[str]:
 
 
 #: The last plan :func:`validate_plan` accepted and the order it gave it. A replan's plan is validated twice
-#: on the same object: by the rules (:func:`ledger.decide.check`) and by the fold adopting it; a plan is
+#: on the same object: by the rules (:func:`ledger.rules.decide.check`) and by the fold adopting it; a plan is
 #: immutable, so the second answer is the first.
 _VALIDATED: list[tuple[PlanSpec, tuple[str, ...]]] = []
 
 
 def validate_plan(plan: PlanSpec, previous: tuple[PlanSpec, tuple[str, ...]] | None = None) -> tuple[str, ...]:
     """Check a plan's structure and graph; return its stable topological order, or raise every problem found
-    (a :class:`~ledger.errors.PlanInvalid` with a draft code, listing them all in ``errors``).
+    (a :class:`~ledger.vocabulary.errors.PlanInvalid` with a draft code, listing them all in ``errors``).
 
     ``previous`` (a valid plan and the order this gave it) lets a replan that only adds or removes steps
     reuse that order instead of sorting again (:func:`carried_order`, the same order). The plan validated

@@ -13,7 +13,8 @@ matches a glob when the glob's segments match the path's; two globs *overlap* wh
 (:func:`overlaps`, symmetric); a glob is *inside* another when every path it matches, the other matches
 (:func:`covers`, judged segment by segment: a ``**`` in the inner glob needs a ``**`` in the outer one).
 
-Everything here is pure, iterative and small: :mod:`ledger.plan` parses and validates scopes, :mod:`ledger.decide`
+Everything here is pure, iterative and small: :mod:`ledger.vocabulary.plan` parses and validates scopes,
+:mod:`ledger.rules.decide`
 judges results and starts, :mod:`projections.approvals` folds what approvals grant.
 """
 
@@ -62,7 +63,7 @@ class TaskScope:
 class StepScope:
     """A step's scope: the globs it may write (``()``: a read-only step; None: the task's), the globs it
     reads, the tools it may use (None: any), whether it needs an approval before it starts, and whether each
-    side effect it requests needs one (``effects_require_approval``, :mod:`ledger.effects`)."""
+    side effect it requests needs one (``effects_require_approval``, :mod:`ledger.rules.effects`)."""
 
     __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
     ADDED: ClassVar[frozenset[str]] = frozenset(

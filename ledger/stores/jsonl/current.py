@@ -112,7 +112,7 @@ def read_state(
     with opened(log_path, reader) as reader:
         snapshot = load_snapshot(reader.path, reader.fd) if cached else None
         start = snapshot.position if snapshot is not None else None
-        # a long read is done by a child on another core while this process folds (ledger.read_ahead)
+        # a long read is done by a child on another core while this process folds (ledger.stores.jsonl.read_ahead)
         with reading(reader, start, None if snapshot is None else snapshot.state.run) as read:
             records: Iterable[Record] = read.records()
             if stop_at_damage:

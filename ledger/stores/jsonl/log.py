@@ -805,7 +805,8 @@ def create_from_lines(path: str | os.PathLike[str], blob: bytes, *, allow_networ
 
 
 class _Session:
-    """One turn under the writer lock (see :class:`ledger.store.Session`), held while the session is entered."""
+    """One turn under the writer lock (see :class:`ledger.stores.protocol.Session`), held while the session is
+    entered."""
 
     def __init__(self, store: JsonlStore) -> None:
         self._store = store
