@@ -211,10 +211,22 @@ class Method(Generic[P, C]):
         """The method's docstring."""
         return self.arguments.__doc__ or ""
 
+    def types(self) -> dict[str, Any]:
+        """The type of each of the method's parameters (its annotations evaluated), the envelope's included."""
+        import typing
+
+        own = typing.get_type_hints(self.arguments, include_extras=True)
+        for name in ("return", *(p.name for p in self._own() if p.kind is p.VAR_KEYWORD)):
+            own.pop(name, None)
+        return {**typing.get_type_hints(Attempted), **own}
+
+    def _own(self) -> list[inspect.Parameter]:
+        return list(inspect.signature(self.arguments).parameters.values())
+
     def parameters(self) -> list[inspect.Parameter]:
         """The method's parameters after ``self``: its own, then the envelope options its command takes (each
         with the default the command gives it), then its own that the declaration puts after them."""
-        own = [p for p in inspect.signature(self.arguments).parameters.values() if p.kind is not p.VAR_KEYWORD]
+        own = [p for p in self._own() if p.kind is not p.VAR_KEYWORD]
         trailing = self.declaration.trailing
         keyword = inspect.Parameter.KEYWORD_ONLY
         defaults = self.declaration.defaults()
