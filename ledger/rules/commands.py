@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final, Generic, NamedTuple, ParamSpec, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, ParamSpec, TypedDict, TypeVar
 
 import msgspec
 
@@ -99,7 +99,7 @@ class Attempted(Envelope, total=False):
     attempt: int | None
 
 
-class Field(NamedTuple):
+class Field(msgspec.Struct, frozen=True, kw_only=True):
     """What the front doors say about one field of a command, or one envelope option: the command line's option
     help and metavar, its limits (inclusive, or open with ``open_limits``), and the JSON type an MCP tool takes it
     as when that is not the method's type (None: the method's)."""
@@ -112,7 +112,7 @@ class Field(NamedTuple):
     json: Any = None
 
 
-class Help(NamedTuple):
+class Help(msgspec.Struct, frozen=True):
     """A command line command's help: its summary (the first paragraph, whose first sentence ``--help`` lists),
     the paragraphs after it, and its examples (each a command, continued lines and all)."""
 
