@@ -62,6 +62,7 @@ __all__ = [
     "COMPLETE",
     "FAIL",
     "START",
+    "TRANSITION_TARGET",
     "Block",
     "Complete",
     "Fail",
@@ -285,7 +286,8 @@ def _dependencies_done(state: StateView, plan: PlanSpec, step: str) -> None:
 
 # --------------------------------------------------------------------------- result rules
 
-_TRANSITION_TARGET: Final = {
+#: The step status each step transition leads to.
+TRANSITION_TARGET: Final = {
     "step.started": "in_progress",
     "step.completed": "completed",
     "step.blocked": "blocked",
@@ -331,13 +333,13 @@ def _result_rules(state: StateView, data: Result, plan_version: int, now: str | 
                 plan_version=state.version,
                 current=step.status,
                 expected="in_progress",
-                target=_TRANSITION_TARGET[data.TYPE],
+                target=TRANSITION_TARGET[data.TYPE],
             )
         return why
     if step.status != "in_progress":
         if why == "RUN_FINISHED":
             require_open(state)
-        raise transition(step, "in_progress", _TRANSITION_TARGET[data.TYPE], state.version)
+        raise transition(step, "in_progress", TRANSITION_TARGET[data.TYPE], state.version)
     if why is None and (data.report is not None or (isinstance(data, StepBlocked) and data.violation is not None)):
         check_result_scope(state, data)
     if why is None and isinstance(data, StepCompleted):

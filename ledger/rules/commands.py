@@ -303,6 +303,11 @@ class Declaration(Generic[C]):
         self.methods.append(made)
         return made
 
+    @property
+    def events(self) -> tuple[type[Any], ...]:
+        """The classes of the events the command records (the ones its rules judge)."""
+        return tuple(self.rules)
+
     def field(self, name: str) -> Field:
         """What the front doors say about field ``name`` (the command's own, else the envelope's)."""
         found = self.fields.get(name)

@@ -21,7 +21,17 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from plantrail.ledger.rules.approvals import DECIDE, REQUEST_APPROVAL, Decide, RequestApproval
-from plantrail.ledger.rules.attempts import BLOCK, COMPLETE, FAIL, START, Block, Complete, Fail, Start
+from plantrail.ledger.rules.attempts import (
+    BLOCK,
+    COMPLETE,
+    FAIL,
+    START,
+    TRANSITION_TARGET,
+    Block,
+    Complete,
+    Fail,
+    Start,
+)
 from plantrail.ledger.rules.commands import RULES, UNPLANNED_RULES, Declaration, declaration_of, lookup
 from plantrail.ledger.rules.criteria import VERIFY_CRITERION, VerifyCriterion
 from plantrail.ledger.rules.effects import COMMIT_EFFECT, REQUEST_EFFECT, CommitEffect, RequestEffect
@@ -116,6 +126,10 @@ DECLARATIONS: Final[tuple[Declaration[Any], ...]] = (
 
 #: The declarations by their command's class (the registry :mod:`.commands` keeps).
 _DECLARED: Final = lookup()
+#: The rules of each event judged against a plan, by the event's class (:data:`.commands.RULES`), and the step
+#: status each step transition leads to: the names this module had for them before the commands were declared.
+_RULES: Final = RULES
+_TRANSITION_TARGET: Final = TRANSITION_TARGET
 
 
 # --------------------------------------------------------------------------- decide
