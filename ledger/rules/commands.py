@@ -16,7 +16,7 @@ whose signature is the method's own (its parameters, then ``**envelope: Unpack[E
 mapping). ``Ledger`` builds each recording method from one of these (:mod:`plantrail.ledger.api`), so its
 signature, defaults and docstring are declared here once, and stay visible to a type checker::
 
-    START = declare(Start, build=build_start, rules={StepStarted: start_rules}, ...)
+    START = declare(Start, build=_build_start, rules={StepStarted: _start_rules}, cli=..., tools=...)
 
     @START.method
     def start(step: str, **envelope: Unpack[Envelope]) -> Start:
@@ -176,9 +176,6 @@ def fields(envelope: Envelope) -> dict[str, Any]:
 
 #: The rules of one kind of event: (state, event, its plan version, its timestamp) -> why it is late, or None.
 Rules = Callable[["StateView", Any, int, "str | None"], "OrphanWhy | None"]
-#: How a declaration builds its command's event: (state, command) -> (event, the plan version it is issued
-#: against); no rule is judged there.
-Build = Callable[["StateView", Any], "tuple[Event, int]"]
 #: Why an event a declaration built is recorded late (its rules let it through): (state, event, plan version).
 Late = Callable[["StateView", Any, int], "OrphanWhy | None"]
 
@@ -315,8 +312,6 @@ class Declaration(Generic[C]):
 
     def defaults(self) -> dict[str, Any]:
         """The default of each envelope option the command takes (``attempt`` only when it has one)."""
-        import msgspec
-
         given = {f.name: f.default for f in msgspec.structs.fields(self.command)}  # type: ignore[arg-type]
         found = {name: given[name] for name in ("plan_version", "attempt", "actor", "source") if name in given}
         return found | {"idempotency_key": given["key"], "expected_seq": None}
@@ -349,8 +344,21 @@ def declare(
     cli: Mapping[str, Help] | None = None,
     tools: Mapping[str, str] | None = None,
 ) -> Declaration[C]:
-    """Declare ``command`` (see :class:`Declaration`) and register it with its rules. A command is declared
-    once, and an event's rules are one function, whichever commands produce the event."""
+    """Declare ``command`` and register it with its rules; TypeError when it is declared twice, when an event's
+    rules are declared twice (an event has one rules function, whichever commands produce it), or for a refusal
+    code that does not exist.
+
+    - ``build``: (state, command) -> (the event, the plan version it is issued against); no rule judged there;
+    - ``rules``: the rules of each event the command records, by the event's class: (state, event, plan version,
+      timestamp) -> why it is late (None: it applies); ``planned=False`` for the events judged before the log
+      has a plan (the plan's creation);
+    - ``late``: why an event its rules let through is recorded late, beside the orphans (the effects');
+    - ``fields``: what the front doors say about the command's fields (:class:`Field`), beside the envelope's;
+    - ``trailing``: the method's own keyword parameters that come after the envelope options;
+    - ``superseded``: what the ``--plan-version`` help says the command does with a superseded version;
+    - ``refusals``: the codes its refusals carry (:meth:`Declaration.exit_codes` gives their exit codes);
+    - ``cli``: the help of each command line command that records it, by its name;
+    - ``tools``: the description of each MCP tool that records only it, by its name."""
     if command in _DECLARED:
         raise TypeError(f"{command.__name__} is declared twice")
     for code in refusals:
