@@ -11,28 +11,23 @@ from typing import cast
 import click
 
 from plantrail.cli.common import log_argument
-from plantrail.cli.record import _plan_version_option, _run, _write_options
+from plantrail.cli.record import _help, _plan_version_option, _run, _write_options
+from plantrail.ledger.rules.approvals import DECIDE, REQUEST_APPROVAL
 
 __all__ = ["approval_commands", "approve", "deny", "request_approval"]
 
-_STALE = "A superseded version is refused (STALE_PLAN_VERSION) and nothing is recorded."
+_ASK = REQUEST_APPROVAL
 
 
-@click.command("request-approval")
+@click.command("request-approval", help=_ASK.cli["request-approval"].text)
 @log_argument
 @click.argument("request")
-@click.option("--question", required=True, metavar="TEXT", help="The one bounded question the approver answers.")
-@click.option("--steps", "steps", required=True, metavar="IDS", help="The steps the approval covers, comma-separated.")
-@click.option(
-    "--writes",
-    "writes",
-    multiple=True,
-    metavar="GLOB",
-    help="A write glob the approval adds to their scope (repeatable).",
-)
-@click.option("--tool", "tools", multiple=True, metavar="NAME", help="A tool the approval allows them (repeatable).")
-@_plan_version_option(_STALE)
-@_write_options("agent")
+@click.option("--question", required=True, metavar=_ASK.field("question").metavar, help=_help(_ASK, "question"))
+@click.option("--steps", "steps", required=True, metavar=_ASK.field("steps").metavar, help=_help(_ASK, "steps"))
+@click.option("--writes", "writes", multiple=True, metavar=_ASK.field("writes").metavar, help=_help(_ASK, "writes"))
+@click.option("--tool", "tools", multiple=True, metavar=_ASK.field("tools").metavar, help=_help(_ASK, "tools"))
+@_plan_version_option(_ASK)
+@_write_options(_ASK)
 def request_approval(
     log: str,
     request: str,
@@ -46,17 +41,6 @@ def request_approval(
     actor: str,
     as_json: bool,
 ) -> None:
-    """Ask for approval REQUEST (an id): a bounded question about some steps, with the scope change asked for.
-
-    The request is bound to the active plan version: a replan makes it stale (ask again). A step with
-    requires_approval, or whose scope a replan widened, waits until a granted approval covers it; a grant's
-    --writes and --tool widen the steps' scope for that version (ending a scope violation's pause they cover).
-
-    \b
-    Example:
-      plantrail request-approval run.jsonl lockfile --steps implement --writes package-lock.json \\
-          --question "May implement update package-lock.json?"
-    """
     from plantrail.ledger.rules.approvals import RequestApproval
     from plantrail.ledger.vocabulary.events import Actor
 
@@ -76,13 +60,15 @@ def request_approval(
 def _decision(granted: bool) -> click.Command:
     name = "approve" if granted else "deny"
 
-    @click.command(name)
+    @click.command(name, help=DECIDE.cli[name].text)
     @log_argument
     @click.argument("request")
-    @click.option("--by", default="user", show_default=True, metavar="WHO", help="Who decided.")
-    @click.option("--why", default="", metavar="TEXT", help="Why.")
-    @_plan_version_option(_STALE)
-    @_write_options("user")
+    @click.option(
+        "--by", default="user", show_default=True, metavar=DECIDE.field("by").metavar, help=_help(DECIDE, "by")
+    )
+    @click.option("--why", default="", metavar=DECIDE.field("why").metavar, help=_help(DECIDE, "why"))
+    @_plan_version_option(DECIDE)
+    @_write_options(DECIDE)
     def command(
         log: str,
         request: str,
@@ -108,13 +94,6 @@ def _decision(granted: bool) -> click.Command:
         )
         _run(log, decided, expected_seq, as_json)
 
-    command.help = (
-        "Grant approval REQUEST: the steps it covers may start in the plan version it was asked for, with the "
-        "scope change it asked for.\n\n\b\nExample:\n  plantrail approve run.jsonl lockfile --by ana --why ok"
-        if granted
-        else "Deny approval REQUEST: the run pauses until a replan removes or changes the steps it covers.\n\n"
-        '\b\nExample:\n  plantrail deny run.jsonl lockfile --by ana --why "no new dependencies"'
-    )
     return command
 
 

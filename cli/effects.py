@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, cast
 import click
 
 from plantrail.cli.common import emit, log_argument, readiness_lines
-from plantrail.cli.record import _plan_version_option, _write_options
+from plantrail.cli.record import _attempt_option, _help, _plan_version_option, _write_options
+from plantrail.ledger.rules.effects import COMMIT_EFFECT, REQUEST_EFFECT
 
 if TYPE_CHECKING:
     from plantrail.ledger.rules.effects import CommitEffect, RequestEffect
@@ -22,30 +23,20 @@ if TYPE_CHECKING:
 
 __all__ = ["effect", "effect_commands", "effect_lines"]
 
-_LATE_EFFECT = (
-    "An effect of a superseded version (or a stale attempt, or after the run finished) is still recorded, beside "
-    "the orphans: never lost, never applied to a step."
-)
+_ASK, _DONE = REQUEST_EFFECT, COMMIT_EFFECT
 
 
-@click.command()
+@click.command(help=_ASK.cli["effect"].text)
 @log_argument
 @click.argument("step")
-@click.option(
-    "--requested", metavar="KEY", help="Record that STEP is about to perform the effect KEY (its idempotency key)."
-)
-@click.option("--committed", metavar="KEY", help="Record that the effect KEY happened (it was requested before).")
-@click.option("--target", metavar="TARGET", help="With --requested (required): what the effect acts on.")
-@click.option("--before", metavar="TEXT", help="With --requested: a summary of the target's state before the effect.")
-@click.option("--result", metavar="TEXT", help="With --committed: a summary of what the effect did.")
-@_plan_version_option(_LATE_EFFECT)
-@click.option(
-    "--attempt",
-    type=click.IntRange(min=1),
-    metavar="N",
-    help="The attempt the effect belongs to (default: a request's, the step's current one; a commit's, its request's).",
-)
-@_write_options("runtime")
+@click.option("--requested", metavar=_ASK.field("effect").metavar, help=_help(_ASK, "effect"))
+@click.option("--committed", metavar=_DONE.field("effect").metavar, help=_help(_DONE, "effect"))
+@click.option("--target", metavar=_ASK.field("target").metavar, help=_help(_ASK, "target"))
+@click.option("--before", metavar=_ASK.field("before").metavar, help=_help(_ASK, "before"))
+@click.option("--result", metavar=_DONE.field("result").metavar, help=_help(_DONE, "result"))
+@_plan_version_option(_ASK)
+@_attempt_option(_ASK)
+@_write_options(_ASK)
 def effect(
     log: str,
     step: str,
@@ -61,20 +52,6 @@ def effect(
     actor: str,
     as_json: bool,
 ) -> None:
-    """Record a side effect of STEP's attempt: --requested KEY before it acts, --committed KEY once it knows the
-    effect happened. Format v2 (effect.requested, effect.committed).
-
-    An effect requested and never committed is in doubt: after a crash, resume says to check its target before
-    the step's work is done again. One key names one effect (EFFECT_KEY_CONFLICT for another step or target);
-    a key already committed, or requested again by the same attempt, is EFFECT_DUPLICATE; a later attempt may
-    request it again. A step whose scope sets effects_require_approval needs a granted approval first
-    (APPROVAL_REQUIRED).
-
-    \b
-    Example:
-      plantrail effect run.jsonl deploy --requested deploy-42 --target prod --before "v1.3 serving"
-      plantrail effect run.jsonl deploy --committed deploy-42 --result "v1.4 serving"
-    """
     from plantrail.ledger.rules.effects import CommitEffect, RequestEffect
     from plantrail.ledger.vocabulary.errors import error
 

@@ -10,18 +10,17 @@ import click
 
 from plantrail.cli.common import log_argument, read_json_file
 from plantrail.cli.record import _plan_version_option, _run, _write_options
+from plantrail.ledger.rules.extension import EXTEND
 from plantrail.ledger.vocabulary.limits import PATCH
 
 __all__ = ["extend"]
 
 
-@click.command()
+@click.command(help=EXTEND.cli["extend"].text)
 @log_argument
 @click.argument("additions", metavar="ADDITIONS")
-@_plan_version_option(
-    "An older version is refused (STALE_PLAN_VERSION); a patch's base_version says the same when given."
-)
-@_write_options("planner")
+@_plan_version_option(EXTEND)
+@_write_options(EXTEND)
 def extend(
     log: str,
     additions: str,
@@ -31,18 +30,6 @@ def extend(
     actor: str,
     as_json: bool,
 ) -> None:
-    """Add steps and criteria to the active plan version in place, while no work has touched it.
-
-    ADDITIONS is a JSON file (- for stdin): a patch {"base_version": N, "operations": [...]} of add_step and
-    add_criterion operations only, or {"steps": [...], "acceptance_criteria": [...]} in the draft's shapes.
-    The version keeps its number; once a step of it has started, reported a result or a criterion has a
-    verdict (or the run finished or paused) it is VERSION_TOUCHED: replan instead. A step or criterion id the
-    version already has is STEP_EXISTS / CRITERION_EXISTS.
-
-    \b
-    Example:
-      plantrail extend run.jsonl more-steps.json
-    """
     from typing import cast
 
     from plantrail.ledger.rules.decide import Extend

@@ -11,31 +11,28 @@ from typing import TYPE_CHECKING, cast
 import click
 
 from plantrail.cli.common import log_argument
-from plantrail.cli.record import _LATE_REFUSED, _attempt_option, _plan_version_option, _run, _write_options
+from plantrail.cli.record import _attempt_option, _help, _number, _plan_version_option, _run, _write_options
+from plantrail.ledger.rules.leases import ABANDON, HEARTBEAT
 
 if TYPE_CHECKING:
     from plantrail.ledger.vocabulary.events import Actor
 
 __all__ = ["abandon", "heartbeat", "lease_commands"]
 
-_LATE_HEARTBEAT = (
-    f"{_LATE_REFUSED}: a late heartbeat tells its worker to stop (STALE_ATTEMPT for an attempt that is not running)."
-)
 
-
-@click.command()
+@click.command(help=HEARTBEAT.cli["heartbeat"].text)
 @log_argument
 @click.argument("step")
 @click.option(
     "--lease",
     "lease_s",
-    type=click.FloatRange(min=0, min_open=True, max=1e15, max_open=True),
-    metavar="SECONDS",
-    help="How long the lease runs from now (default: the step's timeout_s; LEASE_REQUIRED without either).",
+    type=_number(HEARTBEAT.field("lease_s"), float),
+    metavar=HEARTBEAT.field("lease_s").metavar,
+    help=_help(HEARTBEAT, "lease_s"),
 )
-@_plan_version_option(_LATE_HEARTBEAT)
-@_attempt_option
-@_write_options("runtime")
+@_plan_version_option(HEARTBEAT)
+@_attempt_option(HEARTBEAT)
+@_write_options(HEARTBEAT)
 def heartbeat(
     log: str,
     step: str,
@@ -47,16 +44,6 @@ def heartbeat(
     actor: str,
     as_json: bool,
 ) -> None:
-    """Renew the lease of STEP's running attempt: its worker is alive. Format v2 (step.heartbeat).
-
-    The lease expires when a command's time is past the last start or heartbeat plus the lease; status,
-    next and resume show expired leases, and resume proposes abandon for them.
-
-    \b
-    Example:
-      plantrail heartbeat run.jsonl implement
-      plantrail heartbeat run.jsonl implement --lease 300 --attempt 2
-    """
     from plantrail.ledger.rules.leases import Heartbeat
 
     command = Heartbeat(
@@ -70,13 +57,13 @@ def heartbeat(
     _run(log, command, expected_seq, as_json)
 
 
-@click.command()
+@click.command(help=ABANDON.cli["abandon"].text)
 @log_argument
 @click.argument("step")
-@click.option("--reason", required=True, metavar="TEXT", help="Why the attempt is abandoned (its worker is gone).")
-@_plan_version_option(f"{_LATE_REFUSED}.")
-@_attempt_option
-@_write_options("runtime")
+@click.option("--reason", required=True, metavar=ABANDON.field("reason").metavar, help=_help(ABANDON, "reason"))
+@_plan_version_option(ABANDON)
+@_attempt_option(ABANDON)
+@_write_options(ABANDON)
 def abandon(
     log: str,
     step: str,
@@ -88,16 +75,6 @@ def abandon(
     actor: str,
     as_json: bool,
 ) -> None:
-    """End STEP's running attempt whose worker is gone (after kill -9, say) without charging it to
-    max_attempts: the step returns to pending. Format v2 (step.abandoned).
-
-    A result the gone worker still sends afterwards lands on the orphan path (STALE_ATTEMPT). Allowed at any
-    time with a reason; resume proposes it for an attempt whose lease expired.
-
-    \b
-    Example:
-      plantrail abandon run.jsonl implement --reason "worker w1 was killed; its lease expired"
-    """
     from plantrail.ledger.rules.leases import Abandon
 
     command = Abandon(

@@ -15,19 +15,22 @@ parallel agents and retried calls are safe. Runs are ``<runs folder>/<run id>.js
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import click
 
 from plantrail.cli.common import STORE_ENV, store_option
-from plantrail.ledger.vocabulary.events import ReasonCode as Reason
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
     from plantrail.ledger.api import Ledger
+    from plantrail.ledger.rules.commands import Method
+    from plantrail.ledger.rules.effects import CommitEffect, RequestEffect
+    from plantrail.ledger.stores.protocol import Ack
 
 __all__ = ["build_server", "mcp_command"]
 
@@ -56,6 +59,7 @@ def build_server(folder: Path, store: str | None = None) -> MCPServer:
 
     from plantrail import audit
     from plantrail.ledger.api import Ledger
+    from plantrail.ledger.rules import attempts, effects, reconcile
     from plantrail.ledger.stores.opener import open_store
     from plantrail.ledger.vocabulary.errors import PlantrailError
     from plantrail.projections.views import next_view, status_document
@@ -82,173 +86,115 @@ def build_server(folder: Path, store: str | None = None) -> MCPServer:
 
         return refusals(go)
 
-    @server.tool(annotations=writes, description=f"Create the run's plan, or replan it. {_STEP_SHAPE}")
-    def plan_set(
-        run: Run,
-        steps: list[dict[str, Any]],
-        goal: str | None = None,
-        criteria: list[dict[str, Any]] | None = None,
-        reason: Reason | None = None,
-        why: str | None = None,
-        max_in_progress: int | None = None,
-        expected_seq: int | None = None,
-        idempotency_key: str | None = None,
-    ) -> dict[str, Any]:
-        """First call: goal and criteria required. Later calls replan: reason and why required; the goal stays, so do
-        the criteria and the policy's budgets unless given."""
+    def tool(
+        name: str,
+        description: str,
+        parameters: Sequence[inspect.Parameter],
+        act: Callable[[Ledger, Arguments], Ack] | None = None,
+        answer: Callable[[str, Arguments], dict[str, Any]] | None = None,
+    ) -> None:
+        """Serve the writing tool ``name``: its input is the run and ``parameters`` (built from the commands'
+        declarations: :func:`declared`); it answers the acknowledgement of the ack ``act`` returns for the
+        arguments given (or what ``answer`` says)."""
 
+        def call(run: str, **arguments: Any) -> dict[str, Any]:
+            if answer is not None:
+                return answer(run, arguments)
+            assert act is not None
+            return record(run, lambda ledger: act(ledger, arguments))
+
+        call.__name__ = name
+        call.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+            [_RUN, *parameters], return_annotation=dict[str, Any]
+        )
+        server.tool(annotations=writes, description=description)(call)
+
+    def plan_set(run: str, arguments: Arguments) -> dict[str, Any]:
         def go() -> dict[str, Any]:
-            with Ledger.set_plan(
-                log(run),
-                steps,
-                run=run,
-                goal=goal,
-                criteria=criteria,
-                reason=reason,
-                why=why,
-                max_in_progress=max_in_progress,
-                expected_seq=expected_seq,
-                idempotency_key=idempotency_key,
-            ) as ledger:
+            with Ledger.set_plan(log(run), arguments.pop("steps"), run=run, **arguments) as ledger:
                 return ledger.acknowledgement()
 
         return refusals(go)
 
-    @server.tool(annotations=writes)
-    def step_start(
-        run: Run,
-        step: str,
-        plan_version: int | None = None,
-        expected_seq: int | None = None,
-        idempotency_key: str | None = None,
-    ) -> dict[str, Any]:
-        """Start the next attempt of a step that can start now (ready, and within the focus limit)."""
-        return record(
-            run,
-            lambda ledger: ledger.start(
-                step, plan_version=plan_version, expected_seq=expected_seq, idempotency_key=idempotency_key
-            ),
-        )
+    tool(
+        "plan_set",
+        f"Create the run's plan, or replan it. {_STEP_SHAPE}",
+        [
+            _parameter("steps", list[dict[str, Any]]),
+            _parameter("goal", str | None, None),
+            _parameter("criteria", list[dict[str, Any]] | None, None),
+            declared(reconcile.replan, "reason", optional=True),
+            declared(reconcile.replan, "why", optional=True),
+            _parameter("max_in_progress", int | None, None),
+            declared(reconcile.replan, "expected_seq"),
+            declared(reconcile.replan, "idempotency_key"),
+        ],
+        answer=plan_set,
+    )
 
-    @server.tool(annotations=writes)
-    def step_result(
-        run: Run,
-        step: str,
-        result: Literal["complete", "fail", "block"],
-        evidence: list[str] | str | None = None,
-        reason: str | None = None,
-        artifacts: list[str] | None = None,
-        plan_version: int | None = None,
-        attempt: int | None = None,
-        expected_seq: int | None = None,
-        idempotency_key: str | None = None,
-    ) -> dict[str, Any]:
-        """End a step's attempt: complete with evidence (what proves it) and its outputs as artifacts
-        (NAME=ALGO:HEX[@URI]), or fail / block with a reason.
-        A result for a superseded plan version is recorded on the orphan path, never applied."""
+    singles = {name: (method, names, narrowed) for name, method, names, narrowed in _single_command_tools()}
+
+    def single(name: str) -> None:
+        method, names, narrowed = singles[name]
+        parameters = [declared(method, field, kind=narrowed.get(field)) for field in names]
+        tool(name, method.declaration.tools[name], parameters, executes(method))
+
+    single("step_start")
+
+    def step_result(ledger: Ledger, arguments: Arguments) -> Ack:
+        result, evidence, reason = arguments.pop("result"), arguments.pop("evidence"), arguments.pop("reason")
+        artifacts, expected_seq = arguments.pop("artifacts"), arguments.pop("expected_seq")
         if result == "complete":
-            return record(
-                run,
-                lambda ledger: ledger.complete(
-                    step,
-                    evidence or [],
-                    plan_version=plan_version,
-                    attempt=attempt,
-                    expected_seq=expected_seq,
-                    idempotency_key=idempotency_key,
-                    artifacts=artifacts or (),
-                ),
-            )
+            command = attempts.complete(evidence=evidence or [], artifacts=artifacts or (), **arguments)
+            return ledger.execute(command, expected_seq=expected_seq)
         text = reason or (evidence if isinstance(evidence, str) else "; ".join(evidence or []))
-        end = {"fail": Ledger.fail, "block": Ledger.block}[result]
-        return record(
-            run,
-            lambda ledger: end(
-                ledger,
-                step,
-                text,
-                plan_version=plan_version,
-                attempt=attempt,
-                expected_seq=expected_seq,
-                idempotency_key=idempotency_key,
-            ),
-        )
+        step = arguments.pop("step")
+        ended = attempts.fail(step, text, **arguments) if result == "fail" else attempts.block(step, text, **arguments)
+        return ledger.execute(ended, expected_seq=expected_seq)
 
-    @server.tool(annotations=writes)
-    def step_effect(
-        run: Run,
-        step: str,
-        key: str,
-        phase: Literal["requested", "committed"],
-        target: str | None = None,
-        summary: str = "",
-        plan_version: int | None = None,
-        attempt: int | None = None,
-        expected_seq: int | None = None,
-        idempotency_key: str | None = None,
-    ) -> dict[str, Any]:
-        """A side effect of the step's attempt, by its idempotency key: requested (with target and summary:
-        the state before) before acting, committed (summary: the result) once it happened. One never known
-        committed is in doubt: check its target before doing it again."""
+    tool(
+        "step_result",
+        STEP_RESULT,
+        [
+            declared(attempts.complete, "step"),
+            _parameter("result", Literal["complete", "fail", "block"]),
+            declared(attempts.complete, "evidence", optional=True),
+            declared(attempts.block, "reason", optional=True),
+            declared(attempts.complete, "artifacts", optional=True),
+            *(declared(attempts.complete, name) for name in ("plan_version", "attempt", "expected_seq")),
+            declared(attempts.complete, "idempotency_key"),
+        ],
+        step_result,
+    )
 
-        def act(ledger: Ledger) -> Any:
-            if phase == "committed":
-                return ledger.commit_effect(
-                    step,
-                    key,
-                    result=summary,
-                    plan_version=plan_version,
-                    attempt=attempt,
-                    expected_seq=expected_seq,
-                    idempotency_key=idempotency_key,
-                    actor="agent",
-                )
-            if not target:
-                raise ToolError("error[USAGE]: a requested effect needs its target")
-            return ledger.request_effect(
-                step,
-                key,
-                target,
-                before=summary,
-                plan_version=plan_version,
-                attempt=attempt,
-                expected_seq=expected_seq,
-                idempotency_key=idempotency_key,
-                actor="agent",
-            )
+    def step_effect(ledger: Ledger, arguments: Arguments) -> Ack:
+        key, phase, target = arguments.pop("key"), arguments.pop("phase"), arguments.pop("target")
+        summary, expected_seq = arguments.pop("summary"), arguments.pop("expected_seq")
+        command: CommitEffect | RequestEffect
+        if phase == "committed":
+            command = effects.commit_effect(effect=key, result=summary, actor="agent", **arguments)
+        elif not target:
+            raise ToolError("error[USAGE]: a requested effect needs its target")
+        else:
+            command = effects.request_effect(effect=key, target=target, before=summary, actor="agent", **arguments)
+        return ledger.execute(command, expected_seq=expected_seq)
 
-        return record(run, act)
-
-    @server.tool(annotations=writes)
-    def criterion_verdict(
-        run: Run,
-        criterion: str,
-        passed: bool,
-        evidence: str,
-        expected_seq: int | None = None,
-        idempotency_key: str | None = None,
-    ) -> dict[str, Any]:
-        """Record whether an acceptance criterion passed, with the evidence that shows it."""
-        return record(
-            run,
-            lambda ledger: ledger.verify_criterion(
-                criterion, passed, evidence, expected_seq=expected_seq, idempotency_key=idempotency_key
-            ),
-        )
-
-    @server.tool(annotations=writes)
-    def run_finish(
-        run: Run,
-        outcome: Literal["complete", "paused", "failed", "cancelled"],
-        reason: str,
-        expected_seq: int | None = None,
-        idempotency_key: str | None = None,
-    ) -> dict[str, Any]:
-        """Finish the run (complete only when every step and criterion passed) or pause it (not final)."""
-        return record(
-            run,
-            lambda ledger: ledger.finish(outcome, reason, expected_seq=expected_seq, idempotency_key=idempotency_key),
-        )
+    tool(
+        "step_effect",
+        STEP_EFFECT,
+        [
+            declared(effects.request_effect, "step"),
+            declared(effects.request_effect, "effect", as_name="key"),
+            _parameter("phase", Literal["requested", "committed"]),
+            declared(effects.request_effect, "target", optional=True),
+            _parameter("summary", str, ""),
+            *(declared(effects.request_effect, name) for name in ("plan_version", "attempt", "expected_seq")),
+            declared(effects.request_effect, "idempotency_key"),
+        ],
+        step_effect,
+    )
+    single("criterion_verdict")
+    single("run_finish")
 
     def status_of(run: str) -> dict[str, Any]:
         def go() -> dict[str, Any]:
@@ -285,6 +231,61 @@ def build_server(folder: Path, store: str | None = None) -> MCPServer:
         return refusals(lambda: audit.resume(log(run)))
 
     return server
+
+
+Arguments = dict[str, Any]
+_RUN = inspect.Parameter("run", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Run)
+#: What step_result and step_effect do (their parameters are built from the commands they record).
+STEP_RESULT = """End a step's attempt: complete with evidence (what proves it) and its outputs as artifacts
+        (NAME=ALGO:HEX[@URI]), or fail / block with a reason.
+        A result for a superseded plan version is recorded on the orphan path, never applied."""
+STEP_EFFECT = """A side effect of the step's attempt, by its idempotency key: requested (with target and summary:
+        the state before) before acting, committed (summary: the result) once it happened. One never known
+        committed is in doubt: check its target before doing it again."""
+
+
+def _single_command_tools() -> tuple[tuple[str, Method[Any, Any], tuple[str, ...], dict[str, Any]], ...]:
+    """The tools that record one command: the tool, the declared method it calls, the method's parameters it
+    takes (in the tool's order), and the types it narrows (run_finish offers v1's outcomes)."""
+    from plantrail.ledger.rules import attempts, criteria, outcomes
+
+    envelope = ("expected_seq", "idempotency_key")
+    return (
+        ("step_start", attempts.start, ("step", "plan_version", *envelope), {}),
+        ("criterion_verdict", criteria.verify_criterion, ("criterion", "passed", "evidence", *envelope), {}),
+        (
+            "run_finish",
+            outcomes.finish,
+            ("outcome", "reason", *envelope),
+            {"outcome": Literal["complete", "paused", "failed", "cancelled"]},
+        ),
+    )
+
+
+def declared(
+    method: Method[Any, Any], name: str, *, as_name: str | None = None, optional: bool = False, kind: Any = None
+) -> inspect.Parameter:
+    """The tool parameter built from parameter ``name`` of a declared method: its type is the JSON type the
+    declaration gives the field, else the method's (``kind`` when a tool narrows it), its default the method's;
+    ``optional`` makes it default to None (in a tool that records several commands, not all of which take it).
+    """
+    default = None if optional else next(p.default for p in method.parameters() if p.name == name)
+    given = kind or method.declaration.field(name).json or method.types()[name]
+    return _parameter(as_name or name, given | None if optional else given, default)
+
+
+def _parameter(name: str, kind: Any, default: Any = inspect.Parameter.empty) -> inspect.Parameter:
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=default)
+
+
+def executes(method: Method[Any, Any]) -> Callable[[Ledger, Arguments], Ack]:
+    """A tool's call that records the command ``method`` builds from the tool's arguments."""
+
+    def act(ledger: Ledger, arguments: Arguments) -> Ack:
+        expected_seq = arguments.pop("expected_seq", None)
+        return ledger.execute(method(**arguments), expected_seq=expected_seq)
+
+    return act
 
 
 @click.command("mcp")

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, cast
 import click
 
 from plantrail.cli.common import log_argument
-from plantrail.cli.record import _LATE_REFUSED, _plan_version_option, _run, _write_options
+from plantrail.cli.record import _help, _plan_version_option, _run, _write_options
+from plantrail.ledger.rules.observations import OBSERVE
 
 if TYPE_CHECKING:
     from plantrail.ledger.vocabulary.events import Actor
@@ -20,18 +21,13 @@ if TYPE_CHECKING:
 __all__ = ["observe"]
 
 
-@click.command()
+@click.command(help=OBSERVE.cli["observe"].text)
 @log_argument
 @click.argument("name", metavar="KEY")
 @click.argument("version")
-@click.option(
-    "--dirty",
-    multiple=True,
-    metavar="PATH",
-    help="A file that is dirty (changed, not committed) at this version (repeatable; for a repository).",
-)
-@_plan_version_option(f"{_LATE_REFUSED}.")
-@_write_options("runtime")
+@click.option("--dirty", multiple=True, metavar=OBSERVE.field("dirty").metavar, help=_help(OBSERVE, "dirty"))
+@_plan_version_option(OBSERVE)
+@_write_options(OBSERVE)
 def observe(
     log: str,
     name: str,
@@ -43,19 +39,6 @@ def observe(
     actor: str,
     as_json: bool,
 ) -> None:
-    """Record VERSION of the observation KEY (a repository HEAD, a schema version ...). Format v2
-    (observation.recorded).
-
-    When it differs from the version the plan was made from (the draft's ``observed``), status, next and
-    resume flag the plan as possibly stale; a step whose inputs name KEY is judged by the digest rules: a
-    pending one becomes stale, one in progress is marked for cancellation (end it with abandon), a completed
-    one that consumed another version becomes stale.
-
-    \b
-    Example:
-      plantrail observe run.jsonl repo "$(git rev-parse HEAD)" --dirty src/app.py
-      plantrail observe run.jsonl db-schema 42
-    """
     from plantrail.ledger.rules.observations import Observe
 
     command = Observe(

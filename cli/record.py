@@ -20,11 +20,18 @@ from plantrail.cli.common import (
     read_text,
     readiness_lines,
 )
+from plantrail.ledger.rules.attempts import BLOCK, COMPLETE, FAIL, START
+from plantrail.ledger.rules.commands import ENVELOPE, REPORT, Declaration
+from plantrail.ledger.rules.criteria import VERIFY_CRITERION
+from plantrail.ledger.rules.outcomes import FINISH
+from plantrail.ledger.rules.reconcile import CREATE, REPLAN
 from plantrail.ledger.vocabulary.events import ACTORS as ACTOR_NAMES
-from plantrail.ledger.vocabulary.events import REASON_CODES
-from plantrail.ledger.vocabulary.limits import DRAFT, PATCH, REPORT
+from plantrail.ledger.vocabulary.events import OUTCOMES, REASON_CODES
+from plantrail.ledger.vocabulary.limits import DRAFT, PATCH
+from plantrail.ledger.vocabulary.limits import REPORT as REPORT_LIMIT
 
 if TYPE_CHECKING:
+    from plantrail.ledger.rules.commands import Field
     from plantrail.ledger.rules.decide import Command
     from plantrail.ledger.stores.protocol import Ack, FsyncPolicy
     from plantrail.ledger.vocabulary.events import Actor, Outcome, ReasonCode
@@ -38,43 +45,55 @@ ACTORS = click.Choice(ACTOR_NAMES)
 REASONS = REASON_CODES
 
 
-def _write_options(default_actor: str) -> Callable[[F], F]:
-    """Options every recording command shares: fencing, optimistic concurrency, idempotency, actor."""
+def _write_options(declaration: Declaration[Any]) -> Callable[[F], F]:
+    """Options every recording command shares (declared once: :data:`~plantrail.ledger.rules.commands.ENVELOPE`):
+    optimistic concurrency, idempotency, actor (its default the command's)."""
 
     def decorate(func: F) -> F:
         func = click.option(
-            "--actor", type=ACTORS, default=default_actor, show_default=True, help="Who issued the command."
+            "--actor",
+            type=ACTORS,
+            default=declaration.defaults()["actor"],
+            show_default=True,
+            help=ENVELOPE["actor"].help,
         )(func)
-        func = click.option(
-            "--idempotency-key",
-            "key",
-            metavar="KEY",
-            help="Retry-safe key: the same key and content returns the original seq; "
-            "other content is IDEMPOTENCY_CONFLICT.",
-        )(func)
-        func = click.option(
-            "--expected-seq",
-            type=click.IntRange(min=0),
-            metavar="N",
-            help="Refuse (STALE_EXPECTED_SEQ) unless the log still ends at seq N.",
-        )(func)
+        key = ENVELOPE["idempotency_key"]
+        func = click.option("--idempotency-key", "key", metavar=key.metavar, help=key.help)(func)
+        expected = ENVELOPE["expected_seq"]
+        func = click.option("--expected-seq", type=_number(expected), metavar=expected.metavar, help=expected.help)(
+            func
+        )
         return json_option(func)
 
     return decorate
 
 
-#: What each command does with a --plan-version that a replan has superseded (docs/semantics.md, on fencing).
-_LATE_RESULT = "A result for a superseded version is still recorded, on the orphan path: never lost, never applied."
-_LATE_REFUSED = "A superseded version is refused (STALE_PLAN_VERSION) and nothing is recorded"
+def _number(field: Field, kind: type[int] | type[float] = int) -> click.ParamType[Any]:
+    """The click type of a number option with the limits ``field`` declares."""
+    if kind is float:
+        return click.FloatRange(
+            min=field.minimum, max=field.maximum, min_open=field.open_limits, max_open=field.open_limits
+        )
+    low = None if field.minimum is None else int(field.minimum)
+    high = None if field.maximum is None else int(field.maximum)
+    return click.IntRange(min=low, max=high)
 
 
-def _plan_version_option(when_superseded: str) -> Callable[[F], F]:
+def _plan_version_option(declaration: Declaration[Any]) -> Callable[[F], F]:
+    """--plan-version, saying what the command does with a version a replan has superseded (the declaration's
+    ``superseded``; docs/semantics.md, on fencing)."""
+    field = ENVELOPE["plan_version"]
     return click.option(
         "--plan-version",
-        type=click.IntRange(min=1),
-        metavar="V",
-        help=f"The plan version the worker was on (default: the active one). {when_superseded}",
+        type=_number(field),
+        metavar=field.metavar,
+        help=f"{field.help} {declaration.superseded}",
     )
+
+
+def _help(declaration: Declaration[Any], name: str) -> str:
+    """The option help the declaration gives field ``name``."""
+    return declaration.field(name).help
 
 
 #: How a text option reads a file or standard input (shared by every option that takes evidence or a reason).
@@ -100,29 +119,19 @@ def _text_inputs(values: tuple[str, ...], paths: tuple[str, ...], what: str) -> 
     return tuple(read_text("-", what) if v == "-" else v for v in values) + tuple(read_text(p, what) for p in paths)
 
 
-def _attempt_option(func: F) -> F:
-    return click.option(
-        "--attempt",
-        type=click.IntRange(min=1),
-        metavar="N",
-        help="The attempt this result belongs to (default: the step's current one).",
-    )(func)
+def _attempt_option(declaration: Declaration[Any]) -> Callable[[F], F]:
+    field = declaration.field("attempt")
+    return click.option("--attempt", type=_number(field), metavar=field.metavar, help=field.help)
 
 
 def _report_option(func: F) -> F:
-    return click.option(
-        "--report",
-        "report_path",
-        metavar="FILE",
-        help="The runtime's evidence record (JSON file, - for stdin): command, exit_code, started, truncated, "
-        "changed_paths, observations (one per check), tools, usage, duration_s, meta. Format v2.",
-    )(func)
+    return click.option("--report", "report_path", metavar=REPORT.metavar, help=REPORT.help)(func)
 
 
 def _read_report(path: str | None) -> Report | None:
     from plantrail.ledger.vocabulary.evidence import parse_report
 
-    return None if path is None else parse_report(read_json_file(path, REPORT))
+    return None if path is None else parse_report(read_json_file(path, REPORT_LIMIT))
 
 
 def _run(log: str, command: Command, expected_seq: int | None, as_json: bool) -> None:
@@ -138,11 +147,7 @@ def _run(log: str, command: Command, expected_seq: int | None, as_json: bool) ->
 
 def _strict_option(func: F) -> F:
     """--strict on create and replan: refuse a coverage gap instead of warning about it."""
-    return click.option(
-        "--strict",
-        is_flag=True,
-        help="Refuse (COVERAGE_GAP) a plan with a task criterion that no step covers and no typed check covers.",
-    )(func)
+    return click.option("--strict", is_flag=True, help=_help(CREATE, "strict"))(func)
 
 
 def _coverage_warnings(state: PlanState) -> None:
@@ -207,9 +212,9 @@ def _acknowledge(state: PlanState, command: Command, ack: Ack, data: dict[str, A
     emit(as_json, data, human)
 
 
-@click.command()
+@click.command(help=CREATE.cli["create"].text)
 @new_log_argument
-@click.option("--plan", "plan_path", required=True, metavar="DRAFT", help="The plan draft (JSON file, - for stdin).")
+@click.option("--plan", "plan_path", required=True, metavar=CREATE.field("plan").metavar, help=_help(CREATE, "plan"))
 @click.option("--run", "run_id", metavar="ID", help="The run id (default: the log's file name without .jsonl).")
 @click.option(
     "--fsync",
@@ -218,7 +223,9 @@ def _acknowledge(state: PlanState, command: Command, ack: Ack, data: dict[str, A
     show_default=True,
     help="Durability policy recorded in the header (see docs/reliability.md).",
 )
-@click.option("--actor", type=ACTORS, default="planner", show_default=True, help="Who issued the command.")
+@click.option(
+    "--actor", type=ACTORS, default=CREATE.defaults()["actor"], show_default=True, help=ENVELOPE["actor"].help
+)
 @click.option(
     "--observed",
     multiple=True,
@@ -238,15 +245,6 @@ def create(
     strict: bool,
     as_json: bool,
 ) -> None:
-    """Create LOG with a validated plan draft as version 1 (never overwrites a file). A task criterion that no
-    step covers (a step's "covers") and no typed check covers is a warning on stderr ("warnings" in JSON), or
-    with --strict a refusal (COVERAGE_GAP); a plan that declares no coverage at all is warned only by --strict.
-
-    \b
-    Example:
-      plantrail create run.jsonl --plan samples/cli-name-flag.draft.json
-      plantrail create run.jsonl --plan draft.json --strict
-    """
     from plantrail.ledger.api import Ledger
     from plantrail.ledger.rules.observations import with_observed
     from plantrail.ledger.vocabulary.plan import parse_draft
@@ -266,34 +264,28 @@ def create(
         emit(as_json, data, lambda: "\n".join(lines))
 
 
-@click.command()
+@click.command(help=START.cli["start"].text)
 @log_argument
 @click.argument("step")
-@_plan_version_option(f"{_LATE_REFUSED}: start the step in the active version.")
-@_write_options("agent")
+@_plan_version_option(START)
+@_write_options(START)
 def start(
     log: str, step: str, plan_version: int | None, expected_seq: int | None, key: str | None, actor: str, as_json: bool
 ) -> None:
-    """Start STEP's next attempt (it must be pending, ready, and within max_in_progress).
-
-    \b
-    Example:
-      plantrail start run.jsonl inspect
-    """
     from plantrail.ledger.rules.decide import Start
 
     _run(log, Start(step=step, plan_version=plan_version, key=key, actor=cast("Actor", actor)), expected_seq, as_json)
 
 
-@click.command()
+@click.command(help=COMPLETE.cli["complete"].text)
 @log_argument
 @click.argument("step")
 @click.option(
     "--evidence",
     "-e",
     multiple=True,
-    metavar="TEXT",
-    help="What shows the step is done (repeatable; - reads standard input; must not be blank).",
+    metavar=COMPLETE.field("evidence").metavar,
+    help=_help(COMPLETE, "evidence"),
 )
 @click.option(
     "--evidence-file",
@@ -307,14 +299,13 @@ def start(
     "--artifact",
     "artifacts",
     multiple=True,
-    metavar="NAME=DIGEST[@URI]",
-    help="An artifact the step produced: a declared output's name, its digest (ALGO:HEX, e.g. sha256:...) and "
-    "optionally where it is (repeatable; format v2).",
+    metavar=COMPLETE.field("artifacts").metavar,
+    help=_help(COMPLETE, "artifacts"),
 )
-@_plan_version_option(_LATE_RESULT)
-@_attempt_option
+@_plan_version_option(COMPLETE)
+@_attempt_option(COMPLETE)
 @_report_option
-@_write_options("agent")
+@_write_options(COMPLETE)
 def complete(
     log: str,
     step: str,
@@ -329,20 +320,6 @@ def complete(
     actor: str,
     as_json: bool,
 ) -> None:
-    """Complete STEP's attempt with evidence (text, a file, or standard input: real tool output of any size
-    up to the event limit is recorded whole). Items from --evidence come first, then those from files.
-
-    A step with typed checks completes only when the --report's observations satisfy every one of them
-    (CHECK_NOT_MET otherwise: report the attempt as fail with the same record). A step that declares outputs
-    completes only with an --artifact for each (ARTIFACT_MISSING).
-
-    \b
-    Example:
-      plantrail complete run.jsonl inspect --evidence "read src/cli.py, tests/test_cli.py, package.json"
-      pytest -q 2>&1 | plantrail complete run.jsonl validate -e -
-      plantrail complete run.jsonl reproduce -e "the new test fails with 200" --report observed.json
-      plantrail complete run.jsonl edit -e "patched" --artifact patch=sha256:<64 hex>@out/fix.diff
-    """
     from plantrail.ledger.rules.decide import Complete
     from plantrail.ledger.vocabulary.artifacts import parse_artifact_option
     from plantrail.ledger.vocabulary.errors import error
@@ -362,20 +339,20 @@ def complete(
     _run(log, command, expected_seq, as_json)
 
 
-@click.command()
+@click.command(help=BLOCK.cli["block"].text)
 @log_argument
 @click.argument("step")
-@click.option("--reason", metavar="TEXT", help="Why the step cannot continue (- reads standard input).")
+@click.option("--reason", metavar=BLOCK.field("reason").metavar, help=_help(BLOCK, "reason"))
 @click.option(
     "--reason-file",
     metavar="FILE",
     type=FilePath(dir_okay=False, path_type=str),
     help=f"The reason from a file (- for standard input): {_FROM_FILE}.",
 )
-@_plan_version_option(_LATE_RESULT)
-@_attempt_option
+@_plan_version_option(BLOCK)
+@_attempt_option(BLOCK)
 @_report_option
-@_write_options("agent")
+@_write_options(BLOCK)
 def block(
     log: str,
     step: str,
@@ -389,12 +366,6 @@ def block(
     actor: str,
     as_json: bool,
 ) -> None:
-    """Block STEP's attempt with a reason (a replan is needed to go on).
-
-    \b
-    Example:
-      plantrail block run.jsonl implement --reason "needs write access to src/auth"
-    """
     from plantrail.ledger.rules.decide import Block
 
     text = _text_input(reason, reason_file, "reason", "--reason TEXT or --reason-file FILE")
@@ -410,20 +381,20 @@ def block(
     _run(log, command, expected_seq, as_json)
 
 
-@click.command()
+@click.command(help=FAIL.cli["fail"].text)
 @log_argument
 @click.argument("step")
-@click.option("--error", "error_text", metavar="TEXT", help="What went wrong (- reads standard input).")
+@click.option("--error", "error_text", metavar=FAIL.field("error").metavar, help=_help(FAIL, "error"))
 @click.option(
     "--error-file",
     metavar="FILE",
     type=FilePath(dir_okay=False, path_type=str),
     help=f"The error from a file, e.g. a tool's output (- for standard input): {_FROM_FILE}.",
 )
-@_plan_version_option(_LATE_RESULT)
-@_attempt_option
+@_plan_version_option(FAIL)
+@_attempt_option(FAIL)
 @_report_option
-@_write_options("agent")
+@_write_options(FAIL)
 def fail(
     log: str,
     step: str,
@@ -437,13 +408,6 @@ def fail(
     actor: str,
     as_json: bool,
 ) -> None:
-    """Record a failed attempt of STEP: back to pending while attempts remain, else blocked.
-
-    \b
-    Example:
-      plantrail fail run.jsonl validate --error "pytest exited 1: test_name_flag failed"
-      plantrail fail run.jsonl validate --error-file pytest.log
-    """
     from plantrail.ledger.rules.decide import Fail
 
     text = _text_input(error_text, error_file, "error", "--error TEXT or --error-file FILE")
@@ -459,23 +423,25 @@ def fail(
     _run(log, command, expected_seq, as_json)
 
 
-@click.command()
+@click.command(help=VERIFY_CRITERION.cli["criterion"].text)
 @log_argument
 @click.argument("criterion")
-@click.option("--passed/--failed", "passed", required=True, help="The verdict.")
-@click.option("--evidence", "-e", metavar="TEXT", help="What shows the verdict (- reads standard input).")
+@click.option("--passed/--failed", "passed", required=True, help=_help(VERIFY_CRITERION, "passed"))
+@click.option(
+    "--evidence",
+    "-e",
+    metavar=VERIFY_CRITERION.field("evidence").metavar,
+    help=_help(VERIFY_CRITERION, "evidence"),
+)
 @click.option(
     "--evidence-file",
     metavar="FILE",
     type=FilePath(dir_okay=False, path_type=str),
     help=f"The evidence from a file (- for standard input): {_FROM_FILE}.",
 )
-@_plan_version_option(
-    f"{_LATE_REFUSED}: a verdict on a superseded version is not kept anywhere; verify the criterion again "
-    "in the active version."
-)
+@_plan_version_option(VERIFY_CRITERION)
 @_report_option
-@_write_options("agent")
+@_write_options(VERIFY_CRITERION)
 def criterion(
     log: str,
     criterion: str,
@@ -489,12 +455,6 @@ def criterion(
     actor: str,
     as_json: bool,
 ) -> None:
-    """Record that acceptance CRITERION passed or failed, with evidence.
-
-    \b
-    Example:
-      plantrail criterion run.jsonl name-success --passed --evidence "node cli.js --name Lin printed Lin"
-    """
     from plantrail.ledger.rules.decide import VerifyCriterion
 
     text = _text_input(evidence, evidence_file, "evidence", "--evidence TEXT or --evidence-file FILE")
@@ -510,19 +470,12 @@ def criterion(
     _run(log, command, expected_seq, as_json)
 
 
-@click.command()
+@click.command(help=FINISH.cli["finish"].text)
 @log_argument
-@click.option(
-    "--outcome",
-    required=True,
-    type=click.Choice(["complete", "paused", "failed", "cancelled", "partial", "budget_exhausted"]),
-    help="complete needs every step completed and every criterion passed; paused is not final; partial "
-    "(the plan must set allowed_partial) lists done, not done and where to resume; budget_exhausted lists "
-    "what is unmet.",
-)
-@click.option("--reason", required=True, metavar="TEXT", help="Why the run ends or pauses.")
-@_plan_version_option(f"{_LATE_REFUSED}.")
-@_write_options("agent")
+@click.option("--outcome", required=True, type=click.Choice(OUTCOMES), help=_help(FINISH, "outcome"))
+@click.option("--reason", required=True, metavar=FINISH.field("reason").metavar, help=_help(FINISH, "reason"))
+@_plan_version_option(FINISH)
+@_write_options(FINISH)
 def finish(
     log: str,
     outcome: str,
@@ -533,13 +486,6 @@ def finish(
     actor: str,
     as_json: bool,
 ) -> None:
-    """Finish the run (complete, failed, cancelled; format v2: partial, budget_exhausted) or pause it.
-
-    \b
-    Example:
-      plantrail finish run.jsonl --outcome complete --reason "all criteria passed"
-      plantrail finish run.jsonl --outcome budget_exhausted --reason "turn budget spent; lint still fails"
-    """
     from plantrail.ledger.rules.decide import Finish
 
     command = Finish(
@@ -552,31 +498,26 @@ def finish(
     _run(log, command, expected_seq, as_json)
 
 
-@click.command()
+@click.command(help=REPLAN.cli["replan"].text)
 @log_argument
-@click.option("--plan", "plan_path", metavar="DRAFT", help="The whole new draft (JSON file, - for stdin).")
-@click.option(
-    "--patch",
-    "patch_path",
-    metavar="PATCH",
-    help='A patch {"base_version": N, "operations": [...]} instead of a whole draft.',
-)
-@click.option("--reason", required=True, type=click.Choice(REASONS), help="Why, as a code.")
-@click.option("--why", required=True, metavar="TEXT", help="Why, in words: what was observed.")
+@click.option("--plan", "plan_path", metavar=REPLAN.field("plan").metavar, help=_help(REPLAN, "plan"))
+@click.option("--patch", "patch_path", metavar=REPLAN.field("patch").metavar, help=_help(REPLAN, "patch"))
+@click.option("--reason", required=True, type=click.Choice(REASONS), help=_help(REPLAN, "reason"))
+@click.option("--why", required=True, metavar=REPLAN.field("why").metavar, help=_help(REPLAN, "why"))
 @click.option(
     "--caused-by",
     "causes",
     multiple=True,
-    type=click.IntRange(min=0),
-    metavar="SEQ",
-    help="Seq of an event in the log that caused the replan (repeatable); any other seq is UNKNOWN_CAUSE.",
+    type=_number(REPLAN.field("causes")),
+    metavar=REPLAN.field("causes").metavar,
+    help=_help(REPLAN, "causes"),
 )
 @click.option(
     "--observation",
     "observations",
     multiple=True,
-    metavar="TEXT",
-    help="A free-text observation behind the replan (repeatable; - reads standard input).",
+    metavar=REPLAN.field("observations").metavar,
+    help=_help(REPLAN, "observations"),
 )
 @click.option(
     "--observation-file",
@@ -593,9 +534,9 @@ def finish(
     help="An observation version the plan was made from (a repository HEAD ...; repeatable; format v2): "
     "status flags the plan as possibly stale when plantrail observe records another.",
 )
-@_plan_version_option(f"{_LATE_REFUSED}: read the active version and replan from it.")
+@_plan_version_option(REPLAN)
 @_strict_option
-@_write_options("planner")
+@_write_options(REPLAN)
 def replan(
     log: str,
     plan_path: str | None,
@@ -613,14 +554,6 @@ def replan(
     actor: str,
     as_json: bool,
 ) -> None:
-    """Adopt a new plan version; completed work is kept only where its contract and lineage are unchanged.
-    Coverage gaps of the new plan are warnings on stderr, or with --strict a refusal (see create).
-
-    \b
-    Example:
-      plantrail replan run.jsonl --plan v2.json --reason failed_assumption \\
-          --why "auth service returns 500, not 401" --caused-by 6
-    """
     from plantrail.ledger.rules.decide import Replan
     from plantrail.ledger.rules.observations import with_observed
     from plantrail.ledger.vocabulary.errors import error

@@ -15,59 +15,117 @@ option, is ``docs/library.md``; the audit views are in :mod:`ledger.audit`.
 
 from __future__ import annotations
 
+import inspect
 import os
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal
+from types import MethodType
+from typing import Any, Concatenate, Generic, Literal, ParamSpec, overload
 
 from plantrail.ledger.checkpoint import make_checkpoint
-from plantrail.ledger.rules.approvals import Decide, RequestApproval
-from plantrail.ledger.rules.decide import (
-    Abandon,
-    Block,
-    Command,
-    Complete,
-    Create,
-    Extend,
-    Fail,
-    Finish,
-    Heartbeat,
-    Replan,
-    Start,
-    VerifyCriterion,
-    decide,
-    decide_one,
+from plantrail.ledger.rules import (
+    approvals,
+    attempts,
+    commands,
+    criteria,
+    effects,
+    extension,
+    leases,
+    observations,
+    outcomes,
+    reconcile,
 )
-from plantrail.ledger.rules.effects import CommitEffect, RequestEffect
+from plantrail.ledger.rules.commands import Method
+from plantrail.ledger.rules.decide import Command, Create, decide, decide_one
 from plantrail.ledger.rules.idempotency import match, record_view
-from plantrail.ledger.rules.observations import Observe
 from plantrail.ledger.stores.locations import default_run_id
 from plantrail.ledger.stores.opener import as_run
 from plantrail.ledger.stores.protocol import Ack, FsyncPolicy, KeyEntry, PendingRecord, RunWriter, Session, StateCache
-from plantrail.ledger.vocabulary.artifacts import Artifact, parse_artifact_option
 from plantrail.ledger.vocabulary.clock import utc_now
 from plantrail.ledger.vocabulary.errors import PlantrailError, error
-from plantrail.ledger.vocabulary.events import Actor, LogBatch, Outcome, ReasonCode, Record, Source
-from plantrail.ledger.vocabulary.evidence import Report, parse_report
-from plantrail.ledger.vocabulary.extension import Additions, parse_additions
-from plantrail.ledger.vocabulary.items import as_items
-from plantrail.ledger.vocabulary.plan import (
-    CriterionSpec,
-    Draft,
-    PlanPatch,
-    PlanSpec,
-    StepSpec,
-    parse_draft,
-    parse_patch,
-)
+from plantrail.ledger.vocabulary.events import Actor, LogBatch, ReasonCode, Record, Source
+from plantrail.ledger.vocabulary.plan import Draft, PlanSpec, parse_draft
 from plantrail.projections.model import PlanState, holds_lazy, resolved
 from plantrail.projections.state import Advancing, evolve, initial
 
 __all__ = ["Ledger", "default_run_id"]
 
+P = ParamSpec("P")
+
 #: How many times a batch is decided again when a database writer lost the race for the next seq.
 _CONFLICT_RETRIES = 32
+
+
+class _Recording(Generic[P]):
+    """A recording method of :class:`Ledger`, built from a method its command declares (:mod:`.rules.commands`):
+    the declared arguments function gives its signature (its own parameters, then the envelope options with the
+    command's defaults), its docstring and the command it records. The method is compiled from that signature
+    when first read, and then replaces this descriptor on the class: a call is a plain function call, and a
+    misspelt keyword is Python's own TypeError naming it."""
+
+    __slots__ = ("_method", "_owner")
+
+    def __init__(self, method: Method[P, Any]) -> None:
+        self._method = method
+        self._owner: type[Ledger] | None = None
+
+    def __set_name__(self, owner: type[Ledger], name: str) -> None:
+        if name != self._method.name:
+            raise TypeError(f"Ledger.{name} is built from the declared method {self._method.name}")
+        self._owner = owner
+
+    @overload
+    def __get__(self, ledger: None, owner: type[Ledger]) -> Callable[Concatenate[Ledger, P], Ack]: ...
+
+    @overload
+    def __get__(self, ledger: Ledger, owner: type[Ledger]) -> Callable[P, Ack]: ...
+
+    def __get__(self, ledger: Ledger | None, owner: type[Ledger]) -> Any:
+        function = _compiled(self._method)
+        setattr(self._owner or owner, self._method.name, function)
+        return function if ledger is None else MethodType(function, ledger)
+
+
+def _compiled(method: Method[Any, Any]) -> Callable[..., Ack]:
+    """The function ``Ledger.<method>``: it builds the command from its arguments with the declared arguments
+    function and executes it with the ``expected_seq`` given."""
+    parameters = method.parameters()
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    heads = ["self"]
+    for parameter in parameters:
+        if parameter.kind is keyword and "*" not in heads:
+            heads.append("*")
+        shown = parameter.name
+        heads.append(shown if parameter.default is parameter.empty else f"{shown}=_defaults[{shown!r}]")
+    passed = [p.name for p in parameters if p.kind is not keyword]
+    passed += [f"{p.name}={p.name}" for p in parameters if p.kind is keyword and p.name != "expected_seq"]
+    name = method.name
+    source = (
+        f"def {name}({', '.join(heads)}):\n"
+        f"    return self.execute(_arguments({', '.join(passed)}), expected_seq=expected_seq)\n"
+    )
+    namespace: dict[str, Any] = {
+        **vars(commands),
+        **method.arguments.__globals__,  # so that typing.get_type_hints reads the annotations
+        "Ack": Ack,
+        "_arguments": method.arguments,
+        "_defaults": {p.name: p.default for p in parameters},
+    }
+    exec(compile(source, f"<Ledger.{name}>", "exec"), namespace)
+    function: Callable[..., Ack] = namespace[name]
+    function.__qualname__ = f"Ledger.{name}"
+    function.__module__ = __name__
+    function.__doc__ = _indented(method.doc)
+    function.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": "Ack"}
+    return function
+
+
+def _indented(doc: str) -> str:
+    """A declared method's docstring as a method of the class shows it (its continuation lines indented to the
+    method's body)."""
+    first, *rest = doc.split("\n")
+    return "\n".join([first, *(f"    {line}" if line.strip() else line for line in rest)])
 
 
 class Ledger:
@@ -467,440 +525,25 @@ class Ledger:
     # Every recording method takes the options of its CLI command as keyword-only arguments, named alike:
     # ``plan_version`` (--plan-version), ``attempt`` (--attempt), ``idempotency_key`` (--idempotency-key),
     # ``expected_seq`` (--expected-seq), ``actor`` (--actor), plus ``source`` (where an imported event came
-    # from). An unknown keyword is Python's TypeError naming it.
+    # from). An unknown keyword is Python's TypeError naming it. Each is built from its command's declaration
+    # (see _Recording): its signature, defaults and docstring are the declared method's.
 
-    def start(
-        self,
-        step: str,
-        *,
-        plan_version: int | None = None,
-        idempotency_key: str | None = None,
-        expected_seq: int | None = None,
-        actor: Actor = "agent",
-        source: Source | None = None,
-    ) -> Ack:
-        """Start the next attempt of ``step`` (``plantrail start``)."""
-        command = Start(step=step, plan_version=plan_version, key=idempotency_key, actor=actor, source=source)
-        return self.execute(command, expected_seq=expected_seq)
-
-    def complete(
-        self,
-        step: str,
-        evidence: str | Sequence[str],
-        *,
-        plan_version: int | None = None,
-        attempt: int | None = None,
-        idempotency_key: str | None = None,
-        expected_seq: int | None = None,
-        actor: Actor = "agent",
-        source: Source | None = None,
-        report: Report | Mapping[str, Any] | None = None,
-        artifacts: Sequence[Artifact | str] = (),
-    ) -> Ack:
-        """Complete ``step``'s attempt with evidence: one ``str`` is one item (``plantrail complete -e``).
-
-        ``report`` is the attempt's evidence record (format v2; a mapping is parsed): a step with typed checks
-        completes only when its observations satisfy every one (CHECK_NOT_MET). ``artifacts`` are the outputs
-        it produced (format v2), each an :class:`~ledger.artifacts.Artifact` or ``NAME=DIGEST[@URI]``: a step
-        that declares outputs completes only with every one of them (ARTIFACT_MISSING)."""
-        command = Complete(
-            artifacts=tuple(a if isinstance(a, Artifact) else parse_artifact_option(a) for a in artifacts),
-            step=step,
-            evidence=evidence,
-            plan_version=plan_version,
-            attempt=attempt,
-            key=idempotency_key,
-            actor=actor,
-            source=source,
-            report=_report(report),
-        )
-        return self.execute(command, expected_seq=expected_seq)
-
-    def block(
-        self,
-        step: str,
-        reason: str,
-        *,
-        plan_version: int | None = None,
-        attempt: int | None = None,
-        idempotency_key: str | None = None,
-        expected_seq: int | None = None,
-        actor: Actor = "agent",
-        source: Source | None = None,
-        report: Report | Mapping[str, Any] | None = None,
-    ) -> Ack:
-        """Block ``step``'s attempt with a reason (``plantrail block``)."""
-        command = Block(
-            step=step,
-            reason=reason,
-            plan_version=plan_version,
-            attempt=attempt,
-            key=idempotency_key,
-            actor=actor,
-            source=source,
-            report=_report(report),
-        )
-        return self.execute(command, expected_seq=expected_seq)
-
-    def fail(
-        self,
-        step: str,
-        error: str,
-        *,
-        plan_version: int | None = None,
-        attempt: int | None = None,
-        idempotency_key: str | None = None,
-        expected_seq: int | None = None,
-        actor: Actor = "agent",
-        source: Source | None = None,
-        report: Report | Mapping[str, Any] | None = None,
-    ) -> Ack:
-        """Record a failed attempt of ``step`` (``plantrail fail``)."""
-        command = Fail(
-            step=step,
-            error=error,
-            plan_version=plan_version,
-            attempt=attempt,
-            key=idempotency_key,
-            actor=actor,
-            source=source,
-            report=_report(report),
-        )
-        return self.execute(command, expected_seq=expected_seq)
-
-    def verify_criterion(
-        self,
-        criterion: str,
-        passed: bool,
-        evidence: str,
-        *,
-        plan_version: int | None = None,
-        idempotency_key: str | None = None,
-        expected_seq: int | None = None,
-        actor: Actor = "agent",
-        source: Source | None = None,
-        report: Report | Mapping[str, Any] | None = None,
-    ) -> Ack:
-        """Record an acceptance criterion's verdict with evidence (``plantrail criterion``)."""
-        command = VerifyCriterion(
-            criterion=criterion,
-            passed=passed,
-            evidence=evidence,
-            plan_version=plan_version,
-            key=idempotency_key,
-            actor=actor,
-            source=source,
-            report=_report(report),
-        )
-        return self.execute(command, expected_seq=expected_seq)
-
-    def finish(
-        self,
-        outcome: Outcome,
-        reason: str,
-        *,
-        plan_version: int | None = None,
-        idempotency_key: str | None = None,
-        expected_seq: int | None = None,
-        actor: Actor = "agent",
-        source: Source | None = None,
-    ) -> Ack:
-        """Finish the run (``complete``, ``failed``, ``cancelled``; format v2: ``partial`` when the plan allows it,
-        ``budget_exhausted``) or pause it (``plantrail finish``)."""
-        command = Finish(
-            outcome=outcome,
-            reason=reason,
-            plan_version=plan_version,
-            key=idempotency_key,
-            actor=actor,
-            source=source,
-        )
-        return self.execute(command, expected_seq=expected_seq)
-
-    def heartbeat(
-        self,
-        step: str,
-        *,
-        lease_s: float | None = None,
-        plan_version: int | None = None,
-        attempt: int | None = None,
-        idempotency_key: str | None = None,
-        expected_seq: int | None = None,
-        actor: Actor = "runtime",
-        source: Source | None = None,
-    ) -> Ack:
-        """Renew the lease of ``step``'s running attempt for ``lease_s`` seconds (default: its ``timeout_s``);
-        a late heartbeat is refused, STALE_PLAN_VERSION or STALE_ATTEMPT (``plantrail heartbeat``)."""
-        command = Heartbeat(
-            step=step,
-            lease_s=lease_s,
-            plan_version=plan_version,
-            attempt=attempt,
-            key=idempotency_key,
-            actor=actor,
-            source=source,
-        )
-        return self.execute(command, expected_seq=expected_seq)
-
-    def abandon(
-        self,
-        step: str,
-        reason: str,
-        *,
-        plan_version: int | None = None,
-        attempt: int | None = None,
-        idempotency_key: str | None = None,
-        expected_seq: int | None = None,
-        actor: Actor = "runtime",
-        source: Source | None = None,
-    ) -> Ack:
-        """End ``step``'s running attempt whose worker is gone, without charging the attempt: the step returns
-        to pending (``plantrail abandon``)."""
-        command = Abandon(
-            step=step,
-            reason=reason,
-            plan_version=plan_version,
-            attempt=attempt,
-            key=idempotency_key,
-            actor=actor,
-            source=source,
-        )
-        return self.execute(command, expected_seq=expected_seq)
-
-    def observe(
-        self,
-        name: str,
-        version: str,
-        *,
-        dirty: Sequence[str] = (),
-        plan_version: int | None = None,
-        idempotency_key: str | None = None,
-        expected_seq: int | None = None,
-        actor: Actor = "runtime",
-        source: Source | None = None,
-    ) -> Ack:
-        """Record ``version`` of the observation ``name`` (a repository HEAD with its ``dirty`` files, a schema
-        version ...; ``plantrail observe``): the steps whose inputs name it are judged by their digests."""
-        command = Observe(
-            name=name,
-            version=version,
-            dirty=tuple(dirty),
-            plan_version=plan_version,
-            key=idempotency_key,
-            actor=actor,
-            source=source,
-        )
-        return self.execute(command, expected_seq=expected_seq)
-
-    def replan(
-        self,
-        reason: ReasonCode,
-        why: str,
-        *,
-        plan: Draft | PlanSpec | Mapping[str, Any] | None = None,
-        patch: PlanPatch | Mapping[str, Any] | None = None,
-        causes: int | Sequence[int] = (),
-        observations: str | Sequence[str] = (),
-        plan_version: int | None = None,
-        idempotency_key: str | None = None,
-        expected_seq: int | None = None,
-        actor: Actor = "planner",
-        source: Source | None = None,
-        strict: bool = False,
-    ) -> Ack:
-        """Adopt a new plan version from a whole ``plan`` or a ``patch`` (parsed from JSON-like mappings if need
-        be), with ``causes`` (seqs; ``--caused-by``) and ``observations`` (one ``str`` is one item) (``plantrail
-        replan``); ``strict`` refuses a new plan with a coverage gap (COVERAGE_GAP)."""
-        command = Replan(
-            reason=reason,
-            why=why,
-            plan=parse_draft(plan) if isinstance(plan, Mapping) else plan,
-            patch=parse_patch(patch) if isinstance(patch, Mapping) else patch,
-            causes=as_items(causes, int, "causes"),
-            observations=as_items(observations, str, "observations"),
-            plan_version=plan_version,
-            key=idempotency_key,
-            actor=actor,
-            source=source,
-            strict=strict,
-        )
-        return self.execute(command, expected_seq=expected_seq)
-
-    def extend(
-        self,
-        additions: Additions | Mapping[str, Any] | None = None,
-        *,
-        steps: StepSpec | Sequence[StepSpec] = (),
-        criteria: CriterionSpec | Sequence[CriterionSpec] = (),
-        observations: str | Sequence[str] = (),
-        plan_version: int | None = None,
-        idempotency_key: str | None = None,
-        expected_seq: int | None = None,
-        actor: Actor = "planner",
-        source: Source | None = None,
-    ) -> Ack:
-        """Add steps and criteria to the active plan version in place while no work has touched it (format v2,
-        ``plantrail extend``): from an extension document (a JSON-like mapping, :func:`parse_additions`) or the
-        specs themselves. VERSION_TOUCHED once the version was worked on (replan instead)."""
-        added: tuple[StepSpec, ...] = _specs(steps)
-        criteria_added: tuple[CriterionSpec, ...] = _specs(criteria)
-        if additions is not None:
-            parsed = parse_additions(additions) if isinstance(additions, Mapping) else additions
-            added, criteria_added = (*added, *parsed.steps), (*criteria_added, *parsed.criteria)
-            plan_version = parsed.base_version if plan_version is None else plan_version
-        command = Extend(
-            steps=added,
-            criteria=criteria_added,
-            observations=as_items(observations, str, "observations"),
-            plan_version=plan_version,
-            key=idempotency_key,
-            actor=actor,
-            source=source,
-        )
-        return self.execute(command, expected_seq=expected_seq)
-
-    def request_approval(
-        self,
-        request: str,
-        question: str,
-        steps: str | Sequence[str],
-        *,
-        writes: str | Sequence[str] = (),
-        tools: str | Sequence[str] = (),
-        plan_version: int | None = None,
-        idempotency_key: str | None = None,
-        expected_seq: int | None = None,
-        actor: Actor = "agent",
-        source: Source | None = None,
-    ) -> Ack:
-        """Ask for approval ``request``: one bounded ``question`` about ``steps`` (one ``str`` is one step), with
-        the scope change asked for (extra ``writes`` globs and ``tools``), bound to the active plan version
-        (``plantrail request-approval``)."""
-        command = RequestApproval(
-            request=request,
-            question=question,
-            steps=as_items(steps, str, "steps"),
-            writes=as_items(writes, str, "writes"),
-            tools=as_items(tools, str, "tools"),
-            plan_version=plan_version,
-            key=idempotency_key,
-            actor=actor,
-            source=source,
-        )
-        return self.execute(command, expected_seq=expected_seq)
-
-    def approve(
-        self,
-        request: str,
-        *,
-        by: str = "user",
-        why: str = "",
-        plan_version: int | None = None,
-        idempotency_key: str | None = None,
-        expected_seq: int | None = None,
-        actor: Actor = "user",
-        source: Source | None = None,
-    ) -> Ack:
-        """Grant approval ``request`` (``plantrail approve``): the steps it covers may start, with its scope
-        change, in the plan version it was asked for."""
-        return self._decide(request, True, by, why, plan_version, idempotency_key, expected_seq, actor, source)
-
-    def deny(
-        self,
-        request: str,
-        *,
-        by: str = "user",
-        why: str = "",
-        plan_version: int | None = None,
-        idempotency_key: str | None = None,
-        expected_seq: int | None = None,
-        actor: Actor = "user",
-        source: Source | None = None,
-    ) -> Ack:
-        """Deny approval ``request`` (``plantrail deny``): the run pauses until a replan removes or changes the
-        steps it covers."""
-        return self._decide(request, False, by, why, plan_version, idempotency_key, expected_seq, actor, source)
-
-    def _decide(
-        self,
-        request: str,
-        granted: bool,
-        by: str,
-        why: str,
-        plan_version: int | None,
-        key: str | None,
-        expected_seq: int | None,
-        actor: Actor,
-        source: Source | None,
-    ) -> Ack:
-        command = Decide(
-            request=request,
-            granted=granted,
-            by=by,
-            why=why,
-            plan_version=plan_version,
-            key=key,
-            actor=actor,
-            source=source,
-        )
-        return self.execute(command, expected_seq=expected_seq)
-
-    def request_effect(
-        self,
-        step: str,
-        effect: str,
-        target: str,
-        *,
-        before: str = "",
-        plan_version: int | None = None,
-        attempt: int | None = None,
-        idempotency_key: str | None = None,
-        expected_seq: int | None = None,
-        actor: Actor = "runtime",
-        source: Source | None = None,
-    ) -> Ack:
-        """Record that ``step``'s attempt is about to perform the side effect ``effect`` (its idempotency key)
-        on ``target``, with a summary of the target's state ``before`` (``plantrail effect --requested``; the
-        rules are in :mod:`ledger.effects`). A late request is recorded beside the orphans (``ack.orphan``)."""
-        command = RequestEffect(
-            step=step,
-            effect=effect,
-            target=target,
-            before=before,
-            plan_version=plan_version,
-            attempt=attempt,
-            key=idempotency_key,
-            actor=actor,
-            source=source,
-        )
-        return self.execute(command, expected_seq=expected_seq)
-
-    def commit_effect(
-        self,
-        step: str,
-        effect: str,
-        *,
-        result: str = "",
-        plan_version: int | None = None,
-        attempt: int | None = None,
-        idempotency_key: str | None = None,
-        expected_seq: int | None = None,
-        actor: Actor = "runtime",
-        source: Source | None = None,
-    ) -> Ack:
-        """Record that the side effect ``effect`` of ``step`` happened, with a summary of its ``result``
-        (``plantrail effect --committed``); its plan version and attempt default to its request's."""
-        command = CommitEffect(
-            step=step,
-            effect=effect,
-            result=result,
-            plan_version=plan_version,
-            attempt=attempt,
-            key=idempotency_key,
-            actor=actor,
-            source=source,
-        )
-        return self.execute(command, expected_seq=expected_seq)
+    start = _Recording(attempts.start)
+    complete = _Recording(attempts.complete)
+    block = _Recording(attempts.block)
+    fail = _Recording(attempts.fail)
+    verify_criterion = _Recording(criteria.verify_criterion)
+    finish = _Recording(outcomes.finish)
+    heartbeat = _Recording(leases.heartbeat)
+    abandon = _Recording(leases.abandon)
+    observe = _Recording(observations.observe)
+    replan = _Recording(reconcile.replan)
+    extend = _Recording(extension.extend)
+    request_approval = _Recording(approvals.request_approval)
+    approve = _Recording(approvals.approve)
+    deny = _Recording(approvals.deny)
+    request_effect = _Recording(effects.request_effect)
+    commit_effect = _Recording(effects.commit_effect)
 
 
 def _agent_draft(
@@ -929,10 +572,6 @@ def _kept_terms(plan: PlanSpec, keep_criteria: bool, max_in_progress: int | None
     return kept
 
 
-def _specs(value: Any) -> tuple[Any, ...]:
-    return (value,) if isinstance(value, (StepSpec, CriterionSpec)) else tuple(value)
-
-
 def _original(session: Session, known: dict[str, KeyEntry], key: str) -> Record | None:
     """The record ``key`` wrote, read from the log's own bytes; None when the log holds none (then an index
     entry that claimed one, e.g. from a cache, is dropped: the command is decided as new)."""
@@ -954,8 +593,3 @@ def _check_expected(session: Session, expected_seq: int | None) -> None:
             expected=expected_seq,
             actual=session.head_seq,
         )
-
-
-def _report(report: Report | Mapping[str, Any] | None) -> Report | None:
-    """An evidence record, parsed from a JSON-like mapping if need be."""
-    return parse_report(report) if isinstance(report, Mapping) else report

@@ -20,12 +20,13 @@ Pure: judged against a :class:`~projections.state.StateView`, nothing read from 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import msgspec
 from msgspec.structs import force_setattr
 
-from plantrail.ledger.rules.guards import require_open, require_step
+from plantrail.ledger.rules.commands import LATE_REFUSED, Envelope, Field, Help, declare, fields, timeless
+from plantrail.ledger.rules.guards import issued_version, require_open, require_step
 from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.events import (
     Actor,
@@ -54,15 +55,20 @@ if TYPE_CHECKING:
     from plantrail.projections.state import StateView
 
 __all__ = [
+    "DECIDE",
+    "REQUEST_APPROVAL",
     "ApprovalEvent",
     "Decide",
     "RequestApproval",
+    "approve",
     "authority_reasons",
     "build_approval",
     "check_approval",
     "check_result_scope",
     "check_start_authority",
+    "deny",
     "recorded_result",
+    "request_approval",
     "result_violation",
 ]
 
@@ -330,3 +336,99 @@ def check_result_scope(state: StateView, data: Result) -> None:
         step=data.step,
         plan_version=state.version,
     )
+
+
+# --------------------------------------------------------------------------- declarations
+
+
+def _build(state: StateView, command: RequestApproval | Decide) -> tuple[ApprovalEvent, int]:
+    version = issued_version(state, command.plan_version)
+    return build_approval(command), version
+
+
+#: What every approval command refuses with.
+_REFUSALS = ("PLAN_NOT_CREATED", "UNKNOWN_PLAN_VERSION", "STALE_PLAN_VERSION", "RUN_FINISHED", "INVALID_ID")
+
+REQUEST_APPROVAL = declare(
+    RequestApproval,
+    build=_build,
+    rules={ApprovalRequested: timeless(check_approval)},
+    fields={
+        "question": Field(help="The one bounded question the approver answers.", metavar="TEXT"),
+        "steps": Field(help="The steps the approval covers, comma-separated.", metavar="IDS"),
+        "writes": Field(help="A write glob the approval adds to their scope (repeatable).", metavar="GLOB"),
+        "tools": Field(help="A tool the approval allows them (repeatable).", metavar="NAME"),
+    },
+    superseded=f"{LATE_REFUSED}.",
+    refusals=(*_REFUSALS, "DUPLICATE_APPROVAL_ID", "REASON_REQUIRED", "STEP_NOT_FOUND", "USAGE"),
+    cli={
+        "request-approval": Help(
+            "Ask for approval REQUEST (an id): a bounded question about some steps, with the scope change asked for.",
+            "The request is bound to the active plan version: a replan makes it stale (ask again). A step with\n"
+            "requires_approval, or whose scope a replan widened, waits until a granted approval covers it; a "
+            "grant's\n--writes and --tool widen the steps' scope for that version (ending a scope violation's pause "
+            "they cover).",
+            examples=(
+                "plantrail request-approval run.jsonl lockfile --steps implement --writes package-lock.json \\\n"
+                '    --question "May implement update package-lock.json?"',
+            ),
+        )
+    },
+)
+
+DECIDE = declare(
+    Decide,
+    build=_build,
+    rules={ApprovalGranted: timeless(check_approval), ApprovalDenied: timeless(check_approval)},
+    fields={"by": Field(help="Who decided.", metavar="WHO"), "why": Field(help="Why.", metavar="TEXT")},
+    superseded=f"{LATE_REFUSED}.",
+    refusals=(*_REFUSALS, "REASON_REQUIRED", "APPROVAL_NOT_FOUND", "APPROVAL_DECIDED", "APPROVAL_STALE"),
+    cli={
+        "approve": Help(
+            "Grant approval REQUEST: the steps it covers may start in the plan version it was asked for, with the "
+            "scope change it asked for.",
+            examples=("plantrail approve run.jsonl lockfile --by ana --why ok",),
+        ),
+        "deny": Help(
+            "Deny approval REQUEST: the run pauses until a replan removes or changes the steps it covers.",
+            examples=('plantrail deny run.jsonl lockfile --by ana --why "no new dependencies"',),
+        ),
+    },
+)
+
+
+@REQUEST_APPROVAL.method
+def request_approval(
+    request: str,
+    question: str,
+    steps: str | Sequence[str],
+    *,
+    writes: str | Sequence[str] = (),
+    tools: str | Sequence[str] = (),
+    **envelope: Unpack[Envelope],
+) -> RequestApproval:
+    """Ask for approval ``request``: one bounded ``question`` about ``steps`` (one ``str`` is one step), with
+    the scope change asked for (extra ``writes`` globs and ``tools``), bound to the active plan version
+    (``plantrail request-approval``)."""
+    return RequestApproval(
+        request=request,
+        question=question,
+        steps=as_items(steps, str, "steps"),
+        writes=as_items(writes, str, "writes"),
+        tools=as_items(tools, str, "tools"),
+        **fields(envelope),
+    )
+
+
+@DECIDE.method
+def approve(request: str, *, by: str = "user", why: str = "", **envelope: Unpack[Envelope]) -> Decide:
+    """Grant approval ``request`` (``plantrail approve``): the steps it covers may start, with its scope
+    change, in the plan version it was asked for."""
+    return Decide(request=request, granted=True, by=by, why=why, **fields(envelope))
+
+
+@DECIDE.method
+def deny(request: str, *, by: str = "user", why: str = "", **envelope: Unpack[Envelope]) -> Decide:
+    """Deny approval ``request`` (``plantrail deny``): the run pauses until a replan removes or changes the
+    steps it covers."""
+    return Decide(request=request, granted=False, by=by, why=why, **fields(envelope))

@@ -39,11 +39,12 @@ Pure: judged against a :class:`~projections.state.StateView`, nothing read from 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Unpack
 
 import msgspec
 
-from plantrail.ledger.rules.guards import require_open, require_step
+from plantrail.ledger.rules.commands import Attempted, Field, Help, declare, fields, timeless
+from plantrail.ledger.rules.guards import require_open, require_plan, require_step
 from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.events import Actor, EffectCommitted, EffectRequested, Source
 from plantrail.ledger.vocabulary.items import as_text
@@ -57,13 +58,17 @@ if TYPE_CHECKING:
     from plantrail.projections.state import StateView
 
 __all__ = [
+    "COMMIT_EFFECT",
+    "REQUEST_EFFECT",
     "CommitEffect",
     "EffectEvent",
     "RequestEffect",
     "build_effect",
     "check_effect",
     "check_effect_key",
+    "commit_effect",
     "effect_lateness",
+    "request_effect",
 ]
 
 EffectEvent = EffectRequested | EffectCommitted
@@ -284,3 +289,98 @@ def _check_commit(state: StateView, data: EffectCommitted, plan_version: int, kn
             expected=known.attempt,
             actual=data.attempt,
         )
+
+
+# --------------------------------------------------------------------------- declarations
+
+
+def _build(state: StateView, command: RequestEffect | CommitEffect) -> tuple[EffectEvent, int]:
+    if state.plan is None:
+        require_plan(state)
+    return build_effect(state, command)
+
+
+#: What the ``--plan-version`` help says of an effect issued against a superseded version.
+_LATE_EFFECT = (
+    "An effect of a superseded version (or a stale attempt, or after the run finished) is still recorded, beside "
+    "the orphans: never lost, never applied to a step."
+)
+#: The ``--attempt`` help of an effect.
+_ATTEMPT = Field(
+    help="The attempt the effect belongs to (default: a request's, the step's current one; a commit's, its request's).",
+    metavar="N",
+    minimum=1,
+)
+#: What every effect refuses with.
+_REFUSALS = ("PLAN_NOT_CREATED", "UNKNOWN_PLAN_VERSION", "INVALID_ID", "EFFECT_DUPLICATE", "USAGE")
+
+REQUEST_EFFECT = declare(
+    RequestEffect,
+    build=_build,
+    rules={EffectRequested: timeless(check_effect)},
+    late=effect_lateness,
+    fields={
+        "effect": Field(
+            help="Record that STEP is about to perform the effect KEY (its idempotency key).", metavar="KEY"
+        ),
+        "target": Field(help="With --requested (required): what the effect acts on.", metavar="TARGET"),
+        "before": Field(help="With --requested: a summary of the target's state before the effect.", metavar="TEXT"),
+        "attempt": _ATTEMPT,
+    },
+    superseded=_LATE_EFFECT,
+    refusals=(
+        *_REFUSALS,
+        "REASON_REQUIRED",
+        "STEP_NOT_FOUND",
+        "INVALID_TRANSITION",
+        "RUN_FINISHED",
+        "EFFECT_KEY_CONFLICT",
+        "APPROVAL_REQUIRED",
+    ),
+    cli={
+        "effect": Help(
+            "Record a side effect of STEP's attempt: --requested KEY before it acts, --committed KEY once it knows "
+            "the\neffect happened. Format v2 (effect.requested, effect.committed).",
+            "An effect requested and never committed is in doubt: after a crash, resume says to check its target "
+            "before\nthe step's work is done again. One key names one effect (EFFECT_KEY_CONFLICT for another step "
+            "or target);\na key already committed, or requested again by the same attempt, is EFFECT_DUPLICATE; a "
+            "later attempt may\nrequest it again. A step whose scope sets effects_require_approval needs a granted "
+            "approval first\n(APPROVAL_REQUIRED).",
+            examples=(
+                'plantrail effect run.jsonl deploy --requested deploy-42 --target prod --before "v1.3 serving"',
+                'plantrail effect run.jsonl deploy --committed deploy-42 --result "v1.4 serving"',
+            ),
+        )
+    },
+)
+
+COMMIT_EFFECT = declare(
+    CommitEffect,
+    build=_build,
+    rules={EffectCommitted: timeless(check_effect)},
+    late=effect_lateness,
+    fields={
+        "effect": Field(help="Record that the effect KEY happened (it was requested before).", metavar="KEY"),
+        "result": Field(help="With --committed: a summary of what the effect did.", metavar="TEXT"),
+        "attempt": _ATTEMPT,
+    },
+    superseded=_LATE_EFFECT,
+    refusals=(*_REFUSALS, "EFFECT_NOT_REQUESTED", "EFFECT_MISMATCH"),
+)
+
+
+@REQUEST_EFFECT.method
+def request_effect(
+    step: str, effect: str, target: str, *, before: str = "", **envelope: Unpack[Attempted]
+) -> RequestEffect:
+    """Record that ``step``'s attempt is about to perform the side effect ``effect`` (its idempotency key)
+    on ``target``, with a summary of the target's state ``before`` (``plantrail effect --requested``; the
+    rules are in :mod:`ledger.effects`). A late request is recorded beside the orphans (``ack.orphan``)."""
+    return RequestEffect(step=step, effect=effect, target=target, before=before, **fields(envelope))
+
+
+@COMMIT_EFFECT.method
+def commit_effect(step: str, effect: str, *, result: str = "", **envelope: Unpack[Attempted]) -> CommitEffect:
+    """Record that the side effect ``effect`` of ``step`` happened, with a summary of its ``result``
+    (``plantrail effect --committed``); its plan version and attempt default to its request's."""
+    return CommitEffect(step=step, effect=effect, result=result, **fields(envelope))

@@ -23,20 +23,47 @@ validate.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Unpack
 
-from plantrail.ledger.rules.guards import require_open
+from msgspec.structs import force_setattr
+
+from plantrail.ledger.rules.commands import Envelope, Help, Issued, declare, fields, timeless
+from plantrail.ledger.rules.guards import issued_version, require_open
 from plantrail.ledger.vocabulary.errors import error
-from plantrail.ledger.vocabulary.extension import extended_plan
-from plantrail.ledger.vocabulary.plan import (
-    validate_plan,
-)
+from plantrail.ledger.vocabulary.events import Actor, PlanExtended
+from plantrail.ledger.vocabulary.extension import Additions, extended_plan, parse_additions
+from plantrail.ledger.vocabulary.items import as_items
+from plantrail.ledger.vocabulary.plan import CriterionSpec, StepSpec, validate_plan
 
 if TYPE_CHECKING:
-    from plantrail.ledger.vocabulary.events import PlanExtended
     from plantrail.projections.state import StateView
 
-__all__ = ["check_extension", "mark", "touched"]
+__all__ = ["EXTEND", "Extend", "check_extension", "extend", "mark", "touched"]
+
+
+class Extend(Issued, frozen=True, kw_only=True):
+    """Add steps and criteria to the active plan version in place, while no work has touched it (format v2,
+    :mod:`ledger.extension`); a bare StepSpec is one step."""
+
+    steps: Sequence[StepSpec]
+    criteria: Sequence[CriterionSpec] = ()
+    observations: Sequence[str] = ()
+    plan_version: int | None = None
+    actor: Actor = "planner"
+
+    def __post_init__(self) -> None:
+        force_setattr(self, "steps", _specs(self.steps, StepSpec, "steps"))
+        force_setattr(self, "criteria", _specs(self.criteria, CriterionSpec, "criteria"))
+        force_setattr(self, "observations", as_items(self.observations, str, "observations"))
+
+
+def _specs(value: Any, kind: type[Any], what: str) -> tuple[Any, ...]:
+    """``value`` as a tuple of ``kind`` (a bare one is a tuple of one); USAGE for anything else."""
+    items = (value,) if isinstance(value, kind) else tuple(value) if isinstance(value, (tuple, list)) else None
+    if items is None or not all(isinstance(item, kind) for item in items):
+        raise error("USAGE", f"{what} must be a {kind.__name__} or a list of them")
+    return items
 
 
 def mark(state: StateView) -> int:
@@ -102,3 +129,71 @@ def check_extension(state: StateView, data: PlanExtended, plan_version: int) -> 
                 plan_version=state.version,
             )
     validate_plan(extended_plan(plan, data.steps, data.criteria))
+
+
+def _build(state: StateView, command: Extend) -> tuple[PlanExtended, int]:
+    version = issued_version(state, command.plan_version)
+    observations = tuple(o.strip() for o in command.observations if o.strip())
+    extended = PlanExtended(steps=tuple(command.steps), criteria=tuple(command.criteria), observations=observations)
+    return extended, version
+
+
+EXTEND = declare(
+    Extend,
+    build=_build,
+    rules={PlanExtended: timeless(check_extension)},
+    superseded="An older version is refused (STALE_PLAN_VERSION); a patch's base_version says the same when given.",
+    refusals=(
+        "PLAN_NOT_CREATED",
+        "UNKNOWN_PLAN_VERSION",
+        "STALE_PLAN_VERSION",
+        "RUN_FINISHED",
+        "VERSION_TOUCHED",
+        "STEP_EXISTS",
+        "CRITERION_EXISTS",
+        "DRAFT_INVALID",
+        "USAGE",
+    ),
+    cli={
+        "extend": Help(
+            "Add steps and criteria to the active plan version in place, while no work has touched it.",
+            'ADDITIONS is a JSON file (- for stdin): a patch {"base_version": N, "operations": [...]} of add_step '
+            'and\nadd_criterion operations only, or {"steps": [...], "acceptance_criteria": [...]} in the draft\'s '
+            "shapes.\nThe version keeps its number; once a step of it has started, reported a result or a criterion "
+            "has a\nverdict (or the run finished or paused) it is VERSION_TOUCHED: replan instead. A step or "
+            "criterion id the\nversion already has is STEP_EXISTS / CRITERION_EXISTS.",
+            examples=("plantrail extend run.jsonl more-steps.json",),
+        )
+    },
+)
+
+
+@EXTEND.method
+def extend(
+    additions: Additions | Mapping[str, Any] | None = None,
+    *,
+    steps: StepSpec | Sequence[StepSpec] = (),
+    criteria: CriterionSpec | Sequence[CriterionSpec] = (),
+    observations: str | Sequence[str] = (),
+    **envelope: Unpack[Envelope],
+) -> Extend:
+    """Add steps and criteria to the active plan version in place while no work has touched it (format v2,
+    ``plantrail extend``): from an extension document (a JSON-like mapping, :func:`parse_additions`) or the
+    specs themselves. VERSION_TOUCHED once the version was worked on (replan instead)."""
+    added: tuple[StepSpec, ...] = _given(steps)
+    criteria_added: tuple[CriterionSpec, ...] = _given(criteria)
+    if additions is not None:
+        parsed = parse_additions(additions) if isinstance(additions, Mapping) else additions
+        added, criteria_added = (*added, *parsed.steps), (*criteria_added, *parsed.criteria)
+        if envelope.get("plan_version") is None:
+            envelope["plan_version"] = parsed.base_version
+    return Extend(
+        steps=added,
+        criteria=criteria_added,
+        observations=as_items(observations, str, "observations"),
+        **fields(envelope),
+    )
+
+
+def _given(value: Any) -> tuple[Any, ...]:
+    return (value,) if isinstance(value, (StepSpec, CriterionSpec)) else tuple(value)

@@ -18,44 +18,12 @@ from typing import Any, Final
 
 import orjson
 
-from plantrail.ledger.rules.approvals import Decide, RequestApproval
-from plantrail.ledger.rules.decide import (
-    Abandon,
-    Block,
-    Command,
-    Complete,
-    Create,
-    Extend,
-    Fail,
-    Finish,
-    Heartbeat,
-    Replan,
-    Start,
-    VerifyCriterion,
-)
+from plantrail.ledger.rules.approvals import Decide
+from plantrail.ledger.rules.decide import DECLARATIONS, Block, Command, Complete, Extend, Fail, Replan, VerifyCriterion
 from plantrail.ledger.rules.effects import CommitEffect, RequestEffect
 from plantrail.ledger.rules.observations import Observe
 from plantrail.ledger.vocabulary.errors import error
-from plantrail.ledger.vocabulary.events import (
-    ApprovalDenied,
-    ApprovalGranted,
-    ApprovalRequested,
-    CriterionVerified,
-    EffectCommitted,
-    EffectRequested,
-    ObservationRecorded,
-    PlanCreated,
-    PlanExtended,
-    PlanReplanned,
-    Record,
-    RunFinished,
-    StepAbandoned,
-    StepBlocked,
-    StepCompleted,
-    StepFailed,
-    StepHeartbeat,
-    StepStarted,
-)
+from plantrail.ledger.vocabulary.events import ApprovalDenied, ApprovalGranted, PlanReplanned, Record, StepBlocked
 from plantrail.ledger.vocabulary.keys import KeyEntry
 from plantrail.ledger.vocabulary.plan import Draft
 from plantrail.ledger.vocabulary.versions import plain
@@ -67,23 +35,9 @@ __all__ = ["KeyEntry", "command_content", "match", "record_content", "record_vie
 DERIVED: Final = frozenset({"attempt", "new_version", "lease_s", "done", "not_done", "resume_from", "unmet"})
 #: Fields of a command that are not event content: the envelope, and the defaults compared on their own.
 _NOT_CONTENT: Final = frozenset({"actor", "source", "key", "plan_version", "attempt", "lease_s", "strict"})
-_EVENT_TYPE: Final[dict[type, str]] = {
-    Start: StepStarted.TYPE,
-    Complete: StepCompleted.TYPE,
-    Block: StepBlocked.TYPE,
-    Fail: StepFailed.TYPE,
-    VerifyCriterion: CriterionVerified.TYPE,
-    Finish: RunFinished.TYPE,
-    Replan: PlanReplanned.TYPE,
-    Create: PlanCreated.TYPE,
-    Extend: PlanExtended.TYPE,
-    Heartbeat: StepHeartbeat.TYPE,
-    Abandon: StepAbandoned.TYPE,
-    RequestApproval: ApprovalRequested.TYPE,
-    RequestEffect: EffectRequested.TYPE,
-    CommitEffect: EffectCommitted.TYPE,
-    Observe: ObservationRecorded.TYPE,
-}
+#: The type of the event each command records, from its declaration (a decision on an approval records one of
+#: two: :func:`_expected_type`).
+_EVENT_TYPE: Final[dict[type, str]] = {d.command: d.events[0].TYPE for d in DECLARATIONS if len(d.events) == 1}
 
 
 def _builtins(value: Any) -> Any:

@@ -18,11 +18,12 @@ expired lease); a result the gone worker still sends is late (``STALE_ATTEMPT``,
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Unpack
 
 import msgspec
 
-from plantrail.ledger.rules.guards import require_open, require_step
+from plantrail.ledger.rules.commands import LATE_REFUSED, Attempted, Field, Help, declare, fields, timeless
+from plantrail.ledger.rules.guards import issued_version, require_open, require_step
 from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.events import Actor, Source, StepAbandoned, StepHeartbeat
 from plantrail.ledger.vocabulary.items import as_text
@@ -31,7 +32,18 @@ if TYPE_CHECKING:
     from plantrail.projections.model import StepState
     from plantrail.projections.state import StateView
 
-__all__ = ["Abandon", "Heartbeat", "build_abandon", "build_heartbeat", "check_abandon", "check_heartbeat"]
+__all__ = [
+    "ABANDON",
+    "HEARTBEAT",
+    "Abandon",
+    "Heartbeat",
+    "abandon",
+    "build_abandon",
+    "build_heartbeat",
+    "check_abandon",
+    "check_heartbeat",
+    "heartbeat",
+]
 
 
 class Heartbeat(msgspec.Struct, frozen=True, kw_only=True):
@@ -160,3 +172,86 @@ def check_abandon(state: StateView, data: StepAbandoned, plan_version: int) -> N
     if not data.reason.strip():
         raise error("REASON_REQUIRED", f"abandoning {data.step} needs a reason", step=data.step)
     _fenced(state, data.step, data.attempt, plan_version, "abandon")
+
+
+def _build_heartbeat(state: StateView, command: Heartbeat) -> tuple[StepHeartbeat, int]:
+    version = issued_version(state, command.plan_version)
+    return build_heartbeat(state, command), version
+
+
+def _build_abandon(state: StateView, command: Abandon) -> tuple[StepAbandoned, int]:
+    version = issued_version(state, command.plan_version)
+    return build_abandon(state, command), version
+
+
+#: What a heartbeat and an abandon refuse with.
+_REFUSALS = (
+    "PLAN_NOT_CREATED",
+    "UNKNOWN_PLAN_VERSION",
+    "STALE_PLAN_VERSION",
+    "STALE_ATTEMPT",
+    "RUN_FINISHED",
+    "STEP_NOT_FOUND",
+    "INVALID_TRANSITION",
+)
+
+HEARTBEAT = declare(
+    Heartbeat,
+    build=_build_heartbeat,
+    rules={StepHeartbeat: timeless(check_heartbeat)},
+    fields={
+        "lease_s": Field(
+            help="How long the lease runs from now (default: the step's timeout_s; LEASE_REQUIRED without either).",
+            metavar="SECONDS",
+            minimum=0,
+            maximum=1e15,
+            open_limits=True,
+        )
+    },
+    superseded=f"{LATE_REFUSED}: a late heartbeat tells its worker to stop (STALE_ATTEMPT for an attempt that is not "
+    "running).",
+    refusals=(*_REFUSALS, "LEASE_REQUIRED"),
+    cli={
+        "heartbeat": Help(
+            "Renew the lease of STEP's running attempt: its worker is alive. Format v2 (step.heartbeat).",
+            "The lease expires when a command's time is past the last start or heartbeat plus the lease; status,\n"
+            "next and resume show expired leases, and resume proposes abandon for them.",
+            examples=(
+                "plantrail heartbeat run.jsonl implement",
+                "plantrail heartbeat run.jsonl implement --lease 300 --attempt 2",
+            ),
+        )
+    },
+)
+
+ABANDON = declare(
+    Abandon,
+    build=_build_abandon,
+    rules={StepAbandoned: timeless(check_abandon)},
+    fields={"reason": Field(help="Why the attempt is abandoned (its worker is gone).", metavar="TEXT")},
+    superseded=f"{LATE_REFUSED}.",
+    refusals=(*_REFUSALS, "REASON_REQUIRED", "USAGE"),
+    cli={
+        "abandon": Help(
+            "End STEP's running attempt whose worker is gone (after kill -9, say) without charging it to\n"
+            "max_attempts: the step returns to pending. Format v2 (step.abandoned).",
+            "A result the gone worker still sends afterwards lands on the orphan path (STALE_ATTEMPT). Allowed at "
+            "any\ntime with a reason; resume proposes it for an attempt whose lease expired.",
+            examples=('plantrail abandon run.jsonl implement --reason "worker w1 was killed; its lease expired"',),
+        )
+    },
+)
+
+
+@HEARTBEAT.method
+def heartbeat(step: str, *, lease_s: float | None = None, **envelope: Unpack[Attempted]) -> Heartbeat:
+    """Renew the lease of ``step``'s running attempt for ``lease_s`` seconds (default: its ``timeout_s``);
+    a late heartbeat is refused, STALE_PLAN_VERSION or STALE_ATTEMPT (``plantrail heartbeat``)."""
+    return Heartbeat(step=step, lease_s=lease_s, **fields(envelope))
+
+
+@ABANDON.method
+def abandon(step: str, reason: str, **envelope: Unpack[Attempted]) -> Abandon:
+    """End ``step``'s running attempt whose worker is gone, without charging the attempt: the step returns
+    to pending (``plantrail abandon``)."""
+    return Abandon(step=step, reason=reason, **fields(envelope))

@@ -12,11 +12,12 @@ version is the observation's digest). Pure: :mod:`ledger.decide` builds and chec
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Unpack
 
 import msgspec
 
-from plantrail.ledger.rules.guards import require_open
+from plantrail.ledger.rules.commands import LATE_REFUSED, Envelope, Field, Help, declare, fields, timeless
+from plantrail.ledger.rules.guards import issued_version, require_open
 from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.events import Actor, ObservationRecorded, Source
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from plantrail.ledger.vocabulary.plan import Draft
     from plantrail.projections.state import StateView
 
-__all__ = ["Observe", "build_observation", "check_observation", "with_observed"]
+__all__ = ["OBSERVE", "Observe", "build_observation", "check_observation", "observe", "with_observed"]
 
 
 class Observe(msgspec.Struct, frozen=True, kw_only=True):
@@ -63,6 +64,54 @@ def check_observation(state: StateView, data: ObservationRecorded, plan_version:
             expected=state.version,
             actual=plan_version,
         )
+
+
+def _build(state: StateView, command: Observe) -> tuple[ObservationRecorded, int]:
+    version = issued_version(state, command.plan_version)
+    return build_observation(command), version
+
+
+OBSERVE = declare(
+    Observe,
+    build=_build,
+    rules={ObservationRecorded: timeless(check_observation)},
+    fields={
+        "dirty": Field(
+            help="A file that is dirty (changed, not committed) at this version (repeatable; for a repository).",
+            metavar="PATH",
+        )
+    },
+    superseded=f"{LATE_REFUSED}.",
+    refusals=(
+        "PLAN_NOT_CREATED",
+        "UNKNOWN_PLAN_VERSION",
+        "STALE_PLAN_VERSION",
+        "RUN_FINISHED",
+        "INVALID_ID",
+        "BLANK_FIELD",
+    ),
+    cli={
+        "observe": Help(
+            "Record VERSION of the observation KEY (a repository HEAD, a schema version ...). Format v2\n"
+            "(observation.recorded).",
+            "When it differs from the version the plan was made from (the draft's ``observed``), status, next and\n"
+            "resume flag the plan as possibly stale; a step whose inputs name KEY is judged by the digest rules: a\n"
+            "pending one becomes stale, one in progress is marked for cancellation (end it with abandon), a "
+            "completed\none that consumed another version becomes stale.",
+            examples=(
+                'plantrail observe run.jsonl repo "$(git rev-parse HEAD)" --dirty src/app.py',
+                "plantrail observe run.jsonl db-schema 42",
+            ),
+        )
+    },
+)
+
+
+@OBSERVE.method
+def observe(name: str, version: str, *, dirty: Sequence[str] = (), **envelope: Unpack[Envelope]) -> Observe:
+    """Record ``version`` of the observation ``name`` (a repository HEAD with its ``dirty`` files, a schema
+    version ...; ``plantrail observe``): the steps whose inputs name it are judged by their digests."""
+    return Observe(name=name, version=version, dirty=tuple(dirty), **fields(envelope))
 
 
 def with_observed(draft: Draft, pairs: Sequence[str]) -> Draft:

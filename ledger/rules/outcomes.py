@@ -1,5 +1,10 @@
-"""The outcomes ``finish`` records beyond v1's: ``partial`` and ``budget_exhausted``, and the rule that
-``finish complete`` never contradicts the stop policy.
+"""The run's end: the ``finish`` command and its rules (what a ``partial`` or ``budget_exhausted`` finish
+records is derived in :mod:`plantrail.projections.outcomes`).
+
+A finish names one of the outcomes with a reason, issued against the active version of an open run;
+``complete`` needs every step completed (a repair step nothing waits for aside) and every criterion passed.
+Beyond v1's outcomes, ``partial`` and ``budget_exhausted``, and the rule that ``finish complete`` never
+contradicts the stop policy:
 
 - ``partial`` is allowed only when the plan's policy sets ``allowed_partial``; the event lists what is done,
   what is not, and where a continuation resumes, all derived from the state by the decision.
@@ -14,16 +19,31 @@ v1's outcome words (complete, paused, failed, cancelled) carry no lists and keep
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
+from plantrail.ledger.rules.commands import LATE_REFUSED, Envelope, Field, Help, Issued, declare, fields
+from plantrail.ledger.rules.guards import issued_version, not_stale, require_open
 from plantrail.ledger.vocabulary.errors import error
-from plantrail.ledger.vocabulary.events import RunFinished
+from plantrail.ledger.vocabulary.events import OUTCOMES, Outcome, RunFinished
+from plantrail.ledger.vocabulary.items import as_text
 from plantrail.projections.outcomes import OutcomeLists, outcome_lists
+from plantrail.projections.repair_edges import idle_repairs
 
 if TYPE_CHECKING:
     from plantrail.projections.state import StateView
 
-__all__ = ["check_outcome", "finished_event"]
+__all__ = ["FINISH", "Finish", "check_outcome", "finish", "finished_event"]
+
+
+class Finish(Issued, frozen=True, kw_only=True):
+    """End (or pause) the run with an outcome and a reason."""
+
+    outcome: Outcome
+    reason: str
+    plan_version: int | None = None
+
+    def __post_init__(self) -> None:
+        as_text(self.reason, "reason")
 
 
 def finished_event(state: StateView, outcome: str, reason: str) -> RunFinished:
@@ -69,3 +89,85 @@ def check_outcome(state: StateView, data: RunFinished, now: str | None) -> None:
             data.outcome,
             f"the event's lists ({recorded._asdict()}) are not the state's ({lists._asdict()})",
         )
+
+
+def _build(state: StateView, command: Finish) -> tuple[RunFinished, int]:
+    version = issued_version(state, command.plan_version)
+    return finished_event(state, command.outcome, command.reason.strip()), version
+
+
+def _check_finish(state: StateView, data: RunFinished, plan_version: int) -> None:
+    not_stale(state, plan_version, "finish")
+    require_open(state)
+    if data.outcome not in OUTCOMES:
+        raise error("USAGE", f"outcome must be one of {', '.join(OUTCOMES)}")
+    if not data.reason.strip():
+        raise error("REASON_REQUIRED", "finishing the run needs a reason")
+    if data.outcome != "complete":
+        return
+    idle = idle_repairs(state)
+    open_steps = [s.id for s in state.steps.values() if s.status != "completed" and s.id not in idle]
+    open_criteria = [c.id for c in state.criteria.values() if c.status != "passed"]
+    if open_steps or open_criteria or not state.criteria:
+        parts = []
+        if open_steps:
+            parts.append(f"steps not completed: {', '.join(open_steps)}")
+        if open_criteria:
+            parts.append(f"criteria not passed: {', '.join(open_criteria)}")
+        raise error(
+            "CRITERIA_UNVERIFIED",
+            "the run cannot finish complete; " + "; ".join(parts or ["the plan has no criteria"]),
+            steps=open_steps,
+            criteria=open_criteria,
+        )
+
+
+def _finish_rules(state: StateView, data: RunFinished, plan_version: int, now: str | None) -> None:
+    _check_finish(state, data, plan_version)
+    check_outcome(state, data, now)
+
+
+FINISH = declare(
+    Finish,
+    build=_build,
+    rules={RunFinished: _finish_rules},
+    fields={
+        "outcome": Field(
+            help="complete needs every step completed and every criterion passed; paused is not final; partial "
+            "(the plan must set allowed_partial) lists done, not done and where to resume; budget_exhausted lists "
+            "what is unmet."
+        ),
+        "reason": Field(help="Why the run ends or pauses.", metavar="TEXT"),
+    },
+    superseded=f"{LATE_REFUSED}.",
+    refusals=(
+        "PLAN_NOT_CREATED",
+        "UNKNOWN_PLAN_VERSION",
+        "STALE_PLAN_VERSION",
+        "RUN_FINISHED",
+        "REASON_REQUIRED",
+        "CRITERIA_UNVERIFIED",
+        "PARTIAL_NOT_ALLOWED",
+        "OUTCOME_CONTRADICTS_STOP",
+        "USAGE",
+    ),
+    cli={
+        "finish": Help(
+            "Finish the run (complete, failed, cancelled; format v2: partial, budget_exhausted) or pause it.",
+            examples=(
+                'plantrail finish run.jsonl --outcome complete --reason "all criteria passed"',
+                'plantrail finish run.jsonl --outcome budget_exhausted --reason "turn budget spent; lint still fails"',
+            ),
+        )
+    },
+    tools={
+        "run_finish": "Finish the run (complete only when every step and criterion passed) or pause it (not final)."
+    },
+)
+
+
+@FINISH.method
+def finish(outcome: Outcome, reason: str, **envelope: Unpack[Envelope]) -> Finish:
+    """Finish the run (``complete``, ``failed``, ``cancelled``; format v2: ``partial`` when the plan allows it,
+    ``budget_exhausted``) or pause it (``plantrail finish``)."""
+    return Finish(outcome=outcome, reason=reason, **fields(envelope))

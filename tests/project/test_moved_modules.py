@@ -38,6 +38,6 @@ def test_an_old_name_works_in_a_fresh_process() -> None:
         "import plantrail.ledger.plan as plan\n"
         "from plantrail.ledger.stores.cache import load_snapshot\n"
         "import plantrail.ledger.vocabulary.plan as new\n"
-        "assert plan is new and Start.__module__ == 'plantrail.ledger.rules.decide' and callable(load_snapshot)\n"
+        "assert plan is new and Start.__module__ == 'plantrail.ledger.rules.attempts' and callable(load_snapshot)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
