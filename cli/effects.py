@@ -1,5 +1,5 @@
 """The ``effect`` command: a step's side effect requested or committed (the rules are in
-:mod:`ledger.effects`).
+:mod:`ledger.rules.effects`).
 
 It parses its arguments, calls one library function, and renders the acknowledgement as the recording
 commands do, with the effect as it stands after the record.

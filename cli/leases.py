@@ -1,4 +1,4 @@
-"""Commands for an attempt's lease: heartbeat and abandon (the rules are in :mod:`ledger.leases`).
+"""Commands for an attempt's lease: heartbeat and abandon (the rules are in :mod:`ledger.rules.leases`).
 
 Each parses its arguments, calls one library function, and renders the acknowledgement as the recording
 commands do.

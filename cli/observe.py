@@ -1,5 +1,5 @@
 """The ``observe`` command: record an observation's version (the rules are in
-:mod:`ledger.observations`, what it invalidates in :mod:`projections.lineage_digest`).
+:mod:`ledger.rules.observations`, what it invalidates in :mod:`projections.lineage_digest`).
 
 It parses its arguments, calls one library function, and renders the acknowledgement as the recording
 commands do.

@@ -9,7 +9,7 @@ with one write (command -> event -> store -> reducer). A refusal raises before a
         ledger.complete("inspect", "read cli.py, test_cli.py and package.json", idempotency_key="inspect-1")
 
 The recording methods take their command's options as keyword-only arguments named as the CLI names them;
-a bare ``str`` of evidence or observations is one item (see :mod:`ledger.items`). The reference, with every
+a bare ``str`` of evidence or observations is one item (see :mod:`ledger.vocabulary.items`). The reference, with every
 option, is ``docs/library.md``; the audit views are in :mod:`ledger.audit`.
 """
 
@@ -506,7 +506,7 @@ class Ledger:
         return acks
 
     def _bound(self, session: Session, part: Literal["begin", "end"], plan_version: int) -> Record:
-        """Stage one bound of a group commit (see :class:`ledger.events.LogBatch`)."""
+        """Stage one bound of a group commit (see :class:`ledger.vocabulary.events.LogBatch`)."""
         return session.stage(PendingRecord(self._clock(), plan_version, "runtime", LogBatch(part=part)))
 
     def checkpoint(self, key: bytes) -> Ack:

@@ -1,5 +1,5 @@
 """The rules of scope and approval on commands: the
-approval commands and their events, the checks :mod:`ledger.decide` runs before a start and a result, and the
+approval commands and their events, the checks :mod:`ledger.rules.decide` runs before a start and a result, and the
 rewriting of a result that left its scope into the blocked attempt it is recorded as.
 
 - A result (complete, fail or block) whose evidence record reports changed paths outside the step's writes

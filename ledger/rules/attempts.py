@@ -91,7 +91,7 @@ class Complete(Issued, frozen=True, kw_only=True):
     plan_version: int | None = None
     attempt: int | None = None
     report: Report | None = None
-    artifacts: Sequence[Artifact] = ()  # format v2: the artifacts produced (ledger.artifacts)
+    artifacts: Sequence[Artifact] = ()  # format v2: the artifacts produced (ledger.vocabulary.artifacts)
 
     def __post_init__(self) -> None:
         force_setattr(self, "evidence", as_items(self.evidence, str, "evidence"))
@@ -179,7 +179,7 @@ def _attempt(state: StateView, step: str, version: int, attempt: int | None) -> 
 
 def _as_recorded(state: StateView, data: Result, plan_version: int) -> Result:
     """A result that applies, as it is recorded: a report outside the step's scope makes it the blocked attempt
-    ``scope_violation`` (:mod:`ledger.approvals`); a late result is recorded as reported."""
+    ``scope_violation`` (:mod:`ledger.rules.approvals`); a late result is recorded as reported."""
     if data.report is None:
         return data
     step = state.steps.get(data.step)
@@ -508,7 +508,7 @@ def complete(
 
     ``report`` is the attempt's evidence record (format v2; a mapping is parsed): a step with typed checks
     completes only when its observations satisfy every one (CHECK_NOT_MET). ``artifacts`` are the outputs
-    it produced (format v2), each an :class:`~ledger.artifacts.Artifact` or ``NAME=DIGEST[@URI]``: a step
+    it produced (format v2), each an :class:`~ledger.vocabulary.artifacts.Artifact` or ``NAME=DIGEST[@URI]``: a step
     that declares outputs completes only with every one of them (ARTIFACT_MISSING)."""
     return Complete(
         artifacts=tuple(a if isinstance(a, Artifact) else parse_artifact_option(a) for a in artifacts),

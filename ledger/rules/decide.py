@@ -10,7 +10,8 @@ says how): the steps' attempts (:mod:`.attempts`: start, complete, block, fail),
 A decision first *builds* the command's event (filling in defaults: the active plan version, the step's
 attempt), then :func:`check` judges the event against the state. ``check`` is the one place the rules are
 called, so ``plantrail verify`` can replay it over a whole log to catch events a plantrail writer would have
-refused. A refusal raises a :class:`~ledger.errors.CommandRefused` or :class:`~ledger.errors.PlanInvalid` with
+refused. A refusal raises a :class:`~ledger.vocabulary.errors.CommandRefused` or
+:class:`~ledger.vocabulary.errors.PlanInvalid` with
 a stable code and structured fields.
 """
 

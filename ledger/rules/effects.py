@@ -14,7 +14,7 @@ Rules.
   like a result by plan version, step and attempt, each defaulting to the step's current one); the key is
   a non-blank token (``INVALID_ID``) and the target is not blank (``REASON_REQUIRED``). A step whose scope sets
   ``effects_require_approval`` needs a granted approval bound to the active version that covers it
-  (``APPROVAL_REQUIRED``, the approval gate of :mod:`ledger.approvals`; the approval that let a
+  (``APPROVAL_REQUIRED``, the approval gate of :mod:`ledger.rules.approvals`; the approval that let a
   ``requires_approval`` step start covers its effects too).
 - **One effect per key** (a repeated request meets an explicit conflict contract). A key names
   one effect of one step and target in the run: a request of a key that names another step or target is
@@ -375,7 +375,7 @@ def request_effect(
 ) -> RequestEffect:
     """Record that ``step``'s attempt is about to perform the side effect ``effect`` (its idempotency key)
     on ``target``, with a summary of the target's state ``before`` (``plantrail effect --requested``; the
-    rules are in :mod:`ledger.effects`). A late request is recorded beside the orphans (``ack.orphan``)."""
+    rules are in :mod:`ledger.rules.effects`). A late request is recorded beside the orphans (``ack.orphan``)."""
     return RequestEffect(step=step, effect=effect, target=target, before=before, **fields(envelope))
 
 

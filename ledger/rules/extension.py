@@ -44,7 +44,7 @@ __all__ = ["EXTEND", "Extend", "check_extension", "extend", "mark", "touched"]
 
 class Extend(Issued, frozen=True, kw_only=True):
     """Add steps and criteria to the active plan version in place, while no work has touched it (format v2,
-    :mod:`ledger.extension`); a bare StepSpec is one step."""
+    :mod:`ledger.rules.extension`); a bare StepSpec is one step."""
 
     steps: Sequence[StepSpec]
     criteria: Sequence[CriterionSpec] = ()

@@ -1,6 +1,6 @@
 """The rules of a forked run's first event, and the check of a fork against its parent.
 
-A fork's ``run.forked`` event (:class:`ledger.events.RunForked`) comes right after the header, before any
+A fork's ``run.forked`` event (:class:`ledger.vocabulary.events.RunForked`) comes right after the header, before any
 plan, stamped with the plan version it carries; its state must decode, hold a plan at that version, and hash
 to the ``state_hash`` it names. Those rules make a fork verify on its own (its own chain from its own header).
 :func:`check_parent` adds what only the parent can say: that the parent's chain has the named hash at the

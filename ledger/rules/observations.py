@@ -3,10 +3,10 @@ event ``observation.recorded`` and its rule, and whether the active plan was mad
 
 An observation is a version of something the plan depends on: a repository's HEAD (with the files dirty
 then), a schema version, a remote branch. The plan records the versions it was made from (its ``observed``,
-the run's baseline, :mod:`ledger.artifacts`); each ``observe`` records a newer one. When a current version
+the run's baseline, :mod:`ledger.vocabulary.artifacts`); each ``observe`` records a newer one. When a current version
 differs from the plan's, the plan is *possibly stale* (:func:`plan_drift`: ``status``, ``next`` and ``resume``
 flag it), and the steps whose inputs name that key are judged by :mod:`projections.lineage_digest` (the
-version is the observation's digest). Pure: :mod:`ledger.decide` builds and checks, the views read.
+version is the observation's digest). Pure: :mod:`ledger.rules.decide` builds and checks, the views read.
 """
 
 from __future__ import annotations

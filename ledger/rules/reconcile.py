@@ -45,7 +45,7 @@ _STRICT = Field(
 
 class Create(Issued, frozen=True, kw_only=True):
     """Create the plan (version 1) from a validated-on-use draft or plan; ``strict`` refuses a coverage gap
-    (:mod:`ledger.coverage`)."""
+    (:mod:`ledger.vocabulary.coverage`)."""
 
     plan: Draft | PlanSpec
     actor: Actor = "planner"
@@ -64,7 +64,7 @@ class Replan(Issued, frozen=True, kw_only=True):
     observations: Sequence[str] = ()
     plan_version: int | None = None
     actor: Actor = "planner"
-    strict: bool = False  # refuse a coverage gap in the new plan (ledger.coverage)
+    strict: bool = False  # refuse a coverage gap in the new plan (ledger.vocabulary.coverage)
 
     def __post_init__(self) -> None:
         as_text(self.why, "why")
