@@ -179,6 +179,8 @@ def repair(log: str, acked: str | None, as_json: bool) -> None:
     Example:
       plantrail repair run.jsonl
     """
+    import msgspec
+
     from plantrail.ledger.stores.jsonl.log import repair as repair_log
     from plantrail.ledger.verify import parse_anchor
     from plantrail.ledger.vocabulary.events import LogRepaired
@@ -189,7 +191,7 @@ def repair(log: str, acked: str | None, as_json: bool) -> None:
         "ok": True,
         "repaired": record is not None,
         "last_seq": result.last_seq,
-        "repair": None if record is None else record.data,
+        "repair": None if record is None else msgspec.to_builtins(record.data),
         "removed_temp_files": list(result.removed_temps),
     }
 

@@ -150,6 +150,34 @@ def test_repair_cli_refuses_to_cut_an_acknowledged_record(log: Path, run_cli: Ca
     assert quarantine_files(log) == []
 
 
+def test_repair_cli_reports_the_repair_as_json(log: Path, run_cli: Callable[..., CliResult]) -> None:
+    """`plantrail repair --json` prints the log.repaired record's data (it used to crash after repairing: the
+    record's data was no JSON value), and a second run says there is nothing to repair."""
+    import orjson
+
+    whole = log.read_bytes()
+    torn = b'{"v":1,"seq":7,"ts":"2026-01-01T00:00:00.000099Z","run":"ru'
+    log.write_bytes(whole + torn)
+    result = run_cli("repair", log, "--json")
+    assert result.code == 0, result.err
+    [quarantine] = quarantine_files(log)
+    assert orjson.loads(result.out) == {
+        "ok": True,
+        "repaired": True,
+        "last_seq": 7,
+        "repair": {
+            "truncated_at": len(whole),
+            "bytes": len(torn),
+            "sha256": hashlib.sha256(torn).hexdigest(),
+            "kind": "torn_tail",
+            "quarantine": quarantine.name,
+        },
+        "removed_temp_files": [],
+    }
+    again = run_cli("repair", log, "--json")
+    assert (again.code, orjson.loads(again.out)["repaired"]) == (0, False)
+
+
 def test_repair_waits_for_the_writer_lock(log: Path) -> None:
     """Repair never runs while another writer holds the lock: it waits for it."""
     log.write_bytes(log.read_bytes() + b'{"v":1,"se')
