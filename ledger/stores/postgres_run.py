@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
 if TYPE_CHECKING:
-    from plantrail.ledger.stores.postgres import PostgresStore
+    from plantrail.ledger.stores.postgres import GlobalPosition, PostgresStore
     from plantrail.ledger.stores.protocol import PendingRecord, ReadResult, TornTail
     from plantrail.ledger.stores.versions import Versions
     from plantrail.ledger.vocabulary.events import Record
@@ -229,6 +229,16 @@ class DatabaseStore:
     def with_reasons(self, row: RunRow) -> RunRow:
         """``row`` itself: a database's rows carry their replan reasons."""
         return row
+
+    def follow(
+        self, *, after: GlobalPosition | None = None, poll: float = 1.0, stop: Callable[[], bool] | None = None
+    ) -> Iterator[tuple[GlobalPosition, Record]]:
+        """Every record of every run in the order the database committed them, after ``after`` (a position an
+        earlier pair gave), waiting for new ones until ``stop()``: a row that commits late is never skipped
+        (see :func:`plantrail.ledger.stores.postgres.follow`)."""
+        from plantrail.ledger.stores.postgres import follow
+
+        return follow(self.location, after=after, poll_s=poll, stop=stop)
 
     def run(self, run_id: str) -> DatabaseRun:
         """Run ``run_id`` of the database; INVALID_ID when it is no run id."""

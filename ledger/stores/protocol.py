@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Ack",
+    "FollowsAll",
     "FsyncPolicy",
     "KeyEntry",
     "PendingRecord",
@@ -144,6 +145,20 @@ class RunWriter(Protocol):
 
     def close(self) -> None:
         """Sync what the policy owes and release the store."""
+        ...
+
+
+@runtime_checkable
+class FollowsAll(Protocol):
+    """An optional capability of a store: every record of every run, in the order the store committed them,
+    after a position, waiting for new ones (a database orders its rows across runs; a runs folder keeps no
+    order across its files, and offers none)."""
+
+    def follow(
+        self, *, after: Any = None, poll: float = 1.0, stop: Callable[[], bool] | None = None
+    ) -> Iterator[tuple[Any, Record]]:
+        """``(position, record)`` pairs in store order after ``after`` (a position an earlier pair gave; None:
+        from the first), until ``stop()`` is true (asked before each wait)."""
         ...
 
 

@@ -346,3 +346,23 @@ def test_writers_killed_mid_transaction_lose_no_acknowledged_event(url: str, ful
     stored = {(r.seq, r.h) for r in records}
     assert acked and set(acked) <= stored
     figures(f"postgres kill -9: {trials} trials x 3 writers, {len(acked)} acked events, 0 lost")
+
+
+def test_a_database_store_follows_every_run_in_commit_order(database: str) -> None:
+    """A database is a store that follows all its runs (FollowsAll): the records of two runs come in the order
+    they were committed, and a follower resumes after the position it was given; a runs folder offers no such
+    order."""
+    from plantrail.ledger.stores.opener import open_store
+    from plantrail.ledger.stores.protocol import FollowsAll
+
+    store = open_store(database)
+    assert isinstance(store, FollowsAll) and not isinstance(open_store("."), FollowsAll)
+    first, second = store.run("first").location, store.run("second").location
+    Ledger.create(first, copy.deepcopy(LOGIN_DRAFT), fsync="none").close()
+    Ledger.create(second, copy.deepcopy(LOGIN_DRAFT), fsync="none").close()
+    with Ledger.open(first) as ledger:
+        ledger.start("reproduce")
+    seen = list(store.follow(poll=0.05, stop=lambda: True))
+    assert [(r.run, r.seq) for _, r in seen] == [("first", 0), ("first", 1), ("second", 0), ("second", 1), ("first", 2)]
+    after = [(r.run, r.seq) for _, r in store.follow(after=seen[2][0], poll=0.05, stop=lambda: True)]
+    assert after == [("second", 1), ("first", 2)]
