@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, Self
 
 from plantrail._version import __version__
 from plantrail.ledger.stores.chain import check_link, encode_pending
-from plantrail.ledger.stores.protocol import FsyncPolicy, PendingRecord, Resumed
+from plantrail.ledger.stores.protocol import FsyncPolicy, PendingRecord, Resumed, until_damage
 from plantrail.ledger.stores.targets import is_database_url
 from plantrail.ledger.vocabulary.clock import utc_now
 from plantrail.ledger.vocabulary.codec import GENESIS_PREV, decode, log_format
@@ -881,16 +881,9 @@ def _recomputed(conn: Connection[Any], where: str, run: str) -> RunRow:
         if state.version > 1 and state.adopted is not None and state.adopted.reason is not None:
             reasons.append(state.adopted.reason)
 
-    damage: str | None = None
-
-    def until_damage(stream: Iterator[Record]) -> Iterator[Record]:
-        nonlocal damage
-        try:
-            yield from stream
-        except LogDamaged as exc:
-            damage = exc.code
-
-    state = fold(until_damage(noted(_checked(conn, run, 0, GENESIS_PREV))), on_adopt=adopted)
+    found: list[LogDamaged] = []
+    state = fold(until_damage(noted(_checked(conn, run, 0, GENESIS_PREV)), found), on_adopt=adopted)
+    damage = found[0].code if found else None
     last_ts = last[0].ts if last else None
     if damage is None and last_ts is not None:
         with contextlib.suppress(Exception), conn.transaction():  # a role that may only read still gets its answer

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from plantrail.ledger.stores.postgres import GlobalPosition, PostgresStore
     from plantrail.ledger.stores.protocol import PendingRecord, ReadResult, TornTail
     from plantrail.ledger.stores.versions import Versions
+    from plantrail.ledger.vocabulary.errors import LogDamaged
     from plantrail.ledger.vocabulary.events import Record
     from plantrail.projections.model import PlanState
     from plantrail.projections.runs import RunRow
@@ -127,18 +128,11 @@ class DatabaseRun:
                     final = fold(self.records())
                 self._current = ReadResult(final, None)
             return self._current
-        from plantrail.ledger.vocabulary.errors import LogDamaged
+        from plantrail.ledger.stores.protocol import until_damage
         from plantrail.projections.state import fold
 
         damage: list[LogDamaged] = []
-
-        def until_damage(records: Iterator[Record]) -> Iterator[Record]:
-            try:
-                yield from records
-            except LogDamaged as exc:
-                damage.append(exc)
-
-        state = fold(until_damage(self.records()))
+        state = fold(until_damage(self.records(), damage))
         return ReadResult(state, None, damage[0] if damage else None, None)
 
     def versions(self) -> Versions:

@@ -15,7 +15,7 @@ its own caches, and :func:`plantrail.ledger.stores.opener.open_run` turns what n
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, Self, runtime_checkable
 
@@ -43,6 +43,7 @@ __all__ = [
     "StateCache",
     "Store",
     "TornTail",
+    "until_damage",
 ]
 
 FsyncPolicy = Literal["always", "batch", "none"]
@@ -312,3 +313,14 @@ class Store(Protocol):
     def with_reasons(self, row: RunRow) -> RunRow:
         """``row`` with its replan reasons (read now where :meth:`summaries` left them unread)."""
         ...
+
+
+def until_damage(records: Iterable[Record], found: list[LogDamaged]) -> Iterator[Record]:
+    """``records`` until one is damaged: the damage is put in ``found`` instead of raised (a read that answers
+    from the valid part, and says what stopped it)."""
+    from plantrail.ledger.vocabulary.errors import LogDamaged
+
+    try:
+        yield from records
+    except LogDamaged as exc:
+        found.append(exc)

@@ -73,7 +73,7 @@ def test_every_read_from_every_seq_answers_alike_in_every_store(target: Target) 
         for after in range(-1, len(everything) + 2):
             assert [r.seq for r in run.records(after=after)] == [r.seq for r in everything if r.seq > after], after
         assert [r.seq for r in run.records(after=2, upto=4)] == [3, 4]
-        assert run.torn is None or isinstance(run, FileRun)
+        assert [r.seq for r in run.records()] == [r.seq for r in everything] and run.torn is None
         assert run.header().type == "log.opened" and run.record_at(4).type == "step.completed"
         now = run.current().state
         assert state_hash(now) == state_hash(fold(everything))
@@ -144,3 +144,15 @@ def test_one_audit_question_opens_a_log_once(tmp_path: Path, command: list[str])
     assert done.returncode in (0, 10, 11, 12, 13, 14, 15, 16), done.stderr
     opens = [line for line in trace.read_text().splitlines() if f'"{log}"' in line and "ENOENT" not in line]
     assert len(opens) == 1, opens
+
+
+def test_a_file_run_says_its_read_ended_on_a_torn_tail(tmp_path: Path) -> None:
+    """After a read of a log that a crash left torn, the run says where the torn bytes are; the records before
+    them are read whole."""
+    path = tmp_path / "torn.jsonl"
+    _grouped(str(path))
+    whole = path.read_bytes()
+    path.write_bytes(whole + b'{"v":1,"seq":7,"ts"')
+    with FileRun(path) as run:
+        assert [r.seq for r in run.records()][-1] == 6
+        assert run.torn is not None and (run.torn.offset, run.torn.length) == (len(whole), 19)

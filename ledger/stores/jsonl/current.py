@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from plantrail.ledger.stores.jsonl.cache import Snapshot, load_snapshot, superseded_state
-from plantrail.ledger.stores.protocol import ReadResult
+from plantrail.ledger.stores.protocol import ReadResult, until_damage
 from plantrail.ledger.vocabulary.errors import LogDamaged
 
 if TYPE_CHECKING:
@@ -22,13 +22,6 @@ if TYPE_CHECKING:
     from plantrail.projections.model import PlanState
 
 __all__ = ["ReadResult", "read_state", "superseded_version", "use_cache_default"]
-
-
-def _until_damage(records: Iterable[Record], found: list[LogDamaged]) -> Iterator[Record]:
-    try:
-        yield from records
-    except LogDamaged as exc:
-        found.append(exc)
 
 
 def _light_fd(log_path: str, fd: int | None) -> int | None:
@@ -116,7 +109,7 @@ def read_state(
         with reading(reader, start, None if snapshot is None else snapshot.state.run) as read:
             records: Iterable[Record] = read.records()
             if stop_at_damage:
-                records = _until_damage(records, damage)
+                records = until_damage(records, damage)
             state = fold(records, None if snapshot is None else snapshot.state)
     return ReadResult(
         state, read.torn, damage[0] if damage else None, None if snapshot is None else snapshot.position.seq

@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
 from plantrail.ledger.vocabulary.errors import PlantrailError, error
-from plantrail.projections.runs import RunRow, summarise
 
 if TYPE_CHECKING:
     import pathlib
@@ -25,6 +24,7 @@ if TYPE_CHECKING:
     from plantrail.ledger.stores.versions import Versions
     from plantrail.ledger.vocabulary.events import Record
     from plantrail.projections.model import PlanState
+    from plantrail.projections.runs import RunRow
 
 __all__ = ["FileRun", "FolderStore"]
 
@@ -303,6 +303,7 @@ def _covered_row(path: str) -> RunRow | None:
 
     from plantrail.ledger.stores.jsonl.cache import load_summary
     from plantrail.ledger.stores.jsonl.current import use_cache_default
+    from plantrail.projections.runs import RunRow
 
     if not use_cache_default():
         return None
@@ -333,6 +334,8 @@ def _covered_row(path: str) -> RunRow | None:
 def _file_row(path: str, with_reasons: bool) -> RunRow:
     """A log's row: from its snapshot when that covers the file, else from the log; its replan reasons when
     ``with_reasons``."""
+    from plantrail.projections.runs import summarise
+
     covered = _covered_row(path)
     with FileRun(path) as run:
         if covered is not None:
@@ -354,6 +357,8 @@ def _file_row(path: str, with_reasons: bool) -> RunRow:
 
 def _unreadable(path: str, exc: PlantrailError) -> RunRow:
     """The row of a file the folder holds that cannot be read as a log at all."""
+    from plantrail.projections.runs import RunRow
+
     return RunRow(None, None, None, 0, None, 0, 0, -1, path, (), exc.code)
 
 
