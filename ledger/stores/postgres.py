@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from psycopg import Connection
     from psycopg_pool import ConnectionPool
 
+    from plantrail.ledger.stores.payloads import StoredPayload
     from plantrail.ledger.vocabulary.keys import KeyEntry
     from plantrail.projections.model import PlanState
     from plantrail.projections.runs import RunRow
@@ -75,10 +76,12 @@ __all__ = [
     "parse_location",
     "read_checked_lines",
     "read_lines",
+    "read_payload",
     "read_range",
     "read_records",
     "record_at",
     "run_summaries",
+    "store_payload",
     "tail_records",
 ]
 
@@ -437,6 +440,11 @@ class PostgresStore:
             if reasons is not None:
                 _put_summary(conn, self._run, state, head.ts, reasons)
 
+    def store_payload(self, data: bytes, *, salt: bytes | None = None) -> StoredPayload:
+        """Keep ``data`` in the run's payload rows, committed before this returns, for a record appended after it
+        to name (see :func:`store_payload`)."""
+        return store_payload(self.location, data, salt=salt)
+
     def session(self) -> _Session:
         """One catch-up, decide and append turn on a pooled connection."""
         return _Session(self)
@@ -572,6 +580,68 @@ class _Session:
                 ) from None
         store._head = _Head(last.seq + 1, last.h, last.ts)
         return True
+
+
+# --------------------------------------------------------------------------- payloads
+
+#: The payload rows: made on the first payload a database keeps, so that a database without payloads keeps the
+#: schema version every earlier plantrail reads.
+_PAYLOADS: Final = """CREATE TABLE IF NOT EXISTS plantrail_payloads (
+        run text NOT NULL,
+        digest text NOT NULL,
+        salt bytea NOT NULL,
+        data bytea NOT NULL,
+        PRIMARY KEY (run, digest))"""
+_payloads_made: set[str] = set()
+
+
+def store_payload(location: Location, data: bytes, *, salt: bytes | None = None) -> StoredPayload:
+    """Keep ``data`` for run ``location.run`` (one row keyed by the run and the payload's name, committed before
+    this returns) and return its name and size."""
+    from plantrail.ledger.stores.payloads import salted
+
+    stored, salt = salted(data, salt)
+    psycopg = _driver("psycopg")
+    with _connection(location) as conn:
+        _require_run(conn, location)
+        for attempt in range(3):  # two processes making the table at once: the loser retries and finds it
+            try:
+                with conn.transaction():
+                    if location.conninfo not in _payloads_made:
+                        conn.execute(_PAYLOADS)
+                    conn.execute(
+                        "INSERT INTO plantrail_payloads (run, digest, salt, data) VALUES (%s, %s, %s, %s) "
+                        "ON CONFLICT (run, digest) DO UPDATE SET salt = EXCLUDED.salt, data = EXCLUDED.data",
+                        (location.run, stored.digest, salt, data),
+                    )
+                break
+            except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateTable):
+                if attempt == 2:
+                    raise
+        _payloads_made.add(location.conninfo)
+    return stored
+
+
+def read_payload(url: str, digest: str) -> bytes:
+    """The bytes of payload ``digest`` of the run ``url`` names, checked against the name (PAYLOAD_MISSING,
+    PAYLOAD_ALTERED)."""
+    from plantrail.ledger.stores.payloads import check_digest, check_payload, missing
+
+    check_digest(digest)
+    location = _with_run(parse_location(url))
+    where = f"database {location}"
+    with _connection(location) as conn, _faults(location):
+        _require_run(conn, location)
+        if location.conninfo not in _payloads_made:
+            made = conn.execute("SELECT to_regclass('plantrail_payloads') IS NOT NULL").fetchone()
+            if not made or not made[0]:
+                raise missing(digest, where)
+        row = conn.execute(
+            "SELECT salt, data FROM plantrail_payloads WHERE run = %s AND digest = %s", (location.run, digest)
+        ).fetchone()
+    if row is None:
+        raise missing(digest, where)
+    return check_payload(digest, bytes(row[0]), bytes(row[1]), where=where)
 
 
 # --------------------------------------------------------------------------- reading

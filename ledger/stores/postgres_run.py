@@ -81,6 +81,13 @@ class DatabaseRun:
 
         return record_at(self.location, seq)
 
+    def payload(self, digest: str) -> bytes:
+        """The bytes of payload ``digest`` from the run's payload rows, checked against the name
+        (PAYLOAD_MISSING, PAYLOAD_ALTERED)."""
+        from plantrail.ledger.stores.postgres import read_payload
+
+        return read_payload(self.location, digest)
+
     def tail(
         self, count: int, keep: Callable[[Record], bool], *, stop_below: int = 0
     ) -> tuple[list[Record], TornTail | None]:

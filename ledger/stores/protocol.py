@@ -3,11 +3,13 @@
 - A :class:`Store` holds many runs: it lists them and opens one by id.
 - A :class:`Run` is one run of a store, read through its reader methods (:class:`RunReader`): its records, one
   record, the last ones, the records as they are appended, the current state, the plan versions and the state
-  at a version. A run object keeps what it read: opened for one question, it opens its log once.
+  at a version, a payload by its name. A run object keeps what it read: opened for one question, it opens its
+  log once.
 - A :class:`RunWriter` appends records for one run under an exclusive writer lock, a :class:`Session` at a
   time: it assigns gapless seqs, chains hashes and guards its invariants before a byte is written, knowing
-  nothing of the plan state. The ledger (:mod:`plantrail.ledger.api`) talks to a writer only through these,
-  so every store runs the same contract tests.
+  nothing of the plan state, and keeps payloads beside the records, each stored before a record names it.
+  The ledger (:mod:`plantrail.ledger.api`) talks to a writer only through these, so every store runs the same
+  contract tests.
 
 This module depends on no store: the stores live beside each other in :mod:`plantrail.ledger.stores`, each with
 its own caches, and :func:`plantrail.ledger.stores.opener.open_run` turns what names a run into a :class:`Run`.
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, Self, runt
 from plantrail.ledger.vocabulary.keys import KeyEntry
 
 if TYPE_CHECKING:
+    from plantrail.ledger.stores.payloads import StoredPayload
     from plantrail.ledger.stores.versions import Versions
     from plantrail.ledger.vocabulary.errors import LogDamaged
     from plantrail.ledger.vocabulary.events import Actor, Event, Record, Source
@@ -140,6 +143,12 @@ class RunWriter(Protocol):
         """Take the writer lock for one read-decide-append turn."""
         ...
 
+    def store_payload(self, data: bytes, *, salt: bytes | None = None) -> StoredPayload:
+        """Keep ``data`` beside the run's records, durable when this returns, and return its name (``sha256:``
+        over a fresh 32-byte salt, or ``salt``, and the bytes) and size: a record appended after it may name it
+        (see :mod:`plantrail.ledger.stores.payloads`). Appends nothing to the log."""
+        ...
+
     def sync(self) -> None:
         """Make every acknowledged record durable (group commit)."""
         ...
@@ -219,6 +228,11 @@ class RunReader(Protocol):
 
     def record_at(self, seq: int) -> Record:
         """Record ``seq``; UNKNOWN_SEQ when the run does not reach it."""
+        ...
+
+    def payload(self, digest: str) -> bytes:
+        """The bytes of the run's payload named ``digest``, checked against the name: PAYLOAD_MISSING when the
+        store holds none, PAYLOAD_ALTERED when they do not hash to it."""
         ...
 
     def tail(

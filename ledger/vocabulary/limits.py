@@ -14,7 +14,7 @@ from typing import Final, NamedTuple
 
 from plantrail.ledger.vocabulary.errors import error
 
-__all__ = ["DRAFT", "HOOK_PAYLOAD", "KEY_FILE", "LIMITS", "PATCH", "TRANSCRIPT", "Limit"]
+__all__ = ["DRAFT", "HOOK_PAYLOAD", "KEY_FILE", "LIMITS", "PATCH", "PAYLOAD", "TRANSCRIPT", "Limit"]
 
 _BYTES = re.compile(r"[0-9]{1,19}")
 _MIB: Final = 1024 * 1024
@@ -51,5 +51,8 @@ TRANSCRIPT: Final = Limit("transcript", 1024 * _MIB, "PLANTRAIL_MAX_TRANSCRIPT_B
 #: One agent hook payload on stdin (``plantrail hook AGENT``): a plan tool's call and answer, far below it.
 HOOK_PAYLOAD: Final = Limit("hook payload", 4 * _MIB, "PLANTRAIL_MAX_HOOK_PAYLOAD_BYTES")
 
+#: A payload a run keeps beside its records (stored by a writer, read back by a reader).
+PAYLOAD: Final = Limit("payload", 64 * _MIB, "PLANTRAIL_MAX_PAYLOAD_BYTES")
+
 #: Every cap, in the order docs/limits.md lists them.
-LIMITS: Final = (DRAFT, PATCH, REPORT, KEY_FILE, TRANSCRIPT, HOOK_PAYLOAD)
+LIMITS: Final = (DRAFT, PATCH, REPORT, KEY_FILE, TRANSCRIPT, HOOK_PAYLOAD, PAYLOAD)

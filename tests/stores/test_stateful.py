@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from plantrail.ledger.api import Ledger
+from plantrail.ledger.stores.opener import as_run
 from plantrail.ledger.vocabulary.errors import PlantrailError
 from plantrail.ledger.vocabulary.evidence import Observation, Report, Usage
 from plantrail.projections.canonical import canonical_bytes
@@ -433,6 +434,7 @@ class LedgerMachine(RuleBasedStateMachine):
         self.tight = False
         self.asked = 0  # approval requests so far (their ids)
         self.widths: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}  # request -> writes, tools
+        self.payloads: dict[str, bytes] = {}  # digest -> bytes: what the run's writer stored beside its records
 
     @initialize(tight=st.booleans())
     def create(self, tight: bool) -> None:
@@ -443,8 +445,13 @@ class LedgerMachine(RuleBasedStateMachine):
         self.ledger = Ledger.create(self.log, plan(self.model.max_turns), fsync="none")
 
     def teardown(self) -> None:
-        self.ledger.close()
-        shutil.rmtree(self.dir)
+        try:
+            with as_run(self.log) as run:
+                for digest, data in self.payloads.items():
+                    assert run.payload(digest) == data, "a stored payload changed or went missing"
+        finally:
+            self.ledger.close()
+            shutil.rmtree(self.dir)
 
     def _apply(self, expected: bool, action: object) -> None:
         before = self.target.lines(self.log)
@@ -455,6 +462,21 @@ class LedgerMachine(RuleBasedStateMachine):
             assert self.target.lines(self.log) == before, "a refused command changed the log"
             return
         assert expected, "the ledger accepted what the model refuses"
+
+    @rule(data=st.binary(max_size=2048))
+    def store_a_payload(self, data: bytes) -> None:
+        """A payload stored between appends appends nothing and reads back at once from a fresh run object."""
+        before = self.target.lines(self.log)
+        writer = as_run(self.log).open_writer()
+        try:
+            stored = writer.store_payload(data)
+        finally:
+            writer.close()
+        assert stored.digest not in self.payloads and stored.size == len(data)
+        self.payloads[stored.digest] = data
+        assert self.target.lines(self.log) == before, "storing a payload changed the log"
+        with as_run(self.log) as run:
+            assert run.payload(stored.digest) == data
 
     # Progress rules keep runs long enough to reach deep states; the mixed rule adds everything else,
     # legal or not. (Hypothesis picks rules uniformly, so noise is one rule, not seven.)

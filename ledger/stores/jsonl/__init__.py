@@ -7,7 +7,8 @@
   indexes, text references), sealed so that only this user's plantrail can have written it;
 - :mod:`.current`, :mod:`.reads`: the current state and the plan versions, read from the cache when it checks
   out;
-- :mod:`.salvage`: what can still be read back from a damaged log.
+- :mod:`.salvage`: what can still be read back from a damaged log;
+- :mod:`.blobs`: the payloads a log keeps beside it, in ``<run>.blobs/``.
 
 The names of :mod:`.log` load from here on first use, so importing one module of the package stays cheap.
 """

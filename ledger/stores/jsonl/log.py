@@ -64,6 +64,7 @@ from plantrail.ledger.vocabulary.errors import LogDamaged, error
 from plantrail.ledger.vocabulary.events import LogBatch, LogOpened, LogRepaired, Record
 
 if TYPE_CHECKING:
+    from plantrail.ledger.stores.payloads import StoredPayload
     from plantrail.ledger.vocabulary.keys import KeyEntry
     from plantrail.projections.model import PlanState
 
@@ -605,6 +606,19 @@ class JsonlStore:
         edit, a cut): the next writer will then read every byte again."""
         if self._custody is not None and now != self._custody:
             self._custody = None
+
+    def store_payload(self, data: bytes, *, salt: bytes | None = None) -> StoredPayload:
+        """Keep ``data`` in the log's payload folder, durable before this returns (unless the fsync policy is
+        ``none``), for a record appended after it to name (see :mod:`plantrail.ledger.stores.jsonl.blobs`)."""
+        from plantrail.ledger.stores.jsonl.blobs import store_payload
+
+        if self._fd < 0 or self._poisoned:
+            raise error(
+                "WRITER_POISONED",
+                f"this writer is {'closed' if self._fd < 0 else 'poisoned: ' + str(self._poisoned)}; reopen the log",
+                path=self.path,
+            )
+        return store_payload(self.path, data, durable=self.fsync != "none", salt=salt)
 
     def sync(self) -> None:
         """Make every appended record durable now (the group commit of the ``batch`` policy)."""

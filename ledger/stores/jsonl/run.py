@@ -130,6 +130,13 @@ class FileRun:
 
         return record_at(self.location, seq, reader=self._log())
 
+    def payload(self, digest: str) -> bytes:
+        """The bytes of payload ``digest`` from the log's payload folder, checked against the name
+        (PAYLOAD_MISSING, PAYLOAD_ALTERED; see :mod:`plantrail.ledger.stores.jsonl.blobs`)."""
+        from plantrail.ledger.stores.jsonl.blobs import read_payload
+
+        return read_payload(self.location, digest)
+
     def tail(
         self, count: int, keep: Callable[[Record], bool], *, stop_below: int = 0
     ) -> tuple[list[Record], TornTail | None]:
