@@ -14,7 +14,8 @@ from plantrail.cli.tables import table, truncate
 from plantrail.cli.terminal import screen
 
 if TYPE_CHECKING:
-    from plantrail.ledger.stores.protocol import Run, TornTail
+    from plantrail.ledger.stores.protocol import Run
+    from plantrail.ledger.stores.values import TornTail
     from plantrail.ledger.vocabulary.errors import PlantrailError
     from plantrail.ledger.vocabulary.events import Record
     from plantrail.ledger.vocabulary.limits import Limit

@@ -17,7 +17,7 @@ from plantrail.ledger.rules.effects import COMMIT_EFFECT, REQUEST_EFFECT
 
 if TYPE_CHECKING:
     from plantrail.ledger.rules.effects import CommitEffect, RequestEffect
-    from plantrail.ledger.stores.protocol import Ack
+    from plantrail.ledger.stores.values import Ack
     from plantrail.ledger.vocabulary.events import Actor
     from plantrail.projections.model import PlanState
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from plantrail.ledger.api import Ledger
     from plantrail.ledger.rules.commands import Method
     from plantrail.ledger.rules.effects import CommitEffect, RequestEffect
-    from plantrail.ledger.stores.protocol import Ack
+    from plantrail.ledger.stores.values import Ack
 
 __all__ = ["build_server", "mcp_command"]
 

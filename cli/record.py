@@ -33,7 +33,7 @@ from plantrail.ledger.vocabulary.limits import REPORT as REPORT_LIMIT
 if TYPE_CHECKING:
     from plantrail.ledger.rules.commands import Field
     from plantrail.ledger.rules.decide import Command
-    from plantrail.ledger.stores.protocol import Ack, FsyncPolicy
+    from plantrail.ledger.stores.values import Ack, FsyncPolicy
     from plantrail.ledger.vocabulary.events import Actor, Outcome, ReasonCode
     from plantrail.ledger.vocabulary.evidence import Report
     from plantrail.projections.model import PlanState

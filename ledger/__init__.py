@@ -123,7 +123,8 @@ if TYPE_CHECKING:
     )
     from plantrail.ledger.stores.jsonl.log import JsonlStore, LogReader, repair
     from plantrail.ledger.stores.opener import as_run, open_run, open_store
-    from plantrail.ledger.stores.protocol import Ack, Run, RunWriter, Store
+    from plantrail.ledger.stores.protocol import Run, RunWriter, Store
+    from plantrail.ledger.stores.values import Ack
     from plantrail.ledger.verify import verify_log
     from plantrail.ledger.vocabulary.errors import (
         CommandRefused,

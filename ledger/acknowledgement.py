@@ -28,7 +28,7 @@ from plantrail.projections.views import advice, anchor, capacity_view, ready_ste
 
 if TYPE_CHECKING:
     from plantrail.ledger.rules.decide import Command
-    from plantrail.ledger.stores.protocol import Ack
+    from plantrail.ledger.stores.values import Ack
     from plantrail.projections.model import PlanState
 
 __all__ = ["ack_view", "acknowledgement"]

@@ -21,9 +21,8 @@ import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MethodType
-from typing import Any, Concatenate, Generic, Literal, ParamSpec, overload
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, Literal, ParamSpec, cast, overload
 
-from plantrail.ledger.checkpoint import make_checkpoint
 from plantrail.ledger.rules import (
     approvals,
     attempts,
@@ -41,13 +40,16 @@ from plantrail.ledger.rules.decide import Command, Create, decide, decide_one
 from plantrail.ledger.rules.idempotency import match, record_view
 from plantrail.ledger.stores.locations import default_run_id
 from plantrail.ledger.stores.opener import as_run
-from plantrail.ledger.stores.protocol import Ack, FsyncPolicy, KeyEntry, PendingRecord, RunWriter, Session, StateCache
+from plantrail.ledger.stores.values import Ack, FsyncPolicy, KeyEntry, PendingRecord
 from plantrail.ledger.vocabulary.clock import utc_now
 from plantrail.ledger.vocabulary.errors import PlantrailError, error
 from plantrail.ledger.vocabulary.events import Actor, LogBatch, ReasonCode, Record, Source
 from plantrail.ledger.vocabulary.plan import Draft, PlanSpec, parse_draft
 from plantrail.projections.model import PlanState, holds_lazy, resolved
 from plantrail.projections.state import Advancing, evolve, initial
+
+if TYPE_CHECKING:
+    from plantrail.ledger.stores.protocol import RunWriter, Session, StateCache
 
 __all__ = ["Ledger", "default_run_id"]
 
@@ -222,8 +224,8 @@ class Ledger:
         ledger = cls(store, clock=clock, cache=cache)
         try:
             # With a watermark every record up to it must be checked, so the whole log is read.
-            cached = cache and acked is None and isinstance(store, StateCache)
-            snapshot = store.resume() if cached and isinstance(store, StateCache) else None
+            kept = _state_cache(store) if cache and acked is None else None
+            snapshot = kept.resume() if kept is not None else None
             if snapshot is not None:
                 ledger._state, ledger._keys = snapshot.state, dict(snapshot.keys)
                 ledger._unread = holds_lazy(snapshot.state)
@@ -338,8 +340,9 @@ class Ledger:
     def close(self) -> None:
         """Sync what the fsync policy owes, leave a snapshot for the next reader, and release the log."""
         try:
-            if self._cache and isinstance(self._store, StateCache):
-                self._store.checkpoint(self._state, self._keys)
+            kept = _state_cache(self._store) if self._cache else None
+            if kept is not None:
+                kept.checkpoint(self._state, self._keys)
         finally:
             self._store.close()
 
@@ -511,6 +514,8 @@ class Ledger:
 
     def checkpoint(self, key: bytes) -> Ack:
         """Append a keyed checkpoint over the current head (see :mod:`ledger.checkpoint`); return its ack."""
+        from plantrail.ledger.checkpoint import make_checkpoint
+
         with self._store.session() as session:
             self._catch_up(session)
             data = make_checkpoint(key, self._store.run, session.head_seq, session.head_hash)
@@ -570,6 +575,13 @@ def _kept_terms(plan: PlanSpec, keep_criteria: bool, max_in_progress: int | None
     if max_in_progress is not None:
         kept["policy"] = policy_draft(plan.policy) | {"max_in_progress": max_in_progress}
     return kept
+
+
+def _state_cache(store: RunWriter) -> StateCache | None:
+    """The writer as a :class:`StateCache` when its store keeps one (an optional capability; asked of its methods
+    rather than with ``isinstance``, which costs a protocol's check on every call)."""
+    has = callable(getattr(store, "resume", None)) and callable(getattr(store, "checkpoint", None))
+    return cast("StateCache", store) if has else None
 
 
 def _original(session: Session, known: dict[str, KeyEntry], key: str) -> Record | None:

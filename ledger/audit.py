@@ -31,7 +31,8 @@ from plantrail.ledger.stores.opener import as_run
 from plantrail.ledger.vocabulary.errors import PlantrailError, error
 
 if TYPE_CHECKING:
-    from plantrail.ledger.stores.protocol import Run, TornTail
+    from plantrail.ledger.stores.protocol import Run
+    from plantrail.ledger.stores.values import TornTail
     from plantrail.projections.model import PlanState
 
 __all__ = [

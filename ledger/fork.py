@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from plantrail.ledger.stores.opener import as_run
-from plantrail.ledger.stores.protocol import FsyncPolicy, PendingRecord
+from plantrail.ledger.stores.values import FsyncPolicy, PendingRecord
 from plantrail.ledger.vocabulary.clock import utc_now
 from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.events import Actor, RunForked

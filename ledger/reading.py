@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from plantrail.ledger.stores.opener import as_run
 from plantrail.ledger.stores.postgres_run import DatabaseRun
-from plantrail.ledger.stores.protocol import ReadResult
 from plantrail.ledger.stores.targets import is_database_url
+from plantrail.ledger.stores.values import ReadResult
 
 if TYPE_CHECKING:
     from plantrail.ledger.stores.jsonl.log import LogReader
-    from plantrail.ledger.stores.protocol import TornTail
+    from plantrail.ledger.stores.values import TornTail
     from plantrail.ledger.stores.versions import Versions
     from plantrail.ledger.vocabulary.events import Record
     from plantrail.projections.model import PlanState

@@ -22,7 +22,7 @@ import msgspec
 import orjson
 
 from plantrail.ledger.stores.opener import as_run
-from plantrail.ledger.stores.protocol import TornTail
+from plantrail.ledger.stores.values import TornTail
 from plantrail.ledger.vocabulary.events import Record
 from plantrail.ledger.vocabulary.versions import plain
 from plantrail.projections.model import Orphan, PlanState

@@ -36,7 +36,7 @@ from plantrail.ledger.stores.jsonl.read_ahead import reading
 from plantrail.ledger.stores.jsonl.run import FileRun
 from plantrail.ledger.stores.opener import as_run
 from plantrail.ledger.stores.postgres_run import DatabaseRun
-from plantrail.ledger.stores.protocol import TornTail
+from plantrail.ledger.stores.values import TornTail
 from plantrail.ledger.vocabulary.errors import PlantrailError, error
 from plantrail.ledger.vocabulary.events import LogCheckpoint, Record
 from plantrail.projections.canonical import canonical_bytes, state_hash

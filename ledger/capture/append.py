@@ -92,10 +92,9 @@ def append_transcript(
     from pathlib import Path
 
     from plantrail.ledger.importers.importer import read_observations
-    from plantrail.ledger.stores.postgres_run import DatabaseRun
 
     target = as_run(log_path)
-    if isinstance(target, DatabaseRun):
+    if target.names_its_id:
         run = target.new_run_id(run, what="the run to import into")  # the URL names the run: another is USAGE
     read = read_observations(Path(transcript_path), format, with_subagents=with_subagents)
     return append_observations(
@@ -246,12 +245,10 @@ def _origin(commands: Sequence[Command]) -> tuple[str, int | None, str | None]:
 def _create(log: str, ts: str, first: Sequence[Command], run: str) -> bool:
     """Create the log with the first update's plan; False when another writer created it first (or, for a
     database run, when it exists: the run id is the URL's own)."""
-    from plantrail.ledger.stores.postgres_run import DatabaseRun
-
     create = first[0]
     assert isinstance(create, Create) and isinstance(create.plan, PlanSpec)  # the mapper opens with the Create
     target = as_run(log)
-    if isinstance(target, DatabaseRun):
+    if target.names_its_id:
         run = target.new_run_id(what="the run to import into")  # the URL's own
     try:
         Ledger.create(

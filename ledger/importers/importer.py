@@ -47,7 +47,7 @@ from plantrail.ledger.rules.decide import Create
 from plantrail.ledger.stores.files import folder_of, fsync_dir, os_error
 from plantrail.ledger.stores.opener import as_run
 from plantrail.ledger.stores.postgres_run import DatabaseRun
-from plantrail.ledger.stores.protocol import Ack
+from plantrail.ledger.stores.values import Ack
 from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.plan import PlanSpec
 

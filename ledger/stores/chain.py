@@ -15,7 +15,7 @@ from plantrail.ledger.vocabulary.codec import check_schema, encode
 from plantrail.ledger.vocabulary.errors import error
 
 if TYPE_CHECKING:
-    from plantrail.ledger.stores.protocol import PendingRecord
+    from plantrail.ledger.stores.values import PendingRecord
     from plantrail.ledger.vocabulary.events import Record
 
 __all__ = ["check_link", "encode_pending"]

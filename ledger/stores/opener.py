@@ -18,7 +18,8 @@ from plantrail.ledger.stores.targets import is_database_url
 if TYPE_CHECKING:
     from plantrail.ledger.stores.jsonl.run import FileRun, FolderStore
     from plantrail.ledger.stores.postgres_run import DatabaseRun, DatabaseStore
-    from plantrail.ledger.stores.protocol import FsyncPolicy, PendingRecord, Run, RunWriter
+    from plantrail.ledger.stores.protocol import Run, RunWriter
+    from plantrail.ledger.stores.values import FsyncPolicy, PendingRecord
     from plantrail.ledger.vocabulary.events import Record
 
 __all__ = ["as_run", "create_store", "open_run", "open_store"]

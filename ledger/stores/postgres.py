@@ -45,8 +45,8 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, Self
 
 from plantrail._version import __version__
 from plantrail.ledger.stores.chain import check_link, encode_pending
-from plantrail.ledger.stores.protocol import FsyncPolicy, PendingRecord, Resumed, until_damage
 from plantrail.ledger.stores.targets import is_database_url
+from plantrail.ledger.stores.values import FsyncPolicy, PendingRecord, Resumed, until_damage
 from plantrail.ledger.vocabulary.clock import utc_now
 from plantrail.ledger.vocabulary.codec import GENESIS_PREV, decode, log_format
 from plantrail.ledger.vocabulary.errors import LogDamaged, PlantrailError, error

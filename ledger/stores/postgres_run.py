@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 if TYPE_CHECKING:
     from plantrail.ledger.stores.postgres import GlobalPosition, PostgresStore
-    from plantrail.ledger.stores.protocol import PendingRecord, ReadResult, TornTail
+    from plantrail.ledger.stores.values import PendingRecord, ReadResult, TornTail
     from plantrail.ledger.stores.versions import Versions
     from plantrail.ledger.vocabulary.errors import LogDamaged
     from plantrail.ledger.vocabulary.events import Record
@@ -26,6 +26,7 @@ class DatabaseRun:
     """Run ``location``: ``postgresql://…/db#RUN``."""
 
     torn: TornTail | None = None  # a database run has no torn tail
+    names_its_id = True  # postgresql://…/db#RUN
 
     def __init__(self, location: str) -> None:
         self.location = location
@@ -124,7 +125,7 @@ class DatabaseRun:
     def current(self, *, use_cache: bool | None = None, stop_at_damage: bool = False) -> ReadResult:
         """The fold of the run's rows (a database keeps no snapshot); with ``stop_at_damage`` a damaged row ends
         the fold, and the result says what stopped it."""
-        from plantrail.ledger.stores.protocol import ReadResult
+        from plantrail.ledger.stores.values import ReadResult
 
         if not stop_at_damage:
             if self._current is None:
@@ -135,7 +136,7 @@ class DatabaseRun:
                     final = fold(self.records())
                 self._current = ReadResult(final, None)
             return self._current
-        from plantrail.ledger.stores.protocol import until_damage
+        from plantrail.ledger.stores.values import until_damage
         from plantrail.projections.state import fold
 
         damage: list[LogDamaged] = []

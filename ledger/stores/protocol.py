@@ -17,17 +17,25 @@ its own caches, and :func:`plantrail.ledger.stores.opener.open_run` turns what n
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
-from plantrail.ledger.vocabulary.keys import KeyEntry
+from plantrail.ledger.stores.values import (
+    Ack,
+    FsyncPolicy,
+    KeyEntry,
+    PendingRecord,
+    ReadResult,
+    Resumed,
+    TornTail,
+    until_damage,
+)
 
 if TYPE_CHECKING:
     from plantrail.ledger.stores.payloads import StoredPayload
     from plantrail.ledger.stores.versions import Versions
-    from plantrail.ledger.vocabulary.errors import LogDamaged
-    from plantrail.ledger.vocabulary.events import Actor, Event, Record, Source
+    from plantrail.ledger.vocabulary.events import Record
     from plantrail.projections.model import PlanState
     from plantrail.projections.runs import RunRow
 
@@ -48,46 +56,6 @@ __all__ = [
     "TornTail",
     "until_damage",
 ]
-
-FsyncPolicy = Literal["always", "batch", "none"]
-
-
-class PendingRecord(NamedTuple):
-    """A record the ledger wants appended; the store assigns ``seq``, ``prev`` and ``h``."""
-
-    ts: str
-    plan_version: int
-    actor: Actor
-    data: Event
-    source: Source | None = None
-    key: str | None = None
-
-
-class Ack(NamedTuple):
-    """What an append returns: the record's seq and hash; ``durable`` once an fsync covers it."""
-
-    seq: int
-    hash: str
-    durable: bool = True
-    duplicate: bool = False
-    orphan: str | None = None
-
-
-class Resumed(NamedTuple):
-    """Where a store lets a ledger start instead of folding the whole log: the state as of the store's head,
-    and the idempotency keys of the records up to it."""
-
-    state: PlanState
-    keys: Mapping[str, KeyEntry]
-
-
-class TornTail(NamedTuple):
-    """Bytes after the last valid record that a crash left behind (no newline, or a zero-filled block)."""
-
-    offset: int
-    length: int
-    line: int
-    zero_fill: bool = False
 
 
 class Session(Protocol):
@@ -186,18 +154,6 @@ class StateCache(Protocol):
         ...
 
 
-class ReadResult(NamedTuple):
-    """A log's current state; ``torn`` or ``damage`` say why the read stopped early (the state is the valid
-    part's). ``snapshot_seq`` is the seq up to which the answer came from the snapshot: the records up to it
-    were not re-read (their framing and chain are checked where the snapshot ends; ``verify`` reads every
-    byte). None when every record was read."""
-
-    state: PlanState
-    torn: TornTail | None
-    damage: LogDamaged | None = None
-    snapshot_seq: int | None = None
-
-
 class RunReader(Protocol):
     """The reads every store answers for one run, each record checked as it is read. A damaged log raises
     :class:`~plantrail.ledger.vocabulary.errors.LogDamaged`; a torn tail (a crash mid-write, only a file has one)
@@ -278,6 +234,10 @@ class RunReader(Protocol):
 class Run(RunReader, Protocol):
     """One run of a store: its reads, and its writer."""
 
+    #: True when what names the run names its id too (a database URL's ``#RUN``): a run created there gets that
+    #: id and no other; False when a run's id is chosen at its creation and written in its header (a file).
+    names_its_id: bool
+
     @property
     def store(self) -> Store:
         """The store the run lives in."""
@@ -327,14 +287,3 @@ class Store(Protocol):
     def with_reasons(self, row: RunRow) -> RunRow:
         """``row`` with its replan reasons (read now where :meth:`summaries` left them unread)."""
         ...
-
-
-def until_damage(records: Iterable[Record], found: list[LogDamaged]) -> Iterator[Record]:
-    """``records`` until one is damaged: the damage is put in ``found`` instead of raised (a read that answers
-    from the valid part, and says what stopped it)."""
-    from plantrail.ledger.vocabulary.errors import LogDamaged
-
-    try:
-        yield from records
-    except LogDamaged as exc:
-        found.append(exc)

@@ -11,7 +11,7 @@ from plantrail.ledger.vocabulary.errors import error
 from plantrail.projections.history import criterion_seqs, diff_traced, fold_span, replan_version, why_traced
 
 if TYPE_CHECKING:
-    from plantrail.ledger.stores.protocol import TornTail
+    from plantrail.ledger.stores.values import TornTail
     from plantrail.ledger.vocabulary.events import Record
     from plantrail.projections.model import PlanState, VersionInfo
 

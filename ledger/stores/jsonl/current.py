@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from plantrail.ledger.stores.jsonl.cache import Snapshot, load_snapshot, superseded_state
-from plantrail.ledger.stores.protocol import ReadResult, until_damage
+from plantrail.ledger.stores.values import ReadResult, until_damage
 from plantrail.ledger.vocabulary.errors import LogDamaged
 
 if TYPE_CHECKING:

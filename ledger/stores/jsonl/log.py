@@ -57,7 +57,7 @@ from plantrail.ledger.stores.jsonl.cache import (
     save_snapshot,
     texts_between,
 )
-from plantrail.ledger.stores.protocol import FsyncPolicy, PendingRecord, Resumed, TornTail
+from plantrail.ledger.stores.values import FsyncPolicy, PendingRecord, Resumed, TornTail
 from plantrail.ledger.vocabulary.clock import utc_now
 from plantrail.ledger.vocabulary.codec import GENESIS_PREV, MAX_LINE_BYTES, decode, holds_record_end, log_format
 from plantrail.ledger.vocabulary.errors import LogDamaged, error

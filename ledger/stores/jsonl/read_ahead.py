@@ -29,7 +29,7 @@ import msgspec
 
 from plantrail.ledger.stores.jsonl.cache import Position
 from plantrail.ledger.stores.jsonl.log import LogReader
-from plantrail.ledger.stores.protocol import TornTail
+from plantrail.ledger.stores.values import TornTail
 from plantrail.ledger.vocabulary import codec
 from plantrail.ledger.vocabulary.errors import PlantrailError
 from plantrail.ledger.vocabulary.events import Record

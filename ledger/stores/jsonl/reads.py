@@ -27,7 +27,7 @@ from plantrail.ledger.stores.jsonl.cache import (
 )
 from plantrail.ledger.stores.jsonl.current import read_state, superseded_version, use_cache_default
 from plantrail.ledger.stores.jsonl.log import LogReader, opened
-from plantrail.ledger.stores.protocol import ReadResult, TornTail
+from plantrail.ledger.stores.values import ReadResult, TornTail
 from plantrail.ledger.stores.versions import (
     VersionEntry,
     Versions,

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from plantrail.ledger.stores.jsonl.cache import Position
     from plantrail.ledger.stores.jsonl.log import JsonlStore, LogReader
-    from plantrail.ledger.stores.protocol import PendingRecord, ReadResult, TornTail
+    from plantrail.ledger.stores.values import PendingRecord, ReadResult, TornTail
     from plantrail.ledger.stores.versions import Versions
     from plantrail.ledger.vocabulary.events import Record
     from plantrail.projections.model import PlanState
@@ -35,6 +35,8 @@ class _Stopped(Exception):
 
 class FileRun:
     """Run ``location``: a JSONL log's path."""
+
+    names_its_id = False  # the header names the run; the file's name only suggests an id
 
     def __init__(self, location: str | os.PathLike[str]) -> None:
         self.location = os.fspath(location)
@@ -183,7 +185,7 @@ class FileRun:
         if plain and self._current is not None:
             return self._current
         if plain and self._versions is not None and self._versions.final is not None:
-            from plantrail.ledger.stores.protocol import ReadResult
+            from plantrail.ledger.stores.values import ReadResult
 
             self._current = ReadResult(self._versions.final, self._versions.torn)
             return self._current

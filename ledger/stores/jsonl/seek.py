@@ -22,7 +22,7 @@ import orjson
 
 from plantrail.ledger.stores.jsonl.cache import Position
 from plantrail.ledger.stores.jsonl.log import LogReader, LogScan, opened
-from plantrail.ledger.stores.protocol import TornTail
+from plantrail.ledger.stores.values import TornTail
 from plantrail.ledger.vocabulary.codec import GENESIS_PREV, decode
 from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.events import Record

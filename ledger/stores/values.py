@@ -1,0 +1,90 @@
+"""The values every store and the ledger pass each other: a record to append, an append's acknowledgement, a
+state to resume from, a torn tail, a read's result (the store protocols are in
+:mod:`plantrail.ledger.stores.protocol`, which names these too; code that only passes values imports them from
+here, without the protocols' classes)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Literal, NamedTuple
+
+from plantrail.ledger.vocabulary.keys import KeyEntry
+
+if TYPE_CHECKING:
+    from plantrail.ledger.vocabulary.errors import LogDamaged
+    from plantrail.ledger.vocabulary.events import Actor, Event, Record, Source
+    from plantrail.projections.model import PlanState
+
+__all__ = [
+    "Ack",
+    "FsyncPolicy",
+    "KeyEntry",
+    "PendingRecord",
+    "ReadResult",
+    "Resumed",
+    "TornTail",
+    "until_damage",
+]
+
+FsyncPolicy = Literal["always", "batch", "none"]
+
+
+class PendingRecord(NamedTuple):
+    """A record the ledger wants appended; the store assigns ``seq``, ``prev`` and ``h``."""
+
+    ts: str
+    plan_version: int
+    actor: Actor
+    data: Event
+    source: Source | None = None
+    key: str | None = None
+
+
+class Ack(NamedTuple):
+    """What an append returns: the record's seq and hash; ``durable`` once an fsync covers it."""
+
+    seq: int
+    hash: str
+    durable: bool = True
+    duplicate: bool = False
+    orphan: str | None = None
+
+
+class Resumed(NamedTuple):
+    """Where a store lets a ledger start instead of folding the whole log: the state as of the store's head,
+    and the idempotency keys of the records up to it."""
+
+    state: PlanState
+    keys: Mapping[str, KeyEntry]
+
+
+class TornTail(NamedTuple):
+    """Bytes after the last valid record that a crash left behind (no newline, or a zero-filled block)."""
+
+    offset: int
+    length: int
+    line: int
+    zero_fill: bool = False
+
+
+class ReadResult(NamedTuple):
+    """A log's current state; ``torn`` or ``damage`` say why the read stopped early (the state is the valid
+    part's). ``snapshot_seq`` is the seq up to which the answer came from the snapshot: the records up to it
+    were not re-read (their framing and chain are checked where the snapshot ends; ``verify`` reads every
+    byte). None when every record was read."""
+
+    state: PlanState
+    torn: TornTail | None
+    damage: LogDamaged | None = None
+    snapshot_seq: int | None = None
+
+
+def until_damage(records: Iterable[Record], found: list[LogDamaged]) -> Iterator[Record]:
+    """``records`` until one is damaged: the damage is put in ``found`` instead of raised (a read that answers
+    from the valid part, and says what stopped it)."""
+    from plantrail.ledger.vocabulary.errors import LogDamaged
+
+    try:
+        yield from records
+    except LogDamaged as exc:
+        found.append(exc)
