@@ -179,6 +179,26 @@ def test_versus_times_each_install_against_the_loop(capsys: pytest.CaptureFixtur
     log = Path(__file__).parents[2] / "samples" / "login-fix-replans.jsonl"
     assert versus.main([str(log), f"here={sys.prefix}", "--command", "verify", "--repeats", "2"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].endswith("medians of 2, interleaved")
-    assert [line.split()[0:2] for line in lines[1:]] == [["orjson", "loop"], ["here:", "verify"]]
-    assert all("x)  CPU" in line for line in lines[1:])
+    assert "medians of 2, interleaved · load " in lines[0] and lines[-1].startswith("load at the end ")
+    assert [line.split()[0:2] for line in lines[1:-1]] == [["orjson", "loop"], ["here:", "verify"]]
+    assert all("x)  CPU" in line for line in lines[1:-1])
+
+
+def test_versus_times_the_hook_call_and_an_append_of_each_install(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--hook` times a hook call on a session each install captured itself, `--append N` the CPU an event of
+    N starts and completions; with two installs each row also gets its ratio to the first's."""
+    from bench import versus
+
+    if not Path(sys.prefix, "bin", "plantrail").exists():
+        pytest.skip("plantrail is not installed in this interpreter's environment")
+    log = Path(__file__).parents[2] / "samples" / "login-fix-replans.jsonl"
+    argv = [str(log), f"a={sys.prefix}", f"b={sys.prefix}", "--hook", "--append", "20", "--repeats", "2"]
+    assert versus.main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    timed = [line.split("  ")[0].split(":")[0] for line in lines[1:] if "wall" in line and "x)" in line]
+    assert timed == ["orjson loop", "a", "b"]  # no command asked: the loop and the hook calls
+    assert sum("hook call  wall" in line for line in lines) == 2
+    assert [line.split()[0] for line in lines if "append, fsync none  CPU" in line] == ["a:", "b:"]
+    ratios = lines[lines.index("ratios to a (medians; below 1 is faster):") + 1 :]
+    assert ratios[0].startswith("  b hook call: wall ")
+    assert ratios[1].startswith("  b append, fsync none: CPU an event ")
