@@ -952,8 +952,18 @@ def _recomputed(conn: Connection[Any], where: str, run: str) -> RunRow:
             reasons.append(state.adopted.reason)
 
     found: list[LogDamaged] = []
-    state = fold(until_damage(noted(_checked(conn, run, 0, GENESIS_PREV)), found), on_adopt=adopted)
-    damage = found[0].code if found else None
+    newer: list[PlantrailError] = []
+
+    def readable(records: Iterator[Record]) -> Iterator[Record]:  # a run a newer plantrail extended is listed too
+        try:
+            yield from records
+        except PlantrailError as exc:
+            if exc.code != "FORMAT_TOO_NEW":
+                raise
+            newer.append(exc)
+
+    state = fold(until_damage(readable(noted(_checked(conn, run, 0, GENESIS_PREV))), found), on_adopt=adopted)
+    damage = found[0].code if found else newer[0].code if newer else None
     last_ts = last[0].ts if last else None
     if damage is None and last_ts is not None:
         with contextlib.suppress(Exception), conn.transaction():  # a role that may only read still gets its answer

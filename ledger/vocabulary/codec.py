@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, Union
 import msgspec
 import orjson
 
+from plantrail._version import __version__
 from plantrail.ledger.vocabulary import events as ev
 from plantrail.ledger.vocabulary.errors import LogDamaged, error
 from plantrail.ledger.vocabulary.events import FORMAT_VERSION, FORMATS, V2_TYPES, Record, Source
@@ -345,27 +346,59 @@ def _framing_error(line: bytes, line_no: int) -> Exception:
     if isinstance(value, dict):
         version = value.get("v")
         if isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION:
-            return error(
-                "UNSUPPORTED_SCHEMA_VERSION",
-                f"line {line_no} is format v{version}; this plantrail reads v{FORMAT_VERSION}",
-                line=line_no,
-                expected=FORMAT_VERSION,
-                actual=version,
-            )
+            return _too_new(line_no, f"format v{version} (this plantrail reads up to v{FORMAT_VERSION})")
     return error("CORRUPT_LINE", f"line {line_no} is not a plantrail record (bad framing)", line=line_no)
 
 
-def _schema_error(exc: ValueError, line_no: int) -> Exception:
+def _schema_error(exc: ValueError, line_no: int, line: bytes) -> Exception:
+    """The error a line whose hash holds but whose content the schema refuses gets: FORMAT_TOO_NEW when all the
+    schema misses are names it does not know (an event type, a member) and the line is written as a writer
+    writes (compact JSON, no repeated or escaped key), which is what a newer writer's line is; CORRUPT_LINE for
+    anything else (a wrong type, a missing member, bytes no writer writes)."""
     from pydantic import ValidationError
 
     if not isinstance(exc, ValidationError):
         return error("CORRUPT_LINE", f"line {line_no}: {exc}", line=line_no)
-    first = exc.errors(include_url=False)[0]
-    if first["type"] == "union_tag_invalid":
-        tag = first.get("ctx", {}).get("tag", "?")
-        return error("UNKNOWN_EVENT_TYPE", f"line {line_no}: unknown event type {tag}", line=line_no)
+    problems = exc.errors(include_url=False)
+    unknown = [_unknown_name(problem) for problem in problems]
+    if all(name is not None for name in unknown) and _as_a_writer_writes(line):
+        return _too_new(line_no, ", ".join(dict.fromkeys(name for name in unknown if name is not None)))
+    first = problems[0]
     where = ".".join(str(p) for p in first["loc"]) or "line"
     return error("CORRUPT_LINE", f"line {line_no}: {where}: {first['msg']}", line=line_no, field=where)
+
+
+def _unknown_name(problem: Any) -> str | None:
+    """What a schema miss names when it is a name this plantrail does not know (None for any other miss)."""
+    if problem["type"] == "union_tag_invalid":
+        return f"the event type {problem.get('ctx', {}).get('tag', '?')!r}"
+    if problem["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
+        loc = problem["loc"]
+        where = ".".join(str(p) for p in (loc[1:] if len(loc) > 1 and loc[0] in _EVENT_CLASSES_BY_TYPE else loc))
+        return f"the member {where!r}"
+    return None
+
+
+def _as_a_writer_writes(line: bytes) -> bool:
+    """Whether a framed line's body is compact JSON as the writer spells it (orjson's own encoding of what it
+    decodes to: no gap, no repeated or escaped key, no number spelled otherwise), whatever its members are."""
+    body = line[:-_SUFFIX] + b"}"
+    try:
+        return orjson.dumps(orjson.loads(body)) == body
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return False
+
+
+def _too_new(line_no: int, what: str) -> Exception:
+    """FORMAT_TOO_NEW for a line holding ``what``: a line a newer plantrail wrote, not damage."""
+    return error(
+        "FORMAT_TOO_NEW",
+        f"line {line_no} holds {what}, which plantrail {__version__} does not know: a newer plantrail wrote it; "
+        f"read this log with that plantrail or a later one (pip install -U plantrail)",
+        line=line_no,
+        reader=__version__,
+        needs=f"newer than {__version__}",
+    )
 
 
 # --------------------------------------------------------------------------- the union
@@ -578,7 +611,7 @@ def _checked(line: bytes, line_no: int) -> Record:
     try:
         wire = record_adapter().validate_json(line)
     except ValidationError as exc:
-        raise _schema_error(exc, line_no) from None
+        raise _schema_error(exc, line_no, line) from None
     except ValueError as exc:
         raise error("CORRUPT_LINE", f"line {line_no}: {exc}", line=line_no) from None
     record_class = _RECORD_CLASSES[wire.type]

@@ -310,8 +310,6 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "TORN_TAIL": (LogDamaged, "the last line is incomplete (a crash mid-write); run repair"),
     "HASH_MISMATCH": (LogDamaged, "a line's hash or its link to the previous line does not match"),
     "SEQ_GAP": (LogDamaged, "a seq is missing, repeated or out of order"),
-    "UNKNOWN_EVENT_TYPE": (LogDamaged, "a line has an event type this version does not know"),
-    "UNSUPPORTED_SCHEMA_VERSION": (LogDamaged, "a line was written in a newer log format"),
     "ILLEGAL_EVENT": (LogDamaged, "verify: an event breaks a rule when replayed in order"),
     "ORPHAN_APPLIED": (LogDamaged, "verify: a late result changed the active plan"),
     "NONDETERMINISTIC_FOLD": (LogDamaged, "verify: two folds of the log gave different bytes"),
@@ -332,6 +330,10 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     ),
     # storage
     "LOG_NOT_FOUND": (StorageError, "the log file does not exist"),
+    "FORMAT_TOO_NEW": (
+        StorageError,
+        "a line holds a format version, event type or member this plantrail does not know: a newer one wrote it",
+    ),
     "NOT_A_FILE": (StorageError, "the path is a directory or not a regular file"),
     "PERMISSION_DENIED": (StorageError, "the file cannot be opened with the needed permission"),
     "IO_ERROR": (StorageError, "the operating system reported an I/O error"),

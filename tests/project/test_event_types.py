@@ -484,7 +484,7 @@ REGISTRIES: tuple[Registry, ...] = tuple(
 
 #: The types a format 1 line may hold. Format 1 is closed: no type is added to it. ``log.batch`` came after
 #: the first release without a new format version, on purpose (docs/reliability.md: a group commit's bounds are
-#: ``log.*`` records, and a reader that predates them refuses them as UNKNOWN_EVENT_TYPE).
+#: ``log.*`` records, and a reader that predates them refuses them as FORMAT_TOO_NEW).
 FORMAT_1_TYPES: frozenset[str] = frozenset(
     {
         "log.opened",
