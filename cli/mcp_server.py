@@ -18,11 +18,12 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple, TypeVar
 
 import click
 
 from plantrail.cli.common import STORE_ENV, store_option
+from plantrail.ledger.vocabulary.arguments import Check, check_arguments, checker
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -97,16 +98,18 @@ def build_server(folder: Path, store: str | None = None) -> MCPServer:
         declarations: :func:`declared`); it answers the acknowledgement of the ack ``act`` returns for the
         arguments given (or what ``answer`` says)."""
 
-        def call(run: str, **arguments: Any) -> dict[str, Any]:
+        given = [_parameter("run", Run, how=inspect.Parameter.POSITIONAL_OR_KEYWORD), *parameters]
+        kinds = {p.name: _takes(p) for p in given}
+
+        def call(run: Any, **arguments: Any) -> dict[str, Any]:
+            refusals(lambda: check_arguments(kinds, {"run": run, **arguments}, where=name))
             if answer is not None:
                 return answer(run, arguments)
             assert act is not None
             return record(run, lambda ledger: act(ledger, arguments))
 
         call.__name__ = name
-        call.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-            [_RUN, *parameters], return_annotation=dict[str, Any]
-        )
+        call.__signature__ = inspect.Signature(given, return_annotation=dict[str, Any])  # type: ignore[attr-defined]
         server.tool(annotations=writes, description=description)(call)
 
     def plan_set(run: str, arguments: Arguments) -> dict[str, Any]:
@@ -234,7 +237,6 @@ def build_server(folder: Path, store: str | None = None) -> MCPServer:
 
 
 Arguments = dict[str, Any]
-_RUN = inspect.Parameter("run", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Run)
 #: What step_result and step_effect do (their parameters are built from the commands they record).
 STEP_RESULT = """End a step's attempt: complete with evidence (what proves it) and its outputs as artifacts
         (NAME=ALGO:HEX[@URI]), or fail / block with a reason.
@@ -274,8 +276,29 @@ def declared(
     return _parameter(as_name or name, given | None if optional else given, default)
 
 
-def _parameter(name: str, kind: Any, default: Any = inspect.Parameter.empty) -> inspect.Parameter:
-    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=default)
+def _parameter(
+    name: str, kind: Any, default: Any = inspect.Parameter.empty, *, how: Any = inspect.Parameter.KEYWORD_ONLY
+) -> inspect.Parameter:
+    """A tool's parameter whose input schema says ``kind`` and which the SDK passes on as it came: the tool
+    checks it against ``kind`` itself (:func:`_takes`), so that a wrong type is refused with its code and never
+    coerced (pydantic's lax mode would take ``"yes"`` for ``true``)."""
+    from pydantic import TypeAdapter, WithJsonSchema
+
+    schema = TypeAdapter(kind).json_schema()
+    takes = _Takes(checker(kind))
+    annotation = Annotated[kind, takes] if "$defs" in schema else Annotated[Any, WithJsonSchema(schema), takes]
+    return inspect.Parameter(name, how, annotation=annotation, default=default)
+
+
+class _Takes(NamedTuple):
+    """What a tool parameter takes, kept in its annotation for the tool's own check."""
+
+    check: Check
+
+
+def _takes(parameter: inspect.Parameter) -> Check:
+    found = [m for m in getattr(parameter.annotation, "__metadata__", ()) if isinstance(m, _Takes)]
+    return found[0].check if found else checker(Any)
 
 
 def executes(method: Method[Any, Any]) -> Callable[[Ledger, Arguments], Ack]:

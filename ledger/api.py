@@ -35,12 +35,13 @@ from plantrail.ledger.rules import (
     outcomes,
     reconcile,
 )
-from plantrail.ledger.rules.commands import Method
+from plantrail.ledger.rules.commands import Method, declaration_of
 from plantrail.ledger.rules.decide import Command, Create, decide, decide_one
 from plantrail.ledger.rules.idempotency import match, record_view
 from plantrail.ledger.stores.locations import default_run_id
 from plantrail.ledger.stores.opener import as_run
 from plantrail.ledger.stores.values import Ack, FsyncPolicy, KeyEntry, PendingRecord
+from plantrail.ledger.vocabulary.arguments import checker, described, refuse, strict
 from plantrail.ledger.vocabulary.clock import utc_now
 from plantrail.ledger.vocabulary.errors import PlantrailError, error
 from plantrail.ledger.vocabulary.events import Actor, LogBatch, ReasonCode, Record, Source
@@ -103,9 +104,17 @@ def _compiled(method: Method[Any, Any]) -> Callable[..., Ack]:
     passed = [p.name for p in parameters if p.kind is not keyword]
     passed += [f"{p.name}={p.name}" for p in parameters if p.kind is keyword and p.name != "expected_seq"]
     name = method.name
+    types = method.types()
+    checks = {p.name: checker(types[p.name]) for p in parameters if p.name in types}
+    tests = [
+        f"    if not _checks[{p!r}].test({p}):\n"
+        f"        raise _refuse({p!r}, {p}, _checks[{p!r}].expected, where=_where)\n"
+        for p in checks
+    ]
     source = (
         f"def {name}({', '.join(heads)}):\n"
-        f"    return self.execute(_arguments({', '.join(passed)}), expected_seq=expected_seq)\n"
+        + "".join(tests)
+        + f"    return self._execute_checked([_arguments({', '.join(passed)})], expected_seq)[0]\n"
     )
     namespace: dict[str, Any] = {
         **vars(commands),
@@ -113,6 +122,9 @@ def _compiled(method: Method[Any, Any]) -> Callable[..., Ack]:
         "Ack": Ack,
         "_arguments": method.arguments,
         "_defaults": {p.name: p.default for p in parameters},
+        "_checks": checks,
+        "_refuse": refuse,
+        "_where": f"Ledger.{name}",
     }
     exec(compile(source, f"<Ledger.{name}>", "exec"), namespace)
     function: Callable[..., Ack] = namespace[name]
@@ -134,7 +146,18 @@ class Ledger:
     """One run's log, opened for recording commands."""
 
     def __init__(self, store: RunWriter, *, clock: Callable[[], str] = utc_now, cache: bool = True) -> None:
+        if not (callable(getattr(store, "session", None)) and callable(getattr(store, "close", None))):
+            raise error(
+                "LEDGER_NOT_OPEN",
+                f"Ledger() takes an opened run writer, not {described(store)}: open a log with "
+                "Ledger.open(path), or create one with Ledger.create(path, plan)",
+            )
+        if not callable(clock):
+            raise refuse("clock", clock, "a callable", where="Ledger")
+        if cache is not True and cache is not False:
+            raise refuse("cache", cache, "True or False", where="Ledger")
         self._store = store
+        self._location = store.target
         self._clock = clock
         self._cache = cache
         self._state = initial()
@@ -146,6 +169,7 @@ class Ledger:
     # ----------------------------------------------------------- opening
 
     @classmethod
+    @strict
     def create(
         cls,
         path: str | os.PathLike[str],
@@ -171,6 +195,10 @@ class Ledger:
         leaves no snapshot beside the log (see :mod:`plantrail.ledger.stores.jsonl.cache`). ``strict`` refuses a
         plan with a task criterion no step covers and no typed check covers (COVERAGE_GAP, every gap listed).
         """
+        target = as_run(path)
+        if target.exists():  # said before the draft is judged (the create itself refuses an existing log too)
+            where = target.location
+            raise error("LOG_EXISTS", f"{where} already exists; plantrail never overwrites a log", path=where)
         spec = parse_draft(plan) if isinstance(plan, Mapping) else plan
         command = Create(plan=spec, actor=actor, source=source, key=idempotency_key, strict=strict)
         [event] = decide(initial(), command)
@@ -178,7 +206,7 @@ class Ledger:
         first = PendingRecord(
             ts=ts, plan_version=1, actor=event.actor, data=event.data, source=source, key=idempotency_key
         )
-        store, _ = as_run(path).create(
+        store, _ = target.create(
             run=run,
             first=[first],
             fsync=fsync,
@@ -194,6 +222,7 @@ class Ledger:
         return ledger
 
     @classmethod
+    @strict
     def open(
         cls,
         path: str | os.PathLike[str],
@@ -236,6 +265,7 @@ class Ledger:
         return ledger
 
     @classmethod
+    @strict
     def fork(
         cls,
         parent: str | os.PathLike[str],
@@ -273,6 +303,7 @@ class Ledger:
         return cls.open(path, allow_network_fs=allow_network_fs, clock=clock, cache=cache)
 
     @classmethod
+    @strict
     def set_plan(
         cls,
         path: str | os.PathLike[str],
@@ -338,17 +369,28 @@ class Ledger:
         self.close()
 
     def close(self) -> None:
-        """Sync what the fsync policy owes, leave a snapshot for the next reader, and release the log."""
+        """Sync what the fsync policy owes, leave a snapshot for the next reader, and release the log. A closed
+        ledger records and reads nothing more (LEDGER_NOT_OPEN); closing it again does nothing."""
+        store = self._store
+        if isinstance(store, _Closed):
+            return
+        self._store = _Closed()
         try:
-            kept = _state_cache(self._store) if self._cache else None
+            kept = _state_cache(store) if self._cache else None
             if kept is not None:
                 kept.checkpoint(self._state, self._keys)
         finally:
-            self._store.close()
+            store.close()
 
     def sync(self) -> None:
         """Make every acknowledged event durable (for the ``batch`` policy)."""
         self._store.sync()
+
+    @property
+    def location(self) -> str:
+        """What names the ledger's run: the log's path, or the database run's URL (its password left out); known
+        after :meth:`close` too."""
+        return self._location
 
     # ----------------------------------------------------------- state
 
@@ -408,6 +450,7 @@ class Ledger:
         if record.key is not None and record.key not in keys:
             keys[record.key] = record_view(record)
 
+    @strict
     def recorded(self, keys: Iterable[str]) -> frozenset[str]:
         """The idempotency keys among ``keys`` that a record of the log holds, checked against the log's own
         bytes (an index entry from the cache that does not check out is dropped), after catching up."""
@@ -430,9 +473,21 @@ class Ledger:
         unless the end is there. A store without a writer lock (a
         database) may find that another writer appended first: the commands are then decided again against
         the new head, up to a bounded number of times, or refused STALE_EXPECTED_SEQ when ``expected_seq``
-        was given.
+        was given. A command whose field holds a value of another type than the field's is refused
+        INVALID_ARGUMENT.
         """
+        if isinstance(commands, str | bytes | Mapping) or not isinstance(commands, Iterable):
+            raise refuse("commands", commands, "a list of plantrail commands", where="Ledger.execute_many")
+        if expected_seq is not None and (type(expected_seq) is bool or not isinstance(expected_seq, int)):
+            raise refuse("expected_seq", expected_seq, "an integer or None", where="Ledger.execute_many")
         batch = list(commands)
+        for command in batch:
+            declaration_of(command).check_fields(command)
+        return self._execute_checked(batch, expected_seq)
+
+    def _execute_checked(self, commands: list[Command], expected_seq: int | None) -> list[Ack]:
+        """:meth:`execute_many` of commands whose types are known to hold (built from checked arguments)."""
+        batch = commands
         self._turn = ()
         for attempt in range(_CONFLICT_RETRIES):
             try:
@@ -453,6 +508,7 @@ class Ledger:
                 time.sleep(random.uniform(0, min(0.1, 0.001 * 2**attempt)))  # spread colliding writers
         raise AssertionError("unreachable")
 
+    @strict
     def acknowledgement(self, ack: Ack | None = None) -> dict[str, Any]:
         """The acknowledgement document of a command this ledger recorded in its last turn (``ack``, one of the
         acks that turn returned; default: its last command, or the plan a :meth:`create` wrote): what every
@@ -512,6 +568,7 @@ class Ledger:
         """Stage one bound of a group commit (see :class:`ledger.vocabulary.events.LogBatch`)."""
         return session.stage(PendingRecord(self._clock(), plan_version, "runtime", LogBatch(part=part)))
 
+    @strict
     def checkpoint(self, key: bytes) -> Ack:
         """Append a keyed checkpoint over the current head (see :mod:`ledger.checkpoint`); return its ack."""
         from plantrail.ledger.checkpoint import make_checkpoint
@@ -575,6 +632,13 @@ def _kept_terms(plan: PlanSpec, keep_criteria: bool, max_in_progress: int | None
     if max_in_progress is not None:
         kept["policy"] = policy_draft(plan.policy) | {"max_in_progress": max_in_progress}
     return kept
+
+
+class _Closed:
+    """The writer of a closed ledger: whatever is asked of it is refused LEDGER_NOT_OPEN."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise error("LEDGER_NOT_OPEN", "this ledger is closed: open the log again with Ledger.open(path)")
 
 
 def _state_cache(store: RunWriter) -> StateCache | None:

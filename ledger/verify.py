@@ -29,7 +29,7 @@ from typing import Final, NamedTuple
 
 from plantrail.ledger.checkpoint import check_checkpoint
 from plantrail.ledger.collector import paused
-from plantrail.ledger.rules.decide import check
+from plantrail.ledger.rules.decide import judge
 from plantrail.ledger.rules.lineage import check_parent
 from plantrail.ledger.stores.jsonl.log import LogReader
 from plantrail.ledger.stores.jsonl.read_ahead import reading
@@ -37,6 +37,7 @@ from plantrail.ledger.stores.jsonl.run import FileRun
 from plantrail.ledger.stores.opener import as_run
 from plantrail.ledger.stores.postgres_run import DatabaseRun
 from plantrail.ledger.stores.values import TornTail
+from plantrail.ledger.vocabulary.arguments import strict
 from plantrail.ledger.vocabulary.errors import PlantrailError, error
 from plantrail.ledger.vocabulary.events import LogCheckpoint, Record
 from plantrail.projections.canonical import canonical_bytes, state_hash
@@ -170,7 +171,7 @@ class _Audit:
                 if record.seq == anchor_seq:
                     self._anchor(record)
                 try:
-                    late = check(builder, data, record.plan_version, now=record.ts)
+                    late = judge(builder, data, record.plan_version, now=record.ts)
                 except PlantrailError as exc:
                     raise _illegal(exc, record.type, record.seq) from None
                 if late is None:
@@ -232,6 +233,7 @@ def _verify_file(
         return audit, read.end, read.torn, os.fstat(reader.fd).st_size > end
 
 
+@strict
 def verify_log(
     path: str | os.PathLike[str],
     *,

@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING, Any, Final, Generic, ParamSpec, TypedDict, Typ
 
 import msgspec
 
-from plantrail.ledger.vocabulary.errors import CODES, error
+from plantrail.ledger.vocabulary.arguments import Check, checker, refuse
+from plantrail.ledger.vocabulary.errors import CODES
 from plantrail.ledger.vocabulary.events import Actor, Source
 
 if TYPE_CHECKING:
@@ -249,6 +250,7 @@ class Declaration(Generic[C]):
     """One command, declared once (see the module): made by :func:`declare`."""
 
     __slots__ = (
+        "_checks",
         "build",
         "cli",
         "command",
@@ -290,6 +292,7 @@ class Declaration(Generic[C]):
         self.cli: Mapping[str, Help] = dict(cli or {})
         self.tools: Mapping[str, str] = dict(tools or {})
         self.methods: list[Method[Any, C]] = []
+        self._checks: dict[str, Check] | None = None
 
     def __repr__(self) -> str:
         return f"<declaration of {getattr(self.command, '__name__', self.command)}>"
@@ -315,6 +318,21 @@ class Declaration(Generic[C]):
         given = {f.name: f.default for f in msgspec.structs.fields(self.command)}  # type: ignore[arg-type]
         found = {name: given[name] for name in ("plan_version", "attempt", "actor", "source") if name in given}
         return found | {"idempotency_key": given["key"], "expected_seq": None}
+
+    def check_fields(self, command: C) -> None:
+        """Refuse a command whose field holds a value of another type than the field's (INVALID_ARGUMENT): a
+        struct built by hand is not checked when it is made."""
+        checks = self._checks
+        if checks is None:
+            import typing
+
+            hints = typing.get_type_hints(self.command, include_extras=True)
+            names = self.command.__struct_fields__  # type: ignore[attr-defined]
+            checks = self._checks = {name: checker(hints[name]) for name in names}
+        for name, check in checks.items():
+            value = getattr(command, name)
+            if not check.test(value):
+                raise refuse(name, value, check.expected, where=type(command).__name__)
 
     def exit_codes(self) -> dict[str, int]:
         """The exit code of each refusal the command's rules give (as the command line exits with it)."""
@@ -387,13 +405,13 @@ def declare(
 
 
 def declaration_of(command: object) -> Declaration[Any]:
-    """The declaration of ``command`` (an instance of a declared class, or of a class derived from one); USAGE
-    for anything else."""
+    """The declaration of ``command`` (an instance of a declared class, or of a class derived from one);
+    INVALID_ARGUMENT for anything else."""
     for kind in type(command).__mro__:
         found = _DECLARED.get(kind)
         if found is not None:
             return found
-    raise error("USAGE", f"{type(command).__name__} is not a plantrail command")
+    raise refuse("command", command, "a plantrail command (Start, Complete, ...)")
 
 
 def declarations() -> tuple[Declaration[Any], ...]:

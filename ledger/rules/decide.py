@@ -17,6 +17,7 @@ a stable code and structured fields.
 
 from __future__ import annotations
 
+import typing
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -43,8 +44,9 @@ from plantrail.ledger.rules.lineage import check_forked
 from plantrail.ledger.rules.observations import OBSERVE, Observe
 from plantrail.ledger.rules.outcomes import FINISH, Finish
 from plantrail.ledger.rules.reconcile import CREATE, REPLAN, Create, Replan
+from plantrail.ledger.vocabulary.arguments import refuse, strict
 from plantrail.ledger.vocabulary.events import Actor, Event, RunForked, Source
-from plantrail.projections.model import OrphanWhy
+from plantrail.projections.model import OrphanWhy, PlanState
 
 if TYPE_CHECKING:
     from plantrail.projections.state import StateView
@@ -72,6 +74,7 @@ __all__ = [
     "check",
     "decide",
     "decide_one",
+    "judge",
 ]
 
 
@@ -136,8 +139,13 @@ _TRANSITION_TARGET: Final = TRANSITION_TARGET
 # --------------------------------------------------------------------------- decide
 
 
+@strict
 def decide(state: StateView, command: Command) -> list[NewEvent]:
-    """The events ``command`` produces against ``state``, or a refusal with a stable code."""
+    """The events ``command`` produces against ``state``, or a refusal with a stable code (INVALID_ARGUMENT for a
+    field holding a value of another type than the field's)."""
+    _require_state(state, "decide")
+    declared = _DECLARED.get(type(command))
+    (declaration_of(command) if declared is None else declared).check_fields(command)
     data, plan_version, orphan = decide_one(state, command)
     return [NewEvent(data, plan_version, command.actor, command.source, command.key, orphan)]
 
@@ -150,7 +158,7 @@ def decide_one(state: StateView, command: Command, *, now: str | None = None) ->
     if declared is None:  # a class derived from a command's
         declared = declaration_of(command)
     data, plan_version = declared.build(state, command)
-    late = check(state, data, plan_version, now=now)
+    late = judge(state, data, plan_version, now=now)
     if declared.late is not None:  # a late effect is kept beside the orphans
         late = declared.late(state, data, plan_version)
     return data, plan_version, late
@@ -159,7 +167,7 @@ def decide_one(state: StateView, command: Command, *, now: str | None = None) ->
 # --------------------------------------------------------------------------- check
 
 
-def check(state: StateView, data: Event, plan_version: int, *, now: str | None = None) -> OrphanWhy | None:
+def judge(state: StateView, data: Event, plan_version: int, *, now: str | None = None) -> OrphanWhy | None:
     """Judge one event against the state before it; return why it is a late result, or None if it applies.
 
     ``now`` is the event's timestamp (``verify`` passes each record's): rules on time, such as a deadline,
@@ -172,6 +180,23 @@ def check(state: StateView, data: Event, plan_version: int, *, now: str | None =
     if not 1 <= plan_version <= state.version:
         raise unknown_version(state, plan_version)
     return rules(state, data, plan_version, now)
+
+
+@strict
+def check(state: StateView, data: Event, plan_version: int, *, now: str | None = None) -> OrphanWhy | None:
+    """:func:`judge` for a caller outside plantrail, its arguments' types checked (INVALID_ARGUMENT)."""
+    _require_state(state, "check")
+    if not isinstance(data, typing.get_args(Event)):
+        raise refuse("data", data, "a plantrail event", where="check")
+    return judge(state, data, plan_version, now=now)
+
+
+def _require_state(state: object, where: str) -> None:
+    """INVALID_ARGUMENT unless ``state`` is a plan state (or the builder a fold advances)."""
+    from plantrail.projections.state import Advancing
+
+    if not isinstance(state, PlanState | Advancing):
+        raise refuse("state", state, "a PlanState", where=where)
 
 
 def _check_unplanned(state: StateView, data: Event, plan_version: int, now: str | None) -> OrphanWhy | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from plantrail.ledger.vocabulary.arguments import strict
 from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.plan import check_id
 
@@ -73,6 +74,7 @@ def child_path(folder: str, *names: str) -> str:
     return (folder if folder.endswith("/") else folder + "/") + "/".join(names)
 
 
+@strict
 def default_run_id(path: str | os.PathLike[str]) -> str:
     """The run id a log gets when none is given: its file name without ``.jsonl``."""
     name = os.path.basename(os.fspath(path))

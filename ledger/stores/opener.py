@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from plantrail.ledger.stores.targets import is_database_url
+from plantrail.ledger.vocabulary.arguments import refuse, strict
 
 if TYPE_CHECKING:
     from plantrail.ledger.stores.jsonl.run import FileRun, FolderStore
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["as_run", "create_store", "open_run", "open_store"]
 
 
+@strict
 def open_run(name: str | os.PathLike[str], *, store: str | None = None, new: bool = False) -> FileRun | DatabaseRun:
     """The run ``name`` names (see :func:`plantrail.ledger.stores.targets.locate`: a path, a run id in ``store``
     or in the runs folder, a database run's URL), as a run object of its store. Nothing is opened yet."""
@@ -38,6 +40,8 @@ def as_run(target: Run | str | os.PathLike[str]) -> Run:
     URL (exactly: no runs folder or store is consulted)."""
     if isinstance(target, str | os.PathLike):
         return _run_at(os.fspath(target))
+    if not callable(getattr(target, "open_writer", None)):
+        raise refuse("target", target, "a run object, a path or a database run's URL", where="as_run")
     return target
 
 
@@ -51,6 +55,7 @@ def _run_at(target: str) -> FileRun | DatabaseRun:
     return FileRun(target)
 
 
+@strict
 def open_store(location: str | os.PathLike[str] | None = None) -> FolderStore | DatabaseStore:
     """The store ``location`` names: a database (``postgresql://…/db``) or a runs folder (default: the runs
     folder, :func:`plantrail.ledger.stores.locations.runs_folder`)."""

@@ -421,6 +421,11 @@ class PostgresStore:
         """The run id."""
         return self._run
 
+    @property
+    def target(self) -> str:
+        """The run's URL, its password left out."""
+        return str(self.location)
+
     def resume(self) -> Resumed | None:
         """This store keeps no snapshot yet: the ledger folds the run's records."""
         return None

@@ -107,6 +107,11 @@ class RunWriter(Protocol):
         """The run id from the log's header."""
         ...
 
+    @property
+    def target(self) -> str:
+        """What names the run: the log's path, or the database run's URL (its password left out)."""
+        ...
+
     def session(self) -> AbstractContextManager[Session]:
         """Take the writer lock for one read-decide-append turn."""
         ...

@@ -170,6 +170,12 @@ class TranscriptUnreadable(TranscriptError, StorageError):
 CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     # usage
     "USAGE": (UsageError, "the arguments or options are malformed"),
+    "INVALID_ARGUMENT": (
+        UsageError,
+        "a library call got an argument of another type than it takes (the parameter, the type it takes and the "
+        "type it got are named); nothing is coerced",
+    ),
+    "LEDGER_NOT_OPEN": (UsageError, "a ledger used after close(), or made with Ledger() from something not opened"),
     "REPORT_INVALID": (UsageError, "a result's evidence record (--report) is malformed (the field is named)"),
     "CHECKPOINT_KEY_INVALID": (UsageError, "no checkpoint key was given, or it is shorter than 16 bytes"),
     "FILE_STORE_ONLY": (UsageError, "the command works on a JSONL file's bytes (repair, salvage), not a database run"),

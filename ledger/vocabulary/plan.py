@@ -22,6 +22,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal, TypeVar
 
+from plantrail.ledger.vocabulary.arguments import strict
 from plantrail.ledger.vocabulary.artifacts import (
     TASK_ARTIFACT_KEYS,
     InputRef,
@@ -539,6 +540,7 @@ def _parse_all(problems: list[PlantrailError], parse: Callable[[Any, str], T], i
 _DRAFT_KEYS = {"goal", "acceptance_criteria", "acceptanceCriteria", "steps", "policy", "scope", *TASK_ARTIFACT_KEYS}
 
 
+@strict
 def parse_draft(raw: Any) -> Draft:
     """Parse a draft's JSON value (snake_case or camelCase keys); every problem is reported at once.
 
@@ -923,6 +925,7 @@ def _parse_op(raw: Any, where: str) -> PatchOp:
     )
 
 
+@strict
 def parse_patch(raw: Any) -> PlanPatch:
     """Parse a patch's JSON value: ``{"base_version": N, "operations": [...]}``; every problem at once."""
     obj = _require_mapping(raw, "patch")

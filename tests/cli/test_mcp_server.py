@@ -212,3 +212,28 @@ def test_a_replan_keeps_the_criteria_checks_and_the_budgets_it_does_not_give(tmp
     assert plan.acceptance_criteria == first.acceptance_criteria
     assert plan.acceptance_criteria[0].checks
     assert (plan.policy.max_in_progress, plan.policy.max_turns) == (2, 40)
+
+
+def test_a_wrong_type_is_refused_with_its_code_never_coerced(tmp_path: Path) -> None:
+    """`passed: "yes"`, a number for a step or a run, a text for a number: INVALID_ARGUMENT naming the argument,
+    and nothing is written (the SDK's lax validation used to take "yes" for true)."""
+
+    async def main() -> None:
+        async with Client(build_server(tmp_path)) as client:
+            _result(await _call(client, "plan_set", run="r1", goal="g", steps=STEPS, criteria=CRITERIA))
+            before = _lines(tmp_path, "r1")
+            for tool, arguments, name in [
+                ("criterion_verdict", {"criterion": "tests-pass", "passed": "yes", "evidence": "green"}, "passed"),
+                ("criterion_verdict", {"criterion": "tests-pass", "passed": 1, "evidence": "green"}, "passed"),
+                ("step_start", {"step": 3}, "step"),
+                ("step_start", {"step": "reproduce", "expected_seq": "1"}, "expected_seq"),
+                ("step_result", {"step": "reproduce", "result": "complete", "attempt": 1.0}, "attempt"),
+                ("plan_set", {"goal": "g", "steps": "reproduce"}, "steps"),
+            ]:
+                refused = await _call(client, tool, run="r1", **arguments)
+                assert _refused(refused, "INVALID_ARGUMENT"), (tool, arguments)
+                assert f"argument {name} of {tool}" in refused.content[0].text
+            assert _refused(await _call(client, "step_start", run=5, step="reproduce"), "INVALID_ARGUMENT")
+            assert _lines(tmp_path, "r1") == before
+
+    anyio.run(main)

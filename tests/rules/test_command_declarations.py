@@ -91,8 +91,8 @@ def test_decide_holds_no_match_over_the_commands() -> None:
             assert not {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)} & names
 
 
-def test_a_derived_command_is_decided_as_its_base_and_a_stranger_is_usage() -> None:
-    """A subclass of a command is decided by its base's declaration; anything else is refused with USAGE."""
+def test_a_derived_command_is_decided_as_its_base_and_a_stranger_is_refused() -> None:
+    """A subclass of a command is decided by its base's declaration; anything else is refused with INVALID_ARGUMENT."""
 
     class Mine(Start, frozen=True, kw_only=True):
         pass
@@ -100,7 +100,7 @@ def test_a_derived_command_is_decided_as_its_base_and_a_stranger_is_usage() -> N
     assert declaration_of(Mine(step="a")) is declaration_of(Start(step="a"))
     with pytest.raises(PlantrailError) as caught:
         decide.decide(initial(), object())  # type: ignore[arg-type]
-    assert caught.value.code == "USAGE"
+    assert caught.value.code == "INVALID_ARGUMENT"
 
 
 def test_every_declared_refusal_is_a_known_code_with_its_exit_code() -> None:

@@ -32,7 +32,7 @@ MakeLedger = Callable[..., Ledger]
 
 def _log(ledger: Ledger) -> Path:
     """The file a test ledger writes (make_ledger's ledgers are JSONL files)."""
-    return Path(ledger._store.path)  # type: ignore[attr-defined]
+    return Path(ledger.location)
 
 
 REPAIRED: dict[str, Any] = {
@@ -304,7 +304,7 @@ def test_a_repair_step_nothing_needs_does_not_hold_up_completion(make_ledger: Ma
     ledger.complete("build", "built")
     ledger.start("test")
     ledger.complete("test", "green")
-    ledger.verify_criterion("green", "passed", "suite green")
+    ledger.verify_criterion("green", True, "suite green")
     state = ledger.state
     assert stop_decision(state).outcome == "complete"
     assert resume_receipt(state)["verdict"] == "continue"

@@ -225,7 +225,7 @@ def test_next_text_says_to_check_the_target_first(make_ledger: MakeLedger, run_c
     ledger = _cancelled_with_an_effect(make_ledger)
     ledger.abandon("deploy", "input changed")
     ledger.close()
-    result = run_cli("next", ledger._store.path)  # type: ignore[attr-defined]
+    result = run_cli("next", ledger.location)
     assert result.code == 0
     assert "check the target of deploy's effects never known committed first: dep-1 on 'prod'" in result.out
     assert "then start deploy" in result.out
@@ -250,7 +250,7 @@ def test_the_brief_does_not_call_an_idle_repair_step_ready_or_remaining_work(
     assert "repairs" not in entries["test"]
     assert doc["remaining"]["steps"] == ["test", "deploy"]
     ledger.close()
-    text = run_cli("brief", ledger._store.path).out  # type: ignore[attr-defined]
+    text = run_cli("brief", ledger.location).out
     assert "fix: Fix what failed · repair step of test, not needed now (only a failure calls it)" in text
     assert "fix: Fix what failed · ready" not in text
 

@@ -30,7 +30,7 @@ def _run(make_ledger: Callable[..., Ledger], draft: dict[str, Any]) -> Path:
     draft["steps"][1]["title"] = "Trace the auth client timeout"
     ledger.replan("new_constraint", "auth times out", plan=draft, causes=[7])
     ledger.close()
-    return Path(ledger._store.path)  # type: ignore[attr-defined]
+    return Path(ledger.location)
 
 
 def _payload(snap: Path) -> bytes:

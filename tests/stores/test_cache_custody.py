@@ -64,7 +64,7 @@ def _settled(make_ledger: Callable[..., Ledger]) -> Path:
     ledger.complete("reproduce", ["login.test.ts fails with 401 " * 60])
     ledger.start("diagnose")  # the record the snapshot ends at comes after the one the tests edit
     ledger.close()
-    log = Path(ledger._store.path)  # type: ignore[attr-defined]
+    log = Path(ledger.location)
     time.sleep(_TICK)
     Ledger.open(log, fsync="none").close()  # a full check; its snapshot hands on the custody it established
     return log

@@ -37,7 +37,7 @@ def _closed_run(make_ledger: MakeLedger) -> Path:
     ledger.start("reproduce", idempotency_key="s1")
     ledger.complete("reproduce", ["401 reproduced"])
     ledger.close()
-    return Path(ledger._store.path)  # type: ignore[attr-defined]
+    return Path(ledger.location)
 
 
 def _cold_state(log: Path) -> str:
@@ -143,7 +143,7 @@ def test_a_read_only_status_writes_no_snapshot(make_ledger: MakeLedger, run_cli:
     ledger = make_ledger(cache=False)
     ledger.execute_many([VerifyCriterion(criterion="login-test-passes", passed=True, evidence="seen")] * 1200)
     ledger.close()
-    log = Path(ledger._store.path)  # type: ignore[attr-defined]
+    log = Path(ledger.location)
     assert run_cli("status", log).code == 0
     assert not _cache(log).exists()
 
@@ -204,7 +204,7 @@ def test_a_stale_version_meta_beside_a_newer_index_is_not_used(
     ledger = make_ledger(draft)
     ledger.start("reproduce")
     ledger.replan("failed_assumption", "first", plan=draft)
-    log = Path(ledger._store.path)  # type: ignore[attr-defined]
+    log = Path(ledger.location)
     reads.build_version_index(str(log))
     old_meta = (_cache(log) / "versions.meta").read_bytes()
     ledger.complete("reproduce", ["late"], plan_version=1, attempt=1)
@@ -252,7 +252,7 @@ def test_deleting_the_cache_changes_no_answer_of_next(
 def test_verify_of_a_log_being_appended_to_verifies_the_prefix_it_read(make_ledger: MakeLedger) -> None:
     """While another writer appends, verify never reports NONDETERMINISTIC_FOLD: it checks what it read."""
     ledger = make_ledger()
-    log = Path(ledger._store.path)  # type: ignore[attr-defined]
+    log = Path(ledger.location)
     verdict = VerifyCriterion(criterion="login-test-passes", passed=True, evidence="e" * 200)
     ledger.execute_many([verdict] * 1500)
     stop = threading.Event()
@@ -276,7 +276,7 @@ def test_a_group_commit_cut_short_by_a_crash_counts_for_nothing(make_ledger: Mak
     """Records of a batch whose end never reached the file are not read as history: readers stop before the
     batch (a torn tail), verify accepts only the part before it, and repair quarantines the whole batch."""
     ledger = make_ledger()
-    log = Path(ledger._store.path)  # type: ignore[attr-defined]
+    log = Path(ledger.location)
     ledger.start("reproduce")
     before = log.stat().st_size
     ledger.execute_many([Complete(step="reproduce", evidence=["x" * 100]), Start(step="diagnose")])
@@ -298,7 +298,7 @@ def test_a_group_commit_cut_short_by_power_loss_is_a_torn_tail_from_its_begin(ma
     whose zeros may hold a newline): a torn tail from the batch's begin, which repair quarantines, not
     corruption; and a block of zeros with no newline is a zero-filled torn tail too."""
     ledger = make_ledger()
-    log = Path(ledger._store.path)  # type: ignore[attr-defined]
+    log = Path(ledger.location)
     ledger.start("reproduce")
     before = log.stat().st_size
     ledger.execute_many([Complete(step="reproduce", evidence=["x" * 100]), Start(step="diagnose")])
@@ -346,7 +346,7 @@ def test_readers_wait_a_bounded_time_for_a_stopped_writer_on_a_torn_tail(
 def test_a_checkpoint_after_the_log_was_emptied_under_the_ledger_writes_nothing(make_ledger: MakeLedger) -> None:
     """A log truncated to nothing under an open Ledger gets no headless checkpoint: the write is refused."""
     ledger = make_ledger()
-    log = Path(ledger._store.path)  # type: ignore[attr-defined]
+    log = Path(ledger.location)
     os.truncate(log, 0)
     with pytest.raises(PlantrailError) as info:
         ledger.checkpoint(b"k" * 32)
@@ -368,7 +368,7 @@ def test_a_retried_replan_with_another_policy_is_a_conflict(make_ledger: MakeLed
 
 def test_a_duplicates_ack_is_durable_only_once_an_fsync_covers_it(make_ledger: MakeLedger) -> None:
     """Under fsync batch, a retried key's ack says durable: false until the group commit's fsync has run."""
-    log = Path(make_ledger(fsync="batch")._store.path)  # type: ignore[attr-defined]
+    log = Path(make_ledger(fsync="batch").location)
     ledger = Ledger.open(log, batch_size=1000)
     first = ledger.start("reproduce", idempotency_key="s")
     assert not first.durable
@@ -385,7 +385,7 @@ def test_verify_decodes_every_line_once(make_ledger: MakeLedger, monkeypatch: py
     ledger = make_ledger()
     ledger.start("reproduce")
     ledger.complete("reproduce", ["401 reproduced"])
-    log = Path(ledger._store.path)  # type: ignore[attr-defined]
+    log = Path(ledger.location)
     calls: list[int] = []
     real = jsonl.decode
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from plantrail.ledger.acknowledgement import ack_view
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.rules.decide import Command
+from plantrail.ledger.rules.decide import Command, Replan
 from plantrail.ledger.stores.jsonl import cache, reads
 from plantrail.ledger.stores.jsonl import log as jsonl
 from plantrail.ledger.stores.protocol import ReadResult
@@ -88,6 +88,8 @@ class _Unique:
     def enlarge(self, command: Command, factor: int) -> Command:
         fields: dict[str, Any] = {}
         for name in ("evidence", "reason", "error", "why"):
+            if name == "reason" and isinstance(command, Replan):
+                continue  # a replan's reason is a code from a closed set, not a text
             value = getattr(command, name, None)
             if isinstance(value, str):
                 fields[name] = f"{next(self.count)}:" + value * factor

@@ -183,7 +183,7 @@ def test_the_idempotency_index_lives_in_its_own_file_rewritten_only_when_it_chan
     first = draft["steps"][0]["id"]
     ledger.start(first, idempotency_key="k1")
     ledger.close()
-    log = Path(ledger._store.path)  # type: ignore[attr-defined]
+    log = Path(ledger.location)
     keys = Path(str(log) + ".plantrail-cache") / "keys.snap"
     before = keys.stat().st_ino, keys.read_bytes()
     with Ledger.open(log, fsync="none") as again:

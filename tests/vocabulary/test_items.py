@@ -130,14 +130,17 @@ def test_a_step_spec_built_in_python_takes_a_string_dependency() -> None:
     ],
     ids=["criterion evidence", "block reason", "fail error", "finish reason", "replan why"],
 )
-def test_a_list_or_other_value_where_one_text_is_expected_is_a_usage_error(
-    make_ledger: Callable[..., Ledger], tmp_path: Path, record: Callable[[Ledger], Any]
+def test_a_list_or_other_value_where_one_text_is_expected_is_refused(
+    make_ledger: Callable[..., Ledger], tmp_path: Path, record: Callable[[Ledger], Any], request: pytest.FixtureRequest
 ) -> None:
-    """Where one text is expected, anything but a str is USAGE naming the argument, and the log is unchanged."""
+    """Where one text is expected, anything but a str is INVALID_ARGUMENT naming the argument, and the log is
+    unchanged."""
     ledger = make_ledger()
     ledger.start("reproduce")
     before = (tmp_path / "run.jsonl").read_bytes()
     with pytest.raises(PlantrailError) as caught:
         record(ledger)
-    assert caught.value.code == "USAGE" and "must be a string" in caught.value.message
+    parameter = request.node.callspec.id.split()[-1]
+    assert (caught.value.code, caught.value.fields["parameter"]) == ("INVALID_ARGUMENT", parameter)
+    assert "takes a text (str)" in caught.value.message
     assert (tmp_path / "run.jsonl").read_bytes() == before

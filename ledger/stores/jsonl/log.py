@@ -58,6 +58,7 @@ from plantrail.ledger.stores.jsonl.cache import (
     texts_between,
 )
 from plantrail.ledger.stores.values import FsyncPolicy, PendingRecord, Resumed, TornTail
+from plantrail.ledger.vocabulary.arguments import strict
 from plantrail.ledger.vocabulary.clock import utc_now
 from plantrail.ledger.vocabulary.codec import GENESIS_PREV, MAX_LINE_BYTES, decode, holds_record_end, log_format
 from plantrail.ledger.vocabulary.errors import LogDamaged, error
@@ -515,6 +516,11 @@ class JsonlStore:
     def run(self) -> str:
         """The run id from the header."""
         return self._header.run
+
+    @property
+    def target(self) -> str:
+        """The log's path."""
+        return self.path
 
     def resume(self) -> Resumed | None:
         """Start from the log's snapshot when it checks out (see :mod:`plantrail.ledger.stores.jsonl.cache`); None to
@@ -990,6 +996,7 @@ def _check_watermark(head: _Head, acked: tuple[int, str], tail: TornTail | None)
         )
 
 
+@strict
 def repair(
     path: str | os.PathLike[str], *, acked: tuple[int, str] | None = None, clock: Callable[[], str] = utc_now
 ) -> RepairResult:
