@@ -76,6 +76,7 @@ __all__ = [
     "evolve",
     "fold",
     "initial",
+    "is_state_view",
     "orphan_reason",
     "share_unchanged",
 ]
@@ -373,6 +374,11 @@ def in_place(state: PlanState) -> _Builder:
     applies one, ``freeze(last_seq, head)`` gives the immutable state, and in between it reads like a
     :class:`StateView`. Keep it only for that loop: it changes under its reader."""
     return _Builder(state)
+
+
+def is_state_view(value: object) -> bool:
+    """True when ``value`` is a :class:`StateView`: a :class:`PlanState`, or the builder of an :class:`Advancing`."""
+    return isinstance(value, PlanState | _Builder)
 
 
 class Advancing:

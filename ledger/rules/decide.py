@@ -46,7 +46,7 @@ from plantrail.ledger.rules.outcomes import FINISH, Finish
 from plantrail.ledger.rules.reconcile import CREATE, REPLAN, Create, Replan
 from plantrail.ledger.vocabulary.arguments import refuse, strict
 from plantrail.ledger.vocabulary.events import Actor, Event, RunForked, Source
-from plantrail.projections.model import OrphanWhy, PlanState
+from plantrail.projections.model import OrphanWhy
 
 if TYPE_CHECKING:
     from plantrail.projections.state import StateView
@@ -193,9 +193,9 @@ def check(state: StateView, data: Event, plan_version: int, *, now: str | None =
 
 def _require_state(state: object, where: str) -> None:
     """INVALID_ARGUMENT unless ``state`` is a plan state (or the builder a fold advances)."""
-    from plantrail.projections.state import Advancing
+    from plantrail.projections.state import is_state_view
 
-    if not isinstance(state, PlanState | Advancing):
+    if not is_state_view(state):
         raise refuse("state", state, "a PlanState", where=where)
 
 
