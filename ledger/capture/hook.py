@@ -186,10 +186,10 @@ def _record_opencode(raw: bytes, now: str, env: Mapping[str, str] | None) -> Hoo
         with _root(payload.cwd, env) as root:
             _check_log(root, log, env)
             with _capture(root) as capture, Journal.locked(name, capture) as journal:
-                blob = journal.read_bytes()
+                blob = journal.content()
                 document = orjson.loads(blob) if blob.strip() else None
                 updated = opencode.add_update(document, payload, iso_to_millis(now) or 0)
-                journal.replace(orjson.dumps(updated))
+                journal.rewrite(orjson.dumps(updated))
                 found = _append_journal(journal.path, log, session, opencode.FORMAT, opencode.ADAPTER, opencode.VERSION)
         errors += found
         errors += _write_errors(payload.cwd, env, payload, found, "opencode")
@@ -306,7 +306,7 @@ def capture_journal(journal: Journal | str | os.PathLike[str], log: Log, session
             return capture_journal(held, log, session)
     name = os.path.basename(journal.path)
     note = f"captured live by plantrail's {claude.ADAPTER} adapter v{claude.VERSION} (journal {name})"
-    blob = journal.read_bytes()  # read and hashed once: the kept state's check and the lines after it
+    blob = journal.content()  # read and hashed once: the kept state's check and the lines after it
     kept = load_state(journal, blob)
     state, prefix = kept if kept is not None else (fresh_state(journal, session, (note,)), None)
     batches = advance(journal, state, blob, prefix)
@@ -349,7 +349,7 @@ def _holds_turn(journal: Journal, turn: Mapping[str, Any]) -> bool:
     journal writes it (``"turn":{"id":"<id>"``); a turn without an id is never taken for another."""
     if turn.get("id") is None:
         return False
-    return b'"turn":{"id":' + orjson.dumps(turn["id"]) in journal.read_bytes()
+    return b'"turn":{"id":' + orjson.dumps(turn["id"]) in journal.content()
 
 
 def _held_calls(journal: Journal, payload: claude.Payload) -> frozenset[str]:
@@ -362,7 +362,7 @@ def _held_calls(journal: Journal, payload: claude.Payload) -> frozenset[str]:
     if call is None:
         return frozenset()
     needle = b'"type":"tool_use","id":' + orjson.dumps(call)
-    return frozenset({call}) if needle in journal.read_bytes() else frozenset()
+    return frozenset({call}) if needle in journal.content() else frozenset()
 
 
 def _calls(lines: Sequence[Mapping[str, Any]]) -> frozenset[str]:

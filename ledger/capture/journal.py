@@ -91,14 +91,14 @@ class Journal:
             if folder is None:
                 held.close()
 
-    def replace(self, blob: bytes) -> None:
+    def rewrite(self, blob: bytes) -> None:
         """Put ``blob`` in the journal's place whole (a temporary file, fsynced, renamed over it)."""
         self.folder.replace(self.name, blob, what="journal")
         fd = self.folder.open_file(self.name, append=True, what="journal")
         os.close(self._fd)
         self._fd = fd
 
-    def read_bytes(self) -> bytes:
+    def content(self) -> bytes:
         """The journal's bytes as they are (at most a transcript's cap: INPUT_TOO_LARGE past it)."""
         from plantrail.ledger.stores.owned import read_descriptor
         from plantrail.ledger.vocabulary.limits import TRANSCRIPT
@@ -108,7 +108,7 @@ class Journal:
     def lines(self) -> list[dict[str, object]]:
         """Every whole JSON object line of the journal, in order (a torn or foreign line is passed over)."""
         found: list[dict[str, object]] = []
-        for raw in self.read_bytes().splitlines():
+        for raw in self.content().splitlines():
             try:
                 value = orjson.loads(raw)
             except orjson.JSONDecodeError:

@@ -215,7 +215,7 @@ def _journal_bytes(journal: AnyJournal) -> bytes:
     from plantrail.ledger.vocabulary.limits import TRANSCRIPT
 
     if isinstance(journal, Journal):
-        return journal.read_bytes()
+        return journal.content()
     path = os.fspath(journal)
     with Folder.open(os.path.dirname(path) or ".") as folder:
         return folder.read(os.path.basename(path), TRANSCRIPT.cap(), what="journal") or b""
