@@ -76,10 +76,10 @@ class Journal:
         name = os.path.basename(path)
         held = folder if folder is not None else Folder.open(os.path.dirname(path) or ".", create=True)
         try:
-            lock = held.open_file(f"{name}.lock", write=True, create=True, what="journal lock")
+            lock = held.open_file(f"{name}.lock", write=True, create=True, mode=0o644, what="journal lock")
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX)
-                fd = held.open_file(name, append=True, create=True, what="journal")
+                fd = held.open_file(name, append=True, create=True, mode=0o644, what="journal")
                 journal = cls(path, held, name, fd)
                 try:
                     yield journal

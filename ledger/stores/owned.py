@@ -73,8 +73,9 @@ class Folder:
         made.path = path
         return made
 
-    def folder(self, name: str, *, create: bool = False, mode: int = 0o755, what: str = "folder") -> Folder:
-        """The sub-folder ``name``, never through a link (made with ``mode`` when missing and ``create``);
+    def folder(self, name: str, *, create: bool = False, mode: int = 0o777, what: str = "folder") -> Folder:
+        """The sub-folder ``name``, never through a link (made with ``mode``, less the umask, when missing and
+        ``create``);
         NOT_A_FILE when a file, a link or anything but a folder is in its place."""
         path = self.child(name)
         _plain(name, path, what)
@@ -112,13 +113,13 @@ class Folder:
         write: bool = False,
         append: bool = False,
         create: bool = False,
-        mode: int = 0o644,
+        mode: int = 0o666,
         what: str = "file",
     ) -> int:
         """A descriptor for the regular file ``name`` (read-only, or read-write with ``write``, appending
-        with ``append``), made (exclusive, with ``mode``) when missing and ``create``; FILE_NOT_FOUND when
-        missing otherwise, NOT_A_FILE for a link or anything but a regular file (or, written, one with
-        another name elsewhere). The descriptor blocks again once checked."""
+        with ``append``), made (exclusive, with ``mode`` less the umask) when missing and ``create``;
+        FILE_NOT_FOUND when missing otherwise, NOT_A_FILE for a link or anything but a regular file (or,
+        written, one with another name elsewhere). The descriptor blocks again once checked."""
         path = self.child(name)
         _plain(name, path, what)
         access = (os.O_RDWR | (os.O_APPEND if append else 0)) if write or append else os.O_RDONLY
