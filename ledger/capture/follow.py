@@ -75,5 +75,11 @@ def _append_once(path: Path, log: str | os.PathLike[str], format: str | None, ru
 
 
 def _head(path: Path) -> bytes:
-    with path.open("rb") as handle:
-        return handle.read(1 << 20)
+    """The file's first MiB, read without waiting on a FIFO (only a regular file: else the error's code)."""
+    from plantrail.ledger.stores.files import open_regular
+
+    fd = open_regular(str(path), what="transcript")
+    try:
+        return os.pread(fd, 1 << 20, 0)
+    finally:
+        os.close(fd)

@@ -17,11 +17,19 @@ results), once per turn.
 Anything that goes wrong (a payload that is no JSON, over its cap, without a session, an event or tool the hook
 does not take, a log that refuses an update) is one line in ``hook-errors.log`` beside ``runs/``, kept under
 :data:`ERRORS_CAP` bytes (the older half is dropped), and the log is left as it was.
+
+A project's ``.plantrail/`` is not plantrail's own: a cloned repository can ship anything there. Every file the
+hook reads or writes in it is reached through :class:`plantrail.ledger.stores.owned.Folder` (no link followed,
+nothing that blocks, nothing planted written through, sub-folders made refusing a file or link in their place);
+what is planted is an error line (or, when the error file itself is planted, an error of the call), never a
+write outside the folder. The agent's transcript (a Stop's usage, a subagent's calls) is read without waiting
+on a FIFO and only when it is a regular file.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -37,10 +45,12 @@ from plantrail.ledger.vocabulary.limits import HOOK_PAYLOAD
 from plantrail.ledger.vocabulary.plan import check_id
 
 from . import claude
-from .journal import Journal, journal_file
+from .journal import CAPTURE_FOLDER, Journal, journal_file
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from plantrail.ledger.stores.owned import Folder
 
 __all__ = [
     "ERRORS_CAP",
@@ -60,6 +70,8 @@ Log: TypeAlias = "Path | str"
 
 ERRORS_FILE = "hook-errors.log"
 ERRORS_CAP = 256 * 1024
+#: ``plantrail hook errors`` reads no more of the error file than this (the hook keeps it under ERRORS_CAP).
+_ERRORS_READ = 16 * ERRORS_CAP
 RECEIPT_CAP = 10_000
 _PLAN_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure", "TaskCreated", "TaskCompleted", "SubagentStop"})
 
@@ -85,6 +97,22 @@ def _folder(cwd: str | None, env: Mapping[str, str] | None) -> str:
     if home:
         return pure_path(home)
     return child_path(pure_path(cwd if cwd is not None else os.getcwd()), ".plantrail")
+
+
+def _root(cwd: str | None, env: Mapping[str, str] | None) -> Folder:
+    """The folder :func:`_folder` names, held open and made when missing: ``$PLANTRAIL_HOME`` as the user names
+    it, else the project's ``.plantrail``, reached from the project without following a link (a file or a link
+    planted in its place is refused)."""
+    from plantrail.ledger.stores.owned import Folder
+
+    home = (env if env is not None else os.environ).get(HOME_ENV)
+    if home:
+        return Folder.open(pure_path(home), create=True, what="plantrail folder")
+    project = pure_path(cwd if cwd is not None else os.getcwd())
+    with Folder.open(project, create=True, what="project folder") as above:
+        found = above.folder(".plantrail", create=True, what="plantrail folder")
+    found.path = child_path(project, ".plantrail")
+    return found
 
 
 def claude_hook(
@@ -129,15 +157,19 @@ def _record_gemini(raw: bytes, now: str, env: Mapping[str, str] | None) -> HookR
     [payload] = gemini.read_payloads(raw)
     folder, session, log = _where(payload, env)
     errors: list[str] = []
-    with Journal.locked(journal_file(folder, session, gemini.ADAPTER)) as journal:
-        records = gemini.journal_records(payload, now, len(journal.lines()))
-        journal.append(records)
-        if payload.event in gemini.PLAN_EVENTS and records:
-            errors += _append_journal(journal.path, log, session, gemini.FORMAT, gemini.ADAPTER, gemini.VERSION)
-        if payload.event == "SessionEnd" and as_run(log).exists():
-            _pause(log, session, payload, now, "Gemini CLI")
-    for line in errors:
-        _write_error(folder, payload, line, "gemini")
+    with _root(payload.cwd, env) as root:
+        _check_log(root, log, env)
+        with (
+            _capture(root) as capture,
+            Journal.locked(journal_file(folder, session, gemini.ADAPTER), capture) as journal,
+        ):
+            records = gemini.journal_records(payload, now, len(journal.lines()))
+            journal.append(records)
+            if payload.event in gemini.PLAN_EVENTS and records:
+                errors += _append_journal(journal.path, log, session, gemini.FORMAT, gemini.ADAPTER, gemini.VERSION)
+            if payload.event == "SessionEnd" and as_run(log).exists():
+                _pause(log, session, payload, now, "Gemini CLI")
+    errors += _write_errors(payload.cwd, env, payload, errors, "gemini")
     return HookResult(None, log, tuple(errors))
 
 
@@ -150,15 +182,17 @@ def _record_opencode(raw: bytes, now: str, env: Mapping[str, str] | None) -> Hoo
     log: Log | None = None
     for payload in opencode.read_payloads(raw):
         folder, session, log = _where(payload, env)
-        with Journal.locked(journal_file(folder, session, opencode.ADAPTER, ".json")) as journal:
-            blob = journal.read_bytes()
-            document = orjson.loads(blob) if blob.strip() else None
-            updated = opencode.add_update(document, payload, iso_to_millis(now) or 0)
-            journal.replace(orjson.dumps(updated))
-            found = _append_journal(journal.path, log, session, opencode.FORMAT, opencode.ADAPTER, opencode.VERSION)
-        for line in found:
-            _write_error(folder, payload, line, "opencode")
+        name = journal_file(folder, session, opencode.ADAPTER, ".json")
+        with _root(payload.cwd, env) as root:
+            _check_log(root, log, env)
+            with _capture(root) as capture, Journal.locked(name, capture) as journal:
+                blob = journal.content()
+                document = orjson.loads(blob) if blob.strip() else None
+                updated = opencode.add_update(document, payload, iso_to_millis(now) or 0)
+                journal.rewrite(orjson.dumps(updated))
+                found = _append_journal(journal.path, log, session, opencode.FORMAT, opencode.ADAPTER, opencode.VERSION)
         errors += found
+        errors += _write_errors(payload.cwd, env, payload, found, "opencode")
     return HookResult(None, log, tuple(errors))
 
 
@@ -183,6 +217,26 @@ def _prepare(log: Log) -> None:
     as_run(log).prepare()
 
 
+def _capture(root: Folder) -> Folder:
+    """The journals' folder, ``capture/`` in the .plantrail folder, made when missing (never through a link)."""
+    return root.folder(CAPTURE_FOLDER, create=True, what="capture folder")
+
+
+def _check_log(root: Folder, log: Log, env: Mapping[str, str] | None) -> None:
+    """Before the hook reads or writes the session's log in the .plantrail folder's own ``runs/`` (not a store
+    the user named): the runs folder made or found without following a link, and the log absent or a regular
+    file with one name (NOT_A_FILE otherwise: a planted link or FIFO is never appended through)."""
+    if (env if env is not None else os.environ).get(STORE_ENV):
+        return  # the user's own store: its folder or database is theirs
+    with root.folder("runs", create=True, what="runs folder") as runs:
+        found = runs.lstat(os.path.basename(os.fspath(log)))
+        if found is not None and (not stat.S_ISREG(found.st_mode) or found.st_nlink > 1):
+            path = runs.child(os.path.basename(os.fspath(log)))
+            raise error(
+                "NOT_A_FILE", f"the log {path} is not a regular file of its own; it was left as it is", path=path
+            )
+
+
 def _append_journal(
     journal: str | os.PathLike[str], log: Log, session: str, format: str, adapter: str, version: int
 ) -> list[str]:
@@ -196,12 +250,19 @@ def _append_journal(
 
 
 def hook_errors(folder: str | os.PathLike[str]) -> str:
-    """The hook error file's text under ``folder`` (empty when there is none)."""
+    """The hook error file's text under ``folder`` (empty when there is none); NOT_A_FILE when a link, a FIFO
+    or anything but a regular file is in its place."""
+    from plantrail.ledger.stores.owned import Folder
+
     try:
-        with open(os.path.join(folder, ERRORS_FILE), encoding="utf-8", errors="replace") as handle:
-            return handle.read()
-    except FileNotFoundError:
-        return ""
+        place = Folder.open(os.fspath(folder), what="plantrail folder")
+    except PlantrailError as exc:
+        if exc.code == "FILE_NOT_FOUND":
+            return ""
+        raise
+    with place:
+        blob = place.read(ERRORS_FILE, _ERRORS_READ, what="hook error file")
+    return "" if blob is None else blob.decode("utf-8", errors="replace")
 
 
 def _capped(raw: bytes) -> bytes:
@@ -214,31 +275,38 @@ def _capped(raw: bytes) -> bytes:
 def _record(payload: claude.Payload, now: str, env: Mapping[str, str] | None) -> HookResult:
     folder, session, log = _where(payload, env)
     errors: list[str] = []
-    with Journal.locked(journal_file(folder, session, claude.ADAPTER)) as journal:
-        turn = _turn(payload)
-        if turn is None or not _holds_turn(journal, turn):
-            held = _held_calls(journal, payload)
-            journal.append(claude.journal_records(payload, now, held, _transcript_lines, turn))
-        if payload.event in _PLAN_EVENTS:
-            errors += capture_journal(journal.path, log, session)
-        if payload.event == "SessionEnd" and as_run(log).exists():
-            _pause(log, session, payload, now)
-    for line in errors:
-        _write_error(folder, payload, line)
-    receipt = _receipt(log) if payload.event == "SessionStart" and as_run(log).exists() else None
+    turn = _turn(payload)  # the transcript is read before the session's lock is taken, never while holding it
+    with _root(payload.cwd, env) as root:
+        _check_log(root, log, env)
+        with (
+            _capture(root) as capture,
+            Journal.locked(journal_file(folder, session, claude.ADAPTER), capture) as journal,
+        ):
+            if turn is None or not _holds_turn(journal, turn):
+                held = _held_calls(journal, payload)
+                journal.append(claude.journal_records(payload, now, held, _transcript_lines, turn))
+            if payload.event in _PLAN_EVENTS:
+                errors += capture_journal(journal, log, session)
+            if payload.event == "SessionEnd" and as_run(log).exists():
+                _pause(log, session, payload, now)
+        receipt = _receipt(log) if payload.event == "SessionStart" and as_run(log).exists() else None
+    errors += _write_errors(payload.cwd, env, payload, errors)
     return HookResult(receipt, log, tuple(errors))
 
 
-def capture_journal(journal: str | os.PathLike[str], log: Log, session: str) -> list[str]:
+def capture_journal(journal: Journal | str | os.PathLike[str], log: Log, session: str) -> list[str]:
     """Append what the journal's mapping holds and the log does not (the mapping resumed from its kept state
-    when there is one, :mod:`.live`); the refusals, as error lines."""
+    when there is one, :mod:`.live`); the refusals, as error lines. ``journal`` is held and locked (a hook
+    call), or named (it is then locked for the call)."""
     from plantrail.ledger.capture.append import write_batches
     from plantrail.ledger.capture.live import advance, fresh_state, load_state, save_state
 
-    name = os.path.basename(journal)
+    if not isinstance(journal, Journal):
+        with Journal.locked(journal) as held:
+            return capture_journal(held, log, session)
+    name = os.path.basename(journal.path)
     note = f"captured live by plantrail's {claude.ADAPTER} adapter v{claude.VERSION} (journal {name})"
-    with open(journal, "rb") as handle:
-        blob = handle.read()  # read and hashed once: the kept state's check and the lines after it
+    blob = journal.content()  # read and hashed once: the kept state's check and the lines after it
     kept = load_state(journal, blob)
     state, prefix = kept if kept is not None else (fresh_state(journal, session, (note,)), None)
     batches = advance(journal, state, blob, prefix)
@@ -281,7 +349,7 @@ def _holds_turn(journal: Journal, turn: Mapping[str, Any]) -> bool:
     journal writes it (``"turn":{"id":"<id>"``); a turn without an id is never taken for another."""
     if turn.get("id") is None:
         return False
-    return b'"turn":{"id":' + orjson.dumps(turn["id"]) in journal.read_bytes()
+    return b'"turn":{"id":' + orjson.dumps(turn["id"]) in journal.content()
 
 
 def _held_calls(journal: Journal, payload: claude.Payload) -> frozenset[str]:
@@ -294,7 +362,7 @@ def _held_calls(journal: Journal, payload: claude.Payload) -> frozenset[str]:
     if call is None:
         return frozenset()
     needle = b'"type":"tool_use","id":' + orjson.dumps(call)
-    return frozenset({call}) if needle in journal.read_bytes() else frozenset()
+    return frozenset({call}) if needle in journal.content() else frozenset()
 
 
 def _calls(lines: Sequence[Mapping[str, Any]]) -> frozenset[str]:
@@ -333,9 +401,7 @@ def _failed(
     payload: claude.Payload | None, raw: bytes, env: Mapping[str, str] | None, line: str, agent: str = "claude"
 ) -> HookResult:
     cwd = payload.cwd if payload is not None else _cwd_of(raw)
-    folder = _folder(cwd, env)
-    _write_error(folder, payload, line, agent)
-    return HookResult(None, None, (line,))
+    return HookResult(None, None, (line, *_write_errors(cwd, env, payload, [line], agent)))
 
 
 def _cwd_of(raw: bytes) -> str | None:
@@ -354,22 +420,36 @@ def _cwd_of(raw: bytes) -> str | None:
     return cwd if isinstance(cwd, str) and cwd else None
 
 
-def _write_error(folder: str, payload: claude.Payload | None, line: str, agent: str = "claude") -> None:
-    """One line in the error file, which is kept under ERRORS_CAP (its older half dropped); never raises."""
+def _write_errors(
+    cwd: str | None,
+    env: Mapping[str, str] | None,
+    payload: claude.Payload | None,
+    lines: Sequence[str],
+    agent: str = "claude",
+) -> list[str]:
+    """The lines in the error file, which is kept under ERRORS_CAP (its older half dropped); never raises.
+    Returns what kept them out, as an error line (a planted link, FIFO or folder in the error file's place, a
+    folder that cannot be written), else nothing: the call's result still holds the lines."""
+    if not lines:
+        return []
     where = f"{payload.event} session {payload.session}" if payload is not None else "payload"
-    text = f"{utc_now()} {agent} {where}: {' '.join(line.split())}\n".encode()
-    path = os.path.join(folder, ERRORS_FILE)
+    stamp = utc_now()
+    text = "".join(f"{stamp} {agent} {where}: {' '.join(line.split())}\n" for line in lines).encode()
     try:
-        os.makedirs(folder, exist_ok=True)
-        with open(path, "ab") as handle:
-            handle.write(text)
-        if os.stat(path).st_size > ERRORS_CAP:
-            with open(path, "rb") as handle:
-                kept = handle.read()[-ERRORS_CAP // 2 :]
-            kept = kept[kept.find(b"\n") + 1 :]
-            temporary = os.path.splitext(path)[0] + ".tmp"
-            with open(temporary, "wb") as handle:
-                handle.write(kept)
-            os.replace(temporary, path)
-    except OSError:
-        pass  # nowhere to write: the hook still never fails the agent
+        with _root(cwd, env) as root:
+            fd = root.open_file(ERRORS_FILE, append=True, create=True, what="hook error file")
+            try:
+                os.write(fd, text)
+                found = os.fstat(fd)
+                if found.st_size > ERRORS_CAP:
+                    half = ERRORS_CAP // 2
+                    kept = os.pread(fd, half, found.st_size - half)
+                    kept = kept[kept.find(b"\n") + 1 :]
+                    root.replace(ERRORS_FILE, kept, mode=stat.S_IMODE(found.st_mode), what="hook error file")
+            finally:
+                os.close(fd)
+    except PlantrailError as exc:
+        return [f"error[{exc.code}]: the hook error file was not written: {exc.message}"]
+    except OSError as exc:
+        return [f"error[IO_ERROR]: the hook error file was not written: {exc.strerror or exc}"]
+    return []

@@ -22,16 +22,18 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+import msgspec
+
 from plantrail.ledger.importers.model import ListSnapshot, Observation, TaskEvent
 
 __all__ = ["Identities", "batch_key", "identities", "identity_of_source"]
 
 
-class Identities:
-    """Names updates one at a time, in order (the completions of each task counted so far)."""
+class Identities(msgspec.Struct):
+    """Names updates one at a time, in order (the completions of each task counted so far); plain data, kept
+    with live capture's state."""
 
-    def __init__(self) -> None:
-        self.completions: Counter[str] = Counter()
+    completions: Counter[str] = msgspec.field(default_factory=Counter)
 
     def of(self, file: str, observation: Observation) -> str:
         """The identity of the next update (see the module's rules)."""

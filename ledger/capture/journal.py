@@ -32,6 +32,8 @@ from plantrail.ledger.stores.locations import child_path
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from plantrail.ledger.stores.owned import Folder
+
 __all__ = ["CAPTURE_FOLDER", "Journal", "journal_file", "journal_path"]
 
 CAPTURE_FOLDER = "capture"
@@ -50,60 +52,70 @@ def journal_file(plantrail_folder: str, session: str, agent: str, suffix: str = 
 
 
 class Journal:
-    """A session's hook journal, opened and locked for one hook call (``path`` as the caller named it)."""
+    """A session's hook journal, opened and locked for one hook call (``path`` as the caller named it).
 
-    def __init__(self, path: str | os.PathLike[str], fd: int) -> None:
+    Its folder is held open (:class:`plantrail.ledger.stores.owned.Folder`: a project's ``.plantrail/`` is not
+    plantrail's own), and the journal, its lock file and a document journal's replacement are reached through
+    it: no link is followed, nothing blocks, nothing planted is written through."""
+
+    def __init__(self, path: str | os.PathLike[str], folder: Folder, name: str, fd: int) -> None:
         self.path = path
+        self.folder = folder
+        self.name = name
         self._fd = fd
 
     @classmethod
     @contextmanager
-    def locked(cls, path: str | os.PathLike[str]) -> Iterator[Journal]:
+    def locked(cls, path: str | os.PathLike[str], folder: Folder | None = None) -> Iterator[Journal]:
         """Open (creating folder and file when missing) and hold the exclusive lock until the block ends (the
-        lock is on ``<journal>.lock``, so a document journal can be replaced whole under it)."""
-        parent = os.path.dirname(path)
-        if parent:
-            os.makedirs(parent, exist_ok=True)
-        lock = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        lock is on ``<journal>.lock``, so a document journal can be replaced whole under it). ``folder`` is the
+        journal's folder when the caller holds it open (a hook call: reached from the project without
+        following a link); else the folder ``path`` names is opened (made when missing)."""
+        from plantrail.ledger.stores.owned import Folder
+
+        name = os.path.basename(path)
+        held = folder if folder is not None else Folder.open(os.path.dirname(path) or ".", create=True)
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+            lock = held.open_file(f"{name}.lock", write=True, create=True, mode=0o644, what="journal lock")
             try:
-                yield cls(path, fd)
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                fd = held.open_file(name, append=True, create=True, mode=0o644, what="journal")
+                journal = cls(path, held, name, fd)
+                try:
+                    yield journal
+                finally:
+                    os.close(journal._fd)
             finally:
-                os.close(fd)
+                os.close(lock)  # releases the lock
         finally:
-            os.close(lock)  # releases the lock
+            if folder is None:
+                held.close()
 
-    def replace(self, blob: bytes) -> None:
+    def rewrite(self, blob: bytes) -> None:
         """Put ``blob`` in the journal's place whole (a temporary file, fsynced, renamed over it)."""
-        folder, name = os.path.split(self.path)
-        temporary = os.path.join(folder, f".{name}.tmp")
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-        try:
-            os.write(fd, blob)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temporary, self.path)
+        self.folder.replace(self.name, blob, what="journal")
+        fd = self.folder.open_file(self.name, append=True, what="journal")
+        os.close(self._fd)
+        self._fd = fd
 
-    def read_bytes(self) -> bytes:
-        """The journal's bytes as they are."""
-        with open(self.path, "rb") as handle:
-            return handle.read()
+    def content(self) -> bytes:
+        """The journal's bytes as they are (at most a transcript's cap: INPUT_TOO_LARGE past it)."""
+        from plantrail.ledger.stores.owned import read_descriptor
+        from plantrail.ledger.vocabulary.limits import TRANSCRIPT
+
+        return read_descriptor(self._fd, TRANSCRIPT.cap(), os.fspath(self.path), "journal")
 
     def lines(self) -> list[dict[str, object]]:
         """Every whole JSON object line of the journal, in order (a torn or foreign line is passed over)."""
-        with open(self.path, "rb") as handle:
-            found: list[dict[str, object]] = []
-            for raw in handle:
-                try:
-                    value = orjson.loads(raw)
-                except orjson.JSONDecodeError:
-                    continue
-                if isinstance(value, dict):
-                    found.append(value)
-            return found
+        found: list[dict[str, object]] = []
+        for raw in self.content().splitlines():
+            try:
+                value = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(value, dict):
+                found.append(value)
+        return found
 
     def append(self, records: Sequence[dict[str, object]]) -> None:
         """Append records, one line each, with one write (after a newline if a torn line ends the file)."""

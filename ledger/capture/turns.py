@@ -15,7 +15,8 @@ agent did since the user's last prompt, so its usage is the sum over the assista
 * **only the tail is read** (:data:`TAIL` bytes): a hook must stay fast on a long session; a turn longer than
   that is counted from what the tail holds;
 * the lead's lines only (a sidechain line is a subagent's, counted in its own transcript);
-* a transcript that cannot be read gives no usage (the turn is still a turn: ``tokens`` 0).
+* a transcript that cannot be read, or is not a regular file (a FIFO is never waited on), gives no usage (the
+  turn is still a turn: ``tokens`` 0).
 
 ``last`` is the uuid of the turn's last assistant line: with the payload's ``prompt_id`` (when the build
 sends one) it names the turn, so a Stop delivered twice is one turn. The transcript may lag the hook (it is
@@ -79,15 +80,23 @@ def turn_usage(transcript: str | None) -> TurnUsage:
 
 
 def _tail_lines(path: str) -> list[bytes]:
-    """The whole lines of the file's last TAIL bytes (none when it cannot be read)."""
+    """The whole lines of the file's last TAIL bytes (none when it cannot be read, or is not a regular file:
+    a FIFO or a device in the transcript's place is not waited on)."""
+    from plantrail.ledger.stores.files import open_regular
+    from plantrail.ledger.vocabulary.errors import PlantrailError
+
     try:
-        with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            start = max(0, size - TAIL)
-            handle.seek(start)
-            blob = handle.read(TAIL)
+        fd = open_regular(path, what="transcript")
+    except PlantrailError:
+        return []
+    try:
+        size = os.fstat(fd).st_size
+        start = max(0, size - TAIL)
+        blob = os.pread(fd, TAIL, start)
     except OSError:
         return []
+    finally:
+        os.close(fd)
     lines = blob.split(b"\n")
     if start > 0:
         lines = lines[1:]  # the first is cut

@@ -43,7 +43,7 @@ from .model import ListSnapshot, Observation, TaskEvent, TodoItem, ToolOutcome, 
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ["ADAPTER_VERSION", "FORMAT", "is_record", "new_reader", "parse", "read_record"]
+__all__ = ["ADAPTER_VERSION", "FORMAT", "Reader", "is_record", "new_reader", "parse", "read_record"]
 
 FORMAT = "claude-code"
 #: This adapter's version, recorded in every plan version it imports (see ``parse.ADAPTER_VERSIONS``).
@@ -101,6 +101,10 @@ class _Reader(msgspec.Struct):
     prompts: tuple[tuple[str, int], ...] = ()
     unbilled: Usage | None = None
     """The usage of the turns that ended (plantrail's hook journal: a Stop's mark) since the last plan call."""
+
+
+#: The parser's state between lines, for a caller that keeps it (live capture keeps it between hook calls).
+Reader = _Reader
 
 
 class _Origin(msgspec.Struct, frozen=True):

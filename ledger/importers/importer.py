@@ -44,11 +44,11 @@ from typing import NamedTuple
 
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.rules.decide import Create
-from plantrail.ledger.stores.files import folder_of, fsync_dir, os_error
+from plantrail.ledger.stores.files import folder_of, fsync_dir, open_regular, os_error
 from plantrail.ledger.stores.opener import as_run
 from plantrail.ledger.stores.postgres_run import DatabaseRun
 from plantrail.ledger.stores.values import Ack
-from plantrail.ledger.vocabulary.errors import error
+from plantrail.ledger.vocabulary.errors import PlantrailError, error
 from plantrail.ledger.vocabulary.plan import PlanSpec
 
 from ._records import open_transcript
@@ -140,13 +140,23 @@ def subagent_files(lead: str | os.PathLike[str]) -> tuple[Path, ...]:
     return tuple(sorted(beside) + sorted(nested))
 
 
+#: A subagent's ``.meta.json`` is a few fields; no more of it is read.
+_META_CAP = 1 << 20
+
+
 def subagent_meta(transcript: Path) -> str | None:
     """What a subagent's `.meta.json` says of it (agentType, description), as one note; None without one."""
     meta = transcript.with_suffix(".meta.json")
+    try:  # never waits on a FIFO, reads only a regular file, and at most its cap
+        fd = open_regular(str(meta), what="subagent metadata")
+    except PlantrailError:
+        return None
     try:
-        value = json.loads(meta.read_text(encoding="utf-8"))
+        value = json.loads(os.read(fd, _META_CAP).decode("utf-8"))  # a larger file is cut: not JSON, no note
     except (OSError, ValueError):
         return None
+    finally:
+        os.close(fd)
     if not isinstance(value, dict):
         return None
     said = [f"{key} {value[key]}" for key in ("agentType", "description") if isinstance(value.get(key), str)]

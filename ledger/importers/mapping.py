@@ -187,27 +187,34 @@ def map_updates(
     return mapper.result(len(observations), live=live)
 
 
-class LiveMapping:
+class LiveMapping(msgspec.Struct):
     """The same mapping, fed one update at a time (live capture, which keeps it between hook calls): the
-    batches each update gives, as ``map_updates(..., live=True)`` gives them for the whole sequence."""
+    batches each update gives, as ``map_updates(..., live=True)`` gives them for the whole sequence.
 
-    def __init__(self, *, format: str, session: str, notes: Sequence[str] = ()) -> None:
-        self._mapper = _Mapper(format=format, session=session, file_notes=tuple(notes))
-        self._agent = AgentPlan(format=format)
-        self._place = 0
+    Plain data (msgspec), so that live capture keeps it between calls as data, never as code: :meth:`start`
+    makes one, and a kept one decodes with its types checked."""
+
+    mapper: _Mapper
+    agent: AgentPlan
+    place: int = 0
+
+    @classmethod
+    def start(cls, *, format: str, session: str, notes: Sequence[str] = ()) -> LiveMapping:
+        """The mapping before the first update."""
+        return cls(_Mapper(format=format, session=session, file_notes=tuple(notes)), AgentPlan(format=format))
 
     def apply(self, file: str, observation: Observation) -> list[Batch]:
         """The batches of the next update (none when it changes nothing the ledger records)."""
-        start = len(self._mapper.batches)
-        self._mapper.apply(self._agent.read(file, observation), self._place)
-        self._place += 1
-        new = self._mapper.batches[start:]
-        del self._mapper.batches[start:]  # a live mapping keeps its state, not its output
+        start = len(self.mapper.batches)
+        self.mapper.apply(self.agent.read(file, observation), self.place)
+        self.place += 1
+        new = self.mapper.batches[start:]
+        del self.mapper.batches[start:]  # a live mapping keeps its state, not its output
         return new
 
     def knows_task(self, task_id: str) -> bool:
         """Whether the agent's board holds the task (an update of any other is skipped as unknown_task)."""
-        return task_id in self._agent.tasks
+        return task_id in self.agent.tasks
 
 
 def added_in_place(
@@ -319,8 +326,11 @@ class _StepIds(msgspec.Struct):
         return candidate
 
 
-class _Mapper(msgspec.Struct):
-    """The ledger as the mapper mirrors it (plan, step statuses), the agent's last view, and the output."""
+class _Mapper(msgspec.Struct, dict=True):
+    """The ledger as the mapper mirrors it (plan, step statuses), the agent's last view, and the output.
+
+    Its fields are its state (live capture keeps them as data between hook calls); the output, ``batches``, is
+    an attribute of the object, not a field: it is never kept."""
 
     format: str
     session: str
@@ -335,7 +345,6 @@ class _Mapper(msgspec.Struct):
     evidence: dict[Key, str] = msgspec.field(default_factory=dict)
     previous_line: dict[str, int] = msgspec.field(default_factory=dict)
     primary_file: str | None = None
-    batches: list[Batch] = msgspec.field(default_factory=list)
     skipped: Counter[str] = msgspec.field(default_factory=Counter)
     versions: int = 0
     peak: int = 0
@@ -355,6 +364,9 @@ class _Mapper(msgspec.Struct):
     completion's report carries it (usage is counted on results, docs/contract.md)."""
     by_file: dict[str, Counter[str]] = msgspec.field(default_factory=dict)
     """Each file's figures (FileFigures' counts by name, and "skipped:<reason>"), in order of its first update."""
+
+    def __post_init__(self) -> None:
+        self.batches: list[Batch] = []
 
     # ----------------------------------------------------------- one update
 

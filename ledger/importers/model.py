@@ -50,7 +50,7 @@ class TodoItem(msgspec.Struct, frozen=True, kw_only=True):
     """The text of the item this one is indented under (Cline sub-items); None at the top level."""
 
 
-class ListSnapshot(msgspec.Struct, frozen=True, kw_only=True):
+class ListSnapshot(msgspec.Struct, frozen=True, kw_only=True, tag="list"):
     """A whole-list replacement: TodoWrite, update_plan, OpenCode todowrite or a Cline checklist.
 
     `line` is the 1-based line of the call in a JSONL transcript; for the single-document JSON
@@ -106,7 +106,7 @@ class ListSnapshot(msgspec.Struct, frozen=True, kw_only=True):
     plantrail's hook journal keeps it), for the next result the mapping records; None when none ended."""
 
 
-class TaskEvent(msgspec.Struct, frozen=True, kw_only=True):
+class TaskEvent(msgspec.Struct, frozen=True, kw_only=True, tag="task"):
     """One change made with the Claude Code 2.1 task tools (TaskCreate, TaskUpdate).
 
     A created task's id exists only in the tool's result, so `task_id` is None when the result is

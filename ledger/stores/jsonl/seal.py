@@ -158,6 +158,21 @@ class CacheFolder:
             fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW)
         except OSError:
             return None
+        return cls._owned(fd, key)
+
+    @classmethod
+    def adopt(cls, fd: int, *, create: bool) -> CacheFolder | None:
+        """The folder the caller opened (no link followed: :class:`plantrail.ledger.stores.owned.Folder`) and
+        hands over with its descriptor ``fd``, if it is a directory owned by this user and a cache key is at
+        hand (made when ``create``); else None, the descriptor closed."""
+        key = cache_key(create=create)
+        if key is None:
+            os.close(fd)
+            return None
+        return cls._owned(fd, key)
+
+    @classmethod
+    def _owned(cls, fd: int, key: bytes) -> CacheFolder | None:
         try:
             st = os.fstat(fd)
         except OSError:
