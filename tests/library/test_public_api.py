@@ -63,6 +63,7 @@ def test_projection_exports_are_pinned() -> None:
         "evolve",
         "fold",
         "initial",
+        "is_state_view",
         "orphan_reason",
         "share_unchanged",
     ]

@@ -215,14 +215,14 @@ def test_no_child_outlives_a_verify_that_stops_early(
 ) -> None:
     """A record refused near the start stops verify while the child still reads; the child is stopped and reaped."""
     path = _log(tmp_path, recorded)
-    judged = verify_module.check
+    judged = verify_module.judge
 
     def refusing(state: Any, data: Any, plan_version: int, *, now: str | None = None) -> Any:
         if state.last_seq == 10:
             raise PlantrailError("STEP_NOT_FOUND", "refused for the test")
         return judged(state, data, plan_version, now=now)
 
-    monkeypatch.setattr(verify_module, "check", refusing)
+    monkeypatch.setattr(verify_module, "judge", refusing)
     _forking(monkeypatch)
     forked: list[int] = []
     fork = os.fork
