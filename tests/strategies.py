@@ -28,18 +28,29 @@ from plantrail.ledger.vocabulary.contract import CheckSpec, StepTerms
 from plantrail.ledger.vocabulary.errors import PlantrailError
 from plantrail.ledger.vocabulary.events import (
     REASON_CODES,
+    ApprovalDenied,
+    ApprovalGranted,
+    ApprovalRequested,
     CriterionVerified,
+    EffectCommitted,
+    EffectRequested,
+    LogBatch,
     LogCheckpoint,
     LogOpened,
     LogRepaired,
+    ObservationRecorded,
     PlanCreated,
+    PlanExtended,
     PlanReplanned,
     Record,
     RunFinished,
+    RunForked,
     Source,
+    StepAbandoned,
     StepBlocked,
     StepCompleted,
     StepFailed,
+    StepHeartbeat,
     StepStarted,
 )
 from plantrail.ledger.vocabulary.evidence import Observation, Report, Usage
@@ -331,6 +342,31 @@ EVENTS = st.one_of(
         LogRepaired, truncated_at=counts, bytes=counts, sha256=hex64, kind=st.just("torn_tail"), quarantine=anything
     ),
     st.builds(LogCheckpoint, covers_seq=counts, head=hex64, algorithm=st.just("hmac-sha256"), key_id=ident, mac=hex64),
+    st.builds(LogBatch, part=st.sampled_from(["begin", "end"])),
+    st.builds(StepHeartbeat, step=ident, attempt=counts, lease_s=st.floats(min_value=0.5, max_value=86_400.0)),
+    st.builds(StepAbandoned, step=ident, attempt=counts, reason=anything),
+    st.builds(ObservationRecorded, key=ident, version=anything, dirty=st.lists(anything, max_size=2).map(tuple)),
+    st.builds(
+        PlanExtended,
+        steps=st.lists(_extra_steps(), max_size=2).map(tuple),
+        criteria=st.lists(st.builds(CriterionSpec, ident, anything), max_size=2).map(tuple),
+        observations=st.lists(anything, max_size=2).map(tuple),
+    ),
+    st.builds(
+        ApprovalRequested,
+        request=ident,
+        question=anything,
+        steps=st.lists(ident, max_size=2).map(tuple),
+        writes=st.lists(st.sampled_from(["src/**", "docs/*.md"]), max_size=2).map(tuple),
+        tools=st.lists(ident, max_size=2).map(tuple),
+    ),
+    st.builds(ApprovalGranted, request=ident, by=anything, why=anything),
+    st.builds(ApprovalDenied, request=ident, by=anything, why=anything),
+    st.builds(EffectRequested, step=ident, attempt=counts, key=ident, target=anything, before=anything),
+    st.builds(EffectCommitted, step=ident, attempt=counts, key=ident, result=anything),
+    st.builds(
+        RunForked, parent=ident, seq=counts, head=hex64, state_hash=hex64, reason=anything, state=anything
+    ),
 )
 SOURCES = st.none() | st.builds(
     Source,
