@@ -77,8 +77,10 @@ def fold(records: Iterable[Record]) -> AttemptHistory:
         elif kind == "step.abandoned":
             data: Any = record.data
             now, then = state.steps.get(data.step), before.steps.get(data.step)
-            if now is not None and data.attempt in now.abandoned and (then is None or data.attempt not in then.abandoned):
-                _end(history, where, data.step, record.plan_version, data.attempt, "abandoned", record.seq, (), data.reason)
+            ended = now is not None and data.attempt in now.abandoned
+            if ended and (then is None or data.attempt not in then.abandoned):
+                version, attempt = record.plan_version, data.attempt
+                _end(history, where, data.step, version, attempt, "abandoned", record.seq, (), data.reason)
         elif kind == "plan.replanned":
             for step in before.steps.values_in_order():
                 if step.status == "in_progress":
@@ -134,8 +136,9 @@ def _add_result(
 
 def attempts_view(attempts: tuple[Attempt, ...]) -> list[dict[str, Any]]:
     """One step's attempts as JSON: ``plan_version``, ``attempt``, ``started_seq``, ``result`` (completed,
-    blocked, failed, abandoned, superseded, or null while in progress), ``result_seq``, ``evidence``, ``reason`` (a block's
-    reason or a failure's error), and ``late`` (``{seq, type, why, evidence, reason}``)."""
+    blocked, failed, abandoned, superseded, or null while in progress), ``result_seq``, ``evidence``, ``reason``
+    (a block's reason, a failure's error or an abandon's reason), and ``late`` (``{seq, type, why, evidence,
+    reason}``)."""
     return [
         a._asdict()
         | {"evidence": list(a.evidence), "late": [o._asdict() | {"evidence": list(o.evidence)} for o in a.late]}

@@ -364,9 +364,7 @@ EVENTS = st.one_of(
     st.builds(ApprovalDenied, request=ident, by=anything, why=anything),
     st.builds(EffectRequested, step=ident, attempt=counts, key=ident, target=anything, before=anything),
     st.builds(EffectCommitted, step=ident, attempt=counts, key=ident, result=anything),
-    st.builds(
-        RunForked, parent=ident, seq=counts, head=hex64, state_hash=hex64, reason=anything, state=anything
-    ),
+    st.builds(RunForked, parent=ident, seq=counts, head=hex64, state_hash=hex64, reason=anything, state=anything),
 )
 SOURCES = st.none() | st.builds(
     Source,
