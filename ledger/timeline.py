@@ -204,7 +204,20 @@ def summary(record: Record) -> str:
         case "effect.committed":
             result = f": {data.result}" if data.result else ""
             return f"{data.step} attempt {data.attempt}: effect {data.key} committed{result}"
-    return ""
+        case "step.heartbeat":
+            return f"{data.step} attempt {data.attempt}: alive, lease {data.lease_s:g} s"
+        case "step.abandoned":
+            return f"{data.step} attempt {data.attempt} abandoned: {data.reason}"
+        case "approval.requested":
+            asked = f" for {', '.join(data.steps)}" if data.steps else ""
+            return f"approval {data.request} asked{asked}: {data.question}"
+        case "approval.granted" | "approval.denied":
+            why = f": {data.why}" if data.why else ""
+            return f"approval {data.request} {record.type.removeprefix('approval.')} by {data.by}{why}"
+        case "observation.recorded":
+            dirty = f" ({len(data.dirty)} dirty)" if data.dirty else ""
+            return f"observed {data.key} at {data.version}{dirty}"
+    return ""  # a group commit's bounds (log.batch) say nothing of the run
 
 
 def timeline_entry(record: Record, orphan: Orphan | None) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 A projection of the whole log (the plan state keeps only each step's current attempt). Model, then
 :func:`fold`, then the query that renders it, as in every projection. An attempt is named by the plan
 version it started in and its number; it ends ``completed``, ``blocked`` or ``failed`` by its result,
-``superseded`` when a replan landed while it was in progress, or not yet (``None``). A late result (the
+``abandoned`` when its worker gave it up (it is not charged), ``superseded`` when a replan landed while it was
+in progress, or not yet (``None``). A late result (the
 orphan path) never ends an attempt: it is listed under the attempt it names, with why it was late.
 """
 
@@ -73,6 +74,13 @@ def fold(records: Iterable[Record]) -> AttemptHistory:
             entries.append(Attempt(record.plan_version, attempt, started_seq=record.seq))
         elif kind in ("step.completed", "step.blocked", "step.failed"):
             _add_result(history, where, record, state, late=len(state.orphans) > len(before.orphans))
+        elif kind == "step.abandoned":
+            data: Any = record.data
+            now, then = state.steps.get(data.step), before.steps.get(data.step)
+            ended = now is not None and data.attempt in now.abandoned
+            if ended and (then is None or data.attempt not in then.abandoned):
+                version, attempt = record.plan_version, data.attempt
+                _end(history, where, data.step, version, attempt, "abandoned", record.seq, (), data.reason)
         elif kind == "plan.replanned":
             for step in before.steps.values_in_order():
                 if step.status == "in_progress":
@@ -128,8 +136,9 @@ def _add_result(
 
 def attempts_view(attempts: tuple[Attempt, ...]) -> list[dict[str, Any]]:
     """One step's attempts as JSON: ``plan_version``, ``attempt``, ``started_seq``, ``result`` (completed,
-    blocked, failed, superseded, or null while in progress), ``result_seq``, ``evidence``, ``reason`` (a block's
-    reason or a failure's error), and ``late`` (``{seq, type, why, evidence, reason}``)."""
+    blocked, failed, abandoned, superseded, or null while in progress), ``result_seq``, ``evidence``, ``reason``
+    (a block's reason, a failure's error or an abandon's reason), and ``late`` (``{seq, type, why, evidence,
+    reason}``)."""
     return [
         a._asdict()
         | {"evidence": list(a.evidence), "late": [o._asdict() | {"evidence": list(o.evidence)} for o in a.late]}

@@ -22,11 +22,12 @@ if TYPE_CHECKING:
 
 __all__ = ["Attempt", "Collector", "LateMark", "Outcome", "ReplanMark", "Timeline", "timeline"]
 
-Outcome = Literal["completed", "failed", "blocked", "superseded", "in_progress"]
+Outcome = Literal["completed", "failed", "blocked", "abandoned", "superseded", "in_progress"]
 _RESULTS: Final[dict[str, Outcome]] = {
     "step.completed": "completed",
     "step.failed": "failed",
     "step.blocked": "blocked",
+    "step.abandoned": "abandoned",
 }
 
 

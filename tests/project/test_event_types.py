@@ -507,6 +507,11 @@ _LOG_RECORDS = ("log.opened", "log.repaired", "log.checkpoint", "log.batch")
 
 #: Registries that have nothing to do with a type, on purpose: registry -> {type: why}.
 NOT_APPLICABLE: dict[str, dict[str, str]] = {
+    "timeline_summary": {
+        # A group commit's bounds are how records were written, not something the run did: `log` leaves their
+        # summary empty (the records between them have theirs).
+        "log.batch": "a group commit's bound says nothing of the run",
+    },
     "reducer_handles": {
         # The header's handler sets the run id; the other log records change no plan state ("Projections
         # ignore the log.* records", docs/format.md).
@@ -531,50 +536,8 @@ NOT_APPLICABLE: dict[str, dict[str, str]] = {
     },
 }
 
-#: Registries that miss a type today (found when this test was written; not fixed here). Only shrinks.
-KNOWN_GAPS: dict[str, frozenset[str]] = {
-    # ledger/timeline.py summary has no case for these: `plantrail log` shows an empty summary for them.
-    "timeline_summary": frozenset(
-        {
-            "log.batch",
-            "step.heartbeat",
-            "step.abandoned",
-            "approval.requested",
-            "approval.granted",
-            "approval.denied",
-            "observation.recorded",
-        }
-    ),
-    # An abandoned attempt (the step back to pending) is still "in progress" in status --attempts (result null)
-    # and in the report's lanes (projections/timeline.py _RESULTS has completed, failed, blocked only).
-    "attempt_history_ends": frozenset({"step.abandoned"}),
-    "report_timeline_ends": frozenset({"step.abandoned"}),
-    # docs/format.md's event table has no row for log.batch (docs/reliability.md and docs/library.md describe it).
-    "docs_event_reference": frozenset({"log.batch"}),
-    "docs_format_table": frozenset(
-        {
-            "log.batch",
-            # named in docs/format-v2.md, missing from docs/format.md's "Format 2 adds the event types" list
-            "observation.recorded",
-        }
-    ),
-    # tests/strategies.py EVENTS draws the format 1 types but log.batch and none of format 2's.
-    "strategies_draw": frozenset(
-        {
-            "log.batch",
-            "step.heartbeat",
-            "step.abandoned",
-            "run.forked",
-            "plan.extended",
-            "approval.requested",
-            "approval.granted",
-            "approval.denied",
-            "effect.requested",
-            "effect.committed",
-            "observation.recorded",
-        }
-    ),
-}
+#: Registries that miss a type (none now: a gap found is fixed, or listed here with why, and the list only shrinks).
+KNOWN_GAPS: dict[str, frozenset[str]] = {}
 
 
 def _cases() -> Iterator[Any]:
