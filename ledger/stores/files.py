@@ -33,6 +33,7 @@ __all__ = [
     "os_error",
     "read_capped",
     "read_regular",
+    "read_upto",
     "shared_lock_within",
 ]
 
@@ -245,17 +246,22 @@ def read_regular(path: str, limit: int, *, dir_fd: int | None = None, private: b
             return None
         if private and st.st_mode & 0o077:
             return None
-        parts: list[bytes] = []
-        left = limit + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 8 << 20))
-            if not chunk:
-                break
-            parts.append(chunk)
-            left -= len(chunk)
-        data = b"".join(parts)
+        data = read_upto(fd, limit + 1)
         return None if len(data) > limit else data
     except OSError:
         return None
     finally:
         os.close(fd)
+
+
+def read_upto(fd: int, limit: int) -> bytes:
+    """At most ``limit`` bytes read from ``fd`` to its end, in chunks of at most 8 MiB."""
+    parts: list[bytes] = []
+    left = limit
+    while left > 0:
+        chunk = os.read(fd, min(left, 8 << 20))
+        if not chunk:
+            break
+        parts.append(chunk)
+        left -= len(chunk)
+    return b"".join(parts)

@@ -19,17 +19,9 @@ from plantrail.ledger.stores.payloads import SALT_BYTES
 from plantrail.ledger.stores.protocol import RunWriter
 from plantrail.ledger.vocabulary.errors import PlantrailError
 from tests.conftest import LOGIN_DRAFT
-from tests.helpers.stores import JsonlTarget, PostgresTarget, postgres_url, unique_run
+from tests.helpers.stores import JsonlTarget, PostgresTarget, unique_run
 
 Target = JsonlTarget | PostgresTarget
-
-
-@pytest.fixture(params=["jsonl", "postgres"])
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
-    """Each store in turn."""
-    if request.param == "jsonl":
-        return JsonlTarget(tmp_path)
-    return PostgresTarget(postgres_url())
 
 
 @pytest.fixture

@@ -23,17 +23,9 @@ from plantrail.ledger.vocabulary.errors import PlantrailError
 from plantrail.projections.canonical import state_hash
 from plantrail.projections.state import fold
 from tests.conftest import LOGIN_DRAFT
-from tests.helpers.stores import JsonlTarget, PostgresTarget, postgres_url, unique_run
+from tests.helpers.stores import JsonlTarget, PostgresTarget, unique_run
 
 Target = JsonlTarget | PostgresTarget
-
-
-@pytest.fixture(params=["jsonl", "postgres"])
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
-    """Each store in turn."""
-    if request.param == "jsonl":
-        return JsonlTarget(tmp_path)
-    return PostgresTarget(postgres_url())
 
 
 def _grouped(location: str) -> None:

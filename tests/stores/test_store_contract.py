@@ -25,14 +25,6 @@ from tests.helpers.stores import JsonlTarget, PostgresTarget, postgres_url, uniq
 Target = JsonlTarget | PostgresTarget
 
 
-@pytest.fixture(params=["jsonl", "postgres"])
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
-    """Each store in turn."""
-    if request.param == "jsonl":
-        return JsonlTarget(tmp_path)
-    return PostgresTarget(postgres_url())
-
-
 @pytest.fixture
 def ledgers() -> Iterator[list[Ledger]]:
     """Ledgers a test opened, closed at its end."""

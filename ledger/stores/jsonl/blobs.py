@@ -17,7 +17,7 @@ import secrets
 import stat
 from typing import Final
 
-from plantrail.ledger.stores.files import fsync_dir, os_error
+from plantrail.ledger.stores.files import fsync_dir, os_error, read_upto
 from plantrail.ledger.stores.payloads import SALT_BYTES, StoredPayload, check_digest, check_payload, missing, salted
 from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.limits import PAYLOAD
@@ -113,7 +113,7 @@ def read_payload(log_path: str, digest: str) -> bytes:
                 f"(${PAYLOAD.env})",
                 path=folder,
             )
-        blob = _read_all(fd, cap + 1)
+        blob = read_upto(fd, cap + 1)
     except OSError as exc:
         raise os_error(exc, f"{folder}/{name}", "payload") from None
     finally:
@@ -140,15 +140,3 @@ def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
-
-
-def _read_all(fd: int, limit: int) -> bytes:
-    parts: list[bytes] = []
-    left = limit
-    while left > 0:
-        chunk = os.read(fd, min(left, 8 << 20))
-        if not chunk:
-            break
-        parts.append(chunk)
-        left -= len(chunk)
-    return b"".join(parts)
