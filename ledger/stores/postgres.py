@@ -27,6 +27,11 @@ is refused)::
 * **Reads** check every line exactly as the JSONL reader does (framing, hash, schema, seq and chain).
 * **Summaries** (one row per run, for ``plantrail runs``) are a hint: a writer leaves one when its ledger
   closes, and a summary whose seq is not the run's head seq is recomputed from the run's rows.
+* **Connections** come from one pool per process and database, made on first use: its first connection is
+  made before the pool is handed out, so a database that refuses (no such database, connection refused,
+  authentication failed) or does not answer is ``STORE_UNAVAILABLE`` with the server's own reason within the
+  connect timeout. A pool remembers the pid that made it: a forked child makes its own, and never uses or
+  closes its parent's (closing a connection would end the parent's session on the socket they share).
 * **The global position** ``(tx, gpos)`` orders records across runs: :func:`follow` reads only rows whose
   transaction is below the snapshot's xmin, ordered by ``(tx, gpos)``, so a row that commits late is never
   skipped. ``NOTIFY plantrail_records`` is only a wake-up; followers poll with a bound as the fallback.
@@ -37,6 +42,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
+import os
 import threading
 import time
 import urllib.parse
@@ -45,6 +51,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, Self
 
 from plantrail._version import __version__
 from plantrail.ledger.stores.chain import check_link, encode_pending
+from plantrail.ledger.stores.processes import ForkSafeLock
 from plantrail.ledger.stores.targets import is_database_url
 from plantrail.ledger.stores.values import FsyncPolicy, PendingRecord, Resumed, until_damage
 from plantrail.ledger.vocabulary.clock import utc_now
@@ -194,34 +201,127 @@ def _without_password(conninfo: str) -> str:
 
 # --------------------------------------------------------------------------- connections and faults
 
-_pools: dict[tuple[str, int, int | None], ConnectionPool[Any]] = {}
-_pools_lock = threading.Lock()
+
+class _Attempts:
+    """How a pool's connection attempts went: the pool itself only logs a failed attempt and tries again, so
+    the class of its connections notes each outcome here, for the caller to see the database's own reason."""
+
+    def __init__(self) -> None:
+        self.answered = threading.Event()  # set by the first attempt's outcome, whatever it was
+        self.failure: BaseException | None = None  # the last attempt's error (None once one succeeded)
+
+    def note(self, failure: BaseException | None) -> None:
+        self.failure = failure
+        self.answered.set()
+
+    def connection_class(self) -> type[Connection[Any]]:
+        """A connection class whose every connect is noted here."""
+        from psycopg import Connection
+
+        attempts = self
+
+        class Noted(Connection[Any]):
+            @classmethod
+            def connect(cls, conninfo: str = "", **kwargs: Any) -> Self:
+                try:
+                    conn = super().connect(conninfo, **kwargs)
+                except BaseException as exc:
+                    attempts.note(exc)
+                    raise
+                attempts.note(None)
+                return conn
+
+        return Noted
+
+
+class _Pooled(NamedTuple):
+    pid: int  # the process that made the pool: no other process uses or closes it
+    pool: ConnectionPool[Any]
+    attempts: _Attempts
+
+
+_pools: dict[tuple[str, int, int | None], _Pooled] = {}
+_pools_lock = ForkSafeLock()
 _schema_checked: set[str] = set()
+#: Seconds beyond the connect timeout to wait for the first attempt to report (libpq's own timeout ends it).
+_ANSWER_MARGIN_S: Final = 1.0
+#: libpq waits at least this long whatever connect_timeout says.
+_LEAST_CONNECT_TIMEOUT_S: Final = 2.0
 
 
-def _pool(location: Location) -> ConnectionPool[Any]:
-    """The process's connection pool for a database (one per conninfo and options), opened on first use."""
+def _pool(location: Location) -> _Pooled:
+    """This process's connection pool for a database (one per conninfo and options), opened on first use.
+
+    A pool made by another process (this one is a forked child of it) is never used or closed here: it is
+    abandoned (see :func:`_abandon`) and this process makes its own.
+    """
     key = (location.conninfo, location.pool_size, location.prepare_threshold)
+    pid = os.getpid()
     with _pools_lock:
-        pool = _pools.get(key)
-        if pool is None:
-            psycopg_pool = _driver("psycopg_pool")
-            # The pool logs each failed connection attempt; the fault reaches the caller as STORE_UNAVAILABLE, so
-            # keep those lines off stderr unless the application configured logging itself.
-            logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
-            pool = psycopg_pool.ConnectionPool(
-                location.conninfo,
-                min_size=1,
-                max_size=location.pool_size,
-                kwargs={"autocommit": True, "prepare_threshold": location.prepare_threshold},
-                timeout=location.connect_timeout,
-                open=False,
-                name="plantrail",
-            )
-            with _faults(location):
-                pool.open(wait=True, timeout=location.connect_timeout)
-            _pools[key] = pool
-    return pool
+        pooled = _pools.get(key)
+        if pooled is not None and pooled.pid == pid:
+            return pooled
+        for other, inherited in list(_pools.items()):
+            if inherited.pid != pid:
+                del _pools[other]
+                _abandon(inherited.pool)
+        pooled = _open_pool(location, pid)
+        _pools[key] = pooled
+    return pooled
+
+
+def _open_pool(location: Location, pid: int) -> _Pooled:
+    """A new pool with its first connection made; the database's own reason (no such database, connection
+    refused, authentication failed, no answer) as STORE_UNAVAILABLE within the connect timeout when it fails."""
+    _driver("psycopg")
+    psycopg_pool = _driver("psycopg_pool")
+    # The pool logs each failed connection attempt; the fault reaches the caller as STORE_UNAVAILABLE, so keep
+    # those lines off stderr unless the application configured logging itself.
+    logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
+    attempts = _Attempts()
+    timeout = location.connect_timeout
+    pool = psycopg_pool.ConnectionPool(
+        location.conninfo,
+        min_size=1,
+        max_size=location.pool_size,
+        kwargs={
+            "autocommit": True,
+            "prepare_threshold": location.prepare_threshold,
+            "connect_timeout": int(timeout),
+        },
+        connection_class=attempts.connection_class(),
+        timeout=timeout,
+        open=False,
+        name="plantrail",
+    )
+    waited = max(timeout, _LEAST_CONNECT_TIMEOUT_S) + _ANSWER_MARGIN_S
+    with _faults(location, attempts=attempts):
+        pool.open(wait=False)
+        try:
+            answered = attempts.answered.wait(waited)
+            if attempts.failure is not None:
+                raise attempts.failure
+            if not answered:
+                raise error(
+                    "STORE_UNAVAILABLE",
+                    f"database {location} is unavailable: no answer within {waited:g} s",
+                    path=str(location),
+                )
+            pool.wait(timeout)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                pool.close(timeout=_ANSWER_MARGIN_S)
+            raise
+    return _Pooled(pid, pool, attempts)
+
+
+def _abandon(pool: ConnectionPool[Any]) -> None:
+    """Leave a pool another process made: never closed (closing a connection sends the server a goodbye on the
+    socket the parent shares, which ends the parent's session) and never used. It is marked closed, so its
+    finaliser stops no worker thread (the child has none of the parent's threads); psycopg closes no socket of
+    a connection collected in a process other than the one that opened it."""
+    with contextlib.suppress(Exception):
+        pool._closed = True
 
 
 def _driver(name: str) -> Any:
@@ -237,32 +337,42 @@ def _driver(name: str) -> Any:
 
 @atexit.register
 def _close_pools() -> None:
+    """Close this process's pools (at exit); those a parent made are left to the parent."""
+    pid = os.getpid()
     with _pools_lock:
-        for pool in _pools.values():
+        for pooled in _pools.values():
+            if pooled.pid != pid:
+                _abandon(pooled.pool)
+                continue
             with contextlib.suppress(Exception):
-                pool.close(timeout=1.0)
+                pooled.pool.close(timeout=1.0)
         _pools.clear()
 
 
 @contextlib.contextmanager
-def _faults(location: Location, *, outcome_unknown: bool = False) -> Iterator[None]:
-    """Map the driver's errors to plantrail's stable codes (the database never leaks a traceback)."""
+def _faults(location: Location, *, outcome_unknown: bool = False, attempts: _Attempts | None = None) -> Iterator[None]:
+    """Map the driver's errors to plantrail's stable codes (the database never leaks a traceback); a pool that
+    timed out waiting for a connection says why its last attempt failed (``attempts``)."""
     try:
         yield
     except PlantrailError:
         raise
     except Exception as exc:
-        raise _fault(exc, location, outcome_unknown) from None
+        raise _fault(exc, location, outcome_unknown, attempts) from None
 
 
-def _fault(exc: Exception, location: Location, outcome_unknown: bool) -> PlantrailError:
+def _fault(
+    exc: BaseException, location: Location, outcome_unknown: bool, attempts: _Attempts | None = None
+) -> PlantrailError:
     psycopg = _driver("psycopg")
     psycopg_pool = _driver("psycopg_pool")
     where = str(location)
-    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if isinstance(exc, psycopg_pool.PoolTimeout) and attempts is not None and attempts.failure is not None:
+        exc = attempts.failure  # the pool waited for a connection it could not make: the database said why
     if isinstance(exc, psycopg.errors.InsufficientPrivilege):
-        return error("PERMISSION_DENIED", f"database {where}: {detail}", path=where)
+        return error("PERMISSION_DENIED", f"database {where}: {_first_line(exc)}", path=where)
     if isinstance(exc, psycopg.OperationalError | psycopg_pool.PoolTimeout | psycopg.InterfaceError):
+        detail = _all_lines(exc)  # a failed connection's reason may be on any line (one per host tried)
         if outcome_unknown:
             return error(
                 "STORE_UNAVAILABLE",
@@ -272,14 +382,24 @@ def _fault(exc: Exception, location: Location, outcome_unknown: bool) -> Plantra
                 outcome="unknown",
             )
         return error("STORE_UNAVAILABLE", f"database {where} is unavailable: {detail}", path=where)
-    return error("IO_ERROR", f"database {where}: {type(exc).__name__}: {detail}", path=where)
+    return error("IO_ERROR", f"database {where}: {type(exc).__name__}: {_first_line(exc)}", path=where)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _all_lines(exc: BaseException) -> str:
+    """The driver's whole message on one line."""
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 @contextlib.contextmanager
 def _connection(location: Location) -> Iterator[Connection[Any]]:
     """A pooled connection with the schema checked (once per process and database)."""
-    pool = _pool(location)
-    with _faults(location), pool.connection() as conn:
+    pooled = _pool(location)
+    with _faults(location, attempts=pooled.attempts), pooled.pool.connection() as conn:
         if location.conninfo not in _schema_checked:
             _ensure_schema(conn, location)
             _schema_checked.add(location.conninfo)
@@ -292,7 +412,8 @@ def init_schema(url: str) -> int:
     A database whose schema is newer than this plantrail knows is refused (``STORE_SCHEMA_NEWER``).
     """
     location = parse_location(url)
-    with _faults(location), _pool(location).connection() as conn:
+    pooled = _pool(location)
+    with _faults(location, attempts=pooled.attempts), pooled.pool.connection() as conn:
         _ensure_schema(conn, location)
     _schema_checked.add(location.conninfo)
     return SCHEMA_VERSION
@@ -353,7 +474,7 @@ class PostgresStore:
         self._header = header
         self._clock = clock
         self._head = _Head(0, GENESIS_PREV)
-        self._thread_lock = threading.Lock()
+        self._thread_lock = ForkSafeLock()  # free in a forked child, whichever thread of the parent held it
         self._faulted = False  # a turn ended in an error: close leaves no summary (the server may be gone)
 
     # ----------------------------------------------------------- opening
@@ -771,15 +892,18 @@ def _listening(location: Location) -> Iterator[Connection[Any] | None]:
     """A connection that LISTENs on the records' channel (None with ``notify=off``: the caller polls), closed
     when the follower ends."""
     listener = None
+    pid = os.getpid()
     if location.notify:
         psycopg = _driver("psycopg")
         with _faults(location):
-            listener = psycopg.Connection.connect(location.conninfo, autocommit=True)
+            listener = psycopg.Connection.connect(
+                location.conninfo, autocommit=True, connect_timeout=int(location.connect_timeout)
+            )
             listener.execute(f"LISTEN {CHANNEL}")
     try:
         yield listener
     finally:
-        if listener is not None:
+        if listener is not None and os.getpid() == pid:  # a forked child leaves its parent's connection alone
             with contextlib.suppress(Exception):
                 listener.close()
 
