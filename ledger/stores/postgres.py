@@ -15,7 +15,8 @@ is refused)::
                         PRIMARY KEY (run, seq))
                        UNIQUE (run, key) WHERE key IS NOT NULL;  INDEX (tx, gpos)
     plantrail_summaries (run text PRIMARY KEY, seq bigint, goal text, outcome text, plan_version integer,
-                         last_ts text, orphans integer, reasons text[])   -- v2: what `plantrail runs` lists
+                         last_ts text, orphans integer, reasons text[],   -- v2: what `plantrail runs` lists
+                         head text, digest text)   -- added within v2: the head it was computed at, its digest
 
 * **Appends** are optimistic: a session catches up with the run's records after its head, the ledger
   decides, and the commit inserts the staged records in one transaction. The primary key ``(run, seq)``
@@ -26,7 +27,11 @@ is refused)::
   or errors on CockroachDB and YugabyteDB).
 * **Reads** check every line exactly as the JSONL reader does (framing, hash, schema, seq and chain).
 * **Summaries** (one row per run, for ``plantrail runs``) are a hint: a writer leaves one when its ledger
-  closes, and a summary whose seq is not the run's head seq is recomputed from the run's rows.
+  closes, with the head (seq and hash) it was computed at and a digest of its values. A summary is believed
+  only when its digest matches and its head is the run's last record; any other is recomputed from the run's
+  rows (and left again). The two columns were added within schema v2 (``ADD COLUMN IF NOT EXISTS`` when the
+  first summary is written, or by :func:`init_schema`): earlier plantrails read and write the table as before,
+  and a summary one of them leaves is not believed.
 * **Connections** come from one pool per process and database, made on first use: its first connection is
   made before the pool is handed out, so a database that refuses (no such database, connection refused,
   authentication failed) or does not answer is ``STORE_UNAVAILABLE`` with the server's own reason within the
@@ -41,6 +46,8 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import hashlib
+import json
 import logging
 import os
 import threading
@@ -123,7 +130,15 @@ _SCHEMA: Final = (
         plan_version integer NOT NULL,
         last_ts text,
         orphans integer NOT NULL,
-        reasons text[] NOT NULL)""",
+        reasons text[] NOT NULL,
+        head text,
+        digest text)""",
+)
+#: The head a summary was computed at and the digest of its values (see :func:`_summary_digest`): two columns
+#: added to a summaries table made before them, which every plantrail of schema v2 reads and writes as before.
+_SUMMARY_HEAD: Final = (
+    "ALTER TABLE plantrail_summaries ADD COLUMN IF NOT EXISTS head text",
+    "ALTER TABLE plantrail_summaries ADD COLUMN IF NOT EXISTS digest text",
 )
 
 
@@ -414,12 +429,13 @@ def init_schema(url: str) -> int:
     location = parse_location(url)
     pooled = _pool(location)
     with _faults(location, attempts=pooled.attempts), pooled.pool.connection() as conn:
-        _ensure_schema(conn, location)
+        _ensure_schema(conn, location, upgrade=True)
     _schema_checked.add(location.conninfo)
     return SCHEMA_VERSION
 
 
-def _ensure_schema(conn: Connection[Any], location: Location) -> None:
+def _ensure_schema(conn: Connection[Any], location: Location, *, upgrade: bool = False) -> None:
+    """Create the tables, or upgrade an older schema (``upgrade``: also the columns added within v2)."""
     psycopg = _driver("psycopg")
     found = _schema_version(conn)
     if found is not None and found > SCHEMA_VERSION:
@@ -429,12 +445,12 @@ def _ensure_schema(conn: Connection[Any], location: Location) -> None:
             found=found,
             expected=SCHEMA_VERSION,
         )
-    if found == SCHEMA_VERSION:
+    if found == SCHEMA_VERSION and not upgrade:
         return
     for attempt in range(3):  # two processes creating the schema at once: the loser retries and finds it
         try:
             with conn.transaction():
-                for statement in _SCHEMA:
+                for statement in (*_SCHEMA, *_SUMMARY_HEAD):
                     conn.execute(statement)
                 conn.execute(
                     "INSERT INTO plantrail_meta (key, value) VALUES ('schema_version', %s) "
@@ -551,13 +567,16 @@ class PostgresStore:
         kept (its replan reasons are not in the state); no snapshot is kept. A summary is never required:
         one that is missing or behind the run's head is recomputed from the rows when it is read."""
         head = self._head
-        if self._faulted or state.last_seq != head.next_seq - 1 or head.ts is None or state.run != self._run:
+        if (
+            self._faulted
+            or state.last_seq != head.next_seq - 1
+            or state.head != head.prev
+            or head.ts is None
+            or state.run != self._run
+        ):
             return
         with contextlib.suppress(PlantrailError), _connection(self.location) as conn, _faults(self.location):
-            row = conn.execute(
-                "SELECT seq, plan_version, reasons FROM plantrail_summaries WHERE run = %s", (self._run,)
-            ).fetchone()
-            reasons = _reasons_after(row, state)
+            reasons = _reasons_after(_kept_summary(conn, self._run, state), state)
             if reasons is not None:
                 _put_summary(conn, self._run, state, head.ts, reasons)
 
@@ -1030,36 +1049,126 @@ def _following(
 # --------------------------------------------------------------------------- many runs: the summaries
 
 
-def _reasons_after(row: tuple[Any, ...] | None, state: PlanState) -> list[str] | None:
-    """The replan reasons up to ``state``, from the summary ``row`` kept before it (None when they do not
+class _Summary(NamedTuple):
+    """A run's summary row as stored: what ``plantrail runs`` lists, the head (seq and hash) it was computed at,
+    and the digest of those values."""
+
+    seq: int
+    head: str
+    goal: str | None
+    outcome: str | None
+    plan_version: int
+    last_ts: str | None
+    orphans: int
+    reasons: tuple[str, ...]
+    digest: str
+
+    @classmethod
+    def read(cls, run: str, row: Sequence[Any]) -> _Summary | None:
+        """The row's ``_SUMMARY_COLUMNS`` when the row is whole and its digest is the digest of its values, else
+        None: no row, a row an earlier plantrail left without a head, or one edited since it was written."""
+        seq, head, goal, outcome, version, last_ts, orphans, reasons, digest = row
+        if seq is None or head is None or digest is None:
+            return None
+        summary = cls(seq, head, goal, outcome, version, last_ts, orphans, tuple(reasons), digest)
+        return summary if digest == _summary_digest(run, *summary[:-1]) else None
+
+
+#: A summary's columns as :meth:`_Summary.read` takes them (``s.``: the summaries table in a query).
+_SUMMARY_COLUMNS: Final = "s.seq, s.head, s.goal, s.outcome, s.plan_version, s.last_ts, s.orphans, s.reasons, s.digest"
+#: The same from a summaries table made before the head and digest columns (none of its rows is believed).
+_SUMMARY_COLUMNS_BEFORE_HEAD: Final = (
+    "s.seq, NULL, s.goal, s.outcome, s.plan_version, s.last_ts, s.orphans, s.reasons, NULL"
+)
+
+
+def _summary_digest(
+    run: str,
+    seq: int,
+    head: str,
+    goal: str | None,
+    outcome: str | None,
+    plan_version: int,
+    last_ts: str | None,
+    orphans: int,
+    reasons: Sequence[str],
+) -> str:
+    """SHA-256 of a summary's values with the run and the head they were computed at: a row whose values were
+    edited afterwards no longer matches it (one who rewrites the row and its digest together is caught only by
+    folding the records: ``verify``)."""
+    values = [run, seq, head, goal, outcome, plan_version, last_ts, orphans, list(reasons)]
+    return hashlib.sha256(json.dumps(values, separators=(",", ":")).encode("ascii")).hexdigest()
+
+
+def _reasons_after(summary: _Summary | None, state: PlanState) -> list[str] | None:
+    """The replan reasons up to ``state``, from the checked ``summary`` kept before it (None when they do not
     follow: more than one version was adopted since, or the summary is from a later point)."""
-    if row is None:
+    if summary is None:
         return [] if state.version <= 1 else None
-    seq, version, reasons = int(row[0]), int(row[1]), list(row[2])
-    if seq > state.last_seq:
+    if summary.seq > state.last_seq:
         return None
-    if version == state.version:
-        return reasons
+    if summary.plan_version == state.version:
+        return list(summary.reasons)
     adopted = state.adopted
-    if version == state.version - 1 and adopted is not None and adopted.reason is not None:
-        return [*reasons, adopted.reason]
+    if summary.plan_version == state.version - 1 and adopted is not None and adopted.reason is not None:
+        return [*summary.reasons, adopted.reason]
     return None
 
 
-def _put_summary(conn: Connection[Any], run: str, state: PlanState, last_ts: str, reasons: Sequence[str]) -> None:
-    """Upsert a run's summary, never over one of a later seq (writers race to leave theirs)."""
-    conn.execute(
-        "INSERT INTO plantrail_summaries (run, seq, goal, outcome, plan_version, last_ts, orphans, reasons) "
-        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (run) DO UPDATE SET seq = EXCLUDED.seq, "
-        "goal = EXCLUDED.goal, outcome = EXCLUDED.outcome, plan_version = EXCLUDED.plan_version, "
-        "last_ts = EXCLUDED.last_ts, orphans = EXCLUDED.orphans, reasons = EXCLUDED.reasons "
-        "WHERE plantrail_summaries.seq < EXCLUDED.seq",
-        (run, state.last_seq, state.goal, state.outcome, state.version, last_ts, len(state.orphans), list(reasons)),
+def _kept_summary(conn: Connection[Any], run: str, state: PlanState) -> _Summary | None:
+    """The run's summary when it checks out (its digest) and was computed at a record of the run as it is (its
+    head is the stored hash at its seq, at or before ``state``); else None."""
+    psycopg = _driver("psycopg")
+    try:
+        row = conn.execute(f"SELECT {_SUMMARY_COLUMNS} FROM plantrail_summaries s WHERE s.run = %s", (run,)).fetchone()
+    except psycopg.errors.UndefinedColumn:  # a table made before the head columns: nothing there is believed
+        return None
+    summary = _Summary.read(run, row) if row is not None else None
+    if summary is None or summary.seq > state.last_seq:
+        return None
+    head = state.head if summary.seq == state.last_seq else _hash_at(conn, run, summary.seq)
+    return summary if head == summary.head else None
+
+
+def _put_summary(
+    conn: Connection[Any],
+    run: str,
+    state: PlanState,
+    last_ts: str,
+    reasons: Sequence[str],
+    *,
+    replace: bool = False,
+) -> None:
+    """Upsert a run's summary with its head and digest (one transaction), never over one of a later seq (writers
+    race to leave theirs) unless ``replace`` (the reader found the row there untrustworthy). A summaries table
+    made before the head and digest columns gets them first."""
+    psycopg = _driver("psycopg")
+    head = state.head or GENESIS_PREV
+    values = (run, state.last_seq, head, state.goal, state.outcome, state.version, last_ts, len(state.orphans))
+    digest = _summary_digest(*values, reasons)
+    upsert = (
+        "INSERT INTO plantrail_summaries "
+        "(run, seq, head, goal, outcome, plan_version, last_ts, orphans, reasons, digest) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (run) DO UPDATE SET seq = EXCLUDED.seq, "
+        "head = EXCLUDED.head, goal = EXCLUDED.goal, outcome = EXCLUDED.outcome, "
+        "plan_version = EXCLUDED.plan_version, last_ts = EXCLUDED.last_ts, orphans = EXCLUDED.orphans, "
+        "reasons = EXCLUDED.reasons, digest = EXCLUDED.digest "
+        "WHERE plantrail_summaries.seq < EXCLUDED.seq OR %s"
     )
+    parameters = (*values, list(reasons), digest, replace)
+    try:
+        with conn.transaction():
+            conn.execute(upsert, parameters)
+    except psycopg.errors.UndefinedColumn:
+        with conn.transaction():
+            for statement in _SUMMARY_HEAD:
+                conn.execute(statement)
+            conn.execute(upsert, parameters)
 
 
 def _recomputed(conn: Connection[Any], where: str, run: str) -> RunRow:
-    """A run's summary folded from its rows (each checked), and left for the next reader when it is whole."""
+    """A run's summary folded from its rows (each checked), and left for the next reader when it is whole (over
+    the row there, which did not check out)."""
     from plantrail.projections.runs import summarise
     from plantrail.projections.state import fold
 
@@ -1080,43 +1189,51 @@ def _recomputed(conn: Connection[Any], where: str, run: str) -> RunRow:
     damage = found[0].code if found else None
     last_ts = last[0].ts if last else None
     if damage is None and last_ts is not None:
-        with contextlib.suppress(Exception), conn.transaction():  # a role that may only read still gets its answer
-            _put_summary(conn, run, state, last_ts, reasons)
+        with contextlib.suppress(Exception):  # a role that may only read still gets its answer
+            _put_summary(conn, run, state, last_ts, reasons, replace=True)
     return summarise(state, last_ts, reasons, f"{where}#{run}", damage)
 
 
 def run_summaries(url: str) -> list[RunRow]:
-    """One row per run in the database, from its summary when the summary's seq is the run's head seq
-    (an index lookup per run), else recomputed from the run's rows (and the summary left for next time)."""
+    """One row per run in the database, from its summary when the summary checks out and was computed at the
+    run's last record (its seq and hash; an index lookup per run), else folded from the run's rows (and the
+    summary left for next time)."""
     from plantrail.projections.runs import RunRow
 
     location = parse_location(url)
     if location.run is not None:
         raise error("USAGE", f"runs lists a database's runs: give {location.conninfo} without #{location.run}")
+    psycopg = _driver("psycopg")
     query = (
-        "SELECT r.run, s.seq, s.goal, s.outcome, s.plan_version, s.last_ts, s.orphans, s.reasons, "
-        "(SELECT max(x.seq) FROM plantrail_records x WHERE x.run = r.run) "
-        "FROM plantrail_runs r LEFT JOIN plantrail_summaries s ON s.run = r.run"
+        "SELECT last.seq, last.h, r.run, {} FROM plantrail_runs r "
+        "LEFT JOIN plantrail_summaries s ON s.run = r.run "
+        "LEFT JOIN LATERAL (SELECT x.seq, x.h FROM plantrail_records x WHERE x.run = r.run "
+        "ORDER BY x.seq DESC LIMIT 1) last ON true"
     )
     rows: list[RunRow] = []
     where = _masked(url)  # each row's location names its run as the caller named the database
     with _connection(location) as conn, _faults(location):
-        for run, seq, goal, outcome, version, last_ts, orphans, reasons, head in conn.execute(query).fetchall():
-            if seq is None or head is None or int(seq) != int(head):
+        try:
+            found = conn.execute(query.format(_SUMMARY_COLUMNS)).fetchall()
+        except psycopg.errors.UndefinedColumn:  # a table made before the head columns (added by the next summary)
+            found = conn.execute(query.format(_SUMMARY_COLUMNS_BEFORE_HEAD)).fetchall()
+        for seq, h, run, *kept in found:
+            summary = _Summary.read(run, kept)
+            if summary is None or seq is None or summary.seq != seq or summary.head != h:
                 rows.append(_recomputed(conn, where, run))
                 continue
             rows.append(
                 RunRow(
                     run=run,
-                    goal=goal,
-                    outcome=outcome,
-                    plan_version=int(version),
-                    last_activity=last_ts,
-                    replans=max(int(version) - 1, 0),
-                    orphans=int(orphans),
-                    last_seq=int(seq),
+                    goal=summary.goal,
+                    outcome=summary.outcome,
+                    plan_version=summary.plan_version,
+                    last_activity=summary.last_ts,
+                    replans=max(summary.plan_version - 1, 0),
+                    orphans=summary.orphans,
+                    last_seq=summary.seq,
                     location=f"{where}#{run}",
-                    reasons=tuple(reasons),
+                    reasons=summary.reasons,
                 )
             )
     return rows
