@@ -63,7 +63,7 @@ from plantrail.ledger.stores.processes import ForkSafeLock, owning_lock
 from plantrail.ledger.stores.values import FsyncPolicy, PendingRecord, Resumed, TornTail
 from plantrail.ledger.vocabulary.clock import utc_now
 from plantrail.ledger.vocabulary.codec import GENESIS_PREV, MAX_LINE_BYTES, decode, holds_record_end, log_format
-from plantrail.ledger.vocabulary.errors import LogDamaged, error
+from plantrail.ledger.vocabulary.errors import LogDamaged, PlantrailError, error
 from plantrail.ledger.vocabulary.events import LogBatch, LogOpened, LogRepaired, Record
 
 if TYPE_CHECKING:
@@ -567,7 +567,10 @@ class JsonlStore:
         head = self._head
         if self._fd < 0 or self._poisoned:
             return
-        self._own()
+        try:
+            self._own()
+        except PlantrailError:  # a forked child whose log was replaced: a snapshot is never required
+            return
         if state.last_seq == head.next_seq - 1 and state.head == head.prev:
             position = Position(head.end, state.last_seq, head.prev, head.line_no)
             offset, crc = self._crc if self._crc[0] <= head.end else (0, 0)
