@@ -15,7 +15,8 @@ is refused)::
                         PRIMARY KEY (run, seq))
                        UNIQUE (run, key) WHERE key IS NOT NULL;  INDEX (tx, gpos)
     plantrail_summaries (run text PRIMARY KEY, seq bigint, goal text, outcome text, plan_version integer,
-                         last_ts text, orphans integer, reasons text[])   -- v2: what `plantrail runs` lists
+                         last_ts text, orphans integer, reasons text[],   -- v2: what `plantrail runs` lists
+                         head text, digest text)   -- added within v2: the head it was computed at, its digest
 
 * **Appends** are optimistic: a session catches up with the run's records after its head, the ledger
   decides, and the commit inserts the staged records in one transaction. The primary key ``(run, seq)``
@@ -26,7 +27,16 @@ is refused)::
   or errors on CockroachDB and YugabyteDB).
 * **Reads** check every line exactly as the JSONL reader does (framing, hash, schema, seq and chain).
 * **Summaries** (one row per run, for ``plantrail runs``) are a hint: a writer leaves one when its ledger
-  closes, and a summary whose seq is not the run's head seq is recomputed from the run's rows.
+  closes, with the head (seq and hash) it was computed at and a digest of its values. A summary is believed
+  only when its digest matches and its head is the run's last record; any other is recomputed from the run's
+  rows (and left again). The two columns were added within schema v2 (``ADD COLUMN IF NOT EXISTS`` when the
+  first summary is written, or by :func:`init_schema`): earlier plantrails read and write the table as before,
+  and a summary one of them leaves is not believed.
+* **Connections** come from one pool per process and database, made on first use: its first connection is
+  made before the pool is handed out, so a database that refuses (no such database, connection refused,
+  authentication failed) or does not answer is ``STORE_UNAVAILABLE`` with the server's own reason within the
+  connect timeout. A pool remembers the pid that made it: a forked child makes its own, and never uses or
+  closes its parent's (closing a connection would end the parent's session on the socket they share).
 * **The global position** ``(tx, gpos)`` orders records across runs: :func:`follow` reads only rows whose
   transaction is below the snapshot's xmin, ordered by ``(tx, gpos)``, so a row that commits late is never
   skipped. ``NOTIFY plantrail_records`` is only a wake-up; followers poll with a bound as the fallback.
@@ -36,7 +46,10 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import hashlib
+import json
 import logging
+import os
 import threading
 import time
 import urllib.parse
@@ -45,6 +58,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, Self
 
 from plantrail._version import __version__
 from plantrail.ledger.stores.chain import check_link, encode_pending
+from plantrail.ledger.stores.processes import ForkSafeLock
 from plantrail.ledger.stores.targets import is_database_url
 from plantrail.ledger.stores.values import FsyncPolicy, PendingRecord, Resumed, until_damage
 from plantrail.ledger.vocabulary.clock import utc_now
@@ -116,7 +130,15 @@ _SCHEMA: Final = (
         plan_version integer NOT NULL,
         last_ts text,
         orphans integer NOT NULL,
-        reasons text[] NOT NULL)""",
+        reasons text[] NOT NULL,
+        head text,
+        digest text)""",
+)
+#: The head a summary was computed at and the digest of its values (see :func:`_summary_digest`): two columns
+#: added to a summaries table made before them, which every plantrail of schema v2 reads and writes as before.
+_SUMMARY_HEAD: Final = (
+    "ALTER TABLE plantrail_summaries ADD COLUMN IF NOT EXISTS head text",
+    "ALTER TABLE plantrail_summaries ADD COLUMN IF NOT EXISTS digest text",
 )
 
 
@@ -194,34 +216,127 @@ def _without_password(conninfo: str) -> str:
 
 # --------------------------------------------------------------------------- connections and faults
 
-_pools: dict[tuple[str, int, int | None], ConnectionPool[Any]] = {}
-_pools_lock = threading.Lock()
+
+class _Attempts:
+    """How a pool's connection attempts went: the pool itself only logs a failed attempt and tries again, so
+    the class of its connections notes each outcome here, for the caller to see the database's own reason."""
+
+    def __init__(self) -> None:
+        self.answered = threading.Event()  # set by the first attempt's outcome, whatever it was
+        self.failure: BaseException | None = None  # the last attempt's error (None once one succeeded)
+
+    def note(self, failure: BaseException | None) -> None:
+        self.failure = failure
+        self.answered.set()
+
+    def connection_class(self) -> type[Connection[Any]]:
+        """A connection class whose every connect is noted here."""
+        from psycopg import Connection
+
+        attempts = self
+
+        class Noted(Connection[Any]):
+            @classmethod
+            def connect(cls, conninfo: str = "", **kwargs: Any) -> Self:
+                try:
+                    conn = super().connect(conninfo, **kwargs)
+                except BaseException as exc:
+                    attempts.note(exc)
+                    raise
+                attempts.note(None)
+                return conn
+
+        return Noted
+
+
+class _Pooled(NamedTuple):
+    pid: int  # the process that made the pool: no other process uses or closes it
+    pool: ConnectionPool[Any]
+    attempts: _Attempts
+
+
+_pools: dict[tuple[str, int, int | None], _Pooled] = {}
+_pools_lock = ForkSafeLock()
 _schema_checked: set[str] = set()
+#: Seconds beyond the connect timeout to wait for the first attempt to report (libpq's own timeout ends it).
+_ANSWER_MARGIN_S: Final = 1.0
+#: libpq waits at least this long whatever connect_timeout says.
+_LEAST_CONNECT_TIMEOUT_S: Final = 2.0
 
 
-def _pool(location: Location) -> ConnectionPool[Any]:
-    """The process's connection pool for a database (one per conninfo and options), opened on first use."""
+def _pool(location: Location) -> _Pooled:
+    """This process's connection pool for a database (one per conninfo and options), opened on first use.
+
+    A pool made by another process (this one is a forked child of it) is never used or closed here: it is
+    abandoned (see :func:`_abandon`) and this process makes its own.
+    """
     key = (location.conninfo, location.pool_size, location.prepare_threshold)
+    pid = os.getpid()
     with _pools_lock:
-        pool = _pools.get(key)
-        if pool is None:
-            psycopg_pool = _driver("psycopg_pool")
-            # The pool logs each failed connection attempt; the fault reaches the caller as STORE_UNAVAILABLE, so
-            # keep those lines off stderr unless the application configured logging itself.
-            logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
-            pool = psycopg_pool.ConnectionPool(
-                location.conninfo,
-                min_size=1,
-                max_size=location.pool_size,
-                kwargs={"autocommit": True, "prepare_threshold": location.prepare_threshold},
-                timeout=location.connect_timeout,
-                open=False,
-                name="plantrail",
-            )
-            with _faults(location):
-                pool.open(wait=True, timeout=location.connect_timeout)
-            _pools[key] = pool
-    return pool
+        pooled = _pools.get(key)
+        if pooled is not None and pooled.pid == pid:
+            return pooled
+        for other, inherited in list(_pools.items()):
+            if inherited.pid != pid:
+                del _pools[other]
+                _abandon(inherited.pool)
+        pooled = _open_pool(location, pid)
+        _pools[key] = pooled
+    return pooled
+
+
+def _open_pool(location: Location, pid: int) -> _Pooled:
+    """A new pool with its first connection made; the database's own reason (no such database, connection
+    refused, authentication failed, no answer) as STORE_UNAVAILABLE within the connect timeout when it fails."""
+    _driver("psycopg")
+    psycopg_pool = _driver("psycopg_pool")
+    # The pool logs each failed connection attempt; the fault reaches the caller as STORE_UNAVAILABLE, so keep
+    # those lines off stderr unless the application configured logging itself.
+    logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
+    attempts = _Attempts()
+    timeout = location.connect_timeout
+    pool = psycopg_pool.ConnectionPool(
+        location.conninfo,
+        min_size=1,
+        max_size=location.pool_size,
+        kwargs={
+            "autocommit": True,
+            "prepare_threshold": location.prepare_threshold,
+            "connect_timeout": int(timeout),
+        },
+        connection_class=attempts.connection_class(),
+        timeout=timeout,
+        open=False,
+        name="plantrail",
+    )
+    waited = max(timeout, _LEAST_CONNECT_TIMEOUT_S) + _ANSWER_MARGIN_S
+    with _faults(location, attempts=attempts):
+        pool.open(wait=False)
+        try:
+            answered = attempts.answered.wait(waited)
+            if attempts.failure is not None:
+                raise attempts.failure
+            if not answered:
+                raise error(
+                    "STORE_UNAVAILABLE",
+                    f"database {location} is unavailable: no answer within {waited:g} s",
+                    path=str(location),
+                )
+            pool.wait(timeout)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                pool.close(timeout=_ANSWER_MARGIN_S)
+            raise
+    return _Pooled(pid, pool, attempts)
+
+
+def _abandon(pool: ConnectionPool[Any]) -> None:
+    """Leave a pool another process made: never closed (closing a connection sends the server a goodbye on the
+    socket the parent shares, which ends the parent's session) and never used. It is marked closed, so its
+    finaliser stops no worker thread (the child has none of the parent's threads); psycopg closes no socket of
+    a connection collected in a process other than the one that opened it."""
+    with contextlib.suppress(Exception):
+        pool._closed = True
 
 
 def _driver(name: str) -> Any:
@@ -237,32 +352,42 @@ def _driver(name: str) -> Any:
 
 @atexit.register
 def _close_pools() -> None:
+    """Close this process's pools (at exit); those a parent made are left to the parent."""
+    pid = os.getpid()
     with _pools_lock:
-        for pool in _pools.values():
+        for pooled in _pools.values():
+            if pooled.pid != pid:
+                _abandon(pooled.pool)
+                continue
             with contextlib.suppress(Exception):
-                pool.close(timeout=1.0)
+                pooled.pool.close(timeout=1.0)
         _pools.clear()
 
 
 @contextlib.contextmanager
-def _faults(location: Location, *, outcome_unknown: bool = False) -> Iterator[None]:
-    """Map the driver's errors to plantrail's stable codes (the database never leaks a traceback)."""
+def _faults(location: Location, *, outcome_unknown: bool = False, attempts: _Attempts | None = None) -> Iterator[None]:
+    """Map the driver's errors to plantrail's stable codes (the database never leaks a traceback); a pool that
+    timed out waiting for a connection says why its last attempt failed (``attempts``)."""
     try:
         yield
     except PlantrailError:
         raise
     except Exception as exc:
-        raise _fault(exc, location, outcome_unknown) from None
+        raise _fault(exc, location, outcome_unknown, attempts) from None
 
 
-def _fault(exc: Exception, location: Location, outcome_unknown: bool) -> PlantrailError:
+def _fault(
+    exc: BaseException, location: Location, outcome_unknown: bool, attempts: _Attempts | None = None
+) -> PlantrailError:
     psycopg = _driver("psycopg")
     psycopg_pool = _driver("psycopg_pool")
     where = str(location)
-    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if isinstance(exc, psycopg_pool.PoolTimeout) and attempts is not None and attempts.failure is not None:
+        exc = attempts.failure  # the pool waited for a connection it could not make: the database said why
     if isinstance(exc, psycopg.errors.InsufficientPrivilege):
-        return error("PERMISSION_DENIED", f"database {where}: {detail}", path=where)
+        return error("PERMISSION_DENIED", f"database {where}: {_first_line(exc)}", path=where)
     if isinstance(exc, psycopg.OperationalError | psycopg_pool.PoolTimeout | psycopg.InterfaceError):
+        detail = _all_lines(exc)  # a failed connection's reason may be on any line (one per host tried)
         if outcome_unknown:
             return error(
                 "STORE_UNAVAILABLE",
@@ -272,14 +397,24 @@ def _fault(exc: Exception, location: Location, outcome_unknown: bool) -> Plantra
                 outcome="unknown",
             )
         return error("STORE_UNAVAILABLE", f"database {where} is unavailable: {detail}", path=where)
-    return error("IO_ERROR", f"database {where}: {type(exc).__name__}: {detail}", path=where)
+    return error("IO_ERROR", f"database {where}: {type(exc).__name__}: {_first_line(exc)}", path=where)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _all_lines(exc: BaseException) -> str:
+    """The driver's whole message on one line."""
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 @contextlib.contextmanager
 def _connection(location: Location) -> Iterator[Connection[Any]]:
     """A pooled connection with the schema checked (once per process and database)."""
-    pool = _pool(location)
-    with _faults(location), pool.connection() as conn:
+    pooled = _pool(location)
+    with _faults(location, attempts=pooled.attempts), pooled.pool.connection() as conn:
         if location.conninfo not in _schema_checked:
             _ensure_schema(conn, location)
             _schema_checked.add(location.conninfo)
@@ -292,13 +427,15 @@ def init_schema(url: str) -> int:
     A database whose schema is newer than this plantrail knows is refused (``STORE_SCHEMA_NEWER``).
     """
     location = parse_location(url)
-    with _faults(location), _pool(location).connection() as conn:
-        _ensure_schema(conn, location)
+    pooled = _pool(location)
+    with _faults(location, attempts=pooled.attempts), pooled.pool.connection() as conn:
+        _ensure_schema(conn, location, upgrade=True)
     _schema_checked.add(location.conninfo)
     return SCHEMA_VERSION
 
 
-def _ensure_schema(conn: Connection[Any], location: Location) -> None:
+def _ensure_schema(conn: Connection[Any], location: Location, *, upgrade: bool = False) -> None:
+    """Create the tables, or upgrade an older schema (``upgrade``: also the columns added within v2)."""
     psycopg = _driver("psycopg")
     found = _schema_version(conn)
     if found is not None and found > SCHEMA_VERSION:
@@ -308,12 +445,12 @@ def _ensure_schema(conn: Connection[Any], location: Location) -> None:
             found=found,
             expected=SCHEMA_VERSION,
         )
-    if found == SCHEMA_VERSION:
+    if found == SCHEMA_VERSION and not upgrade:
         return
     for attempt in range(3):  # two processes creating the schema at once: the loser retries and finds it
         try:
             with conn.transaction():
-                for statement in _SCHEMA:
+                for statement in (*_SCHEMA, *_SUMMARY_HEAD):
                     conn.execute(statement)
                 conn.execute(
                     "INSERT INTO plantrail_meta (key, value) VALUES ('schema_version', %s) "
@@ -353,7 +490,7 @@ class PostgresStore:
         self._header = header
         self._clock = clock
         self._head = _Head(0, GENESIS_PREV)
-        self._thread_lock = threading.Lock()
+        self._thread_lock = ForkSafeLock()  # free in a forked child, whichever thread of the parent held it
         self._faulted = False  # a turn ended in an error: close leaves no summary (the server may be gone)
 
     # ----------------------------------------------------------- opening
@@ -435,13 +572,16 @@ class PostgresStore:
         kept (its replan reasons are not in the state); no snapshot is kept. A summary is never required:
         one that is missing or behind the run's head is recomputed from the rows when it is read."""
         head = self._head
-        if self._faulted or state.last_seq != head.next_seq - 1 or head.ts is None or state.run != self._run:
+        if (
+            self._faulted
+            or state.last_seq != head.next_seq - 1
+            or state.head != head.prev
+            or head.ts is None
+            or state.run != self._run
+        ):
             return
         with contextlib.suppress(PlantrailError), _connection(self.location) as conn, _faults(self.location):
-            row = conn.execute(
-                "SELECT seq, plan_version, reasons FROM plantrail_summaries WHERE run = %s", (self._run,)
-            ).fetchone()
-            reasons = _reasons_after(row, state)
+            reasons = _reasons_after(_kept_summary(conn, self._run, state), state)
             if reasons is not None:
                 _put_summary(conn, self._run, state, head.ts, reasons)
 
@@ -776,15 +916,18 @@ def _listening(location: Location) -> Iterator[Connection[Any] | None]:
     """A connection that LISTENs on the records' channel (None with ``notify=off``: the caller polls), closed
     when the follower ends."""
     listener = None
+    pid = os.getpid()
     if location.notify:
         psycopg = _driver("psycopg")
         with _faults(location):
-            listener = psycopg.Connection.connect(location.conninfo, autocommit=True)
+            listener = psycopg.Connection.connect(
+                location.conninfo, autocommit=True, connect_timeout=int(location.connect_timeout)
+            )
             listener.execute(f"LISTEN {CHANNEL}")
     try:
         yield listener
     finally:
-        if listener is not None:
+        if listener is not None and os.getpid() == pid:  # a forked child leaves its parent's connection alone
             with contextlib.suppress(Exception):
                 listener.close()
 
@@ -911,36 +1054,126 @@ def _following(
 # --------------------------------------------------------------------------- many runs: the summaries
 
 
-def _reasons_after(row: tuple[Any, ...] | None, state: PlanState) -> list[str] | None:
-    """The replan reasons up to ``state``, from the summary ``row`` kept before it (None when they do not
+class _Summary(NamedTuple):
+    """A run's summary row as stored: what ``plantrail runs`` lists, the head (seq and hash) it was computed at,
+    and the digest of those values."""
+
+    seq: int
+    head: str
+    goal: str | None
+    outcome: str | None
+    plan_version: int
+    last_ts: str | None
+    orphans: int
+    reasons: tuple[str, ...]
+    digest: str
+
+    @classmethod
+    def read(cls, run: str, row: Sequence[Any]) -> _Summary | None:
+        """The row's ``_SUMMARY_COLUMNS`` when the row is whole and its digest is the digest of its values, else
+        None: no row, a row an earlier plantrail left without a head, or one edited since it was written."""
+        seq, head, goal, outcome, version, last_ts, orphans, reasons, digest = row
+        if seq is None or head is None or digest is None:
+            return None
+        summary = cls(seq, head, goal, outcome, version, last_ts, orphans, tuple(reasons), digest)
+        return summary if digest == _summary_digest(run, *summary[:-1]) else None
+
+
+#: A summary's columns as :meth:`_Summary.read` takes them (``s.``: the summaries table in a query).
+_SUMMARY_COLUMNS: Final = "s.seq, s.head, s.goal, s.outcome, s.plan_version, s.last_ts, s.orphans, s.reasons, s.digest"
+#: The same from a summaries table made before the head and digest columns (none of its rows is believed).
+_SUMMARY_COLUMNS_BEFORE_HEAD: Final = (
+    "s.seq, NULL, s.goal, s.outcome, s.plan_version, s.last_ts, s.orphans, s.reasons, NULL"
+)
+
+
+def _summary_digest(
+    run: str,
+    seq: int,
+    head: str,
+    goal: str | None,
+    outcome: str | None,
+    plan_version: int,
+    last_ts: str | None,
+    orphans: int,
+    reasons: Sequence[str],
+) -> str:
+    """SHA-256 of a summary's values with the run and the head they were computed at: a row whose values were
+    edited afterwards no longer matches it (one who rewrites the row and its digest together is caught only by
+    folding the records: ``verify``)."""
+    values = [run, seq, head, goal, outcome, plan_version, last_ts, orphans, list(reasons)]
+    return hashlib.sha256(json.dumps(values, separators=(",", ":")).encode("ascii")).hexdigest()
+
+
+def _reasons_after(summary: _Summary | None, state: PlanState) -> list[str] | None:
+    """The replan reasons up to ``state``, from the checked ``summary`` kept before it (None when they do not
     follow: more than one version was adopted since, or the summary is from a later point)."""
-    if row is None:
+    if summary is None:
         return [] if state.version <= 1 else None
-    seq, version, reasons = int(row[0]), int(row[1]), list(row[2])
-    if seq > state.last_seq:
+    if summary.seq > state.last_seq:
         return None
-    if version == state.version:
-        return reasons
+    if summary.plan_version == state.version:
+        return list(summary.reasons)
     adopted = state.adopted
-    if version == state.version - 1 and adopted is not None and adopted.reason is not None:
-        return [*reasons, adopted.reason]
+    if summary.plan_version == state.version - 1 and adopted is not None and adopted.reason is not None:
+        return [*summary.reasons, adopted.reason]
     return None
 
 
-def _put_summary(conn: Connection[Any], run: str, state: PlanState, last_ts: str, reasons: Sequence[str]) -> None:
-    """Upsert a run's summary, never over one of a later seq (writers race to leave theirs)."""
-    conn.execute(
-        "INSERT INTO plantrail_summaries (run, seq, goal, outcome, plan_version, last_ts, orphans, reasons) "
-        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (run) DO UPDATE SET seq = EXCLUDED.seq, "
-        "goal = EXCLUDED.goal, outcome = EXCLUDED.outcome, plan_version = EXCLUDED.plan_version, "
-        "last_ts = EXCLUDED.last_ts, orphans = EXCLUDED.orphans, reasons = EXCLUDED.reasons "
-        "WHERE plantrail_summaries.seq < EXCLUDED.seq",
-        (run, state.last_seq, state.goal, state.outcome, state.version, last_ts, len(state.orphans), list(reasons)),
+def _kept_summary(conn: Connection[Any], run: str, state: PlanState) -> _Summary | None:
+    """The run's summary when it checks out (its digest) and was computed at a record of the run as it is (its
+    head is the stored hash at its seq, at or before ``state``); else None."""
+    psycopg = _driver("psycopg")
+    try:
+        row = conn.execute(f"SELECT {_SUMMARY_COLUMNS} FROM plantrail_summaries s WHERE s.run = %s", (run,)).fetchone()
+    except psycopg.errors.UndefinedColumn:  # a table made before the head columns: nothing there is believed
+        return None
+    summary = _Summary.read(run, row) if row is not None else None
+    if summary is None or summary.seq > state.last_seq:
+        return None
+    head = state.head if summary.seq == state.last_seq else _hash_at(conn, run, summary.seq)
+    return summary if head == summary.head else None
+
+
+def _put_summary(
+    conn: Connection[Any],
+    run: str,
+    state: PlanState,
+    last_ts: str,
+    reasons: Sequence[str],
+    *,
+    replace: bool = False,
+) -> None:
+    """Upsert a run's summary with its head and digest (one transaction), never over one of a later seq (writers
+    race to leave theirs) unless ``replace`` (the reader found the row there untrustworthy). A summaries table
+    made before the head and digest columns gets them first."""
+    psycopg = _driver("psycopg")
+    head = state.head or GENESIS_PREV
+    values = (run, state.last_seq, head, state.goal, state.outcome, state.version, last_ts, len(state.orphans))
+    digest = _summary_digest(*values, reasons)
+    upsert = (
+        "INSERT INTO plantrail_summaries "
+        "(run, seq, head, goal, outcome, plan_version, last_ts, orphans, reasons, digest) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (run) DO UPDATE SET seq = EXCLUDED.seq, "
+        "head = EXCLUDED.head, goal = EXCLUDED.goal, outcome = EXCLUDED.outcome, "
+        "plan_version = EXCLUDED.plan_version, last_ts = EXCLUDED.last_ts, orphans = EXCLUDED.orphans, "
+        "reasons = EXCLUDED.reasons, digest = EXCLUDED.digest "
+        "WHERE plantrail_summaries.seq < EXCLUDED.seq OR %s"
     )
+    parameters = (*values, list(reasons), digest, replace)
+    try:
+        with conn.transaction():
+            conn.execute(upsert, parameters)
+    except psycopg.errors.UndefinedColumn:
+        with conn.transaction():
+            for statement in _SUMMARY_HEAD:
+                conn.execute(statement)
+            conn.execute(upsert, parameters)
 
 
 def _recomputed(conn: Connection[Any], where: str, run: str) -> RunRow:
-    """A run's summary folded from its rows (each checked), and left for the next reader when it is whole."""
+    """A run's summary folded from its rows (each checked), and left for the next reader when it is whole (over
+    the row there, which did not check out)."""
     from plantrail.projections.runs import summarise
     from plantrail.projections.state import fold
 
@@ -971,43 +1204,51 @@ def _recomputed(conn: Connection[Any], where: str, run: str) -> RunRow:
     damage = found[0].code if found else newer[0].code if newer else None
     last_ts = last[0].ts if last else None
     if damage is None and last_ts is not None:
-        with contextlib.suppress(Exception), conn.transaction():  # a role that may only read still gets its answer
-            _put_summary(conn, run, state, last_ts, reasons)
+        with contextlib.suppress(Exception):  # a role that may only read still gets its answer
+            _put_summary(conn, run, state, last_ts, reasons, replace=True)
     return summarise(state, last_ts, reasons, f"{where}#{run}", damage)
 
 
 def run_summaries(url: str) -> list[RunRow]:
-    """One row per run in the database, from its summary when the summary's seq is the run's head seq
-    (an index lookup per run), else recomputed from the run's rows (and the summary left for next time)."""
+    """One row per run in the database, from its summary when the summary checks out and was computed at the
+    run's last record (its seq and hash; an index lookup per run), else folded from the run's rows (and the
+    summary left for next time)."""
     from plantrail.projections.runs import RunRow
 
     location = parse_location(url)
     if location.run is not None:
         raise error("USAGE", f"runs lists a database's runs: give {location.conninfo} without #{location.run}")
+    psycopg = _driver("psycopg")
     query = (
-        "SELECT r.run, s.seq, s.goal, s.outcome, s.plan_version, s.last_ts, s.orphans, s.reasons, "
-        "(SELECT max(x.seq) FROM plantrail_records x WHERE x.run = r.run) "
-        "FROM plantrail_runs r LEFT JOIN plantrail_summaries s ON s.run = r.run"
+        "SELECT last.seq, last.h, r.run, {} FROM plantrail_runs r "
+        "LEFT JOIN plantrail_summaries s ON s.run = r.run "
+        "LEFT JOIN LATERAL (SELECT x.seq, x.h FROM plantrail_records x WHERE x.run = r.run "
+        "ORDER BY x.seq DESC LIMIT 1) last ON true"
     )
     rows: list[RunRow] = []
     where = _masked(url)  # each row's location names its run as the caller named the database
     with _connection(location) as conn, _faults(location):
-        for run, seq, goal, outcome, version, last_ts, orphans, reasons, head in conn.execute(query).fetchall():
-            if seq is None or head is None or int(seq) != int(head):
+        try:
+            found = conn.execute(query.format(_SUMMARY_COLUMNS)).fetchall()
+        except psycopg.errors.UndefinedColumn:  # a table made before the head columns (added by the next summary)
+            found = conn.execute(query.format(_SUMMARY_COLUMNS_BEFORE_HEAD)).fetchall()
+        for seq, h, run, *kept in found:
+            summary = _Summary.read(run, kept)
+            if summary is None or seq is None or summary.seq != seq or summary.head != h:
                 rows.append(_recomputed(conn, where, run))
                 continue
             rows.append(
                 RunRow(
                     run=run,
-                    goal=goal,
-                    outcome=outcome,
-                    plan_version=int(version),
-                    last_activity=last_ts,
-                    replans=max(int(version) - 1, 0),
-                    orphans=int(orphans),
-                    last_seq=int(seq),
+                    goal=summary.goal,
+                    outcome=summary.outcome,
+                    plan_version=summary.plan_version,
+                    last_activity=summary.last_ts,
+                    replans=max(summary.plan_version - 1, 0),
+                    orphans=summary.orphans,
+                    last_seq=summary.seq,
                     location=f"{where}#{run}",
-                    reasons=tuple(reasons),
+                    reasons=summary.reasons,
                 )
             )
     return rows

@@ -225,6 +225,104 @@ def test_a_stale_or_forged_summary_is_recomputed_from_the_rows() -> None:
         assert (rows["alpha"].outcome, rows["alpha"].last_seq) == ("complete", 7)
 
 
+#: How each type of a summary column is edited (a new column of another type fails the test below).
+_EDITS = {
+    "integer": "{c} = {c} + 1",
+    "bigint": "{c} = {c} + 1",
+    "text": "{c} = coalesce({c}, '') || 'x'",
+    "ARRAY": "{c} = array_append({c}, 'forged')",
+}
+
+
+def _rows(url: str) -> dict[str, RunRow]:
+    return {r.run: r for r in list_runs(url)}
+
+
+def _folded(url: str, psycopg: Any) -> dict[str, RunRow]:
+    """The rows as the runs' records say (every summary dropped first, so each run is folded)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("DELETE FROM plantrail_summaries")
+    return _rows(url)
+
+
+def test_an_edited_summary_is_never_listed() -> None:
+    """Any column of a run's summary row edited: `runs` lists what the run's records say (the row's digest no
+    longer matches its values), and leaves a summary that checks out again."""
+    psycopg = pytest.importorskip("psycopg")
+    from psycopg import sql
+
+    for url in _database(postgres_url()):
+        populate(_in(url))
+        truth = _folded(url, psycopg)
+        with psycopg.connect(url, autocommit=True) as conn:
+            columns = conn.execute(
+                "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = "
+                "'plantrail_summaries' AND table_schema = current_schema() AND column_name <> 'run'"
+            ).fetchall()
+            kept = conn.execute("SELECT to_jsonb(s) FROM plantrail_summaries s WHERE run = 'beta'").fetchone()[0]
+        assert {"seq", "head", "goal", "outcome", "plan_version", "last_ts", "orphans", "reasons", "digest"} <= {
+            name for name, _ in columns
+        }
+        for name, kind in columns:
+            edit = sql.SQL(_EDITS[kind].replace("{c}", "{column}")).format(column=sql.Identifier(name))
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute(sql.SQL("UPDATE plantrail_summaries SET {} WHERE run = 'beta'").format(edit))
+            assert _rows(url) == truth, f"an edited {name} was listed"
+            with psycopg.connect(url, autocommit=True) as conn:
+                again = conn.execute("SELECT to_jsonb(s) FROM plantrail_summaries s WHERE run = 'beta'").fetchone()[0]
+            assert again == kept, f"the summary was not left whole again after an edit of {name}"
+
+
+def test_a_summary_of_a_replaced_head_is_not_listed() -> None:
+    """A run whose last record was replaced by another at the same seq, its summary left as it was, lists what its
+    records say now: a summary counts only at the head (seq and hash) it was computed at."""
+    psycopg = pytest.importorskip("psycopg")
+    for url in _database(postgres_url()):
+        populate(_in(url))
+        assert _rows(url)["alpha"].outcome == "complete"
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("DELETE FROM plantrail_records WHERE run = 'alpha' AND seq = 7")
+        with Ledger.open(f"{url}#alpha", cache=False, clock=DayClock(9)) as alpha:
+            assert alpha.finish("paused", "another ending").seq == 7
+        row = _rows(url)["alpha"]
+        assert (row.outcome, row.last_seq, row.last_activity[:10]) == ("paused", 7, "2026-01-09")
+
+
+def test_a_writer_never_carries_an_edited_summary_forward() -> None:
+    """A writer closing after a run's summary was edited leaves no summary built on the edited one (its replan
+    reasons are not in the state: it takes them from the summary only when that checks out)."""
+    psycopg = pytest.importorskip("psycopg")
+    for url in _database(postgres_url()):
+        populate(_in(url))
+        reasons = _rows(url)["beta"].reasons
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("UPDATE plantrail_summaries SET reasons = array['forged'] WHERE run = 'beta'")
+        with Ledger.open(f"{url}#beta", clock=DayClock(9)) as beta:
+            beta.finish("paused", "for the night")
+        assert _rows(url)["beta"].reasons == reasons == ("failed_assumption",)
+
+
+def test_summaries_made_before_their_head_columns_are_folded_and_upgraded_in_place() -> None:
+    """A summaries table an earlier plantrail made (no head, no digest): its rows are not believed, the runs are
+    folded, and the columns are added on the first summary written, the schema version staying 2 (earlier
+    plantrails read and write the table as before)."""
+    psycopg = pytest.importorskip("psycopg")
+    from plantrail.ledger.stores import postgres
+
+    for url in _database(postgres_url()):
+        populate(_in(url))
+        truth = _rows(url)
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("ALTER TABLE plantrail_summaries DROP COLUMN head, DROP COLUMN digest")
+            conn.execute("UPDATE plantrail_summaries SET goal = 'an earlier summary'")
+        postgres._schema_checked.clear()
+        assert _rows(url) == truth
+        with psycopg.connect(url, autocommit=True) as conn:
+            digests = conn.execute("SELECT count(digest) FROM plantrail_summaries").fetchone()[0]
+            version = conn.execute("SELECT value FROM plantrail_meta WHERE key = 'schema_version'").fetchone()[0]
+        assert (digests, version) == (3, "2")
+
+
 def test_store_init_upgrades_a_version_1_schema(tmp_path: Path) -> None:
     """A database with plantrail's schema v1 (no summaries) is upgraded by store init to the current version,
     and its runs then list."""

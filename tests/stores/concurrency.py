@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Event
@@ -12,7 +13,16 @@ from plantrail.ledger.rules.decide import VerifyCriterion
 from plantrail.ledger.stores.jsonl.log import LogReader
 from plantrail.ledger.vocabulary.errors import PlantrailError
 
-__all__ = ["AppendReport", "KeyResult", "append_worker", "keyed_worker", "reader_worker"]
+__all__ = [
+    "AppendReport",
+    "KeyResult",
+    "append_worker",
+    "async_keyed_appends",
+    "keyed_appends",
+    "keyed_appends_worker",
+    "keyed_worker",
+    "reader_worker",
+]
 
 _CRITERION = "login-test-passes"
 
@@ -110,3 +120,58 @@ def reader_worker(path: str, stop: Event, conn: Connection) -> None:
         heads.append((last.seq, last.h))
     conn.send(heads)
     conn.close()
+
+
+def _verdict(worker: int, n: int) -> VerifyCriterion:
+    return VerifyCriterion(criterion=_CRITERION, passed=True, evidence=f"w{worker} n{n}", key=f"w{worker}-{n}")
+
+
+def keyed_appends(target: str | Ledger, worker: int, count: int) -> list[tuple[int, str, str]]:
+    """Append ``count`` keyed verdicts to ``target`` (a run's name, opened here, or an open ledger, used and
+    closed here) and return each acknowledgement's (seq, hash, key). A writer of a database run that runs out of
+    re-decides under contention (WRITE_CONFLICT, nothing written) retries with the same key, as a runtime would."""
+    ledger = Ledger.open(target) if isinstance(target, str) else target
+    acks: list[tuple[int, str, str]] = []
+    with ledger:
+        for n in range(count):
+            command = _verdict(worker, n)
+            while True:
+                try:
+                    ack = ledger.execute(command)
+                    break
+                except PlantrailError as exc:
+                    if exc.code != "WRITE_CONFLICT":
+                        raise
+            acks.append((ack.seq, ack.hash, f"w{worker}-{n}"))
+    return acks
+
+
+def keyed_appends_worker(target: str | Ledger, worker: int, count: int, conn: Connection) -> None:
+    """:func:`keyed_appends` in a worker process, its acks (or the error's code and message) sent back."""
+    try:
+        report: object = keyed_appends(target, worker, count)
+    except PlantrailError as exc:
+        report = f"{exc.code}: {exc.message}"
+    conn.send(report)
+    conn.close()
+
+
+async def async_keyed_appends(location: str, worker: int, count: int) -> list[tuple[int, str, str]]:
+    """:func:`keyed_appends` from an asyncio task: the ledger opened, each command executed and the ledger closed
+    through ``asyncio.to_thread`` (the synchronous library on the event loop's worker threads)."""
+    ledger = await asyncio.to_thread(Ledger.open, location)
+    acks: list[tuple[int, str, str]] = []
+    try:
+        for n in range(count):
+            command = _verdict(worker, n)
+            while True:
+                try:
+                    ack = await asyncio.to_thread(ledger.execute, command)
+                    break
+                except PlantrailError as exc:
+                    if exc.code != "WRITE_CONFLICT":
+                        raise
+            acks.append((ack.seq, ack.hash, f"w{worker}-{n}"))
+    finally:
+        await asyncio.to_thread(ledger.close)
+    return acks

@@ -7,8 +7,10 @@ across processes: one record per key, retries get the original seq, other conten
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import multiprocessing
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -20,10 +22,14 @@ from plantrail.ledger.api import Ledger
 from plantrail.ledger.stores.jsonl.log import LogReader
 from plantrail.ledger.verify import verify_log
 from tests.conftest import LOGIN_DRAFT
+from tests.helpers.stores import JsonlTarget, PostgresTarget, postgres_url, unique_run
 from tests.stores.concurrency import (
     AppendReport,
     KeyResult,
     append_worker,
+    async_keyed_appends,
+    keyed_appends,
+    keyed_appends_worker,
     keyed_worker,
     reader_worker,
 )
@@ -128,3 +134,134 @@ def assert_key_outcome(seq: int, h: str, a: KeyResult, b: KeyResult, conflicting
     assert a.conflict != b.conflict
     winner = b if a.conflict else a
     assert winner.hash == h and not winner.duplicate
+
+
+# --------------------------------------------------------------------------- every process model, both stores
+
+#: How writers run: forked after the parent used the store (holding a writer open across the fork), forked
+#: children each using the parent's open ledger object itself, forked before the parent used the store, spawned,
+#: threads of one process, and asyncio tasks calling the library through ``asyncio.to_thread``.
+MODELS = ("fork", "fork-inherited", "fork-fresh", "spawn", "threads", "asyncio")
+#: Where they write: one JSONL log, one database run, a database run each.
+LAYOUTS = ("jsonl", "postgres-one-run", "postgres-runs")
+#: No trial may take longer than this: a hung writer fails the test instead of hanging the suite.
+TRIAL_TIMEOUT_S = 120.0
+
+
+def trial_locations(tmp_path: Path, layout: str, writers: int) -> list[str]:
+    """Each writer's run (the same one when they share it), created with the login plan."""
+    if layout == "jsonl":
+        target: JsonlTarget | PostgresTarget = JsonlTarget(tmp_path)
+        names = ["shared"] * writers
+    else:
+        target = PostgresTarget(postgres_url())
+        shared = unique_run("trial")
+        names = [shared] * writers if layout == "postgres-one-run" else [unique_run("trial") for _ in range(writers)]
+    locations = [target.location(name) for name in names]
+    for location in dict.fromkeys(locations):
+        Ledger.create(location, copy.deepcopy(LOGIN_DRAFT), fsync="none").close()
+    return locations
+
+
+def fresh_pool(location: str) -> str:
+    """A database run's URL with a pool size no earlier use of the server asked for: the parent has no pool for it
+    when it forks (a file's name is returned as it is)."""
+    if "#" not in location:
+        return location
+    url, run = location.split("#", 1)
+    return f"{url}{'&' if '?' in url else '?'}pool_size=3#{run}"
+
+
+def run_writers(model: str, targets: Sequence[str | Ledger], count: int) -> list[list[tuple[int, str, str]]]:
+    """Run one writer per target under ``model``, each appending ``count`` keyed events; return their acks. A
+    writer still running after TRIAL_TIMEOUT_S, or one that failed, fails the test."""
+    if model == "threads":
+        results: dict[int, list[tuple[int, str, str]]] = {}
+        threads = [
+            threading.Thread(target=lambda w=w, t=t: results.__setitem__(w, keyed_appends(t, w, count)), daemon=True)
+            for w, t in enumerate(targets)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(TRIAL_TIMEOUT_S)
+            assert not thread.is_alive(), "a writer thread hung"
+        assert sorted(results) == list(range(len(targets))), "a writer thread failed"
+        return [results[w] for w in range(len(targets))]
+    if model == "asyncio":
+        gathered: list[list[list[tuple[int, str, str]]]] = []
+
+        async def tasks() -> list[list[tuple[int, str, str]]]:
+            return list(await asyncio.gather(*(async_keyed_appends(str(t), w, count) for w, t in enumerate(targets))))
+
+        loop = threading.Thread(target=lambda: gathered.append(asyncio.run(tasks())), daemon=True)
+        loop.start()
+        loop.join(TRIAL_TIMEOUT_S)
+        assert not loop.is_alive(), "an asyncio writer hung"
+        assert gathered, "an asyncio writer failed"
+        return gathered[0]
+    context = multiprocessing.get_context("spawn" if model == "spawn" else "fork")
+    pipes = [context.Pipe(duplex=False) for _ in targets]
+    workers = [
+        context.Process(target=keyed_appends_worker, args=(t, w, count, send), daemon=True)
+        for w, (t, (_, send)) in enumerate(zip(targets, pipes, strict=True))
+    ]
+    try:
+        for worker in workers:
+            worker.start()
+        deadline = time.monotonic() + TRIAL_TIMEOUT_S
+        reports = []
+        for receive, _ in pipes:
+            assert receive.poll(max(deadline - time.monotonic(), 0)), "a writer process hung"
+            reports.append(receive.recv())
+        for worker in workers:
+            worker.join(max(deadline - time.monotonic(), 0))
+            assert not worker.is_alive(), "a writer process hung"
+            assert worker.exitcode == 0
+    finally:
+        for worker in workers:
+            if worker.is_alive():
+                worker.kill()
+    failed = [report for report in reports if isinstance(report, str)]
+    assert not failed, failed
+    return reports
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("writers", [2, 4, 8])
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("model", MODELS)
+def test_writers_lose_nothing_under_every_process_model(
+    tmp_path: Path, full: bool, model: str, layout: str, writers: int
+) -> None:
+    """Writers appending at once under every process model, to one log, one database run or a run each, leave
+    exactly their acknowledged events (one record per key, seqs contiguous, the chain verified), none hangs, and
+    the parent's own writer, used before and after them, still works."""
+    count = 200 if full else 6
+    locations = trial_locations(tmp_path, layout, writers)
+    held = {location: Ledger.open(location) for location in dict.fromkeys(locations)}
+    if model != "fork-fresh":
+        for ledger in held.values():
+            ledger.start("reproduce")  # the parent uses its writer before the fork and holds it across it
+    targets: list[str | Ledger]
+    if model == "fork-inherited":
+        targets = [held[location] for location in locations]
+    elif model == "fork-fresh":
+        targets = [fresh_pool(location) for location in locations]
+    else:
+        targets = list(locations)
+    reports = run_writers(model, targets, count)
+    for ledger in held.values():  # the parent's writer appends after them (its lock or session is still its own)
+        if model == "fork-fresh":
+            ledger.start("reproduce")
+        else:
+            ledger.complete("reproduce", "the parent's writer still appends")
+        ledger.close()
+
+    for location in dict.fromkeys(locations):
+        records = (JsonlTarget(tmp_path) if layout == "jsonl" else PostgresTarget("")).records(location)
+        assert [r.seq for r in records] == list(range(len(records)))
+        mine = {ack for w, report in enumerate(reports) if locations[w] == location for ack in report}
+        assert len(mine) == locations.count(location) * count
+        assert {(r.seq, r.h, r.key) for r in records if r.key is not None and r.key.startswith("w")} == mine
+        assert verify_log(location).last_seq == len(records) - 1

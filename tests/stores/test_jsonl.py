@@ -307,3 +307,41 @@ def test_a_replaced_file_is_noticed(make_ledger: MakeLedger, tmp_path: Path, dra
     with pytest.raises(PlantrailError) as info:
         ledger.start("reproduce")
     assert info.value.code == "IO_ERROR"
+
+
+def _append_and_close(ledger: Ledger, conn: Any) -> None:
+    """In a forked child: append through the parent's ledger, close it, and send back what each did."""
+    outcomes = []
+    for action in (lambda: ledger.start("reproduce"), ledger.close):
+        try:
+            action()
+            outcomes.append("ok")
+        except PlantrailError as exc:
+            outcomes.append(exc.code)
+    conn.send(outcomes)
+    conn.close()
+
+
+def test_a_forked_writer_whose_log_was_replaced_is_refused_and_closes_quietly(
+    make_ledger: MakeLedger, tmp_path: Path
+) -> None:
+    """A child using its parent's writer after the log's path came to name another file is refused IO_ERROR,
+    writes nothing to either file, and closes without an error (it leaves no snapshot)."""
+    import multiprocessing
+    import shutil
+
+    ledger = make_ledger()
+    log = tmp_path / "run.jsonl"
+    os.rename(log, tmp_path / "moved.jsonl")
+    shutil.copyfile(tmp_path / "moved.jsonl", log)
+    before = log.read_bytes()
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(target=_append_and_close, args=(ledger, send), daemon=True)
+    child.start()
+    assert receive.poll(60), "the child hung"
+    assert receive.recv() == ["IO_ERROR", "ok"]
+    child.join(10)
+    assert child.exitcode == 0
+    assert log.read_bytes() == before == (tmp_path / "moved.jsonl").read_bytes()
+    ledger.close()

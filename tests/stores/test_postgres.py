@@ -234,6 +234,180 @@ def test_a_server_that_is_not_there_is_store_unavailable(run_cli: Any) -> None:
     assert "Traceback" not in result.err
 
 
+@pytest.fixture
+def password_role(url: str) -> Iterator[str]:
+    """A role whose password the test server checks (a rule for it alone put first in the server's pg_hba.conf,
+    taken out again afterwards): the role's name; its password is ``right``."""
+    from psycopg import sql
+
+    role = unique_run("pw").replace("-", "_")
+    with psycopg.connect(url, autocommit=True) as admin:
+        hba = admin.execute("SHOW hba_file").fetchone()[0]
+        before = admin.execute("SELECT pg_read_file(%s)", (hba,)).fetchone()[0]
+        admin.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD 'right'").format(sql.Identifier(role)))
+        rules = [f"{kind} all {role} {where} scram-sha-256" for kind, where in _PASSWORD_RULES]
+        _write_server_file(admin, hba, [*rules, *before.splitlines()])
+        try:
+            admin.execute("SELECT pg_reload_conf()")
+            _until_refused(url.replace("postgres:@", f"{role}:wrong@", 1))
+            yield role
+        finally:
+            _write_server_file(admin, hba, before.splitlines())
+            admin.execute("SELECT pg_reload_conf()")
+            admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
+_PASSWORD_RULES = (("local", ""), ("host", "0.0.0.0/0"), ("host", "::/0"))
+
+
+def _write_server_file(admin: Any, path: str, lines: list[str]) -> None:
+    """Write ``lines`` to a file of the server's (as the server's own user), each as it is."""
+    from psycopg import sql
+
+    kept = [line for line in lines if line.strip()]  # (CSV would quote an empty line)
+    admin.execute(
+        sql.SQL("COPY (SELECT unnest({}::text[])) TO {} WITH (FORMAT csv, DELIMITER E'\\x01', QUOTE E'\\x02')").format(
+            sql.Literal(kept), sql.Literal(path)
+        )
+    )
+
+
+def _until_refused(url: str) -> None:
+    """Wait until the server has read its new rules (a reload is asynchronous): a wrong password is refused."""
+    import time
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            psycopg.connect(url, connect_timeout=5).close()
+        except psycopg.OperationalError:
+            return
+        time.sleep(0.05)
+    pytest.fail("the server did not start checking the password")
+
+
+def _free_port() -> int:
+    """A local TCP port nothing listens on."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.parametrize("cause", ["no such database", "wrong password", "nothing listening"])
+def test_a_database_that_cannot_be_reached_says_why_at_once(url: str, cause: str, request: Any) -> None:
+    """A connection the server refuses, or that nothing answers, is STORE_UNAVAILABLE with the database's own
+    reason, at once rather than after the connect timeout (10 s here)."""
+    import time
+
+    if cause == "no such database":
+        where, reason = url.replace("/postgres?", "/no_such_db?", 1), 'database "no_such_db" does not exist'
+    elif cause == "wrong password":
+        role = request.getfixturevalue("password_role")
+        where, reason = url.replace("postgres:@", f"{role}:wrong@", 1), "password authentication failed"
+    else:
+        where, reason = f"postgresql://postgres@127.0.0.1:{_free_port()}/postgres", "Connection refused"
+    started = time.monotonic()
+    failure = _expect("STORE_UNAVAILABLE", lambda: Ledger.open(f"{where}#{unique_run()}"))
+    elapsed = time.monotonic() - started
+    assert reason in failure.message, failure.message
+    assert "wrong" not in failure.message  # the password is never shown
+    assert elapsed < 5, f"{elapsed:.1f} s"
+
+
+def test_a_server_that_never_answers_is_reported_within_the_connect_timeout() -> None:
+    """A server that takes the connection and never answers: STORE_UNAVAILABLE saying the connect timed out,
+    after about the URL's connect_timeout (not the pool's own wait, which said only that it was incomplete)."""
+    import socket
+    import time
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # the kernel completes the handshake; nothing ever reads or answers
+        where = f"postgresql://postgres@127.0.0.1:{silent.getsockname()[1]}/postgres?connect_timeout=2"
+        started = time.monotonic()
+        failure = _expect("STORE_UNAVAILABLE", lambda: Ledger.open(f"{where}#{unique_run()}"))
+        elapsed = time.monotonic() - started
+    assert "timeout expired" in failure.message.partition(" is unavailable: ")[2], failure.message
+    assert 1.5 < elapsed < 5, f"{elapsed:.1f} s"
+
+
+def _append_and_report(location: str, conn: Any) -> None:
+    """In a forked child: open the run, start a step, send the ack back."""
+    with Ledger.open(location) as ledger:
+        ack = ledger.start("reproduce")
+    conn.send((ack.seq, ack.hash))
+    conn.close()
+
+
+def test_a_fork_while_a_thread_opens_a_pool_leaves_the_child_free(url: str) -> None:
+    """A child forked while another thread of the parent waits on a server that does not answer (holding the
+    lock over the process's pools) opens its own pool and appends; the waiting thread gets STORE_UNAVAILABLE."""
+    import select
+    import socket
+
+    location = f"{url}#{unique_run()}"
+    Ledger.create(location, copy.deepcopy(LOGIN_DRAFT), fsync="none").close()
+    failures: list[PlantrailError] = []
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        where = f"postgresql://postgres@127.0.0.1:{silent.getsockname()[1]}/postgres?connect_timeout=3"
+
+        def wait_on_silence() -> None:
+            try:
+                Ledger.open(f"{where}#{unique_run()}")
+            except PlantrailError as exc:
+                failures.append(exc)
+
+        waiting = threading.Thread(target=wait_on_silence, daemon=True)
+        waiting.start()
+        assert select.select([silent], [], [], 10)[0], "the thread never connected"  # it is opening its pool now
+        context = multiprocessing.get_context("fork")
+        receive, send = context.Pipe(duplex=False)
+        child = context.Process(target=_append_and_report, args=(location, send), daemon=True)
+        child.start()
+        try:
+            assert receive.poll(60), "the child hung"
+            seq, h = receive.recv()
+            child.join(10)
+            assert not child.is_alive() and child.exitcode == 0
+        finally:
+            if child.is_alive():
+                child.kill()
+        waiting.join(30)
+        assert not waiting.is_alive()
+    assert [f.code for f in failures] == ["STORE_UNAVAILABLE"]
+    assert (seq, h) in {(r.seq, r.h) for r in PostgresTarget(url).records(location)}
+
+
+def _close_pools_and_exit(conn: Any) -> None:
+    """In a forked child: close the process's pools, as the interpreter's exit does."""
+    from plantrail.ledger.stores import postgres
+
+    postgres._close_pools()
+    conn.send("closed")
+    conn.close()
+
+
+def test_a_child_closing_its_pools_leaves_the_parents_sessions(url: str) -> None:
+    """A forked child's exit closes only the pools it made: the parent's connections (and their server sessions)
+    are untouched, and the parent appends on through them."""
+    location = f"{url}#{unique_run()}"
+    with Ledger.create(location, copy.deepcopy(LOGIN_DRAFT), fsync="none") as ledger:
+        ledger.start("reproduce")
+        context = multiprocessing.get_context("fork")
+        receive, send = context.Pipe(duplex=False)
+        child = context.Process(target=_close_pools_and_exit, args=(send,), daemon=True)
+        child.start()
+        assert receive.poll(60) and receive.recv() == "closed"
+        child.join(10)
+        assert child.exitcode == 0
+        ack = ledger.complete("reproduce", ["the parent's session survived its child's exit"])
+    assert PostgresTarget(url).records(location)[-1].h == ack.hash
+
+
 def test_an_unknown_run_and_bad_urls_have_codes(url: str) -> None:
     """A missing run is RUN_NOT_FOUND; a URL without a run or with a bad option is USAGE."""
     _expect("RUN_NOT_FOUND", lambda: Ledger.open(f"{url}#{unique_run('none')}"))

@@ -7,8 +7,10 @@ one store and not the other fails here.
 from __future__ import annotations
 
 import copy
+import multiprocessing
 import threading
 from collections.abc import Callable, Iterator
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,8 @@ import pytest
 
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.rules.decide import Complete, Start
+from plantrail.ledger.stores.opener import as_run
+from plantrail.ledger.verify import verify_log
 from plantrail.ledger.vocabulary.errors import PlantrailError
 from plantrail.projections.canonical import state_hash
 from plantrail.projections.state import fold
@@ -209,6 +213,61 @@ def test_opening_a_run_that_does_not_exist_is_an_error(target: Target) -> None:
     """Opening a missing run raises its store's code: LOG_NOT_FOUND for a file, RUN_NOT_FOUND for a database."""
     expected = "LOG_NOT_FOUND" if target.name == "jsonl" else "RUN_NOT_FOUND"
     _expect(expected, lambda: Ledger.open(target.location(unique_run("missing"))))
+
+
+def _start_in_child(ledger: Ledger, conn: Connection) -> None:
+    """In a forked child: start a step through the ledger the parent opened, close it, send the ack back."""
+    ack = ledger.start("reproduce")
+    ledger.close()
+    conn.send((ack.seq, ack.hash))
+    conn.close()
+
+
+def test_a_writer_open_across_a_fork_serves_the_child_and_stays_the_parents(
+    target: Target, ledgers: list[Ledger]
+) -> None:
+    """A forked child appends through a ledger its parent opened, while another thread of the parent is inside a
+    turn on it: the child waits on no lock that thread held (none is ever released in the child), takes no file
+    lock the parent holds (it waits for the parent's turn to end), uses no connection of the parent's; the
+    parent appends on afterwards and the run verifies."""
+    location, _ = _create(target, ledgers)
+    writer = as_run(location).open_writer()
+    ledger = Ledger(writer)
+    ledger.refresh()
+    ledgers.append(ledger)
+    entered, leave = threading.Event(), threading.Event()
+
+    def hold_a_turn() -> None:
+        with writer.session():
+            entered.set()
+            leave.wait(60)
+
+    holder = threading.Thread(target=hold_a_turn, daemon=True)
+    holder.start()
+    assert entered.wait(10)
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(target=_start_in_child, args=(ledger, send), daemon=True)
+    child.start()
+    try:
+        if target.name == "jsonl":  # a file's writers exclude each other: the child waits for the parent's turn
+            assert not receive.poll(0.5), "the child appended while the parent held the writer lock"
+        leave.set()
+        holder.join(10)
+        assert not holder.is_alive()
+        assert receive.poll(60), "the child hung"
+        seq, h = receive.recv()
+        child.join(10)
+        assert not child.is_alive() and child.exitcode == 0
+    finally:
+        leave.set()
+        if child.is_alive():
+            child.kill()
+    ack = ledger.complete("reproduce", ["the parent appends after its child"])
+    ledger.close()
+    records = target.records(location)
+    assert (records[seq].h, records[seq].type, ack.seq) == (h, "step.started", seq + 1)
+    assert verify_log(location).last_seq == ack.seq == len(records) - 1
 
 
 # --------------------------------------------------------------------------- the store-neutral reader

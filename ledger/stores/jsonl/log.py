@@ -15,6 +15,9 @@
   says so in the history. A crash between the cut and that record is finished on the next repairing open
   (the log then ends exactly where a quarantine file starts). A caller's last acknowledged ``(seq, hash)``
   turns a repair that would cut it off into DATA_LOSS.
+* **A forked child** that uses a writer its parent opened reopens the log first (checking that the path still
+  names the same file, else IO_ERROR): the inherited descriptor shares the parent's open file description,
+  and with it the parent's ``flock``.
 * **Writers refuse NFS and SMB** (found from ``/proc/self/mountinfo``), where ``O_APPEND`` and ``flock``
   do not hold across machines, unless ``allow_network_fs`` or ``PLANTRAIL_ALLOW_NETWORK_FS=1`` says otherwise.
 """
@@ -30,7 +33,6 @@ import os
 import re
 import secrets
 import stat
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Final, NamedTuple, Self
 
@@ -57,11 +59,12 @@ from plantrail.ledger.stores.jsonl.cache import (
     save_snapshot,
     texts_between,
 )
+from plantrail.ledger.stores.processes import ForkSafeLock, owning_lock
 from plantrail.ledger.stores.values import FsyncPolicy, PendingRecord, Resumed, TornTail
 from plantrail.ledger.vocabulary.arguments import strict
 from plantrail.ledger.vocabulary.clock import utc_now
 from plantrail.ledger.vocabulary.codec import GENESIS_PREV, MAX_LINE_BYTES, decode, holds_record_end, log_format
-from plantrail.ledger.vocabulary.errors import LogDamaged, error
+from plantrail.ledger.vocabulary.errors import LogDamaged, PlantrailError, error
 from plantrail.ledger.vocabulary.events import LogBatch, LogOpened, LogRepaired, Record
 
 if TYPE_CHECKING:
@@ -430,7 +433,8 @@ class JsonlStore:
         # carried CRC's bytes and the lines it read since), kept only while nobody else changes the file: the
         # custody a snapshot hands on so that the next writer need not re-read those bytes (see cache.py).
         self._custody: Identity | None = None
-        self._thread_lock = threading.Lock()
+        self._thread_lock = ForkSafeLock()  # free in a forked child, whichever thread of the parent held it
+        self._pid = os.getpid()  # the process whose descriptor ``_fd`` is (see :meth:`_own`)
 
     # ----------------------------------------------------------- opening
 
@@ -522,9 +526,37 @@ class JsonlStore:
         """The log's path."""
         return self.path
 
+    def _own(self) -> None:
+        """Give a forked child its own descriptor of the log on its first use of this writer.
+
+        The descriptor the child inherited shares the parent's open file description, and with it the parent's
+        ``flock``: parent and child would both hold the writer lock at once, and the child's unlock would free
+        the parent's. So the child opens the log again by its path, refusing (IO_ERROR) a path that no longer
+        names the file this writer opened, and closes its copy of the parent's descriptor (which leaves the
+        parent's descriptor and lock as they were).
+        """
+        if self._pid == os.getpid() or self._fd < 0:
+            return
+        with owning_lock:
+            if self._pid == os.getpid():
+                return
+            fd = _open(self.path, os.O_RDWR | os.O_APPEND)
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != self._identity:
+                os.close(fd)
+                raise error(
+                    "IO_ERROR",
+                    f"log {self.path} was replaced since this writer opened it in the parent process; reopen it",
+                    path=self.path,
+                )
+            os.close(self._fd)
+            self._fd = fd
+            self._pid = os.getpid()
+
     def resume(self) -> Resumed | None:
         """Start from the log's snapshot when it checks out (see :mod:`plantrail.ledger.stores.jsonl.cache`); None to
         read it all."""
+        self._own()
         snapshot = load_snapshot(self.path, self._fd, check_prefix=True, with_keys=True, lazy=True)
         if snapshot is None:
             return None
@@ -540,6 +572,10 @@ class JsonlStore:
         """Save a snapshot of ``state`` (the fold of everything up to this store's head) beside the log."""
         head = self._head
         if self._fd < 0 or self._poisoned:
+            return
+        try:
+            self._own()
+        except PlantrailError:  # a forked child whose log was replaced: a snapshot is never required
             return
         if state.last_seq == head.next_seq - 1 and state.head == head.prev:
             position = Position(head.end, state.last_seq, head.prev, head.line_no)
@@ -566,7 +602,9 @@ class JsonlStore:
 
     def _lock(self) -> tuple[int, bool]:
         """Take the thread lock and the file lock (refusing a poisoned writer), then check the file (see
-        :meth:`_check_file`); whatever fails releases what was taken."""
+        :meth:`_check_file`); whatever fails releases what was taken. A forked child first opens its own
+        descriptor (:meth:`_own`)."""
+        self._own()
         self._thread_lock.acquire()
         try:
             if self._poisoned:
@@ -629,11 +667,16 @@ class JsonlStore:
     def sync(self) -> None:
         """Make every appended record durable now (the group commit of the ``batch`` policy)."""
         if self._unsynced and not self._poisoned:
+            self._own()
             self._fdatasync()
 
     def close(self) -> None:
         """Sync what the policy owes, then close the file."""
         if self._fd < 0:
+            return
+        if self._pid != os.getpid():  # a forked child that never wrote through it: drop its copy, sync nothing
+            os.close(self._fd)
+            self._fd = -1
             return
         try:
             if self.fsync == "batch":
