@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar, Final
 
-from plantrail.ledger.vocabulary.errors import PlantrailError, error
+from plantrail.ledger.vocabulary.errors import PlantrailError, Problems, error
 
 __all__ = [
     "STEP_SCOPE_KEYS",
@@ -349,7 +349,7 @@ def parse_task_scope(raw: Any) -> TaskScope | None:
 
 def scope_problems(task: TaskScope | None, steps: Iterable[tuple[str, StepScope | None]]) -> list[PlantrailError]:
     """Every step glob outside the task scope (SCOPE_OUTSIDE_TASK naming step, kind and glob), in order."""
-    problems: list[PlantrailError] = []
+    problems: list[PlantrailError] = Problems()
     if task is None:
         return problems
     for step_id, scope in steps:
