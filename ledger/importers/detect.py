@@ -10,8 +10,10 @@ plantrail log, unrelated JSON or text, a binary file) is not a transcript.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from itertools import islice
 from pathlib import Path
+from typing import Final
 
 import orjson
 
@@ -84,7 +86,7 @@ def _sniffed(path: Path, line: bytes) -> object:
 
 
 #: The Markdown exports' tests (:func:`opencode_markdown.is_export`, :func:`gemini.is_share`), each of one line.
-_MARKDOWN_MARKERS = {
+_MARKDOWN_MARKERS: Final[Mapping[str, Callable[[str], bool]]] = {
     **{f"opencode-{name}": test for name, test in opencode_markdown.MARKERS.items()},
     **{f"gemini-{name}": test for name, test in gemini.SHARE_MARKERS.items()},
 }

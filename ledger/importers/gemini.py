@@ -18,6 +18,7 @@ say the list was updated) is answered `error`. A user message's `content` is a s
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -238,7 +239,7 @@ def _rewind(reader: _Reader, target: object, tally: Tally, number: int) -> None:
 
 
 #: :func:`is_share`'s tests, each of one line (its markers hold no newline).
-SHARE_MARKERS: Final = {
+SHARE_MARKERS: Final[Mapping[str, Callable[[str], bool]]] = {
     "command": lambda line: "**Tool Command**" in line,
     "model": lambda line: "## MODEL" in line,
     "user": lambda line: "## USER" in line,

@@ -10,6 +10,7 @@ The export has no times. `line` is the line of the input's JSON block; `agent` i
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -38,7 +39,7 @@ def is_export(text: str) -> bool:
 
 
 #: :func:`is_export`'s two tests, each of one line (its markers hold no newline).
-MARKERS: Final = {
+MARKERS: Final[Mapping[str, Callable[[str], bool]]] = {
     "tool": lambda line: "**Tool: " in line,
     "section": lambda line: re.match(r"## (User|Assistant)\b", line) is not None,
 }
