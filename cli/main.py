@@ -118,6 +118,9 @@ def _report(
     click.echo(f"error[{code}]: {printable(message)}", err=True)  # one line, nothing a terminal acts on
     for other in more:
         click.echo(f"error[{other.code}]: {printable(other.text('cli'))}", err=True)
+    unlisted = (fields or {}).get("more_problems")
+    if unlisted:
+        click.echo(f"... and more problems, not listed (the first {1 + len(more)} are)", err=True)
     if as_json and not printed_output():  # stdout holds exactly one JSON document
         import orjson
 

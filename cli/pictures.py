@@ -186,7 +186,11 @@ def report(log: str, output: str, as_json: bool) -> None:
 @log_argument
 @click.option("--events", type=click.IntRange(min=0), default=8, show_default=True, help="How many recent events.")
 @click.option(
-    "--interval", type=click.FloatRange(min=0.01), default=0.05, show_default=True, help="Seconds between checks."
+    "--interval",
+    type=click.FloatRange(min=0.01, max=3600),
+    default=0.05,
+    show_default=True,
+    help="Seconds between checks (at most 3600).",
 )
 @json_option
 def watch(log: str, events: int, interval: float, as_json: bool) -> None:

@@ -71,9 +71,7 @@ def _write_options(declaration: Declaration[Any]) -> Callable[[F], F]:
 def _number(field: Field, kind: type[int] | type[float] = int) -> click.ParamType[Any]:
     """The click type of a number option with the limits ``field`` declares."""
     if kind is float:
-        return click.FloatRange(
-            min=field.minimum, max=field.maximum, min_open=field.open_limits, max_open=field.open_limits
-        )
+        return click.FloatRange(min=field.minimum, max=field.maximum, min_open=field.open_minimum)
     low = None if field.minimum is None else int(field.minimum)
     high = None if field.maximum is None else int(field.maximum)
     return click.IntRange(min=low, max=high)

@@ -3,15 +3,18 @@
 A lease is state (:class:`~projections.model.Lease`: set by a start when the step declares ``timeout_s``,
 renewed by each ``step.heartbeat``); whether it has *expired* is derived, judged at ``now``, the time of the
 command that asks (``status``, ``next``, ``resume``), never in the reducer or the state hash. A lease has
-expired when ``now`` is past its ``since`` plus its ``seconds``.
+expired when ``now`` is past its ``since`` plus its ``seconds``. A lease whose end would fall after the last time
+a timestamp can say (only an old or hand-made log holds one: :mod:`ledger.vocabulary.durations` bounds the
+numbers at the input) ends at that last time, so it never expires.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from plantrail.ledger.vocabulary.contract import parse_ts
+from plantrail.ledger.vocabulary.durations import seconds_after
 from plantrail.projections.model import Lease, StepState
 
 if TYPE_CHECKING:
@@ -33,9 +36,10 @@ def start_lease(plan: PlanSpec | None, step: str, ts: str, seq: int) -> Lease | 
 
 
 def expires_at(lease: Lease) -> datetime | None:
-    """When ``lease`` runs out; None when its timestamp is not one (a hand-made log)."""
+    """When ``lease`` runs out, in UTC, at the latest the last time a timestamp can say; None when its
+    timestamp or its seconds are no such thing (a hand-made log)."""
     since = parse_ts(lease.since)
-    return None if since is None else since + timedelta(seconds=lease.seconds)
+    return None if since is None else seconds_after(since, lease.seconds)
 
 
 def _is_expired(lease: Lease, moment: datetime | None) -> bool | None:
@@ -57,7 +61,7 @@ def _entry(step: StepState, lease: Lease, moment: datetime | None) -> dict[str, 
         "since": lease.since,
         "since_seq": lease.seq,
         "lease_s": lease.seconds,
-        "expires_at": None if end is None else end.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "expires_at": None if end is None else end.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "expired": _is_expired(lease, moment),
     }
 

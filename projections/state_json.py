@@ -68,8 +68,9 @@ __all__ = [
 ]
 
 #: Bump whenever evolve's semantics change: snapshots made under another value are ignored. 2: a consumer that
-#: completes while its producer is stale records the producer's last artifact as consumed.
-REDUCER_VERSION: Final = 2
+#: completes while its producer is stale records the producer's last artifact as consumed. 3: an approval judges a
+#: held scope violation's paths by the paths they name (``./src/a.js`` is ``src/a.js``), as the rules do.
+REDUCER_VERSION: Final = 3
 
 
 def _default(value: Any) -> Any:

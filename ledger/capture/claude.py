@@ -33,7 +33,7 @@ and every payload field this adapter does not read (unknown fields are kept, nev
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -169,11 +169,11 @@ def journal_records(
     payload: Payload,
     now: str,
     held: frozenset[str],
-    read_subagent: Callable[[str], list[dict[str, Any]]],
+    read_subagent: Callable[[str], Iterable[dict[str, Any]]],
     turn: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """The journal lines for ``payload``, stamped ``now``; calls whose id is in ``held`` are not repeated.
-    ``read_subagent`` reads a subagent transcript's lines (SubagentStop); ``turn`` is a Stop's turn
+    ``read_subagent`` reads a subagent transcript's lines, one at a time (SubagentStop); ``turn`` is a Stop's turn
     (:func:`turn_of`), kept in the line's ``plantrail`` mark."""
     base = _base(payload, now)
     if turn is not None:
@@ -285,7 +285,7 @@ def _system_text(payload: Payload) -> str:
     return f"{payload.event} ({detail})" if detail else payload.event
 
 
-def _subagent_calls(lines: list[dict[str, Any]], held: frozenset[str], agent: str | None) -> list[dict[str, Any]]:
+def _subagent_calls(lines: Iterable[dict[str, Any]], held: frozenset[str], agent: str | None) -> list[dict[str, Any]]:
     """The plan calls of a subagent's transcript and their answers that the journal does not hold, credited
     to the subagent (the lead's context a subagent replays has the lead's call ids, which the journal holds)."""
     calls: set[str] = set()

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import msgspec
@@ -377,24 +377,28 @@ def _calls(lines: Sequence[Mapping[str, Any]]) -> frozenset[str]:
     return frozenset(found)
 
 
-def _transcript_lines(path: str) -> list[dict[str, Any]]:
-    """A subagent transcript's JSON object lines (an unreadable one gives none: the hooks already sent most)."""
-    from plantrail.ledger.stores.files import read_capped
+def _transcript_lines(path: str) -> Iterator[dict[str, Any]]:
+    """A subagent transcript's JSON object lines, streamed: one line is held at a time (at most the transcript
+    cap); an unreadable transcript gives none, one that fails part way what came before (the hooks already
+    sent most)."""
+    from plantrail.ledger.stores.files import open_capped
     from plantrail.ledger.vocabulary.limits import TRANSCRIPT
 
     try:
-        blob = read_capped(os.fspath(path), TRANSCRIPT)
+        handle = open_capped(os.fspath(path), TRANSCRIPT)
     except (PlantrailError, OSError):
-        return []
-    lines = []
-    for raw in blob.splitlines():
+        return
+    with handle:
         try:
-            value = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            continue
-        if isinstance(value, dict):
-            lines.append(value)
-    return lines
+            for raw in handle:
+                try:
+                    value = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(value, dict):
+                    yield value
+        except (PlantrailError, OSError):
+            return
 
 
 def _failed(

@@ -24,10 +24,10 @@ from msgspec.structs import replace
 
 from ._records import (
     JsonObject,
+    JsonStream,
     Tally,
     clip,
     iso_from_millis,
-    json_document,
     list_field,
     object_field,
     objects,
@@ -62,17 +62,21 @@ def _is_message(value: object) -> TypeGuard[dict[str, object]]:
 
 def parse(path: Path) -> Transcript:
     """Read a Cline conversation history into its checklist snapshots, in document order."""
-    document = json_document(path, FORMAT)
-    if not isinstance(document, list) or not any(map(_is_message, document)):
-        raise transcript_error("NOT_A_TRANSCRIPT", f"{path} is not a Cline conversation history")
-    tally = Tally(total=len(document))
+    document = JsonStream(path, FORMAT)
+    tally = Tally()
     observations: list[ListSnapshot] = []
     context: tuple[str | None, int | None] = (None, None)
     prompts: tuple[tuple[str, int], ...] = ()
-    for index, message in enumerate(document, start=1):
+    messages = 0
+    for index, message in enumerate(document.items("messages"), start=1):
+        if document.kind != "array":
+            break  # an object (its messages are streamed so that none is held): not a history (said below)
+        tally.total = index
         if not _is_message(message):
             tally.skip(index, "unknown_record_type")
-        elif message.get("role") == "user":
+            continue
+        messages += 1
+        if message.get("role") == "user":
             said = _prompt(list_field(message, "content") or [], index)
             context = said or context
             prompts = prompts if said is None else with_prompt(prompts, *said)
@@ -81,6 +85,8 @@ def parse(path: Path) -> Transcript:
             stamp = iso_from_millis(ts) if isinstance(ts, int) and not isinstance(ts, bool) and ts >= 0 else None
             found = _snapshots(list_field(message, "content") or [], index, context, tally)
             observations.extend(replace(o, timestamp=stamp, prompts=prompts) for o in found)
+    if document.kind != "array" or messages == 0:
+        raise transcript_error("NOT_A_TRANSCRIPT", f"{path} is not a Cline conversation history")
     return tally.transcript(FORMAT, path, _task_id(path), observations)
 
 

@@ -10,13 +10,17 @@ plantrail log, unrelated JSON or text, a binary file) is not a transcript.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from itertools import islice
 from pathlib import Path
+from typing import Final
 
 import orjson
 
+from plantrail.ledger.vocabulary.errors import TranscriptError
+
 from . import claude_code, cline, codex, gemini, opencode, opencode_markdown
-from ._records import open_transcript
+from ._records import JsonStream, open_transcript
 from .errors import transcript_error
 
 __all__ = ["detect_format", "ensure_not_empty"]
@@ -35,24 +39,68 @@ def ensure_not_empty(path: Path) -> None:
 
 
 def detect_format(path: Path) -> str:
-    """The name of the transcript format of `path`, or NOT_A_TRANSCRIPT."""
+    """The name of the transcript format of `path`, or NOT_A_TRANSCRIPT. The first lines are read one at a
+    time (a long one as a stream: :func:`_sniffed`), so the sniff holds one line, never the first fifty."""
+    first: tuple[bytes, bool] | None = None  # the first line's opening byte, and whether it is no JSON value
+    values_seen = False
+    markers: set[str] = set()
     with open_transcript(path) as handle:
-        lines = [line for line in islice(handle, SNIFF_LINES) if line.strip()]
-    values = [_loads(line) for line in lines]
-    for value in values:
-        found = _line_format(value)
+        for line in islice(handle, SNIFF_LINES):
+            if not line.strip():
+                continue
+            value = _sniffed(path, line)
+            if first is None:
+                first = (line.lstrip()[:1], value is None)
+            found = _line_format(value)
+            if found is not None:
+                return found
+            if value is not None:
+                values_seen = True
+            elif not values_seen:  # only a file of no JSON lines may be Markdown
+                text = line.decode("utf-8", "replace")
+                markers.update(name for name, test in _MARKDOWN_MARKERS.items() if test(text))
+    if first is not None and first[1] and first[0] in (b"{", b"["):
+        found = _document_format(_document_shape(path))
         if found is not None:
             return found
-    if lines and values[0] is None and lines[0].lstrip()[:1] in (b"{", b"["):
-        with open_transcript(path) as handle:
-            found = _document_format(_loads(handle.read()))
-        if found is not None:
-            return found
-    if lines and all(value is None for value in values):
-        found = _markdown_format(b"".join(lines).decode("utf-8", "replace"))
+    if first is not None and not values_seen:
+        found = _markdown_format(markers)
         if found is not None:
             return found
     raise transcript_error("NOT_A_TRANSCRIPT", f"{path} is not a transcript of a known format")
+
+
+#: A sniffed line longer than this is judged as a stream (:meth:`JsonStream.shape`), not parsed whole: a
+#: one-line JSON document's message array is never built to tell its format.
+_PARSED_LINE = 1 << 20
+
+
+def _sniffed(path: Path, line: bytes) -> object:
+    """A sniffed line's JSON value (a long line's :meth:`JsonStream.shape`); None when it is no JSON value."""
+    if len(line) <= _PARSED_LINE:
+        return _loads(line)
+    try:
+        return JsonStream(path, "JSON", line).shape()
+    except TranscriptError:
+        return None
+
+
+#: The Markdown exports' tests (:func:`opencode_markdown.is_export`, :func:`gemini.is_share`), each of one line.
+_MARKDOWN_MARKERS: Final[Mapping[str, Callable[[str], bool]]] = {
+    **{f"opencode-{name}": test for name, test in opencode_markdown.MARKERS.items()},
+    **{f"gemini-{name}": test for name, test in gemini.SHARE_MARKERS.items()},
+}
+
+
+def _document_shape(path: Path) -> object:
+    """What the formats' ``is_document`` judge of a whole JSON document, read as a stream (one value held at a
+    time: :meth:`JsonStream.shape`); None for a file that is no JSON document."""
+    try:
+        return JsonStream(path, "JSON").shape()
+    except TranscriptError as exc:
+        if exc.code == "NOT_A_TRANSCRIPT":
+            return None
+        raise
 
 
 def _loads(raw: bytes) -> object:
@@ -73,10 +121,12 @@ def _line_format(value: object) -> str | None:
     return _document_format(value)
 
 
-def _markdown_format(text: str) -> str | None:
-    if opencode_markdown.is_export(text):
+def _markdown_format(markers: set[str]) -> str | None:
+    """The Markdown export whose tests the sniffed lines passed (as :func:`opencode_markdown.is_export` and
+    :func:`gemini.is_share` judge their text)."""
+    if opencode_markdown.found_export({m.removeprefix("opencode-") for m in markers}):
         return opencode_markdown.FORMAT
-    if gemini.is_share(text):
+    if gemini.found_share({m.removeprefix("gemini-") for m in markers}):
         return gemini.SHARE_FORMAT
     return None
 

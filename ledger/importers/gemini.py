@@ -18,23 +18,26 @@ say the list was updated) is answered `error`. A user message's `content` is a s
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Final
 
 import orjson
 from msgspec.structs import replace
 
 from ._records import (
     JsonObject,
+    JsonStream,
     Tally,
+    TextLines,
+    Words,
     clip,
-    json_document,
     json_lines,
     list_field,
     object_field,
     objects,
     status_of,
-    text_document,
     text_field,
     with_prompt,
 )
@@ -47,6 +50,8 @@ __all__ = [
     "FORMAT",
     "JSONL_FORMAT",
     "SHARE_FORMAT",
+    "SHARE_MARKERS",
+    "found_share",
     "is_document",
     "is_header",
     "is_share",
@@ -89,6 +94,7 @@ class _Reader:
     context: tuple[str | None, int | None] = (None, None)
     prompts: tuple[tuple[str, int], ...] = ()
     ids: dict[str, int] = field(default_factory=dict)  # message id -> observations before its own
+    malformed: set[int] = field(default_factory=set)  # the lines skipped as a malformed plan update
 
     def prompt(self, text: str, line: int) -> None:
         self.context = (clip(text), line)
@@ -165,23 +171,25 @@ def _message(reader: _Reader, line: int, message: JsonObject, tally: Tally) -> N
             line, call, text_field(message, "timestamp"), _outcome(call)
         ):
             tally.skip(line, "malformed_plan_update")
+            reader.malformed.add(line)
 
 
 def parse(path: Path) -> Transcript:
     """Read a Gemini CLI JSON chat session into its write_todos snapshots, in message order."""
-    document = json_document(path, FORMAT)
-    if not is_document(document):
-        raise transcript_error("NOT_A_TRANSCRIPT", f"{path} is not a Gemini CLI chat session")
-    assert isinstance(document, dict)
-    messages = list_field(document, "messages") or []
-    tally = Tally(total=len(messages))
+    document = JsonStream(path, FORMAT)
+    tally = Tally()
     reader = _Reader()
-    for index, message in enumerate(messages, start=1):
+    for index, message in enumerate(document.items("messages"), start=1):
+        if document.kind != "object":
+            break  # an array: not a session (said below)
+        tally.total = index
         if isinstance(message, dict):
             _message(reader, index, message, tally)
         else:
             tally.skip(index, "unknown_record_type")
-    return tally.transcript(FORMAT, path, text_field(document, "sessionId"), reader.observations)
+    if document.kind != "object" or not is_document({**document.members, "messages": []}) or not document.array_seen:
+        raise transcript_error("NOT_A_TRANSCRIPT", f"{path} is not a Gemini CLI chat session")
+    return tally.transcript(FORMAT, path, text_field(document.members, "sessionId"), reader.observations)
 
 
 def parse_jsonl(path: Path) -> Transcript:
@@ -223,50 +231,67 @@ def _rewind(reader: _Reader, target: object, tally: Tally, number: int) -> None:
     later = ids[ids.index(target) + 1 :]
     keep = reader.ids[later[0]] if later else len(reader.observations)  # the target's own updates stay
     for dropped in reader.observations[keep:]:
-        tally.skip(dropped.line, "rewound")
+        if dropped.line not in reader.malformed:  # a line keeps the first reason it was skipped for
+            tally.skip(dropped.line, "rewound")
     del reader.observations[keep:]
     for message_id in later:
         del reader.ids[message_id]
 
 
+#: :func:`is_share`'s tests, each of one line (its markers hold no newline).
+SHARE_MARKERS: Final[Mapping[str, Callable[[str], bool]]] = {
+    "command": lambda line: "**Tool Command**" in line,
+    "model": lambda line: "## MODEL" in line,
+    "user": lambda line: "## USER" in line,
+}
+
+
+def found_share(found: set[str]) -> bool:
+    """:func:`is_share` from the :data:`SHARE_MARKERS` some line passed."""
+    return "command" in found or {"model", "user"} <= found
+
+
 def parse_share(path: Path) -> Transcript:
-    """Read a Gemini CLI `/chat share` Markdown export into its write_todos snapshots, in file order."""
-    lines = text_document(path).splitlines()
-    if not is_share("\n".join(lines)):
-        raise transcript_error("NOT_A_TRANSCRIPT", f"{path} is not a Gemini CLI /chat share export")
-    tally = Tally(total=len(lines), recognized=1)
+    """Read a Gemini CLI `/chat share` Markdown export into its write_todos snapshots, in file order (streamed:
+    a line at a time, and a fence's body only when a tool block's label precedes it)."""
+    source = TextLines(path, SHARE_MARKERS)
+    tally = Tally(recognized=1)
     reader = _Reader()
     who: str | None = None
     label: str | None = None
-    words: list[str] = []
+    words = Words()
     words_line = 0
     number = 0
-    while number < len(lines):
-        line = lines[number]
+    lines = iter(source)
+    for line in lines:
         number += 1
         section = _SECTION.match(line)
         if section is not None:
             _flush_words(reader, who, words, words_line)
-            who, label, words, words_line = section["who"], None, [], number + 1
+            who, label, words, words_line = section["who"], None, Words(), number + 1
         elif line.strip().startswith("**Tool Command**") or line.strip().startswith("**Tool Response**"):
             label = line.strip()
         elif _FENCE.match(line) and label is not None:
             start = number
             body = []
-            while number < len(lines) and not _FENCE.match(lines[number]):
-                body.append(lines[number])
+            for inner in lines:
                 number += 1
-            number += 1
+                if _FENCE.match(inner):
+                    break
+                body.append(inner)
             _share_block(reader, label, "\n".join(body), start, tally)
             label = None
         elif who == "USER" and label is None and line.strip() != "---":
-            words.append(line)
+            words.add(line)
+    if not found_share(source.found):
+        raise transcript_error("NOT_A_TRANSCRIPT", f"{path} is not a Gemini CLI /chat share export")
     _flush_words(reader, who, words, words_line)
+    tally.total = source.count
     return tally.transcript(SHARE_FORMAT, path, None, reader.observations)
 
 
-def _flush_words(reader: _Reader, who: str | None, words: list[str], line: int) -> None:
-    text = "\n".join(words).strip()
+def _flush_words(reader: _Reader, who: str | None, words: Words, line: int) -> None:
+    text = words.text().strip()
     if who == "USER" and text:
         reader.prompt(text, line)
 

@@ -392,9 +392,10 @@ def _write_database(
     import tempfile
 
     from plantrail.ledger.stores.copy import copy_runs
+    from plantrail.ledger.stores.locations import run_file
 
     with tempfile.TemporaryDirectory(prefix="plantrail-import-") as folder:
-        temporary = os.path.join(folder, f"{run_id}.jsonl")
+        temporary = run_file(folder, run_id)
         last_seq, head, written = _record(temporary, mapped.batches, run_id, nonce, on_progress)
         copy_runs(temporary, url)
     return last_seq, head, written

@@ -18,10 +18,10 @@ from msgspec.structs import replace
 from ._records import (
     STATUSES,
     JsonObject,
+    JsonStream,
     Tally,
     clip,
     iso_from_millis,
-    json_document,
     list_field,
     object_field,
     objects,
@@ -54,15 +54,15 @@ def is_document(document: object) -> TypeGuard[dict[str, object]]:
 
 def parse(path: Path) -> Transcript:
     """Read an OpenCode export into its todowrite snapshots, in document order."""
-    document = json_document(path, FORMAT)
-    if not is_document(document):
-        raise transcript_error("NOT_A_TRANSCRIPT", f"{path} is not an OpenCode session export")
-    messages = list_field(document, "messages") or []
-    tally = Tally(total=len(messages))
+    document = JsonStream(path, FORMAT)
+    tally = Tally()
     observations: list[ListSnapshot] = []
     context: tuple[str | None, int | None] = (None, None)
     prompts: tuple[tuple[str, int], ...] = ()
-    for index, message in enumerate(messages, start=1):
+    for index, message in enumerate(document.items("messages"), start=1):
+        if document.kind != "object":
+            break  # an array: not an export (said below)
+        tally.total = index
         info = object_field(message, "info") if isinstance(message, dict) else None
         parts = list_field(message, "parts") if isinstance(message, dict) else None
         if info is None or parts is None:
@@ -75,7 +75,9 @@ def parse(path: Path) -> Transcript:
             meta = marked_meta(object_field(message, "plantrail") if isinstance(message, dict) else None)
             found = _snapshots(parts, index, info, context, tally)
             observations.extend(replace(o, prompts=prompts, meta=meta) for o in found)
-    return tally.transcript(FORMAT, path, text_field(object_field(document, "info"), "id"), observations)
+    if document.kind != "object" or not document.array_seen or not is_document({**document.members, "messages": []}):
+        raise transcript_error("NOT_A_TRANSCRIPT", f"{path} is not an OpenCode session export")
+    return tally.transcript(FORMAT, path, text_field(object_field(document.members, "info"), "id"), observations)
 
 
 def _prompt(parts: list[object], index: int) -> tuple[str, int] | None:

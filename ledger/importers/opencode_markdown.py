@@ -10,17 +10,19 @@ The export has no times. `line` is the line of the input's JSON block; `agent` i
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Final
 
 import orjson
 
-from ._records import Tally, clip, text_document, todo_items, with_prompt
+from ._records import Tally, TextLines, Words, clip, todo_items, with_prompt
 from .errors import transcript_error
 from .model import ListSnapshot, Transcript
 from .opencode import OPENCODE_STATUSES
 
-__all__ = ["ADAPTER_VERSION", "FORMAT", "is_export", "parse"]
+__all__ = ["ADAPTER_VERSION", "FORMAT", "MARKERS", "found_export", "is_export", "parse"]
 
 FORMAT = "opencode-markdown"
 #: This adapter's version, recorded in every plan version it imports (see ``parse.ADAPTER_VERSIONS``).
@@ -36,6 +38,18 @@ def is_export(text: str) -> bool:
     return "**Tool: " in text and re.search(r"^## (User|Assistant)\b", text, re.MULTILINE) is not None
 
 
+#: :func:`is_export`'s two tests, each of one line (its markers hold no newline).
+MARKERS: Final[Mapping[str, Callable[[str], bool]]] = {
+    "tool": lambda line: "**Tool: " in line,
+    "section": lambda line: re.match(r"## (User|Assistant)\b", line) is not None,
+}
+
+
+def found_export(found: set[str]) -> bool:
+    """:func:`is_export` from the :data:`MARKERS` some line passed."""
+    return found >= set(MARKERS)
+
+
 @dataclass
 class _Reader:
     observations: list[ListSnapshot] = field(default_factory=list)
@@ -45,27 +59,26 @@ class _Reader:
     agent: str | None = None
     tool: str | None = None
     input_next: bool = False
-    words: list[str] = field(default_factory=list)
+    words: Words = field(default_factory=Words)
     words_line: int = 0
 
     def flush(self) -> None:
-        text = "\n".join(self.words).strip()
+        text = self.words.text().strip()
         if self.who == "User" and text:
             self.context = (clip(text), self.words_line)
             self.prompts = with_prompt(self.prompts, text, self.words_line)
-        self.words = []
+        self.words = Words()
 
 
 def parse(path: Path) -> Transcript:
-    """Read an OpenCode Markdown export into its todowrite snapshots, in file order."""
-    lines = text_document(path).splitlines()
-    if not is_export("\n".join(lines)):
-        raise transcript_error("NOT_A_TRANSCRIPT", f"{path} is not an OpenCode Markdown export")
-    tally = Tally(total=len(lines), recognized=1)
+    """Read an OpenCode Markdown export into its todowrite snapshots, in file order (streamed: a line at a time,
+    and a fence's body only when it is a plan update's input)."""
+    source = TextLines(path, MARKERS)
+    tally = Tally(recognized=1)
     reader = _Reader()
+    lines = iter(source)
     number = 0
-    while number < len(lines):
-        line = lines[number]
+    for line in lines:
         number += 1
         section, tool = _SECTION.match(line), _TOOL.match(line.strip())
         if section is not None:
@@ -79,16 +92,21 @@ def parse(path: Path) -> Transcript:
             reader.input_next = reader.tool == PLAN_TOOL
         elif _FENCE.match(line):
             start, body = number, []
-            while number < len(lines) and not _FENCE.match(lines[number]):
-                body.append(lines[number])
+            for inner in lines:
                 number += 1
-            number += 1
+                if _FENCE.match(inner):
+                    break
+                if reader.input_next:
+                    body.append(inner)
             if reader.input_next:
                 _snapshot(reader, "\n".join(body), start, tally)
             reader.input_next = False
         elif reader.who == "User" and line.strip() != "---":  # a rule between sections is no one's words
-            reader.words.append(line)
+            reader.words.add(line)
+    if not found_export(source.found):
+        raise transcript_error("NOT_A_TRANSCRIPT", f"{path} is not an OpenCode Markdown export")
     reader.flush()
+    tally.total = source.count
     return tally.transcript(FORMAT, path, None, reader.observations)
 
 

@@ -19,7 +19,7 @@ Pure: judged against a :class:`~projections.state.StateView`, nothing read from 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Unpack
 
 import msgspec
@@ -40,7 +40,7 @@ from plantrail.ledger.vocabulary.events import (
 )
 from plantrail.ledger.vocabulary.items import as_items, as_text
 from plantrail.ledger.vocabulary.plan import PlanSpec, StepSpec, check_id, did_you_mean
-from plantrail.ledger.vocabulary.scope import ScopeViolation, check_glob, violation
+from plantrail.ledger.vocabulary.scope import ScopeViolation, as_written_violation, check_glob, violation
 from plantrail.projections.approvals import (
     Approval,
     authority_reasons,
@@ -276,11 +276,13 @@ def check_start_authority(state: StateView, spec: StepSpec) -> None:
 # --------------------------------------------------------------------------- results
 
 Result = StepCompleted | StepBlocked | StepFailed
+#: A judgement of reported paths and tools against writes and tools (:func:`violation`).
+Judge = Callable[[Sequence[str] | None, Sequence[str] | None, Sequence[str], Sequence[str]], ScopeViolation | None]
 
 
-def result_violation(state: StateView, data: Result) -> ScopeViolation | None:
+def result_violation(state: StateView, data: Result, judge: Judge = violation) -> ScopeViolation | None:
     """The scope violation a result's evidence record reports against the step's scope in the active version
-    (None: it stayed inside, reported nothing, or the step declares no scope)."""
+    (None: it stayed inside, reported nothing, or the step declares no scope), as ``judge`` finds it."""
     report = data.report
     plan = state.plan
     if report is None or plan is None or not (report.changed_paths or report.tools):
@@ -290,7 +292,7 @@ def result_violation(state: StateView, data: Result) -> ScopeViolation | None:
         return None
     writes = effective_writes(plan, spec, state.authority, state.version)
     tools = effective_tools(spec, state.authority, state.version)
-    return violation(writes, tools, report.changed_paths, report.tools)
+    return judge(writes, tools, report.changed_paths, report.tools)
 
 
 def _describe(found: ScopeViolation) -> str:
@@ -328,6 +330,8 @@ def check_result_scope(state: StateView, data: Result) -> None:
         found = None  # a claimed violation needs the report it comes from
     if found == claimed:
         return
+    if claimed is not None and claimed == result_violation(state, data, as_written_violation):
+        return  # recorded by an earlier plantrail, which compared the paths as written
     shown = _describe(found) if found is not None else "no scope violation"
     raise error(
         "SCOPE_VIOLATION",

@@ -102,14 +102,14 @@ class Attempted(Envelope, total=False):
 
 class Field(msgspec.Struct, frozen=True, kw_only=True):
     """What the front doors say about one field of a command, or one envelope option: the command line's option
-    help and metavar, its limits (inclusive, or open with ``open_limits``), and the JSON type an MCP tool takes it
-    as when that is not the method's type (None: the method's)."""
+    help and metavar, its limits (inclusive; the minimum open with ``open_minimum``), and the JSON type an MCP
+    tool takes it as when that is not the method's type (None: the method's)."""
 
     help: str = ""
     metavar: str | None = None
     minimum: float | None = None
     maximum: float | None = None
-    open_limits: bool = False
+    open_minimum: bool = False
     json: Any = None
 
 

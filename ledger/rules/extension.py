@@ -30,6 +30,7 @@ from msgspec.structs import force_setattr
 
 from plantrail.ledger.rules.commands import Envelope, Help, Issued, declare, fields, timeless
 from plantrail.ledger.rules.guards import issued_version, require_open
+from plantrail.ledger.vocabulary.contract import validate_seconds
 from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.events import Actor, PlanExtended
 from plantrail.ledger.vocabulary.extension import Additions, extended_plan, parse_additions
@@ -129,6 +130,7 @@ def check_extension(state: StateView, data: PlanExtended, plan_version: int) -> 
                 plan_version=state.version,
             )
     validate_plan(extended_plan(plan, data.steps, data.criteria))
+    validate_seconds(data.steps)
 
 
 def _build(state: StateView, command: Extend) -> tuple[PlanExtended, int]:

@@ -17,13 +17,13 @@ expired lease); a result the gone worker still sends is late (``STALE_ATTEMPT``,
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Unpack
 
 import msgspec
 
 from plantrail.ledger.rules.commands import LATE_REFUSED, Attempted, Field, Help, declare, fields, timeless
 from plantrail.ledger.rules.guards import issued_version, require_open, require_step
+from plantrail.ledger.vocabulary.durations import MAX_SECONDS, is_seconds
 from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.events import Actor, Source, StepAbandoned, StepHeartbeat
 from plantrail.ledger.vocabulary.items import as_text
@@ -158,10 +158,10 @@ def check_heartbeat(state: StateView, data: StepHeartbeat, plan_version: int) ->
             f"step {data.step} declares no timeout_s: give the heartbeat a lease",
             step=data.step,
         )
-    if not (math.isfinite(data.lease_s) and 0 < data.lease_s < 1e15):
+    if not is_seconds(data.lease_s):
         raise error(
             "LEASE_REQUIRED",
-            f"a heartbeat's lease must be a number of seconds > 0, not {data.lease_s:g}",
+            f"a heartbeat's lease must be a number of seconds > 0 and at most {MAX_SECONDS:,}, not {data.lease_s:g}",
             step=data.step,
         )
 
@@ -204,8 +204,8 @@ HEARTBEAT = declare(
             help="How long the lease runs from now (default: the step's timeout_s; LEASE_REQUIRED without either).",
             metavar="SECONDS",
             minimum=0,
-            maximum=1e15,
-            open_limits=True,
+            maximum=MAX_SECONDS,
+            open_minimum=True,
         )
     },
     superseded=f"{LATE_REFUSED}: a late heartbeat tells its worker to stop (STALE_ATTEMPT for an attempt that is not "

@@ -17,6 +17,7 @@ from msgspec.structs import force_setattr
 
 from plantrail.ledger.rules.commands import LATE_REFUSED, Envelope, Field, Help, Issued, declare, fields, timeless
 from plantrail.ledger.rules.guards import issued_version, not_stale, require_open
+from plantrail.ledger.vocabulary.contract import validate_seconds
 from plantrail.ledger.vocabulary.coverage import require_coverage
 from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.events import REASON_CODES, Actor, PlanCreated, PlanReplanned, ReasonCode
@@ -88,6 +89,7 @@ def _check_created(state: StateView, data: PlanCreated, plan_version: int) -> No
     if state.plan is not None:
         raise _created_already(state)
     validate_plan(data.plan)
+    validate_seconds(data.plan.steps)
 
 
 def _created_already(state: StateView) -> Exception:
@@ -178,6 +180,7 @@ def _check_replan(state: StateView, data: PlanReplanned, plan_version: int) -> N
     if data.plan.goal != state.plan.goal:
         raise _goal_changed(state.plan.goal, data.plan.goal)
     validate_plan(data.plan, (state.plan, tuple(state.steps)))  # the order the fold adopting it carries over
+    validate_seconds(data.plan.steps)
     if data.patch is not None and apply_patch(state.plan, data.patch) != data.plan:
         raise error("PATCH_INVALID", "the recorded plan is not the patch applied to its base version")
 

@@ -85,8 +85,10 @@ def _target(destination: str, run: str, many: bool) -> str:
             )
         return f"{destination.split('#', 1)[0]}#{run}"
     if many or os.path.isdir(destination):
+        from plantrail.ledger.stores.locations import run_file
+
         os.makedirs(destination, exist_ok=True)
-        return os.path.join(destination, f"{run}.jsonl")
+        return run_file(destination, run)
     return destination
 
 

@@ -3,12 +3,20 @@
 A run id names ``<runs folder>/<run id>.jsonl``. The runs folder is the one given, else
 ``$PLANTRAIL_HOME/runs``, else ``.plantrail/runs`` under the working directory (for a hook: the directory
 the agent reports). A run id is checked like every id (letters, digits, ``.``, ``_``, ``-``; no ``/``), so
-it never escapes its folder.
+it never escapes its folder by its name; and it names only a regular file in the folder, or nothing yet: a
+symbolic link there (to a file outside the folder, or to another run's log), a directory or a FIFO is
+refused (NOT_A_FILE), never followed. Every way plantrail turns a run id into its log goes through
+:func:`run_path` or :func:`run_file`.
+
+A run's log ends with ``.jsonl``; no name plantrail keeps beside a log does (``<log>.plantrail-cache``,
+``<log>.quarantine.<offset>.<time>.<tag>``, ``<log>.tmp.<pid>.<hex>``, ``<run>.blobs``), and each reader of
+those names matches its own pattern in full, so another run's log, whatever its id, is never taken for one.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from typing import TYPE_CHECKING
 
 from plantrail.ledger.vocabulary.arguments import strict
@@ -44,6 +52,7 @@ def run_path(folder: str | os.PathLike[str], run: str) -> Path:
     path = base / f"{run}.jsonl"
     if path.parent != base:  # check_id allows no separator; this is the invariant, said once more
         raise error("INVALID_ID", f"run id {run!r} would leave the runs folder", run=run)
+    _regular_or_absent(str(path), run)
     return path
 
 
@@ -54,7 +63,28 @@ def run_file(folder: str, run: str) -> str:
     name = f"{run}.jsonl"
     if "/" in name:  # check_id allows no separator; this is the invariant, said once more
         raise error("INVALID_ID", f"run id {run!r} would leave the runs folder", run=run)
-    return child_path(pure_path(folder), name)
+    path = child_path(pure_path(folder), name)
+    _regular_or_absent(path, run)
+    return path
+
+
+def _regular_or_absent(path: str, run: str) -> None:
+    """NOT_A_FILE unless the folder's entry for run ``run`` is a regular file or missing (one ``lstat``: a link is
+    not followed). A run opened from its folder is then also opened without following a link (``FileRun``'s
+    ``links=False``), so a link swapped in after this look is refused too."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return  # nothing there yet (a run to create), or the open that follows reports why not
+    if stat.S_ISREG(st.st_mode):
+        return
+    kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+    raise error(
+        "NOT_A_FILE",
+        f"run {run!r}: {path} is {kind}; a run id names only a regular file in its runs folder",
+        run=run,
+        path=path,
+    )
 
 
 def pure_path(path: str) -> str:

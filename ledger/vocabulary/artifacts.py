@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
-from plantrail.ledger.vocabulary.errors import PlantrailError, error
+from plantrail.ledger.vocabulary.errors import PlantrailError, Problems, error
 
 if TYPE_CHECKING:
     from plantrail.ledger.vocabulary.plan import PlanSpec, StepSpec
@@ -365,7 +365,7 @@ def dangling_inputs(plan: PlanSpec) -> list[PlantrailError]:
     outputs = {s.id: {o.name for o in _outputs(s)} for s in plan.steps}
     task = plan.artifacts
     initial = set() if task is None else {i.name for i in task.inputs}
-    problems: list[PlantrailError] = []
+    problems: list[PlantrailError] = Problems()
     upstream: dict[str, set[str]] | None = None
     for step in plan.steps:
         for ref in _inputs(step):

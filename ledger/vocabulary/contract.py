@@ -21,7 +21,7 @@ calls
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
@@ -29,12 +29,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 import orjson
 
 from plantrail.ledger.vocabulary.artifacts import InputRef, OutputSpec
+from plantrail.ledger.vocabulary.durations import MAX_SECONDS, is_seconds
 from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.evidence import Observation, Report
 from plantrail.ledger.vocabulary.scope import StepScope
 
 if TYPE_CHECKING:
-    from plantrail.ledger.vocabulary.plan import PlanSpec
+    from plantrail.ledger.vocabulary.plan import PlanSpec, StepSpec
 
 __all__ = [
     "CHECK_KINDS",
@@ -52,6 +53,7 @@ __all__ = [
     "unmet",
     "validate_checks",
     "validate_contract",
+    "validate_seconds",
 ]
 
 _STRICT: dict[str, Any] = {"extra": "forbid", "strict": True}
@@ -208,6 +210,16 @@ def validate_checks(checks: Sequence[CheckSpec], owner: str) -> None:
             raise error("DRAFT_INVALID", f"{owner}: check {check.id} ({check.kind}) needs {', '.join(needs)}")
 
 
+def validate_seconds(steps: Iterable[StepSpec]) -> None:
+    """Refuse a step whose ``timeout_s`` is no number of seconds plantrail turns into a time (DRAFT_INVALID;
+    :mod:`ledger.vocabulary.durations`). A draft's parsing checks it too; this is for a plan given as a spec.
+    The rules call it where steps enter a log (create, replan, extend), not ``validate_plan``: the reducer
+    validates every plan it adopts, and a log written before the bound keeps its plan (its lease is clamped)."""
+    for step in steps:
+        if step.terms is not None and step.terms.timeout_s is not None:
+            _seconds(step.terms.timeout_s, f"step {step.id}: timeout_s")
+
+
 def validate_contract(plan: PlanSpec) -> None:
     """The contract part of ``validate_plan``: every step's and criterion's checks."""
     for step in plan.steps:
@@ -263,6 +275,14 @@ def _amount(value: Any, where: str) -> float:
     return float(value)
 
 
+def _seconds(value: Any, where: str) -> float:
+    """A number of seconds that becomes a time (:mod:`ledger.vocabulary.durations`): DRAFT_INVALID unless
+    0 < value <= MAX_SECONDS."""
+    if not is_seconds(value):
+        raise _invalid(where, f"must be a number of seconds > 0 and at most {MAX_SECONDS:,} (about 31 years)")
+    return float(value)
+
+
 def _timestamp(value: Any, where: str) -> str:
     if not isinstance(value, str) or parse_ts(value) is None:
         raise _invalid(where, "must be a UTC timestamp such as 2026-12-01T18:00:00Z")
@@ -282,7 +302,7 @@ def parse_step_budget(obj: Mapping[str, Any], where: str) -> dict[str, Any]:
     """A step draft's ``timeout_s``, ``max_tool_calls`` and ``max_cost_usd`` (each optional)."""
     budget: dict[str, Any] = {}
     if obj.get("timeout_s") is not None:
-        budget["timeout_s"] = _amount(obj["timeout_s"], f"{where}.timeout_s")
+        budget["timeout_s"] = _seconds(obj["timeout_s"], f"{where}.timeout_s")
     if obj.get("max_tool_calls") is not None:
         budget["max_tool_calls"] = _count(obj["max_tool_calls"], f"{where}.max_tool_calls")
     if obj.get("max_cost_usd") is not None:

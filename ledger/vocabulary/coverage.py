@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from plantrail.ledger.vocabulary.errors import PlanInvalid, PlantrailError, error
+from plantrail.ledger.vocabulary.errors import PlanInvalid, PlantrailError, Problems, error
 
 if TYPE_CHECKING:
     from plantrail.ledger.vocabulary.plan import PlanSpec
@@ -66,7 +66,7 @@ def coverage_view(plan: PlanSpec | None) -> dict[str, Any] | None:
 def reference_problems(plan: PlanSpec) -> list[PlantrailError]:
     """A step that covers a criterion the plan does not have (UNKNOWN_COVERED_CRITERION, naming both)."""
     known = {c.id for c in plan.acceptance_criteria}
-    problems: list[PlantrailError] = []
+    problems: list[PlantrailError] = Problems()
     for step in plan.steps:
         covers = step.covers
         if not covers or known.issuperset(covers):  # most steps cover nothing or only known criteria

@@ -28,18 +28,20 @@ repair=True)``), and the CLI prints ``exc.text("cli")``, the message with the co
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar, Literal, NamedTuple
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar, Final, Literal, NamedTuple, Self
 
 __all__ = [
     "ADVICE",
     "CODES",
+    "MAX_PROBLEMS",
     "Advice",
     "CommandRefused",
     "Door",
     "LogDamaged",
     "PlanInvalid",
     "PlantrailError",
+    "Problems",
     "Refused",
     "StorageError",
     "TranscriptError",
@@ -126,6 +128,40 @@ class PlanInvalid(Refused):
     def __init__(self, code: str, message: str, **fields: Any) -> None:
         super().__init__(code, message, **fields)
         self.errors: tuple[PlantrailError, ...] = (self,)
+
+
+#: The most problems one validation keeps to report at once; the others are only counted.
+MAX_PROBLEMS: Final = 100
+
+
+class Problems(list[PlantrailError]):
+    """The problems a validation found, as a list that keeps the first :data:`MAX_PROBLEMS` (without their
+    tracebacks) and counts the others it is given in ``more``; once it is :attr:`full` a validation stops
+    looking at further items. A draft with a million bad steps is reported in bounded memory and time: its
+    first hundred problems, and that there are more."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.more = 0
+
+    @property
+    def full(self) -> bool:
+        """Whether no further problem would be listed."""
+        return len(self) >= MAX_PROBLEMS
+
+    def append(self, problem: PlantrailError) -> None:
+        if len(self) < MAX_PROBLEMS:
+            super().append(problem.with_traceback(None))
+        else:
+            self.more += 1 + getattr(problem, "fields", {}).get("more_problems", 0)
+
+    def extend(self, problems: Iterable[PlantrailError]) -> None:
+        for problem in problems:
+            self.append(problem)
+
+    def __iadd__(self, problems: Iterable[PlantrailError]) -> Self:  # type: ignore[override,misc]
+        self.extend(problems)
+        return self
 
 
 class CommandRefused(Refused):

@@ -46,7 +46,7 @@ from plantrail.ledger.vocabulary.contract import (
     validate_contract,
 )
 from plantrail.ledger.vocabulary.coverage import reference_problems
-from plantrail.ledger.vocabulary.errors import PlanInvalid, PlantrailError, error
+from plantrail.ledger.vocabulary.errors import PlanInvalid, PlantrailError, Problems, error
 from plantrail.ledger.vocabulary.items import as_items
 from plantrail.ledger.vocabulary.repair_edges import partial_repair_problems, repair_problems
 from plantrail.ledger.vocabulary.scope import (
@@ -282,10 +282,14 @@ def did_you_mean(word: str, candidates: Iterable[str]) -> str:
 
 
 def _all_of(problems: Sequence[PlantrailError]) -> PlantrailError:
-    """One error for every problem found: the first, carrying them all in ``errors``."""
+    """One error for every problem found: the first, carrying them all in ``errors`` (at most
+    :data:`~ledger.vocabulary.errors.MAX_PROBLEMS` of them; the field ``more_problems`` counts the others)."""
     first = problems[0]
     if isinstance(first, PlanInvalid):
         first.errors = tuple(problems)
+        more = getattr(problems, "more", 0)
+        if more:
+            first.fields = {**first.fields, "more_problems": more}
     return first
 
 
@@ -409,7 +413,7 @@ def _skeleton(raw: Any) -> StepSpec | None:
 
 def _parse_step(raw: Any, where: str) -> StepSpec:
     obj = _require_mapping(raw, where)
-    problems: list[PlantrailError] = []
+    problems: list[PlantrailError] = Problems()
     _noted(problems, None, _reject_unknown, obj, _STEP_KEYS, where)
     step_id = _noted(problems, "", check_id, obj.get("id"), f"{where}.id")
     no_deps: Sequence[Any] = ()
@@ -497,7 +501,7 @@ def _priority(value: Any, where: str) -> int:
 
 def _parse_criterion(raw: Any, where: str) -> CriterionSpec:
     obj = _require_mapping(raw, where)
-    problems: list[PlantrailError] = []
+    problems: list[PlantrailError] = Problems()
     _noted(problems, None, _reject_unknown, obj, {"id", "description", "checks"}, where)
     criterion_id = _noted(problems, "", check_id, obj.get("id"), f"{where}.id")
     description = _noted(problems, "", _text, obj.get("description"), f"{where}.description")
@@ -527,9 +531,13 @@ def _parse_list(raw: Any, where: str) -> list[Any]:
 
 
 def _parse_all(problems: list[PlantrailError], parse: Callable[[Any, str], T], items: list[Any], name: str) -> list[T]:
-    """Every item that parses; the problems of the others are noted."""
+    """Every item that parses; the problems of the others are noted (the items after the problems are
+    :attr:`~ledger.vocabulary.errors.Problems.full` are not looked at: no more problems would be listed)."""
     parsed: list[T] = []
     for i, item in enumerate(items):
+        if isinstance(problems, Problems) and problems.full:
+            problems.more += 1
+            break
         try:
             parsed.append(parse(item, f"{name}[{i}]"))
         except PlanInvalid as exc:
@@ -548,7 +556,7 @@ def parse_draft(raw: Any) -> Draft:
     checks), so one run names every problem; a draft that parses is judged when it is built or adopted.
     """
     obj = _require_mapping(raw, "draft")
-    problems: list[PlantrailError] = []
+    problems: list[PlantrailError] = Problems()
     _noted(problems, None, _reject_unknown, obj, _DRAFT_KEYS, "draft")
     raw_criteria: list[Any] = _noted(
         problems, [], _parse_list, _get(obj, "acceptance_criteria", "acceptanceCriteria"), "acceptance_criteria"
@@ -592,7 +600,7 @@ def build_plan(
     """Fill in a draft's goal, policy and task scope (``goal``/``policy``/``scope`` are what it inherits) and
     validate it."""
     plan_goal = draft.goal if draft.goal is not None else goal
-    problems: list[PlantrailError] = []
+    problems: list[PlantrailError] = Problems()
     if plan_goal is None:
         problems.append(error("BLANK_FIELD", "the draft has no goal", path="goal"))
     spec = PlanSpec(
@@ -691,7 +699,7 @@ def _graph_problems(
     failed to parse is not reported again as an unknown dependency; ``criteria_given`` and ``steps_given``
     say whether the draft listed any (default: whether ``criteria`` and ``steps`` hold any).
     """
-    problems: list[PlantrailError] = []
+    problems: list[PlantrailError] = Problems()
     if not (bool(criteria) if criteria_given is None else criteria_given):
         problems.append(error("NO_ACCEPTANCE_CRITERIA", "the plan needs at least one acceptance criterion"))
     if not (bool(steps) if steps_given is None else steps_given):
@@ -929,7 +937,7 @@ def _parse_op(raw: Any, where: str) -> PatchOp:
 def parse_patch(raw: Any) -> PlanPatch:
     """Parse a patch's JSON value: ``{"base_version": N, "operations": [...]}``; every problem at once."""
     obj = _require_mapping(raw, "patch")
-    problems: list[PlantrailError] = []
+    problems: list[PlantrailError] = Problems()
     _noted(problems, None, _reject_unknown, obj, {"base_version", "baseVersion", "operations"}, "patch")
     base = _get(obj, "base_version", "baseVersion")
     if isinstance(base, bool) or not isinstance(base, int) or base < 1:
@@ -985,7 +993,7 @@ def apply_patch(base: PlanSpec, patch: PlanPatch) -> PlanSpec:
     """Apply every operation in order to ``base`` and validate the whole result; every operation that cannot
     apply is reported (the others still apply, in order), and the result is validated once all apply."""
     plan = base
-    problems: list[PlantrailError] = []
+    problems: list[PlantrailError] = Problems()
     for i, op in enumerate(patch.operations):
         plan = _noted(problems, plan, _apply_op, plan, op, f"operations[{i}] ({op.op})")
     _raise_if_any(problems)

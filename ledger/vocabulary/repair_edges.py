@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from plantrail.ledger.vocabulary.errors import PlantrailError, error
+from plantrail.ledger.vocabulary.errors import PlantrailError, Problems, error
 
 if TYPE_CHECKING:
     from plantrail.ledger.vocabulary.plan import StepSpec
@@ -91,7 +91,7 @@ def _cycle_problems(edges: Mapping[str, str]) -> list[PlantrailError]:
 
 
 def _dependency_problems(steps: Sequence[StepSpec], repairs: set[str]) -> list[PlantrailError]:
-    problems: list[PlantrailError] = []
+    problems: list[PlantrailError] = Problems()
     for step in steps:
         if step.id in repairs and step.depends_on:
             deps = list(dict.fromkeys(step.depends_on))

@@ -8,7 +8,10 @@ Globs are repository-relative POSIX paths (``src/session.js``), split into segme
 - ``*`` matches any run of characters within one segment (never a ``/``), ``?`` exactly one;
 - every other character is itself (there are no character classes and no escapes: ``[`` is a ``[``).
 
-A glob or path is never absolute, never holds an empty, ``.`` or ``..`` segment, nor a backslash. A path
+A glob is never absolute, never holds an empty, ``.`` or ``..`` segment, nor a backslash. A path a worker
+reports is first brought to that form by :func:`normal_path` (``./src/a.js``, ``src//a.js`` and
+``src/x/../a.js`` are ``src/a.js``; a path that is absolute, holds a backslash, or climbs out of the project
+is inside no scope), in :func:`matches`, which every comparison of a path with a glob goes through. A path
 matches a glob when the glob's segments match the path's; two globs *overlap* when some path matches both
 (:func:`overlaps`, symmetric); a glob is *inside* another when every path it matches, the other matches
 (:func:`covers`, judged segment by segment: a ``**`` in the inner glob needs a ``**`` in the outer one).
@@ -25,17 +28,19 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar, Final
 
-from plantrail.ledger.vocabulary.errors import PlantrailError, error
+from plantrail.ledger.vocabulary.errors import PlantrailError, Problems, error
 
 __all__ = [
     "STEP_SCOPE_KEYS",
     "ScopeViolation",
     "StepScope",
     "TaskScope",
+    "as_written_violation",
     "check_glob",
     "covered",
     "covers",
     "matches",
+    "normal_path",
     "overlaps",
     "parse_globs",
     "parse_step_scope",
@@ -130,9 +135,33 @@ def _segment_matches(pattern: str, text: str) -> bool:
     return all(c == "*" for c in pattern[p:])
 
 
+#: The longest path judged against a scope; a longer one is inside none (as a glob that long is refused).
+_PATH_MAX: Final = 1024
+
+
+def normal_path(path: str) -> str | None:
+    """The repository-relative path a reported ``path`` names, lexically: empty and ``.`` segments (``./``,
+    repeated and trailing slashes) dropped and each ``..`` taking back the segment before it; None for a path
+    that names nothing inside the project: empty, absolute, holding a backslash, longer than 1024 characters,
+    or climbing out of the project (``../x``, ``a/../../x``), or the project itself (``.``)."""
+    if not path or path.startswith("/") or "\\" in path or len(path) > _PATH_MAX:
+        return None
+    parts: list[str] = []
+    for part in path.split("/"):
+        if part == "..":
+            if not parts:
+                return None
+            parts.pop()
+        elif part not in ("", "."):
+            parts.append(part)
+    return "/".join(parts) or None
+
+
 def matches(glob: str, path: str) -> bool:
-    """Whether ``path`` (a repository-relative path) matches ``glob``."""
-    return _match_segments(_segments(glob), _segments(path))
+    """Whether ``path`` (a path a worker reported, normalised by :func:`normal_path`) matches ``glob``; a path
+    that names nothing inside the project matches no glob."""
+    normal = normal_path(path)
+    return normal is not None and _match_segments(_segments(glob), _segments(normal))
 
 
 def _match_segments(glob: tuple[str, ...], path: tuple[str, ...]) -> bool:
@@ -320,7 +349,7 @@ def parse_task_scope(raw: Any) -> TaskScope | None:
 
 def scope_problems(task: TaskScope | None, steps: Iterable[tuple[str, StepScope | None]]) -> list[PlantrailError]:
     """Every step glob outside the task scope (SCOPE_OUTSIDE_TASK naming step, kind and glob), in order."""
-    problems: list[PlantrailError] = []
+    problems: list[PlantrailError] = Problems()
     if task is None:
         return problems
     for step_id, scope in steps:
@@ -346,12 +375,7 @@ def scope_problems(task: TaskScope | None, steps: Iterable[tuple[str, StepScope 
 
 
 def _inside(writes: Sequence[str], path: str) -> bool:
-    """Whether a reported path is a repository-relative path some glob of ``writes`` matches (an absolute path,
-    or one with an empty, ``.`` or ``..`` segment, is inside no scope)."""
-    try:
-        check_glob(path, "path")
-    except PlantrailError:
-        return False
+    """Whether some glob of ``writes`` matches a reported path (:func:`matches`: the path normalised)."""
     return any(matches(g, path) for g in writes)
 
 
@@ -361,5 +385,24 @@ def violation(
     """The changed paths outside ``writes`` and the tools outside ``tools`` (None: unrestricted); None when
     the result stayed inside."""
     paths = () if writes is None else tuple(p for p in dict.fromkeys(changed) if not _inside(writes, p))
+    extra = () if tools is None else tuple(t for t in dict.fromkeys(used) if t not in tools)
+    return ScopeViolation(paths, extra) if paths or extra else None
+
+
+def as_written_violation(
+    writes: Sequence[str] | None, tools: Sequence[str] | None, changed: Sequence[str], used: Sequence[str]
+) -> ScopeViolation | None:
+    """:func:`violation` as an earlier plantrail judged it: it compared reported paths as written, so a path
+    not already in a glob's form (``./src/a.js``, ``src//a.js``, ``src/x/../a.js``) was outside every scope. A
+    log it wrote records that violation; ``verify`` accepts it beside the one :func:`violation` finds."""
+
+    def inside(path: str) -> bool:
+        try:
+            check_glob(path, "path")
+        except PlantrailError:
+            return False
+        return _inside(writes or (), path)
+
+    paths = () if writes is None else tuple(p for p in dict.fromkeys(changed) if not inside(p))
     extra = () if tools is None else tuple(t for t in dict.fromkeys(used) if t not in tools)
     return ScopeViolation(paths, extra) if paths or extra else None

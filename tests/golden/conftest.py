@@ -23,5 +23,5 @@ def stopped_clock(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> StoppedClo
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.chdir(tmp_path)
     stopped = StoppedClock(EPOCH)
-    fix_entropy(monkeypatch, stopped)
+    fix_entropy(monkeypatch, stopped, tmp_path / "state")
     return stopped

@@ -120,6 +120,10 @@ class StoppedClock:
         self.instant = instant
 
 
+#: The user's key the pins use (32 bytes, as plantrail makes one).
+FIXED_KEY = bytes(range(32))
+
+
 def _clock_module() -> ModuleType:
     """The module of the one function plantrail reads the wall clock through: the default ``clock`` of the
     front door's ``Ledger.open``, found from there so that the pins follow that function wherever it lives."""
@@ -129,12 +133,22 @@ def _clock_module() -> ModuleType:
     return sys.modules[reader.__module__]
 
 
-def fix_entropy(monkeypatch: pytest.MonkeyPatch, clock: StoppedClock) -> None:
-    """Make plantrail read ``clock`` as the wall clock, and draw :data:`FIXED_NONCE` as a new log's nonce.
+def fix_entropy(monkeypatch: pytest.MonkeyPatch, clock: StoppedClock, state: Path | None = None) -> None:
+    """Make plantrail read ``clock`` as the wall clock, draw :data:`FIXED_NONCE` as a new log's nonce, and (with
+    ``state``, a folder) use :data:`FIXED_KEY` as this user's key (it tags a quarantine file's name).
 
     The clock function formats ``datetime.now(UTC)``; its module's ``datetime`` is replaced by one whose
     ``now`` is the stopped clock. ``secrets.token_hex`` keeps drawing at random for every other size
     (temporary file names), so only the header's nonce is fixed."""
+    if state is not None:
+        from plantrail.ledger.stores.jsonl.seal import KEY_FILE, STATE_ENV
+
+        folder = state / "plantrail"
+        folder.mkdir(parents=True, mode=0o700)
+        key = folder / KEY_FILE
+        key.write_bytes(FIXED_KEY)
+        key.chmod(0o600)
+        monkeypatch.setenv(STATE_ENV, str(state))
 
     class StoppedDatetime(datetime):
         @classmethod

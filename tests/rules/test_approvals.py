@@ -278,6 +278,62 @@ def test_verify_refuses_a_hand_made_completion_outside_scope(scoped: Ledger, tmp
         assert (caught.value.code, caught.value.fields["rule"]) == ("ILLEGAL_EVENT", "SCOPE_VIOLATION")
 
 
+@pytest.mark.parametrize("spelled", ["./src/session.js", "src//session.js", "src/lib/../session.js", "src/session.js/"])
+def test_a_changed_path_is_judged_by_the_path_it_names(scoped: Ledger, tmp_path: Path, spelled: str) -> None:
+    """A reported path spelled with ``./``, a repeated slash or ``a/..`` is the path it names: inside the step's
+    writes, the completion is recorded as reported and the run goes on."""
+    scoped.start("implement")
+    ack = scoped.complete("implement", "checked expiry", report=_report(spelled))
+    assert isinstance(read_records(tmp_path / "run.jsonl")[ack.seq].data, StepCompleted)
+    assert scoped.state.steps["implement"].status == "completed"
+    verify_log(tmp_path / "run.jsonl")
+
+
+@pytest.mark.parametrize("spelled", ["../src/session.js", "src/../../src/session.js", "/src/session.js"])
+def test_a_changed_path_outside_the_project_is_a_violation(scoped: Ledger, spelled: str) -> None:
+    """A reported path that climbs out of the project (or is absolute) is inside no scope: the run pauses."""
+    scoped.start("implement")
+    scoped.complete("implement", "checked expiry", report=_report(spelled))
+    held = scoped.state.authority.violation  # type: ignore[union-attr]
+    assert held is not None and held.paths == (spelled,)
+
+
+def test_an_approval_releases_a_violation_by_the_paths_it_names(scoped: Ledger, tmp_path: Path) -> None:
+    """The pause a reported ``./package-lock.json`` caused ends when an approval grants ``package-lock.json``: the
+    fold judges the held paths as the rules do."""
+    scoped.start("implement")
+    scoped.complete("implement", "done", report=_report("./package-lock.json"))
+    scoped.request_approval("lockfile", "May implement update the lockfile?", "implement", writes="package-lock.json")
+    scoped.approve("lockfile", by="ana")
+    assert stop_decision(scoped.state).outcome == "continue"
+    verify_log(tmp_path / "run.jsonl")
+
+
+def test_verify_accepts_a_violation_an_earlier_plantrail_recorded_for_a_path_as_written(
+    scoped: Ledger, tmp_path: Path
+) -> None:
+    """An earlier plantrail compared reported paths as written, so ``./src/session.js`` paused the run: a log it
+    wrote still verifies, and reads as it did."""
+    scoped.start("implement")
+    scoped.close()
+    log = tmp_path / "run.jsonl"
+    last = read_records(log)[-1]
+    blocked = StepBlocked(
+        step="implement",
+        attempt=1,
+        reason="scope_violation: changed paths outside the step's writes: ./src/session.js (reported complete: x)",
+        report=parse_report(_report("./src/session.js", SESSION)),
+        violation=ScopeViolation(("./src/session.js",), ()),
+    )
+    line, _ = encode(
+        seq=last.seq + 1, ts=last.ts, run=last.run, plan_version=1, actor="agent", data=blocked, prev=last.h
+    )
+    write_lines(log, [*lines_of(log), line[:-1]])
+    verify_log(log)
+    with Ledger.open(log, fsync="none") as reopened:
+        assert stop_decision(reopened.state).rule == "scope_violation"
+
+
 # --------------------------------------------------------------------------- approvals and replans
 
 

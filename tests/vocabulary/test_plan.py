@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from plantrail.ledger.vocabulary.errors import PlanInvalid
+from plantrail.ledger.vocabulary.errors import MAX_PROBLEMS, PlanInvalid
 from plantrail.ledger.vocabulary.plan import (
     CriterionSpec,
     Policy,
@@ -283,3 +283,17 @@ def test_a_patch_that_does_not_parse_reports_every_operation() -> None:
         "operations[0]",
         "operations[1].step_id",
     ]
+
+
+@pytest.mark.parametrize("what", ["draft", "patch"])
+def test_validation_lists_at_most_a_hundred_problems_and_says_there_were_more(what: str) -> None:
+    """A draft or patch of a thousand bad items is refused with the first MAX_PROBLEMS problems, the first
+    carrying ``more_problems``; the items past them are not looked at."""
+    with pytest.raises(PlanInvalid) as caught:
+        if what == "draft":
+            parse_draft({**LOGIN_DRAFT, "steps": [0] * 1000})
+        else:
+            parse_patch({"base_version": 1, "operations": [0] * 1000})
+    assert len(caught.value.errors) == MAX_PROBLEMS
+    assert caught.value.fields["more_problems"] >= 1
+    assert all(e.__traceback__ is None for e in caught.value.errors[1:])

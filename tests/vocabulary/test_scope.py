@@ -10,7 +10,15 @@ from hypothesis import strategies as st
 
 from plantrail.ledger.vocabulary.errors import PlanInvalid
 from plantrail.ledger.vocabulary.plan import build_plan, parse_draft
-from plantrail.ledger.vocabulary.scope import StepScope, check_glob, covers, matches, overlaps, violation
+from plantrail.ledger.vocabulary.scope import (
+    StepScope,
+    check_glob,
+    covers,
+    matches,
+    normal_path,
+    overlaps,
+    violation,
+)
 from plantrail.projections.state_json import decode_state, encode_state
 
 _LITERAL = st.text(alphabet="ab.", min_size=1, max_size=3).filter(lambda s: s not in (".", ".."))
@@ -105,6 +113,94 @@ def test_violation_lists_paths_outside_the_writes_and_tools_outside_the_allowed(
     assert found is not None and found.paths == ("package.json", "/etc/x", "src/../x") and found.tools == ("Bash",)
     assert violation(None, None, ["anything"], ["Bash"]) is None
     assert violation([], None, ["a"], []) is not None  # a read-only step changes nothing
+
+
+def _spellings(path: str, where: int, how: int) -> str:
+    """``path`` spelled another way before segment ``where``: ``./``, a ``d/..`` detour, ``././``, a deeper
+    detour or a doubled slash; and with a trailing slash when ``how`` is 5 or more."""
+    parts = path.split("/")
+    cut = where % len(parts)
+    extra = ["./", "d/../", "././", "zz/y/../../", "/"][how % 5]
+    if cut == 0 and extra == "/":
+        extra = "./"  # a leading slash would make it absolute
+    head, tail = "/".join(parts[:cut]), "/".join(parts[cut:])
+    spelled = (head + "/" if head else "") + extra + tail
+    return spelled + "/" if how >= 5 else spelled
+
+
+@given(_GLOBS, _PATHS, st.integers(0, 8), st.integers(0, 11))
+def test_a_reported_path_is_judged_by_the_path_it_names(glob: str, path: str, where: int, how: int) -> None:
+    """Every spelling of a path (``./``, repeated slashes, ``a/..``, ``/./``, a trailing slash) matches exactly the
+    globs the path itself matches, and is in a violation exactly when the path is."""
+    spelled = _spellings(path, where, how)
+    assert normal_path(spelled) == path, spelled
+    assert matches(glob, spelled) is matches(glob, path)
+    found = violation([glob], None, [spelled], [])
+    assert (found is None) is (violation([glob], None, [path], []) is None)
+
+
+@pytest.mark.parametrize(
+    ("path", "normal"),
+    [
+        ("./src/session.js", "src/session.js"),
+        ("src//session.js", "src/session.js"),
+        ("src/lib/../session.js", "src/session.js"),
+        ("src/./session.js/", "src/session.js"),
+        ("../src/session.js", None),
+        ("src/../../session.js", None),
+        ("/src/session.js", None),
+        ("src\\session.js", None),
+        (".", None),
+        ("", None),
+        ("src/" + "a" * 1100, None),
+    ],
+)
+def test_a_path_that_names_nothing_inside_the_project_is_inside_no_scope(path: str, normal: str | None) -> None:
+    """A reported path is normalised; one that is absolute, climbs out of the project or names the project itself
+    matches no glob, not even ``**``."""
+    assert normal_path(path) == normal
+    assert matches("**", path) is (normal is not None)
+    assert matches("src/session.js", path) is (normal == "src/session.js")
+
+
+def test_no_path_is_compared_with_a_glob_but_through_matches() -> None:
+    """The one comparison of a path with a glob is :func:`matches` (which normalises the path): no other function
+    of the package calls the segment matcher, and no module matches paths with fnmatch, glob or PurePath.match."""
+    import ast
+    import importlib
+    import pkgutil
+    from pathlib import Path
+
+    from tests.project.import_graph import packages
+
+    callers: dict[str, set[str]] = {}
+    foreign: list[str] = []
+    sources = [
+        (f"{name}.{info.name}", Path(package.__path__[0], f"{info.name}.py"))
+        for name in packages()
+        for package in [importlib.import_module(name)]
+        for info in pkgutil.iter_modules(package.__path__)
+        if not info.ispkg
+    ]
+    assert len(sources) > 100, "the walk found too few modules: it is broken"
+    for module, path in sources:
+        source = path.read_text()
+        tree = ast.parse(source)
+        for function in ast.walk(tree):
+            if not isinstance(function, ast.FunctionDef):
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, ast.Name) and node.id in ("_match_segments", "_segment_matches"):
+                    callers.setdefault(node.id, set()).add(f"{module}.{function.name}")
+        for node in ast.walk(tree):
+            name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+            if name in ("fnmatch", "fnmatchcase", "full_match") or (
+                name == "match" and "PurePath" in source and "Path" in ast.unparse(node)
+            ):
+                foreign.append(f"{module}: {ast.unparse(node)}")
+    scope = "plantrail.ledger.vocabulary.scope"
+    assert callers == {"_match_segments": {f"{scope}.matches"}, "_segment_matches": {f"{scope}._match_segments"}}
+    assert foreign == []
 
 
 def _bounded(**step_writes: list[str]) -> dict[str, Any]:

@@ -10,11 +10,12 @@
 * **Read** streams the file in chunks and checks each line's framing, hash, schema, seq and chain. A final
   fragment without a newline is either a write in progress or a torn tail: the reader takes a shared lock
   briefly to tell which. Damage followed by a valid record is corruption, never a torn tail.
-* **Repair** happens only under the writer lock: the torn bytes go to ``<log>.quarantine.<offset>.<time>``
-  (fsynced, never deleted), the log is cut back to its last valid record, and a ``log.repaired`` record
+* **Repair** happens only under the writer lock: the torn bytes go to
+  ``<log>.quarantine.<offset>.<time>.<tag>`` (fsynced, never deleted; the tag is an HMAC under this user's
+  key, :func:`quarantine_tag`), the log is cut back to its last valid record, and a ``log.repaired`` record
   says so in the history. A crash between the cut and that record is finished on the next repairing open
-  (the log then ends exactly where a quarantine file starts). A caller's last acknowledged ``(seq, hash)``
-  turns a repair that would cut it off into DATA_LOSS.
+  (the log then ends exactly where a quarantine file starts whose tag proves a repair of ours wrote it). A
+  caller's last acknowledged ``(seq, hash)`` turns a repair that would cut it off into DATA_LOSS.
 * **A forked child** that uses a writer its parent opened reopens the log first (checking that the path still
   names the same file, else IO_ERROR): the inherited descriptor shares the parent's open file description,
   and with it the parent's ``flock``.
@@ -25,9 +26,11 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import glob
 import hashlib
+import hmac
 import mmap
 import os
 import re
@@ -81,6 +84,7 @@ __all__ = [
     "create_from_lines",
     "filesystem_type",
     "opened",
+    "quarantine_tag",
     "repair",
 ]
 
@@ -96,6 +100,17 @@ _MAX_QUARANTINE: Final = 1 << 30
 #: record's ``type`` is a class attribute, slower to read than its ``data``'s class).
 _FRAMING_CLASSES: Final = frozenset({LogOpened, LogBatch})
 _TEMP_NAME = re.compile(r"\.tmp\.(\d+)\.[0-9a-f]{8}")
+#: What follows ``<log>.quarantine.<offset>.`` in a quarantine file's name: the repair's time and its tag.
+_QUARANTINE_TAIL = re.compile(r"[^/]+\.([0-9a-f]{32})")
+
+
+def quarantine_tag(key: bytes, run: str, offset: int, sha256: str) -> str:
+    """The tag that ends the name of a quarantine file a repair of run ``run`` wrote at ``offset`` holding bytes
+    of digest ``sha256``: an HMAC under this user's key (:mod:`plantrail.ledger.stores.jsonl.seal`), so no file
+    plantrail did not write as a quarantine file (a planted one, another run's log) passes for one."""
+    from plantrail.ledger.stores.jsonl.seal import mac
+
+    return mac(key, "quarantine", f"{run}\n{offset}\n{sha256}".encode()).hex()[:32]
 
 
 def _open(path: str, flags: int) -> int:
@@ -449,15 +464,17 @@ class JsonlStore:
         acked: tuple[int, str] | None = None,
         allow_network_fs: bool = False,
         clock: Callable[[], str] = utc_now,
+        no_follow: int = 0,
     ) -> JsonlStore:
         """Open an existing log for appending; the fsync policy defaults to the one in its header.
 
         ``repair`` cuts a torn tail off (quarantined and recorded) instead of refusing with TORN_TAIL.
         ``acked`` is the ``(seq, hash)`` of the last record the caller was acknowledged: the first turn
         raises DATA_LOSS, and repairs nothing, unless the valid part of the log holds exactly that record.
+        ``no_follow`` is ``os.O_NOFOLLOW`` for a run opened by id from its folder (no link is followed).
         """
         name = os.fspath(path)
-        fd = _open(name, os.O_RDWR | os.O_APPEND)
+        fd = _open(name, os.O_RDWR | os.O_APPEND | no_follow)
         try:
             _refuse_network_fs(os.fstat(fd).st_dev, name, allow_network_fs)
             header = _read_header(fd, name)
@@ -767,10 +784,13 @@ class JsonlStore:
         The quarantine file is durable before the cut; the cut and the ``log.repaired`` record are made
         durable by one fsync, so a crash between them is finished by :meth:`_finish_repair`.
         """
-        quarantine = f"{self.path}.quarantine.{tail.offset}.{self._clock().replace(':', '')}"
+        from plantrail.ledger.stores.jsonl.seal import cache_key
+
+        untagged = f"{self.path}.quarantine.{tail.offset}.{self._clock().replace(':', '')}"
+        quarantine = untagged
         digest, length = hashlib.sha256(), 0
         try:
-            qfd = os.open(quarantine, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444)
+            qfd = os.open(untagged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o444)
             try:
                 while chunk := os.pread(self._fd, _CHUNK, tail.offset + length):  # streamed: a tail may be large
                     _write_all(qfd, chunk)
@@ -779,6 +799,12 @@ class JsonlStore:
                 os.fsync(qfd)
             finally:
                 os.close(qfd)
+            key = cache_key()
+            if key is not None:  # without a key the file is kept untagged: an interrupted repair is not finished
+                quarantine = f"{untagged}.{quarantine_tag(key, self.run, tail.offset, digest.hexdigest())}"
+                if os.path.lexists(quarantine):
+                    raise FileExistsError(errno.EEXIST, "exists", quarantine)
+                os.rename(untagged, quarantine)
             fsync_dir(quarantine)
         except OSError as exc:
             raise os_error(exc, quarantine, "quarantine file") from None
@@ -791,16 +817,29 @@ class JsonlStore:
     def _finish_repair(self) -> Record | None:
         """Record a repair that a crash interrupted after its cut: the log ends where a quarantine file starts.
 
-        Only a quarantine file a repair of ours could have left is believed: a regular file owned by this
-        user, opened without following a link or blocking on a FIFO, not empty and no larger than any torn
-        tail can be. Anything else planted at that name (another user's file, a link, a FIFO, a directory,
-        a device) is ignored.
+        Only a quarantine file a repair of ours left is believed: a regular file owned by this user, opened
+        without following a link or blocking on a FIFO, not empty, no larger than any torn tail can be, and
+        whose name ends with the tag of this run, this offset and its bytes under this user's key
+        (:func:`quarantine_tag`). Anything else at such a name (a planted file, another run's log whose id
+        looks like a quarantine name, another user's file, a link, a FIFO, a directory, a device) is ignored.
         """
+        from plantrail.ledger.stores.jsonl.seal import cache_key
+
         end = self._head.end
-        for name in sorted(glob.glob(glob.escape(self.path) + f".quarantine.{end}.*"), reverse=True):
+        prefix = f"{self.path}.quarantine.{end}."
+        key = cache_key(create=False)
+        if key is None:
+            return None
+        for name in sorted(glob.glob(glob.escape(prefix) + "*"), reverse=True):
+            named = _QUARANTINE_TAIL.fullmatch(name[len(prefix) :])
+            if named is None:
+                continue
             damaged = read_regular(name, _MAX_QUARANTINE)
-            if damaged:
-                return self._record_repair(end, len(damaged), hashlib.sha256(damaged).hexdigest(), name)
+            if not damaged:
+                continue
+            sha256 = hashlib.sha256(damaged).hexdigest()
+            if hmac.compare_digest(named.group(1), quarantine_tag(key, self.run, end, sha256)):
+                return self._record_repair(end, len(damaged), sha256, name)
         return None
 
     def _record_repair(self, offset: int, length: int, sha256: str, quarantine: str) -> Record:

@@ -34,12 +34,15 @@ class _Stopped(Exception):
 
 
 class FileRun:
-    """Run ``location``: a JSONL log's path."""
+    """Run ``location``: a JSONL log's path (with ``links=False``, as a runs folder gives its runs, the log is
+    opened for reading and writing without following a symbolic link: NOT_A_FILE)."""
 
     names_its_id = False  # the header names the run; the file's name only suggests an id
 
-    def __init__(self, location: str | os.PathLike[str]) -> None:
+    def __init__(self, location: str | os.PathLike[str], *, links: bool = True) -> None:
         self.location = os.fspath(location)
+        #: Whether a symbolic link at ``location`` is followed: not for a run its folder gives by id.
+        self.links = links
         self._fd: int | None = None  # the log opened once; the reader reads a duplicate of it
         self._reader: LogReader | None = None
         self._torn: TornTail | None = None
@@ -79,8 +82,21 @@ class FileRun:
         if self._fd is None:
             from plantrail.ledger.stores.files import open_regular
 
-            self._fd = open_regular(self.location)
+            self._fd = open_regular(self.location, os.O_RDONLY | self._no_follow())
         return self._fd
+
+    def _no_follow(self) -> int:
+        """``O_NOFOLLOW`` for a run that follows no link, after a look that refuses a link in words (an open
+        through one fails with ELOOP, which says less)."""
+        if self.links:
+            return 0
+        if os.path.islink(self.location):
+            raise error(
+                "NOT_A_FILE",
+                f"{self.location} is a symbolic link; a run id names only a regular file in its runs folder",
+                path=self.location,
+            )
+        return os.O_NOFOLLOW
 
     def _log(self) -> LogReader:
         if self._reader is None:
@@ -254,7 +270,7 @@ class FileRun:
         """The log opened for appending (see :meth:`plantrail.ledger.stores.jsonl.log.JsonlStore.open`)."""
         from plantrail.ledger.stores.jsonl.log import JsonlStore
 
-        return JsonlStore.open(self.location, **options)
+        return JsonlStore.open(self.location, no_follow=self._no_follow(), **options)
 
 
 class FolderStore:
@@ -262,25 +278,30 @@ class FolderStore:
     log's snapshot when that covers the whole file, else from the log (nothing is written); a log's replan
     reasons are read only when asked for (they need its versions)."""
 
-    def __init__(self, location: str | os.PathLike[str]) -> None:
+    def __init__(self, location: str | os.PathLike[str], *, links: bool = True) -> None:
         self.location = os.fspath(location)
+        #: Whether a symbolic link at ``location`` is followed: not for a run its folder gives by id.
+        self.links = links
 
     def __repr__(self) -> str:
         return f"FolderStore({self.location!r})"
 
     def run_ids(self) -> list[str]:
-        """The ids of the folder's logs (``*.jsonl``), in order."""
+        """The ids of the folder's logs (``*.jsonl`` regular files: a symbolic link names no run), in order."""
         try:
-            names = os.listdir(self.location)
+            entries = list(os.scandir(self.location))
         except FileNotFoundError:
             return []
-        return sorted(name[: -len(".jsonl")] for name in names if name.endswith(".jsonl"))
+        return sorted(
+            e.name[: -len(".jsonl")] for e in entries if e.name.endswith(".jsonl") and e.is_file(follow_symlinks=False)
+        )
 
     def run(self, run_id: str) -> FileRun:
-        """Run ``run_id`` of the folder; INVALID_ID when it is no run id."""
+        """Run ``run_id`` of the folder; INVALID_ID when it is no run id, NOT_A_FILE when the folder holds something
+        other than a regular file at its name (a symbolic link is never followed)."""
         from plantrail.ledger.stores.locations import run_file
 
-        return FileRun(run_file(self.location, run_id))
+        return FileRun(run_file(self.location, run_id), links=False)
 
     def summaries(self, *, reasons: bool = True) -> list[RunRow]:
         """One row per log of the folder, by file name (a file that is no log: a row saying why); FOLDER_NOT_FOUND

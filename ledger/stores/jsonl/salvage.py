@@ -18,6 +18,7 @@ from typing import Final, NamedTuple
 
 from plantrail.ledger.stores.files import shared_lock_within
 from plantrail.ledger.stores.jsonl.log import (
+    _TEMP_NAME,  # a create's temporary name after the log's, matched in full
     _open,  # the one way to open a log: NUL-free path, regular file, mapped errors
 )
 from plantrail.ledger.vocabulary.codec import GENESIS_PREV, MAX_LINE_BYTES, decode
@@ -126,7 +127,9 @@ def salvage(path: str | os.PathLike[str]) -> SalvageReport:
         segments=tuple(inventory.segments),
         damaged=tuple(inventory.damaged),
         quarantine=_quarantine_files(name, inventory.repaired),
-        temp_files=tuple(sorted(glob.glob(glob.escape(name) + ".tmp.*"))),
+        temp_files=tuple(
+            sorted(t for t in glob.glob(glob.escape(name) + ".tmp.*") if _TEMP_NAME.fullmatch(t[len(name) :]))
+        ),
     )
 
 
@@ -253,8 +256,8 @@ def _quarantine_files(path: str, repaired: set[int]) -> tuple[QuarantineFile, ..
     found = []
     for name in glob.glob(glob.escape(path) + ".quarantine.*"):
         match = _QUARANTINE.fullmatch(name[len(path) :])
-        if match is None:
-            continue
+        if match is None or name.endswith(".jsonl"):
+            continue  # not a quarantine name, or another run's log (a run id may look like one)
         offset = int(match.group(1))
         try:
             size = os.stat(name).st_size

@@ -39,6 +39,7 @@ __all__ = [
     "STATE_ENV",
     "CacheFolder",
     "cache_key",
+    "mac",
     "seal",
     "unseal",
 ]
@@ -104,6 +105,12 @@ def _tag(key: bytes, kind: str, payload: bytes) -> bytes:
     mac = hmac.new(key, kind.encode("utf-8") + b"\n", hashlib.sha256)
     mac.update(payload)
     return mac.digest()
+
+
+def mac(key: bytes, kind: str, data: bytes) -> bytes:
+    """The HMAC-SHA256 of ``data`` as a ``kind`` under ``key``: for a file beside the log that says it is ours by a
+    tag in its name (a quarantine file), not by a sealed header."""
+    return _tag(key, kind, data)
 
 
 def seal(key: bytes, kind: str, payload: bytes) -> bytes:
