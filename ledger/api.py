@@ -335,14 +335,20 @@ class Ledger:
         target = as_run(path)
         if not target.exists():
             target.prepare()
-            return cls.create(
-                target.location,
-                {"goal": goal, **draft},
-                run=run,
-                actor=actor,
-                idempotency_key=idempotency_key,
-                clock=clock,
-            )
+            try:
+                return cls.create(
+                    target.location,
+                    {"goal": goal, **draft},
+                    run=run,
+                    actor=actor,
+                    idempotency_key=idempotency_key,
+                    clock=clock,
+                )
+            except PlantrailError as exc:
+                # Another caller created the run since it was looked for: a first call under a key is then
+                # answered as its retry (the original's ack, or IDEMPOTENCY_CONFLICT), as if it came second.
+                if exc.code != "LOG_EXISTS" or reason is not None or idempotency_key is None:
+                    raise
         ledger = cls.open(target.location, clock=clock)
         try:
             if reason is None and idempotency_key is not None:  # a retried first call: the original's ack

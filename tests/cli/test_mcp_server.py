@@ -237,3 +237,17 @@ def test_a_wrong_type_is_refused_with_its_code_never_coerced(tmp_path: Path) -> 
             assert _lines(tmp_path, "r1") == before
 
     anyio.run(main)
+
+
+def test_a_first_plan_under_an_invalid_run_id_is_refused_with_its_code(tmp_path: Path) -> None:
+    """plan_set for a run id that is no id (a path out of the folder, a space, a control character) answers
+    INVALID_ID as a tool error (it answered a bare "Error executing tool"), and creates nothing."""
+
+    async def main() -> None:
+        async with Client(build_server(tmp_path)) as client:
+            for run in ("../outside", "bad id", "tab\there", ""):
+                answer = await _call(client, "plan_set", run=run, goal="g", steps=STEPS, criteria=CRITERIA)
+                assert _refused(answer, "INVALID_ID"), run
+
+    anyio.run(main)
+    assert not list(tmp_path.rglob("*.jsonl")) and not (tmp_path.parent / "outside.jsonl").exists()
