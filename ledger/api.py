@@ -106,9 +106,14 @@ def _compiled(method: Method[Any, Any]) -> Callable[..., Ack]:
     name = method.name
     types = method.types()
     checks = {p.name: checker(types[p.name]) for p in parameters if p.name in types}
-    tests = [
-        f"    if not _checks[{p!r}].test({p}):\n"
-        f"        raise _refuse({p!r}, {p}, _checks[{p!r}].expected, where=_where)\n"
+    defaults = {p.name: p.default for p in parameters if p.default is not p.empty}
+    tests = [  # each check a name of the function's own namespace; a default given as it is needs none
+        (
+            f"    if {p} is not _defaults[{p!r}] and not _t_{p}({p}):\n"
+            if p in defaults
+            else f"    if not _t_{p}({p}):\n"
+        )
+        + f"        raise _refuse({p!r}, {p}, _checks[{p!r}].expected, where=_where)\n"
         for p in checks
     ]
     source = (
@@ -123,6 +128,7 @@ def _compiled(method: Method[Any, Any]) -> Callable[..., Ack]:
         "_arguments": method.arguments,
         "_defaults": {p.name: p.default for p in parameters},
         "_checks": checks,
+        **{f"_t_{p}": check.test for p, check in checks.items()},
         "_refuse": refuse,
         "_where": f"Ledger.{name}",
     }

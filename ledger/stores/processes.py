@@ -20,29 +20,17 @@ import threading
 import weakref
 from typing import Final
 
-__all__ = ["ForkSafeLock", "owning_lock"]
+__all__ = ["ForkSafeLock", "current_pid", "owning_lock"]
 
 
 class ForkSafeLock:
     """A thread lock that is new and free in a forked child, whoever held it in the parent."""
 
-    __slots__ = ("__weakref__", "_lock")
+    __slots__ = ("__weakref__", "acquire", "locked", "release")
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._renew()
         _LOCKS.add(self)
-
-    def acquire(self) -> bool:
-        """Wait for the lock and take it."""
-        return self._lock.acquire()
-
-    def release(self) -> None:
-        """Give the lock back."""
-        self._lock.release()
-
-    def locked(self) -> bool:
-        """True while a thread holds the lock."""
-        return self._lock.locked()
 
     def __enter__(self) -> bool:
         return self.acquire()
@@ -51,7 +39,9 @@ class ForkSafeLock:
         self.release()
 
     def _renew(self) -> None:
-        self._lock = threading.Lock()
+        """A new lock; its methods are the lock's own (``acquire``, ``release``, ``locked``), no call between."""
+        lock = threading.Lock()
+        self.acquire, self.release, self.locked = lock.acquire, lock.release, lock.locked
 
 
 _LOCKS: Final[weakref.WeakSet[ForkSafeLock]] = weakref.WeakSet()
@@ -60,8 +50,19 @@ _LOCKS: Final[weakref.WeakSet[ForkSafeLock]] = weakref.WeakSet()
 owning_lock: Final = ForkSafeLock()
 
 
+#: This process's pid, set again in a forked child at the fork (``os.getpid`` is a system call each time).
+_pid: int = os.getpid()
+
+
+def current_pid() -> int:
+    """This process's pid, without a system call: what a store object compares the pid it remembers with."""
+    return _pid
+
+
 def _renew_locks() -> None:
-    """In a forked child, before its code runs (one thread exists): every store lock is made anew."""
+    """In a forked child, before its code runs (one thread exists): its pid noted, every store lock made anew."""
+    global _pid
+    _pid = os.getpid()
     for lock in list(_LOCKS):
         lock._renew()
 

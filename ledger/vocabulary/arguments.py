@@ -119,17 +119,9 @@ def checker(annotation: Any) -> Check:
     if origin is typing.Annotated:
         return checker(arguments[0])
     if origin is typing.Literal:
-        allowed = tuple((type(value), value) for value in arguments)
-        shown = ", ".join(repr(value) for value in arguments)
-
-        def literal(value: Any) -> bool:
-            return any(type(value) is kind and value == choice for kind, choice in allowed)
-
-        return Check(literal, f"one of {shown}" if len(arguments) > 1 else shown)
+        return _literal(arguments)
     if origin is typing.Union or origin is types.UnionType:
-        parts = [checker(part) for part in arguments]
-        tests = tuple(part.test for part in parts)
-        return Check(lambda value: any(test(value) for test in tests), " or ".join(p.expected for p in parts))
+        return _union(arguments)
     if origin in (tuple,) and arguments:
         return _tuple(arguments)
     if origin in (collections.abc.Sequence, list, collections.abc.Iterable, collections.abc.Collection):
@@ -143,18 +135,50 @@ def checker(annotation: Any) -> Check:
     if annotation is bool:
         return Check(lambda value: value is True or value is False, "True or False")
     if annotation is int:
-        return Check(lambda value: isinstance(value, int) and not isinstance(value, bool), "an integer")
+        return Check(
+            lambda value: type(value) is int or (isinstance(value, int) and type(value) is not bool), "an integer"
+        )
     if annotation is float:
         return Check(
             lambda value: isinstance(value, float | int) and not isinstance(value, bool), "a number (int or float)"
         )
     if annotation is str:
-        return Check(lambda value: isinstance(value, str), "a text (str)")
+        return Check(lambda value: type(value) is str or isinstance(value, str), "a text (str)")
     if annotation is bytes:
         return Check(lambda value: isinstance(value, bytes), "bytes")
     if isinstance(annotation, type):
         return Check(lambda value: isinstance(value, annotation), f"a {annotation.__name__}")
     return Check(_anything, "anything")
+
+
+def _literal(arguments: tuple[Any, ...]) -> Check:
+    """One of the literal values, of its very type (``1`` is no ``True``); a set lookup, or for an unhashable value
+    nothing (no literal is unhashable)."""
+    allowed = frozenset((type(value), value) for value in arguments)
+    shown = ", ".join(repr(value) for value in arguments)
+
+    def literal(value: Any) -> bool:
+        try:
+            return (type(value), value) in allowed
+        except TypeError:
+            return False
+
+    return Check(literal, f"one of {shown}" if len(arguments) > 1 else shown)
+
+
+def _union(arguments: tuple[Any, ...]) -> Check:
+    """Any of the parts; ``X | None`` (the common case) tests ``None`` first and then ``X`` alone."""
+    parts = [checker(part) for part in arguments]
+    shown = " or ".join(p.expected for p in parts)
+    if len(parts) == 2 and type(None) in arguments:
+        inner = parts[1 - arguments.index(type(None))].test
+        return Check(lambda value: value is None or inner(value), shown)
+    tests = tuple(part.test for part in parts)
+
+    def union(value: Any) -> bool:
+        return any(test(value) for test in tests)
+
+    return Check(union, shown)
 
 
 def _anything(value: Any) -> bool:

@@ -62,7 +62,7 @@ from plantrail.ledger.stores.jsonl.cache import (
     save_snapshot,
     texts_between,
 )
-from plantrail.ledger.stores.processes import ForkSafeLock, owning_lock
+from plantrail.ledger.stores.processes import ForkSafeLock, current_pid, owning_lock
 from plantrail.ledger.stores.values import FsyncPolicy, PendingRecord, Resumed, TornTail
 from plantrail.ledger.vocabulary.arguments import strict
 from plantrail.ledger.vocabulary.clock import utc_now
@@ -552,10 +552,10 @@ class JsonlStore:
         names the file this writer opened, and closes its copy of the parent's descriptor (which leaves the
         parent's descriptor and lock as they were).
         """
-        if self._pid == os.getpid() or self._fd < 0:
+        if self._pid == current_pid() or self._fd < 0:
             return
         with owning_lock:
-            if self._pid == os.getpid():
+            if self._pid == current_pid():
                 return
             fd = _open(self.path, os.O_RDWR | os.O_APPEND)
             st = os.fstat(fd)
@@ -691,7 +691,7 @@ class JsonlStore:
         """Sync what the policy owes, then close the file."""
         if self._fd < 0:
             return
-        if self._pid != os.getpid():  # a forked child that never wrote through it: drop its copy, sync nothing
+        if self._pid != current_pid():  # a forked child that never wrote through it: drop its copy, sync nothing
             os.close(self._fd)
             self._fd = -1
             return
