@@ -75,8 +75,10 @@ def _collection_only(annotation: Any) -> bool:
 
 
 @pytest.fixture
-def log(tmp_path: Path) -> Iterator[str]:
-    """A run with a plan whose first step is started (so every command has something to act on)."""
+def log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A run with a plan whose first step is started (so every command has something to act on), in a working
+    folder of the test's own: a drawn text is a right type for a path, and a log it names is made there."""
+    monkeypatch.chdir(tmp_path)
     path = str(tmp_path / "run.jsonl")
     with Ledger.create(path, copy.deepcopy(LOGIN_DRAFT), fsync="none") as ledger:
         ledger.start("reproduce")
