@@ -22,7 +22,7 @@ import msgspec
 import orjson
 
 from plantrail.ledger.stores.opener import as_run
-from plantrail.ledger.stores.values import TornTail
+from plantrail.ledger.stores.values import Rewound, TornTail
 from plantrail.ledger.vocabulary.events import Record
 from plantrail.ledger.vocabulary.versions import plain
 from plantrail.projections.model import Orphan, PlanState
@@ -148,21 +148,58 @@ def timeline(path: str, where: Filter | None = None, *, tail: int | None = None,
     return Timeline(items(), lambda: run.torn, state.last_seq, state.version)
 
 
-def follow(path: str, *, after: int = -1, poll: float = 0.2) -> Iterator[Record]:
+def follow(
+    path: str, *, after: int = -1, poll: float = 0.2, on_rewound: Callable[[Rewound], None] | None = None
+) -> Iterator[Record]:
     """Every record after seq ``after`` (-1: from the first), as it is appended; it waits for more forever
-    (stop iterating to stop following). A line still being written is waited for, never reported torn."""
-    return (record for batch in as_run(path).follow(after=after, poll=poll) for record in batch)
+    (stop iterating to stop following). A line still being written is waited for, never reported torn. When
+    the log changes under the follower (a file cut back or replaced), ``on_rewound`` is told, and the records
+    after the last one the log still holds as given follow (those up to it are not given again)."""
+    known = after
+    for item in _followed(path, after, poll):
+        if isinstance(item, Rewound):
+            if on_rewound is not None:
+                on_rewound(item)
+            known = item.kept if item.from_seq == 0 else known
+        elif item.seq > known:
+            known = item.seq
+            yield item
+
+
+def _followed(path: str, after: int, poll: float) -> Iterator[Record | Rewound]:
+    for batch in as_run(path).follow(after=after, poll=poll):
+        if isinstance(batch, Rewound):
+            yield batch
+        else:
+            yield from batch
 
 
 def following(
-    path: str, after: int, where: Filter, state: PlanState | None = None
+    path: str,
+    after: int,
+    where: Filter,
+    state: PlanState | None = None,
+    *,
+    on_rewound: Callable[[Rewound], None] | None = None,
 ) -> Iterator[tuple[Record, Orphan | None]]:
-    """:func:`follow` with the filter applied and each record's orphan entry (evolved onto ``state``)."""
+    """:func:`follow` with the filter applied and each record's orphan entry (evolved onto ``state``; after a
+    notice that starts over, evolved again from the log's start)."""
+    from plantrail.projections.state import initial
+
     late = _Late(path, state)
-    for record in follow(path, after=after):
-        entry = late(record)
-        if where.keeps(record):
-            yield record, entry
+    known = after
+    for item in _followed(path, after, 0.2):
+        if isinstance(item, Rewound):
+            if on_rewound is not None:
+                on_rewound(item)
+            if item.from_seq == 0:
+                known, late = item.kept, _Late(path, initial())
+            continue
+        entry = late(item)
+        if item.seq > known:
+            known = item.seq
+            if where.keeps(item):
+                yield item, entry
 
 
 def summary(record: Record) -> str:

@@ -22,6 +22,7 @@ __all__ = [
     "PendingRecord",
     "ReadResult",
     "Resumed",
+    "Rewound",
     "TornTail",
     "until_damage",
 ]
@@ -77,6 +78,40 @@ class ReadResult(NamedTuple):
     torn: TornTail | None
     damage: LogDamaged | None = None
     snapshot_seq: int | None = None
+
+
+class Rewound(list["Record"]):
+    """What a follower of a file gives, as an empty batch, when the log changed under it so that a record it
+    gave is not in the log any more (the file was cut back, or replaced by a file holding another history), or
+    the file at the path was replaced by another one.
+
+    ``kind`` is ``cut`` (the same file, shorter than what was given, or holding other records) or ``replaced``
+    (another file at the path); ``shown`` is the last seq the follower gave; ``kept`` the last seq it gave that
+    the log still holds as it gave it (-1: none); ``from_seq`` is where the batches after this one start:
+    ``shown + 1`` when everything given is still there (the follower goes on), else 0 (it starts over from the
+    log's first record, so that a reader can rebuild its state: the records up to ``kept`` are the ones it had).
+    ``message`` says it in words. A batch, so that a reader that only reads records sees none in it."""
+
+    def __init__(self, kind: Literal["cut", "replaced"], shown: int, kept: int, from_seq: int, message: str) -> None:
+        super().__init__()
+        self.kind = kind
+        self.shown = shown
+        self.kept = kept
+        self.from_seq = from_seq
+        self.message = message
+
+    def __repr__(self) -> str:
+        return f"Rewound({self.kind!r}, shown={self.shown}, kept={self.kept}, from_seq={self.from_seq})"
+
+    def as_dict(self) -> dict[str, object]:
+        """The notice as JSON members."""
+        return {
+            "kind": self.kind,
+            "shown": self.shown,
+            "kept": self.kept,
+            "from_seq": self.from_seq,
+            "message": self.message,
+        }
 
 
 def until_damage(records: Iterable[Record], found: list[LogDamaged]) -> Iterator[Record]:

@@ -18,7 +18,6 @@ from plantrail.ledger.vocabulary.errors import PlantrailError, error
 if TYPE_CHECKING:
     import pathlib
 
-    from plantrail.ledger.stores.jsonl.cache import Position
     from plantrail.ledger.stores.jsonl.log import JsonlStore, LogReader
     from plantrail.ledger.stores.values import PendingRecord, ReadResult, TornTail
     from plantrail.ledger.stores.versions import Versions
@@ -150,31 +149,37 @@ class FileRun:
     def follow(
         self, *, after: int = -1, poll: float = 0.2, stop: Callable[[], bool] | None = None
     ) -> Iterator[list[Record]]:
-        """The records after seq ``after`` as they are appended: the file is watched by its size every ``poll``
-        seconds (a line still being written is waited for); UNKNOWN_SEQ when the log does not reach ``after``."""
+        """The records after seq ``after`` as they are appended, a batch per read: the file is watched by its size,
+        its times and which file is at the path every ``poll`` seconds (a line still being written, or a group
+        commit without its end, is waited for); UNKNOWN_SEQ when the log does not reach ``after``. A repair is
+        read on from where the follower stands; when a record given is gone (the file cut back or replaced),
+        a :class:`~plantrail.ledger.stores.values.Rewound` batch says so and the follower starts over from the
+        log's first record (see :mod:`plantrail.ledger.stores.jsonl.follow`)."""
         import time
 
-        from plantrail.ledger.stores.jsonl.seek import follow_records, read_start
+        from plantrail.ledger.stores.jsonl.follow import follow_log
+        from plantrail.ledger.stores.jsonl.seek import header_run, read_start
         from plantrail.ledger.vocabulary.errors import error
 
-        start = read_start(self._log().fd, after)
+        fd = self._log().fd
+        start = read_start(fd, after)
         if start is None:
             raise error("UNKNOWN_SEQ", f"seq {after} is not in the log", seq=after)
+        run = header_run(fd) if start.seq >= 0 else None
 
         def wait(seconds: float) -> None:
             if stop is not None and stop():
                 raise _Stopped
             time.sleep(seconds)
 
-        def batches(start: Position) -> Iterator[list[Record]]:
+        def batches() -> Iterator[list[Record]]:
+            own = os.dup(self._log().fd)  # the follower's own descriptor of the file the start was found in
             try:
-                for record in follow_records(self.location, start, poll=poll, sleep=wait):
-                    if record.seq > after:
-                        yield [record]
+                yield from follow_log(self.location, own, start, run=run, given=after, poll=poll, sleep=wait)
             except _Stopped:
                 return
 
-        return batches(start)
+        return batches()
 
     def current(self, *, use_cache: bool | None = None, stop_at_damage: bool = False) -> ReadResult:
         """The current state: from the snapshot when it checks out, else the fold of the log (or of the records
