@@ -234,14 +234,14 @@ def log_command(
             return
         if to_seq is not None and to_seq <= read.last_seq:
             return
-        _followed(log, read.last_seq, where, jsonl=jsonl, rows=rows)
+        _followed(log, read.last_seq, where, jsonl=jsonl, rows=rows, head=read.head)
     except KeyboardInterrupt:
         if not follow:
             raise
         sys.stdout.flush()
 
 
-def _followed(log: str, after: int, where: Filter, *, jsonl: bool, rows: _Rows) -> None:
+def _followed(log: str, after: int, where: Filter, *, jsonl: bool, rows: _Rows, head: str | None) -> None:
     """Print the events appended after seq ``after`` until interrupted (or past ``where.to_seq``)."""
     from plantrail.ledger.timeline import following
 
@@ -250,7 +250,7 @@ def _followed(log: str, after: int, where: Filter, *, jsonl: bool, rows: _Rows) 
         click.echo(f"note: {printable(notice.message)}", err=True)
 
     def until_end() -> Iterator[Item]:
-        for record, orphan in following(log, after, where, on_rewound=told):
+        for record, orphan in following(log, after, where, on_rewound=told, head=head):
             if where.to_seq is not None and record.seq > where.to_seq:
                 return
             yield record, orphan

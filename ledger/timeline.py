@@ -96,6 +96,7 @@ class Timeline(NamedTuple):
     torn: Callable[[], TornTail | None]
     last_seq: int
     version: int
+    head: str | None = None  # the hash of record last_seq (a follower checks that the log still holds it)
 
 
 def _current(path: str) -> PlanState:
@@ -116,7 +117,8 @@ def timeline(path: str, where: Filter | None = None, *, tail: int | None = None,
             records, torn = run.tail(tail, where.keeps, stop_below=where.from_seq)
         state = _current(path)  # read after the records, so it covers them
         late = _Late(path, state)
-        return Timeline(((r, late(r)) for r in records[:limit]), lambda: torn, state.last_seq, state.version)
+        items = ((r, late(r)) for r in records[:limit])
+        return Timeline(items, lambda: torn, state.last_seq, state.version, state.head)
     state = _current(path)
     late = _Late(path, state)
     run = as_run(path)
@@ -145,18 +147,24 @@ def timeline(path: str, where: Filter | None = None, *, tail: int | None = None,
         finally:
             records.close()
 
-    return Timeline(items(), lambda: run.torn, state.last_seq, state.version)
+    return Timeline(items(), lambda: run.torn, state.last_seq, state.version, state.head)
 
 
 def follow(
-    path: str, *, after: int = -1, poll: float = 0.2, on_rewound: Callable[[Rewound], None] | None = None
+    path: str,
+    *,
+    after: int = -1,
+    poll: float = 0.2,
+    on_rewound: Callable[[Rewound], None] | None = None,
+    head: str | None = None,
 ) -> Iterator[Record]:
     """Every record after seq ``after`` (-1: from the first), as it is appended; it waits for more forever
     (stop iterating to stop following). A line still being written is waited for, never reported torn. When
     the log changes under the follower (a file cut back or replaced), ``on_rewound`` is told, and the records
-    after the last one the log still holds as given follow (those up to it are not given again)."""
+    after the last one the log still holds as given follow (those up to it are not given again). ``head`` is
+    the hash the caller read record ``after`` with (a log that no longer holds it is said the same way)."""
     known = after
-    for item in _followed(path, after, poll):
+    for item in _followed(path, after, poll, head):
         if isinstance(item, Rewound):
             if on_rewound is not None:
                 on_rewound(item)
@@ -166,8 +174,8 @@ def follow(
             yield item
 
 
-def _followed(path: str, after: int, poll: float) -> Iterator[Record | Rewound]:
-    for batch in as_run(path).follow(after=after, poll=poll):
+def _followed(path: str, after: int, poll: float, head: str | None) -> Iterator[Record | Rewound]:
+    for batch in as_run(path).follow(after=after, poll=poll, head=head):
         if isinstance(batch, Rewound):
             yield batch
         else:
@@ -181,6 +189,7 @@ def following(
     state: PlanState | None = None,
     *,
     on_rewound: Callable[[Rewound], None] | None = None,
+    head: str | None = None,
 ) -> Iterator[tuple[Record, Orphan | None]]:
     """:func:`follow` with the filter applied and each record's orphan entry (evolved onto ``state``; after a
     notice that starts over, evolved again from the log's start)."""
@@ -188,7 +197,7 @@ def following(
 
     late = _Late(path, state)
     known = after
-    for item in _followed(path, after, 0.2):
+    for item in _followed(path, after, 0.2, head):
         if isinstance(item, Rewound):
             if on_rewound is not None:
                 on_rewound(item)

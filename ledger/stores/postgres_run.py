@@ -98,10 +98,16 @@ class DatabaseRun:
         return tail_records(self.location, count, keep, stop_below=stop_below), None
 
     def follow(
-        self, *, after: int = -1, poll: float = 0.2, stop: Callable[[], bool] | None = None
+        self,
+        *,
+        after: int = -1,
+        poll: float = 0.2,
+        stop: Callable[[], bool] | None = None,
+        head: str | None = None,
     ) -> Iterator[list[Record]]:
         """The records after seq ``after`` as they are appended: a NOTIFY wakes the follower, and it looks again
-        every ``poll`` seconds as the fallback."""
+        every ``poll`` seconds as the fallback. A run's rows are never cut or replaced, so ``head`` (the hash the
+        caller read record ``after`` with) needs no check here."""
         from plantrail.ledger.stores.postgres import follow_run
 
         return follow_run(self.location, after=after, poll_s=poll, stop=stop)

@@ -204,12 +204,18 @@ class RunReader(Protocol):
         ...
 
     def follow(
-        self, *, after: int = -1, poll: float = 0.2, stop: Callable[[], bool] | None = None
+        self,
+        *,
+        after: int = -1,
+        poll: float = 0.2,
+        stop: Callable[[], bool] | None = None,
+        head: str | None = None,
     ) -> Iterator[list[Record]]:
         """The records after seq ``after`` as they are appended, a batch at a time, until ``stop()`` is true
         (asked before each wait). UNKNOWN_SEQ when the run does not reach ``after``. A file's follower may give
-        a :class:`~plantrail.ledger.stores.values.Rewound` batch (no records) when the file changed under it:
-        the batches after it start at its ``from_seq``."""
+        a :class:`~plantrail.ledger.stores.values.Rewound` batch (no records) when the file changed under it
+        (and when it does not hold record ``after`` with hash ``head``, the hash the caller read it with): the
+        batches after it start at its ``from_seq``."""
         ...
 
     def current(self, *, use_cache: bool | None = None, stop_at_damage: bool = False) -> ReadResult:

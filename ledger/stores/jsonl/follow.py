@@ -70,11 +70,17 @@ class _Follower:
         self.run = run
         self.shown = given  # the last seq given to the reader
         self.seen: deque[tuple[int, str]] = deque(maxlen=_REMEMBERED)  # (seq, hash) of what was given, in order
-        if start.seq >= 0:  # what the caller read before the start, as the log holds it now
-            self.seen.extend(line_hashes(fd, start.offset, _REMEMBERED))
         self.signature = self._signature()
+        self.moved = start.seq >= 0 and not self._ends_at(start)  # changed since the caller read up to the start
+        if start.seq >= 0:  # what the caller read up to the start (the lines before it, when they are still there)
+            prior = [] if self.moved else line_hashes(fd, start.offset, _REMEMBERED)
+            self.seen.extend(prior or [(start.seq, start.hash)])
 
     def batches(self, wait: Callable[[], None]) -> Iterator[list[Record]]:
+        if self.moved:
+            rewound = self._check()
+            if rewound is not None:
+                yield rewound
         while True:
             self.signature = self._signature()  # before the read: a change during it is looked at next time
             try:
@@ -150,9 +156,10 @@ class _Follower:
 
     def _still_there(self) -> bool:
         """The last record given still ends where the follower stands (one read of its last bytes)."""
-        at = self.position
-        if at.seq != self.shown:
-            return False
+        return self.position.seq == self.shown and self._ends_at(self.position)
+
+    def _ends_at(self, at: Position) -> bool:
+        """The record at ``at`` ends just before its offset, with its hash."""
         ending = b',"h":"' + at.hash.encode("ascii") + b'"}\n'
         return at.offset >= len(ending) and os.pread(self.fd, len(ending), at.offset - len(ending)) == ending
 
@@ -187,7 +194,7 @@ class _Follower:
         if from_seq > 0:
             told = f"{self.path} was {what}, which holds every record shown; following it"
         elif kept < 0:
-            told = f"{self.path} was {what}: it holds none of the records shown; starting over from its first record"
+            told = f"{self.path} was {what}: the records shown are not all in it; showing it again from its start"
         else:
             gone = f"seq {kept + 1} is" if kept + 1 == self.shown else f"seqs {kept + 1} to {self.shown} are"
             told = f"{self.path} was {what}: {gone} no longer in it as shown; going on after seq {kept}"

@@ -147,22 +147,34 @@ class FileRun:
         return tail_records(self.location, count, keep, stop_below=stop_below, reader=self._log())
 
     def follow(
-        self, *, after: int = -1, poll: float = 0.2, stop: Callable[[], bool] | None = None
+        self,
+        *,
+        after: int = -1,
+        poll: float = 0.2,
+        stop: Callable[[], bool] | None = None,
+        head: str | None = None,
     ) -> Iterator[list[Record]]:
         """The records after seq ``after`` as they are appended, a batch per read: the file is watched by its size,
         its times and which file is at the path every ``poll`` seconds (a line still being written, or a group
         commit without its end, is waited for); UNKNOWN_SEQ when the log does not reach ``after``. A repair is
         read on from where the follower stands; when a record given is gone (the file cut back or replaced),
         a :class:`~plantrail.ledger.stores.values.Rewound` batch says so and the follower starts over from the
-        log's first record (see :mod:`plantrail.ledger.stores.jsonl.follow`)."""
+        log's first record (see :mod:`plantrail.ledger.stores.jsonl.follow`). ``head`` is the hash the caller
+        read record ``after`` with: when the log holds another record there (or none), that is said the same way."""
         import time
 
+        from plantrail.ledger.stores.jsonl.cache import Position
         from plantrail.ledger.stores.jsonl.follow import follow_log
         from plantrail.ledger.stores.jsonl.seek import header_run, read_start
         from plantrail.ledger.vocabulary.errors import error
 
-        fd = self._log().fd
-        start = read_start(fd, after)
+        reader = self._log()
+        fd = reader.fd
+        # From where this run's last read ended, when it ended at ``after``: the follower checks that the log still
+        # holds that record there, so a change between the read and the follow is said, not missed.
+        start = reader.position if reader.position.seq == after >= 0 else read_start(fd, after)
+        if head is not None and after >= 0 and _hash_at(fd, after) != head:
+            start = Position(0, after, head, 1)  # not what the caller read: the follower says so first
         if start is None:
             raise error("UNKNOWN_SEQ", f"seq {after} is not in the log", seq=after)
         run = header_run(fd) if start.seq >= 0 else None
@@ -260,6 +272,17 @@ class FileRun:
         from plantrail.ledger.stores.jsonl.log import JsonlStore
 
         return JsonlStore.open(self.location, **options)
+
+
+def _hash_at(fd: int, seq: int) -> str | None:
+    """The hash of record ``seq`` as the log holds it now (None: no complete, checked record there)."""
+    from plantrail.ledger.stores.jsonl.seek import after_record
+
+    try:
+        found = after_record(fd, seq)
+    except PlantrailError:
+        return None
+    return None if found is None else found.hash
 
 
 class FolderStore:
