@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any, Self
 
 if TYPE_CHECKING:
     from plantrail.ledger.stores.postgres import GlobalPosition, PostgresStore
-    from plantrail.ledger.stores.values import PendingRecord, ReadResult, TornTail
+    from plantrail.ledger.stores.values import PendingRecord, Quarantined, ReadResult, TornTail
     from plantrail.ledger.stores.versions import Versions
     from plantrail.ledger.vocabulary.errors import LogDamaged
     from plantrail.ledger.vocabulary.events import Record
+    from plantrail.ledger.vocabulary.fragments import TornRecord
     from plantrail.projections.model import PlanState
     from plantrail.projections.runs import RunRow
 
@@ -127,6 +128,14 @@ class DatabaseRun:
             return endings[version] if version in endings else self.version_state(version)[0]
 
         return listed_versions(found, final.run, None, ending)._replace(final=final)
+
+    def torn_records(self, torn: TornTail) -> tuple[TornRecord, ...]:
+        """A database run is never torn: nothing."""
+        return ()
+
+    def quarantined(self) -> tuple[Quarantined, ...]:
+        """A database run is never repaired: nothing is quarantined."""
+        return ()
 
     def current(self, *, use_cache: bool | None = None, stop_at_damage: bool = False) -> ReadResult:
         """The fold of the run's rows (a database keeps no snapshot); with ``stop_at_damage`` a damaged row ends

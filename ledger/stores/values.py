@@ -13,6 +13,7 @@ from plantrail.ledger.vocabulary.keys import KeyEntry
 if TYPE_CHECKING:
     from plantrail.ledger.vocabulary.errors import LogDamaged
     from plantrail.ledger.vocabulary.events import Actor, Event, Record, Source
+    from plantrail.ledger.vocabulary.fragments import TornRecord
     from plantrail.projections.model import PlanState
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "FsyncPolicy",
     "KeyEntry",
     "PendingRecord",
+    "Quarantined",
     "ReadResult",
     "Resumed",
     "Rewound",
@@ -66,6 +68,16 @@ class TornTail(NamedTuple):
     length: int
     line: int
     zero_fill: bool = False
+
+
+class Quarantined(NamedTuple):
+    """A quarantine file beside a log (a repair moved a torn tail into it): its path, the log's offset the bytes
+    were cut at, its size, and what its bytes read as (:func:`plantrail.ledger.vocabulary.fragments.read_fragment`)."""
+
+    name: str
+    offset: int
+    size: int
+    records: tuple[TornRecord, ...]
 
 
 class ReadResult(NamedTuple):

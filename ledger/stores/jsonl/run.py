@@ -19,9 +19,10 @@ if TYPE_CHECKING:
     import pathlib
 
     from plantrail.ledger.stores.jsonl.log import JsonlStore, LogReader
-    from plantrail.ledger.stores.values import PendingRecord, ReadResult, TornTail
+    from plantrail.ledger.stores.values import PendingRecord, Quarantined, ReadResult, TornTail
     from plantrail.ledger.stores.versions import Versions
     from plantrail.ledger.vocabulary.events import Record
+    from plantrail.ledger.vocabulary.fragments import TornRecord
     from plantrail.projections.model import PlanState
     from plantrail.projections.runs import RunRow
 
@@ -192,6 +193,18 @@ class FileRun:
                 return
 
         return batches()
+
+    def torn_records(self, torn: TornTail) -> tuple[TornRecord, ...]:
+        """What the torn tail ``torn`` (a read of this log ended on it) reads as, as far as its bytes go."""
+        from plantrail.ledger.stores.jsonl.torn import torn_records
+
+        return torn_records(self._descriptor(), torn)
+
+    def quarantined(self) -> tuple[Quarantined, ...]:
+        """The quarantine files this log's repairs left beside it, each with what its bytes read as."""
+        from plantrail.ledger.stores.jsonl.torn import quarantined
+
+        return quarantined(self.location)
 
     def current(self, *, use_cache: bool | None = None, stop_at_damage: bool = False) -> ReadResult:
         """The current state: from the snapshot when it checks out, else the fold of the log (or of the records
