@@ -513,6 +513,14 @@ def finish(
     help=_help(REPLAN, "causes"),
 )
 @click.option(
+    "--caused-by-parent",
+    "parent_causes",
+    multiple=True,
+    type=_number(REPLAN.field("parent_causes")),
+    metavar=REPLAN.field("parent_causes").metavar,
+    help=_help(REPLAN, "parent_causes"),
+)
+@click.option(
     "--observation",
     "observations",
     multiple=True,
@@ -544,6 +552,7 @@ def replan(
     reason: str,
     why: str,
     causes: tuple[int, ...],
+    parent_causes: tuple[int, ...],
     observations: tuple[str, ...],
     observation_files: tuple[str, ...],
     observed: tuple[str, ...],
@@ -571,6 +580,7 @@ def replan(
         plan=draft,
         patch=patch,
         causes=causes,
+        parent_causes=parent_causes,
         observations=_text_inputs(observations, observation_files, "observation"),
         plan_version=plan_version,
         key=key,

@@ -307,9 +307,12 @@ def _render_why(why: dict[str, Any]) -> str:
     lines += ["", "caused by"]
     lines += [
         f"  seq {c['seq']} · {_when(c['ts'])} · {c['actor']} · {c['type']} (plan v{c['plan_version']})\n"
-        f"    {_quote_data(c['data'])}"
+        f"    {printable(c['summary']) if 'summary' in c else _quote_data(c['data'])}"
         for c in why["causes"]
-    ] or ["  (no causing event recorded)"]
+    ]
+    lines += [f"  {printable(p['summary'])}" for p in why.get("parent_causes", [])]
+    if not why["causes"] and not why.get("parent_causes"):
+        lines.append("  (no causing event recorded)")
     lines += ["", f"what changed from v{why['replaced']}"]
     lines += _render_diff(why["changes"])
     lines += ["", f"late results for v{why['replaced']} (kept off the plan)"]
@@ -351,7 +354,9 @@ def why(log: str, version: int | None, as_json: bool) -> None:
     \b
     JSON: {"version", "replaced", "seq", "ts", "actor", "reason", "why", "observations",
       "patch": null | {"base_version", "operations": [...]}, "causes": [{"seq", "ts", "actor", "type",
-      "plan_version", "data", "h", "source"?}], "changes": <diff --json of the two versions>,
+      "plan_version", "data", "h", "source"?, "summary"? (a run.forked: one line; its data without the carried
+      state)}], "parent_causes": [{"run", "seq", "summary"}] (a fork's causes in the run it was forked from,
+      told from the state it carries), "changes": <diff --json of the two versions>,
       "late_results": [<orphans --json item without status_now>], "lineage": [{"run", "seq", "head",
       "state_hash", "reason"}] (the runs a fork was forked from; empty for a run never forked)}
 

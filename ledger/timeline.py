@@ -117,8 +117,8 @@ def timeline(path: str, where: Filter | None = None, *, tail: int | None = None,
             records, torn = run.tail(tail, where.keeps, stop_below=where.from_seq)
         state = _current(path)  # read after the records, so it covers them
         late = _Late(path, state)
-        items = ((r, late(r)) for r in records[:limit])
-        return Timeline(items, lambda: torn, state.last_seq, state.version, state.head)
+        kept = ((r, late(r)) for r in records[:limit])
+        return Timeline(kept, lambda: torn, state.last_seq, state.version, state.head)
     state = _current(path)
     late = _Late(path, state)
     run = as_run(path)
@@ -232,7 +232,8 @@ def summary(record: Record) -> str:
         case "run.finished":
             return f"{data.outcome}: {data.reason}"
         case "plan.replanned":
-            causes = f" (caused by {', '.join(map(str, data.causes))})" if data.causes else ""
+            cited = [*map(str, data.causes), *(f"parent's {c}" for c in data.parent_causes)]
+            causes = f" (caused by {', '.join(cited)})" if cited else ""
             return f"v{data.new_version} [{data.reason}] {data.why}{causes}"
         case "plan.extended":
             added = [*(s.id for s in data.steps), *(c.id for c in data.criteria)]
