@@ -262,3 +262,7 @@ class DatabaseStore:
         from plantrail.ledger.stores.targets import run_in_store
 
         return DatabaseRun(run_in_store(self.location, run_id))
+
+    def runs(self) -> list[DatabaseRun]:
+        """Every run of the database, in the order of their ids."""
+        return [self.run(run_id) for run_id in self.run_ids()]

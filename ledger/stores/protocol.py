@@ -305,6 +305,10 @@ class Store(Protocol):
         """Run ``run_id`` of this store (it need not exist yet: :meth:`Run.exists` says)."""
         ...
 
+    def runs(self) -> list[Run]:
+        """Every run the store holds, in order (a folder's: each ``*.jsonl`` file in it, whatever its name)."""
+        ...
+
     def summaries(self, *, reasons: bool = True) -> list[RunRow]:
         """One row per run (:class:`~plantrail.projections.runs.RunRow`): where each stands now. ``reasons=False``
         lets a store leave the rows' replan reasons unread where reading them costs a read of each run."""

@@ -323,6 +323,14 @@ class FolderStore:
 
         return FileRun(run_file(self.location, run_id))
 
+    def runs(self) -> list[FileRun]:
+        """Each ``*.jsonl`` file of the folder, by name (its header names its run, whatever the file's name)."""
+        try:
+            names = os.listdir(self.location)
+        except FileNotFoundError:
+            return []
+        return [FileRun(os.path.join(self.location, name)) for name in sorted(names) if name.endswith(".jsonl")]
+
     def summaries(self, *, reasons: bool = True) -> list[RunRow]:
         """One row per log of the folder, by file name (a file that is no log: a row saying why); FOLDER_NOT_FOUND
         when the folder does not exist. ``reasons=False`` leaves each row's replan reasons unread."""
