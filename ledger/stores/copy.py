@@ -17,14 +17,16 @@ and differs (``LOG_EXISTS``), a store that cannot be reached. A failed run does 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from plantrail.ledger.vocabulary.errors import PlantrailError, error
 from plantrail.ledger.vocabulary.events import LogOpened, Record
 
 if TYPE_CHECKING:
-    from plantrail.ledger.stores.protocol import Run, Store
+    from plantrail.ledger.stores.jsonl.run import FileRun, FolderStore
+    from plantrail.ledger.stores.postgres_run import DatabaseRun, DatabaseStore
+    from plantrail.ledger.stores.protocol import Run
 
 __all__ = ["CopiedRun", "copy_runs", "not_copied"]
 
@@ -54,11 +56,13 @@ def copy_runs(
     done; USAGE when the source holds no run or the destination cannot take them. A run that fails does not
     stop the others: once all are done, the first failure is raised (:func:`not_copied`), with every run's
     outcome as the error's ``partial``."""
+    from plantrail.ledger.stores.jsonl.run import FolderStore
     from plantrail.ledger.stores.opener import open_destination, open_source
+    from plantrail.ledger.stores.postgres_run import DatabaseStore
 
     found = open_source(source, store=store)
-    many = _is_store(found)
-    runs: list[Run] = found.runs() if _is_store(found) else [found]  # type: ignore[union-attr, list-item]
+    many = isinstance(found, FolderStore | DatabaseStore)
+    runs: Sequence[Run] = found.runs() if isinstance(found, FolderStore | DatabaseStore) else [found]
     if not runs:
         raise error("USAGE", f"{source} holds no run to copy")
     into = open_destination(destination, store=store, many=many)
@@ -92,14 +96,7 @@ def not_copied(copied: list[CopiedRun]) -> None:
     raise raised
 
 
-def _is_store(found: object) -> bool:
-    from plantrail.ledger.stores.jsonl.run import FolderStore
-    from plantrail.ledger.stores.postgres_run import DatabaseStore
-
-    return isinstance(found, FolderStore | DatabaseStore)
-
-
-def _copy_one(run: Run, into: Store | Run) -> CopiedRun:
+def _copy_one(run: Run, into: FolderStore | DatabaseStore | FileRun | DatabaseRun) -> CopiedRun:
     """One run copied, skipped or failed (a usage error, which no other run would escape, is raised)."""
     target: Run | None = None
     try:
@@ -121,11 +118,14 @@ def _copy_one(run: Run, into: Store | Run) -> CopiedRun:
         run.close()
 
 
-def _target(into: Store | Run, run_id: str) -> Run:
+def _target(into: FolderStore | DatabaseStore | FileRun | DatabaseRun, run_id: str) -> Run:
     """Where run ``run_id`` goes: a store's run of that id, or the run named (a database run keeps its id)."""
-    if _is_store(into):
-        return into.run(run_id)  # type: ignore[union-attr]
-    target: Run = into  # type: ignore[assignment]
+    from plantrail.ledger.stores.jsonl.run import FolderStore
+    from plantrail.ledger.stores.postgres_run import DatabaseStore
+
+    if isinstance(into, FolderStore | DatabaseStore):
+        return into.run(run_id)
+    target = into
     if target.names_its_id:
         try:
             target.new_run_id(run_id)

@@ -305,7 +305,7 @@ class Store(Protocol):
         """Run ``run_id`` of this store (it need not exist yet: :meth:`Run.exists` says)."""
         ...
 
-    def runs(self) -> list[Run]:
+    def runs(self) -> Sequence[Run]:
         """Every run the store holds, in order (a folder's: each ``*.jsonl`` file in it, whatever its name)."""
         ...
 
