@@ -38,8 +38,10 @@ def copy_command(source: str, destination: str | None, store: str | None, as_jso
       plantrail copy run.jsonl --store postgresql://localhost/plantrail
     """
     from plantrail.ledger.stores.copy import copy_runs
-    from plantrail.ledger.vocabulary.errors import PlantrailError
+    from plantrail.ledger.vocabulary.errors import PlantrailError, error
 
+    if destination is None and not store:
+        raise error("USAGE", "copy SRC DST, or copy SRC with --store (or PLANTRAIL_STORE) to copy into that store")
     done: list[CopiedRun] = []
 
     def told(run: CopiedRun) -> None:

@@ -51,11 +51,13 @@ def copy_runs(
     *,
     store: str | None = None,
     on_run: Callable[[CopiedRun], None] | None = None,
+    skip_copied: bool = True,
 ) -> list[CopiedRun]:
     """Copy every run ``source`` names to ``destination`` (default: ``store``), each told to ``on_run`` as it is
     done; USAGE when the source holds no run or the destination cannot take them. A run that fails does not
     stop the others: once all are done, the first failure is raised (:func:`not_copied`), with every run's
-    outcome as the error's ``partial``."""
+    outcome as the error's ``partial``. ``skip_copied=False`` refuses (LOG_EXISTS) a destination that holds
+    the same run already, as every other existing one (a caller that must have written the run itself)."""
     from plantrail.ledger.stores.jsonl.run import FolderStore
     from plantrail.ledger.stores.opener import open_destination, open_source
     from plantrail.ledger.stores.postgres_run import DatabaseStore
@@ -68,7 +70,7 @@ def copy_runs(
     into = open_destination(destination, store=store, many=many)
     done = []
     for run in runs:
-        one = _copy_one(run, into)
+        one = _copy_one(run, into, skip_copied)
         done.append(one)
         if on_run is not None:
             on_run(one)
@@ -96,7 +98,7 @@ def not_copied(copied: list[CopiedRun]) -> None:
     raise raised
 
 
-def _copy_one(run: Run, into: FolderStore | DatabaseStore | FileRun | DatabaseRun) -> CopiedRun:
+def _copy_one(run: Run, into: FolderStore | DatabaseStore | FileRun | DatabaseRun, skip_copied: bool) -> CopiedRun:
     """One run copied, skipped or failed (a usage error, which no other run would escape, is raised)."""
     target: Run | None = None
     try:
@@ -105,8 +107,12 @@ def _copy_one(run: Run, into: FolderStore | DatabaseStore | FileRun | DatabaseRu
         assert isinstance(header, LogOpened)
         target = _target(into, header.run)
         copied = CopiedRun(run.location, target.location, len(records), records[-1].h)
-        if target.exists():
+        if target.exists() and skip_copied:
             return _already_there(target, copied)
+        if target.exists():
+            raise error(
+                "LOG_EXISTS", f"{target} already exists; plantrail never overwrites a run", path=target.location
+            )
         _write(target, records, lines)
         return copied
     except PlantrailError as exc:

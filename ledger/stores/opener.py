@@ -89,7 +89,7 @@ def open_destination(
 
     if name is None:
         if not store:
-            raise error("USAGE", "give a destination, or a store (--store, PLANTRAIL_STORE) to copy into")
+            raise error("USAGE", "nothing to copy into: give a destination, or a store")
         return open_store(store)
     if names_store(name) or (many and not is_database_url(name)):
         return open_store(name)

@@ -45,9 +45,9 @@ _NUMBERS: Final = frozenset({"seq", "plan_version", "attempt", "new_version"})
 class TornRecord(NamedTuple):
     """One record's worth of torn bytes: what they say, as far as they go (None: not in the bytes).
 
-    ``whole`` is True for a line that ends with its newline and decodes as JSON (in a torn tail: a record of a
-    group commit cut short, written whole but never counted); ``length`` is the line's bytes; ``summary`` says
-    it in words.
+    ``whole`` is True for a line that ends with its newline (in a torn tail: a record of a group commit cut
+    short, written whole but never counted), False for one cut short; ``length`` is the line's bytes; ``summary``
+    says it in words.
     """
 
     whole: bool
@@ -114,7 +114,7 @@ def _line(line: bytes, *, whole: bool) -> TornRecord:
             value = None
         if isinstance(value, dict):
             return _from_json(value, len(line))
-    return _from_bytes(text[:_LOOKED_AT], len(line), whole=False)
+    return _from_bytes(text[:_LOOKED_AT], len(line), whole=whole)
 
 
 def _from_json(value: dict[str, Any], length: int) -> TornRecord:
