@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import click
 
 from plantrail.cli.common import emit, json_option, locate_log, store_option
-from plantrail.cli.terminal import screen
+from plantrail.cli.terminal import printable, screen
 
 if TYPE_CHECKING:
     from plantrail.ledger.capture.append import AppendReport
@@ -237,7 +238,30 @@ def _extend(
             click.echo(text)
 
     try:
-        follow_transcript(transcript, log, format_name, run=run_id, on_append=shown)
+        _follow_through_repairs(lambda: follow_transcript(transcript, log, format_name, run=run_id, on_append=shown))
     except KeyboardInterrupt:
         if not as_json:
             click.echo(f"stopped following {transcript}", err=True)
+
+
+def _follow_through_repairs(follow: Callable[[], object]) -> None:
+    """Run ``follow`` (it appends until Ctrl-C); while the log ends with a torn tail (a writer refuses to append
+    onto one), say so once and wait for its repair, then follow again: what was not appended yet is appended
+    then, nothing twice."""
+    import time
+
+    from plantrail.ledger.capture.follow import POLL_SECONDS
+    from plantrail.ledger.vocabulary.errors import PlantrailError
+
+    told: object = None  # the tear said (where it starts): each tear is said once
+    while True:
+        try:
+            follow()
+            return
+        except PlantrailError as exc:
+            if exc.code != "TORN_TAIL":
+                raise
+            if exc.fields.get("offset") != told:
+                click.echo(f"waiting: {printable(exc.text('cli'))}; the import goes on once it is repaired", err=True)
+            told = exc.fields.get("offset")
+        time.sleep(POLL_SECONDS)

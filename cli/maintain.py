@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from plantrail.cli.common import FilePath, emit, json_option, log_argument
+from plantrail.cli.common import FilePath, emit, json_option, log_argument, truncate
 
 if TYPE_CHECKING:
     from plantrail.ledger.stores.jsonl.salvage import SalvageReport
@@ -192,6 +192,7 @@ def repair(log: str, acked: str | None, as_json: bool) -> None:
         "repaired": record is not None,
         "last_seq": result.last_seq,
         "repair": None if record is None else msgspec.to_builtins(record.data),
+        "reads_as": [r.as_dict() for r in result.reads_as],
         "removed_temp_files": list(result.removed_temps),
     }
 
@@ -207,6 +208,7 @@ def repair(log: str, acked: str | None, as_json: bool) -> None:
                     f"log.repaired recorded at seq {record.seq}"
                 )
             ]
+            lines += ["the torn bytes read as:"] + [f"  {truncate(r.summary, 110)}" for r in result.reads_as]
         lines += [f"removed {name} (left by a create that crashed)" for name in result.removed_temps]
         return "\n".join(lines)
 
@@ -236,8 +238,8 @@ def salvage(log: str, as_json: bool) -> None:
         "size": report.size,
         "records": report.records,
         "segments": report.segments,
-        "damaged": report.damaged,
-        "quarantine": report.quarantine,
+        "damaged": [d._asdict() | {"reads_as": [r.as_dict() for r in d.reads_as]} for d in report.damaged],
+        "quarantine": [q._asdict() | {"reads_as": [r.as_dict() for r in q.reads_as]} for q in report.quarantine],
         "temp_files": report.temp_files,
     }
     emit(as_json, data, lambda: _render_salvage(report))
@@ -269,13 +271,18 @@ def _render_salvage(report: SalvageReport) -> str:
         for s in report.segments
     ]
     rows += [
-        (d.start, (f"  damaged  lines {d.first_line}..{d.last_line}  bytes {d.start}..{d.end}  {d.code}: {d.message}"))
+        (
+            d.start,
+            f"  damaged  lines {d.first_line}..{d.last_line}  bytes {d.start}..{d.end}  {d.code}: {d.message}"
+            + "".join(f"\n           reads as: {truncate(r.summary, 100)}" for r in d.reads_as),
+        )
         for d in report.damaged
     ]
     lines += [text for _, text in sorted(rows)]
     for q in report.quarantine:
         state = "recorded by a log.repaired record" if q.recorded else "NOT recorded in the log"
         lines.append(f"quarantine: {q.name} ({q.size} bytes cut at offset {q.offset}; {state})")
+        lines += [f"  reads as: {truncate(r.summary, 100)}" for r in q.reads_as]
     lines += [f"leftover temporary file: {name} (plantrail repair removes it)" for name in report.temp_files]
     return "\n".join(lines)
 

@@ -511,6 +511,14 @@ def finish(
     help=_help(REPLAN, "causes"),
 )
 @click.option(
+    "--caused-by-parent",
+    "parent_causes",
+    multiple=True,
+    type=_number(REPLAN.field("parent_causes")),
+    metavar=REPLAN.field("parent_causes").metavar,
+    help=_help(REPLAN, "parent_causes"),
+)
+@click.option(
     "--observation",
     "observations",
     multiple=True,
@@ -542,6 +550,7 @@ def replan(
     reason: str,
     why: str,
     causes: tuple[int, ...],
+    parent_causes: tuple[int, ...],
     observations: tuple[str, ...],
     observation_files: tuple[str, ...],
     observed: tuple[str, ...],
@@ -569,6 +578,7 @@ def replan(
         plan=draft,
         patch=patch,
         causes=causes,
+        parent_causes=parent_causes,
         observations=_text_inputs(observations, observation_files, "observation"),
         plan_version=plan_version,
         key=key,

@@ -307,9 +307,12 @@ def _render_why(why: dict[str, Any]) -> str:
     lines += ["", "caused by"]
     lines += [
         f"  seq {c['seq']} · {_when(c['ts'])} · {c['actor']} · {c['type']} (plan v{c['plan_version']})\n"
-        f"    {_quote_data(c['data'])}"
+        f"    {printable(c['summary']) if 'summary' in c else _quote_data(c['data'])}"
         for c in why["causes"]
-    ] or ["  (no causing event recorded)"]
+    ]
+    lines += [f"  {printable(p['summary'])}" for p in why.get("parent_causes", [])]
+    if not why["causes"] and not why.get("parent_causes"):
+        lines.append("  (no causing event recorded)")
     lines += ["", f"what changed from v{why['replaced']}"]
     lines += _render_diff(why["changes"])
     lines += ["", f"late results for v{why['replaced']} (kept off the plan)"]
@@ -351,7 +354,9 @@ def why(log: str, version: int | None, as_json: bool) -> None:
     \b
     JSON: {"version", "replaced", "seq", "ts", "actor", "reason", "why", "observations",
       "patch": null | {"base_version", "operations": [...]}, "causes": [{"seq", "ts", "actor", "type",
-      "plan_version", "data", "h", "source"?}], "changes": <diff --json of the two versions>,
+      "plan_version", "data", "h", "source"?, "summary"? (a run.forked: one line; its data without the carried
+      state)}], "parent_causes": [{"run", "seq", "summary"}] (a fork's causes in the run it was forked from,
+      told from the state it carries), "changes": <diff --json of the two versions>,
       "late_results": [<orphans --json item without status_now>], "lineage": [{"run", "seq", "head",
       "state_hash", "reason"}] (the runs a fork was forked from; empty for a run never forked)}
 
@@ -450,6 +455,20 @@ def _ids(label: str, ids: Sequence[str], show_all: bool) -> str:
     return f"{label} ({len(ids)}): {', '.join(shown) or '(none)'}{rest}"
 
 
+def _torn_lines(receipt: dict[str, Any]) -> list[str]:
+    """What the torn tail and each quarantine file read as (records a crash cut short, not in the log)."""
+    lines: list[str] = []
+    if receipt.get("torn"):
+        lines.append("torn tail (not in the log; plantrail repair moves it aside), reads as:")
+        lines += [f"  {truncate(r['summary'], 110)}" for r in receipt["torn"]]
+    for q in receipt.get("quarantined") or []:
+        lines.append(
+            f"quarantined by a repair ({q['file']}: {q['bytes']} bytes cut at offset {q['offset']}), reads as:"
+        )
+        lines += [f"  {truncate(r['summary'], 110)}" for r in q["records"]] or ["  (nothing)"]
+    return lines
+
+
 def _render_receipt(receipt: dict[str, Any], code: int, show_all: bool = False) -> str:
     outcome = receipt["outcome"] or "open"
     lines = [
@@ -469,7 +488,14 @@ def _render_receipt(receipt: dict[str, Any], code: int, show_all: bool = False) 
     lines += _aligned(
         [[d["step"], f"attempt {d['attempt']}", f"started at seq {d['started_seq']}"] for d in doubt]
     ) or ["  (none)"]
+    lines += [
+        f"  {d['step']} attempt {d['attempt']}: a result of it was cut off by a crash (below); check what the "
+        "worker did before starting it again"
+        for d in doubt
+        if d.get("cut_off")
+    ]
     lines += [more] if more else []
+    lines += _torn_lines(receipt)
     from plantrail.cli.inspect import lease_lines
 
     lines += lease_lines(receipt["leases"])
@@ -540,12 +566,16 @@ def resume(ctx: click.Context, log: str, show_all: bool, every_byte: bool, as_js
       "exit_code",
       "next", "run",
       "goal", "plan_version", "finished", "outcome", "outcome_reason", "done": [{"step", "attempt",
-      "evidence", "completed_seq"}], "in_doubt": [{"step", "attempt", "started_seq", "lease_expired"}],
+      "evidence", "completed_seq"}], "in_doubt": [{"step", "attempt", "started_seq", "lease_expired",
+      "cut_off": null | what a torn or quarantined result of that attempt reads as}],
       "leases": [{"step", "attempt", "since", "since_seq", "lease_s", "expires_at", "expired"}], "ready",
       "blocked": [{"step", "reason"}], "criteria_unverified", "criteria_failed", "orphans": [...],
       "advice", "last_seq", "head_hash", "damage": null | {"code", "message", ...},
       "snapshot_seq": null | the seq up to which the cache's snapshot answered (not re-read; --verify
       reads every byte and gives null),
+      "torn": [{"whole", "length", "seq", "type", "plan_version", "ts", "actor", "step", "attempt",
+      "criterion", "verdict", "outcome", "new_version", "part", "summary"}]: what a torn tail reads as,
+      "quarantined": [{"file", "offset", "bytes", "records": [as in torn]}]: the repairs' quarantine files,
       "stop": {"outcome", "rule", "reason", "unmet"},
       "effects": {"in_doubt", "superseded", "committed": [{"key", "step", "status", "target", "before",
       "plan_version", "attempt", "requested_seq", "late", "earlier_seqs", "committed_seq", "result",

@@ -15,8 +15,10 @@ import click
 
 from plantrail.cli.common import json_option, log_argument, mark_printed, raise_if_torn, truncate
 from plantrail.cli.tables import CELL_MOST
+from plantrail.cli.terminal import printable
 
 if TYPE_CHECKING:
+    from plantrail.ledger.stores.values import Rewound
     from plantrail.ledger.timeline import Filter
 
 from plantrail.ledger.timeline import full_line, summary, timeline_entry
@@ -232,19 +234,23 @@ def log_command(
             return
         if to_seq is not None and to_seq <= read.last_seq:
             return
-        _followed(log, read.last_seq, where, jsonl=jsonl, rows=rows)
+        _followed(log, read.last_seq, where, jsonl=jsonl, rows=rows, head=read.head)
     except KeyboardInterrupt:
         if not follow:
             raise
         sys.stdout.flush()
 
 
-def _followed(log: str, after: int, where: Filter, *, jsonl: bool, rows: _Rows) -> None:
+def _followed(log: str, after: int, where: Filter, *, jsonl: bool, rows: _Rows, head: str | None) -> None:
     """Print the events appended after seq ``after`` until interrupted (or past ``where.to_seq``)."""
     from plantrail.ledger.timeline import following
 
+    def told(notice: Rewound) -> None:
+        sys.stdout.flush()
+        click.echo(f"note: {printable(notice.message)}", err=True)
+
     def until_end() -> Iterator[Item]:
-        for record, orphan in following(log, after, where):
+        for record, orphan in following(log, after, where, on_rewound=told, head=head):
             if where.to_seq is not None and record.seq > where.to_seq:
                 return
             yield record, orphan

@@ -1,8 +1,11 @@
 """``plantrail watch``: follow a log as it grows and redraw the status, the last few events and the advice.
 
-The log is read once from the start, then followed from the position the last read ended at (a check of
-its size every ``interval`` seconds; new records are folded onto the state, never the whole log again). On
-a terminal each change redraws the screen; otherwise each new event is one plain line. Text from the log
+The log is read once from the start, then followed from the position the last read ended at (a look at the
+file every ``interval`` seconds; new records are folded onto the state, never the whole log again). A torn
+record is never shown (a line is shown once it is complete and checked), a repair is read on, and when the
+log changes under the watch (cut back, or another file put at its path) the watch says so and folds the log
+again from its start (see :mod:`plantrail.ledger.stores.jsonl.follow`). On a terminal each change redraws
+the screen; otherwise each new event is one plain line. Text from the log
 never reaches the terminal raw: :func:`terminal_safe` shows every control character as an escape, so the
 redraw is the only escape sequence plantrail writes. Ctrl-C ends the watch cleanly.
 
@@ -11,14 +14,13 @@ redraw is the only escape sequence plantrail writes. Ctrl-C ends the watch clean
 
 from __future__ import annotations
 
-import os
-import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Final, TextIO
 
+from plantrail.ledger.stores.values import Rewound
+
 if TYPE_CHECKING:
-    from plantrail.ledger.stores.postgres_run import DatabaseRun
     from plantrail.ledger.vocabulary.events import Record
     from plantrail.projections.model import PlanState
 
@@ -93,20 +95,18 @@ def follow(
     until: Callable[[], bool] | None = None,
     as_json: bool = False,
 ) -> None:
-    """Watch ``path`` (a JSONL log or a database run) until Ctrl-C (or until ``until()`` is true, checked after
+    """Watch ``path`` (a JSONL log or a database run) until Ctrl-C (or until ``until()`` is true, asked before
     each wait), writing to ``out``; ``as_json`` writes JSON Lines (the status document, then one ``{"event",
     "advice"}`` per event) instead."""
     from plantrail.ledger.stores.opener import as_run
-    from plantrail.ledger.stores.postgres_run import DatabaseRun
 
     live = _is_terminal(out) and not as_json
     screen = _Screen(out, live, as_json, deque(maxlen=recent))
-    run = as_run(path)
     try:
-        if isinstance(run, DatabaseRun):  # woken by NOTIFY, a batch per wake-up
-            _watch_run(run, screen, interval, until)
-        else:  # a file grows: everything new at once, redrawn once
-            _watch_file(path, screen, interval, until)
+        with as_run(path) as run:  # a file by its size (everything new at once), a database run woken by NOTIFY
+            state = screen.first(run.records())
+            for batch in run.follow(after=state.last_seq, poll=interval, stop=until):
+                state = screen.more(state, batch)
     except KeyboardInterrupt:
         pass
     finally:
@@ -116,10 +116,15 @@ def follow(
 
 
 class _Screen:
-    """What the watch writes: the first frame, then each batch of new records folded onto the state."""
+    """What the watch writes: the first frame, then each batch of new records folded onto the state; after a
+    :class:`Rewound` notice (the log changed under the watch), the log again from its start, folded anew, of
+    which only the records after the last one still held are new."""
 
     def __init__(self, out: TextIO, live: bool, as_json: bool, last: deque[Record]) -> None:
         self.out, self.live, self.as_json, self.last = out, live, as_json, last
+        self.notice: str | None = None  # the last notice, shown under each frame drawn after it
+        self.known = -1  # records up to this seq were shown already (set by a notice that starts over)
+        self.restarting = False  # the next batch is the log again from its start
 
     def first(self, records: Iterable[Record]) -> PlanState:
         from plantrail.projections.state import fold
@@ -134,41 +139,40 @@ class _Screen:
         self.out.flush()
         return state
 
-    def more(self, state: PlanState, records: Iterable[Record]) -> PlanState:
+    def more(self, state: PlanState, records: list[Record]) -> PlanState:
         from plantrail.projections.history import quote_record
-        from plantrail.projections.state import fold
+        from plantrail.projections.state import fold, initial
         from plantrail.projections.views import advice
 
+        if isinstance(records, Rewound):
+            return self._rewound(state, records)
         fresh: list[Record] = []
         before = advice(state)
+        if self.restarting and records:
+            state, self.restarting = initial(), False
         state = fold(_noted(records, self.last, fresh), state)
+        fresh = [r for r in fresh if r.seq > self.known]
         if fresh and self.as_json:
             self.out.writelines(_json_line({"event": quote_record(r), "advice": advice(state)}) for r in fresh)
             self.out.flush()
-        elif fresh:
-            _update(self.out, self.live, state, self.last, fresh, before)
+        elif fresh or (self.live and records):
+            _update(self.out, self.live, state, self.last, fresh, before, self.notice)
         return state
 
-
-def _watch_file(path: str, screen: _Screen, interval: float, until: Callable[[], bool] | None) -> None:
-    """Follow a JSONL log from the position the last read ended at (one ``fstat`` per ``interval``)."""
-    from plantrail.ledger.stores.jsonl.log import LogReader
-
-    with LogReader(path) as reader:
-        state = screen.first(reader.records())
-        while until is None or not until():
-            time.sleep(interval)
-            position = reader.position
-            if os.fstat(reader.fd).st_size <= position.offset:
-                continue
-            state = screen.more(state, reader.records(start=position, run=state.run))
-
-
-def _watch_run(run: DatabaseRun, screen: _Screen, interval: float, until: Callable[[], bool] | None) -> None:
-    """Follow a database run after the last record read (woken by NOTIFY, polling every ``interval`` without)."""
-    state = screen.first(run.records())
-    for batch in run.follow(after=state.last_seq, poll=interval, stop=until):
-        state = screen.more(state, batch)
+    def _rewound(self, state: PlanState, notice: Rewound) -> PlanState:
+        """Say what happened; when the follower starts over, forget what was shown after what the log still holds."""
+        self.notice = f"note: {notice.message}"
+        if notice.from_seq == 0:
+            self.known, self.restarting = notice.kept, True
+            self.last.clear()
+        if self.as_json:
+            self.out.write(_json_line({"rewound": notice.as_dict()}))
+        elif not self.live:
+            self.out.write(terminal_safe(self.notice) + "\n")
+        else:
+            self.out.write(REDRAW + frame(state, self.last, _columns()) + "\n" + terminal_safe(self.notice) + "\n")
+        self.out.flush()
+        return state
 
 
 def _json_line(data: object) -> str:
@@ -187,14 +191,20 @@ def _noted(records: Iterable[Record], last: deque[Record], fresh: list[Record]) 
 
 
 def _update(
-    out: TextIO, live: bool, state: PlanState, last: Sequence[Record], fresh: Sequence[Record], before: str | None
+    out: TextIO,
+    live: bool,
+    state: PlanState,
+    last: Sequence[Record],
+    fresh: Sequence[Record],
+    before: str | None,
+    notice: str | None = None,
 ) -> None:
     """Redraw the screen (a terminal), or print the new events as plain lines and a changed advice."""
     from plantrail.projections.views import advice
 
     width = _columns()
     if live:
-        out.write(REDRAW + frame(state, last, width) + "\n")
+        out.write(REDRAW + frame(state, last, width) + "\n" + (terminal_safe(notice) + "\n" if notice else ""))
     else:
         out.writelines(event_line(r, width) + "\n" for r in fresh)
         now = advice(state)

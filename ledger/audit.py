@@ -32,7 +32,8 @@ from plantrail.ledger.vocabulary.errors import PlantrailError, error
 
 if TYPE_CHECKING:
     from plantrail.ledger.stores.protocol import Run
-    from plantrail.ledger.stores.values import TornTail
+    from plantrail.ledger.stores.values import Quarantined, TornTail
+    from plantrail.ledger.vocabulary.fragments import TornRecord
     from plantrail.projections.model import PlanState
 
 __all__ = [
@@ -320,9 +321,38 @@ def read_resume(path: Path, *, every_byte: bool = False, now: str | None = None)
     with _opened(path) as run:
         result = run.current(stop_at_damage=True, use_cache=False if every_byte else None)
         damage: PlantrailError | None = result.damage if result.damage is not None else _damage(run, result.torn)
+        torn = () if result.torn is None else run.torn_records(result.torn)
+        quarantined = run.quarantined()
     receipt = resume_receipt(result.state, None if damage is None else damage.as_dict(), now=now or utc_now())
-    document = receipt | {"exit_code": RESUME_EXIT_CODES[receipt["verdict"]], "snapshot_seq": result.snapshot_seq}
+    document = receipt | {
+        "exit_code": RESUME_EXIT_CODES[receipt["verdict"]],
+        "snapshot_seq": result.snapshot_seq,
+        "torn": [record.as_dict() for record in torn],
+        "quarantined": [_quarantine_view(q) for q in quarantined],
+    }
+    _note_cut_off(document["in_doubt"], [*torn, *(r for q in quarantined for r in q.records)])
     return Reading(document, result.state, damage)
+
+
+#: The events whose loss leaves a step in doubt: a worker's result.
+_RESULTS: Final = frozenset({"step.completed", "step.failed", "step.blocked"})
+
+
+def _quarantine_view(found: Quarantined) -> dict[str, Any]:
+    return {
+        "file": os.path.basename(found.name),
+        "offset": found.offset,
+        "bytes": found.size,
+        "records": [record.as_dict() for record in found.records],
+    }
+
+
+def _note_cut_off(in_doubt: list[dict[str, Any]], torn: list[TornRecord]) -> None:
+    """Give each step in doubt ``cut_off``: the summary of a result of its attempt that a crash cut off (in the
+    torn tail or a quarantine file), the last one when there are several; None when there is none."""
+    for item in in_doubt:
+        lost = [r for r in torn if r.type in _RESULTS and r.step == item["step"] and r.attempt == item["attempt"]]
+        item["cut_off"] = lost[-1].summary if lost else None
 
 
 def resume(path: Path, *, every_byte: bool = False) -> dict[str, Any]:
@@ -330,7 +360,11 @@ def resume(path: Path, *, every_byte: bool = False) -> dict[str, Any]:
 
     ``{"verdict", "exit_code", "next", "run", "goal", "plan_version", "finished", "outcome",
     "outcome_reason", "done", "in_doubt", "ready", "blocked", "criteria_unverified", "criteria_failed",
-    "orphans", "advice", "last_seq", "head_hash", "damage", "snapshot_seq"}`` (``plantrail resume --json``).
+    "orphans", "advice", "last_seq", "head_hash", "damage", "snapshot_seq", "torn", "quarantined"}``
+    (``plantrail resume --json``). ``torn`` is what a torn tail's bytes read as (each record as far as it goes,
+    :class:`~plantrail.ledger.vocabulary.fragments.TornRecord`), ``quarantined`` the quarantine files repairs
+    left beside the log with what theirs read as; a step in doubt whose result a crash cut off says so
+    (``cut_off``).
     ``snapshot_seq`` is the seq up to which the cache's snapshot answered (those records were not re-read;
     None with ``every_byte``, which reads and checks every byte, or without a snapshot). ``verdict``
     is the first that applies of ``damaged`` (exit 3: repair first; the receipt covers the valid part),

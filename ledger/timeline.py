@@ -22,7 +22,7 @@ import msgspec
 import orjson
 
 from plantrail.ledger.stores.opener import as_run
-from plantrail.ledger.stores.values import TornTail
+from plantrail.ledger.stores.values import Rewound, TornTail
 from plantrail.ledger.vocabulary.events import Record
 from plantrail.ledger.vocabulary.versions import plain
 from plantrail.projections.model import Orphan, PlanState
@@ -96,6 +96,7 @@ class Timeline(NamedTuple):
     torn: Callable[[], TornTail | None]
     last_seq: int
     version: int
+    head: str | None = None  # the hash of record last_seq (a follower checks that the log still holds it)
 
 
 def _current(path: str) -> PlanState:
@@ -116,7 +117,8 @@ def timeline(path: str, where: Filter | None = None, *, tail: int | None = None,
             records, torn = run.tail(tail, where.keeps, stop_below=where.from_seq)
         state = _current(path)  # read after the records, so it covers them
         late = _Late(path, state)
-        return Timeline(((r, late(r)) for r in records[:limit]), lambda: torn, state.last_seq, state.version)
+        kept = ((r, late(r)) for r in records[:limit])
+        return Timeline(kept, lambda: torn, state.last_seq, state.version, state.head)
     state = _current(path)
     late = _Late(path, state)
     run = as_run(path)
@@ -145,24 +147,68 @@ def timeline(path: str, where: Filter | None = None, *, tail: int | None = None,
         finally:
             records.close()
 
-    return Timeline(items(), lambda: run.torn, state.last_seq, state.version)
+    return Timeline(items(), lambda: run.torn, state.last_seq, state.version, state.head)
 
 
-def follow(path: str, *, after: int = -1, poll: float = 0.2) -> Iterator[Record]:
+def follow(
+    path: str,
+    *,
+    after: int = -1,
+    poll: float = 0.2,
+    on_rewound: Callable[[Rewound], None] | None = None,
+    head: str | None = None,
+) -> Iterator[Record]:
     """Every record after seq ``after`` (-1: from the first), as it is appended; it waits for more forever
-    (stop iterating to stop following). A line still being written is waited for, never reported torn."""
-    return (record for batch in as_run(path).follow(after=after, poll=poll) for record in batch)
+    (stop iterating to stop following). A line still being written is waited for, never reported torn. When
+    the log changes under the follower (a file cut back or replaced), ``on_rewound`` is told, and the records
+    after the last one the log still holds as given follow (those up to it are not given again). ``head`` is
+    the hash the caller read record ``after`` with (a log that no longer holds it is said the same way)."""
+    known = after
+    for item in _followed(path, after, poll, head):
+        if isinstance(item, Rewound):
+            if on_rewound is not None:
+                on_rewound(item)
+            known = item.kept if item.from_seq == 0 else known
+        elif item.seq > known:
+            known = item.seq
+            yield item
+
+
+def _followed(path: str, after: int, poll: float, head: str | None) -> Iterator[Record | Rewound]:
+    for batch in as_run(path).follow(after=after, poll=poll, head=head):
+        if isinstance(batch, Rewound):
+            yield batch
+        else:
+            yield from batch
 
 
 def following(
-    path: str, after: int, where: Filter, state: PlanState | None = None
+    path: str,
+    after: int,
+    where: Filter,
+    state: PlanState | None = None,
+    *,
+    on_rewound: Callable[[Rewound], None] | None = None,
+    head: str | None = None,
 ) -> Iterator[tuple[Record, Orphan | None]]:
-    """:func:`follow` with the filter applied and each record's orphan entry (evolved onto ``state``)."""
+    """:func:`follow` with the filter applied and each record's orphan entry (evolved onto ``state``; after a
+    notice that starts over, evolved again from the log's start)."""
+    from plantrail.projections.state import initial
+
     late = _Late(path, state)
-    for record in follow(path, after=after):
-        entry = late(record)
-        if where.keeps(record):
-            yield record, entry
+    known = after
+    for item in _followed(path, after, 0.2, head):
+        if isinstance(item, Rewound):
+            if on_rewound is not None:
+                on_rewound(item)
+            if item.from_seq == 0:
+                known, late = item.kept, _Late(path, initial())
+            continue
+        entry = late(item)
+        if item.seq > known:
+            known = item.seq
+            if where.keeps(item):
+                yield item, entry
 
 
 def summary(record: Record) -> str:
@@ -186,7 +232,8 @@ def summary(record: Record) -> str:
         case "run.finished":
             return f"{data.outcome}: {data.reason}"
         case "plan.replanned":
-            causes = f" (caused by {', '.join(map(str, data.causes))})" if data.causes else ""
+            cited = [*map(str, data.causes), *(f"parent's {c}" for c in data.parent_causes)]
+            causes = f" (caused by {', '.join(cited)})" if cited else ""
             return f"v{data.new_version} [{data.reason}] {data.why}{causes}"
         case "plan.extended":
             added = [*(s.id for s in data.steps), *(c.id for c in data.criteria)]

@@ -23,7 +23,7 @@ from plantrail.ledger.vocabulary.plan import PlanSpec, Policy, StepSpec
 from plantrail.ledger.vocabulary.versions import plain
 from plantrail.projections.effects import check_first, effects_view
 from plantrail.projections.leases import expired_leases, lease_view
-from plantrail.projections.lineage import lineage_view
+from plantrail.projections.lineage import forked_summary, lineage_view, parent_event
 from plantrail.projections.model import (
     Changes,
     CriterionState,
@@ -564,12 +564,16 @@ def why_traced(
     quoted: Mapping[int, Record],
     orphans: Iterable[Orphan],
     lineage: Iterable[Fork] = (),
+    carried: PlanState | None = None,
 ) -> dict[str, Any]:
     """:func:`why_view` from its parts: the version replaced and the one adopted, the state at the end of the
-    replaced one, the records it quotes by seq (the replan and its causes), every late result of the log, and
-    the runs the log was forked from (``lineage``)."""
+    replaced one, the records it quotes by seq (the replan and its causes), every late result of the log, the
+    runs the log was forked from (``lineage``) and, for a fork, the parent's state it carries (``carried``: what
+    the replan's parent causes are told from)."""
     version = info.version
+    links = tuple(lineage)
     patch = getattr(quoted[info.seq].data, "patch", None) if info.seq in quoted else None
+    parent_causes = getattr(quoted[info.seq].data, "parent_causes", ()) if info.seq in quoted else ()
     return {
         "version": version,
         "replaced": version - 1,
@@ -580,11 +584,28 @@ def why_traced(
         "why": info.why,
         "observations": list(info.observations),
         "patch": None if patch is None else dataclasses.asdict(patch),
-        "causes": [quote_record(quoted[seq]) for seq in info.causes if seq in quoted],
+        "causes": [cause_view(quoted[seq]) for seq in info.causes if seq in quoted],
+        "parent_causes": [
+            {"run": links[-1].run, "seq": seq, "summary": parent_event(carried, links[-1], seq)}
+            for seq in parent_causes
+            if links
+        ],
         "changes": diff_traced(before, {version - 1: replaced, version: info}, {}, version - 1, version),
         "late_results": [orphan_view(o) for o in orphans if o.plan_version == version - 1],
-        "lineage": lineage_view(lineage),
+        "lineage": lineage_view(links),
     }
+
+
+def cause_view(record: Record) -> dict[str, Any]:
+    """A causing event as ``why`` quotes it: in full (:func:`quote_record`), but a fork's ``run.forked`` without
+    the parent's state it carries (its ``state_hash`` names it), with a one-line ``summary`` instead."""
+    from plantrail.ledger.vocabulary.events import RunForked
+
+    quoted = quote_record(record)
+    if isinstance(record.data, RunForked):
+        quoted["data"] = {name: value for name, value in quoted["data"].items() if name != "state"}
+        quoted["summary"] = forked_summary(record.data)
+    return quoted
 
 
 def _status_now(state: PlanState, step: str) -> str | None:

@@ -18,7 +18,7 @@ from plantrail.projections.model import Fork, PlanState
 if TYPE_CHECKING:
     from plantrail.ledger.vocabulary.events import RunForked
 
-__all__ = ["carried_state", "carry", "lineage_view"]
+__all__ = ["carried_state", "carry", "forked_summary", "lineage_view", "parent_event"]
 
 
 def carry(state: PlanState) -> str:
@@ -49,3 +49,36 @@ def lineage_view(lineage: PlanState | Iterable[Fork]) -> list[dict[str, Any]]:
     parent's state there) and ``reason``."""
     links = lineage.lineage if isinstance(lineage, PlanState) else lineage
     return [_link_view(link) for link in links]
+
+
+def forked_summary(data: RunForked) -> str:
+    """A ``run.forked`` event in one line (the state it carries is never shown, only named by its hash)."""
+    reason = f": {data.reason}" if data.reason else ""
+    return f"forked from run {data.parent} at seq {data.seq} (state {data.state_hash[:12]}…){reason}"
+
+
+def parent_event(carried: PlanState | None, link: Fork, seq: int) -> str:
+    """One line on event ``seq`` of the run a fork was forked from (``link``), from what the state the fork
+    carries says happened at that seq (a step's or a criterion's last change there, the plan version adopted
+    there, a late result, the outcome); the parent's log is not read, so an event the state keeps nothing of is
+    named by its seq alone."""
+    said: list[str] = []
+    if carried is not None:
+        steps = [s for s in carried.steps.values() if s.last_seq == seq]
+        said += [f"step {s.id} {s.status}{_why(s.reason or s.error or _first(s.evidence))}" for s in steps]
+        said += [f"criterion {c.id} {c.status}" for c in carried.criteria.values() if c.last_seq == seq]
+        if carried.adopted is not None and carried.adopted.seq == seq:
+            said.append(f"plan v{carried.adopted.version} adopted{_why(carried.adopted.why)}")
+        said += [f"late {o.type} of step {o.step} (kept off the plan)" for o in carried.orphans if o.seq == seq]
+        if carried.outcome_seq == seq:
+            said.append(f"run finished {carried.outcome}")
+    what = "; ".join(said) if said else "an event the carried state keeps nothing of (the parent's log shows it)"
+    return f"seq {seq} of run {link.run} (the parent, forked at seq {link.seq}): {what}"
+
+
+def _first(texts: tuple[object, ...]) -> str | None:
+    return texts[0] if texts and isinstance(texts[0], str) else None
+
+
+def _why(text: str | None) -> str:
+    return f" ({text})" if text else ""

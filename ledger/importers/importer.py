@@ -397,7 +397,7 @@ def _write_database(
     with tempfile.TemporaryDirectory(prefix="plantrail-import-") as folder:
         temporary = run_file(folder, run_id)
         last_seq, head, written = _record(temporary, mapped.batches, run_id, nonce, on_progress)
-        copy_runs(temporary, url)
+        copy_runs(temporary, url, skip_copied=False)
     return last_seq, head, written
 
 

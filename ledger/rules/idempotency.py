@@ -26,7 +26,7 @@ from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.events import ApprovalDenied, ApprovalGranted, PlanReplanned, Record, StepBlocked
 from plantrail.ledger.vocabulary.keys import KeyEntry
 from plantrail.ledger.vocabulary.plan import Draft
-from plantrail.ledger.vocabulary.versions import plain
+from plantrail.ledger.vocabulary.versions import added_defaults, plain
 
 __all__ = ["KeyEntry", "command_content", "match", "record_content", "record_view"]
 
@@ -44,6 +44,15 @@ def _builtins(value: Any) -> Any:
     """Plain JSON values (lists for every sequence), written the writer's way (the fields format v2 added left
     out at their defaults), so a command and a record compare field by field."""
     return orjson.loads(orjson.dumps(value, default=plain, option=orjson.OPT_PASSTHROUGH_DATACLASS))
+
+
+#: The members format v2 added to the event each command records, with their defaults as plain JSON: a command
+#: that leaves one at its default is compared without it, as the record (which leaves it out) is.
+_ADDED: Final[dict[type, tuple[tuple[str, Any], ...]]] = {
+    d.command: tuple((name, _builtins(value)) for name, value in added_defaults(d.events[0]))
+    for d in DECLARATIONS
+    if len(d.events) == 1
+}
 
 
 def _trimmed(value: Any) -> Any:
@@ -70,10 +79,6 @@ def command_content(command: Command) -> dict[str, Any]:
         for name in command.__struct_fields__
         if name not in _NOT_CONTENT
     }
-    if content.get("report", False) is None:
-        del content["report"]  # a result without an evidence record: the event leaves the member out (format v2)
-    if content.get("artifacts") == []:
-        del content["artifacts"]  # a completion without artifacts: the event leaves the member out (format v2)
     if isinstance(command, Observe):  # the event names the observation ``key``, its dirty paths sorted
         content["key"] = content.pop("name")
         content["dirty"] = sorted(set(content["dirty"]))
@@ -89,6 +94,9 @@ def command_content(command: Command) -> dict[str, Any]:
         del content["plan"]
     if isinstance(command, Extend):  # the event leaves its criteria and observations out when there are none
         content = {name: value for name, value in content.items() if name == "steps" or value}
+    for name, default in _ADDED.get(type(command), ()):
+        if name in content and content[name] == default:
+            del content[name]  # a member format v2 added, at its default: the event leaves it out (as the record)
     return content
 
 

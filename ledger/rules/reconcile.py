@@ -3,7 +3,8 @@ rules, checked before a byte is written; what work a new version keeps is :mod:`
 
 - **Create**: the log has no plan yet; the draft validates (and, with ``strict``, leaves no coverage gap).
 - **Replan**: the run is open; a whole draft or a patch of the active version (never both), with a reason
-  code, why in words, and causes that are seqs of the log; the goal never changes; the new plan validates
+  code, why in words, and causes that are seqs of the log (and, in a forked run, parent causes: seqs of the
+  run it was forked from, up to the fork); the goal never changes; the new plan validates
   against the version it replaces (and, with ``strict``, leaves no coverage gap). A draft's policy, scope and
   task artifacts default to the active plan's.
 """
@@ -66,10 +67,12 @@ class Replan(Issued, frozen=True, kw_only=True):
     plan_version: int | None = None
     actor: Actor = "planner"
     strict: bool = False  # refuse a coverage gap in the new plan (ledger.vocabulary.coverage)
+    parent_causes: Sequence[int] = ()  # a fork's: seqs of the run it was forked from, up to the fork
 
     def __post_init__(self) -> None:
         as_text(self.why, "why")
         force_setattr(self, "causes", as_items(self.causes, int, "causes"))
+        force_setattr(self, "parent_causes", as_items(self.parent_causes, int, "parent_causes"))
         force_setattr(self, "observations", as_items(self.observations, str, "observations"))
 
 
@@ -147,6 +150,7 @@ def _build_replan(state: StateView, command: Replan) -> tuple[PlanReplanned, int
         observations=tuple(o.strip() for o in command.observations if o.strip()),
         plan=plan,
         patch=command.patch,
+        parent_causes=tuple(command.parent_causes),
     )
     return replanned, version
 
@@ -167,9 +171,11 @@ def _check_replan(state: StateView, data: PlanReplanned, plan_version: int) -> N
     if unknown:
         raise error(
             "UNKNOWN_CAUSE",
-            f"causes must be seqs of events in the log (1..{state.last_seq}); unknown: {', '.join(map(str, unknown))}",
+            f"causes must be seqs of events in the log (1..{state.last_seq}); unknown: {', '.join(map(str, unknown))}"
+            + (" (a cause in the run this one was forked from is a parent cause)" if state.lineage else ""),
             causes=unknown,
         )
+    _check_parent_causes(state, data.parent_causes)
     if data.new_version != state.version + 1:
         raise error(
             "INVALID_TRANSITION",
@@ -183,6 +189,28 @@ def _check_replan(state: StateView, data: PlanReplanned, plan_version: int) -> N
     validate_seconds(data.plan.steps)
     if data.patch is not None and apply_patch(state.plan, data.patch) != data.plan:
         raise error("PATCH_INVALID", "the recorded plan is not the patch applied to its base version")
+
+
+def _check_parent_causes(state: StateView, causes: Sequence[int]) -> None:
+    """A parent cause is a seq of an event of the run this one was forked from, up to the fork (the parent's
+    own seqs: the fork carries the parent's state there); a run that was never forked has none."""
+    if not causes:
+        return
+    if not state.lineage:
+        raise error(
+            "UNKNOWN_CAUSE",
+            "parent causes name events of the run this one was forked from, and this run was never forked",
+            causes=sorted(set(causes)),
+        )
+    parent = state.lineage[-1]
+    unknown = sorted(c for c in set(causes) if not 1 <= c <= parent.seq)
+    if unknown:
+        raise error(
+            "UNKNOWN_CAUSE",
+            f"parent causes must be seqs of events of run {parent.run} up to the fork (1..{parent.seq}); "
+            f"unknown: {', '.join(map(str, unknown))}",
+            causes=unknown,
+        )
 
 
 # --------------------------------------------------------------------------- declarations
@@ -231,6 +259,12 @@ REPLAN = declare(
             help="A free-text observation behind the replan (repeatable; - reads standard input).", metavar="TEXT"
         ),
         "strict": _STRICT,
+        "parent_causes": Field(
+            help="In a forked run: seq of an event of the run it was forked from, up to the fork, that caused the "
+            "replan (repeatable; format v2); any other seq is UNKNOWN_CAUSE.",
+            metavar="SEQ",
+            minimum=0,
+        ),
     },
     trailing=("strict",),
     superseded=f"{LATE_REFUSED}: read the active version and replan from it.",
@@ -269,11 +303,13 @@ def replan(
     causes: int | Sequence[int] = (),
     observations: str | Sequence[str] = (),
     strict: bool = False,
+    parent_causes: int | Sequence[int] = (),
     **envelope: Unpack[Envelope],
 ) -> Replan:
     """Adopt a new plan version from a whole ``plan`` or a ``patch`` (parsed from JSON-like mappings if need
     be), with ``causes`` (seqs; ``--caused-by``) and ``observations`` (one ``str`` is one item) (``plantrail
-    replan``); ``strict`` refuses a new plan with a coverage gap (COVERAGE_GAP)."""
+    replan``); ``strict`` refuses a new plan with a coverage gap (COVERAGE_GAP). In a forked run,
+    ``parent_causes`` are seqs of the run it was forked from, up to the fork (``--caused-by-parent``)."""
     return Replan(
         reason=reason,
         why=why,
@@ -282,5 +318,6 @@ def replan(
         causes=as_items(causes, int, "causes"),
         observations=as_items(observations, str, "observations"),
         strict=strict,
+        parent_causes=as_items(parent_causes, int, "parent_causes"),
         **fields(envelope),
     )

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from plantrail.ledger.stores.values import FsyncPolicy, PendingRecord
     from plantrail.ledger.vocabulary.events import Record
 
-__all__ = ["as_run", "create_store", "open_run", "open_store"]
+__all__ = ["as_run", "create_store", "open_destination", "open_run", "open_source", "open_store"]
 
 
 @strict
@@ -68,6 +68,34 @@ def open_store(location: str | os.PathLike[str] | None = None) -> FolderStore | 
     from plantrail.ledger.stores.locations import runs_folder
 
     return FolderStore(runs_folder(name))
+
+
+def open_source(name: str, *, store: str | None = None) -> FolderStore | DatabaseStore | FileRun | DatabaseRun:
+    """What a name that may name many runs names (``copy``'s source): a store when it names one (a folder that
+    exists, a database's URL without a run), else the run :func:`open_run` finds for it with ``store``."""
+    from plantrail.ledger.stores.targets import names_store
+
+    return open_store(name) if names_store(name) else open_run(name, store=store)
+
+
+def open_destination(
+    name: str | None, *, store: str | None = None, many: bool = False
+) -> FolderStore | DatabaseStore | FileRun | DatabaseRun:
+    """Where runs go (``copy``'s destination): ``store`` when no name is given (USAGE without either); a store
+    when the name names one, or, for ``many`` runs, a folder to make; else the run :func:`open_run` finds for a
+    new run with ``store``. Many runs into one run is USAGE."""
+    from plantrail.ledger.stores.targets import names_store
+    from plantrail.ledger.vocabulary.errors import error
+
+    if name is None:
+        if not store:
+            raise error("USAGE", "nothing to copy into: give a destination, or a store")
+        return open_store(store)
+    if names_store(name) or (many and not is_database_url(name)):
+        return open_store(name)
+    if many:
+        raise error("USAGE", f"{name} names one run; copy several runs into a database, not a run")
+    return open_run(name, store=store, new=True)
 
 
 def create_store(

@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any, Self
 
 if TYPE_CHECKING:
     from plantrail.ledger.stores.postgres import GlobalPosition, PostgresStore
-    from plantrail.ledger.stores.values import PendingRecord, ReadResult, TornTail
+    from plantrail.ledger.stores.values import PendingRecord, Quarantined, ReadResult, TornTail
     from plantrail.ledger.stores.versions import Versions
     from plantrail.ledger.vocabulary.errors import LogDamaged
     from plantrail.ledger.vocabulary.events import Record
+    from plantrail.ledger.vocabulary.fragments import TornRecord
     from plantrail.projections.model import PlanState
     from plantrail.projections.runs import RunRow
 
@@ -98,10 +99,16 @@ class DatabaseRun:
         return tail_records(self.location, count, keep, stop_below=stop_below), None
 
     def follow(
-        self, *, after: int = -1, poll: float = 0.2, stop: Callable[[], bool] | None = None
+        self,
+        *,
+        after: int = -1,
+        poll: float = 0.2,
+        stop: Callable[[], bool] | None = None,
+        head: str | None = None,
     ) -> Iterator[list[Record]]:
         """The records after seq ``after`` as they are appended: a NOTIFY wakes the follower, and it looks again
-        every ``poll`` seconds as the fallback."""
+        every ``poll`` seconds as the fallback. A run's rows are never cut or replaced, so ``head`` (the hash the
+        caller read record ``after`` with) needs no check here."""
         from plantrail.ledger.stores.postgres import follow_run
 
         return follow_run(self.location, after=after, poll_s=poll, stop=stop)
@@ -121,6 +128,14 @@ class DatabaseRun:
             return endings[version] if version in endings else self.version_state(version)[0]
 
         return listed_versions(found, final.run, None, ending)._replace(final=final)
+
+    def torn_records(self, torn: TornTail) -> tuple[TornRecord, ...]:
+        """A database run is never torn: nothing."""
+        return ()
+
+    def quarantined(self) -> tuple[Quarantined, ...]:
+        """A database run is never repaired: nothing is quarantined."""
+        return ()
 
     def current(self, *, use_cache: bool | None = None, stop_at_damage: bool = False) -> ReadResult:
         """The fold of the run's rows (a database keeps no snapshot); with ``stop_at_damage`` a damaged row ends
@@ -247,3 +262,7 @@ class DatabaseStore:
         from plantrail.ledger.stores.targets import run_in_store
 
         return DatabaseRun(run_in_store(self.location, run_id))
+
+    def runs(self) -> list[DatabaseRun]:
+        """Every run of the database, in the order of their ids."""
+        return [self.run(run_id) for run_id in self.run_ids()]

@@ -34,8 +34,10 @@ from plantrail.ledger.stores.values import (
 
 if TYPE_CHECKING:
     from plantrail.ledger.stores.payloads import StoredPayload
+    from plantrail.ledger.stores.values import Quarantined
     from plantrail.ledger.stores.versions import Versions
     from plantrail.ledger.vocabulary.events import Record
+    from plantrail.ledger.vocabulary.fragments import TornRecord
     from plantrail.projections.model import PlanState
     from plantrail.projections.runs import RunRow
 
@@ -204,10 +206,29 @@ class RunReader(Protocol):
         ...
 
     def follow(
-        self, *, after: int = -1, poll: float = 0.2, stop: Callable[[], bool] | None = None
+        self,
+        *,
+        after: int = -1,
+        poll: float = 0.2,
+        stop: Callable[[], bool] | None = None,
+        head: str | None = None,
     ) -> Iterator[list[Record]]:
         """The records after seq ``after`` as they are appended, a batch at a time, until ``stop()`` is true
-        (asked before each wait). UNKNOWN_SEQ when the run does not reach ``after``."""
+        (asked before each wait). UNKNOWN_SEQ when the run does not reach ``after``. A file's follower may give
+        a :class:`~plantrail.ledger.stores.values.Rewound` batch (no records) when the file changed under it
+        (and when it does not hold record ``after`` with hash ``head``, the hash the caller read it with): the
+        batches after it start at its ``from_seq``."""
+        ...
+
+    def torn_records(self, torn: TornTail) -> tuple[TornRecord, ...]:
+        """What the torn tail ``torn`` (a read of the run ended on it) reads as, as far as its bytes go: the
+        records a crash cut short, described for a person, never read as records (none for a store that is
+        never torn)."""
+        ...
+
+    def quarantined(self) -> tuple[Quarantined, ...]:
+        """The torn tails the run's repairs moved aside, each with what its bytes read as (none for a store that
+        is never repaired)."""
         ...
 
     def current(self, *, use_cache: bool | None = None, stop_at_damage: bool = False) -> ReadResult:
@@ -282,6 +303,10 @@ class Store(Protocol):
 
     def run(self, run_id: str) -> Run:
         """Run ``run_id`` of this store (it need not exist yet: :meth:`Run.exists` says)."""
+        ...
+
+    def runs(self) -> Sequence[Run]:
+        """Every run the store holds, in order (a folder's: each ``*.jsonl`` file in it, whatever its name)."""
         ...
 
     def summaries(self, *, reasons: bool = True) -> list[RunRow]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["STORE_ENV", "is_database_url", "locate", "require_file", "run_in_store"]
+__all__ = ["STORE_ENV", "is_database_url", "locate", "names_store", "require_file", "run_in_store"]
 
 #: The environment variable that names the store runs live in when ``--store`` is not given.
 STORE_ENV = "PLANTRAIL_STORE"
@@ -15,6 +15,14 @@ _SCHEMES = ("postgresql", "postgres")
 def is_database_url(target: object) -> bool:
     """True when ``target`` names a PostgreSQL database (``postgresql://`` or ``postgres://``)."""
     return isinstance(target, str) and "://" in target and target.split("://", 1)[0].lower() in _SCHEMES
+
+
+def names_store(name: str) -> bool:
+    """True when ``name`` names a store, many runs at once, rather than one run: a database's URL that names no
+    run (no ``#RUN``), or a folder that exists."""
+    if is_database_url(name):
+        return "#" not in name
+    return os.path.isdir(name)
 
 
 def locate(name: str, store: str | None = None, *, new: bool = False) -> str:

@@ -13,6 +13,7 @@ from plantrail.ledger.vocabulary.keys import KeyEntry
 if TYPE_CHECKING:
     from plantrail.ledger.vocabulary.errors import LogDamaged
     from plantrail.ledger.vocabulary.events import Actor, Event, Record, Source
+    from plantrail.ledger.vocabulary.fragments import TornRecord
     from plantrail.projections.model import PlanState
 
 __all__ = [
@@ -20,8 +21,10 @@ __all__ = [
     "FsyncPolicy",
     "KeyEntry",
     "PendingRecord",
+    "Quarantined",
     "ReadResult",
     "Resumed",
+    "Rewound",
     "TornTail",
     "until_damage",
 ]
@@ -67,6 +70,16 @@ class TornTail(NamedTuple):
     zero_fill: bool = False
 
 
+class Quarantined(NamedTuple):
+    """A quarantine file beside a log (a repair moved a torn tail into it): its path, the log's offset the bytes
+    were cut at, its size, and what its bytes read as (:func:`plantrail.ledger.vocabulary.fragments.read_fragment`)."""
+
+    name: str
+    offset: int
+    size: int
+    records: tuple[TornRecord, ...]
+
+
 class ReadResult(NamedTuple):
     """A log's current state; ``torn`` or ``damage`` say why the read stopped early (the state is the valid
     part's). ``snapshot_seq`` is the seq up to which the answer came from the snapshot: the records up to it
@@ -77,6 +90,40 @@ class ReadResult(NamedTuple):
     torn: TornTail | None
     damage: LogDamaged | None = None
     snapshot_seq: int | None = None
+
+
+class Rewound(list["Record"]):
+    """What a follower of a file gives, as an empty batch, when the log changed under it so that a record it
+    gave is not in the log any more (the file was cut back, or replaced by a file holding another history), or
+    the file at the path was replaced by another one.
+
+    ``kind`` is ``cut`` (the same file, shorter than what was given, or holding other records) or ``replaced``
+    (another file at the path); ``shown`` is the last seq the follower gave; ``kept`` the last seq it gave that
+    the log still holds as it gave it (-1: none); ``from_seq`` is where the batches after this one start:
+    ``shown + 1`` when everything given is still there (the follower goes on), else 0 (it starts over from the
+    log's first record, so that a reader can rebuild its state: the records up to ``kept`` are the ones it had).
+    ``message`` says it in words. A batch, so that a reader that only reads records sees none in it."""
+
+    def __init__(self, kind: Literal["cut", "replaced"], shown: int, kept: int, from_seq: int, message: str) -> None:
+        super().__init__()
+        self.kind = kind
+        self.shown = shown
+        self.kept = kept
+        self.from_seq = from_seq
+        self.message = message
+
+    def __repr__(self) -> str:
+        return f"Rewound({self.kind!r}, shown={self.shown}, kept={self.kept}, from_seq={self.from_seq})"
+
+    def as_dict(self) -> dict[str, object]:
+        """The notice as JSON members."""
+        return {
+            "kind": self.kind,
+            "shown": self.shown,
+            "kept": self.kept,
+            "from_seq": self.from_seq,
+            "message": self.message,
+        }
 
 
 def until_damage(records: Iterable[Record], found: list[LogDamaged]) -> Iterator[Record]:

@@ -143,4 +143,11 @@ def why_of(found: Versions, version: int | None, quote: Callable[[int], Record],
     replaced, adopted = (entry.info for entry in found.entries(version - 1, version))
     before = found.ending(version - 1)
     quoted = {seq: quote(seq) for seq in sorted({*adopted.causes, adopted.seq})}
-    return why_traced(replaced, adopted, before, quoted, current.orphans, current.lineage)
+    carried = None
+    if current.lineage and getattr(quoted[adopted.seq].data, "parent_causes", ()):
+        from plantrail.ledger.vocabulary.events import RunForked
+        from plantrail.projections.lineage import carried_state
+
+        forked = quote(1).data  # a fork's seq 1 is its run.forked, which carries the parent's state
+        carried = carried_state(forked) if isinstance(forked, RunForked) else None
+    return why_traced(replaced, adopted, before, quoted, current.orphans, current.lineage, carried)

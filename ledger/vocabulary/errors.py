@@ -328,7 +328,11 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     ),
     "STALE_PLAN_VERSION": (CommandRefused, "the command was issued against a superseded plan version"),
     "UNKNOWN_PLAN_VERSION": (CommandRefused, "the plan version does not exist yet"),
-    "UNKNOWN_CAUSE": (CommandRefused, "a replan names a cause seq that is not in the log"),
+    "UNKNOWN_CAUSE": (
+        CommandRefused,
+        "a replan names a cause seq that is not in the log, or a parent cause that is not an event of the parent "
+        "up to the fork",
+    ),
     "UNKNOWN_SEQ": (CommandRefused, "a replay asks for a seq the log does not reach"),
     "UNKNOWN_REASON_CODE": (CommandRefused, "a replan reason code outside the closed set"),
     "STALE_EXPECTED_SEQ": (CommandRefused, "the log no longer ends at the seq the caller expected"),

@@ -265,10 +265,12 @@ class StepFailed(_FixedShape, frozen=True, omit_defaults=True):
 
 @dataclass(frozen=True, slots=True)
 class PlanReplanned:
-    """A new plan version: reason code, why, the causing events' seqs, observations, the whole new plan."""
+    """A new plan version: reason code, why, the causing events' seqs, observations, the whole new plan; (format
+    v2) in a forked run, causing events of the run it was forked from, by their seqs there (up to the fork)."""
 
     TYPE: ClassVar[str] = "plan.replanned"
     __pydantic_config__: ClassVar[dict[str, Any]] = _STRICT
+    ADDED: ClassVar[frozenset[str]] = frozenset({"parent_causes"})
 
     new_version: int
     reason: ReasonCode
@@ -277,6 +279,7 @@ class PlanReplanned:
     observations: tuple[str, ...]
     plan: PlanSpec
     patch: PlanPatch | None = None
+    parent_causes: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -197,6 +197,68 @@ def test_follow_on_the_command_line_stops_cleanly_on_ctrl_c(log: Path) -> None:
     assert b"Traceback" not in err
 
 
+def _lines_within(stream: Any, wanted: int, seconds: float = 20.0) -> list[bytes]:
+    """Up to ``wanted`` lines read from ``stream`` (a pipe) within ``seconds`` (a bound, not a timing)."""
+    import select
+
+    got: list[bytes] = []
+    buffer = b""
+    deadline = time.monotonic() + seconds
+    fd = stream.fileno()
+    while len(got) < wanted and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if not ready:
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        buffer += chunk
+        *complete, buffer = buffer.split(b"\n")
+        got += complete
+    return got
+
+
+def test_follow_on_the_command_line_goes_on_after_a_cut_and_a_repair(
+    make_ledger: Callable[..., Any], tmp_path: Path
+) -> None:
+    """log --follow: a record it printed is cut into and the log repaired; it says on stderr that the record is
+    gone, prints the records after the last one still there (the repair, then the appends) and keeps running."""
+    from plantrail.ledger.api import Ledger
+    from plantrail.ledger.stores.jsonl.log import repair
+
+    ledger = make_ledger()
+    ledger.start("reproduce")
+    ledger.close()
+    log = tmp_path / "run.jsonl"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "plantrail", "log", str(log), "--follow", "--jsonl"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert [orjson.loads(line)["seq"] for line in _lines_within(process.stdout, 3)] == [0, 1, 2]
+        os.truncate(log, log.stat().st_size - 20)  # the start it printed is torn
+        repair(log)
+        with Ledger.open(log, fsync="none") as again:
+            again.start("reproduce")
+        after: list[tuple[int, str]] = []
+        while (3, "step.started") not in after and (more := _lines_within(process.stdout, 1)):
+            after += [(e["seq"], e["type"]) for e in map(orjson.loads, more)]
+        assert process.poll() is None
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=20)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    # What follows the note: the records after the last one the log still holds as printed (seq 1), or, when
+    # the cut came before the follower first looked, the log again from its start.
+    assert after[-2:] == [(2, "log.repaired"), (3, "step.started")]
+    assert after[:-2] in ([], [(0, "log.opened"), (1, "plan.created")])
+    said = b"seq 2 is no longer in it as shown" if after[:-2] == [] else b"the records shown are not all in it"
+    assert b"note: " in err and said in err
+    assert process.returncode == 0 and b"Traceback" not in err
+
+
 def test_follow_refuses_a_json_array(log: Path, run_cli: Cli) -> None:
     """--follow with --json is a usage error (the array would never end)."""
     result = run_cli("log", log, "--follow", "--json")

@@ -10,17 +10,16 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
 
 from plantrail.cli.watching import REDRAW, follow, frame, terminal_safe
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.stores.jsonl.cache import Position
-from plantrail.ledger.stores.jsonl.log import LogReader
-from plantrail.ledger.vocabulary.events import Record
+from plantrail.ledger.stores.jsonl.log import LogScan
 from tests.logs import read_records
 from tests.pictures import HOSTILE_TITLE, diamond
 
@@ -52,8 +51,18 @@ def _read_until(fd: int, wanted: bytes, seen: bytearray) -> bytes:
     return bytes(seen)
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> int:
+def _stop(proc: subprocess.Popen[bytes], screen: int | None = None) -> int:
+    """Ctrl-C the watch; read what it still writes to ``screen`` (a terminal that is not read fills up, and a
+    watch that cannot write its last line never ends) until it exits."""
     proc.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + WAIT
+    while screen is not None and proc.poll() is None and time.monotonic() < deadline:
+        ready, _, _ = select.select([screen], [], [], 0.1)
+        if ready:
+            try:
+                os.read(screen, 65536)
+            except OSError:
+                break
     return proc.wait(timeout=WAIT)
 
 
@@ -123,16 +132,18 @@ def test_watch_json_is_one_document_per_line(make_ledger: Callable[..., Ledger],
 def test_watch_follows_from_where_it_stopped(
     make_ledger: Callable[..., Ledger], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """After the first read, each read starts at the position the last one ended at, never at the start."""
+    """After the first read, each read starts at the end of a record it read before, never at the start."""
+    from plantrail.ledger.stores.jsonl import follow as following
+
     ledger = make_ledger(diamond())
-    starts: list[int | None] = []
-    records = LogReader.records
+    starts: list[int] = []
+    scan = following.LogScan
 
-    def noted(self: LogReader, start: Position | None = None, run: str | None = None) -> Iterator[Record]:
-        starts.append(None if start is None else start.offset)
-        return records(self, start, run)
+    def noted(fd: int, *, offset: int = 0, **rest: Any) -> LogScan:
+        starts.append(offset)
+        return scan(fd, offset=offset, **rest)
 
-    monkeypatch.setattr(LogReader, "records", noted)
+    monkeypatch.setattr(following, "LogScan", noted)
     checks = iter([lambda: ledger.start("a"), lambda: ledger.complete("a", ["done"]), None])
 
     def until() -> bool:
@@ -142,9 +153,50 @@ def test_watch_follows_from_where_it_stopped(
         step()
         return False
 
+    log = tmp_path / "run.jsonl"
+    first_end = log.stat().st_size
     out = io.StringIO()
-    follow(str(tmp_path / "run.jsonl"), out, interval=0.01, until=until)
-    size = (tmp_path / "run.jsonl").stat().st_size
-    assert starts[0] is None and len(starts) == 3
-    assert 0 < starts[1] < starts[2] < size  # each read picked up where the one before stopped
+    follow(str(log), out, interval=0.01, until=until)
+    ends = [len(line) for line in log.read_bytes().splitlines(keepends=True)]
+    record_ends = {sum(ends[: i + 1]) for i in range(len(ends))}
+    assert starts and starts[0] == first_end  # the follower starts where the first read ended
+    assert starts == sorted(starts) and set(starts) <= record_ends and max(starts) < log.stat().st_size
+    assert len(set(starts)) == 2  # after the start's record was read, the next read began at its end
     assert "step.started a (v1)" in out.getvalue() and "step.completed a (v1): done" in out.getvalue()
+
+
+def test_watch_on_a_terminal_keeps_running_across_a_cut_and_a_repair(
+    make_ledger: Callable[..., Ledger], tmp_path: Path
+) -> None:
+    """A record the watch showed is cut into (a torn write) and repaired: the screen says so, shows the records
+    appended after the repair, and the watch is still running."""
+    from plantrail.ledger.stores.jsonl.log import repair
+
+    ledger = make_ledger(diamond())
+    log = tmp_path / "run.jsonl"
+    main, follower = pty.openpty()
+    proc = _watch(log, follower)
+    os.close(follower)
+    seen = bytearray()
+    try:
+        _read_until(main, b"Ctrl-C to stop", seen)
+        ledger.start("a")
+        _read_until(main, b"step.started a", seen)
+        ledger.close()
+        os.truncate(log, log.stat().st_size - 20)  # the started record the screen shows is torn
+        _read_until(main, b"going on after seq 1", seen)
+        repair(log)
+        with Ledger.open(log, fsync="none") as again:
+            again.start("a")
+            again.complete("a", ["after the repair"])
+        out = _read_until(main, b"step.completed a (v1): after the repair", seen)  # a frame's last event
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else b""
+    finally:
+        code = _stop(proc, main)
+        os.close(main)
+    text = out.decode(errors="replace")
+    last = text.rsplit(REDRAW, 1)[-1]
+    assert "seq 2 is no longer in it as shown" in text
+    assert "seq 4 · " in last and "step.completed a (v1): after the repair" in last
+    assert "seq 2 · " not in last  # the repair record took its place; log.* records are not events
+    assert code == 0

@@ -571,7 +571,8 @@ def transport_script(run: Scenario) -> list[str]:
     run.ok("import", "transcript.jsonl", "-o", "session.jsonl", "--append")
     run.ok("import", "transcript.jsonl", "-o", "first.jsonl", "--run", "first", "--format", "claude-code")
     run.ok("copy", "session.jsonl", "copied.jsonl")
-    run.refused("copy", "session.jsonl", "copied.jsonl")
+    run.ok("copy", "session.jsonl", "copied.jsonl")  # copied already: skipped
+    run.refused("copy", "first.jsonl", "copied.jsonl")  # another run there: LOG_EXISTS
     run.ok("create", "torn.jsonl", "--plan", run.write("draft.json", LOGIN_DRAFT))
     run.ok("start", "torn.jsonl", "reproduce")
     with (run.folder / "torn.jsonl").open("ab") as log:

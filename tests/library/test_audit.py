@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -168,3 +169,40 @@ def test_the_audit_surface_is_pinned() -> None:
         ["RESUME_EXIT_CODES", "Reading", "torn_tail_error", *views, *(f"read_{v}" for v in views)]
     )
     assert all(callable(getattr(audit, name)) for name in audit.__all__ if name != "RESUME_EXIT_CODES")
+
+
+def test_resume_says_what_a_crash_cut_off_before_and_after_the_repair(
+    tmp_path: Path, draft: dict[str, Any], run_cli: Cli
+) -> None:
+    """A worker's completion cut short by a crash: the receipt reads the torn bytes (torn), and after the repair
+    the quarantine file (quarantined); either way the step in doubt says its result was cut off, and the text
+    receipt says so (a step in doubt with no such record says nothing)."""
+    from plantrail.ledger.stores.jsonl.log import repair
+
+    log = tmp_path / "run.jsonl"
+    with Ledger.create(log, draft, fsync="none") as ledger:
+        ledger.start("reproduce")
+        ledger.complete("reproduce", ["the 401 reproduces"])
+        ledger.start("diagnose")
+        ledger.complete("diagnose", ["session.ts:42 compares the wrong clock"])
+    os.truncate(log, log.stat().st_size - 60)
+
+    torn = audit.resume(log)
+    assert [(r["type"], r["step"], r["attempt"]) for r in torn["torn"]] == [("step.completed", "diagnose", 1)]
+    [doubt] = torn["in_doubt"]
+    assert doubt["step"] == "diagnose" and doubt["cut_off"] == torn["torn"][0]["summary"]
+
+    repair(log)
+    after = audit.resume(log)
+    assert after["torn"] == [] and after["verdict"] == "in_doubt"
+    [quarantined] = after["quarantined"]
+    assert [(r["type"], r["step"]) for r in quarantined["records"]] == [("step.completed", "diagnose")]
+    assert after["in_doubt"][0]["cut_off"] == quarantined["records"][0]["summary"]
+    text = run_cli("resume", log).out
+    assert "diagnose attempt 1: a result of it was cut off by a crash" in text
+    assert "seq 5 step.completed: step diagnose, attempt 1 (plan v1), cut short after" in text
+
+    with Ledger.open(log, fsync="none") as ledger:
+        ledger.abandon("diagnose", "the worker is gone")
+        ledger.start("diagnose")
+    assert audit.resume(log)["in_doubt"][0]["cut_off"] is None  # attempt 2 lost nothing

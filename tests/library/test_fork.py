@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -25,7 +27,7 @@ from plantrail.projections.lineage import carry
 from plantrail.projections.model import PlanState
 from plantrail.projections.state import evolve, fold, initial
 from plantrail.projections.table import Table
-from tests.conftest import SAMPLES, CliResult
+from tests.conftest import LOGIN_DRAFT, SAMPLES, CliResult
 from tests.logs import read_records
 from tests.strategies import commands, plans, simulate
 
@@ -361,3 +363,58 @@ def test_the_timeline_says_where_a_fork_came_from(parent: Path, tmp_path: Path) 
     fork_run(parent, tmp_path / "f.jsonl", at_seq=12, reason="again")
     forked = read_records(tmp_path / "f.jsonl")[1]
     assert summary(forked) == "forked from run login-fix-replans at seq 12 (plan v2): again"
+
+
+def test_a_forks_replan_cites_the_parents_events_up_to_the_fork(parent: Path, tmp_path: Path) -> None:
+    """A fork's replan names events of its parent as parent causes, by the parent's seqs up to the fork (its own
+    events stay causes); a seq past the fork, seq 0, or a parent cause in a run never forked is UNKNOWN_CAUSE,
+    and a cause the fork's own log does not hold says that a parent cause is the way; verify replays the rule."""
+    fork = tmp_path / "f.jsonl"
+    with Ledger.fork(parent, fork, at_seq=10, reason="again", fsync="none") as ledger:
+        plan = ledger.state.plan
+        assert plan is not None
+        patch = {"base_version": 1, "operations": [{"op": "remove_step", "step_id": plan.steps[-1].id}]}
+        for bad in ({"parent_causes": [11]}, {"parent_causes": [0]}, {"causes": [10]}):
+            with pytest.raises(PlantrailError) as caught:
+                ledger.replan("failed_assumption", "the config was never read", patch=patch, **bad)
+            assert caught.value.code == "UNKNOWN_CAUSE"
+        assert "parent cause" in caught.value.message
+        ack = ledger.replan(
+            "failed_assumption", "the config was never read", patch=patch, causes=1, parent_causes=[10, 3]
+        )
+    [line] = [line for line in fork.read_bytes().splitlines() if b'"plan.replanned"' in line]
+    assert line.startswith(b'{"v":2,') and b'"parent_causes":[10,3]' in line
+    assert verify_log(fork).last_seq == ack.seq
+    drop = {"base_version": 1, "operations": [{"op": "remove_step", "step_id": "diagnose"}]}
+    never_forked = Ledger.create(tmp_path / "plain.jsonl", copy.deepcopy(LOGIN_DRAFT), fsync="none")
+    with never_forked, pytest.raises(PlantrailError) as caught:
+        never_forked.replan("failed_assumption", "w", patch=drop, parent_causes=1)
+    assert caught.value.code == "UNKNOWN_CAUSE" and "never forked" in caught.value.message
+
+
+def test_why_on_a_fork_says_each_cause_in_one_line(
+    parent: Path, tmp_path: Path, run_cli: Callable[..., CliResult]
+) -> None:
+    """why quotes a fork's run.forked cause without the parent's state it carries (a one-line summary instead),
+    and each parent cause as the parent's event, with the parent run, told from the carried state."""
+    fork = tmp_path / "f.jsonl"
+    with Ledger.fork(parent, fork, at_seq=10, reason="again", fsync="none") as ledger:
+        plan = ledger.state.plan
+        assert plan is not None
+        patch = {"base_version": 1, "operations": [{"op": "remove_step", "step_id": plan.steps[-1].id}]}
+    (tmp_path / "patch.json").write_text(orjson.dumps(patch).decode())
+    replanned = run_cli(
+        "replan", fork, "--patch", tmp_path / "patch.json", "--reason", "failed_assumption", "--why", "w",
+        "--caused-by", "1", "--caused-by-parent", "10", "--caused-by-parent", "9",
+    )  # fmt: skip
+    assert replanned.code == 0, replanned.err
+    why = audit.why(fork)
+    [forked] = why["causes"]
+    assert forked["type"] == "run.forked" and "state" not in forked["data"]
+    assert forked["summary"].startswith("forked from run login-fix-replans at seq 10 (state ")
+    assert [(c["run"], c["seq"]) for c in why["parent_causes"]] == [("login-fix-replans", 10), ("login-fix-replans", 9)]
+    told = why["parent_causes"][0]["summary"]
+    assert told.startswith("seq 10 of run login-fix-replans (the parent, forked at seq 10): step diagnose completed")
+    text = run_cli("why", fork).out
+    assert '\\"' not in text and '"steps"' not in text  # no JSON of the carried state, escaped or not
+    assert told in text and "seq 9 of run login-fix-replans" in text

@@ -85,15 +85,23 @@ def test_a_run_copied_to_the_database_and_back_is_byte_identical(tmp_path: Path,
     assert home.head == there.head == original.head_hash
 
 
-def test_copy_refuses_an_existing_destination_and_changes_nothing(tmp_path: Path, database: str) -> None:
-    """A destination run that exists is refused LOG_EXISTS, file or database, and is left as it was."""
+def test_copy_skips_a_run_copied_already_and_refuses_one_that_differs(tmp_path: Path, database: str) -> None:
+    """A destination run that holds the same records up to the same head is skipped (the copy is resumable); one
+    that differs is refused LOG_EXISTS, file or database, and is left as it was."""
     from plantrail.ledger.stores.copy import copy_runs
 
     source = tmp_path / "run.jsonl"
     _recorded(str(source))
     copy_runs(str(source), database)
     before = PostgresTarget(database).lines(f"{database}#run")
-    _expect("LOG_EXISTS", lambda: copy_runs(str(source), database))
+    [again] = copy_runs(str(source), database)
+    assert (again.status, again.records) == ("skipped", len(source.read_bytes().splitlines()))
+    other_run = tmp_path / "other" / "run.jsonl"
+    other_run.parent.mkdir()
+    _recorded(str(other_run))
+    with Ledger.open(str(other_run), fsync="none") as longer:
+        longer.start("diagnose")  # the same run id, another history
+    _expect("LOG_EXISTS", lambda: copy_runs(str(other_run), database))
     assert PostgresTarget(database).lines(f"{database}#run") == before
     other = tmp_path / "other.jsonl"
     other.write_bytes(b"not mine")
@@ -142,8 +150,25 @@ def test_the_copy_command_reports_each_run(
     [run] = result.json()["runs"]
     assert (run["records"], run["head"]) == (ledger.state.last_seq + 1, ledger.state.head)
     assert run["anchor"] == f"{ledger.state.last_seq}:{ledger.state.head}"
-    again = run_cli("copy", source, database)
-    assert again.code == 1 and "error[LOG_EXISTS]" in again.err
+    again = run_cli("copy", source, database, "--json")
+    assert again.code == 0, again.err
+    assert [(r["status"], r["head"]) for r in again.json()["runs"]] == [("skipped", ledger.state.head)]
+
+
+def test_copy_into_the_store_the_environment_names(
+    tmp_path: Path, database: str, run_cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With PLANTRAIL_STORE naming a database, `copy run.jsonl run` copies into that database's run (no file
+    named run is written), and `copy run copy.jsonl` reads it back."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PLANTRAIL_STORE", database)
+    _recorded(str(tmp_path / "run.jsonl"))
+    result: CliResult = run_cli("copy", "run.jsonl", "run")
+    assert result.code == 0, result.err
+    assert not (tmp_path / "run").exists()
+    assert PostgresTarget(database).lines(f"{database}#run") == (tmp_path / "run.jsonl").read_bytes()
+    assert run_cli("copy", "run", "copy.jsonl").code == 0
+    assert (tmp_path / "copy.jsonl").read_bytes() == (tmp_path / "run.jsonl").read_bytes()
 
 
 # --------------------------------------------------------------------------- schema

@@ -161,7 +161,9 @@ def test_repair_cli_reports_the_repair_as_json(log: Path, run_cli: Callable[...,
     result = run_cli("repair", log, "--json")
     assert result.code == 0, result.err
     [quarantine] = quarantine_files(log)
-    assert orjson.loads(result.out) == {
+    printed = orjson.loads(result.out)
+    [reads_as] = printed.pop("reads_as")
+    assert printed == {
         "ok": True,
         "repaired": True,
         "last_seq": 7,
@@ -174,6 +176,12 @@ def test_repair_cli_reports_the_repair_as_json(log: Path, run_cli: Callable[...,
         },
         "removed_temp_files": [],
     }
+    assert (reads_as["seq"], reads_as["ts"], reads_as["whole"], reads_as["summary"]) == (
+        7,
+        "2026-01-01T00:00:00.000099Z",
+        False,
+        f"seq 7, cut short after {len(torn)} bytes",
+    )
     again = run_cli("repair", log, "--json")
     assert (again.code, orjson.loads(again.out)["repaired"]) == (0, False)
 

@@ -55,7 +55,8 @@ def test_salvage_lists_records_on_both_sides_of_damage_and_writes_nothing(log: P
     assert [r.seq for r in report.records] == [0, 1, 2, 3, 5, 6, 7, 8, 9]
     assert [(s.first_seq, s.last_seq, s.break_code) for s in report.segments] == [(0, 3, None), (5, 9, "SEQ_GAP")]
     first, torn = report.damaged
-    assert first == Damage(starts[4], starts[6], 5, 6, "CORRUPT_LINE", first.message)
+    assert first == Damage(starts[4], starts[6], 5, 6, "CORRUPT_LINE", first.message, first.reads_as)
+    assert [r.summary for r in first.reads_as] == ["undecodable (8 bytes)", "undecodable (12 bytes)"]
     assert (torn.start, torn.end, torn.code) == (starts[11], len(before), "TORN_TAIL")
 
 

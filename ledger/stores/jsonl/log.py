@@ -72,6 +72,7 @@ from plantrail.ledger.vocabulary.events import LogBatch, LogOpened, LogRepaired,
 
 if TYPE_CHECKING:
     from plantrail.ledger.stores.payloads import StoredPayload
+    from plantrail.ledger.vocabulary.fragments import TornRecord
     from plantrail.ledger.vocabulary.keys import KeyEntry
     from plantrail.projections.model import PlanState
 
@@ -1033,11 +1034,13 @@ def _read_header(fd: int, path: str) -> LogOpened:
 
 
 class RepairResult(NamedTuple):
-    """What ``repair`` did: nothing (``record`` None), or the ``log.repaired`` record it appended."""
+    """What ``repair`` did: nothing (``record`` None), or the ``log.repaired`` record it appended, and what the
+    bytes it moved to the quarantine file read as (each record as far as it goes)."""
 
     record: Record | None
     last_seq: int
     removed_temps: tuple[str, ...] = ()
+    reads_as: tuple[TornRecord, ...] = ()
 
 
 def _watch_acked(records: Iterable[Record], acked: tuple[int, str]) -> Iterator[Record]:
@@ -1107,4 +1110,9 @@ def repair(
             result = RepairResult(record=session.repaired, last_seq=session.head_seq)
     finally:
         store.close()
+    if result.record is not None and isinstance(result.record.data, LogRepaired):
+        from plantrail.ledger.stores.jsonl.torn import quarantine_records
+
+        moved = os.path.join(os.path.dirname(os.fspath(path)), result.record.data.quarantine)
+        result = result._replace(reads_as=quarantine_records(moved))
     return result._replace(removed_temps=tuple(clean_stale_temps(path)))

@@ -18,11 +18,11 @@ from plantrail.ledger.vocabulary.errors import PlantrailError, error
 if TYPE_CHECKING:
     import pathlib
 
-    from plantrail.ledger.stores.jsonl.cache import Position
     from plantrail.ledger.stores.jsonl.log import JsonlStore, LogReader
-    from plantrail.ledger.stores.values import PendingRecord, ReadResult, TornTail
+    from plantrail.ledger.stores.values import PendingRecord, Quarantined, ReadResult, TornTail
     from plantrail.ledger.stores.versions import Versions
     from plantrail.ledger.vocabulary.events import Record
+    from plantrail.ledger.vocabulary.fragments import TornRecord
     from plantrail.projections.model import PlanState
     from plantrail.projections.runs import RunRow
 
@@ -164,33 +164,63 @@ class FileRun:
         return tail_records(self.location, count, keep, stop_below=stop_below, reader=self._log())
 
     def follow(
-        self, *, after: int = -1, poll: float = 0.2, stop: Callable[[], bool] | None = None
+        self,
+        *,
+        after: int = -1,
+        poll: float = 0.2,
+        stop: Callable[[], bool] | None = None,
+        head: str | None = None,
     ) -> Iterator[list[Record]]:
-        """The records after seq ``after`` as they are appended: the file is watched by its size every ``poll``
-        seconds (a line still being written is waited for); UNKNOWN_SEQ when the log does not reach ``after``."""
+        """The records after seq ``after`` as they are appended, a batch per read: the file is watched by its size,
+        its times and which file is at the path every ``poll`` seconds (a line still being written, or a group
+        commit without its end, is waited for); UNKNOWN_SEQ when the log does not reach ``after``. A repair is
+        read on from where the follower stands; when a record given is gone (the file cut back or replaced),
+        a :class:`~plantrail.ledger.stores.values.Rewound` batch says so and the follower starts over from the
+        log's first record (see :mod:`plantrail.ledger.stores.jsonl.follow`). ``head`` is the hash the caller
+        read record ``after`` with: when the log holds another record there (or none), that is said the same way."""
         import time
 
-        from plantrail.ledger.stores.jsonl.seek import follow_records, read_start
+        from plantrail.ledger.stores.jsonl.cache import Position
+        from plantrail.ledger.stores.jsonl.follow import follow_log
+        from plantrail.ledger.stores.jsonl.seek import header_run, read_start
         from plantrail.ledger.vocabulary.errors import error
 
-        start = read_start(self._log().fd, after)
+        reader = self._log()
+        fd = reader.fd
+        # From where this run's last read ended, when it ended at ``after``: the follower checks that the log still
+        # holds that record there, so a change between the read and the follow is said, not missed.
+        start = reader.position if reader.position.seq == after >= 0 else read_start(fd, after)
+        if head is not None and after >= 0 and _hash_at(fd, after) != head:
+            start = Position(0, after, head, 1)  # not what the caller read: the follower says so first
         if start is None:
             raise error("UNKNOWN_SEQ", f"seq {after} is not in the log", seq=after)
+        run = header_run(fd) if start.seq >= 0 else None
 
         def wait(seconds: float) -> None:
             if stop is not None and stop():
                 raise _Stopped
             time.sleep(seconds)
 
-        def batches(start: Position) -> Iterator[list[Record]]:
+        def batches() -> Iterator[list[Record]]:
+            own = os.dup(self._log().fd)  # the follower's own descriptor of the file the start was found in
             try:
-                for record in follow_records(self.location, start, poll=poll, sleep=wait):
-                    if record.seq > after:
-                        yield [record]
+                yield from follow_log(self.location, own, start, run=run, given=after, poll=poll, sleep=wait)
             except _Stopped:
                 return
 
-        return batches(start)
+        return batches()
+
+    def torn_records(self, torn: TornTail) -> tuple[TornRecord, ...]:
+        """What the torn tail ``torn`` (a read of this log ended on it) reads as, as far as its bytes go."""
+        from plantrail.ledger.stores.jsonl.torn import torn_records
+
+        return torn_records(self._descriptor(), torn)
+
+    def quarantined(self) -> tuple[Quarantined, ...]:
+        """The quarantine files this log's repairs left beside it, each with what its bytes read as."""
+        from plantrail.ledger.stores.jsonl.torn import quarantined
+
+        return quarantined(self.location)
 
     def current(self, *, use_cache: bool | None = None, stop_at_damage: bool = False) -> ReadResult:
         """The current state: from the snapshot when it checks out, else the fold of the log (or of the records
@@ -273,6 +303,17 @@ class FileRun:
         return JsonlStore.open(self.location, no_follow=self._no_follow(), **options)
 
 
+def _hash_at(fd: int, seq: int) -> str | None:
+    """The hash of record ``seq`` as the log holds it now (None: no complete, checked record there)."""
+    from plantrail.ledger.stores.jsonl.seek import after_record
+
+    try:
+        found = after_record(fd, seq)
+    except PlantrailError:
+        return None
+    return None if found is None else found.hash
+
+
 class FolderStore:
     """A runs folder: run ``ID`` is the log ``<folder>/<ID>.jsonl``. Its rows (:meth:`summaries`) come from each
     log's snapshot when that covers the whole file, else from the log (nothing is written); a log's replan
@@ -302,6 +343,14 @@ class FolderStore:
         from plantrail.ledger.stores.locations import run_file
 
         return FileRun(run_file(self.location, run_id), links=False)
+
+    def runs(self) -> list[FileRun]:
+        """Each ``*.jsonl`` file of the folder, by name (its header names its run, whatever the file's name)."""
+        try:
+            names = os.listdir(self.location)
+        except FileNotFoundError:
+            return []
+        return [FileRun(os.path.join(self.location, name)) for name in sorted(names) if name.endswith(".jsonl")]
 
     def summaries(self, *, reasons: bool = True) -> list[RunRow]:
         """One row per log of the folder, by file name (a file that is no log: a row saying why); FOLDER_NOT_FOUND

@@ -24,10 +24,12 @@ from plantrail.ledger.stores.jsonl.log import (
 from plantrail.ledger.vocabulary.codec import GENESIS_PREV, MAX_LINE_BYTES, decode
 from plantrail.ledger.vocabulary.errors import LogDamaged, error
 from plantrail.ledger.vocabulary.events import LogRepaired, Record
+from plantrail.ledger.vocabulary.fragments import TornRecord, read_fragment
 
 __all__ = ["Damage", "QuarantineFile", "SalvageReport", "SalvagedRecord", "Segment", "salvage"]
 
 _CHUNK: Final = 1 << 20
+_DESCRIBED: Final = 20  # the most lines of one damaged range described
 _QUARANTINE = re.compile(r"\.quarantine\.(\d+)\..+")
 
 
@@ -55,7 +57,8 @@ class Segment(NamedTuple):
 
 
 class Damage(NamedTuple):
-    """Bytes that hold no verifiable record, with the error of their first line."""
+    """Bytes that hold no verifiable record, with the error of their first line, and what they read as (each
+    line as far as it goes; the first lines of a long range)."""
 
     start: int
     end: int
@@ -63,15 +66,18 @@ class Damage(NamedTuple):
     last_line: int
     code: str
     message: str
+    reads_as: tuple[TornRecord, ...] = ()
 
 
 class QuarantineFile(NamedTuple):
-    """Bytes an earlier repair cut off; ``recorded`` when a ``log.repaired`` record names its offset."""
+    """Bytes an earlier repair cut off; ``recorded`` when a ``log.repaired`` record names its offset; what they
+    read as (read only from a regular file of this user's)."""
 
     name: str
     offset: int
     size: int
     recorded: bool
+    reads_as: tuple[TornRecord, ...] = ()
 
 
 class SalvageReport(NamedTuple):
@@ -183,8 +189,11 @@ class _Inventory:
         )
 
     def _add_damage(self, line: _Line, problem: LogDamaged) -> None:
+        reads_as = read_fragment(line.data + b"\n" * line.terminated) if line.data is not None else ()
         if self.damaged and self.damaged[-1].end == line.offset:
-            self.damaged[-1] = self.damaged[-1]._replace(end=line.end, last_line=line.number)
+            last = self.damaged[-1]
+            kept = last.reads_as + reads_as if len(last.reads_as) < _DESCRIBED else last.reads_as
+            self.damaged[-1] = last._replace(end=line.end, last_line=line.number, reads_as=kept)
             return
         self.damaged.append(
             Damage(
@@ -194,6 +203,7 @@ class _Inventory:
                 last_line=line.number,
                 code=problem.code,
                 message=problem.message,
+                reads_as=reads_as,
             )
         )
 
@@ -253,6 +263,8 @@ def _lines(fd: int) -> Iterator[_Line]:
 
 
 def _quarantine_files(path: str, repaired: set[int]) -> tuple[QuarantineFile, ...]:
+    from plantrail.ledger.stores.jsonl.torn import quarantine_records
+
     found = []
     for name in glob.glob(glob.escape(path) + ".quarantine.*"):
         match = _QUARANTINE.fullmatch(name[len(path) :])
@@ -263,5 +275,8 @@ def _quarantine_files(path: str, repaired: set[int]) -> tuple[QuarantineFile, ..
             size = os.stat(name).st_size
         except OSError:
             continue
-        found.append(QuarantineFile(name=name, offset=offset, size=size, recorded=offset in repaired))
+        reads_as = quarantine_records(name)
+        found.append(
+            QuarantineFile(name=name, offset=offset, size=size, recorded=offset in repaired, reads_as=reads_as)
+        )
     return tuple(sorted(found, key=lambda q: (q.offset, q.name)))

@@ -6,7 +6,7 @@ returns is decoded and checked like any other (framing, SHA-256, schema); record
 checked against each other (consecutive seqs, each linked to the one before, one run). What these reads
 do not check is the chain of the records they skip: ``verify`` reads every line.
 
-A line that is still being written (no newline yet) is never returned; :func:`follow_records` waits for it.
+A line that is still being written (no newline yet) is never returned (:mod:`.follow` waits for it).
 """
 
 from __future__ import annotations
@@ -14,14 +14,13 @@ from __future__ import annotations
 import fcntl
 import os
 import re
-import time
 from collections.abc import Callable, Iterator
 from typing import Final
 
 import orjson
 
 from plantrail.ledger.stores.jsonl.cache import Position
-from plantrail.ledger.stores.jsonl.log import LogReader, LogScan, opened
+from plantrail.ledger.stores.jsonl.log import LogReader, opened
 from plantrail.ledger.stores.values import TornTail
 from plantrail.ledger.vocabulary.codec import GENESIS_PREV, decode
 from plantrail.ledger.vocabulary.errors import error
@@ -30,8 +29,8 @@ from plantrail.ledger.vocabulary.events import Record
 __all__ = [
     "after_record",
     "find_line",
-    "follow_records",
     "header_run",
+    "line_hashes",
     "read_start",
     "record_at",
     "tail_records",
@@ -246,6 +245,24 @@ def _lines_backward(fd: int, end: int) -> Iterator[bytes]:
         yield from reversed(lines)
 
 
+_HASH_END: Final = re.compile(rb',"h":"([0-9a-f]{64})"\}$')
+
+
+def line_hashes(fd: int, end: int, count: int) -> list[tuple[int, str]]:
+    """The seq and hash that each of the last ``count`` complete lines before byte ``end`` (which ends a line)
+    claims, in log order; a line that claims neither is left out. Nothing is decoded: a follower remembers
+    them for records it was given checked."""
+    found: list[tuple[int, str]] = []
+    for line in _lines_backward(fd, end):
+        if len(found) >= count:
+            break
+        seq, h = _seq_of(line), _HASH_END.search(line)
+        if seq is not None and h is not None:
+            found.append((seq, h[1].decode()))
+    found.reverse()
+    return found
+
+
 def _link(later: Record, earlier: Record) -> None:
     """Two records read side by side must be consecutive and chained."""
     line = later.seq + 1
@@ -303,35 +320,3 @@ def tail_records(
         torn = _torn_after(fd, end, last_seq)
     kept.reverse()
     return kept, torn
-
-
-def follow_records(
-    path: str,
-    start: Position,
-    *,
-    poll: float = 0.2,
-    run: str | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-) -> Iterator[Record]:
-    """Every record after ``start`` as it is appended, forever: a read when the file grows (one ``fstat`` per
-    ``poll`` seconds otherwise); a line still being written is waited for, not reported. DATA_LOSS when the
-    file shrinks below what was read (it was replaced or cut)."""
-    with LogReader(path) as reader:
-        fd = reader.fd
-        position = start
-        if run is None and start.seq >= 0:
-            run = header_run(fd)
-        while True:
-            at = position
-            scan = LogScan(fd, offset=at.offset, next_seq=at.seq + 1, prev=at.hash, run=run, line_no=at.line)
-            yield from scan
-            run = scan.run
-            position = Position(scan.end, scan.next_seq - 1, scan.prev, scan.line_no)
-            while (size := os.fstat(fd).st_size) == position.offset + (scan.tail.length if scan.tail else 0):
-                sleep(poll)
-            if size < position.offset:
-                raise error(
-                    "DATA_LOSS",
-                    f"{path} shrank to {size} bytes below the {position.offset} already read",
-                    seq=position.seq,
-                )
