@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-__all__ = ["RunRow", "summarise"]
+__all__ = ["RunRow", "kept_row", "summarise"]
 
 
 class RunRow(NamedTuple):
@@ -49,4 +49,31 @@ def summarise(
         location=location,
         reasons=tuple(reasons),
         damage=damage,
+    )
+
+
+def kept_row(
+    run: str | None,
+    goal: str | None,
+    outcome: str | None,
+    plan_version: int,
+    last_activity: str | None,
+    orphans: int,
+    last_seq: int,
+    location: str,
+    reasons: Sequence[str] = (),
+) -> RunRow:
+    """The row of a run from what a store kept of it (a snapshot's summary, a database's summary row): the same
+    row :func:`summarise` gives its folded state."""
+    return RunRow(
+        run=run,
+        goal=goal,
+        outcome=outcome,
+        plan_version=plan_version,
+        last_activity=last_activity,
+        replans=max(plan_version - 1, 0),
+        orphans=orphans,
+        last_seq=last_seq,
+        location=location,
+        reasons=tuple(reasons),
     )

@@ -1213,7 +1213,7 @@ def run_summaries(url: str) -> list[RunRow]:
     """One row per run in the database, from its summary when the summary checks out and was computed at the
     run's last record (its seq and hash; an index lookup per run), else folded from the run's rows (and the
     summary left for next time)."""
-    from plantrail.projections.runs import RunRow
+    from plantrail.projections.runs import kept_row
 
     location = parse_location(url)
     if location.run is not None:
@@ -1238,17 +1238,16 @@ def run_summaries(url: str) -> list[RunRow]:
                 rows.append(_recomputed(conn, where, run))
                 continue
             rows.append(
-                RunRow(
-                    run=run,
-                    goal=summary.goal,
-                    outcome=summary.outcome,
-                    plan_version=summary.plan_version,
-                    last_activity=summary.last_ts,
-                    replans=max(summary.plan_version - 1, 0),
-                    orphans=summary.orphans,
-                    last_seq=summary.seq,
-                    location=f"{where}#{run}",
-                    reasons=summary.reasons,
+                kept_row(
+                    run,
+                    summary.goal,
+                    summary.outcome,
+                    summary.plan_version,
+                    summary.last_ts,
+                    summary.orphans,
+                    summary.seq,
+                    f"{where}#{run}",
+                    summary.reasons,
                 )
             )
     return rows

@@ -382,7 +382,7 @@ def _covered_row(path: str) -> RunRow | None:
 
     from plantrail.ledger.stores.jsonl.cache import load_summary
     from plantrail.ledger.stores.jsonl.current import use_cache_default
-    from plantrail.projections.runs import RunRow
+    from plantrail.projections.runs import kept_row
 
     if not use_cache_default():
         return None
@@ -397,16 +397,8 @@ def _covered_row(path: str) -> RunRow | None:
         os.close(fd)
     if found is None or found.position.offset != st.st_size:
         return None
-    return RunRow(
-        run=found.run,
-        goal=found.goal,
-        outcome=found.outcome,
-        plan_version=found.version,
-        last_activity=found.last_ts,
-        replans=max(found.version - 1, 0),
-        orphans=found.orphans,
-        last_seq=found.position.seq,
-        location=path,
+    return kept_row(
+        found.run, found.goal, found.outcome, found.version, found.last_ts, found.orphans, found.position.seq, path
     )
 
 
