@@ -274,7 +274,7 @@ def password_role(url: str) -> Iterator[str]:
         _write_server_file(admin, hba, [*rules, *before.splitlines()])
         try:
             admin.execute("SELECT pg_reload_conf()")
-            _until_refused(url.replace("postgres:@", f"{role}:wrong@", 1))
+            _until_refused(_as_role(url, role, "wrong"))
             yield role
         finally:
             _write_server_file(admin, hba, before.splitlines())
@@ -283,6 +283,14 @@ def password_role(url: str) -> Iterator[str]:
 
 
 _PASSWORD_RULES = (("local", ""), ("host", "0.0.0.0/0"), ("host", "::/0"))
+
+
+def _as_role(url: str, role: str, password: str) -> str:
+    """``url`` (``postgresql://user[:password]@host/db?…``, the host possibly empty for a socket) as ``role``
+    with ``password``."""
+    scheme, rest = url.split("://", 1)
+    _, at, after = rest.partition("@")
+    return f"{scheme}://{role}:{password}@{after if at else rest}"
 
 
 def _write_server_file(admin: Any, path: str, lines: list[str]) -> None:
@@ -330,7 +338,7 @@ def test_a_database_that_cannot_be_reached_says_why_at_once(url: str, cause: str
         where, reason = url.replace("/postgres?", "/no_such_db?", 1), 'database "no_such_db" does not exist'
     elif cause == "wrong password":
         role = request.getfixturevalue("password_role")
-        where, reason = url.replace("postgres:@", f"{role}:wrong@", 1), "password authentication failed"
+        where, reason = _as_role(url, role, "wrong"), "password authentication failed"
     else:
         where, reason = f"postgresql://postgres@127.0.0.1:{_free_port()}/postgres", "Connection refused"
     started = time.monotonic()
