@@ -110,7 +110,9 @@ class DatabaseRun:
         every ``poll`` seconds as the fallback. A run's rows are never cut or replaced, so ``head`` (the hash the
         caller read record ``after`` with) needs no check here."""
         from plantrail.ledger.stores.postgres import follow_run
+        from plantrail.ledger.vocabulary.durations import poll_seconds
 
+        poll = poll_seconds(poll)
         return follow_run(self.location, after=after, poll_s=poll, stop=stop)
 
     def _fold(self) -> Versions:
@@ -254,8 +256,9 @@ class DatabaseStore:
         earlier pair gave), waiting for new ones until ``stop()``: a row that commits late is never skipped
         (see :func:`plantrail.ledger.stores.postgres.follow`)."""
         from plantrail.ledger.stores.postgres import follow
+        from plantrail.ledger.vocabulary.durations import poll_seconds
 
-        return follow(self.location, after=after, poll_s=poll, stop=stop)
+        return follow(self.location, after=after, poll_s=poll_seconds(poll), stop=stop)
 
     def run(self, run_id: str) -> DatabaseRun:
         """Run ``run_id`` of the database; INVALID_ID when it is no run id."""

@@ -15,10 +15,12 @@ import math
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
-__all__ = ["LATEST", "MAX_SECONDS", "is_seconds", "seconds_after"]
+__all__ = ["LATEST", "MAX_POLL_SECONDS", "MAX_SECONDS", "is_seconds", "poll_seconds", "seconds_after"]
 
 #: The largest number of seconds plantrail turns into a time: 10^9 s, about 31.7 years.
 MAX_SECONDS: Final = 1_000_000_000
+#: The longest a follower waits between two looks at its run (an hour).
+MAX_POLL_SECONDS: Final = 3600
 #: The last time a timestamp can say; a later end is clamped to it.
 LATEST: Final = datetime.max.replace(tzinfo=UTC)
 #: The first time a timestamp can say; an earlier end is clamped to it.
@@ -47,3 +49,18 @@ def seconds_after(moment: datetime, seconds: float) -> datetime | None:
         return start + timedelta(seconds=seconds)
     except OverflowError:
         return LATEST if seconds > 0 else _EARLIEST
+
+
+def poll_seconds(value: object, name: str = "poll") -> float:
+    """``value`` as the seconds a follower waits between two looks at its run: a finite number from 0 (look again
+    at once) to :data:`MAX_POLL_SECONDS`; USAGE (naming ``name``) for anything else, so that no value makes the
+    wait itself fail (``time.sleep`` overflows, or refuses a negative number)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        ok = False
+    else:
+        ok = 0 <= value <= MAX_POLL_SECONDS
+    if not ok:
+        from plantrail.ledger.vocabulary.errors import error
+
+        raise error("USAGE", f"{name} is a number of seconds from 0 to {MAX_POLL_SECONDS}, not {value!r}")
+    return float(value)  # type: ignore[arg-type]

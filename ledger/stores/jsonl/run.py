@@ -180,6 +180,9 @@ class FileRun:
         read record ``after`` with: when the log holds another record there (or none), that is said the same way."""
         import time
 
+        from plantrail.ledger.vocabulary.durations import poll_seconds
+
+        poll = poll_seconds(poll)
         from plantrail.ledger.stores.jsonl.cache import Position
         from plantrail.ledger.stores.jsonl.follow import follow_log
         from plantrail.ledger.stores.jsonl.seek import header_run, read_start
