@@ -28,7 +28,7 @@ __all__ = ["all_commands", "failed", "main", "plantrail"]
 EXIT_INTERNAL = 70
 
 #: Where each command lives; a command's module is imported only when that command runs (fast start-up).
-_RECORDING = ("create", "start", "complete", "block", "fail", "criterion", "finish", "replan")
+_RECORDING = ("create", "start", "complete", "block", "fail", "criterion", "finish", "replan", "adopt")
 COMMANDS: dict[str, str] = {
     **dict.fromkeys(_RECORDING, "plantrail.cli.record"),
     **dict.fromkeys(("heartbeat", "abandon"), "plantrail.cli.leases"),

@@ -164,7 +164,7 @@ def build_server(folder: Path, store: str | None = None) -> MCPServer:
             declared(attempts.complete, "evidence", optional=True),
             declared(attempts.block, "reason", optional=True),
             declared(attempts.complete, "artifacts", optional=True),
-            *(declared(attempts.complete, name) for name in ("plan_version", "attempt", "expected_seq")),
+            *(declared(attempts.complete, name) for name in ("plan_version", "attempt", "started_seq", "expected_seq")),
             declared(attempts.complete, "idempotency_key"),
         ],
         step_result,
@@ -198,6 +198,7 @@ def build_server(folder: Path, store: str | None = None) -> MCPServer:
     )
     single("criterion_verdict")
     single("run_finish")
+    single("step_adopt")
 
     def status_of(run: str) -> dict[str, Any]:
         def go() -> dict[str, Any]:
@@ -239,8 +240,9 @@ def build_server(folder: Path, store: str | None = None) -> MCPServer:
 Arguments = dict[str, Any]
 #: What step_result and step_effect do (their parameters are built from the commands they record).
 STEP_RESULT = """End a step's attempt: complete with evidence (what proves it) and its outputs as artifacts
-        (NAME=ALGO:HEX[@URI]), or fail / block with a reason.
-        A result for a superseded plan version is recorded on the orphan path, never applied."""
+        (NAME=ALGO:HEX[@URI]), or fail / block with a reason. Name the attempt with started_seq, the
+        started_seq step_start answered with. A result for a superseded plan version is recorded on the orphan
+        path, never applied."""
 STEP_EFFECT = """A side effect of the step's attempt, by its idempotency key: requested (with target and summary:
         the state before) before acting, committed (summary: the result) once it happened. One never known
         committed is in doubt: check its target before doing it again."""
@@ -249,11 +251,12 @@ STEP_EFFECT = """A side effect of the step's attempt, by its idempotency key: re
 def _single_command_tools() -> tuple[tuple[str, Method[Any, Any], tuple[str, ...], dict[str, Any]], ...]:
     """The tools that record one command: the tool, the declared method it calls, the method's parameters it
     takes (in the tool's order), and the types it narrows (run_finish offers v1's outcomes)."""
-    from plantrail.ledger.rules import attempts, criteria, outcomes
+    from plantrail.ledger.rules import adoption, attempts, criteria, outcomes
 
     envelope = ("expected_seq", "idempotency_key")
     return (
         ("step_start", attempts.start, ("step", "plan_version", *envelope), {}),
+        ("step_adopt", adoption.adopt, ("orphan_seq", *envelope), {}),
         ("criterion_verdict", criteria.verify_criterion, ("criterion", "passed", "evidence", *envelope), {}),
         (
             "run_finish",

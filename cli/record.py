@@ -20,6 +20,7 @@ from plantrail.cli.common import (
     read_text,
     readiness_lines,
 )
+from plantrail.ledger.rules.adoption import ADOPT
 from plantrail.ledger.rules.attempts import BLOCK, COMPLETE, FAIL, START
 from plantrail.ledger.rules.commands import ENVELOPE, REPORT, Declaration
 from plantrail.ledger.rules.criteria import VERIFY_CRITERION
@@ -118,8 +119,18 @@ def _text_inputs(values: tuple[str, ...], paths: tuple[str, ...], what: str) -> 
 
 
 def _attempt_option(declaration: Declaration[Any]) -> Callable[[F], F]:
+    """--attempt, and for a result --started-seq (the seq of the attempt's start, naming it exactly)."""
     field = declaration.field("attempt")
-    return click.option("--attempt", type=_number(field), metavar=field.metavar, help=field.help)
+    attempt = click.option("--attempt", type=_number(field), metavar=field.metavar, help=field.help)
+    if "started_seq" not in declaration.defaults():
+        return attempt
+    seq = declaration.field("started_seq")
+    started = click.option("--started-seq", type=_number(seq), metavar=seq.metavar, help=seq.help)
+
+    def decorate(func: F) -> F:
+        return attempt(started(func))
+
+    return decorate
 
 
 def _report_option(func: F) -> F:
@@ -188,11 +199,21 @@ def _acknowledge(state: PlanState, command: Command, ack: Ack, data: dict[str, A
             lines = [f"seq {ack.seq}: {what} was already recorded under this idempotency key; nothing written"]
         elif ack.orphan:
             lines = [f"seq {ack.seq}: {what} is a late result: it landed on the orphan path ({ack.orphan})"]
+            if ack.orphan == "AMBIGUOUS_ATTEMPT":
+                lines.append(
+                    "it named no attempt, and more than one could be its own (a replan cut one off): send it "
+                    "again with --started-seq, the seq its start was acknowledged with"
+                )
         elif held is not None:
             outside = ", ".join((*held["paths"], *held["tools"]))
             lines = [
                 f"seq {ack.seq}: {what} recorded as the blocked attempt scope_violation (outside the step's scope: "
                 f"{outside}); the run is paused until an approval widens the scope or a replan"
+            ]
+        elif "started_seq" in data:
+            lines = [
+                f"seq {ack.seq}: {what} recorded (plan v{state.version}, attempt {data['attempt']}); its result "
+                f"names it with --started-seq {data['started_seq']}"
             ]
         else:
             lines = [f"seq {ack.seq}: {what} recorded (plan v{state.version})"]
@@ -312,6 +333,7 @@ def complete(
     artifacts: tuple[str, ...],
     plan_version: int | None,
     attempt: int | None,
+    started_seq: int | None,
     report_path: str | None,
     expected_seq: int | None,
     key: str | None,
@@ -329,6 +351,7 @@ def complete(
         evidence=_text_inputs(evidence, evidence_files, "evidence"),
         plan_version=plan_version,
         attempt=attempt,
+        started_seq=started_seq,
         report=_read_report(report_path),
         artifacts=tuple(parse_artifact_option(a) for a in artifacts),
         key=key,
@@ -358,6 +381,7 @@ def block(
     reason_file: str | None,
     plan_version: int | None,
     attempt: int | None,
+    started_seq: int | None,
     report_path: str | None,
     expected_seq: int | None,
     key: str | None,
@@ -372,6 +396,7 @@ def block(
         reason=text,
         plan_version=plan_version,
         attempt=attempt,
+        started_seq=started_seq,
         report=_read_report(report_path),
         key=key,
         actor=cast("Actor", actor),
@@ -400,6 +425,7 @@ def fail(
     error_file: str | None,
     plan_version: int | None,
     attempt: int | None,
+    started_seq: int | None,
     report_path: str | None,
     expected_seq: int | None,
     key: str | None,
@@ -414,6 +440,7 @@ def fail(
         error=text,
         plan_version=plan_version,
         attempt=attempt,
+        started_seq=started_seq,
         report=_read_report(report_path),
         key=key,
         actor=cast("Actor", actor),
@@ -588,4 +615,18 @@ def replan(
     _run(log, command, expected_seq, as_json)
 
 
-record_commands = (create, start, complete, block, fail, criterion, finish, replan)
+@click.command(help=ADOPT.cli["adopt"].text)
+@log_argument
+@click.argument("seq", type=click.IntRange(min=0), metavar="SEQ")
+@_plan_version_option(ADOPT)
+@_write_options(ADOPT)
+def adopt(
+    log: str, seq: int, plan_version: int | None, expected_seq: int | None, key: str | None, actor: str, as_json: bool
+) -> None:
+    from plantrail.ledger.rules.adoption import Adopt
+
+    command = Adopt(orphan_seq=seq, plan_version=plan_version, key=key, actor=cast("Actor", actor))
+    _run(log, command, expected_seq, as_json)
+
+
+record_commands = (create, start, complete, block, fail, criterion, finish, replan, adopt)

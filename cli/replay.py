@@ -382,7 +382,7 @@ def _render_orphans(state: PlanState, orphans: list[dict[str, Any]]) -> str:
             o["type"].removeprefix("step."),
             f"v{o['plan_version']} attempt {o['attempt']}",
             f"v{o['active_version']}",
-            o["why"],
+            o["why"] if o.get("adopted") is None else f"{o['why']}, adopted at seq {o['adopted']}",
             o["status_now"] or "not in plan",
             "; ".join(o["evidence"]) or o["reason"] or "",
         ]
@@ -390,7 +390,17 @@ def _render_orphans(state: PlanState, orphans: list[dict[str, Any]]) -> str:
     ]
     header = ["SEQ", "STEP", "RESULT", "STAMPED", "ARRIVED", "WHY", "STEP NOW", "EVIDENCE / REASON"]
     count = _plural(len(orphans), "late result", "late results")
-    summary = f"{count} in run {state.run}, none applied to the plan (active v{state.version})"
+    adopted = sum(1 for o in orphans if o.get("adopted") is not None)
+    if adopted:
+        applied = f"{adopted} taken into the plan by plantrail adopt, the others never applied"
+    else:
+        applied = "none applied to the plan"
+    summary = f"{count} in run {state.run}, {applied} (active v{state.version})"
+    if any(o["why"] == "AMBIGUOUS_ATTEMPT" for o in orphans):
+        summary += (
+            "\nAMBIGUOUS_ATTEMPT: the result named no attempt while more than one could be its own; a worker names "
+            "its attempt with --started-seq"
+        )
     return f"{table(header, rows)}\n\n{summary}"
 
 
@@ -398,14 +408,17 @@ def _render_orphans(state: PlanState, orphans: list[dict[str, Any]]) -> str:
 @log_argument
 @json_option
 def orphans(log: str, as_json: bool) -> None:
-    """Late results: completions, blocks and failures stamped with a superseded version or a stale attempt, or
-    arriving after the run finished. They are in the log, never lost, and never applied to the plan.
+    """Late results: completions, blocks and failures stamped with a superseded version or a stale attempt,
+    arriving after the run finished, or naming no attempt when more than one could be theirs. They are in the
+    log, never lost, and never applied to the plan (plantrail adopt takes a late completion into it when its
+    step's contract is unchanged).
 
     \b
     JSON: {"run", "active_version", "orphans": [{"seq", "type", "step", "plan_version", "attempt",
-      "active_version", "why", "evidence", "reason", "status_now"}]}
-      (why: SUPERSEDED_VERSION | STALE_ATTEMPT | RUN_FINISHED; status_now: the step's status in the active
-      version, null when it has no such step)
+      "active_version", "why", "evidence", "reason", "adopted", "status_now"}]}
+      (why: SUPERSEDED_VERSION | STALE_ATTEMPT | RUN_FINISHED | AMBIGUOUS_ATTEMPT; adopted: the seq of the
+      step.adopted that took a late completion into the plan, else null; status_now: the step's status in the
+      active version, null when it has no such step)
 
     \b
     Example:
@@ -511,7 +524,9 @@ def _render_receipt(receipt: dict[str, Any], code: int, show_all: bool = False) 
         lines.append(_ids("criteria failed", receipt["criteria_failed"], show_all))
     if receipt["orphans"]:
         count = _plural(len(receipt["orphans"]), "late result", "late results")
-        lines.append(f"orphans: {count}, none applied (plantrail orphans LOG)")
+        adopted = sum(1 for o in receipt["orphans"] if o.get("adopted") is not None)
+        applied = f"{adopted} adopted, the others never applied" if adopted else "none applied"
+        lines.append(f"orphans: {count}, {applied} (plantrail orphans LOG)")
     from plantrail.cli.effects import effect_lines
 
     effects = receipt["effects"]

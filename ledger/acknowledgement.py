@@ -8,6 +8,8 @@ command adds:
 
 - ``scope_violation`` (``step``, ``paths``, ``tools``): the command's own result was recorded as the blocked
   attempt ``scope_violation`` (its report left the step's scope); never on a retried command's ack;
+- ``attempt`` and ``started_seq``: a start's attempt number and the seq of its ``step.started``, by which a
+  result names the attempt exactly (``--started-seq``; attempt numbers restart after a replan);
 - ``effect``: a side effect's request or commit carries the effect as it stands after the record
   (:func:`~plantrail.projections.effects.effect_view`; None when it is not found);
 - a create adds the created plan: ``run``, ``steps`` (the step ids), and ``warnings`` (the coverage gaps of a
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from plantrail.ledger.rules.decide import Create
+from plantrail.ledger.rules.decide import Create, Start
 from plantrail.ledger.rules.effects import CommitEffect, RequestEffect
 from plantrail.ledger.vocabulary.coverage import coverage_warnings
 from plantrail.projections.effects import effect_view, find_effect
@@ -43,10 +45,22 @@ def acknowledgement(state: PlanState, ack: Ack, command: Command) -> dict[str, A
     held = _held(state, ack)
     if held is not None:
         data["scope_violation"] = held
+    if isinstance(command, Start):
+        data |= _started(state, command.step, ack.seq)
     if isinstance(command, RequestEffect | CommitEffect):
         found = find_effect(state.effects, command.effect.strip())
         data["effect"] = None if found is None else effect_view(state, found)
     return data
+
+
+def _started(state: PlanState, step: str, seq: int) -> dict[str, Any]:
+    """A start's attempt and the seq a result names it by (``started_seq``; the attempt is None when a retried
+    start's attempt is no longer the step's: a replan reset it since)."""
+    found = state.steps.get(step)
+    number = None
+    if found is not None and seq in found.started:
+        number = found.attempt - (len(found.started) - 1 - found.started.index(seq))
+    return {"attempt": number, "started_seq": seq}
 
 
 def _held(state: PlanState, ack: Ack) -> dict[str, Any] | None:

@@ -24,6 +24,7 @@ from types import MethodType
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, Literal, ParamSpec, cast, overload
 
 from plantrail.ledger.rules import (
+    adoption,
     approvals,
     attempts,
     commands,
@@ -597,10 +598,11 @@ class Ledger:
         return Ack(seq=record.seq, hash=record.h, durable=durable)
 
     # Every recording method takes the options of its CLI command as keyword-only arguments, named alike:
-    # ``plan_version`` (--plan-version), ``attempt`` (--attempt), ``idempotency_key`` (--idempotency-key),
-    # ``expected_seq`` (--expected-seq), ``actor`` (--actor), plus ``source`` (where an imported event came
-    # from). An unknown keyword is Python's TypeError naming it. Each is built from its command's declaration
-    # (see _Recording): its signature, defaults and docstring are the declared method's.
+    # ``plan_version`` (--plan-version), ``attempt`` (--attempt), ``started_seq`` (--started-seq),
+    # ``idempotency_key`` (--idempotency-key), ``expected_seq`` (--expected-seq), ``actor`` (--actor), plus
+    # ``source`` (where an imported event came from). An unknown keyword is Python's TypeError naming it. Each
+    # is built from its command's declaration (see _Recording): its signature, defaults and docstring are the
+    # declared method's.
 
     start = _Recording(attempts.start)
     complete = _Recording(attempts.complete)
@@ -610,6 +612,7 @@ class Ledger:
     finish = _Recording(outcomes.finish)
     heartbeat = _Recording(leases.heartbeat)
     abandon = _Recording(leases.abandon)
+    adopt = _Recording(adoption.adopt)
     observe = _Recording(observations.observe)
     replan = _Recording(reconcile.replan)
     extend = _Recording(extension.extend)

@@ -278,7 +278,7 @@ def orphans(path: Path) -> dict[str, Any]:
     or arriving after the run finished; in the log, never applied to the plan.
 
     ``{"run", "active_version", "orphans": [{"seq", "type", "step", "plan_version", "attempt",
-    "active_version", "why", "evidence", "reason", "status_now"}]}`` (``plantrail orphans --json``).
+    "active_version", "why", "evidence", "reason", "adopted", "status_now"}]}`` (``plantrail orphans --json``).
     """
     return read_orphans(path).checked()
 

@@ -255,6 +255,8 @@ def summary(record: Record) -> str:
             return f"{data.step} attempt {data.attempt}: alive, lease {data.lease_s:g} s"
         case "step.abandoned":
             return f"{data.step} attempt {data.attempt} abandoned: {data.reason}"
+        case "step.adopted":
+            return f"{data.step} attempt {data.attempt} completed by adopting the late result at seq {data.orphan_seq}"
         case "approval.requested":
             asked = f" for {', '.join(data.steps)}" if data.steps else ""
             return f"approval {data.request} asked{asked}: {data.question}"

@@ -83,9 +83,9 @@ def parse_anchor(text: str) -> tuple[int, str]:
 
 
 def _plan_part(state: PlanState) -> PlanState:
-    """The state without what a late result may change (the orphan list, the run's usage) or what every record
-    moves."""
-    return state._replace(orphans=(), last_seq=0, head=None, usage=None)
+    """The state without what a late result may change (the orphan list, the run's usage, the attempts cut off
+    in flight it closes) or what every record moves."""
+    return state._replace(orphans=(), last_seq=0, head=None, usage=None, cut_off=())
 
 
 def _illegal(exc: PlantrailError, record_type: str, seq: int) -> Exception:

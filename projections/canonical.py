@@ -2,7 +2,7 @@
 
 Fields that format v2 added (to the plan's specs, :mod:`ledger.vocabulary.versions`, and to the state's own values,
 ``_ADDED``) are left out at their defaults, so a log that uses no v2 feature keeps the state hash it had
-under v1.
+under v1; the fields that only locate records (``_LEFT_OUT``) are never hashed.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import orjson
 
 from plantrail.ledger.vocabulary.payloads import Payload
 from plantrail.ledger.vocabulary.versions import plain
-from plantrail.projections.model import PlanState, StepState, VersionInfo
+from plantrail.projections.model import Orphan, PlanState, StepState, VersionInfo
 from plantrail.projections.table import Table
 
 __all__ = ["canonical_bytes", "state_hash"]
@@ -42,6 +42,16 @@ _ADDED: dict[type[Any], tuple[tuple[str, Any], ...]] = {
         ("observations", ()),
     ),
     VersionInfo: (("extended", ()),),
+    Orphan: (("adopted", None),),
+}
+
+#: The state's fields that are never part of its hash: they locate records (the seq of each attempt's start,
+#: of each version's adoption) or keep what a later command compares with (the contract a late result was
+#: made under), so the hash of a log's state stays what it was before they existed.
+_LEFT_OUT: dict[type[Any], tuple[str, ...]] = {
+    StepState: ("started",),
+    PlanState: ("cut_off", "adoptions"),
+    Orphan: ("contract",),
 }
 
 
@@ -51,6 +61,8 @@ def _default(value: Any) -> Any:
         for name, default in _ADDED.get(type(value), ()):
             if body[name] == default:
                 del body[name]
+        for name in _LEFT_OUT.get(type(value), ()):
+            del body[name]
         return body
     if isinstance(value, Table):
         return dict(value.items())

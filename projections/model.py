@@ -7,7 +7,7 @@ from typing import Final, Literal, NamedTuple
 from plantrail.ledger.vocabulary.artifacts import Artifact
 from plantrail.ledger.vocabulary.evidence import Usage
 from plantrail.ledger.vocabulary.payloads import Payload
-from plantrail.ledger.vocabulary.plan import PlanSpec
+from plantrail.ledger.vocabulary.plan import PlanSpec, StepSpec
 from plantrail.projections.approvals import Authority
 from plantrail.projections.effects import Effect
 from plantrail.projections.table import Table
@@ -20,6 +20,7 @@ __all__ = [
     "Consumed",
     "CriterionState",
     "CriterionStatus",
+    "CutOff",
     "FailureStreak",
     "Fork",
     "LazyText",
@@ -45,7 +46,9 @@ StepStatus = Literal["pending", "in_progress", "completed", "blocked", "stale"]
 #: Every step status, in the order views list them (``stale``: format v2, a step whose inputs changed).
 STEP_STATUSES: Final = ("pending", "in_progress", "completed", "blocked", "stale")
 CriterionStatus = Literal["unverified", "passed", "failed"]
-OrphanWhy = Literal["SUPERSEDED_VERSION", "STALE_ATTEMPT", "RUN_FINISHED"]
+#: Why a result is late: stamped with a superseded version, for an attempt that is over, sent after the run finished,
+#: or (format v2) naming no attempt while more than one could be the one it belongs to.
+OrphanWhy = Literal["SUPERSEDED_VERSION", "STALE_ATTEMPT", "RUN_FINISHED", "AMBIGUOUS_ATTEMPT"]
 FINAL_OUTCOMES: Final = frozenset({"complete", "failed", "cancelled", "partial", "budget_exhausted"})
 
 
@@ -140,6 +143,9 @@ class StepState(NamedTuple):
     #: charged, while their numbers stay taken, so a late result of one is never taken for a new attempt's.
     reset_at: int = 0
     repair: RepairRun | None = None  # format v2: a repair step's run (what waits for it, what earlier runs spent)
+    #: The seq of the ``step.started`` of each attempt since the step last restarted at attempt 0, the current
+    #: attempt's last (a result may name its attempt by it). Not part of the state hash: it locates records.
+    started: tuple[int, ...] = ()
 
     @property
     def charged(self) -> int:
@@ -173,6 +179,25 @@ class Orphan(NamedTuple):
     why: OrphanWhy
     evidence: tuple[Text, ...] = ()
     reason: str | None = None
+    #: The step's contract in the version the result belongs to, when it is known to be the very attempt's
+    #: (a replan cut it off in flight, or its attempt was abandoned): what ``adopt`` compares with the active
+    #: version's. Not part of the state hash.
+    contract: StepSpec | None = None
+    adopted: int | None = None  # format v2: the seq of the ``step.adopted`` that took this result into the plan
+
+
+class CutOff(NamedTuple):
+    """An attempt a replan cut off in flight (its step was reset or removed while in progress), whose result
+    has not come yet: the step, the version and attempt it belonged to, the seq of its start (0 when the start
+    is not in this log: an attempt a fork carried from its parent), and the step's contract in that version
+    (None when an input had changed under it). Kept until its result lands, so that a
+    result naming no attempt can tell whether it is this one's; not part of the state hash."""
+
+    step: str
+    version: int
+    attempt: int
+    started_seq: int
+    contract: StepSpec | None = None
 
 
 class StepChange(NamedTuple):
@@ -271,6 +296,10 @@ class PlanState(NamedTuple):
     authority: Authority | None = None  # format v2: approvals, a scope violation's pause (projections.approvals)
     effects: tuple[Effect, ...] = ()  # format v2: side effects by idempotency key (projections.effects)
     observations: tuple[Observed, ...] = ()  # format v2: the latest version of each observation key recorded
+    #: The attempts replans cut off in flight whose results have not come yet (not part of the state hash).
+    cut_off: tuple[CutOff, ...] = ()
+    #: The seq of the record that adopted each plan version, version 1's first (not part of the state hash).
+    adoptions: tuple[int, ...] = ()
 
     @property
     def goal(self) -> str | None:

@@ -18,7 +18,7 @@ from plantrail.ledger.vocabulary.plan import PlanSpec, StepSpec, carried_order, 
 from plantrail.projections.model import Changes, CriterionState, StepChange, StepState
 from plantrail.projections.table import Table
 
-__all__ = ["reconcile"]
+__all__ = ["contract_changes", "reconcile"]
 
 
 def _changed_fields(old: StepSpec, new: StepSpec) -> tuple[str, ...]:
@@ -38,6 +38,12 @@ def _changed_fields(old: StepSpec, new: StepSpec) -> tuple[str, ...]:
     if old.terms is not new.terms and old.outputs != new.outputs:
         diffs.append("outputs")
     return tuple(diffs)
+
+
+def contract_changes(old: StepSpec, new: StepSpec) -> tuple[str, ...]:
+    """The contract fields of a step that differ from ``old`` to ``new`` (title, completion evidence,
+    dependencies as a set, checks, inputs, outputs): empty when a replan would keep its completed work."""
+    return _changed_fields(old, new)
 
 
 def _order(old_plan: PlanSpec, old_order: tuple[str, ...], new_plan: PlanSpec) -> tuple[str, ...]:
@@ -72,6 +78,8 @@ def _kept(old: StepState, spec: StepSpec) -> StepState:
         old.consumed,
         None,
         old.reset_at,
+        None,
+        old.started,
     )
 
 

@@ -11,7 +11,7 @@ after the run finished) never touch the plan: they land on ``orphans``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 import orjson
@@ -19,7 +19,7 @@ import orjson
 from plantrail.ledger.vocabulary.contract import unmet
 from plantrail.ledger.vocabulary.errors import PlanInvalid
 from plantrail.ledger.vocabulary.evidence import Report, Usage
-from plantrail.ledger.vocabulary.plan import PlanSpec, steps_by_id, validate_plan
+from plantrail.ledger.vocabulary.plan import PlanSpec, StepSpec, steps_by_id, validate_plan
 from plantrail.ledger.vocabulary.versions import needs_v2
 from plantrail.projections import approvals as _authority
 from plantrail.projections import effects as _effects
@@ -30,7 +30,9 @@ from plantrail.projections.effects import Effect
 from plantrail.projections.leases import start_lease
 from plantrail.projections.lineage import carried_state
 from plantrail.projections.model import (
+    Changes,
     CriterionState,
+    CutOff,
     FailureStreak,
     Fork,
     Lease,
@@ -63,6 +65,7 @@ if TYPE_CHECKING:
         RunFinished,
         RunForked,
         StepAbandoned,
+        StepAdopted,
         StepBlocked,
         StepCompleted,
         StepFailed,
@@ -74,6 +77,7 @@ __all__ = [
     "Delta",
     "StateView",
     "evolve",
+    "find_orphan",
     "fold",
     "initial",
     "is_state_view",
@@ -150,6 +154,12 @@ class StateView(Protocol):
     def effects(self) -> tuple[Effect, ...]: ...
     @property
     def observations(self) -> tuple[Observed, ...]: ...
+    @property
+    def cut_off(self) -> tuple[CutOff, ...]: ...
+    @property
+    def adoptions(self) -> tuple[int, ...]: ...
+    @property
+    def orphans(self) -> Sequence[Orphan]: ...
 
 
 def evolve(state: PlanState, record: Record) -> PlanState:
@@ -195,6 +205,8 @@ def evolve(state: PlanState, record: Record) -> PlanState:
         s.authority,
         s.effects,
         s.observations,
+        s.cut_off,
+        s.adoptions,
     )
 
 
@@ -266,6 +278,14 @@ class _Builder:
     @property
     def observations(self) -> tuple[Observed, ...]:
         return self._state.observations
+
+    @property
+    def cut_off(self) -> tuple[CutOff, ...]:
+        return self._state.cut_off
+
+    @property
+    def adoptions(self) -> tuple[int, ...]:
+        return self._state.adoptions
 
     def add(self, record: Record) -> Delta | StepState | None:
         """Apply one record in place (what :func:`evolve` does to an immutable state); return its change."""
@@ -477,7 +497,7 @@ def _created(state: StateView, record: Record, data: PlanCreated) -> Delta | Non
         return None
     steps, criteria = _step_tables(data.plan, order, record.seq)
     info = VersionInfo(version=1, seq=record.seq, ts=record.ts, actor=record.actor, plan=data.plan)
-    fields = {"plan": data.plan, "version": 1, "steps": steps, "criteria": criteria}
+    fields = {"plan": data.plan, "version": 1, "steps": steps, "criteria": criteria, "adoptions": (record.seq,)}
     if needs_v2(data.plan):
         fields["contract"] = True
     return Delta(version=info, fields=fields)
@@ -490,7 +510,7 @@ def _started(state: StateView, record: Record, data: StepStarted) -> Delta | Ste
     s = state.steps.get(data.step)
     if s is None or record.plan_version != state.version or state.finished:
         return None
-    started = _moved(s, "in_progress", data.attempt, s.evidence, record.seq)
+    started = _moved(s, "in_progress", data.attempt, s.evidence, record.seq, (*s.started, record.seq))
     if state.contract or s.lease is not None:  # format v2: a step's timeout_s is its attempt's lease
         started = started._replace(lease=start_lease(state.plan, data.step, record.ts, record.seq))
     return Delta(step=started, fields=_CONTINUE) if state.outcome == "paused" else started
@@ -532,7 +552,18 @@ def _abandoned(state: StateView, record: Record, data: StepAbandoned) -> StepSta
 def _orphaned(
     state: StateView, record: Record, data: StepCompleted | StepBlocked | StepFailed, why: OrphanWhy
 ) -> Delta:
-    """A late result on the orphan path."""
+    """A late result on the orphan path (with the contract it was made under when that is known: an attempt a
+    replan cut off in flight, whose entry it closes, or an abandoned attempt of the active version)."""
+    contract = None
+    fields: dict[str, Any] = {}
+    if why == "SUPERSEDED_VERSION":
+        for cut in state.cut_off:
+            if cut.step == data.step and cut.version == record.plan_version and cut.attempt == data.attempt:
+                contract = cut.contract
+                fields["cut_off"] = tuple(c for c in state.cut_off if c is not cut)
+                break
+    elif why == "STALE_ATTEMPT":
+        contract = _abandoned_contract(state, data.step, data.attempt)
     orphan = Orphan(
         seq=record.seq,
         type=record.type,
@@ -543,18 +574,37 @@ def _orphaned(
         why=why,
         evidence=getattr(data, "evidence", ()),
         reason=getattr(data, "reason", None) or getattr(data, "error", None),
+        contract=contract,
     )
     spent = _spent(state.usage, data.report)
-    return Delta(orphan=orphan, fields=None if spent is state.usage else {"usage": spent})
+    if spent is not state.usage:
+        fields["usage"] = spent
+    return Delta(orphan=orphan, fields=fields or None)
+
+
+def _abandoned_contract(state: StateView, step: str, attempt: int) -> StepSpec | None:
+    """The active version's contract of ``step`` when ``attempt`` is one of its attempts that was abandoned with no
+    input changed under it (a stale step's attempts ran on inputs that are no longer current: None)."""
+    current = state.steps.get(step)
+    if current is None or attempt not in current.abandoned or current.status == "stale" or current.cancel is not None:
+        return None
+    return None if state.plan is None else steps_by_id(state.plan).get(step)
 
 
 _new_tuple: Final = tuple.__new__
 
 
-def _moved(s: StepState, status: StepStatus, attempt: int, evidence: tuple[Text, ...], seq: int) -> StepState:
-    """``s`` in a new status. Built from a tuple of every field, in order: starts and completions are most of
-    all events, and NamedTuple._replace is four times slower (its generated ``__new__``, a Python call, a
-    fifth slower)."""
+def _moved(
+    s: StepState,
+    status: StepStatus,
+    attempt: int,
+    evidence: tuple[Text, ...],
+    seq: int,
+    started: tuple[int, ...] | None = None,
+) -> StepState:
+    """``s`` in a new status (and, for a start, with its starts' seqs ``started``). Built from a tuple of every
+    field, in order: starts and completions are most of all events, and NamedTuple._replace is four times slower
+    (its generated ``__new__``, a Python call, a fifth slower)."""
     return _new_tuple(
         StepState,
         (
@@ -577,6 +627,7 @@ def _moved(s: StepState, status: StepStatus, attempt: int, evidence: tuple[Text,
             None,
             s.reset_at,
             s.repair,
+            s.started if started is None else started,
         ),
     )
 
@@ -585,7 +636,7 @@ def _result_step(
     state: StateView, record: Record, data: StepCompleted | StepBlocked | StepFailed
 ) -> tuple[Delta | None, StepState | None]:
     """A result's orphan delta when it is late; else the in-progress step it applies to (None: nothing to do)."""
-    why = orphan_reason(state, record.plan_version, data.step, data.attempt)
+    why = "AMBIGUOUS_ATTEMPT" if data.ambiguous else orphan_reason(state, record.plan_version, data.step, data.attempt)
     if why is not None:
         return _orphaned(state, record, data, why), None
     step = state.steps.get(data.step)
@@ -611,6 +662,51 @@ def _completed(state: StateView, record: Record, data: StepCompleted) -> Delta |
         return completed if state.consecutive_failures == 0 else Delta(step=completed, failures=0)
     fields: dict[str, Any] = {"failure_streak": None, **_spending(state, completed, data.report)}
     return Delta(step=fields.pop("step"), failures=0, fields=fields)
+
+
+def _adopted_result(state: StateView, record: Record, data: StepAdopted) -> Delta | None:
+    """A late completion taken into the active version (format v2): the pending step completes as a new attempt
+    with the orphan's evidence, and the orphan is marked adopted (it stays on the orphan path). None for what
+    the writer refuses (:mod:`ledger.rules.adoption`; ``verify`` names a hand-made one)."""
+    s = state.steps.get(data.step)
+    if s is None or record.plan_version != state.version or state.finished or s.status != "pending":
+        return None
+    orphans = state.orphans
+    found = find_orphan(orphans, data.orphan_seq)
+    if found is None:
+        return None
+    orphan = orphans[found]
+    if orphan.type != "step.completed" or orphan.step != data.step or orphan.adopted is not None:
+        return None
+    if data.attempt != s.attempt + 1:
+        return None
+    spec = steps_by_id(state.plan).get(data.step) if state.plan is not None else None
+    completed = s._replace(
+        status="completed",
+        attempt=data.attempt,
+        evidence=orphan.evidence,
+        last_seq=record.seq,
+        lease=None,
+        started=(*s.started, record.seq),
+        consumed=_digest.consumed_now(state, spec) if spec is not None and spec.inputs else s.consumed,
+    )
+    marked = (*orphans[:found], orphan._replace(adopted=record.seq), *orphans[found + 1 :])
+    if completed.repair is not None and completed.repair.waiting:
+        # as a repair step's completion: the failed steps waiting for it may retry, and no failure streak ends
+        return Delta(step=_repair.repaired(completed), fields={"orphans": marked})
+    return Delta(step=completed, failures=0, fields={"orphans": marked, "failure_streak": None})
+
+
+def find_orphan(orphans: Sequence[Orphan], seq: int) -> int | None:
+    """The index of the late result recorded at ``seq`` among ``orphans`` (in seq order), or None."""
+    low, high = 0, len(orphans)
+    while low < high:
+        middle = (low + high) // 2
+        if orphans[middle].seq < seq:
+            low = middle + 1
+        else:
+            high = middle
+    return low if low < len(orphans) and orphans[low].seq == seq else None
 
 
 def _released(change: Delta | StepState | None) -> Delta | StepState | None:
@@ -819,6 +915,10 @@ def _replanned(state: StateView, record: Record, data: PlanReplanned) -> Delta |
         changes=changes,
     )
     fields = {"plan": plan, "version": data.new_version, "steps": steps, "criteria": criteria}
+    fields["adoptions"] = (*state.adoptions, record.seq)
+    cut = _cut_off(state, changes)
+    if cut:
+        fields["cut_off"] = (*state.cut_off, *cut)
     if needs_v2(plan) != state.contract:
         fields["contract"] = not state.contract
     if state.outcome == "paused":
@@ -829,6 +929,23 @@ def _replanned(state: StateView, record: Record, data: PlanReplanned) -> Delta |
     if authority != state.authority:
         fields["authority"] = authority
     return Delta(version=info, failures=0, fields=fields)
+
+
+def _cut_off(state: StateView, changes: Changes) -> tuple[CutOff, ...]:
+    """The attempts a replan cut off in flight: those of the steps it reset or removed while in progress."""
+    cut = []
+    assert state.plan is not None
+    specs = None
+    for change in (*changes.reset, *changes.removed):
+        if change.was != "in_progress":
+            continue
+        old = state.steps[change.step]
+        if specs is None:
+            specs = steps_by_id(state.plan)
+        contract = None if old.cancel is not None else specs.get(change.step)
+        started = old.started[-1] if old.started else 0  # 0: its start is not in this log (a fork carried it)
+        cut.append(CutOff(change.step, state.version, old.attempt, started, contract))
+    return tuple(cut)
 
 
 def _extended(state: StateView, record: Record, data: PlanExtended) -> Delta | None:
@@ -902,6 +1019,12 @@ def _forked(state: StateView, record: Record, data: RunForked) -> Delta | None:
         return None
     link = Fork(data.parent, data.seq, data.head, data.state_hash, data.reason)
     fields = {name: getattr(carried, name) for name in _CARRIED} | {"lineage": (*carried.lineage, link)}
+    # The parent's seqs do not locate records in the fork: its starts and adoptions are the fork's first record.
+    if any(s.started for s in carried.steps.values()):
+        fields["steps"] = _with_steps(
+            carried.steps, {k: v._replace(started=()) for k, v in carried.steps.items() if v.started}
+        )
+    fields["adoptions"] = (record.seq,) * carried.version
     return Delta(version=carried.adopted, failures=carried.consecutive_failures, fields=fields)
 
 
@@ -998,6 +1121,7 @@ _HANDLERS: Final[Mapping[str, Callable[[Any, Record, Any], Delta | StepState | N
     "plan.extended": _extended,
     "step.heartbeat": _heartbeat,
     "step.abandoned": _abandoned,
+    "step.adopted": _adopted_result,
     "run.forked": _forked,
     "approval.requested": _approval_asked,
     "approval.granted": _approval_decided,

@@ -41,6 +41,7 @@ from plantrail.projections.model import (
     Changes,
     Consumed,
     CriterionState,
+    CutOff,
     FailureStreak,
     Fork,
     Lease,
@@ -70,7 +71,9 @@ __all__ = [
 #: Bump whenever evolve's semantics change: snapshots made under another value are ignored. 2: a consumer that
 #: completes while its producer is stale records the producer's last artifact as consumed. 3: an approval judges a
 #: held scope violation's paths by the paths they name (``./src/a.js`` is ``src/a.js``), as the rules do.
-REDUCER_VERSION: Final = 3
+#: 4: a step keeps the seq of each attempt's start, the state the attempts replans cut off in flight and the
+#: seq of each version's adoption (a result may name its attempt by its start; format v2's ``step.adopted``).
+REDUCER_VERSION: Final = 4
 
 
 def _default(value: Any) -> Any:
@@ -148,12 +151,20 @@ def _plan(d: dict[str, Any] | None) -> PlanSpec | None:
         acceptance_criteria=tuple(
             CriterionSpec(c["id"], c["description"], _checks(c)) for c in d["acceptance_criteria"]
         ),
-        steps=tuple(StepSpec(**{**s, "depends_on": tuple(s["depends_on"]), "terms": _terms(s)}) for s in d["steps"]),
+        steps=tuple(_step_spec(s) for s in d["steps"]),
         policy=Policy(**d["policy"]),
         notes=_notes(d),
         scope=_task_scope(d.get("scope")),
         artifacts=_task_artifacts(d.get("artifacts")),
     )
+
+
+def _step_spec(s: dict[str, Any]) -> StepSpec:
+    return StepSpec(**{**s, "depends_on": tuple(s["depends_on"]), "terms": _terms(s)})
+
+
+def _optional_spec(s: dict[str, Any] | None) -> StepSpec | None:
+    return None if s is None else _step_spec(s)
 
 
 def _observed(items: list[dict[str, Any]]) -> tuple[ObservedVersion, ...]:
@@ -276,6 +287,8 @@ def decode_orphans(items: list[dict[str, Any]], *, up_to: int | None = None) -> 
             o["why"],
             tuple(o["evidence"]),
             o["reason"],
+            _optional_spec(o.get("contract")),
+            o.get("adopted"),
         )
         for o in items
         if up_to is None or o["seq"] <= up_to
@@ -348,6 +361,11 @@ def decode_state(raw: bytes, fill: Fill | None = None, lazy: Lazy | None = None)
         observations=tuple(
             Observed(o["key"], o["version"], tuple(o["dirty"]), o["seq"]) for o in d.get("observations", ())
         ),
+        cut_off=tuple(
+            CutOff(c["step"], c["version"], c["attempt"], c["started_seq"], _optional_spec(c["contract"]))
+            for c in d.get("cut_off", ())
+        ),
+        adoptions=tuple(d.get("adoptions", ())),
     )
 
 
@@ -356,6 +374,8 @@ def _step_fields(s: dict[str, Any]) -> dict[str, Any]:
     fields = {**s, "evidence": tuple(s["evidence"]), "usage": _usage(s.get("usage"))}
     if s.get("lease") is not None:
         fields["lease"] = Lease(**s["lease"])
+    if "started" in s:
+        fields["started"] = tuple(s["started"])
     if "abandoned" in s:
         fields["abandoned"] = tuple(s["abandoned"])
     if "artifacts" in s:

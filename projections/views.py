@@ -237,7 +237,9 @@ def approvals_view(state: PlanState) -> dict[str, Any]:
 
 def orphan_view(orphan: Orphan) -> dict[str, Any]:
     """One late result as JSON."""
-    return orphan._asdict() | {"evidence": texts(orphan.evidence)}
+    view = orphan._asdict()
+    del view["contract"]  # what adopt compares with; it locates nothing a reader needs
+    return view | {"evidence": texts(orphan.evidence)}
 
 
 def _step_view(step: StepState, spec: StepSpec, ready: bool, waits: list[WaitReason]) -> dict[str, Any]:

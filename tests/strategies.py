@@ -47,6 +47,7 @@ from plantrail.ledger.vocabulary.events import (
     RunForked,
     Source,
     StepAbandoned,
+    StepAdopted,
     StepBlocked,
     StepCompleted,
     StepFailed,
@@ -282,10 +283,15 @@ EVENTS = st.one_of(
     st.builds(PlanCreated, plan=plans(checks=True)),
     st.builds(StepStarted, step=ident, attempt=counts),
     st.builds(
-        StepCompleted, step=ident, attempt=counts, evidence=st.lists(anything, max_size=3).map(tuple), report=REPORTS
+        StepCompleted,
+        step=ident,
+        attempt=counts,
+        evidence=st.lists(anything, max_size=3).map(tuple),
+        report=REPORTS,
+        ambiguous=st.booleans(),
     ),
-    st.builds(StepBlocked, step=ident, attempt=counts, reason=anything, report=REPORTS),
-    st.builds(StepFailed, step=ident, attempt=counts, error=anything, report=REPORTS),
+    st.builds(StepBlocked, step=ident, attempt=counts, reason=anything, report=REPORTS, ambiguous=st.booleans()),
+    st.builds(StepFailed, step=ident, attempt=counts, error=anything, report=REPORTS, ambiguous=st.booleans()),
     st.builds(
         CriterionVerified,
         criterion=ident,
@@ -345,6 +351,7 @@ EVENTS = st.one_of(
     st.builds(LogBatch, part=st.sampled_from(["begin", "end"])),
     st.builds(StepHeartbeat, step=ident, attempt=counts, lease_s=st.floats(min_value=0.5, max_value=86_400.0)),
     st.builds(StepAbandoned, step=ident, attempt=counts, reason=anything),
+    st.builds(StepAdopted, step=ident, attempt=counts, orphan_seq=counts),
     st.builds(ObservationRecorded, key=ident, version=anything, dirty=st.lists(anything, max_size=2).map(tuple)),
     st.builds(
         PlanExtended,

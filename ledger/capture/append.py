@@ -32,7 +32,7 @@ from dataclasses import replace
 import msgspec
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.importers.mapping import Batch, map_updates
+from plantrail.ledger.importers.mapping import Batch, map_updates, with_their_version
 from plantrail.ledger.importers.model import Observation
 from plantrail.ledger.rules.decide import Command, Create, Replan
 from plantrail.ledger.stores.opener import as_run
@@ -168,7 +168,8 @@ def write_batches(
                 continue
             clock.now = batch.ts
             try:
-                acks = ledger.execute_many(_keeping_terms(commands, ledger.unread_state.plan))
+                state = ledger.unread_state
+                acks = ledger.execute_many(with_their_version(_keeping_terms(commands, state.plan), state.version))
             except Refused as exc:
                 refused.append(Refusal(identity, exc.code, exc.message))
                 continue

@@ -52,7 +52,7 @@ from plantrail.ledger.vocabulary.errors import PlantrailError, error
 from plantrail.ledger.vocabulary.plan import PlanSpec
 
 from ._records import open_transcript
-from .mapping import Batch, MappedRun, map_updates
+from .mapping import Batch, MappedRun, map_updates, with_their_version
 from .model import Observation, Transcript
 from .parse import parse_transcript
 
@@ -424,10 +424,10 @@ def _record(
         cache=False,
     ).close()
     with Ledger.open(path, fsync="none", clock=clock, cache=False) as ledger:
-        written = 1 + _written(ledger.execute_many(started))  # the plan, then every new event
+        written = 1 + _written(ledger.execute_many(with_their_version(started, 1)))  # the plan, then every new event
         for done, batch in enumerate(rest, start=2):
             clock.now = batch.ts
-            written += _written(ledger.execute_many(batch.commands))
+            written += _written(ledger.execute_many(with_their_version(batch.commands, ledger.unread_state.version)))
             if on_progress is not None and done % _PROGRESS_EVERY == 0:
                 on_progress(done, len(batches))
         state = ledger.state

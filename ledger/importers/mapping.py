@@ -110,7 +110,33 @@ from .agent_plan import AgentPlan, ItemStatus, Key, PlanItem, Update, location
 from .errors import transcript_error
 from .model import ListSnapshot, Observation, TaskEvent
 
-__all__ = ["Batch", "FileFigures", "LiveMapping", "MappedRun", "added_in_place", "map_updates", "slug"]
+__all__ = [
+    "Batch",
+    "FileFigures",
+    "LiveMapping",
+    "MappedRun",
+    "added_in_place",
+    "map_updates",
+    "slug",
+    "with_their_version",
+]
+
+
+def with_their_version(commands: Sequence[Command], version: int) -> list[Command]:
+    """An update's commands with each completion stamped with the plan version it belongs to, when the batch is
+    written to a log whose active version is ``version``: every completion the mapping makes is of an attempt it
+    started in the version active at that point of the batch (a replan in the batch moves it on by one). The
+    mapper is the worker that knows this; a completion naming nothing could be taken for an attempt one of its
+    own replans cut off (AMBIGUOUS_ATTEMPT)."""
+    stamped: list[Command] = []
+    for command in commands:
+        if isinstance(command, Replan):
+            version += 1
+        elif isinstance(command, Complete) and command.plan_version is None and command.started_seq is None:
+            command = msgspec.structs.replace(command, plan_version=version)
+        stamped.append(command)
+    return stamped
+
 
 EVIDENCE = "the agent marks this item completed in its plan"
 APPROVAL_QUESTION = "approve this plan?"

@@ -14,6 +14,7 @@ rules, checked before a byte is written (the attempts' history is :mod:`plantrai
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Unpack
 
@@ -70,6 +71,7 @@ __all__ = [
     "block",
     "complete",
     "fail",
+    "is_ambiguous",
     "start",
 ]
 
@@ -90,6 +92,7 @@ class Complete(Issued, frozen=True, kw_only=True):
     evidence: Sequence[str]
     plan_version: int | None = None
     attempt: int | None = None
+    started_seq: int | None = None
     report: Report | None = None
     artifacts: Sequence[Artifact] = ()  # format v2: the artifacts produced (ledger.vocabulary.artifacts)
 
@@ -105,6 +108,7 @@ class Block(Issued, frozen=True, kw_only=True):
     reason: str
     plan_version: int | None = None
     attempt: int | None = None
+    started_seq: int | None = None
     report: Report | None = None
 
     def __post_init__(self) -> None:
@@ -118,6 +122,7 @@ class Fail(Issued, frozen=True, kw_only=True):
     error: str
     plan_version: int | None = None
     attempt: int | None = None
+    started_seq: int | None = None
     report: Report | None = None
 
     def __post_init__(self) -> None:
@@ -135,8 +140,7 @@ def _build_start(state: StateView, command: Start) -> tuple[StepStarted, int]:
 
 
 def _build_complete(state: StateView, command: Complete) -> tuple[Result, int]:
-    version = issued_version(state, command.plan_version)
-    attempt = _attempt(state, command.step, version, command.attempt)
+    version, attempt, ambiguous = _belongs_to(state, command)
     evidence = tuple([e.strip() for e in command.evidence])
     completed = StepCompleted(
         step=command.step,
@@ -144,32 +148,127 @@ def _build_complete(state: StateView, command: Complete) -> tuple[Result, int]:
         evidence=evidence,
         report=command.report,
         artifacts=tuple(command.artifacts),
+        ambiguous=ambiguous,
     )
     return _as_recorded(state, completed, version), version
 
 
 def _build_block(state: StateView, command: Block) -> tuple[Result, int]:
-    version = issued_version(state, command.plan_version)
-    attempt = _attempt(state, command.step, version, command.attempt)
-    blocked = StepBlocked(step=command.step, attempt=attempt, reason=command.reason.strip(), report=command.report)
+    version, attempt, ambiguous = _belongs_to(state, command)
+    reason = command.reason.strip()
+    blocked = StepBlocked(step=command.step, attempt=attempt, reason=reason, report=command.report, ambiguous=ambiguous)
     return _as_recorded(state, blocked, version), version
 
 
 def _build_fail(state: StateView, command: Fail) -> tuple[Result, int]:
-    version = issued_version(state, command.plan_version)
-    attempt = _attempt(state, command.step, version, command.attempt)
-    failed = StepFailed(step=command.step, attempt=attempt, error=command.error.strip(), report=command.report)
+    version, attempt, ambiguous = _belongs_to(state, command)
+    error_text = command.error.strip()
+    failed = StepFailed(
+        step=command.step, attempt=attempt, error=error_text, report=command.report, ambiguous=ambiguous
+    )
     return _as_recorded(state, failed, version), version
 
 
+# --------------------------------------------------------------------------- which attempt a result belongs to
+#
+# Attempt numbers restart when a replan resets a step, so a number alone may fit an attempt of the active
+# version and one a replan cut off in flight. A result names its attempt exactly by the seq of its start
+# (``started_seq``, which every start's acknowledgement gives); one that names nothing (or only a number) is
+# taken as the one attempt it can belong to, and kept on the orphan path as AMBIGUOUS_ATTEMPT when it could
+# belong to more than one. It is never refused for not saying which version it worked on.
+
+
+def _belongs_to(state: StateView, command: Complete | Block | Fail) -> tuple[int, int, bool]:
+    """The plan version and attempt a result belongs to, and whether that is ambiguous (attempt 0)."""
+    step, attempt, started_seq = command.step, command.attempt, command.started_seq
+    if started_seq is not None:
+        return (*_named_start(state, step, started_seq, command.plan_version, attempt), False)
+    version = issued_version(state, command.plan_version)
+    if command.plan_version is not None:
+        return version, _attempt(state, step, version, attempt), False
+    candidates = _candidates(state, step, attempt)
+    if candidates is None:  # no attempt of an earlier version awaits a result: the active version's
+        current = state.steps.get(step)
+        return version, attempt if attempt is not None else (0 if current is None else current.attempt), False
+    if len(candidates) == 1:
+        return candidates[0]
+    return version, 0, True
+
+
+def _candidates(state: StateView, step: str, attempt: int | None) -> list[tuple[int, int, bool]] | None:
+    """The attempts an unnamed result for ``step`` (with attempt number ``attempt`` when given) can belong to,
+    when one of them is an attempt a replan cut off in flight; None when none is (the active version's)."""
+    cut = [c for c in state.cut_off if c.step == step and (attempt is None or c.attempt == attempt)]
+    if not cut:
+        return None
+    found = [(c.version, c.attempt, False) for c in cut]
+    current = state.steps.get(step)
+    if current is not None and current.attempt > 0 and (attempt is None or attempt <= current.attempt):
+        found.append((state.version, current.attempt if attempt is None else attempt, False))
+    return found
+
+
+def is_ambiguous(state: StateView, step: str) -> bool:
+    """True when a result for ``step`` that names no attempt could belong to more than one."""
+    candidates = _candidates(state, step, None)
+    return candidates is not None and len(candidates) > 1
+
+
+def _named_start(
+    state: StateView, step: str, started_seq: int, plan_version: int | None, attempt: int | None
+) -> tuple[int, int]:
+    """The plan version and attempt of the attempt of ``step`` started at ``started_seq`` (UNKNOWN_ATTEMPT when no
+    attempt a result can still belong to started there, or when the version or attempt the caller also gave
+    say otherwise)."""
+    issued_version(state, None)  # PLAN_NOT_CREATED first
+    found = _started_at(state, step, started_seq)
+    if found is None:
+        raise error(
+            "UNKNOWN_ATTEMPT",
+            f"no attempt of step {step} that a result can still belong to started at seq {started_seq} (its result "
+            f"is recorded already, or seq {started_seq} is not a start of {step}; plantrail log shows the starts)",
+            step=step,
+            started_seq=started_seq,
+        )
+    version, number = found
+    if (plan_version is not None and plan_version != version) or (attempt is not None and attempt != number):
+        said = f"attempt {attempt}" if attempt is not None and attempt != number else f"plan version {plan_version}"
+        raise error(
+            "UNKNOWN_ATTEMPT",
+            f"seq {started_seq} started attempt {number} of step {step} in plan version {version}, not {said}",
+            step=step,
+            started_seq=started_seq,
+            plan_version=version,
+            attempt=number,
+        )
+    return version, number
+
+
+def _started_at(state: StateView, step: str, seq: int) -> tuple[int, int] | None:
+    """(plan version, attempt) of the attempt of ``step`` whose start is at ``seq``, among the attempts a result may
+    still belong to: one a replan cut off in flight, or one since the step last restarted."""
+    for cut in state.cut_off:
+        if cut.step == step and cut.started_seq == seq:
+            return cut.version, cut.attempt
+    current = state.steps.get(step)
+    if current is None or seq not in current.started:
+        return None
+    number = current.attempt - (len(current.started) - 1 - current.started.index(seq))
+    return bisect_right(state.adoptions, seq) or state.version, number
+
+
 def _attempt(state: StateView, step: str, version: int, attempt: int | None) -> int:
-    """The attempt a result refers to: the caller's, else the step's attempt in that version."""
+    """The attempt a result stamped with ``version`` refers to: the caller's, else the step's attempt in that
+    version (for an earlier version: the attempt the replan cut off in flight)."""
     if attempt is not None:
         return attempt
     if version >= state.version:
         current = state.steps.get(step)
         return 0 if current is None else current.attempt
-    adopted = state.adopted  # the replan that superseded the previous version recorded the attempts it cut off
+    for cut in state.cut_off:
+        if cut.step == step and cut.version == version:
+            return cut.attempt
+    adopted = state.adopted  # the replan that superseded the previous version recorded the attempts it reset
     if version == state.version - 1 and adopted is not None and adopted.changes is not None:
         for change in (*adopted.changes.reset, *adopted.changes.removed):
             if change.step == step and change.attempt:
@@ -180,7 +279,7 @@ def _attempt(state: StateView, step: str, version: int, attempt: int | None) -> 
 def _as_recorded(state: StateView, data: Result, plan_version: int) -> Result:
     """A result that applies, as it is recorded: a report outside the step's scope makes it the blocked attempt
     ``scope_violation`` (:mod:`ledger.rules.approvals`); a late result is recorded as reported."""
-    if data.report is None:
+    if data.report is None or data.ambiguous:
         return data
     step = state.steps.get(data.step)
     if step is None or step.status != "in_progress" or orphan_reason(state, plan_version, data.step, data.attempt):
@@ -314,6 +413,16 @@ def _no_evidence(data: StepCompleted) -> Exception:
 
 def _result_rules(state: StateView, data: Result, plan_version: int, now: str | None = None) -> OrphanWhy | None:
     _result_text(data)
+    if data.ambiguous:  # kept on the orphan path, applied to no attempt: only when it could be more than one's
+        check_id(data.step, "step")
+        if data.attempt != 0 or plan_version != state.version or not is_ambiguous(state, data.step):
+            raise error(
+                "INVALID_TRANSITION",
+                f"{data.TYPE} for {data.step} is marked ambiguous, but it could belong to one attempt only",
+                step=data.step,
+                plan_version=state.version,
+            )
+        return "AMBIGUOUS_ATTEMPT"
     if plan_version < state.version:
         # A late result is a fact: it is recorded as the worker reported it, never refused.
         check_id(data.step, "step")
@@ -366,6 +475,7 @@ _RESULT_REFUSALS: Final = (
     "INVALID_ID",
     "INVALID_TRANSITION",
     "SCOPE_VIOLATION",
+    "UNKNOWN_ATTEMPT",
     "USAGE",
 )
 

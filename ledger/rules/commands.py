@@ -95,9 +95,11 @@ class Envelope(TypedDict, total=False):
 
 
 class Attempted(Envelope, total=False):
-    """:class:`Envelope` with the attempt the command belongs to (for a command on a step's attempt)."""
+    """:class:`Envelope` with the attempt the command belongs to (for a command on a step's attempt): its number,
+    and, for a result, the seq of its start (which names it exactly: attempt numbers restart after a replan)."""
 
     attempt: int | None
+    started_seq: int | None
 
 
 class Field(msgspec.Struct, frozen=True, kw_only=True):
@@ -137,6 +139,14 @@ ENVELOPE: Final[Mapping[str, Field]] = {
     "plan_version": Field(help="The plan version the worker was on (default: the active one).", metavar="V", minimum=1),
     "attempt": Field(
         help="The attempt this result belongs to (default: the step's current one).", metavar="N", minimum=1
+    ),
+    "started_seq": Field(
+        help="The seq of the start of the attempt this result belongs to, as the start's acknowledgement gave it: "
+        "names the attempt exactly, in whichever plan version it ran. Without it (nor --plan-version) the result "
+        "belongs to the step's one attempt awaiting a result; when an attempt a replan cut off and a later one "
+        "both could be its own, it is kept on the orphan path as AMBIGUOUS_ATTEMPT.",
+        metavar="SEQ",
+        minimum=1,
     ),
     "idempotency_key": Field(
         help="Retry-safe key: the same key and content returns the original seq; other content is "
@@ -231,7 +241,7 @@ class Method(Generic[P, C]):
         envelope = [
             inspect.Parameter(name, keyword, default=defaults.get(name), annotation=_ANNOTATIONS[name])
             for name in ENVELOPE
-            if name != "attempt" or "attempt" in defaults
+            if name not in _ATTEMPTED or name in defaults
         ]
         return [
             *(p for p in own if p.name not in trailing),
@@ -239,6 +249,9 @@ class Method(Generic[P, C]):
             *(p for p in own if p.name in trailing),
         ]
 
+
+#: The envelope options only a command on a step's attempt takes (when its struct has the field).
+_ATTEMPTED: Final = ("attempt", "started_seq")
 
 #: Each envelope option's annotation as the methods show it (the source text of :class:`Attempted`'s).
 _ANNOTATIONS: Final[Mapping[str, str]] = {
@@ -316,7 +329,8 @@ class Declaration(Generic[C]):
     def defaults(self) -> dict[str, Any]:
         """The default of each envelope option the command takes (``attempt`` only when it has one)."""
         given = {f.name: f.default for f in msgspec.structs.fields(self.command)}  # type: ignore[arg-type]
-        found = {name: given[name] for name in ("plan_version", "attempt", "actor", "source") if name in given}
+        names = ("plan_version", "attempt", "started_seq", "actor", "source")
+        found = {name: given[name] for name in names if name in given}
         return found | {"idempotency_key": given["key"], "expected_seq": None}
 
     def check_fields(self, command: C) -> None:

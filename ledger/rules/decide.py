@@ -3,9 +3,10 @@
 Each command is declared once, in the feature module that owns its rules (:mod:`plantrail.ledger.rules.commands`
 says how): the steps' attempts (:mod:`.attempts`: start, complete, block, fail), the criteria
 (:mod:`.criteria`), the run's end (:mod:`.outcomes`), the plan's versions (:mod:`.reconcile`: create, replan;
-:mod:`.extension`: extend), leases (:mod:`.leases`), observations (:mod:`.observations`), approvals
-(:mod:`.approvals`) and side effects (:mod:`.effects`). This module imports every one of them, so that
-:func:`decide` finds a command's declaration by its class, and :func:`check` an event's rules by its class.
+:mod:`.extension`: extend), leases (:mod:`.leases`), adopting a late result (:mod:`.adoption`), observations
+(:mod:`.observations`), approvals (:mod:`.approvals`) and side effects (:mod:`.effects`). This module imports
+every one of them, so that :func:`decide` finds a command's declaration by its class, and :func:`check` an
+event's rules by its class.
 
 A decision first *builds* the command's event (filling in defaults: the active plan version, the step's
 attempt), then :func:`check` judges the event against the state. ``check`` is the one place the rules are
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
+from plantrail.ledger.rules.adoption import ADOPT, Adopt
 from plantrail.ledger.rules.approvals import DECIDE, REQUEST_APPROVAL, Decide, RequestApproval
 from plantrail.ledger.rules.attempts import (
     BLOCK,
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DECLARATIONS",
     "Abandon",
+    "Adopt",
     "Block",
     "Command",
     "CommitEffect",
@@ -101,6 +104,7 @@ Command = (
     | Extend
     | Heartbeat
     | Abandon
+    | Adopt
     | Observe
     | RequestApproval
     | Decide
@@ -121,6 +125,7 @@ DECLARATIONS: Final[tuple[Declaration[Any], ...]] = (
     EXTEND,
     HEARTBEAT,
     ABANDON,
+    ADOPT,
     OBSERVE,
     REQUEST_APPROVAL,
     DECIDE,

@@ -4,7 +4,8 @@
 (the attempt a start gets, the next version, a patch's applied plan), compared with the same fields of the
 command, normalised as its decision normalises them (text trimmed, blank observations dropped). A field
 added to an event later is compared without a change here. The plan version, the attempt, a draft's goal and
-policy are compared when the retried command states them; when it leaves them to their defaults they are
+policy are compared when the retried command states them (the seq of an attempt's start, which only
+resolves to a version and an attempt, is not); when it leaves them to their defaults they are
 whatever the original resolved to (a retry after the run moved on still finds its original event).
 
 The comparison is made against the record the key names, read from the log's own bytes by the store, never
@@ -32,9 +33,13 @@ __all__ = ["KeyEntry", "command_content", "match", "record_content", "record_vie
 
 
 #: Fields of an event's data that the decision derives from the state, never from the command.
-DERIVED: Final = frozenset({"attempt", "new_version", "lease_s", "done", "not_done", "resume_from", "unmet"})
+DERIVED: Final = frozenset(
+    {"attempt", "new_version", "lease_s", "done", "not_done", "resume_from", "unmet", "ambiguous"}
+)
 #: Fields of a command that are not event content: the envelope, and the defaults compared on their own.
-_NOT_CONTENT: Final = frozenset({"actor", "source", "key", "plan_version", "attempt", "lease_s", "strict"})
+_NOT_CONTENT: Final = frozenset(
+    {"actor", "source", "key", "plan_version", "attempt", "started_seq", "lease_s", "strict"}
+)
 #: The type of the event each command records, from its declaration (a decision on an approval records one of
 #: two: :func:`_expected_type`).
 _EVENT_TYPE: Final[dict[type, str]] = {d.command: d.events[0].TYPE for d in DECLARATIONS if len(d.events) == 1}

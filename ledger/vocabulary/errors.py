@@ -327,6 +327,16 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
         "an effect commit names another step, plan version or attempt than its request",
     ),
     "STALE_PLAN_VERSION": (CommandRefused, "the command was issued against a superseded plan version"),
+    "UNKNOWN_ATTEMPT": (
+        CommandRefused,
+        "a result names by --started-seq a seq that is not the start of one of its step's attempts (or says another "
+        "plan version or attempt than that start's)",
+    ),
+    "ADOPT_REFUSED": (
+        CommandRefused,
+        "adopt: the late result is not a completion, its step is not pending in the active version, or the "
+        "step's contract is not the one the result was made under (the reason is named)",
+    ),
     "UNKNOWN_PLAN_VERSION": (CommandRefused, "the plan version does not exist yet"),
     "UNKNOWN_CAUSE": (
         CommandRefused,

@@ -55,6 +55,7 @@ __all__ = [
     "RunForked",
     "Source",
     "StepAbandoned",
+    "StepAdopted",
     "StepBlocked",
     "StepCompleted",
     "StepFailed",
@@ -75,6 +76,7 @@ V2_TYPES: Final[frozenset[str]] = frozenset(
     {
         "step.heartbeat",
         "step.abandoned",
+        "step.adopted",
         "run.forked",
         "plan.extended",
         "approval.requested",
@@ -226,13 +228,16 @@ class StepCompleted(_FixedShape, frozen=True, omit_defaults=True):
     produced (each declared output's name, digest and optional URI; :mod:`ledger.vocabulary.artifacts`)."""
 
     TYPE: ClassVar[str] = "step.completed"
-    ADDED: ClassVar[frozenset[str]] = frozenset({"report", "artifacts"})
+    ADDED: ClassVar[frozenset[str]] = frozenset({"report", "artifacts", "ambiguous"})
 
     step: str
     attempt: int
     evidence: tuple[str, ...]
     report: Report | None = None
     artifacts: tuple[Artifact, ...] = ()
+    #: Format v2: the result named no attempt while more than one could be its own (attempt 0): it is kept on
+    #: the orphan path as ``AMBIGUOUS_ATTEMPT`` and applied to no attempt.
+    ambiguous: bool = False
 
 
 class StepBlocked(_FixedShape, frozen=True, omit_defaults=True):
@@ -241,13 +246,14 @@ class StepBlocked(_FixedShape, frozen=True, omit_defaults=True):
     recorded as this event, reason ``scope_violation: ...``, whatever the runtime reported it as)."""
 
     TYPE: ClassVar[str] = "step.blocked"
-    ADDED: ClassVar[frozenset[str]] = frozenset({"report", "violation"})
+    ADDED: ClassVar[frozenset[str]] = frozenset({"report", "violation", "ambiguous"})
 
     step: str
     attempt: int
     reason: str
     report: Report | None = None
     violation: ScopeViolation | None = None
+    ambiguous: bool = False  # format v2: as StepCompleted's
 
 
 class StepFailed(_FixedShape, frozen=True, omit_defaults=True):
@@ -255,12 +261,13 @@ class StepFailed(_FixedShape, frozen=True, omit_defaults=True):
     with the runtime's evidence record."""
 
     TYPE: ClassVar[str] = "step.failed"
-    ADDED: ClassVar[frozenset[str]] = frozenset({"report"})
+    ADDED: ClassVar[frozenset[str]] = frozenset({"report", "ambiguous"})
 
     step: str
     attempt: int
     error: str
     report: Report | None = None
+    ambiguous: bool = False  # format v2: as StepCompleted's
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,6 +358,19 @@ class StepAbandoned(_FixedShape, frozen=True):
     step: str
     attempt: int
     reason: str
+
+
+class StepAdopted(_FixedShape, frozen=True):
+    """(Format v2) A late completion taken into the active version: the step, pending there, completes as its
+    new ``attempt`` with the evidence of the completion at ``orphan_seq``, which stays on the orphan path marked
+    adopted. Recorded only when the step's contract is the one that completion was made under
+    (:mod:`ledger.rules.adoption`)."""
+
+    TYPE: ClassVar[str] = "step.adopted"
+
+    step: str
+    attempt: int
+    orphan_seq: int
 
 
 class RunForked(_FixedShape, frozen=True):
@@ -453,6 +473,7 @@ Event = (
     | RunFinished
     | StepHeartbeat
     | StepAbandoned
+    | StepAdopted
     | LogOpened
     | LogRepaired
     | LogCheckpoint

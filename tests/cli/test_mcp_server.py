@@ -45,6 +45,7 @@ def test_the_tools_are_few_small_and_marked(tmp_path: Path) -> None:
                 "plan_set",
                 "step_start",
                 "step_result",
+                "step_adopt",
                 "step_effect",
                 "criterion_verdict",
                 "run_finish",
@@ -251,3 +252,50 @@ def test_a_first_plan_under_an_invalid_run_id_is_refused_with_its_code(tmp_path:
 
     anyio.run(main)
     assert not list(tmp_path.rglob("*.jsonl")) and not (tmp_path.parent / "outside.jsonl").exists()
+
+
+def test_a_worker_names_its_attempt_and_a_late_completion_is_adopted(tmp_path: Path) -> None:
+    """step_start answers the started_seq a step_result names its attempt by; after a replan cut that attempt
+    off, its completion lands on the orphan path, and step_adopt takes it into the new version."""
+
+    async def main() -> None:
+        async with Client(build_server(tmp_path)) as client:
+            _result(await _call(client, "plan_set", run="r1", goal="fix the login", steps=STEPS, criteria=CRITERIA))
+            started = _result(await _call(client, "step_start", run="r1", step="reproduce"))
+            assert (started["attempt"], started["started_seq"]) == (1, started["seq"])
+            _result(
+                await _call(
+                    client,
+                    "plan_set",
+                    run="r1",
+                    steps=STEPS,
+                    criteria=[{"id": "tests-pass", "description": "the whole suite passes"}],
+                    reason="new_constraint",
+                    why="the whole suite",
+                )
+            )
+            late = _result(
+                await _call(
+                    client,
+                    "step_result",
+                    run="r1",
+                    step="reproduce",
+                    result="complete",
+                    evidence="401 seen",
+                    started_seq=started["started_seq"],
+                )
+            )
+            assert late["orphan"] == "SUPERSEDED_VERSION"
+            adopted = _result(await _call(client, "step_adopt", run="r1", orphan_seq=late["seq"]))
+            assert adopted["can_start"] == ["fix"]
+            again = await _call(client, "step_adopt", run="r1", orphan_seq=late["seq"])
+            assert _refused(again, "ADOPT_REFUSED")
+            unknown = await _call(
+                client, "step_result", run="r1", step="fix", result="complete", evidence="x", started_seq=2
+            )
+            assert _refused(unknown, "UNKNOWN_ATTEMPT")
+
+    anyio.run(main)
+    with LogReader(tmp_path / "r1.jsonl") as reader:
+        types = [r.type for r in reader.records()]
+    assert types[-2:] == ["step.completed", "step.adopted"]

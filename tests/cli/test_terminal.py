@@ -120,10 +120,12 @@ def hostile_log(tmp_path: Path, run_cli: Callable[..., CliResult]) -> tuple[Path
         ("start", [log, "c"]),
         ("heartbeat", [log, "c", "--lease", "60"]),
         ("abandon", [log, "c", "--reason", "gone " + HOSTILE]),
-        ("start", [log, "c"]),
-        ("effect", [log, "c", "--requested", "k1", "--target", "target " + HOSTILE, "--before", "was " + HOSTILE]),
-        ("effect", [log, "c", "--committed", "k1", "--result", "result " + HOSTILE]),
-        ("effect", [log, "c", "--requested", "k2", "--target", "in doubt " + HOSTILE]),
+        ("complete", [log, "c", "--attempt", "1", "--evidence", "late after all " + HOSTILE]),
+        ("adopt", lambda: [log, str(len(log.read_bytes().splitlines()) - 1)]),  # the late completion just written
+        ("start", [log, "b"]),
+        ("effect", [log, "b", "--requested", "k1", "--target", "target " + HOSTILE, "--before", "was " + HOSTILE]),
+        ("effect", [log, "b", "--committed", "k1", "--result", "result " + HOSTILE]),
+        ("effect", [log, "b", "--requested", "k2", "--target", "in doubt " + HOSTILE]),
         ("request-approval", [log, "r1", "--steps", "a", "--question", "may we " + HOSTILE, "--tool", HOSTILE]),
         ("approve", [log, "r1", "--by", "by " + HOSTILE, "--why", "why " + HOSTILE]),
         ("request-approval", [log, "r2", "--steps", "a", "--question", "again " + HOSTILE]),
@@ -132,7 +134,8 @@ def hostile_log(tmp_path: Path, run_cli: Callable[..., CliResult]) -> tuple[Path
         ("finish", [log, "--outcome", "paused", "--reason", "paused " + HOSTILE]),
     ]
     outputs = []
-    for name, args in calls:
+    for name, given in calls:
+        args = given() if callable(given) else given
         result = run_cli(name, *args)
         assert result.code == 0, (name, result.err)
         outputs.append((name, result))

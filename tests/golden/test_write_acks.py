@@ -16,6 +16,7 @@ idempotency key, late results landing on the orphan path, a scope violation and 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Callable
 from datetime import timedelta
@@ -535,10 +536,12 @@ def lineage_script(run: Scenario) -> list[str]:
         "releases go through staging first",
     )
     for step, key in (("stage", "stage-1"), ("publish", "release-2")):
-        run.ok("start", "fork.jsonl", step)
+        # the worker names its attempt by its start: the publish the fork carried in flight was cut off too
+        started = re.search(r'(?:--started-seq |"started_seq": )(\d+)', run.ok("start", "fork.jsonl", step).out)
+        assert started is not None
         run.ok("effect", "fork.jsonl", step, "--requested", key, "--target", f"{step} registry", "--before", "1.3.2")
         run.ok("effect", "fork.jsonl", step, "--committed", key, "--result", "1.4.0 is latest")
-        run.ok("complete", "fork.jsonl", step, "-e", f"{step} accepted 1.4.0")
+        run.ok("complete", "fork.jsonl", step, "-e", f"{step} accepted 1.4.0", "--started-seq", started.group(1))
     run.ok("criterion", "fork.jsonl", "client-matches-schema", "--passed", "-e", "the published client is generate's")
     run.ok("finish", "fork.jsonl", "--outcome", "complete", "--reason", "1.4.0 is released")
     run.ok("verify", "fork.jsonl", "--parent", "run.jsonl")

@@ -79,7 +79,12 @@ def test_the_forked_state_is_the_parents_state_with_its_own_run_and_lineage(pare
         state = ledger.state
     at = audit.read_replay(parent, at_seq=12).state
     assert state.run == "f" and state.last_seq == 1
-    assert state._replace(run=at.run, last_seq=at.last_seq, head=at.head, lineage=()) == at
+    assert state_hash(state._replace(run=at.run, last_seq=at.last_seq, head=at.head, lineage=())) == state_hash(at)
+    # what only locates records in the parent's log does not: the fork's starts and adoptions are its own
+    assert not any(s.started for s in state.steps.values()) and state.adoptions == (1,) * at.version
+    assert state._replace(
+        run=at.run, last_seq=at.last_seq, head=at.head, lineage=(), steps=at.steps, adoptions=at.adoptions
+    ) == at._replace(cut_off=())
     [link] = state.lineage
     assert (link.run, link.seq, link.head, link.reason) == ("login-fix-replans", 12, at.head, "again")
 

@@ -61,6 +61,7 @@ def test_projection_exports_are_pinned() -> None:
         "Delta",
         "StateView",
         "evolve",
+        "find_orphan",
         "fold",
         "initial",
         "is_state_view",

@@ -98,6 +98,7 @@ METHODS: dict[str, dict[str, Any] | None] = {
     "extend": {"steps": [StepSpec("more", "more", (), "x")]},
     "heartbeat": {"step": "reproduce", "lease_s": 30.0},
     "abandon": {"step": "reproduce", "reason": "worker gone"},
+    "adopt": {"orphan_seq": 3},
     "observe": {"name": "repo", "version": "abc"},
     "request_approval": {"request": "r1", "question": "may I?", "steps": ["reproduce"]},
     "approve": {"request": "r1", "by": "ann", "why": "fine"},

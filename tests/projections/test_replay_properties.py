@@ -15,7 +15,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
@@ -29,6 +29,7 @@ from hypothesis.stateful import (
 
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.verify import verify_log
+from plantrail.ledger.vocabulary.errors import PlantrailError
 from plantrail.ledger.vocabulary.plan import PlanSpec, StepSpec
 from plantrail.projections.canonical import state_hash
 from plantrail.projections.history import replay_version
@@ -56,7 +57,18 @@ BASE: dict[str, Any] = {
 
 
 def _plan_part(state: PlanState) -> PlanState:
-    return state._replace(orphans=(), last_seq=0, head=None)
+    """What a late result must leave as it was: all but the orphans, what every record moves, and the attempts
+    cut off in flight (a late result closes its attempt's entry)."""
+    return state._replace(orphans=(), last_seq=0, head=None, cut_off=())
+
+
+class CutOff(NamedTuple):
+    """The model's attempt cut off in flight by a replan: its version, attempt and the seq its start was
+    acknowledged with."""
+
+    version: int
+    attempt: int
+    started_seq: int
 
 
 def _step_json(step: StepSpec) -> dict[str, Any]:
@@ -91,6 +103,12 @@ class ReplayMachine(RuleBasedStateMachine):
         self.ledger: Ledger
         self.before_replan: dict[int, PlanState] = {}  # version -> the state seen just before its replan
         self.fresh = 0
+        # The workers' side: each step's attempt in flight (as its start was acknowledged), and the attempts
+        # replans cut off in flight whose workers have not reported; late completions known to be their
+        # attempt's own (their seq -> the step and the version they were made under).
+        self.running: dict[str, CutOff] = {}
+        self.cut: dict[str, list[CutOff]] = {}
+        self.own_late: dict[int, tuple[str, int]] = {}
 
     @initialize()
     def create(self) -> None:
@@ -115,25 +133,36 @@ class ReplayMachine(RuleBasedStateMachine):
     @rule(pick=st.integers(min_value=0, max_value=9))
     def start(self, pick: int) -> None:
         ready = ready_steps(self.state)
-        assert self.ledger.start(ready[pick % len(ready)]).orphan is None
+        self._start(ready[pick % len(ready)])
+
+    def _start(self, step: str) -> int:
+        """Start ``step``, keeping what its acknowledgement says; the seq a result names the attempt by."""
+        ack = self.ledger.start(step)
+        assert ack.orphan is None
+        answer = self.ledger.acknowledgement(ack)
+        assert answer["started_seq"] == ack.seq
+        self.running[step] = CutOff(self.state.version, answer["attempt"], ack.seq)
+        return ack.seq
 
     @precondition(lambda self: bool(ready_steps(self.state)))
     @rule(pick=st.integers(min_value=0, max_value=9))
     def do_a_step(self, pick: int) -> None:
         ready = ready_steps(self.state)
         step = ready[pick % len(ready)]
-        self.ledger.start(step)
-        assert self.ledger.complete(step, [f"{step} evidence"]).orphan is None
+        started = self._start(step)
+        assert self.ledger.complete(step, [f"{step} evidence"], started_seq=started).orphan is None
+        del self.running[step]
 
     @precondition(lambda self: bool(ready_steps(self.state)))
     @rule(pick=st.integers(min_value=0, max_value=9))
     def fail_and_retry(self, pick: int) -> None:
         ready = ready_steps(self.state)
         step = ready[pick % len(ready)]
-        self.ledger.start(step)
-        self.ledger.fail(step, f"{step}: tool timed out")
+        started = self._start(step)
+        self.ledger.fail(step, f"{step}: tool timed out", started_seq=started)
+        del self.running[step]
         if step in ready_steps(self.state):
-            self.ledger.start(step)
+            self._start(step)
 
     @precondition(lambda self: bool(in_doubt(self.state)))
     @rule(pick=st.integers(min_value=0, max_value=9), kind=st.sampled_from(["complete", "fail", "block"]))
@@ -142,13 +171,18 @@ class ReplayMachine(RuleBasedStateMachine):
         step = running[pick % len(running)].id
         finished = self.state.finished
         before = self.state
+        worker = self.running.pop(step, None)  # None: its worker reported once already, after the run finished
+        fence = {} if worker is None else {"started_seq": worker.started_seq}
         if kind == "complete":
-            ack = self.ledger.complete(step, [f"{step} evidence"])
+            ack = self.ledger.complete(step, [f"{step} evidence"], **fence)
         elif kind == "fail":
-            ack = self.ledger.fail(step, f"{step} error")
+            ack = self.ledger.fail(step, f"{step} error", **fence)
         else:
-            ack = self.ledger.block(step, f"{step} reason")
-        assert ack.orphan == ("RUN_FINISHED" if finished else None)
+            ack = self.ledger.block(step, f"{step} reason", **fence)
+        if worker is None and self.cut.get(step):  # named nothing, and a cut-off attempt could be its own too
+            assert ack.orphan == "AMBIGUOUS_ATTEMPT"
+        else:
+            assert ack.orphan == ("RUN_FINISHED" if finished else None)
         if finished:
             assert _plan_part(self.state) == _plan_part(before)
 
@@ -215,6 +249,9 @@ class ReplayMachine(RuleBasedStateMachine):
         before = self.state
         self.before_replan[before.version] = before
         self.ledger.replan("agent_revision", "a random revision", plan=plan, patch=patch, causes=[before.last_seq])
+        for step, attempt in self.running.items():  # a replan supersedes every step in progress
+            self.cut.setdefault(step, []).append(attempt)
+        self.running.clear()
         self._check_reconcile(before, self.state)
         assert self.state.adopted is not None
         changes = self.state.adopted.changes
@@ -264,16 +301,90 @@ class ReplayMachine(RuleBasedStateMachine):
         ].plan  # the plan of a version is the one in force just before its replan
         assert superseded is not None
         step = data.draw(st.sampled_from(superseded.steps)).id
-        self._late(kind, step, "SUPERSEDED_VERSION", plan_version=version)
+        cut = [c for c in self.cut.get(step, ()) if c.version == version]
+        seq = self._late(kind, step, "SUPERSEDED_VERSION", plan_version=version)
+        if cut:  # the one attempt of that version cut off in flight: this result is its own, and closes it
+            self._closed(step, cut[0], seq, kind)
 
     @precondition(lambda self: any(s.attempt > 1 for s in self.state.steps.values_in_order()))
     @rule(data=st.data(), kind=st.sampled_from(["complete", "fail", "block"]))
     def late_result_for_a_stale_attempt(self, data: st.DataObject, kind: str) -> None:
         retried = [s for s in self.state.steps.values_in_order() if s.attempt > 1]
         step = data.draw(st.sampled_from(retried))
-        self._late(kind, step.id, "STALE_ATTEMPT", attempt=data.draw(st.integers(1, step.attempt - 1)))
+        attempt = data.draw(st.integers(1, step.attempt - 1))
+        self._late(kind, step.id, "STALE_ATTEMPT", attempt=attempt, plan_version=self.state.version)
 
-    def _late(self, kind: str, step: str, why: str, **fence: int) -> None:
+    @precondition(lambda self: any(self.cut.values()))
+    @rule(data=st.data(), kind=st.sampled_from(["complete", "fail", "block"]), named=st.booleans())
+    def cut_off_worker_reports(self, data: st.DataObject, kind: str, named: bool) -> None:
+        """A worker whose attempt a replan cut off reports, naming its start or nothing: named, or the one
+        attempt it can be, it lands as that attempt's (closing it); else it is kept as AMBIGUOUS_ATTEMPT."""
+        step = data.draw(st.sampled_from(sorted(s for s, cut in self.cut.items() if cut)))
+        attempt = data.draw(st.sampled_from(self.cut[step]))
+        current = self.state.steps.get(step)
+        candidates = len(self.cut[step]) + (current is not None and current.attempt > 0)
+        if named or candidates == 1:
+            fence = {"started_seq": attempt.started_seq} if named else {}
+            seq = self._late(kind, step, "SUPERSEDED_VERSION", **fence)
+            assert self.state.orphans[-1][3:5] == (attempt.version, attempt.attempt) or not named
+            self._closed(step, attempt if named else self.cut[step][0], seq, kind)
+        else:
+            self._late(kind, step, "AMBIGUOUS_ATTEMPT")
+            assert self.state.orphans[-1][3:5] == (self.state.version, 0)
+            event("late result: ambiguous")
+
+    def _closed(self, step: str, attempt: CutOff, seq: int, kind: str) -> None:
+        """The model's cut-off ``attempt`` of ``step`` got its result, at ``seq``."""
+        orphan = self.state.orphans[-1]
+        assert (orphan.seq, orphan.plan_version, orphan.attempt) == (seq, attempt.version, attempt.attempt)
+        self.cut[step].remove(attempt)
+        if kind == "complete":
+            self.own_late[seq] = (step, attempt.version)
+
+    @precondition(lambda self: bool(self.state.orphans))
+    @rule(data=st.data())
+    def adopt_a_late_result(self, data: st.DataObject) -> None:
+        """adopt takes a late completion into the plan exactly when it is its attempt's own, its step pending
+        with its dependencies completed, and the step's contract the one of its version; else ADOPT_REFUSED and
+        nothing is written."""
+        orphan = data.draw(st.sampled_from(self.state.orphans))
+        before, size = self.state, self.path.stat().st_size
+        assert before.plan is not None
+        known = self.own_late.get(orphan.seq)
+        now = {s.id: s for s in before.plan.steps}.get(orphan.step)
+        step = before.steps.get(orphan.step)
+        then = None if known is None else {s.id: s for s in self._plan_of(known[1]).steps}.get(orphan.step)
+        expected = (
+            known is not None
+            and orphan.adopted is None
+            and not before.finished
+            and now is not None
+            and step is not None
+            and step.status == "pending"
+            and then is not None
+            and then.contract() == now.contract()
+            and all(before.steps[d].status == "completed" for d in now.depends_on)
+        )
+        try:
+            ack = self.ledger.adopt(orphan.seq)
+        except PlantrailError as refused:
+            assert not expected, refused
+            assert refused.code in ("ADOPT_REFUSED", "RUN_FINISHED")
+            assert self.path.stat().st_size == size and self.state == before
+            return
+        assert expected
+        adopted = self.state.steps[orphan.step]
+        assert (adopted.status, adopted.attempt, adopted.evidence) == ("completed", step.attempt + 1, orphan.evidence)
+        assert self.state.orphans[before.orphans.index(orphan)].adopted == ack.seq
+        event("late result adopted")
+
+    def _plan_of(self, version: int) -> PlanSpec:
+        """The plan of ``version`` (the active one, or the one in force just before its replan)."""
+        state = self.state if version == self.state.version else self.before_replan[version]
+        assert state.plan is not None
+        return state.plan
+
+    def _late(self, kind: str, step: str, why: str, **fence: int) -> int:
         before = self.state
         if kind == "complete":
             ack = self.ledger.complete(step, ["late evidence"], **fence)
@@ -285,6 +396,7 @@ class ReplayMachine(RuleBasedStateMachine):
         assert _plan_part(self.state) == _plan_part(before)
         assert self.state.orphans[-1].seq == ack.seq
         event(f"late result: {why}")
+        return ack.seq
 
     # ----------------------------------------------------------- finishing
 

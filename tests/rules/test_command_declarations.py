@@ -34,6 +34,7 @@ RECORDING_METHODS = (
     "finish",
     "heartbeat",
     "abandon",
+    "adopt",
     "observe",
     "replan",
     "extend",
@@ -48,7 +49,7 @@ NOT_FIELDS = {"extend": {"additions"}}
 #: Command fields a method sets itself (approve and deny are the two decisions of one command).
 FIXED = {"approve": {"granted"}, "deny": {"granted"}}
 #: The fields every command has that the envelope options give (``key`` is ``idempotency_key``).
-ENVELOPE_FIELDS = {"actor", "source", "key", "plan_version", "attempt"}
+ENVELOPE_FIELDS = {"actor", "source", "key", "plan_version", "attempt", "started_seq"}
 
 
 def _methods() -> list[Method[Any, Any]]:
@@ -141,8 +142,10 @@ def _every_command(ledger: Ledger) -> None:
     ledger.fail("b", "it broke")
     ledger.start("b")
     ledger.abandon("b", "its worker is gone")
-    ledger.start("b")
-    ledger.block("b", "it is stuck")
+    late = ledger.complete("b", "it ran after all", attempt=2)  # the gone worker's result: on the orphan path
+    ledger.adopt(late.seq)
+    ledger.start("c")
+    ledger.block("c", "it is stuck")
     ledger.verify_criterion("done", True, "checked")
     ledger.request_approval("go-c", "may c run?", "c")
     ledger.deny("go-c", by="ana", why="no")
@@ -196,8 +199,8 @@ def test_every_recording_method_is_built_from_a_declared_method() -> None:
 @pytest.mark.parametrize("name", RECORDING_METHODS)
 def test_every_recording_method_has_its_declarations_signature_and_docstring(name: str) -> None:
     """Each recording method's signature is its declared method's parameters after ``self``, returning an Ack;
-    its envelope options are the declared ones (``attempt`` for a command with one), with the command's
-    defaults; its own parameters are its command's fields; its docstring is the declared method's."""
+    its envelope options are the declared ones (``attempt``, ``started_seq`` for a command with them), with the
+    command's defaults; its own parameters are its command's fields; its docstring is the declared method's."""
     method = next(m for m in _methods() if m.name == name)
     function = getattr(Ledger, name)
     signature = inspect.signature(function)
@@ -207,7 +210,7 @@ def test_every_recording_method_has_its_declarations_signature_and_docstring(nam
 
     command = method.declaration.command
     fields = {f.name: f for f in msgspec.structs.fields(command)}
-    envelope = [n for n in ENVELOPE if n != "attempt" or "attempt" in fields]
+    envelope = [n for n in ENVELOPE if n not in ("attempt", "started_seq") or n in fields]
     keyword = [p for p in parameters if p.kind is p.KEYWORD_ONLY]
     assert [p.name for p in keyword if p.name in ENVELOPE] == envelope
     for parameter in keyword:
@@ -291,6 +294,7 @@ def test_the_recording_commands_take_their_help_from_the_declarations() -> None:
         "extend",
         "heartbeat",
         "abandon",
+        "adopt",
         "observe",
         "request-approval",
         "approve",
@@ -382,7 +386,10 @@ def test_every_mcp_tool_that_records_several_commands_has_the_schema_of_the_decl
             "evidence": _field(complete, "evidence", optional=True),
             "reason": _field(attempts.block, "reason", optional=True),
             "artifacts": _field(complete, "artifacts", optional=True),
-            **{n: _field(complete, n) for n in ("plan_version", "attempt", "expected_seq", "idempotency_key")},
+            **{
+                n: _field(complete, n)
+                for n in ("plan_version", "attempt", "started_seq", "expected_seq", "idempotency_key")
+            },
         },
         "step_effect": {
             "step": _field(request, "step"),
@@ -411,6 +418,7 @@ def test_every_mcp_tool_that_records_several_commands_has_the_schema_of_the_decl
         "step_effect",
         "criterion_verdict",
         "run_finish",
+        "step_adopt",
         "plan_status",
         "plan_why",
         "run_resume",

@@ -21,7 +21,7 @@ NEWER: dict[str, Callable[[list[bytes]], bytes]] = {
         b'"actor":', b'"trace":{"traceparent":"00-a-b-01"},"actor":', 1
     ),
     "an event member": lambda lines: lines[2].replace(b'"attempt":1', b'"attempt":1,"started_by":"worker-7"', 1),
-    "an event type": lambda lines: lines[2].replace(b'"step.started"', b'"step.adopted"', 1),
+    "an event type": lambda lines: lines[2].replace(b'"step.started"', b'"step.snoozed"', 1),
     "a member of a plan's step": lambda lines: lines[1].replace(
         b'"id":"reproduce",', b'"id":"reproduce","owner":"x",', 1
     ),
