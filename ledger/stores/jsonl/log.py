@@ -726,11 +726,14 @@ class JsonlStore:
     def _write(self, lines: Sequence[bytes], last: Record) -> bool:
         """Append encoded lines with one write after the head; fsync per policy; True when durable."""
         head = self._head
-        size = os.lseek(self._fd, 0, os.SEEK_END)  # the size (the descriptor appends wherever it points)
+        # One fstat: the size (the descriptor appends wherever it points) and the identity, so that no write
+        # between the turn's check and ours goes unnoticed.
+        now = identity_of(self._fd)
+        size = now.size
         if size != head.end:
             raise error("IO_ERROR", f"log {self.path} changed outside the writer lock", path=self.path)
         blob = b"".join(lines)
-        self._keep_custody(identity_of(self._fd))  # no write between the turn's check and ours goes unnoticed
+        self._keep_custody(now)
         try:
             written = os.write(self._fd, blob)
         except OSError as exc:
