@@ -265,7 +265,12 @@ class Ledger:
             if snapshot is not None:
                 ledger._state, ledger._keys = snapshot.state, dict(snapshot.keys)
                 ledger._unread = holds_lazy(snapshot.state)
-            ledger._refresh()
+            reading = getattr(store, "reading", None) if not repair and acked is None else None
+            if callable(reading):  # caught up as a reader reads: an append then takes the writer lock once
+                with reading() as session:
+                    ledger._catch_up(session)
+            else:
+                ledger._refresh()
         except BaseException:
             store.close()
             raise

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from plantrail.ledger.vocabulary.codec import check_schema, encode
+from plantrail.ledger.vocabulary.codec import encode_checked
 from plantrail.ledger.vocabulary.errors import error
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ def encode_pending(p: PendingRecord, *, run: str, seq: int, prev: str) -> tuple[
     (The hash and the canonical form are ours by construction; the schema check catches a value of the wrong
     type handed to the library, which would otherwise make every later read of the log fail.)
     """
-    line, _ = encode(
+    return encode_checked(
         seq=seq,
         ts=p.ts,
         run=run,
@@ -38,7 +38,6 @@ def encode_pending(p: PendingRecord, *, run: str, seq: int, prev: str) -> tuple[
         source=p.source,
         key=p.key,
     )
-    return line, check_schema(line[:-1], line_no=seq + 1)
 
 
 def check_link(record: Record, *, next_seq: int, prev: str, run: str | None, line: int) -> None:

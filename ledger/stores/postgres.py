@@ -623,6 +623,23 @@ def _encode_all(
     return rows, records
 
 
+#: One record appended and its wake-up sent in one statement: on a connection in autocommit, one round trip
+#: and one transaction (a ``BEGIN``, the insert, the notify and a ``COMMIT`` were four).
+_INSERT_ONE_NOTIFY: Final = (
+    "WITH added AS (INSERT INTO plantrail_records (run, seq, line, h, key) VALUES (%s, %s, %s, %s, %s) "
+    "RETURNING run) SELECT pg_notify(%s, run) FROM added"
+)
+_INSERT_ONE: Final = "INSERT INTO plantrail_records (run, seq, line, h, key) VALUES (%s, %s, %s, %s, %s)"
+
+
+def _insert_one(conn: Connection[Any], row: tuple[str, int, bytes, str, str | None], notify: bool) -> None:
+    """Insert one record (and notify) as one statement, its own transaction on a connection in autocommit."""
+    if notify:
+        conn.execute(_INSERT_ONE_NOTIFY, (*row, CHANNEL))
+    else:
+        conn.execute(_INSERT_ONE, row)
+
+
 def _insert(conn: Connection[Any], rows: Sequence[tuple[str, int, bytes, str, str | None]], notify: bool) -> None:
     with conn.cursor() as cur:
         cur.executemany("INSERT INTO plantrail_records (run, seq, line, h, key) VALUES (%s, %s, %s, %s, %s)", rows)
@@ -715,8 +732,11 @@ class _Session:
         psycopg = _driver("psycopg")
         with _faults(store.location, outcome_unknown=True):
             try:
-                with self._conn.transaction():
-                    _insert(self._conn, rows, store.location.notify)
+                if len(rows) == 1:  # the common append: one statement, one round trip
+                    _insert_one(self._conn, rows[0], store.location.notify)
+                else:
+                    with self._conn.transaction():
+                        _insert(self._conn, rows, store.location.notify)
             except psycopg.errors.UniqueViolation:
                 raise error(
                     "WRITE_CONFLICT",

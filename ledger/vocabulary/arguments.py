@@ -196,6 +196,8 @@ def _sequence(item: Check, origin: Any) -> Check:
     lazy = origin is collections.abc.Iterable
 
     def test(value: Any) -> bool:
+        if type(value) is tuple or type(value) is list:  # the common value, without the abstract checks
+            return all(item.test(part) for part in value)
         if isinstance(value, (*_TEXTS, Mapping)):
             return False
         if isinstance(value, collections.abc.Sequence):

@@ -44,6 +44,7 @@ __all__ = [
     "MAX_LINE_BYTES",
     "decode",
     "encode",
+    "encode_checked",
     "holds_record_end",
     "json_schema",
     "line_version",
@@ -305,6 +306,58 @@ def _canonical(record: Record, body: bytes, *, v2: bool | None = None) -> bool:
 
 
 _sha256 = hashlib.sha256
+
+
+def encode_checked(
+    *,
+    seq: int,
+    ts: str,
+    run: str,
+    plan_version: int,
+    actor: str,
+    data: ev.Event,
+    prev: str,
+    source: Source | None = None,
+    key: str | None = None,
+) -> tuple[bytes, Record]:
+    """The writer's one call per record: its line (newline included) and the record exactly as a reader will
+    decode it, the line checked against the schema and for canonical form as :func:`check_schema` checks it.
+
+    The common line (a native event type holding nothing format v2 added, no source or key) is encoded once,
+    by msgspec as the reader's canonical-form check encodes it (:func:`_make_hot`), hashed once, and decoded
+    once by its type's own decoder; it stands when the decoded event equals the one given and encodes back to
+    the same bytes, which are then the bytes orjson writes for it (a value of another type than its field's
+    decodes to another value, or not at all). Any other record, and a common one that fails those checks, is
+    encoded and checked as :func:`encode` and :func:`check_schema` do, with their errors."""
+    kind = type(data)
+    hot = _HOT[kind] if source is None and key is None else None
+    if hot is not None and not _OUTGROWS_V1[kind](data):
+        try:
+            body = _ENCODE(_Plain(V1, seq, ts, run, kind.TYPE, plan_version, actor, data, prev))
+        except (msgspec.EncodeError, OverflowError, TypeError, ValueError):
+            body = None
+        if body is not None:
+            h = _sha256(body).hexdigest()
+            line = b'%s,"h":"%s"}\n' % (body[:-1], h.encode())
+            if len(line) <= MAX_LINE_BYTES:
+                try:
+                    record = _ONE_TYPE_ONLY[kind.TYPE](line[:-1])
+                except msgspec.MsgspecError:
+                    record = None
+                if record is not None and record.data == data and hot(record, record.data) == body:
+                    return line, record
+    line, _ = encode(
+        seq=seq,
+        ts=ts,
+        run=run,
+        plan_version=plan_version,
+        actor=actor,
+        data=data,
+        prev=prev,
+        source=source,
+        key=key,
+    )
+    return line, check_schema(line[:-1], line_no=seq + 1)
 
 
 def check_schema(line: bytes, *, line_no: int) -> Record:
@@ -691,6 +744,11 @@ _RECORD_CLASSES: Final[_OnDemand[str, type[Record]]] = _OnDemand(
 )
 #: Each event type's one-type decoder, by type name (see :func:`_first_decoder`).
 _ONE_TYPE: Final[_OnDemand[str, Callable[[bytes], Record]]] = _OnDemand(_one_type)
+#: Each event type's msgspec decoder alone, by type name (the writer's check: a line it refuses is encoded and
+#: checked again the full way).
+_ONE_TYPE_ONLY: Final[_OnDemand[str, Callable[[bytes], Record]]] = _OnDemand(
+    lambda name: msgspec.json.Decoder(_RECORD_CLASSES[name]).decode
+)
 
 
 @cache

@@ -618,17 +618,28 @@ class JsonlStore:
         """One catch-up, decide and append turn: entering it takes the writer lock, leaving it releases it."""
         return _Session(self)
 
+    def reading(self) -> _Reading:
+        """A catch-up without the writer lock, as a reader reads (what a ledger opening the log does, so that
+        an append takes the lock once): it reads and checks what follows the head; a final fragment is waited
+        for under a shared lock, as a reader waits, and refused TORN_TAIL when it is torn. Entered, it holds
+        this writer's thread lock. Not for a writer that repairs or checks a caller's acknowledged record:
+        those are judged under the writer lock, on the first :meth:`session`."""
+        return _Reading(self)
+
+    def _lock_thread(self) -> None:
+        """Take the thread lock (refusing a poisoned writer); a forked child first opens its own descriptor."""
+        self._own()
+        self._thread_lock.acquire()
+        if self._poisoned:
+            self._thread_lock.release()
+            raise error("WRITER_POISONED", f"this writer is poisoned: {self._poisoned}; reopen the log", path=self.path)
+
     def _lock(self) -> tuple[int, bool]:
         """Take the thread lock and the file lock (refusing a poisoned writer), then check the file (see
         :meth:`_check_file`); whatever fails releases what was taken. A forked child first opens its own
         descriptor (:meth:`_own`)."""
-        self._own()
-        self._thread_lock.acquire()
+        self._lock_thread()
         try:
-            if self._poisoned:
-                raise error(
-                    "WRITER_POISONED", f"this writer is poisoned: {self._poisoned}; reopen the log", path=self.path
-                )
             fcntl.flock(self._fd, fcntl.LOCK_EX)
             try:
                 return self._check_file()
@@ -726,11 +737,14 @@ class JsonlStore:
     def _write(self, lines: Sequence[bytes], last: Record) -> bool:
         """Append encoded lines with one write after the head; fsync per policy; True when durable."""
         head = self._head
-        size = os.lseek(self._fd, 0, os.SEEK_END)  # the size (the descriptor appends wherever it points)
+        # One fstat: the size (the descriptor appends wherever it points) and the identity, so that no write
+        # between the turn's check and ours goes unnoticed.
+        now = identity_of(self._fd)
+        size = now.size
         if size != head.end:
             raise error("IO_ERROR", f"log {self.path} changed outside the writer lock", path=self.path)
         blob = b"".join(lines)
-        self._keep_custody(identity_of(self._fd))  # no write between the turn's check and ours goes unnoticed
+        self._keep_custody(now)
         try:
             written = os.write(self._fd, blob)
         except OSError as exc:
@@ -940,8 +954,10 @@ class _Session:
             return iter(())  # nothing was appended since our last turn: no need to read
         return self._read_new()
 
-    def _read_new(self) -> Iterator[Record]:
-        """Read and check what follows the head; repair or refuse a torn tail; check a watermark on the first turn."""
+    def _read_new(self, locked: bool = True) -> Iterator[Record]:
+        """Read and check what follows the head; repair or refuse a torn tail; check a watermark on the first turn.
+        Without the writer lock (``locked`` False: a :class:`_Reading`), a final fragment is read again under a
+        shared lock, as a reader does, before it is called torn."""
         store = self._store
         scan = store._scan()
         acked = store._acked if store._first_turn else None
@@ -949,6 +965,16 @@ class _Session:
             store._advance(scan)
             yield record
         store._advance(scan)
+        if scan.tail is not None and not locked:  # a writer may be mid-write: wait for its lock, look again
+            shared_lock_within(store._fd, store.path, "to tell a write in progress from a torn tail")
+            try:
+                scan = store._scan()
+                for record in scan:
+                    store._advance(scan)
+                    yield record
+                store._advance(scan)
+            finally:
+                fcntl.flock(store._fd, fcntl.LOCK_UN)
         if acked is not None:
             _check_watermark(store._head, acked, scan.tail)
         if scan.tail is not None:
@@ -1001,6 +1027,37 @@ class _Session:
         lines = self._lines
         self._lines, self._last = [], None
         return self._store._write(lines, last)
+
+
+class _Reading(_Session):
+    """A catch-up without the writer lock (see :meth:`JsonlStore.reading`): it reads, and stages nothing."""
+
+    def __enter__(self) -> Self:
+        store = self._store
+        if store._repair or (store._first_turn and store._acked is not None):
+            raise error("USAGE", "a writer that repairs or checks an acknowledged record catches up in a session")
+        store._lock_thread()
+        try:
+            self._size, self.rewound = store._check_file()
+        except BaseException:
+            store._thread_lock.release()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._store._thread_lock.release()
+
+    def new_records(self) -> Iterator[Record]:
+        store = self._store
+        if self._size == store._head.end and not store._first_turn:
+            return iter(())
+        return self._read_new(locked=False)
+
+    def stage(self, record: PendingRecord) -> Record:
+        raise error("USAGE", "a catch-up without the writer lock appends nothing: stage in a session")
+
+    def commit(self) -> bool:
+        raise error("USAGE", "a catch-up without the writer lock appends nothing: commit in a session")
 
 
 def _write_all(fd: int, blob: bytes) -> None:
