@@ -10,7 +10,6 @@ after the run finished) never touch the plan: they land on ``orphans``.
 
 from __future__ import annotations
 
-import operator
 import re
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping
@@ -44,6 +43,7 @@ from plantrail.projections.model import (
     StepStatus,
     Text,
     VersionInfo,
+    step_status,
 )
 from plantrail.projections.reconcile import reconcile
 from plantrail.projections.table import Table
@@ -287,7 +287,7 @@ class _Builder:
 
     def _count(self, steps: Mapping[str, StepState]) -> None:
         """Count the steps in progress and completed of a new steps table (a replan's, a fork's)."""
-        tally = steps.tally(_status) if isinstance(steps, Table) else Counter(s.status for s in steps.values())
+        tally = steps.tally(step_status) if isinstance(steps, Table) else Counter(s.status for s in steps.values())
         self.in_progress = tally.get("in_progress", 0)
         self.completed = tally.get("completed", 0)
 
@@ -346,14 +346,11 @@ class _Builder:
         )
 
 
-_status: Final[Callable[[StepState], str]] = operator.attrgetter("status")
-
-
 def _statuses(steps: Mapping[str, StepState]) -> Mapping[Hashable, int]:
     """How many steps have each status: a table's tally (counted once, then carried through each step set), or
     a count of a plain mapping's."""
     if isinstance(steps, Table):
-        return steps.tally(_status)
+        return steps.tally(step_status)
     return Counter(s.status for s in steps.values())
 
 

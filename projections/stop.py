@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, cast
 from plantrail.ledger.vocabulary.contract import parse_ts
 from plantrail.ledger.vocabulary.evidence import Usage
 from plantrail.ledger.vocabulary.plan import PlanSpec, StepSpec
-from plantrail.projections.model import PlanState
+from plantrail.projections.model import PlanState, step_status
 from plantrail.projections.repair_edges import idle_repairs
-from plantrail.projections.state import open_steps
+from plantrail.projections.table import Table
 
 if TYPE_CHECKING:
     from plantrail.projections.state import StateView
@@ -77,7 +77,14 @@ def _used(usage: Usage | None, field: str) -> float:
 def _work_left(state: StateView) -> bool:
     """Whether :func:`_unmet` names anything, without listing it: counted from the steps' tally by status (an
     idle repair step is pending or stale, so it is among the steps not completed), not by a scan of the plan."""
-    if open_steps(state) > len(idle_repairs(state)):
+    steps = state.steps
+    if isinstance(steps, Table):  # a state's: `status` from a snapshot asks this without loading the reducer
+        left = len(steps) - steps.tally(step_status).get("completed", 0)
+    else:
+        from plantrail.projections.state import open_steps  # the fold's builder
+
+        left = open_steps(state)
+    if left > len(idle_repairs(state)):
         return True
     return any(c.status != "passed" for c in state.criteria.values())
 
