@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 from uuid import UUID
 
 import orjson
@@ -87,3 +89,69 @@ def eventsourcing_replay(n_events: int) -> Callable[[], object]:
         return aggregate
 
     return replay
+
+
+def _full_sync_connections() -> None:
+    """Make every SQLite connection eventsourcing opens from now on use ``PRAGMA synchronous=FULL`` (in its WAL
+    mode: one fsync of the write-ahead log per committed transaction), whatever the library's default is."""
+    from eventsourcing.sqlite import SQLiteConnectionPool
+
+    if getattr(SQLiteConnectionPool, "_bench_full_sync", False):
+        return
+    create = SQLiteConnectionPool._create_connection
+
+    def full_sync(self: Any) -> Any:
+        connection = create(self)
+        connection._sqlite_conn.execute("PRAGMA synchronous=FULL")
+        return connection
+
+    SQLiteConnectionPool._create_connection = full_sync  # type: ignore[method-assign]
+    SQLiteConnectionPool._bench_full_sync = True  # type: ignore[attr-defined]
+
+
+def eventsourcing_sqlite_batches(folder: Path, lines: Sequence[bytes], batch: int = 100) -> Callable[[], float]:
+    """eventsourcing's SQLite recorder appending one aggregate's events, each carrying the data of one of
+    ``lines`` (a plantrail event's JSON object), saved in batches of ``batch`` (one transaction each) with
+    ``synchronous=FULL``; a fresh database is made untimed before each run. Returns the probe."""
+    try:
+        from eventsourcing.application import Application
+
+        from bench.es_counter import Recording
+    except ModuleNotFoundError as exc:
+        raise ModuleNotFoundError(
+            "the eventsourcing baseline needs the bench extra: pip install -e '.[bench]' (eventsourcing>=9.2)"
+        ) from exc
+    _full_sync_connections()
+    payloads = [orjson.loads(line)["data"] for line in lines]
+    database = folder / "eventsourcing.sqlite"
+    apps: list[Application[UUID]] = []
+
+    def setup() -> None:
+        for app in apps:
+            app.close()
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{database}{suffix}").unlink(missing_ok=True)
+        env = {
+            "PERSISTENCE_MODULE": "eventsourcing.sqlite",
+            "SQLITE_DBNAME": str(database),
+            "IS_SNAPSHOTTING_ENABLED": "n",
+        }
+        apps[:] = [Application(env=env)]
+
+    def go() -> None:
+        app = apps[0]
+        recording = Recording()
+        for start in range(0, len(payloads), batch):
+            for data in payloads[start : start + batch]:
+                recording.record(data)
+            app.save(recording)
+        if recording.count != len(payloads):
+            raise RuntimeError(f"recorded {recording.count} events, expected {len(payloads)}")
+
+    def probe() -> float:
+        setup()
+        begin = time.perf_counter()
+        go()
+        return time.perf_counter() - begin
+
+    return probe

@@ -1,6 +1,8 @@
-"""The eventsourcing aggregate used by the eventsourcing baseline (needs the `bench` extra)."""
+"""The eventsourcing aggregates used by the eventsourcing baselines (need the `bench` extra)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from eventsourcing.domain import Aggregate, event
 
@@ -16,3 +18,16 @@ class Counter(Aggregate):
     def set(self, value: int) -> None:
         """Record a Set event carrying the new value."""
         self.value = value
+
+
+class Recording(Aggregate):
+    """An aggregate whose only command records one event carrying a plantrail event's data as it is."""
+
+    @event("Started")
+    def __init__(self) -> None:
+        self.count = 0
+
+    @event("Recorded")
+    def record(self, data: dict[str, Any]) -> None:
+        """Record an event carrying ``data`` (a plantrail record's JSON object)."""
+        self.count += 1

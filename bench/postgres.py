@@ -1,9 +1,12 @@
 """Benchmark sides for the PostgreSQL store, each against a baseline on the same server in the same run.
 
 * Appends: plantrail appending a recorded run's commands one per transaction (catch up, decide, insert,
-  commit), with 1 and with 8 writers (each on its own run), against a raw psycopg loop inserting the same
+  commit), with 1, 8 and 32 writers (each on its own run), against a raw psycopg loop inserting the same
   rows with the same transaction pattern (a read of the run after its head, then the insert and the
   wake-up NOTIFY, committed together).
+* Appends to one run: 1, 8 and 32 writers appending criterion verdicts (legal in any order) to the same run,
+  each racing the others for the next seq, against the raw loop doing the same (a lost race, a unique
+  violation on the seq, is caught up and tried again).
 * Replay: a full checked fold of a run read from PostgreSQL against the same run read from its JSONL file.
 
 The server is the one ``PLANTRAIL_BENCH_POSTGRES`` names, or one started from the ``pgserver`` wheel in the
@@ -30,7 +33,15 @@ from plantrail.ledger.stores.jsonl.log import LogReader
 from plantrail.ledger.stores.postgres import init_schema, read_records
 from plantrail.projections.state import fold
 
-__all__ = ["append_baseline", "append_ledger", "replay_jsonl", "replay_postgres", "server_url"]
+__all__ = [
+    "append_baseline",
+    "append_ledger",
+    "replay_jsonl",
+    "replay_postgres",
+    "server_url",
+    "shared_baseline",
+    "shared_ledger",
+]
 
 _server: Any = None
 
@@ -106,6 +117,86 @@ def append_baseline(url: str, run: Script, writers: int) -> Probe:
                             (runs[i], seq, line, h),
                         )
                         conn.execute("SELECT pg_notify('plantrail_records', %s)", (runs[i],))
+
+        _parallel(writers, write)
+
+    return timed(go, setup)
+
+
+def _verdict(ledger: Ledger, i: int) -> None:
+    ledger.verify_criterion("c0", passed=i % 2 == 0, evidence=f"checked by writer turn {i}")
+
+
+def shared_ledger(url: str, run: Script, writers: int, events: int) -> Probe:
+    """plantrail: ``writers`` ledgers on one fresh run (made untimed), each appending ``events`` criterion
+    verdicts one per append; a writer that lost the race for the next seq decides again (the ledger's own
+    retries)."""
+    ledgers: list[Ledger] = []
+
+    def setup() -> None:
+        for ledger in ledgers:
+            ledger.close()
+        target = f"{url}#shared-{uuid.uuid4().hex[:12]}"
+        Ledger.create(target, copy.deepcopy(run.draft), clock=Clock()).close()
+        ledgers[:] = [Ledger.open(target) for _ in range(writers)]
+
+    def go() -> None:
+        def write(i: int) -> None:
+            for turn in range(events):
+                _verdict(ledgers[i], turn)
+
+        _parallel(writers, write)
+
+    return timed(go, setup)
+
+
+def verdict_lines(folder: Path, run: Script, events: int) -> list[bytes]:
+    """The lines ``events`` criterion verdicts append to the run (recorded once in a file, untimed)."""
+    path = folder / f"verdicts-{events}.jsonl"
+    for leftover in (path, Path(f"{path}.cache")):
+        if leftover.exists() and leftover.is_file():
+            leftover.unlink()
+    with Ledger.create(path, copy.deepcopy(run.draft), fsync="none", clock=Clock(), cache=False) as ledger:
+        for turn in range(events):
+            _verdict(ledger, turn)
+    return path.read_bytes().splitlines(keepends=True)[2:]
+
+
+def shared_baseline(url: str, lines: list[bytes], writers: int) -> Probe:
+    """The raw loop on one run: per append, read the run after the head this writer knows, insert the row at
+    the next seq, notify, commit; a unique violation (another writer took that seq) is rolled back, and the
+    writer reads on and tries again."""
+    import psycopg
+
+    rows = [_row(line) for line in lines]
+    runs: list[str] = []
+
+    def setup() -> None:
+        runs[:] = [f"raw-shared-{uuid.uuid4().hex[:12]}"]
+
+    def go() -> None:
+        def write(i: int) -> None:
+            head = 0
+            with psycopg.connect(url, autocommit=True) as conn:
+                for _, line, h in rows:
+                    while True:
+                        try:
+                            with conn.transaction():
+                                for seq, _ in conn.execute(
+                                    "SELECT seq, line FROM plantrail_records WHERE run = %s AND seq > %s ORDER BY seq",
+                                    (runs[0], head),
+                                ).fetchall():
+                                    head = seq
+                                conn.execute(
+                                    "INSERT INTO plantrail_records (run, seq, line, h, key) "
+                                    "VALUES (%s, %s, %s, %s, NULL)",
+                                    (runs[0], head + 1, line, h),
+                                )
+                                conn.execute("SELECT pg_notify('plantrail_records', %s)", (runs[0],))
+                            head += 1
+                            break
+                        except psycopg.errors.UniqueViolation:
+                            continue
 
         _parallel(writers, write)
 

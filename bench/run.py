@@ -26,6 +26,7 @@ from typing import Final
 
 from bench.baselines import (
     eventsourcing_replay,
+    eventsourcing_sqlite_batches,
     orjson_loop_process,
     orjson_read,
     python_import_process,
@@ -36,15 +37,20 @@ from bench.harness import Probe, Row, compare_values, peak_rss_mb, render_table,
 from bench.sides import (
     EVIDENCE_BYTES,
     Script,
+    append_argv,
     append_batches,
     append_each,
+    append_in_place,
     append_one,
+    appendable_log,
+    behind_log,
     cli_argv,
     evidence_log,
     fold_version_span,
     full_replay,
     make_log,
     middle_version,
+    plan_events,
     plantrail_argv,
     rebuild_version,
     replay_argv,
@@ -68,6 +74,11 @@ class Config:
     status_events: int = 1000
     runs_in_folder: int = 1000  # `plantrail runs`: logs in the folder (each of status_events events)
     runs_in_database: int = 10_000  # `plantrail runs --store`: runs in the database
+    long_log: int = 1_000_000  # the log an append is measured on against one of short_log events
+    short_log: int = 1_000
+    plan_steps: int = 10_000  # the plan a start or complete is measured on against one of small_plan steps
+    small_plan: int = 40
+    behind: int = 1_000  # records after the snapshot in the `status` row's log that is behind
 
 
 @dataclass
@@ -125,6 +136,7 @@ class RowSpec:
     unit: str = "s"
     per_event: bool = True
     judged: Callable[[Config], Sequence[int]] | None = None  # sizes the target is set for (default: every size)
+    writers: int = 1  # writers each making the size's events: the per-event figure is over all of them
 
 
 def all_sizes(config: Config) -> Sequence[int]:
@@ -452,6 +464,108 @@ def _runs_database(wl: Workload, count: int) -> Probe:
     return database_listing(database)
 
 
+def long_log_size(config: Config) -> Sequence[int]:
+    """The long log of the append rows (--long-log)."""
+    return (config.long_log,)
+
+
+def plan_size(config: Config) -> Sequence[int]:
+    """The large plan of the plan-size rows (--plan-steps)."""
+    return (config.plan_steps,)
+
+
+def _es_batches(wl: Workload, n: int) -> Probe:
+    """eventsourcing's SQLite recorder appending the n-event script's events in batches of 100."""
+    return eventsourcing_sqlite_batches(wl.dir, wl.lines(n))
+
+
+def _plan_events(contract: bool, steps: int | None = None) -> Side:
+    """Seconds per start or complete on a plan of n steps (or of ``steps``, the small plan)."""
+    return lambda wl, n: plan_events(wl.dir, steps or n, contract=contract)
+
+
+def _appendable(wl: Workload, n: int) -> Path:
+    return appendable_log(wl.log(n), wl.dir / f"appending-{n}.jsonl")
+
+
+def _append_to(size: int | None = None, memory: bool = False) -> Side:
+    """One append (open, one record, close) to a copy of the n-event log (or of the ``size``-event log), timed,
+    or the peak memory of a process making it."""
+
+    def side(wl: Workload, n: int) -> Probe:
+        path = _appendable(wl, size or n)
+        if memory:
+            args = append_argv(path)
+            return lambda: peak_rss_mb(args)
+        return append_in_place(path)
+
+    return side
+
+
+def _status_behind(wl: Workload, n: int) -> Probe:
+    """`plantrail status` on an n-event run whose snapshot is --behind records behind its end."""
+    path = behind_log(wl.dir / f"behind-{n}.jsonl", n, Config.behind)
+    return timed(run_process(status_argv(path)), collect=False)
+
+
+def write_path_rows(config: Config) -> list[RowSpec]:
+    """The write path's rows: the peer row, and appends flat in the log's and the plan's size."""
+    short, small = f"{config.short_log:,}", f"{config.small_plan:,}"
+    return [
+        RowSpec(
+            "group-commit append, batches of 100 (vs eventsourcing's SQLite recorder, the same events saved 100 "
+            "at a time, synchronous=FULL)",
+            append_size,
+            baseline=_es_batches,
+            candidate=_appending(append_batches),
+            target="<1x",
+        ),
+        RowSpec(
+            f"a start or complete on a plan of that many steps, per event (vs the same on a plan of {small} steps)",
+            plan_size,
+            baseline=_plan_events(False, config.small_plan),
+            candidate=_plan_events(False),
+            target="<=1.2x",
+            per_event=False,
+        ),
+        RowSpec(
+            f"a start or complete on a v2 plan of that many steps (the stop policy judges each start), per event "
+            f"(vs the same on a v2 plan of {small} steps)",
+            plan_size,
+            baseline=_plan_events(True, config.small_plan),
+            candidate=_plan_events(True),
+            target="<=1.2x",
+            per_event=False,
+        ),
+        RowSpec(
+            f"an append to a log of that many events: open, one record, fsync, close (vs the same on a log of "
+            f"{short} events)",
+            long_log_size,
+            baseline=_append_to(config.short_log),
+            candidate=_append_to(),
+            target="<=1.1x",
+            per_event=False,
+        ),
+        RowSpec(
+            f"peak memory of a process making that append, MB (vs the same on a log of {short} events)",
+            long_log_size,
+            baseline=_append_to(config.short_log, memory=True),
+            candidate=_append_to(memory=True),
+            target="<=1.1x",
+            unit="MB",
+            per_event=False,
+        ),
+        RowSpec(
+            f"`plantrail status`, whole process, its snapshot {config.behind:,} records behind (vs python -c import)",
+            status_size,
+            baseline=process_time(_import_argv),
+            candidate=_status_behind,
+            target="<=1.3x",
+            per_event=False,
+        ),
+    ]
+
+
 RUNS_ROW = RowSpec(
     "`plantrail runs DIR`, whole process: logs of 1,000 events, fresh snapshots (vs python -c import)",
     runs_folder_size,
@@ -601,6 +715,11 @@ def postgres_sizes(config: Config) -> Sequence[int]:
     return tuple(n for n in config.sizes if n <= 100_000) or (min(config.sizes),)
 
 
+def postgres_shared_size(config: Config) -> Sequence[int]:
+    """Appends to one database run, per writer: a fifth of the appends to a run each (the writers race)."""
+    return (max(min(config.append_events, 500) // 5, 1),)
+
+
 def _postgres_append(writers: int, raw: bool) -> Side:
     """Append the n-event script to fresh database runs with ``writers`` threads (plantrail, or the raw loop)."""
     from bench import postgres
@@ -609,6 +728,21 @@ def _postgres_append(writers: int, raw: bool) -> Side:
         url = postgres.server_url(wl.dir)
         run = wl.script(n)
         return (postgres.append_baseline if raw else postgres.append_ledger)(url, run, writers)
+
+    return side
+
+
+def _postgres_shared(writers: int, raw: bool) -> Side:
+    """``writers`` threads each appending n criterion verdicts to one fresh database run (plantrail, or the raw
+    loop inserting the lines the same verdicts write)."""
+    from bench import postgres
+
+    def side(wl: Workload, n: int) -> Probe:
+        url = postgres.server_url(wl.dir)
+        run = wl.script(n)
+        if raw:
+            return postgres.shared_baseline(url, postgres.verdict_lines(wl.dir, run, n), writers)
+        return postgres.shared_ledger(url, run, writers, n)
 
     return side
 
@@ -641,6 +775,27 @@ POSTGRES_ROWS: list[RowSpec] = [
         baseline=_postgres_append(8, raw=True),
         candidate=_postgres_append(8, raw=False),
         target="<=1.43x",
+        writers=8,
+    ),
+    RowSpec(
+        "PostgreSQL append, 32 writers on 32 runs (vs the raw loop with 32 writers)",
+        postgres_append_size,
+        baseline=_postgres_append(32, raw=True),
+        candidate=_postgres_append(32, raw=False),
+        target="<=1.43x",
+        writers=32,
+    ),
+    *(
+        RowSpec(
+            f"PostgreSQL append, {writers} writer{'s' if writers > 1 else ''} on one run, each that many criterion "
+            "verdicts racing for the next seq (vs the raw loop doing the same, a lost race caught up and retried)",
+            postgres_shared_size,
+            baseline=_postgres_shared(writers, raw=True),
+            candidate=_postgres_shared(writers, raw=False),
+            target="<=1.43x",
+            writers=writers,
+        )
+        for writers in (1, 8, 32)
     ),
     RowSpec(
         "full replay from PostgreSQL (vs the same run from its JSONL file)",
@@ -663,7 +818,7 @@ POSTGRES_ROWS: list[RowSpec] = [
 def run_spec(spec: RowSpec, wl: Workload, n: int, repeats: int, *, judged: bool = True) -> Row:
     """Measure one spec at size n: interleaved when both sides exist, one side or pending otherwise; the
     target is shown (and met or not) only where ``judged``."""
-    events = n if spec.per_event else None
+    events = n * spec.writers if spec.per_event else None
     spec = spec if judged else replace(spec, target=None)
     try:
         base = spec.baseline(wl, n) if spec.baseline else None
@@ -766,6 +921,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="runs in the database `plantrail runs --store` lists (default 10000; quick 1000)",
     )
     parser.add_argument(
+        "--long-log",
+        type=lambda text: parse_sizes(text)[0],
+        metavar="N",
+        help="events in the log an append is measured on, against one of 10^3 (default 1e6; quick 1e4)",
+    )
+    parser.add_argument(
+        "--plan-steps",
+        type=lambda text: parse_sizes(text)[0],
+        metavar="N",
+        help="steps in the plan a start or complete is measured on, against one of 40 (default 1e4; quick 1e3)",
+    )
+    parser.add_argument(
         "--no-postgres", action="store_true", help="leave out the PostgreSQL rows (they need plantrail[postgres])"
     )
     parser.add_argument(
@@ -786,6 +953,8 @@ def config_from(args: argparse.Namespace) -> Config:
         append_events=args.append_events or (1_000 if quick else 10_000),
         runs_in_folder=args.runs_folder or (100 if quick else 1_000),
         runs_in_database=args.runs_database or (1_000 if quick else 10_000),
+        long_log=args.long_log or (10_000 if quick else 1_000_000),
+        plan_steps=args.plan_steps or (1_000 if quick else 10_000),
     )
 
 
@@ -822,7 +991,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     with workdir(args.keep, args.tmp) as path:
         wl = Workload(path)
         info = machine_info(path, config)
-        specs = ROWS + ([] if args.no_postgres or not _postgres_available(wl) else POSTGRES_ROWS)
+        specs = ROWS + write_path_rows(config)
+        specs += [] if args.no_postgres or not _postgres_available(wl) else POSTGRES_ROWS
         if args.rows is not None:
             specs = [spec for spec in specs if args.rows.search(spec.figure)]
         rows = run_all(specs, config, wl)

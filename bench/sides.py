@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from bench.harness import Probe, timed
-from bench.scenario import Clock, record_run, scripted
+from bench.scenario import Clock, commands_for, record_run, scripted
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.rules.decide import Command
 from plantrail.ledger.stores.jsonl import cache, reads
@@ -22,15 +22,21 @@ from plantrail.projections.history import fold_span, resume_receipt
 __all__ = [
     "SETTLE_SECONDS",
     "Script",
+    "append_argv",
     "append_batches",
     "append_each",
+    "append_in_place",
     "append_one",
+    "appendable_log",
+    "behind_log",
     "cli_argv",
     "evidence_log",
     "fold_version_span",
     "full_replay",
     "make_log",
     "middle_version",
+    "plan_draft",
+    "plan_events",
     "plantrail_argv",
     "rebuild_version",
     "replay_argv",
@@ -243,3 +249,126 @@ def replay_argv(path: Path) -> list[str]:
         "with LogReader(sys.argv[1]) as r:\n    fold(r.records())\n"
     )
     return [sys.executable, "-c", code, str(path)]
+
+
+def _remove(path: Path) -> None:
+    """Remove a log and its cache, if there."""
+    for leftover in (path, Path(str(path) + cache.SUFFIX)):
+        if leftover.is_dir():
+            shutil.rmtree(leftover)
+        elif leftover.exists():
+            leftover.unlink()
+
+
+#: Steps started and completed, one command per append, in each run of the plan-size rows.
+PLAN_EVENTS_STEPS = 20
+
+
+def plan_draft(steps: int, *, contract: bool) -> dict[str, Any]:
+    """A plan of ``steps`` independent steps, up to four in progress; ``contract``: it also sets a run budget,
+    so it uses the v2 contract (the stop policy judges every start)."""
+    policy: dict[str, Any] = {"max_in_progress": 4} | ({"max_turns": 10**6} if contract else {})
+    return {
+        "goal": "a plan of many steps",
+        "acceptance_criteria": [{"id": "c", "description": "every step done"}],
+        "steps": [
+            {"id": f"s{i}", "title": f"step {i}", "depends_on": [], "completion_evidence": "the tool output"}
+            for i in range(steps)
+        ],
+        "policy": policy,
+    }
+
+
+def plan_events(folder: Path, steps: int, *, contract: bool) -> Probe:
+    """Seconds per event of an open writer starting and completing :data:`PLAN_EVENTS_STEPS` steps of a plan of
+    ``steps`` steps, one command per append (fsync none: the row measures the work per event, not the disk).
+    Before each run, untimed: a fresh copy of the plan's log is opened and records one start and completion
+    (what is indexed once per plan, as the open read it whole, is built then)."""
+    template = folder / f"plan-{steps}-{'v2' if contract else 'v1'}.jsonl"
+    if not template.exists():
+        Ledger.create(
+            template, plan_draft(steps, contract=contract), run="plan", fsync="none", clock=Clock(), cache=False
+        ).close()
+    work = template.with_name("working-" + template.name)
+    box: list[Ledger] = []
+
+    def probe() -> float:
+        for ledger in box:
+            ledger.close()
+        _remove(work)
+        shutil.copyfile(template, work)
+        ledger = Ledger.open(work, fsync="none", clock=Clock(), cache=False)
+        box[:] = [ledger]
+        last = f"s{steps - 1}"
+        ledger.start(last)
+        ledger.complete(last, "warm")
+        begin = time.perf_counter()
+        for i in range(PLAN_EVENTS_STEPS):
+            ledger.start(f"s{i}")
+            ledger.complete(f"s{i}", "the tool output")
+        return (time.perf_counter() - begin) / (2 * PLAN_EVENTS_STEPS)
+
+    return probe
+
+
+def appendable_log(source: Path, dest: Path) -> Path:
+    """A copy of ``source`` and its cache to append to (made once, untimed), settled as its last writer would
+    leave it (see :func:`append_one`)."""
+    if not dest.exists():
+        _remove(dest)
+        shutil.copyfile(source, dest)
+        cached = Path(str(source) + cache.SUFFIX)
+        if cached.is_dir():
+            shutil.copytree(cached, Path(str(dest) + cache.SUFFIX))
+        time.sleep(SETTLE_SECONDS)
+        Ledger.open(dest, fsync="none").close()
+    return dest
+
+
+def append_in_place(path: Path) -> Probe:
+    """A writer's whole append to ``path`` itself: open (the snapshot and what follows it), verify a criterion
+    (fsync always, as a recording agent appends), close. Each run adds one record to the log."""
+
+    def go() -> None:
+        with Ledger.open(path) as ledger:
+            ledger.verify_criterion("c0", passed=True, evidence="checked by hand")
+
+    return timed(go)
+
+
+def append_argv(path: Path) -> list[str]:
+    """A whole process making the append of :func:`append_in_place` (for its peak memory)."""
+    code = (
+        "import sys\nfrom plantrail.ledger.api import Ledger\n"
+        "with Ledger.open(sys.argv[1]) as ledger:\n"
+        "    ledger.verify_criterion('c0', passed=True, evidence='checked by hand')\n"
+    )
+    return [sys.executable, "-c", code, str(path)]
+
+
+def behind_log(path: Path, n: int, behind: int) -> Path:
+    """A recorded run of ``n`` events whose snapshot is ``behind`` records behind its end (made once, untimed):
+    recorded with its snapshot, then ``behind`` more of the scenario's commands appended with the cache off, and
+    the snapshot put back as the first writer left it, so it is that far behind whatever a writer's snapshot
+    policy is (a read never writes one)."""
+    if path.exists():
+        return path
+    _remove(path)
+    record_run(path, n)
+    cached, saved = Path(str(path) + cache.SUFFIX), path.with_name(path.name + ".saved-cache")
+    if saved.exists():
+        shutil.rmtree(saved)
+    shutil.copytree(cached, saved)
+    with Ledger.open(path, fsync="none", cache=False) as ledger:
+        target = ledger.state.last_seq + behind
+        for batch in commands_for(ledger, target):
+            for command in batch:
+                if ledger.state.last_seq >= target:
+                    break
+                ledger.execute(command)
+            if ledger.state.last_seq >= target:
+                break
+    if cached.exists():
+        shutil.rmtree(cached)
+    saved.rename(cached)
+    return path

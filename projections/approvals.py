@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
-from plantrail.ledger.vocabulary.plan import PlanSpec, StepSpec
+from plantrail.ledger.vocabulary.plan import PlanSpec, StepSpec, steps_by_id
 from plantrail.ledger.vocabulary.scope import covered, overlaps, violation
 
 if TYPE_CHECKING:
@@ -166,7 +166,7 @@ def approval_decided(
     held = after.violation
     if held is None or held.step not in decided.steps:
         return after, None
-    spec = next((s for s in plan.steps if s.id == held.step), None)
+    spec = steps_by_id(plan).get(held.step)
     if spec is None:
         return after, None
     writes = effective_writes(plan, spec, after, version)
@@ -244,7 +244,7 @@ def conflict(state: StateView, plan: PlanSpec, spec: StepSpec) -> tuple[str, str
     for other in state.steps.values():
         if other.status != "in_progress" or other.id == spec.id:
             continue
-        other_spec = next((s for s in plan.steps if s.id == other.id), None)
+        other_spec = steps_by_id(plan).get(other.id)
         theirs = None if other_spec is None else effective_writes(plan, other_spec, state.authority, state.version)
         for a in mine:
             for b in theirs or ():

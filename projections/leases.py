@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from plantrail.ledger.vocabulary.contract import parse_ts
 from plantrail.ledger.vocabulary.durations import seconds_after
+from plantrail.ledger.vocabulary.plan import steps_by_id
 from plantrail.projections.model import Lease, StepState
 
 if TYPE_CHECKING:
@@ -26,13 +27,9 @@ __all__ = ["expired_leases", "expires_at", "lease_view", "start_lease"]
 
 def start_lease(plan: PlanSpec | None, step: str, ts: str, seq: int) -> Lease | None:
     """The lease a start at ``ts`` (seq ``seq``) gives ``step``: its ``timeout_s`` from then; None without one."""
-    if plan is None:
-        return None
-    for spec in plan.steps:
-        if spec.id == step:
-            timeout = spec.timeout_s
-            return None if timeout is None else Lease(ts, timeout, seq)
-    return None
+    spec = None if plan is None else steps_by_id(plan).get(step)
+    timeout = None if spec is None else spec.timeout_s
+    return None if timeout is None else Lease(ts, timeout, seq)
 
 
 def expires_at(lease: Lease) -> datetime | None:

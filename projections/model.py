@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from typing import Final, Literal, NamedTuple
 
 from plantrail.ledger.vocabulary.artifacts import Artifact
@@ -38,6 +40,7 @@ __all__ = [
     "holds_lazy",
     "optional_text",
     "resolved",
+    "step_status",
     "text",
     "texts",
 ]
@@ -155,6 +158,11 @@ class StepState(NamedTuple):
             return self.attempt - self.reset_at - len(self.abandoned)
         spent = max(self.repair.spent, self.reset_at)
         return self.attempt - spent - sum(1 for a in self.abandoned if a > spent)
+
+
+#: What a steps table is tallied by (:meth:`~projections.table.Table.tally`): one function, so that every
+#: reader of the count of steps by status shares the one tally a table carries.
+step_status: Final[Callable[[StepState], str]] = operator.attrgetter("status")
 
 
 class CriterionState(NamedTuple):

@@ -11,7 +11,8 @@ after the run finished) never touch the plan: they land on ``orphans``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 import orjson
@@ -44,6 +45,7 @@ from plantrail.projections.model import (
     StepStatus,
     Text,
     VersionInfo,
+    step_status,
 )
 from plantrail.projections.reconcile import reconcile
 from plantrail.projections.table import Table
@@ -215,12 +217,13 @@ class _Builder:
     (``freeze`` returns an immutable state). It reads like a :class:`PlanState` for everything in
     :class:`StateView`, so a group commit can decide each command against it (see :class:`Advancing`).
 
-    ``in_progress`` is how many of its steps are in progress, kept as they move (the rules' focus limit reads
-    it: :func:`steps_in_progress`)."""
+    ``in_progress`` and ``completed`` are how many of its steps are in progress and completed, kept as they
+    move (the rules' focus limit and the stop policy read them: :func:`steps_in_progress`, :func:`open_steps`)."""
 
     __slots__ = (
         "_state",
         "authority",
+        "completed",
         "consecutive_failures",
         "contract",
         "criteria",
@@ -238,7 +241,7 @@ class _Builder:
     def __init__(self, state: PlanState) -> None:
         self._set_state(state)
         self.steps: dict[str, StepState] = state.steps.to_dict()
-        self.in_progress = _count_in_progress(self.steps)
+        self._count(state.steps)
         self.criteria: dict[str, CriterionState] = state.criteria.to_dict()
         self.orphans = list(state.orphans)
         self.consecutive_failures = state.consecutive_failures
@@ -302,23 +305,36 @@ class _Builder:
             self.apply(change)
         return change
 
+    def _count(self, steps: Mapping[str, StepState]) -> None:
+        """Count the steps in progress and completed of a new steps table (a replan's, a fork's)."""
+        tally = steps.tally(step_status) if isinstance(steps, Table) else Counter(s.status for s in steps.values())
+        self.in_progress = tally.get("in_progress", 0)
+        self.completed = tally.get("completed", 0)
+
     def _put(self, step: StepState) -> None:
-        """Set one step, keeping the count of steps in progress."""
+        """Set one step, keeping the counts of steps in progress and completed."""
         steps = self.steps
         old = steps.get(step.id)
         if old is None or old.status != step.status:
-            if step.status == "in_progress":
+            status = step.status
+            if status == "in_progress":
                 self.in_progress += 1
-            if old is not None and old.status == "in_progress":
-                self.in_progress -= 1
+            elif status == "completed":
+                self.completed += 1
+            if old is not None:
+                if old.status == "in_progress":
+                    self.in_progress -= 1
+                elif old.status == "completed":
+                    self.completed -= 1
         steps[step.id] = step
 
     def apply(self, delta: Delta) -> None:
         if delta.fields is not None:
             fields = dict(delta.fields)
             if "steps" in fields:
-                self.steps = fields.pop("steps").to_dict()
-                self.in_progress = _count_in_progress(self.steps)
+                steps = fields.pop("steps")
+                self.steps = steps.to_dict()
+                self._count(steps)
             if "criteria" in fields:
                 self.criteria = fields.pop("criteria").to_dict()
             if "orphans" in fields:
@@ -350,16 +366,29 @@ class _Builder:
         )
 
 
-def _count_in_progress(steps: Mapping[str, StepState]) -> int:
-    return sum(1 for s in steps.values() if s.status == "in_progress")
+def _statuses(steps: Mapping[str, StepState]) -> Mapping[Hashable, int]:
+    """How many steps have each status: a table's tally (counted once, then carried through each step set), or
+    a count of a plain mapping's."""
+    if isinstance(steps, Table):
+        return steps.tally(step_status)
+    return Counter(s.status for s in steps.values())
 
 
 def steps_in_progress(state: StateView) -> int:
-    """How many of the state's steps are in progress: the fold's builder keeps the count as its steps move (a
-    start need not scan every step for the focus limit); any other state is counted."""
+    """How many of the state's steps are in progress, in what the last event changed rather than the plan's
+    size (a start checks the focus limit against it): the fold's builder keeps the count as its steps move; a
+    state's steps table carries its tally by status from event to event."""
     if type(state) is _Builder:
         return state.in_progress
-    return _count_in_progress(state.steps)
+    return _statuses(state.steps).get("in_progress", 0)
+
+
+def open_steps(state: StateView) -> int:
+    """How many of the state's steps are not completed, kept as :func:`steps_in_progress` is (the stop policy
+    asks on every start whether work is left)."""
+    if type(state) is _Builder:
+        return len(state.steps) - state.completed
+    return len(state.steps) - _statuses(state.steps).get("completed", 0)
 
 
 def fold(
@@ -729,7 +758,7 @@ def _completed_lineage(
     """A completion in a plan with artifacts (format v2): the step's artifacts and the input digests it consumed,
     and every consumer whose input digest it changed judged (:mod:`projections.lineage_digest`)."""
     assert state.plan is not None
-    spec = next(s for s in state.plan.steps if s.id == data.step)
+    spec = steps_by_id(state.plan)[data.step]
     completed = completed._replace(
         artifacts=data.artifacts, consumed=_digest.consumed_now(state, spec) if spec.inputs else ()
     )
@@ -849,7 +878,7 @@ def _fingerprint(state: StateView, record: Record, data: StepFailed) -> str:
     report = data.report
     failing: list[str] = []
     if report is not None and state.plan is not None:
-        spec = next((s for s in state.plan.steps if s.id == data.step), None)
+        spec = steps_by_id(state.plan).get(data.step)
         failing = [] if spec is None else [check for check, _ in unmet(spec.checks, report)]
     parts = [
         data.step,

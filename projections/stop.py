@@ -30,8 +30,10 @@ from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, cast
 
 from plantrail.ledger.vocabulary.contract import parse_ts
 from plantrail.ledger.vocabulary.evidence import Usage
-from plantrail.projections.model import PlanState
+from plantrail.ledger.vocabulary.plan import PlanSpec, StepSpec
+from plantrail.projections.model import PlanState, step_status
 from plantrail.projections.repair_edges import idle_repairs
+from plantrail.projections.table import Table
 
 if TYPE_CHECKING:
     from plantrail.projections.state import StateView
@@ -72,6 +74,36 @@ def _used(usage: Usage | None, field: str) -> float:
     return 0 if usage is None else getattr(usage, field)
 
 
+def _work_left(state: StateView) -> bool:
+    """Whether :func:`_unmet` names anything, without listing it: counted from the steps' tally by status (an
+    idle repair step is pending or stale, so it is among the steps not completed), not by a scan of the plan."""
+    steps = state.steps
+    if isinstance(steps, Table):  # a state's: `status` from a snapshot asks this without loading the reducer
+        left = len(steps) - steps.tally(step_status).get("completed", 0)
+    else:
+        from plantrail.projections.state import open_steps  # the fold's builder
+
+        left = open_steps(state)
+    if left > len(idle_repairs(state)):
+        return True
+    return any(c.status != "passed" for c in state.criteria.values())
+
+
+#: The last two plans asked about and their steps with a budget of their own (one plan is active at a time).
+_BUDGETED: list[tuple[tuple[PlanSpec, tuple[StepSpec, ...]], ...]] = [()]
+
+
+def _budgeted(plan: PlanSpec) -> tuple[StepSpec, ...]:
+    """The plan's steps with a tool-call or cost budget of their own, in the plan's order (most plans: none)."""
+    entries = _BUDGETED[0]
+    for known, steps in entries:
+        if known is plan:
+            return steps
+    steps = tuple(s for s in plan.steps if s.max_tool_calls is not None or s.max_cost_usd is not None)
+    _BUDGETED[0] = ((plan, steps), *entries[:1])
+    return steps
+
+
 def _exhausted_budget(state: StateView) -> str | None:
     """The first run or step budget that is used up, described; None when none is."""
     assert state.plan is not None
@@ -80,7 +112,7 @@ def _exhausted_budget(state: StateView) -> str | None:
         limit = getattr(policy, limit_name)
         if limit is not None and _used(state.usage, used_name) >= limit:
             return f"the run's {limit_name} ({limit}) is used up ({_used(state.usage, used_name):g})"
-    for spec in state.plan.steps:
+    for spec in _budgeted(state.plan):
         step = state.steps[spec.id]
         if step.status == "completed":
             continue
@@ -99,7 +131,6 @@ def stop_decision(state: StateView, now: str | None = None) -> StopDecision:
         outcome = cast("StopOutcome", state.outcome)
         rule = "cancelled" if outcome == "cancelled" else "finished"
         return StopDecision(outcome, rule, f"the log records the run as {outcome}")
-    open_work = _unmet(state)
     authority = state.authority
     if authority is not None and authority.violation is not None:
         held = authority.violation
@@ -108,28 +139,28 @@ def stop_decision(state: StateView, now: str | None = None) -> StopDecision:
             f"step {held.step}'s attempt {held.attempt} left its scope ({outside}); an approval that widens the "
             "scope, or a replan, ends the pause"
         )
-        return StopDecision("paused", "scope_violation", reason, open_work)
-    if not open_work and state.criteria:
+        return StopDecision("paused", "scope_violation", reason, _unmet(state))
+    if state.criteria and not _work_left(state):
         return StopDecision("complete", "checks_passed", "every step is completed and every criterion passed")
     if authority is not None and authority.denied:
         reason = (
             f"an approval for {', '.join(authority.denied)} was denied; a replan that removes or changes those "
             "steps ends the pause"
         )
-        return StopDecision("paused", "approval_denied", reason, open_work)
+        return StopDecision("paused", "approval_denied", reason, _unmet(state))
     policy = state.plan.policy
     if policy.deadline is not None and now is not None:
         deadline, moment = parse_ts(policy.deadline), parse_ts(now)
         if deadline is not None and moment is not None and moment > deadline:
-            return StopDecision("budget_exhausted", "deadline", f"the deadline {policy.deadline} passed", open_work)
+            return StopDecision("budget_exhausted", "deadline", f"the deadline {policy.deadline} passed", _unmet(state))
     repeats = policy.max_repeated_failures or (DEFAULT_REPEATED_FAILURES if state.contract else None)
     streak = state.failure_streak
     if repeats is not None and streak is not None and streak.repeats >= repeats:
         reason = f"step {streak.step} failed the same way {streak.repeats} times in a row (no progress)"
-        return StopDecision("failed", "no_progress", reason, open_work)
+        return StopDecision("failed", "no_progress", reason, _unmet(state))
     spent = _exhausted_budget(state)
     if spent is not None:
-        return StopDecision("budget_exhausted", "budget", spent, open_work)
+        return StopDecision("budget_exhausted", "budget", spent, _unmet(state))
     return StopDecision("continue", "continue", "next bounded step")
 
 

@@ -48,7 +48,7 @@ from plantrail.ledger.rules.guards import require_open, require_plan, require_st
 from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.events import Actor, EffectCommitted, EffectRequested, Source
 from plantrail.ledger.vocabulary.items import as_text
-from plantrail.ledger.vocabulary.plan import check_id, did_you_mean
+from plantrail.ledger.vocabulary.plan import check_id, did_you_mean, steps_by_id
 from plantrail.projections.approvals import needs_approval, pending_for
 from plantrail.projections.effects import Effect, find_effect
 from plantrail.projections.state import orphan_reason
@@ -245,7 +245,7 @@ def _check_gate(state: StateView, step: str) -> None:
     """APPROVAL_REQUIRED for a step whose effects need an approval that no grant for the active version gives."""
     plan = state.plan
     assert plan is not None
-    spec = next(s for s in plan.steps if s.id == step)
+    spec = steps_by_id(plan)[step]
     why = needs_approval(spec, state.authority, state.version, effect=True)
     if why is not None:
         raise error(

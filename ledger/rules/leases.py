@@ -27,6 +27,7 @@ from plantrail.ledger.vocabulary.durations import MAX_SECONDS, is_seconds
 from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.events import Actor, Source, StepAbandoned, StepHeartbeat
 from plantrail.ledger.vocabulary.items import as_text
+from plantrail.ledger.vocabulary.plan import steps_by_id
 
 if TYPE_CHECKING:
     from plantrail.projections.model import StepState
@@ -86,7 +87,8 @@ def build_heartbeat(state: StateView, command: Heartbeat) -> StepHeartbeat:
     (0 when neither is there: :func:`check_heartbeat` refuses it, after naming a missing step)."""
     lease = command.lease_s
     if lease is None and state.plan is not None:
-        lease = next((s.timeout_s for s in state.plan.steps if s.id == command.step), None)
+        spec = steps_by_id(state.plan).get(command.step)
+        lease = None if spec is None else spec.timeout_s
     if isinstance(lease, bool) or not isinstance(lease, int | float):
         lease = 0.0
     return StepHeartbeat(

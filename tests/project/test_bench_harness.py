@@ -202,3 +202,23 @@ def test_versus_times_the_hook_call_and_an_append_of_each_install(capsys: pytest
     ratios = lines[lines.index("ratios to a (medians; below 1 is faster):") + 1 :]
     assert ratios[0].startswith("  b hook call: wall ")
     assert ratios[1].startswith("  b append, fsync none: CPU an event ")
+
+
+def test_imports_parse_names_each_modules_importer() -> None:
+    """bench.imports reads `-X importtime` lines: each module's own and cumulative time, and the module it was
+    imported under (the next one listed less indented), none for a top-level import."""
+    from bench.imports import Cost, parse
+
+    text = (
+        "import time: self [us] | cumulative | imported package\n"
+        "import time:        10 |         10 |     leaf\n"
+        "import time:        20 |         30 |   middle\n"
+        "import time:         5 |          5 |   sibling\n"
+        "import time:       100 |        135 | top\n"
+    )
+    assert parse(text) == [
+        Cost("leaf", 10, 10, "middle"),
+        Cost("middle", 20, 30, "top"),
+        Cost("sibling", 5, 5, "top"),
+        Cost("top", 100, 135, None),
+    ]
