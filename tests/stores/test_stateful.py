@@ -26,12 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from hypothesis import settings
+from hypothesis import event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.stores.opener import as_run
+from plantrail.ledger.stores.values import Ack
 from plantrail.ledger.vocabulary.errors import PlantrailError
 from plantrail.ledger.vocabulary.evidence import Observation, Report, Usage
 from plantrail.projections.canonical import canonical_bytes
@@ -336,6 +337,35 @@ class Model:
         self.lease[step] = None
         return True
 
+    def late(self, text: str, report: Report | None) -> bool:
+        """A gone worker's result, naming its abandoned attempt: kept on the orphan path whatever stands now."""
+        if not text.strip():
+            return False
+        self.orphans += 1
+        self.spend(report)
+        return True
+
+    def adopt(self, step: str) -> bool:
+        """A gone worker's late completion taken in: its step pending, startable but for the focus limit and the
+        stop policy (dependencies, the repair edge, approvals, no pause, no overlapping writes in progress), and
+        without typed checks; the step completes as a new attempt."""
+        if self.final or self.status[step] != "pending" or step == CHECKED:
+            return False
+        if any(self.status[d] != "completed" for d in STEPS[step]):
+            return False
+        if (step == REPAIR[0] and self.awaiting) or (step == REPAIR[1] and self.idle):
+            return False
+        if self.violation is not None or self.denied or (step == APPROVED_ONLY and step not in self.approved):
+            return False
+        if any(self.writes(step) & self.writes(other) for other in self.running()):
+            return False
+        self.status[step], self.attempt[step] = "completed", self.attempt[step] + 1
+        if step == REPAIR[1] and self.awaiting:
+            self.awaiting = False  # as a repair's completion: its failed step may retry; no streak ends
+        else:
+            self.last_failure, self.repeats = None, 0
+        return True
+
     def request(self, request: str, steps: tuple[str, ...]) -> bool:
         if self.final:
             return False
@@ -435,6 +465,8 @@ class LedgerMachine(RuleBasedStateMachine):
         self.asked = 0  # approval requests so far (their ids)
         self.widths: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}  # request -> writes, tools
         self.payloads: dict[str, bytes] = {}  # digest -> bytes: what the run's writer stored beside its records
+        self.starts: dict[str, int] = {}  # step -> the seq its latest start was acknowledged with
+        self.gone: dict[str, int] = {}  # step -> the start seq of an abandoned attempt whose worker still reports
 
     @initialize(tight=st.booleans())
     def create(self, tight: bool) -> None:
@@ -612,7 +644,31 @@ class LedgerMachine(RuleBasedStateMachine):
 
     def start(self, step: str) -> None:
         expected = self.model.start(step)
-        self._apply(expected, lambda: self.ledger.start(step))
+        acks: list[Ack] = []
+        self._apply(expected, lambda: acks.append(self.ledger.start(step)))
+        if acks:
+            self.starts[step] = acks[0].seq
+
+    @precondition(lambda self: bool(self.gone))
+    @rule(data=st.data(), text=texts, report=reports)
+    def a_gone_worker_reports_and_its_completion_is_adopted(
+        self, data: st.DataObject, text: str, report: Report | None
+    ) -> None:
+        """A worker whose attempt was abandoned reports, naming the attempt by its start: the result is kept on
+        the orphan path (the step may have started again since), and adopt takes it into the plan exactly when
+        the model says the step could take it."""
+        step = data.draw(st.sampled_from(sorted(self.gone)))
+        started = self.gone[step]
+        acks: list[Ack] = []
+        call = lambda: acks.append(self.ledger.complete(step, [text], report=report, started_seq=started))  # noqa: E731
+        self._apply(self.model.late(text, report), call)
+        if not acks:
+            return
+        del self.gone[step]
+        assert acks[0].orphan == "STALE_ATTEMPT"
+        expected = self.model.adopt(step)
+        self._apply(expected, lambda: self.ledger.adopt(acks[0].seq))
+        event("a gone worker's completion adopted" if expected else "a gone worker's completion not adoptable")
 
     def result(self, kind: str, step: str, text: str, report: Report | None = None) -> None:
         expected = self.model.result(kind, step, text, report)
@@ -637,6 +693,8 @@ class LedgerMachine(RuleBasedStateMachine):
         expected = self.model.abandon(step, reason, stale)
         attempt = self._attempt(step, stale)
         self._apply(expected, lambda: self.ledger.abandon(step, reason, attempt=attempt))
+        if expected:
+            self.gone[step] = self.starts[step]
 
     def verify(self, criterion: str, passed: bool) -> None:
         expected = self.model.verify(criterion, passed)
@@ -649,7 +707,10 @@ class LedgerMachine(RuleBasedStateMachine):
     def keyed_retry_writes_once(self, step: str) -> None:
         expected = self.model.start(step)
         key = f"retry-{self.ledger.state.last_seq}-{step}"
-        self._apply(expected, lambda: self.ledger.start(step, idempotency_key=key))
+        acks: list[Ack] = []
+        self._apply(expected, lambda: acks.append(self.ledger.start(step, idempotency_key=key)))
+        if acks:
+            self.starts[step] = acks[0].seq
         if expected:
             before = self.target.lines(self.log)
             assert self.ledger.start(step, idempotency_key=key).duplicate
