@@ -30,7 +30,7 @@ import msgspec
 
 from plantrail.ledger.rules.approvals import check_start_authority
 from plantrail.ledger.rules.commands import LATE_REFUSED, Envelope, Help, declare, fields, timeless
-from plantrail.ledger.rules.guards import issued_version, not_stale, require_open
+from plantrail.ledger.rules.guards import issued_version, not_stale, require_next_attempt, require_open
 from plantrail.ledger.rules.repair_edges import check_start_repair
 from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.events import Actor, Source, StepAdopted
@@ -98,14 +98,7 @@ def check_adopt(state: StateView, data: StepAdopted, plan_version: int) -> None:
         raise _refused(
             seq, f"step {step.id} is {step.status} in plan version {state.version}, not pending", step=step.id
         )
-    if data.attempt != step.attempt + 1:
-        raise error(
-            "INVALID_TRANSITION",
-            f"step {step.id} completes attempt {step.attempt + 1} by adoption, not {data.attempt}",
-            step=step.id,
-            expected=step.attempt + 1,
-            actual=data.attempt,
-        )
+    require_next_attempt(step, data.attempt, "completes, by adoption,")
     changed = contract_changes(orphan.contract, spec)
     if changed:
         raise _refused(

@@ -37,6 +37,7 @@ from plantrail.ledger.rules.guards import (
     checks_met,
     issued_version,
     not_stale,
+    require_next_attempt,
     require_open,
     require_step,
     transition,
@@ -307,14 +308,7 @@ def _check_start(state: StateView, data: StepStarted, plan_version: int) -> None
         step = require_step(state, data.step)
     if step.status != "pending" and step.status != "stale":
         raise transition(step, "pending", "in_progress", state.version)
-    if data.attempt != step.attempt + 1:
-        raise error(
-            "INVALID_TRANSITION",
-            f"step {step.id} starts attempt {step.attempt + 1}, not {data.attempt}",
-            step=step.id,
-            expected=step.attempt + 1,
-            actual=data.attempt,
-        )
+    require_next_attempt(step, data.attempt, "starts")
     plan = state.plan
     assert plan is not None
     limit = plan.policy.max_in_progress

@@ -24,6 +24,7 @@ __all__ = [
     "checks_met",
     "issued_version",
     "not_stale",
+    "require_next_attempt",
     "require_open",
     "require_plan",
     "require_step",
@@ -74,6 +75,19 @@ def not_stale(state: StateView, plan_version: int, what: str) -> None:
             plan_version=plan_version,
             expected=state.version,
             actual=plan_version,
+        )
+
+
+def require_next_attempt(step: StepState, attempt: int, how: str) -> None:
+    """INVALID_TRANSITION unless ``attempt`` is the step's next attempt (``how``: what the record does with it,
+    "starts" or "completes, by adoption,")."""
+    if attempt != step.attempt + 1:
+        raise error(
+            "INVALID_TRANSITION",
+            f"step {step.id} {how} attempt {step.attempt + 1}, not {attempt}",
+            step=step.id,
+            expected=step.attempt + 1,
+            actual=attempt,
         )
 
 
