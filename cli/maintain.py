@@ -47,7 +47,8 @@ def verify(
     JSON: {"ok", "records", "last_seq", "head_hash", "anchor": "SEQ:HASH" (the head), "anchor_checked"
       (the --anchor given, or null), "head" (the same as anchor), "state_hash", "versions", "orphans",
       "outcome", "checkpoints", "checkpointed_seq", "keyed", "torn": null | {"offset", "length", "line"},
-      "parent": null | {"run", "seq"} (the parent checked with --parent)}
+      "parent": null | {"run", "seq"} (the parent checked with --parent), "adopted" (the late completions
+      plantrail adopt took into the plan)}
 
     \b
     Example:
@@ -94,8 +95,9 @@ def _render_verify(report: VerifyReport, anchor: str | None) -> str:
     lines = [
         verdict,
         (
-            f"plan versions: {report.versions} · late results (orphans): {report.orphans}, none applied · "
-            f"outcome: {report.outcome or 'open'}"
+            f"plan versions: {report.versions} · late results (orphans): {report.orphans}, "
+            + (f"{report.adopted} adopted by plantrail adopt, no other applied" if report.adopted else "none applied")
+            + f" · outcome: {report.outcome or 'open'}"
         ),
         f"anchor: {report.last_seq}:{report.head_hash}",
         f"state hash: {report.state_hash}",

@@ -70,6 +70,7 @@ class VerifyReport(NamedTuple):
     verified_bytes: int = 0
     grew: bool = False
     parent: tuple[str, int] | None = None  # the parent run and seq checked (verify --parent)
+    adopted: int = 0  # the late completions ``adopt`` took into the plan (each checked again as it was adopted)
 
 
 def parse_anchor(text: str) -> tuple[int, str]:
@@ -298,6 +299,7 @@ def verify_log(
         verified_bytes=verified,
         grew=grew,
         parent=checked_parent,
+        adopted=sum(1 for o in state.orphans if o.adopted is not None),
     )
 
 
