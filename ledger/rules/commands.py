@@ -138,7 +138,10 @@ class Help(msgspec.Struct, frozen=True):
 ENVELOPE: Final[Mapping[str, Field]] = {
     "plan_version": Field(help="The plan version the worker was on (default: the active one).", metavar="V", minimum=1),
     "attempt": Field(
-        help="The attempt this result belongs to (default: the step's current one).", metavar="N", minimum=1
+        help="The attempt this command belongs to (default: for a result, the step's one attempt awaiting a "
+        "result, as with --started-seq; otherwise the step's current one).",
+        metavar="N",
+        minimum=1,
     ),
     "started_seq": Field(
         help="The seq of the start of the attempt this result belongs to, as the start's acknowledgement gave it: "
