@@ -166,7 +166,7 @@ def _usage(exc: PlantrailError, state: PlanState | None) -> str:
         return "pass target: what the side effect acts on"
     if "no run" in message:
         return "pass run: any id you choose (letters, digits, ._:-), the same on every call"
-    return GENERAL
+    return "correct the call as the message says (the tool's schema lists what each argument takes)"
 
 
 def _not_found(kind: str) -> Hint:
@@ -317,7 +317,7 @@ def _effect(what: str) -> Hint:
 
 def _adopt(exc: PlantrailError, state: PlanState | None) -> str:
     if state is None:
-        return GENERAL
+        return "plan_status lists the late results and whether each was adopted"
     open_ = [o.seq for o in state.orphans if not getattr(o, "adopted", None)]
     return f"late results not adopted yet (orphan_seq): {_names(open_)}; plan_status lists them"
 
@@ -388,7 +388,7 @@ _HINTS: Final[Mapping[str, Hint]] = {
     "ADOPT_REFUSED": _adopt,
     "IDEMPOTENCY_CONFLICT": _conflict,
     "NOT_A_FILE": _damaged,
-    "FORMAT_TOO_NEW": _effect("the run was written by a newer plantrail: stop, and tell the user"),
+    "FORMAT_TOO_NEW": _effect("the run was written by a newer version of this server: stop, and tell the user"),
     **{code: _damaged for code in ("CORRUPT_LINE", "TORN_TAIL", "HASH_MISMATCH", "SEQ_GAP", "DATA_LOSS")},
 }
 
