@@ -186,10 +186,12 @@ def _tool(spec: Spec, choose: Callable[[Any], str], state_of: Callable[[str | No
     return Tool(
         fn=call,
         name=spec.name,
+        title=None,
         description=spec.description,
         parameters=input_schema(params),
         fn_metadata=_raw_arguments(),
         is_async=False,
+        context_kwarg=None,
         annotations=annotations,
     )
 

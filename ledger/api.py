@@ -672,7 +672,7 @@ def _kept_policy(plan: PlanSpec, given: Any) -> Any:
     included) with what the call gives changed (what is not a mapping is left for the draft to refuse)."""
     from plantrail.ledger.vocabulary.draft_writer import policy_draft
 
-    return policy_draft(plan.policy) | given if isinstance(given, Mapping) else given
+    return {**policy_draft(plan.policy), **given} if isinstance(given, Mapping) else given
 
 
 class _Closed:

@@ -148,20 +148,20 @@ def carried_terms(plan: PlanSpec, draft: Mapping[str, Any], terms: Any) -> Any:
     if terms is not None and not isinstance(terms, Mapping):
         return terms
     given = dict(terms or {})
-    for what, key, items, own, write in (
-        ("steps", "steps", plan.steps, _STEP_OWN, step_draft),
-        ("criteria", "acceptance_criteria", plan.acceptance_criteria, _CRITERION_OWN, criterion_draft),
-    ):
+    written: dict[str, list[dict[str, Any]]] = {
+        "steps": [step_draft(s) for s in plan.steps],
+        "criteria": [criterion_draft(c) for c in plan.acceptance_criteria],
+    }
+    for what, key, own in (("steps", "steps", _STEP_OWN), ("criteria", "acceptance_criteria", _CRITERION_OWN)):
         named = given.get(what, {})
         if not isinstance(named, Mapping):
             continue
         wanted = {i.get("id") for i in draft.get(key) or () if isinstance(i, Mapping)} - set(named)
         kept = {}
-        for item in items:
-            if item.id in wanted:
-                extra = {k: v for k, v in write(item).items() if k not in own}  # type: ignore[operator]
-                if extra:
-                    kept[item.id] = extra
+        for item in written[what]:
+            extra = {k: v for k, v in item.items() if k not in own}
+            if item["id"] in wanted and extra:
+                kept[item["id"]] = extra
         if kept:
             given[what] = {**kept, **named}
     return given or None
@@ -183,7 +183,7 @@ def _merged(items: Any, terms: Any, what: str, own: frozenset[str]) -> list[Any]
             raise _invalid(place, f"{place} gives {', '.join(mine)}: give it in the {one} itself")
     merged = []
     for item in listed:
-        extra = by_id.get(item.get("id")) if isinstance(item, Mapping) else None
+        extra = by_id.get(str(item.get("id"))) if isinstance(item, Mapping) else None
         merged.append({**item, **extra} if extra else item)
     return merged
 
