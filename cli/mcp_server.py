@@ -1,317 +1,514 @@
 """``plantrail mcp``: an MCP server over stdio where agents keep their plan in a plantrail ledger.
 
-Every tool is one library call: a plan set or replanned, a step started, a result (complete, fail or block)
-with evidence (and a completion's artifacts), a side effect requested or committed, a criterion verdict, the
-run finished, and three read-only views (status with what to do next, why each replan happened, the resume
-receipt: stale steps, cancel marks, effects in doubt and repair steps among them). The ledger's rules hold as
-they do for the CLI: ready-only starts, evidence required, the focus limit, replans with a reason code, late
-results on the orphan path. A refused call is a tool error ``error[CODE]: message`` and the log is unchanged.
+Every tool is one library call: the plan set or revised (``plan_set``: created, or replanned with a reason code,
+its causes and observations; ``plan_extend``: steps added in place), a step started, a step's attempt updated
+(``step_update``: complete, fail, block, heartbeat or abandon, with evidence and an evidence record), an approval
+requested and waited for, a side effect recorded, a criterion's verdict, the run finished (every outcome), a late
+completion adopted, and four reads (``plan_status``, ``plan_why``, ``run_resume``, ``plan_brief``). The ledger's
+rules hold as they do for the command line.
 
-Mutating tools take an optional ``expected_seq`` (refused unless the log still ends there) and an optional
-``idempotency_key`` (a retried call answers the first one's ack), and return the new seq and head hash, so
-parallel agents and retried calls are safe. Runs are ``<runs folder>/<run id>.jsonl`` (see
-:mod:`plantrail.ledger.stores.locations`); a run id never leaves its folder.
+Each tool's input schema is generated from the declarations the library validates with
+(:mod:`plantrail.cli.mcp_schemas`); a wrong type is refused, never coerced. A refused call is a tool error
+``error[CODE]: message. Next: …`` saying what to do next in the model's terms (:mod:`plantrail.cli.mcp_hints`),
+and the log is unchanged. ``run`` is optional on every tool: with none, or an id that names no run, the server
+uses the run the session-start hook announced for its project (:mod:`plantrail.cli.mcp_runs`); every answer
+names the run it used.
+
+Writing tools take an optional ``expected_seq`` (refused unless the log still ends there) and
+``idempotency_key`` (a retried call answers the first one's ack), and return the new seq and head hash. Runs are
+``<runs folder>/<run id>.jsonl`` (see :mod:`plantrail.ledger.stores.locations`), or a database's runs; a run id
+never leaves its folder.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import click
 
 from plantrail.cli.common import STORE_ENV, store_option
-from plantrail.ledger.vocabulary.arguments import Check, check_arguments, checker
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.tools import Tool
 
+    from plantrail.cli.mcp_schemas import Param
     from plantrail.ledger.api import Ledger
     from plantrail.ledger.rules.commands import Method
-    from plantrail.ledger.rules.effects import CommitEffect, RequestEffect
     from plantrail.ledger.stores.values import Ack
+    from plantrail.projections.model import PlanState
 
-__all__ = ["build_server", "mcp_command"]
-
-T = TypeVar("T")
+__all__ = ["INSTRUCTIONS", "TOOL_COMMANDS", "build_server", "mcp_command"]
 
 INSTRUCTIONS = (
-    "Keep your plan in plantrail instead of a todo list. plan_set creates the run's plan (or replans it, "
-    "with a reason code); start a step only when status lists it under can_start; finish each attempt with "
-    "step_result and concrete evidence; late results for a superseded plan are kept on the orphan path. "
-    "The plan object's full shape: `plantrail schema`."
+    "Keep your plan in plantrail instead of a todo list. plan_set creates the plan (goal, criteria, steps) or "
+    "replans it (reason, why, and the causes: seqs the answers gave); start only a step plan_status lists in "
+    "can_start; end each attempt with step_update and concrete evidence. Pass the run id you were given (or any "
+    "id you choose) as run on every call; each answer names the run it used. A refusal says what to do next."
 )
-_STEP_SHAPE = (
-    "Steps: [{id, title, depends_on?: [id], completion_evidence?: what proves it done, max_attempts?, "
-    "outputs?: [name], inputs?: [{step, output}], on_failure?: repair step id}]; "
-    "criteria: [{id, description}]. Full shape: `plantrail schema`."
-)
-Run = Annotated[str, "the run id (letters, digits, ._:-)"]
+
+Arguments = dict[str, Any]
+Answer = dict[str, Any]
+
+#: What the tools that record several commands, or none, say of themselves.
+DESCRIPTIONS = {
+    "plan_set": "Create the run's plan, or replan it (reason and why required then; the goal stays). "
+    "Other contract terms go in terms (plan_brief gives its shape).",
+    "step_update": "End or renew a step's attempt: complete (evidence), fail or block (reason), heartbeat "
+    "(renew the lease), abandon (worker gone). A result for a superseded version goes to the orphan path.",
+    "approval_wait": "Wait up to timeout_s for a person's answer to an approval request: granted, denied or pending.",
+    "step_effect": "A side effect of the step's attempt by its key: requested (target, summary: the state before) "
+    "before acting, committed (summary: the result) after.",
+    "plan_status": "The plan now: every step's status, what can start now and why the rest waits, criteria, late "
+    "results.",
+    "plan_why": "Why each replan happened (or one version's): reason, causes, observations, what changed.",
+    "run_resume": "Where to go on after a crash or a new session: what is done, in doubt, and next.",
+    "plan_brief": "The replan brief (what is done, failed, remaining) and the shape of plan_set's terms.",
+}
+
+
+class Spec(NamedTuple):
+    """One tool: its name, description, parameters after ``run``, what it does with the run and the arguments
+    given, and whether it only reads."""
+
+    name: str
+    description: str
+    params: Sequence[Param]
+    call: Callable[[str, Arguments], Answer]
+    read_only: bool = False
 
 
 def build_server(folder: Path, store: str | None = None) -> MCPServer:
     """The plan server for the runs in ``folder`` (created on the first plan), or, with ``store``, in that store
     (a database, ``postgresql://…/db``, or a runs folder); a run id is checked as an id either way."""
     from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
-    from mcp.types import ToolAnnotations
 
     from plantrail import audit
+    from plantrail._version import __version__
+    from plantrail.cli.mcp_runs import chosen_run
     from plantrail.ledger.api import Ledger
-    from plantrail.ledger.rules import attempts, effects, reconcile
     from plantrail.ledger.stores.opener import open_store
     from plantrail.ledger.vocabulary.errors import PlantrailError
     from plantrail.projections.views import next_view, status_document
-
-    server: MCPServer = MCPServer("plantrail", instructions=INSTRUCTIONS)
-    read_only = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
-    writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
-
-    def refusals(call: Callable[[], T]) -> T:
-        try:
-            return call()
-        except PlantrailError as exc:
-            raise ToolError(f"error[{exc.code}]: {exc.message}") from None
 
     runs = open_store(store or folder)
 
     def log(run: str) -> str:
         return runs.run(run).location
 
-    def record(run: str, act: Callable[[Ledger], Any]) -> dict[str, Any]:
-        def go() -> dict[str, Any]:
-            with Ledger.open(log(run)) as ledger:
-                return ledger.acknowledgement(act(ledger))
+    def exists(run: str) -> bool:
+        return runs.run(run).exists()
 
-        return refusals(go)
+    def state_of(run: str | None) -> PlanState | None:
+        """The run's state as it stands now (None: no run, or none that can be read)."""
+        if run is None:
+            return None
+        try:
+            found = runs.run(run)
+            return found.current().state if found.exists() else None
+        except PlantrailError:
+            return None
 
-    def tool(
-        name: str,
-        description: str,
-        parameters: Sequence[inspect.Parameter],
-        act: Callable[[Ledger, Arguments], Ack] | None = None,
-        answer: Callable[[str, Arguments], dict[str, Any]] | None = None,
-    ) -> None:
-        """Serve the writing tool ``name``: its input is the run and ``parameters`` (built from the commands'
-        declarations: :func:`declared`); it answers the acknowledgement of the ack ``act`` returns for the
-        arguments given (or what ``answer`` says)."""
+    def record(run: str, act: Callable[[Ledger], Ack]) -> Answer:
+        with Ledger.open(log(run)) as ledger:
+            return ledger.acknowledgement(act(ledger))
 
-        given = [_parameter("run", Run, how=inspect.Parameter.POSITIONAL_OR_KEYWORD), *parameters]
-        kinds = {p.name: _takes(p) for p in given}
+    kit = _Kit(log=log, record=record, state_of=state_of)
+    tools = [_tool(spec, lambda given: chosen_run(given, exists), state_of) for spec in _specs(kit)]
+    server: MCPServer = MCPServer("plantrail", version=__version__, instructions=INSTRUCTIONS, tools=tools)
 
-        def call(run: Any, **arguments: Any) -> dict[str, Any]:
-            refusals(lambda: check_arguments(kinds, {"run": run, **arguments}, where=name))
-            if answer is not None:
-                return answer(run, arguments)
-            assert act is not None
-            return record(run, lambda ledger: act(ledger, arguments))
+    def status_of(run: str) -> Answer:
+        with Ledger.open(log(run)) as ledger:
+            state = ledger.state
+        return status_document(state) | {"next": next_view(state)}
 
-        call.__name__ = name
-        call.__signature__ = inspect.Signature(given, return_annotation=dict[str, Any])  # type: ignore[attr-defined]
-        server.tool(annotations=writes, description=description)(call)
+    def refused(call: Callable[[], Answer]) -> Answer:
+        from mcp.server.mcpserver.exceptions import ToolError
 
-    def plan_set(run: str, arguments: Arguments) -> dict[str, Any]:
-        def go() -> dict[str, Any]:
-            with Ledger.set_plan(log(run), arguments.pop("steps"), run=run, **arguments) as ledger:
-                return ledger.acknowledgement()
-
-        return refusals(go)
-
-    tool(
-        "plan_set",
-        f"Create the run's plan, or replan it. {_STEP_SHAPE}",
-        [
-            _parameter("steps", list[dict[str, Any]]),
-            _parameter("goal", str | None, None),
-            _parameter("criteria", list[dict[str, Any]] | None, None),
-            declared(reconcile.replan, "reason", optional=True),
-            declared(reconcile.replan, "why", optional=True),
-            _parameter("max_in_progress", int | None, None),
-            declared(reconcile.replan, "expected_seq"),
-            declared(reconcile.replan, "idempotency_key"),
-        ],
-        answer=plan_set,
-    )
-
-    singles = {name: (method, names, narrowed) for name, method, names, narrowed in _single_command_tools()}
-
-    def single(name: str) -> None:
-        method, names, narrowed = singles[name]
-        parameters = [declared(method, field, kind=narrowed.get(field)) for field in names]
-        tool(name, method.declaration.tools[name], parameters, executes(method))
-
-    single("step_start")
-
-    def step_result(ledger: Ledger, arguments: Arguments) -> Ack:
-        result, evidence, reason = arguments.pop("result"), arguments.pop("evidence"), arguments.pop("reason")
-        artifacts, expected_seq = arguments.pop("artifacts"), arguments.pop("expected_seq")
-        if result == "complete":
-            command = attempts.complete(evidence=evidence or [], artifacts=artifacts or (), **arguments)
-            return ledger.execute(command, expected_seq=expected_seq)
-        text = reason or (evidence if isinstance(evidence, str) else "; ".join(evidence or []))
-        step = arguments.pop("step")
-        ended = attempts.fail(step, text, **arguments) if result == "fail" else attempts.block(step, text, **arguments)
-        return ledger.execute(ended, expected_seq=expected_seq)
-
-    tool(
-        "step_result",
-        STEP_RESULT,
-        [
-            declared(attempts.complete, "step"),
-            _parameter("result", Literal["complete", "fail", "block"]),
-            declared(attempts.complete, "evidence", optional=True),
-            declared(attempts.block, "reason", optional=True),
-            declared(attempts.complete, "artifacts", optional=True),
-            *(declared(attempts.complete, name) for name in ("plan_version", "attempt", "started_seq", "expected_seq")),
-            declared(attempts.complete, "idempotency_key"),
-        ],
-        step_result,
-    )
-
-    def step_effect(ledger: Ledger, arguments: Arguments) -> Ack:
-        key, phase, target = arguments.pop("key"), arguments.pop("phase"), arguments.pop("target")
-        summary, expected_seq = arguments.pop("summary"), arguments.pop("expected_seq")
-        command: CommitEffect | RequestEffect
-        if phase == "committed":
-            command = effects.commit_effect(effect=key, result=summary, actor="agent", **arguments)
-        elif not target:
-            raise ToolError("error[USAGE]: a requested effect needs its target")
-        else:
-            command = effects.request_effect(effect=key, target=target, before=summary, actor="agent", **arguments)
-        return ledger.execute(command, expected_seq=expected_seq)
-
-    tool(
-        "step_effect",
-        STEP_EFFECT,
-        [
-            declared(effects.request_effect, "step"),
-            declared(effects.request_effect, "effect", as_name="key"),
-            _parameter("phase", Literal["requested", "committed"]),
-            declared(effects.request_effect, "target", optional=True),
-            _parameter("summary", str, ""),
-            *(declared(effects.request_effect, name) for name in ("plan_version", "attempt", "expected_seq")),
-            declared(effects.request_effect, "idempotency_key"),
-        ],
-        step_effect,
-    )
-    single("criterion_verdict")
-    single("run_finish")
-    single("step_adopt")
-
-    def status_of(run: str) -> dict[str, Any]:
-        def go() -> dict[str, Any]:
-            with Ledger.open(log(run)) as ledger:
-                state = ledger.state
-            return status_document(state) | {"next": next_view(state)}
-
-        return refusals(go)
-
-    @server.tool(annotations=read_only)
-    def plan_status(run: Run) -> dict[str, Any]:
-        """The plan now: every step's status, what can start now (and why the rest waits), criteria, late
-        results, the advice, and the anchor (seq:hash)."""
-        return status_of(run)
-
-    @server.tool(annotations=read_only)
-    def plan_why(run: Run, version: int | None = None) -> dict[str, Any]:
-        """Why each replan happened (or one version's): reason, causes, what was kept, reset, added, removed."""
-        return refusals(lambda: audit.why(log(run), version=version))
-
-    @server.tool(annotations=read_only)
-    def run_resume(run: Run) -> dict[str, Any]:
-        """Where to go on after a crash or a new session: the verdict, what is in doubt, what to do next."""
-        return refusals(lambda: audit.resume(log(run)))
+        try:
+            return call()
+        except PlantrailError as exc:
+            raise ToolError(f"error[{exc.code}]: {exc.message}") from None
 
     @server.resource("plantrail://runs/{run}/plan", mime_type="application/json")
-    def plan_resource(run: str) -> dict[str, Any]:
+    def plan_resource(run: str) -> Answer:
         """The run's plan and step states (the plan_status document)."""
-        return status_of(run)
+        return refused(lambda: status_of(run))
 
     @server.resource("plantrail://runs/{run}/receipt", mime_type="application/json")
-    def receipt_resource(run: str) -> dict[str, Any]:
+    def receipt_resource(run: str) -> Answer:
         """The run's resume receipt."""
-        return refusals(lambda: audit.resume(log(run)))
+        return refused(lambda: audit.resume(log(run)))
 
     return server
 
 
-Arguments = dict[str, Any]
-#: What step_result and step_effect do (their parameters are built from the commands they record).
-STEP_RESULT = """End a step's attempt: complete with evidence (what proves it) and its outputs as artifacts
-        (NAME=ALGO:HEX[@URI]), or fail / block with a reason. Name the attempt with started_seq, the
-        started_seq step_start answered with. A result for a superseded plan version is recorded on the orphan
-        path, never applied."""
-STEP_EFFECT = """A side effect of the step's attempt, by its idempotency key: requested (with target and summary:
-        the state before) before acting, committed (summary: the result) once it happened. One never known
-        committed is in doubt: check its target before doing it again."""
+class _Kit(NamedTuple):
+    """What the tools share: a run's log location, recording one command, and a run's state now."""
+
+    log: Callable[[str], str]
+    record: Callable[[str, Callable[[Ledger], Ack]], Answer]
+    state_of: Callable[[str | None], PlanState | None]
 
 
-def _single_command_tools() -> tuple[tuple[str, Method[Any, Any], tuple[str, ...], dict[str, Any]], ...]:
-    """The tools that record one command: the tool, the declared method it calls, the method's parameters it
-    takes (in the tool's order), and the types it narrows (run_finish offers v1's outcomes)."""
-    from plantrail.ledger.rules import adoption, attempts, criteria, outcomes
+def _tool(spec: Spec, choose: Callable[[Any], str], state_of: Callable[[str | None], PlanState | None]) -> Tool:
+    """The SDK tool serving ``spec``: it takes the arguments as they came (no coercion), checks them, chooses the
+    run, calls, and answers the document with the run it used; a refusal is a tool error saying what next."""
+    import orjson
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.mcpserver.tools import Tool
+    from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
-    envelope = ("expected_seq", "idempotency_key")
-    return (
-        ("step_start", attempts.start, ("step", "plan_version", *envelope), {}),
-        ("step_adopt", adoption.adopt, ("orphan_seq", *envelope), {}),
-        ("criterion_verdict", criteria.verify_criterion, ("criterion", "passed", "evidence", *envelope), {}),
-        (
-            "run_finish",
-            outcomes.finish,
-            ("outcome", "reason", *envelope),
-            {"outcome": Literal["complete", "paused", "failed", "cancelled"]},
-        ),
+    from plantrail.cli.mcp_hints import refusal_text
+    from plantrail.cli.mcp_schemas import check_given, input_schema
+    from plantrail.ledger.vocabulary.errors import PlantrailError
+
+    params = [_run_param(), *spec.params]
+
+    def call(arguments: Arguments) -> CallToolResult:
+        run: str | None = None
+        try:
+            check_given(params, arguments, where=spec.name)
+            given = dict(arguments)
+            run = choose(given.pop("run", None))
+            answer = {"run": run, **spec.call(run, given)}
+        except PlantrailError as exc:
+            raise ToolError(refusal_text(exc, state_of(run))) from None
+        text = orjson.dumps(answer, option=orjson.OPT_NON_STR_KEYS).decode()
+        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=answer)
+
+    if spec.read_only:
+        annotations = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
+    else:
+        annotations = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
+    return Tool(
+        fn=call,
+        name=spec.name,
+        title=None,
+        description=spec.description,
+        parameters=input_schema(params),
+        fn_metadata=_raw_arguments(),
+        is_async=False,
+        context_kwarg=None,
+        annotations=annotations,
     )
 
 
-def declared(
-    method: Method[Any, Any], name: str, *, as_name: str | None = None, optional: bool = False, kind: Any = None
-) -> inspect.Parameter:
-    """The tool parameter built from parameter ``name`` of a declared method: its type is the JSON type the
-    declaration gives the field, else the method's (``kind`` when a tool narrows it), its default the method's;
-    ``optional`` makes it default to None (in a tool that records several commands, not all of which take it).
-    """
-    default = None if optional else next(p.default for p in method.parameters() if p.name == name)
-    given = kind or method.declaration.field(name).json or method.types()[name]
-    return _parameter(as_name or name, given | None if optional else given, default)
+def _raw_arguments() -> Any:
+    """The SDK's function metadata for a tool that takes its arguments whole, as the client sent them (the SDK's
+    own would parse a text that looks like JSON and coerce by the schema)."""
+    from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+
+    class RawArguments(FuncMetadata):
+        def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
+            return {"arguments": dict(arguments_to_validate)}
+
+    return RawArguments(arg_model=ArgModelBase)
 
 
-def _parameter(
-    name: str, kind: Any, default: Any = inspect.Parameter.empty, *, how: Any = inspect.Parameter.KEYWORD_ONLY
-) -> inspect.Parameter:
-    """A tool's parameter whose input schema says ``kind`` and which the SDK passes on as it came: the tool
-    checks it against ``kind`` itself (:func:`_takes`), so that a wrong type is refused with its code and never
-    coerced (pydantic's lax mode would take ``"yes"`` for ``true``)."""
-    from pydantic import TypeAdapter, WithJsonSchema
-
-    schema = TypeAdapter(kind).json_schema()
-    takes = _Takes(checker(kind))
-    annotation = Annotated[kind, takes] if "$defs" in schema else Annotated[Any, WithJsonSchema(schema), takes]
-    return inspect.Parameter(name, how, annotation=annotation, default=default)
-
-
-class _Takes(NamedTuple):
-    """What a tool parameter takes, kept in its annotation for the tool's own check."""
-
-    check: Check
+#: The commands each writing tool records (what the refusal texts are held to).
+TOOL_COMMANDS: dict[str, tuple[str, ...]] = {
+    "plan_set": ("Create", "Replan"),
+    "plan_extend": ("Extend",),
+    "step_start": ("Start",),
+    "step_update": ("Complete", "Fail", "Block", "Heartbeat", "Abandon"),
+    "approval_request": ("RequestApproval",),
+    "step_effect": ("RequestEffect", "CommitEffect"),
+    "criterion_verdict": ("VerifyCriterion",),
+    "run_finish": ("Finish",),
+    "step_adopt": ("Adopt",),
+}
 
 
-def _takes(parameter: inspect.Parameter) -> Check:
-    found = [m for m in getattr(parameter.annotation, "__metadata__", ()) if isinstance(m, _Takes)]
-    return found[0].check if found else checker(Any)
+def _run_param() -> Param:
+    from plantrail.cli.mcp_schemas import plain
+
+    return plain("run", str, description="run id (default: the session's)")
 
 
-def executes(method: Method[Any, Any]) -> Callable[[Ledger, Arguments], Ack]:
-    """A tool's call that records the command ``method`` builds from the tool's arguments."""
+def _specs(kit: _Kit) -> list[Spec]:
+    """Every tool, in the order the server lists them."""
+    from plantrail import audit
+    from plantrail.cli.mcp_hints import late_note
+    from plantrail.cli.mcp_schemas import declared, plain, unknown_argument
+    from plantrail.ledger.api import Ledger
+    from plantrail.ledger.rules import (
+        adoption,
+        approvals,
+        attempts,
+        criteria,
+        effects,
+        extension,
+        leases,
+        outcomes,
+        reconcile,
+    )
+    from plantrail.ledger.vocabulary.agent_draft import AGENT_CRITERION, AGENT_STEP, TERMS_SHAPE, with_terms
+    from plantrail.ledger.vocabulary.errors import PlantrailError, error
+    from plantrail.projections.views import next_view, status_document
 
-    def act(ledger: Ledger, arguments: Arguments) -> Ack:
-        expected_seq = arguments.pop("expected_seq", None)
-        return ledger.execute(method(**arguments), expected_seq=expected_seq)
+    steps = plain("steps", list[dict[str, Any]], schema={"type": "array", "items": AGENT_STEP, "minItems": 1})
+    criteria_ = plain("criteria", list[dict[str, Any]], schema={"type": "array", "items": AGENT_CRITERION})
+    terms = plain("terms", dict[str, Any], schema={"type": "object"}, description="other contract terms")
+    envelope = [declared(reconcile.replan, "expected_seq"), declared(reconcile.replan, "idempotency_key")]
 
-    return act
+    def noted(run: str, answer: Answer) -> Answer:
+        """An acknowledgement, with what the model needs to know of a late result."""
+        if answer.get("orphan"):
+            state = kit.state_of(run)
+            if state is not None:
+                answer["next"] = late_note(answer, state)
+        return answer
+
+    def plan_set(run: str, a: Arguments) -> Answer:
+        with Ledger.set_plan(kit.log(run), a.pop("steps"), run=run, **a) as ledger:
+            return ledger.acknowledgement()
+
+    def plan_extend(run: str, a: Arguments) -> Answer:
+        additions = {"steps": a.pop("steps", []), "acceptance_criteria": a.pop("criteria", [])}
+        drafted = with_terms(additions, a.pop("terms", None), allowed=("steps", "criteria"))
+        expected = a.pop("expected_seq", None)
+        return kit.record(run, lambda ledger: ledger.execute(extension.extend(drafted, **a), expected_seq=expected))
+
+    def executes(method: Method[Any, Any]) -> Callable[[str, Arguments], Answer]:
+        def go(run: str, a: Arguments) -> Answer:
+            expected = a.pop("expected_seq", None)
+            return noted(run, kit.record(run, lambda ledger: ledger.execute(method(**a), expected_seq=expected)))
+
+        return go
+
+    def step_update(run: str, a: Arguments) -> Answer:
+        action, step, expected = a.pop("action"), a.pop("step"), a.pop("expected_seq", None)
+        method, own = _ACTIONS[action]
+        if action in ("fail", "block") and "reason" not in a and "evidence" in a:
+            evidence = a.pop("evidence")  # the failure's evidence stands for its reason
+            a["reason"] = evidence if isinstance(evidence, str) else "; ".join(evidence)
+        taken = {p.name for p in method.parameters()} - {"actor", "source"} | set(own)
+        for name in a:
+            if name not in taken:
+                raise unknown_argument(name, f"step_update with action {action}", sorted(taken))
+        named = {own.get(name, name): value for name, value in a.items()}
+        if action == "complete":
+            named.setdefault("evidence", [])
+        elif action != "heartbeat":
+            named.setdefault(own["reason"], "")
+        command = method(step, **named)
+        return noted(run, kit.record(run, lambda ledger: ledger.execute(command, expected_seq=expected)))
+
+    _ACTIONS: dict[str, tuple[Method[Any, Any], dict[str, str]]] = {
+        "complete": (attempts.complete, {}),
+        "fail": (attempts.fail, {"reason": "error"}),
+        "block": (attempts.block, {"reason": "reason"}),
+        "heartbeat": (leases.heartbeat, {}),
+        "abandon": (leases.abandon, {"reason": "reason"}),
+    }
+
+    def approval_request(run: str, a: Arguments) -> Answer:
+        return executes(approvals.request_approval)(run, a) | {"request": a.get("request")}
+
+    def approval_wait(run: str, a: Arguments) -> Answer:
+        return _wait(kit, run, a["request"], a.get("timeout_s", _WAIT_DEFAULT))
+
+    def step_effect(run: str, a: Arguments) -> Answer:
+        key, phase, target = a.pop("key"), a.pop("phase"), a.pop("target", None)
+        summary, expected = a.pop("summary", ""), a.pop("expected_seq", None)
+        if phase == "committed":
+            command: Any = effects.commit_effect(effect=key, result=summary, actor="agent", **a)
+        elif not target:
+            raise error("USAGE", "a requested effect needs its target")
+        else:
+            command = effects.request_effect(effect=key, target=target, before=summary, actor="agent", **a)
+        return kit.record(run, lambda ledger: ledger.execute(command, expected_seq=expected))
+
+    def plan_status(run: str, a: Arguments) -> Answer:
+        with Ledger.open(kit.log(run)) as ledger:
+            state = ledger.state
+        return status_document(state) | {"next": next_view(state)}
+
+    def plan_brief(run: str, a: Arguments) -> Answer:
+        try:
+            brief: Any = audit.brief(Path(kit.log(run)))
+        except PlantrailError as exc:
+            if exc.code not in ("LOG_NOT_FOUND", "PLAN_NOT_CREATED"):
+                raise
+            brief = None
+        return {"brief": brief, "terms": TERMS_SHAPE}
+
+    start, complete, request = attempts.start, attempts.complete, effects.request_effect
+    heartbeat = leases.heartbeat
+    started_seq = "the seq step_start answered"
+    return [
+        Spec(
+            "plan_set",
+            DESCRIPTIONS["plan_set"],
+            [
+                plain("goal", str, required=True, minLength=1),
+                plain("criteria", list[dict[str, Any]], schema={**criteria_.schema, "minItems": 1}, required=True),
+                plain("steps", list[dict[str, Any]], schema=steps.schema, required=True),
+                terms,
+                declared(reconcile.replan, "reason", required=False),
+                declared(reconcile.replan, "why", required=False),
+                declared(reconcile.replan, "causes", kind=list[int], description="seqs behind a replan"),
+                declared(reconcile.replan, "observations", kind=list[str]),
+                plain("max_in_progress", int, minimum=1),
+                *envelope,
+            ],
+            plan_set,
+        ),
+        Spec(
+            "plan_extend",
+            extension.EXTEND.tools["plan_extend"],
+            [
+                plain("steps", list[dict[str, Any]], schema={"type": "array", "items": AGENT_STEP}),
+                criteria_,
+                terms,
+                declared(extension.extend, "observations", kind=list[str]),
+                declared(extension.extend, "plan_version"),
+                *envelope,
+            ],
+            plan_extend,
+        ),
+        Spec(
+            "step_start",
+            start.declaration.tools["step_start"],
+            [declared(start, n) for n in ("step", "plan_version", "expected_seq", "idempotency_key")],
+            executes(start),
+        ),
+        Spec(
+            "step_update",
+            DESCRIPTIONS["step_update"],
+            [
+                declared(complete, "step"),
+                plain("action", Literal["complete", "fail", "block", "heartbeat", "abandon"], required=True),
+                declared(complete, "evidence", required=False),
+                declared(attempts.block, "reason", required=False),
+                declared(complete, "report", kind=dict[str, Any], description="evidence record"),
+                declared(complete, "artifacts"),
+                declared(heartbeat, "lease_s"),
+                declared(complete, "started_seq", description=started_seq),
+                *(declared(complete, n) for n in ("attempt", "plan_version", "expected_seq", "idempotency_key")),
+            ],
+            step_update,
+        ),
+        Spec(
+            "approval_request",
+            approvals.REQUEST_APPROVAL.tools["approval_request"],
+            [
+                declared(approvals.request_approval, "request"),
+                declared(approvals.request_approval, "question"),
+                declared(approvals.request_approval, "steps", kind=list[str]),
+                declared(approvals.request_approval, "writes", kind=list[str]),
+                declared(approvals.request_approval, "tools", kind=list[str]),
+                *(declared(approvals.request_approval, n) for n in ("plan_version", "expected_seq", "idempotency_key")),
+            ],
+            approval_request,
+        ),
+        Spec(
+            "approval_wait",
+            DESCRIPTIONS["approval_wait"],
+            [
+                declared(approvals.approve, "request"),
+                plain("timeout_s", float, minimum=0, maximum=_WAIT_MAX, default=_WAIT_DEFAULT),
+            ],
+            approval_wait,
+            read_only=True,
+        ),
+        Spec(
+            "step_effect",
+            DESCRIPTIONS["step_effect"],
+            [
+                declared(request, "step"),
+                declared(request, "effect", as_name="key"),
+                plain("phase", Literal["requested", "committed"], required=True),
+                declared(request, "target", required=False),
+                plain("summary", str),
+                *(declared(request, n) for n in ("plan_version", "attempt", "expected_seq", "idempotency_key")),
+            ],
+            step_effect,
+        ),
+        Spec(
+            "criterion_verdict",
+            criteria.VERIFY_CRITERION.tools["criterion_verdict"],
+            [
+                declared(criteria.verify_criterion, n)
+                for n in ("criterion", "passed", "evidence", "expected_seq", "idempotency_key")
+            ],
+            executes(criteria.verify_criterion),
+        ),
+        Spec(
+            "run_finish",
+            outcomes.FINISH.tools["run_finish"],
+            [declared(outcomes.finish, n) for n in ("outcome", "reason", "expected_seq", "idempotency_key")],
+            executes(outcomes.finish),
+        ),
+        Spec(
+            "step_adopt",
+            adoption.ADOPT.tools["step_adopt"],
+            [declared(adoption.adopt, n) for n in ("orphan_seq", "expected_seq", "idempotency_key")],
+            executes(adoption.adopt),
+        ),
+        Spec("plan_status", DESCRIPTIONS["plan_status"], [], plan_status, read_only=True),
+        Spec(
+            "plan_why",
+            DESCRIPTIONS["plan_why"],
+            [plain("version", int, minimum=1)],
+            lambda run, a: audit.why(Path(kit.log(run)), version=a.get("version")),
+            read_only=True,
+        ),
+        Spec(
+            "run_resume",
+            DESCRIPTIONS["run_resume"],
+            [],
+            lambda run, a: audit.resume(Path(kit.log(run))),
+            read_only=True,
+        ),
+        Spec("plan_brief", DESCRIPTIONS["plan_brief"], [], plan_brief, read_only=True),
+    ]
+
+
+#: How long approval_wait waits by default, and at most (seconds).
+_WAIT_DEFAULT = 30.0
+_WAIT_MAX = 300.0
+#: The first pause between two reads of the log while waiting, and the longest (seconds).
+_POLL_FIRST = 0.05
+_POLL_MAX = 1.0
+
+
+def _wait(kit: _Kit, run: str, request: str, timeout_s: float) -> Answer:
+    """Read the run until approval ``request`` is decided or ``timeout_s`` seconds passed: its answer, granted,
+    denied or pending (APPROVAL_NOT_FOUND for a request the run does not hold). The log is read again only
+    after a pause that doubles from :data:`_POLL_FIRST` up to :data:`_POLL_MAX`: each read takes the cached state
+    and the records after it."""
+    import time
+
+    from plantrail.ledger.vocabulary.errors import error
+
+    deadline = time.monotonic() + timeout_s
+    pause = _POLL_FIRST
+    while True:
+        state = kit.state_of(run)
+        if state is None:
+            raise error("LOG_NOT_FOUND", f"run {run} has no log yet")
+        authority = state.authority
+        found = next((a for a in (() if authority is None else authority.approvals) if a.id == request), None)
+        if found is None:
+            raise error("APPROVAL_NOT_FOUND", f"run {run} holds no approval request {request}", request=request)
+        left = deadline - time.monotonic()
+        if found.status != "requested" or left <= 0:
+            status = {"granted": "granted", "denied": "denied"}.get(found.status, "pending")
+            return {
+                "request": request,
+                "status": status,
+                "steps": list(found.steps),
+                "plan_version": found.plan_version,
+                "current_version": state.version,
+                "by": found.by,
+                "why": found.why,
+            }
+        time.sleep(min(pause, left))
+        pause = min(pause * 2, _POLL_MAX)
 
 
 @click.command("mcp")

@@ -326,6 +326,9 @@ class Ledger:
         criteria: Sequence[Mapping[str, Any]] | None = None,
         reason: ReasonCode | None = None,
         why: str | None = None,
+        causes: Sequence[int] = (),
+        observations: Sequence[str] = (),
+        terms: Mapping[str, Any] | None = None,
         max_in_progress: int | None = None,
         expected_seq: int | None = None,
         idempotency_key: str | None = None,
@@ -337,12 +340,17 @@ class Ledger:
 
         When ``path`` holds no run yet, create it (its folder too) with ``goal``, ``steps`` and ``criteria`` (the
         draft's ``acceptance_criteria``) as version 1, and ``max_in_progress`` as the policy's focus limit.
-        Otherwise replan with ``reason`` (a reason code) and ``why``, USAGE without them: the goal stays, and so
-        do the active criteria (typed checks included) unless ``criteria`` are given, and the active policy
-        (budgets included), with only the focus limit changed when ``max_in_progress`` is given. A first call
-        retried under its ``idempotency_key`` (no ``reason``) answers the original's ack and writes nothing.
-        ``expected_seq`` holds for a replan; ``clock`` is as for :meth:`create`.
+        Otherwise replan with ``reason`` (a reason code) and ``why``, USAGE without them, and with the
+        ``causes`` (seqs of events in the log) and ``observations`` behind it: the goal stays (a different
+        ``goal`` is GOAL_CHANGED), and so do the active criteria (typed checks included) unless ``criteria`` are
+        given, and the active policy (budgets included), with only what the call gives changed. ``terms`` holds
+        the contract's other terms, merged into the draft as given
+        (:func:`~plantrail.ledger.vocabulary.agent_draft.with_terms`). A first call retried under its
+        ``idempotency_key`` (no ``reason``) answers the original's ack and writes nothing. ``expected_seq``
+        holds for a replan; ``clock`` is as for :meth:`create`.
         """
+        from plantrail.ledger.vocabulary.agent_draft import carried_terms, with_terms
+
         draft = _agent_draft(steps, criteria, max_in_progress)
         target = as_run(path)
         if not target.exists():
@@ -350,7 +358,7 @@ class Ledger:
             try:
                 return cls.create(
                     target.location,
-                    {"goal": goal, **draft},
+                    with_terms({"goal": goal, **draft}, terms),
                     run=run,
                     actor=actor,
                     idempotency_key=idempotency_key,
@@ -364,16 +372,29 @@ class Ledger:
         ledger = cls.open(target.location, clock=clock)
         try:
             if reason is None and idempotency_key is not None:  # a retried first call: the original's ack
-                ledger.execute(Create(plan=parse_draft({"goal": goal, **draft}), actor=actor, key=idempotency_key))
+                first = with_terms({"goal": goal, **draft}, terms)
+                ledger.execute(Create(plan=parse_draft(first), actor=actor, key=idempotency_key))
                 return ledger
             if reason is None or not why:
                 raise error("USAGE", "a replan needs reason (a reason code) and why")
             current = ledger.unread_state
-            plan = {"goal": current.goal, **draft}
+            plan: dict[str, Any] = {"goal": current.goal if goal is None else goal, **draft}
+            if current.plan is not None and criteria is None:
+                plan["acceptance_criteria"] = _kept_criteria(current.plan)
             if current.plan is not None:
-                plan |= _kept_terms(current.plan, criteria is None, max_in_progress)
+                terms = carried_terms(current.plan, plan, terms)
+            plan = with_terms(plan, terms)
+            if current.plan is not None and "policy" in plan:
+                plan["policy"] = _kept_policy(current.plan, plan["policy"])
             ledger.replan(
-                reason, why, plan=plan, expected_seq=expected_seq, idempotency_key=idempotency_key, actor=actor
+                reason,
+                why,
+                plan=plan,
+                causes=causes,
+                observations=observations,
+                expected_seq=expected_seq,
+                idempotency_key=idempotency_key,
+                actor=actor,
             )
         except BaseException:
             ledger.close()
@@ -640,18 +661,18 @@ def _agent_draft(
     return draft
 
 
-def _kept_terms(plan: PlanSpec, keep_criteria: bool, max_in_progress: int | None) -> dict[str, Any]:
-    """What an agent's replan (:meth:`Ledger.set_plan`) keeps of the active plan: its criteria whole (typed
-    checks included) when the call gives none, and its policy (budgets included) with only the focus limit
-    the call gives changed."""
-    from plantrail.ledger.vocabulary.draft_writer import criterion_draft, policy_draft
+def _kept_criteria(plan: PlanSpec) -> list[dict[str, Any]]:
+    """The criteria an agent's replan (:meth:`Ledger.set_plan`) that gives none keeps: the active ones by their
+    own fields (their typed checks are carried with the other terms)."""
+    return [{"id": c.id, "description": c.description} for c in plan.acceptance_criteria]
 
-    kept: dict[str, Any] = {}
-    if keep_criteria:
-        kept["acceptance_criteria"] = [criterion_draft(c) for c in plan.acceptance_criteria]
-    if max_in_progress is not None:
-        kept["policy"] = policy_draft(plan.policy) | {"max_in_progress": max_in_progress}
-    return kept
+
+def _kept_policy(plan: PlanSpec, given: Any) -> Any:
+    """The policy of an agent's replan (:meth:`Ledger.set_plan`) that gives some of it: the active one (budgets
+    included) with what the call gives changed (what is not a mapping is left for the draft to refuse)."""
+    from plantrail.ledger.vocabulary.draft_writer import policy_draft
+
+    return {**policy_draft(plan.policy), **given} if isinstance(given, Mapping) else given
 
 
 class _Closed:

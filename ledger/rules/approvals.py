@@ -378,6 +378,10 @@ REQUEST_APPROVAL = declare(
             ),
         )
     },
+    tools={
+        "approval_request": "Ask a person one bounded question about some steps (and extra writes or tools); "
+        "answers at once with the request id: approval_wait for the decision."
+    },
 )
 
 DECIDE = declare(

@@ -167,6 +167,10 @@ EXTEND = declare(
             examples=("plantrail extend run.jsonl more-steps.json",),
         )
     },
+    tools={
+        "plan_extend": "Add steps and criteria to the current plan version in place, while no work has touched it "
+        "(replan with plan_set after)."
+    },
 )
 
 

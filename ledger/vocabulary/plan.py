@@ -20,7 +20,7 @@ import heapq
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, Final, Literal, TypeVar
 
 from plantrail.ledger.vocabulary.arguments import strict
 from plantrail.ledger.vocabulary.artifacts import (
@@ -59,7 +59,11 @@ from plantrail.ledger.vocabulary.scope import (
 )
 
 __all__ = [
+    "CRITERION_KEYS",
     "DEFAULT_MAX_ATTEMPTS",
+    "DRAFT_KEYS",
+    "ID_PATTERN",
+    "STEP_KEYS",
     "CriterionSpec",
     "Draft",
     "PatchOp",
@@ -83,6 +87,8 @@ DEFAULT_MAX_ATTEMPTS = 3
 T = TypeVar("T")
 _STRICT: dict[str, Any] = {"extra": "forbid", "strict": True}  # how pydantic validates these in the log
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+#: What every id matches (a step's, a criterion's, a run's), as a regular expression anchored at both ends.
+ID_PATTERN: Final = f"^{_ID.pattern}$"
 
 
 @dataclass(frozen=True, slots=True)
@@ -379,6 +385,10 @@ _STEP_KEYS = {
     "inputs",
     "notes",
 }
+#: Every key a step of a draft may have (camelCase spellings included).
+STEP_KEYS: Final = frozenset(_STEP_KEYS)
+#: Every key a criterion of a draft may have.
+CRITERION_KEYS: Final = frozenset({"id", "description", "checks"})
 
 
 def _step_id(raw: Any) -> str | None:
@@ -502,7 +512,7 @@ def _priority(value: Any, where: str) -> int:
 def _parse_criterion(raw: Any, where: str) -> CriterionSpec:
     obj = _require_mapping(raw, where)
     problems: list[PlantrailError] = Problems()
-    _noted(problems, None, _reject_unknown, obj, {"id", "description", "checks"}, where)
+    _noted(problems, None, _reject_unknown, obj, CRITERION_KEYS, where)
     criterion_id = _noted(problems, "", check_id, obj.get("id"), f"{where}.id")
     description = _noted(problems, "", _text, obj.get("description"), f"{where}.description")
     checks = _noted(problems, _NO_CHECKS, parse_checks, obj.get("checks"), f"{where}.checks")
@@ -546,6 +556,8 @@ def _parse_all(problems: list[PlantrailError], parse: Callable[[Any, str], T], i
 
 
 _DRAFT_KEYS = {"goal", "acceptance_criteria", "acceptanceCriteria", "steps", "policy", "scope", *TASK_ARTIFACT_KEYS}
+#: Every key a draft may have (camelCase spellings included).
+DRAFT_KEYS: Final = frozenset(_DRAFT_KEYS)
 
 
 @strict

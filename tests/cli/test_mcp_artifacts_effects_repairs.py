@@ -42,7 +42,7 @@ async def _planned(client: Client) -> None:
 
 
 def test_a_completion_records_its_artifacts_and_a_missing_one_is_refused(tmp_path: Path) -> None:
-    """step_result complete takes artifacts (NAME=DIGEST); a step that declares outputs is refused without
+    """step_update complete takes artifacts (NAME=DIGEST); a step that declares outputs is refused without
     them (ARTIFACT_MISSING) and the log is unchanged; status shows the artifact."""
 
     async def main() -> None:
@@ -50,16 +50,16 @@ def test_a_completion_records_its_artifacts_and_a_missing_one_is_refused(tmp_pat
             await _planned(client)
             await _call(client, "step_start", run="r", step="build")
             before = (tmp_path / "r.jsonl").read_bytes()
-            missing = await _call(client, "step_result", run="r", step="build", result="complete", evidence="ok")
+            missing = await _call(client, "step_update", run="r", step="build", action="complete", evidence="ok")
             assert _refused(missing, "ARTIFACT_MISSING")
             assert (tmp_path / "r.jsonl").read_bytes() == before
             done = _result(
                 await _call(
                     client,
-                    "step_result",
+                    "step_update",
                     run="r",
                     step="build",
-                    result="complete",
+                    action="complete",
                     evidence="ok",
                     artifacts=[f"bin={A}"],
                 )
@@ -81,7 +81,7 @@ def test_a_side_effect_is_requested_then_committed_and_in_doubt_between(tmp_path
             await _planned(client)
             await _call(client, "step_start", run="r", step="build")
             await _call(
-                client, "step_result", run="r", step="build", result="complete", evidence="ok", artifacts=[f"bin={A}"]
+                client, "step_update", run="r", step="build", action="complete", evidence="ok", artifacts=[f"bin={A}"]
             )
             await _call(client, "step_start", run="r", step="deploy")
             unknown = await _call(client, "step_effect", run="r", step="deploy", key="k0", phase="committed")
@@ -126,7 +126,7 @@ def test_status_shows_repairs_and_next_the_check_before_a_restart(tmp_path: Path
             await _call(
                 client, "step_effect", run="r", step="build", key="push-1", phase="requested", target="registry"
             )
-            await _call(client, "step_result", run="r", step="build", result="fail", reason="compile error")
+            await _call(client, "step_update", run="r", step="build", action="fail", reason="compile error")
             status = _result(await _call(client, "plan_status", run="r"))
             assert status["next"]["can_start"] == ["fix"]
             assert status["next"]["repairs"][0] == {
@@ -140,7 +140,7 @@ def test_status_shows_repairs_and_next_the_check_before_a_restart(tmp_path: Path
             receipt = _result(await _call(client, "run_resume", run="r"))
             assert receipt["repairs"][0]["waiting"] == ["build"]
             await _call(client, "step_start", run="r", step="fix")
-            await _call(client, "step_result", run="r", step="fix", result="complete", evidence="patched")
+            await _call(client, "step_update", run="r", step="fix", action="complete", evidence="patched")
             status = _result(await _call(client, "plan_status", run="r"))
             assert [c["step"] for c in status["next"]["check_first"]] == ["build"]
             assert "push-1 on 'registry'" in status["next"]["check_first"][0]["check"]
@@ -167,7 +167,7 @@ def test_stale_steps_and_cancel_marks_show_in_status_and_resume(tmp_path: Path) 
             await _call(client, "plan_set", run="s", goal="apply", steps=steps, criteria=CRITERIA)
             await _call(client, "step_start", run="s", step="scan")
             await _call(
-                client, "step_result", run="s", step="scan", result="complete", evidence="ok", artifacts=[f"report={B}"]
+                client, "step_update", run="s", step="scan", action="complete", evidence="ok", artifacts=[f"report={B}"]
             )
             await _call(client, "step_start", run="s", step="apply")
 
@@ -184,7 +184,7 @@ def test_stale_steps_and_cancel_marks_show_in_status_and_resume(tmp_path: Path) 
             receipt = _result(await _call(client, "run_resume", run="s"))
             assert receipt["cancel"][0]["step"] == "apply"
             assert "abandon it" in receipt["next"]
-            heartbeat_free = await _call(client, "step_result", run="s", step="apply", result="complete", evidence="x")
+            heartbeat_free = await _call(client, "step_update", run="s", step="apply", action="complete", evidence="x")
             assert _result(heartbeat_free)["orphan"] is not None
 
     anyio.run(check)

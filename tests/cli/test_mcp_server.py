@@ -35,26 +35,30 @@ def _lines(folder: Path, run: str) -> bytes:
 
 
 def test_the_tools_are_few_small_and_marked(tmp_path: Path) -> None:
-    """Nine tools, the read tools marked read-only, all definitions under 3,000 tokens (characters / 4)."""
+    """Fourteen tools, the read tools marked read-only, all definitions under 3,000 tokens (characters / 4)."""
 
     async def main() -> None:
         async with Client(build_server(tmp_path)) as client:
             listed = await client.list_tools()
             tools = {t.name: t for t in listed.tools}
-            assert set(tools) == {
+            assert list(tools) == [
                 "plan_set",
+                "plan_extend",
                 "step_start",
-                "step_result",
-                "step_adopt",
+                "step_update",
+                "approval_request",
+                "approval_wait",
                 "step_effect",
                 "criterion_verdict",
                 "run_finish",
+                "step_adopt",
                 "plan_status",
                 "plan_why",
                 "run_resume",
-            }
+                "plan_brief",
+            ]
             read_only = {n for n, t in tools.items() if t.annotations and t.annotations.read_only_hint}
-            assert read_only == {"plan_status", "plan_why", "run_resume"}
+            assert read_only == {"approval_wait", "plan_status", "plan_why", "run_resume", "plan_brief"}
             size = len(json.dumps([t.model_dump(mode="json", exclude_none=True) for t in listed.tools]))
             assert size / 4 < 3000, size
             templates = await client.list_resource_templates()
@@ -78,7 +82,7 @@ def test_an_agent_keeps_its_plan_through_the_tools(tmp_path: Path) -> None:
             started = _result(await _call(client, "step_start", run="r1", step="reproduce"))
             assert started["seq"] == 2 and len(started["hash"]) == 64
             done = _result(
-                await _call(client, "step_result", run="r1", step="reproduce", result="complete", evidence="401 seen")
+                await _call(client, "step_update", run="r1", step="reproduce", action="complete", evidence="401 seen")
             )
             assert done["can_start"] == ["fix"]
             replanned = _result(
@@ -86,6 +90,8 @@ def test_an_agent_keeps_its_plan_through_the_tools(tmp_path: Path) -> None:
                     client,
                     "plan_set",
                     run="r1",
+                    goal="fix the login",
+                    criteria=CRITERIA,
                     steps=[*STEPS, {"id": "docs", "title": "Note it", "completion_evidence": "changelog"}],
                     reason="new_constraint",
                     why="the changelog must say so",
@@ -118,12 +124,13 @@ def test_a_refused_call_is_a_tool_error_with_its_code_and_changes_nothing(tmp_pa
             retried = _result(await _call(client, "plan_set", **first))  # a retried first call writes nothing
             assert (retried["seq"], retried["duplicate"]) == (created["seq"], True)
             before = _lines(tmp_path, "r1")
-            assert _refused(await _call(client, "plan_set", run="r1", goal="g", steps=STEPS), "USAGE")
+            replan = await _call(client, "plan_set", run="r1", goal="g", steps=STEPS, criteria=CRITERIA)
+            assert _refused(replan, "USAGE")
             assert _refused(await _call(client, "step_start", run="r1", step="fix"), "STEP_NOT_READY")
             await _call(client, "step_start", run="r1", step="reproduce")
             middle = _lines(tmp_path, "r1")
             assert middle != before
-            empty = await _call(client, "step_result", run="r1", step="reproduce", result="complete", evidence=[" "])
+            empty = await _call(client, "step_update", run="r1", step="reproduce", action="complete", evidence=[" "])
             assert _refused(empty, "EVIDENCE_REQUIRED")
             assert _lines(tmp_path, "r1") == middle
             escape = await _call(client, "plan_status", run="../outside")
@@ -182,8 +189,9 @@ def test_a_real_stdio_session(tmp_path: Path) -> None:
 
 
 def test_a_replan_keeps_the_criteria_checks_and_the_budgets_it_does_not_give(tmp_path: Path) -> None:
-    """plan_set as a replan without criteria keeps the active criteria whole (their typed checks too); with
-    max_in_progress it changes the focus limit and keeps the rest of the policy (the budgets)."""
+    """plan_set as a replan that restates the criteria by their id and description keeps their typed checks
+    (terms it does not give are carried); with max_in_progress it changes the focus limit and keeps the rest of
+    the policy (the budgets)."""
     from plantrail.ledger.api import Ledger
 
     checked = [
@@ -203,7 +211,8 @@ def test_a_replan_keeps_the_criteria_checks_and_the_budgets_it_does_not_give(tmp
     async def main() -> None:
         async with Client(build_server(tmp_path)) as client:
             steps = [*STEPS, {"id": "review", "title": "Review", "depends_on": ["fix"], "completion_evidence": "ok"}]
-            replan = {"run": "r1", "steps": steps, "reason": "new_constraint", "why": "a review is needed"}
+            replan = {"run": "r1", "goal": "g", "steps": steps, "reason": "new_constraint", "why": "a review is needed"}
+            replan["criteria"] = [{"id": "tests-pass", "description": "the test suite passes"}]
             _result(await _call(client, "plan_set", **replan, max_in_progress=2))
 
     anyio.run(main)
@@ -228,8 +237,8 @@ def test_a_wrong_type_is_refused_with_its_code_never_coerced(tmp_path: Path) -> 
                 ("criterion_verdict", {"criterion": "tests-pass", "passed": 1, "evidence": "green"}, "passed"),
                 ("step_start", {"step": 3}, "step"),
                 ("step_start", {"step": "reproduce", "expected_seq": "1"}, "expected_seq"),
-                ("step_result", {"step": "reproduce", "result": "complete", "attempt": 1.0}, "attempt"),
-                ("plan_set", {"goal": "g", "steps": "reproduce"}, "steps"),
+                ("step_update", {"step": "reproduce", "action": "complete", "attempt": 1.0}, "attempt"),
+                ("plan_set", {"goal": "g", "criteria": CRITERIA, "steps": "reproduce"}, "steps"),
             ]:
                 refused = await _call(client, tool, run="r1", **arguments)
                 assert _refused(refused, "INVALID_ARGUMENT"), (tool, arguments)
@@ -255,7 +264,7 @@ def test_a_first_plan_under_an_invalid_run_id_is_refused_with_its_code(tmp_path:
 
 
 def test_a_worker_names_its_attempt_and_a_late_completion_is_adopted(tmp_path: Path) -> None:
-    """step_start answers the started_seq a step_result names its attempt by; after a replan cut that attempt
+    """step_start answers the started_seq a step_update names its attempt by; after a replan cut that attempt
     off, its completion lands on the orphan path, and step_adopt takes it into the new version."""
 
     async def main() -> None:
@@ -268,6 +277,7 @@ def test_a_worker_names_its_attempt_and_a_late_completion_is_adopted(tmp_path: P
                     client,
                     "plan_set",
                     run="r1",
+                    goal="fix the login",
                     steps=STEPS,
                     criteria=[{"id": "tests-pass", "description": "the whole suite passes"}],
                     reason="new_constraint",
@@ -277,10 +287,10 @@ def test_a_worker_names_its_attempt_and_a_late_completion_is_adopted(tmp_path: P
             late = _result(
                 await _call(
                     client,
-                    "step_result",
+                    "step_update",
                     run="r1",
                     step="reproduce",
-                    result="complete",
+                    action="complete",
                     evidence="401 seen",
                     started_seq=started["started_seq"],
                 )
@@ -291,7 +301,7 @@ def test_a_worker_names_its_attempt_and_a_late_completion_is_adopted(tmp_path: P
             again = await _call(client, "step_adopt", run="r1", orphan_seq=late["seq"])
             assert _refused(again, "ADOPT_REFUSED")
             unknown = await _call(
-                client, "step_result", run="r1", step="fix", result="complete", evidence="x", started_seq=2
+                client, "step_update", run="r1", step="fix", action="complete", evidence="x", started_seq=2
             )
             assert _refused(unknown, "UNKNOWN_ATTEMPT")
 

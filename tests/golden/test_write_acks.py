@@ -640,8 +640,8 @@ def test_recording_commands_acknowledge_the_same(name: str, stopped_clock: Stopp
 #: and every value of a key the golden entry has, must match exactly.
 MCP_ACK_MAY_GAIN = frozenset({"scope_violation", "effect", "warnings", "run", "steps"})
 MCP_WRITING_TOOLS = frozenset(
-    {"plan_set", "step_start", "step_result", "step_effect", "criterion_verdict", "run_finish"}
-)
+    {"plan_set", "step_start", "step_update", "step_effect", "criterion_verdict", "run_finish"}
+)  # the writing tools this scenario calls
 
 _MCP_STEPS = [
     {
@@ -686,36 +686,37 @@ def _mcp_calls() -> list[tuple[str, dict[str, Any]]]:
         },
     ]
     effect = {"run": "r1", "step": "fix", "key": "deploy-1"}
+    whole = {"run": "r1", "goal": "fix the login", "criteria": _MCP_CRITERIA}  # what every plan_set restates
     return [
         ("plan_set", first),
         ("plan_set", first),  # a retried first call: the original's acknowledgement
-        ("plan_set", {"run": "r1", "goal": "g", "steps": _MCP_STEPS}),  # a replan without its reason
+        ("plan_set", {"run": "r1", "goal": "g", "steps": _MCP_STEPS, "criteria": _MCP_CRITERIA}),  # no reason
         ("step_start", {"run": "r1", "step": "fix"}),  # not ready
         ("step_start", {"run": "r1", "step": "reproduce", "idempotency_key": "s1"}),
         ("step_start", {"run": "r1", "step": "reproduce", "idempotency_key": "s1"}),
         ("step_start", {"run": "r1", "step": "probe", "expected_seq": 1}),  # stale: the log ends at 2
         ("step_start", {"run": "r1", "step": "probe", "expected_seq": 2}),
-        ("step_result", {"run": "r1", "step": "reproduce", "result": "complete", "evidence": [" "]}),
-        ("step_result", {"run": "r1", "step": "reproduce", "result": "complete", "evidence": ["401 seen"]}),
-        ("plan_set", {"run": "r1", "steps": v2_steps, "reason": "new_constraint", "why": "the docs must say so"}),
+        ("step_update", {"run": "r1", "step": "reproduce", "action": "complete", "evidence": [" "]}),
+        ("step_update", {"run": "r1", "step": "reproduce", "action": "complete", "evidence": ["401 seen"]}),
+        ("plan_set", {**whole, "steps": v2_steps, "reason": "new_constraint", "why": "the docs must say so"}),
         (
-            "step_result",
-            {"run": "r1", "step": "probe", "result": "complete", "evidence": "p95 340 ms", "plan_version": 1},
+            "step_update",
+            {"run": "r1", "step": "probe", "action": "complete", "evidence": "p95 340 ms", "plan_version": 1},
         ),  # a late result: the orphan path
         ("step_start", {"run": "r1", "step": "fix"}),
-        ("step_result", {"run": "r1", "step": "fix", "result": "fail", "reason": "the stub is missing"}),
+        ("step_update", {"run": "r1", "step": "fix", "action": "fail", "reason": "the stub is missing"}),
         ("step_start", {"run": "r1", "step": "fix"}),
         ("step_effect", {**effect, "phase": "requested"}),  # no target
         ("step_effect", {**effect, "phase": "requested", "target": "prod", "summary": "v1 serving"}),
         ("step_effect", {**effect, "phase": "committed", "summary": "v2 serving"}),
-        ("step_result", {"run": "r1", "step": "fix", "result": "complete", "evidence": "the diff"}),
+        ("step_update", {"run": "r1", "step": "fix", "action": "complete", "evidence": "the diff"}),
         ("step_start", {"run": "r1", "step": "docs"}),
-        ("step_result", {"run": "r1", "step": "docs", "result": "block", "evidence": ["no access to the wiki"]}),
+        ("step_update", {"run": "r1", "step": "docs", "action": "block", "evidence": ["no access to the wiki"]}),
         ("plan_status", {"run": "r1"}),
         (
             "plan_set",
             {
-                "run": "r1",
+                **whole,
                 "steps": v2_steps,
                 "reason": "failed_assumption",
                 "why": "docs live in the repo",
@@ -723,7 +724,7 @@ def _mcp_calls() -> list[tuple[str, dict[str, Any]]]:
             },
         ),
         ("step_start", {"run": "r1", "step": "docs"}),
-        ("step_result", {"run": "r1", "step": "docs", "result": "complete", "evidence": "README updated"}),
+        ("step_update", {"run": "r1", "step": "docs", "action": "complete", "evidence": "README updated"}),
         ("criterion_verdict", {"run": "r1", "criterion": "tests-pass", "passed": False, "evidence": "1 failure"}),
         ("run_finish", {"run": "r1", "outcome": "complete", "reason": "too early"}),
         (

@@ -74,11 +74,13 @@ def tool(name: str, **args: Any) -> Call:
 
 CREATE = plan_set(goal=GOAL, steps=STEPS, criteria=CRITERIA)
 START = tool("step_start", step="reproduce")
-DONE = tool("step_result", step="reproduce", result="complete", evidence=["401 seen", "in the log"])
+DONE = tool("step_update", step="reproduce", action="complete", evidence=["401 seen", "in the log"])
 START_FIX = tool("step_start", step="fix")
 REQUESTED = tool("step_effect", step="reproduce", key="deploy-1", phase="requested", target="prod", summary="v1")
 COMMITTED = tool("step_effect", step="reproduce", key="deploy-1", phase="committed", summary="v2", idempotency_key="c")
-REPLAN = plan_set(steps=MORE_STEPS, reason="new_constraint", why="the changelog must say so")
+REPLAN = plan_set(
+    goal=GOAL, steps=MORE_STEPS, criteria=CRITERIA, reason="new_constraint", why="the changelog must say so"
+)
 
 #: Each case: the calls that lead up to it, then the call under test (every call's answer is compared).
 CASES: dict[str, list[Call]] = {
@@ -86,7 +88,9 @@ CASES: dict[str, list[Call]] = {
     "plan_set replans": [CREATE, START, DONE, REPLAN],
     "plan_set replans with its criteria and a focus limit": [
         CREATE,
-        plan_set(steps=MORE_STEPS, criteria=CRITERIA[:1], max_in_progress=2, reason="user_request", why="one goal"),
+        plan_set(
+            goal=GOAL, steps=MORE_STEPS, criteria=CRITERIA[:1], max_in_progress=2, reason="user_request", why="one goal"
+        ),
     ],
     "step_start": [CREATE, tool("step_start", step="reproduce", expected_seq=1)],
     "step_start retried (duplicate)": [
@@ -94,32 +98,32 @@ CASES: dict[str, list[Call]] = {
         tool("step_start", step="reproduce", idempotency_key="s1"),
         tool("step_start", step="reproduce", idempotency_key="s1"),
     ],
-    "step_result complete": [CREATE, START, DONE],
-    "step_result complete with an artifact": [
+    "step_update complete": [CREATE, START, DONE],
+    "step_update complete with an artifact": [
         CREATE,
         START,
         DONE,
         START_FIX,
-        tool("step_result", step="fix", result="complete", evidence="patched", artifacts=[PATCH], attempt=1),
+        tool("step_update", step="fix", action="complete", evidence="patched", artifacts=[PATCH], attempt=1),
     ],
-    "step_result complete, late (orphan)": [
+    "step_update complete, late (orphan)": [
         CREATE,
         START,
         DONE,
         START_FIX,
         REPLAN,
-        tool("step_result", step="fix", result="complete", evidence="late", artifacts=[PATCH], plan_version=1),
+        tool("step_update", step="fix", action="complete", evidence="late", artifacts=[PATCH], plan_version=1),
     ],
-    "step_result fail": [CREATE, START, tool("step_result", step="reproduce", result="fail", reason="no 401")],
-    "step_result fail, evidence as the reason": [
+    "step_update fail": [CREATE, START, tool("step_update", step="reproduce", action="fail", reason="no 401")],
+    "step_update fail, evidence as the reason": [
         CREATE,
         START,
-        tool("step_result", step="reproduce", result="fail", evidence="pytest exited 1"),
+        tool("step_update", step="reproduce", action="fail", evidence="pytest exited 1"),
     ],
-    "step_result block": [
+    "step_update block": [
         CREATE,
         START,
-        tool("step_result", step="reproduce", result="block", evidence=["needs access", "to the staging db"]),
+        tool("step_update", step="reproduce", action="block", evidence=["needs access", "to the staging db"]),
     ],
     "step_effect requested": [CREATE, START, REQUESTED],
     "step_effect committed": [CREATE, START, REQUESTED, COMMITTED],
@@ -203,7 +207,7 @@ def _cli_args(log: Path, call: Call) -> list[str]:
     """The CLI command line of ``call``."""
     args = call.args
     options = [str(item) for name, flag in _OPTIONS.items() if name in args for item in (flag, args[name])]
-    match call.tool, args.get("result") or args.get("phase"):
+    match call.tool, args.get("action") or args.get("phase"):
         case "plan_set", _:
             draft = log.with_suffix(".draft.json")
             draft.write_bytes(orjson.dumps(_draft(args)))
@@ -211,12 +215,12 @@ def _cli_args(log: Path, call: Call) -> list[str]:
             line = ["replan" if replan else "create", str(log), "--plan", str(draft), "--actor", "agent", *replan]
         case "step_start", _:
             line = ["start", str(log), args["step"]]
-        case "step_result", "complete":
+        case "step_update", "complete":
             line = ["complete", str(log), args["step"], *(f"--evidence={e}" for e in _evidence(args))]
             line += [f"--artifact={a}" for a in args.get("artifacts", [])]
-        case "step_result", "fail":
+        case "step_update", "fail":
             line = ["fail", str(log), args["step"], "--error", _texts(args)]
-        case "step_result", "block":
+        case "step_update", "block":
             line = ["block", str(log), args["step"], "--reason", _texts(args)]
         case "step_effect", "requested":
             line = ["effect", str(log), args["step"], "--requested", args["key"], "--target", args["target"]]
@@ -252,17 +256,17 @@ def _record(ledger: Ledger, call: Call) -> Any:
     args = call.args
     keys = {name: args[name] for name in ("idempotency_key", "expected_seq", "plan_version") if name in args}
     attempt = {"attempt": args["attempt"]} if "attempt" in args else {}
-    match call.tool, args.get("result") or args.get("phase"):
+    match call.tool, args.get("action") or args.get("phase"):
         case "plan_set", _:
             return ledger.replan(args["reason"], args["why"], plan=_draft(args), actor="agent", **keys)
         case "step_start", _:
             return ledger.start(args["step"], **keys)
-        case "step_result", "complete":
+        case "step_update", "complete":
             evidence, artifacts = _evidence(args), args.get("artifacts", ())
             return ledger.complete(args["step"], evidence, artifacts=artifacts, **keys, **attempt)
-        case "step_result", "fail":
+        case "step_update", "fail":
             return ledger.fail(args["step"], _texts(args), **keys, **attempt)
-        case "step_result", "block":
+        case "step_update", "block":
             return ledger.block(args["step"], _texts(args), **keys, **attempt)
         case "step_effect", "requested":
             step, key, target = args["step"], args["key"], args["target"]
@@ -308,6 +312,19 @@ def through_mcp(folder: Path, calls: list[Call]) -> list[Any]:
 
 # --------------------------------------------------------------------------- the same document
 
+#: What the MCP server adds to the library's document: the run it used (every answer names it), and, for a
+#: result that went to the orphan path, what the model should do next.
+MCP_ADDS = frozenset({"run", "next"})
+
+
+def _as_library(mcp: list[Any], library: list[Any]) -> list[Any]:
+    """The MCP answers less what the server adds to each (checked: the run is the run called)."""
+    made = []
+    for answer, known in zip(mcp, library, strict=True):
+        assert answer["run"] == RUN
+        made.append({k: v for k, v in answer.items() if k in known or k not in MCP_ADDS})
+    return made
+
 
 def _three_ways(tmp_path: Path, calls: list[Call]) -> list[Any]:
     """The answers of the three front doors, each on a fresh log, asserted equal (and the logs byte-equal)."""
@@ -318,7 +335,7 @@ def _three_ways(tmp_path: Path, calls: list[Call]) -> list[Any]:
     library = through_the_library(folders[1], calls)
     mcp = through_mcp(folders[2], calls)
     assert cli == library
-    assert mcp == library
+    assert _as_library(mcp, library) == library
     logs = [(folder / f"{RUN}.jsonl").read_bytes() for folder in folders]
     assert logs[0] == logs[1] == logs[2]
     return library
@@ -369,7 +386,7 @@ def test_a_retried_start_answers_the_original_seq_as_a_duplicate(tmp_path: Path)
 
 def test_a_late_result_answers_its_orphan_reason(tmp_path: Path) -> None:
     """A completion for a superseded version is recorded on the orphan path; every door says why."""
-    *_, late = _three_ways(tmp_path, CASES["step_result complete, late (orphan)"])
+    *_, late = _three_ways(tmp_path, CASES["step_update complete, late (orphan)"])
     assert (late["orphan"], late["plan_version"]) == ("SUPERSEDED_VERSION", 2)
 
 
@@ -397,7 +414,7 @@ class Command(NamedTuple):
 
 
 def _cli_only(folder: Path) -> list[Command]:
-    """The recording commands the MCP server does not offer, a scope violation among them, in one run."""
+    """The recording commands the three-way cases leave out, a scope violation among them, in one run."""
     (folder / "extra.json").write_bytes(orjson.dumps(EXTRA))
     (folder / "outside.json").write_bytes(orjson.dumps(OUTSIDE))
     return [
@@ -431,8 +448,7 @@ def _cli_only(folder: Path) -> list[Command]:
 
 def test_the_cli_only_commands_and_a_scope_violation_answer_the_library_document(tmp_path: Path) -> None:
     """extend, heartbeat, abandon, observe, request-approval, approve, deny, and a completion whose report leaves
-    the step's scope: the CLI's --json is the library's acknowledgement (the MCP server offers none of them,
-    and its step_result takes no report, so no MCP call records a scope violation)."""
+    the step's scope: the CLI's --json is the library's acknowledgement."""
     cli, library = tmp_path / "cli", tmp_path / "library"
     runner = CliRunner()
     cli.mkdir()
@@ -456,15 +472,30 @@ def test_the_cli_only_commands_and_a_scope_violation_answer_the_library_document
     assert [a["scope_violation"] for a in held] == [{"step": "fix", "paths": ["package.json"], "tools": []}]
 
 
-def test_no_mcp_tool_takes_a_report() -> None:
-    """Why the scope violation is compared between two front doors: no MCP tool can record one."""
+def test_an_mcp_completion_whose_report_leaves_the_scope_answers_the_violation(tmp_path: Path) -> None:
+    """step_update complete with an evidence record outside the step's scope is recorded as the blocked attempt
+    scope_violation, and its answer says so as the library's document does."""
+    library = tmp_path / "library" / f"{RUN}.jsonl"
+    scoped = {"goal": GOAL, "steps": STEPS, "criteria": CRITERIA, "terms": {"scope": {"writes": ["src/**"]}}}
+    with Ledger.set_plan(library, run=RUN, **scoped) as ledger:
+        pass
+    with Ledger.open(library) as ledger:
+        ledger.start("reproduce")
+        expected = ledger.acknowledgement(ledger.complete("reproduce", "seen", report=OUTSIDE))
+    answers: list[Any] = []
 
     async def main() -> None:
-        async with Client(build_server(Path("unused"))) as client:
-            for listed in (await client.list_tools()).tools:
-                assert "report" not in listed.input_schema.get("properties", {}), listed.name
+        async with Client(build_server(tmp_path / "mcp")) as client:
+            answers.append(result(await call_tool(client, "plan_set", run=RUN, **scoped)))
+            await call_tool(client, "step_start", run=RUN, step="reproduce")
+            done = await call_tool(
+                client, "step_update", run=RUN, step="reproduce", action="complete", evidence="seen", report=OUTSIDE
+            )
+            answers.append(result(done))
 
     anyio.run(main)
+    assert answers[1]["scope_violation"] == {"step": "reproduce", "paths": ["package.json"], "tools": []}
+    assert _as_library(answers[1:], [expected]) == [expected]
 
 
 # --------------------------------------------------------------------------- create or replan, in the library
@@ -475,7 +506,8 @@ def test_set_plan_is_plan_set(tmp_path: Path) -> None:
     ack, duplicate, nothing written), a replan keeping the goal and criteria; a replan without a reason is
     USAGE with the message the MCP tool gives, and writes nothing."""
     first = {"goal": GOAL, "steps": STEPS, "criteria": CRITERIA, "idempotency_key": "plan-1"}
-    replan = {"steps": MORE_STEPS, "reason": "new_constraint", "why": "the changelog must say so"}
+    replan = {**first, "steps": MORE_STEPS, "reason": "new_constraint", "why": "the changelog must say so"}
+    replan.pop("idempotency_key")
     library: list[Any] = []
     for args in (first, first, replan):
         with Ledger.set_plan(tmp_path / "library" / f"{RUN}.jsonl", run=RUN, **args) as ledger:
@@ -488,12 +520,12 @@ def test_set_plan_is_plan_set(tmp_path: Path) -> None:
         async with Client(build_server(tmp_path / "mcp")) as client:
             for args in (first, first, replan):
                 mcp.append(result(await call_tool(client, "plan_set", run=RUN, **args)))
-            again = await call_tool(client, "plan_set", run=RUN, goal=GOAL, steps=STEPS)
+            again = await call_tool(client, "plan_set", run=RUN, goal=GOAL, steps=STEPS, criteria=CRITERIA)
             assert refused(again, "USAGE")
             assert f"error[USAGE]: {caught.value.message}" in again.content[0].text
 
     anyio.run(main)
-    assert mcp == library
+    assert _as_library(mcp, library) == library
     assert (library[1]["duplicate"], library[1]["seq"]) == (True, library[0]["seq"])
     assert library[2]["plan_version"] == 2
     assert (caught.value.code, caught.value.message) == ("USAGE", "a replan needs reason (a reason code) and why")

@@ -322,104 +322,67 @@ def _listed_tools(folder: Path) -> dict[str, Any]:
     return anyio.run(main)
 
 
-def _schema(name: str, fields: dict[str, tuple[Any, Any]]) -> dict[str, Any]:
-    """The input schema of a tool whose parameters (after ``run``) are ``fields`` (name -> type, default)."""
-    import pydantic
+def test_every_mcp_tool_states_what_its_declarations_refuse(tmp_path: Path) -> None:
+    """Each tool's schema is generated from the declarations it records: required what the method gives no default
+    (and what creation needs), the Literal's values as an enum, the field's limits, nothing else taken."""
+    from typing import get_args
 
-    from plantrail.cli.mcp_server import Run
+    from plantrail.ledger.vocabulary.durations import MAX_SECONDS
+    from plantrail.ledger.vocabulary.events import OUTCOMES, ReasonCode
 
-    model = pydantic.create_model(f"{name}Arguments", run=(Run, ...), **fields)  # type: ignore[call-overload]
-    return model.model_json_schema()  # type: ignore[no-any-return]
-
-
-def _field(method: Method[Any, Any], name: str, *, optional: bool = False) -> tuple[Any, Any]:
-    """A tool parameter as the declaration gives it: the field's JSON type (else the method's), and its default
-    (... for a required one); ``optional`` adds None as its type and default."""
-    kind = method.declaration.field(name).json or method.types()[name]
-    if optional:
-        return kind | None, None
-    default = next(p.default for p in method.parameters() if p.name == name)
-    return kind, ... if default is inspect.Parameter.empty else default
-
-
-def test_every_mcp_tool_that_records_one_command_has_its_declarations_schema(tmp_path: Path) -> None:
-    """step_start, criterion_verdict and run_finish take the run and their declared method's parameters: the
-    schema is the one those parameters make (run_finish narrowing the outcome to v1's), the description the
-    declaration's."""
-    from typing import Literal
-
-    from plantrail.ledger.rules import attempts, criteria, outcomes
-
-    tools = _listed_tools(tmp_path)
-    v1 = Literal["complete", "paused", "failed", "cancelled"]
-    expected = {
-        "step_start": (attempts.start, ["step", "plan_version", "expected_seq", "idempotency_key"], {}),
-        "criterion_verdict": (
-            criteria.verify_criterion,
-            ["criterion", "passed", "evidence", "expected_seq", "idempotency_key"],
-            {},
-        ),
-        "run_finish": (outcomes.finish, ["outcome", "reason", "expected_seq", "idempotency_key"], {"outcome": v1}),
+    tools = {name: tool.input_schema for name, tool in _listed_tools(tmp_path).items()}
+    required = {name: schema.get("required", []) for name, schema in tools.items()}
+    assert required == {
+        "plan_set": ["goal", "criteria", "steps"],
+        "plan_extend": [],
+        "step_start": ["step"],
+        "step_update": ["step", "action"],
+        "approval_request": ["request", "question", "steps"],
+        "approval_wait": ["request"],
+        "step_effect": ["step", "key", "phase"],
+        "criterion_verdict": ["criterion", "passed", "evidence"],
+        "run_finish": ["outcome", "reason"],
+        "step_adopt": ["orphan_seq"],
+        "plan_status": [],
+        "plan_why": [],
+        "run_resume": [],
+        "plan_brief": [],
     }
-    for name, (method, names, narrowed) in expected.items():
-        fields = {n: _field(method, n) for n in names}
-        fields |= {n: (kind, fields[n][1]) for n, kind in narrowed.items()}
-        assert tools[name].input_schema == _schema(name, fields), name
-        assert tools[name].description == method.declaration.tools[name]
-
-
-def test_every_mcp_tool_that_records_several_commands_has_the_schema_of_the_declarations_it_uses(
-    tmp_path: Path,
-) -> None:
-    """step_result (complete, fail, block), step_effect (request, commit) and plan_set (create, replan) take
-    each field from the declaration of a command they record, optional where not all their commands need it."""
-    from typing import Literal
-
-    from plantrail.ledger.rules import attempts, effects, reconcile
-
-    tools = _listed_tools(tmp_path)
-    complete, request = attempts.complete, effects.request_effect
-    expected: dict[str, dict[str, tuple[Any, Any]]] = {
-        "step_result": {
-            "step": _field(complete, "step"),
-            "result": (Literal["complete", "fail", "block"], ...),
-            "evidence": _field(complete, "evidence", optional=True),
-            "reason": _field(attempts.block, "reason", optional=True),
-            "artifacts": _field(complete, "artifacts", optional=True),
-            **{
-                n: _field(complete, n)
-                for n in ("plan_version", "attempt", "started_seq", "expected_seq", "idempotency_key")
-            },
-        },
-        "step_effect": {
-            "step": _field(request, "step"),
-            "key": _field(request, "effect"),
-            "phase": (Literal["requested", "committed"], ...),
-            "target": _field(request, "target", optional=True),
-            "summary": (str, ""),
-            **{n: _field(request, n) for n in ("plan_version", "attempt", "expected_seq", "idempotency_key")},
-        },
-        "plan_set": {
-            "steps": (list[dict[str, Any]], ...),
-            "goal": (str | None, None),
-            "criteria": (list[dict[str, Any]] | None, None),
-            "reason": _field(reconcile.replan, "reason", optional=True),
-            "why": _field(reconcile.replan, "why", optional=True),
-            "max_in_progress": (int | None, None),
-            **{n: _field(reconcile.replan, n) for n in ("expected_seq", "idempotency_key")},
-        },
+    assert all(schema["additionalProperties"] is False for schema in tools.values())
+    assert all("run" in schema["properties"] for schema in tools.values())
+    assert tools["run_finish"]["properties"]["outcome"]["enum"] == list(OUTCOMES)
+    assert tools["plan_set"]["properties"]["reason"]["enum"] == list(get_args(ReasonCode))
+    update = tools["step_update"]["properties"]
+    assert update["action"]["enum"] == ["complete", "fail", "block", "heartbeat", "abandon"]
+    assert update["lease_s"] == {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_SECONDS}
+    assert update["plan_version"]["minimum"] == update["attempt"]["minimum"] == update["started_seq"]["minimum"] == 1
+    assert update["expected_seq"]["minimum"] == 0
+    assert tools["plan_set"]["properties"]["causes"]["items"] == {"type": "integer", "minimum": 0}
+    step = tools["plan_set"]["properties"]["steps"]["items"]
+    assert step["required"] == ["id", "title", "completion_evidence"]
+    assert tools["plan_set"]["properties"]["criteria"]["items"]["required"] == ["id", "description"]
+    assert tools["approval_wait"]["properties"]["timeout_s"] == {
+        "type": "number",
+        "minimum": 0,
+        "maximum": 300.0,
+        "default": 30.0,
     }
-    for name, fields in expected.items():
-        assert tools[name].input_schema == _schema(name, fields), name
-    assert list(tools) == [
-        "plan_set",
+
+
+def test_a_tool_that_records_one_command_has_its_declarations_description(tmp_path: Path) -> None:
+    """step_start, plan_extend, approval_request, criterion_verdict, run_finish and step_adopt are described by
+    the declaration of the command they record."""
+    from plantrail.ledger.rules.commands import declarations
+
+    described = {name: text for d in declarations() for name, text in d.tools.items()}
+    listed = _listed_tools(tmp_path)
+    assert set(described) == {
         "step_start",
-        "step_result",
-        "step_effect",
+        "plan_extend",
+        "approval_request",
         "criterion_verdict",
         "run_finish",
         "step_adopt",
-        "plan_status",
-        "plan_why",
-        "run_resume",
-    ]
+    }
+    for name, text in described.items():
+        assert listed[name].description == text, name
