@@ -329,7 +329,7 @@ class _Share:
         section = _SECTION.match(line)
         if section is not None:
             self._flush()
-            self.who, self.words, self.words_line = section["who"], Words(), number + 1
+            self.who, self.words = section["who"], Words()
             self.said, self.after_block = Words(), False
             return None
         markers = list(_MARKER.finditer(line))
@@ -381,9 +381,11 @@ class _Share:
         if text.strip() == "---":  # the export's separator between messages
             return
         if self.who == "USER":
+            if text.strip() and not self.words.lines:
+                self.words_line = number  # where the user's words begin
             self.words.add(text)
         elif self.who == "MODEL":
-            if text.strip() and (self.after_block or not self.said.text().strip()):
+            if text.strip() and (self.after_block or not self.said.lines):
                 self.said, self.said_at, self.after_block = Words(), number, False
             self.said.add(text)
 
