@@ -6,8 +6,10 @@
   startTime, kind}`; `{"$set": ...}` lines change session fields, `{"$rewindTo": <message id>}` takes the
   conversation back to that message: the plan updates of the messages after it are dropped (counted as
   `rewound`); `line` is the file line.
-* `gemini-share`: a `/chat share` Markdown export: `## USER` and `## MODEL` sections, a call as a JSON block
-  after `**Tool Command**:`, its answer after `**Tool Response**:`; no times; `line` is the line of the block.
+* `gemini-share`: a `/chat share` Markdown export: `## USER` and `## MODEL` sections (the role's icon before or
+  after the role), a call as a JSON block after `**Tool Command**:`, its answer after `**Tool Response**:`,
+  each marker wherever it stands on its line (the export joins a message's parts with nothing between them);
+  no times; `line` is the line of the block's opening fence.
 
 A message is `{id, timestamp, type: "user" | "gemini", content, toolCalls?}`; a `write_todos` call's `args`
 are `{todos: [{description, status}]}`, the whole list each time; status is `pending`, `in_progress`,
