@@ -3,9 +3,10 @@
 The request is the first message of the session, before the first plan update, that asks for something;
 failing that, the last message before the plan. What a message asks for, in plain words:
 
-* **A slash command** (Claude Code writes ``<command-name>/review-pr</command-name>``,
-  ``<command-message>…</command-message>`` and ``<command-args>123</command-args>``, and the prompt the
-  command expands to on the next line, which the parser joins to it): the command with its arguments
+* **A slash command** (as typed, ``/review-pr 123``, which is what a hook receives; a Claude Code transcript
+  writes ``<command-name>/review-pr</command-name>``, ``<command-message>…</command-message>`` and
+  ``<command-args>123</command-args>``, and the prompt the command expands to on the next line, which the
+  parser joins to it): the command with its arguments
   (``/review-pr 123``); without arguments, the command and the first sentence of substance of the prompt it
   expands to (``/init: Please analyze this codebase and write down how to build it.``); without either, the
   command and its message when the message says more than the command's name. A command that says nothing
@@ -49,6 +50,7 @@ TEMPLATE_CHARACTERS = 400
 # The patterns are compiled on first use (``re``'s own cache keeps them): a hook call maps through this module
 # and meets none of them in the common case.
 _COMMAND_ELEMENT = r"(?s)<command-(?P<tag>name|message|args)>(?P<value>.*?)</command-(?P=tag)>"
+_TYPED_COMMAND = r"(?s)(?P<name>/[A-Za-z][\w:.-]*)(?:\s+(?P<args>.*))?"
 _HEADING = r"(?m)^\s{0,3}#{1,6}\s+\S"
 _ELEMENT = r"(?m)^\s*</?[A-Za-z][\w.:-]*(?:\s[^<>]*)?/?>"
 _PLACEHOLDER = r"\$ARGUMENTS\b|\$[1-9]\b|\{\{\s*[\w.-]+\s*\}\}|\[[A-Z][A-Z0-9_]{2,}(?: [A-Z0-9_]+)*\]"
@@ -97,7 +99,11 @@ def substantive(text: str) -> bool:
 
 
 def slash_command(text: str) -> SlashCommand | None:
-    """The slash command a message is (it opens with ``<command-…>`` elements that name one); None otherwise."""
+    """The slash command a message is (it opens with ``<command-…>`` elements that name one, as a transcript
+    records it, or it is the command as typed, ``/review-pr 123``, as a hook receives it); None otherwise."""
+    typed = re.fullmatch(_TYPED_COMMAND, text.strip())
+    if typed is not None:
+        return SlashCommand(name=typed["name"], message="", args=(typed["args"] or "").strip(), body="")
     first = re.search(_COMMAND_ELEMENT, text)
     if first is None or text[: first.start()].strip():
         return None

@@ -45,6 +45,15 @@ def test_a_slash_command_with_arguments_is_the_command_as_typed() -> None:
     assert slash_command(REVIEW) == ("/review-pr", "review-pr", "123", "")
 
 
+def test_a_slash_command_as_typed_is_read_as_one() -> None:
+    """The command as a hook receives it (`/review-pr 123`) asks for what it says; `/clear` alone asks for nothing; a
+    path is no command."""
+    assert purpose("/review-pr 123") == ("/review-pr 123", None, True)
+    assert purpose("/clear") == ("/clear", None, False)
+    assert slash_command("/etc/hosts is missing an entry") is None
+    assert request([("/clear", 1), ("/review-pr 123", 2)], (None, None)) == ("/review-pr 123", 2, None)
+
+
 def test_a_slash_command_that_expands_is_its_expansions_first_sentence() -> None:
     """A command without arguments whose expansion the transcript holds asks what its expansion's first sentence
     of substance says; the whole (command and expansion) is kept."""
