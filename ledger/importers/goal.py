@@ -134,15 +134,14 @@ def templated(text: str) -> bool:
 
 
 def first_sentence(text: str) -> str | None:
-    """A template's first sentence of substance: the first substantive sentence of its prose, read in order,
-    that does not end with a colon (which only introduces what follows). Prose is what is left once headings,
-    front matter, rules, tables and code are set aside and element tags and emphasis marks are taken off; a
-    fenced block marked ``text`` is prose (a template quotes the user's own words in one). None when the text
-    holds no such sentence."""
+    """A template's first sentence of substance: the first substantive sentence of its prose, read in order.
+    Prose is what is left once headings, front matter, rules, tables and code are set aside and element tags
+    and emphasis marks are taken off; a fenced block marked ``text`` is prose (a template quotes the user's own
+    words in one). None when the text holds no such sentence."""
     for paragraph in _paragraphs(text):
         for sentence in re.split(_SENTENCE_END, paragraph):
             sentence = sentence.strip()
-            if substantive(sentence) and not sentence.endswith(":"):
+            if substantive(sentence):
                 return sentence
     return None
 

@@ -88,8 +88,8 @@ def test_words_that_merely_mention_a_command_are_no_command() -> None:
 
 
 def test_a_templated_prompt_is_its_first_sentence_of_substance() -> None:
-    """Headings, code and a sentence that only introduces a list are passed over; a `text` block is the user's
-    words, so it is the first sentence of substance; the whole prompt is kept."""
+    """Headings and code are passed over; a `text` block is the user's words, so it is the first sentence of
+    substance; the whole prompt is kept."""
     assert templated(TEMPLATE)
     assert purpose(TEMPLATE) == ("Add an export of the monthly report as CSV", TEMPLATE.strip(), True)
 
@@ -134,5 +134,5 @@ def test_a_session_opened_by_a_template_has_its_first_sentence_as_goal(tmp_path:
     assert plan is not None
     assert plan.goal == "Review the refund endpoint for double refunds when a request is retried"
     (kept,) = [note for note in plan.notes if "the user's prompt in full" in note]
-    assert kept.startswith("transcript line 1: the user's prompt in full: ## Task\n\nPlease review the change")
+    assert kept.startswith("transcript line 1: the user's prompt in full: ## Task\n\n```text\nReview the refund")
     assert kept.endswith("</guidelines>")
