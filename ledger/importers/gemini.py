@@ -51,6 +51,7 @@ __all__ = [
     "ADAPTER_VERSION",
     "FORMAT",
     "JSONL_FORMAT",
+    "SHARE_ADAPTER_VERSION",
     "SHARE_FORMAT",
     "SHARE_MARKERS",
     "found_share",
@@ -65,7 +66,9 @@ FORMAT = "gemini"
 JSONL_FORMAT = "gemini-jsonl"
 SHARE_FORMAT = "gemini-share"
 #: This adapter's version, recorded in every plan version it imports (see ``parse.ADAPTER_VERSIONS``).
-ADAPTER_VERSION = 3
+ADAPTER_VERSION = 2
+#: The `/chat share` reader's version: raised alone when only what it reads changes.
+SHARE_ADAPTER_VERSION = 3
 PLAN_TOOL = "write_todos"
 GEMINI_STATUSES: frozenset[Status] = frozenset({"pending", "in_progress", "completed", "cancelled", "blocked"})
 _UPDATED = "Successfully updated the todo list"
