@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 JsonObject = Mapping[str, object]
 
 CONTEXT_LIMIT = 500
+#: How much of each user message a parser keeps for the goal rule (``mapping``): enough of a templated prompt
+#: to find its first sentence of substance and to keep it, whole up to this size, in version 1's notes.
+PROMPT_LIMIT = 4000
 PROMPTS_KEPT = 16
 STATUSES: frozenset[Status] = frozenset({"pending", "in_progress", "completed"})
 
@@ -69,15 +72,16 @@ def objects(values: list[object] | None) -> Iterator[JsonObject]:
             yield value
 
 
-def clip(text: str) -> str:
-    """`text` without surrounding whitespace, cut to CONTEXT_LIMIT characters with a trailing '…'."""
+def clip(text: str, limit: int = CONTEXT_LIMIT) -> str:
+    """`text` without surrounding whitespace, cut to `limit` characters with a trailing '…'."""
     text = text.strip()
-    return text if len(text) <= CONTEXT_LIMIT else text[: CONTEXT_LIMIT - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def with_prompt(prompts: tuple[tuple[str, int], ...], text: str, line: int) -> tuple[tuple[str, int], ...]:
-    """`prompts` with the user's message at `line` added, while fewer than PROMPTS_KEPT are kept."""
-    return prompts if len(prompts) >= PROMPTS_KEPT else (*prompts, (clip(text), line))
+    """`prompts` with the user's message at `line` added (cut to PROMPT_LIMIT), while fewer than PROMPTS_KEPT
+    are kept."""
+    return prompts if len(prompts) >= PROMPTS_KEPT else (*prompts, (clip(text, PROMPT_LIMIT), line))
 
 
 def iso_to_millis(stamp: str) -> int | None:
@@ -252,9 +256,9 @@ class TextLines:
 
 
 class Words:
-    """A section's words, kept only as far as a prompt shows them (:func:`clip`): the text of every line
+    """A section's words, kept only as far as a prompt shows them (:func:`with_prompt`): the text of every line
     added is what :meth:`text` gives to :func:`clip` and :func:`with_prompt`, in memory that does not grow
-    with the section (leading blank lines dropped, and once more than :data:`CONTEXT_LIMIT` characters are
+    with the section (leading blank lines dropped, and once more than :data:`PROMPT_LIMIT` characters are
     kept, only whether more words follow)."""
 
     def __init__(self) -> None:
@@ -264,7 +268,7 @@ class Words:
 
     def add(self, line: str) -> None:
         """Add one line of the section."""
-        if self.size > CONTEXT_LIMIT + 1:
+        if self.size > PROMPT_LIMIT + 1:
             self.more = self.more or bool(line.strip())
         elif self.lines:
             self.lines.append(line)

@@ -26,6 +26,7 @@ from plantrail.ledger.stores.locations import pure_path
 from plantrail.ledger.vocabulary.evidence import Usage
 
 from ._records import (
+    PROMPT_LIMIT,
     JsonObject,
     Tally,
     add_usage,
@@ -38,6 +39,7 @@ from ._records import (
     todo_items,
     with_prompt,
 )
+from .goal import slash_command
 from .model import ListSnapshot, Observation, TaskEvent, TodoItem, ToolOutcome, Transcript
 
 if TYPE_CHECKING:
@@ -81,6 +83,7 @@ _UPDATED_TEXT = r"(?s)^Updated task #\S+ ?(?P<fields>.*)$"
 _REFUSAL = "doesn't want to proceed with this tool use"
 _REJECTED = r"(?s)doesn't want to proceed with this tool use.*?the user said:\s*(?P<words>\S.*)"  # _REFUSAL first
 _APPROVED = "User has approved your plan"
+
 _EDITED = r"(?s)##\s*Approved Plan \(edited by user\):\s*\n(?P<plan>.*)"
 
 
@@ -342,6 +345,25 @@ def _read_user(reader: _Reader, number: int, record: JsonObject) -> None:
     if prompt is not None:
         reader.context = (clip(prompt), number)
         reader.prompts = with_prompt(reader.prompts, prompt, number)
+    elif reader.prompts and reader.prompts[-1][1] == number - 1:
+        _join_expansion(reader, record)
+
+
+def _join_expansion(reader: _Reader, record: JsonObject) -> None:
+    """Join the prompt a slash command expands to (a meta line right after the command's) to the command, so
+    that the goal rule reads what the command asks for (``goal``)."""
+    command, line = reader.prompts[-1]
+    if record.get("isMeta") is not True or "<command-name>" not in command:
+        return
+    sent = slash_command(command)
+    if sent is None or sent.body:  # not a command, or its expansion is joined already
+        return
+    texts = [text_field(object_field(record, "message"), "content")]
+    texts += [text_field(block, "text") for block in _blocks(record, "text")]
+    expansion = "\n".join(text for text in texts if text and text.strip())
+    if expansion:
+        joined = f"{command}\n\n{expansion}"
+        reader.prompts = (*reader.prompts[:-1], (clip(joined, PROMPT_LIMIT), line))
 
 
 def _prompt(record: JsonObject) -> str | None:

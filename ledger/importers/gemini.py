@@ -6,8 +6,10 @@
   startTime, kind}`; `{"$set": ...}` lines change session fields, `{"$rewindTo": <message id>}` takes the
   conversation back to that message: the plan updates of the messages after it are dropped (counted as
   `rewound`); `line` is the file line.
-* `gemini-share`: a `/chat share` Markdown export: `## USER` and `## MODEL` sections, a call as a JSON block
-  after `**Tool Command**:`, its answer after `**Tool Response**:`; no times; `line` is the line of the block.
+* `gemini-share`: a `/chat share` Markdown export: `## USER` and `## MODEL` sections (the role's icon before or
+  after the role), a call as a JSON block after `**Tool Command**:`, its answer after `**Tool Response**:`,
+  each marker wherever it stands on its line (the export joins a message's parts with nothing between them);
+  no times; `line` is the line of the block's opening fence.
 
 A message is `{id, timestamp, type: "user" | "gemini", content, toolCalls?}`; a `write_todos` call's `args`
 are `{todos: [{description, status}]}`, the whole list each time; status is `pending`, `in_progress`,
@@ -49,6 +51,7 @@ __all__ = [
     "ADAPTER_VERSION",
     "FORMAT",
     "JSONL_FORMAT",
+    "SHARE_ADAPTER_VERSION",
     "SHARE_FORMAT",
     "SHARE_MARKERS",
     "found_share",
@@ -64,11 +67,18 @@ JSONL_FORMAT = "gemini-jsonl"
 SHARE_FORMAT = "gemini-share"
 #: This adapter's version, recorded in every plan version it imports (see ``parse.ADAPTER_VERSIONS``).
 ADAPTER_VERSION = 2
+#: The `/chat share` reader's version: raised alone when only what it reads changes.
+SHARE_ADAPTER_VERSION = 3
 PLAN_TOOL = "write_todos"
 GEMINI_STATUSES: frozenset[Status] = frozenset({"pending", "in_progress", "completed", "cancelled", "blocked"})
 _UPDATED = "Successfully updated the todo list"
-_SECTION = re.compile(r"^\W*##\s+(?P<who>USER|MODEL)\s*$")
+_SECTION = re.compile(r"^\W*##\s+(?P<who>USER|MODEL)(?!\w)\W*$")  # the role's icon before or after it
 _FENCE = re.compile(r"^\s*```")
+_MARKER = re.compile(r"\*\*Tool (?P<kind>Command|Response)\*\*:?")
+#: The context Gemini CLI (or a fork) sends as the first user message: the CLI's words, not the user's.
+_SESSION_CONTEXT = re.compile(
+    r"<session_context>|This is the [^.\n]{1,40}\. We are setting up the context for our chat\."
+)
 
 
 def is_header(record: JsonObject) -> bool:
@@ -100,8 +110,16 @@ class _Reader:
         self.context = (clip(text), line)
         self.prompts = with_prompt(self.prompts, text, line)
 
-    def snapshot(self, line: int, call: JsonObject, timestamp: str | None, outcome: ToolOutcome | None) -> bool:
-        """Append a write_todos call's list; False when it is malformed."""
+    def snapshot(
+        self,
+        line: int,
+        call: JsonObject,
+        timestamp: str | None,
+        outcome: ToolOutcome | None,
+        said: tuple[str | None, int | None] = (None, None),
+    ) -> bool:
+        """Append a write_todos call's list (``said``: the model's words before it, and their line); False when
+        it is malformed."""
         items = gemini_items(object_field(call, "args"))
         if items is None:
             return False
@@ -112,6 +130,8 @@ class _Reader:
                 timestamp=timestamp,
                 items=items,
                 tool=PLAN_TOOL,
+                explanation=said[0],
+                explanation_line=said[1],
                 context=self.context[0],
                 context_line=self.context[1],
                 result=outcome,
@@ -253,62 +273,133 @@ def found_share(found: set[str]) -> bool:
 
 def parse_share(path: Path) -> Transcript:
     """Read a Gemini CLI `/chat share` Markdown export into its write_todos snapshots, in file order (streamed:
-    a line at a time, and a fence's body only when a tool block's label precedes it)."""
+    a line at a time, and a fence's body only when a tool block's marker precedes it).
+
+    The export joins a message's parts with nothing between them, so a tool marker may follow the model's
+    words, or the fence that closed the block before it, on the same line: a marker is read wherever it stands
+    on a line, and the words before it are the model's (the call's ``explanation``) or the user's. A marker
+    that no JSON block follows, or whose block is not a JSON tool call, is counted as a skipped line
+    (``unreadable_tool_marker``; ``malformed_plan_update`` when the block names write_todos)."""
     source = TextLines(path, SHARE_MARKERS)
-    tally = Tally(recognized=1)
-    reader = _Reader()
-    who: str | None = None
-    label: str | None = None
-    words = Words()
-    words_line = 0
+    share = _Share()
     number = 0
     lines = iter(source)
     for line in lines:
         number += 1
-        section = _SECTION.match(line)
-        if section is not None:
-            _flush_words(reader, who, words, words_line)
-            who, label, words, words_line = section["who"], None, Words(), number + 1
-        elif line.strip().startswith("**Tool Command**") or line.strip().startswith("**Tool Response**"):
-            label = line.strip()
-        elif _FENCE.match(line) and label is not None:
-            start = number
-            body = []
+        opened = share.read(line, number)
+        while opened is not None:  # a tool block: its body, to the closing fence
+            body: list[str] = []
+            after: str | None = None
             for inner in lines:
                 number += 1
-                if _FENCE.match(inner):
+                fence = _FENCE.match(inner)
+                if fence is not None:
+                    after = inner[fence.end() :]
                     break
                 body.append(inner)
-            _share_block(reader, label, "\n".join(body), start, tally)
-            label = None
-        elif who == "USER" and label is None and line.strip() != "---":
-            words.add(line)
+            share.block(opened, "\n".join(body))
+            opened = share.read(after, number) if after else None  # what follows the fence on its line
     if not found_share(source.found):
         raise transcript_error("NOT_A_TRANSCRIPT", f"{path} is not a Gemini CLI /chat share export")
-    _flush_words(reader, who, words, words_line)
-    tally.total = source.count
-    return tally.transcript(SHARE_FORMAT, path, None, reader.observations)
+    share.end()
+    share.tally.total = source.count
+    return share.tally.transcript(SHARE_FORMAT, path, None, share.reader.observations)
 
 
-def _flush_words(reader: _Reader, who: str | None, words: Words, line: int) -> None:
-    text = words.text().strip()
-    if who == "USER" and text:
-        reader.prompt(text, line)
+class _Share:
+    """What the `/chat share` parser carries from line to line: the section, its words, a marker waiting for
+    its block."""
 
+    def __init__(self) -> None:
+        self.reader = _Reader()
+        self.tally = Tally(recognized=1)
+        self.who: str | None = None
+        self.words = Words()  # the user's, in a USER section
+        self.words_line = 0
+        self.said = Words()  # the model's last words in the section: since it began, or its words after a block
+        self.said_at = 0  # the line the model's words begin on
+        self.after_block = False  # whether a tool block came after the model's words
+        self.waiting: tuple[str, int] | None = None  # a marker's kind and line, until its block opens
 
-def _share_block(reader: _Reader, label: str, body: str, line: int, tally: Tally) -> None:
-    try:
-        value = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        if PLAN_TOOL in body:
-            tally.skip(line, "malformed_plan_update")
-        return
-    if not isinstance(value, dict) or value.get("name") != PLAN_TOOL:
-        return
-    if label.startswith("**Tool Command**"):
-        if not reader.snapshot(line, value, None, None):
-            tally.skip(line, "malformed_plan_update")
-    elif reader.observations and reader.observations[-1].result is None:
-        said = text_field(object_field(value, "response"), "output") or ""
-        outcome: ToolOutcome = "ok" if _UPDATED in said else "error"
-        reader.observations[-1] = replace(reader.observations[-1], result=outcome, result_line=line)
+    def read(self, line: str, number: int) -> tuple[str, int] | None:
+        """Read one line (or what follows a closing fence on it); the marker's kind and line when a tool
+        block opens on it."""
+        if self.waiting is not None:
+            if _FENCE.match(line):
+                opened, self.waiting = (self.waiting[0], number), None
+                return opened
+            if not line.strip():
+                return None
+            self._unreadable()
+        section = _SECTION.match(line)
+        if section is not None:
+            self._flush()
+            self.who, self.words = section["who"], Words()
+            self.said, self.after_block = Words(), False
+            return None
+        markers = list(_MARKER.finditer(line))
+        if not markers:
+            self._text(line, number)
+            return None
+        marker = markers[-1]  # the export writes one at the end of a line: earlier ones are words
+        self._text(line[: marker.start()], number)
+        self.waiting = (marker["kind"], number)
+        rest = line[marker.end() :]
+        if not rest.strip():
+            return None
+        if _FENCE.match(rest):
+            opened, self.waiting = (marker["kind"], number), None
+            return opened
+        self._unreadable()
+        return None
+
+    def block(self, opened: tuple[str, int], body: str) -> None:
+        """A tool block's JSON: a write_todos call's list, or its answer."""
+        kind, line = opened
+        explanation = self.said.text().strip() if self.who == "MODEL" else ""
+        self.after_block = True
+        try:
+            value = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            value = None
+        if not isinstance(value, dict) or not isinstance(value.get("name"), str):
+            self.tally.skip(line, "malformed_plan_update" if PLAN_TOOL in body else "unreadable_tool_marker")
+            return
+        if value["name"] != PLAN_TOOL:
+            return
+        if kind == "Command":
+            said = (clip(explanation), self.said_at) if explanation else (None, None)
+            if not self.reader.snapshot(line, value, None, None, said):
+                self.tally.skip(line, "malformed_plan_update")
+        elif self.reader.observations and self.reader.observations[-1].result is None:
+            output = text_field(object_field(value, "response"), "output") or ""
+            outcome: ToolOutcome = "ok" if _UPDATED in output else "error"
+            self.reader.observations[-1] = replace(self.reader.observations[-1], result=outcome, result_line=line)
+
+    def end(self) -> None:
+        """The end of the export: a marker still waiting for its block cannot be read."""
+        if self.waiting is not None:
+            self._unreadable()
+        self._flush()
+
+    def _text(self, text: str, number: int) -> None:
+        if text.strip() == "---":  # the export's separator between messages
+            return
+        if self.who == "USER":
+            if text.strip() and not self.words.lines:
+                self.words_line = number  # where the user's words begin
+            self.words.add(text)
+        elif self.who == "MODEL":
+            if text.strip() and (self.after_block or not self.said.lines):
+                self.said, self.said_at, self.after_block = Words(), number, False
+            self.said.add(text)
+
+    def _unreadable(self) -> None:
+        assert self.waiting is not None
+        self.tally.skip(self.waiting[1], "unreadable_tool_marker")
+        self.waiting = None
+
+    def _flush(self) -> None:
+        text = self.words.text().strip()
+        if self.who == "USER" and text and not _SESSION_CONTEXT.match(text):
+            self.reader.prompt(text, self.words_line)

@@ -14,12 +14,15 @@ The rules, and why:
   else is invented: no step gets an attempt limit (``max_attempts`` None, format v2: the agent stated none);
   what the agent wrote beyond the title (an item's priority label, the item a sub-item nests under, a task's
   description) is kept as the step's notes, and every plan version notes the adapter and its version.
-* **The goal** is the request the plan answers: the first *substantive* user message of the session before
-  the first plan update, one with at least 4 words and 20 characters once whitespace is collapsed (so
-  "Go", "OK, let's start" and the like are passed over); failing that, the last user message before it;
-  failing that, a fallback that names the session. It is cut at 200 characters. The user's later messages
-  before the first plan (follow-ups, a pasted template) are kept as notes of version 1 ("transcript line N:
-  the user also wrote: ..."). The one acceptance criterion restates the request; nothing in a transcript
+* **The goal** is the request the plan answers (:mod:`.goal`): the first user message of the session before
+  the first plan update that asks for something (a *substantive* one, of at least 4 words and 20 characters
+  once whitespace is collapsed, so "Go", "OK, let's start" and the like are passed over; a slash command with
+  arguments or an expansion); failing that, the last user message before it; failing that, a fallback that
+  names the session. A slash command's goal is its purpose in plain words, a templated prompt's its first
+  sentence of substance, and then the whole message is kept in version 1's notes ("transcript line N: the
+  user's prompt in full: ..."). It is cut at 200 characters. The user's later messages before the first plan
+  (follow-ups, a pasted template) are kept as notes of version 1 ("transcript line N: the user also wrote:
+  ..."). The one acceptance criterion restates the request; nothing in a transcript
   verifies it, so it stays `unverified`. No `run.finished` is ever written: a session that ends is not a
   run that finished.
 * **Extending in place.** An update that only adds items after the version's own (each unchanged, so the new
@@ -108,6 +111,7 @@ from plantrail.ledger.vocabulary.plan import CriterionSpec, PlanSpec, Policy, St
 from ._records import add_usage
 from .agent_plan import AgentPlan, ItemStatus, Key, PlanItem, Update, location
 from .errors import transcript_error
+from .goal import purpose, request, slash_command
 from .model import ListSnapshot, Observation, TaskEvent
 
 __all__ = [
@@ -145,8 +149,6 @@ GOAL_LIMIT = 200
 WHY_LIMIT = 300
 NOTE_LIMIT = 500
 SLUG_LIMIT = 40
-REQUEST_WORDS = 4
-REQUEST_CHARACTERS = 20
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -273,20 +275,9 @@ def slug(text: str) -> str:
     return words or "item-" + hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
-def substantive(text: str) -> bool:
-    """Whether a user message can be the request a plan answers: at least REQUEST_WORDS words and
-    REQUEST_CHARACTERS characters once whitespace is collapsed (not "Go", not "OK, let's start")."""
-    flat = " ".join(text.split())
-    return len(flat.split(" ")) >= REQUEST_WORDS and len(flat) >= REQUEST_CHARACTERS
-
-
-def request(prompts: Sequence[tuple[str, int]], last: tuple[str | None, int | None]) -> tuple[str, int] | None:
-    """The request a plan answers (the goal rule): the first substantive user message, else the last one."""
-    for text, line in prompts:
-        if substantive(text):
-            return text, line
-    said, where = last
-    return (said, where or 0) if said and said.strip() else None
+def _said(text: str) -> str:
+    """A user's message as a note quotes it: a slash command in plain words (``/review-pr 123``), else as written."""
+    return purpose(text).goal if slash_command(text) is not None else text
 
 
 def _readable(title: str) -> bool:
@@ -437,12 +428,15 @@ class _Mapper(msgspec.Struct, dict=True):
         asked = request(observation.prompts, (observation.context, observation.context_line))
         follow_ups: list[str] = []
         if asked is not None:
-            self.goal = quote(asked[0], GOAL_LIMIT)
+            self.goal = quote(asked.goal, GOAL_LIMIT)
             described = f'what the user asked for is done: "{self.goal}"'
-            follow_ups = [
-                f"transcript {location(self.format, line)}: the user also wrote: {quote(text, NOTE_LIMIT)}"
+            if asked.whole is not None:
+                where = location(self.format, asked.line)
+                follow_ups.append(f"transcript {where}: the user's prompt in full: {asked.whole}")
+            follow_ups += [
+                f"transcript {location(self.format, line)}: the user also wrote: {quote(_said(text), NOTE_LIMIT)}"
                 for text, line in observation.prompts
-                if line > asked[1]
+                if line > asked.line
             ]
         else:
             self.goal = f"the plan of {self.format} session {self.session} (the transcript states no request before it)"

@@ -56,14 +56,17 @@ class ListSnapshot(msgspec.Struct, frozen=True, kw_only=True, tag="list"):
     `line` is the 1-based line of the call in a JSONL transcript; for the single-document JSON
     formats (OpenCode, Cline) it is the 1-based index of the message in the document's message list.
     `explanation` is the agent's own words about the update, at `explanation_line`: Codex's
-    `explanation` argument (on the call's line), or the text a Claude Code agent wrote just before
-    the call (since the last `user` line). `context` is the most recent user message before the
-    update (at most 500 characters, cut with a trailing "…"), `context_line` its line or message index.
+    `explanation` argument (on the call's line), the text a Claude Code agent wrote just before
+    the call (since the last `user` line), or the words a Gemini model wrote before the call in a
+    `/chat share` export (its last words in the message before the call). `context` is the most recent
+    user message before the update (at most 500 characters, cut with a trailing "…"), `context_line` its
+    line or message index.
     `result` and `result_line` describe the tool's answer where the transcript pairs one with the call.
     `prior_items` is the tool's own record of the list just before this write (Claude Code
     `toolUseResult.oldTodos`), which shows when the tool itself emptied the list; None where the transcript
     does not carry it. `prompts` are the user's messages before the update, each with its line (at most the
-    first PROMPTS_KEPT of the session): what the goal rule chooses the request from (`mapping`).
+    first PROMPTS_KEPT of the session, each cut at PROMPT_LIMIT characters): what the goal rule chooses the
+    request from (`goal`).
     `user_verdict` is what the person decided about this very update, as the tool's answer at `result_line`
     reports it (Claude Code ExitPlanMode: "the user approved the plan", "... with their edits"); the update is
     then the user's decision, not the agent's revision. `proposed` is set only while a parser splits an approval

@@ -41,7 +41,7 @@ ADAPTER_VERSIONS: Mapping[str, int] = {
     cline.FORMAT: cline.ADAPTER_VERSION,
     gemini.FORMAT: gemini.ADAPTER_VERSION,
     gemini.JSONL_FORMAT: gemini.ADAPTER_VERSION,
-    gemini.SHARE_FORMAT: gemini.ADAPTER_VERSION,
+    gemini.SHARE_FORMAT: gemini.SHARE_ADAPTER_VERSION,
     opencode_markdown.FORMAT: opencode_markdown.ADAPTER_VERSION,
 }
 

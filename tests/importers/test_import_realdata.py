@@ -182,3 +182,32 @@ def test_a_real_transcript_imports_to_the_same_bytes_twice(tmp_path: Path, name:
     second = import_transcript(REALDATA / name, tmp_path / "second.jsonl")
 
     assert Path(first.log).read_bytes() == Path(second.log).read_bytes()
+
+
+#: file -> the goal its import must have: the sessions that open with the /init slash command (whose expansion the
+#: transcript holds on the next line), and a Codex session that opens with a spec-kit templated prompt (the user's
+#: words in its `text` block)
+INIT = "/init: Please analyze this codebase and create a CLAUDE.md file, which will be given to future instances of "
+GOALS: dict[str, str] = {
+    "claude-code__amac0-ClaudeStatus__example.jsonl": INIT + "Claude Code to operate in this repository.",
+    "claude-code__amac0-ClaudeStatus__example2.jsonl": INIT + "Claude Code to operate in this repository.",
+    "claude-code__daaain-real_projects__JSSoundRecorder__7acd37a8.jsonl": INIT
+    + "Claude Code to operate in this repository.",
+    "codex__MoonMind__rollout-2025-11-13T16-00-16-019a7fa9.jsonl": (
+        "Create a spec which will implement the orchestrator architecture defined by docsOrchestratorArchitecture.md"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", _present(sorted(GOALS)))
+def test_a_real_session_opened_by_a_command_or_a_template_states_its_purpose(tmp_path: Path, name: str) -> None:
+    """A real session that opens with a slash command or a templated prompt has its purpose as goal, with no
+    markup, and the whole prompt in version 1's notes."""
+    report = import_transcript(REALDATA / name, tmp_path / "out.jsonl")
+    with LogReader(report.log) as reader:
+        created = next(r for r in reader.records() if r.type == "plan.created")
+    plan = created.data.plan  # type: ignore[union-attr]
+
+    assert plan.goal == GOALS[name]
+    assert "<command-" not in plan.goal
+    assert any("the user's prompt in full: " in note for note in plan.notes)

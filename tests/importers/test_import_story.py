@@ -10,8 +10,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from plantrail.ledger.importers.goal import request, substantive
 from plantrail.ledger.importers.importer import ImportReport, import_transcript
-from plantrail.ledger.importers.mapping import added_in_place, request, substantive
+from plantrail.ledger.importers.mapping import added_in_place
 from plantrail.ledger.importers.parse import ADAPTER_VERSIONS
 from plantrail.ledger.stores.jsonl.log import LogReader
 from plantrail.ledger.times import UNRECORDED, time_recorded
@@ -64,8 +65,8 @@ def test_the_goal_rule_passes_over_acknowledgements() -> None:
     assert not substantive("OK, let's start")
     assert substantive("Fix the flaky login test")
     prompts = [("hi", 1), ("Fix the flaky login test please", 3), ("a pasted template " * 5, 5)]
-    assert request(prompts, (None, None)) == ("Fix the flaky login test please", 3)
-    assert request([("go", 4)], ("go", 4)) == ("go", 4)
+    assert request(prompts, (None, None)) == ("Fix the flaky login test please", 3, None)
+    assert request([("go", 4)], ("go", 4)) == ("go", 4, None)
 
 
 def test_version_1_is_the_agents_and_records_the_adapter(tmp_path: Path) -> None:
