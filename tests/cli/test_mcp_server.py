@@ -175,7 +175,10 @@ def test_a_real_stdio_session(tmp_path: Path) -> None:
 
     async def main() -> None:
         params = StdioServerParameters(
-            command=sys.executable, args=["-m", "plantrail", "mcp", "--dir", str(tmp_path)], env=dict(os.environ)
+            command=sys.executable,
+            args=["-m", "plantrail", "mcp", "--dir", str(tmp_path)],
+            env=dict(os.environ),
+            cwd=tmp_path,  # a project's announced run in the checkout must not redirect the test's calls
         )
         async with Client(params) as client:
             names = {t.name for t in (await client.list_tools()).tools}

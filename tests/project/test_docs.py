@@ -25,6 +25,7 @@ CLI_REFERENCE = ROOT / "docs" / "cli.md"
 NOT_RUN_HERE = {
     ROOT / "docs" / "library.md": "tests/project/test_docs_library.py runs its examples, in order",
     ROOT / "docs" / "scaling.md": "its examples need a PostgreSQL server",
+    ROOT / "docs" / "agent-frameworks.md": "its examples need a model provider; tests/frameworks runs them offline",
 }
 
 _FENCE = re.compile(r"^```[^\n]*\n.*?^```[ \t]*$", re.MULTILINE | re.DOTALL)
