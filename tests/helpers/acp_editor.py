@@ -1,6 +1,6 @@
 """A fake editor written with the agent-client-protocol SDK: starts a command as its agent and runs one prompt.
 
-    python editor.py CWD EDITOR_LOG -- COMMAND [ARGS...]
+    python acp_editor.py CWD EDITOR_LOG -- COMMAND [ARGS...]
 
 Keeps every byte it writes to the agent in ``EDITOR_LOG.out`` and every byte it reads in ``EDITOR_LOG.in``,
 and prints the plan updates it received, one JSON line each.

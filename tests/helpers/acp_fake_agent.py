@@ -1,6 +1,6 @@
 """A fake ACP agent written with the agent-client-protocol SDK: each prompt sends the plan updates of a script.
 
-    python fake_agent.py [v1|v2] AGENT_LOG
+    python acp_fake_agent.py [v1|v2] AGENT_LOG
 
 It keeps every byte it reads from the editor in ``AGENT_LOG.in`` and every byte it writes in ``AGENT_LOG.out``
 (the test compares them with what the editor wrote and read). ``v1`` sends the session's plan three times
