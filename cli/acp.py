@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from plantrail.cli.common import store_option
+
 if TYPE_CHECKING:
     from plantrail.ledger.capture.acp_recorder import AcpRecorder
     from plantrail.ledger.importers.acp import Sender
@@ -41,7 +43,7 @@ _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     "acp",
     context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
 )
-@click.option("--store", "store", metavar="URL", help="Record the runs in this store (default: $PLANTRAIL_STORE).")
+@store_option
 @click.option(
     "--dir",
     "directory",
