@@ -102,8 +102,8 @@ def relay(command: list[str], recorder: AcpRecorder, saved: int | None = None) -
         os.close(editor_out)
         from plantrail.ledger.vocabulary.errors import error
 
-        code = {FileNotFoundError: "FILE_NOT_FOUND", PermissionError: "PERMISSION_DENIED"}.get(type(exc), "IO_ERROR")
-        raise error(code, f"cannot start the agent {command[0]!r}: {exc.strerror or exc}") from exc
+        named = {FileNotFoundError: "FILE_NOT_FOUND", PermissionError: "PERMISSION_DENIED"}.get(type(exc), "IO_ERROR")
+        raise error(named, f"cannot start the agent {command[0]!r}: {exc.strerror or exc}") from exc
     assert child.stdin is not None and child.stdout is not None
     previous = {sig: signal.signal(sig, lambda sig, _frame: _pass_on(child, sig)) for sig in _FORWARDED}
     messages: queue.Queue[tuple[Sender, bytes] | None] = queue.Queue()

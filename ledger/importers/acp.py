@@ -244,7 +244,8 @@ def parse(path: Path) -> Transcript:
         if "message" not in record:
             tally.skip(number, "not_json_rpc")
             continue
-        ts = record.get("ts") if isinstance(record.get("ts"), str) else None
+        stamp = record.get("ts")
+        ts = stamp if isinstance(stamp, str) else None
         for found in read_message(reader, number, "editor" if sender == "editor" else "agent", record["message"], ts):
             first = first or found.key
             if found.key != first:
