@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 __all__ = ["acp_command", "relay"]
 
 _CHUNK = 1 << 16
+#: A line longer than this is relayed but not recorded (the recorder never holds more of one message).
+_LINE_CAP = 64 << 20
 _FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -97,7 +99,9 @@ def relay(command: list[str], recorder: AcpRecorder, saved: int | None = None) -
     editor_in, editor_out = sys.stdin.fileno(), os.dup(sys.stdout.fileno())
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # nothing else may write into the editor's stream
     try:
-        child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+        child = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, process_group=0
+        )  # its own process group: a terminal's Ctrl-C reaches it once, through the relay
     except OSError as exc:
         os.close(editor_out)
         from plantrail.ledger.vocabulary.errors import error
@@ -142,26 +146,58 @@ def _pump(
     messages: queue.Queue[tuple[Sender, bytes] | None],
     close: Callable[[], None],
 ) -> None:
-    """Copy ``source`` to ``target`` as bytes come; queue each whole line for the recorder before passing it
-    on; at EOF (or when ``target`` is closed) call ``close``."""
-    pending = b""
-    try:
-        while chunk := os.read(source, _CHUNK):
-            pending += chunk
-            end = pending.rfind(b"\n") + 1
-            for line in pending[:end].split(b"\n")[:-1]:
+    """Copy ``source`` to ``target`` as bytes come, queueing each whole line for the recorder before passing it
+    on; at EOF call ``close``. When ``target`` goes away, ``close`` is called and ``source`` is still read to its
+    end (and recorded), so the writer at the other end is never left blocked on a full pipe."""
+    pending = bytearray()
+    oversized = False
+    target_open = True
+    while chunk := _read(source):
+        end = chunk.rfind(b"\n") + 1
+        if end:
+            lines = (bytes(pending) + chunk[:end]).split(b"\n")[:-1]
+            if oversized:
+                lines, oversized = lines[1:], False  # the rest of a line too long to record
+            for line in lines:
                 messages.put((sender, line))
-            pending = pending[end:]
-            view = memoryview(chunk)
-            while view:
-                view = view[os.write(target, view) :]
-        if pending:
-            messages.put((sender, pending))
+            pending = bytearray(chunk[end:])
+        elif not oversized:
+            pending += chunk
+        if len(pending) > _LINE_CAP:
+            pending, oversized = bytearray(), True
+            messages.put((sender, b""))  # a line too long to record: counted, never parsed
+        if target_open:
+            target_open = _write_all(target, chunk)
+            if not target_open:
+                _close(close)
+    if pending and not oversized:
+        messages.put((sender, bytes(pending)))
+    if target_open:
+        _close(close)
+
+
+def _read(source: int) -> bytes:
+    """The next bytes of ``source``; none at its end (or when it cannot be read)."""
+    try:
+        return os.read(source, _CHUNK)
     except OSError:
-        pass  # the other side went away: close ours
-    finally:
-        with contextlib.suppress(OSError):
-            close()
+        return b""
+
+
+def _write_all(target: int, chunk: bytes) -> bool:
+    """Write all of ``chunk``; False when ``target`` has gone away."""
+    view = memoryview(chunk)
+    try:
+        while view:
+            view = view[os.write(target, view) :]
+    except OSError:
+        return False
+    return True
+
+
+def _close(close: Callable[[], None]) -> None:
+    with contextlib.suppress(OSError):
+        close()
 
 
 def _record(messages: queue.Queue[tuple[Sender, bytes] | None], recorder: AcpRecorder, saved: int | None) -> None:

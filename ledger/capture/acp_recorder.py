@@ -8,8 +8,9 @@ relayed, and does no I/O of the relay: it only reads the messages. The dialect a
 (:mod:`plantrail.ledger.importers.acp`) finds the plan updates; each plan (``<sessionId>``, or
 ``<sessionId>.<planId>`` for a protocol v2 plan) has its own :class:`~plantrail.ledger.importers.mapping.LiveMapping`
 and its own run, ``acp-<key>`` (hashed when that is no valid run id), and each update's batch is appended with
-:func:`~plantrail.ledger.capture.append.write_batches`, keyed by the message's place in the stream, as a hook
-appends its journal's.
+:func:`~plantrail.ledger.capture.append.write_batches`, as a hook appends its journal's, keyed by the update's
+place in its plan and a digest of its entries: a session loaded again in a later relay, whose agent replays its
+updates, is recognised as recorded, and only its new updates are appended.
 
 Where a run lives: in the store ``--store`` names (or ``$PLANTRAIL_STORE``), else in ``--dir``, else in
 ``.plantrail/runs/`` under the session's working directory (``$PLANTRAIL_HOME/runs`` when set). A Markdown plan
@@ -21,6 +22,7 @@ never an exception: the editor and the agent never see the recorder.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from collections.abc import Mapping
@@ -31,6 +33,7 @@ import orjson
 
 from plantrail.ledger.importers import acp
 from plantrail.ledger.importers.mapping import LiveMapping, quote
+from plantrail.ledger.importers.model import ListSnapshot
 from plantrail.ledger.stores.locations import HOME_ENV, child_path, run_file
 from plantrail.ledger.vocabulary.clock import utc_now
 from plantrail.ledger.vocabulary.errors import PlantrailError
@@ -128,7 +131,7 @@ class AcpRecorder:
         batches = plan.mapping.apply(self.stream_name, update)
         if not batches:
             return
-        identity = f"{self.stream_name}:{update.line}"
+        identity = _identity(plan.updates, update)
         if self.store is None:
             self._check_log(found.session, plan.log)
         as_run(plan.log).prepare()
@@ -224,3 +227,11 @@ class AcpRecorder:
                     os.close(fd)
         except (PlantrailError, OSError) as exc:
             self.errors.append(f"error: the hook error file was not written: {exc}")
+
+
+def _identity(place: int, update: ListSnapshot) -> str:
+    """The identity of a plan's ``place``-th update (from 1): its place and a digest of its entries, never its
+    place in one relay's stream, so that a session loaded again (``session/load``, whose agent replays the
+    session's updates) is recognised as recorded and only what is new is appended."""
+    entries = orjson.dumps([(item.text, item.status, item.priority) for item in update.items])
+    return f"update-{place}-{hashlib.sha256(entries).hexdigest()[:16]}"
