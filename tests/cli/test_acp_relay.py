@@ -222,3 +222,45 @@ def test_a_plan_key_that_is_no_run_id_is_hashed() -> None:
     assert hashed.startswith("acp-") and hashed != "acp-a session/with spaces"
     assert hashed == adapter.run_id("a session/with spaces")
     assert len(hashed) == len("acp-") + 32
+
+
+def test_a_long_message_crosses_unchanged(tmp_path: Path) -> None:
+    """A message far larger than one read (several MiB, split across reads) reaches the other side whole, in
+    order with the messages around it."""
+    echo = "import sys; sys.stdout.buffer.write(sys.stdin.buffer.read())"
+    big = orjson.dumps({"jsonrpc": "2.0", "method": "x", "params": {"blob": "é" * (3 << 20)}})
+    sent = b'{"jsonrpc":"2.0","id":1}\n' + big + b'\n{"jsonrpc":"2.0","id":2}\n'
+    done = subprocess.run(
+        [*PLANTRAIL, "acp", "--save-stream", str(tmp_path / "s.jsonl"), "--", sys.executable, "-c", echo],
+        input=sent,
+        capture_output=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == sent
+    saved = [orjson.loads(line) for line in (tmp_path / "s.jsonl").read_bytes().splitlines()]
+    assert [(line["from"], line["message"].get("id")) for line in saved] == [
+        ("editor", 1),
+        ("editor", None),
+        ("editor", 2),
+        ("agent", 1),
+        ("agent", None),
+        ("agent", 2),
+    ]
+
+
+def test_an_editor_that_goes_away_never_blocks_the_agent(tmp_path: Path) -> None:
+    """When the editor stops reading, the agent's further output is drained (and recorded), so the agent is
+    never left blocked on a full pipe: it finishes, and its exit code is the relay's."""
+    agent = "import sys\nfor _ in range(200): sys.stdout.write('x' * 65536 + '\\n')\nsys.stdout.flush()\nsys.exit(3)\n"
+    relay = subprocess.Popen(
+        [*PLANTRAIL, "acp", "--", sys.executable, "-c", agent],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        cwd=tmp_path,
+    )
+    assert relay.stdout is not None
+    relay.stdout.read(10)
+    relay.stdout.close()  # the editor goes away after its first bytes
+    assert relay.wait(timeout=120) == 3
