@@ -52,11 +52,13 @@ class PlanStream(msgspec.Struct):
     """One plan's recording: its run, where its log is, its mapping, and the messages it has seen."""
 
     key: str
+    session: str
     run: str
     log: str
     mapping: LiveMapping
     updates: int = 0
-    markdown: tuple[str, ...] = ()
+    markdown: bool = False
+    """Whether a Markdown plan came before the plan's first version (it is in that version's notes)."""
 
 
 class AcpRecorder:
@@ -109,9 +111,8 @@ class AcpRecorder:
         """At the end of the stream: write down each Markdown plan that never became a version (never raises)."""
         for plan in self.plans.values():
             if plan.markdown and plan.mapping.mapper.plan is None:
-                session = plan.key.split(".", 1)[0]
                 self._write_down(
-                    session,
+                    plan.session,
                     f"error[EMPTY_PLAN]: plan {plan.key}: its Markdown plan was not recorded (a plan version needs "
                     "at least one step, and the plan never listed one)",
                 )
@@ -125,8 +126,6 @@ class AcpRecorder:
         if isinstance(update, acp.Markdown):
             self._markdown(found, plan, update)
             return
-        if plan.updates == 0 and plan.markdown:
-            plan.mapping.mapper.file_notes = (*plan.mapping.mapper.file_notes, *plan.markdown)
         plan.updates += 1
         batches = plan.mapping.apply(self.stream_name, update)
         if not batches:
@@ -151,14 +150,16 @@ class AcpRecorder:
         agent = f"; agent {self.reader.agent}" if self.reader.agent else ""
         note = f"captured live by plantrail's acp recorder v{acp.ADAPTER_VERSION} (plan {found.key}{agent})"
         mapping = LiveMapping.start(format=acp.FORMAT, session=found.key, notes=(note,))
-        plan = PlanStream(found.key, run, self._log(found.session, run), mapping)
+        plan = PlanStream(found.key, found.session, run, self._log(found.session, run), mapping)
         self.plans[found.key] = plan
         return plan
 
     def _markdown(self, found: acp.Found, plan: PlanStream, update: acp.Markdown) -> None:
         text = quote(update.content, NOTE_LIMIT)
-        if plan.mapping.mapper.plan is None:
-            plan.markdown = (*plan.markdown, f"message {update.line}: the agent's plan as Markdown: {text}")
+        mapper = plan.mapping.mapper
+        if mapper.plan is None:  # version 1's notes, made from these when the plan's first list comes
+            mapper.file_notes = (*mapper.file_notes, f"message {update.line}: the agent's plan as Markdown: {text}")
+            plan.markdown = True
             return
         self._write_down(
             found.session,

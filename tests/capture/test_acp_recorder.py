@@ -126,3 +126,22 @@ def test_a_message_that_is_no_json_records_nothing(tmp_path: Path) -> None:
     recorder.message("agent", b"\xff not json")
     recorder.message("agent", b"[1, 2]")
     assert recorder.errors == [] and list(tmp_path.iterdir()) == []
+
+
+def test_a_session_id_that_is_no_run_id_gets_a_hashed_run(tmp_path: Path) -> None:
+    """A session id with a slash and spaces is recorded as acp-<hash>, inside the runs folder."""
+    recorder = AcpRecorder(directory=str(tmp_path / "runs"), env={})
+    _plan(recorder, "../a session", *FIRST)
+    (log,) = (tmp_path / "runs").glob("*.jsonl")
+    assert log.name.startswith("acp-") and len(log.stem) == len("acp-") + 32
+    assert recorder.errors == []
+
+
+def test_the_store_option_names_where_the_runs_go(tmp_path: Path) -> None:
+    """With a store (here a runs folder, as --store or PLANTRAIL_STORE names it) the run is that store's."""
+    store = tmp_path / "store"
+    store.mkdir()
+    recorder = AcpRecorder(env={"PLANTRAIL_STORE": str(store)})
+    _plan(recorder, "s1", *FIRST)
+    assert [p.name for p in store.glob("*.jsonl")] == ["acp-s1.jsonl"]
+    assert _status(store / "acp-s1.jsonl") == [("Draft the notes", "in_progress"), ("Publish them", "pending")]
