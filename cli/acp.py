@@ -72,8 +72,11 @@ def acp_command(command: Sequence[str], store: str | None, directory: str | None
     """
     from plantrail.ledger.capture.acp_recorder import AcpRecorder
 
-    if directory is not None and store is not None:
+    given = click.get_current_context().get_parameter_source("store") == click.core.ParameterSource.COMMANDLINE
+    if directory is not None and store is not None and given:
         raise click.UsageError("--dir and --store name two places for the runs; give one")
+    if directory is not None:
+        store = None  # --dir overrides PLANTRAIL_STORE
     saved = _open_stream(save_stream) if save_stream is not None else None
     name = os.path.basename(save_stream) if save_stream is not None else "acp"
     recorder = AcpRecorder(store=store, directory=directory, stream_name=name)

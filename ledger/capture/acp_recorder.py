@@ -75,7 +75,8 @@ class AcpRecorder:
         from plantrail.ledger.stores.targets import STORE_ENV
 
         self.env = env if env is not None else os.environ
-        self.store = store or self.env.get(STORE_ENV) or None
+        self.store = None if directory is not None else (store or self.env.get(STORE_ENV) or None)
+        """The store the runs go to: ``store``, else ``$PLANTRAIL_STORE``; none when ``directory`` is given."""
         self.directory = directory
         self.stream_name = stream_name
         self.reader = acp.Reader()

@@ -16,7 +16,8 @@ import pytest
 from plantrail import Ledger
 from plantrail.ledger.importers import acp as adapter
 
-pytest.importorskip("acp")  # the [acp] extra, part of [test]
+if os.environ.get("CI") != "true":  # on CI the SDK (the [acp] extra, part of [test]) must be there: never skipped
+    pytest.importorskip("acp")
 
 HELPERS = Path(__file__).resolve().parents[1] / "helpers"
 EDITOR = HELPERS / "acp_editor.py"
@@ -264,3 +265,30 @@ def test_an_editor_that_goes_away_never_blocks_the_agent(tmp_path: Path) -> None
     relay.stdout.read(10)
     relay.stdout.close()  # the editor goes away after its first bytes
     assert relay.wait(timeout=120) == 3
+
+
+def test_dir_overrides_the_store_of_the_environment_but_not_one_given(tmp_path: Path) -> None:
+    """PLANTRAIL_STORE gives way to --dir; --store and --dir both on the command line are USAGE."""
+    both = subprocess.run(
+        [*PLANTRAIL, "acp", "--store", str(tmp_path), "--dir", str(tmp_path), "--", sys.executable, "-c", "pass"],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    assert both.returncode == 2 and "error[USAGE]: --dir and --store name two places" in both.stderr
+    where, elsewhere = tmp_path / "dir", tmp_path / "store"
+    elsewhere.mkdir()
+    project = tmp_path / "proj"
+    project.mkdir()
+    command = [*PLANTRAIL, "acp", "--dir", str(where), "--", sys.executable, str(AGENT), "v1", str(tmp_path / "agent")]
+    env = {**os.environ, "PLANTRAIL_STORE": str(elsewhere)}
+    done = subprocess.run(
+        [sys.executable, str(EDITOR), str(project), str(tmp_path / "editor"), "--", *command],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert [p.name for p in where.glob("*.jsonl")] == ["acp-session-1.jsonl"]
+    assert list(elsewhere.iterdir()) == []
