@@ -58,10 +58,23 @@ def _aligned(rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
     return align(rows, indent)
 
 
+#: The most lines a list of ids takes in versions and diff before the others are only counted.
+_LISTING_LINES: Final = 4
+
+
 def _listing(label: str, items: Sequence[str]) -> list[str]:
-    """``label: a, b, c`` cut to the terminal's width; nothing when there are no items."""
-    width = columns() - 4 - len(label)
-    return [f"  {label}: {truncate(', '.join(items), width)}"] if items else []
+    """``label: a, b, c`` over as many lines of the terminal's width as it takes (at most :data:`_LISTING_LINES`,
+    then a count of the others), broken between ids, never inside one; nothing when there are no items."""
+    from plantrail.cli.tables import cell, wrap_ids
+
+    if not items:
+        return []
+    head = f"  {label}: "
+    lines = wrap_ids(", ".join(cell(i) for i in items), columns() - len(head))
+    if len(lines) > _LISTING_LINES:
+        shown = sum(line.count(", ") + 1 for line in lines[:_LISTING_LINES])
+        lines = [*lines[:_LISTING_LINES], f"... and {len(items) - shown} more (--json lists them all)"]
+    return [head + lines[0], *(" " * len(head) + line for line in lines[1:])]
 
 
 def _why_reset(change: dict[str, Any]) -> str:

@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from plantrail.cli.terminal import columns, wrapping
 
-__all__ = ["align", "cell", "count_line", "display_width", "fit", "pad", "table", "truncate", "wrap"]
+__all__ = ["align", "cell", "count_line", "display_width", "fit", "pad", "table", "truncate", "wrap", "wrap_ids"]
 
 _ELLIPSIS = "…"
 _ZERO_WIDTH_CATEGORIES = frozenset({"Mn", "Me", "Cf"})  # combining marks, enclosing marks, format (ZWJ, VS16)
@@ -123,7 +123,7 @@ def _columns_of(text: str, width: int) -> str:
     return text
 
 
-def _wrap_ids(text: str, width: int) -> list[str]:
+def wrap_ids(text: str, width: int) -> list[str]:
     """A list of ids (``a, b, c``) as lines of at most ``width`` columns, broken only between ids: an id is
     never cut (one wider than ``width`` has a line of its own)."""
     items = text.split(", ")
@@ -172,7 +172,7 @@ def _cell_lines(text: str, width: int, kind: str, wrapped: bool) -> list[str]:
     if display_width(text) <= width:
         return [text]
     if kind == "list":
-        return _wrap_ids(text, width)
+        return wrap_ids(text, width)
     if kind == "text":
         return wrap(text, width) if wrapped else [fit(text, width)]
     return [text]  # an id or a status is never cut

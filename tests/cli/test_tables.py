@@ -176,3 +176,18 @@ def test_the_width_comes_from_the_option_then_columns_then_80(
         monkeypatch.setenv(name, value)
     layout(width=option)
     assert columns() == expected
+
+
+def test_a_list_of_ids_in_versions_and_diff_wraps_between_ids(layout: Callable[..., None]) -> None:
+    """versions and diff list kept, added and removed ids over lines of the width, whole, and count what is
+    past a few lines instead of cutting an id."""
+    from plantrail.cli.replay import _listing
+
+    ids = [f"step-with-a-rather-long-id-{n:02d}" for n in range(30)]
+    layout(width=50)
+    lines = _listing("added", ids[:3])
+    assert [w.rstrip(",") for line in lines for w in line.split() if w != "added:"] == ids[:3]
+    assert all(display_width(line) <= 50 for line in lines)
+    many = _listing("added", ids)
+    assert len(many) == 5 and many[-1].strip() == "... and 26 more (--json lists them all)"
+    assert all(w.rstrip(",") in ids for line in many[:4] for w in line.split() if w != "added:")
