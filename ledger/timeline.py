@@ -135,8 +135,9 @@ def timeline(path: str, where: Filter | None = None, *, tail: int | None = None,
     def items() -> Iterator[tuple[Record, Orphan | None]]:
         records = read()
         try:
-            # the seek did from_seq; nothing else to judge when no other filter is set
-            every = not where.types and not where.hidden and where.step is None and where.version is None
+            # the seek did from_seq; with no other filter set, only the hidden types are left to judge
+            every = not where.types and where.step is None and where.version is None
+            hidden = frozenset(where.hidden)
             to_seq = where.to_seq
             known, orphans = state.last_seq, {o.seq: o for o in state.orphans}
             shown = 0
@@ -145,7 +146,7 @@ def timeline(path: str, where: Filter | None = None, *, tail: int | None = None,
                 if to_seq is not None and seq > to_seq:
                     return
                 late_entry = orphans.get(seq) if seq <= known else late(record)
-                if every or where.keeps(record):
+                if (record.type not in hidden) if every else where.keeps(record):
                     if limit is not None and shown >= limit:
                         return
                     shown += 1
