@@ -150,6 +150,11 @@ def test_status_shows_a_whole_60_column_title_in_a_160_column_terminal(
     assert title not in narrow and long_id in narrow.split()
     wrapped = run_cli("status", log, "--width", "60", "--wrap").out
     assert "…" not in wrapped.split("acceptance criteria")[0]
+    before = log.read_bytes()
+    for bad in ("5", "wide", "-1"):
+        refused = run_cli("status", log, "--width", bad)
+        assert refused.code == 2 and "error[USAGE]: Invalid value for '--width'" in refused.err and refused.out == ""
+    assert log.read_bytes() == before
 
 
 def test_a_recorded_run_reads_as_a_table(log: Path, run_cli: Run) -> None:
