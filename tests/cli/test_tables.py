@@ -191,3 +191,12 @@ def test_a_list_of_ids_in_versions_and_diff_wraps_between_ids(layout: Callable[.
     many = _listing("added", ids)
     assert len(many) == 5 and many[-1].strip() == "... and 26 more (--json lists them all)"
     assert all(w.rstrip(",") in ids for line in many[:4] for w in line.split() if w != "added:")
+
+
+def test_a_wrapped_cell_still_shows_control_characters_escaped(layout: Callable[..., None]) -> None:
+    """Wrapping comes after escaping: an escape sequence in evidence is shown as text on whichever line it
+    falls, never sent to the terminal, and a newline in it adds no row of its own making."""
+    layout(width=30, wrap=True)
+    out = table(["STEP", "EVIDENCE"], [["fix", "ok \x1b[2J\x1b]0;owned\x07 and\nmore " * 3]])
+    assert "\x1b" not in out and "\x07" not in out
+    assert "".join(line[len("  fix  ") :].strip() for line in out.splitlines()[2:]).count("\\x1b") == 6
