@@ -13,7 +13,7 @@ from plantrail.cli.common import (
     json_option,
     locate_log,
     log_argument,
-    read_json_file,
+    read_draft_file,
     table,
     truncate,
 )
@@ -134,9 +134,10 @@ def _render_check(draft: str, found: DraftCheck) -> str:
 )
 @json_option
 def check(draft: str, strict: bool, as_json: bool) -> None:
-    """Validate a plan draft as create would, without a log: every problem at once (exit 1 on any), the coverage
-    matrix (which steps and typed checks cover each task criterion), and the coverage gaps as warnings (as
-    problems with --strict; a draft that declares no coverage is warned only by --strict).
+    """Validate a plan draft (JSON, or TOML when its name ends in .toml) as create would, without a log: every
+    problem at once (exit 1 on any), the coverage matrix (which steps and typed checks cover each task
+    criterion), and the coverage gaps as warnings (as problems with --strict; a draft that declares no coverage
+    is warned only by --strict).
 
     \b
     JSON: {"ok", "problems": [{"code", "message", "exit_code", ...}], "warnings": [...],
@@ -146,11 +147,12 @@ def check(draft: str, strict: bool, as_json: bool) -> None:
     Example:
       plantrail check samples/login-fix.draft.json
       plantrail check draft.json --strict --json
+      plantrail check plan.toml
     """
     from plantrail.ledger.vocabulary.draft_check import check_draft
     from plantrail.ledger.vocabulary.limits import DRAFT
 
-    found = check_draft(read_json_file(draft, DRAFT), strict=strict)
+    found = check_draft(read_draft_file(draft, DRAFT), strict=strict)
     emit(as_json, found.as_dict(), lambda: _render_check(draft, found))
     if not found.ok:
         first = found.problems[0]
