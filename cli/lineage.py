@@ -271,7 +271,7 @@ def brief(log: str, as_json: bool) -> None:
       {"steps", "criteria"}, "budget", "lineage", "effects_in_doubt", "stale": [{"id", "reason",
       "invalidated_by", "consumed", "step"}], "scope": {"task", "granted", "pending", "waiting_approval",
       "denied", "violation"}, "draft"} ("step": the step's contract as a draft writes it, every term; each
-      completed step has its "artifacts"; "draft": the active plan as a whole draft, which replan --draft
+      completed step has its "artifacts"; "draft": the active plan as a whole draft, which replan --plan
       takes; a run with observations adds "observations", "possibly_stale", "drift" and "cancel")
 
     \b
