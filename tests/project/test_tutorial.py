@@ -10,7 +10,6 @@ file in a folder added that way is not read). The plantrail the pages run is the
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -138,9 +137,3 @@ def test_each_job_page_runs_as_written(name: str, environment: Path, tmp_path: P
     assert [step for step in steps(page.read_text()) if isinstance(step, Example)] != []
     assert not_run(page.read_text()) == []
     assert _play(page, environment, folder) == []
-
-
-def test_every_tutorial_page_opens_with_who_it_is_for() -> None:
-    for page in [FIRST, *(DOCS / name for name in JOBS)]:
-        opening = page.read_text().split("\n\n")[1]
-        assert re.match(r"For (someone|anyone|a reader|you)", opening), page.name
