@@ -156,3 +156,15 @@ def test_a_toml_draft_that_is_not_utf8_is_refused(tmp_path: Path, run_cli: Calla
     assert result.code == 1
     assert result.err.startswith("error[DRAFT_INVALID]: ")
     assert "not UTF-8" in result.err
+
+
+def test_new_never_writes_through_a_link_nor_into_a_missing_folder(
+    tmp_path: Path, run_cli: Callable[..., CliResult]
+) -> None:
+    (tmp_path / "link.toml").symlink_to(tmp_path / "elsewhere.toml")
+    through = run_cli("new", tmp_path / "link.toml")
+    assert (through.code, through.err.split("]")[0]) == (1, "error[DRAFT_EXISTS")
+    assert not (tmp_path / "elsewhere.toml").exists()
+    missing = run_cli("new", tmp_path / "nowhere" / "plan.toml")
+    assert missing.code == 4
+    assert not (tmp_path / "nowhere").exists()

@@ -14,12 +14,14 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tomllib
 import venv
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from plantrail.ledger.vocabulary.draft_template import TEMPLATE
 from tests.helpers.console import Example, Write, matches, normalised, not_run, steps
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,6 +124,11 @@ def test_the_first_part_reaches_a_verified_run_of_the_readers_plan_in_eight_comm
     assert _first_part(page)[-1].shown.startswith("ok: ")
     writes = [step for step in steps(page.split("\n## 5.")[0]) if isinstance(step, Write)]
     assert [write.name for write in writes] == ["plan.toml"]  # the draft new wrote, as the reader edited it
+    edited, written = tomllib.loads(writes[0].text), tomllib.loads(TEMPLATE)
+    assert set(edited) == set(written)  # the same terms, said of the reader's own plan
+    assert [len(edited[key]) for key in ("acceptance_criteria", "steps")] == [1, 2]
+    assert all(set(step) <= set(written["steps"][1]) for step in edited["steps"])
+    assert edited != written
     assert len(page.splitlines()) <= 150
 
 
