@@ -15,10 +15,14 @@ a line for any text. Nothing else is loosened.
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["Example", "Write", "matches", "normalised", "not_run", "steps"]
+__all__ = ["Example", "Write", "matches", "normalised", "not_run", "shell", "steps", "updated"]
 
 _FENCE = re.compile(
     r"(?:<!-- (?P<note>write [^\s>]+|not run: [^>]+?) -->\n)?^```(?P<lang>[a-z]*)[ \t]*\n(?P<body>.*?)^```[ \t]*$",
@@ -53,18 +57,7 @@ def steps(page: str) -> list[Example | Write]:
         if block.group("lang") != "console" or note.startswith("not run:"):
             continue
         start = page.count("\n", 0, block.start("body")) + 1
-        command: str | None = None
-        shown: list[str] = []
-        at = start
-        for number, line in enumerate(body.splitlines(), start):
-            if line.startswith("$ "):
-                if command is not None:
-                    found.append(Example(command, "\n".join(shown), at))
-                command, shown, at = line[2:], [], number
-            elif command is not None:
-                shown.append(line)
-        if command is not None:
-            found.append(Example(command, "\n".join(shown), at))
+        found.extend(_examples(body, start))
     return found
 
 
@@ -75,6 +68,16 @@ def not_run(page: str) -> list[str]:
         for b in _FENCE.finditer(page)
         if (b.group("note") or "").startswith("not run:")
     ]
+
+
+def shell(command: str, folder: Path, programs: Path) -> tuple[int, str]:
+    """Run ``command`` in ``folder`` as a reader's shell would, with ``programs`` (a bin folder) first on the
+    path, no PLANTRAIL_* variable and ``folder`` as home: its exit status and what it printed (both streams)."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("PLANTRAIL_")}
+    env |= {"PATH": f"{programs}{os.pathsep}{env['PATH']}", "HOME": str(folder)}
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run(["bash", "-c", f"{{ {command}\n}} 2>&1"], cwd=folder, capture_output=True, text=True, env=env)
+    return done.returncode, done.stdout
 
 
 def normalised(text: str) -> str:
@@ -93,3 +96,39 @@ def matches(shown: str, printed: str) -> bool:
         else:
             pattern.append(".*?".join(re.escape(part) for part in line.split("...")) + r"\n")
     return re.fullmatch("".join(pattern), normalised(printed) + "\n" if printed.strip() else "") is not None
+
+
+def updated(page: str, run: Callable[[str], str | None], write: Callable[[str, str], None]) -> str:
+    """``page`` with the output shown under each command that no longer matches replaced by what ``run``
+    printed (``write`` writes each file the page writes first); output that still matches, ``...`` and all,
+    and that of a command ``run`` does not run (None), is left as written."""
+    pieces: list[str] = []
+    last = 0
+    for block in _FENCE.finditer(page):
+        note = block.group("note") or ""
+        if note.startswith("write "):
+            write(note.removeprefix("write "), block.group("body"))
+            continue
+        if block.group("lang") != "console" or note.startswith("not run:"):
+            continue
+        lines: list[str] = []
+        for example in _examples(block.group("body")):
+            printed = run(example.command)
+            lines.append(f"$ {example.command}")
+            kept = printed is None or matches(example.shown, printed)
+            shown = example.shown if kept or printed is None else printed.rstrip("\n")
+            lines.extend(line.rstrip() for line in shown.splitlines())
+        pieces += [page[last : block.start("body")], "".join(f"{line}\n" for line in lines)]
+        last = block.end("body")
+    return "".join(pieces) + page[last:]
+
+
+def _examples(body: str, start: int = 0) -> list[Example]:
+    """The commands of one console block (its first line numbered ``start``) and what it shows each prints."""
+    found: list[tuple[str, list[str], int]] = []
+    for number, line in enumerate(body.splitlines(), start):
+        if line.startswith("$ "):
+            found.append((line[2:], [], number))
+        elif found:
+            found[-1][1].append(line)
+    return [Example(command, "\n".join(shown), number) for command, shown, number in found]

@@ -5,16 +5,14 @@ and says why. The tutorial pages are run by tests/project/test_tutorial.py, in a
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.console import Example, Write, matches, normalised, not_run, steps
+from tests.helpers.console import Example, Write, matches, normalised, not_run, shell, steps, updated
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = sorted((ROOT / "docs").glob("*.md"))
@@ -24,14 +22,6 @@ PAGES = [page for page in DOCS if page not in TUTORIAL and steps(page.read_text(
 RUNNABLE = {"plantrail", "echo", "printf", "cat"}
 #: A fenced block that shows a plantrail command at a prompt.
 _PROMPTED = re.compile(r"^```(?P<lang>[a-z]*)[ \t]*\n(?P<body>.*?)^```", re.MULTILINE | re.DOTALL)
-
-
-def _run(command: str, folder: Path) -> tuple[int, str]:
-    """Run one command of a page as the reader's shell would, with the plantrail of the running environment."""
-    env = {name: value for name, value in os.environ.items() if not name.startswith("PLANTRAIL_")}
-    env |= {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}", "HOME": str(folder)}
-    done = subprocess.run(["bash", "-c", f"{{ {command}\n}} 2>&1"], cwd=folder, capture_output=True, text=True, env=env)
-    return done.returncode, done.stdout
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
@@ -47,7 +37,7 @@ def test_the_pages_examples_run_as_shown(page: Path, tmp_path: Path) -> None:
         if not programs <= RUNNABLE:
             wrong.append(f"{page.name}:{step.line}: runs {sorted(programs - RUNNABLE)}: mark the block not run")
             continue
-        code, printed = _run(step.command, tmp_path)
+        code, printed = shell(step.command, tmp_path, Path(sys.executable).parent)
         if code != 0 and "$?" not in step.command:
             wrong.append(f"{page.name}:{step.line}: {step.command}: exit {code}\n{printed}")
         elif not matches(step.shown, printed):
@@ -79,3 +69,17 @@ def test_every_page_opens_with_who_it_is_for() -> None:
     """The first paragraph of every page in docs/ says who it is for (and then what they will do there)."""
     openings = {page.name: page.read_text().split("\n\n")[1] for page in DOCS}
     assert {name: text[:60] for name, text in openings.items() if not text.startswith("For ")} == {}
+
+
+def test_the_updater_rewrites_only_output_that_no_longer_matches() -> None:
+    """tests/helpers/update_docs.py replaces a stale output, keeps one that matches (``...`` included) and one
+    of a command it does not run, and writes the page's files first."""
+    page = (
+        "<!-- write a.toml -->\n```toml\nx = 1\n```\n\n```console\n$ pip install .\n...\nDone\n"
+        "$ plantrail one\nseq 3...\n$ plantrail two\nold line\n```\n"
+    )
+    printed = {"plantrail one": "seq 3: recorded\n", "plantrail two": "new line\nand more\n"}
+    written: list[tuple[str, str]] = []
+    after = updated(page, printed.get, lambda name, text: written.append((name, text)))
+    assert written == [("a.toml", "x = 1\n")]
+    assert after == page.replace("old line\n", "new line\nand more\n")

@@ -9,7 +9,6 @@ file in a folder added that way is not read). The plantrail the pages run is the
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -22,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from plantrail.ledger.vocabulary.draft_template import TEMPLATE
-from tests.helpers.console import Example, Write, matches, normalised, not_run, steps
+from tests.helpers.console import Example, Write, matches, normalised, not_run, shell, steps
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -67,13 +66,7 @@ def _run(example: Example, env_dir: Path, folder: Path) -> tuple[int, str]:
             [*pip, *offline, *example.command.split()[2:]], cwd=folder, capture_output=True, text=True
         )
         return done.returncode, done.stdout
-    env = {name: value for name, value in os.environ.items() if not name.startswith("PLANTRAIL_")}
-    env |= {"PATH": f"{env_dir / 'bin'}{os.pathsep}{env['PATH']}", "VIRTUAL_ENV": str(env_dir), "HOME": str(folder)}
-    env.pop("PYTHONPATH", None)
-    done = subprocess.run(
-        ["bash", "-c", f"{example.command} 2>&1"], cwd=folder, capture_output=True, text=True, env=env
-    )
-    return done.returncode, done.stdout
+    return shell(example.command, folder, env_dir / "bin")
 
 
 def _play(page: Path, env_dir: Path, folder: Path) -> list[str]:
