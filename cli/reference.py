@@ -86,21 +86,15 @@ decision (`stop`), `budget`, `leases`, `approvals`, `effects`, `coverage`, `line
 _BLOCK: Final = "\b"
 
 
-def command_paths(group: click.Group | None = None) -> Iterator[tuple[str, click.Command]]:
+def command_paths() -> Iterator[tuple[str, click.Command]]:
     """Every command as ``plantrail NAME`` (and ``plantrail GROUP NAME`` for a group's commands), in name order."""
     from plantrail.cli.main import plantrail
 
-    root = group or plantrail
-    ctx = click.Context(root)
-    for name in root.list_commands(ctx):
-        command = root.get_command(ctx, name)
-        if command is None:
-            continue
-        path = f"{ctx.command_path if group else 'plantrail'} {name}"
-        yield path, command
+    for name, command in _sub_commands(plantrail):
+        yield f"plantrail {name}", command
         if isinstance(command, click.Group):
             for sub, subcommand in _sub_commands(command):
-                yield f"{path} {sub}", subcommand
+                yield f"plantrail {name} {sub}", subcommand
 
 
 def _sub_commands(group: click.Group) -> Iterator[tuple[str, click.Command]]:
