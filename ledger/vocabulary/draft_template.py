@@ -18,6 +18,7 @@ TEMPLATE: Final = """\
 # Lines starting with # are comments: uncomment a term to use it.
 
 goal = "Say in one sentence what the run is for"
+# scope = { writes = ["src/**", "tests/**"], reads = ["**"] }   # what the whole task may touch
 
 # A run ends "complete" only when every criterion has passed (plantrail criterion ... --passed).
 [[acceptance_criteria]]
@@ -37,6 +38,11 @@ completion_evidence = "What shows the first step is done"
 # writes = ["src/**"]                # the paths this step may change
 # allowed_tools = ["Edit", "Bash"]   # the tools this step may use
 # requires_approval = true           # start only after plantrail approve
+# effects_require_approval = true    # record a side effect only after plantrail approve
+# on_failure = "first"               # the step that repairs this one when it fails (itself: retry)
+# max_cost_usd = 2.5                 # what this step may spend
+# outputs = [{ name = "report" }]    # what it produces (complete ... --artifact report=sha256:...)
+# notes = ["anything worth keeping about this step"]
 
 [[steps]]
 id = "second"
@@ -49,4 +55,7 @@ covers = ["done"]
 # [policy]
 # max_in_progress = 1
 # max_turns = 20
+# max_cost_usd = 10.0
+# deadline = "2030-01-01T00:00:00Z"
+# allowed_partial = true
 """

@@ -38,10 +38,22 @@ def test_every_commented_term_uncommented_is_taken_by_the_draft() -> None:
     assert live != TEMPLATE
     draft = tomllib.loads(live)
     first = draft["steps"][0]
-    assert {"covers", "priority", "max_attempts", "timeout_s", "writes", "allowed_tools", "requires_approval"} <= set(
-        first
-    )
+    assert {
+        "covers",
+        "priority",
+        "max_attempts",
+        "timeout_s",
+        "writes",
+        "allowed_tools",
+        "requires_approval",
+        "effects_require_approval",
+        "on_failure",
+        "max_cost_usd",
+        "outputs",
+        "notes",
+    } <= set(first)
+    assert set(draft["scope"]) == {"writes", "reads"}
     assert draft["acceptance_criteria"][0]["checks"][0]["kind"] == "command_exit"
-    assert draft["policy"] == {"max_in_progress": 1, "max_turns": 20}
+    assert set(draft["policy"]) == {"max_in_progress", "max_turns", "max_cost_usd", "deadline", "allowed_partial"}
     found = check_draft(draft)
     assert found.problems == ()
