@@ -109,7 +109,7 @@ def updated(page: str, run: Callable[[str], str | None], write: Callable[[str, s
         if note.startswith("write "):
             write(note.removeprefix("write "), block.group("body"))
             continue
-        if block.group("lang") != "console" or note.startswith("not run:"):
+        if block.group("lang") != "console" or note.startswith("not run:") or not _examples(block.group("body")):
             continue
         lines: list[str] = []
         for example in _examples(block.group("body")):

@@ -77,6 +77,7 @@ def test_the_updater_rewrites_only_output_that_no_longer_matches() -> None:
     page = (
         "<!-- write a.toml -->\n```toml\nx = 1\n```\n\n```console\n$ pip install .\n...\nDone\n"
         "$ plantrail one\nseq 3...\n$ plantrail two\nold line\n```\n"
+        "\n```console\npython3 -m venv .venv\n```\n"  # no prompt: nothing to run, left as it is
     )
     printed = {"plantrail one": "seq 3: recorded\n", "plantrail two": "new line\nand more\n"}
     written: list[tuple[str, str]] = []
