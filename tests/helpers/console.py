@@ -72,7 +72,8 @@ def not_run(page: str) -> list[str]:
 
 def shell(command: str, folder: Path, programs: Path) -> tuple[int, str]:
     """Run ``command`` in ``folder`` as a reader's shell would, with ``programs`` (a bin folder) first on the
-    path, no PLANTRAIL_* variable, ``folder`` as home and 120 columns: its exit status and what it printed (both streams)."""
+    path, no PLANTRAIL_* variable, ``folder`` as home and 120 columns: its exit status and what it printed
+    (both streams)."""
     env = {name: value for name, value in os.environ.items() if not name.startswith("PLANTRAIL_")}
     # A reader's terminal of 120 columns: the tables lay out for it whatever the terminal running the tests.
     env |= {"PATH": f"{programs}{os.pathsep}{env['PATH']}", "HOME": str(folder), "COLUMNS": "120"}
