@@ -45,6 +45,8 @@ from plantrail.ledger.vocabulary.limits import HOOK_PAYLOAD
 from plantrail.ledger.vocabulary.plan import check_id
 
 from . import claude
+from .announcement import Announcement, announce
+from .ignored import keep_out_of_git
 from .journal import CAPTURE_FOLDER, Journal, journal_file
 
 if TYPE_CHECKING:
@@ -74,14 +76,23 @@ ERRORS_CAP = 256 * 1024
 _ERRORS_READ = 16 * ERRORS_CAP
 RECEIPT_CAP = 10_000
 _PLAN_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure", "TaskCreated", "TaskCompleted", "SubagentStop"})
+#: The events whose answer tells the model where its plan stands (:mod:`plantrail.cli.hook_texts` writes it).
+BRIEFED = frozenset({"SessionStart", "PreCompact"})
+#: The key of the observation a compaction records on an open run.
+COMPACTION = "context-compaction"
 
 
 class HookResult(msgspec.Struct, frozen=True):
-    """What one hook call did: the receipt to return (SessionStart), the log, and the errors it wrote down."""
+    """What one hook call did: the receipt to return (SessionStart, PreCompact: None while the run has no log),
+    the log, and the errors it wrote down; with the session's run, the event and its ``source`` (SessionStart:
+    startup, resume, compact …; PreCompact: its trigger), for the text the agent reads."""
 
     receipt: Mapping[str, Any] | None
     log: Log | None
     errors: tuple[str, ...]
+    run: str | None = None
+    event: str | None = None
+    source: str | None = None
 
 
 def plantrail_folder(cwd: str | None, env: Mapping[str, str] | None = None) -> Path:
@@ -112,6 +123,11 @@ def _root(cwd: str | None, env: Mapping[str, str] | None) -> Folder:
     with Folder.open(project, create=True, what="project folder") as above:
         found = above.folder(".plantrail", create=True, what="plantrail folder")
     found.path = child_path(project, ".plantrail")
+    try:
+        keep_out_of_git(found)
+    except BaseException:
+        found.close()
+        raise
     return found
 
 
@@ -289,9 +305,14 @@ def _record(payload: claude.Payload, now: str, env: Mapping[str, str] | None) ->
                 errors += capture_journal(journal, log, session)
             if payload.event == "SessionEnd" and as_run(log).exists():
                 _pause(log, session, payload, now)
-        receipt = _receipt(log) if payload.event == "SessionStart" and as_run(log).exists() else None
+            if payload.event == "PreCompact" and as_run(log).exists():
+                errors += _compacted(log, session, payload, now)
+        if payload.event == "SessionStart":
+            announce(folder, Announcement(run=session, session=session, agent=claude.ADAPTER, at=now))
+        receipt = _receipt(log) if payload.event in BRIEFED and as_run(log).exists() else None
     errors += _write_errors(payload.cwd, env, payload, errors)
-    return HookResult(receipt, log, tuple(errors))
+    source = payload.text("source") or payload.text("trigger")
+    return HookResult(receipt, log, tuple(errors), session, payload.event, source)
 
 
 def capture_journal(journal: Journal | str | os.PathLike[str], log: Log, session: str) -> list[str]:
@@ -327,6 +348,24 @@ def _pause(log: Log, session: str, payload: claude.Payload, now: str, agent: str
         why = payload.text("reason")
         reason = "session_end" + (f": {agent} reported {why}" if why else "")
         ledger.finish("paused", reason, idempotency_key=f"{session}:session-end:{state.last_seq}", actor="runtime")
+
+
+def _compacted(log: Log, session: str, payload: claude.Payload, now: str) -> list[str]:
+    """Record on an open run that the agent's context was compacted (an observation, :data:`COMPACTION`, whose
+    version is the trigger and the time); a finished or planless run is left as it is."""
+    from plantrail.ledger.api import Ledger
+
+    with Ledger.open(log, clock=lambda: now) as ledger:
+        state = ledger.unread_state
+        if state.plan is None or state.outcome is not None:
+            return []
+        version = f"{payload.text('trigger') or 'compacted'} at {now}"
+        key = f"{session}:compaction:{state.last_seq}"
+        try:
+            ledger.observe(COMPACTION, version, idempotency_key=key, actor="runtime")
+        except PlantrailError as exc:
+            return [f"error[{exc.code}]: the compaction was not recorded: {exc.message}"]
+    return []
 
 
 def _receipt(log: Log) -> Mapping[str, Any]:
