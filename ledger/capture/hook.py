@@ -321,6 +321,8 @@ def capture_journal(journal: Journal | str | os.PathLike[str], log: Log, session
     call), or named (it is then locked for the call)."""
     from plantrail.ledger.capture.append import write_batches
     from plantrail.ledger.capture.live import advance, fresh_state, load_state, save_state
+    from plantrail.ledger.capture.notes import kept_by_plan_server, write_notes
+    from plantrail.ledger.importers.model import Observation
 
     if not isinstance(journal, Journal):
         with Journal.locked(journal) as held:
@@ -330,7 +332,12 @@ def capture_journal(journal: Journal | str | os.PathLike[str], log: Log, session
     blob = journal.content()  # read and hashed once: the kept state's check and the lines after it
     kept = load_state(journal, blob)
     state, prefix = kept if kept is not None else (fresh_state(journal, session, (note,)), None)
-    batches = advance(journal, state, blob, prefix)
+    updates: dict[str, Observation] = {}
+    batches = advance(journal, state, blob, prefix, updates)
+    if batches and kept_by_plan_server(log, session):  # the plan server keeps the plan: notes, not versions
+        errors = write_notes(log, batches, updates, session)
+        save_state(journal, state)
+        return errors
     _prepare(log)
     report = write_batches(log, batches, session=session, run=session, plan_updates=state.updates, own_journal=True)
     save_state(journal, state)
