@@ -143,3 +143,24 @@ def test_without_the_plan_server_the_plan_tool_makes_the_versions_as_before(tmp_
         "step.started",
     ]
     assert not [r for r in records if r["type"] == "observation.recorded"]
+
+
+def test_the_plan_servers_first_write_keeps_the_project_folder_out_of_git(tmp_path: Path) -> None:
+    """With no hook before it, the plan server's first plan under a git repository makes .plantrail/.gitignore:
+    git status shows nothing under .plantrail/."""
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+
+    async def main() -> None:
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "plantrail", "mcp"], env=_env(), cwd=tmp_path
+        )
+        async with Client(params) as client:
+            result(await call(client, "plan_set", run="r1", steps=STEPS, **PLAN))
+
+    anyio.run(main)
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"], cwd=tmp_path, capture_output=True, check=True
+    )
+    assert status.stdout == b"" and (tmp_path / ".plantrail" / "runs" / "r1.jsonl").is_file()
