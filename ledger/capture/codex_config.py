@@ -58,7 +58,9 @@ def uninstall_codex(path: Path) -> InstallReport:
         del servers[SERVER]
         if not servers:
             del document[_KEY]
-        return found.write_bytes(tomlkit.dumps(document).encode(), (f"{_KEY}.{SERVER}",))
+        text = tomlkit.dumps(document)
+        text = text.rstrip("\n") + "\n" if text.strip() else ""  # the blank line install put before the table
+        return found.write_bytes(text.encode(), (f"{_KEY}.{SERVER}",))
 
 
 def _parse(path: Path, raw: bytes | None) -> tomlkit.TOMLDocument:
