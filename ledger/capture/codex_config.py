@@ -30,7 +30,7 @@ def install_codex(path: Path, command: Sequence[str]) -> InstallReport:
     """Write ``[mcp_servers.plantrail]`` running ``command`` into the config at ``path`` (created when missing)."""
     entry = server_entry("codex", command)
     with ConfigFile.open(path) as found:
-        document = _parse(path, found.read_bytes())
+        document = _parse(path, found.read_raw())
         servers = document.get(_KEY)
         current = None if servers is None else servers.get(SERVER)
         if current is not None and _plain(current) == entry:
@@ -42,13 +42,13 @@ def install_codex(path: Path, command: Sequence[str]) -> InstallReport:
         table["command"] = entry["command"]
         table["args"] = entry["args"]
         servers[SERVER] = table
-        return found.write_bytes(tomlkit.dumps(document).encode(), (f"{_KEY}.{SERVER}",))
+        return found.write_raw(tomlkit.dumps(document).encode(), (f"{_KEY}.{SERVER}",))
 
 
 def uninstall_codex(path: Path) -> InstallReport:
     """Remove ``[mcp_servers.plantrail]`` when install wrote it (it runs ``… mcp``)."""
     with ConfigFile.open(path) as found:
-        raw = found.read_bytes()
+        raw = found.read_raw()
         if raw is None:
             return InstallReport(str(path), (), None)
         document = _parse(path, raw)
@@ -60,7 +60,7 @@ def uninstall_codex(path: Path) -> InstallReport:
             del document[_KEY]
         text = tomlkit.dumps(document)
         text = text.rstrip("\n") + "\n" if text.strip() else ""  # the blank line install put before the table
-        return found.write_bytes(text.encode(), (f"{_KEY}.{SERVER}",))
+        return found.write_raw(text.encode(), (f"{_KEY}.{SERVER}",))
 
 
 def _parse(path: Path, raw: bytes | None) -> tomlkit.TOMLDocument:

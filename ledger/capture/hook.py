@@ -185,8 +185,11 @@ def _record_gemini(raw: bytes, now: str, env: Mapping[str, str] | None) -> HookR
                 errors += _append_journal(journal.path, log, session, gemini.FORMAT, gemini.ADAPTER, gemini.VERSION)
             if payload.event == "SessionEnd" and as_run(log).exists():
                 _pause(log, session, payload, now, "Gemini CLI")
+        if payload.event == "SessionStart":
+            announce(folder, Announcement(run=session, session=session, agent=gemini.ADAPTER, at=now))
+        receipt = _receipt(log) if payload.event == "SessionStart" and as_run(log).exists() else None
     errors += _write_errors(payload.cwd, env, payload, errors, "gemini")
-    return HookResult(None, log, tuple(errors))
+    return HookResult(receipt, log, tuple(errors), session, payload.event, payload.text("source"))
 
 
 def _record_opencode(raw: bytes, now: str, env: Mapping[str, str] | None) -> HookResult:

@@ -170,7 +170,7 @@ class ConfigFile:
         with _opened(cls, path) as settings:
             yield settings
 
-    def read_bytes(self) -> bytes | None:
+    def read_raw(self) -> bytes | None:
         """The file's bytes (None when there is no file yet)."""
         if self.folder is None:
             return None
@@ -192,7 +192,7 @@ class ConfigFile:
     def read(self, check: Callable[[Path, dict[str, Any]], None] = lambda path, value: None) -> dict[str, Any] | None:
         """The settings (None when there is no file yet), a JSON object, judged by ``check``
         (SETTINGS_INVALID naming the place)."""
-        raw = self.read_bytes()
+        raw = self.read_raw()
         if raw is None:
             return None
         value = _parse(self.path, raw)
@@ -200,10 +200,10 @@ class ConfigFile:
         return value
 
     def write(self, after: dict[str, Any], changed: tuple[str, ...]) -> InstallReport:
-        """Write ``after`` as JSON when it changed anything (see :meth:`write_bytes`)."""
-        return self.write_bytes(orjson.dumps(after, option=orjson.OPT_INDENT_2) + b"\n", changed)
+        """Write ``after`` as JSON when it changed anything (see :meth:`write_raw`)."""
+        return self.write_raw(orjson.dumps(after, option=orjson.OPT_INDENT_2) + b"\n", changed)
 
-    def write_bytes(self, new: bytes, changed: tuple[str, ...]) -> InstallReport:
+    def write_raw(self, new: bytes, changed: tuple[str, ...]) -> InstallReport:
         """Write ``new`` when ``changed`` names anything: the file as it was kept as the backup beside it, the new
         one renamed in; both with the file's mode and owner."""
         if not changed:
@@ -385,14 +385,14 @@ def record_plugin_command(command: Sequence[str], env: Mapping[str, str] | None 
     path = plugin_command_path(env)
     new = "".join(f"{part}\n" for part in command).encode()
     with ConfigFile.open(path) as found:
-        return found.write_bytes(new, () if found.read_bytes() == new else ("plugin command",))
+        return found.write_raw(new, () if found.read_raw() == new else ("plugin command",))
 
 
 def forget_plugin_command(env: Mapping[str, str] | None = None) -> InstallReport:
     """Remove the recorded command (the launcher then runs the first plantrail on PATH)."""
     path = plugin_command_path(env)
     with ConfigFile.open(path) as found:
-        if found.read_bytes() is None or found.folder is None:
+        if found.read_raw() is None or found.folder is None:
             return InstallReport(str(path), (), None)
-        os.unlink(found.name, dir_fd=found.folder.fd)  # the name itself, in the folder held open
+        found.folder.remove(found.name, what="plugin command")
         return InstallReport(str(path), ("plugin command",), None)

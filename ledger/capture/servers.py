@@ -58,6 +58,7 @@ _FILES: Mapping[str, tuple[str, str, str]] = {
 GEMINI_HOOK_EVENTS: tuple[tuple[str, str | None, str], ...] = (
     ("AfterTool", "write_todos", "Record the agent's todo list in .plantrail/runs/<session id>.jsonl"),
     ("BeforeAgent", None, "Record the user's request (the goal of a new run)"),
+    ("SessionStart", None, "Tell the model its run and where its plan stands"),
     ("SessionEnd", None, "Pause the run when the session ends"),
 )
 

@@ -210,3 +210,32 @@ def test_a_hook_call_leaves_git_status_clean(tmp_path: Path) -> None:
     )
     assert status.stdout == b""
     assert (tmp_path / ".plantrail" / ".gitignore").read_bytes().endswith(b"\n*\n")
+
+
+def test_a_gemini_session_start_names_the_run_and_announces_it(tmp_path: Path) -> None:
+    """Gemini CLI's SessionStart gets the same text (its hooks take hookSpecificOutput.additionalContext), and
+    the run is announced for the plan server."""
+    from plantrail.ledger.capture.announcement import announced
+
+    environment = {k: v for k, v in os.environ.items() if k not in ("PLANTRAIL_HOME", "PLANTRAIL_STORE")}
+    payload = {
+        "session_id": "gem-1",
+        "transcript_path": str(tmp_path / "chat.json"),
+        "cwd": str(tmp_path),
+        "hook_event_name": "SessionStart",
+        "timestamp": "2026-12-04T10:00:00Z",
+        "source": "startup",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "plantrail", "hook", "gemini"],
+        input=orjson.dumps(payload),
+        capture_output=True,
+        check=True,
+        env=environment,
+    )
+
+    assert orjson.loads(done.stdout)["hookSpecificOutput"]["additionalContext"].splitlines()[0] == (
+        'plantrail: this session\'s run is "gem-1". Pass run "gem-1" on every plan server call.'
+    )
+    found = announced(tmp_path / ".plantrail")
+    assert found is not None and (found.run, found.agent) == ("gem-1", "gemini-cli-hooks")
