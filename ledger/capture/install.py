@@ -1,11 +1,15 @@
-"""``plantrail install claude`` / ``uninstall claude``: the plugin's hooks merged into a Claude Code settings file.
+"""``plantrail install claude`` / ``uninstall claude``: the plugin's hooks merged into a Claude Code settings file,
+and the machinery every install uses to edit an agent's configuration (:class:`ConfigFile`).
 
-    install_claude(Path(".claude/settings.json")) -> InstallReport
+    install_claude(Path(".claude/settings.json"), ("/usr/local/bin/plantrail",)) -> InstallReport
 
-* **The same hooks** as the plugin's ``integrations/claude-code/hooks/hooks.json`` (:data:`CLAUDE_HOOKS`; a test
-  keeps the two equal): PostToolUse and PostToolUseFailure for the plan tools (TodoWrite, TaskCreate, TaskUpdate,
-  ExitPlanMode), TaskCreated, TaskCompleted, UserPromptSubmit, SessionStart (startup, resume, compact), Stop,
-  SubagentStop and SessionEnd, each running ``plantrail hook claude`` in exec form.
+* **The same hooks** as the plugin's ``integrations/claude-code/hooks/hooks.json`` (:data:`PLUGIN_HOOKS`, run by
+  the plugin's launcher; a test keeps the two equal): PostToolUse and PostToolUseFailure for the plan tools
+  (TodoWrite, TaskCreate, TaskUpdate, ExitPlanMode), TaskCreated, TaskCompleted, UserPromptSubmit, SessionStart
+  (startup, resume, clear, compact), PreCompact, Stop, SubagentStop and SessionEnd, each running the given
+  command (the CLI gives the absolute path of the plantrail that runs the install) with ``hook claude``, in exec
+  form. A handler of ours is known by its status message and its arguments' end, whatever program it runs: one
+  of an earlier install (a bare ``plantrail``) is replaced where it stands.
 * **Nothing lost.** Every other key, event, matcher group and handler is kept as it is, in its order; a handler
   of ours that is already there is not added twice. The file as it was is kept beside it
   (``settings.json.plantrail-backup``) and the new one is written to a temporary file and renamed into place,
@@ -76,7 +80,7 @@ _EVENTS: tuple[tuple[str, str | None], ...] = (
     ("TaskCreated", None),
     ("TaskCompleted", None),
     ("UserPromptSubmit", None),
-    ("SessionStart", "startup|resume|compact"),
+    ("SessionStart", "startup|resume|clear|compact"),
     ("PreCompact", None),
     ("Stop", None),
     ("SubagentStop", None),
