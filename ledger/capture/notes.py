@@ -5,8 +5,8 @@ When the run of a session holds plan versions the plan server wrote (or anyone b
 the agent's own plan-tool updates (TodoWrite, TaskCreate, TaskUpdate …) arriving through the hooks are not
 mapped into versions of their own: each becomes a note on the current version, an observation
 :data:`AGENT_PLAN_TOOL` whose version says what the agent's list held, keyed ``<session>:<update>:note`` so an
-update delivered twice is one note. A run without such versions is mapped as before, the agent's updates making
-the versions.
+update delivered twice is one note (a run that finished takes none). A run without such versions is mapped as
+before, the agent's updates making the versions.
 """
 
 from __future__ import annotations
@@ -75,6 +75,8 @@ def write_notes(
         return errors
     clock = _Clock(seen[0][1])
     with Ledger.open(log, clock=clock) as ledger:
+        if ledger.unread_state.finished:
+            return errors  # a finished run takes no note: nothing the agent's list says changes it
         for identity, ts in seen:
             clock.now = ts
             key = f"{session}:{identity}:note"

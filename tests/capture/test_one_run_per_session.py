@@ -164,3 +164,18 @@ def test_the_plan_servers_first_write_keeps_the_project_folder_out_of_git(tmp_pa
         ["git", "status", "--porcelain", "--untracked-files=all"], cwd=tmp_path, capture_output=True, check=True
     )
     assert status.stdout == b"" and (tmp_path / ".plantrail" / "runs" / "r1.jsonl").is_file()
+
+
+def test_a_finished_runs_plan_tool_updates_are_neither_versions_nor_errors(tmp_path: Path) -> None:
+    """After the plan server finished the run, the agent's plan tool changes nothing and reports no error."""
+    from plantrail.ledger.api import Ledger
+
+    log = tmp_path / ".plantrail" / "runs" / f"{SESSION}.jsonl"
+    with Ledger.set_plan(log, STEPS, run=SESSION, **PLAN) as ledger:
+        ledger.finish("cancelled", "the user stopped")
+    before = log.read_bytes()
+
+    _hook(_todo(tmp_path, "toolu_1", ("Reproduce the failure", "in_progress")))
+
+    assert log.read_bytes() == before
+    assert not (tmp_path / ".plantrail" / "hook-errors.log").exists()
