@@ -8,11 +8,14 @@ journal's lock the hook writes the payload's lines to the journal and, for a pay
 appends to the log what the journal's mapping holds and the log does not (:mod:`.append`: one mapping, keyed
 by the session and the calls' own ids, so a payload delivered twice is recorded once).
 
-What else each event does: ``SessionStart`` returns the run's resume receipt (when the run exists), for the
-agent's context; ``SessionEnd`` pauses an open run with the reason ``session_end`` (not final: the next plan
-update continues it). ``Stop`` is a turn boundary: the journal keeps the turn's usage (read from the
-transcript's tail), and the mapping reports it on the next result it records (the plan contract counts usage on
-results), once per turn.
+What else each event does: ``SessionStart`` announces the session's run for the project (the plan server's
+fallback, :mod:`.announcement`) and returns the run's resume receipt (when the run exists), from which the front
+door writes what the model reads; ``PreCompact`` records the compaction on an open run (an observation,
+:data:`COMPACTION`) and returns the receipt too; a plan event whose run holds plan server versions is a note on
+the current version, not a version (:mod:`.notes`); ``SessionEnd`` pauses an open run with the reason
+``session_end`` (not final: the next plan update continues it). ``Stop`` is a turn boundary: the journal keeps
+the turn's usage (read from the transcript's tail), and the mapping reports it on the next result it records
+(the plan contract counts usage on results), once per turn.
 
 Anything that goes wrong (a payload that is no JSON, over its cap, without a session, an event or tool the hook
 does not take, a log that refuses an update) is one line in ``hook-errors.log`` beside ``runs/``, kept under
