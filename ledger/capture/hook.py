@@ -188,6 +188,8 @@ def _record_gemini(raw: bytes, now: str, env: Mapping[str, str] | None) -> HookR
                 errors += _append_journal(journal.path, log, session, gemini.FORMAT, gemini.ADAPTER, gemini.VERSION)
             if payload.event == "SessionEnd" and as_run(log).exists():
                 _pause(log, session, payload, now, "Gemini CLI")
+            if payload.event == "PreCompress" and as_run(log).exists():
+                errors += _compacted(log, session, payload, now)
         if payload.event == "SessionStart":
             announce(folder, Announcement(run=session, session=session, agent=gemini.ADAPTER, at=now))
         receipt = _receipt(log) if payload.event == "SessionStart" and as_run(log).exists() else None

@@ -59,6 +59,7 @@ GEMINI_HOOK_EVENTS: tuple[tuple[str, str | None, str], ...] = (
     ("AfterTool", "write_todos", "Record the agent's todo list in .plantrail/runs/<session id>.jsonl"),
     ("BeforeAgent", None, "Record the user's request (the goal of a new run)"),
     ("SessionStart", None, "Tell the model its run and where its plan stands"),
+    ("PreCompress", None, "Record that the context was compressed"),
     ("SessionEnd", None, "Pause the run when the session ends"),
 )
 

@@ -239,3 +239,34 @@ def test_a_gemini_session_start_names_the_run_and_announces_it(tmp_path: Path) -
     )
     found = announced(tmp_path / ".plantrail")
     assert found is not None and (found.run, found.agent) == ("gem-1", "gemini-cli-hooks")
+
+
+def test_a_gemini_compression_is_recorded_on_the_open_run(tmp_path: Path) -> None:
+    """Gemini CLI's PreCompress records the compaction on the session's open run, and prints nothing."""
+    environment = {k: v for k, v in os.environ.items() if k not in ("PLANTRAIL_HOME", "PLANTRAIL_STORE")}
+    log = tmp_path / ".plantrail" / "runs" / "gem-1.jsonl"
+    with Ledger.set_plan(log, STEPS[:1], run="gem-1", goal="fix the login", criteria=CRITERIA):
+        pass
+    payload = {
+        "session_id": "gem-1",
+        "transcript_path": str(tmp_path / "chat.json"),
+        "cwd": str(tmp_path),
+        "hook_event_name": "PreCompress",
+        "timestamp": "2026-12-04T10:00:00Z",
+        "trigger": "auto",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "plantrail", "hook", "gemini"],
+        input=orjson.dumps(payload),
+        capture_output=True,
+        check=True,
+        env=environment,
+    )
+
+    assert (done.stdout, done.stderr) == (b"", b"")
+    last = orjson.loads(log.read_bytes().splitlines()[-1])
+    assert (last["type"], last["data"]["key"], last["data"]["version"].split(" at ")[0]) == (
+        "observation.recorded",
+        "context-compaction",
+        "auto",
+    )
