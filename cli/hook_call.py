@@ -59,7 +59,8 @@ def agent_output(result: HookResult) -> str | None:
     if result.run is None:
         return None
     if result.event == "SessionStart":
-        text = session_start_text(result.run, result.receipt, result.source, os.environ.get(LAUNCHER_ENV))
+        launched = os.environ.get(LAUNCHER_ENV)
+        text = session_start_text(result.run, result.receipt, result.source, launched, result.unreadable)
         return _hook_output("SessionStart", "additionalContext", text)
     if result.event == "PreCompact":
         return _hook_output("PreCompact", "customInstructions", compaction_instructions(result.run, result.receipt))

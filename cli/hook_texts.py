@@ -25,12 +25,23 @@ _OPENING = {
 
 
 def session_start_text(
-    run: str, receipt: Mapping[str, Any] | None, source: str | None = None, launched_from: str | None = None
+    run: str,
+    receipt: Mapping[str, Any] | None,
+    source: str | None = None,
+    launched_from: str | None = None,
+    unreadable: str | None = None,
 ) -> str:
     """The text a session-start hook hands the model (``source``: startup, resume, compact …; ``launched_from``:
-    the ``plantrail`` the plugin's launcher found on PATH, when it had no recorded one)."""
+    the ``plantrail`` the plugin's launcher found on PATH, when it had no recorded one; ``unreadable``: the code
+    of the error that kept the run's log from being read)."""
     lines = [f'plantrail: this session\'s run is "{run}". Pass run "{run}" on every plan server call.']
-    if receipt is None:
+    if unreadable is not None:
+        lines.append(f"Its log could not be read ({unreadable}).")
+        lines.append(
+            "Next: tell the user the run's log could not be read, and call plan_status, which says what it can "
+            "read and what to do."
+        )
+    elif receipt is None:
         lines.append("It has no plan yet.")
         lines.append(
             f'Next: keep your plan with the plan server: call plan_set with run "{run}", a goal, acceptance '
@@ -38,7 +49,9 @@ def session_start_text(
         )
     else:
         lines += [_OPENING[source]] if source in _OPENING else []
-        lines += _where(receipt)
+        if receipt.get("damage"):
+            lines.append("Its log is damaged: what follows is what its valid part holds.")
+        lines += _where(receipt) if receipt.get("goal") is not None else []
         lines.append(f"Next: {next_step(receipt)}.")
     if launched_from:
         lines.append(

@@ -96,6 +96,8 @@ class HookResult(msgspec.Struct, frozen=True):
     run: str | None = None
     event: str | None = None
     source: str | None = None
+    unreadable: str | None = None
+    """The code of the error that kept the run's receipt from being read (its log exists but cannot be)."""
 
 
 def plantrail_folder(cwd: str | None, env: Mapping[str, str] | None = None) -> Path:
@@ -192,9 +194,9 @@ def _record_gemini(raw: bytes, now: str, env: Mapping[str, str] | None) -> HookR
                 errors += _compacted(log, session, payload, now)
         if payload.event == "SessionStart":
             announce(folder, Announcement(run=session, session=session, agent=gemini.ADAPTER, at=now))
-        receipt = _receipt(log) if payload.event == "SessionStart" and as_run(log).exists() else None
+        receipt, unreadable = _briefing(log, errors) if payload.event == "SessionStart" else (None, None)
     errors += _write_errors(payload.cwd, env, payload, errors, "gemini")
-    return HookResult(receipt, log, tuple(errors), session, payload.event, payload.text("source"))
+    return HookResult(receipt, log, tuple(errors), session, payload.event, payload.text("source"), unreadable)
 
 
 def _record_opencode(raw: bytes, now: str, env: Mapping[str, str] | None) -> HookResult:
@@ -317,10 +319,10 @@ def _record(payload: claude.Payload, now: str, env: Mapping[str, str] | None) ->
                 errors += _compacted(log, session, payload, now)
         if payload.event == "SessionStart":
             announce(folder, Announcement(run=session, session=session, agent=claude.ADAPTER, at=now))
-        receipt = _receipt(log) if payload.event in BRIEFED and as_run(log).exists() else None
+        receipt, unreadable = _briefing(log, errors) if payload.event in BRIEFED else (None, None)
     errors += _write_errors(payload.cwd, env, payload, errors)
     source = payload.text("source") or payload.text("trigger")
-    return HookResult(receipt, log, tuple(errors), session, payload.event, source)
+    return HookResult(receipt, log, tuple(errors), session, payload.event, source, unreadable)
 
 
 def capture_journal(journal: Journal | str | os.PathLike[str], log: Log, session: str) -> list[str]:
@@ -381,6 +383,16 @@ def _compacted(log: Log, session: str, payload: claude.Payload, now: str) -> lis
         except PlantrailError as exc:
             return [f"error[{exc.code}]: the compaction was not recorded: {exc.message}"]
     return []
+
+
+def _briefing(log: Log, errors: list[str]) -> tuple[Mapping[str, Any] | None, str | None]:
+    """The run's receipt for the text the model reads (None while the run has no log), or, when the log cannot be
+    read, the error's code (its line added to ``errors``)."""
+    try:
+        return (_receipt(log) if as_run(log).exists() else None), None
+    except PlantrailError as exc:
+        errors.append(f"error[{exc.code}]: the run's receipt was not read: {exc.message}")
+        return None, exc.code
 
 
 def _receipt(log: Log) -> Mapping[str, Any]:

@@ -270,3 +270,35 @@ def test_a_gemini_compression_is_recorded_on_the_open_run(tmp_path: Path) -> Non
         "context-compaction",
         "auto",
     )
+
+
+def test_a_log_that_cannot_be_read_is_said_with_what_to_do(tmp_path: Path) -> None:
+    """A log of a newer format: the model is told its run, that the log could not be read, and what to do; the
+    error is written down for the user."""
+    _log(tmp_path).parent.mkdir(parents=True)
+    _log(tmp_path).write_bytes(b'{"v":9,"seq":0}\n')
+
+    output = _hook(_payload("SessionStart", tmp_path, source="resume"))
+
+    assert output["additionalContext"] == (
+        'plantrail: this session\'s run is "sess-1". Pass run "sess-1" on every plan server call.\n'
+        "Its log could not be read (FORMAT_TOO_NEW).\n"
+        "Next: tell the user the run's log could not be read, and call plan_status, which says what it can read "
+        "and what to do."
+    )
+    assert "FORMAT_TOO_NEW" in (tmp_path / ".plantrail" / "hook-errors.log").read_text()
+
+
+def test_a_damaged_log_is_said_with_what_to_do(tmp_path: Path) -> None:
+    _log(tmp_path).parent.mkdir(parents=True)
+    _log(tmp_path).write_bytes(b"garbage\n")
+
+    output = _hook(_payload("SessionStart", tmp_path, source="resume"))
+
+    assert output["additionalContext"] == (
+        'plantrail: this session\'s run is "sess-1". Pass run "sess-1" on every plan server call.\n'
+        "This session resumed. The plan below is where the run stands now.\n"
+        "Its log is damaged: what follows is what its valid part holds.\n"
+        "Next: tell the user the run's log is damaged and needs a repair before the plan can change."
+    )
+    _model_text(output["additionalContext"])
