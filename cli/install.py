@@ -64,7 +64,7 @@ def _scope(project: bool) -> str:
     return "project" if project else "user"
 
 
-def _render(agent: str, reports: Sequence[InstallReport], verb: str, note: str | None) -> str:
+def _render(reports: Sequence[InstallReport], verb: str, note: str | None) -> str:
     lines = []
     for report in reports:
         if not report.changed:
@@ -88,7 +88,7 @@ def _emit(agent: str, as_json: bool, verb: str, reports: Sequence[InstallReport]
     data = _data(agent, reports, note, command)
     if agent == "claude" and reports:  # the hooks' settings file, as earlier releases answered
         data |= {"settings": reports[0].settings, "changed": list(reports[0].changed), "backup": reports[0].backup}
-    emit(as_json, data, lambda: _render(agent, reports, verb, note))
+    emit(as_json, data, lambda: _render(reports, verb, note))
 
 
 @click.group()
