@@ -344,7 +344,9 @@ def capture_journal(journal: Journal | str | os.PathLike[str], log: Log, session
     state, prefix = kept if kept is not None else (fresh_state(journal, session, (note,)), None)
     updates: dict[str, Observation] = {}
     batches = advance(journal, state, blob, prefix, updates)
-    if batches and kept_by_plan_server(log, session):  # the plan server keeps the plan: notes, not versions
+    if batches:
+        state.plan_server, state.checked = kept_by_plan_server(log, session, state.checked, known=state.plan_server)
+    if batches and state.plan_server:  # the plan server keeps the plan: notes, not versions
         errors = write_notes(log, batches, updates, session)
         save_state(journal, state)
         return errors

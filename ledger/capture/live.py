@@ -66,6 +66,10 @@ class LiveState(msgspec.Struct):
     digest: Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{64}$")] = hashlib.sha256(b"").hexdigest()
     lines: Annotated[int, msgspec.Meta(ge=0)] = 0
     updates: Annotated[int, msgspec.Meta(ge=0)] = 0
+    plan_server: bool = False
+    """Whether the run holds plan versions the plan server wrote (:mod:`.notes`): once it does, it always will."""
+    checked: tuple[int, str] | None = None
+    """The seq and hash of the last log record :func:`plantrail.ledger.capture.notes.kept_by_plan_server` read."""
 
 
 def fresh_state(journal: AnyJournal, session: str, notes: Sequence[str]) -> LiveState:

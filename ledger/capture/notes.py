@@ -31,14 +31,28 @@ _PLAN_TYPES = frozenset({"plan.created", "plan.replanned", "plan.extended"})
 _MARKS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
 
 
-def kept_by_plan_server(log: str | os.PathLike[str], session: str) -> bool:
-    """Whether the session's run exists and holds a plan version the hooks' mapping did not write."""
+def kept_by_plan_server(
+    log: str | os.PathLike[str], session: str, since: tuple[int, str] | None = None, *, known: bool = False
+) -> tuple[bool, tuple[int, str] | None]:
+    """Whether the session's run exists and holds a plan version the hooks' mapping did not write, and the seq
+    and hash of the last record read. ``since`` is such a place from an earlier call: when the log still holds
+    that record, only the records after it are read, and what the earlier call found (``known``) holds still (a
+    log replaced since is read from its start)."""
     run = as_run(log)
     if not run.exists():
-        return False
+        return False, None
     own = f"{session}:"
     with run:
-        return any(r.type in _PLAN_TYPES and not (r.key or "").startswith(own) for r in run.records())
+        held = None if since is None else next(iter(run.records(after=since[0] - 1, upto=since[0])), None)
+        start = since if since is not None and held is not None and held.h == since[1] else None
+        if start is not None and known:
+            return True, start
+        last = start
+        for record in run.records(after=-1 if start is None else start[0]):
+            last = (record.seq, record.h)
+            if record.type in _PLAN_TYPES and not (record.key or "").startswith(own):
+                return True, last
+    return False, last
 
 
 def note_of(observation: Observation) -> str:

@@ -179,3 +179,21 @@ def test_a_finished_runs_plan_tool_updates_are_neither_versions_nor_errors(tmp_p
 
     assert log.read_bytes() == before
     assert not (tmp_path / ".plantrail" / "hook-errors.log").exists()
+
+
+def test_a_log_replaced_since_the_last_call_is_read_again_from_its_start(tmp_path: Path) -> None:
+    """The hook remembers how far it read the log; a log replaced since (the record it stopped at gone) is read
+    from its start, so a plan server's run put in its place still makes the next update a note."""
+    from plantrail.ledger.api import Ledger
+
+    _hook(_todo(tmp_path, "toolu_1", ("Reproduce the failure", "in_progress"), ("Fix it", "pending")))
+    _hook(_todo(tmp_path, "toolu_2", ("Reproduce the failure", "completed"), ("Fix it", "in_progress")))
+    log = tmp_path / ".plantrail" / "runs" / f"{SESSION}.jsonl"
+    log.unlink()
+    with Ledger.set_plan(log, STEPS, run=SESSION, **PLAN):
+        pass
+
+    _hook(_todo(tmp_path, "toolu_3", ("Reproduce the failure", "completed"), ("Fix it", "completed")))
+
+    records = _records(tmp_path)
+    assert [r["type"] for r in records if not r["type"].startswith("log.")] == ["plan.created", "observation.recorded"]
