@@ -128,10 +128,22 @@ def _help_parts(command: click.Command) -> tuple[list[str], list[str], list[str]
     return prose, blocks, examples
 
 
+def _root_context() -> click.Context:
+    """The context every command runs under: the root's settings (``-h`` beside ``--help``) are inherited."""
+    from plantrail.cli.main import plantrail
+
+    return click.Context(plantrail, info_name="plantrail", **plantrail.context_settings)
+
+
 def _option_rows(command: click.Command, ctx: click.Context) -> list[str]:
     """One table row per option: the option as ``--help`` writes it, its default and its help."""
     rows = []
-    for param in command.get_params(ctx):
+    # The help option is made here, never read from the command: click caches a command's help option the first
+    # time a context asks for it, with that context's names, and a context made without the root's (a test's
+    # walk) would otherwise decide what this page says.
+    help_names = command.get_help_option_names(ctx) if command.add_help_option else []
+    helps = [click.Option(help_names, is_flag=True, expose_value=False, help="Show this message and exit.")]
+    for param in [*command.params, *(helps if help_names else [])]:
         if not isinstance(param, click.Option) or param.hidden:
             continue
         record = param.get_help_record(ctx)
@@ -191,7 +203,7 @@ def _declared_refusals() -> dict[str, dict[str, int]]:
 
 
 def _section(path: str, command: click.Command, level: str, refusals: Mapping[str, Mapping[str, int]]) -> list[str]:
-    ctx = click.Context(command, info_name=path.removeprefix("plantrail ").split(" ")[-1])
+    ctx = click.Context(command, info_name=path.removeprefix("plantrail ").split(" ")[-1], parent=_root_context())
     usage = " ".join(command.collect_usage_pieces(ctx))
     prose, blocks, examples = _help_parts(command)
     lines = [f"{level} {path}", "", *(line for text in prose for line in (_escaped(text), ""))]

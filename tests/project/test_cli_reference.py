@@ -48,7 +48,13 @@ def test_every_command_and_option_has_its_place_in_the_reference() -> None:
     assert len(COMMANDS) > 50
     missing = []
     for path, command in COMMANDS.items():
-        ctx = click.Context(command, info_name=path.split(" ")[-1])
+        # Under the root's context, as the command runs: a context without it would make (and click would cache)
+        # a help option without -h.
+        ctx = click.Context(
+            command,
+            info_name=path.split(" ")[-1],
+            parent=click.Context(plantrail, info_name="plantrail", **plantrail.context_settings),
+        )
         for param in command.get_params(ctx):
             record = param.get_help_record(ctx) if isinstance(param, click.Option) else None
             if record is None:
