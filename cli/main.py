@@ -53,6 +53,7 @@ COMMANDS: dict[str, str] = {
     **dict.fromkeys(("approve", "deny"), "plantrail.cli.approvals"),
     "effect": "plantrail.cli.effects:effect",
     "observe": "plantrail.cli.observe:observe",
+    "export": "plantrail.cli.export:export",
 }
 
 
