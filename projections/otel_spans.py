@@ -148,7 +148,7 @@ def flatten(prefix: str, value: Any, payloads: bool, out: dict[str, AttributeVal
         return
     name = prefix.rpartition(".")[2]
     if name in PAYLOAD_FIELDS and not payloads:
-        items = value if isinstance(value, list) else [value]
+        items = list(value) if isinstance(value, list | tuple) else [value]
         if not items:
             out[f"{prefix}.count"] = 0
             return
@@ -162,10 +162,10 @@ def flatten(prefix: str, value: Any, payloads: bool, out: dict[str, AttributeVal
             flatten(f"{prefix}.{key}", member, payloads, out)
     elif isinstance(value, str | bool | int | float):
         out[prefix] = value
-    elif isinstance(value, list):
+    elif isinstance(value, list | tuple):
         if not value:
             return
-        listed = _scalar_list(value)
+        listed = _scalar_list(list(value))
         out[prefix] = listed if listed is not None else json.dumps(value, sort_keys=True, default=str)
     else:
         out[prefix] = json.dumps(value, sort_keys=True, default=str)
