@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from plantrail.cli.common import FilePath, emit, json_option, store_option
+from plantrail.cli.common import FilePath, emit, json_option, mark_printed, store_option
 
 if TYPE_CHECKING:
     from plantrail.cli.otel_sdk import Sender
@@ -236,9 +236,13 @@ def otel(
 
                 sys.stdout.write(orjson.dumps(line).decode() + "\n")
                 sys.stdout.flush()
+                mark_printed()
             else:
                 click.echo(f"sent {len(spans)} spans of {follower.run_id} (up to seq {follower.sent})", err=True)
 
-        _follow(single, whole, sender, marks=marks, payloads=payloads, interval=interval, report=report)
+        try:
+            _follow(single, whole, sender, marks=marks, payloads=payloads, interval=interval, report=report)
+        except KeyboardInterrupt:  # Ctrl-C ends a follow; what was sent is marked
+            sys.stdout.flush()
     finally:
         sender.close()
