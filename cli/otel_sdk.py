@@ -89,4 +89,4 @@ class Sender:
 
     def close(self) -> None:
         """Shut the exporter down."""
-        self._exporter.shutdown()
+        self._exporter.shutdown()  # type: ignore[no-untyped-call]  # the SDK leaves it unannotated

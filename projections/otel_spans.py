@@ -249,12 +249,20 @@ class SpanProjector:
             parent = self._version.span_id
         return _Draft(kind, span_id(self.run, kind, seq), parent, name, now, seq, attributes, last_ns=now)
 
-    def _link(self, draft: _Draft, target: bytes, relation: str, trace: bytes | None = None, **attrs: Any) -> None:
-        draft.links.append(SpanLink(trace or self.trace, target, relation, tuple(sorted(attrs.items()))))
+    def _link(
+        self,
+        draft: _Draft,
+        target: bytes,
+        relation: str,
+        attributes: Mapping[str, AttributeValue] | None = None,
+        trace: bytes | None = None,
+    ) -> None:
+        """Link ``draft`` to span ``target`` (of ``trace``, else this run's), and name it in an attribute too."""
+        draft.links.append(SpanLink(trace or self.trace, target, relation, tuple(sorted((attributes or {}).items()))))
         name = f"plantrail.link.{relation}"
         value = target.hex() if trace is None or trace == self.trace else f"{trace.hex()}-{target.hex()}"
         kept = draft.attributes.get(name)
-        draft.attributes[name] = (*kept, value) if isinstance(kept, tuple) else (value,)  # type: ignore[arg-type]
+        draft.attributes[name] = (*kept, value) if isinstance(kept, tuple) else (value,)
 
     def _event(self, draft: _Draft, record: Record, now: int) -> None:
         attributes: dict[str, AttributeValue] = {
@@ -275,10 +283,10 @@ class SpanProjector:
         if trace is not None:
             caller = parse_traceparent(trace[0])
             if caller is not None and all(link.span_id != caller[1] for link in draft.links):
-                extra = {"plantrail.seq": record.seq}
+                extra: dict[str, AttributeValue] = {"plantrail.seq": record.seq}
                 if isinstance(trace[1], str) and trace[1]:
-                    extra["w3c.tracestate"] = trace[1]  # type: ignore[assignment]
-                self._link(draft, caller[1], "caller", caller[0], **extra)
+                    extra["w3c.tracestate"] = trace[1]
+                self._link(draft, caller[1], "caller", extra, caller[0])
 
     # ------------------------------------------------------------------ records
 
@@ -350,7 +358,7 @@ class SpanProjector:
             draft = self._attempts.get((step, record.plan_version, attempt))
             if draft is not None:
                 if record.type == "step.adopted" and data.orphan_seq in self._late:
-                    self._link(draft, self._late[data.orphan_seq], "adopted", orphan_seq=data.orphan_seq)
+                    self._link(draft, self._late[data.orphan_seq], "adopted", {"orphan_seq": data.orphan_seq})
                 return draft
         if self._version is not None and not record.type.startswith("log."):
             return self._version
@@ -385,7 +393,7 @@ class SpanProjector:
             for cause in (*data.causes, *data.parent_causes):
                 target = self._holder.get(cause)
                 if target is not None:
-                    self._link(draft, target, "cause", **{"plantrail.seq": cause})
+                    self._link(draft, target, "cause", {"plantrail.seq": cause})
         elif record.type == "run.forked":
             attributes["plantrail.fork.parent"] = data.parent
             attributes["plantrail.fork.seq"] = data.seq
@@ -394,8 +402,8 @@ class SpanProjector:
                 draft,
                 span_id(data.parent, "run", 0),
                 "fork_parent",
+                {"plantrail.fork.seq": data.seq, "plantrail.fork.head": data.head},
                 parent_trace,
-                **{"plantrail.fork.seq": data.seq, "plantrail.fork.head": data.head},
             )
             self._root.attributes["plantrail.fork.parent"] = data.parent
         return draft
@@ -407,7 +415,7 @@ class SpanProjector:
         self._describe_attempt(draft, key)
         previous = self._previous.get(data.step)
         if previous is not None:
-            self._link(draft, previous[0], "previous_attempt", **{"plantrail.attempt.outcome": previous[1]})
+            self._link(draft, previous[0], "previous_attempt", {"plantrail.attempt.outcome": previous[1]})
         self._attempts[key] = draft
         self._started[key] = draft.span_id
         self._event(draft, record, now)
