@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from plantrail.cli.common import FilePath, emit, json_option, mark_printed, store_option
+from plantrail.cli.common import FilePath, emit, json_option, mark_printed, raise_if_torn, store_option
 
 if TYPE_CHECKING:
     from plantrail.cli.otel_sdk import Sender
@@ -100,18 +100,22 @@ def _marks_for(run: Run, marks: str | None) -> tuple[Folder, str]:
     return Folder.open(folder), f"{name.removesuffix('.jsonl')}.otel.json"
 
 
-def _one_shot(runs: list[Run], sender: Sender, payloads: bool) -> list[dict[str, Any]]:
+def _one_shot(runs: list[Run], sender: Sender, payloads: bool) -> tuple[list[dict[str, Any]], list[Run]]:
+    """Send each run's spans; what was sent, and the runs whose read ended on a torn tail."""
     from plantrail.projections.otel_spans import spans
 
     sent = []
+    torn = []
     for run in runs:
         with run:
             found = spans(run.records(), payloads=payloads)
+            if run.torn is not None:
+                torn.append(run)
         sender.send(found)
         if found:
             run_id = str(dict(found[-1].attributes).get("plantrail.run.id", ""))
             sent.append({"run": run_id, "trace_id": found[0].trace_id.hex(), "spans": len(found)})
-    return sent
+    return sent, torn
 
 
 def _follow(
@@ -213,15 +217,19 @@ def otel(
 
     if log is None and store is None:
         raise error("USAGE", "export otel needs a LOG or --store URL")
+    if endpoint is not None and not endpoint.startswith(("http://", "https://")):
+        raise error("USAGE", f"--endpoint must be an http:// or https:// URL, not {endpoint!r}")
     single = as_run(locate_log(log, store)) if log is not None else None
     whole = open_store(store) if single is None and store is not None else None
     sender = Sender(endpoint, timeout=timeout)
     try:
         if not follow:
             runs = [single] if single is not None else list(whole.runs())  # type: ignore[union-attr]
-            sent = _one_shot(runs, sender, payloads)
+            sent, torn = _one_shot(runs, sender, payloads)
             summary = {"ok": True, "endpoint": endpoint, "runs": sent}
             emit(as_json, summary, lambda: "\n".join(f"sent {r['spans']} spans of {r['run']}" for r in sent))
+            for run in torn:  # what the valid part holds was sent; the torn tail is reported after it
+                raise_if_torn(run.location, run.torn)
             return
 
         def report(follower: Follower, spans: list[Span]) -> None:

@@ -205,3 +205,47 @@ def test_follow_sends_each_span_as_it_ends_and_resumes_without_duplicates(tmp_pa
         )
     finally:
         one_shot.close()
+
+
+def test_a_torn_tail_is_reported_after_the_valid_part_is_sent(tmp_path: Path, collector: Collector) -> None:
+    """A log whose last line was cut short sends the spans of its valid part (the run still open) and then
+    reports TORN_TAIL (exit 3); a bad --endpoint is a usage error that sends nothing."""
+    from plantrail.cli.main import main
+
+    log = tmp_path / "torn.jsonl"
+    log.write_bytes(SAMPLE.read_bytes()[:-30])
+    assert main(["export", "otel", str(log), "--endpoint", collector.endpoint]) == 3
+    spans = collector.spans()
+    assert len(spans) == 17
+    root = next(s for s in spans if s.name == "invoke_agent")
+    assert _attrs(root)["plantrail.open"] is True and "plantrail.run.outcome" not in _attrs(root)
+    assert main(["export", "otel", str(SAMPLE), "--endpoint", "localhost:4318"]) == 2
+    assert len(collector.spans()) == 17
+
+
+def test_following_a_store_picks_up_new_runs_and_keeps_marks_in_the_marks_folder(
+    tmp_path: Path, collector: Collector
+) -> None:
+    """`--store FOLDER --follow --marks M` sends the spans of every run, a run created while it follows
+    included, and keeps one mark per run in M."""
+    runs, marks = tmp_path / "runs", tmp_path / "marks"
+    runs.mkdir()
+    with Ledger.create(runs / "a.jsonl", _draft(1), run="a") as ledger:
+        ledger.start("s0")
+        ledger.complete("s0", "done")
+    argv = [sys.executable, "-m", "plantrail", "export", "otel", "--store", str(runs), "--follow", "--marks",
+            str(marks), "--endpoint", collector.endpoint, "--interval", "0.05"]  # fmt: skip
+    follower = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait(lambda: len(collector.spans()) == 1, "run a's attempt")
+        with Ledger.create(runs / "b.jsonl", _draft(1), run="b") as ledger:
+            ledger.start("s0")
+            ledger.fail("s0", "no")
+        _wait(lambda: len(collector.spans()) == 2, "run b's attempt")
+    finally:
+        _stop(follower)
+    traces = [s.trace_id for s in collector.spans()]
+    assert len(set(traces)) == 2
+    assert json.loads((marks / "a.otel.json").read_text()) == {"run": "a", "seq": 3}
+    assert json.loads((marks / "b.otel.json").read_text()) == {"run": "b", "seq": 3}
+    assert not list(runs.glob("*.otel.json"))  # nothing written beside the runs
