@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +20,8 @@ import click
 from plantrail.cli.common import FilePath, emit, json_option, mark_printed, raise_if_torn, store_option
 
 if TYPE_CHECKING:
+    import threading
+
     from plantrail.cli.otel_sdk import Sender
     from plantrail.ledger.stores.owned import Folder
     from plantrail.ledger.stores.protocol import Run, Store
@@ -128,8 +129,39 @@ def _follow(
     interval: float,
     report: Callable[[Follower, list[Span]], None],
 ) -> None:
+    """Poll the run (or every run of the store) until SIGINT or SIGTERM, which end it between two polls: a send
+    and the mark that records it are never separated by a stop."""
+    import signal
+    import threading
+
+    stopped = threading.Event()
+
+    def stop(signum: int, frame: object) -> None:
+        stopped.set()
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        _poll_until(
+            single, store, sender, marks=marks, payloads=payloads, interval=interval, report=report, stopped=stopped
+        )
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _poll_until(
+    single: Run | None,
+    store: Store | None,
+    sender: Sender,
+    *,
+    marks: str | None,
+    payloads: bool,
+    interval: float,
+    report: Callable[[Follower, list[Span]], None],
+    stopped: threading.Event,
+) -> None:
     followers: dict[str, Follower] = {}
-    while True:
+    while not stopped.is_set():
         runs = [single] if single is not None else [store.run(run_id) for run_id in store.run_ids()]  # type: ignore[union-attr]
         for run in runs:
             if run.location not in followers:
@@ -142,7 +174,7 @@ def _follow(
             sent = follower.poll(sender)
             if sent:
                 report(follower, sent)
-        time.sleep(interval)
+        stopped.wait(interval)
 
 
 @click.command()
@@ -248,9 +280,7 @@ def otel(
             else:
                 click.echo(f"sent {len(spans)} spans of {follower.run_id} (up to seq {follower.sent})", err=True)
 
-        try:
-            _follow(single, whole, sender, marks=marks, payloads=payloads, interval=interval, report=report)
-        except KeyboardInterrupt:  # Ctrl-C ends a follow; what was sent is marked
-            sys.stdout.flush()
+        _follow(single, whole, sender, marks=marks, payloads=payloads, interval=interval, report=report)
+        sys.stdout.flush()
     finally:
         sender.close()
