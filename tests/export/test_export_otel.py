@@ -72,8 +72,10 @@ def test_the_replans_sample_arrives_as_one_trace_with_its_links(collector: Colle
     by_id = {s.span_id: s for s in spans}
     attempts = [s for s in spans if s.name.startswith("step ")]
     assert len(attempts) == 12
-    assert all(_attrs(by_id[a.parent_span_id])["plantrail.plan.version"] == _attrs(a)["plantrail.plan.version"]
-               for a in attempts)  # fmt: skip
+    assert all(
+        _attrs(by_id[a.parent_span_id])["plantrail.plan.version"] == _attrs(a)["plantrail.plan.version"]
+        for a in attempts
+    )
     for plan, cause_step, cause_seq in ((plans[1], "diagnose", 10), (plans[2], "fix", 20)):
         (link,) = plan.links
         target = by_id[link.span_id]
@@ -112,9 +114,10 @@ def _draft(steps: int) -> dict[str, Any]:
     return {
         "goal": "g",
         "acceptance_criteria": [{"id": "c", "description": "d"}],
-        "steps": [{"id": f"s{i}", "title": f"step {i}", "depends_on": [], "completion_evidence": "out"}
-                  for i in range(steps)],
-    }  # fmt: skip
+        "steps": [
+            {"id": f"s{i}", "title": f"step {i}", "depends_on": [], "completion_evidence": "out"} for i in range(steps)
+        ],
+    }
 
 
 def test_a_store_without_a_log_sends_each_run_as_its_trace(tmp_path: Path, collector: Collector) -> None:
@@ -134,8 +137,14 @@ def test_refusals_are_coded_and_send_nothing(tmp_path: Path, collector: Collecto
     from plantrail.cli.main import main
 
     env = {k: v for k, v in os.environ.items() if k != "PLANTRAIL_STORE"}
-    done = subprocess.run([sys.executable, "-m", "plantrail", "export", "otel"], capture_output=True, text=True,
-                          env=env, timeout=120, check=False)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "plantrail", "export", "otel"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 2 and "error[USAGE]: export otel needs a LOG or --store URL" in done.stderr
     code = main(["export", "otel", str(SAMPLE), "--endpoint", "http://127.0.0.1:1/v1/traces", "--timeout", "1"])
     assert code == 4 and collector.spans() == []
@@ -149,8 +158,20 @@ def _wait(until: Callable[[], bool], what: str, seconds: float = 60) -> None:
 
 
 def _follower(log: Path, endpoint: str) -> subprocess.Popen[str]:
-    argv = [sys.executable, "-m", "plantrail", "export", "otel", str(log), "--follow", "--endpoint", endpoint,
-            "--interval", "0.05", "--json"]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "plantrail",
+        "export",
+        "otel",
+        str(log),
+        "--follow",
+        "--endpoint",
+        endpoint,
+        "--interval",
+        "0.05",
+        "--json",
+    ]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -233,8 +254,22 @@ def test_following_a_store_picks_up_new_runs_and_keeps_marks_in_the_marks_folder
     with Ledger.create(runs / "a.jsonl", _draft(1), run="a") as ledger:
         ledger.start("s0")
         ledger.complete("s0", "done")
-    argv = [sys.executable, "-m", "plantrail", "export", "otel", "--store", str(runs), "--follow", "--marks",
-            str(marks), "--endpoint", collector.endpoint, "--interval", "0.05"]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "plantrail",
+        "export",
+        "otel",
+        "--store",
+        str(runs),
+        "--follow",
+        "--marks",
+        str(marks),
+        "--endpoint",
+        collector.endpoint,
+        "--interval",
+        "0.05",
+    ]
     follower = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         _wait(lambda: len(collector.spans()) == 1, "run a's attempt")
@@ -249,3 +284,58 @@ def test_following_a_store_picks_up_new_runs_and_keeps_marks_in_the_marks_folder
     assert json.loads((marks / "a.otel.json").read_text()) == {"run": "a", "seq": 3}
     assert json.loads((marks / "b.otel.json").read_text()) == {"run": "b", "seq": 3}
     assert not list(runs.glob("*.otel.json"))  # nothing written beside the runs
+
+
+def test_a_database_run_is_exported_and_followed_with_its_marks_in_a_folder(
+    tmp_path: Path, collector: Collector
+) -> None:
+    """A PostgreSQL run exports as a file run does; following it needs --marks (USAGE without, nothing sent),
+    and with it the spans arrive and the mark is kept in that folder."""
+    from tests.helpers.stores import postgres_url, unique_run
+
+    run = unique_run("otel")
+    target = f"{postgres_url()}#{run}"
+    ledger = Ledger.create(target, _draft(2), run=run)
+    try:
+        ledger.start("s0")
+        ledger.complete("s0", "done")
+        summary = _export(target, "--endpoint", collector.endpoint)
+        assert summary["runs"] == [{"run": run, "trace_id": collector.spans()[0].trace_id.hex(), "spans": 3}]
+        refused = subprocess.run(
+            [sys.executable, "-m", "plantrail", "export", "otel", target, "--follow", "--endpoint", collector.endpoint],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert refused.returncode == 2 and "needs --marks FOLDER" in refused.stderr
+        assert len(collector.spans()) == 3
+        argv = [
+            sys.executable,
+            "-m",
+            "plantrail",
+            "export",
+            "otel",
+            target,
+            "--follow",
+            "--marks",
+            str(tmp_path / "marks"),
+            "--endpoint",
+            collector.endpoint,
+            "--interval",
+            "0.05",
+        ]
+        follower = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            _wait(lambda: len(collector.spans()) == 4, "the completed attempt, followed")
+            ledger.start("s1")
+            ledger.block("s1", "waiting")
+            _wait(lambda: len(collector.spans()) == 5, "the blocked attempt")
+        finally:
+            _stop(follower)
+    finally:
+        ledger.close()
+    once, followed = collector.spans()[:3], collector.spans()[3:]
+    assert [s.name for s in followed] == ["step s0", "step s1"]
+    assert followed[0].span_id in {s.span_id for s in once}  # the same span as the one-shot export's
+    assert json.loads((tmp_path / "marks" / f"{run}.otel.json").read_text()) == {"run": run, "seq": 5}
