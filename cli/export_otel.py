@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from plantrail.cli.common import FilePath, emit, json_option, mark_printed, raise_if_torn, store_option
+from plantrail.cli.terminal import printable
 
 if TYPE_CHECKING:
     import threading
@@ -278,7 +279,8 @@ def otel(
                 sys.stdout.flush()
                 mark_printed()
             else:
-                click.echo(f"sent {len(spans)} spans of {follower.run_id} (up to seq {follower.sent})", err=True)
+                text = f"sent {len(spans)} spans of {follower.run_id} (up to seq {follower.sent})"
+                click.echo(printable(text), err=True)
 
         _follow(single, whole, sender, marks=marks, payloads=payloads, interval=interval, report=report)
         sys.stdout.flush()
