@@ -140,7 +140,7 @@ def _scalar_list(values: list[Any]) -> AttributeValue | None:
     return None
 
 
-def flatten(prefix: str, value: Any, payloads: bool, out: dict[str, AttributeValue]) -> None:
+def _flatten(prefix: str, value: Any, payloads: bool, out: dict[str, AttributeValue]) -> None:
     """``value`` as attributes under ``prefix``: a mapping one dotted name per member, a scalar or a list of
     scalars as it is, anything else as JSON; a member of :data:`PAYLOAD_FIELDS` as ``.sha256`` and ``.size``
     (lists of them for a list) unless ``payloads``."""
@@ -159,7 +159,7 @@ def flatten(prefix: str, value: Any, payloads: bool, out: dict[str, AttributeVal
         return
     if isinstance(value, dict):
         for key, member in value.items():
-            flatten(f"{prefix}.{key}", member, payloads, out)
+            _flatten(f"{prefix}.{key}", member, payloads, out)
     elif isinstance(value, str | bool | int | float):
         out[prefix] = value
     elif isinstance(value, list | tuple):
@@ -275,7 +275,7 @@ class SpanProjector:
             data.pop("plan", None)
             data.pop("state", None)
             for key, value in data.items():
-                flatten(f"plantrail.event.{key}", value, self.payloads, attributes)
+                _flatten(f"plantrail.event.{key}", value, self.payloads, attributes)
         draft.events.append(SpanEvent(record.type, now, tuple(sorted(attributes.items()))))
         draft.last_ns = max(draft.last_ns, now)
         self._holder[record.seq] = draft.span_id
@@ -463,16 +463,16 @@ class SpanProjector:
         data = msgspec.to_builtins(record.data)
         attributes = draft.attributes
         if "evidence" in data:
-            flatten("plantrail.evidence", data["evidence"], self.payloads, attributes)
+            _flatten("plantrail.evidence", data["evidence"], self.payloads, attributes)
         reason = data.get("reason") or data.get("error")
         if isinstance(reason, str):
             attributes["plantrail.attempt.reason"] = reason
         report = data.get("report")
         if isinstance(report, dict):
             usage = report.pop("usage", None)
-            flatten("plantrail.report", report, self.payloads, attributes)
+            _flatten("plantrail.report", report, self.payloads, attributes)
             if isinstance(usage, dict):
-                flatten("plantrail.usage", usage, self.payloads, attributes)
+                _flatten("plantrail.usage", usage, self.payloads, attributes)
 
     def _end_attempt(self, key: tuple[str, int, int], record: Record, now: int, outcome: str) -> list[Span]:
         draft = self._attempts.pop(key, None)

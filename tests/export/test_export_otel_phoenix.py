@@ -50,6 +50,7 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "PHOENIX_PORT": str(port),
         "PHOENIX_GRPC_PORT": str(_free_port()),
         "PHOENIX_HOST": "127.0.0.1",
+        "PHOENIX_TELEMETRY_ENABLED": "false",
     }
     with (folder / "server.log").open("wb") as log:
         server = subprocess.Popen(
