@@ -297,7 +297,7 @@ class SpanProjector:
         self._last_ns = max(self._last_ns, now)
         self.last_seq = record.seq
         ended: list[Span] = []
-        if self._root is None:
+        if not self._root_id:  # the first record opens the run
             self.run = record.run
             self.trace = trace_id(record.run)
             self._root = self._open("run", record.seq, "invoke_agent", now)

@@ -225,3 +225,19 @@ def test_only_a_well_formed_traceparent_is_read() -> None:
     assert parse_traceparent(good) == (bytes.fromhex(good[3:35]), bytes.fromhex(good[36:52]))
     for bad in (good.upper(), "ff" + good[2:], f"00-{'0' * 32}-00f067aa0ba902b7-01", good[:-1], 7, None):
         assert parse_traceparent(bad) is None
+
+
+def test_a_result_after_the_final_finish_is_a_late_span_under_the_ended_run(tmp_path: Path) -> None:
+    """A completion that lands after the run finished is a late span whose parent is the run's span, linked to
+    its attempt; the run is not opened again."""
+    log = tmp_path / "run.jsonl"
+    with Ledger.create(log, _draft(1)) as ledger:
+        ledger.start("s0")
+        ledger.finish("cancelled", "stopped")
+        ledger.complete("s0", "it finished anyway")
+    found = spans(_records(log))
+    assert [s.kind for s in found] == ["attempt", "version", "run", "late"]
+    attempt, _, root, late = found
+    assert _attrs(attempt)["plantrail.attempt.outcome"] == "unfinished"
+    assert late.parent_id == root.span_id and _attrs(late)["plantrail.late.why"] == "RUN_FINISHED"
+    assert [(link.span_id, link.relation) for link in late.links] == [(attempt.span_id, "attempt")]
