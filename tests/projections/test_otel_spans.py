@@ -241,3 +241,20 @@ def test_a_result_after_the_final_finish_is_a_late_span_under_the_ended_run(tmp_
     assert _attrs(attempt)["plantrail.attempt.outcome"] == "unfinished"
     assert late.parent_id == root.span_id and _attrs(late)["plantrail.late.why"] == "RUN_FINISHED"
     assert [(link.span_id, link.relation) for link in late.links] == [(attempt.span_id, "attempt")]
+
+
+def test_every_sample_projects_and_a_restart_at_any_seq_sends_each_ended_span_once() -> None:
+    """For every sample log and every seq a follower could have stopped at, the spans ended up to it plus those a
+    restarted projector hands back ending after it are exactly the spans of the whole log, each once."""
+    logs = [p for p in sorted(SAMPLE.parent.glob("*.jsonl")) if p.name != "claude-session.jsonl"]  # a transcript
+    assert len(logs) >= 9
+    for sample in logs:
+        records = _records(sample)
+        whole = [s for s in spans(records) if s.end_seq is not None]
+        assert len({s.span_id for s in spans(records)}) == len(spans(records)), sample.name
+        for stop in range(len(records)):
+            first = SpanProjector()
+            sent = [s for r in records[: stop + 1] for s in first.add(r)]
+            again = SpanProjector()
+            resumed = [s for r in records for s in again.add(r) if s.end_seq is not None and s.end_seq > stop]
+            assert sent + resumed == whole, (sample.name, stop)
