@@ -258,3 +258,20 @@ def test_every_sample_projects_and_a_restart_at_any_seq_sends_each_ended_span_on
             again = SpanProjector()
             resumed = [s for r in records for s in again.add(r) if s.end_seq is not None and s.end_seq > stop]
             assert sent + resumed == whole, (sample.name, stop)
+
+
+def test_a_trace_context_held_as_an_object_links_as_a_mapping_does() -> None:
+    """The envelope's trace member read as an object with `traceparent` and `tracestate` (no tracestate here)
+    gives the same caller link as the mapping form, without the tracestate attribute."""
+    from types import SimpleNamespace
+
+    parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    records: list[Any] = _records(SAMPLE)
+    records[11] = _Traced(records[11], {})
+    records[11].trace = SimpleNamespace(traceparent=parent, tracestate=None)  # the replan to version 2
+    found = spans(records)
+    version = next(s for s in _by(found, "version") if _attrs(s)["plantrail.plan.version"] == 2)
+    assert [(link.relation, link.span_id.hex(), dict(link.attributes)) for link in version.links] == [
+        ("cause", _attempt(found, "diagnose", 1).span_id.hex(), {"plantrail.seq": 10}),
+        ("caller", "00f067aa0ba902b7", {"plantrail.seq": 11}),
+    ]
