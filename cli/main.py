@@ -55,6 +55,7 @@ COMMANDS: dict[str, str] = {
     "effect": "plantrail.cli.effects:effect",
     "observe": "plantrail.cli.observe:observe",
     "new": "plantrail.cli.starting:new",
+    "export": "plantrail.cli.export:export",
 }
 
 

@@ -403,6 +403,7 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "RUN_NOT_FOUND": (StorageError, "the database holds no run with that id"),
     "STORE_UNAVAILABLE": (StorageError, "the database cannot be reached, or the connection broke (retry with the key)"),
     "STORE_SCHEMA_NEWER": (StorageError, "the database has a newer plantrail schema than this plantrail knows"),
+    "EXPORT_FAILED": (StorageError, "the OTLP receiver refused the spans or could not be reached"),
     # transcripts given to import
     "UNKNOWN_FORMAT": (UnknownTranscriptFormat, "no transcript parser has that format name"),
     "NOT_A_TRANSCRIPT": (TranscriptRefused, "the file is not a transcript of a known (or of the requested) format"),

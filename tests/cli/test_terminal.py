@@ -14,6 +14,7 @@ import pytest
 from plantrail.cli.main import all_commands
 from plantrail.cli.terminal import printable, screen
 from tests.conftest import CliResult
+from tests.helpers.otlp import Collector
 
 #: What a hostile transcript or draft may hold: OSC (window title) ended by BEL and by ST, CSI (clear the
 #: screen, colours), a bare ESC, C1 controls (CSI, OSC, ST as single code points), a carriage return and a
@@ -201,6 +202,12 @@ def test_no_human_output_carries_a_raw_control_character_from_data(
     ]
     for name, args in runs:
         outputs.append((name, run_cli(name, *args)))
+    collector = Collector()  # export names the run it sent
+    try:
+        outputs.append(("export", run_cli("export", "otel", log, "--endpoint", collector.endpoint)))
+        assert collector.spans()
+    finally:
+        collector.close()
     for name, result in outputs:
         assert "Traceback" not in result.err and "error[INTERNAL]" not in result.err, (name, result.err)
         assert raw_controls(result.out) == [], (name, result.out)
