@@ -70,6 +70,10 @@ def not_run(page: str) -> list[str]:
     ]
 
 
+#: Seconds a page's command may take; every command a page runs ends by itself long before.
+COMMAND_TIMEOUT = 120
+
+
 def shell(command: str, folder: Path, programs: Path) -> tuple[int, str]:
     """Run ``command`` in ``folder`` as a reader's shell would, with ``programs`` (a bin folder) first on the
     path, no PLANTRAIL_* variable, ``folder`` as home and 120 columns: its exit status and what it printed
@@ -78,7 +82,17 @@ def shell(command: str, folder: Path, programs: Path) -> tuple[int, str]:
     # A reader's terminal of 120 columns: the tables lay out for it whatever the terminal running the tests.
     env |= {"PATH": f"{programs}{os.pathsep}{env['PATH']}", "HOME": str(folder), "COLUMNS": "120"}
     env.pop("PYTHONPATH", None)
-    done = subprocess.run(["bash", "-c", f"{{ {command}\n}} 2>&1"], cwd=folder, capture_output=True, text=True, env=env)
+    try:
+        done = subprocess.run(
+            ["bash", "-c", f"{{ {command}\n}} 2>&1"],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=COMMAND_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired:  # a command that never ends (a follow) fails its page instead of the suite
+        return 124, f"(still running after {COMMAND_TIMEOUT} s: a command a page shows must end by itself)\n"
     return done.returncode, done.stdout
 
 
