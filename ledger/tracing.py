@@ -19,14 +19,15 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from plantrail.ledger.vocabulary.errors import error
-from plantrail.ledger.vocabulary.events import Trace
-from plantrail.ledger.vocabulary.trace_context import trace_context
+if TYPE_CHECKING:
+    from plantrail.ledger.vocabulary.events import Trace
 
 __all__ = ["command_trace", "current_trace", "traced"]
 
+#: The trace context :func:`traced` set (the checks are imported when one is given: a command recorded without
+#: one loads nothing more than this module).
 _SET: Final[ContextVar[Trace | None]] = ContextVar("plantrail_trace", default=None)
 
 
@@ -37,9 +38,13 @@ def traced(traceparent: str | None, tracestate: str | None = None) -> Iterator[T
     without it). Yields the trace context, checked: INVALID_TRACE_CONTEXT on entry for an invalid one."""
     if traceparent is None:
         if tracestate is not None:
+            from plantrail.ledger.vocabulary.errors import error
+
             raise error("INVALID_TRACE_CONTEXT", "invalid trace context: a tracestate without a traceparent")
         yield None
         return
+    from plantrail.ledger.vocabulary.trace_context import trace_context
+
     trace = trace_context(traceparent, tracestate)
     token = _SET.set(trace)
     try:
@@ -59,6 +64,9 @@ def command_trace(given: Trace | str | None) -> Trace | None:
     """The trace context of a command given ``given`` (its ``trace=``), checked; :func:`current_trace` for None."""
     if given is None:
         return current_trace()
+    from plantrail.ledger.vocabulary.events import Trace
+    from plantrail.ledger.vocabulary.trace_context import trace_context
+
     if isinstance(given, Trace):
         return trace_context(given.traceparent, given.tracestate)
     return trace_context(given)
@@ -75,4 +83,6 @@ def _opentelemetry_span() -> Trace | None:
         return None
     traceparent = f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
     state = context.trace_state.to_header() if context.trace_state else None
+    from plantrail.ledger.vocabulary.trace_context import trace_context
+
     return trace_context(traceparent, state or None)
