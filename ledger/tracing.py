@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final
 
+from plantrail.ledger.vocabulary.arguments import strict
+
 if TYPE_CHECKING:
     from plantrail.ledger.vocabulary.events import Trace
 
@@ -31,6 +33,7 @@ __all__ = ["command_trace", "current_trace", "traced"]
 _SET: Final[ContextVar[Trace | None]] = ContextVar("plantrail_trace", default=None)
 
 
+@strict
 @contextmanager
 def traced(traceparent: str | None, tracestate: str | None = None) -> Iterator[Trace | None]:
     """Record every command of the block in the W3C trace context ``traceparent`` (and ``tracestate``), unless
