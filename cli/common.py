@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
-from plantrail.cli.tables import table, truncate
-from plantrail.cli.terminal import screen
+from plantrail.cli.tables import count_line, table, truncate
+from plantrail.cli.terminal import NARROWEST, reset_layout, screen, set_layout, verbose
 
 if TYPE_CHECKING:
     from plantrail.ledger.stores.protocol import Run
@@ -26,10 +26,12 @@ __all__ = [
     "FilePath",
     "anchor",
     "approval_lines",
+    "count_line",
     "current_state",
     "current_state_noted",
     "emit",
     "json_option",
+    "layout_options",
     "locate_log",
     "log_argument",
     "mark_printed",
@@ -46,6 +48,7 @@ __all__ = [
     "table",
     "torn_error",
     "truncate",
+    "verbose_option",
     "with_times_note",
 ]
 
@@ -90,6 +93,49 @@ def trace_options(func: F) -> F:
         help=f"The W3C tracestate that goes with --traceparent. Default: ${TRACESTATE_ENV}.",
     )
     return cast("F", decorate(state(traced_call)))
+
+
+def layout_options(func: F) -> F:
+    """The shared ``--width N`` and ``--wrap`` options of a command that prints tables (see
+    :func:`plantrail.cli.terminal.columns`); they set the layout, the command never sees them."""
+
+    def width(ctx: click.Context, param: click.Parameter, value: int | None) -> None:
+        set_layout(width=value)
+
+    def wrap(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+        set_layout(wrap=value)
+
+    func = click.option(
+        "--wrap",
+        is_flag=True,
+        expose_value=False,
+        callback=wrap,
+        help="Wrap long texts in table cells onto more lines instead of cutting them.",
+    )(func)
+    return click.option(
+        "--width",
+        type=click.IntRange(min=NARROWEST),
+        metavar="N",
+        expose_value=False,
+        callback=width,
+        help="Lay tables out for N columns (default: $COLUMNS, else the terminal's width, else 80).",
+    )(func)
+
+
+def verbose_option(func: F) -> F:
+    """The shared ``--verbose`` flag: also say where an answer came from (the cache's snapshot)."""
+
+    def chosen(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+        set_layout(verbose=value)
+
+    return click.option(
+        "--verbose",
+        "-v",
+        is_flag=True,
+        expose_value=False,
+        callback=chosen,
+        help="Also say how the answer was read (up to which seq the cache's snapshot answered).",
+    )(func)
 
 
 class FilePath(click.Path):
@@ -174,6 +220,7 @@ def reset_output() -> None:
     """Forget earlier output and reads of standard input (one CLI invocation at a time)."""
     _printed.clear()
     _stdin_read_by.clear()
+    reset_layout()
 
 
 def emit(as_json: bool, data: Any, human: Callable[[], str]) -> None:
@@ -355,8 +402,9 @@ def with_times_note(log: str, text: str) -> str:
 
 
 def snapshot_note(snapshot_seq: int | None) -> str:
-    """The line a human output ends with when a snapshot answered part of it ("" when every record was read)."""
-    if snapshot_seq is None:
+    """The line a human output ends with, with ``--verbose``, when a snapshot answered part of it ("" when every
+    record was read, or without ``--verbose``)."""
+    if snapshot_seq is None or not verbose():
         return ""
     return (
         f"\n(answered from the cache's snapshot up to seq {snapshot_seq}: those records were not re-read; "

@@ -13,6 +13,7 @@ import click
 
 from plantrail.cli.common import emit, log_argument, readiness_lines
 from plantrail.cli.record import _attempt_option, _help, _plan_version_option, _write_options
+from plantrail.cli.terminal import printable
 from plantrail.ledger.rules.effects import COMMIT_EFFECT, REQUEST_EFFECT
 
 if TYPE_CHECKING:
@@ -140,7 +141,7 @@ def effect_lines(title: str, items: list[dict[str, Any]]) -> list[str]:
         late = f" · late ({e['late']})" if e["late"] else ""
         said = f" · result {truncate(e['result'], 60)}" if e["committed_seq"] is not None and e["result"] else ""
         lines.append(
-            f"  {truncate(e['key'], 40)}  {e['step']} attempt {e['attempt']} (v{e['plan_version']}) · target "
+            f"  {printable(e['key'])}  {e['step']} attempt {e['attempt']} (v{e['plan_version']}) · target "
             f"{truncate(e['target'], 50)} · requested at seq {e['requested_seq']}{late}{said}"
         )
     return lines

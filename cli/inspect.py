@@ -15,6 +15,7 @@ from plantrail.cli.common import (
     current_state_noted,
     emit,
     json_option,
+    layout_options,
     log_argument,
     raise_if_torn,
     readiness_lines,
@@ -22,6 +23,7 @@ from plantrail.cli.common import (
     snapshot_note,
     table,
     truncate,
+    verbose_option,
     with_times_note,
 )
 from plantrail.cli.tables import cell
@@ -31,9 +33,6 @@ if TYPE_CHECKING:
     from plantrail.projections.model import PlanState
 
 __all__ = ["inspect_commands", "lineage_lines", "render_status"]
-
-
-_NARROW = 24  # terminal columns a step's title or dependency list may take in the status table (JSON has all)
 
 
 def lineage_lines(state: PlanState) -> list[str]:
@@ -72,9 +71,10 @@ def render_status(state: PlanState, view: dict[str, Any]) -> str:
             notes.append(f"attempt {s['attempt']}")
         if notes:
             attempt += f" ({', '.join(notes)})"
-        depends = truncate(",".join(s["depends_on"]) or "-", _NARROW)
-        rows.append([s["id"], truncate(s["title"], _NARROW), status, attempt, depends, detail])
-    lines.append(table(["STEP", "TITLE", "STATUS", "ATTEMPT", "DEPENDS ON", "EVIDENCE / REASON"], rows))
+        depends = ", ".join(s["depends_on"]) or "-"
+        rows.append([s["id"], s["title"], status, attempt, depends, detail])
+    header = ["STEP", "TITLE", "STATUS", "ATTEMPT", "DEPENDS ON", "EVIDENCE / REASON"]
+    lines.append(table(header, rows, texts=(1, 5), lists=(4,)))
     if not state.finished:
         lines += readiness_lines(state)
         lines += approval_lines(view.get("approvals"))
@@ -138,7 +138,7 @@ def _attempts_table(attempts: dict[str, list[dict[str, Any]]], in_plan: set[str]
     """One row per attempt of each step (late results on rows of their own, under their attempt)."""
     rows = []
     for step, entries in attempts.items():
-        name = step if step in in_plan else f"{step} (not in plan)"
+        name = step if step in in_plan else f"{step} (not in plan)"  # an id: never cut
         for a in entries:
             started = "-" if a["started_seq"] is None else f"seq {a['started_seq']}"
             detail = "; ".join(a["evidence"]) or a["reason"] or ""
@@ -152,6 +152,8 @@ def _attempts_table(attempts: dict[str, list[dict[str, Any]]], in_plan: set[str]
 
 @click.command()
 @log_argument
+@layout_options
+@verbose_option
 @click.option(
     "--attempts",
     "with_attempts",
@@ -204,6 +206,7 @@ def status(log: str, with_attempts: bool, as_json: bool) -> None:
 
 @click.command(name="next")
 @log_argument
+@verbose_option
 @json_option
 def next_command(log: str, as_json: bool) -> None:
     """The ready steps in stable order, or the replan advice when nothing can start.

@@ -11,6 +11,7 @@ from plantrail.cli.common import (
     FilePath,
     emit,
     json_option,
+    layout_options,
     locate_log,
     log_argument,
     read_json_file,
@@ -104,8 +105,11 @@ def fork(
 
 
 def _render_check(draft: str, found: DraftCheck) -> str:
+    """The coverage matrix when the plan declares coverage, each problem and warning with its fix, the verdict."""
+    from plantrail.ledger.vocabulary.draft_check import fix_for
+
     lines = []
-    if found.coverage is not None:
+    if found.coverage is not None and found.coverage["declared"]:
         rows = [
             [
                 row["id"],
@@ -115,13 +119,15 @@ def _render_check(draft: str, found: DraftCheck) -> str:
             ]
             for row in found.coverage["criteria"]
         ]
-        lines += ["coverage", table(["CRITERION", "STEPS", "CHECKS", "COVERED"], rows), ""]
-    lines += [f"warning[{w.code}]: {printable(w.message)}" for w in found.warnings]
+        lines += ["coverage", table(["CRITERION", "STEPS", "CHECKS", "COVERED"], rows, texts=(), lists=(1, 2)), ""]
+    for label, errors in (("problem", found.problems), ("warning", found.warnings)):
+        for e in errors:
+            lines += [f"{label}[{e.code}]: {printable(e.message)}", f"  fix: {printable(fix_for(e))}"]
     if found.ok:
         warned = f" ({len(found.warnings)} warning(s))" if found.warnings else ""
         lines.append(f"ok: {printable(draft)} validates{warned}")
     else:
-        lines.append(f"NOT ok: {printable(draft)} has {len(found.problems)} problem(s); see the errors below")
+        lines.append(f"NOT ok: {printable(draft)} has {len(found.problems)} problem(s), each above with its fix")
     return "\n".join(lines)
 
 
@@ -132,14 +138,16 @@ def _render_check(draft: str, found: DraftCheck) -> str:
     is_flag=True,
     help="A task criterion that no step covers and no typed check covers is a problem, not a warning.",
 )
+@layout_options
 @json_option
 def check(draft: str, strict: bool, as_json: bool) -> None:
-    """Validate a plan draft as create would, without a log: every problem at once (exit 1 on any), the coverage
+    """Validate a plan draft as create would, without a log: every problem at once, each with its fix (exit 1
+    on any); for a plan that declares coverage (a step's covers, a criterion's typed checks) the coverage
     matrix (which steps and typed checks cover each task criterion), and the coverage gaps as warnings (as
     problems with --strict; a draft that declares no coverage is warned only by --strict).
 
     \b
-    JSON: {"ok", "problems": [{"code", "message", "exit_code", ...}], "warnings": [...],
+    JSON: {"ok", "problems": [{"code", "message", "exit_code", "fix", ...}], "warnings": [...],
       "coverage": null | {"declared", "criteria": [{"id", "steps", "checks", "covered"}], "uncovered"}}
 
     \b
@@ -154,8 +162,16 @@ def check(draft: str, strict: bool, as_json: bool) -> None:
     emit(as_json, found.as_dict(), lambda: _render_check(draft, found))
     if not found.ok:
         first = found.problems[0]
-        first.errors = found.problems  # type: ignore[attr-defined]
-        raise first
+        if as_json or len(found.problems) == 1:  # (the document holds them all; stderr lists them too)
+            first.errors = found.problems  # type: ignore[attr-defined]
+            raise first
+        from plantrail.ledger.vocabulary.errors import error
+
+        raise error(  # stdout listed each problem with its fix: stderr says how many, and the first
+            first.code,
+            f"{draft} has {len(found.problems)} problem(s), the first: {first.message}",
+            path=draft,
+        )
 
 
 def _step_line(entry: dict[str, Any], detail: str) -> str:

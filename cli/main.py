@@ -44,6 +44,7 @@ COMMANDS: dict[str, str] = {
     "store": "plantrail.cli.stores:store",
     "runs": "plantrail.cli.runs:runs",
     "mcp": "plantrail.cli.mcp_server:mcp_command",
+    "acp": "plantrail.cli.acp:acp_command",
     "hook": "plantrail.cli.hooks:hook",
     "install": "plantrail.cli.install:install",
     "uninstall": "plantrail.cli.install:uninstall",

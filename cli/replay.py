@@ -6,15 +6,24 @@ builds the ``--json`` document) and renders the document.
 
 from __future__ import annotations
 
-import shutil
 import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import click
 
-from plantrail.cli.common import emit, json_option, log_argument, snapshot_note, table, truncate, with_times_note
-from plantrail.cli.terminal import printable
+from plantrail.cli.common import (
+    emit,
+    json_option,
+    layout_options,
+    log_argument,
+    snapshot_note,
+    table,
+    truncate,
+    verbose_option,
+    with_times_note,
+)
+from plantrail.cli.terminal import columns, printable
 from plantrail.ledger.audit import RESUME_EXIT_CODES
 
 if TYPE_CHECKING:
@@ -49,10 +58,23 @@ def _aligned(rows: Sequence[Sequence[str]], indent: str = "  ") -> list[str]:
     return align(rows, indent)
 
 
+#: The most lines a list of ids takes in versions and diff before the others are only counted.
+_LISTING_LINES: Final = 4
+
+
 def _listing(label: str, items: Sequence[str]) -> list[str]:
-    """``label: a, b, c`` cut to the terminal's width; nothing when there are no items."""
-    width = shutil.get_terminal_size((120, 24)).columns - 4 - len(label)
-    return [f"  {label}: {truncate(', '.join(items), width)}"] if items else []
+    """``label: a, b, c`` over as many lines of the terminal's width as it takes (at most :data:`_LISTING_LINES`,
+    then a count of the others), broken between ids, never inside one; nothing when there are no items."""
+    from plantrail.cli.tables import cell, wrap_ids
+
+    if not items:
+        return []
+    head = f"  {label}: "
+    lines = wrap_ids(", ".join(cell(i) for i in items), columns() - len(head))
+    if len(lines) > _LISTING_LINES:
+        shown = sum(line.count(", ") + 1 for line in lines[:_LISTING_LINES])
+        lines = [*lines[:_LISTING_LINES], f"... and {len(items) - shown} more (--json lists them all)"]
+    return [head + lines[0], *(" " * len(head) + line for line in lines[1:])]
 
 
 def _why_reset(change: dict[str, Any]) -> str:
@@ -99,7 +121,7 @@ def _render_versions(run: str | None, count: int, versions: list[dict[str, Any]]
     lines.append("")
     rows = []
     for v in versions:
-        causes = ",".join(map(str, v["causes"])) or "-"
+        causes = ", ".join(map(str, v["causes"])) or "-"
         created = f"created: {_plural(v['steps'], 'step', 'steps')}, {_plural(v['criteria'], 'criterion', 'criteria')}"
         what = v["why"] if v["changes"] else created
         if v.get("extended"):
@@ -107,7 +129,7 @@ def _render_versions(run: str | None, count: int, versions: list[dict[str, Any]]
         rows.append(
             [f"v{v['version']}", str(v["seq"]), _when(v["ts"]), v["actor"], v["reason"] or "created", causes, what]
         )
-    lines.append(table(["VERSION", "SEQ", "ADOPTED (UTC)", "ACTOR", "REASON", "CAUSES", "WHY"], rows))
+    lines.append(table(["VERSION", "SEQ", "ADOPTED (UTC)", "ACTOR", "REASON", "CAUSES", "WHY"], rows, lists=(5,)))
     for v in versions:
         if v["changes"]:
             patched = ", from a patch" if v["patched"] else ""
@@ -123,6 +145,7 @@ def _render_versions(run: str | None, count: int, versions: list[dict[str, Any]]
     "--limit", type=click.IntRange(min=1), metavar="N", help="The latest N versions (from V with --since-version)."
 )
 @click.option("--since-version", "since", type=click.IntRange(min=1), metavar="V", help="Versions from V on.")
+@layout_options
 @json_option
 def versions(log: str, everything: bool, limit: int | None, since: int | None, as_json: bool) -> None:
     """Plan versions (the latest 20 by default): when, by whom and why each was adopted, its causes, and what
@@ -174,6 +197,7 @@ def _replay_header(state: PlanState, version: int | None, at_seq: int | None, su
     help="Rebuild version V as it stood when superseded (or now, for the active version).",
 )
 @click.option("--at-seq", type=click.IntRange(min=0), metavar="N", help="Rebuild the state right after event N.")
+@layout_options
 @json_option
 def replay(log: str, version: int | None, at_seq: int | None, as_json: bool) -> None:
     """Rebuild the plan and every step's state at a past point, read-only (nothing is re-executed).
@@ -258,6 +282,7 @@ def _render_diff(diff: dict[str, Any]) -> list[str]:
 @log_argument
 @click.argument("old", metavar="V1", type=click.IntRange(min=1))
 @click.argument("new", metavar="V2", type=click.IntRange(min=1))
+@layout_options
 @json_option
 def diff(log: str, old: int, new: int, as_json: bool) -> None:
     """What changed from plan version V1 to a later V2: steps added, removed and changed field by field;
@@ -294,7 +319,7 @@ def _render_why(why: dict[str, Any]) -> str:
         f"why v{why['version']}: {why['reason']} · replan at seq {why['seq']} ({_when(why['ts'])} UTC) "
         f"by {why['actor']}, replacing v{why['replaced']}"
     )
-    width = min(shutil.get_terminal_size((100, 24)).columns, 100)
+    width = min(columns(), 100)
     lines = [title, textwrap.fill(why["why"], width, initial_indent="  ", subsequent_indent="  ")]
     for link in reversed(why.get("lineage", [])):
         reason = f": {truncate(link['reason'], 80)}" if link["reason"] else ""
@@ -346,6 +371,7 @@ def _quote_data(data: dict[str, Any]) -> str:
     metavar="V",
     help="Explain the replan that created version V (default: the latest replan).",
 )
+@layout_options
 @json_option
 def why(log: str, version: int | None, as_json: bool) -> None:
     """The audit of a replan: reason code, why, actor, the causing events quoted in full, what changed, what
@@ -406,6 +432,7 @@ def _render_orphans(state: PlanState, orphans: list[dict[str, Any]]) -> str:
 
 @click.command()
 @log_argument
+@layout_options
 @json_option
 def orphans(log: str, as_json: bool) -> None:
     """Late results: completions, blocks and failures stamped with a superseded version or a stale attempt,
@@ -552,6 +579,8 @@ def _render_receipt(receipt: dict[str, Any], code: int, show_all: bool = False) 
     is_flag=True,
     help="Read and check every byte of the log instead of starting from the cache's snapshot.",
 )
+@layout_options
+@verbose_option
 @json_option
 @click.pass_context
 def resume(ctx: click.Context, log: str, show_all: bool, every_byte: bool, as_json: bool) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from plantrail.cli.common import STORE_ENV, emit, json_option, table, truncate
+from plantrail.cli.common import STORE_ENV, count_line, emit, json_option, layout_options, table
 from plantrail.ledger.runs import OUTCOMES, SORTS
 from plantrail.ledger.vocabulary.events import REASON_CODES
 
@@ -20,7 +20,13 @@ __all__ = ["runs"]
     help=f"A database (or runs folder) instead of DIR (default: ${STORE_ENV}).",
 )
 @click.option("--outcome", type=click.Choice(OUTCOMES), help="Only runs with this outcome (open: not finished).")
-@click.option("--since", metavar="WHEN", help="Only runs whose last record is this recent (ISO date or time, UTC).")
+@click.option(
+    "--since",
+    metavar="WHEN",
+    help="Only runs whose last record is this recent: today, yesterday (local days), an age (30m, 2h, 3d, 1w) "
+    "or an ISO date or time (UTC unless it names its offset).",
+)
+@click.option("--until", metavar="WHEN", help="Only runs whose last record is before WHEN (as --since takes it).")
 @click.option(
     "--reason", type=click.Choice(REASON_CODES), metavar="CODE", help="Only runs with a replan for this reason code."
 )
@@ -29,12 +35,14 @@ __all__ = ["runs"]
     "--sort", type=click.Choice(SORTS), default="last_activity", show_default=True, help="Newest, or most, first."
 )
 @click.option("--limit", type=click.IntRange(min=1), metavar="N", help="At most N rows.")
+@layout_options
 @json_option
 def runs(
     where: str | None,
     store: str | None,
     outcome: str | None,
     since: str | None,
+    until: str | None,
     reason: str | None,
     has_orphans: bool,
     sort: str,
@@ -59,15 +67,20 @@ def runs(
       plantrail runs .plantrail/runs --outcome open --has-orphans
       plantrail runs --store postgresql://localhost/plantrail --reason failed_assumption --json
     """
-    from plantrail.ledger.runs import list_runs
+    from plantrail.ledger.runs import list_runs, parse_when
     from plantrail.ledger.vocabulary.errors import error
 
     if where is not None and store is not None and store != where and not _from_environment(store):
         raise error("USAGE", "give a runs folder or --store, not both")
+    start = None if since is None else parse_when(since, option="since")
+    end = None if until is None else parse_when(until, option="until")
+    if start is not None and end is not None and end <= start:
+        raise error("USAGE", f"--until {until} ({_utc(end)}) is not after --since {since} ({_utc(start)})")
     found = list_runs(
         where if where is not None else store,
         outcome=outcome,
-        since=since,
+        since=start,
+        until=end,
         reason=reason,
         has_orphans=has_orphans,
         sort=sort,
@@ -76,12 +89,13 @@ def runs(
     )
 
     def human() -> str:
+        window = _window(start, end)
         if not found:
-            return "no runs"
+            return f"no runs{window}"
         rows = [
             [
                 r.run or "?",
-                truncate(r.goal or "", 48),
+                r.goal or "",
                 r.outcome or ("open" if r.run is not None else ""),
                 f"v{r.plan_version}",
                 (r.last_activity or "")[:19].replace("T", " "),
@@ -91,9 +105,24 @@ def runs(
             ]
             for r in found
         ]
-        return table(["RUN", "GOAL", "OUTCOME", "PLAN", "LAST ACTIVITY (UTC)", "REPLANS", "ORPHANS", "DAMAGE"], rows)
+        header = ["RUN", "GOAL", "OUTCOME", "PLAN", "LAST ACTIVITY (UTC)", "REPLANS", "ORPHANS", "DAMAGE"]
+        return f"{table(header, rows, texts=(1,))}\n{count_line(len(found), 'run', 'runs')}{window}"
 
     emit(as_json, [r.as_dict() for r in found], human)
+
+
+def _utc(stamp: str) -> str:
+    """A record timestamp as people read it, the zone named: ``2026-12-03 23:00 UTC``."""
+    return f"{stamp[:16].replace('T', ' ')} UTC"
+
+
+def _window(start: str | None, end: str | None) -> str:
+    """What the time filters kept, said after the count: `` with last activity from ... until ...``."""
+    if start is None and end is None:
+        return ""
+    said = [f"from {_utc(start)}"] if start is not None else []
+    said += [f"before {_utc(end)}"] if end is not None else []
+    return f" with last activity {' and '.join(said)}"
 
 
 def _from_environment(store: str) -> bool:

@@ -10,11 +10,27 @@ paragraph separators: whatever ``str.isprintable`` refuses) is shown as its Pyth
 :func:`printable` escapes one piece of data, line breaks included (a title cannot fake a line of output);
 :func:`screen` escapes a whole human rendering but keeps its own line breaks, which are plantrail's layout.
 ``emit`` and the error line apply them, so no human output carries a raw control character from data.
+
+The layout a human output is made for is here too: :func:`columns` (``--width``, else COLUMNS, else the
+terminal, else 80), :func:`wrapping` (``--wrap``) and :func:`verbose` (``--verbose``), which the commands'
+options set through :func:`set_layout`.
 """
 
 from __future__ import annotations
 
-__all__ = ["printable", "screen"]
+from typing import Any
+
+__all__ = [
+    "FALLBACK_COLUMNS",
+    "NARROWEST",
+    "columns",
+    "printable",
+    "reset_layout",
+    "screen",
+    "set_layout",
+    "verbose",
+    "wrapping",
+]
 
 
 def printable(text: str) -> str:
@@ -44,3 +60,55 @@ def _escape(char: str) -> str:
     if code <= 0xFFFF:
         return f"\\u{code:04x}"
     return f"\\U{code:08x}"
+
+
+# --------------------------------------------------------------------------- the screen's layout
+
+#: The fewest columns ``--width`` accepts (a table narrower than that shows little but its ids).
+NARROWEST = 20
+#: The width when neither ``--width``, COLUMNS nor a terminal says one (output piped to a file, say).
+FALLBACK_COLUMNS = 80
+
+_layout: dict[str, Any] = {}  # what the running command's --width, --wrap and --verbose said
+
+
+def set_layout(*, width: int | None = None, wrap: bool | None = None, verbose: bool | None = None) -> None:
+    """Note what the running command's ``--width``, ``--wrap`` or ``--verbose`` said (None: not given)."""
+    for name, value in (("width", width), ("wrap", wrap), ("verbose", verbose)):
+        if value is not None:
+            _layout[name] = value
+
+
+def reset_layout() -> None:
+    """Forget the previous command's layout (one CLI invocation at a time)."""
+    _layout.clear()
+
+
+def wrapping() -> bool:
+    """True when ``--wrap`` asked tables to wrap long texts onto more lines rather than cut them."""
+    return bool(_layout.get("wrap"))
+
+
+def verbose() -> bool:
+    """True when ``--verbose`` asked for the notes on where an answer came from (the cache's snapshot)."""
+    return bool(_layout.get("verbose"))
+
+
+def columns() -> int:
+    """The columns a human output is laid out for: ``--width``, else COLUMNS (a positive number), else the
+    terminal's width when stdout is one, else :data:`FALLBACK_COLUMNS`."""
+    width = _layout.get("width")
+    if isinstance(width, int):
+        return width
+    import os
+
+    try:
+        from_environment = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        from_environment = 0
+    if from_environment > 0:
+        return from_environment
+    try:
+        return os.get_terminal_size(1).columns or FALLBACK_COLUMNS
+    except (OSError, ValueError):
+        return FALLBACK_COLUMNS

@@ -6,16 +6,23 @@ flat whatever the size of the log.
 
 from __future__ import annotations
 
-import shutil
 import sys
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Final, get_args
 
 import click
 
-from plantrail.cli.common import json_option, log_argument, mark_printed, raise_if_torn, truncate
-from plantrail.cli.tables import CELL_MOST
-from plantrail.cli.terminal import printable
+from plantrail.cli.common import (
+    count_line,
+    json_option,
+    layout_options,
+    log_argument,
+    mark_printed,
+    raise_if_torn,
+    truncate,
+)
+from plantrail.cli.tables import CELL_MOST, cell, wrap
+from plantrail.cli.terminal import columns, printable, wrapping
 
 if TYPE_CHECKING:
     from plantrail.ledger.stores.values import Rewound
@@ -33,6 +40,8 @@ _MIDDLES: Final = 256  # the most formatted middle columns a human timeline keep
 EVENT_TYPES: Final = sorted(kind.TYPE for kind in get_args(Event))
 _TYPE_WIDTH: Final = len("criterion.verified (late)")
 _ACTOR_WIDTH: Final = len("importer")
+#: What the human timeline leaves out unless --all: a group commit's bounds say nothing of the run.
+BOOKKEEPING: Final = frozenset({"log.batch"})
 
 Item = tuple[Record, Orphan | None]
 
@@ -66,8 +75,10 @@ class _Rows:
             _TYPE_WIDTH,
             max(len(f"v{version}") + 1, 4),
         ]
-        room = shutil.get_terminal_size((120, 24)).columns - sum(w + 2 for w in self.widths) - 2
+        room = columns() - sum(w + 2 for w in self.widths) - 2
         self.summary_width = max(room, 12)
+        self.wrap = wrapping()
+        self.shown = 0  # rows printed so far
         self._format = "  " + "  ".join(f"{{:<{w}}}" for w in self.widths) + "  {}"
         # The actor, type and plan columns of a row, formatted once per combination (a plan version holds a
         # few dozen; the table is emptied past _MIDDLES, so memory stays flat): a row is then its seq, its
@@ -93,13 +104,27 @@ class _Rows:
         if middle is None:
             if len(self._middles) >= _MIDDLES:
                 self._middles.clear()
-            middle = self._middles[key] = self._middle.format(record.actor, kind, f"v{record.plan_version}")
+            plan = "-" if kind.startswith("log.") else f"v{record.plan_version}"  # a log record has no plan version
+            middle = self._middles[key] = self._middle.format(record.actor, kind, plan)
         source = record.source  # (times.time_recorded, inlined: this runs for every line)
         recorded = (self.times_recorded or not kind.startswith("log.")) if source is None else source.timestamp
         when = record.ts[:19].replace("T", " ") if recorded else "-"
+        self.shown += 1
+        if self.wrap:
+            return self._wrapped("  " + str(record.seq).ljust(self._seq_width) + "  " + when.ljust(19) + middle, record)
         text = _cut(summary(record), self.summary_width)
         line = "  " + str(record.seq).ljust(self._seq_width) + "  " + when.ljust(19) + middle + text
         return (line.rstrip() if not text or text[-1].isspace() else line) + "\n"
+
+    def _wrapped(self, start: str, record: Record) -> str:
+        """A row whose summary goes on over more lines, under the SUMMARY column, instead of being cut."""
+        lines = wrap(cell(summary(record)), self.summary_width)
+        indent = " " * len(start)
+        return "".join(f"{start if n == 0 else indent}{text}".rstrip() + "\n" for n, text in enumerate(lines))
+
+    def count(self) -> str:
+        """The line under the timeline that counts its rows."""
+        return count_line(self.shown, "event", "events") + "\n"
 
 
 def _cut(text: str, width: int) -> str:
@@ -177,6 +202,13 @@ def _json_array(items: Iterator[Item], batch: int = 256) -> Iterator[str]:
 @click.option("--limit", type=click.IntRange(min=1), help="Show at most this many events.")
 @click.option("--follow", "-f", is_flag=True, help="Keep printing events as they are appended (Ctrl-C stops, exit 0).")
 @click.option("--jsonl", is_flag=True, help="One full record per line (data included), for jq.")
+@click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="Also show the group commits' bounds (log.batch records), which the human timeline leaves out.",
+)
+@layout_options
 @json_option
 def log_command(
     log: str,
@@ -189,12 +221,17 @@ def log_command(
     limit: int | None,
     follow: bool,
     jsonl: bool,
+    show_all: bool,
     as_json: bool,
 ) -> None:
     """The timeline: every event with its seq, time, actor, type, plan version and a summary, printed as it is
     read (memory stays flat at any size). Filters combine; --tail N reads backwards from the end of the log.
 
     Reading starts at --from-seq (found by seq), so the chain before it is not checked here (verify checks it).
+
+    The human timeline ends with the count of its rows, and leaves out the group commits' bounds (log.batch
+    records, which say nothing of the run; --all shows them); log records (log.opened, log.repaired ...) show
+    no plan version. --json and --jsonl hold every record.
 
     \b
     JSON: --json prints one array of {"seq", "ts", "actor", "type", "plan_version", "summary", "orphan",
@@ -215,7 +252,8 @@ def log_command(
         raise error("USAGE", "--follow never ends a JSON array: use --jsonl with --follow")
     if to_seq is not None and to_seq < from_seq:
         raise error("USAGE", f"--to-seq {to_seq} is before --from-seq {from_seq}")
-    where = Filter(from_seq=from_seq, to_seq=to_seq, types=frozenset(types), step=step, version=version)
+    hidden = frozenset() if show_all or as_json or jsonl else BOOKKEEPING
+    where = Filter(from_seq=from_seq, to_seq=to_seq, types=frozenset(types), step=step, version=version, hidden=hidden)
     read = timeline(log, where, tail=tail, limit=limit)
     mark_printed()
     recorded = True if as_json or jsonl else log_times_recorded(log)
@@ -229,6 +267,8 @@ def log_command(
             _in_chunks(_jsonl(read.items), every=_FLUSH_EVERY)
         else:
             _human(read.items, rows, first=True, every=_FLUSH_EVERY)
+            if not follow and rows.shown:
+                _write(rows.count())
         if not follow:
             raise_if_torn(log, read.torn())
             return
@@ -289,7 +329,8 @@ def _render_event(view: dict[str, Any]) -> str:
     import orjson
 
     lines = [
-        f"seq {view['seq']} · {view['ts']} · {view['actor']} · {view['type']} (plan v{view['plan_version']})",
+        f"seq {view['seq']} · {view['ts']} · {view['actor']} · {view['type']}"
+        + ("" if view["type"].startswith("log.") else f" (plan v{view['plan_version']})"),
         f"run {view['run']} · hash {view['h']}",
         f"prev {view['prev']}",
     ]

@@ -81,9 +81,10 @@ def _is_terminal(stream: TextIO) -> bool:
 
 
 def _columns() -> int:
-    import shutil
+    """The screen's width, as every table takes it (:func:`plantrail.cli.terminal.columns`)."""
+    from plantrail.cli.terminal import columns
 
-    return shutil.get_terminal_size((100, 24)).columns
+    return columns()
 
 
 def follow(

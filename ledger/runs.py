@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Final
 
 from plantrail.ledger.stores.opener import open_store
@@ -25,7 +25,7 @@ from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.events import REASON_CODES
 from plantrail.projections.runs import RunRow, summarise
 
-__all__ = ["OUTCOMES", "SORTS", "RunRow", "list_runs", "parse_since", "summarise"]
+__all__ = ["OUTCOMES", "SORTS", "RunRow", "list_runs", "parse_since", "parse_when", "summarise"]
 
 #: The outcomes a row can have; ``open`` is a run that has not finished.
 OUTCOMES: Final = ("open", "complete", "paused", "failed", "cancelled")
@@ -33,26 +33,57 @@ OUTCOMES: Final = ("open", "complete", "paused", "failed", "cancelled")
 SORTS: Final = ("last_activity", "run", "plan_version", "replans", "orphans")
 
 
-def parse_since(text: str) -> str:
-    """A ``--since`` date or time (ISO 8601: ``2026-11-29``, ``2026-11-29T21:00``, with an offset or ``Z``; UTC
-    when it has none) as a record timestamp, so that rows compare by text; USAGE when it is neither."""
-    try:
-        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        raise error("USAGE", f"since {text!r}: not an ISO 8601 date or time (e.g. 2026-11-29T21:00Z)") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
+_UNITS: Final = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_DAYS: Final = {"today": 0, "yesterday": 1}
+
+
+def parse_when(text: str, *, now: datetime | None = None, option: str = "since") -> str:
+    """A ``--since`` or ``--until`` moment as a record timestamp (UTC, so that rows compare by text): ``today``
+    or ``yesterday`` (the start of that day in the local time zone), an age (``30m``, ``2h``, ``3d``, ``1w``
+    before ``now``), or ISO 8601 (``2026-11-29``, ``2026-11-29T21:00``, with an offset or ``Z``; UTC when it has
+    none). ``now`` is an aware time (default: the clock, in the local time zone). USAGE names the option when
+    ``text`` is none of these."""
+    word = text.strip().lower()
+    if now is None:
+        from plantrail.ledger.vocabulary.clock import utc_now
+
+        now = datetime.fromisoformat(utc_now().replace("Z", "+00:00")).astimezone()
+    if word in _DAYS:
+        day = now.astimezone().date() - timedelta(days=_DAYS[word])
+        moment = datetime(day.year, day.month, day.day).astimezone()  # local midnight, as the zone has it that day
+    elif len(word) > 1 and word[-1] in _UNITS and word[:-1].isdigit() and word[:-1].isascii():
+        moment = now - timedelta(seconds=int(word[:-1]) * _UNITS[word[-1]])
+    else:
+        try:
+            moment = datetime.fromisoformat(word.upper().replace("Z", "+00:00"))
+        except ValueError:
+            raise error(
+                "USAGE",
+                f"{option} {text!r}: not today, yesterday, an age (30m, 2h, 3d, 1w) or an ISO 8601 date or time "
+                "(e.g. 2026-11-29T21:00Z)",
+            ) from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_since(text: str) -> str:
+    """A ``--since`` moment (see :func:`parse_when`) as a record timestamp."""
+    return parse_when(text)
 
 
 # --------------------------------------------------------------------------- choosing rows
 
 
-def _keep(outcome: str | None, since: str | None, reason: str | None, has_orphans: bool) -> Callable[[RunRow], bool]:
+def _keep(
+    outcome: str | None, since: str | None, until: str | None, reason: str | None, has_orphans: bool
+) -> Callable[[RunRow], bool]:
     def keeps(row: RunRow) -> bool:
         if outcome is not None and (row.run is None or (row.outcome or "open") != outcome):
             return False
         if since is not None and (row.last_activity is None or row.last_activity < since):
+            return False
+        if until is not None and (row.last_activity is None or row.last_activity >= until):
             return False
         if has_orphans and row.orphans == 0:
             return False
@@ -75,6 +106,7 @@ def list_runs(
     *,
     outcome: str | None = None,
     since: str | None = None,
+    until: str | None = None,
     reason: str | None = None,
     has_orphans: bool = False,
     sort: str = "last_activity",
@@ -85,8 +117,9 @@ def list_runs(
     (``postgresql://…/db``), one row each, those the filters keep, sorted (newest activity first by default)
     and cut to ``limit``.
 
-    ``outcome`` is one of :data:`OUTCOMES`, ``since`` a date or time (see :func:`parse_since`): rows whose last
-    record is at least that recent; ``reason`` a replan reason code the run's replans include;
+    ``outcome`` is one of :data:`OUTCOMES`, ``since`` a moment (see :func:`parse_when`): rows whose last
+    record is at least that recent; ``until`` one too: rows whose last record is before it; ``reason`` a replan
+    reason code the run's replans include;
     ``has_orphans`` keeps runs holding a late result. Every row listed has its replan reasons (a folder's
     rows read them after the limit, unless the ``reason`` filter needed them first); ``reasons=False`` spares
     a folder's rows that read when the caller shows no reasons (their ``reasons`` are then empty unless a
@@ -100,10 +133,11 @@ def list_runs(
         raise error("USAGE", f"sort key {sort!r} is not one of {', '.join(SORTS)}")
     if limit is not None and limit < 1:
         raise error("USAGE", f"a limit of {limit} rows: it must be at least 1")
-    cutoff = None if since is None else parse_since(since)
+    cutoff = None if since is None else parse_when(since, option="since")
+    end = None if until is None else parse_when(until, option="until")
     store = open_store(where)
     rows = store.summaries(reasons=reason is not None)
-    kept = [row for row in rows if _keep(outcome, cutoff, reason, has_orphans)(row)]
+    kept = [row for row in rows if _keep(outcome, cutoff, end, reason, has_orphans)(row)]
     ordered = _ordered(kept, sort)
     listed = ordered if limit is None else ordered[:limit]
     if reasons and reason is None:

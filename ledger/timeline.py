@@ -44,19 +44,24 @@ __all__ = [
 
 
 class Filter(NamedTuple):
-    """Which records a timeline keeps: a seq range (both ends included), event types, one step, one plan version."""
+    """Which records a timeline keeps: a seq range (both ends included), event types, one step, one plan version;
+    ``hidden`` the record types it leaves out (the human timeline leaves out the group commits' bounds,
+    ``log.batch``)."""
 
     from_seq: int = 0
     to_seq: int | None = None
     types: Collection[str] = ()
     step: str | None = None
     version: int | None = None
+    hidden: Collection[str] = ()
 
     def keeps(self, record: Record) -> bool:
         """True when ``record`` passes every filter that is set."""
         if record.seq < self.from_seq or (self.to_seq is not None and record.seq > self.to_seq):
             return False
         if self.types and record.type not in self.types:
+            return False
+        if self.hidden and record.type in self.hidden:
             return False
         if self.version is not None and record.plan_version != self.version:
             return False
@@ -130,7 +135,9 @@ def timeline(path: str, where: Filter | None = None, *, tail: int | None = None,
     def items() -> Iterator[tuple[Record, Orphan | None]]:
         records = read()
         try:
-            every = not where.types and where.step is None and where.version is None  # the seek did from_seq
+            # the seek did from_seq; with no other filter set, only the hidden types are left to judge
+            every = not where.types and where.step is None and where.version is None
+            hidden = frozenset(where.hidden)
             to_seq = where.to_seq
             known, orphans = state.last_seq, {o.seq: o for o in state.orphans}
             shown = 0
@@ -139,7 +146,7 @@ def timeline(path: str, where: Filter | None = None, *, tail: int | None = None,
                 if to_seq is not None and seq > to_seq:
                     return
                 late_entry = orphans.get(seq) if seq <= known else late(record)
-                if every or where.keeps(record):
+                if (record.type not in hidden) if every else where.keeps(record):
                     if limit is not None and shown >= limit:
                         return
                     shown += 1

@@ -40,7 +40,16 @@ from plantrail.projections.outcomes import outcome_lists
 from plantrail.projections.repair_edges import idle_repairs, repairs_view, waiting_for
 from plantrail.projections.state import evolve, fold, initial
 from plantrail.projections.stop import stop_decision
-from plantrail.projections.views import advice, approvals_view, effects_to_check, in_doubt, orphan_view, ready_steps
+from plantrail.projections.views import (
+    advice,
+    approvals_view,
+    capacity_view,
+    effects_to_check,
+    in_doubt,
+    orphan_view,
+    ready_steps,
+    startable_steps,
+)
 
 if TYPE_CHECKING:
     from plantrail.ledger.vocabulary.events import Record
@@ -698,14 +707,30 @@ def _next_action(state: PlanState, verdict: Verdict, damage: Mapping[str, Any] |
             return f"no step can start: replan (advice: {advice(state) or 'no_ready_step'})"
     ready = ready_steps(state)
     if ready:
-        repairs = waiting_for(state, ready[0])
-        if repairs:
-            return f"start {ready[0]}: it repairs {', '.join(repairs)}, which failed and waits for it"
-        return f"start {ready[0]}"
+        return _start_action(state, ready, now)
     open_criteria = [c.id for c in state.criteria.values_in_order() if c.status != "passed"]
     if open_criteria:
         return f"verify {', '.join(open_criteria)}, then finish"
     return "every step and criterion is done: finish --outcome complete"
+
+
+def _start_action(state: PlanState, ready: list[str], now: str | None) -> str:
+    """Start every step that can start now (as ``next`` lists them), with the room left when not all fit under
+    max_in_progress and what each repair step repairs; the first ready step when none can start now."""
+    startable = startable_steps(state, now) or ready[:1]
+    capacity = capacity_view(state)
+    free = capacity["free"]
+    room = ""
+    if free is not None and 0 < free < len(startable):
+        room = (
+            f" (room for {free} more: max_in_progress {capacity['max_in_progress']}, "
+            f"{capacity['in_progress']} in progress)"
+        )
+    repairs = {s: waiting_for(state, s) for s in startable}
+    if len(startable) == 1 and repairs[startable[0]]:
+        return f"start {startable[0]}: it repairs {', '.join(repairs[startable[0]])}, which failed and waits for it"
+    said = [f"{s} repairs {', '.join(r)}, which failed and waits for it" for s, r in repairs.items() if r]
+    return f"start {', '.join(startable)}{room}" + (f": {'; '.join(said)}" if said else "")
 
 
 def _in_doubt_action(state: PlanState, now: str | None) -> str:

@@ -16,12 +16,17 @@
 #   verify     lint fails and the run's turn budget is spent: the stop policy says budget_exhausted, and the
 #              run finishes budget_exhausted, listing what is unmet (a spent budget is not completion evidence).
 #
-# Usage: samples/record_contract_tour.sh [OUT]   (default: samples/contract-tour.jsonl, replaced)
+# Usage: samples/record_contract_tour.sh OUT.jsonl | --update   (--update replaces samples/contract-tour.jsonl)
 # Set PLANTRAIL to run another build, e.g. PLANTRAIL="python -m plantrail".
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-out=${1:-$here/contract-tour.jsonl}
+# OUT, or --update to replace the sample itself: nothing is written into samples/ unless asked.
+case "${1:-}" in
+  --update) out=$here/contract-tour.jsonl ;;
+  "" | -*) echo "usage: $0 OUT.jsonl | --update   (--update replaces samples/contract-tour.jsonl)" >&2; exit 2 ;;
+  *) out=$1 ;;
+esac
 read -r -a plantrail <<< "${PLANTRAIL:-plantrail}"
 pt() { "${plantrail[@]}" "$@"; }
 # expect CODE CMD...: run CMD, which must exit with CODE (a refusal is 1; resume's verdicts have their own).

@@ -21,14 +21,22 @@
 #              possibly-stale flag ends) adds the stage step, whose effect is requested and committed, then
 #              publish's, and the run finishes complete. `verify --parent` checks the fork against its parent.
 #
-# Usage: samples/record_lineage_tour.sh [OUT [FORK]]
-#        (default: samples/lineage-tour.jsonl and samples/lineage-tour-staging.jsonl, replaced)
+# Usage: samples/record_lineage_tour.sh OUT.jsonl [FORK.jsonl] | --update
+#        (FORK defaults to OUT's name with -staging; --update replaces samples/lineage-tour.jsonl and
+#        samples/lineage-tour-staging.jsonl)
 # Set PLANTRAIL to run another build, e.g. PLANTRAIL="python -m plantrail".
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-out=${1:-$here/lineage-tour.jsonl}
-fork=${2:-$here/lineage-tour-staging.jsonl}
+# OUT [FORK], or --update to replace the samples themselves: nothing is written into samples/ unless asked.
+case "${1:-}" in
+  --update) out=$here/lineage-tour.jsonl fork=$here/lineage-tour-staging.jsonl ;;
+  "" | -*)
+    echo "usage: $0 OUT.jsonl [FORK.jsonl] | --update   (--update replaces samples/lineage-tour*.jsonl)" >&2
+    exit 2
+    ;;
+  *) out=$1 fork=${2:-${1%.jsonl}-staging.jsonl} ;;
+esac
 read -r -a plantrail <<< "${PLANTRAIL:-plantrail}"
 pt() { "${plantrail[@]}" "$@"; }
 # expect CODE CMD...: run CMD, which must exit with CODE (a refusal is 1; resume's verdicts have their own).

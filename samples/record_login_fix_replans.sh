@@ -10,12 +10,17 @@
 #   v3  new_constraint from the user (caused by the fix's result): the fix touched the session cookie, so a
 #       logout test is added (a patch) and the completed verify step must run again.
 #
-# Usage: samples/record_login_fix_replans.sh [OUT]   (default: samples/login-fix-replans.jsonl, replaced)
+# Usage: samples/record_login_fix_replans.sh OUT.jsonl | --update   (--update replaces samples/login-fix-replans.jsonl)
 # Set PLANTRAIL to run another build, e.g. PLANTRAIL="python -m plantrail".
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-out=${1:-$here/login-fix-replans.jsonl}
+# OUT, or --update to replace the sample itself: nothing is written into samples/ unless asked.
+case "${1:-}" in
+  --update) out=$here/login-fix-replans.jsonl ;;
+  "" | -*) echo "usage: $0 OUT.jsonl | --update   (--update replaces samples/login-fix-replans.jsonl)" >&2; exit 2 ;;
+  *) out=$1 ;;
+esac
 read -r -a plantrail <<< "${PLANTRAIL:-plantrail}"
 rm -f "$out"
 

@@ -6,6 +6,7 @@
 * :mod:`.journal`: the hook's own transcript of what the agent's hooks delivered.
 * :mod:`.claude`, :mod:`.gemini`, :mod:`.opencode`: each agent's hook payloads, versioned adapters.
 * :mod:`.hook`: one hook call, from payload bytes to the JSON the agent reads (never raises).
+* :mod:`.acp_recorder`: the plans of an Agent Client Protocol stream that ``plantrail acp`` relays (never raises).
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@
     import_transcript(path, log, format=None) -> ImportReport  the whole import (agent_plan, mapping, importer)
 
 Supported formats: Claude Code (TodoWrite and the 2.1 task tools, lead and subagent files), Codex
-rollouts (update_plan), OpenCode exports (todowrite) and Cline histories (task_progress). The parsers
+rollouts (update_plan), OpenCode exports (todowrite), Cline histories (task_progress), Gemini CLI sessions
+(write_todos) and Agent Client Protocol streams saved by ``plantrail acp`` (session/update plans). The parsers
 know nothing about the ledger; `agent_plan` folds their observations into the agent's whole plan after
 each update, `mapping` turns those into ledger commands (the rules are in its docstring), and
 `importer` writes them with the Ledger API.

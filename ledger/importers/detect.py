@@ -19,7 +19,7 @@ import orjson
 
 from plantrail.ledger.vocabulary.errors import TranscriptError
 
-from . import claude_code, cline, codex, gemini, opencode, opencode_markdown
+from . import acp, claude_code, cline, codex, gemini, opencode, opencode_markdown
 from ._records import JsonStream, open_transcript
 from .errors import transcript_error
 
@@ -118,6 +118,8 @@ def _line_format(value: object) -> str | None:
             return claude_code.FORMAT
         if gemini.is_header(value) and "messages" not in value:
             return gemini.JSONL_FORMAT
+        if acp.is_record(value):
+            return acp.FORMAT
     return _document_format(value)
 
 

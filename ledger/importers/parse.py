@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from . import claude_code, cline, codex, gemini, opencode, opencode_markdown
+from . import acp, claude_code, cline, codex, gemini, opencode, opencode_markdown
 from .detect import detect_format, ensure_not_empty
 from .errors import transcript_error
 from .model import Transcript
@@ -22,6 +22,7 @@ _PARSERS: Mapping[str, Callable[[Path], Transcript]] = {
     gemini.JSONL_FORMAT: gemini.parse_jsonl,
     gemini.SHARE_FORMAT: gemini.parse_share,
     opencode_markdown.FORMAT: opencode_markdown.parse,
+    acp.FORMAT: acp.parse,
 }
 _ALIASES: Mapping[str, str] = {
     "claude-code-tasks": claude_code.FORMAT,
@@ -43,6 +44,7 @@ ADAPTER_VERSIONS: Mapping[str, int] = {
     gemini.JSONL_FORMAT: gemini.ADAPTER_VERSION,
     gemini.SHARE_FORMAT: gemini.SHARE_ADAPTER_VERSION,
     opencode_markdown.FORMAT: opencode_markdown.ADAPTER_VERSION,
+    acp.FORMAT: acp.ADAPTER_VERSION,
 }
 
 FORMATS: tuple[str, ...] = tuple(_PARSERS)

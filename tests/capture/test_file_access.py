@@ -31,6 +31,7 @@ CAPTURE_SOURCES = (
     ROOT / "cli" / "hooks.py",
     ROOT / "cli" / "hook_call.py",
     ROOT / "cli" / "install.py",
+    ROOT / "cli" / "acp.py",
 )
 CAPTURE_MODULES = ("plantrail.ledger.capture.", "plantrail.cli.")
 #: The one safe way into a folder plantrail does not own.

@@ -40,7 +40,8 @@ def test_every_command_offers_json() -> None:
         return [(name, command)]
 
     commands = [leaf for name, c in all_commands().items() for leaf in leaves(name, c)]
-    missing = [n for n, c in commands if n != "mcp" and "--json" not in options(c)]
+    relays = ("mcp", "acp")  # each speaks JSON-RPC on stdio to a program: stdout is the program's stream
+    missing = [n for n, c in commands if n not in relays and "--json" not in options(c)]
     assert missing == [] and "store init" in dict(commands)
 
 
@@ -122,19 +123,55 @@ def test_status_json_has_the_documented_fields(log: Path, run_cli: Run) -> None:
     }
 
 
+def test_status_shows_a_whole_60_column_title_in_a_160_column_terminal(
+    tmp_path: Path,
+    run_cli: Run,
+    write_json: Callable[[str, Any], Path],
+    draft: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A title of 60 characters is shown whole when the terminal (COLUMNS) has room, even beside long evidence
+    and a long id; --width overrides COLUMNS, and at 60 columns the title gives way but no id does."""
+    title = "Reproduce the login failure against the staging auth servers"
+    long_id = "reproduce-login-on-staging"
+    assert len(title) == 60
+    steps = [{**draft["steps"][0], "title": title, "id": long_id}] + [
+        {**s, "depends_on": [long_id if d == draft["steps"][0]["id"] else d for d in s.get("depends_on", [])]}
+        for s in draft["steps"][1:]
+    ]
+    log = tmp_path / "run.jsonl"
+    assert run_cli("create", log, "--plan", write_json("draft.json", {**draft, "steps": steps})).code == 0
+    run_cli("start", log, long_id)
+    run_cli("complete", log, long_id, "-e", "login.test.ts fails with 401 " * 8)
+    monkeypatch.setenv("COLUMNS", "160")
+    wide = run_cli("status", log).out
+    assert title in wide
+    assert max(len(line) for line in wide.splitlines() if long_id in line) <= 160
+    narrow = run_cli("status", log, "--width", "60").out
+    assert title not in narrow and long_id in narrow.split()
+    wrapped = run_cli("status", log, "--width", "60", "--wrap").out
+    assert "…" not in wrapped.split("acceptance criteria")[0]
+    before = log.read_bytes()
+    for bad in ("5", "wide", "-1"):
+        refused = run_cli("status", log, "--width", bad)
+        assert refused.code == 2 and "error[USAGE]: Invalid value for '--width'" in refused.err and refused.out == ""
+    assert log.read_bytes() == before
+
+
 def test_a_recorded_run_reads_as_a_table(log: Path, run_cli: Run) -> None:
-    """Human status is a table of steps with their title (cut to fit) and status, the ready step marked."""
+    """Human status is a table of steps with their title (cut to fit 40 columns) and status, the ready step
+    marked."""
     run_cli("start", log, "reproduce")
     run_cli("complete", log, "reproduce", "-e", "login.test.ts fails with 401")
-    out = run_cli("status", log).out
+    out = run_cli("status", log, "--width", "40").out
     rows = {
         cells[0]: cells[1:3]
         for line in out.splitlines()
         if (cells := re.split(r"\s{2,}", line.strip()))[0] in ("reproduce", "diagnose")
     }
     assert rows == {
-        "reproduce": ["Reproduce the login fai…", "completed"],
-        "diagnose": ["Find the cause of the f…", "pending (ready)"],
+        "reproduce": ["Reproduce t…", "completed"],
+        "diagnose": ["Find the ca…", "pending (ready)"],
     }
 
 

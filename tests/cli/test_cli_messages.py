@@ -201,7 +201,7 @@ def test_status_columns_line_up_with_cjk_titles_and_multi_line_evidence(
     ledger = make_ledger(plan)
     ledger.start("s00")
     ledger.complete("s00", ["pytest -q\n3 passed\n登录成功"])
-    lines = run_cli("status", tmp_path / "run.jsonl").out.splitlines()
+    lines = run_cli("status", tmp_path / "run.jsonl", "--width", "120").out.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("  STEP "))
     table_lines = [lines[header], *lines[header + 2 : header + 5]]
     assert [line.split()[0] for line in table_lines] == ["STEP", "s00", "s01", "s02"]

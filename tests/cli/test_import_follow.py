@@ -46,8 +46,11 @@ def test_follow_waits_for_the_repair_of_a_torn_log_and_goes_on(tmp_path: Path) -
     command = [sys.executable, "-m", "plantrail", "import", "--follow", str(growing), "-o", str(log)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     err = bytearray()
+    first = import_transcript(growing, tmp_path / "first.jsonl")
     try:
-        _wait_for(log.exists)
+        # The first lines' updates all appended: the importer is between turns, holding no lock, when the torn
+        # bytes land (a crashed writer tears a log while it holds the lock, never under another writer's turn).
+        _wait_for(lambda: log.exists() and story(log) == story(Path(first.log)))
         with log.open("ab") as torn:
             torn.write(b'{"v":2,"seq":99,"ts":"20')
         with growing.open("ab") as more:

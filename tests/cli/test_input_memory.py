@@ -229,6 +229,7 @@ PADDED: dict[str, Callable[[Path, int], None]] = {
     "cline": _messages("cline_history.json", None),
     "gemini-share": _lines("gemini_share.md", b"words of a model, never a plan, " * 3 + b"\n"),
     "opencode-markdown": _lines("opencode_export.md", b"words of an assistant, never a plan, " * 3 + b"\n"),
+    "acp": _lines("acp_stream.jsonl", b'{"from":"agent","text":"zz"}\n'),
 }
 
 

@@ -101,8 +101,48 @@ def test_human_log_prints_a_row_per_event(log: Path, run_cli: Cli) -> None:
     """The human timeline has a header and one row per event, late results marked."""
     out = run_cli("log", log).out.splitlines()
     assert out[0].split()[:3] == ["SEQ", "TIME", "(UTC)"]
-    assert len(out) == 2 + len(_folded_entries(log))
+    events = len(_folded_entries(log))
+    assert len(out) == 2 + events + 1 and out[-1] == f"  {events} events"
     assert any("(late)" in line for line in out)
+
+
+def test_a_group_commit_stays_out_of_the_human_timeline_and_log_records_show_no_plan(
+    tmp_path: Path, run_cli: Cli
+) -> None:
+    """A group commit's bounds (log.batch) are left out of the human timeline unless --all, and out of its
+    count; --json keeps every record. log.opened and log.repaired show no plan version (there is none), in the
+    timeline and in show."""
+    import copy
+
+    from plantrail import Ledger
+    from plantrail.ledger.rules.decide import Complete, Start
+    from tests.conftest import LOGIN_DRAFT
+
+    path = tmp_path / "batched.jsonl"
+    with Ledger.create(path, copy.deepcopy(LOGIN_DRAFT), fsync="none") as ledger:
+        ledger.execute_many([Start(step="reproduce"), Complete(step="reproduce", evidence=["it fails"])])
+    with open(path, "ab") as f:
+        f.write(b'{"v":1,"seq":')
+    assert run_cli("repair", path).code == 0
+    human = run_cli("log", path).out
+    assert "log.batch" not in human and human.splitlines()[-1] == "  5 events"
+    rows = {line.split()[4]: line.split()[5] for line in human.splitlines()[2:-1]}
+    assert rows["log.opened"] == rows["log.repaired"] == "-" and rows["plan.created"] == "v1"
+    every = run_cli("log", path, "--all").out
+    assert every.count("log.batch") == 2 and every.splitlines()[-1] == "  7 events"
+    assert [e["type"] for e in run_cli("log", path, "--json").json()].count("log.batch") == 2
+    repaired = next(e["seq"] for e in run_cli("log", path, "--json").json() if e["type"] == "log.repaired")
+    assert "plan v" not in run_cli("show", path, str(repaired)).out.splitlines()[0]
+    assert "(plan v1)" in run_cli("show", path, "1").out.splitlines()[0]
+
+
+def test_wrap_keeps_a_long_summary_whole(log: Path, run_cli: Cli) -> None:
+    """--wrap puts a summary too long for the row on more lines under SUMMARY; without it the row is cut."""
+    cut = run_cli("log", log, "--width", "100").out
+    wrapped = run_cli("log", log, "--width", "100", "--wrap").out
+    assert "…" in cut and "…" not in wrapped
+    assert max(len(line) for line in wrapped.splitlines()) <= 100
+    assert len(wrapped.splitlines()) > len(cut.splitlines())
 
 
 def test_a_torn_tail_is_reported_after_the_valid_part(log: Path, run_cli: Cli) -> None:
@@ -306,7 +346,8 @@ def test_the_row_cut_is_the_table_cut_for_generated_texts(text: str, width: int)
 
 def test_a_human_row_is_its_six_fixed_columns_right_stripped(log: Path) -> None:
     """Each row of the human timeline is the six columns in their widths, right-stripped, whatever the summary
-    (empty, ending in spaces, late) and past the table of formatted middle columns being emptied."""
+    (empty, ending in spaces, late) and past the table of formatted middle columns being emptied; a log record's
+    plan column is "-"."""
     from plantrail.cli import timeline as cli_timeline
     from plantrail.ledger.timeline import summary
 
@@ -318,7 +359,8 @@ def test_a_human_row_is_its_six_fixed_columns_right_stripped(log: Path) -> None:
         record = record.__class__(**{f: getattr(record, f) for f in record.__struct_fields__} | {"plan_version": i})
         for text, late in (("", False), ("ends in spaces  ", True), (summary(record), False)):
             kind = record.type + (" (late)" if late else "")
-            want = rows._format.format(record.seq, record.ts[:19].replace("T", " "), record.actor, kind, f"v{i}", text)
+            plan = "-" if kind.startswith("log.") else f"v{i}"  # a log record shows no plan version
+            want = rows._format.format(record.seq, record.ts[:19].replace("T", " "), record.actor, kind, plan, text)
             cut = cli_timeline._cut
             try:
                 cli_timeline._cut = lambda _summary, _width, text=text: text  # type: ignore[assignment]

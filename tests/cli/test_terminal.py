@@ -29,6 +29,7 @@ HOSTILE_IN_FILES = HOSTILE + "\x00"
 #: Commands this test does not run, and why: each prints no data of a log for people here.
 NOT_WALKED = {
     "mcp",  # speaks JSON-RPC on stdio to a program, not to a person
+    "acp",  # relays an agent's JSON-RPC stream to an editor, byte for byte; it prints nothing of a log
     "store",  # store init prints a database URL and a schema version (it needs a database)
     "watch",  # a live view that runs until interrupted; it renders through cli.tables.cell and emit
 }

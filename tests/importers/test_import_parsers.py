@@ -60,6 +60,7 @@ FIXTURE_FORMATS = {
     "codex_rollout.jsonl": "codex",
     "opencode_export.json": "opencode",
     "cline_history.json": "cline",
+    "acp_stream.jsonl": "acp",
 }
 
 
@@ -574,4 +575,5 @@ def test_public_api_is_pinned() -> None:
         "gemini-jsonl",
         "gemini-share",
         "opencode-markdown",
+        "acp",
     )

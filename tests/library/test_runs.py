@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.runs import RunRow, list_runs, parse_since
+from plantrail.ledger.runs import RunRow, list_runs, parse_since, parse_when
 from plantrail.ledger.vocabulary.errors import PlantrailError
 from tests.conftest import LOGIN_DRAFT, CliResult
 from tests.helpers.stores import postgres_url, unique_run
@@ -137,7 +137,8 @@ def test_malformed_filters_have_codes(tmp_path: Path) -> None:
         ({"outcome": "done"}, "USAGE"),
         ({"sort": "size"}, "USAGE"),
         ({"limit": 0}, "USAGE"),
-        ({"since": "yesterday"}, "USAGE"),
+        ({"since": "last tuesday"}, "USAGE"),
+        ({"until": "2h ago"}, "USAGE"),
         ({"reason": "because"}, "UNKNOWN_REASON_CODE"),
     ):
         with pytest.raises(PlantrailError) as caught:
@@ -147,6 +148,40 @@ def test_malformed_filters_have_codes(tmp_path: Path) -> None:
         list_runs(tmp_path / "nowhere")
     assert missing.value.code == "FOLDER_NOT_FOUND"
     assert parse_since("2026-01-02") == "2026-01-02T00:00:00.000000Z"
+
+
+def test_since_and_until_take_local_days_ages_and_iso(monkeypatch: pytest.MonkeyPatch) -> None:
+    """today and yesterday start at local midnight (here UTC+5, so 19:00 UTC the day before), an age counts back
+    from now, ISO without an offset is UTC; --until keeps what is before its moment."""
+    import time
+    from datetime import datetime
+
+    monkeypatch.setenv("TZ", "XYZ-5")  # POSIX: a zone 5 hours east of UTC, no daylight saving
+    time.tzset()
+    try:
+        now = datetime.fromisoformat("2026-12-04T02:30:00+00:00")  # 07:30 local on the 4th
+        assert parse_when("yesterday", now=now) == "2026-12-02T19:00:00.000000Z"
+        assert parse_when("Today", now=now) == "2026-12-03T19:00:00.000000Z"
+        assert parse_when("2h", now=now) == "2026-12-04T00:30:00.000000Z"
+        assert parse_when("3d", now=now) == "2026-12-01T02:30:00.000000Z"
+        assert parse_when("2026-12-01", now=now) == "2026-12-01T00:00:00.000000Z"
+        assert parse_when("2026-12-01T10:00+02:00", now=now) == "2026-12-01T08:00:00.000000Z"
+        with pytest.raises(PlantrailError, match="until '2 hours'"):
+            parse_when("2 hours", now=now, option="until")
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+
+
+def test_until_keeps_the_runs_before_it(tmp_path: Path) -> None:
+    """--until is the other end of --since: a run whose last record is at or after it is left out."""
+    populate(lambda run: str(tmp_path / f"{run}.jsonl"))
+    every = {r.run for r in list_runs(tmp_path)}
+    stamps = sorted(r.last_activity for r in list_runs(tmp_path) if r.last_activity)
+    later = stamps[-1]
+    before = {r.run for r in list_runs(tmp_path, until=later)}
+    after = {r.run for r in list_runs(tmp_path, since=later)}
+    assert before and after and before | after == every and not before & after
 
 
 def test_a_folder_and_a_database_give_the_same_rows(tmp_path: Path) -> None:
@@ -368,7 +403,17 @@ def test_the_runs_command_prints_rows_and_json(
     assert text.code == 0, text.err
     lines = text.out.splitlines()
     assert lines[0].split()[:3] == ["RUN", "GOAL", "OUTCOME"]
-    assert [line.split()[0] for line in lines[2:]] == ["alpha", "beta", "gamma"]
+    assert [line.split()[0] for line in lines[2:-1]] == ["alpha", "beta", "gamma"]
+    assert lines[-1] == "  3 runs"
+    recent = run_cli("runs", folder, "--since", "2000-01-01T01:00+01:00", "--until", "2099-01-01")
+    assert recent.code == 0, recent.err
+    assert recent.out.splitlines()[-1] == (
+        "  3 runs with last activity from 2000-01-01 00:00 UTC and before 2099-01-01 00:00 UTC"
+    )
+    none = run_cli("runs", folder, "--since", "2099-01-01")
+    assert none.out == "no runs with last activity from 2099-01-01 00:00 UTC\n"
+    crossed = run_cli("runs", folder, "--since", "today", "--until", "yesterday")
+    assert crossed.code == 2 and "is not after --since today" in crossed.err
     bad = run_cli("runs", folder, "--since", "soon")
     assert bad.code == 2 and "error[USAGE]" in bad.err
     assert os.path.isdir(folder)

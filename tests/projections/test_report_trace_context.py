@@ -4,7 +4,8 @@ version, on its attempt's bar and on a late result; a log without any keeps its 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+import itertools
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +37,16 @@ def _data(log: Path) -> dict[str, Any]:
         return report_data(records, verify={"ok": True, "code": None, "message": "checked"})
 
 
+def _clock() -> Callable[[], str]:
+    """Timestamps a minute apart, so every attempt's bar is wide."""
+    ticks = itertools.count()
+    return lambda: f"2026-12-04T10:{next(ticks):02d}:00.000000Z"
+
+
 def _traced_run(path: Path) -> Path:
-    with Ledger.create(path, copy.deepcopy(LOGIN_DRAFT), fsync="none", trace=Trace(PARENT, "congo=t61rcWkgMzE")) as run:
+    with Ledger.create(
+        path, copy.deepcopy(LOGIN_DRAFT), fsync="none", trace=Trace(PARENT, "congo=t61rcWkgMzE"), clock=_clock()
+    ) as run:
         run.start("reproduce", trace=CHILD)
         run.complete("reproduce", "1 failed", trace=RESULT)
         run.start("diagnose")
@@ -58,7 +67,7 @@ def test_the_report_shows_a_records_trace_context(browser: Any, tmp_path: Path) 
         assert (bars.get_attribute("data-trace"), bars.get_attribute("data-result-trace")) == (CHILD, RESULT)
         untraced = page.locator(".lane[data-step-id=diagnose] rect.bar")
         assert untraced.get_attribute("data-trace") is None and untraced.get_attribute("data-result-trace") is None
-        bars.hover()
+        bars.dispatch_event("mousemove", {"clientX": 10, "clientY": 10})
         assert f"trace {CHILD}" in page.locator("#tip").inner_text()
         assert f"result's trace {RESULT}" in page.locator("#tip").inner_text()
         assert opened.requests == [] and opened.errors == []

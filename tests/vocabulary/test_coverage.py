@@ -174,6 +174,51 @@ def test_the_check_command_exits_1_on_problems_and_prints_the_matrix(
     assert "error[COVERAGE_GAP]" in strict.err
 
 
+def test_check_shows_coverage_only_for_a_plan_that_declares_it(
+    write_json: Callable[[str, Any], Path], run_cli: Callable[..., CliResult]
+) -> None:
+    """A draft that declares no coverage checks ok with no coverage table (no column of NO); one that declares
+    it shows the matrix."""
+    v1 = write_json("v1.json", LOGIN_DRAFT)
+    plain = run_cli("check", v1)
+    assert plain.code == 0 and plain.out.splitlines() == [f"ok: {v1} validates"]
+    assert "COVERED" not in plain.out and "NO" not in plain.out.split()
+    covered = run_cli("check", write_json("covered.json", COVERED))
+    assert covered.code == 0 and covered.out.startswith("coverage\n") and "COVERED" in covered.out
+    assert run_cli("check", v1, "--json").json()["coverage"]["declared"] is False
+
+
+def test_check_explains_each_problem_with_its_fix(
+    write_json: Callable[[str, Any], Path], run_cli: Callable[..., CliResult]
+) -> None:
+    """Every problem is printed with the fix for it (in --json too); stderr names how many and the first; a
+    code of a draft problem has a fix of its own, never the fallback."""
+    from plantrail.ledger.vocabulary.draft_check import FIXES, fix_for
+    from plantrail.ledger.vocabulary.errors import CODES, PlanInvalid, error
+
+    draft = copy.deepcopy(LOGIN_DRAFT)
+    draft["steps"][0]["depends_on"] = ["ghost"]
+    draft["steps"].append(copy.deepcopy(draft["steps"][1]))
+    path = write_json("bad.json", draft)
+    found = run_cli("check", path)
+    assert found.code == 1
+    lines = found.out.splitlines()
+    problems = [i for i, line in enumerate(lines) if line.startswith("problem[")]
+    assert [lines[i].split("]")[0] for i in problems] == ["problem[DUPLICATE_STEP_ID", "problem[UNKNOWN_DEPENDENCY"]
+    assert [lines[i + 1] for i in problems] == [
+        f"  fix: {FIXES['DUPLICATE_STEP_ID']}",
+        f"  fix: {FIXES['UNKNOWN_DEPENDENCY']}",
+    ]
+    assert lines[-1] == f"NOT ok: {path} has 2 problem(s), each above with its fix"
+    assert found.err.startswith("error[DUPLICATE_STEP_ID]: ") and "2 problem(s)" in found.err
+    assert len(found.err.splitlines()) == 1
+    as_json = run_cli("check", path, "--json").json()
+    assert [p["fix"] for p in as_json["problems"]] == [FIXES["DUPLICATE_STEP_ID"], FIXES["UNKNOWN_DEPENDENCY"]]
+    drafts = [code for code, (kind, _) in CODES.items() if kind is PlanInvalid and code != "PATCH_INVALID"]
+    assert [code for code in drafts if code not in FIXES] == []
+    assert fix_for(error("TORN_TAIL", "torn", path="x.jsonl")) == "run `plantrail repair x.jsonl`"
+
+
 def test_create_and_replan_warn_on_stderr_and_refuse_with_strict(
     tmp_path: Path, write_json: Callable[[str, Any], Path], run_cli: Callable[..., CliResult]
 ) -> None:

@@ -178,8 +178,21 @@ def test_steps_are_ordered_by_priority_then_id(make_ledger: Callable[..., Ledger
     ledger = make_ledger(_ranked_draft())
     assert list(ledger.state.steps) == ["c", "b", "a", "d"]
     assert ready_steps(ledger.state) == ["c", "b", "a"]
-    assert resume_receipt(ledger.state)["next"] == "start c"
+    assert resume_receipt(ledger.state)["next"] == "start c, b, a"  # every step that can start now, as next says
     assert [s["priority"] for s in status_view(ledger.state)["steps"]] == [7, 1, 0, 9]
+
+
+def test_resume_names_the_steps_there_is_room_for(make_ledger: Callable[..., Ledger]) -> None:
+    """Under max_in_progress 2 with three steps ready, resume's next lists all three (in the stable order) and
+    says how many may start, as next does; with one running, the room left is one."""
+    draft = _ranked_draft()
+    draft["policy"] = {"max_in_progress": 2}
+    ledger = make_ledger(draft)
+    room = "room for 2 more: max_in_progress 2, 0 in progress"
+    assert resume_receipt(ledger.state)["next"] == f"start c, b, a ({room})"
+    ledger.start("c")
+    ledger.complete("c", ["c done"])
+    assert resume_receipt(ledger.state)["next"] == "start b, a"
 
 
 def test_without_priorities_the_order_is_by_id(make_ledger: Callable[..., Ledger]) -> None:
