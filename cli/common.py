@@ -38,6 +38,7 @@ __all__ = [
     "new_log_argument",
     "printed_output",
     "raise_if_torn",
+    "read_draft_file",
     "read_json_file",
     "read_text",
     "readiness_lines",
@@ -255,6 +256,17 @@ def read_json_file(path: str, limit: Limit) -> Any:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise error("DRAFT_INVALID", f"{limit.what} {path} is not valid JSON: {exc}", path=path) from None
+
+
+def read_draft_file(path: str, limit: Limit) -> Any:
+    """Read a plan draft: TOML when ``path`` ends in ``.toml`` (DRAFT_INVALID with the line when it is not
+    TOML), JSON otherwise (``-`` reads JSON from stdin), at most its cap (``limit``)."""
+    from plantrail.ledger.stores.files import read_capped
+    from plantrail.ledger.vocabulary.draft_toml import is_toml, loads_toml
+
+    if not is_toml(path):
+        return read_json_file(path, limit)
+    return loads_toml(read_capped(path, limit), path, limit.what)
 
 
 def _claim_stdin(what: str) -> None:

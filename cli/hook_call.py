@@ -12,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from plantrail.ledger.collector import paused
 
@@ -27,7 +27,6 @@ __all__ = [
     "load_msgspec",
     "record",
     "run",
-    "session_start_output",
 ]
 
 #: The agents whose hooks ``plantrail hook AGENT`` takes.
@@ -71,9 +70,31 @@ def _hook_trace(env: Mapping[str, str]) -> AbstractContextManager[object]:
 
 
 def agent_output(result: HookResult) -> str | None:
-    """What the agent reads on stdout for this call: SessionStart's receipt as Claude Code takes it, else
-    nothing."""
-    return None if result.receipt is None else session_start_output(result.receipt)
+    """What the agent reads on stdout for this call, as Claude Code takes it: on SessionStart, where the plan
+    stands (:func:`plantrail.cli.hook_texts.session_start_text`); on PreCompact, what the summary must keep;
+    else nothing."""
+    import os
+
+    from plantrail.cli.hook_texts import LAUNCHER_ENV, compaction_instructions, session_start_text
+
+    if result.run is None:
+        return None
+    if result.event == "SessionStart":
+        launched = os.environ.get(LAUNCHER_ENV)
+        text = session_start_text(result.run, result.receipt, result.source, launched, result.unreadable)
+        return _hook_output("SessionStart", "additionalContext", text)
+    if result.event == "PreCompact":
+        return _hook_output("PreCompact", "customInstructions", compaction_instructions(result.run, result.receipt))
+    return None
+
+
+def _hook_output(event: str, name: str, text: str) -> str:
+    """The JSON Claude Code reads from a hook: ``text`` under ``hookSpecificOutput.<name>``, within its cap."""
+    import orjson
+
+    if len(text) > CONTEXT_CAP:
+        text = text[: CONTEXT_CAP - 60] + "\n... (cut; call plan_status for the whole plan)"
+    return orjson.dumps({"hookSpecificOutput": {"hookEventName": event, name: text}}).decode()
 
 
 def run(agent: str) -> int:
@@ -136,19 +157,6 @@ def environment(store: str | None) -> dict[str, str]:
     if store:
         found[STORE_ENV] = store
     return found
-
-
-def session_start_output(receipt: Any) -> str:
-    """The SessionStart answer Claude Code reads: the receipt as ``additionalContext``, within its cap."""
-    import orjson
-
-    from plantrail.cli.replay import _render_receipt
-
-    text = "plantrail: this session's plan so far (resume receipt)\n" + _render_receipt(receipt, receipt["exit_code"])
-    if len(text) > CONTEXT_CAP:
-        text = text[: CONTEXT_CAP - 40] + "\n... (cut; run `plantrail resume` for all)"
-    output = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
-    return orjson.dumps(output).decode()
 
 
 def _stdin() -> bytes:

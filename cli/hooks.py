@@ -1,7 +1,8 @@
 """``plantrail hook AGENT``: one agent hook call (payload on stdin); ``plantrail hook errors``: what went wrong.
 
-The hook always exits 0 and prints nothing but the JSON the agent reads (SessionStart's resume receipt as
-``additionalContext``); its errors go to ``.plantrail/hook-errors.log`` (:mod:`plantrail.ledger.capture.hook`).
+The hook always exits 0 and prints nothing but the JSON the agent reads (on SessionStart, where the session's
+run and plan stand, as ``additionalContext``; on PreCompact, what the summary must keep); its errors go to
+``.plantrail/hook-errors.log`` (:mod:`plantrail.ledger.capture.hook`).
 """
 
 from __future__ import annotations
@@ -11,12 +12,12 @@ from typing import TYPE_CHECKING
 import click
 
 from plantrail.cli.common import emit, json_option, store_option
-from plantrail.cli.hook_call import agent_output, record, session_start_output
+from plantrail.cli.hook_call import agent_output, record
 
 if TYPE_CHECKING:
     from plantrail.ledger.capture.hook import HookResult
 
-__all__ = ["hook", "session_start_output"]
+__all__ = ["hook"]
 
 
 @click.group()

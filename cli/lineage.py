@@ -14,7 +14,7 @@ from plantrail.cli.common import (
     layout_options,
     locate_log,
     log_argument,
-    read_json_file,
+    read_draft_file,
     table,
     truncate,
 )
@@ -141,10 +141,11 @@ def _render_check(draft: str, found: DraftCheck) -> str:
 @layout_options
 @json_option
 def check(draft: str, strict: bool, as_json: bool) -> None:
-    """Validate a plan draft as create would, without a log: every problem at once, each with its fix (exit 1
-    on any); for a plan that declares coverage (a step's covers, a criterion's typed checks) the coverage
-    matrix (which steps and typed checks cover each task criterion), and the coverage gaps as warnings (as
-    problems with --strict; a draft that declares no coverage is warned only by --strict).
+    """Validate a plan draft (JSON, or TOML when its name ends in .toml) as create would, without a log: every
+    problem at once, each with its fix (exit 1 on any); for a plan that declares coverage (a step's covers, a
+    criterion's typed checks) the coverage matrix (which steps and typed checks cover each task criterion), and
+    the coverage gaps as warnings (as problems with --strict; a draft that declares no coverage is warned only by
+    --strict).
 
     \b
     JSON: {"ok", "problems": [{"code", "message", "exit_code", "fix", ...}], "warnings": [...],
@@ -154,11 +155,12 @@ def check(draft: str, strict: bool, as_json: bool) -> None:
     Example:
       plantrail check samples/login-fix.draft.json
       plantrail check draft.json --strict --json
+      plantrail check plan.toml
     """
     from plantrail.ledger.vocabulary.draft_check import check_draft
     from plantrail.ledger.vocabulary.limits import DRAFT
 
-    found = check_draft(read_json_file(draft, DRAFT), strict=strict)
+    found = check_draft(read_draft_file(draft, DRAFT), strict=strict)
     emit(as_json, found.as_dict(), lambda: _render_check(draft, found))
     if not found.ok:
         first = found.problems[0]
@@ -285,7 +287,7 @@ def brief(log: str, as_json: bool) -> None:
       {"steps", "criteria"}, "budget", "lineage", "effects_in_doubt", "stale": [{"id", "reason",
       "invalidated_by", "consumed", "step"}], "scope": {"task", "granted", "pending", "waiting_approval",
       "denied", "violation"}, "draft"} ("step": the step's contract as a draft writes it, every term; each
-      completed step has its "artifacts"; "draft": the active plan as a whole draft, which replan --draft
+      completed step has its "artifacts"; "draft": the active plan as a whole draft, which replan --plan
       takes; a run with observations adds "observations", "possibly_stale", "drift" and "cancel")
 
     \b

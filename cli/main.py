@@ -54,6 +54,7 @@ COMMANDS: dict[str, str] = {
     **dict.fromkeys(("approve", "deny"), "plantrail.cli.approvals"),
     "effect": "plantrail.cli.effects:effect",
     "observe": "plantrail.cli.observe:observe",
+    "new": "plantrail.cli.starting:new",
 }
 
 

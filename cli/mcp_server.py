@@ -81,9 +81,11 @@ class Spec(NamedTuple):
     read_only: bool = False
 
 
-def build_server(folder: Path, store: str | None = None) -> MCPServer:
+def build_server(folder: Path, store: str | None = None, project: Path | None = None) -> MCPServer:
     """The plan server for the runs in ``folder`` (created on the first plan), or, with ``store``, in that store
-    (a database, ``postgresql://…/db``, or a runs folder); a run id is checked as an id either way."""
+    (a database, ``postgresql://…/db``, or a runs folder); a run id is checked as an id either way. ``project``
+    is the project's ``.plantrail`` folder when the runs live in it: the first write there makes its
+    ``.gitignore`` (:mod:`plantrail.ledger.capture.ignored`)."""
     from mcp.server.mcpserver import MCPServer
 
     from plantrail import audit
@@ -99,6 +101,14 @@ def build_server(folder: Path, store: str | None = None) -> MCPServer:
     def log(run: str) -> str:
         return runs.run(run).location
 
+    def written(run: str) -> str:
+        """The log of a run about to be written to (the project's folder kept out of git first)."""
+        if project is not None:
+            from plantrail.ledger.capture.ignored import keep_project_folder_out_of_git
+
+            keep_project_folder_out_of_git(project)
+        return log(run)
+
     def exists(run: str) -> bool:
         return runs.run(run).exists()
 
@@ -113,10 +123,10 @@ def build_server(folder: Path, store: str | None = None) -> MCPServer:
             return None
 
     def record(run: str, act: Callable[[Ledger], Ack]) -> Answer:
-        with Ledger.open(log(run)) as ledger:
+        with Ledger.open(written(run)) as ledger:
             return ledger.acknowledgement(act(ledger))
 
-    kit = _Kit(log=log, record=record, state_of=state_of)
+    kit = _Kit(log=log, record=record, state_of=state_of, written=written)
     tools = [_tool(spec, lambda given: chosen_run(given, exists), state_of) for spec in _specs(kit)]
     server: MCPServer = MCPServer("plantrail", version=__version__, instructions=INSTRUCTIONS, tools=tools)
 
@@ -152,6 +162,7 @@ class _Kit(NamedTuple):
     log: Callable[[str], str]
     record: Callable[[str, Callable[[Ledger], Ack]], Answer]
     state_of: Callable[[str | None], PlanState | None]
+    written: Callable[[str], str]
 
 
 def _tool(spec: Spec, choose: Callable[[Any], str], state_of: Callable[[str | None], PlanState | None]) -> Tool:
@@ -280,7 +291,7 @@ def _specs(kit: _Kit) -> list[Spec]:
         return answer
 
     def plan_set(run: str, a: Arguments) -> Answer:
-        with Ledger.set_plan(kit.log(run), a.pop("steps"), run=run, **a) as ledger:
+        with Ledger.set_plan(kit.written(run), a.pop("steps"), run=run, **a) as ledger:
             return ledger.acknowledgement()
 
     def plan_extend(run: str, a: Arguments) -> Answer:
@@ -553,9 +564,14 @@ def mcp_command(folder: str | None, store: str | None) -> None:
         import mcp  # noqa: F401
     except ImportError:
         raise error("USAGE", "plantrail mcp needs the MCP SDK: pip install 'plantrail[mcp]'") from None
-    from plantrail.ledger.stores.locations import runs_folder
+    import os
+    from pathlib import Path
 
-    build_server(runs_folder(folder), None if folder is not None else store).run("stdio")
+    from plantrail.ledger.stores.locations import HOME_ENV, runs_folder
+
+    own = folder is None and not store and not os.environ.get(HOME_ENV)
+    project = Path.cwd() / ".plantrail" if own else None
+    build_server(runs_folder(folder), None if folder is not None else store, project).run("stdio")
 
 
 def _from_environment(store: str) -> bool:

@@ -16,6 +16,7 @@ from plantrail.cli.common import (
     json_option,
     log_argument,
     new_log_argument,
+    read_draft_file,
     read_json_file,
     read_text,
     readiness_lines,
@@ -271,7 +272,7 @@ def create(
     from plantrail.ledger.rules.observations import with_observed
     from plantrail.ledger.vocabulary.plan import parse_draft
 
-    draft = with_observed(parse_draft(read_json_file(plan_path, DRAFT)), observed)
+    draft = with_observed(parse_draft(read_draft_file(plan_path, DRAFT)), observed)
     with Ledger.create(
         log, draft, run=run_id, fsync=cast("FsyncPolicy", fsync), actor=cast("Actor", actor), strict=strict
     ) as ledger:
@@ -600,7 +601,7 @@ def replan(
         raise error("USAGE", "give exactly one of --plan DRAFT or --patch PATCH")
     if observed and patch_path:
         raise error("USAGE", "--observed takes a whole draft (--plan DRAFT), not a patch")
-    draft = with_observed(parse_draft(read_json_file(plan_path, DRAFT)), observed) if plan_path else None
+    draft = with_observed(parse_draft(read_draft_file(plan_path, DRAFT)), observed) if plan_path else None
     patch = parse_patch(read_json_file(patch_path, PATCH)) if patch_path else None
     command = Replan(
         reason=cast("ReasonCode", reason),

@@ -7,7 +7,7 @@ passed, the late results, the coverage matrix, the work remaining, the budget an
 scope and the approvals that bear on the open steps), and the side effects in doubt. Each step carries its
 whole contract as a draft writes it (:func:`ledger.vocabulary.draft_writer.step_draft`: every term, defaults left out),
 so a patch (``replace_step``, ``add_step``) can be written from the brief alone, and ``draft`` is the active
-plan as a whole draft (:func:`ledger.vocabulary.draft_writer.plan_draft`), which ``replan --draft`` takes as it is.
+plan as a whole draft (:func:`ledger.vocabulary.draft_writer.plan_draft`), which ``replan --plan`` takes as it is.
 
 Pure: no I/O (the library call that reads a log is :func:`ledger.audit.brief`).
 """

@@ -19,7 +19,8 @@ importer's Claude Code parser and the one mapping read the journal as they read 
   answer that names the task (the call id is ``TaskCreated-<task id>``; the identity of a creation or a
   completion is the task's, whichever report comes first, see :mod:`.identity`).
 * ``UserPromptSubmit``: the user's message (the goal of a new run, the why of a replan they ask for).
-* ``SessionStart``, ``Stop``, ``SubagentStop``, ``SessionEnd``: a ``system`` line saying so (turn boundaries).
+* ``SessionStart``, ``Stop``, ``SubagentStop``, ``SessionEnd``, ``PreCompact``: a ``system`` line saying so
+  (turn boundaries; a compaction, with its trigger).
   A ``Stop``'s line keeps the turn (:func:`turn_of`: its id and usage, read from the transcript's tail by
   :mod:`.turns`) in its mark; the parser adds it to the usage that the next result it maps reports, so the
   run's usage and its ``max_turns`` budget count the agent's turns (a turn already journaled is not again).
@@ -71,6 +72,7 @@ EVENTS = frozenset(
         "Stop",
         "SubagentStop",
         "SessionEnd",
+        "PreCompact",
     }
 )
 PLAN_TOOLS = frozenset({"TodoWrite", "TaskCreate", "TaskUpdate", "ExitPlanMode"})
@@ -94,6 +96,7 @@ _READ = frozenset(
         "agent_transcript_path",
         "source",
         "reason",
+        "trigger",
     }
 )
 
@@ -281,7 +284,7 @@ def _task_report(base: dict[str, Any], payload: Payload, held: frozenset[str]) -
 
 
 def _system_text(payload: Payload) -> str:
-    detail = payload.text("source") or payload.text("reason")
+    detail = payload.text("source") or payload.text("reason") or payload.text("trigger")
     return f"{payload.event} ({detail})" if detail else payload.event
 
 

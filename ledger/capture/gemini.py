@@ -8,7 +8,9 @@ Every payload has ``session_id``, ``transcript_path``, ``cwd``, ``hook_event_nam
   ``success`` unless the response has an ``error``. An AfterTool of any other tool is refused
   (HOOK_PAYLOAD_INVALID): the extension's matcher never sends one.
 * ``BeforeAgent`` with the user's ``prompt``: a ``user`` message (the goal of a new run).
-* ``SessionStart``, ``SessionEnd``: nothing in the journal (SessionEnd pauses the run, as for Claude Code).
+* ``SessionStart``, ``SessionEnd``, ``PreCompress``: nothing in the journal (SessionStart announces the session's
+  run and tells the model where its plan stands, SessionEnd pauses the run, PreCompress records the compaction
+  on an open run, as for Claude Code; Gemini CLI takes no instructions for its summary).
 
 The journal opens with the session header Gemini CLI writes (``sessionId``, ``projectHash``, ``startTime``,
 ``kind``), so the importer's ``gemini-jsonl`` parser and the one mapping read it as they read a session file.
@@ -31,7 +33,7 @@ ADAPTER = "gemini-cli-hooks"
 VERSION = 1
 FORMAT = "gemini-jsonl"
 PLAN_TOOL = "write_todos"
-EVENTS = frozenset({"AfterTool", "BeforeAgent", "SessionStart", "SessionEnd"})
+EVENTS = frozenset({"AfterTool", "BeforeAgent", "SessionStart", "SessionEnd", "PreCompress"})
 PLAN_EVENTS = frozenset({"AfterTool"})
 _READ = frozenset(
     {"session_id", "hook_event_name", "cwd", "timestamp", "tool_name", "tool_input", "tool_response", "prompt"}

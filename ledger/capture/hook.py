@@ -8,11 +8,14 @@ journal's lock the hook writes the payload's lines to the journal and, for a pay
 appends to the log what the journal's mapping holds and the log does not (:mod:`.append`: one mapping, keyed
 by the session and the calls' own ids, so a payload delivered twice is recorded once).
 
-What else each event does: ``SessionStart`` returns the run's resume receipt (when the run exists), for the
-agent's context; ``SessionEnd`` pauses an open run with the reason ``session_end`` (not final: the next plan
-update continues it). ``Stop`` is a turn boundary: the journal keeps the turn's usage (read from the
-transcript's tail), and the mapping reports it on the next result it records (the plan contract counts usage on
-results), once per turn.
+What else each event does: ``SessionStart`` announces the session's run for the project (the plan server's
+fallback, :mod:`.announcement`) and returns the run's resume receipt (when the run exists), from which the front
+door writes what the model reads; ``PreCompact`` records the compaction on an open run (an observation,
+:data:`COMPACTION`) and returns the receipt too; a plan event whose run holds plan server versions is a note on
+the current version, not a version (:mod:`.notes`); ``SessionEnd`` pauses an open run with the reason
+``session_end`` (not final: the next plan update continues it). ``Stop`` is a turn boundary: the journal keeps
+the turn's usage (read from the transcript's tail), and the mapping reports it on the next result it records
+(the plan contract counts usage on results), once per turn.
 
 Anything that goes wrong (a payload that is no JSON, over its cap, without a session, an event or tool the hook
 does not take, a log that refuses an update) is one line in ``hook-errors.log`` beside ``runs/``, kept under
@@ -45,6 +48,8 @@ from plantrail.ledger.vocabulary.limits import HOOK_PAYLOAD
 from plantrail.ledger.vocabulary.plan import check_id
 
 from . import claude
+from .announcement import Announcement, announce
+from .ignored import keep_out_of_git
 from .journal import CAPTURE_FOLDER, Journal, journal_file
 
 if TYPE_CHECKING:
@@ -74,14 +79,25 @@ ERRORS_CAP = 256 * 1024
 _ERRORS_READ = 16 * ERRORS_CAP
 RECEIPT_CAP = 10_000
 _PLAN_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure", "TaskCreated", "TaskCompleted", "SubagentStop"})
+#: The events whose answer tells the model where its plan stands (:mod:`plantrail.cli.hook_texts` writes it).
+BRIEFED = frozenset({"SessionStart", "PreCompact"})
+#: The key of the observation a compaction records on an open run.
+COMPACTION = "context-compaction"
 
 
 class HookResult(msgspec.Struct, frozen=True):
-    """What one hook call did: the receipt to return (SessionStart), the log, and the errors it wrote down."""
+    """What one hook call did: the receipt to return (SessionStart, PreCompact: None while the run has no log),
+    the log, and the errors it wrote down; with the session's run, the event and its ``source`` (SessionStart:
+    startup, resume, compact …; PreCompact: its trigger), for the text the agent reads."""
 
     receipt: Mapping[str, Any] | None
     log: Log | None
     errors: tuple[str, ...]
+    run: str | None = None
+    event: str | None = None
+    source: str | None = None
+    unreadable: str | None = None
+    """The code of the error that kept the run's receipt from being read (its log exists but cannot be)."""
 
 
 def plantrail_folder(cwd: str | None, env: Mapping[str, str] | None = None) -> Path:
@@ -112,6 +128,11 @@ def _root(cwd: str | None, env: Mapping[str, str] | None) -> Folder:
     with Folder.open(project, create=True, what="project folder") as above:
         found = above.folder(".plantrail", create=True, what="plantrail folder")
     found.path = child_path(project, ".plantrail")
+    try:
+        keep_out_of_git(found)
+    except BaseException:
+        found.close()
+        raise
     return found
 
 
@@ -169,8 +190,13 @@ def _record_gemini(raw: bytes, now: str, env: Mapping[str, str] | None) -> HookR
                 errors += _append_journal(journal.path, log, session, gemini.FORMAT, gemini.ADAPTER, gemini.VERSION)
             if payload.event == "SessionEnd" and as_run(log).exists():
                 _pause(log, session, payload, now, "Gemini CLI")
+            if payload.event == "PreCompress" and as_run(log).exists():
+                errors += _compacted(log, session, payload, now)
+        if payload.event == "SessionStart":
+            announce(folder, Announcement(run=session, session=session, agent=gemini.ADAPTER, at=now))
+        receipt, unreadable = _briefing(log, errors) if payload.event == "SessionStart" else (None, None)
     errors += _write_errors(payload.cwd, env, payload, errors, "gemini")
-    return HookResult(None, log, tuple(errors))
+    return HookResult(receipt, log, tuple(errors), session, payload.event, payload.text("source"), unreadable)
 
 
 def _record_opencode(raw: bytes, now: str, env: Mapping[str, str] | None) -> HookResult:
@@ -289,9 +315,14 @@ def _record(payload: claude.Payload, now: str, env: Mapping[str, str] | None) ->
                 errors += capture_journal(journal, log, session)
             if payload.event == "SessionEnd" and as_run(log).exists():
                 _pause(log, session, payload, now)
-        receipt = _receipt(log) if payload.event == "SessionStart" and as_run(log).exists() else None
+            if payload.event == "PreCompact" and as_run(log).exists():
+                errors += _compacted(log, session, payload, now)
+        if payload.event == "SessionStart":
+            announce(folder, Announcement(run=session, session=session, agent=claude.ADAPTER, at=now))
+        receipt, unreadable = _briefing(log, errors) if payload.event in BRIEFED else (None, None)
     errors += _write_errors(payload.cwd, env, payload, errors)
-    return HookResult(receipt, log, tuple(errors))
+    source = payload.text("source") or payload.text("trigger")
+    return HookResult(receipt, log, tuple(errors), session, payload.event, source, unreadable)
 
 
 def capture_journal(journal: Journal | str | os.PathLike[str], log: Log, session: str) -> list[str]:
@@ -300,6 +331,8 @@ def capture_journal(journal: Journal | str | os.PathLike[str], log: Log, session
     call), or named (it is then locked for the call)."""
     from plantrail.ledger.capture.append import write_batches
     from plantrail.ledger.capture.live import advance, fresh_state, load_state, save_state
+    from plantrail.ledger.capture.notes import kept_by_plan_server, write_notes
+    from plantrail.ledger.importers.model import Observation
 
     if not isinstance(journal, Journal):
         with Journal.locked(journal) as held:
@@ -309,7 +342,14 @@ def capture_journal(journal: Journal | str | os.PathLike[str], log: Log, session
     blob = journal.content()  # read and hashed once: the kept state's check and the lines after it
     kept = load_state(journal, blob)
     state, prefix = kept if kept is not None else (fresh_state(journal, session, (note,)), None)
-    batches = advance(journal, state, blob, prefix)
+    updates: dict[str, Observation] = {}
+    batches = advance(journal, state, blob, prefix, updates)
+    if batches:
+        state.plan_server, state.checked = kept_by_plan_server(log, session, state.checked, known=state.plan_server)
+    if batches and state.plan_server:  # the plan server keeps the plan: notes, not versions
+        errors = write_notes(log, batches, updates, session)
+        save_state(journal, state)
+        return errors
     _prepare(log)
     report = write_batches(log, batches, session=session, run=session, plan_updates=state.updates, own_journal=True)
     save_state(journal, state)
@@ -327,6 +367,34 @@ def _pause(log: Log, session: str, payload: claude.Payload, now: str, agent: str
         why = payload.text("reason")
         reason = "session_end" + (f": {agent} reported {why}" if why else "")
         ledger.finish("paused", reason, idempotency_key=f"{session}:session-end:{state.last_seq}", actor="runtime")
+
+
+def _compacted(log: Log, session: str, payload: claude.Payload, now: str) -> list[str]:
+    """Record on an open run that the agent's context was compacted (an observation, :data:`COMPACTION`, whose
+    version is the trigger and the time); a finished or planless run is left as it is."""
+    from plantrail.ledger.api import Ledger
+
+    with Ledger.open(log, clock=lambda: now) as ledger:
+        state = ledger.unread_state
+        if state.plan is None or state.outcome is not None:
+            return []
+        version = f"{payload.text('trigger') or 'compacted'} at {now}"
+        key = f"{session}:compaction:{state.last_seq}"
+        try:
+            ledger.observe(COMPACTION, version, idempotency_key=key, actor="runtime")
+        except PlantrailError as exc:
+            return [f"error[{exc.code}]: the compaction was not recorded: {exc.message}"]
+    return []
+
+
+def _briefing(log: Log, errors: list[str]) -> tuple[Mapping[str, Any] | None, str | None]:
+    """The run's receipt for the text the model reads (None while the run has no log), or, when the log cannot be
+    read, the error's code (its line added to ``errors``)."""
+    try:
+        return (_receipt(log) if as_run(log).exists() else None), None
+    except PlantrailError as exc:
+        errors.append(f"error[{exc.code}]: the run's receipt was not read: {exc.message}")
+        return None, exc.code
 
 
 def _receipt(log: Log) -> Mapping[str, Any]:

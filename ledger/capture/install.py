@@ -1,11 +1,15 @@
-"""``plantrail install claude`` / ``uninstall claude``: the plugin's hooks merged into a Claude Code settings file.
+"""``plantrail install claude`` / ``uninstall claude``: the plugin's hooks merged into a Claude Code settings file,
+and the machinery every install uses to edit an agent's configuration (:class:`ConfigFile`).
 
-    install_claude(Path(".claude/settings.json")) -> InstallReport
+    install_claude(Path(".claude/settings.json"), ("/usr/local/bin/plantrail",)) -> InstallReport
 
-* **The same hooks** as the plugin's ``integrations/claude-code/hooks/hooks.json`` (:data:`CLAUDE_HOOKS`; a test
-  keeps the two equal): PostToolUse and PostToolUseFailure for the plan tools (TodoWrite, TaskCreate, TaskUpdate,
-  ExitPlanMode), TaskCreated, TaskCompleted, UserPromptSubmit, SessionStart (startup, resume, compact), Stop,
-  SubagentStop and SessionEnd, each running ``plantrail hook claude`` in exec form.
+* **The same hooks** as the plugin's ``integrations/claude-code/hooks/hooks.json`` (:data:`PLUGIN_HOOKS`, run by
+  the plugin's launcher; a test keeps the two equal): PostToolUse and PostToolUseFailure for the plan tools
+  (TodoWrite, TaskCreate, TaskUpdate, ExitPlanMode), TaskCreated, TaskCompleted, UserPromptSubmit, SessionStart
+  (startup, resume, clear, compact), PreCompact, Stop, SubagentStop and SessionEnd, each running the given
+  command (the CLI gives the absolute path of the plantrail that runs the install) with ``hook claude``, in exec
+  form. A handler of ours is known by its status message and its arguments' end, whatever program it runs: one
+  of an earlier install (a bare ``plantrail``) is replaced where it stands.
 * **Nothing lost.** Every other key, event, matcher group and handler is kept as it is, in its order; a handler
   of ours that is already there is not added twice. The file as it was is kept beside it
   (``settings.json.plantrail-backup``) and the new one is written to a temporary file and renamed into place,
@@ -31,7 +35,7 @@ from __future__ import annotations
 import copy
 import os
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,15 +46,32 @@ import orjson
 from plantrail.ledger.stores.owned import Folder
 from plantrail.ledger.vocabulary.errors import PlantrailError, error
 
-__all__ = ["CLAUDE_HOOKS", "HANDLER", "InstallReport", "install_claude", "settings_path", "uninstall_claude"]
+__all__ = [
+    "CLAUDE_HOOKS",
+    "HANDLER",
+    "PLUGIN_HOOKS",
+    "PLUGIN_LAUNCHER",
+    "ConfigFile",
+    "InstallReport",
+    "check_hooks",
+    "check_settings",
+    "claude_hooks",
+    "forget_plugin_command",
+    "handler",
+    "install_claude",
+    "invalid",
+    "merged_hooks",
+    "plugin_command_path",
+    "record_plugin_command",
+    "settings_path",
+    "uninstall_claude",
+    "without_hooks",
+]
 
-HANDLER: Mapping[str, Any] = {
-    "type": "command",
-    "command": "plantrail",
-    "args": ["hook", "claude"],
-    "timeout": 30,
-    "statusMessage": "plantrail: recording the plan",
-}
+#: What a hook handler of ours says of itself: install and uninstall know ours by it (and the arguments' end).
+STATUS_MESSAGE = "plantrail: recording the plan"
+#: The plugin's launcher (``integrations/claude-code/bin``), which its hooks and plan server run.
+PLUGIN_LAUNCHER = "${CLAUDE_PLUGIN_ROOT}/bin/plantrail-launch"
 _PLAN_MATCHER = "TodoWrite|TaskCreate|TaskUpdate|ExitPlanMode"
 #: event -> matcher (None: the event takes no matcher)
 _EVENTS: tuple[tuple[str, str | None], ...] = (
@@ -59,15 +80,38 @@ _EVENTS: tuple[tuple[str, str | None], ...] = (
     ("TaskCreated", None),
     ("TaskCompleted", None),
     ("UserPromptSubmit", None),
-    ("SessionStart", "startup|resume|compact"),
+    ("SessionStart", "startup|resume|clear|compact"),
+    ("PreCompact", None),
     ("Stop", None),
     ("SubagentStop", None),
     ("SessionEnd", None),
 )
-CLAUDE_HOOKS: Mapping[str, list[dict[str, Any]]] = {
-    event: [{**({"matcher": matcher} if matcher is not None else {}), "hooks": [dict(HANDLER)]}]
-    for event, matcher in _EVENTS
-}
+
+
+def handler(command: Sequence[str] = ("plantrail",)) -> dict[str, Any]:
+    """Our hook handler running ``command`` (the program, then any arguments before ``hook claude``)."""
+    return {
+        "type": "command",
+        "command": command[0],
+        "args": [*command[1:], "hook", "claude"],
+        "timeout": 30,
+        "statusMessage": STATUS_MESSAGE,
+    }
+
+
+def claude_hooks(command: Sequence[str] = ("plantrail",)) -> dict[str, list[dict[str, Any]]]:
+    """Every event's matcher group with our handler running ``command``."""
+    return {
+        event: [{**({"matcher": matcher} if matcher is not None else {}), "hooks": [handler(command)]}]
+        for event, matcher in _EVENTS
+    }
+
+
+HANDLER: Mapping[str, Any] = handler()
+#: The hooks as a bare ``plantrail`` on PATH runs them (install writes an absolute path instead).
+CLAUDE_HOOKS: Mapping[str, list[dict[str, Any]]] = claude_hooks()
+#: The plugin's ``hooks/hooks.json``: the same hooks, run by the plugin's launcher.
+PLUGIN_HOOKS: Mapping[str, list[dict[str, Any]]] = claude_hooks((PLUGIN_LAUNCHER,))
 BACKUP_SUFFIX = ".plantrail-backup"
 #: No settings file is read past this size (a planted endless file cannot exhaust memory).
 SETTINGS_CAP = 16 * 1024 * 1024
@@ -90,27 +134,29 @@ def settings_path(scope: str, cwd: Path | None = None, home: Path | None = None)
     return (cwd if cwd is not None else Path.cwd()) / ".claude" / "settings.json"
 
 
-def install_claude(path: Path) -> InstallReport:
-    """Merge the plantrail hooks into the settings file at ``path`` (created when missing)."""
-    with _Settings.open(path) as found:
-        settings = found.read()
-        merged, changed = _merged(settings)
+def install_claude(path: Path, command: Sequence[str] = ("plantrail",)) -> InstallReport:
+    """Merge the plantrail hooks, running ``command``, into the settings file at ``path`` (created when
+    missing); a handler of ours running another command (a bare ``plantrail`` of an earlier install) is replaced
+    in its place."""
+    with ConfigFile.open(path) as found:
+        settings = found.read(check_settings)
+        merged, changed = merged_hooks(settings, claude_hooks(command))
         return found.write(merged, changed)
 
 
 def uninstall_claude(path: Path) -> InstallReport:
     """Remove from the settings file at ``path`` exactly the handlers install adds."""
-    with _Settings.open(path) as found:
-        settings = found.read()
+    with ConfigFile.open(path) as found:
+        settings = found.read(check_settings)
         if settings is None:
             return InstallReport(str(path), (), None)
-        kept, changed = _without(settings)
+        kept, changed = without_hooks(settings)
         return found.write(kept, changed)
 
 
-class _Settings:
-    """A settings file as install edits it: the file itself, or the target of the link at its path, in its
-    folder held open (:class:`Folder`); ``folder`` is None while that folder does not exist."""
+class ConfigFile:
+    """A JSON settings file as install edits it (see the module): the file itself, or the target of the link at
+    its path, in its folder held open (:class:`Folder`); ``folder`` is None while that folder does not exist."""
 
     def __init__(self, path: Path, folder: Folder | None, where: str, name: str, *, linked: bool) -> None:
         self.path = path
@@ -123,30 +169,13 @@ class _Settings:
 
     @classmethod
     @contextmanager
-    def open(cls, path: Path) -> Iterator[_Settings]:
-        """The settings file at ``path``: through a link at that path to its target (see the module)."""
-        where, name = os.path.split(os.fspath(path))
-        folder = _folder(where or ".")
-        found = None if folder is None else folder.lstat(name)
-        linked = folder is not None and found is not None and stat.S_ISLNK(found.st_mode)
-        if linked and folder is not None:
-            folder.close()
-            target = os.path.realpath(os.fspath(path))  # edited through the link: its target, in its folder
-            where, name = os.path.split(target)
-            folder = _folder(where)
-            if folder is None:
-                raise error(
-                    "FOLDER_NOT_FOUND", f"{path} links to {target}, whose folder does not exist", path=str(path)
-                )
-        settings = cls(path, folder, where or ".", name, linked=linked)
-        try:
+    def open(cls, path: Path) -> Iterator[ConfigFile]:
+        """The file at ``path``: through a link at that path to its target (see the module)."""
+        with _opened(cls, path) as settings:
             yield settings
-        finally:
-            if settings.folder is not None:
-                settings.folder.close()
 
-    def read(self) -> dict[str, Any] | None:
-        """The settings (None when there is no file yet), checked (SETTINGS_INVALID naming the place)."""
+    def read_raw(self) -> bytes | None:
+        """The file's bytes (None when there is no file yet)."""
         if self.folder is None:
             return None
         try:
@@ -162,10 +191,24 @@ class _Settings:
             self.raw = read_descriptor(fd, SETTINGS_CAP, self.folder.child(self.name), "settings file")
         finally:
             os.close(fd)
-        return _parse(self.path, self.raw)
+        return self.raw
+
+    def read(self, check: Callable[[Path, dict[str, Any]], None] = lambda path, value: None) -> dict[str, Any] | None:
+        """The settings (None when there is no file yet), a JSON object, judged by ``check``
+        (SETTINGS_INVALID naming the place)."""
+        raw = self.read_raw()
+        if raw is None:
+            return None
+        value = _parse(self.path, raw)
+        check(self.path, value)
+        return value
 
     def write(self, after: dict[str, Any], changed: tuple[str, ...]) -> InstallReport:
-        """Write ``after`` when it changed anything: the file as it was kept as the backup beside it, the new
+        """Write ``after`` as JSON when it changed anything (see :meth:`write_raw`)."""
+        return self.write_raw(orjson.dumps(after, option=orjson.OPT_INDENT_2) + b"\n", changed)
+
+    def write_raw(self, new: bytes, changed: tuple[str, ...]) -> InstallReport:
+        """Write ``new`` when ``changed`` names anything: the file as it was kept as the backup beside it, the new
         one renamed in; both with the file's mode and owner."""
         if not changed:
             return InstallReport(str(self.path), (), None)
@@ -178,9 +221,30 @@ class _Settings:
             name = self.name + BACKUP_SUFFIX
             self.folder.replace(name, self.raw, mode=mode, owner=owner, what="settings backup")
             backup = self.folder.child(name) if self.linked else str(self.path) + BACKUP_SUFFIX
-        new = orjson.dumps(after, option=orjson.OPT_INDENT_2) + b"\n"
         self.folder.replace(self.name, new, mode=mode, owner=owner, what="settings file")
         return InstallReport(str(self.path), changed, backup)
+
+
+@contextmanager
+def _opened(cls: type[ConfigFile], path: Path) -> Iterator[ConfigFile]:
+    """The settings file at ``path``, through a link at that path to its target."""
+    where, name = os.path.split(os.fspath(path))
+    folder = _folder(where or ".")
+    found = None if folder is None else folder.lstat(name)
+    linked = folder is not None and found is not None and stat.S_ISLNK(found.st_mode)
+    if linked and folder is not None:
+        folder.close()
+        target = os.path.realpath(os.fspath(path))  # edited through the link: its target, in its folder
+        where, name = os.path.split(target)
+        folder = _folder(where)
+        if folder is None:
+            raise error("FOLDER_NOT_FOUND", f"{path} links to {target}, whose folder does not exist", path=str(path))
+    settings = cls(path, folder, where or ".", name, linked=linked)
+    try:
+        yield settings
+    finally:
+        if settings.folder is not None:
+            settings.folder.close()
 
 
 def _folder(path: str) -> Folder | None:
@@ -194,7 +258,7 @@ def _folder(path: str) -> Folder | None:
 
 
 def _parse(path: Path, raw: bytes) -> dict[str, Any]:
-    """The settings in ``raw``, checked as far as install and uninstall walk them."""
+    """The JSON object in ``raw`` (an empty file is an empty object)."""
     if not raw.strip():
         return {}
     try:
@@ -203,32 +267,37 @@ def _parse(path: Path, raw: bytes) -> dict[str, Any]:
         raise error("SETTINGS_INVALID", f"{path} is not JSON ({exc}); it was left as it is", path=str(path)) from None
     if not isinstance(value, dict):
         raise error("SETTINGS_INVALID", f"{path} is not a JSON object; it was left as it is", path=str(path))
-    _check_hooks(path, value.get("hooks", {}))
     return value
 
 
-def _check_hooks(path: Path, hooks: object) -> None:
+def check_settings(path: Path, value: dict[str, Any]) -> None:
+    """The settings checked as far as install and uninstall walk them."""
+    check_hooks(path, value.get("hooks", {}))
+
+
+def check_hooks(path: Path, hooks: object) -> None:
     """Refuse, naming the place, any part of ``hooks`` that install or uninstall walks into and that is not of
     the shape Claude Code's settings give it: an object of events, each a list of matcher groups, each an
     object whose ``hooks`` (when present) is a list of handler objects."""
     if not isinstance(hooks, dict):
-        _invalid(path, "hooks", "an object of events")
+        invalid(path, "hooks", "an object of events")
     for event, groups in hooks.items():
         if not isinstance(groups, list):
-            _invalid(path, f"hooks.{event}", "a list of matcher groups")
+            invalid(path, f"hooks.{event}", "a list of matcher groups")
         for place, group in enumerate(groups):
             where = f"hooks.{event}[{place}]"
             if not isinstance(group, dict):
-                _invalid(path, where, "an object (a matcher group)")
+                invalid(path, where, "an object (a matcher group)")
             handlers = group.get("hooks", [])
             if not isinstance(handlers, list):
-                _invalid(path, f"{where}.hooks", "a list of handlers")
+                invalid(path, f"{where}.hooks", "a list of handlers")
             for number, handler in enumerate(handlers):
                 if not isinstance(handler, dict):
-                    _invalid(path, f"{where}.hooks[{number}]", "an object (a handler)")
+                    invalid(path, f"{where}.hooks[{number}]", "an object (a handler)")
 
 
-def _invalid(path: Path, place: str, shape: str) -> NoReturn:
+def invalid(path: Path, place: str, shape: str) -> NoReturn:
+    """SETTINGS_INVALID: ``place`` in the file at ``path`` is not of ``shape``; the file is left as it is."""
     raise error(
         "SETTINGS_INVALID",
         f"{path}: {place} must be {shape}; it was left as it is",
@@ -237,24 +306,46 @@ def _invalid(path: Path, place: str, shape: str) -> NoReturn:
     )
 
 
-def _ours(handler: object) -> bool:
-    return handler == HANDLER
+def _ours(found: object, args: Sequence[str] = ("hook", "claude")) -> bool:
+    """A handler install added: a command handler saying our status message whose arguments end ``args``
+    (whatever program runs it: a bare ``plantrail``, an absolute path, the plugin's launcher)."""
+    if not isinstance(found, dict) or found.get("statusMessage") != STATUS_MESSAGE:
+        return False
+    given = found.get("args")
+    return found.get("type") == "command" and isinstance(given, list) and given[-len(args) :] == list(args)
 
 
-def _merged(settings: dict[str, Any] | None) -> tuple[dict[str, Any], tuple[str, ...]]:
+def merged_hooks(
+    settings: dict[str, Any] | None,
+    wanted: Mapping[str, list[dict[str, Any]]],
+    ours: Callable[[object], bool] = _ours,
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """``settings`` with the ``wanted`` matcher groups' one handler in each event (a handler that is ``ours``
+    but differs, an earlier install's, replaced where it stands); the events changed."""
     merged = copy.deepcopy(settings) if settings is not None else {}
     hooks: dict[str, Any] = merged.setdefault("hooks", {})
     changed = []
-    for event, groups in CLAUDE_HOOKS.items():
+    for event, groups in wanted.items():
         present = hooks.setdefault(event, [])
-        if any(_ours(h) for group in present if isinstance(group, dict) for h in group.get("hooks", ())):
+        mine = groups[0]["hooks"][0]
+        found = [h for group in present if isinstance(group, dict) for h in group.get("hooks", ()) if ours(h)]
+        if found and all(h == mine for h in found):
             continue
-        present.extend(copy.deepcopy(groups))
+        if found:  # an earlier install's handler (another program): replaced where it stands
+            for group in present:
+                if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+                    group["hooks"] = [copy.deepcopy(mine) if ours(h) else h for h in group["hooks"]]
+        else:
+            present.extend(copy.deepcopy(groups))
         changed.append(event)
     return merged, tuple(changed)
 
 
-def _without(settings: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+def without_hooks(
+    settings: dict[str, Any], ours: Callable[[object], bool] = _ours
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """``settings`` without the handlers that are ``ours`` (a group only when nothing else was in it, an event
+    only when no group is left); the events changed."""
     kept = copy.deepcopy(settings)
     hooks: dict[str, Any] = kept.get("hooks", {})
     changed = []
@@ -264,11 +355,11 @@ def _without(settings: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]
         removed = False
         for group in groups:
             handlers = group.get("hooks") if isinstance(group, dict) else None
-            if not isinstance(handlers, list) or not any(_ours(h) for h in handlers):
+            if not isinstance(handlers, list) or not any(ours(h) for h in handlers):
                 new_groups.append(group)
                 continue
             removed = True
-            rest = [h for h in handlers if not _ours(h)]
+            rest = [h for h in handlers if not ours(h)]
             if rest:
                 new_groups.append({**group, "hooks": rest})
         if removed:
@@ -280,3 +371,32 @@ def _without(settings: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]
     if changed and not hooks:
         del kept["hooks"]
     return kept, tuple(changed)
+
+
+#: Where ``install claude --plugin`` records the plantrail the plugin's launcher runs (one argument a line).
+PLUGIN_COMMAND = "plugin-command"
+
+
+def plugin_command_path(env: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_CONFIG_HOME/plantrail/plugin-command`` (``~/.config`` when unset), which the launcher reads."""
+    found = env if env is not None else os.environ
+    config = found.get("XDG_CONFIG_HOME") or os.path.join(found.get("HOME") or str(Path.home()), ".config")
+    return Path(config) / "plantrail" / PLUGIN_COMMAND
+
+
+def record_plugin_command(command: Sequence[str], env: Mapping[str, str] | None = None) -> InstallReport:
+    """Record ``command`` (an absolute program and at most two arguments) for the plugin's launcher."""
+    path = plugin_command_path(env)
+    new = "".join(f"{part}\n" for part in command).encode()
+    with ConfigFile.open(path) as found:
+        return found.write_raw(new, () if found.read_raw() == new else ("plugin command",))
+
+
+def forget_plugin_command(env: Mapping[str, str] | None = None) -> InstallReport:
+    """Remove the recorded command (the launcher then runs the first plantrail on PATH)."""
+    path = plugin_command_path(env)
+    with ConfigFile.open(path) as found:
+        if found.read_raw() is None or found.folder is None:
+            return InstallReport(str(path), (), None)
+        found.folder.remove(found.name, what="plugin command")
+        return InstallReport(str(path), ("plugin command",), None)

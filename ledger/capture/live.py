@@ -66,6 +66,10 @@ class LiveState(msgspec.Struct):
     digest: Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{64}$")] = hashlib.sha256(b"").hexdigest()
     lines: Annotated[int, msgspec.Meta(ge=0)] = 0
     updates: Annotated[int, msgspec.Meta(ge=0)] = 0
+    plan_server: bool = False
+    """Whether the run holds plan versions the plan server wrote (:mod:`.notes`): once it does, it always will."""
+    checked: tuple[int, str] | None = None
+    """The seq and hash of the last log record :func:`plantrail.ledger.capture.notes.kept_by_plan_server` read."""
 
 
 def fresh_state(journal: AnyJournal, session: str, notes: Sequence[str]) -> LiveState:
@@ -107,12 +111,17 @@ def _counter(kind: Any, value: Any) -> Any:
 
 
 def advance(
-    journal: AnyJournal, state: LiveState, blob: bytes | None = None, prefix: HASH | None = None
+    journal: AnyJournal,
+    state: LiveState,
+    blob: bytes | None = None,
+    prefix: HASH | None = None,
+    updates: dict[str, Observation] | None = None,
 ) -> list[tuple[str, Batch]]:
     """Read the journal's whole lines after ``state.offset`` into ``state``; the (identity, batch) pairs of the
     updates they complete. ``state`` must describe the journal's first bytes (see :func:`load_state`). ``blob``
     is the journal's bytes when the caller has read them, ``prefix`` the SHA-256 of its first ``state.offset``
-    bytes when :func:`load_state` has computed it (so a call reads and hashes the journal once)."""
+    bytes when :func:`load_state` has computed it (so a call reads and hashes the journal once). ``updates``,
+    when given, receives each mapped update by its identity (what a note of the update says)."""
     if blob is None:
         blob = _journal_bytes(journal)
     end = blob.rfind(b"\n") + 1
@@ -130,10 +139,10 @@ def advance(
             continue
         if isinstance(record, dict):
             claude_code.read_record(state.reader, state.tally, state.lines, record)
-    return _map_answered(state)
+    return _map_answered(state, updates)
 
 
-def _map_answered(state: LiveState) -> list[tuple[str, Batch]]:
+def _map_answered(state: LiveState, updates: dict[str, Observation] | None = None) -> list[tuple[str, Batch]]:
     reader = state.reader
     waiting = min(reader.awaiting.values(), default=len(reader.observations))
     ready: list[Observation] = reader.observations[:waiting]
@@ -146,16 +155,20 @@ def _map_answered(state: LiveState) -> list[tuple[str, Batch]]:
         if task is not None and kind == "updated" and not state.mapping.knows_task(task):
             state.deferred.setdefault(task, []).append(observation)
             continue
-        out += _apply(state, observation)
+        out += _apply(state, observation, updates)
         if task is not None and kind == "created" and state.mapping.knows_task(task):
             for early in state.deferred.pop(task, []):
-                out += _apply(state, early)
+                out += _apply(state, early, updates)
     return out
 
 
-def _apply(state: LiveState, observation: Observation) -> list[tuple[str, Batch]]:
+def _apply(
+    state: LiveState, observation: Observation, updates: dict[str, Observation] | None = None
+) -> list[tuple[str, Batch]]:
     identity = state.names.of(state.file, observation)
     state.updates += 1
+    if updates is not None:
+        updates[identity] = observation
     return [(identity, batch) for batch in state.mapping.apply(state.file, observation)]
 
 

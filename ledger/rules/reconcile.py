@@ -223,7 +223,13 @@ CREATE = declare(
     build=_build_create,
     rules={PlanCreated: timeless(_check_created)},
     planned=False,
-    fields={"plan": Field(help="The plan draft (JSON file, - for stdin).", metavar="DRAFT"), "strict": _STRICT},
+    fields={
+        "plan": Field(
+            help="The plan draft: a JSON file, a TOML file (*.toml, as plantrail new writes), or - for JSON on stdin.",
+            metavar="DRAFT",
+        ),
+        "strict": _STRICT,
+    },
     refusals=("PLAN_ALREADY_CREATED", "LOG_EXISTS", *_PLAN_REFUSALS),
     cli={
         "create": Help(
@@ -246,7 +252,9 @@ REPLAN = declare(
     fields={
         "reason": Field(help="Why, as a code."),
         "why": Field(help="Why, in words: what was observed.", metavar="TEXT"),
-        "plan": Field(help="The whole new draft (JSON file, - for stdin).", metavar="DRAFT"),
+        "plan": Field(
+            help="The whole new draft: a JSON file, a TOML file (*.toml), or - for JSON on stdin.", metavar="DRAFT"
+        ),
         "patch": Field(
             help='A patch {"base_version": N, "operations": [...]} instead of a whole draft.', metavar="PATCH"
         ),

@@ -212,6 +212,19 @@ class Folder:
 
     # ------------------------------------------------------------------ lifetime
 
+    def remove(self, name: str, *, what: str = "file") -> bool:
+        """Remove the name ``name`` itself from this folder (a link is removed, never followed); False when
+        nothing is there."""
+        path = self.child(name)
+        _plain(name, path, what)
+        try:
+            os.unlink(name, dir_fd=self.fd)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise os_error(exc, path, what) from None
+        return True
+
     def detach(self) -> int:
         """Hand the folder's descriptor over to the caller (who closes it); this object no longer holds it."""
         fd, self.fd = self.fd, -1

@@ -149,7 +149,7 @@ def _task_artifacts(artifacts: TaskArtifacts) -> dict[str, Any]:
 
 
 def plan_draft(plan: PlanSpec) -> dict[str, Any]:
-    """A whole plan version as a draft writes it (what ``create`` and ``replan --draft`` take): goal,
+    """A whole plan version as a draft writes it (what ``create`` and ``replan --plan`` take): goal,
     criteria, steps in draft order, and the policy, task scope and task artifacts when it has them."""
     draft: dict[str, Any] = {
         "goal": plan.goal,

@@ -136,6 +136,9 @@ def test_the_gemini_extension_runs_the_hook_and_the_mcp_server() -> None:
     assert manifest["mcpServers"]["plantrail"] == {"command": "plantrail", "args": ["mcp"]}
     [after] = hooks["AfterTool"]
     assert after["matcher"] == "write_todos" and after["hooks"][0]["command"] == "plantrail hook gemini"
+    from plantrail.ledger.capture.servers import gemini_hooks
+
+    assert hooks == gemini_hooks()  # what plantrail install gemini merges, with a bare plantrail
 
 
 def test_the_opencode_plugin_forwards_todo_updated_to_the_hook() -> None:

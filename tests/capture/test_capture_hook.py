@@ -191,8 +191,8 @@ def test_task_created_and_its_tool_call_record_one_creation(project: Path) -> No
     assert [r["type"] for r in records if r["type"].startswith("step.")] == ["step.started", "step.completed"]
 
 
-def test_session_start_returns_the_resume_receipt_as_additional_context(project: Path) -> None:
-    """SessionStart prints the JSON Claude Code reads, the receipt within 10,000 characters."""
+def test_session_start_returns_where_the_plan_stands_as_additional_context(project: Path) -> None:
+    """SessionStart prints the JSON Claude Code reads, where the run's plan stands within 10,000 characters."""
     many = [(f"Item number {i} of a very long list " + "x" * 200, "pending") for i in range(200)]
     assert claude_hook(orjson.dumps(_todo("s1", project, "toolu_1", *many))).errors == ()
 
@@ -203,14 +203,27 @@ def test_session_start_returns_the_resume_receipt_as_additional_context(project:
     assert result.returncode == 0
     output = orjson.loads(result.stdout)["hookSpecificOutput"]
     assert output["hookEventName"] == "SessionStart"
-    assert "run s1" in output["additionalContext"] and len(output["additionalContext"]) <= 10_000
+    assert 'run is "s1"' in output["additionalContext"] and len(output["additionalContext"]) <= 10_000
 
 
-def test_session_start_of_a_new_session_prints_nothing(project: Path) -> None:
-    """A session with no run yet gets no output at all."""
+def test_session_start_of_a_new_session_names_its_run_and_the_plan_server(project: Path) -> None:
+    """A session with no run yet is told its run id and to keep its plan with the plan server, and the run is
+    announced for the project (the plan server's fallback)."""
+    from plantrail.ledger.capture.announcement import announced
+
     result = _hook_process({"session_id": "s9", "cwd": str(project), "hook_event_name": "SessionStart"})
 
-    assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
+    assert (result.returncode, result.stderr) == (0, b"")
+    assert orjson.loads(result.stdout)["hookSpecificOutput"] == {
+        "hookEventName": "SessionStart",
+        "additionalContext": 'plantrail: this session\'s run is "s9". Pass run "s9" on every plan server call.\n'
+        "It has no plan yet.\n"
+        'Next: keep your plan with the plan server: call plan_set with run "s9", a goal, acceptance criteria and '
+        "steps; then start each step with step_start and end it with step_update.",
+    }
+    found = announced(project / ".plantrail")
+    assert found is not None and (found.run, found.session, found.agent) == ("s9", "s9", "claude-code-hooks")
+    assert not _log(project, "s9").exists()
 
 
 def test_session_end_pauses_the_run_and_the_next_update_continues_it(project: Path) -> None:

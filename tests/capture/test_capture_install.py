@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from plantrail.ledger.capture.install import CLAUDE_HOOKS, HANDLER, install_claude, settings_path, uninstall_claude
+from plantrail.ledger.capture.install import (
+    CLAUDE_HOOKS,
+    HANDLER,
+    PLUGIN_HOOKS,
+    PLUGIN_LAUNCHER,
+    install_claude,
+    settings_path,
+    uninstall_claude,
+)
 from plantrail.ledger.vocabulary.errors import PlantrailError
 from tests.conftest import CliResult
 
@@ -131,17 +139,21 @@ def test_the_scopes_name_the_project_and_the_user_settings(tmp_path: Path) -> No
 
 
 def test_the_plugin_runs_the_hooks_install_merges() -> None:
-    """The plugin's hooks/hooks.json holds exactly the hooks install merges into a settings file."""
-    assert json.loads((PLUGIN / "hooks" / "hooks.json").read_text())["hooks"] == CLAUDE_HOOKS
+    """The plugin's hooks/hooks.json holds exactly the hooks install merges into a settings file, run by the
+    plugin's launcher."""
+    assert json.loads((PLUGIN / "hooks" / "hooks.json").read_text())["hooks"] == PLUGIN_HOOKS
+    assert {e: [{**g, "hooks": [{**h, "command": "plantrail"} for h in g["hooks"]]} for g in groups]
+            for e, groups in PLUGIN_HOOKS.items()} == CLAUDE_HOOKS  # fmt: skip
 
 
 def test_the_plugin_has_its_manifest_mcp_server_and_commands() -> None:
-    """plugin.json names the plugin, .mcp.json starts `plantrail mcp`, and the slash commands have descriptions."""
+    """plugin.json names the plugin, .mcp.json starts `plantrail mcp` through the launcher, and the slash commands
+    have descriptions."""
     manifest = json.loads((PLUGIN / ".claude-plugin" / "plugin.json").read_text())
     servers = json.loads((PLUGIN / ".mcp.json").read_text())["mcpServers"]
     commands = sorted((PLUGIN / "commands").glob("*.md"))
 
     assert manifest["name"] == "plantrail"
-    assert servers["plantrail"] == {"command": "plantrail", "args": ["mcp"]}
+    assert servers["plantrail"] == {"command": PLUGIN_LAUNCHER, "args": ["mcp"]}
     assert [c.stem for c in commands] == ["plantrail-resume", "plantrail-status", "plantrail-why"]
     assert all(c.read_text().startswith("---\ndescription: ") for c in commands)

@@ -11,9 +11,18 @@ from plantrail.cli.main import all_commands
 EXEMPT: dict[str, str] = {
     "schema": "prints the log's JSON Schema; reads no run",
     "check": "validates a plan draft file; reads no run",
+    "new": "writes a plan draft file; names no run",
     "store init": "takes the database URL it initialises as its argument",
     "install claude": "edits an agent's settings file; reads no run",
     "uninstall claude": "edits an agent's settings file; reads no run",
+    "install codex": "edits an agent's configuration file; reads no run",
+    "uninstall codex": "edits an agent's configuration file; reads no run",
+    "install cursor": "edits an agent's configuration file; reads no run",
+    "uninstall cursor": "edits an agent's configuration file; reads no run",
+    "install gemini": "edits an agent's configuration file; reads no run",
+    "uninstall gemini": "edits an agent's configuration file; reads no run",
+    "install opencode": "edits an agent's configuration file; reads no run",
+    "uninstall opencode": "edits an agent's configuration file; reads no run",
     "hook errors": "shows the hooks' local error file, which stays under .plantrail whatever the store",
 }
 

@@ -194,6 +194,7 @@ def test_no_human_output_carries_a_raw_control_character_from_data(
         ("uninstall", ["claude", "--settings", tmp_path / "settings \x1b[2J.json"]),
         ("brief", [log]),
         ("check", [log.parent / "draft.json", "--strict"]),
+        ("new", [tmp_path / "draft \x1b[2J.toml"]),  # the path it wrote, named back
         ("fork", [log, "--at-seq", "5", "-o", tmp_path / "fork \x1b[2J.jsonl", "--reason", "why " + HOSTILE]),
         ("status", [tmp_path / "fork \x1b[2J.jsonl"]),
         ("verify", [tmp_path / "fork \x1b[2J.jsonl", "--parent", log]),

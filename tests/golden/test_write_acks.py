@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sys
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -62,7 +63,8 @@ class Scenario:
 
     def in_folder(self, *args: str) -> Invocation:
         """A command that must succeed and prints the absolute path of the folder it works in: that path, and
-        nothing else, reads ``<folder>`` in the pinned output (it is a new temporary folder on every run)."""
+        nothing else, reads ``<folder>`` in the pinned output (it is a new temporary folder on every run); the
+        Python running plantrail, which install writes into the files it edits, reads ``<python>``."""
         done = self.ok(*args)
         shown = done._replace(out=self._folder_named(done.out), err=self._folder_named(done.err))
         self.cli.ran[-1] = shown
@@ -71,7 +73,7 @@ class Scenario:
     def _folder_named(self, text: str) -> str:
         for spelling in sorted({os.path.realpath(self.folder), str(self.folder)}, key=len, reverse=True):
             text = text.replace(spelling, "<folder>")
-        return text
+        return text.replace(_PYTHON, "<python>")
 
     def write(self, name: str, value: Any) -> str:
         """Write a JSON input file into the folder; its name."""
@@ -92,6 +94,10 @@ def _files(folder: Path) -> dict[str, bytes]:
 ScenarioScript = Callable[[Scenario], list[str]]
 
 
+#: The Python running plantrail, as JSON spells it: install writes it into the files it edits.
+_PYTHON = orjson.dumps(os.path.abspath(sys.executable)).decode()[1:-1]
+
+
 def _run_both_forms(script: ScenarioScript, clock: StoppedClock, tmp_path: Path, name: str) -> None:
     """Run ``script`` with --json and without, in two folders; pin both transcripts and the files it names (its
     logs, and any other file a command wrote), which must be the same bytes in both folders."""
@@ -108,6 +114,7 @@ def _run_both_forms(script: ScenarioScript, clock: StoppedClock, tmp_path: Path,
         assert_golden(f"write/{name}.{form}.txt", render(cli.ran))
     assert written[True] == written[False], "the --json run and the human run wrote different files"
     files = "".join(section(file, raw.decode("utf-8")) for file, raw in written[True].items())
+    files = files.replace(_PYTHON, "<python>")  # install writes the running Python's absolute path
     assert_golden(f"write/{name}.files.txt", files)
 
 
