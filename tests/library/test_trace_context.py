@@ -18,6 +18,7 @@ from plantrail.ledger.tracing import traced
 from plantrail.ledger.vocabulary.errors import PlantrailError
 from plantrail.ledger.vocabulary.events import Trace
 from plantrail.projections.canonical import state_hash
+from plantrail.projections.history import quote_record
 from tests.conftest import LOGIN_DRAFT
 
 PARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -51,6 +52,10 @@ def test_a_command_is_recorded_in_the_trace_context_it_is_given(tmp_path: Path) 
         Trace(OTHER),
         None,
     ]
+    with LogReader(log) as reader:
+        quoted = [quote_record(record) for record in reader.records()]
+    assert quoted[2]["trace"] == {"traceparent": OTHER, "tracestate": "congo=t61rcWkgMzE"}  # as why quotes it
+    assert "trace" not in quoted[5]
 
 
 @pytest.mark.parametrize("bad", ["00-bad", PARENT.upper(), "00-" + "0" * 32 + "-00f067aa0ba902b7-01"])
