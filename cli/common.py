@@ -61,6 +61,41 @@ def json_option(func: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")(func)
 
 
+#: The environment variables a recording command takes its W3C trace context from (the names OpenTelemetry's
+#: environment-carrier convention uses).
+TRACEPARENT_ENV = "TRACEPARENT"
+TRACESTATE_ENV = "TRACESTATE"
+
+
+def trace_options(func: F) -> F:
+    """The shared ``--traceparent`` and ``--tracestate`` options (default ``$TRACEPARENT``, ``$TRACESTATE``): the
+    W3C trace context the command is recorded in (:func:`plantrail.ledger.tracing.traced`), checked before
+    anything is written (INVALID_TRACE_CONTEXT)."""
+    from plantrail.ledger.rules.commands import ENVELOPE
+
+    @functools.wraps(func)
+    def traced_call(*args: Any, traceparent: str | None, tracestate: str | None, **kwargs: Any) -> Any:
+        from plantrail.ledger.tracing import traced
+
+        with traced(traceparent or None, tracestate or None):
+            return func(*args, **kwargs)
+
+    field = ENVELOPE["trace"]
+    decorate = click.option(
+        "--traceparent",
+        envvar=TRACEPARENT_ENV,
+        metavar=field.metavar,
+        help=f"{field.help} Default: ${TRACEPARENT_ENV}.",
+    )
+    state = click.option(
+        "--tracestate",
+        envvar=TRACESTATE_ENV,
+        metavar="TRACESTATE",
+        help=f"The W3C tracestate that goes with --traceparent. Default: ${TRACESTATE_ENV}.",
+    )
+    return cast("F", decorate(state(traced_call)))
+
+
 def layout_options(func: F) -> F:
     """The shared ``--width N`` and ``--wrap`` options of a command that prints tables (see
     :func:`plantrail.cli.terminal.columns`); they set the layout, the command never sees them."""

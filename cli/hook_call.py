@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING
 
 from plantrail.ledger.collector import paused
@@ -45,7 +46,27 @@ def record(agent: str, store: str | None) -> HookResult:
         "gemini": hook.gemini_hook,
         "opencode": hook.opencode_hook,
     }
-    return takes[agent](_stdin(), env=environment(store))
+    env = environment(store)
+    with _hook_trace(env):
+        return takes[agent](_stdin(), env=env)
+
+
+def _hook_trace(env: Mapping[str, str]) -> AbstractContextManager[object]:
+    """The W3C trace context the hook process was started in (``$TRACEPARENT``, ``$TRACESTATE``), set for the
+    events the call appends (:func:`plantrail.ledger.tracing.traced`). A hook never fails its agent: an invalid
+    one is left out, and the events are appended without it."""
+    traceparent = env.get("TRACEPARENT") or None
+    if traceparent is None:
+        return nullcontext()
+    from plantrail.ledger.tracing import traced
+    from plantrail.ledger.vocabulary.errors import PlantrailError
+    from plantrail.ledger.vocabulary.trace_context import trace_context
+
+    try:
+        trace_context(traceparent, env.get("TRACESTATE") or None)
+    except PlantrailError:
+        return nullcontext()
+    return traced(traceparent, env.get("TRACESTATE") or None)
 
 
 def agent_output(result: HookResult) -> str | None:

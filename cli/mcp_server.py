@@ -22,7 +22,8 @@ never leaves its folder.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
@@ -178,13 +179,14 @@ def _tool(spec: Spec, choose: Callable[[Any], str], state_of: Callable[[str | No
 
     params = [_run_param(), *spec.params]
 
-    def call(arguments: Arguments) -> CallToolResult:
+    def call(arguments: Arguments, context: Any = None) -> CallToolResult:
         run: str | None = None
         try:
             check_given(params, arguments, where=spec.name)
             given = dict(arguments)
             run = choose(given.pop("run", None))
-            answer = {"run": run, **spec.call(run, given)}
+            with _request_trace(context):
+                answer = {"run": run, **spec.call(run, given)}
         except PlantrailError as exc:
             raise ToolError(refusal_text(exc, state_of(run))) from None
         text = orjson.dumps(answer, option=orjson.OPT_NON_STR_KEYS).decode()
@@ -202,9 +204,24 @@ def _tool(spec: Spec, choose: Callable[[Any], str], state_of: Callable[[str | No
         parameters=input_schema(params),
         fn_metadata=_raw_arguments(),
         is_async=False,
-        context_kwarg=None,
+        context_kwarg="context",
         annotations=annotations,
     )
+
+
+def _request_trace(context: Any) -> AbstractContextManager[Any]:
+    """The W3C trace context a tool call's request carries in its ``_meta`` (``traceparent``, ``tracestate``: the
+    MCP convention for OpenTelemetry's propagation), set for the commands the call records
+    (:func:`plantrail.ledger.tracing.traced`; INVALID_TRACE_CONTEXT for an invalid one); none without it."""
+    from plantrail.ledger.tracing import traced
+
+    try:
+        meta = context.request_context.meta
+    except (AttributeError, ValueError):  # no request (a call made outside one)
+        meta = None
+    if not isinstance(meta, Mapping):
+        return traced(None)
+    return traced(meta.get("traceparent"), meta.get("tracestate"))
 
 
 def _raw_arguments() -> Any:

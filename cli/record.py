@@ -20,6 +20,7 @@ from plantrail.cli.common import (
     read_json_file,
     read_text,
     readiness_lines,
+    trace_options,
 )
 from plantrail.ledger.rules.adoption import ADOPT
 from plantrail.ledger.rules.attempts import BLOCK, COMPLETE, FAIL, START
@@ -49,9 +50,10 @@ REASONS = REASON_CODES
 
 def _write_options(declaration: Declaration[Any]) -> Callable[[F], F]:
     """Options every recording command shares (declared once: :data:`~plantrail.ledger.rules.commands.ENVELOPE`):
-    optimistic concurrency, idempotency, actor (its default the command's)."""
+    optimistic concurrency, idempotency, actor (its default the command's), the trace context."""
 
     def decorate(func: F) -> F:
+        func = trace_options(func)
         func = click.option(
             "--actor",
             type=ACTORS,
@@ -254,6 +256,7 @@ def _acknowledge(state: PlanState, command: Command, ack: Ack, data: dict[str, A
     "status flags the plan as possibly stale when plantrail observe records another.",
 )
 @_strict_option
+@trace_options
 @json_option
 def create(
     log: str,

@@ -55,6 +55,10 @@ a test fails when it differs from what the code declares: it says exactly what `
 - **Output.** Every command that reports something takes `--json` and then prints exactly one JSON document on
   stdout. A recording command prints the seq it recorded, the anchor `SEQ:HASH` of the log's new head (paste
   it into `verify --anchor`) and which steps can start now.
+- **Trace context.** Every recording command takes `--traceparent` and `--tracestate` (default `$TRACEPARENT`,
+  `$TRACESTATE`): the W3C trace context it was issued in, recorded on its event as `trace` and shown by `show`,
+  `log --json` and the report ([format-v2](format-v2.md#trace-context)); an invalid one is
+  `INVALID_TRACE_CONTEXT`, nothing written.
 - **Text from files.** `-e -` (and `--reason -`, `--error -`, `--observation -`) reads standard input; the
   `--*-file F` options read a whole file as one item. An item larger than one event holds (16 MiB) is refused
   with `EVENT_TOO_LARGE`, never cut.

@@ -28,6 +28,9 @@
     o.index = i; o.actor = str(o.actor); o.reason = str(o.reason);
     return o;
   });
+  var TRACES = {};  /* seq -> the W3C trace context its command carried (only records that carried one) */
+  (D.traces || []).forEach(function (t) { TRACES[t[0]] = str(t[1]) + (str(t[2]) ? " (" + str(t[2]) + ")" : ""); });
+  function traceOf(seq) { return seq == null ? "" : TRACES[seq] || ""; }
   var REASONS = {created: "#18181b", new_constraint: "#2563eb", failed_assumption: "#dc2626",
     repeated_tool_failure: "#ea580c", no_ready_step: "#ca8a04", retries_exhausted: "#9f1239",
     coverage_gap: "#0d9488", budget_change: "#4f46e5", user_request: "#7c3aed", agent_revision: "#0891b2"};
@@ -198,6 +201,7 @@
     var ch = ver.ch ? changesOf(ver.ch) : null, html = [];
     html.push("<h3 id=\"version-title\">v" + ver.v + " \u00b7 " + esc(ver.reason || "created") + " \u00b7 " + esc(ver.actor) +
       " \u00b7 " + esc(when(ver.ts)) + " UTC \u00b7 seq " + ver.seq + (ver.sup != null ? " \u00b7 superseded at seq " + ver.sup : " \u00b7 active") + "</h3>");
+    if (traceOf(ver.seq)) { html.push("<p id=\"version-trace\" class=\"meta\">trace " + esc(traceOf(ver.seq)) + "</p>"); }
     if (ver.why) { html.push("<p id=\"version-why\">" + esc(ver.why) + "</p>"); }
     if (ver.obs.length) { html.push("<b>observations</b>" + list(ver.obs.map(esc))); }
     if (ver.causes.length) {
@@ -243,7 +247,13 @@
   var W = Math.max(600, (lanesBox.clientWidth || 1200) - 190), end = Math.max(T.end, 1);
   function X(ms) { return ms / end * W; }
   var perLane = laneIds.map(function () { return {bars: [], failed: false, superseded: false}; });
-  var startMs = 0, version = 0;
+  var startMs = 0, version = 0, traced = {};
+  (T.at || []).forEach(function (r) { traced[r[0]] = r; });
+  function traceAttributes(r) {  /* the trace contexts of an attempt's start and result, when they carried one */
+    if (!r) { return ""; }
+    return (r[1] != null ? " data-trace=\"" + esc(traceOf(r[1])) + "\"" : "") +
+      (r[2] != null ? " data-result-trace=\"" + esc(traceOf(r[2])) + "\"" : "");
+  }
   for (var k = 0; k < T.a.length; k += 6) {
     var a = T.a.slice(k, k + 6);
     startMs += a[1]; version += a[5];
@@ -252,14 +262,15 @@
     if (o === "failed" || o === "blocked") { lane.failed = true; }
     if (o === "superseded") { lane.superseded = true; }
     lane.bars.push("<rect class=\"bar\" x=\"" + x.toFixed(1) + "\" y=\"2\" width=\"" + w.toFixed(1) + "\" height=\"12\" data-outcome=\"" + o +
-      "\" data-attempt=\"" + a[4] + "\" data-version=\"" + version + "\"/>" +
+      "\" data-attempt=\"" + a[4] + "\" data-version=\"" + version + "\"" + traceAttributes(traced[k / 6]) + "/>" +
       (a[4] > 1 && w >= 10 ? "<text class=\"retry\" x=\"" + (x + 2).toFixed(1) + "\" y=\"11\">" + a[4] + "</text>" : ""));
   }
   T.late.forEach(function (m) {
     var lane = perLane[m[0]];
     lane.superseded = true;
     lane.bars.push("<circle class=\"late\" cx=\"" + X(m[1]).toFixed(1) + "\" cy=\"8\" r=\"4\" data-seq=\"" + m[5] +
-      "\" data-version=\"" + m[3] + "\" data-type=\"" + esc(S[m[2]]) + "\"/>");
+      "\" data-version=\"" + m[3] + "\" data-type=\"" + esc(S[m[2]]) + "\"" +
+      (traceOf(m[5]) ? " data-trace=\"" + esc(traceOf(m[5])) + "\"" : "") + "/>");
   });
   lanesBox.innerHTML = perLane.map(function (lane, i) {
     return "<div class=\"lane\" data-step-id=\"" + esc(laneIds[i]) + "\" data-failed=\"" + lane.failed + "\" data-superseded=\"" +
@@ -279,6 +290,9 @@
     tip.textContent = t.tagName === "rect" ? id + " attempt " + t.getAttribute("data-attempt") + " in v" + t.getAttribute("data-version") +
       ": " + t.getAttribute("data-outcome") : id + ": late " + t.getAttribute("data-type") + " stamped v" + t.getAttribute("data-version") +
       " (seq " + t.getAttribute("data-seq") + ")";
+    var started = t.getAttribute("data-trace"), ended = t.getAttribute("data-result-trace");
+    if (started) { tip.textContent += " \u00b7 trace " + started; }
+    if (ended && ended !== started) { tip.textContent += " \u00b7 result's trace " + ended; }
     tip.style.left = ev.clientX + 12 + "px"; tip.style.top = ev.clientY + 12 + "px"; tip.style.display = "block";
   });
 

@@ -235,7 +235,7 @@ def log_command(
 
     \b
     JSON: --json prints one array of {"seq", "ts", "actor", "type", "plan_version", "summary", "orphan",
-      "source"?}; --jsonl prints one such object per line, plus "data", "h" and "key"? (works with --follow).
+      "source"?, "trace"?}; --jsonl prints one such object per line, plus "data", "h" and "key"? (works with --follow).
 
     \b
     Example:
@@ -311,7 +311,8 @@ def show(log: str, seq: int, as_json: bool) -> None:
 
     \b
     JSON: {"seq", "ts", "run", "actor", "type", "plan_version", "source", "key", "data", "prev", "h",
-      "summary", "orphan": null | <orphans --json item without status_now>}
+      "summary", "orphan": null | <orphans --json item without status_now>, and "trace": {"traceparent",
+      "tracestate"} when the command carried a W3C trace context}
 
     \b
     Example:
@@ -339,6 +340,9 @@ def _render_event(view: dict[str, Any]) -> str:
         lines.append(f"source: {source['file']}" + (f" ({where})" if where else ""))
     if view["key"] is not None:
         lines.append(f"key: {view['key']}")
+    if "trace" in view:
+        trace = view["trace"]
+        lines.append(f"trace: {trace['traceparent']}" + (f" ({trace['tracestate']})" if trace["tracestate"] else ""))
     if view["summary"]:
         lines.append(f"summary: {view['summary']}")
     if view["orphan"] is not None:

@@ -37,6 +37,7 @@ _EXPORTS = {
     "Source": "plantrail.ledger.vocabulary.events",
     "Start": "plantrail.ledger.rules.decide",
     "StorageError": "plantrail.ledger.vocabulary.errors",
+    "Trace": "plantrail.ledger.vocabulary.events",
     "Store": "plantrail.ledger.stores.protocol",
     "UsageError": "plantrail.ledger.vocabulary.errors",
     "VerifyCriterion": "plantrail.ledger.rules.decide",
@@ -50,6 +51,7 @@ _EXPORTS = {
     "parse_draft": "plantrail.ledger.vocabulary.plan",
     "parse_patch": "plantrail.ledger.vocabulary.plan",
     "repair": "plantrail.ledger.stores.jsonl.log",
+    "traced": "plantrail.ledger.tracing",
     "verify_log": "plantrail.ledger.verify",
 }
 
@@ -79,6 +81,7 @@ __all__: list[str] = [
     "Start",
     "StorageError",
     "Store",
+    "Trace",
     "UsageError",
     "VerifyCriterion",
     "__version__",
@@ -92,6 +95,7 @@ __all__: list[str] = [
     "parse_draft",
     "parse_patch",
     "repair",
+    "traced",
     "verify_log",
 ]
 
@@ -125,6 +129,7 @@ if TYPE_CHECKING:
     from plantrail.ledger.stores.opener import as_run, open_run, open_store
     from plantrail.ledger.stores.protocol import Run, RunWriter, Store
     from plantrail.ledger.stores.values import Ack
+    from plantrail.ledger.tracing import traced
     from plantrail.ledger.verify import verify_log
     from plantrail.ledger.vocabulary.errors import (
         CommandRefused,
@@ -135,5 +140,5 @@ if TYPE_CHECKING:
         StorageError,
         UsageError,
     )
-    from plantrail.ledger.vocabulary.events import Record, Source
+    from plantrail.ledger.vocabulary.events import Record, Source, Trace
     from plantrail.ledger.vocabulary.plan import PlanPatch, PlanSpec, parse_draft, parse_patch

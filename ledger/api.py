@@ -42,10 +42,11 @@ from plantrail.ledger.rules.idempotency import match, record_view
 from plantrail.ledger.stores.locations import default_run_id
 from plantrail.ledger.stores.opener import as_run
 from plantrail.ledger.stores.values import Ack, FsyncPolicy, KeyEntry, PendingRecord
+from plantrail.ledger.tracing import command_trace
 from plantrail.ledger.vocabulary.arguments import checker, described, refuse, strict
 from plantrail.ledger.vocabulary.clock import utc_now
 from plantrail.ledger.vocabulary.errors import PlantrailError, error
-from plantrail.ledger.vocabulary.events import Actor, LogBatch, ReasonCode, Record, Source
+from plantrail.ledger.vocabulary.events import Actor, LogBatch, ReasonCode, Record, Source, Trace
 from plantrail.ledger.vocabulary.plan import Draft, PlanSpec, parse_draft
 from plantrail.projections.model import PlanState, holds_lazy, resolved
 from plantrail.projections.state import Advancing, evolve, initial
@@ -93,7 +94,7 @@ class _Recording(Generic[P]):
 
 def _compiled(method: Method[Any, Any]) -> Callable[..., Ack]:
     """The function ``Ledger.<method>``: it builds the command from its arguments with the declared arguments
-    function and executes it with the ``expected_seq`` given."""
+    function and executes it with the ``expected_seq`` and ``trace`` given."""
     parameters = method.parameters()
     keyword = inspect.Parameter.KEYWORD_ONLY
     heads = ["self"]
@@ -103,7 +104,8 @@ def _compiled(method: Method[Any, Any]) -> Callable[..., Ack]:
         shown = parameter.name
         heads.append(shown if parameter.default is parameter.empty else f"{shown}=_defaults[{shown!r}]")
     passed = [p.name for p in parameters if p.kind is not keyword]
-    passed += [f"{p.name}={p.name}" for p in parameters if p.kind is keyword and p.name != "expected_seq"]
+    execution = ("expected_seq", "trace")
+    passed += [f"{p.name}={p.name}" for p in parameters if p.kind is keyword and p.name not in execution]
     name = method.name
     types = method.types()
     checks = {p.name: checker(types[p.name]) for p in parameters if p.name in types}
@@ -120,7 +122,7 @@ def _compiled(method: Method[Any, Any]) -> Callable[..., Ack]:
     source = (
         f"def {name}({', '.join(heads)}):\n"
         + "".join(tests)
-        + f"    return self._execute_checked([_arguments({', '.join(passed)})], expected_seq)[0]\n"
+        + f"    return self._execute_checked([_arguments({', '.join(passed)})], expected_seq, trace)[0]\n"
     )
     namespace: dict[str, Any] = {
         **vars(commands),
@@ -192,6 +194,7 @@ class Ledger:
         clock: Callable[[], str] = utc_now,
         cache: bool = True,
         strict: bool = False,
+        trace: Trace | str | None = None,
     ) -> Ledger:
         """Create a new log holding its header and the plan's first version (atomically).
 
@@ -201,6 +204,7 @@ class Ledger:
         ``allow_network_fs`` accepts a log on NFS or SMB, ``clock`` supplies timestamps, and ``cache=False``
         leaves no snapshot beside the log (see :mod:`plantrail.ledger.stores.jsonl.cache`). ``strict`` refuses a
         plan with a task criterion no step covers and no typed check covers (COVERAGE_GAP, every gap listed).
+        ``trace`` is the W3C trace context the plan is recorded in (see :mod:`plantrail.ledger.tracing`).
         """
         target = as_run(path)
         if target.exists():  # said before the draft is judged (the create itself refuses an existing log too)
@@ -211,7 +215,13 @@ class Ledger:
         [event] = decide(initial(), command)
         ts = clock()
         first = PendingRecord(
-            ts=ts, plan_version=1, actor=event.actor, data=event.data, source=source, key=idempotency_key
+            ts=ts,
+            plan_version=1,
+            actor=event.actor,
+            data=event.data,
+            source=source,
+            key=idempotency_key,
+            trace=command_trace(trace),
         )
         store, _ = target.create(
             run=run,
@@ -334,6 +344,7 @@ class Ledger:
         idempotency_key: str | None = None,
         actor: Actor = "agent",
         clock: Callable[[], str] = utc_now,
+        trace: Trace | str | None = None,
     ) -> Ledger:
         """Create the run's plan, or replan it: an agent's one plan call (the MCP server's ``plan_set``). Return
         the ledger, open; :meth:`acknowledgement` is the call's answer.
@@ -347,7 +358,7 @@ class Ledger:
         the contract's other terms, merged into the draft as given
         (:func:`~plantrail.ledger.vocabulary.agent_draft.with_terms`). A first call retried under its
         ``idempotency_key`` (no ``reason``) answers the original's ack and writes nothing. ``expected_seq``
-        holds for a replan; ``clock`` is as for :meth:`create`.
+        holds for a replan; ``clock`` and ``trace`` are as for :meth:`create`.
         """
         from plantrail.ledger.vocabulary.agent_draft import carried_terms, with_terms
 
@@ -363,6 +374,7 @@ class Ledger:
                     actor=actor,
                     idempotency_key=idempotency_key,
                     clock=clock,
+                    trace=trace,
                 )
             except PlantrailError as exc:
                 # Another caller created the run since it was looked for: a first call under a key is then
@@ -373,7 +385,7 @@ class Ledger:
         try:
             if reason is None and idempotency_key is not None:  # a retried first call: the original's ack
                 first = with_terms({"goal": goal, **draft}, terms)
-                ledger.execute(Create(plan=parse_draft(first), actor=actor, key=idempotency_key))
+                ledger.execute(Create(plan=parse_draft(first), actor=actor, key=idempotency_key), trace=trace)
                 return ledger
             if reason is None or not why:
                 raise error("USAGE", "a replan needs reason (a reason code) and why")
@@ -395,6 +407,7 @@ class Ledger:
                 expected_seq=expected_seq,
                 idempotency_key=idempotency_key,
                 actor=actor,
+                trace=trace,
             )
         except BaseException:
             ledger.close()
@@ -499,12 +512,14 @@ class Ledger:
 
     # ----------------------------------------------------------- commands
 
-    def execute(self, command: Command, *, expected_seq: int | None = None) -> Ack:
+    def execute(self, command: Command, *, expected_seq: int | None = None, trace: Trace | str | None = None) -> Ack:
         """Decide one command and append its event; return its ack (or the original's, for a retried key)."""
-        [ack] = self.execute_many([command], expected_seq=expected_seq)
+        [ack] = self.execute_many([command], expected_seq=expected_seq, trace=trace)
         return ack
 
-    def execute_many(self, commands: Iterable[Command], *, expected_seq: int | None = None) -> list[Ack]:
+    def execute_many(
+        self, commands: Iterable[Command], *, expected_seq: int | None = None, trace: Trace | str | None = None
+    ) -> list[Ack]:
         """Decide commands in order and append all their events with one write and one fsync (group commit).
 
         All or nothing: if any command is refused, nothing is written; and after a crash too: more than one
@@ -513,24 +528,31 @@ class Ledger:
         database) may find that another writer appended first: the commands are then decided again against
         the new head, up to a bounded number of times, or refused STALE_EXPECTED_SEQ when ``expected_seq``
         was given. A command whose field holds a value of another type than the field's is refused
-        INVALID_ARGUMENT.
+        INVALID_ARGUMENT. Every event is recorded in the W3C trace context ``trace`` (a traceparent, or a
+        :class:`~plantrail.ledger.vocabulary.events.Trace`; by default :func:`plantrail.ledger.tracing.traced`'s
+        or the current OpenTelemetry span's); an invalid one is INVALID_TRACE_CONTEXT, and nothing is written.
         """
         if isinstance(commands, str | bytes | Mapping) or not isinstance(commands, Iterable):
             raise refuse("commands", commands, "a list of plantrail commands", where="Ledger.execute_many")
         if expected_seq is not None and (type(expected_seq) is bool or not isinstance(expected_seq, int)):
             raise refuse("expected_seq", expected_seq, "an integer or None", where="Ledger.execute_many")
+        if trace is not None and not isinstance(trace, str | Trace):
+            raise refuse("trace", trace, "a traceparent (str), a Trace or None", where="Ledger.execute_many")
         batch = list(commands)
         for command in batch:
             declaration_of(command).check_fields(command)
-        return self._execute_checked(batch, expected_seq)
+        return self._execute_checked(batch, expected_seq, trace)
 
-    def _execute_checked(self, commands: list[Command], expected_seq: int | None) -> list[Ack]:
+    def _execute_checked(
+        self, commands: list[Command], expected_seq: int | None, trace: Trace | str | None = None
+    ) -> list[Ack]:
         """:meth:`execute_many` of commands whose types are known to hold (built from checked arguments)."""
         batch = commands
         self._turn = ()
+        found = command_trace(trace)
         for attempt in range(_CONFLICT_RETRIES):
             try:
-                acks = self._execute_once(batch, expected_seq)
+                acks = self._execute_once(batch, expected_seq, found)
                 self._turn = tuple(zip(batch, acks, strict=True))
                 return acks
             except PlantrailError as exc:
@@ -562,7 +584,9 @@ class Ledger:
         command, acked = turn[-1]
         return acknowledgement(self._state, acked, command)
 
-    def _execute_once(self, commands: Sequence[Command], expected_seq: int | None) -> list[Ack]:
+    def _execute_once(
+        self, commands: Sequence[Command], expected_seq: int | None, trace: Trace | None = None
+    ) -> list[Ack]:
         with self._store.session() as session:
             self._catch_up(session)
             state = Advancing(self._state)  # each command is decided against the state the batch has reached
@@ -587,7 +611,7 @@ class Ledger:
                 if len(commands) > 1 and not bounded:
                     state.add(self._bound(session, "begin", plan_version))
                     bounded = True
-                record = session.stage(PendingRecord(ts, plan_version, command.actor, data, command.source, key))
+                record = session.stage(PendingRecord(ts, plan_version, command.actor, data, command.source, key, trace))
                 state.add(record)
                 if key is not None:
                     added[key] = record

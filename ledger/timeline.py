@@ -278,7 +278,8 @@ def summary(record: Record) -> str:
 
 def timeline_entry(record: Record, orphan: Orphan | None) -> dict[str, Any]:
     """A ``log --json`` item: ``seq``, ``ts``, ``actor``, ``type``, ``plan_version``, ``summary``, ``orphan``
-    (a bool) and ``source`` when the record was imported."""
+    (a bool), ``source`` when the record was imported, and ``trace`` (``traceparent``, ``tracestate``) when its
+    command carried a W3C trace context."""
     entry: dict[str, Any] = {
         "seq": record.seq,
         "ts": record.ts,
@@ -290,6 +291,8 @@ def timeline_entry(record: Record, orphan: Orphan | None) -> dict[str, Any]:
     }
     if record.source is not None:
         entry["source"] = record.source
+    if record.trace is not None:
+        entry["trace"] = record.trace.as_json()
     return entry
 
 
@@ -323,8 +326,9 @@ def _stored(data: Any) -> bytes:
 def event_view(record: Record, orphan: Orphan | None) -> dict[str, Any]:
     """``plantrail show``: one record in full (``seq``, ``ts``, ``run``, ``actor``, ``type``, ``plan_version``,
     ``source`` or None, ``key`` or None, ``data``, ``prev``, ``h``) with ``summary`` and ``orphan`` (the late
-    result it became, as in ``orphans``, or None)."""
-    return {
+    result it became, as in ``orphans``, or None), and ``trace`` (``traceparent``, ``tracestate``) when its
+    command carried a W3C trace context."""
+    view: dict[str, Any] = {
         "seq": record.seq,
         "ts": record.ts,
         "run": record.run,
@@ -339,6 +343,9 @@ def event_view(record: Record, orphan: Orphan | None) -> dict[str, Any]:
         "summary": summary(record),
         "orphan": None if orphan is None else orphan_view(orphan),
     }
+    if record.trace is not None:
+        view["trace"] = record.trace.as_json()
+    return view
 
 
 def event(path: str, seq: int) -> tuple[Record, Orphan | None]:

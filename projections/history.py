@@ -507,7 +507,8 @@ def diff_traced(
 
 def quote_record(record: Record) -> dict[str, Any]:
     """A record quoted in full: ``seq``, ``ts``, ``actor``, ``type``, ``plan_version``, ``data``, ``h``
-    (its hash) and ``source`` when it was imported."""
+    (its hash), ``source`` when it was imported, and ``trace`` (``traceparent``, ``tracestate``) when its command
+    carried a W3C trace context."""
     quoted: dict[str, Any] = {
         "seq": record.seq,
         "ts": record.ts,
@@ -519,6 +520,8 @@ def quote_record(record: Record) -> dict[str, Any]:
     }
     if record.source is not None:
         quoted["source"] = plain(record.source)  # its format v2 ``meta`` only when set
+    if record.trace is not None:
+        quoted["trace"] = record.trace.as_json()
     return quoted
 
 

@@ -226,11 +226,14 @@ def report_data(
     """
     collector = Collector()
     seen: dict[int, tuple[str, str]] = {}
+    traces: dict[int, tuple[str, str | None]] = {}
 
     def noted(stream: Iterable[Record]) -> Iterable[Record]:
         for record in stream:
             step = getattr(record.data, "step", None)
             seen[record.seq] = (record.type, step if isinstance(step, str) else "")
+            if record.trace is not None:
+                traces[record.seq] = (record.trace.traceparent, record.trace.tracestate)
             if on_record is not None:
                 on_record(record)
             yield record
@@ -240,6 +243,7 @@ def report_data(
     s = _Strings([*NODE_STYLES, "superseded", "in_progress", "failed", DEPENDS_ON])
     versions = _version_rows(ends, final, seen, s)
     criteria_text = {} if final.plan is None else {c.id: c.description for c in final.plan.acceptance_criteria}
+    line = collector.timeline([o.seq for o in final.orphans])
     data: dict[str, Any] = {
         "run": final.run,
         "goal": final.goal,
@@ -261,9 +265,25 @@ def report_data(
         ],
         "orphans": orphans_view(final),
         "receipt": resume_receipt(final),
-        "timeline": _timeline_rows(collector.timeline([o.seq for o in final.orphans]), s),
+        "timeline": _timeline_rows(line, s),
         "styles": _styles(),
     }
+    if traces:  # left out when no record has one: a report of such a log is the one it was
+        data["traces"] = [[seq, s(parent), s(state)] for seq, (parent, state) in sorted(traces.items())]
+        data["timeline"]["at"] = _attempt_traces(line, traces)
     data["S"] = s.items
     data["fields"] = {"version": list(VERSION_FIELDS), "changes": list(CHANGE_FIELDS)}
     return data
+
+
+def _attempt_traces(line: Timeline, traces: Mapping[int, tuple[str, str | None]]) -> list[list[int | None]]:
+    """For each attempt of the timeline whose start or result carried a W3C trace context: [the attempt's index in
+    ``a``, the seq of its start when it carried one (else None), the seq of its result when it carried one (else
+    None)]; the page looks the trace contexts up in ``traces`` by seq."""
+    rows: list[list[int | None]] = []
+    for i, a in enumerate(line.attempts):
+        start = a.start_seq if a.start_seq in traces else None
+        end = a.end_seq if a.end_seq is not None and a.end_seq in traces else None
+        if start is not None or end is not None:
+            rows.append([i, start, end])
+    return rows

@@ -99,6 +99,15 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
 
 @pytest.fixture(autouse=True, scope="session")
+def _no_trace_context() -> Iterator[None]:
+    """No test (nor any process it starts) records in a trace context the shell running the suite was in
+    ($TRACEPARENT, $TRACESTATE): a test that wants one sets it."""
+    old = {name: os.environ.pop(name) for name in ("TRACEPARENT", "TRACESTATE") if name in os.environ}
+    yield
+    os.environ.update(old)
+
+
+@pytest.fixture(autouse=True, scope="session")
 def _cache_key_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Every test (and every process it starts) keeps its cache key in a temporary state folder, not in ~."""
     old = os.environ.get("XDG_STATE_HOME")

@@ -53,6 +53,7 @@ from plantrail.ledger.vocabulary.events import (
     StepFailed,
     StepHeartbeat,
     StepStarted,
+    Trace,
 )
 from plantrail.ledger.vocabulary.evidence import Observation, Report, Usage
 from plantrail.ledger.vocabulary.plan import CriterionSpec, PatchOp, PlanPatch, PlanSpec, Policy, StepSpec, topo_order
@@ -383,3 +384,22 @@ SOURCES = st.none() | st.builds(
     inferred=st.booleans(),
     meta=st.just({}) | st.dictionaries(st.text(max_size=6), anything | counts, max_size=2),
 )
+
+#: W3C trace contexts a command may carry (format v2): any valid traceparent, with or without a tracestate.
+_hex = "0123456789abcdef"
+TRACEPARENTS = st.builds(
+    "00-{}-{}-{}".format,
+    st.text(alphabet=_hex, min_size=32, max_size=32).filter(lambda t: set(t) != {"0"}),
+    st.text(alphabet=_hex, min_size=16, max_size=16).filter(lambda t: set(t) != {"0"}),
+    st.text(alphabet=_hex, min_size=2, max_size=2),
+)
+TRACESTATES = st.lists(
+    st.tuples(
+        st.from_regex(r"[a-z][a-z0-9_*/-]{0,8}", fullmatch=True),
+        st.from_regex(r"[!-+\--<>-~]{1,8}", fullmatch=True),
+    ),
+    min_size=1,
+    max_size=4,
+    unique_by=lambda member: member[0],
+).map(lambda members: ",".join(f"{k}={v}" for k, v in members))
+TRACES = st.none() | st.builds(Trace, traceparent=TRACEPARENTS, tracestate=st.none() | TRACESTATES)

@@ -38,7 +38,7 @@ import msgspec
 
 from plantrail.ledger.vocabulary.arguments import Check, checker, refuse
 from plantrail.ledger.vocabulary.errors import CODES
-from plantrail.ledger.vocabulary.events import Actor, Source
+from plantrail.ledger.vocabulary.events import Actor, Source, Trace
 
 if TYPE_CHECKING:
     from plantrail.ledger.vocabulary.events import Event
@@ -84,14 +84,16 @@ class Issued(msgspec.Struct, frozen=True, kw_only=True):
 class Envelope(TypedDict, total=False):
     """The options every recording method takes besides its command's own, keyword-only and named as the
     command line names them: the plan version the worker was on, the retry-safe idempotency key (the command's
-    ``key``), the seq the log must still end at, who issued the command, and where an event taken from elsewhere
-    came from."""
+    ``key``), the seq the log must still end at, who issued the command, where an event taken from elsewhere
+    came from, and the W3C trace context it was issued in (a traceparent, or a :class:`Trace`; by default the one
+    :func:`plantrail.ledger.tracing.traced` set, or the current OpenTelemetry span's)."""
 
     plan_version: int | None
     idempotency_key: str | None
     expected_seq: int | None
     actor: Actor
     source: Source | None
+    trace: Trace | str | None
 
 
 class Attempted(Envelope, total=False):
@@ -161,6 +163,11 @@ ENVELOPE: Final[Mapping[str, Field]] = {
     ),
     "actor": Field(help="Who issued the command."),
     "source": Field(),
+    "trace": Field(
+        help="The W3C traceparent of the trace the command was issued in (00-<trace id>-<span id>-<flags>), "
+        "recorded with its event; an invalid one is refused (INVALID_TRACE_CONTEXT).",
+        metavar="TRACEPARENT",
+    ),
 }
 
 
@@ -180,9 +187,10 @@ REPORT: Final = Field(
 
 def fields(envelope: Envelope) -> dict[str, Any]:
     """The command's fields among a method's envelope options: ``idempotency_key`` is the command's ``key``, and
-    ``expected_seq`` belongs to the execution, not to the command."""
+    ``expected_seq`` and ``trace`` belong to the execution, not to the command."""
     given: dict[str, Any] = dict(envelope)
     given.pop("expected_seq", None)
+    given.pop("trace", None)
     if "idempotency_key" in given:
         given["key"] = given.pop("idempotency_key")
     return given
@@ -336,7 +344,7 @@ class Declaration(Generic[C]):
         given = {f.name: f.default for f in msgspec.structs.fields(self.command)}  # type: ignore[arg-type]
         names = ("plan_version", "attempt", "started_seq", "actor", "source")
         found = {name: given[name] for name in names if name in given}
-        return found | {"idempotency_key": given["key"], "expected_seq": None}
+        return found | {"idempotency_key": given["key"], "expected_seq": None, "trace": None}
 
     def check_fields(self, command: C) -> None:
         """Refuse a command whose field holds a value of another type than the field's (INVALID_ARGUMENT): a

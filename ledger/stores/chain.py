@@ -37,6 +37,7 @@ def encode_pending(p: PendingRecord, *, run: str, seq: int, prev: str) -> tuple[
         prev=prev,
         source=p.source,
         key=p.key,
+        trace=p.trace,
     )
 
 

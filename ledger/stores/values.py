@@ -12,7 +12,7 @@ from plantrail.ledger.vocabulary.keys import KeyEntry
 
 if TYPE_CHECKING:
     from plantrail.ledger.vocabulary.errors import LogDamaged
-    from plantrail.ledger.vocabulary.events import Actor, Event, Record, Source
+    from plantrail.ledger.vocabulary.events import Actor, Event, Record, Source, Trace
     from plantrail.ledger.vocabulary.fragments import TornRecord
     from plantrail.projections.model import PlanState
 
@@ -41,6 +41,7 @@ class PendingRecord(NamedTuple):
     data: Event
     source: Source | None = None
     key: str | None = None
+    trace: Trace | None = None
 
 
 class Ack(NamedTuple):

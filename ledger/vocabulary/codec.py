@@ -33,7 +33,7 @@ import orjson
 from plantrail._version import __version__
 from plantrail.ledger.vocabulary import events as ev
 from plantrail.ledger.vocabulary.errors import LogDamaged, error
-from plantrail.ledger.vocabulary.events import FORMAT_VERSION, FORMATS, V2_TYPES, Record, Source
+from plantrail.ledger.vocabulary.events import FORMAT_VERSION, FORMATS, V2_TYPES, Record, Source, Trace
 from plantrail.ledger.vocabulary.versions import V1, V2, added_defaults, needs_v2, never_v2, plain, v2_checker
 
 if TYPE_CHECKING:
@@ -78,9 +78,11 @@ def encode(
     prev: str,
     source: Source | None = None,
     key: str | None = None,
+    trace: Trace | None = None,
 ) -> tuple[bytes, str]:
     """Encode one record as its line (newline included) and return it with its hash."""
-    envelope = _envelope(line_version(data, source=source), seq, ts, run, plan_version, actor, data, prev, source, key)
+    version = line_version(data, source=source, trace=trace)
+    envelope = _envelope(version, seq, ts, run, plan_version, actor, data, prev, source, key, trace)
     try:
         raw = orjson.dumps(envelope, default=plain, option=orjson.OPT_PASSTHROUGH_DATACLASS)
     except orjson.JSONEncodeError as exc:
@@ -92,19 +94,22 @@ def encode(
     return line, h
 
 
-def line_version(data: ev.Event, *, held: bool | None = None, source: Source | None = None) -> int:
-    """The format version of a line holding ``data`` (from ``source``): the lowest that holds it.
+def line_version(
+    data: ev.Event, *, held: bool | None = None, source: Source | None = None, trace: Trace | None = None
+) -> int:
+    """The format version of a line holding ``data`` (from ``source``, issued in ``trace``): the lowest that
+    holds it.
 
     A header says the version the log was created in (its ``format``); any other event is v2 when its type
-    or one of its values is something v1 cannot express, or when its source carries ``meta`` (format v2),
-    else v1. ``held``, when the caller knows it: whether ``data`` holds an added field away from its default
-    (:func:`ledger.vocabulary.versions.needs_v2`).
+    or one of its values is something v1 cannot express, when its source carries ``meta``, or when it carries
+    a trace context (both format v2), else v1. ``held``, when the caller knows it: whether ``data`` holds an
+    added field away from its default (:func:`ledger.vocabulary.versions.needs_v2`).
     """
-    if source is not None and source.meta and type(data) is not ev.LogOpened:
+    if ((source is not None and source.meta) or trace is not None) and type(data) is not ev.LogOpened:
         return V2
     if type(data) is ev.LogOpened:
         return V2 if data.format == FORMATS[V2] else V1
-    if type(data) is ev.RunFinished and data.outcome in _V2_OUTCOMES:
+    if type(data) is ev.RunFinished and isinstance(data.outcome, str) and data.outcome in _V2_OUTCOMES:
         return V2
     return V2 if data.TYPE in V2_TYPES or (needs_v2(data) if held is None else held) else V1
 
@@ -130,8 +135,10 @@ def _envelope(
     prev: str,
     source: Source | None,
     key: str | None,
+    trace: Trace | None = None,
 ) -> dict[str, Any]:
-    """A record without its ``h`` member, members in wire order: its compact JSON is what the hash covers."""
+    """A record without its ``h`` member, members in wire order: its compact JSON is what the hash covers.
+    ``trace`` is written as an object of its ``traceparent`` and, when there is one, its ``tracestate``."""
     body: dict[str, Any] = {
         "v": v,
         "seq": seq,
@@ -141,6 +148,12 @@ def _envelope(
         "plan_version": plan_version,
         "actor": actor,
     }
+    if trace is not None:
+        body["trace"] = (
+            {"traceparent": trace.traceparent}
+            if trace.tracestate is None
+            else {"traceparent": trace.traceparent, "tracestate": trace.tracestate}
+        )
     if source is not None:
         body["source"] = source
     if key is not None:
@@ -176,13 +189,14 @@ def decode(line: bytes, line_no: int) -> Record:
         data = record.data
         source = record.source
         hot = _HOT[type(data)]
-        if hot is not None and source is None and record.key is None:
-            # The common line: a native event type, no source or key (see _make_hot).
+        if hot is not None and source is None and record.key is None and record.trace is None:
+            # The common line: a native event type, no source, key or trace (see _make_hot).
             if hot(record, data) == body:
                 return record
         elif (
             not _OUTGROWS_V1[type(data)](data)
             and (source is None or not source.meta)
+            and record.trace is None
             and _canonical(record, body, v2=False)
         ):
             return record
@@ -268,7 +282,7 @@ def _record(line: bytes, line_no: int, record: Record | None) -> Record:
 def _check_version(record: Record, line_no: int, held: bool | None = None) -> None:
     """Refuse a line whose ``v`` is not the lowest format version that holds its record (``held``: whether
     the record holds an added field away from its default)."""
-    version = line_version(record.data, held=held, source=record.source)
+    version = line_version(record.data, held=held, source=record.source, trace=record.trace)
     if record.v != version:
         raise error(
             "CORRUPT_LINE",
@@ -319,6 +333,7 @@ def encode_checked(
     prev: str,
     source: Source | None = None,
     key: str | None = None,
+    trace: Trace | None = None,
 ) -> tuple[bytes, Record]:
     """The writer's one call per record: its line (newline included) and the record exactly as a reader will
     decode it, the line checked against the schema and for canonical form as :func:`check_schema` checks it.
@@ -330,7 +345,7 @@ def encode_checked(
     decodes to another value, or not at all). Any other record, and a common one that fails those checks, is
     encoded and checked as :func:`encode` and :func:`check_schema` do, with their errors."""
     kind = type(data)
-    hot = _HOT[kind] if source is None and key is None else None
+    hot = _HOT[kind] if source is None and key is None and trace is None else None
     if hot is not None and not _OUTGROWS_V1[kind](data):
         try:
             body = _ENCODE(_Plain(V1, seq, ts, run, kind.TYPE, plan_version, actor, data, prev))
@@ -356,6 +371,7 @@ def encode_checked(
         prev=prev,
         source=source,
         key=key,
+        trace=trace,
     )
     return line, check_schema(line[:-1], line_no=seq + 1)
 
@@ -464,8 +480,24 @@ def _too_new(line_no: int, what: str) -> Exception:
 # lines. One gap is closed by the canonical-form check: msgspec skips an unknown member of a dataclass (the
 # plan events), so its record stands only when it is exactly the line's content (_canonical).
 
-#: The envelope's members in wire order (``h`` last; ``source`` and ``key`` only when set).
-WIRE_ORDER: Final = ("v", "seq", "ts", "run", "type", "plan_version", "actor", "source", "key", "data", "prev", "h")
+#: The envelope's members in wire order (``h`` last; ``trace``, ``source`` and ``key`` only when set).
+WIRE_ORDER: Final = (
+    "v",
+    "seq",
+    "ts",
+    "run",
+    "type",
+    "plan_version",
+    "actor",
+    "trace",
+    "source",
+    "key",
+    "data",
+    "prev",
+    "h",
+)
+#: The envelope's optional members (left out of a line when not set).
+_OPTIONAL: Final = ("trace", "source", "key")
 
 _DECODE: Callable[[bytes], Record] | None = None
 
@@ -490,7 +522,7 @@ def _as_written(record: Record, *, v2: bool | None = None) -> bytes:
     """
     data = record.data
     if _NATIVE[type(data)] and not (needs_v2(data) if v2 is None else v2) and _fits(record, type(data)):
-        if record.source is None and record.key is None:
+        if record.source is None and record.key is None and record.trace is None:
             return _ENCODE(
                 _Plain(
                     record.v,
@@ -527,6 +559,7 @@ def _record_envelope(record: Record) -> dict[str, Any]:
         record.prev,
         record.source,
         record.key,
+        record.trace,
     )
 
 
@@ -764,8 +797,8 @@ def record_adapter() -> TypeAdapter[Any]:
 def _wire_class(event_cls: type[Any]) -> type[Any]:
     """pydantic's view of one record type: a frozen dataclass with ``type`` pinned to one event type."""
     hints = typing.get_type_hints(Record) | {"type": Literal[event_cls.TYPE], "data": _pydantic_view(event_cls)}
-    fields: list[Any] = [(f, hints[f]) for f in WIRE_ORDER if f not in ("source", "key")]
-    fields += [(f, hints[f], dataclasses.field(default=None)) for f in ("source", "key")]
+    fields: list[Any] = [(f, hints[f]) for f in WIRE_ORDER if f not in _OPTIONAL]
+    fields += [(f, hints[f], dataclasses.field(default=None)) for f in _OPTIONAL]
     cls = dataclasses.make_dataclass(event_cls.__name__ + "Record", fields, frozen=True, slots=True, kw_only=True)
     cls.__pydantic_config__ = {"extra": "forbid", "strict": True}  # type: ignore[attr-defined]
     return cls
@@ -800,9 +833,10 @@ def json_schema() -> dict[str, Any]:
     schema["title"] = f"plantrail log record (format v{FORMAT_VERSION})"
     schema["description"] = (
         "One line of a plantrail log. Members appear in the order v seq ts run type plan_version actor "
-        "[source] [key] data prev h; h = sha256 of the line without its h member. v is the lowest format "
-        "version that holds the line: 1 unless it uses a field or event type format 2 added (a field added "
-        "in format 2 is left out at its default); format 1 lines read as format 2 with those defaults."
+        "[trace] [source] [key] data prev h; h = sha256 of the line without its h member. v is the lowest "
+        "format version that holds the line: 1 unless it uses a field, member (trace) or event type format 2 "
+        "added (a field added in format 2 is left out at its default); format 1 lines read as format 2 with "
+        "those defaults."
     )
     return schema
 

@@ -215,6 +215,11 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "REPORT_INVALID": (UsageError, "a result's evidence record (--report) is malformed (the field is named)"),
     "CHECKPOINT_KEY_INVALID": (UsageError, "no checkpoint key was given, or it is shorter than 16 bytes"),
     "FILE_STORE_ONLY": (UsageError, "the command works on a JSONL file's bytes (repair, salvage), not a database run"),
+    "INVALID_TRACE_CONTEXT": (
+        UsageError,
+        "a command's trace context is not a W3C traceparent (version 00, a 32-hex trace id and a 16-hex span id "
+        "not all zeros, 2-hex flags) or its tracestate breaks the W3C limits (32 members, 512 characters)",
+    ),
     # plan drafts and patches
     "INVALID_ID": (
         PlanInvalid,

@@ -35,6 +35,7 @@ def test_ledger_exports_are_pinned_and_resolve() -> None:
             "Start",
             "StorageError",
             "Store",
+            "Trace",
             "UsageError",
             "VerifyCriterion",
             "__version__",
@@ -48,6 +49,7 @@ def test_ledger_exports_are_pinned_and_resolve() -> None:
             "parse_draft",
             "parse_patch",
             "repair",
+            "traced",
             "verify_log",
         ]
     )

@@ -137,6 +137,7 @@ FUNCTIONS: dict[str, dict[str, Any] | None] = {
     "parse_patch": {"raw": {"base_version": 1, "ops": []}},
     "decide": {"state": "initial", "command": Start(step="diagnose")},
     "check": {"state": "initial", "data": "started", "plan_version": 1},
+    "traced": {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
 }
 
 

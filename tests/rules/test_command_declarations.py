@@ -200,7 +200,8 @@ def test_every_recording_method_is_built_from_a_declared_method() -> None:
 def test_every_recording_method_has_its_declarations_signature_and_docstring(name: str) -> None:
     """Each recording method's signature is its declared method's parameters after ``self``, returning an Ack;
     its envelope options are the declared ones (``attempt``, ``started_seq`` for a command with them), with the
-    command's defaults; its own parameters are its command's fields; its docstring is the declared method's."""
+    command's defaults (``trace``, like ``expected_seq``, is the execution's, not a field); its own parameters
+    are its command's fields; its docstring is the declared method's."""
     method = next(m for m in _methods() if m.name == name)
     function = getattr(Ledger, name)
     signature = inspect.signature(function)
@@ -214,8 +215,9 @@ def test_every_recording_method_has_its_declarations_signature_and_docstring(nam
     keyword = [p for p in parameters if p.kind is p.KEYWORD_ONLY]
     assert [p.name for p in keyword if p.name in ENVELOPE] == envelope
     for parameter in keyword:
-        if parameter.name in ENVELOPE and parameter.name not in ("idempotency_key", "expected_seq"):
+        if parameter.name in ENVELOPE and parameter.name not in ("idempotency_key", "expected_seq", "trace"):
             assert parameter.default == fields[parameter.name].default, parameter.name
+    assert "trace" not in fields and signature.parameters["trace"].default is None  # the execution's, as expected_seq
     own = {p.name for p in parameters[1:] if p.name not in ENVELOPE}
     assert own - set(fields) == NOT_FIELDS.get(name, set())
     assert set(fields) - own - ENVELOPE_FIELDS == FIXED.get(name, set())

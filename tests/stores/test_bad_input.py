@@ -58,7 +58,7 @@ LOG_CASES: dict[str, tuple[Callable[[list[bytes]], bytes], str]] = {
     'seq: "2"': (edit3(b'"seq":2', b'"seq":"2"'), "CORRUPT_LINE"),
     "negative seq": (edit3(b'"seq":2', b'"seq":-2'), "SEQ_GAP"),
     "unknown event type": (edit3(b'"criterion.verified"', b'"criterion.teleported"'), "FORMAT_TOO_NEW"),
-    "unknown member": (edit3(b'"plan_version":1,', b'"plan_version":1,"trace":"00-ab-cd-01",'), "FORMAT_TOO_NEW"),
+    "unknown member": (edit3(b'"plan_version":1,', b'"plan_version":1,"links":["00-ab-cd-01"],'), "FORMAT_TOO_NEW"),
     "future format version": (edit3(b'{"v":1,', b'{"v":3,'), "FORMAT_TOO_NEW"),
     "v2 line holding only v1 content": (edit3(b'{"v":1,', b'{"v":2,'), "CORRUPT_LINE"),
     "invalid UTF-8": (edit3(b"evidence 0", b"evid\xff\xfence 0"), "CORRUPT_LINE"),

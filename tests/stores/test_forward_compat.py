@@ -18,7 +18,7 @@ from tests.helpers.stores import postgres_url, unique_run
 #: What a newer plantrail may add, each made from a real line of the log (index: which line to copy).
 NEWER: dict[str, Callable[[list[bytes]], bytes]] = {
     "an envelope member": lambda lines: lines[2].replace(
-        b'"actor":', b'"trace":{"traceparent":"00-a-b-01"},"actor":', 1
+        b'"actor":', b'"links":[{"traceparent":"00-a-b-01"}],"actor":', 1
     ),
     "an event member": lambda lines: lines[2].replace(b'"attempt":1', b'"attempt":1,"started_by":"worker-7"', 1),
     "an event type": lambda lines: lines[2].replace(b'"step.started"', b'"step.snoozed"', 1),

@@ -30,7 +30,7 @@ from plantrail.ledger.verify import verify_log
 from plantrail.ledger.vocabulary.codec import GENESIS_PREV, decode, encode
 from plantrail.ledger.vocabulary.errors import PlantrailError
 from plantrail.ledger.vocabulary.events import Record, Source, StepCompleted
-from tests.strategies import EVENTS, SOURCES
+from tests.strategies import EVENTS, SOURCES, TRACES
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the read ahead forks")
 
@@ -116,14 +116,17 @@ def test_the_child_reads_what_a_reader_reads(tmp_path: Path, recorded: bytes, ho
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(EVENTS, SOURCES, st.none() | st.text(max_size=8)), min_size=1, max_size=6))
-def test_records_of_every_type_cross_the_pipe_unchanged(batch: list[tuple[Any, Source | None, str | None]]) -> None:
-    """A batch of records of any type, source and key, sent as the child sends it, decodes to equal records."""
+@given(st.lists(st.tuples(EVENTS, SOURCES, st.none() | st.text(max_size=8), TRACES), min_size=1, max_size=6))
+def test_records_of_every_type_cross_the_pipe_unchanged(
+    batch: list[tuple[Any, Source | None, str | None, Any]],
+) -> None:
+    """A batch of records of any type, source, key and trace context, sent as the child sends it, decodes to
+    equal records."""
     records = []
-    for seq, (event, source, key) in enumerate(batch):
+    for seq, (event, source, key, trace) in enumerate(batch):
         line, _ = encode(
             seq=seq, ts="2026-12-02T10:00:00Z", run="r", plan_version=1, actor="agent", data=event,
-            prev=GENESIS_PREV, source=source, key=key,
+            prev=GENESIS_PREV, source=source, key=key, trace=trace,
         )  # fmt: skip
         records.append(decode(line[:-1], seq + 1))
     batch_of, decode_batch = read_ahead._message_types()

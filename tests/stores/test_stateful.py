@@ -34,6 +34,7 @@ from plantrail.ledger.api import Ledger
 from plantrail.ledger.stores.opener import as_run
 from plantrail.ledger.stores.values import Ack
 from plantrail.ledger.vocabulary.errors import PlantrailError
+from plantrail.ledger.vocabulary.events import Trace
 from plantrail.ledger.vocabulary.evidence import Observation, Report, Usage
 from plantrail.projections.canonical import canonical_bytes
 from plantrail.projections.effects import effects_view
@@ -41,6 +42,10 @@ from plantrail.projections.state import fold
 from plantrail.projections.stop import stop_decision
 from plantrail.projections.views import ready_steps
 from tests.helpers.stores import JsonlTarget, PostgresTarget, postgres_url, unique_run
+from tests.strategies import TRACES
+
+#: The trace context a keyed retry is sent in: another than its original's, and still the same command.
+RETRY_TRACE = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 STEPS = {"a": (), "b": ("a",), "c": ("a",), "d": ("b", "c"), "e": (), "f": (), "r": ()}
 ATTEMPTS = {"a": 3, "b": 1, "c": 3, "d": 2, "e": 1, "f": 1, "r": 2}
@@ -514,9 +519,10 @@ class LedgerMachine(RuleBasedStateMachine):
     # legal or not. (Hypothesis picks rules uniformly, so noise is one rule, not seven.)
 
     @precondition(lambda self: self.model.ready())
-    @rule(data=st.data())
-    def start_a_ready_step(self, data: st.DataObject) -> None:
-        self.start(data.draw(st.sampled_from(self.model.ready())))
+    @rule(data=st.data(), trace=TRACES)
+    def start_a_ready_step(self, data: st.DataObject, trace: Trace | None) -> None:
+        """A ready step starts, in a trace context or none, which its record keeps."""
+        self.start(data.draw(st.sampled_from(self.model.ready())), trace)
 
     @precondition(lambda self: self.model.running())
     @rule(data=st.data(), kind=st.sampled_from(["complete"] * 6 + ["fail", "block"]), report=reports)
@@ -642,12 +648,15 @@ class LedgerMachine(RuleBasedStateMachine):
             self.ledger.close()
             self.ledger = Ledger.open(self.log, fsync="none")
 
-    def start(self, step: str) -> None:
+    def start(self, step: str, trace: Trace | None = None) -> None:
         expected = self.model.start(step)
         acks: list[Ack] = []
-        self._apply(expected, lambda: acks.append(self.ledger.start(step)))
+        self._apply(expected, lambda: acks.append(self.ledger.start(step, trace=trace)))
         if acks:
             self.starts[step] = acks[0].seq
+            with as_run(self.log) as run:
+                record = run.record_at(acks[0].seq)
+            assert record.trace == trace, "a start's trace context was not kept"
 
     @precondition(lambda self: bool(self.gone))
     @rule(data=st.data(), text=texts, report=reports)
@@ -713,7 +722,7 @@ class LedgerMachine(RuleBasedStateMachine):
             self.starts[step] = acks[0].seq
         if expected:
             before = self.target.lines(self.log)
-            assert self.ledger.start(step, idempotency_key=key).duplicate
+            assert self.ledger.start(step, idempotency_key=key, trace=RETRY_TRACE).duplicate
             assert self.target.lines(self.log) == before
 
     @invariant()

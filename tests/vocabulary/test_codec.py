@@ -15,16 +15,17 @@ from plantrail.ledger.vocabulary.errors import LogDamaged, PlantrailError
 from plantrail.ledger.vocabulary.events import (
     Source,
     StepCompleted,
+    Trace,
 )
-from tests.strategies import EVENTS, SOURCES, anything, counts
+from tests.strategies import EVENTS, SOURCES, TRACES, anything, counts
 
 
 @settings(max_examples=400, deadline=None)
-@given(EVENTS, SOURCES, st.none() | anything, counts, counts)
+@given(EVENTS, SOURCES, st.none() | anything, counts, counts, TRACES)
 def test_every_event_type_round_trips_through_its_line(
-    event: Any, source: Source | None, key: str | None, seq: int, version: int
+    event: Any, source: Source | None, key: str | None, seq: int, version: int, trace: Trace | None
 ) -> None:
-    """decode(encode(e)) == e for every event type, any text, any source and key."""
+    """decode(encode(e)) == e for every event type, any text, any source, key and trace context."""
     line, h = encode(
         seq=seq,
         ts="2026-11-29T21:28:39.123456Z",
@@ -35,10 +36,18 @@ def test_every_event_type_round_trips_through_its_line(
         prev=GENESIS_PREV,
         source=source,
         key=key,
+        trace=trace,
     )
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     record = decode(line[:-1], line_no=1)
-    assert (record.data, record.source, record.key, record.seq, record.h) == (event, source, key, seq, h)
+    assert (record.data, record.source, record.key, record.trace, record.seq, record.h) == (
+        event,
+        source,
+        key,
+        trace,
+        seq,
+        h,
+    )
     assert record.type == event.TYPE
     assert hashlib.sha256(line[:-73] + b"}").hexdigest() == h  # any language can check it: strip the h member
 

@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from plantrail.ledger.vocabulary import codec
 from plantrail.ledger.vocabulary.codec import GENESIS_PREV, encode
 from plantrail.ledger.vocabulary.errors import PlantrailError
-from plantrail.ledger.vocabulary.events import Source
+from plantrail.ledger.vocabulary.events import Source, Trace
 from plantrail.ledger.vocabulary.versions import plain
-from tests.strategies import EVENTS, SOURCES, anything, counts
+from tests.strategies import EVENTS, SOURCES, TRACES, anything, counts
 
 json_values = st.recursive(
     st.none()
@@ -35,10 +35,12 @@ json_values = st.recursive(
 )
 
 
-def _line_body(event: Any, source: Source | None, key: str | None, seq: int) -> dict[str, Any]:
+def _line_body(
+    event: Any, source: Source | None, key: str | None, seq: int, trace: Trace | None = None
+) -> dict[str, Any]:
     line, _ = encode(
         seq=seq, ts="2026-11-29T23:00:00Z", run="r", plan_version=1, actor="agent", data=event, prev=GENESIS_PREV,
-        source=source, key=key,
+        source=source, key=key, trace=trace,
     )  # fmt: skip
     body: dict[str, Any] = orjson.loads(line)
     del body["h"]
@@ -112,7 +114,7 @@ def _plain_encoding(record: Any) -> bytes | None:
         return orjson.dumps(
             codec._envelope(
                 record.v, record.seq, record.ts, record.run, record.plan_version, record.actor, record.data,
-                record.prev, record.source, record.key,
+                record.prev, record.source, record.key, record.trace,
             ),
             default=plain,
             option=orjson.OPT_PASSTHROUGH_DATACLASS,
@@ -140,6 +142,7 @@ def _codec(line: bytes) -> Any:
     st.sampled_from(["replace", "remove", "rename", "add"]),
     json_values,
     st.text(max_size=6),
+    TRACES,
 )
 def test_msgspec_accepts_exactly_what_pydantic_accepts_on_mutated_lines(
     decoder: str,
@@ -151,10 +154,11 @@ def test_msgspec_accepts_exactly_what_pydantic_accepts_on_mutated_lines(
     how: str,
     value: Any,
     name: str,
+    trace: Trace | None,
 ) -> None:
     """Whatever member of whatever line is changed, removed, renamed or added, the codec's verdict is pydantic's,
     through the union's decoder and through the one-type decoders a process's first lines get."""
-    body = _line_body(event, source, key, seq)
+    body = _line_body(event, source, key, seq, trace)
     path = data.draw(st.sampled_from(_places(body)))
     line = _sealed(_compact(_mutated(body, path, how, value, name)))
     ours = _codec if decoder == "union" else _one_type_first

@@ -15,7 +15,7 @@ from plantrail.ledger.vocabulary import codec
 from plantrail.ledger.vocabulary.codec import GENESIS_PREV, check_schema, encode, encode_checked
 from plantrail.ledger.vocabulary.errors import PlantrailError
 from plantrail.ledger.vocabulary.events import StepCompleted, StepStarted
-from tests.strategies import EVENTS, SOURCES, anything, counts
+from tests.strategies import EVENTS, SOURCES, TRACES, anything, counts
 
 #: Values of other types than a field's, and of the field's type spelled otherwise (a float for an integer, a
 #: list for a tuple, a set, an integer beyond 64 bits), for the fields of a drawn event.
@@ -49,7 +49,7 @@ def _one_call(**fields: Any) -> tuple[bytes, Any] | str:
         return exc.code
 
 
-def _fields(event: Any, source: Any, key: str | None, seq: int) -> dict[str, Any]:
+def _fields(event: Any, source: Any, key: str | None, seq: int, trace: Any = None) -> dict[str, Any]:
     return {
         "seq": seq,
         "ts": "2026-11-29T23:00:00.000000Z",
@@ -60,15 +60,18 @@ def _fields(event: Any, source: Any, key: str | None, seq: int) -> dict[str, Any
         "prev": GENESIS_PREV,
         "source": source,
         "key": key,
+        "trace": trace,
     }
 
 
 @settings(max_examples=1500, deadline=None)
-@given(EVENTS, SOURCES, st.none() | st.text(min_size=1, max_size=6), counts)
-def test_one_call_writes_what_encoding_and_checking_write(event: Any, source: Any, key: str | None, seq: int) -> None:
-    """For every event type, with and without a source or key, the one call gives the line and the record (or
-    the refusal) that encoding and then checking the line give."""
-    fields = _fields(event, source, key, seq)
+@given(EVENTS, SOURCES, st.none() | st.text(min_size=1, max_size=6), counts, TRACES)
+def test_one_call_writes_what_encoding_and_checking_write(
+    event: Any, source: Any, key: str | None, seq: int, trace: Any
+) -> None:
+    """For every event type, with and without a source, key or trace context, the one call gives the line and
+    the record (or the refusal) that encoding and then checking the line give."""
+    fields = _fields(event, source, key, seq, trace)
     assert _one_call(**fields) == _full_way(**fields)
 
 
