@@ -130,6 +130,38 @@ def test_filters_sorting_and_limit(store: tuple[str, Callable[[str], str]]) -> N
     assert ids(sort="plan_version", limit=2) == ["beta", "alpha"]
 
 
+def test_agent_and_search_filters(store: tuple[str, Callable[[str], str]]) -> None:
+    """--agent keeps the runs whose first plan event names that agent (its source's meta, adapter or plan tool);
+    --search the runs whose goal or a step title holds the text, in any case; both page with an offset."""
+    from plantrail.ledger.vocabulary.events import Source
+
+    where, location = store
+    populate(location)
+    draft = copy.deepcopy(LOGIN_DRAFT) | {"goal": "Ship the release notes"}
+    draft["steps"][0]["title"] = "Collect the MERGED pull requests"
+    with Ledger.create(location("delta"), draft, source=Source("session.jsonl", tool="TodoWrite"), clock=DayClock(4)):
+        pass
+    acp = Source("acp", meta={"agent": "acp:gemini"})
+    with Ledger.create(location("omega"), copy.deepcopy(LOGIN_DRAFT), source=acp, clock=DayClock(5)):
+        pass
+
+    def ids(**options: Any) -> list[str | None]:
+        return [r.run for r in list_runs(where, **options)]
+
+    assert ids(agent="claude-code") == ["delta"]
+    assert ids(agent="acp:gemini") == ["omega"]
+    assert ids(agent="codex") == []
+    assert ids(search="release NOTES") == ["delta"]
+    assert ids(search="merged pull") == ["delta"]  # a step title only
+    assert ids(search="login", sort="run") == ["alpha", "beta", "gamma", "omega"]
+    assert ids(search="login", sort="run", offset=1, limit=2) == ["beta", "gamma"]
+    assert [(r.run, r.agent) for r in list_runs(where, details=True, limit=2)] == [
+        ("omega", "acp:gemini"),
+        ("delta", "claude-code"),
+    ]
+    assert list_runs(where, limit=1)[0].agent is None  # read only when asked
+
+
 def test_malformed_filters_have_codes(tmp_path: Path) -> None:
     """A bad outcome, sort, limit or date is USAGE; an unknown reason code UNKNOWN_REASON_CODE; a missing
     folder FOLDER_NOT_FOUND."""
@@ -139,6 +171,9 @@ def test_malformed_filters_have_codes(tmp_path: Path) -> None:
         ({"limit": 0}, "USAGE"),
         ({"since": "yesterday"}, "USAGE"),
         ({"reason": "because"}, "UNKNOWN_REASON_CODE"),
+        ({"search": "  "}, "USAGE"),
+        ({"agent": ""}, "USAGE"),
+        ({"offset": -1}, "USAGE"),
     ):
         with pytest.raises(PlantrailError) as caught:
             list_runs(tmp_path, **options)
@@ -362,6 +397,7 @@ def test_the_runs_command_prints_rows_and_json(
         "location": str(folder / "beta.jsonl"),
         "reasons": {"failed_assumption": 1},
         "damage": None,
+        "agent": None,
     }
     monkeypatch.setenv("PLANTRAIL_HOME", str(tmp_path / "home"))
     text = run_cli("runs", "--sort", "run")
