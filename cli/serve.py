@@ -22,12 +22,15 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from html import escape
 from importlib import resources
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import click
 
 from plantrail.cli.common import STORE_ENV
 from plantrail.ledger.vocabulary.errors import PlantrailError, error
+
+if TYPE_CHECKING:
+    from plantrail.projections.runs import RunRow
 
 __all__ = ["PAGE_SIZE", "build_app", "is_loopback", "read_token", "serve_command"]
 
@@ -112,11 +115,12 @@ def list_options(query: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-def _run_id(row: Any, database: bool) -> str:
+def _run_id(row: RunRow, database: bool) -> str:
     """The id the store opens a row's run by: a database's run id, a folder's file name without ``.jsonl``."""
     if database:
         return str(row.run)
-    return os.path.basename(row.location)[: -len(".jsonl")]
+    name: str = os.path.basename(row.location)
+    return name[: -len(".jsonl")]
 
 
 def _asset(name: str) -> str:

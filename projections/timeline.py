@@ -107,7 +107,7 @@ class _Seen(NamedTuple):
 class Collector:
     """Collects the step and plan records a read passes by; :meth:`timeline` pairs them up afterwards."""
 
-    __slots__ = ("_first", "_last", "_leases", "_marks", "_seen", "_timeouts")
+    __slots__ = ("_first", "_last", "_leases", "_marks", "_requests", "_seen", "_timeouts")
 
     def __init__(self) -> None:
         self._seen: list[_Seen | ReplanMark] = []
@@ -117,6 +117,7 @@ class Collector:
         self._timeouts: dict[str, float] = {}  # step -> its lease in seconds, as the latest plan declares it
         #: step -> [ts, seconds, seq] of the lease of its open attempt (renewed by heartbeats)
         self._leases: dict[str, tuple[str, float, int]] = {}
+        self._requests: dict[str, tuple[str, ...]] = {}  # approval request -> the steps it covers
 
     def tap(self, records: Iterable[Record]) -> Iterator[Record]:
         """``records`` unchanged, each noted on the way through."""
@@ -170,8 +171,10 @@ class Collector:
                 self._leases.pop(step, None)
             else:
                 self._leases[step] = (record.ts, timeout, record.seq)
-        elif kind == "step.heartbeat" and held is not None:  # renewed, even after it ran out
-            self._leases[step] = (record.ts, held[1], record.seq)
+        elif kind == "step.heartbeat":  # renewed (even after it ran out) for its own seconds or the step's
+            seconds = getattr(data, "lease_s", None) or (None if held is None else held[1])
+            if seconds is not None:
+                self._leases[step] = (record.ts, float(seconds), record.seq)
         elif kind in _RESULTS:
             self._leases.pop(step, None)
         if kind == "step.abandoned":
@@ -184,11 +187,12 @@ class Collector:
             self._marks.append(Mark("repair", record.ts, record.seq, None, text))
             return
         kind = record.type.replace(".", "_")
-        steps = getattr(data, "steps", ()) or ()
         if record.type == "approval.requested":
+            steps = self._requests[data.request] = tuple(data.steps)
             text = f"{data.request}: {data.question}"
-        else:
-            text = f"{data.request} by {data.by}: {data.why}"
+        else:  # granted or denied: on the lanes of the steps the request covers
+            steps = self._requests.get(data.request, ())
+            text = f"{data.request} by {data.by}" + (f": {data.why}" if data.why else "")
         for step in steps or (None,):
             self._marks.append(Mark(kind, record.ts, record.seq, step, text))
 
