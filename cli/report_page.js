@@ -208,7 +208,7 @@
         "<br><b>added</b> " + (ch.added.length ? esc(ch.added.join(", ")) : "<span class=\"empty\">none</span>") +
         "<br><b>removed</b>" + list(ch.removed.map(function (c) { return esc(c.step + ": " + why(c)); })) + "</div>" +
         "<div><b>reset</b>" + list(ch.reset.map(function (c) { return esc(c.step + ": " + why(c)); })) +
-        "<b>criteria reset</b>" + list(ch.criteria_reset.map(function (c) { return esc(c.criterion + ": " + (c.cause || "")); })) + "</div></div>");
+        "<b>criteria reset</b>" + list(ch.criteria_reset.map(function (c) { return esc(c.step + ": " + (c.cause || "")); })) + "</div></div>");
     }
     function lateItem(o) {
       return esc("seq " + o.seq + " " + o.type + " " + o.step + " attempt " + o.attempt + " (" + o.why +
