@@ -74,7 +74,8 @@ def main() -> int:
                 page.goto(base + "runs/login-fix-replans")
                 page.wait_for_selector("body[data-ready=true]")
                 top, bottom = page.evaluate(
-                    "() => [document.querySelector('#timeline').previousElementSibling, document.querySelector('#lanes')]"
+                    "() => [document.querySelector('#timeline').previousElementSibling,"
+                    " document.querySelector('#lanes')]"
                     ".map((e, i) => (i ? e.getBoundingClientRect().bottom : e.getBoundingClientRect().top) + scrollY)"
                 )
                 clip = {"x": 0, "y": top - 8, "width": 1280, "height": bottom - top + 24}
