@@ -464,6 +464,19 @@ def _runs_database(wl: Workload, count: int) -> Probe:
     return database_listing(database)
 
 
+def _serve_folder(wl: Workload, count: int) -> Probe:
+    from bench.many_runs import fill_folder, first_page
+
+    return first_page(str(fill_folder(wl.dir, count, Config.status_events)))
+
+
+def _serve_database(wl: Workload, count: int) -> Probe:
+    from bench import postgres
+    from bench.many_runs import fill_database, first_page
+
+    return first_page(fill_database(postgres.server_url(wl.dir), wl.dir, count, RUNS_DATABASE_EVENTS))
+
+
 def long_log_size(config: Config) -> Sequence[int]:
     """The long log of the append rows (--long-log)."""
     return (config.long_log,)
@@ -571,6 +584,17 @@ RUNS_ROW = RowSpec(
     runs_folder_size,
     baseline=process_time(_import_argv),
     candidate=_runs_folder,
+    target="<1",
+    per_event=False,
+)
+
+
+SERVE_ROW = RowSpec(
+    "`plantrail serve DIR`, the list's first page (the page and its first 50 rows over HTTP): logs of 1,000 "
+    "events, fresh snapshots",
+    runs_folder_size,
+    baseline=None,
+    candidate=_serve_folder,
     target="<1",
     per_event=False,
 )
@@ -702,6 +726,7 @@ ROWS: list[RowSpec] = [
     *_audit_rows(),
     *_timeline_rows(),
     RUNS_ROW,
+    SERVE_ROW,
 ]
 
 
@@ -809,6 +834,15 @@ POSTGRES_ROWS: list[RowSpec] = [
         runs_database_size,
         baseline=process_time(_import_argv),
         candidate=_runs_database,
+        target="<1",
+        per_event=False,
+    ),
+    RowSpec(
+        f"`plantrail serve --store URL`, the list's first page (the page and its first 50 rows over HTTP): runs of "
+        f"{RUNS_DATABASE_EVENTS} events, summaries at their heads",
+        runs_database_size,
+        baseline=None,
+        candidate=_serve_database,
         target="<1",
         per_event=False,
     ),

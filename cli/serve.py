@@ -112,6 +112,7 @@ def list_options(query: Mapping[str, str]) -> dict[str, Any]:
         "limit": limit + 1,  # one more than shown says whether a next page exists
         "offset": _count(query.get("offset"), "offset", 0),
         "details": True,
+        "reasons": False,  # the list shows no reasons: a folder's rows need not read them
     }
 
 
@@ -121,6 +122,14 @@ def _run_id(row: RunRow, database: bool) -> str:
         return str(row.run)
     name: str = os.path.basename(row.location)
     return name[: -len(".jsonl")]
+
+
+def _item(row: RunRow, database: bool) -> dict[str, Any]:
+    """A row as ``/api/runs`` gives it: the ``runs --json`` row with the run's ``id`` and without ``reasons`` (the
+    list does not read them)."""
+    item = row.as_dict() | {"id": _run_id(row, database)}
+    del item["reasons"]
+    return item
 
 
 def _asset(name: str) -> str:
@@ -181,7 +190,7 @@ def build_app(where: str, *, token: str | None = None, poll: float = 0.25) -> An
         options = list_options(query)
         shown = options["limit"] - 1
         found = list_runs(store.location, **options)
-        items = [row.as_dict() | {"id": _run_id(row, database)} for row in found[:shown]]
+        items = [_item(row, database) for row in found[:shown]]
         return {"ok": True, "store": location, "offset": options["offset"], "more": len(found) > shown, "runs": items}
 
     async def api_runs(request: Request) -> Response:

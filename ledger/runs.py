@@ -61,10 +61,11 @@ def _keep(outcome: str | None, since: str | None, reason: str | None, has_orphan
     return keeps
 
 
-def with_details(row: RunRow) -> RunRow:
+def with_details(row: RunRow, *, titles: bool = True) -> RunRow:
     """``row`` with its details read from its run: the agent that recorded it (its first plan event's source,
-    :func:`~plantrail.projections.runs.agent_of`) and its active plan's step titles. A run that cannot be read
-    keeps its row without them (its ``damage`` or the listing says why)."""
+    :func:`~plantrail.projections.runs.agent_of`) and, with ``titles``, its active plan's step titles (they need
+    the run's current state). A run that cannot be read keeps its row without them (its ``damage`` or the
+    listing says why)."""
     from plantrail.ledger.stores.opener import as_run
     from plantrail.ledger.vocabulary.errors import PlantrailError
 
@@ -77,11 +78,10 @@ def with_details(row: RunRow) -> RunRow:
                 if record.type.startswith("plan."):
                     agent = agent_of(record.source)
                     break
-            plan = run.current(stop_at_damage=True).state.plan
+            plan = run.current(stop_at_damage=True).state.plan if titles else None
     except PlantrailError:
         return row
-    titles = () if plan is None else tuple(step.title for step in plan.steps)
-    return row._replace(agent=agent, titles=titles)
+    return row._replace(agent=agent, titles=() if plan is None else tuple(step.title for step in plan.steps))
 
 
 def _ordered(rows: Iterable[RunRow], sort: str) -> list[RunRow]:
@@ -150,7 +150,7 @@ def list_runs(
         ]
     listed = ordered[offset:] if limit is None else ordered[offset : offset + limit]
     if details and not detailed:
-        listed = [with_details(row) for row in listed]
+        listed = [with_details(row, titles=False) for row in listed]
     if reasons and reason is None:
         listed = [store.with_reasons(row) for row in listed]  # read for the rows listed only, after the limit
     return listed
