@@ -105,9 +105,14 @@ def database_listing(database: str) -> Probe:
     return timed(run_process(_runs_argv("--store", database)), collect=False)
 
 
+_SERVERS: dict[str, str] = {}
+
+
 def _served(where: str) -> str:
-    """`plantrail serve WHERE` started on a free loopback port (stopped when the benchmark exits); its URL once
-    it answers."""
+    """`plantrail serve WHERE` started on a free loopback port (once per WHERE, stopped when the benchmark
+    exits); its URL once it answers."""
+    if where in _SERVERS:
+        return _SERVERS[where]
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -121,6 +126,7 @@ def _served(where: str) -> str:
         try:
             with urllib.request.urlopen(base, timeout=5) as answer:
                 answer.read()
+            _SERVERS[where] = base
             return base
         except OSError:
             if server.poll() is not None or time.monotonic() > deadline:
@@ -128,12 +134,14 @@ def _served(where: str) -> str:
             time.sleep(0.1)
 
 
-def first_page(where: str) -> Probe:
-    """The list's first page from a running `plantrail serve WHERE`: the page, then its first 50 rows."""
+def first_page(where: str, *, rows: bool = True) -> Probe:
+    """The list's first page from a running `plantrail serve WHERE`: the page, then its first 50 rows (without
+    ``rows``, the page alone: the baseline of what the rows cost)."""
     base = _served(where)
+    urls = (base, base + "api/runs") if rows else (base,)
 
     def load() -> None:
-        for url in (base, base + "api/runs"):
+        for url in urls:
             with urllib.request.urlopen(url, timeout=60) as answer:
                 answer.read()
 
