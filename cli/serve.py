@@ -162,8 +162,10 @@ def build_app(where: str, *, token: str | None = None, poll: float = 0.25) -> An
     from plantrail.ledger.stores.jsonl.run import FolderStore
     from plantrail.ledger.stores.opener import open_store
 
-    store = open_store(where)
-    database = not isinstance(store, FolderStore)
+    opened = open_store(where)
+    database = not isinstance(opened, FolderStore)
+    # a folder's rows are kept between requests, each read again only when its log changes
+    store = opened if database else FolderStore(opened.location, remember=True)
     location = str(store.location)
 
     def refused(status: int, exc: PlantrailError) -> JSONResponse:
@@ -189,7 +191,7 @@ def build_app(where: str, *, token: str | None = None, poll: float = 0.25) -> An
 
         options = list_options(query)
         shown = options["limit"] - 1
-        found = list_runs(store.location, **options)
+        found = list_runs(store, **options)
         items = [_item(row, database) for row in found[:shown]]
         return {"ok": True, "store": location, "offset": options["offset"], "more": len(found) > shown, "runs": items}
 
@@ -208,7 +210,7 @@ def build_app(where: str, *, token: str | None = None, poll: float = 0.25) -> An
         if not run.exists():
             if database:
                 raise error("RUN_NOT_FOUND", f"database {location} holds no run {run_id!r}", run=run_id)
-            raise error("LOG_NOT_FOUND", f"runs folder {location} holds no log {run_id}.jsonl", path=run.location)
+            raise error("LOG_NOT_FOUND", f"runs folder {location} holds no run {run_id!r}", path=run.location)
         return render_report(verified_report(run))
 
     async def run_page(request: Request) -> Response:

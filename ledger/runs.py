@@ -18,12 +18,16 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from plantrail.ledger.stores.opener import open_store
 from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.events import REASON_CODES
 from plantrail.projections.runs import RunRow, agent_of, matches, summarise
+
+if TYPE_CHECKING:
+    from plantrail.ledger.stores.jsonl.run import FolderStore
+    from plantrail.ledger.stores.postgres_run import DatabaseStore
 
 __all__ = ["OUTCOMES", "SORTS", "RunRow", "list_runs", "parse_since", "summarise", "with_details"]
 
@@ -94,7 +98,7 @@ def _ordered(rows: Iterable[RunRow], sort: str) -> list[RunRow]:
 
 
 def list_runs(
-    where: str | os.PathLike[str] | None = None,
+    where: str | os.PathLike[str] | FolderStore | DatabaseStore | None = None,
     *,
     outcome: str | None = None,
     since: str | None = None,
@@ -109,8 +113,8 @@ def list_runs(
     details: bool = False,
 ) -> list[RunRow]:
     """The runs of a runs folder (default: :func:`plantrail.ledger.stores.locations.runs_folder`) or a database
-    (``postgresql://…/db``), one row each, those the filters keep, sorted (newest activity first by default)
-    and cut to ``limit``.
+    (``postgresql://…/db``), or of a store already open, one row each, those the filters keep, sorted (newest
+    activity first by default) and cut to ``limit``.
 
     ``outcome`` is one of :data:`OUTCOMES`, ``since`` a date or time (see :func:`parse_since`): rows whose last
     record is at least that recent; ``reason`` a replan reason code the run's replans include;
@@ -137,7 +141,7 @@ def list_runs(
     if search is not None and not search.strip():
         raise error("USAGE", "a search must hold some text")
     cutoff = None if since is None else parse_since(since)
-    store = open_store(where)
+    store = open_store(where) if where is None or isinstance(where, str | os.PathLike) else where
     rows = store.summaries(reasons=reason is not None)
     kept = [row for row in rows if _keep(outcome, cutoff, reason, has_orphans)(row)]
     ordered = _ordered(kept, sort)

@@ -436,3 +436,27 @@ def test_a_fresh_snapshot_answers_a_row_without_reading_the_records(
         ledger.start("reproduce")
     assert _covered_row(beta) is None
     assert _file_row(beta, with_reasons=False).last_seq == 5
+
+
+def test_a_remembering_folder_reads_again_only_the_logs_that_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder store that remembers its rows (``plantrail serve``'s) reads a log again only when its size or
+    times changed: an appended run shows its new row, a removed one goes, the others are not read."""
+    from plantrail.ledger.stores.jsonl import run as jsonl_run
+
+    populate(lambda run: str(tmp_path / f"{run}.jsonl"))
+    store = jsonl_run.FolderStore(tmp_path, remember=True)
+    read: list[str] = []
+    real = jsonl_run._file_row
+    monkeypatch.setattr(jsonl_run, "_file_row", lambda path, wanted: read.append(Path(path).stem) or real(path, wanted))
+    assert [r.last_seq for r in list_runs(store, sort="run")] == [7, 4, 1]
+    assert sorted(read) == ["alpha", "beta", "gamma"]
+    read.clear()
+    with Ledger.open(tmp_path / "gamma.jsonl", clock=DayClock(9)) as gamma:
+        gamma.start("reproduce")
+    (tmp_path / "alpha.jsonl").unlink()
+    assert [(r.run, r.last_seq) for r in list_runs(store, sort="run")] == [("beta", 4), ("gamma", 2)]
+    assert read == ["gamma"]
+    read.clear()
+    assert [r.run for r in list_runs(store)] == ["gamma", "beta"] and read == []
