@@ -35,6 +35,19 @@
     });
   }
   function short(t, n) { t = String(t).split(/\s+/).join(" "); return t.length <= n ? t : t.slice(0, n - 1) + "\u2026"; }
+  function wrapped(t, width, lines) {  /* projections.graph_render.wrapped */
+    var words = String(t).split(/\s+/).filter(function (w) { return w; }), out = [], line = "";
+    while (words.length) {
+      var word = words[0], joined = line ? line + " " + word : word;
+      if (joined.length <= width) { line = joined; words.shift(); continue; }
+      if (!line) { line = word.slice(0, width); words[0] = word.slice(width); }
+      out.push(line); line = "";
+      if (out.length === lines) { break; }
+    }
+    if (line && out.length < lines) { out.push(line); }
+    if (words.length) { out[out.length - 1] = short(out[out.length - 1] + " " + words.join(" "), width); }
+    return out;
+  }
   function when(ts) { return ts ? ts.slice(0, 19).replace("T", " ") : ""; }
   function el(tag, attrs, html) {
     var e = document.createElement(tag);
@@ -164,8 +177,10 @@
         "<title>" + esc(nd.id + ": " + nd.title + " (" + label + ")") + "</title>" +
         "<rect x=\"" + o[0] + "\" y=\"" + o[1] + "\" width=\"" + G.node_w + "\" height=\"" + G.node_h + "\" rx=\"6\"/>" +
         "<text class=\"sid\" x=\"" + (o[0] + 8) + "\" y=\"" + (o[1] + 16) + "\">" + esc(short(nd.id, G.title_chars)) + "</text>" +
-        "<text x=\"" + (o[0] + 8) + "\" y=\"" + (o[1] + 32) + "\">" + esc(short(nd.title, G.title_chars)) + "</text>" +
-        "<text class=\"badge\" x=\"" + (o[0] + 8) + "\" y=\"" + (o[1] + 47) + "\">" + esc(badges(nd).join(" \u00b7 ")) + "</text></g>");
+        "<text x=\"" + (o[0] + 8) + "\" y=\"" + (o[1] + 32) + "\">" + wrapped(nd.title, G.title_chars, G.title_lines).map(function (l, i) {
+          return "<tspan x=\"" + (o[0] + 8) + "\" dy=\"" + (i ? G.line_h : 0) + "\">" + esc(l) + "</tspan>";
+        }).join("") + "</text>" +
+        "<text class=\"badge\" x=\"" + (o[0] + 8) + "\" y=\"" + (o[1] + G.node_h - 7) + "\">" + esc(badges(nd).join(" \u00b7 ")) + "</text></g>");
     });
     out.push("</g></svg>");
     return out.join("");
