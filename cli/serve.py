@@ -18,6 +18,8 @@ import asyncio
 import hmac
 import ipaddress
 import os
+import socket
+import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from html import escape
@@ -26,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import click
 
-from plantrail.cli.common import STORE_ENV
+from plantrail.cli.common import STORE_ENV, json_option, mark_printed
 from plantrail.ledger.vocabulary.errors import PlantrailError, error
 
 if TYPE_CHECKING:
@@ -305,6 +307,19 @@ async def _event_stream(disconnected: Callable[[], Awaitable[bool]], where: str,
 # --------------------------------------------------------------------------- the command
 
 
+def _listening_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host`` and ``port`` (0: a free one), for uvicorn to serve on; USAGE when it cannot be."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        raise error("USAGE", f"cannot listen on {host} port {port}: {exc.strerror or exc}") from None
+    return sock
+
+
 @click.command("serve")
 @click.argument("where", metavar="[DIR]", required=False)
 @click.option(
@@ -321,7 +336,10 @@ async def _event_stream(disconnected: Callable[[], Awaitable[bool]], where: str,
     metavar="FILE",
     help="A file whose first line is the token every request must carry (required to listen beyond loopback).",
 )
-def serve_command(where: str | None, store: str | None, host: str, port: int, token_file: str | None) -> None:
+@json_option
+def serve_command(
+    where: str | None, store: str | None, host: str, port: int, token_file: str | None, as_json: bool
+) -> None:
     """Serve a live, read-only web view of many runs: the list with the filters of `plantrail runs` (outcome,
     reason, agent, search, late results), each run's report, and the list kept up to date as runs are appended
     to (server-sent events: LISTEN/NOTIFY on a database, a scan of a folder's logs). DIR is a runs folder
@@ -329,7 +347,10 @@ def serve_command(where: str | None, store: str | None, host: str, port: int, to
 
     It listens on loopback unless given --token-file; then every request must carry the token (an
     "Authorization: Bearer TOKEN" header, or ?token=TOKEN once in the browser, kept as a cookie). The pages
-    load nothing from another origin.
+    load nothing from another origin. It prints where it listens, then serves until stopped (Ctrl-C).
+
+    \b
+    JSON: {"ok", "url", "store", "token"} (one line once it listens; "token" whether requests need one)
 
     \b
     Example:
@@ -349,10 +370,24 @@ def serve_command(where: str | None, store: str | None, host: str, port: int, to
         import uvicorn
     except ImportError:  # pragma: no cover - the serve extra is missing
         raise error("USAGE", "plantrail serve needs its extra: pip install 'plantrail[serve]'") from None
-    target = where if where is not None else store
     from plantrail.ledger.stores.opener import open_store
 
-    location = str(open_store(target).location)
+    location = str(open_store(where if where is not None else store).location)
     app = build_app(location, token=token)
-    click.echo(f"plantrail serve: {location} on http://{host}:{port}/ (read-only; Ctrl-C stops)", err=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    sock = _listening_socket(host, port)
+    shown = f"[{host.strip('[]')}]" if ":" in host else host
+    url = f"http://{shown}:{sock.getsockname()[1]}/"
+    started = {"ok": True, "url": url, "store": location, "token": token is not None}
+    if as_json:
+        import orjson
+
+        click.echo(orjson.dumps(started).decode())
+    else:
+        click.echo(f"plantrail serve: {location} on {url} (read-only; Ctrl-C stops)")
+    sys.stdout.flush()
+    mark_printed()
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=2))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()

@@ -216,3 +216,38 @@ def test_the_agent_filter_in_the_page(tmp_path: Path) -> None:
         assert "agent=codex" in page.url
         page.close()
     assert errors == []
+
+
+def test_the_serve_command_listens_and_says_where(tmp_path: Path) -> None:
+    """`plantrail serve DIR --port 0 --json` prints one line naming the URL it listens on (a free port), serves the
+    list there, and stops on SIGINT; a port already taken is USAGE before anything is served."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    populate(lambda run: str(tmp_path / f"{run}.jsonl"))
+    env = {k: v for k, v in os.environ.items() if k != "PLANTRAIL_STORE"}
+    argv = [sys.executable, "-m", "plantrail", "serve", str(tmp_path), "--port", "0", "--json"]
+    server = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
+    try:
+        assert server.stdout is not None
+        started = orjson.loads(server.stdout.readline())
+        assert started["ok"] is True and started["token"] is False and started["store"] == str(tmp_path)
+        url = started["url"]
+        assert url.startswith("http://127.0.0.1:") and not url.endswith(":0/")
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                answer = orjson.loads(fetch(url + "api/runs")[2])
+                break
+            except OSError:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+        assert [r["id"] for r in answer["runs"]] == ["alpha", "beta", "gamma"]
+        port = url.rsplit(":", 1)[1].rstrip("/")
+        taken = subprocess.run([*argv[:-3], "--port", port], capture_output=True, text=True, env=env, timeout=60)
+        assert taken.returncode == 2 and "USAGE" in taken.stderr
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(20)
