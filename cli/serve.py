@@ -59,6 +59,13 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def _host_name(host: str) -> str:
+    """The name in a Host header, without its port (``[::1]:8765`` -> ``::1``)."""
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
 def read_token(path: str) -> str:
     """The token a token file holds (its first line, stripped); TOKEN_FILE_INVALID when it is unreadable, empty
     or shorter than 16 characters."""
@@ -248,6 +255,12 @@ def build_app(where: str, *, token: str | None = None, poll: float = 0.25) -> An
             answer = refused(405, error("READ_ONLY", f"{request.method}: plantrail serve only reads (GET)"))
             answer.headers["Allow"] = "GET, HEAD"
             await answer(scope, receive, send)
+            return
+        if token is None and not is_loopback(_host_name(request.headers.get("host", ""))):
+            # without a token only this machine's names are answered: a page elsewhere cannot rebind a name to
+            # the loopback address and read the runs through the browser
+            refusal = error("HOST_NOT_ALLOWED", "without a token this server answers requests to a loopback name only")
+            await refused(403, refusal)(scope, receive, send)
             return
         if not allowed(request):
             await refused(401, error("TOKEN_REQUIRED", "this server requires its token"))(scope, receive, send)

@@ -419,6 +419,7 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "TOKEN_FILE_INVALID": (UsageError, "serve's token file cannot be read, or holds no token of 16 characters or more"),
     "TOKEN_REQUIRED": (Refused, "a request to serve did not carry the token it requires"),
     "READ_ONLY": (Refused, "a request to serve was not a read (serve answers GET only)"),
+    "HOST_NOT_ALLOWED": (Refused, "a request to serve without a token named a host other than this machine"),
 }
 
 

@@ -116,6 +116,12 @@ def test_the_list_a_report_and_refusals(tmp_path: Path) -> None:
         ):
             status, _, body = fetch(base + url, method=method)
             assert (status, _code(body)) == (expected, code), url
+        port = base.rsplit(":", 1)[1].rstrip("/")
+        for host in (f"localhost:{port}", f"[::1]:{port}", "127.0.0.1"):
+            assert fetch(base + "api/runs", headers={"Host": host})[0] == 200, host
+        for host in (f"evil.example:{port}", "10.0.0.1", f"127.0.0.1.evil.example:{port}"):
+            status, _, body = fetch(base + "api/runs", headers={"Host": host})
+            assert (status, _code(body)) == (403, "HOST_NOT_ALLOWED"), host
 
 
 def test_a_token_is_required_of_every_request(tmp_path: Path) -> None:
