@@ -25,8 +25,8 @@ from plantrail.cli.serve import build_app, is_loopback, list_options
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.vocabulary.errors import PlantrailError
 from tests.conftest import LOGIN_DRAFT, CliResult
-from tests.helpers.stores import postgres_url
-from tests.library.test_runs import DayClock, _database, populate
+from tests.helpers.stores import fresh_database, postgres_url
+from tests.library.test_runs import DayClock, populate
 from tests.projections.browser import launched, require_browser
 
 TOKEN = "0123456789abcdef-serve-token"
@@ -199,7 +199,7 @@ def test_a_folder_list_follows_its_runs_in_the_browser(tmp_path: Path) -> None:
 
 
 def test_a_database_list_follows_its_runs_in_the_browser(tmp_path: Path) -> None:
-    for url in _database(postgres_url()):
+    for url in fresh_database(postgres_url()):
         populate(lambda run, url=url: f"{url}#{run}")
         _live_list(url, lambda run, url=url: f"{url}#{run}", lambda run: run)
 

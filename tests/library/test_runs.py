@@ -16,7 +16,7 @@ from plantrail.ledger.api import Ledger
 from plantrail.ledger.runs import RunRow, list_runs, parse_since
 from plantrail.ledger.vocabulary.errors import PlantrailError
 from tests.conftest import LOGIN_DRAFT, CliResult
-from tests.helpers.stores import postgres_url, unique_run
+from tests.helpers.stores import fresh_database, postgres_url
 
 
 class DayClock:
@@ -55,28 +55,13 @@ def populate(location: Callable[[str], str]) -> None:
         alpha.finish("complete", "all done")
 
 
-def _database(url: str) -> Iterator[str]:
-    psycopg = pytest.importorskip("psycopg")
-    name = unique_run("runs").replace("-", "_")
-    with psycopg.connect(url, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}")
-    parts = url.split("?", 1)
-    yield parts[0].rsplit("/", 1)[0] + f"/{name}" + (f"?{parts[1]}" if len(parts) > 1 else "")
-    from plantrail.ledger.stores import postgres
-
-    postgres._close_pools()
-    postgres._schema_checked.clear()
-    with psycopg.connect(url, autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-
-
 @pytest.fixture(params=["jsonl", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, Callable[[str], str]]]:
     """A runs folder or a fresh database, and how a run in it is named."""
     if request.param == "jsonl":
         yield str(tmp_path), lambda run: str(tmp_path / f"{run}.jsonl")
         return
-    for url in _database(postgres_url()):
+    for url in fresh_database(postgres_url()):
         yield url, _in(url)
 
 
@@ -187,7 +172,7 @@ def test_malformed_filters_have_codes(tmp_path: Path) -> None:
 def test_a_folder_and_a_database_give_the_same_rows(tmp_path: Path) -> None:
     """The same runs in a runs folder and in a database list as the same rows (apart from where they live)."""
     populate(lambda run: str(tmp_path / f"{run}.jsonl"))
-    for url in _database(postgres_url()):
+    for url in fresh_database(postgres_url()):
         populate(_in(url))
         assert _plain(list_runs(url)) == _plain(list_runs(tmp_path))
         assert _plain(list_runs(url, reason="failed_assumption")) == _plain(
@@ -244,7 +229,7 @@ def test_a_stale_or_forged_summary_is_recomputed_from_the_rows() -> None:
     """A database run appended to without a new summary, one whose summary names another seq, and one with no
     summary list what their rows say, and the recomputed summaries are kept for the next listing."""
     psycopg = pytest.importorskip("psycopg")
-    for url in _database(postgres_url()):
+    for url in fresh_database(postgres_url()):
         populate(_in(url))
         with Ledger.open(f"{url}#gamma", cache=False, clock=DayClock(9)) as gamma:
             gamma.start("reproduce")
@@ -286,7 +271,7 @@ def test_an_edited_summary_is_never_listed() -> None:
     psycopg = pytest.importorskip("psycopg")
     from psycopg import sql
 
-    for url in _database(postgres_url()):
+    for url in fresh_database(postgres_url()):
         populate(_in(url))
         truth = _folded(url, psycopg)
         with psycopg.connect(url, autocommit=True) as conn:
@@ -312,7 +297,7 @@ def test_a_summary_of_a_replaced_head_is_not_listed() -> None:
     """A run whose last record was replaced by another at the same seq, its summary left as it was, lists what its
     records say now: a summary counts only at the head (seq and hash) it was computed at."""
     psycopg = pytest.importorskip("psycopg")
-    for url in _database(postgres_url()):
+    for url in fresh_database(postgres_url()):
         populate(_in(url))
         assert _rows(url)["alpha"].outcome == "complete"
         with psycopg.connect(url, autocommit=True) as conn:
@@ -327,7 +312,7 @@ def test_a_writer_never_carries_an_edited_summary_forward() -> None:
     """A writer closing after a run's summary was edited leaves no summary built on the edited one (its replan
     reasons are not in the state: it takes them from the summary only when that checks out)."""
     psycopg = pytest.importorskip("psycopg")
-    for url in _database(postgres_url()):
+    for url in fresh_database(postgres_url()):
         populate(_in(url))
         reasons = _rows(url)["beta"].reasons
         with psycopg.connect(url, autocommit=True) as conn:
@@ -344,7 +329,7 @@ def test_summaries_made_before_their_head_columns_are_folded_and_upgraded_in_pla
     psycopg = pytest.importorskip("psycopg")
     from plantrail.ledger.stores import postgres
 
-    for url in _database(postgres_url()):
+    for url in fresh_database(postgres_url()):
         populate(_in(url))
         truth = _rows(url)
         with psycopg.connect(url, autocommit=True) as conn:
@@ -364,7 +349,7 @@ def test_store_init_upgrades_a_version_1_schema(tmp_path: Path) -> None:
     psycopg = pytest.importorskip("psycopg")
     from plantrail.ledger.stores import postgres
 
-    for url in _database(postgres_url()):
+    for url in fresh_database(postgres_url()):
         populate(_in(url))
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("DROP TABLE plantrail_summaries")

@@ -14,8 +14,7 @@ import pytest
 from plantrail.ledger.api import Ledger
 from plantrail.ledger.run_changes import _inotify, changed_entries, folder_entries, run_changes
 from tests.conftest import LOGIN_DRAFT
-from tests.helpers.stores import postgres_url
-from tests.library.test_runs import _database
+from tests.helpers.stores import fresh_database, postgres_url
 
 
 def test_changed_entries_compares_two_scans(tmp_path: Path) -> None:
@@ -83,7 +82,7 @@ def test_inotify_wakes_the_scan_before_its_poll(tmp_path: Path) -> None:
 
 @pytest.fixture
 def database() -> Iterator[str]:
-    yield from _database(postgres_url())
+    yield from fresh_database(postgres_url())
 
 
 def test_a_database_reports_the_runs_appended_to(database: str) -> None:
