@@ -177,6 +177,8 @@ def build_app(where: str, *, token: str | None = None, poll: float = 0.25) -> An
     store = opened if database else FolderStore(opened.location, remember=True)
     location = str(store.location)
 
+    listing = threading.Lock()
+
     def refused(status: int, exc: PlantrailError) -> JSONResponse:
         body = {"ok": False, "error": {"code": exc.code, "message": exc.message}}
         return JSONResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
@@ -200,7 +202,8 @@ def build_app(where: str, *, token: str | None = None, poll: float = 0.25) -> An
 
         options = list_options(query)
         shown = options["limit"] - 1
-        found = list_runs(store, **options)
+        with listing:  # one listing at a time: a folder's kept rows are not shared between threads
+            found = list_runs(store, **options)
         items = [_item(row, database) for row in found[:shown]]
         return {"ok": True, "store": location, "offset": options["offset"], "more": len(found) > shown, "runs": items}
 

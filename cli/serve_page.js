@@ -38,6 +38,7 @@
     el("label", {}, "replan reason", select("reason", REASONS)),
     el("label", {}, "agent", input("agent", "claude-code, codex, mcp …")),
     el("label", {}, "search goals and titles", input("search", "text")),
+    el("label", {}, "active since (UTC)", input("since", "2026-11-29T21:00")),
     el("label", {class: "check"}, orphans, "late results only"),
     el("label", {}, "sort", select("sort", SORTS)),
   );

@@ -220,8 +220,17 @@ def test_the_agent_filter_in_the_page(tmp_path: Path) -> None:
         assert page.locator("tr[data-run]").count() == 1
         assert page.locator("tr[data-run] td:nth-child(3)").inner_text() == "codex"
         assert "agent=codex" in page.url
+        page.fill('input[name="agent"]', "")
+        page.fill('input[name="since"]', "2026-01-03")
+        page.wait_for_selector('tr[data-run="alpha"]', timeout=5_000)
+        assert page.locator("tr[data-run]").all_inner_texts()[0].startswith("delta")
+        assert page.locator("tr[data-run]").count() == 2  # alpha (Jan 3) and delta (Jan 4)
+        assert errors == []
+        page.fill('input[name="since"]', "yesterday")  # the server's refusal is shown with its code
+        page.wait_for_selector("span.error", timeout=5_000)
+        assert "USAGE" in page.locator("span.error").inner_text()
         page.close()
-    assert errors == []
+    assert all("status of 400" in e for e in errors)  # the browser's own note of the 400, nothing else
 
 
 def test_the_serve_command_listens_and_says_where(tmp_path: Path) -> None:
