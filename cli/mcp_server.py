@@ -263,10 +263,7 @@ def _specs(kit: _Kit) -> list[Spec]:
         return answer
 
     def plan_set(run: str, a: Arguments) -> Answer:
-        from plantrail.ledger.vocabulary.events import Source
-
-        named = Source("plantrail mcp", tool="plan_set", meta={"agent": "mcp"})  # the run's agent (runs --agent)
-        with Ledger.set_plan(kit.log(run), a.pop("steps"), run=run, source=named, **a) as ledger:
+        with Ledger.set_plan(kit.log(run), a.pop("steps"), run=run, **a) as ledger:
             return ledger.acknowledgement()
 
     def plan_extend(run: str, a: Arguments) -> Answer:

@@ -333,12 +333,10 @@ class Ledger:
         expected_seq: int | None = None,
         idempotency_key: str | None = None,
         actor: Actor = "agent",
-        source: Source | None = None,
         clock: Callable[[], str] = utc_now,
     ) -> Ledger:
         """Create the run's plan, or replan it: an agent's one plan call (the MCP server's ``plan_set``). Return
-        the ledger, open; :meth:`acknowledgement` is the call's answer. ``source`` says where a first plan came
-        from (the MCP server names itself: ``meta={"agent": "mcp"}``); a replan's records carry none.
+        the ledger, open; :meth:`acknowledgement` is the call's answer.
 
         When ``path`` holds no run yet, create it (its folder too) with ``goal``, ``steps`` and ``criteria`` (the
         draft's ``acceptance_criteria``) as version 1, and ``max_in_progress`` as the policy's focus limit.
@@ -363,7 +361,6 @@ class Ledger:
                     with_terms({"goal": goal, **draft}, terms),
                     run=run,
                     actor=actor,
-                    source=source,
                     idempotency_key=idempotency_key,
                     clock=clock,
                 )
@@ -376,7 +373,7 @@ class Ledger:
         try:
             if reason is None and idempotency_key is not None:  # a retried first call: the original's ack
                 first = with_terms({"goal": goal, **draft}, terms)
-                ledger.execute(Create(plan=parse_draft(first), actor=actor, source=source, key=idempotency_key))
+                ledger.execute(Create(plan=parse_draft(first), actor=actor, key=idempotency_key))
                 return ledger
             if reason is None or not why:
                 raise error("USAGE", "a replan needs reason (a reason code) and why")
