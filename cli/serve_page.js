@@ -71,7 +71,7 @@
       const outcome = r.outcome || (r.run === null ? "" : "open");
       const link = el("a", {href: "runs/" + encodeURIComponent(r.id), text: r.run || r.id});
       const row = el("tr", {"data-run": r.id, "data-seq": String(r.last_seq)},
-        el("td", {}, link), cell(r.goal || "", "goal"), cell(r.agent || ""),
+        el("td", {}, link), cell(r.goal || "", "goal"), cell(r.agent || "", "agent"),
         el("td", {}, el("span", {class: "pill " + outcome, text: outcome})),
         cell("v" + r.plan_version, "num"), cell((r.last_activity || "").slice(0, 19).replace("T", " "), "when"),
         cell(String(r.replans), "num"), cell(String(r.orphans), "num"), cell(String(r.last_seq), "num"),

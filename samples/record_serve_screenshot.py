@@ -29,8 +29,8 @@ def _runs_folder(folder: Path) -> None:
     from plantrail.ledger.api import Ledger
 
     for log in sorted((ROOT / "samples").glob("*.jsonl")):
-        if log.name.endswith(".plantrail.jsonl") or log.stem in ("claude-session",):
-            continue  # a transcript, or an imported copy named after one
+        if log.stem == "claude-session" or log.name.endswith(".v1.plantrail.jsonl"):
+            continue  # a transcript, and the older format's copy of the run imported from it
         shutil.copyfile(log, folder / log.name)
     repaired = folder / "login-fix-replans.jsonl"
     with repaired.open("ab") as f:
