@@ -5,12 +5,19 @@
 * A database: ``count`` runs, each the recorded run's records re-chained under its own run id and copied in
   in bulk, then listed once (untimed) so that every run's summary is at its head, as writers leave them.
 
-Both are timed as the whole ``plantrail runs`` process a user runs.
+Both are timed as the whole ``plantrail runs`` process a user runs, and as the first page of ``plantrail serve``
+over them: a served process (started once, untimed, left running until the benchmark ends) asked for the list's
+page and its first page of rows, as a browser opening it does.
 """
 
 from __future__ import annotations
 
+import atexit
 import shutil
+import socket
+import subprocess
+import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,7 +32,7 @@ from plantrail.ledger.stores.protocol import PendingRecord
 from plantrail.ledger.vocabulary.codec import GENESIS_PREV
 from plantrail.ledger.vocabulary.events import LogOpened, Record
 
-__all__ = ["database_listing", "fill_database", "fill_folder", "folder_listing"]
+__all__ = ["database_listing", "fill_database", "fill_folder", "first_page", "folder_listing"]
 
 
 def _runs_argv(*args: str) -> list[str]:
@@ -96,3 +103,46 @@ def fill_database(url: str, workdir: Path, count: int, events: int) -> str:
 def database_listing(database: str) -> Probe:
     """`plantrail runs --store URL` as a whole process."""
     return timed(run_process(_runs_argv("--store", database)), collect=False)
+
+
+_SERVERS: dict[str, str] = {}
+
+
+def _served(where: str) -> str:
+    """`plantrail serve WHERE` started on a free loopback port (once per WHERE, stopped when the benchmark
+    exits); its URL once it answers."""
+    if where in _SERVERS:
+        return _SERVERS[where]
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [*_plantrail(), "serve", where, "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    atexit.register(server.terminate)
+    base = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(base, timeout=5) as answer:
+                answer.read()
+            _SERVERS[where] = base
+            return base
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"plantrail serve {where} did not start") from None
+            time.sleep(0.1)
+
+
+def first_page(where: str, *, rows: bool = True) -> Probe:
+    """The list's first page from a running `plantrail serve WHERE`: the page, then its first 50 rows (without
+    ``rows``, the page alone: the baseline of what the rows cost)."""
+    base = _served(where)
+    urls = (base, base + "api/runs") if rows else (base,)
+
+    def load() -> None:
+        for url in urls:
+            with urllib.request.urlopen(url, timeout=60) as answer:
+                answer.read()
+
+    return timed(load, collect=False)

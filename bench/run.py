@@ -464,6 +464,31 @@ def _runs_database(wl: Workload, count: int) -> Probe:
     return database_listing(database)
 
 
+def _serve_folder(rows: bool) -> Side:
+    def side(wl: Workload, count: int) -> Probe:
+        from bench.many_runs import fill_folder, first_page
+
+        return first_page(str(fill_folder(wl.dir, count, Config.status_events)), rows=rows)
+
+    return side
+
+
+def _serve_database(rows: bool) -> Side:
+    def side(wl: Workload, count: int) -> Probe:
+        from bench import postgres
+        from bench.many_runs import fill_database, first_page
+
+        if count not in _FILLED:
+            _FILLED[count] = fill_database(postgres.server_url(wl.dir), wl.dir, count, RUNS_DATABASE_EVENTS)
+        return first_page(_FILLED[count], rows=rows)
+
+    return side
+
+
+#: The databases of many runs filled in this benchmark, by their count of runs.
+_FILLED: dict[int, str] = {}
+
+
 def long_log_size(config: Config) -> Sequence[int]:
     """The long log of the append rows (--long-log)."""
     return (config.long_log,)
@@ -571,6 +596,17 @@ RUNS_ROW = RowSpec(
     runs_folder_size,
     baseline=process_time(_import_argv),
     candidate=_runs_folder,
+    target="<1",
+    per_event=False,
+)
+
+
+SERVE_ROW = RowSpec(
+    "`plantrail serve DIR`, the list's first page (the page and its first 50 rows over HTTP): logs of 1,000 "
+    "events, fresh snapshots (vs the page alone)",
+    runs_folder_size,
+    baseline=_serve_folder(rows=False),
+    candidate=_serve_folder(rows=True),
     target="<1",
     per_event=False,
 )
@@ -702,6 +738,7 @@ ROWS: list[RowSpec] = [
     *_audit_rows(),
     *_timeline_rows(),
     RUNS_ROW,
+    SERVE_ROW,
 ]
 
 
@@ -809,6 +846,15 @@ POSTGRES_ROWS: list[RowSpec] = [
         runs_database_size,
         baseline=process_time(_import_argv),
         candidate=_runs_database,
+        target="<1",
+        per_event=False,
+    ),
+    RowSpec(
+        f"`plantrail serve --store URL`, the list's first page (the page and its first 50 rows over HTTP): runs of "
+        f"{RUNS_DATABASE_EVENTS} events, summaries at their heads (vs the page alone)",
+        runs_database_size,
+        baseline=_serve_database(rows=False),
+        candidate=_serve_database(rows=True),
         target="<1",
         per_event=False,
     ),

@@ -43,6 +43,7 @@ COMMANDS: dict[str, str] = {
     "copy": "plantrail.cli.stores:copy_command",
     "store": "plantrail.cli.stores:store",
     "runs": "plantrail.cli.runs:runs",
+    "serve": "plantrail.cli.serve:serve_command",
     "mcp": "plantrail.cli.mcp_server:mcp_command",
     "acp": "plantrail.cli.acp:acp_command",
     "hook": "plantrail.cli.hooks:hook",

@@ -116,6 +116,13 @@ def graph(log: str, version: int | None, at_seq: int | None, fmt: str, output: s
     _write(renderers[fmt](drawn), output)
 
 
+def verified_report(run: Any) -> dict[str, Any]:
+    """The report's data of ``run`` (a run object) with what verify says of it."""
+    from plantrail.projections.report import report_data
+
+    return report_data(run.records(), verify=_verify(run.location))
+
+
 def _verify(log: str) -> dict[str, Any]:
     """What ``plantrail verify`` says of the log, as the report's header shows it."""
     from plantrail.ledger.verify import verify_log

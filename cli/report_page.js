@@ -31,15 +31,26 @@
   var TRACES = {};  /* seq -> the W3C trace context its command carried (only records that carried one) */
   (D.traces || []).forEach(function (t) { TRACES[t[0]] = str(t[1]) + (str(t[2]) ? " (" + str(t[2]) + ")" : ""); });
   function traceOf(seq) { return seq == null ? "" : TRACES[seq] || ""; }
-  var REASONS = {created: "#18181b", new_constraint: "#2563eb", failed_assumption: "#dc2626",
-    repeated_tool_failure: "#ea580c", no_ready_step: "#ca8a04", retries_exhausted: "#9f1239",
-    coverage_gap: "#0d9488", budget_change: "#4f46e5", user_request: "#7c3aed", agent_revision: "#0891b2"};
+  var REASONS = D.styles.reasons, MARKS = D.styles.marks;  /* projections.report.REASON_COLOURS, MARK_COLOURS */
   function esc(t) {
     return String(t == null ? "" : t).replace(/[&<>"']/g, function (c) {
       return {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c];
     });
   }
   function short(t, n) { t = String(t).split(/\s+/).join(" "); return t.length <= n ? t : t.slice(0, n - 1) + "\u2026"; }
+  function wrapped(t, width, lines) {  /* projections.graph_render.wrapped */
+    var words = String(t).split(/\s+/).filter(function (w) { return w; }), out = [], line = "";
+    while (words.length) {
+      var word = words[0], joined = line ? line + " " + word : word;
+      if (joined.length <= width) { line = joined; words.shift(); continue; }
+      if (!line) { line = word.slice(0, width); words[0] = word.slice(width); }
+      out.push(line); line = "";
+      if (out.length === lines) { break; }
+    }
+    if (line && out.length < lines) { out.push(line); }
+    if (words.length) { out[out.length - 1] = short(out[out.length - 1] + " " + words.join(" "), width); }
+    return out;
+  }
   function when(ts) { return ts ? ts.slice(0, 19).replace("T", " ") : ""; }
   function el(tag, attrs, html) {
     var e = document.createElement(tag);
@@ -169,8 +180,10 @@
         "<title>" + esc(nd.id + ": " + nd.title + " (" + label + ")") + "</title>" +
         "<rect x=\"" + o[0] + "\" y=\"" + o[1] + "\" width=\"" + G.node_w + "\" height=\"" + G.node_h + "\" rx=\"6\"/>" +
         "<text class=\"sid\" x=\"" + (o[0] + 8) + "\" y=\"" + (o[1] + 16) + "\">" + esc(short(nd.id, G.title_chars)) + "</text>" +
-        "<text x=\"" + (o[0] + 8) + "\" y=\"" + (o[1] + 32) + "\">" + esc(short(nd.title, G.title_chars)) + "</text>" +
-        "<text class=\"badge\" x=\"" + (o[0] + 8) + "\" y=\"" + (o[1] + 47) + "\">" + esc(badges(nd).join(" \u00b7 ")) + "</text></g>");
+        "<text x=\"" + (o[0] + 8) + "\" y=\"" + (o[1] + 32) + "\">" + wrapped(nd.title, G.title_chars, G.title_lines).map(function (l, i) {
+          return "<tspan x=\"" + (o[0] + 8) + "\" dy=\"" + (i ? G.line_h : 0) + "\">" + esc(l) + "</tspan>";
+        }).join("") + "</text>" +
+        "<text class=\"badge\" x=\"" + (o[0] + 8) + "\" y=\"" + (o[1] + G.node_h - 7) + "\">" + esc(badges(nd).join(" \u00b7 ")) + "</text></g>");
     });
     out.push("</g></svg>");
     return out.join("");
@@ -214,7 +227,7 @@
         "<br><b>added</b> " + (ch.added.length ? esc(ch.added.join(", ")) : "<span class=\"empty\">none</span>") +
         "<br><b>removed</b>" + list(ch.removed.map(function (c) { return esc(c.step + ": " + why(c)); })) + "</div>" +
         "<div><b>reset</b>" + list(ch.reset.map(function (c) { return esc(c.step + ": " + why(c)); })) +
-        "<b>criteria reset</b>" + list(ch.criteria_reset.map(function (c) { return esc(c.criterion + ": " + (c.cause || "")); })) + "</div></div>");
+        "<b>criteria reset</b>" + list(ch.criteria_reset.map(function (c) { return esc(c.step + ": " + (c.cause || "")); })) + "</div></div>");
     }
     function lateItem(o) {
       return esc("seq " + o.seq + " " + o.type + " " + o.step + " attempt " + o.attempt + " (" + o.why +
@@ -235,17 +248,51 @@
   setTimeout(drawRest, 0);  /* the header, the strip and one graph paint first */
 
   function drawRest() {
-  /* timeline */
+  /* timeline: a time axis, a lane per step (its title, wrapped), each attempt a bar with its duration, replans
+     as lines in their reason's colour, and marks for repairs, abandons, lease expiries and approvals */
   var T = D.timeline, tl = section("Timeline", "timeline");
   var laneIds = T.lanes.map(function (i) { return S[i]; });
+  var titleOf = {};
+  D.versions.forEach(function (ver) { nodesOf(ver).forEach(function (nd) { titleOf[nd.id] = nd.title; }); });
   var options = laneIds.slice().sort().map(function (id) { return "<option>" + esc(id) + "</option>"; }).join("");
+  var markNames = {repair: "repair (a crash's torn tail cut off)", abandon: "abandoned", lease_expired: "lease expired",
+    approval_requested: "approval asked", approval_granted: "approval granted", approval_denied: "approval denied"};
   tl.innerHTML = "<div class=\"filters\"><label><input type=\"checkbox\" id=\"filter-failed\"> failed only</label>" +
     "<label><input type=\"checkbox\" id=\"filter-superseded\"> superseded only</label>" +
     "<label>step <select id=\"filter-step\"><option value=\"\">all steps</option>" + options + "</select></label>" +
-    "<span class=\"meta\" id=\"lane-count\"></span></div><div id=\"lanes\"></div><div id=\"tip\"></div>";
+    "<span class=\"meta\" id=\"lane-count\"></span></div><div class=\"legend\" id=\"mark-legend\">" +
+    Object.keys(MARKS).map(function (k) {
+      return "<span><i class=\"mk\" style=\"background:" + MARKS[k] + ";border-color:" + MARKS[k] + "\"></i>" + esc(markNames[k] || k) + "</span>";
+    }).join("") + "</div><div id=\"lanes\"></div><div id=\"tip\"></div>";
   var lanesBox = document.getElementById("lanes");
-  var W = Math.max(600, (lanesBox.clientWidth || 1200) - 190), end = Math.max(T.end, 1);
+  var LABEL = 220, W = Math.max(600, (lanesBox.clientWidth || 1200) - LABEL - 30), end = Math.max(T.end, 1);
   function X(ms) { return ms / end * W; }
+  function span(ms) {  /* a duration in words: 850 ms, 4.2 s, 3 min 5 s, 2 h 10 min, 3 d 4 h */
+    if (ms < 1000) { return Math.round(ms) + " ms"; }
+    var s = ms / 1000;
+    if (s < 60) { return (s < 10 ? s.toFixed(1) : Math.round(s)) + " s"; }
+    var m = Math.floor(s / 60);
+    if (m < 60) { return m + " min" + (Math.round(s % 60) ? " " + Math.round(s % 60) + " s" : ""); }
+    var h = Math.floor(m / 60);
+    if (h < 24) { return h + " h" + (m % 60 ? " " + (m % 60) + " min" : ""); }
+    return Math.floor(h / 24) + " d" + (h % 24 ? " " + (h % 24) + " h" : "");
+  }
+  function ticks() {  /* round steps, about one per 110 pixels */
+    var want = end / Math.max(2, Math.floor(W / 110)), steps = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4,
+      15e3, 3e4, 6e4, 12e4, 3e5, 6e5, 9e5, 18e5, 36e5, 72e5, 108e5, 216e5, 432e5, 864e5, 1728e5, 6048e5];
+    var step = steps[steps.length - 1];
+    for (var i = 0; i < steps.length; i++) { if (steps[i] >= want) { step = steps[i]; break; } }
+    var out = [];
+    for (var t = 0; t <= end + 1e-9; t += step) { out.push(t); }
+    return out;
+  }
+  var axis = "<div class=\"axis-row\"><span class=\"label\">" + esc(when(T.t0)) + " UTC</span><svg id=\"axis\" width=\"" + W +
+    "\" height=\"24\">" + ticks().map(function (t) {
+      var x = X(t);
+      return "<line class=\"tick\" x1=\"" + x.toFixed(1) + "\" x2=\"" + x.toFixed(1) + "\" y1=\"16\" y2=\"24\"/><text class=\"tick-label\" x=\"" +
+        Math.min(x, W - 2).toFixed(1) + "\" y=\"12\" text-anchor=\"" + (x < 1 ? "start" : x > W - 30 ? "end" : "middle") + "\">" +
+        (t === 0 ? "0" : "+" + span(t)) + "</text>";
+    }).join("") + "</svg></div>";
   var perLane = laneIds.map(function () { return {bars: [], failed: false, superseded: false}; });
   var startMs = 0, version = 0, traced = {};
   (T.at || []).forEach(function (r) { traced[r[0]] = r; });
@@ -258,41 +305,64 @@
     var a = T.a.slice(k, k + 6);
     startMs += a[1]; version += a[5];
     var o = S[a[3]], lane = perLane[a[0]];
-    var x = X(startMs), w = Math.max(X(a[2] < 0 ? T.end : startMs + a[2]) - x, 1.5);
+    var dur = a[2] < 0 ? T.end - startMs : a[2];
+    var x = X(startMs), w = Math.max(X(startMs + dur) - x, 1.5);
+    var label = (a[4] > 1 ? "#" + a[4] + " " : "") + span(dur) + (a[2] < 0 ? "\u2026" : "");
     if (o === "failed" || o === "blocked") { lane.failed = true; }
     if (o === "superseded") { lane.superseded = true; }
-    lane.bars.push("<rect class=\"bar\" x=\"" + x.toFixed(1) + "\" y=\"2\" width=\"" + w.toFixed(1) + "\" height=\"12\" data-outcome=\"" + o +
-      "\" data-attempt=\"" + a[4] + "\" data-version=\"" + version + "\"" + traceAttributes(traced[k / 6]) + "/>" +
-      (a[4] > 1 && w >= 10 ? "<text class=\"retry\" x=\"" + (x + 2).toFixed(1) + "\" y=\"11\">" + a[4] + "</text>" : ""));
+    lane.bars.push("<rect class=\"bar\" x=\"" + x.toFixed(1) + "\" y=\"3\" width=\"" + w.toFixed(1) + "\" height=\"14\" data-outcome=\"" + o +
+      "\" data-attempt=\"" + a[4] + "\" data-version=\"" + version + "\" data-duration=\"" + esc(span(dur)) + "\" data-running=\"" + (a[2] < 0) + "\"" +
+      traceAttributes(traced[k / 6]) + "/>" +
+      (w >= label.length * 6 + 6 ? "<text class=\"dur\" x=\"" + (x + 3).toFixed(1) + "\" y=\"14\">" + esc(label) + "</text>" : ""));
   }
   T.late.forEach(function (m) {
     var lane = perLane[m[0]];
     lane.superseded = true;
-    lane.bars.push("<circle class=\"late\" cx=\"" + X(m[1]).toFixed(1) + "\" cy=\"8\" r=\"4\" data-seq=\"" + m[5] +
+    lane.bars.push("<circle class=\"late\" cx=\"" + X(m[1]).toFixed(1) + "\" cy=\"10\" r=\"4\" data-seq=\"" + m[5] +
       "\" data-version=\"" + m[3] + "\" data-type=\"" + esc(S[m[2]]) + "\"" +
       (traceOf(m[5]) ? " data-trace=\"" + esc(traceOf(m[5])) + "\"" : "") + "/>");
   });
-  lanesBox.innerHTML = perLane.map(function (lane, i) {
-    return "<div class=\"lane\" data-step-id=\"" + esc(laneIds[i]) + "\" data-failed=\"" + lane.failed + "\" data-superseded=\"" +
-      lane.superseded + "\"><span class=\"label\" title=\"" + esc(laneIds[i]) + "\">" + esc(laneIds[i]) + "</span><svg width=\"" +
-      W + "\" height=\"16\">" + lane.bars.join("") + "</svg></div>";
+  var across = [];
+  T.marks.forEach(function (m) {  /* [ms, kind, lane or -1, seq, text] */
+    var kind = S[m[1]], x = X(m[0]).toFixed(1), colour = MARKS[kind] || "#52525b";
+    var attrs = " data-kind=\"" + esc(kind) + "\" data-seq=\"" + m[3] + "\" data-text=\"" + esc(S[m[4]]) + "\"";
+    if (m[2] < 0) {
+      across.push("<line class=\"mark-line\"" + attrs + " x1=\"" + x + "\" x2=\"" + x + "\" y1=\"0\" y2=\"100%\" stroke=\"" + colour + "\"/>");
+      return;
+    }
+    var shape = kind === "abandon" ? "<path class=\"tmark\"" + attrs + " d=\"M" + (x - 4) + ",6 l8,8 m0,-8 l-8,8\" stroke=\"" + colour + "\"/>"
+      : kind === "lease_expired" ? "<path class=\"tmark\"" + attrs + " d=\"M" + (x - 5) + ",4 h10 l-10,12 h10 z\" fill=\"" + colour + "\"/>"
+      : "<path class=\"tmark\"" + attrs + " d=\"M" + x + ",3 l6,7 l-6,7 l-6,-7 z\" fill=\"" + colour + "\"/>";
+    perLane[m[2]].bars.push(shape);
+  });
+  lanesBox.innerHTML = axis + perLane.map(function (lane, i) {
+    var id = laneIds[i], title = titleOf[id];
+    return "<div class=\"lane\" data-step-id=\"" + esc(id) + "\" data-failed=\"" + lane.failed + "\" data-superseded=\"" +
+      lane.superseded + "\"><span class=\"label\" title=\"" + esc(id) + "\">" + esc(title || id) + "</span><svg width=\"" +
+      W + "\" height=\"20\">" + lane.bars.join("") + "</svg></div>";
   }).join("") + "<svg id=\"replans\" width=\"" + W + "\" height=\"100%\">" + T.replans.map(function (r) {
-    var x = X(r[0]).toFixed(1);
-    return "<line class=\"replan\" data-version=\"" + r[1] + "\" x1=\"" + x + "\" x2=\"" + x + "\" y1=\"0\" y2=\"100%\"/>";
-  }).join("") + "</svg>";
+    var x = X(r[0]).toFixed(1), reason = str(r[3]) || "created";
+    return "<line class=\"replan\" data-version=\"" + r[1] + "\" data-reason=\"" + esc(reason) + "\" stroke=\"" + (REASONS[reason] || "#52525b") +
+      "\" x1=\"" + x + "\" x2=\"" + x + "\" y1=\"0\" y2=\"100%\"/>";
+  }).join("") + across.join("") + "</svg>";
   var replansSvg = document.getElementById("replans");
   function fitReplans() { replansSvg.setAttribute("height", String(lanesBox.scrollHeight)); }
   var tip = document.getElementById("tip");
   lanesBox.addEventListener("mousemove", function (ev) {
     var t = ev.target, lane = t.closest ? t.closest(".lane") : null;
-    if (!lane || (t.tagName !== "rect" && t.tagName !== "circle")) { tip.style.display = "none"; return; }
-    var id = lane.getAttribute("data-step-id");
-    tip.textContent = t.tagName === "rect" ? id + " attempt " + t.getAttribute("data-attempt") + " in v" + t.getAttribute("data-version") +
-      ": " + t.getAttribute("data-outcome") : id + ": late " + t.getAttribute("data-type") + " stamped v" + t.getAttribute("data-version") +
-      " (seq " + t.getAttribute("data-seq") + ")";
-    var started = t.getAttribute("data-trace"), ended = t.getAttribute("data-result-trace");
-    if (started) { tip.textContent += " \u00b7 trace " + started; }
-    if (ended && ended !== started) { tip.textContent += " \u00b7 result's trace " + ended; }
+    var kind = t.getAttribute ? t.getAttribute("data-kind") : null;
+    if (kind) {
+      tip.textContent = (markNames[kind] || kind) + " (seq " + t.getAttribute("data-seq") + "): " + t.getAttribute("data-text");
+    } else if (!lane || (t.tagName !== "rect" && t.tagName !== "circle")) { tip.style.display = "none"; return; }
+    else {
+      var id = lane.getAttribute("data-step-id");
+      tip.textContent = t.tagName === "rect" ? id + " attempt " + t.getAttribute("data-attempt") + " in v" + t.getAttribute("data-version") +
+        ": " + t.getAttribute("data-outcome") + ", " + t.getAttribute("data-duration") + (t.getAttribute("data-running") === "true" ? " so far" : "")
+        : id + ": late " + t.getAttribute("data-type") + " stamped v" + t.getAttribute("data-version") + " (seq " + t.getAttribute("data-seq") + ")";
+      var started = t.getAttribute("data-trace"), ended = t.getAttribute("data-result-trace");
+      if (started) { tip.textContent += " \u00b7 trace " + started; }
+      if (ended && ended !== started) { tip.textContent += " \u00b7 result's trace " + ended; }
+    }
     tip.style.left = ev.clientX + 12 + "px"; tip.style.top = ev.clientY + 12 + "px"; tip.style.display = "block";
   });
 
@@ -336,7 +406,7 @@
     var failed = document.getElementById("filter-failed").checked;
     var sup = document.getElementById("filter-superseded").checked;
     var step = document.getElementById("filter-step").value;
-    var lanes = lanesBox.children, shown = 0;
+    var lanes = lanesBox.querySelectorAll(".lane[data-step-id]"), shown = 0;
     for (var i = 0; i < perLane.length; i++) {
       var lane = perLane[i];
       var hide = (failed && !lane.failed) || (sup && !lane.superseded) || (step && laneIds[i] !== step);

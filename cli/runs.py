@@ -31,6 +31,8 @@ __all__ = ["runs"]
     "--reason", type=click.Choice(REASON_CODES), metavar="CODE", help="Only runs with a replan for this reason code."
 )
 @click.option("--has-orphans", is_flag=True, help="Only runs holding a late result.")
+@click.option("--agent", metavar="NAME", help="Only runs this agent recorded (claude-code, codex, mcp, acp:NAME ...).")
+@click.option("--search", metavar="TEXT", help="Only runs whose goal or a step title holds TEXT (any case).")
 @click.option(
     "--sort", type=click.Choice(SORTS), default="last_activity", show_default=True, help="Newest, or most, first."
 )
@@ -45,6 +47,8 @@ def runs(
     until: str | None,
     reason: str | None,
     has_orphans: bool,
+    agent: str | None,
+    search: str | None,
     sort: str,
     limit: int | None,
     as_json: bool,
@@ -58,13 +62,15 @@ def runs(
 
     \b
     JSON: [{"run", "goal", "outcome", "plan_version", "last_activity", "replans", "orphans", "last_seq",
-      "location", "reasons", "damage"}] ("outcome" null while open; "reasons" the count of replans per reason
-      code; "damage" null or the code that cut the read short)
+      "location", "reasons", "damage", "agent"}] ("outcome" null while open; "reasons" the count of replans
+      per reason code; "damage" null or the code that cut the read short; "agent" the agent that recorded the
+      run, read with --agent or --search, else null)
 
     \b
     Example:
       plantrail runs
       plantrail runs .plantrail/runs --outcome open --has-orphans
+      plantrail runs --agent claude-code --search login
       plantrail runs --store postgresql://localhost/plantrail --reason failed_assumption --json
     """
     from plantrail.ledger.runs import list_runs, parse_when
@@ -83,6 +89,8 @@ def runs(
         until=end,
         reason=reason,
         has_orphans=has_orphans,
+        agent=agent,
+        search=search,
         sort=sort,
         limit=limit,
         reasons=as_json,  # the table shows no reasons: a folder's rows need not read them

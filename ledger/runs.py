@@ -18,14 +18,18 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from plantrail.ledger.stores.opener import open_store
 from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.events import REASON_CODES
-from plantrail.projections.runs import RunRow, summarise
+from plantrail.projections.runs import RunRow, agent_of, matches, summarise
 
-__all__ = ["OUTCOMES", "SORTS", "RunRow", "list_runs", "parse_since", "parse_when", "summarise"]
+if TYPE_CHECKING:
+    from plantrail.ledger.stores.jsonl.run import FolderStore
+    from plantrail.ledger.stores.postgres_run import DatabaseStore
+
+__all__ = ["OUTCOMES", "SORTS", "RunRow", "list_runs", "parse_since", "parse_when", "summarise", "with_details"]
 
 #: The outcomes a row can have; ``open`` is a run that has not finished.
 OUTCOMES: Final = ("open", "complete", "paused", "failed", "cancelled")
@@ -92,6 +96,29 @@ def _keep(
     return keeps
 
 
+def with_details(row: RunRow, *, titles: bool = True) -> RunRow:
+    """``row`` with its details read from its run: the agent that recorded it (its first plan event's source,
+    :func:`~plantrail.projections.runs.agent_of`) and, with ``titles``, its active plan's step titles (they need
+    the run's current state). A run that cannot be read keeps its row without them (its ``damage`` or the
+    listing says why)."""
+    from plantrail.ledger.stores.opener import as_run
+    from plantrail.ledger.vocabulary.errors import PlantrailError
+
+    if row.run is None:
+        return row
+    try:
+        with as_run(row.location) as run:
+            agent = None
+            for record in run.records(upto=min(row.last_seq, 64)):
+                if record.type.startswith("plan."):
+                    agent = agent_of(record.source)
+                    break
+            plan = run.current(stop_at_damage=True).state.plan if titles else None
+    except PlantrailError:
+        return row
+    return row._replace(agent=agent, titles=() if plan is None else tuple(step.title for step in plan.steps))
+
+
 def _ordered(rows: Iterable[RunRow], sort: str) -> list[RunRow]:
     by_id = sorted(rows, key=lambda r: (r.run or "", r.location))
     if sort == "run":
@@ -102,25 +129,32 @@ def _ordered(rows: Iterable[RunRow], sort: str) -> list[RunRow]:
 
 
 def list_runs(
-    where: str | os.PathLike[str] | None = None,
+    where: str | os.PathLike[str] | FolderStore | DatabaseStore | None = None,
     *,
     outcome: str | None = None,
     since: str | None = None,
     until: str | None = None,
     reason: str | None = None,
     has_orphans: bool = False,
+    agent: str | None = None,
+    search: str | None = None,
     sort: str = "last_activity",
     limit: int | None = None,
+    offset: int = 0,
     reasons: bool = True,
+    details: bool = False,
 ) -> list[RunRow]:
     """The runs of a runs folder (default: :func:`plantrail.ledger.stores.locations.runs_folder`) or a database
-    (``postgresql://…/db``), one row each, those the filters keep, sorted (newest activity first by default)
-    and cut to ``limit``.
+    (``postgresql://…/db``), or of a store already open, one row each, those the filters keep, sorted (newest
+    activity first by default) and cut to ``limit``.
 
     ``outcome`` is one of :data:`OUTCOMES`, ``since`` a moment (see :func:`parse_when`): rows whose last
     record is at least that recent; ``until`` one too: rows whose last record is before it; ``reason`` a replan
-    reason code the run's replans include;
-    ``has_orphans`` keeps runs holding a late result. Every row listed has its replan reasons (a folder's
+    reason code the run's replans include; ``has_orphans`` keeps runs holding a late result; ``agent`` the runs
+    that dialect recorded (``claude-code``, ``codex``, ``mcp``, ``acp:<agent>`` …, see
+    :func:`~plantrail.projections.runs.agent_of`); ``search`` the runs whose goal or one of whose step titles
+    holds that text (case-insensitive). ``offset`` skips that many rows before the limit (a page of a listing).
+    Every row listed has its replan reasons (a folder's
     rows read them after the limit, unless the ``reason`` filter needed them first); ``reasons=False`` spares
     a folder's rows that read when the caller shows no reasons (their ``reasons`` are then empty unless a
     ``reason`` filter read them). USAGE names a filter that is malformed.
@@ -133,13 +167,28 @@ def list_runs(
         raise error("USAGE", f"sort key {sort!r} is not one of {', '.join(SORTS)}")
     if limit is not None and limit < 1:
         raise error("USAGE", f"a limit of {limit} rows: it must be at least 1")
+    if offset < 0:
+        raise error("USAGE", f"an offset of {offset} rows: it must be at least 0")
+    if agent is not None and not agent.strip():
+        raise error("USAGE", "an agent filter must name an agent (claude-code, codex, mcp, acp:NAME ...)")
+    if search is not None and not search.strip():
+        raise error("USAGE", "a search must hold some text")
     cutoff = None if since is None else parse_when(since, option="since")
     end = None if until is None else parse_when(until, option="until")
-    store = open_store(where)
+    store = open_store(where) if where is None or isinstance(where, str | os.PathLike) else where
     rows = store.summaries(reasons=reason is not None)
     kept = [row for row in rows if _keep(outcome, cutoff, end, reason, has_orphans)(row)]
     ordered = _ordered(kept, sort)
-    listed = ordered if limit is None else ordered[:limit]
+    detailed = agent is not None or search is not None
+    if detailed:  # the details are read only for the rows the cheap filters kept
+        ordered = [
+            row
+            for row in map(with_details, ordered)
+            if (agent is None or row.agent == agent) and (search is None or matches(row, search.strip()))
+        ]
+    listed = ordered[offset:] if limit is None else ordered[offset : offset + limit]
+    if details and not detailed:
+        listed = [with_details(row, titles=False) for row in listed]
     if reasons and reason is None:
         listed = [store.with_reasons(row) for row in listed]  # read for the rows listed only, after the limit
     return listed

@@ -79,14 +79,18 @@ _UNKNOWN_EDGE: Final = EdgeStyle("other", "#a21caf", "2 2")
 
 
 class Geometry(NamedTuple):
-    """Sizes in SVG pixels: node box, gaps, margin and the title's visible length in characters."""
+    """Sizes in SVG pixels: node box, gaps, margin, and the title's lines: how many, how many characters each."""
 
     node_w: int = 200
-    node_h: int = 54
+    node_h: int = 68
     col_gap: int = 56
-    row_h: int = 70
+    row_h: int = 84
     margin: int = 16
     title_chars: int = 30
+    #: A title wraps over this many lines of ``title_chars`` (the last cut with … only past them).
+    title_lines: int = 2
+    #: Pixels from one title line to the next.
+    line_h: int = 14
 
 
 GEOMETRY: Final = Geometry()
@@ -131,6 +135,32 @@ def _short(text: str, width: int) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
+def wrapped(text: str, width: int, lines: int) -> list[str]:
+    """``text`` wrapped at spaces into at most ``lines`` lines of at most ``width`` characters (a longer word is
+    split); what does not fit ends the last line with …. The report's script wraps the same way."""
+    words = text.split()
+    out: list[str] = []
+    line = ""
+    while words:
+        word = words[0]
+        joined = f"{line} {word}" if line else word
+        if len(joined) <= width:
+            line = joined
+            words.pop(0)
+            continue
+        if not line:  # a word longer than a line: split it
+            line, words[0] = word[:width], word[width:]
+        out.append(line)
+        line = ""
+        if len(out) == lines:
+            break
+    if line and len(out) < lines:
+        out.append(line)
+    if words:  # more than fits: the last line ends with …
+        out[-1] = _short(out[-1] + " " + " ".join(words), width)
+    return out
+
+
 def node_badges(node: GraphNode) -> list[str]:
     """The marks shown under a node's title: attempt, ready, reset by lineage, late results."""
     limit = "" if node.max_attempts is None else f"/{node.max_attempts}"
@@ -172,6 +202,10 @@ def _svg_node(node: GraphNode, version: int, g: Geometry) -> str:
     dash = f' stroke-dasharray="{style.dash}"' if style.dash else ""
     badges = " · ".join(node_badges(node))
     extra = f' data-invalidated-by="{_x(node.invalidated_by)}"' if node.invalidated_by else ""
+    title = "".join(
+        f'<tspan x="{x + 8}" dy="{0 if i == 0 else g.line_h}">{_x(line)}</tspan>'
+        for i, line in enumerate(wrapped(node.title, g.title_chars, g.title_lines))
+    )
     return (
         f'<g id="{_x(node_id(node.id))}" class="{_classes(node)}" data-step-id="{_x(node.id)}" '
         f'data-status="{_x(node.status)}" data-version="{version}" data-ready="{str(node.ready).lower()}" '
@@ -181,8 +215,8 @@ def _svg_node(node: GraphNode, version: int, g: Geometry) -> str:
         f'stroke="{stroke}" stroke-width="{width}"{dash}/>'
         f'<text x="{x + 8}" y="{y + 16}" fill="{style.text}" font-weight="bold">{_x(_short(node.id, g.title_chars))}'
         f"</text>"
-        f'<text x="{x + 8}" y="{y + 32}" fill="{style.text}">{_x(_short(node.title, g.title_chars))}</text>'
-        f'<text x="{x + 8}" y="{y + 47}" fill="{style.text}" font-size="10">{_x(badges)}</text></g>'
+        f'<text x="{x + 8}" y="{y + 32}" fill="{style.text}">{title}</text>'
+        f'<text x="{x + 8}" y="{y + g.node_h - 7}" fill="{style.text}" font-size="10">{_x(badges)}</text></g>'
     )
 
 

@@ -30,7 +30,7 @@ from plantrail.projections.timeline import Collector, Timeline
 if TYPE_CHECKING:
     from plantrail.ledger.vocabulary.events import Record
 
-__all__ = ["CHANGE_FIELDS", "VERSION_FIELDS", "report_data"]
+__all__ = ["CHANGE_FIELDS", "MARK_COLOURS", "REASON_COLOURS", "VERSION_FIELDS", "report_data"]
 
 _FLAG_READY: Final = 1
 _FLAG_CRITICAL: Final = 2
@@ -181,7 +181,7 @@ def _timeline_rows(line: Timeline, s: _Strings) -> dict[str, Any]:
     previous attempt's version); ``late`` [lane, ms, type, plan_version, attempt, seq]; ``replans`` [ms,
     version, seq]."""
     if line.first_ts is None:
-        return {"t0": None, "end": 0, "lanes": [], "a": [], "late": [], "replans": []}
+        return {"t0": None, "end": 0, "lanes": [], "a": [], "late": [], "replans": [], "marks": []}
     origin = datetime.fromisoformat(line.first_ts)
 
     def ms(ts: str) -> int:
@@ -201,12 +201,41 @@ def _timeline_rows(line: Timeline, s: _Strings) -> dict[str, Any]:
         "lanes": [s(step) for step in line.lanes],
         "a": flat,
         "late": [[lane[m.step], ms(m.ts), s(m.type), m.plan_version, m.attempt, m.seq] for m in line.late],
-        "replans": [[ms(r.ts), r.version, r.seq] for r in line.replans],
+        "replans": [[ms(r.ts), r.version, r.seq, s(r.reason or None)] for r in line.replans],
+        "marks": [[ms(m.ts), s(m.kind), -1 if m.step is None else lane[m.step], m.seq, s(m.text)] for m in line.marks],
     }
+
+
+#: The colour of each way a plan version came to be (its replan's reason code; ``created`` for version 1), on the
+#: version strip and the timeline's replan lines: each at least 3:1 against the page's white (WCAG 2's contrast
+#: for graphics) and far from every other (tests/projections/test_report_colours.py measures both).
+REASON_COLOURS: Final = {
+    "created": "#18181b",
+    "new_constraint": "#1d4ed8",
+    "failed_assumption": "#dc2626",
+    "repeated_tool_failure": "#db2777",
+    "no_ready_step": "#a16207",
+    "retries_exhausted": "#831843",
+    "coverage_gap": "#0f766e",
+    "budget_change": "#4d7c0f",
+    "user_request": "#7c3aed",
+    "agent_revision": "#0369a1",
+}
+#: The colour of each kind of timeline mark (:data:`~plantrail.projections.timeline.MARK_KINDS`).
+MARK_COLOURS: Final = {
+    "repair": "#b91c1c",
+    "abandon": "#52525b",
+    "lease_expired": "#b45309",
+    "approval_requested": "#6d28d9",
+    "approval_granted": "#15803d",
+    "approval_denied": "#be123c",
+}
 
 
 def _styles() -> dict[str, Any]:
     return {
+        "reasons": dict(REASON_COLOURS),
+        "marks": dict(MARK_COLOURS),
         "nodes": {k: v._asdict() for k, v in NODE_STYLES.items()} | {"": UNKNOWN_STYLE._asdict()},
         "edges": {k: v._asdict() for k, v in EDGE_STYLES.items()},
         "geometry": GEOMETRY._asdict(),

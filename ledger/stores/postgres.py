@@ -931,6 +931,19 @@ def follow(
             _wait(listener, poll_s, location)
 
 
+def global_head(url: str) -> GlobalPosition | None:
+    """Where a follower across runs stands once it has read every row committed now (None: no row yet): the
+    highest ``(tx, gpos)`` below the snapshot's xmin, so :func:`follow` after it reads only what commits later."""
+    location = parse_location(url)
+    query = (
+        "SELECT tx::text::bigint, gpos FROM plantrail_records WHERE tx < pg_snapshot_xmin(pg_current_snapshot()) "
+        "ORDER BY tx DESC, gpos DESC LIMIT 1"
+    )
+    with _connection(location) as conn, _faults(location):
+        row = conn.execute(query).fetchone()
+    return None if row is None else GlobalPosition(int(row[0]), int(row[1]))
+
+
 @contextlib.contextmanager
 def _listening(location: Location) -> Iterator[Connection[Any] | None]:
     """A connection that LISTENs on the records' channel (None with ``notify=off``: the caller polls), closed

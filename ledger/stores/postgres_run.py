@@ -260,6 +260,12 @@ class DatabaseStore:
 
         return follow(self.location, after=after, poll_s=poll_seconds(poll), stop=stop)
 
+    def head_position(self) -> GlobalPosition | None:
+        """The position after every record committed now (None: the database holds none), for :meth:`follow`."""
+        from plantrail.ledger.stores.postgres import global_head
+
+        return global_head(self.location)
+
     def run(self, run_id: str) -> DatabaseRun:
         """Run ``run_id`` of the database; INVALID_ID when it is no run id."""
         from plantrail.ledger.stores.targets import run_in_store

@@ -421,6 +421,12 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
         "a hook payload is not JSON, names no session, or is an event or tool the hook does not take",
     ),
     "SETTINGS_INVALID": (Refused, "an agent's settings file cannot be parsed, so install leaves it alone"),
+    # the web view (plantrail serve)
+    "NON_LOOPBACK_BIND": (UsageError, "serve was asked to listen beyond loopback without a token file"),
+    "TOKEN_FILE_INVALID": (UsageError, "serve's token file cannot be read, or holds no token of 16 characters or more"),
+    "TOKEN_REQUIRED": (Refused, "a request to serve did not carry the token it requires"),
+    "READ_ONLY": (Refused, "a request to serve was not a read (serve answers GET only)"),
+    "HOST_NOT_ALLOWED": (Refused, "a request to serve without a token named a host other than this machine"),
 }
 
 

@@ -188,6 +188,7 @@ def test_no_human_output_carries_a_raw_control_character_from_data(
         ("copy", [log, tmp_path / "copied \x1b[2J.jsonl"]),
         ("report", [log, "-o", tmp_path / "report \x1b[2J.html"]),
         ("runs", [log.parent]),  # the hostile log's goal and the folder's hostile file names
+        ("serve", [log.parent, "--host", "0.0.0.0", "--token-file", tmp_path / "token \x1b[2J"]),  # refused first
         ("status", [tmp_path / "missing \x1b]0;x\x07.jsonl"]),  # an error naming a hostile path
         ("start", [log, "c"]),  # a refusal naming hostile state
         ("hook", ["errors", "--dir", _hostile_hook_errors(tmp_path)]),

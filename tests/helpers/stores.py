@@ -14,6 +14,7 @@ import shutil
 import tempfile
 import uuid
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -95,3 +96,20 @@ class PostgresTarget:
 def unique_run(prefix: str = "run") -> str:
     """A run id no other test uses (the test database is shared by the whole session)."""
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def fresh_database(url: str) -> Iterator[str]:
+    """A database of its own on the test server at ``url`` (for tests that list every run of a database), dropped
+    afterwards; use it as a generator fixture body (``yield from fresh_database(postgres_url())``)."""
+    psycopg = pytest.importorskip("psycopg")
+    name = unique_run("runs").replace("-", "_")
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    parts = url.split("?", 1)
+    yield parts[0].rsplit("/", 1)[0] + f"/{name}" + (f"?{parts[1]}" if len(parts) > 1 else "")
+    from plantrail.ledger.stores import postgres
+
+    postgres._close_pools()
+    postgres._schema_checked.clear()
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

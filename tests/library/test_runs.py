@@ -16,7 +16,7 @@ from plantrail.ledger.api import Ledger
 from plantrail.ledger.runs import RunRow, list_runs, parse_since, parse_when
 from plantrail.ledger.vocabulary.errors import PlantrailError
 from tests.conftest import LOGIN_DRAFT, CliResult
-from tests.helpers.stores import postgres_url, unique_run
+from tests.helpers.stores import fresh_database, postgres_url
 
 
 class DayClock:
@@ -55,28 +55,13 @@ def populate(location: Callable[[str], str]) -> None:
         alpha.finish("complete", "all done")
 
 
-def _database(url: str) -> Iterator[str]:
-    psycopg = pytest.importorskip("psycopg")
-    name = unique_run("runs").replace("-", "_")
-    with psycopg.connect(url, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}")
-    parts = url.split("?", 1)
-    yield parts[0].rsplit("/", 1)[0] + f"/{name}" + (f"?{parts[1]}" if len(parts) > 1 else "")
-    from plantrail.ledger.stores import postgres
-
-    postgres._close_pools()
-    postgres._schema_checked.clear()
-    with psycopg.connect(url, autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-
-
 @pytest.fixture(params=["jsonl", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, Callable[[str], str]]]:
     """A runs folder or a fresh database, and how a run in it is named."""
     if request.param == "jsonl":
         yield str(tmp_path), lambda run: str(tmp_path / f"{run}.jsonl")
         return
-    for url in _database(postgres_url()):
+    for url in fresh_database(postgres_url()):
         yield url, _in(url)
 
 
@@ -130,6 +115,38 @@ def test_filters_sorting_and_limit(store: tuple[str, Callable[[str], str]]) -> N
     assert ids(sort="plan_version", limit=2) == ["beta", "alpha"]
 
 
+def test_agent_and_search_filters(store: tuple[str, Callable[[str], str]]) -> None:
+    """--agent keeps the runs whose first plan event names that agent (its source's meta, adapter or plan tool);
+    --search the runs whose goal or a step title holds the text, in any case; both page with an offset."""
+    from plantrail.ledger.vocabulary.events import Source
+
+    where, location = store
+    populate(location)
+    draft = copy.deepcopy(LOGIN_DRAFT) | {"goal": "Ship the release notes"}
+    draft["steps"][0]["title"] = "Collect the MERGED pull requests"
+    with Ledger.create(location("delta"), draft, source=Source("session.jsonl", tool="TodoWrite"), clock=DayClock(4)):
+        pass
+    acp = Source("acp", meta={"agent": "acp:gemini"})
+    with Ledger.create(location("omega"), copy.deepcopy(LOGIN_DRAFT), source=acp, clock=DayClock(5)):
+        pass
+
+    def ids(**options: Any) -> list[str | None]:
+        return [r.run for r in list_runs(where, **options)]
+
+    assert ids(agent="claude-code") == ["delta"]
+    assert ids(agent="acp:gemini") == ["omega"]
+    assert ids(agent="codex") == []
+    assert ids(search="release NOTES") == ["delta"]
+    assert ids(search="merged pull") == ["delta"]  # a step title only
+    assert ids(search="login", sort="run") == ["alpha", "beta", "gamma", "omega"]
+    assert ids(search="login", sort="run", offset=1, limit=2) == ["beta", "gamma"]
+    assert [(r.run, r.agent) for r in list_runs(where, details=True, limit=2)] == [
+        ("omega", "acp:gemini"),
+        ("delta", "claude-code"),
+    ]
+    assert list_runs(where, limit=1)[0].agent is None  # read only when asked
+
+
 def test_malformed_filters_have_codes(tmp_path: Path) -> None:
     """A bad outcome, sort, limit or date is USAGE; an unknown reason code UNKNOWN_REASON_CODE; a missing
     folder FOLDER_NOT_FOUND."""
@@ -140,6 +157,9 @@ def test_malformed_filters_have_codes(tmp_path: Path) -> None:
         ({"since": "last tuesday"}, "USAGE"),
         ({"until": "2h ago"}, "USAGE"),
         ({"reason": "because"}, "UNKNOWN_REASON_CODE"),
+        ({"search": "  "}, "USAGE"),
+        ({"agent": ""}, "USAGE"),
+        ({"offset": -1}, "USAGE"),
     ):
         with pytest.raises(PlantrailError) as caught:
             list_runs(tmp_path, **options)
@@ -187,7 +207,7 @@ def test_until_keeps_the_runs_before_it(tmp_path: Path) -> None:
 def test_a_folder_and_a_database_give_the_same_rows(tmp_path: Path) -> None:
     """The same runs in a runs folder and in a database list as the same rows (apart from where they live)."""
     populate(lambda run: str(tmp_path / f"{run}.jsonl"))
-    for url in _database(postgres_url()):
+    for url in fresh_database(postgres_url()):
         populate(_in(url))
         assert _plain(list_runs(url)) == _plain(list_runs(tmp_path))
         assert _plain(list_runs(url, reason="failed_assumption")) == _plain(
@@ -244,7 +264,7 @@ def test_a_stale_or_forged_summary_is_recomputed_from_the_rows() -> None:
     """A database run appended to without a new summary, one whose summary names another seq, and one with no
     summary list what their rows say, and the recomputed summaries are kept for the next listing."""
     psycopg = pytest.importorskip("psycopg")
-    for url in _database(postgres_url()):
+    for url in fresh_database(postgres_url()):
         populate(_in(url))
         with Ledger.open(f"{url}#gamma", cache=False, clock=DayClock(9)) as gamma:
             gamma.start("reproduce")
@@ -286,7 +306,7 @@ def test_an_edited_summary_is_never_listed() -> None:
     psycopg = pytest.importorskip("psycopg")
     from psycopg import sql
 
-    for url in _database(postgres_url()):
+    for url in fresh_database(postgres_url()):
         populate(_in(url))
         truth = _folded(url, psycopg)
         with psycopg.connect(url, autocommit=True) as conn:
@@ -312,7 +332,7 @@ def test_a_summary_of_a_replaced_head_is_not_listed() -> None:
     """A run whose last record was replaced by another at the same seq, its summary left as it was, lists what its
     records say now: a summary counts only at the head (seq and hash) it was computed at."""
     psycopg = pytest.importorskip("psycopg")
-    for url in _database(postgres_url()):
+    for url in fresh_database(postgres_url()):
         populate(_in(url))
         assert _rows(url)["alpha"].outcome == "complete"
         with psycopg.connect(url, autocommit=True) as conn:
@@ -327,7 +347,7 @@ def test_a_writer_never_carries_an_edited_summary_forward() -> None:
     """A writer closing after a run's summary was edited leaves no summary built on the edited one (its replan
     reasons are not in the state: it takes them from the summary only when that checks out)."""
     psycopg = pytest.importorskip("psycopg")
-    for url in _database(postgres_url()):
+    for url in fresh_database(postgres_url()):
         populate(_in(url))
         reasons = _rows(url)["beta"].reasons
         with psycopg.connect(url, autocommit=True) as conn:
@@ -344,7 +364,7 @@ def test_summaries_made_before_their_head_columns_are_folded_and_upgraded_in_pla
     psycopg = pytest.importorskip("psycopg")
     from plantrail.ledger.stores import postgres
 
-    for url in _database(postgres_url()):
+    for url in fresh_database(postgres_url()):
         populate(_in(url))
         truth = _rows(url)
         with psycopg.connect(url, autocommit=True) as conn:
@@ -364,7 +384,7 @@ def test_store_init_upgrades_a_version_1_schema(tmp_path: Path) -> None:
     psycopg = pytest.importorskip("psycopg")
     from plantrail.ledger.stores import postgres
 
-    for url in _database(postgres_url()):
+    for url in fresh_database(postgres_url()):
         populate(_in(url))
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("DROP TABLE plantrail_summaries")
@@ -397,6 +417,7 @@ def test_the_runs_command_prints_rows_and_json(
         "location": str(folder / "beta.jsonl"),
         "reasons": {"failed_assumption": 1},
         "damage": None,
+        "agent": None,
     }
     monkeypatch.setenv("PLANTRAIL_HOME", str(tmp_path / "home"))
     text = run_cli("runs", "--sort", "run")
@@ -445,3 +466,27 @@ def test_a_fresh_snapshot_answers_a_row_without_reading_the_records(
         ledger.start("reproduce")
     assert _covered_row(beta) is None
     assert _file_row(beta, with_reasons=False).last_seq == 5
+
+
+def test_a_remembering_folder_reads_again_only_the_logs_that_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder store that remembers its rows (``plantrail serve``'s) reads a log again only when its size or
+    times changed: an appended run shows its new row, a removed one goes, the others are not read."""
+    from plantrail.ledger.stores.jsonl import run as jsonl_run
+
+    populate(lambda run: str(tmp_path / f"{run}.jsonl"))
+    store = jsonl_run.FolderStore(tmp_path, remember=True)
+    read: list[str] = []
+    real = jsonl_run._file_row
+    monkeypatch.setattr(jsonl_run, "_file_row", lambda path, wanted: read.append(Path(path).stem) or real(path, wanted))
+    assert [r.last_seq for r in list_runs(store, sort="run")] == [7, 4, 1]
+    assert sorted(read) == ["alpha", "beta", "gamma"]
+    read.clear()
+    with Ledger.open(tmp_path / "gamma.jsonl", clock=DayClock(9)) as gamma:
+        gamma.start("reproduce")
+    (tmp_path / "alpha.jsonl").unlink()
+    assert [(r.run, r.last_seq) for r in list_runs(store, sort="run")] == [("beta", 4), ("gamma", 2)]
+    assert read == ["gamma"]
+    read.clear()
+    assert [r.run for r in list_runs(store)] == ["gamma", "beta"] and read == []

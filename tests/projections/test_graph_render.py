@@ -136,3 +136,21 @@ def test_no_picture_carries_a_raw_control_a_terminal_or_viewer_would_obey(make_l
     assert "\\x9b2J" in pictures["svg"] and "\\u202eoverride" in pictures["svg"]
     assert "\\\\x9b2J" in pictures["dot"]  # DOT doubles the backslash of the escape
     assert "#92;x9b2J" in pictures["mermaid"]  # Mermaid writes the backslash as an entity code
+
+
+def test_a_title_wraps_over_two_lines_before_it_is_cut() -> None:
+    """A node's title wraps at spaces over two lines of 30 characters; only what still does not fit is cut with …,
+    a word longer than a line is split; the SVG carries one tspan per line."""
+    from plantrail.projections.graph_render import wrapped
+
+    assert wrapped("Handle auth-service timeouts in src/auth/client.ts", 30, 2) == [
+        "Handle auth-service timeouts",
+        "in src/auth/client.ts",
+    ]
+    assert wrapped("short", 30, 2) == ["short"] and wrapped("", 30, 2) == []
+    assert wrapped("x" * 70, 30, 2) == ["x" * 30, "x" * 29 + "…"]
+    assert wrapped("one two three four five six seven eight nine ten eleven twelve", 12, 2) == [
+        "one two",
+        "three four …",
+    ]
+    assert all(len(line) <= 30 for line in wrapped("a " * 80, 30, 2))

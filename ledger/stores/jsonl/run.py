@@ -9,6 +9,7 @@ since, open the run again (:meth:`FileRun.follow` always reads on).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Self
@@ -39,10 +40,13 @@ class FileRun:
 
     names_its_id = False  # the header names the run; the file's name only suggests an id
 
-    def __init__(self, location: str | os.PathLike[str], *, links: bool = True) -> None:
+    def __init__(self, location: str | os.PathLike[str], *, links: bool = True, remember: bool = False) -> None:
         self.location = os.fspath(location)
         #: Whether a symbolic link at ``location`` is followed: not for a run its folder gives by id.
         self.links = links
+        #: With ``remember``, each log's row is kept with the log's identity, size and times, and listed again
+        #: without a read while they are the same (a long-lived reader of the folder: ``plantrail serve``).
+        self._memo: dict[str, tuple[tuple[int, ...], RunRow]] | None = {} if remember else None
         self._fd: int | None = None  # the log opened once; the reader reads a duplicate of it
         self._reader: LogReader | None = None
         self._torn: TornTail | None = None
@@ -322,10 +326,13 @@ class FolderStore:
     log's snapshot when that covers the whole file, else from the log (nothing is written); a log's replan
     reasons are read only when asked for (they need its versions)."""
 
-    def __init__(self, location: str | os.PathLike[str], *, links: bool = True) -> None:
+    def __init__(self, location: str | os.PathLike[str], *, links: bool = True, remember: bool = False) -> None:
         self.location = os.fspath(location)
         #: Whether a symbolic link at ``location`` is followed: not for a run its folder gives by id.
         self.links = links
+        #: With ``remember``, each log's row is kept with the log's identity, size and times, and listed again
+        #: without a read while they are the same (a long-lived reader of the folder: ``plantrail serve``).
+        self._memo: dict[str, tuple[tuple[int, ...], RunRow]] | None = {} if remember else None
 
     def __repr__(self) -> str:
         return f"FolderStore({self.location!r})"
@@ -360,7 +367,7 @@ class FolderStore:
         when the folder does not exist. ``reasons=False`` leaves each row's replan reasons unread."""
         from pathlib import Path
 
-        return _folder_rows(Path(self.location), reasons)
+        return _folder_rows(Path(self.location), reasons, self._memo)
 
     def with_reasons(self, row: RunRow) -> RunRow:
         """``row`` with its replan reasons read (a damaged or unreadable log's stay unread: none)."""
@@ -436,19 +443,40 @@ def _unreadable(path: str, exc: PlantrailError) -> RunRow:
     return RunRow(None, None, None, 0, None, 0, 0, -1, path, (), exc.code)
 
 
-def _folder_rows(folder: pathlib.Path, wanted: bool) -> list[RunRow]:
+def _folder_rows(
+    folder: pathlib.Path, wanted: bool, memo: dict[str, tuple[tuple[int, ...], RunRow]] | None = None
+) -> list[RunRow]:
     """One row per log of ``folder`` (a file that is no log: a row saying why), by file name; each with its
-    replan reasons when ``wanted``."""
+    replan reasons when ``wanted``. ``memo`` (path -> the file's identity, size and times, and its row) gives
+    again the row of a log whose identity, size and times did not change, and keeps the rows it reads."""
     if not folder.is_dir():
         raise error("FOLDER_NOT_FOUND", f"runs folder {folder} does not exist", path=str(folder))
     rows = []
+    listed: set[str] = set()
     for entry in sorted(os.scandir(folder), key=lambda e: e.name):
         if not entry.name.endswith(".jsonl") or not entry.is_file(follow_symlinks=False):
             continue
+        key = None
+        if memo is not None:
+            with contextlib.suppress(OSError):
+                st = entry.stat(follow_symlinks=False)
+                key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, int(wanted))
+            kept = memo.get(entry.path)
+            if key is not None and kept is not None and kept[0] == key:
+                rows.append(kept[1])
+                listed.add(entry.path)
+                continue
         try:
-            rows.append(_file_row(entry.path, wanted))
+            row = _file_row(entry.path, wanted)
         except PlantrailError as exc:
-            rows.append(_unreadable(entry.path, exc))
+            row = _unreadable(entry.path, exc)
+        rows.append(row)
+        if memo is not None and key is not None:
+            memo[entry.path] = (key, row)
+            listed.add(entry.path)
+    if memo is not None:
+        for gone in memo.keys() - listed:
+            del memo[gone]
     return rows
 
 
