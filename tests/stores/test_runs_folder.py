@@ -114,7 +114,10 @@ def _hook(folder: Path, run: str) -> None:
     assert done.returncode == 0, done.stderr
     said = folder.parent / "hook-errors.log"
     assert "NOT_A_FILE" in said.read_text(), said.read_text()
-    said.unlink()  # the hook's own account of the refusal: the one file it may write
+    said.unlink()  # the hook's own account of the refusal: one of the two files it may write
+    ignore = folder.parent / ".gitignore"  # the other: the project's plantrail folder kept out of git
+    assert ignore.read_text().splitlines()[-1] == "*"
+    ignore.unlink()
     raise PlantrailError("NOT_A_FILE", "a hook records nothing through it")
 
 
