@@ -38,7 +38,7 @@ from plantrail.ledger.stores.locations import HOME_ENV, child_path, run_file
 from plantrail.ledger.vocabulary.clock import utc_now
 from plantrail.ledger.vocabulary.errors import PlantrailError
 
-from .hook import ERRORS_CAP, ERRORS_FILE, plantrail_folder
+from .hook import append_errors, plantrail_folder
 
 if TYPE_CHECKING:
     from plantrail.ledger.stores.owned import Folder
@@ -212,21 +212,7 @@ class AcpRecorder:
         text = f"{utc_now()} acp session {session or '-'}: {' '.join(line.split())}\n".encode()
         try:
             with self._root(cwd) as root:
-                fd = root.open_file(ERRORS_FILE, append=True, create=True, what="hook error file")
-                try:
-                    os.write(fd, text)
-                    found = os.fstat(fd)
-                    if found.st_size > ERRORS_CAP:
-                        half = ERRORS_CAP // 2
-                        kept = os.pread(fd, half, found.st_size - half)
-                        root.replace(
-                            ERRORS_FILE,
-                            kept[kept.find(b"\n") + 1 :],
-                            mode=stat.S_IMODE(found.st_mode),
-                            what="hook error file",
-                        )
-                finally:
-                    os.close(fd)
+                append_errors(root, text)
         except (PlantrailError, OSError) as exc:
             self.errors.append(f"error: the hook error file was not written: {exc}")
 

@@ -61,6 +61,7 @@ __all__ = [
     "ERRORS_CAP",
     "ERRORS_FILE",
     "HookResult",
+    "append_errors",
     "capture_journal",
     "claude_hook",
     "gemini_hook",
@@ -492,6 +493,22 @@ def _cwd_of(raw: bytes) -> str | None:
     return cwd if isinstance(cwd, str) and cwd else None
 
 
+def append_errors(root: Folder, text: bytes) -> None:
+    """Append ``text`` (whole lines) to the hook error file in ``root`` (a project's plantrail folder), keeping it
+    under ERRORS_CAP: past the cap, its older half is dropped at a line's end. Raises what the folder raises."""
+    fd = root.open_file(ERRORS_FILE, append=True, create=True, what="hook error file")
+    try:
+        os.write(fd, text)
+        found = os.fstat(fd)
+        if found.st_size > ERRORS_CAP:
+            half = ERRORS_CAP // 2
+            kept = os.pread(fd, half, found.st_size - half)
+            kept = kept[kept.find(b"\n") + 1 :]
+            root.replace(ERRORS_FILE, kept, mode=stat.S_IMODE(found.st_mode), what="hook error file")
+    finally:
+        os.close(fd)
+
+
 def _write_errors(
     cwd: str | None,
     env: Mapping[str, str] | None,
@@ -509,17 +526,7 @@ def _write_errors(
     text = "".join(f"{stamp} {agent} {where}: {' '.join(line.split())}\n" for line in lines).encode()
     try:
         with _root(cwd, env) as root:
-            fd = root.open_file(ERRORS_FILE, append=True, create=True, what="hook error file")
-            try:
-                os.write(fd, text)
-                found = os.fstat(fd)
-                if found.st_size > ERRORS_CAP:
-                    half = ERRORS_CAP // 2
-                    kept = os.pread(fd, half, found.st_size - half)
-                    kept = kept[kept.find(b"\n") + 1 :]
-                    root.replace(ERRORS_FILE, kept, mode=stat.S_IMODE(found.st_mode), what="hook error file")
-            finally:
-                os.close(fd)
+            append_errors(root, text)
     except PlantrailError as exc:
         return [f"error[{exc.code}]: the hook error file was not written: {exc.message}"]
     except OSError as exc:
