@@ -1,4 +1,4 @@
-"""Bring the output a docs page shows up to date: ``python -m tests.helpers.update_docs docs/PAGE.md ...``.
+"""Bring the output a page shows up to date: ``python -m tests.helpers.update_docs docs/PAGE.md README.md ...``.
 
 Each page's console blocks are run in order (tests/helpers/console.py), in a scratch folder holding a copy of
 the samples, with the plantrail of the running environment; the output under a command is replaced only when

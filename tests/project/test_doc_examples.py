@@ -1,7 +1,8 @@
-"""Every ``$ plantrail ...`` example in docs/*.md runs: each page's console blocks are run in order, in a
-scratch folder that holds a copy of the samples, and what each command prints is compared with what the page
-shows (tests/helpers/console.py says how). A block that cannot run here is marked ``<!-- not run: REASON -->``
-and says why. The tutorial pages are run by tests/project/test_tutorial.py, in a fresh virtual environment."""
+"""Every ``$ plantrail ...`` example in README.md and docs/*.md runs: each page's console blocks are run in
+order, in a scratch folder that holds a copy of the samples, and what each command prints is compared with what
+the page shows (tests/helpers/console.py says how). A block that cannot run here is marked
+``<!-- not run: REASON -->`` and says why. The tutorial pages are run by tests/project/test_tutorial.py, in a
+fresh virtual environment."""
 
 from __future__ import annotations
 
@@ -15,11 +16,13 @@ import pytest
 from tests.helpers.console import Example, Write, matches, normalised, not_run, shell, steps, updated
 
 ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 TUTORIAL = [page for page in DOCS if page.name.startswith("tutorial")]
-PAGES = [page for page in DOCS if page not in TUTORIAL and steps(page.read_text())]
-#: The programs a page's example may run here (anything else, pip say, is marked not run).
-RUNNABLE = {"plantrail", "echo", "printf", "cat"}
+PAGES = [page for page in [README, *DOCS] if page not in TUTORIAL and steps(page.read_text())]
+#: The programs a page's example may run here (anything else, pip say, is marked not run); truncate cuts a
+#: log's last line short, as a crash in the middle of an append does.
+RUNNABLE = {"plantrail", "echo", "printf", "cat", "truncate"}
 #: A fenced block that shows a plantrail command at a prompt.
 _PROMPTED = re.compile(r"^```(?P<lang>[a-z]*)[ \t]*\n(?P<body>.*?)^```", re.MULTILINE | re.DOTALL)
 
@@ -48,7 +51,7 @@ def test_the_pages_examples_run_as_shown(page: Path, tmp_path: Path) -> None:
 def test_every_prompted_plantrail_command_is_run_or_says_why_not() -> None:
     """A block that shows ``$ plantrail`` is a console block (run above), or is marked not run with a reason."""
     unmarked = []
-    for page in [*DOCS]:
+    for page in [README, *DOCS]:
         text = page.read_text()
         for block in _PROMPTED.finditer(text):
             if not re.search(r"^\$ plantrail ", block.group("body"), flags=re.MULTILINE):
@@ -61,7 +64,7 @@ def test_every_prompted_plantrail_command_is_run_or_says_why_not() -> None:
                 line = text.count("\n", 0, block.start()) + 1
                 unmarked.append(f"{page.name}:{line}: a ```{block.group('lang')} block")
     assert unmarked == []
-    reasons = [reason for page in DOCS for reason in not_run(page.read_text())]
+    reasons = [reason for page in [README, *DOCS] for reason in not_run(page.read_text())]
     assert all(len(reason.split()) >= 3 for reason in reasons), reasons
 
 
