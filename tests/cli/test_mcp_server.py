@@ -15,9 +15,11 @@ if os.environ.get("CI") != "true":
     pytest.importorskip("mcp")
 
 import anyio
+from click.testing import CliRunner
 from mcp import Client
 
 from plantrail.cli.mcp_server import build_server
+from plantrail.ledger.api import Ledger
 from plantrail.ledger.stores.jsonl.log import LogReader
 from tests.helpers.mcp_calls import call as _call
 from tests.helpers.mcp_calls import refused as _refused
@@ -189,6 +191,49 @@ def test_a_real_stdio_session(tmp_path: Path) -> None:
 
     anyio.run(main)
     assert (tmp_path / "s1.jsonl").is_file()
+
+
+def test_a_run_the_plan_server_recorded_names_its_agent_and_client(tmp_path: Path) -> None:
+    """Over a real stdio session whose client names itself in its initialize, the plan server's plan records
+    carry the source that names the agent ``mcp`` and that client; ``plantrail runs --agent mcp`` finds the
+    run and says its agent, and the step records carry no source."""
+    from mcp import StdioServerParameters
+    from mcp.types import Implementation
+
+    from plantrail.cli.main import plantrail as cli_group
+
+    async def main() -> None:
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "plantrail", "mcp", "--dir", str(tmp_path)],
+            env=dict(os.environ),
+            cwd=tmp_path,
+        )
+        async with Client(params, client_info=Implementation(name="claude-code", version="2.1.0")) as client:
+            _result(await _call(client, "plan_set", run="s1", goal="g", steps=STEPS, criteria=CRITERIA))
+            docs = {"id": "docs", "title": "Docs", "completion_evidence": "a line"}
+            _result(await _call(client, "plan_extend", run="s1", steps=[docs]))
+            _result(await _call(client, "step_start", run="s1", step="reproduce"))
+
+    anyio.run(main)
+    with Ledger.create(tmp_path / "direct.jsonl", {"goal": "g", "acceptance_criteria": CRITERIA, "steps": STEPS}):
+        pass  # a plan given directly names no agent
+    records = list(LogReader(tmp_path / "s1.jsonl").records())
+    sources = {r.type: r.source for r in records}
+    meta = {"agent": "mcp", "client": "claude-code", "client_version": "2.1.0"}
+    for tool, kind in (("plan_set", "plan.created"), ("plan_extend", "plan.extended")):
+        source = sources[kind]
+        assert source is not None and (source.file, source.tool, source.meta) == ("plantrail mcp", tool, meta)
+        assert source.timestamp is not None and source.timestamp <= records[-1].ts
+    assert sources["step.started"] is None and sources["log.opened"] is None
+    runner = CliRunner()
+    found = runner.invoke(cli_group, ["runs", str(tmp_path), "--agent", "mcp", "--json"], catch_exceptions=False)
+    assert found.exit_code == 0, found.output
+    assert [(row["run"], row["agent"]) for row in json.loads(found.stdout)] == [("s1", "mcp")]
+    every = runner.invoke(cli_group, ["runs", str(tmp_path), "--search", "g", "--json"], catch_exceptions=False)
+    assert sorted((row["run"], row["agent"]) for row in json.loads(every.stdout)) == [("direct", None), ("s1", "mcp")]
+    named = runner.invoke(cli_group, ["runs", str(tmp_path), "--agent", "claude-code", "--json"])
+    assert json.loads(named.stdout) == []  # the client's name is kept beside the agent, never made the agent
 
 
 def test_a_replan_keeps_the_criteria_checks_and_the_budgets_it_does_not_give(tmp_path: Path) -> None:
