@@ -357,3 +357,25 @@ def test_a_worker_names_its_attempt_and_a_late_completion_is_adopted(tmp_path: P
     with LogReader(tmp_path / "r1.jsonl") as reader:
         types = [r.type for r in reader.records()]
     assert types[-2:] == ["step.completed", "step.adopted"]
+
+
+def test_the_plan_servers_source_keeps_what_the_client_said_of_itself_within_bounds() -> None:
+    """The client's name and version are kept with their whitespace made single spaces and cut at NAME_LIMIT;
+    a client that gave none (or no request at all) leaves them out, and the agent is mcp either way."""
+    from types import SimpleNamespace
+
+    from plantrail.cli.mcp_origin import NAME_LIMIT, called_by, client_of, plan_source
+
+    def context(info: object) -> object:
+        return SimpleNamespace(request_context=SimpleNamespace(session=SimpleNamespace(client_params=info)))
+
+    long = "x" * (NAME_LIMIT + 5)
+    said = context(SimpleNamespace(client_info=SimpleNamespace(name="  Claude\n  Code ", version=long)))
+    assert client_of(said) == ("Claude Code", "x" * (NAME_LIMIT - 1) + "…")
+    for silent in (context(None), context(SimpleNamespace(client_info=SimpleNamespace(name=" ", version=7))), None):
+        assert client_of(silent) == (None, None)
+    with called_by(client_of(said)):
+        source = plan_source("plan_set", "2026-01-01T00:00:00.000000Z")
+    assert source.meta == {"agent": "mcp", "client": "Claude Code", "client_version": "x" * (NAME_LIMIT - 1) + "…"}
+    assert (source.file, source.tool, source.timestamp) == ("plantrail mcp", "plan_set", "2026-01-01T00:00:00.000000Z")
+    assert plan_source("plan_extend", "t").meta == {"agent": "mcp"}  # outside a call: no client
