@@ -174,6 +174,7 @@ def _tool(spec: Spec, choose: Callable[[Any], str], state_of: Callable[[str | No
     from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
     from plantrail.cli.mcp_hints import refusal_text
+    from plantrail.cli.mcp_origin import called_by, client_of
     from plantrail.cli.mcp_schemas import check_given, input_schema
     from plantrail.ledger.vocabulary.errors import PlantrailError
 
@@ -185,7 +186,7 @@ def _tool(spec: Spec, choose: Callable[[Any], str], state_of: Callable[[str | No
             check_given(params, arguments, where=spec.name)
             given = dict(arguments)
             run = choose(given.pop("run", None))
-            with _request_trace(context):
+            with _request_trace(context), called_by(client_of(context)):
                 answer = {"run": run, **spec.call(run, given)}
         except PlantrailError as exc:
             raise ToolError(refusal_text(exc, state_of(run))) from None
@@ -260,6 +261,7 @@ def _specs(kit: _Kit) -> list[Spec]:
     """Every tool, in the order the server lists them."""
     from plantrail import audit
     from plantrail.cli.mcp_hints import late_note
+    from plantrail.cli.mcp_origin import plan_source
     from plantrail.cli.mcp_schemas import declared, plain, unknown_argument
     from plantrail.ledger.api import Ledger
     from plantrail.ledger.rules import (
@@ -274,6 +276,7 @@ def _specs(kit: _Kit) -> list[Spec]:
         reconcile,
     )
     from plantrail.ledger.vocabulary.agent_draft import AGENT_CRITERION, AGENT_STEP, TERMS_SHAPE, with_terms
+    from plantrail.ledger.vocabulary.clock import utc_now
     from plantrail.ledger.vocabulary.errors import PlantrailError, error
     from plantrail.projections.views import next_view, status_document
 
@@ -291,14 +294,16 @@ def _specs(kit: _Kit) -> list[Spec]:
         return answer
 
     def plan_set(run: str, a: Arguments) -> Answer:
-        with Ledger.set_plan(kit.written(run), a.pop("steps"), run=run, **a) as ledger:
+        source = plan_source("plan_set", utc_now())
+        with Ledger.set_plan(kit.written(run), a.pop("steps"), run=run, source=source, **a) as ledger:
             return ledger.acknowledgement()
 
     def plan_extend(run: str, a: Arguments) -> Answer:
         additions = {"steps": a.pop("steps", []), "acceptance_criteria": a.pop("criteria", [])}
         drafted = with_terms(additions, a.pop("terms", None), allowed=("steps", "criteria"))
-        expected = a.pop("expected_seq", None)
-        return kit.record(run, lambda ledger: ledger.execute(extension.extend(drafted, **a), expected_seq=expected))
+        expected, source = a.pop("expected_seq", None), plan_source("plan_extend", utc_now())
+        command = extension.extend(drafted, source=source, **a)
+        return kit.record(run, lambda ledger: ledger.execute(command, expected_seq=expected))
 
     def executes(method: Method[Any, Any]) -> Callable[[str, Arguments], Answer]:
         def go(run: str, a: Arguments) -> Answer:

@@ -34,13 +34,18 @@ except ImportError:  # pragma: no cover - the extra is part of the test install
 _STATUS = {"unset": StatusCode.UNSET, "ok": StatusCode.OK, "error": StatusCode.ERROR}
 
 
-def _context(trace_id: bytes, span_id: bytes) -> SpanContext:
+def _context(trace_id: bytes, span_id: bytes, *, remote: bool = False) -> SpanContext:
     return SpanContext(
         int.from_bytes(trace_id, "big"),
         int.from_bytes(span_id, "big"),
-        is_remote=False,
+        is_remote=remote,
         trace_flags=TraceFlags(TraceFlags.SAMPLED),
     )
+
+
+#: The relation of a link to a span another process made: the caller's span a command's trace context named
+#: (every other link is to a span this export sends, of this run or another).
+_REMOTE = "caller"
 
 
 class Sender:
@@ -59,7 +64,10 @@ class Sender:
 
     def readable(self, span: Span) -> ReadableSpan:
         """One described span as the SDK's finished span, with its derived ids."""
-        links = [Link(_context(link.trace_id, link.span_id), dict(link.attributes)) for link in span.links]
+        links = [
+            Link(_context(link.trace_id, link.span_id, remote=link.relation == _REMOTE), dict(link.attributes))
+            for link in span.links
+        ]
         events = [Event(event.name, dict(event.attributes), event.time_ns) for event in span.events]
         parent = _context(span.trace_id, span.parent_id) if span.parent_id else None
         attributes: dict[str, Any] = dict(span.attributes)

@@ -343,6 +343,7 @@ class Ledger:
         expected_seq: int | None = None,
         idempotency_key: str | None = None,
         actor: Actor = "agent",
+        source: Source | None = None,
         clock: Callable[[], str] = utc_now,
         trace: Trace | str | None = None,
     ) -> Ledger:
@@ -358,7 +359,8 @@ class Ledger:
         the contract's other terms, merged into the draft as given
         (:func:`~plantrail.ledger.vocabulary.agent_draft.with_terms`). A first call retried under its
         ``idempotency_key`` (no ``reason``) answers the original's ack and writes nothing. ``expected_seq``
-        holds for a replan; ``clock`` and ``trace`` are as for :meth:`create`.
+        holds for a replan; ``source`` (where the call came from: the plan server names itself), ``clock`` and
+        ``trace`` are as for :meth:`create`.
         """
         from plantrail.ledger.vocabulary.agent_draft import carried_terms, with_terms
 
@@ -372,6 +374,7 @@ class Ledger:
                     with_terms({"goal": goal, **draft}, terms),
                     run=run,
                     actor=actor,
+                    source=source,
                     idempotency_key=idempotency_key,
                     clock=clock,
                     trace=trace,
@@ -385,7 +388,8 @@ class Ledger:
         try:
             if reason is None and idempotency_key is not None:  # a retried first call: the original's ack
                 first = with_terms({"goal": goal, **draft}, terms)
-                ledger.execute(Create(plan=parse_draft(first), actor=actor, key=idempotency_key), trace=trace)
+                command = Create(plan=parse_draft(first), actor=actor, source=source, key=idempotency_key)
+                ledger.execute(command, trace=trace)
                 return ledger
             if reason is None or not why:
                 raise error("USAGE", "a replan needs reason (a reason code) and why")
@@ -407,6 +411,7 @@ class Ledger:
                 expected_seq=expected_seq,
                 idempotency_key=idempotency_key,
                 actor=actor,
+                source=source,
                 trace=trace,
             )
         except BaseException:

@@ -15,9 +15,11 @@ if os.environ.get("CI") != "true":
     pytest.importorskip("mcp")
 
 import anyio
+from click.testing import CliRunner
 from mcp import Client
 
 from plantrail.cli.mcp_server import build_server
+from plantrail.ledger.api import Ledger
 from plantrail.ledger.stores.jsonl.log import LogReader
 from tests.helpers.mcp_calls import call as _call
 from tests.helpers.mcp_calls import refused as _refused
@@ -191,6 +193,49 @@ def test_a_real_stdio_session(tmp_path: Path) -> None:
     assert (tmp_path / "s1.jsonl").is_file()
 
 
+def test_a_run_the_plan_server_recorded_names_its_agent_and_client(tmp_path: Path) -> None:
+    """Over a real stdio session whose client names itself in its initialize, the plan server's plan records
+    carry the source that names the agent ``mcp`` and that client; ``plantrail runs --agent mcp`` finds the
+    run and says its agent, and the step records carry no source."""
+    from mcp import StdioServerParameters
+    from mcp.types import Implementation
+
+    from plantrail.cli.main import plantrail as cli_group
+
+    async def main() -> None:
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "plantrail", "mcp", "--dir", str(tmp_path)],
+            env=dict(os.environ),
+            cwd=tmp_path,
+        )
+        async with Client(params, client_info=Implementation(name="claude-code", version="2.1.0")) as client:
+            _result(await _call(client, "plan_set", run="s1", goal="g", steps=STEPS, criteria=CRITERIA))
+            docs = {"id": "docs", "title": "Docs", "completion_evidence": "a line"}
+            _result(await _call(client, "plan_extend", run="s1", steps=[docs]))
+            _result(await _call(client, "step_start", run="s1", step="reproduce"))
+
+    anyio.run(main)
+    with Ledger.create(tmp_path / "direct.jsonl", {"goal": "g", "acceptance_criteria": CRITERIA, "steps": STEPS}):
+        pass  # a plan given directly names no agent
+    records = list(LogReader(tmp_path / "s1.jsonl").records())
+    sources = {r.type: r.source for r in records}
+    meta = {"agent": "mcp", "client": "claude-code", "client_version": "2.1.0"}
+    for tool, kind in (("plan_set", "plan.created"), ("plan_extend", "plan.extended")):
+        source = sources[kind]
+        assert source is not None and (source.file, source.tool, source.meta) == ("plantrail mcp", tool, meta)
+        assert source.timestamp is not None and source.timestamp <= records[-1].ts
+    assert sources["step.started"] is None and sources["log.opened"] is None
+    runner = CliRunner()
+    found = runner.invoke(cli_group, ["runs", str(tmp_path), "--agent", "mcp", "--json"], catch_exceptions=False)
+    assert found.exit_code == 0, found.output
+    assert [(row["run"], row["agent"]) for row in json.loads(found.stdout)] == [("s1", "mcp")]
+    every = runner.invoke(cli_group, ["runs", str(tmp_path), "--search", "g", "--json"], catch_exceptions=False)
+    assert sorted((row["run"], row["agent"]) for row in json.loads(every.stdout)) == [("direct", None), ("s1", "mcp")]
+    named = runner.invoke(cli_group, ["runs", str(tmp_path), "--agent", "claude-code", "--json"])
+    assert json.loads(named.stdout) == []  # the client's name is kept beside the agent, never made the agent
+
+
 def test_a_replan_keeps_the_criteria_checks_and_the_budgets_it_does_not_give(tmp_path: Path) -> None:
     """plan_set as a replan that restates the criteria by their id and description keeps their typed checks
     (terms it does not give are carried); with max_in_progress it changes the focus limit and keeps the rest of
@@ -312,3 +357,25 @@ def test_a_worker_names_its_attempt_and_a_late_completion_is_adopted(tmp_path: P
     with LogReader(tmp_path / "r1.jsonl") as reader:
         types = [r.type for r in reader.records()]
     assert types[-2:] == ["step.completed", "step.adopted"]
+
+
+def test_the_plan_servers_source_keeps_what_the_client_said_of_itself_within_bounds() -> None:
+    """The client's name and version are kept with their whitespace made single spaces and cut at NAME_LIMIT;
+    a client that gave none (or no request at all) leaves them out, and the agent is mcp either way."""
+    from types import SimpleNamespace
+
+    from plantrail.cli.mcp_origin import NAME_LIMIT, called_by, client_of, plan_source
+
+    def context(info: object) -> object:
+        return SimpleNamespace(request_context=SimpleNamespace(session=SimpleNamespace(client_params=info)))
+
+    long = "x" * (NAME_LIMIT + 5)
+    said = context(SimpleNamespace(client_info=SimpleNamespace(name="  Claude\n  Code ", version=long)))
+    assert client_of(said) == ("Claude Code", "x" * (NAME_LIMIT - 1) + "…")
+    for silent in (context(None), context(SimpleNamespace(client_info=SimpleNamespace(name=" ", version=7))), None):
+        assert client_of(silent) == (None, None)
+    with called_by(client_of(said)):
+        source = plan_source("plan_set", "2026-01-01T00:00:00.000000Z")
+    assert source.meta == {"agent": "mcp", "client": "Claude Code", "client_version": "x" * (NAME_LIMIT - 1) + "…"}
+    assert (source.file, source.tool, source.timestamp) == ("plantrail mcp", "plan_set", "2026-01-01T00:00:00.000000Z")
+    assert plan_source("plan_extend", "t").meta == {"agent": "mcp"}  # outside a call: no client

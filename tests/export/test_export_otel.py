@@ -339,3 +339,78 @@ def test_a_database_run_is_exported_and_followed_with_its_marks_in_a_folder(
     assert [s.name for s in followed] == ["step s0", "step s1"]
     assert followed[0].span_id in {s.span_id for s in once}  # the same span as the one-shot export's
     assert json.loads((tmp_path / "marks" / f"{run}.otel.json").read_text()) == {"run": run, "seq": 5}
+
+
+#: The W3C trace contexts a traced run's commands were issued in: (trace id, span id) of each caller's span.
+_CALLERS = {
+    "create": ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"),
+    "start": ("4bf92f3577b34da6a3ce929d0e0e4736", "53995c3f42cd8ad8"),
+    "complete": ("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"),
+    "replan": ("4bf92f3577b34da6a3ce929d0e0e4736", "a2fb4a1d1a96d312"),
+}
+
+
+def _traceparent(command: str, flags: str = "01") -> str:
+    trace, span = _CALLERS[command]
+    return f"00-{trace}-{span}-{flags}"
+
+
+def test_a_run_recorded_in_trace_contexts_links_each_span_to_its_callers(tmp_path: Path, collector: Collector) -> None:
+    """A run recorded through the CLI, some commands with --traceparent (one with --tracestate), one with
+    $TRACEPARENT and $TRACESTATE, the rest in none, exported with `export otel`: each span holding a traced record
+    links to the caller's span, with its trace id, span id and tracestate as given, its flags, the seq of the
+    record that carried it; the spans whose records carried none have no caller link."""
+    log = tmp_path / "traced.jsonl"
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(_draft(2)))
+    untraced = {"TRACEPARENT": None, "TRACESTATE": None}  # the test's own environment names no caller
+    runner = CliRunner()
+
+    def run(*args: str, env: dict[str, str | None] = untraced) -> None:
+        result = runner.invoke(plantrail, list(args), env=env)
+        assert result.exit_code == 0, (args, result.output)
+
+    run("create", str(log), "--plan", str(plan), "--traceparent", _traceparent("create"), "--tracestate", "vendor=1")
+    run("start", str(log), "s0", "--traceparent", _traceparent("start", "00"))
+    complete_env = {"TRACEPARENT": _traceparent("complete"), "TRACESTATE": "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE"}
+    run("complete", str(log), "s0", "--evidence", "out", env=complete_env)
+    run("start", str(log), "s1")
+    replan = ["replan", str(log), "--plan", str(plan), "--reason", "new_constraint", "--why", "again"]
+    run(*replan, "--caused-by", "3", "--traceparent", _traceparent("replan"))
+    run("finish", str(log), "--outcome", "cancelled", "--reason", "stopped")
+    traced = {r["seq"]: r.get("trace") for r in map(json.loads, log.read_text().splitlines())}
+    assert [seq for seq, trace in traced.items() if trace] == [1, 2, 3, 5]
+
+    summary = _export(str(log), "--endpoint", collector.endpoint)
+    spans = collector.spans()
+    assert summary["runs"][0]["spans"] == len(spans) == 5  # the run, two versions, two attempts
+    names = _by_name(spans)
+    plans = sorted(names["plan"], key=lambda s: _attrs(s)["plantrail.plan.version"])
+    (s0,), (s1,), (root,) = names["step s0"], names["step s1"], names["invoke_agent"]
+
+    def callers(span: Any) -> list[tuple[str, str, bool, dict[str, Any]]]:
+        """The span's links to spans of other traces: ids, whether the linked span is remote, attributes."""
+        return [
+            (link.trace_id.hex(), link.span_id.hex(), _remote(link), _attrs(link))
+            for link in span.links
+            if link.trace_id != root.trace_id
+        ]
+
+    create, start, complete, again = (_CALLERS[c] for c in ("create", "start", "complete", "replan"))
+    assert callers(plans[0]) == [(*create, True, {"plantrail.seq": 1, "w3c.tracestate": "vendor=1"})]
+    assert callers(s0) == [
+        (*start, True, {"plantrail.seq": 2}),
+        (*complete, True, {"plantrail.seq": 3, "w3c.tracestate": complete_env["TRACESTATE"]}),
+    ]
+    assert callers(plans[1]) == [(*again, True, {"plantrail.seq": 5})]
+    assert callers(s1) == callers(root) == []
+    assert _attrs(s0)["plantrail.link.caller"] == tuple(f"{t}-{s}" for t, s in (start, complete))
+    assert _attrs(plans[1])["plantrail.link.caller"] == (f"{again[0]}-{again[1]}",)
+    (cause,) = [link for span in spans for link in span.links if link.trace_id == root.trace_id]
+    assert (cause.span_id, _remote(cause)) == (s0.span_id, False)  # the replan's cause: a span of this export
+
+
+def _remote(link: Any) -> bool:
+    """Whether an OTLP link says its span is remote (SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK, its HAS_IS_REMOTE set)."""
+    assert link.flags & 0x100, "the link says whether its span is remote"
+    return bool(link.flags & 0x200)

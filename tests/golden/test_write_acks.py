@@ -780,7 +780,10 @@ async def _mcp_session(folder: Path, clock: StoppedClock) -> tuple[list[dict[str
     from plantrail.cli.mcp_server import build_server
 
     entries: list[dict[str, Any]] = []
-    async with Client(build_server(folder)) as client:
+    from mcp.types import Implementation
+
+    # The client names itself, as the plan server's plan records keep it (not the SDK's default, which may change).
+    async with Client(build_server(folder), client_info=Implementation(name="golden-client", version="1.0")) as client:
         for index, (tool, arguments) in enumerate(_mcp_calls()):
             clock.set(EPOCH + STEP * index)
             before = _files(folder) if folder.exists() else {}
