@@ -129,12 +129,17 @@ def _results(state: PlanState, rng: random.Random) -> list[Command]:
         if step.status != "in_progress" or rng.random() < 0.5:  # workers finish at different times
             continue
         roll = rng.random()
+        # A worker names the attempt it reports on, as its start's acknowledgement told it: a result naming
+        # nothing, for a step a replan cut off in flight and that started again since, could be either attempt's
+        # and lands on the orphan path as ambiguous (about half of all events, before results named theirs).
+        mine = {"plan_version": state.version, "attempt": step.attempt}
         if roll < 0.915:
-            commands.append(Complete(step=step.id, evidence=_evidence(rng, step.id)))
+            commands.append(Complete(step=step.id, evidence=_evidence(rng, step.id), **mine))
         elif roll < 0.995:
-            commands.append(Fail(step=step.id, error=f"exit 1: {rng.choice(MODULES)} test failed (flaky fixture)"))
+            error = f"exit 1: {rng.choice(MODULES)} test failed (flaky fixture)"
+            commands.append(Fail(step=step.id, error=error, **mine))
         else:
-            commands.append(Block(step=step.id, reason="needs credentials for the staging database"))
+            commands.append(Block(step=step.id, reason="needs credentials for the staging database", **mine))
     return commands
 
 
