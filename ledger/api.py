@@ -52,6 +52,7 @@ from plantrail.projections.model import PlanState, holds_lazy, resolved
 from plantrail.projections.state import Advancing, evolve, initial
 
 if TYPE_CHECKING:
+    from plantrail.ledger.signing import Signer
     from plantrail.ledger.stores.protocol import RunWriter, Session, StateCache
 
 __all__ = ["Ledger", "default_run_id"]
@@ -60,6 +61,8 @@ P = ParamSpec("P")
 
 #: How many times a batch is decided again when a database writer lost the race for the next seq.
 _CONFLICT_RETRIES = 32
+#: How many times a signed checkpoint reads the tree again when another writer appended while it read.
+_SIGN_TRIES = 5
 
 
 class _Recording(Generic[P]):
@@ -646,6 +649,37 @@ class Ledger:
             self._state = evolve(self._state, record)
         self._turn = ()  # a checkpoint is no command: nothing to acknowledge
         return Ack(seq=record.seq, hash=record.h, durable=durable)
+
+    @strict
+    def sign_checkpoint(self, signer: Signer) -> Ack:
+        """Append a signed checkpoint over the current head (see :mod:`ledger.signing`): the root of the RFC 6962
+        tree over every record's line hash, signed as a C2SP checkpoint; return its ack. The tree is read
+        before the write, and the read again when another writer appended meanwhile (WRITE_CONFLICT after
+        a few tries)."""
+        from plantrail.ledger.reading import records_from
+        from plantrail.ledger.signing import sign_checkpoint
+        from plantrail.ledger.vocabulary.merkle import Frontier, leaf_hash
+
+        for _ in range(_SIGN_TRIES):
+            tree, seq, head = Frontier(), -1, ""
+            for read in records_from(self._location, 0):
+                tree.append(leaf_hash(bytes.fromhex(read.h)))
+                seq, head = read.seq, read.h
+            with self._store.session() as session:
+                self._catch_up(session)
+                if (session.head_seq, session.head_hash) != (seq, head):
+                    continue  # appended to since the read: read the tree again
+                data = sign_checkpoint(signer, self._store.run, seq, head, tree.root())
+                record = session.stage(
+                    PendingRecord(ts=self._clock(), plan_version=self._state.version, actor="runtime", data=data)
+                )
+                durable = session.commit()
+                self._state = evolve(self._state, record)
+            self._turn = ()  # a checkpoint is no command: nothing to acknowledge
+            return Ack(seq=record.seq, hash=record.h, durable=durable)
+        raise error(
+            "WRITE_CONFLICT", f"other writers kept appending while the tree was read ({_SIGN_TRIES} tries); try again"
+        )
 
     # Every recording method takes the options of its CLI command as keyword-only arguments, named alike:
     # ``plan_version`` (--plan-version), ``attempt`` (--attempt), ``started_seq`` (--started-seq),
