@@ -657,9 +657,11 @@ class Ledger:
         before the write, and the read again when another writer appended meanwhile (WRITE_CONFLICT after
         a few tries)."""
         from plantrail.ledger.reading import records_from
-        from plantrail.ledger.signing import sign_checkpoint
+        from plantrail.ledger.signing import Signer, sign_checkpoint
         from plantrail.ledger.vocabulary.merkle import Frontier, leaf_hash
 
+        if not isinstance(signer, Signer):
+            raise refuse("signer", signer, "a Signer (ledger.signing.load_signer)", where="Ledger.sign_checkpoint")
         for _ in range(_SIGN_TRIES):
             tree, seq, head = Frontier(), -1, ""
             for read in records_from(self._location, 0):

@@ -172,3 +172,18 @@ def test_only_the_signing_module_imports_cryptography() -> None:
                 found.append((path.relative_to(root).as_posix(), line.startswith((" ", "\t"))))
     assert found and {p for p, _ in found} == {"ledger/signing.py"}
     assert all(indented for _, indented in found)
+
+
+def test_the_signed_checkpoint_is_a_v2_line_and_a_wrong_signer_is_refused(log: Path, keys: tuple[Path, Path]) -> None:
+    """Ledger.sign_checkpoint writes one "v":2 log.signed line; a signer of another type is refused
+    (INVALID_ARGUMENT) and leaves the log unchanged."""
+    before = log.read_bytes()
+    with Ledger.open(log, fsync="none") as ledger:
+        with pytest.raises(PlantrailError) as refused:
+            ledger.sign_checkpoint("audit.key")  # type: ignore[arg-type]
+        assert refused.value.code == "INVALID_ARGUMENT"
+        assert log.read_bytes() == before
+        ack = ledger.sign_checkpoint(load_signer(str(keys[0])))
+    line = orjson.loads(lines_of(log)[-1])
+    assert (line["v"], line["type"], line["seq"], line["data"]["covers_seq"]) == (2, "log.signed", ack.seq, ack.seq - 1)
+    assert line["data"]["head"] == line["prev"]
