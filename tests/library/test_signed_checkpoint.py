@@ -187,3 +187,31 @@ def test_the_signed_checkpoint_is_a_v2_line_and_a_wrong_signer_is_refused(log: P
     line = orjson.loads(lines_of(log)[-1])
     assert (line["v"], line["type"], line["seq"], line["data"]["covers_seq"]) == (2, "log.signed", ack.seq, ack.seq - 1)
     assert line["data"]["head"] == line["prev"]
+
+
+def test_a_writer_signs_every_n_records_and_at_finish(log: Path, keys: tuple[Path, Path]) -> None:
+    """sign_on(every=3): a signed checkpoint follows each turn that leaves 3 or more records since the last;
+    the finishing turn is signed too; each command's acknowledgement stays its own; the log verifies with the
+    public key up to the finish."""
+    from plantrail.ledger.signing import load_verifier
+
+    with Ledger.open(log, fsync="none") as ledger:
+        ledger.sign_on(load_signer(str(keys[0])), every=3)
+        acks = [ledger.verify_criterion("login-test-passes", True, f"pass {i}") for i in range(5)]
+        assert ledger.acknowledgement(acks[-1])  # the turn signed after is still acknowledged (USAGE if not)
+        finished = ledger.finish("failed", reason="stopped")
+    types = [orjson.loads(line)["type"] for line in lines_of(log)]
+    signed = [n for n, t in enumerate(types) if t == "log.signed"]
+    # seq 6 is the head before sign_on; records 7, 8, 9 make 3: signed at 10; 11, 12, 13: signed at 14 ...
+    assert signed[:1] == [10] and signed[-1] == finished.seq + 1 == len(types) - 1
+    report = verify_log(log, pubkey=load_verifier(str(keys[1])))
+    assert report.signed == len(signed) and report.signed_seq == finished.seq
+
+
+def test_sign_on_refuses_a_bad_policy(log: Path, keys: tuple[Path, Path]) -> None:
+    """every must be a positive integer: 0 and a string are INVALID_ARGUMENT."""
+    with Ledger.open(log, fsync="none") as ledger:
+        for every in (0, "3"):
+            with pytest.raises(PlantrailError) as refused:
+                ledger.sign_on(load_signer(str(keys[0])), every=every)  # type: ignore[arg-type]
+            assert refused.value.code == "INVALID_ARGUMENT"

@@ -111,6 +111,7 @@ METHODS: dict[str, dict[str, Any] | None] = {
     "execute_many": {"commands": [Start(step="diagnose")]},
     "checkpoint": {"key": b"k" * 16},
     "sign_checkpoint": {"signer": Signer("k", bytes(4), Ed25519PrivateKey.generate())},
+    "sign_on": {"signer": Signer("k", bytes(4), Ed25519PrivateKey.generate()), "every": 3},
     "recorded": {"keys": ["k"]},
     "acknowledgement": {},
     "refresh": None,
