@@ -215,3 +215,32 @@ def test_sign_on_refuses_a_bad_policy(log: Path, keys: tuple[Path, Path]) -> Non
             with pytest.raises(PlantrailError) as refused:
                 ledger.sign_on(load_signer(str(keys[0])), every=every)  # type: ignore[arg-type]
             assert refused.value.code == "INVALID_ARGUMENT"
+
+
+def test_a_published_head_exposes_a_history_the_key_holder_re_signed(
+    log: Path, keys: tuple[Path, Path], tmp_path: Path, run_cli: Cli
+) -> None:
+    """Someone holding the private key rewrites history and signs it again: verify --pubkey passes, but the
+    head published before the rewrite no longer matches the log (CHECKPOINT_MISMATCH); a note of another run
+    and a file that is no note are refused too."""
+    private, public = keys
+    published = run_cli("checkpoint", log, "--sign-key", private)
+    (tmp_path / "published.note").write_text(published.out)
+    lines = lines_of(log)[:-1]  # drop the signed checkpoint, edit, re-chain, sign again
+    lines[3] = lines[3].replace(b"one failure", b"all passing")
+    write_lines(log, rechain(lines, 3))
+    resigned = run_cli("checkpoint", log, "--sign-key", private)
+    (tmp_path / "resigned.note").write_text(resigned.out)
+    assert run_cli("verify", log, "--pubkey", public).code == 0
+    caught = run_cli(
+        "verify", log, "--pubkey", public, "--consistency", tmp_path / "published.note", tmp_path / "resigned.note"
+    )
+    assert caught.code == 3 and "CHECKPOINT_MISMATCH" in caught.err and "published.note" in caught.err
+
+    foreign = published.out.replace("plantrail/", "plantrail/other-", 1)
+    (tmp_path / "foreign.note").write_text(foreign)
+    mismatch = run_cli("verify", log, "--consistency", tmp_path / "foreign.note", tmp_path / "resigned.note")
+    assert mismatch.code == 3 and "CHECKPOINT_MISMATCH" in mismatch.err
+    (tmp_path / "junk.note").write_text("not a note\n")
+    junk = run_cli("verify", log, "--consistency", tmp_path / "junk.note", tmp_path / "resigned.note")
+    assert junk.code == 2 and "USAGE" in junk.err and "Traceback" not in junk.err
