@@ -2,7 +2,7 @@
 
 A leaf is a record's line hash (the 32 bytes its ``h`` member spells in hex); the leaf hash is
 SHA-256(0x00 || leaf) and an inner node SHA-256(0x01 || left || right), the tree split at the largest power of
-two below its size (RFC 6962 section 2.1, RFC 9162 section 2.1). The proofs are those a transparency log
+two below its size (as RFC 6962 and RFC 9162 define the Merkle tree hash). The proofs are those a transparency log
 serves and a witness checks: an inclusion proof shows that one leaf is in a tree of a given root, a consistency
 proof that a tree is an append-only extension of an older one.
 
@@ -132,7 +132,7 @@ def consistency_proof(hashes: Sequence[bytes], old_size: int) -> list[bytes]:
 
 def verify_inclusion(index: int, size: int, leaf: bytes, proof: Sequence[bytes], root: bytes) -> bool:
     """Whether ``proof`` shows the leaf hash ``leaf`` at ``index`` in the tree of ``size`` with ``root``
-    (RFC 9162 section 2.1.3.2)."""
+    (the verification algorithm of RFC 9162)."""
     if not 0 <= index < size:
         return False
     fn, sn, value = index, size - 1, leaf
@@ -151,7 +151,8 @@ def verify_inclusion(index: int, size: int, leaf: bytes, proof: Sequence[bytes],
 
 def verify_consistency(old_size: int, new_size: int, old_root: bytes, new_root: bytes, proof: Sequence[bytes]) -> bool:
     """Whether ``proof`` shows the tree of ``old_size`` with ``old_root`` to be a prefix of the tree of
-    ``new_size`` with ``new_root`` (RFC 9162 section 2.1.4.2; an empty old tree is a prefix of every tree)."""
+    ``new_size`` with ``new_root`` (the verification algorithm of RFC 9162; an empty old tree is a prefix of
+    every tree)."""
     if not 0 <= old_size <= new_size:
         return False
     if old_size == new_size:
