@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "next": "plantrail.cli.inspect:next_command",
     **dict.fromkeys(("versions", "replay", "diff", "why", "orphans", "resume"), "plantrail.cli.replay"),
     **dict.fromkeys(("verify", "checkpoint", "repair", "salvage", "schema"), "plantrail.cli.maintain"),
+    "keygen": "plantrail.cli.signing:keygen",
     "import": "plantrail.cli.importing:import_command",
     "extend": "plantrail.cli.extending:extend",
     "copy": "plantrail.cli.stores:copy_command",

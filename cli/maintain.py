@@ -28,6 +28,19 @@ __all__ = ["maintain_commands"]
     help="Check every keyed checkpoint's MAC with this key (default: $PLANTRAIL_CHECKPOINT_KEY if set).",
 )
 @click.option(
+    "--pubkey",
+    metavar="FILE",
+    help="Check every signed checkpoint with this public key (a .pub file from keygen): the tree of the records "
+    "it covers and its signature. Says up to which seq the log is proven.",
+)
+@click.option(
+    "--consistency",
+    nargs=2,
+    metavar="OLD NEW",
+    help="Two signed notes of this log (files, as checkpoint --sign-key prints them): check both against the log "
+    "(and --pubkey), then make and check the consistency proof that OLD's tree is a prefix of NEW's, and print it.",
+)
+@click.option(
     "--parent",
     metavar="LOG",
     type=FilePath(dir_okay=False, path_type=str),
@@ -36,25 +49,38 @@ __all__ = ["maintain_commands"]
 )
 @json_option
 def verify(
-    log: str, anchor: str | None, key_file: str | None, parent: str | None, as_json: bool, store: str | None
+    log: str,
+    anchor: str | None,
+    key_file: str | None,
+    pubkey: str | None,
+    consistency: tuple[str, str] | None,
+    parent: str | None,
+    as_json: bool,
+    store: str | None,
 ) -> None:
     """Check everything: framing, seq, hash chain, every event legal in order, no late result applied, and a
     deterministic fold. Prints the head as an anchor (SEQ:HASH: keep it, and paste it into a later
     --anchor) and the state hash. With a checkpoint key, every checkpoint's MAC must verify and at least
-    one must exist.
+    one must exist. With a public key, every signed checkpoint's tree root and signature must verify and at
+    least one must exist: the log is proven up to the last seq one covers, and what follows is unsigned.
+    Everything is checked offline, from the log and the key alone.
 
     \b
     JSON: {"ok", "records", "last_seq", "head_hash", "anchor": "SEQ:HASH" (the head), "anchor_checked"
       (the --anchor given, or null), "head" (the same as anchor), "state_hash", "versions", "orphans",
-      "outcome", "checkpoints", "checkpointed_seq", "keyed", "torn": null | {"offset", "length", "line"},
+      "outcome", "checkpoints", "checkpointed_seq", "keyed", "signed", "signed_seq", "pubkey",
+      "unsigned" (records after signed_seq), "torn": null | {"offset", "length", "line"},
       "parent": null | {"run", "seq"} (the parent checked with --parent), "adopted" (the late completions
-      plantrail adopt took into the plan)}
+      plantrail adopt took into the plan), "consistency": null | {"old_size", "new_size", "proof"} (the
+      proof's hashes in base64)}
 
     \b
     Example:
       plantrail verify samples/login-fix.jsonl
       plantrail verify run.jsonl --anchor 14:3f2a...   # the head an earlier verify printed
       plantrail verify run.jsonl --key-file ~/.plantrail/audit.key
+      plantrail verify run.jsonl --pubkey ~/.plantrail/audit.pub
+      plantrail verify run.jsonl --pubkey audit.pub --consistency old.note new.note
       plantrail verify retry.jsonl --parent run.jsonl   # a fork against the log it was forked from
     """
     import os
@@ -65,6 +91,11 @@ def verify(
     from plantrail.ledger.verify import parse_anchor, verify_log
 
     key = load_key(key_file) if key_file is not None or os.environ.get(KEY_ENV) else None
+    verifier = None
+    if pubkey is not None:
+        from plantrail.ledger.signing import load_verifier
+
+        verifier = load_verifier(pubkey)
     with progress_bar("verify", size_of(log), enabled=not as_json) as shown:
         report = verify_log(
             log,
@@ -72,6 +103,7 @@ def verify(
             key=key,
             on_progress=shown,
             parent=None if parent is None else locate_log(parent, store),
+            pubkey=verifier,
         )
     head = f"{report.last_seq}:{report.head_hash}"
     data = report._asdict() | {
@@ -81,8 +113,21 @@ def verify(
         "head": head,
         "torn": None if report.torn is None else report.torn._asdict(),
         "parent": None if report.parent is None else {"run": report.parent[0], "seq": report.parent[1]},
+        "unsigned": report.last_seq - (report.signed_seq if report.signed_seq is not None else -1),
+        "consistency": None,
     }
-    emit(as_json, data, lambda: _render_verify(report, anchor))
+    proof_lines: list[str] = []
+    if consistency is not None:
+        from plantrail.ledger.signing import prove_consistency
+
+        old_size, new_size, proof = prove_consistency(log, *consistency, verifier)
+        data["consistency"] = {"old_size": old_size, "new_size": new_size, "proof": proof}
+        proof_lines = [
+            f"consistent: the tree of {old_size} records ({consistency[0]}) is a prefix of the tree of {new_size}"
+            f" ({consistency[1]}); proof ({len(proof)} hashes):",
+            *proof,
+        ]
+    emit(as_json, data, lambda: "\n".join([_render_verify(report, anchor), *proof_lines]))
     raise_if_torn(log, report.torn)
 
 
@@ -120,6 +165,13 @@ def _render_verify(report: VerifyReport, anchor: str | None) -> str:
             f"checkpoints: {report.checkpoints}, {checked}; the last covers seq {report.checkpointed_seq}"
             f" ({after} record(s) after it rest on the chain alone)",
         )
+    if report.signed:
+        unsigned = report.last_seq - (report.signed_seq if report.signed_seq is not None else -1)
+        if report.pubkey is not None:
+            shown = f"proven up to seq {report.signed_seq} by {report.pubkey} (tree and signatures checked)"
+        else:
+            shown = f"the last covers seq {report.signed_seq}; trees and signatures not checked (no --pubkey)"
+        lines.insert(1, f"signed checkpoints: {report.signed}, {shown}; {unsigned} record(s) after it unsigned")
     return "\n".join(lines)
 
 
@@ -130,20 +182,39 @@ def _render_verify(report: VerifyReport, anchor: str | None) -> str:
     metavar="FILE",
     help="The HMAC key (at least 16 bytes; a trailing newline is ignored). Default: $PLANTRAIL_CHECKPOINT_KEY.",
 )
+@click.option(
+    "--sign-key",
+    metavar="FILE",
+    help="Sign instead with this Ed25519 private key (a .key file from keygen): a C2SP checkpoint over the "
+    "RFC 6962 tree of the records, checked with the public key alone. An HMAC checkpoint is added too only "
+    "with --key-file or $PLANTRAIL_CHECKPOINT_KEY.",
+)
 @json_option
-def checkpoint(log: str, key_file: str | None, as_json: bool) -> None:
+def checkpoint(log: str, key_file: str | None, sign_key: str | None, as_json: bool) -> None:
     """Append a keyed checkpoint: an HMAC-SHA256, under a key kept outside the log, over the run id and the
     head's seq and hash. Someone who can rewrite the file but lacks the key can no longer re-chain history
     unnoticed (verify --key-file). Keep the printed anchor too: it also catches a cut-off tail.
 
     \b
+    With --sign-key, prints the signed note (a C2SP tlog-checkpoint): the text to hand a witness or a
+    transparency log, and to keep for verify --consistency.
+
+    \b
+    JSON (signed): {"ok", "seq", "hash", "covers_seq", "anchor", "durable", "signer", "root", "note", "hmac":
+      null | the keyed checkpoint's {"seq", "hash", "key_id"}}
+
+    \b
     Example:
       PLANTRAIL_CHECKPOINT_KEY=$(cat ~/.plantrail/audit.key) plantrail checkpoint run.jsonl
       plantrail checkpoint run.jsonl --key-file ~/.plantrail/audit.key
+      plantrail checkpoint run.jsonl --sign-key ~/.plantrail/signer.key > head.note
     """
     from plantrail.ledger.api import Ledger
     from plantrail.ledger.checkpoint import key_id, load_key
 
+    if sign_key is not None:
+        _signed_checkpoint(log, sign_key, key_file, as_json)
+        return
     key = load_key(key_file)
     with Ledger.open(log) as ledger:
         ack = ledger.checkpoint(key)
@@ -163,6 +234,43 @@ def checkpoint(log: str, key_file: str | None, as_json: bool) -> None:
             f"checkpoint at seq {ack.seq} covers seq {ack.seq - 1} (key {data['key_id']})\nanchor: {data['anchor']}"
         ),
     )
+
+
+def _signed_checkpoint(log: str, sign_key: str, key_file: str | None, as_json: bool) -> None:
+    """checkpoint --sign-key: the signed checkpoint (after a keyed one when an HMAC key is given too)."""
+    import os
+
+    from plantrail.ledger.api import Ledger
+    from plantrail.ledger.checkpoint import KEY_ENV, key_id, load_key
+    from plantrail.ledger.reading import record_at
+    from plantrail.ledger.signing import load_signer, note_of
+
+    signer = load_signer(sign_key)
+    key = load_key(key_file) if key_file is not None or os.environ.get(KEY_ENV) else None
+    with Ledger.open(log) as ledger:
+        keyed = None if key is None else ledger.checkpoint(key)
+        ack = ledger.sign_checkpoint(signer)
+    record = record_at(log, ack.seq)
+    note = note_of(record)
+    data = {
+        "ok": True,
+        "seq": ack.seq,
+        "hash": ack.hash,
+        "covers_seq": ack.seq - 1,
+        "anchor": f"{ack.seq}:{ack.hash}",
+        "durable": ack.durable,
+        "signer": f"{signer.name}+{signer.key_id.hex()}",
+        "root": getattr(record.data, "root", None),
+        "note": note,
+        "hmac": None if keyed is None or key is None else {"seq": keyed.seq, "hash": keyed.hash, "key_id": key_id(key)},
+    }
+    emit(as_json, data, lambda: note.rstrip("\n"))
+    if not as_json:
+        click.echo(
+            f"signed checkpoint at seq {ack.seq} covers seq 0..{ack.seq - 1} (key {data['signer']}); "
+            f"anchor: {data['anchor']}",
+            err=True,
+        )
 
 
 @click.command()

@@ -30,7 +30,7 @@ JOBS: Final[tuple[tuple[str, tuple[str, ...]], ...]] = (
     ("Reading the current state", ("status", "next", "log", "show")),
     ("Replay and audit", ("versions", "replay", "diff", "why", "orphans", "resume")),
     ("Pictures of a run", ("graph", "report", "watch")),
-    ("Integrity and repair", ("verify", "checkpoint", "repair", "salvage", "schema")),
+    ("Integrity and repair", ("verify", "checkpoint", "keygen", "repair", "salvage", "schema")),
     ("Stores", ("runs", "copy", "store")),
     ("Agents and importing", ("mcp", "hook", "install", "uninstall", "import")),
 )

@@ -52,6 +52,7 @@ from plantrail.projections.model import PlanState, holds_lazy, resolved
 from plantrail.projections.state import Advancing, evolve, initial
 
 if TYPE_CHECKING:
+    from plantrail.ledger.signing import Signer
     from plantrail.ledger.stores.protocol import RunWriter, Session, StateCache
 
 __all__ = ["Ledger", "default_run_id"]
@@ -60,6 +61,8 @@ P = ParamSpec("P")
 
 #: How many times a batch is decided again when a database writer lost the race for the next seq.
 _CONFLICT_RETRIES = 32
+#: How many times a signed checkpoint reads the tree again when another writer appended while it read.
+_SIGN_TRIES = 5
 
 
 class _Recording(Generic[P]):
@@ -174,6 +177,8 @@ class Ledger:
         self._shown: tuple[PlanState, PlanState] | None = None  # the last state :attr:`state` read, and as read
         self._unread = False  # the state may hold unread evidence (it started from a snapshot that had some)
         self._turn: tuple[tuple[Command, Ack], ...] = ()  # the commands this ledger's last turn recorded, acked
+        self._signing: tuple[Signer, int | None, bool] | None = None  # sign_on's signer, every and at_finish
+        self._signed_at = -1  # the head seq at the last signed checkpoint (or when sign_on was called)
 
     # ----------------------------------------------------------- opening
 
@@ -559,6 +564,8 @@ class Ledger:
             try:
                 acks = self._execute_once(batch, expected_seq, found)
                 self._turn = tuple(zip(batch, acks, strict=True))
+                if self._signing is not None:
+                    self._sign_on_policy(acks)
                 return acks
             except PlantrailError as exc:
                 if exc.code != "WRITE_CONFLICT":
@@ -651,6 +658,67 @@ class Ledger:
             self._state = evolve(self._state, record)
         self._turn = ()  # a checkpoint is no command: nothing to acknowledge
         return Ack(seq=record.seq, hash=record.h, durable=durable)
+
+    def sign_on(self, signer: Signer, *, every: int | None = None, at_finish: bool = True) -> None:
+        """Sign checkpoints on a policy from now on: after a turn that leaves ``every`` or more records since the
+        last signed checkpoint (or since this call), and, with ``at_finish``, after the turn that finishes the
+        run. Each signing reads the log to build its tree (see :meth:`sign_checkpoint`)."""
+        from plantrail.ledger.signing import Signer
+
+        if not isinstance(signer, Signer):
+            raise refuse("signer", signer, "a Signer (ledger.signing.load_signer)", where="Ledger.sign_on")
+        if every is not None and (type(every) is not int or every < 1):
+            raise refuse("every", every, "a positive integer or None", where="Ledger.sign_on")
+        if type(at_finish) is not bool:
+            raise refuse("at_finish", at_finish, "True or False", where="Ledger.sign_on")
+        self._signing = (signer, every, at_finish)
+        self._signed_at = self._state.last_seq
+
+    def _sign_on_policy(self, acks: list[Ack]) -> None:
+        """Append a signed checkpoint after a turn when :meth:`sign_on`'s policy asks for one (the turn's
+        acknowledgement is kept)."""
+        assert self._signing is not None
+        signer, every, at_finish = self._signing
+        finished = at_finish and self._state.outcome_seq in {a.seq for a in acks if not a.duplicate}
+        due = every is not None and self._state.last_seq - self._signed_at >= every
+        if finished or due:
+            turn = self._turn
+            self.sign_checkpoint(signer)
+            self._turn = turn
+
+    @strict
+    def sign_checkpoint(self, signer: Signer) -> Ack:
+        """Append a signed checkpoint over the current head (see :mod:`ledger.signing`): the root of the RFC 6962
+        tree over every record's line hash, signed as a C2SP checkpoint; return its ack. The tree is read
+        before the write, and the read again when another writer appended meanwhile (WRITE_CONFLICT after
+        a few tries)."""
+        from plantrail.ledger.reading import records_from
+        from plantrail.ledger.signing import Signer, sign_checkpoint
+        from plantrail.ledger.vocabulary.merkle import Frontier, leaf_hash
+
+        if not isinstance(signer, Signer):
+            raise refuse("signer", signer, "a Signer (ledger.signing.load_signer)", where="Ledger.sign_checkpoint")
+        for _ in range(_SIGN_TRIES):
+            tree, seq, head = Frontier(), -1, ""
+            for read in records_from(self._location, 0):
+                tree.append(leaf_hash(bytes.fromhex(read.h)))
+                seq, head = read.seq, read.h
+            with self._store.session() as session:
+                self._catch_up(session)
+                if (session.head_seq, session.head_hash) != (seq, head):
+                    continue  # appended to since the read: read the tree again
+                data = sign_checkpoint(signer, self._store.run, seq, head, tree.root())
+                record = session.stage(
+                    PendingRecord(ts=self._clock(), plan_version=self._state.version, actor="runtime", data=data)
+                )
+                durable = session.commit()
+                self._state = evolve(self._state, record)
+            self._turn = ()  # a checkpoint is no command: nothing to acknowledge
+            self._signed_at = record.seq
+            return Ack(seq=record.seq, hash=record.h, durable=durable)
+        raise error(
+            "WRITE_CONFLICT", f"other writers kept appending while the tree was read ({_SIGN_TRIES} tries); try again"
+        )
 
     # Every recording method takes the options of its CLI command as keyword-only arguments, named alike:
     # ``plan_version`` (--plan-version), ``attempt`` (--attempt), ``started_seq`` (--started-seq),

@@ -249,6 +249,8 @@ def summary(record: Record) -> str:
             return f"repaired: {data.bytes} torn bytes moved to {data.quarantine}"
         case "log.checkpoint":
             return f"checkpoint over seq {data.covers_seq}"
+        case "log.signed":
+            return f"signed checkpoint over seq {data.covers_seq} by {data.signer}+{data.key_id}"
         case "run.forked":
             reason = f": {data.reason}" if data.reason else ""
             return f"forked from run {data.parent} at seq {data.seq} (plan v{record.plan_version}){reason}"

@@ -16,7 +16,10 @@
 5. Optionally, an anchor ``SEQ:HASH`` the auditor kept: the log must still contain that record.
 6. Every keyed checkpoint covers the record before it; given the key, every MAC verifies and there is at
    least one checkpoint (:mod:`ledger.checkpoint`).
-7. Optionally, for a forked run, its parent's log: the parent's chain reaches the seq the fork names with the
+7. Every signed checkpoint covers the record before it; given the public key, the RFC 6962 tree over the
+   line hashes of every record before it has the root it names and its signature verifies, and there is at
+   least one (:mod:`ledger.signing`).
+8. Optionally, for a forked run, its parent's log: the parent's chain reaches the seq the fork names with the
    hash it names, and the parent's state there hashes to the state the fork carries (:mod:`ledger.rules.lineage`).
 """
 
@@ -25,7 +28,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
-from typing import Final, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from plantrail.ledger.checkpoint import check_checkpoint
 from plantrail.ledger.collector import paused
@@ -39,10 +42,14 @@ from plantrail.ledger.stores.postgres_run import DatabaseRun
 from plantrail.ledger.stores.values import TornTail
 from plantrail.ledger.vocabulary.arguments import strict
 from plantrail.ledger.vocabulary.errors import PlantrailError, error
-from plantrail.ledger.vocabulary.events import LogCheckpoint, Record
+from plantrail.ledger.vocabulary.events import LogCheckpoint, LogSigned, Record
+from plantrail.ledger.vocabulary.merkle import Frontier, leaf_hash
 from plantrail.projections.canonical import canonical_bytes, state_hash
 from plantrail.projections.model import PlanState
 from plantrail.projections.state import evolve, in_place, initial
+
+if TYPE_CHECKING:
+    from plantrail.ledger.vocabulary.signed_note import VerifierKey
 
 __all__ = ["WINDOW", "VerifyReport", "parse_anchor", "verify_log"]
 
@@ -71,6 +78,9 @@ class VerifyReport(NamedTuple):
     grew: bool = False
     parent: tuple[str, int] | None = None  # the parent run and seq checked (verify --parent)
     adopted: int = 0  # the late completions ``adopt`` took into the plan (each checked again as it was adopted)
+    signed: int = 0  # the signed checkpoints (each checked against the tree and the public key, given one)
+    signed_seq: int | None = None  # the last seq a signed checkpoint covers
+    pubkey: str | None = None  # the verifier key the signatures were checked with (verify --pubkey)
 
 
 def parse_anchor(text: str) -> tuple[int, str]:
@@ -114,9 +124,15 @@ class _Audit:
         key: bytes | None,
         on_progress: Callable[[int], None] | None = None,
         where: Callable[[], int] = lambda: 0,
+        pubkey: VerifierKey | None = None,
     ) -> None:
         self.anchor = anchor
         self.key = key
+        self.pubkey = pubkey
+        # The RFC 6962 tree over the records read so far, kept only to check signed checkpoints with a key.
+        self.tree = None if pubkey is None else Frontier()
+        self.signed = 0
+        self.signed_seq: int | None = None
         self.on_progress = on_progress
         self.where = where
         start = initial()
@@ -155,6 +171,7 @@ class _Audit:
         recent = self.recent
         count = self.count
         head = self._head
+        tree = self.tree
         try:
             for record in records:
                 count += 1
@@ -169,6 +186,8 @@ class _Audit:
                     check_checkpoint(record, self.key)
                     self.checkpoints += 1
                     self.checkpointed = record.seq - 1
+                elif type(data) is LogSigned:
+                    self._signed(record)
                 if record.seq == anchor_seq:
                     self._anchor(record)
                 try:
@@ -188,8 +207,18 @@ class _Audit:
                     add = builder.add
                 head = record.h
                 recent.append(record)
+                if tree is not None:
+                    tree.append(leaf_hash(bytes.fromhex(record.h)))
         finally:
             self.count, self._head = count, head
+
+    def _signed(self, record: Record) -> None:
+        """Check a signed checkpoint: what it covers, and with a public key its tree root and signature."""
+        from plantrail.ledger.signing import check_signed
+
+        check_signed(record, None if self.tree is None else self.tree.root(), self.pubkey)
+        self.signed += 1
+        self.signed_seq = record.seq - 1
 
     def _anchor(self, record: Record) -> None:
         """Check the anchored record's hash."""
@@ -202,7 +231,11 @@ class _Audit:
 
 
 def _verify_rows(
-    url: str, anchor: tuple[int, str] | None, key: bytes | None, on_progress: Callable[[int], None] | None
+    url: str,
+    anchor: tuple[int, str] | None,
+    key: bytes | None,
+    on_progress: Callable[[int], None] | None,
+    pubkey: VerifierKey | None = None,
 ) -> tuple[_Audit, int]:
     """The checks over one read of a database run's rows: the audit, and the bytes of the lines read (each
     with its newline, as the run's JSONL copy holds them)."""
@@ -216,19 +249,23 @@ def _verify_rows(
             read += len(line)
             yield record
 
-    audit = _Audit(anchor, key, on_progress, lambda: read)
+    audit = _Audit(anchor, key, on_progress, lambda: read, pubkey)
     audit.check_all(records())
     return audit, read
 
 
 def _verify_file(
-    reader: LogReader, anchor: tuple[int, str] | None, key: bytes | None, on_progress: Callable[[int], None] | None
+    reader: LogReader,
+    anchor: tuple[int, str] | None,
+    key: bytes | None,
+    on_progress: Callable[[int], None] | None,
+    pubkey: VerifierKey | None = None,
 ) -> tuple[_Audit, int, TornTail | None, bool]:
     """The checks over one read of a log file: the audit, the bytes of whole records read, the torn tail after
     them, and whether the file grew past the read. A large log is read by a child on another core while this
     process judges and folds its records (:mod:`ledger.stores.jsonl.read_ahead`): the same records in the same order."""
     with reading(reader) as read:
-        audit = _Audit(anchor, key, on_progress, lambda: read.offset)
+        audit = _Audit(anchor, key, on_progress, lambda: read.offset, pubkey)
         audit.check_all(read.records())
         end = read.end if read.torn is None else read.torn.offset + read.torn.length
         return audit, read.end, read.torn, os.fstat(reader.fd).st_size > end
@@ -242,6 +279,7 @@ def verify_log(
     key: bytes | None = None,
     on_progress: Callable[[int], None] | None = None,
     parent: str | os.PathLike[str] | None = None,
+    pubkey: VerifierKey | None = None,
 ) -> VerifyReport:
     """Run every check over one read of the log; raise the first damage found (a LogDamaged error), else report.
 
@@ -250,14 +288,16 @@ def verify_log(
     ``verified_bytes`` are not covered; ``grew`` says whether there were any. ``on_progress``, when given,
     is told the bytes checked so far every few thousand records (a progress bar). ``parent``, for a forked
     run, is the log it was forked from: FORK_MISMATCH unless the parent holds, at the seq the fork names, the
-    hash and the state the fork carries (USAGE when the log is no fork).
+    hash and the state the fork carries (USAGE when the log is no fork). ``pubkey`` checks every signed
+    checkpoint's tree root (CHECKPOINT_MISMATCH) and signature (SIGNATURE_INVALID); ``signed_seq`` is the last
+    seq one covers: the records up to it are proven by the key, those after it are not signed.
     """
     # The read makes no cycles (ledger.collector); a forked child reads without the collector too.
     with paused(), as_run(path) as run:
         if isinstance(run, FileRun):  # every byte of the file, read ahead by a child for a large log
-            audit, verified, torn, grew = _verify_file(run.reader, anchor, key, on_progress)
+            audit, verified, torn, grew = _verify_file(run.reader, anchor, key, on_progress, pubkey)
         elif isinstance(run, DatabaseRun):  # every row, each line as stored
-            audit, verified = _verify_rows(run.location, anchor, key, on_progress)
+            audit, verified = _verify_rows(run.location, anchor, key, on_progress, pubkey)
             torn, grew = None, False
         else:
             raise error("USAGE", f"verify reads a log file or a database run, not {run!r}")
@@ -276,6 +316,12 @@ def verify_log(
             "CHECKPOINT_MISSING",
             "a checkpoint key was given but the log holds no checkpoint: nothing in it "
             "is protected by the key (were the checkpoints stripped?)",
+        )
+    if pubkey is not None and audit.signed == 0:
+        raise error(
+            "CHECKPOINT_MISSING",
+            "a public key was given but the log holds no signed checkpoint: nothing in it is proven by the key "
+            "(were the checkpoints stripped?)",
         )
     if canonical_bytes(audit.evolved()) != canonical_bytes(state):
         raise error(
@@ -300,6 +346,9 @@ def verify_log(
         grew=grew,
         parent=checked_parent,
         adopted=sum(1 for o in state.orphans if o.adopted is not None),
+        signed=audit.signed,
+        signed_seq=audit.signed_seq,
+        pubkey=None if pubkey is None else str(pubkey),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from typing import Any, NamedTuple
 
 from hypothesis import strategies as st
@@ -38,6 +39,7 @@ from plantrail.ledger.vocabulary.events import (
     LogCheckpoint,
     LogOpened,
     LogRepaired,
+    LogSigned,
     ObservationRecorded,
     PlanCreated,
     PlanExtended,
@@ -349,6 +351,15 @@ EVENTS = st.one_of(
         LogRepaired, truncated_at=counts, bytes=counts, sha256=hex64, kind=st.just("torn_tail"), quarantine=anything
     ),
     st.builds(LogCheckpoint, covers_seq=counts, head=hex64, algorithm=st.just("hmac-sha256"), key_id=ident, mac=hex64),
+    st.builds(
+        LogSigned,
+        covers_seq=counts,
+        head=hex64,
+        root=hex64,
+        signer=ident,
+        key_id=st.text("0123456789abcdef", min_size=8, max_size=8),
+        signature=st.binary(min_size=64, max_size=64).map(lambda b: base64.b64encode(b).decode()),
+    ),
     st.builds(LogBatch, part=st.sampled_from(["begin", "end"])),
     st.builds(StepHeartbeat, step=ident, attempt=counts, lease_s=st.floats(min_value=0.5, max_value=86_400.0)),
     st.builds(StepAbandoned, step=ident, attempt=counts, reason=anything),

@@ -214,6 +214,10 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "LEDGER_NOT_OPEN": (UsageError, "a ledger used after close(), or made with Ledger() from something not opened"),
     "REPORT_INVALID": (UsageError, "a result's evidence record (--report) is malformed (the field is named)"),
     "CHECKPOINT_KEY_INVALID": (UsageError, "no checkpoint key was given, or it is shorter than 16 bytes"),
+    "SIGNING_KEY_INVALID": (
+        UsageError,
+        "a signing key or public key file is malformed, or signing needs the cryptography package (plantrail[sign])",
+    ),
     "FILE_STORE_ONLY": (UsageError, "the command works on a JSONL file's bytes (repair, salvage), not a database run"),
     "INVALID_TRACE_CONTEXT": (
         UsageError,
@@ -261,6 +265,7 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "PLAN_NOT_CREATED": (CommandRefused, "the log has no plan yet"),
     "PLAN_ALREADY_CREATED": (CommandRefused, "the log already has a plan (use replan)"),
     "LOG_EXISTS": (CommandRefused, "create refuses to overwrite an existing file"),
+    "KEY_EXISTS": (CommandRefused, "keygen refuses to overwrite an existing key file"),
     "DRAFT_EXISTS": (CommandRefused, "new refuses to overwrite an existing file"),
     "STEP_NOT_FOUND": (CommandRefused, "no such step in the plan version"),
     "STEP_NOT_READY": (CommandRefused, "the step's dependencies are not all completed (they are named)"),
@@ -380,6 +385,11 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "ANCHOR_MISMATCH": (LogDamaged, "the log does not contain the anchored head seq and hash"),
     "CHECKPOINT_INVALID": (LogDamaged, "a keyed checkpoint does not verify with the given key"),
     "CHECKPOINT_MISSING": (LogDamaged, "verify was given a checkpoint key but the log holds no checkpoint"),
+    "CHECKPOINT_MISMATCH": (
+        LogDamaged,
+        "a signed checkpoint's tree root or size is not that of the records it covers (or two notes disagree)",
+    ),
+    "SIGNATURE_INVALID": (LogDamaged, "a signed checkpoint's signature does not verify with the given public key"),
     "DATA_LOSS": (LogDamaged, "an acknowledged record is missing or differs"),
     "NOT_REPAIRABLE": (LogDamaged, "the damage is not a torn tail; repair refuses to cut history"),
     "FORK_INVALID": (

@@ -44,6 +44,7 @@ __all__ = [
     "LogCheckpoint",
     "LogOpened",
     "LogRepaired",
+    "LogSigned",
     "ObservationRecorded",
     "Outcome",
     "PlanCreated",
@@ -86,6 +87,7 @@ V2_TYPES: Final[frozenset[str]] = frozenset(
         "effect.requested",
         "effect.committed",
         "observation.recorded",
+        "log.signed",
     }
 )
 
@@ -209,6 +211,22 @@ class LogCheckpoint(_FixedShape, frozen=True):
     algorithm: Literal["hmac-sha256"]
     key_id: str
     mac: str
+
+
+class LogSigned(_FixedShape, frozen=True):
+    """A signed checkpoint (format v2): the root of the RFC 6962 tree over the line hashes of every record up to
+    ``covers_seq`` (the record before it, with hash ``head``), signed with an Ed25519 key as a C2SP
+    tlog-checkpoint note (:mod:`ledger.signing`). ``signer`` and ``key_id`` name the key (its verifier key's
+    name and hex key id), ``root`` is hex and ``signature`` base64, so the note is rebuilt from the record."""
+
+    TYPE: ClassVar[str] = "log.signed"
+
+    covers_seq: int
+    head: str
+    root: str
+    signer: str
+    key_id: str
+    signature: str
 
 
 class LogBatch(_FixedShape, frozen=True):
@@ -496,6 +514,7 @@ Event = (
     | LogOpened
     | LogRepaired
     | LogCheckpoint
+    | LogSigned
     | LogBatch
     | RunForked
     | PlanExtended

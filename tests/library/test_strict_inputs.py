@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ConfigDict, TypeAdapter, ValidationError
@@ -26,6 +27,7 @@ from pydantic import ConfigDict, TypeAdapter, ValidationError
 import plantrail
 from plantrail import Ledger
 from plantrail.ledger.rules.decide import Start
+from plantrail.ledger.signing import Signer
 from plantrail.ledger.vocabulary.arguments import hints_of
 from plantrail.ledger.vocabulary.errors import PlantrailError
 from plantrail.ledger.vocabulary.plan import StepSpec
@@ -108,6 +110,8 @@ METHODS: dict[str, dict[str, Any] | None] = {
     "execute": {"command": Start(step="diagnose")},
     "execute_many": {"commands": [Start(step="diagnose")]},
     "checkpoint": {"key": b"k" * 16},
+    "sign_checkpoint": {"signer": Signer("k", bytes(4), Ed25519PrivateKey.generate())},
+    "sign_on": {"signer": Signer("k", bytes(4), Ed25519PrivateKey.generate()), "every": 3},
     "recorded": {"keys": ["k"]},
     "acknowledgement": {},
     "refresh": None,

@@ -503,7 +503,7 @@ FORMAT_1_TYPES: frozenset[str] = frozenset(
 )
 
 #: The log's own records: the header, a repair, a keyed checkpoint, a group commit's bounds.
-_LOG_RECORDS = ("log.opened", "log.repaired", "log.checkpoint", "log.batch")
+_LOG_RECORDS = ("log.opened", "log.repaired", "log.checkpoint", "log.signed", "log.batch")
 
 #: Registries that have nothing to do with a type, on purpose: registry -> {type: why}.
 NOT_APPLICABLE: dict[str, dict[str, str]] = {
@@ -517,6 +517,7 @@ NOT_APPLICABLE: dict[str, dict[str, str]] = {
         # ignore the log.* records", docs/format.md).
         "log.repaired": "a repair changes no plan state",
         "log.checkpoint": "a keyed checkpoint changes no plan state",
+        "log.signed": "a signed checkpoint changes no plan state",
         "log.batch": "a group commit's bound changes no plan state",
     },
     "rules_judge": {
@@ -531,6 +532,7 @@ NOT_APPLICABLE: dict[str, dict[str, str]] = {
         "log.opened": "written by a store when it creates a run (Run.create)",
         "log.repaired": "written by repair (ledger/stores/jsonl/log.py)",
         "log.checkpoint": "written by Ledger.checkpoint (ledger/checkpoint.py)",
+        "log.signed": "written by Ledger.checkpoint with a signing key (ledger/signing.py)",
         "log.batch": "written by the ledger around a group commit (Ledger.execute_many)",
         "run.forked": "written by fork_run (ledger/fork.py) with the new run's header",
     },

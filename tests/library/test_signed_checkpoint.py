@@ -1,0 +1,246 @@
+"""Signed checkpoints (issue 34): keygen, checkpoint --sign-key and verify --pubkey / --consistency as a user
+runs them, and the tamper trials a public key catches where the chain alone cannot."""
+
+from __future__ import annotations
+
+import base64
+import re
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+import pytest
+
+from plantrail.ledger.api import Ledger
+from plantrail.ledger.signing import load_signer
+from plantrail.ledger.verify import verify_log
+from plantrail.ledger.vocabulary.errors import PlantrailError
+from plantrail.ledger.vocabulary.merkle import leaf_hash, root_of, verify_consistency
+from plantrail.ledger.vocabulary.signed_note import parse_checkpoint, parse_note
+from tests.conftest import CliResult
+from tests.helpers.logs import build_log, lines_of, rechain, reseal, write_lines
+
+Cli = Callable[..., CliResult]
+
+
+@pytest.fixture
+def keys(tmp_path: Path, run_cli: Cli) -> tuple[Path, Path]:
+    """A key pair made by plantrail keygen: (private, public)."""
+    result = run_cli("keygen", tmp_path / "audit")
+    assert result.code == 0, result.err
+    return tmp_path / "audit.key", tmp_path / "audit.pub"
+
+
+@pytest.fixture
+def log(make_ledger: Callable[..., Ledger], tmp_path: Path) -> Path:
+    """A log with some history (seq 0..6)."""
+    ledger = make_ledger()
+    build_log(ledger, 4)
+    ledger.close()
+    return tmp_path / "run.jsonl"
+
+
+def more(log: Path, n: int) -> None:
+    """Append ``n`` criterion verdicts."""
+    with Ledger.open(log, fsync="none") as ledger:
+        for i in range(n):
+            ledger.verify_criterion("login-test-passes", True, f"again {i}")
+
+
+def code_of(log: Path, pubkey: Path) -> str | None:
+    """The code verify raises with the public key, or None when the log verifies."""
+    from plantrail.ledger.signing import load_verifier
+
+    try:
+        verify_log(log, pubkey=load_verifier(str(pubkey)))
+    except PlantrailError as exc:
+        return exc.code
+    return None
+
+
+def test_keygen_writes_a_private_key_only_its_owner_reads(keys: tuple[Path, Path], run_cli: Cli) -> None:
+    """The private key is mode 0600 and loads; the public key is a C2SP verifier key; keygen never overwrites."""
+    private, public = keys
+    assert stat.S_IMODE(private.stat().st_mode) == 0o600
+    signer = load_signer(str(private))
+    assert re.fullmatch(r"audit\+[0-9a-f]{8}\+[A-Za-z0-9+/]{43}[A-Za-z0-9+/=]\n", public.read_text())
+    assert public.read_text().split("+")[1] == signer.key_id.hex()
+    before = private.read_bytes()
+    again = run_cli("keygen", private.with_suffix(""))
+    assert again.code == 1 and "KEY_EXISTS" in again.err and "Traceback" not in again.err
+    assert private.read_bytes() == before
+
+
+def test_signed_checkpoints_prove_the_log_up_to_the_last_one(
+    log: Path, keys: tuple[Path, Path], tmp_path: Path, run_cli: Cli
+) -> None:
+    """checkpoint --sign-key prints a C2SP checkpoint of the log; verify --pubkey checks every one and says up to
+    which seq the log is proven; --consistency makes a proof between two notes that verifies."""
+    private, public = keys
+    first = run_cli("checkpoint", log, "--sign-key", private)
+    assert first.code == 0, first.err
+    text, signatures = parse_note(first.out)
+    body = parse_checkpoint(text)
+    run = orjson.loads(lines_of(log)[0])["run"]
+    assert (body.origin, body.size) == (f"plantrail/{run}", 7)
+    assert body.root == root_of([leaf_hash(bytes.fromhex(orjson.loads(x)["h"])) for x in lines_of(log)[:7]])
+    assert [s.name for s in signatures] == ["audit"]
+    (tmp_path / "old.note").write_text(first.out)
+    more(log, 3)
+    second = run_cli("checkpoint", log, "--sign-key", private, "--json")
+    assert second.code == 0, second.err
+    data = orjson.loads(second.out)
+    assert data["covers_seq"] == 10 and data["seq"] == 11
+    (tmp_path / "new.note").write_text(data["note"])
+    more(log, 2)
+
+    checked = run_cli("verify", log, "--pubkey", public)
+    assert checked.code == 0, checked.err
+    assert "signed checkpoints: 2, proven up to seq 10 by audit+" in checked.out
+    assert "3 record(s) after it unsigned" in checked.out
+    report = orjson.loads(run_cli("verify", log, "--pubkey", public, "--json").out)
+    assert (report["signed"], report["signed_seq"], report["unsigned"]) == (2, 10, 3)
+
+    proved = run_cli("verify", log, "--pubkey", public, "--consistency", tmp_path / "old.note", tmp_path / "new.note")
+    assert proved.code == 0, proved.err
+    assert "consistent: the tree of 7 records" in proved.out and "of 11" in proved.out
+    result = orjson.loads(
+        run_cli("verify", log, "--json", "--consistency", tmp_path / "old.note", tmp_path / "new.note").out
+    )["consistency"]
+    old, new = parse_checkpoint(parse_note(first.out)[0]), parse_checkpoint(parse_note(data["note"])[0])
+    proof = [base64.b64decode(p) for p in result["proof"]]
+    assert (result["old_size"], result["new_size"]) == (7, 11)
+    assert verify_consistency(7, 11, old.root, new.root, proof)
+    assert not verify_consistency(7, 11, new.root, old.root, proof)
+    swapped = run_cli("verify", log, "--consistency", tmp_path / "new.note", tmp_path / "old.note")
+    assert swapped.code == 2 and "USAGE" in swapped.err
+
+
+def test_a_rechained_edit_passes_the_chain_but_not_the_signature(
+    log: Path, keys: tuple[Path, Path], run_cli: Cli
+) -> None:
+    """Edit a record and re-chain everything: the chain verifies, the tree root does not; forge the root too
+    and the signature fails."""
+    private, public = keys
+    assert run_cli("checkpoint", log, "--sign-key", private).code == 0
+    assert code_of(log, public) is None
+    lines = lines_of(log)
+    lines[3] = lines[3].replace(b"one failure", b"all passing")
+    write_lines(log, rechain(lines, 3))
+    verify_log(log)  # the chain alone is fooled
+    assert code_of(log, public) == "CHECKPOINT_MISMATCH"
+    checked = run_cli("verify", log, "--pubkey", public)
+    assert checked.code == 3 and "CHECKPOINT_MISMATCH" in checked.err and "Traceback" not in checked.err
+
+    lines = lines_of(log)
+    forged_root = root_of([leaf_hash(bytes.fromhex(orjson.loads(x)["h"])) for x in lines[:-1]]).hex()
+    lines[-1] = reseal(re.sub(rb'"root":"[0-9a-f]{64}"', b'"root":"' + forged_root.encode() + b'"', lines[-1]))
+    write_lines(log, lines)
+    verify_log(log)
+    assert code_of(log, public) == "SIGNATURE_INVALID"
+
+
+def test_another_key_a_stripped_checkpoint_and_bad_key_files_are_refused(
+    log: Path, keys: tuple[Path, Path], tmp_path: Path, run_cli: Cli
+) -> None:
+    """Another public key: SIGNATURE_INVALID; no signed checkpoint left: CHECKPOINT_MISSING; a malformed key
+    file: SIGNING_KEY_INVALID, and the refused checkpoint leaves the log byte for byte unchanged."""
+    private, public = keys
+    assert run_cli("checkpoint", log, "--sign-key", private).code == 0
+    assert run_cli("keygen", tmp_path / "other").code == 0
+    assert code_of(log, tmp_path / "other.pub") == "SIGNATURE_INVALID"
+    write_lines(log, lines_of(log)[:-1])
+    assert code_of(log, public) == "CHECKPOINT_MISSING"
+    before = log.read_bytes()
+    (tmp_path / "bad.key").write_text("PRIVATE+KEY+audit+00000000+AAAA\n")
+    refused = run_cli("checkpoint", log, "--sign-key", tmp_path / "bad.key")
+    assert refused.code == 2 and "SIGNING_KEY_INVALID" in refused.err and "Traceback" not in refused.err
+    assert log.read_bytes() == before
+    bad = run_cli("verify", log, "--pubkey", private)  # the private key is no verifier key
+    assert bad.code == 2 and "SIGNING_KEY_INVALID" in bad.err
+
+
+def test_only_the_signing_module_imports_cryptography() -> None:
+    """Nothing imports cryptography at module level: the signing module loads it inside the functions that
+    make keys, sign or check, so a log without signatures is read and verified without the extra."""
+    root = Path(__file__).resolve().parents[2]
+    found = []
+    for path in [*root.glob("ledger/**/*.py"), *root.glob("cli/*.py"), *root.glob("projections/*.py")]:
+        for line in path.read_text().splitlines():
+            if re.match(r"\s*(from|import) cryptography\b", line):
+                found.append((path.relative_to(root).as_posix(), line.startswith((" ", "\t"))))
+    assert found and {p for p, _ in found} == {"ledger/signing.py"}
+    assert all(indented for _, indented in found)
+
+
+def test_the_signed_checkpoint_is_a_v2_line_and_a_wrong_signer_is_refused(log: Path, keys: tuple[Path, Path]) -> None:
+    """Ledger.sign_checkpoint writes one "v":2 log.signed line; a signer of another type is refused
+    (INVALID_ARGUMENT) and leaves the log unchanged."""
+    before = log.read_bytes()
+    with Ledger.open(log, fsync="none") as ledger:
+        with pytest.raises(PlantrailError) as refused:
+            ledger.sign_checkpoint("audit.key")  # type: ignore[arg-type]
+        assert refused.value.code == "INVALID_ARGUMENT"
+        assert log.read_bytes() == before
+        ack = ledger.sign_checkpoint(load_signer(str(keys[0])))
+    line = orjson.loads(lines_of(log)[-1])
+    assert (line["v"], line["type"], line["seq"], line["data"]["covers_seq"]) == (2, "log.signed", ack.seq, ack.seq - 1)
+    assert line["data"]["head"] == line["prev"]
+
+
+def test_a_writer_signs_every_n_records_and_at_finish(log: Path, keys: tuple[Path, Path]) -> None:
+    """sign_on(every=3): a signed checkpoint follows each turn that leaves 3 or more records since the last;
+    the finishing turn is signed too; each command's acknowledgement stays its own; the log verifies with the
+    public key up to the finish."""
+    from plantrail.ledger.signing import load_verifier
+
+    with Ledger.open(log, fsync="none") as ledger:
+        ledger.sign_on(load_signer(str(keys[0])), every=3)
+        acks = [ledger.verify_criterion("login-test-passes", True, f"pass {i}") for i in range(5)]
+        assert ledger.acknowledgement(acks[-1])  # the turn signed after is still acknowledged (USAGE if not)
+        finished = ledger.finish("failed", reason="stopped")
+    types = [orjson.loads(line)["type"] for line in lines_of(log)]
+    signed = [n for n, t in enumerate(types) if t == "log.signed"]
+    # seq 6 is the head before sign_on; records 7, 8, 9 make 3: signed at 10; 11, 12, 13: signed at 14 ...
+    assert signed[:1] == [10] and signed[-1] == finished.seq + 1 == len(types) - 1
+    report = verify_log(log, pubkey=load_verifier(str(keys[1])))
+    assert report.signed == len(signed) and report.signed_seq == finished.seq
+
+
+def test_sign_on_refuses_a_bad_policy(log: Path, keys: tuple[Path, Path]) -> None:
+    """every must be a positive integer: 0 and a string are INVALID_ARGUMENT."""
+    with Ledger.open(log, fsync="none") as ledger:
+        for every in (0, "3"):
+            with pytest.raises(PlantrailError) as refused:
+                ledger.sign_on(load_signer(str(keys[0])), every=every)  # type: ignore[arg-type]
+            assert refused.value.code == "INVALID_ARGUMENT"
+
+
+def test_a_published_head_exposes_a_history_the_key_holder_re_signed(
+    log: Path, keys: tuple[Path, Path], tmp_path: Path, run_cli: Cli
+) -> None:
+    """Someone holding the private key rewrites history and signs it again: verify --pubkey passes, but the
+    head published before the rewrite no longer matches the log (CHECKPOINT_MISMATCH); a note of another run
+    and a file that is no note are refused too."""
+    private, public = keys
+    published = run_cli("checkpoint", log, "--sign-key", private)
+    (tmp_path / "published.note").write_text(published.out)
+    lines = lines_of(log)[:-1]  # drop the signed checkpoint, edit, re-chain, sign again
+    lines[3] = lines[3].replace(b"one failure", b"all passing")
+    write_lines(log, rechain(lines, 3))
+    resigned = run_cli("checkpoint", log, "--sign-key", private)
+    (tmp_path / "resigned.note").write_text(resigned.out)
+    assert run_cli("verify", log, "--pubkey", public).code == 0
+    caught = run_cli(
+        "verify", log, "--pubkey", public, "--consistency", tmp_path / "published.note", tmp_path / "resigned.note"
+    )
+    assert caught.code == 3 and "CHECKPOINT_MISMATCH" in caught.err and "published.note" in caught.err
+
+    foreign = published.out.replace("plantrail/", "plantrail/other-", 1)
+    (tmp_path / "foreign.note").write_text(foreign)
+    mismatch = run_cli("verify", log, "--consistency", tmp_path / "foreign.note", tmp_path / "resigned.note")
+    assert mismatch.code == 3 and "CHECKPOINT_MISMATCH" in mismatch.err
+    (tmp_path / "junk.note").write_text("not a note\n")
+    junk = run_cli("verify", log, "--consistency", tmp_path / "junk.note", tmp_path / "resigned.note")
+    assert junk.code == 2 and "USAGE" in junk.err and "Traceback" not in junk.err
