@@ -12,6 +12,7 @@ EXEMPT: dict[str, str] = {
     "schema": "prints the log's JSON Schema; reads no run",
     "check": "validates a plan draft file; reads no run",
     "new": "writes a plan draft file; names no run",
+    "keygen": "writes a signing key pair; names no run",
     "store init": "takes the database URL it initialises as its argument",
     "install claude": "edits an agent's settings file; reads no run",
     "uninstall claude": "edits an agent's settings file; reads no run",

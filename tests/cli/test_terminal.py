@@ -197,6 +197,7 @@ def test_no_human_output_carries_a_raw_control_character_from_data(
         ("brief", [log]),
         ("check", [log.parent / "draft.json", "--strict"]),
         ("new", [tmp_path / "draft \x1b[2J.toml"]),  # the path it wrote, named back
+        ("keygen", [tmp_path / "signer \x1b[2J"]),  # the key files it wrote, named back
         ("fork", [log, "--at-seq", "5", "-o", tmp_path / "fork \x1b[2J.jsonl", "--reason", "why " + HOSTILE]),
         ("status", [tmp_path / "fork \x1b[2J.jsonl"]),
         ("verify", [tmp_path / "fork \x1b[2J.jsonl", "--parent", log]),
