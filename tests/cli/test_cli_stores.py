@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import CliResult
-from tests.helpers.stores import postgres_url, unique_run
+from tests.helpers.stores import fresh_database, postgres_url, unique_run
 
 psycopg = __import__("psycopg") if os.environ.get("CI") == "true" else pytest.importorskip("psycopg")
 
@@ -88,18 +88,7 @@ def _arguments(step: tuple[str, ...], run: str, extra: Path) -> list[str]:
 @pytest.fixture
 def database() -> Iterator[str]:
     """A fresh database on the test server (dropped afterwards)."""
-    url = postgres_url()
-    name = unique_run("cli").replace("-", "_")
-    with psycopg.connect(url, autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {name}")
-    parts = url.split("?", 1)
-    yield parts[0].rsplit("/", 1)[0] + f"/{name}" + (f"?{parts[1]}" if len(parts) > 1 else "")
-    from plantrail.ledger.stores import postgres
-
-    postgres._close_pools()
-    postgres._schema_checked.clear()
-    with psycopg.connect(url, autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    yield from fresh_database(postgres_url())
 
 
 def _documents(run_cli: Callable[..., CliResult], store: str, run: str, extra: Path) -> list[tuple[int, Any]]:
