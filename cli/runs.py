@@ -78,15 +78,11 @@ def runs(
 
     if where is not None and store is not None and store != where and not _from_environment(store):
         raise error("USAGE", "give a runs folder or --store, not both")
-    start = None if since is None else parse_when(since, option="since")
-    end = None if until is None else parse_when(until, option="until")
-    if start is not None and end is not None and end <= start:
-        raise error("USAGE", f"--until {until} ({_utc(end)}) is not after --since {since} ({_utc(start)})")
     found = list_runs(
         where if where is not None else store,
         outcome=outcome,
-        since=start,
-        until=end,
+        since=since,
+        until=until,
         reason=reason,
         has_orphans=has_orphans,
         agent=agent,
@@ -97,6 +93,8 @@ def runs(
     )
 
     def human() -> str:
+        start = None if since is None else parse_when(since, option="since")
+        end = None if until is None else parse_when(until, option="until")
         window = _window(start, end)
         if not found:
             return f"no runs{window}"

@@ -103,7 +103,19 @@ def _count(value: str | None, name: str, default: int) -> int:
 def list_options(query: Mapping[str, str]) -> dict[str, Any]:
     """``list_runs``'s options from a request's query (the same names as ``plantrail runs``' options); USAGE for
     a value that is malformed or a name it does not take."""
-    known = {"outcome", "since", "reason", "agent", "search", "has_orphans", "sort", "limit", "offset", "token"}
+    known = {
+        "outcome",
+        "since",
+        "until",
+        "reason",
+        "agent",
+        "search",
+        "has_orphans",
+        "sort",
+        "limit",
+        "offset",
+        "token",
+    }
     for name in query:
         if name not in known:
             raise error("USAGE", f"the list takes no {name!r} (it takes {', '.join(sorted(known - {'token'}))})")
@@ -113,6 +125,7 @@ def list_options(query: Mapping[str, str]) -> dict[str, Any]:
     return {
         "outcome": query.get("outcome") or None,
         "since": query.get("since") or None,
+        "until": query.get("until") or None,
         "reason": query.get("reason") or None,
         "agent": query.get("agent") or None,
         "search": query.get("search") or None,

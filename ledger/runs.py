@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from plantrail.ledger.stores.jsonl.run import FolderStore
     from plantrail.ledger.stores.postgres_run import DatabaseStore
 
-__all__ = ["OUTCOMES", "SORTS", "RunRow", "list_runs", "parse_since", "parse_when", "summarise", "with_details"]
+__all__ = ["OUTCOMES", "SORTS", "RunRow", "list_runs", "parse_when", "summarise", "with_details"]
 
 #: The outcomes a row can have; ``open`` is a run that has not finished.
 OUTCOMES: Final = ("open", "complete", "paused", "failed", "cancelled")
@@ -69,11 +69,6 @@ def parse_when(text: str, *, now: datetime | None = None, option: str = "since")
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def parse_since(text: str) -> str:
-    """A ``--since`` moment (see :func:`parse_when`) as a record timestamp."""
-    return parse_when(text)
 
 
 # --------------------------------------------------------------------------- choosing rows
@@ -149,9 +144,9 @@ def list_runs(
     activity first by default) and cut to ``limit``.
 
     ``outcome`` is one of :data:`OUTCOMES`, ``since`` a moment (see :func:`parse_when`): rows whose last
-    record is at least that recent; ``until`` one too: rows whose last record is before it; ``reason`` a replan
-    reason code the run's replans include; ``has_orphans`` keeps runs holding a late result; ``agent`` the runs
-    that dialect recorded (``claude-code``, ``codex``, ``mcp``, ``acp:<agent>`` …, see
+    record is at least that recent; ``until`` one too, after ``since``: rows whose last record is before it;
+    ``reason`` a replan reason code the run's replans include; ``has_orphans`` keeps runs holding a late result;
+    ``agent`` the runs that dialect recorded (``claude-code``, ``codex``, ``mcp``, ``acp:<agent>`` …, see
     :func:`~plantrail.projections.runs.agent_of`); ``search`` the runs whose goal or one of whose step titles
     holds that text (case-insensitive). ``offset`` skips that many rows before the limit (a page of a listing).
     Every row listed has its replan reasons (a folder's
@@ -175,6 +170,12 @@ def list_runs(
         raise error("USAGE", "a search must hold some text")
     cutoff = None if since is None else parse_when(since, option="since")
     end = None if until is None else parse_when(until, option="until")
+    if cutoff is not None and end is not None and end <= cutoff:
+        raise error(
+            "USAGE",
+            f"--until {until} ({end[:16].replace('T', ' ')} UTC) is not after --since {since} "
+            f"({cutoff[:16].replace('T', ' ')} UTC)",
+        )
     store = open_store(where) if where is None or isinstance(where, str | os.PathLike) else where
     rows = store.summaries(reasons=reason is not None)
     kept = [row for row in rows if _keep(outcome, cutoff, end, reason, has_orphans)(row)]

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from plantrail.ledger.api import Ledger
-from plantrail.ledger.runs import RunRow, list_runs, parse_since, parse_when
+from plantrail.ledger.runs import RunRow, list_runs, parse_when
 from plantrail.ledger.vocabulary.errors import PlantrailError
 from tests.conftest import LOGIN_DRAFT, CliResult
 from tests.helpers.stores import fresh_database, postgres_url
@@ -167,7 +167,7 @@ def test_malformed_filters_have_codes(tmp_path: Path) -> None:
     with pytest.raises(PlantrailError) as missing:
         list_runs(tmp_path / "nowhere")
     assert missing.value.code == "FOLDER_NOT_FOUND"
-    assert parse_since("2026-01-02") == "2026-01-02T00:00:00.000000Z"
+    assert parse_when("2026-01-02") == "2026-01-02T00:00:00.000000Z"
 
 
 def test_since_and_until_take_local_days_ages_and_iso(monkeypatch: pytest.MonkeyPatch) -> None:

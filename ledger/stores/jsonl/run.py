@@ -40,13 +40,10 @@ class FileRun:
 
     names_its_id = False  # the header names the run; the file's name only suggests an id
 
-    def __init__(self, location: str | os.PathLike[str], *, links: bool = True, remember: bool = False) -> None:
+    def __init__(self, location: str | os.PathLike[str], *, links: bool = True) -> None:
         self.location = os.fspath(location)
         #: Whether a symbolic link at ``location`` is followed: not for a run its folder gives by id.
         self.links = links
-        #: With ``remember``, each log's row is kept with the log's identity, size and times, and listed again
-        #: without a read while they are the same (a long-lived reader of the folder: ``plantrail serve``).
-        self._memo: dict[str, tuple[tuple[int, ...], RunRow]] | None = {} if remember else None
         self._fd: int | None = None  # the log opened once; the reader reads a duplicate of it
         self._reader: LogReader | None = None
         self._torn: TornTail | None = None
