@@ -564,9 +564,6 @@ class Ledger:
             try:
                 acks = self._execute_once(batch, expected_seq, found)
                 self._turn = tuple(zip(batch, acks, strict=True))
-                if self._signing is not None:
-                    self._sign_on_policy(acks)
-                return acks
             except PlantrailError as exc:
                 if exc.code != "WRITE_CONFLICT":
                     raise
@@ -579,6 +576,12 @@ class Ledger:
                 if attempt == _CONFLICT_RETRIES - 1:
                     raise
                 time.sleep(random.uniform(0, min(0.1, 0.001 * 2**attempt)))  # spread colliding writers
+                continue
+            # Signing comes after the turn is committed, outside the retries: a conflict while signing must
+            # never write the turn again, and its error says the commands are recorded.
+            if self._signing is not None:
+                self._sign_on_policy(acks)
+            return acks
         raise AssertionError("unreachable")
 
     @strict
@@ -683,8 +686,18 @@ class Ledger:
         due = every is not None and self._state.last_seq - self._signed_at >= every
         if finished or due:
             turn = self._turn
-            self.sign_checkpoint(signer)
-            self._turn = turn
+            try:
+                self.sign_checkpoint(signer)
+            except PlantrailError as exc:
+                recorded = ", ".join(str(a.seq) for a in acks)
+                raise error(
+                    exc.code,
+                    f"the turn's commands were recorded (seq {recorded}), but its signed checkpoint was not: "
+                    f"{exc.message}",
+                    recorded=[a.seq for a in acks],
+                ) from None
+            finally:
+                self._turn = turn
 
     @strict
     def sign_checkpoint(self, signer: Signer) -> Ack:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hmac
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
@@ -227,7 +226,7 @@ def check_signed(record: Record, root: bytes | None, key: VerifierKey | None) ->
         raise error("CHECKPOINT_INVALID", f"{where} does not cover the record before it", seq=record.seq, line=line)
     if root is None:
         return
-    if not hmac.compare_digest(data.root, root.hex()):
+    if data.root != root.hex():  # public values: no constant-time compare (a non-ASCII root must not crash it)
         raise error(
             "CHECKPOINT_MISMATCH",
             f"{where} names the tree root {data.root}, but the records it covers have {root.hex()}: they were "

@@ -208,6 +208,27 @@ def test_a_writer_signs_every_n_records_and_at_finish(log: Path, keys: tuple[Pat
     assert report.signed == len(signed) and report.signed_seq == finished.seq
 
 
+def test_a_signing_that_fails_after_the_turn_never_writes_the_turn_again(
+    log: Path, keys: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The policy's checkpoint is signed after the turn is committed: a conflict while signing is said with the
+    seqs the turn recorded, and the command is written once (a signing inside the retries wrote it again)."""
+    from plantrail.ledger.vocabulary.errors import error
+
+    def conflicted(self: Ledger, signer: object) -> None:
+        raise error("WRITE_CONFLICT", "other writers kept appending while the tree was read")
+
+    before = len(lines_of(log))
+    with Ledger.open(log, fsync="none") as ledger:
+        ledger.sign_on(load_signer(str(keys[0])), every=1)
+        monkeypatch.setattr(Ledger, "sign_checkpoint", conflicted)
+        with pytest.raises(PlantrailError) as caught:
+            ledger.verify_criterion("login-test-passes", True, "once")
+    assert caught.value.code == "WRITE_CONFLICT"
+    assert "were recorded (seq 7)" in caught.value.message and caught.value.fields["recorded"] == [7]
+    assert [orjson.loads(line)["type"] for line in lines_of(log)[before:]] == ["criterion.verified"]
+
+
 def test_sign_on_refuses_a_bad_policy(log: Path, keys: tuple[Path, Path]) -> None:
     """every must be a positive integer: 0 and a string are INVALID_ARGUMENT."""
     with Ledger.open(log, fsync="none") as ledger:
