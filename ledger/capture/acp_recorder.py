@@ -34,14 +34,14 @@ import orjson
 from plantrail.ledger.importers import acp
 from plantrail.ledger.importers.mapping import LiveMapping, quote
 from plantrail.ledger.importers.model import ListSnapshot
-from plantrail.ledger.stores.locations import HOME_ENV, child_path, run_file
+from plantrail.ledger.stores.locations import child_path, run_file
 from plantrail.ledger.vocabulary.clock import utc_now
 from plantrail.ledger.vocabulary.errors import PlantrailError
 
-from .hook import append_errors, plantrail_folder
+from .hook import append_errors, plantrail_folder, plantrail_root
 
 if TYPE_CHECKING:
-    from plantrail.ledger.stores.owned import Folder
+    pass
 
 __all__ = ["AcpRecorder", "PlanStream"]
 
@@ -187,23 +187,12 @@ class AcpRecorder:
         if self.directory is not None:
             runs = Folder.open(self.directory, create=True, what="runs folder")
         else:
-            with self._root(self.reader.cwd.get(session)) as root:
+            with plantrail_root(self.reader.cwd.get(session), self.env) as root:
                 runs = root.folder("runs", create=True, what="runs folder")
         with runs:
             found = runs.lstat(os.path.basename(log))
         if found is not None and (not stat.S_ISREG(found.st_mode) or found.st_nlink > 1):
             raise error("NOT_A_FILE", f"the log {log} is not a regular file of its own; it was left as it is", path=log)
-
-    def _root(self, cwd: str | None) -> Folder:
-        """``$PLANTRAIL_HOME`` as the user names it, else ``.plantrail`` under ``cwd`` reached without following a
-        link (made when missing)."""
-        from plantrail.ledger.stores.owned import Folder
-
-        home = self.env.get(HOME_ENV)
-        if home:
-            return Folder.open(home, create=True, what="plantrail folder")
-        with Folder.open(cwd or os.getcwd(), what="project folder") as project:
-            return project.folder(".plantrail", create=True, what="plantrail folder")
 
     def _write_down(self, session: str | None, line: str) -> None:
         """One error line in the hook error file under the session's working directory (never raises)."""
@@ -211,7 +200,7 @@ class AcpRecorder:
         cwd = self.reader.cwd.get(session) if session is not None else None
         text = f"{utc_now()} acp session {session or '-'}: {' '.join(line.split())}\n".encode()
         try:
-            with self._root(cwd) as root:
+            with plantrail_root(cwd, self.env) as root:
                 append_errors(root, text)
         except (PlantrailError, OSError) as exc:
             self.errors.append(f"error: the hook error file was not written: {exc}")

@@ -68,6 +68,7 @@ __all__ = [
     "hook_errors",
     "opencode_hook",
     "plantrail_folder",
+    "plantrail_root",
 ]
 
 #: A session's log: a file, or a database run's URL (``$PLANTRAIL_STORE``); a hook call names its files by
@@ -116,7 +117,7 @@ def _folder(cwd: str | None, env: Mapping[str, str] | None) -> str:
     return child_path(pure_path(cwd if cwd is not None else os.getcwd()), ".plantrail")
 
 
-def _root(cwd: str | None, env: Mapping[str, str] | None) -> Folder:
+def plantrail_root(cwd: str | None, env: Mapping[str, str] | None) -> Folder:
     """The folder :func:`_folder` names, held open and made when missing: ``$PLANTRAIL_HOME`` as the user names
     it, else the project's ``.plantrail``, reached from the project without following a link (a file or a link
     planted in its place is refused)."""
@@ -179,7 +180,7 @@ def _record_gemini(raw: bytes, now: str, env: Mapping[str, str] | None) -> HookR
     [payload] = gemini.read_payloads(raw)
     folder, session, log = _where(payload, env)
     errors: list[str] = []
-    with _root(payload.cwd, env) as root:
+    with plantrail_root(payload.cwd, env) as root:
         _check_log(root, log, env)
         with (
             _capture(root) as capture,
@@ -210,7 +211,7 @@ def _record_opencode(raw: bytes, now: str, env: Mapping[str, str] | None) -> Hoo
     for payload in opencode.read_payloads(raw):
         folder, session, log = _where(payload, env)
         name = journal_file(folder, session, opencode.ADAPTER, ".json")
-        with _root(payload.cwd, env) as root:
+        with plantrail_root(payload.cwd, env) as root:
             _check_log(root, log, env)
             with _capture(root) as capture, Journal.locked(name, capture) as journal:
                 blob = journal.content()
@@ -303,7 +304,7 @@ def _record(payload: claude.Payload, now: str, env: Mapping[str, str] | None) ->
     folder, session, log = _where(payload, env)
     errors: list[str] = []
     turn = _turn(payload)  # the transcript is read before the session's lock is taken, never while holding it
-    with _root(payload.cwd, env) as root:
+    with plantrail_root(payload.cwd, env) as root:
         _check_log(root, log, env)
         with (
             _capture(root) as capture,
@@ -525,7 +526,7 @@ def _write_errors(
     stamp = utc_now()
     text = "".join(f"{stamp} {agent} {where}: {' '.join(line.split())}\n" for line in lines).encode()
     try:
-        with _root(cwd, env) as root:
+        with plantrail_root(cwd, env) as root:
             append_errors(root, text)
     except PlantrailError as exc:
         return [f"error[{exc.code}]: the hook error file was not written: {exc.message}"]

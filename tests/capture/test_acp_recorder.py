@@ -145,3 +145,15 @@ def test_the_store_option_names_where_the_runs_go(tmp_path: Path) -> None:
     _plan(recorder, "s1", *FIRST)
     assert [p.name for p in store.glob("*.jsonl")] == ["acp-s1.jsonl"]
     assert _status(store / "acp-s1.jsonl") == [("Draft the notes", "in_progress"), ("Publish them", "pending")]
+
+
+def test_a_project_recorded_only_through_acp_keeps_its_plantrail_folder_out_of_git(tmp_path: Path) -> None:
+    """The first write under a project made by the recorder (a run, the hook error file) makes
+    ``.plantrail/.gitignore`` as a hook's does: a project used through ACP alone commits no prompts."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    recorder = AcpRecorder(env={})
+    _open(recorder, project)
+    _plan(recorder, "s1", *FIRST)
+    assert (project / ".plantrail" / "runs" / "acp-s1.jsonl").is_file()
+    assert (project / ".plantrail" / ".gitignore").read_text().splitlines()[-1] == "*"
