@@ -107,6 +107,11 @@ def next_step(receipt: Mapping[str, Any]) -> str:
         return "tell the user the run's log is damaged and needs a repair before the plan can change"
     if receipt["finished"] and receipt["outcome"] != "paused":
         return f"nothing is left in this run (it finished {receipt['outcome']}); tell the user"
+    if receipt["verdict"] in ("failed", "budget_exhausted"):  # the plan's stop policy ends the run (resume_verdict)
+        return (
+            f"the plan's stop policy says this run is {receipt['verdict']}; replan with plan_set if the work can "
+            f"go on another way, else end the run with run_finish, outcome {receipt['verdict']}"
+        )
     doubt, progress = _in_doubt(receipt), _in_progress(receipt)
     ending = "complete with its evidence, or fail or block with a reason"
     if doubt:

@@ -302,3 +302,21 @@ def test_a_damaged_log_is_said_with_what_to_do(tmp_path: Path) -> None:
         "Next: tell the user the run's log is damaged and needs a repair before the plan can change."
     )
     _model_text(output["additionalContext"])
+
+
+def test_a_run_its_stop_policy_ends_is_not_told_to_start_a_step(tmp_path: Path) -> None:
+    """A plan whose deadline has passed: the stop policy says budget_exhausted, so the model is told so and to
+    replan or finish, never to start the ready step."""
+    terms = {"policy": {"deadline": "2020-01-01T00:00:00Z"}}
+    with Ledger.set_plan(_log(tmp_path), STEPS, run="sess-1", goal="fix the login", criteria=CRITERIA, terms=terms):
+        pass
+
+    output = _hook(_payload("SessionStart", tmp_path, source="resume"))
+
+    said = output["additionalContext"]
+    assert said.endswith(
+        "Next: the plan's stop policy says this run is budget_exhausted; replan with plan_set if the work can go "
+        "on another way, else end the run with run_finish, outcome budget_exhausted."
+    ), said
+    assert "step_start" not in said
+    _model_text(said)
