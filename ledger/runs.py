@@ -173,8 +173,8 @@ def list_runs(
     if cutoff is not None and end is not None and end <= cutoff:
         raise error(
             "USAGE",
-            f"--until {until} ({end[:16].replace('T', ' ')} UTC) is not after --since {since} "
-            f"({cutoff[:16].replace('T', ' ')} UTC)",
+            f"the window ends ({until}: {end[:16].replace('T', ' ')} UTC) before it starts ({since}: "
+            f"{cutoff[:16].replace('T', ' ')} UTC)",
         )
     store = open_store(where) if where is None or isinstance(where, str | os.PathLike) else where
     rows = store.summaries(reasons=reason is not None)
