@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import select
 import signal
 import subprocess
@@ -48,11 +49,14 @@ def test_follow_waits_for_the_repair_of_a_torn_log_and_goes_on(tmp_path: Path) -
     err = bytearray()
     first = import_transcript(growing, tmp_path / "first.jsonl")
     try:
-        # The first lines' updates all appended: the importer is between turns, holding no lock, when the torn
-        # bytes land (a crashed writer tears a log while it holds the lock, never under another writer's turn).
         _wait_for(lambda: log.exists() and story(log) == story(Path(first.log)))
+        # Torn as a crashed writer tears a log: holding the writer lock (flock on the log), never in the middle of
+        # another writer's turn, which the writer would rightly refuse as a change outside its lock.
         with log.open("ab") as torn:
+            fcntl.flock(torn.fileno(), fcntl.LOCK_EX)
             torn.write(b'{"v":2,"seq":99,"ts":"20')
+            torn.flush()
+            fcntl.flock(torn.fileno(), fcntl.LOCK_UN)
         with growing.open("ab") as more:
             more.write(b"".join(lines[8:]))
         _stderr_until(process, b"the import goes on once it is repaired", err)
