@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Final
 
+from plantrail.ledger.stores.locations import default_run_id
 from plantrail.ledger.stores.opener import open_store
 from plantrail.ledger.stores.protocol import FollowsAll
 
@@ -52,7 +53,7 @@ def folder_entries(folder: str) -> dict[str, tuple[int, int]]:
             st = entry.stat(follow_symlinks=False)
         except FileNotFoundError:  # removed between the listing and the look
             continue
-        found[entry.name[: -len(".jsonl")]] = (st.st_size, st.st_mtime_ns)
+        found[default_run_id(entry.name)] = (st.st_size, st.st_mtime_ns)
     return found
 
 
