@@ -62,6 +62,7 @@ __all__ = [
     "note_of",
     "origin_of",
     "prove_consistency",
+    "read_note",
     "sign_checkpoint",
 ]
 
@@ -249,8 +250,9 @@ def check_signed(record: Record, root: bytes | None, key: VerifierKey | None) ->
         raise error("SIGNATURE_INVALID", f"{where}: {exc}", seq=record.seq, line=line) from None
 
 
-def _read_note(path: str, key: VerifierKey | None) -> Checkpoint:
-    """The checkpoint in the signed note file ``path``, its signature by ``key`` checked when given."""
+def read_note(path: str, key: VerifierKey | None) -> Checkpoint:
+    """The checkpoint in the signed note file ``path``, its signature by ``key`` checked when given
+    (SIGNATURE_INVALID); USAGE when the file holds no signed checkpoint."""
     try:
         note = read_capped(path, KEY_FILE).decode("utf-8")
     except UnicodeDecodeError:
@@ -277,7 +279,7 @@ def prove_consistency(log: str, old: str, new: str, key: VerifierKey | None) -> 
     log does not reach, or a root its records do not have; USAGE when OLD is the larger tree."""
     from plantrail.ledger.reading import open_records
 
-    older, newer = _read_note(old, key), _read_note(new, key)
+    older, newer = read_note(old, key), read_note(new, key)
     if older.size > newer.size:
         raise error("USAGE", f"{old} covers {older.size} records, more than {new} ({newer.size}): give the older first")
     hashes: list[bytes] = []

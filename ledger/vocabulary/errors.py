@@ -382,7 +382,10 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "NONDETERMINISTIC_FOLD": (LogDamaged, "verify: two folds of the log gave different bytes"),
     "PAYLOAD_MISSING": (LogDamaged, "the run's store holds no payload by that digest"),
     "PAYLOAD_ALTERED": (LogDamaged, "a stored payload's salt and bytes do not hash to its digest"),
-    "ANCHOR_MISMATCH": (LogDamaged, "the log does not contain the anchored head seq and hash"),
+    "ANCHOR_MISMATCH": (
+        LogDamaged,
+        "the log does not contain the anchored head (its seq and hash, or a signed note's tree size and root)",
+    ),
     "CHECKPOINT_INVALID": (LogDamaged, "a keyed checkpoint does not verify with the given key"),
     "CHECKPOINT_MISSING": (LogDamaged, "verify was given a checkpoint key but the log holds no checkpoint"),
     "CHECKPOINT_MISMATCH": (
