@@ -265,3 +265,70 @@ def test_a_published_head_exposes_a_history_the_key_holder_re_signed(
     (tmp_path / "junk.note").write_text("not a note\n")
     junk = run_cli("verify", log, "--consistency", tmp_path / "junk.note", tmp_path / "resigned.note")
     assert junk.code == 2 and "USAGE" in junk.err and "Traceback" not in junk.err
+
+
+def _witness_accepts(old_note: str, new_note: str, proof: list[bytes], public: Path) -> bool:
+    """What a witness does before it cosigns NEW, holding only OLD (cosigned before) and the writer's public key:
+    both signatures verify, same origin, and the consistency proof shows OLD's tree a prefix of NEW's."""
+    from plantrail.ledger.signing import ed25519_check, load_verifier
+    from plantrail.ledger.vocabulary.signed_note import open_note
+
+    key = load_verifier(str(public))
+    old = parse_checkpoint(open_note(old_note, key, ed25519_check))
+    new = parse_checkpoint(open_note(new_note, key, ed25519_check))
+    return old.origin == new.origin and verify_consistency(old.size, new.size, old.root, new.root, proof)
+
+
+def _hashes(log: Path) -> list[bytes]:
+    """The leaf hashes of every record of the log."""
+    return [leaf_hash(bytes.fromhex(orjson.loads(line)["h"])) for line in lines_of(log)]
+
+
+def test_a_witness_accepts_the_next_head_of_a_run_but_not_a_rewritten_history(
+    log: Path, keys: tuple[Path, Path], tmp_path: Path, run_cli: Cli
+) -> None:
+    """Two signed heads of one run: the proof verify --consistency prints convinces a witness holding only the
+    older note and the public key. The key holder then rewrites a record, signs every checkpoint again and
+    signs a newer head: no proof it can make from its log convinces the witness that the old note is a prefix."""
+    from plantrail.ledger.signing import sign_checkpoint
+    from plantrail.ledger.vocabulary.merkle import consistency_proof
+
+    private, public = keys
+    old_note = run_cli("checkpoint", log, "--sign-key", private).out
+    more(log, 4)
+    new_note = run_cli("checkpoint", log, "--sign-key", private).out
+    (tmp_path / "old.note").write_text(old_note)
+    (tmp_path / "new.note").write_text(new_note)
+    shown = orjson.loads(
+        run_cli(
+            "verify", log, "--pubkey", public, "--json", "--consistency", tmp_path / "old.note", tmp_path / "new.note"
+        ).out
+    )["consistency"]
+    assert _witness_accepts(old_note, new_note, [base64.b64decode(p) for p in shown["proof"]], public)
+    assert not _witness_accepts(new_note, old_note, [base64.b64decode(p) for p in shown["proof"]], public)
+
+    signer = load_signer(str(private))
+    lines = lines_of(log)
+    run = orjson.loads(lines[0])["run"]
+    rewritten = rechain([*lines[:3], lines[3].replace(b"one failure", b"all passing"), *lines[4:]], 3)
+    assert rewritten[3] != lines[3]
+    for index, line in enumerate(rewritten):  # every signed checkpoint signed again over the new history
+        if b'"log.signed"' in line:
+            head = orjson.loads(rewritten[index - 1])["h"]
+            root = root_of([leaf_hash(bytes.fromhex(orjson.loads(x)["h"])) for x in rewritten[:index]])
+            again = sign_checkpoint(signer, run, index - 1, head, root)
+            line = re.sub(rb'"root":"[0-9a-f]{64}"', b'"root":"' + again.root.encode() + b'"', line)
+            rewritten[index] = re.sub(rb'"signature":"[^"]*"', b'"signature":"' + again.signature.encode() + b'"', line)
+            rewritten = rechain(rewritten, index)
+    write_lines(log, rewritten)
+    assert code_of(log, public) is None  # the key alone is fooled: every signature verifies
+    more(log, 2)
+    forged_note = run_cli("checkpoint", log, "--sign-key", private).out
+    old_size = parse_checkpoint(parse_note(old_note)[0]).size
+    hashes = _hashes(log)[: parse_checkpoint(parse_note(forged_note)[0]).size]
+    assert not _witness_accepts(old_note, forged_note, consistency_proof(hashes, old_size), public)
+    (tmp_path / "forged.note").write_text(forged_note)
+    refused = run_cli(
+        "verify", log, "--pubkey", public, "--consistency", tmp_path / "old.note", tmp_path / "forged.note"
+    )
+    assert refused.code == 3 and "CHECKPOINT_MISMATCH" in refused.err and "old.note" in refused.err
