@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
@@ -33,7 +34,7 @@ from plantrail.ledger.stores.owned import Folder
 from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.events import LogSigned, Record
 from plantrail.ledger.vocabulary.limits import KEY_FILE
-from plantrail.ledger.vocabulary.merkle import consistency_proof, leaf_hash, root_of, verify_consistency
+from plantrail.ledger.vocabulary.merkle import Frontier, consistency_proof, leaf_hash, root_of, verify_consistency
 from plantrail.ledger.vocabulary.signed_note import (
     ED25519,
     Checkpoint,
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 __all__ = [
+    "HeadTree",
     "Signer",
     "check_signed",
     "ed25519_check",
@@ -185,6 +187,53 @@ def ed25519_check(public: bytes, message: bytes, signature: bytes) -> bool:
     except InvalidSignature:
         return False
     return True
+
+
+class HeadTree:
+    """The RFC 6962 tree over a run's records as one writer sees them appended, kept as its frontier (the compact
+    range: one subtree hash per bit of its size), so that signing the head costs O(log n) once the tree is
+    built. Records come in seq order; one that is not the next (a gap, or a record not chained to the last)
+    means the tree no longer follows the log, and the writer builds it again from the log."""
+
+    __slots__ = ("_frontier", "_head")
+
+    def __init__(self) -> None:
+        self._frontier = Frontier()
+        self._head = ""  # the line hash of the last record added
+
+    @classmethod
+    def of(cls, records: Iterable[Record]) -> HeadTree:
+        """The tree over ``records``, a log's records from seq 0 in order."""
+        tree = cls()
+        for record in records:
+            if not tree.add(record):
+                raise error("HASH_MISMATCH", f"seq {record.seq} does not follow the records before it", seq=record.seq)
+        return tree
+
+    @property
+    def size(self) -> int:
+        """How many records the tree holds (seq 0 to size - 1)."""
+        return self._frontier.size
+
+    def add(self, record: Record) -> bool:
+        """Add ``record`` when it is the next one; a record the tree holds already is skipped. False when it is
+        neither (the tree no longer follows the log; it is left unchanged)."""
+        size = self._frontier.size
+        if record.seq < size:
+            return True
+        if record.seq != size or (size and record.prev != self._head):
+            return False
+        self._frontier.append(leaf_hash(bytes.fromhex(record.h)))
+        self._head = record.h
+        return True
+
+    def covers(self, seq: int, head: str) -> bool:
+        """Whether the tree ends at the record ``seq`` whose line hash is ``head``."""
+        return self._frontier.size - 1 == seq and self._head == head
+
+    def root(self) -> bytes:
+        """The tree's root."""
+        return self._frontier.root()
 
 
 def origin_of(run: str) -> str:

@@ -332,3 +332,60 @@ def test_a_witness_accepts_the_next_head_of_a_run_but_not_a_rewritten_history(
         "verify", log, "--pubkey", public, "--consistency", tmp_path / "old.note", tmp_path / "forged.note"
     )
     assert refused.code == 3 and "CHECKPOINT_MISMATCH" in refused.err and "old.note" in refused.err
+
+
+@pytest.fixture
+def leaves_added(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts every leaf added to a Merkle frontier (each one a leaf hash computed): [count]."""
+    from plantrail.ledger.vocabulary.merkle import Frontier
+
+    count = [0]
+    append = Frontier.append
+
+    def counted(self: Frontier, leaf: bytes) -> None:
+        count[0] += 1
+        append(self, leaf)
+
+    monkeypatch.setattr(Frontier, "append", counted)
+    return count
+
+
+def test_a_writer_signing_every_10_events_hashes_each_record_once(
+    log: Path, keys: tuple[Path, Path], leaves_added: list[int]
+) -> None:
+    """sign_on(every=10) over 2,000 events: the writer keeps the tree's frontier as it appends, so the leaves
+    hashed are the log's records (each once), not the whole log again at each of the 200 checkpoints; every
+    checkpoint verifies with the public key."""
+    from plantrail.ledger.signing import load_verifier
+
+    with Ledger.open(log, fsync="none", cache=False) as ledger:
+        ledger.sign_on(load_signer(str(keys[0])), every=10)
+        for i in range(2000):
+            ledger.verify_criterion("login-test-passes", True, f"pass {i}")
+    records = len(lines_of(log))
+    assert records >= 2200
+    assert leaves_added[0] <= records  # a re-read per checkpoint would hash about 200 x 1,100
+    report = verify_log(log, pubkey=load_verifier(str(keys[1])))
+    assert report.signed == 200 and report.signed_seq == records - 2
+
+
+def test_the_tree_is_built_once_from_the_log_and_follows_other_writers(
+    log: Path, keys: tuple[Path, Path], leaves_added: list[int]
+) -> None:
+    """A ledger opened from its snapshot builds the tree from the log at its first signed checkpoint, then carries
+    it; records another writer appends in between are added as the ledger catches up. Every checkpoint
+    verifies."""
+    from plantrail.ledger.signing import load_verifier
+
+    signer = load_signer(str(keys[0]))
+    more(log, 3)  # leaves a snapshot beside the log
+    with Ledger.open(log, fsync="none") as ledger, Ledger.open(log, fsync="none") as other:
+        ledger.sign_checkpoint(signer)
+        first = leaves_added[0]
+        assert first == len(lines_of(log))  # every record before the checkpoint, read once, and the checkpoint
+        for i in range(5):
+            other.verify_criterion("login-test-passes", True, f"other {i}")
+            ledger.verify_criterion("login-test-passes", True, f"mine {i}")
+        ledger.sign_checkpoint(signer)
+        assert leaves_added[0] == first + 1 + 10  # its own checkpoint, then the ten records since
+    assert verify_log(log, pubkey=load_verifier(str(keys[1]))).signed == 2
