@@ -52,7 +52,7 @@ from plantrail.projections.model import PlanState, holds_lazy, resolved
 from plantrail.projections.state import Advancing, evolve, initial
 
 if TYPE_CHECKING:
-    from plantrail.ledger.signing import HeadTree, Signer
+    from plantrail.ledger.signing import HeadTree, Signer, SigningPolicy
     from plantrail.ledger.stores.protocol import RunWriter, Session, StateCache
 
 __all__ = ["Ledger", "default_run_id"]
@@ -154,6 +154,14 @@ def _indented(doc: str) -> str:
     return "\n".join([first, *(f"    {line}" if line.strip() else line for line in rest)])
 
 
+def _front_door_policy() -> SigningPolicy | None:
+    """The signing policy a front door set for the ledgers it opens (:func:`ledger.signing.signing`); raises the
+    refusal it holds instead, before anything is written."""
+    from plantrail.ledger.signing import current_policy
+
+    return current_policy()
+
+
 class Ledger:
     """One run's log, opened for recording commands."""
 
@@ -213,6 +221,7 @@ class Ledger:
         plan with a task criterion no step covers and no typed check covers (COVERAGE_GAP, every gap listed).
         ``trace`` is the W3C trace context the plan is recorded in (see :mod:`plantrail.ledger.tracing`).
         """
+        policy = _front_door_policy()
         target = as_run(path)
         if target.exists():  # said before the draft is judged (the create itself refuses an existing log too)
             where = target.location
@@ -243,6 +252,8 @@ class Ledger:
         ledger = cls(store, clock=clock, cache=cache)
         ledger._refresh()
         ledger._turn = ((command, Ack(seq=ledger._state.last_seq, hash=ledger._state.head or "")),)
+        if policy is not None:
+            ledger._sign_by(policy)
         return ledger
 
     @classmethod
@@ -266,6 +277,7 @@ class Ledger:
         ``(seq, hash)`` of the last event this caller was acknowledged: opening raises DATA_LOSS (and repairs
         nothing) unless the log still holds exactly that record.
         """
+        policy = _front_door_policy()
         store = as_run(path).open_writer(
             fsync=fsync,
             batch_size=batch_size,
@@ -288,6 +300,8 @@ class Ledger:
                     ledger._catch_up(session)
             else:
                 ledger._refresh()
+            if policy is not None:
+                ledger._sign_by(policy)
         except BaseException:
             store.close()
             raise
@@ -698,6 +712,19 @@ class Ledger:
             raise refuse("at_finish", at_finish, "True or False", where="Ledger.sign_on")
         self._signing = (signer, every, at_finish)
         self._signed_at = self._state.last_seq
+
+    def _sign_by(self, policy: SigningPolicy) -> None:
+        """Sign on a front door's policy (:func:`ledger.signing.signing`): as :meth:`sign_on`, counting the records
+        since the log's last signed checkpoint (each command of a front door may open the log anew)."""
+        from plantrail.ledger.reading import tail_records
+        from plantrail.ledger.vocabulary.events import LogSigned
+
+        self.sign_on(policy.signer, every=policy.every, at_finish=policy.at_finish)
+        if policy.every is not None:
+            head = self._state.last_seq
+            since = max(0, head - policy.every + 1)
+            found, _ = tail_records(self._location, 1, lambda r: type(r.data) is LogSigned, stop_below=since)
+            self._signed_at = found[-1].seq if found else max(-1, head - policy.every)
 
     def _sign_on_policy(self, acks: list[Ack]) -> None:
         """Append a signed checkpoint after a turn when :meth:`sign_on`'s policy asks for one (the turn's
