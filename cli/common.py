@@ -101,11 +101,11 @@ def signing_options(func: F) -> F:
     ``$PLANTRAIL_SIGN_EVERY``): the ledger the command opens signs checkpoints on that policy
     (:func:`plantrail.ledger.signing.signing`); a bad key or N is refused before anything is written."""
     from plantrail.ledger.rules.commands import SIGNING
-    from plantrail.ledger.signing import SIGN_EVERY_ENV, SIGN_KEY_ENV
+    from plantrail.ledger.signing_policy import SIGN_EVERY_ENV, SIGN_KEY_ENV
 
     @functools.wraps(func)
     def signed_call(*args: Any, sign_key: str | None, sign_every: str | None, **kwargs: Any) -> Any:
-        from plantrail.ledger.signing import signing, signing_policy
+        from plantrail.ledger.signing_policy import signing, signing_policy
 
         with signing(signing_policy(sign_key, sign_every)):
             return func(*args, **kwargs)

@@ -56,11 +56,11 @@ def _hook_signing(env: Mapping[str, str]) -> AbstractContextManager[object]:
     appends to (:func:`plantrail.ledger.signing.signing`). A hook never fails its agent: a bad value is handed
     on as the refusal it is, which the log the call opens raises before writing, and the hook writes it down
     with its other errors."""
-    from plantrail.ledger.signing import SIGN_EVERY_ENV, SIGN_KEY_ENV
+    from plantrail.ledger.signing_policy import SIGN_EVERY_ENV, SIGN_KEY_ENV
 
     if not env.get(SIGN_KEY_ENV) and not env.get(SIGN_EVERY_ENV):
         return nullcontext()
-    from plantrail.ledger.signing import policy_from_env, signing
+    from plantrail.ledger.signing_policy import policy_from_env, signing
     from plantrail.ledger.vocabulary.errors import PlantrailError
 
     try:

@@ -574,7 +574,7 @@ def mcp_command(folder: str | None, store: str | None) -> None:
     import os
     from pathlib import Path
 
-    from plantrail.ledger.signing import policy_from_env, signing
+    from plantrail.ledger.signing_policy import policy_from_env, signing
     from plantrail.ledger.stores.locations import HOME_ENV, runs_folder
 
     own = folder is None and not store and not os.environ.get(HOME_ENV)

@@ -52,7 +52,8 @@ from plantrail.projections.model import PlanState, holds_lazy, resolved
 from plantrail.projections.state import Advancing, evolve, initial
 
 if TYPE_CHECKING:
-    from plantrail.ledger.signing import HeadTree, Signer, SigningPolicy
+    from plantrail.ledger.signing import HeadTree, Signer
+    from plantrail.ledger.signing_policy import SigningPolicy
     from plantrail.ledger.stores.protocol import RunWriter, Session, StateCache
 
 __all__ = ["Ledger", "default_run_id"]
@@ -157,7 +158,7 @@ def _indented(doc: str) -> str:
 def _front_door_policy() -> SigningPolicy | None:
     """The signing policy a front door set for the ledgers it opens (:func:`ledger.signing.signing`); raises the
     refusal it holds instead, before anything is written."""
-    from plantrail.ledger.signing import current_policy
+    from plantrail.ledger.signing_policy import current_policy
 
     return current_policy()
 

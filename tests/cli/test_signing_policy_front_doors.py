@@ -14,7 +14,8 @@ from typing import Any
 import orjson
 import pytest
 
-from plantrail.ledger.signing import SIGN_EVERY_ENV, SIGN_KEY_ENV, keygen, load_verifier
+from plantrail.ledger.signing import keygen, load_verifier
+from plantrail.ledger.signing_policy import SIGN_EVERY_ENV, SIGN_KEY_ENV
 from plantrail.ledger.verify import verify_log
 from tests.conftest import LOGIN_DRAFT, CliResult
 from tests.helpers.hook_payloads import post_tool_use, prompt
