@@ -27,7 +27,7 @@ import binascii
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from plantrail.ledger.stores.files import read_capped
 from plantrail.ledger.stores.owned import Folder
@@ -37,6 +37,7 @@ from plantrail.ledger.vocabulary.limits import KEY_FILE
 from plantrail.ledger.vocabulary.merkle import Frontier, consistency_proof, leaf_hash, root_of, verify_consistency
 from plantrail.ledger.vocabulary.signed_note import (
     ED25519,
+    PRIVATE_KEY,
     Checkpoint,
     NoteError,
     VerifierKey,
@@ -45,6 +46,7 @@ from plantrail.ledger.vocabulary.signed_note import (
     open_note,
     parse_checkpoint,
     parse_note,
+    parse_private_key,
     parse_verifier_key,
     signature_line,
     verifier_key,
@@ -67,8 +69,6 @@ __all__ = [
     "read_note",
     "sign_checkpoint",
 ]
-
-_PRIVATE: Final = "PRIVATE+KEY+"
 
 
 def _crypto() -> None:
@@ -96,9 +96,9 @@ class Signer:
 
 
 def keygen(prefix: str) -> tuple[str, str, str]:
-    """Make a key pair named for the last part of ``prefix``: write ``prefix.key`` (private, 0600, created
-    exclusive) and ``prefix.pub`` (the verifier key); return both paths and the verifier key. KEY_EXISTS when
-    either file is already there (nothing is written)."""
+    """Make a key pair named for the last part of ``prefix``: write ``prefix.key`` (private, 0600) and
+    ``prefix.pub`` (the verifier key), both created exclusive; return both paths and the verifier key.
+    KEY_EXISTS when anything by either name is already there, an empty file too (nothing is written)."""
     _crypto()
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -109,27 +109,36 @@ def keygen(prefix: str) -> tuple[str, str, str]:
         raise error("USAGE", f"keygen: {exc}") from None
     folder = Folder.open(folder_path or ".", what="key folder")
     try:
-        for file in (f"{name}.key", f"{name}.pub"):
-            if folder.lstat(file) is not None:
-                raise error("KEY_EXISTS", f"{folder.child(file)} exists: keygen never overwrites a key", path=file)
+        made: list[tuple[str, int]] = []
+        try:
+            for file in (f"{name}.key", f"{name}.pub"):  # both made exclusive before either is written
+                fd = folder.create_file(file, mode=0o600, what="key file")
+                if fd is None:
+                    raise error("KEY_EXISTS", f"{folder.child(file)} exists: keygen never overwrites a file", path=file)
+                made.append((file, fd))
+        except BaseException:
+            for file, fd in made:  # the empty files this call made, and only those
+                os.close(fd)
+                folder.remove(file, what="key file")
+            raise
         private = Ed25519PrivateKey.generate()
         public = private.public_key().public_bytes_raw()
         seed = private.private_bytes_raw()
-        secret = f"{_PRIVATE}{name}+{key_id(name, public).hex()}+{base64.b64encode(bytes([ED25519]) + seed).decode()}"
+        secret = (
+            f"{PRIVATE_KEY}{name}+{key_id(name, public).hex()}+{base64.b64encode(bytes([ED25519]) + seed).decode()}"
+        )
         vkey = verifier_key(name, public)
-        _write_new(folder, f"{name}.key", secret + "\n", 0o600)
-        _write_new(folder, f"{name}.pub", vkey + "\n", 0o644)
+        (_, key_fd), (_, pub_fd) = made
+        _write(key_fd, secret + "\n", 0o600)
+        _write(pub_fd, vkey + "\n", 0o644)
         return folder.child(f"{name}.key"), folder.child(f"{name}.pub"), vkey
     finally:
         folder.close()
 
 
-def _write_new(folder: Folder, name: str, text: str, mode: int) -> None:
-    """Write ``text`` to the new file ``name``; KEY_EXISTS if another process made it meanwhile."""
-    fd = folder.open_file(name, write=True, create=True, mode=mode, what="key file")
+def _write(fd: int, text: str, mode: int) -> None:
+    """Write ``text`` to the new file open on ``fd`` with ``mode``, durably, and close it."""
     try:
-        if os.fstat(fd).st_size:
-            raise error("KEY_EXISTS", f"{folder.child(name)} appeared meanwhile: keygen never overwrites a key")
         os.fchmod(fd, mode)
         os.write(fd, text.encode())
         os.fsync(fd)
@@ -149,21 +158,13 @@ def load_signer(path: str) -> Signer:
     _crypto()
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    text = _read_key_text(path)
-    parts = text[len(_PRIVATE) :].split("+", 2) if text.startswith(_PRIVATE) else []
     try:
-        if len(parts) != 3:
-            raise NoteError("a private key is PRIVATE+KEY+<name>+<key id>+<key>")
-        name, hex_id, encoded = parts
-        raw = base64.b64decode(encoded.encode(), validate=True)
-        if len(raw) != 33 or raw[0] != ED25519:
-            raise NoteError("the key is no Ed25519 key (algorithm 1, 32 bytes)")
-        private = Ed25519PrivateKey.from_private_bytes(raw[1:])
+        name, hex_id, seed = parse_private_key(_read_key_text(path))
+        private = Ed25519PrivateKey.from_private_bytes(seed)
         public = private.public_key().public_bytes_raw()
-        verifier_key(name, public)  # checks the name
         if hex_id != key_id(name, public).hex():
             raise NoteError(f"the key id {hex_id} does not match the key")
-    except (NoteError, binascii.Error, ValueError) as exc:
+    except (NoteError, ValueError) as exc:
         raise error("SIGNING_KEY_INVALID", f"{path}: {exc}") from None
     return Signer(name, bytes.fromhex(hex_id), private)
 

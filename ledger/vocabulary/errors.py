@@ -265,7 +265,7 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "PLAN_NOT_CREATED": (CommandRefused, "the log has no plan yet"),
     "PLAN_ALREADY_CREATED": (CommandRefused, "the log already has a plan (use replan)"),
     "LOG_EXISTS": (CommandRefused, "create refuses to overwrite an existing file"),
-    "KEY_EXISTS": (CommandRefused, "keygen refuses to overwrite an existing key file"),
+    "KEY_EXISTS": (CommandRefused, "keygen refuses to overwrite any existing file (an empty one too)"),
     "DRAFT_EXISTS": (CommandRefused, "new refuses to overwrite an existing file"),
     "STEP_NOT_FOUND": (CommandRefused, "no such step in the plan version"),
     "STEP_NOT_READY": (CommandRefused, "the step's dependencies are not all completed (they are named)"),

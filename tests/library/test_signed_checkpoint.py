@@ -389,3 +389,20 @@ def test_the_tree_is_built_once_from_the_log_and_follows_other_writers(
         ledger.sign_checkpoint(signer)
         assert leaves_added[0] == first + 1 + 10  # its own checkpoint, then the ten records since
     assert verify_log(log, pubkey=load_verifier(str(keys[1]))).signed == 2
+
+
+@pytest.mark.parametrize("present", ["audit.key", "audit.pub", "link"])
+def test_keygen_never_overwrites_any_file_an_empty_one_too(tmp_path: Path, run_cli: Cli, present: str) -> None:
+    """An empty NAME.key, an empty NAME.pub, or a dangling link in NAME.key's place: keygen refuses KEY_EXISTS
+    (exit 1), leaves that name as it was and makes no other file."""
+    if present == "link":
+        (tmp_path / "audit.key").symlink_to(tmp_path / "elsewhere")
+    else:
+        (tmp_path / present).write_bytes(b"")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    refused = run_cli("keygen", tmp_path / "audit")
+    assert refused.code == 1 and "error[KEY_EXISTS]" in refused.err and "Traceback" not in refused.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert not (tmp_path / "elsewhere").exists()
+    if present != "link":
+        assert (tmp_path / present).read_bytes() == b""
