@@ -386,8 +386,15 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
         LogDamaged,
         "the log does not contain the anchored head (its seq and hash, or a signed note's tree size and root)",
     ),
-    "CHECKPOINT_INVALID": (LogDamaged, "a keyed checkpoint does not verify with the given key"),
-    "CHECKPOINT_MISSING": (LogDamaged, "verify was given a checkpoint key but the log holds no checkpoint"),
+    "CHECKPOINT_INVALID": (
+        LogDamaged,
+        "a checkpoint (keyed or signed) does not cover the record just before it, or a keyed checkpoint's MAC "
+        "does not verify with the given key",
+    ),
+    "CHECKPOINT_MISSING": (
+        LogDamaged,
+        "verify was given a checkpoint key (a public key) but the log holds no keyed (signed) checkpoint",
+    ),
     "CHECKPOINT_MISMATCH": (
         LogDamaged,
         "a signed checkpoint's tree root or size is not that of the records it covers (or two notes disagree)",
