@@ -50,6 +50,14 @@ __all__ = ["maintain_commands"]
     "cut after its last signed checkpoint). Repeatable.",
 )
 @click.option(
+    "--record",
+    "record_seq",
+    type=int,
+    metavar="SEQ",
+    help="With --pubkey: prove that record SEQ is in the tree the last signed checkpoint signed, and print the "
+    "RFC 6962 inclusion proof (its audit path) that anyone holding that checkpoint's note can check.",
+)
+@click.option(
     "--parent",
     metavar="LOG",
     type=FilePath(dir_okay=False, path_type=str),
@@ -64,6 +72,7 @@ def verify(
     pubkey: str | None,
     consistency: tuple[str, str] | None,
     notes: tuple[str, ...],
+    record_seq: int | None,
     parent: str | None,
     as_json: bool,
     store: str | None,
@@ -84,7 +93,8 @@ def verify(
       "unsigned" (records after signed_seq), "torn": null | {"offset", "length", "line"},
       "parent": null | {"run", "seq"} (the parent checked with --parent), "adopted" (the late completions
       plantrail adopt took into the plan), "consistency": null | {"old_size", "new_size", "proof"} (the
-      proof's hashes in base64)}
+      proof's hashes in base64), "inclusion": null | {"seq", "hash", "tree_size", "root", "proof"} (--record:
+      the root and the audit path in base64)}
 
     \b
     Example:
@@ -94,6 +104,7 @@ def verify(
       plantrail verify run.jsonl --pubkey ~/.plantrail/audit.pub
       plantrail verify run.jsonl --pubkey audit.pub --consistency old.note new.note
       plantrail verify run.jsonl --pubkey audit.pub --note published.note
+      plantrail verify run.jsonl --pubkey audit.pub --record 12   # proves seq 12 under the last signed head
       plantrail verify retry.jsonl --parent run.jsonl   # a fork against the log it was forked from
     """
     import os
@@ -104,6 +115,10 @@ def verify(
     from plantrail.ledger.verify import parse_anchor, verify_log
 
     key = load_key(key_file) if key_file is not None or os.environ.get(KEY_ENV) else None
+    if record_seq is not None and pubkey is None:
+        from plantrail.ledger.vocabulary.errors import error
+
+        raise error("USAGE", "--record proves a record under a signed checkpoint: give the public key (--pubkey)")
     verifier = None
     if pubkey is not None:
         from plantrail.ledger.signing import load_verifier
@@ -130,14 +145,34 @@ def verify(
         "unsigned": report.last_seq - (report.signed_seq if report.signed_seq is not None else -1),
         "consistency": None,
         "notes": list(report.notes),
+        "inclusion": None,
     }
     proof_lines: list[str] = []
+    if record_seq is not None:
+        import base64
+
+        from plantrail.ledger.signing import prove_inclusion
+
+        line_hash, size, root, path = prove_inclusion(log, record_seq, report.signed_seq)
+        shown = [base64.b64encode(p).decode() for p in path]
+        data["inclusion"] = {
+            "seq": record_seq,
+            "hash": line_hash,
+            "tree_size": size,
+            "root": base64.b64encode(root).decode(),
+            "proof": shown,
+        }
+        proof_lines = [
+            f"included: seq {record_seq} ({line_hash}) is leaf {record_seq} of the signed tree of {size} records "
+            f"(root {data['inclusion']['root']}); proof ({len(shown)} hashes):",
+            *shown,
+        ]
     if consistency is not None:
         from plantrail.ledger.signing import prove_consistency
 
         old_size, new_size, proof = prove_consistency(log, *consistency, verifier)
         data["consistency"] = {"old_size": old_size, "new_size": new_size, "proof": proof}
-        proof_lines = [
+        proof_lines += [
             f"consistent: the tree of {old_size} records ({consistency[0]}) is a prefix of the tree of {new_size}"
             f" ({consistency[1]}); proof ({len(proof)} hashes):",
             *proof,

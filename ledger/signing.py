@@ -34,7 +34,15 @@ from plantrail.ledger.stores.owned import Folder
 from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.events import LogSigned, Record
 from plantrail.ledger.vocabulary.limits import KEY_FILE
-from plantrail.ledger.vocabulary.merkle import Frontier, consistency_proof, leaf_hash, root_of, verify_consistency
+from plantrail.ledger.vocabulary.merkle import (
+    Frontier,
+    consistency_proof,
+    inclusion_proof,
+    leaf_hash,
+    root_of,
+    verify_consistency,
+    verify_inclusion,
+)
 from plantrail.ledger.vocabulary.signed_note import (
     ED25519,
     PRIVATE_KEY,
@@ -66,6 +74,7 @@ __all__ = [
     "note_of",
     "origin_of",
     "prove_consistency",
+    "prove_inclusion",
     "read_note",
     "sign_checkpoint",
 ]
@@ -354,3 +363,40 @@ def prove_consistency(log: str, old: str, new: str, key: VerifierKey | None) -> 
     if not verify_consistency(older.size, newer.size, older.root, newer.root, proof):  # a bug, never data
         raise error("CHECKPOINT_MISMATCH", f"the consistency proof from {old} to {new} does not verify")
     return older.size, newer.size, [base64.b64encode(p).decode() for p in proof]
+
+
+def prove_inclusion(log: str, seq: int, signed_seq: int | None) -> tuple[str, int, bytes, list[bytes]]:
+    """The proof that record ``seq`` of the log ``log`` is in the tree its last signed checkpoint signed (the one
+    covering seq 0..``signed_seq``, as :func:`plantrail.ledger.verify.verify_log` found it, checked): the
+    record's line hash, the tree's size and root, and the RFC 6962 audit path, checked before it is returned.
+    UNKNOWN_SEQ when the log has no such record; CHECKPOINT_MISSING when no signed checkpoint covers it."""
+    from plantrail.ledger.reading import open_records
+
+    if type(seq) is not int or seq < 0:
+        raise error("USAGE", f"a record is named by its seq, a whole number from 0, not {seq!r}")
+    hashes: list[bytes] = []
+    found = ""
+    last = -1
+    with open_records(log) as (_, records):
+        for record in records:
+            last = record.seq
+            if record.seq == seq:
+                found = record.h
+            if signed_seq is not None and record.seq <= signed_seq:
+                hashes.append(leaf_hash(bytes.fromhex(record.h)))
+            elif record.seq >= seq:
+                break
+    if not found:
+        raise error("UNKNOWN_SEQ", f"the log has no record at seq {seq} (it ends at seq {last})", seq=seq)
+    if signed_seq is None or seq > signed_seq:
+        covered = (
+            "no signed checkpoint" if signed_seq is None else f"the last signed checkpoint covers seq {signed_seq}"
+        )
+        raise error(
+            "CHECKPOINT_MISSING", f"no signed checkpoint covers seq {seq} ({covered}): nothing proves it", seq=seq
+        )
+    root = root_of(hashes)
+    proof = inclusion_proof(hashes, seq)
+    if not verify_inclusion(seq, len(hashes), hashes[seq], proof, root):  # a bug, never data
+        raise error("CHECKPOINT_MISMATCH", f"the inclusion proof of seq {seq} does not verify")
+    return found, len(hashes), root, proof

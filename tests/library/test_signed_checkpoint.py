@@ -406,3 +406,38 @@ def test_keygen_never_overwrites_any_file_an_empty_one_too(tmp_path: Path, run_c
     assert not (tmp_path / "elsewhere").exists()
     if present != "link":
         assert (tmp_path / present).read_bytes() == b""
+
+
+def test_verify_proves_one_records_inclusion_under_the_last_signed_head(
+    log: Path, keys: tuple[Path, Path], run_cli: Cli
+) -> None:
+    """verify --pubkey --record SEQ prints the audit path of each record the last signed checkpoint covers, which
+    checks against that checkpoint's note alone (and fails for another record's hash); a record after it is
+    CHECKPOINT_MISSING, one past the log UNKNOWN_SEQ, and --record without --pubkey USAGE."""
+    from plantrail.ledger.vocabulary.merkle import verify_inclusion
+
+    private, public = keys
+    run_cli("checkpoint", log, "--sign-key", private)
+    more(log, 2)
+    note = run_cli("checkpoint", log, "--sign-key", private).out
+    more(log, 1)
+    head = parse_checkpoint(parse_note(note)[0])
+    hashes = [orjson.loads(line)["h"] for line in lines_of(log)]
+    for seq in range(head.size):
+        shown = run_cli("verify", log, "--pubkey", public, "--record", str(seq), "--json")
+        assert shown.code == 0, shown.err
+        inclusion = shown.json()["inclusion"]
+        proof = [base64.b64decode(p) for p in inclusion["proof"]]
+        assert (inclusion["seq"], inclusion["hash"], inclusion["tree_size"]) == (seq, hashes[seq], head.size)
+        assert base64.b64decode(inclusion["root"]) == head.root
+        assert verify_inclusion(seq, head.size, leaf_hash(bytes.fromhex(hashes[seq])), proof, head.root)
+        other = hashes[(seq + 1) % head.size]
+        assert not verify_inclusion(seq, head.size, leaf_hash(bytes.fromhex(other)), proof, head.root)
+    text = run_cli("verify", log, "--pubkey", public, "--record", "3").out
+    assert f"included: seq 3 ({hashes[3]}) is leaf 3 of the signed tree of {head.size} records" in text
+    after = run_cli("verify", log, "--pubkey", public, "--record", str(head.size + 1))
+    assert after.code == 3 and "error[CHECKPOINT_MISSING]" in after.err
+    past = run_cli("verify", log, "--pubkey", public, "--record", "999")
+    assert past.code == 1 and "error[UNKNOWN_SEQ]" in past.err
+    bare = run_cli("verify", log, "--record", "3")
+    assert bare.code == 2 and "error[USAGE]" in bare.err
