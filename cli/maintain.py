@@ -154,18 +154,18 @@ def verify(
         from plantrail.ledger.signing import prove_inclusion
 
         line_hash, size, root, path = prove_inclusion(log, record_seq, report.signed_seq)
-        shown = [base64.b64encode(p).decode() for p in path]
+        audit_path = [base64.b64encode(p).decode() for p in path]
         data["inclusion"] = {
             "seq": record_seq,
             "hash": line_hash,
             "tree_size": size,
             "root": base64.b64encode(root).decode(),
-            "proof": shown,
+            "proof": audit_path,
         }
         proof_lines = [
             f"included: seq {record_seq} ({line_hash}) is leaf {record_seq} of the signed tree of {size} records "
-            f"(root {data['inclusion']['root']}); proof ({len(shown)} hashes):",
-            *shown,
+            f"(root {data['inclusion']['root']}); proof ({len(audit_path)} hashes):",
+            *audit_path,
         ]
     if consistency is not None:
         from plantrail.ledger.signing import prove_consistency
