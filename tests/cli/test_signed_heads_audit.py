@@ -116,7 +116,15 @@ def found_in_process(path: Path, log: bytes, pubkey: Path) -> tuple[str | None, 
 
 def test_the_untouched_log_and_its_published_note_verify_for_a_third_party(signed: Signed) -> None:
     """In a fresh folder with an empty HOME, the log as written verifies with the public key alone and with the
-    published note: signed up to the finish, the note's tree held."""
+    published note, cosigned by a witness (its signature line added after the writer's): signed up to the
+    finish, the note's tree held."""
+    from plantrail.ledger.vocabulary.signed_note import signature_line
+
+    note = (signed.auditor / "published.note").read_text()
+    witness = load_signer(str(signed.writer / "other.key"))
+    text = note[: note.index("\n\n") + 1]
+    cosigned = note + signature_line("witness", witness.key_id, witness.sign(text.encode()))
+    (signed.auditor / "published.note").write_text(cosigned)
     code, error, _, shown = audit(signed, signed.log, "--note", "published.note")
     assert (code, error) == (0, None)
     assert shown["signed"] == len(signed.signed_lines) and shown["unsigned"] == 1
