@@ -56,8 +56,10 @@ from bench.sides import (
     replay_argv,
     resume_now,
     script,
+    signed_log,
     status_argv,
     verify,
+    verify_pubkey,
 )
 from plantrail.ledger.stores.jsonl import reads
 
@@ -165,6 +167,16 @@ def on_log(fn: Callable[[Path], object]) -> Side:
     def side(wl: Workload, n: int) -> Probe:
         path = wl.log(n)
         return timed(lambda: fn(path))
+
+    return side
+
+
+def _on_signed(fn: Callable[[Path, Path], object]) -> Side:
+    """Time fn(path of the signed n-event log, its public key); the log is recorded before timing starts."""
+
+    def side(wl: Workload, n: int) -> Probe:
+        path, public = signed_log(wl.dir / f"signed-{n}.jsonl", n, wl.dir / "signer")
+        return timed(lambda: fn(path, public))
 
     return side
 
@@ -626,6 +638,14 @@ ROWS: list[RowSpec] = [
         baseline=on_log(orjson_read),
         candidate=on_log(verify),
         target="<=6x",
+    ),
+    RowSpec(
+        "`verify --pubkey` on a log signed every 1,000 records: the tree and every signature checked too (vs plain "
+        "`verify` of the same log)",
+        all_sizes,
+        baseline=_on_signed(lambda path, public: verify(path)),
+        candidate=_on_signed(verify_pubkey),
+        target="<=1.3x",
     ),
     RowSpec(
         "eventsourcing replay, POPO store (vs the same orjson read)",

@@ -67,6 +67,38 @@ def verify(path: Path) -> int:
     return verify_log(path).last_seq
 
 
+#: How often the signed log of the `verify --pubkey` row is signed: a checkpoint every this many records.
+SIGN_EVERY = 1000
+
+
+def signed_log(path: Path, n: int, key: Path) -> tuple[Path, Path]:
+    """The scenario's run of ``n`` events recorded by a writer signing every :data:`SIGN_EVERY` records and at
+    the end, with the key pair ``key``.key / ``key``.pub made on first use (recorded once, untimed); return the
+    log and the public key."""
+    from plantrail.ledger.signing import keygen, load_signer
+    from plantrail.ledger.signing_policy import SigningPolicy, signing
+
+    public = key.with_name(key.name + ".pub")
+    if not public.exists():
+        keygen(str(key))
+    if not path.exists():
+        signer = load_signer(str(key.with_name(key.name + ".key")))
+        with signing(SigningPolicy(signer, SIGN_EVERY)):
+            record_run(path, n)
+        with Ledger.open(path, fsync="none", cache=False) as ledger:
+            ledger.sign_checkpoint(signer)
+    return path, public
+
+
+def verify_pubkey(path: Path, public: Path) -> int:
+    """`plantrail verify --pubkey`: every check of `verify`, the tree of every signed checkpoint and its
+    signature."""
+    from plantrail.ledger.signing import load_verifier
+    from plantrail.ledger.verify import verify_log
+
+    return verify_log(path, pubkey=load_verifier(str(public))).signed
+
+
 #: The evidence-heavy log: a 40-step plan, every step completed with this much evidence.
 EVIDENCE_STEPS = 40
 EVIDENCE_BYTES = 1 << 20

@@ -96,6 +96,30 @@ def trace_options(func: F) -> F:
     return cast("F", decorate(state(traced_call)))
 
 
+def signing_options(func: F) -> F:
+    """The shared ``--sign-key FILE`` and ``--sign-every N`` options (default ``$PLANTRAIL_SIGN_KEY``,
+    ``$PLANTRAIL_SIGN_EVERY``): the ledger the command opens signs checkpoints on that policy
+    (:func:`plantrail.ledger.signing.signing`); a bad key or N is refused before anything is written."""
+    from plantrail.ledger.rules.commands import SIGNING
+    from plantrail.ledger.signing_policy import SIGN_EVERY_ENV, SIGN_KEY_ENV
+
+    @functools.wraps(func)
+    def signed_call(*args: Any, sign_key: str | None, sign_every: str | None, **kwargs: Any) -> Any:
+        from plantrail.ledger.signing_policy import signing, signing_policy
+
+        with signing(signing_policy(sign_key, sign_every)):
+            return func(*args, **kwargs)
+
+    key, every = SIGNING["sign_key"], SIGNING["sign_every"]
+    with_key = click.option(
+        "--sign-key", envvar=SIGN_KEY_ENV, metavar=key.metavar, help=f"{key.help} Default: ${SIGN_KEY_ENV}."
+    )
+    with_every = click.option(
+        "--sign-every", envvar=SIGN_EVERY_ENV, metavar=every.metavar, help=f"{every.help} Default: ${SIGN_EVERY_ENV}."
+    )
+    return cast("F", with_key(with_every(signed_call)))
+
+
 def layout_options(func: F) -> F:
     """The shared ``--width N`` and ``--wrap`` options of a command that prints tables (see
     :func:`plantrail.cli.terminal.columns`); they set the layout, the command never sees them."""

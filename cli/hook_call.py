@@ -47,8 +47,26 @@ def record(agent: str, store: str | None) -> HookResult:
         "opencode": hook.opencode_hook,
     }
     env = environment(store)
-    with _hook_trace(env):
+    with _hook_trace(env), _hook_signing(env):
         return takes[agent](_stdin(), env=env)
+
+
+def _hook_signing(env: Mapping[str, str]) -> AbstractContextManager[object]:
+    """The signing policy ``$PLANTRAIL_SIGN_KEY`` and ``$PLANTRAIL_SIGN_EVERY`` give, for the logs the call
+    appends to (:func:`plantrail.ledger.signing.signing`). A hook never fails its agent: a bad value is handed
+    on as the refusal it is, which the log the call opens raises before writing, and the hook writes it down
+    with its other errors."""
+    from plantrail.ledger.signing_policy import SIGN_EVERY_ENV, SIGN_KEY_ENV
+
+    if not env.get(SIGN_KEY_ENV) and not env.get(SIGN_EVERY_ENV):
+        return nullcontext()
+    from plantrail.ledger.signing_policy import policy_from_env, signing
+    from plantrail.ledger.vocabulary.errors import PlantrailError
+
+    try:
+        return signing(policy_from_env(env))
+    except PlantrailError as exc:
+        return signing(exc)
 
 
 def _hook_trace(env: Mapping[str, str]) -> AbstractContextManager[object]:

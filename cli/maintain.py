@@ -41,6 +41,23 @@ __all__ = ["maintain_commands"]
     "(and --pubkey), then make and check the consistency proof that OLD's tree is a prefix of NEW's, and print it.",
 )
 @click.option(
+    "--note",
+    "notes",
+    multiple=True,
+    metavar="FILE",
+    help="A signed note of this log kept outside it (one checkpoint --sign-key printed, published or cosigned by "
+    "a witness), signed by --pubkey: the log must still hold the tree it names, its size and root (catches a log "
+    "cut after its last signed checkpoint). Repeatable.",
+)
+@click.option(
+    "--record",
+    "record_seq",
+    type=int,
+    metavar="SEQ",
+    help="With --pubkey: prove that record SEQ is in the tree the last signed checkpoint signed, and print the "
+    "RFC 6962 inclusion proof (its audit path) that anyone holding that checkpoint's note can check.",
+)
+@click.option(
     "--parent",
     metavar="LOG",
     type=FilePath(dir_okay=False, path_type=str),
@@ -54,6 +71,8 @@ def verify(
     key_file: str | None,
     pubkey: str | None,
     consistency: tuple[str, str] | None,
+    notes: tuple[str, ...],
+    record_seq: int | None,
     parent: str | None,
     as_json: bool,
     store: str | None,
@@ -62,17 +81,20 @@ def verify(
     deterministic fold. Prints the head as an anchor (SEQ:HASH: keep it, and paste it into a later
     --anchor) and the state hash. With a checkpoint key, every checkpoint's MAC must verify and at least
     one must exist. With a public key, every signed checkpoint's tree root and signature must verify and at
-    least one must exist: the log is proven up to the last seq one covers, and what follows is unsigned.
+    least one must exist: the log is proven up to the last seq one covers, and what follows is unsigned;
+    a signed note kept outside the log (--note) proves the records up to the size it names were not cut.
     Everything is checked offline, from the log and the key alone.
 
     \b
     JSON: {"ok", "records", "last_seq", "head_hash", "anchor": "SEQ:HASH" (the head), "anchor_checked"
       (the --anchor given, or null), "head" (the same as anchor), "state_hash", "versions", "orphans",
-      "outcome", "checkpoints", "checkpointed_seq", "keyed", "signed", "signed_seq", "pubkey",
+      "outcome", "checkpoints", "checkpointed_seq", "keyed", "signed", "signed_seq", "pubkey", "notes" (the
+      tree sizes of the --note files the log holds),
       "unsigned" (records after signed_seq), "torn": null | {"offset", "length", "line"},
       "parent": null | {"run", "seq"} (the parent checked with --parent), "adopted" (the late completions
       plantrail adopt took into the plan), "consistency": null | {"old_size", "new_size", "proof"} (the
-      proof's hashes in base64)}
+      proof's hashes in base64), "inclusion": null | {"seq", "hash", "tree_size", "root", "proof"} (--record:
+      the root and the audit path in base64)}
 
     \b
     Example:
@@ -81,6 +103,8 @@ def verify(
       plantrail verify run.jsonl --key-file ~/.plantrail/audit.key
       plantrail verify run.jsonl --pubkey ~/.plantrail/audit.pub
       plantrail verify run.jsonl --pubkey audit.pub --consistency old.note new.note
+      plantrail verify run.jsonl --pubkey audit.pub --note published.note
+      plantrail verify run.jsonl --pubkey audit.pub --record 12   # proves seq 12 under the last signed head
       plantrail verify retry.jsonl --parent run.jsonl   # a fork against the log it was forked from
     """
     import os
@@ -91,6 +115,10 @@ def verify(
     from plantrail.ledger.verify import parse_anchor, verify_log
 
     key = load_key(key_file) if key_file is not None or os.environ.get(KEY_ENV) else None
+    if record_seq is not None and pubkey is None:
+        from plantrail.ledger.vocabulary.errors import error
+
+        raise error("USAGE", "--record proves a record under a signed checkpoint: give the public key (--pubkey)")
     verifier = None
     if pubkey is not None:
         from plantrail.ledger.signing import load_verifier
@@ -104,6 +132,7 @@ def verify(
             on_progress=shown,
             parent=None if parent is None else locate_log(parent, store),
             pubkey=verifier,
+            notes=notes,
         )
     head = f"{report.last_seq}:{report.head_hash}"
     data = report._asdict() | {
@@ -115,14 +144,35 @@ def verify(
         "parent": None if report.parent is None else {"run": report.parent[0], "seq": report.parent[1]},
         "unsigned": report.last_seq - (report.signed_seq if report.signed_seq is not None else -1),
         "consistency": None,
+        "notes": list(report.notes),
+        "inclusion": None,
     }
     proof_lines: list[str] = []
+    if record_seq is not None:
+        import base64
+
+        from plantrail.ledger.signing import prove_inclusion
+
+        line_hash, size, root, path = prove_inclusion(log, record_seq, report.signed_seq)
+        audit_path = [base64.b64encode(p).decode() for p in path]
+        data["inclusion"] = {
+            "seq": record_seq,
+            "hash": line_hash,
+            "tree_size": size,
+            "root": base64.b64encode(root).decode(),
+            "proof": audit_path,
+        }
+        proof_lines = [
+            f"included: seq {record_seq} ({line_hash}) is leaf {record_seq} of the signed tree of {size} records "
+            f"(root {data['inclusion']['root']}); proof ({len(audit_path)} hashes):",
+            *audit_path,
+        ]
     if consistency is not None:
         from plantrail.ledger.signing import prove_consistency
 
         old_size, new_size, proof = prove_consistency(log, *consistency, verifier)
         data["consistency"] = {"old_size": old_size, "new_size": new_size, "proof": proof}
-        proof_lines = [
+        proof_lines += [
             f"consistent: the tree of {old_size} records ({consistency[0]}) is a prefix of the tree of {new_size}"
             f" ({consistency[1]}); proof ({len(proof)} hashes):",
             *proof,
@@ -172,6 +222,8 @@ def _render_verify(report: VerifyReport, anchor: str | None) -> str:
         else:
             shown = f"the last covers seq {report.signed_seq}; trees and signatures not checked (no --pubkey)"
         lines.insert(1, f"signed checkpoints: {report.signed}, {shown}; {unsigned} record(s) after it unsigned")
+    for size in reversed(report.notes):
+        lines.insert(1, f"checked signed note: the log holds its tree of {size} records (seq 0..{size - 1})")
     return "\n".join(lines)
 
 

@@ -553,7 +553,9 @@ def _wait(kit: _Kit, run: str, request: str, timeout_s: float) -> Answer:
 )
 @store_option
 def mcp_command(folder: str | None, store: str | None) -> None:
-    """Serve the plan tools over MCP on stdio (pip install 'plantrail[mcp]').
+    """Serve the plan tools over MCP on stdio (pip install 'plantrail[mcp]'). With $PLANTRAIL_SIGN_KEY (and
+    $PLANTRAIL_SIGN_EVERY), every run the tools write to is signed as the recording commands' --sign-key
+    (and --sign-every) sign it.
 
     \b
     Example:
@@ -572,11 +574,14 @@ def mcp_command(folder: str | None, store: str | None) -> None:
     import os
     from pathlib import Path
 
+    from plantrail.ledger.signing_policy import policy_from_env, signing
     from plantrail.ledger.stores.locations import HOME_ENV, runs_folder
 
     own = folder is None and not store and not os.environ.get(HOME_ENV)
     project = Path.cwd() / ".plantrail" if own else None
-    build_server(runs_folder(folder), None if folder is not None else store, project).run("stdio")
+    policy = policy_from_env(os.environ)  # a bad key or N is refused before the server starts
+    with signing(policy):
+        build_server(runs_folder(folder), None if folder is not None else store, project).run("stdio")
 
 
 def _from_environment(store: str) -> bool:

@@ -20,6 +20,7 @@ from plantrail.cli.common import (
     read_json_file,
     read_text,
     readiness_lines,
+    signing_options,
     trace_options,
 )
 from plantrail.ledger.rules.adoption import ADOPT
@@ -50,10 +51,11 @@ REASONS = REASON_CODES
 
 def _write_options(declaration: Declaration[Any]) -> Callable[[F], F]:
     """Options every recording command shares (declared once: :data:`~plantrail.ledger.rules.commands.ENVELOPE`):
-    optimistic concurrency, idempotency, actor (its default the command's), the trace context."""
+    optimistic concurrency, idempotency, actor (its default the command's), the trace context, the signing
+    policy."""
 
     def decorate(func: F) -> F:
-        func = trace_options(func)
+        func = signing_options(trace_options(func))
         func = click.option(
             "--actor",
             type=ACTORS,
@@ -256,6 +258,7 @@ def _acknowledge(state: PlanState, command: Command, ack: Ack, data: dict[str, A
     "status flags the plan as possibly stale when plantrail observe records another.",
 )
 @_strict_option
+@signing_options
 @trace_options
 @json_option
 def create(

@@ -13,9 +13,10 @@ __all__ = ["keygen"]
 @click.argument("name", metavar="NAME")
 @json_option
 def keygen(name: str, as_json: bool) -> None:
-    """Make an Ed25519 key pair for signed checkpoints: NAME.key, the private key (mode 0600, never
-    overwritten: KEY_EXISTS), and NAME.pub, the public verifier key in the C2SP signed-note form
-    (<name>+<key id>+<key>) to give auditors and witnesses. The key's name is NAME's last part. Needs the
+    """Make an Ed25519 key pair for signed checkpoints: NAME.key, the private key (mode 0600), and NAME.pub,
+    the public verifier key in the C2SP signed-note form (<name>+<key id>+<key>) to give auditors and
+    witnesses. Both are created exclusive: when anything by either name exists, an empty file too, nothing is
+    written (KEY_EXISTS). The key's name is NAME's last part. Needs the
     cryptography package (pip install 'plantrail[sign]').
 
     \b

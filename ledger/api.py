@@ -52,7 +52,8 @@ from plantrail.projections.model import PlanState, holds_lazy, resolved
 from plantrail.projections.state import Advancing, evolve, initial
 
 if TYPE_CHECKING:
-    from plantrail.ledger.signing import Signer
+    from plantrail.ledger.signing import HeadTree, Signer
+    from plantrail.ledger.signing_policy import SigningPolicy
     from plantrail.ledger.stores.protocol import RunWriter, Session, StateCache
 
 __all__ = ["Ledger", "default_run_id"]
@@ -154,6 +155,14 @@ def _indented(doc: str) -> str:
     return "\n".join([first, *(f"    {line}" if line.strip() else line for line in rest)])
 
 
+def _front_door_policy() -> SigningPolicy | None:
+    """The signing policy a front door set for the ledgers it opens (:func:`ledger.signing.signing`); raises the
+    refusal it holds instead, before anything is written."""
+    from plantrail.ledger.signing_policy import current_policy
+
+    return current_policy()
+
+
 class Ledger:
     """One run's log, opened for recording commands."""
 
@@ -179,6 +188,8 @@ class Ledger:
         self._turn: tuple[tuple[Command, Ack], ...] = ()  # the commands this ledger's last turn recorded, acked
         self._signing: tuple[Signer, int | None, bool] | None = None  # sign_on's signer, every and at_finish
         self._signed_at = -1  # the head seq at the last signed checkpoint (or when sign_on was called)
+        # The tree over the records, grown as this ledger sees them appended once a signed checkpoint built it.
+        self._tree: HeadTree | None = None
 
     # ----------------------------------------------------------- opening
 
@@ -211,6 +222,7 @@ class Ledger:
         plan with a task criterion no step covers and no typed check covers (COVERAGE_GAP, every gap listed).
         ``trace`` is the W3C trace context the plan is recorded in (see :mod:`plantrail.ledger.tracing`).
         """
+        policy = _front_door_policy()
         target = as_run(path)
         if target.exists():  # said before the draft is judged (the create itself refuses an existing log too)
             where = target.location
@@ -241,6 +253,8 @@ class Ledger:
         ledger = cls(store, clock=clock, cache=cache)
         ledger._refresh()
         ledger._turn = ((command, Ack(seq=ledger._state.last_seq, hash=ledger._state.head or "")),)
+        if policy is not None:
+            ledger._sign_by(policy)
         return ledger
 
     @classmethod
@@ -264,6 +278,7 @@ class Ledger:
         ``(seq, hash)`` of the last event this caller was acknowledged: opening raises DATA_LOSS (and repairs
         nothing) unless the log still holds exactly that record.
         """
+        policy = _front_door_policy()
         store = as_run(path).open_writer(
             fsync=fsync,
             batch_size=batch_size,
@@ -286,6 +301,8 @@ class Ledger:
                     ledger._catch_up(session)
             else:
                 ledger._refresh()
+            if policy is not None:
+                ledger._sign_by(policy)
         except BaseException:
             store.close()
             raise
@@ -501,11 +518,24 @@ class Ledger:
     def _catch_up(self, session: Session) -> None:
         if session.rewound:
             self._state, self._keys, self._unread = initial(), {}, False
+            self._tree = None
         state = self._state
+        tree = self._tree
         for record in session.new_records():
             state = evolve(state, record)
             self._index(self._keys, record)
+            if tree is not None and not tree.add(record):
+                tree = self._tree = None
         self._state = state
+
+    def _grow(self, records: Iterable[Record]) -> None:
+        """Add records this ledger wrote to the signing tree, when it keeps one."""
+        tree = self._tree
+        if tree is not None:
+            for record in records:
+                if not tree.add(record):
+                    self._tree = None
+                    return
 
     @staticmethod
     def _index(keys: dict[str, KeyEntry], record: Record) -> None:
@@ -608,6 +638,7 @@ class Ledger:
             known = self._keys
             added: dict[str, Record] = {}  # records with keys this batch adds; indexed only once written
             done: list[tuple[int, str, bool, str | None]] = []  # seq, hash, duplicate, orphan
+            staged: list[Record] = []
             checked_seq = False
             bounded = False  # a log.batch begin is staged
             for command in commands:
@@ -624,17 +655,21 @@ class Ledger:
                 ts = self._clock()
                 data, plan_version, orphan = decide_one(state.current(), command, now=ts)
                 if len(commands) > 1 and not bounded:
-                    state.add(self._bound(session, "begin", plan_version))
+                    staged.append(self._bound(session, "begin", plan_version))
+                    state.add(staged[-1])
                     bounded = True
                 record = session.stage(PendingRecord(ts, plan_version, command.actor, data, command.source, key, trace))
+                staged.append(record)
                 state.add(record)
                 if key is not None:
                     added[key] = record
                 done.append((record.seq, record.h, False, orphan))
             if bounded:
-                state.add(self._bound(session, "end", state.current().version))
+                staged.append(self._bound(session, "end", state.current().version))
+                state.add(staged[-1])
             durable = session.commit()
             self._state = state.result()
+            self._grow(staged)
             known.update((k, record_view(r)) for k, r in added.items())
             acks = [
                 Ack(seq, h, session.durable(seq) if duplicate else durable, duplicate, orphan)
@@ -659,13 +694,15 @@ class Ledger:
             )
             durable = session.commit()
             self._state = evolve(self._state, record)
+            self._grow([record])
         self._turn = ()  # a checkpoint is no command: nothing to acknowledge
         return Ack(seq=record.seq, hash=record.h, durable=durable)
 
     def sign_on(self, signer: Signer, *, every: int | None = None, at_finish: bool = True) -> None:
         """Sign checkpoints on a policy from now on: after a turn that leaves ``every`` or more records since the
         last signed checkpoint (or since this call), and, with ``at_finish``, after the turn that finishes the
-        run. Each signing reads the log to build its tree (see :meth:`sign_checkpoint`)."""
+        run. The first signing reads the log to build its tree; the ledger then grows it as records are appended,
+        so each later one costs a few hashes (see :meth:`sign_checkpoint`)."""
         from plantrail.ledger.signing import Signer
 
         if not isinstance(signer, Signer):
@@ -676,6 +713,19 @@ class Ledger:
             raise refuse("at_finish", at_finish, "True or False", where="Ledger.sign_on")
         self._signing = (signer, every, at_finish)
         self._signed_at = self._state.last_seq
+
+    def _sign_by(self, policy: SigningPolicy) -> None:
+        """Sign on a front door's policy (:func:`ledger.signing.signing`): as :meth:`sign_on`, counting the records
+        since the log's last signed checkpoint (each command of a front door may open the log anew)."""
+        from plantrail.ledger.reading import tail_records
+        from plantrail.ledger.vocabulary.events import LogSigned
+
+        self.sign_on(policy.signer, every=policy.every, at_finish=policy.at_finish)
+        if policy.every is not None:
+            head = self._state.last_seq
+            since = max(0, head - policy.every + 1)
+            found, _ = tail_records(self._location, 1, lambda r: type(r.data) is LogSigned, stop_below=since)
+            self._signed_at = found[-1].seq if found else max(-1, head - policy.every)
 
     def _sign_on_policy(self, acks: list[Ack]) -> None:
         """Append a signed checkpoint after a turn when :meth:`sign_on`'s policy asks for one (the turn's
@@ -702,30 +752,33 @@ class Ledger:
     @strict
     def sign_checkpoint(self, signer: Signer) -> Ack:
         """Append a signed checkpoint over the current head (see :mod:`ledger.signing`): the root of the RFC 6962
-        tree over every record's line hash, signed as a C2SP checkpoint; return its ack. The tree is read
-        before the write, and the read again when another writer appended meanwhile (WRITE_CONFLICT after
-        a few tries)."""
+        tree over every record's line hash, signed as a C2SP checkpoint; return its ack. The first one reads the
+        log to build the tree, which the ledger then keeps (its frontier, a hash per bit of the log's size) and
+        grows with every record it writes or catches up with, so a later one reads nothing more. The tree is
+        read again when it does not end at the head (another writer appended meanwhile, or the log was
+        repaired); WRITE_CONFLICT after a few tries."""
         from plantrail.ledger.reading import records_from
-        from plantrail.ledger.signing import Signer, sign_checkpoint
-        from plantrail.ledger.vocabulary.merkle import Frontier, leaf_hash
+        from plantrail.ledger.signing import HeadTree, Signer, sign_checkpoint
 
         if not isinstance(signer, Signer):
             raise refuse("signer", signer, "a Signer (ledger.signing.load_signer)", where="Ledger.sign_checkpoint")
         for _ in range(_SIGN_TRIES):
-            tree, seq, head = Frontier(), -1, ""
-            for read in records_from(self._location, 0):
-                tree.append(leaf_hash(bytes.fromhex(read.h)))
-                seq, head = read.seq, read.h
+            if self._tree is None:
+                self._tree = HeadTree.of(records_from(self._location, 0))
             with self._store.session() as session:
-                self._catch_up(session)
-                if (session.head_seq, session.head_hash) != (seq, head):
-                    continue  # appended to since the read: read the tree again
+                self._catch_up(session)  # grows the tree by the records appended since
+                tree = self._tree
+                seq, head = session.head_seq, session.head_hash
+                if tree is None or not tree.covers(seq, head):
+                    self._tree = None
+                    continue  # it does not end at the head: read it again
                 data = sign_checkpoint(signer, self._store.run, seq, head, tree.root())
                 record = session.stage(
                     PendingRecord(ts=self._clock(), plan_version=self._state.version, actor="runtime", data=data)
                 )
                 durable = session.commit()
                 self._state = evolve(self._state, record)
+                self._grow([record])
             self._turn = ()  # a checkpoint is no command: nothing to acknowledge
             self._signed_at = record.seq
             return Ack(seq=record.seq, hash=record.h, durable=durable)

@@ -25,17 +25,27 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from plantrail.ledger.stores.files import read_capped
 from plantrail.ledger.stores.owned import Folder
 from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.events import LogSigned, Record
 from plantrail.ledger.vocabulary.limits import KEY_FILE
-from plantrail.ledger.vocabulary.merkle import consistency_proof, leaf_hash, root_of, verify_consistency
+from plantrail.ledger.vocabulary.merkle import (
+    Frontier,
+    consistency_proof,
+    inclusion_proof,
+    leaf_hash,
+    root_of,
+    verify_consistency,
+    verify_inclusion,
+)
 from plantrail.ledger.vocabulary.signed_note import (
     ED25519,
+    PRIVATE_KEY,
     Checkpoint,
     NoteError,
     VerifierKey,
@@ -44,6 +54,7 @@ from plantrail.ledger.vocabulary.signed_note import (
     open_note,
     parse_checkpoint,
     parse_note,
+    parse_private_key,
     parse_verifier_key,
     signature_line,
     verifier_key,
@@ -53,6 +64,7 @@ if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 __all__ = [
+    "HeadTree",
     "Signer",
     "check_signed",
     "ed25519_check",
@@ -62,10 +74,10 @@ __all__ = [
     "note_of",
     "origin_of",
     "prove_consistency",
+    "prove_inclusion",
+    "read_note",
     "sign_checkpoint",
 ]
-
-_PRIVATE: Final = "PRIVATE+KEY+"
 
 
 def _crypto() -> None:
@@ -93,9 +105,9 @@ class Signer:
 
 
 def keygen(prefix: str) -> tuple[str, str, str]:
-    """Make a key pair named for the last part of ``prefix``: write ``prefix.key`` (private, 0600, created
-    exclusive) and ``prefix.pub`` (the verifier key); return both paths and the verifier key. KEY_EXISTS when
-    either file is already there (nothing is written)."""
+    """Make a key pair named for the last part of ``prefix``: write ``prefix.key`` (private, 0600) and
+    ``prefix.pub`` (the verifier key), both created exclusive; return both paths and the verifier key.
+    KEY_EXISTS when anything by either name is already there, an empty file too (nothing is written)."""
     _crypto()
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -106,27 +118,36 @@ def keygen(prefix: str) -> tuple[str, str, str]:
         raise error("USAGE", f"keygen: {exc}") from None
     folder = Folder.open(folder_path or ".", what="key folder")
     try:
-        for file in (f"{name}.key", f"{name}.pub"):
-            if folder.lstat(file) is not None:
-                raise error("KEY_EXISTS", f"{folder.child(file)} exists: keygen never overwrites a key", path=file)
+        made: list[tuple[str, int]] = []
+        try:
+            for file in (f"{name}.key", f"{name}.pub"):  # both made exclusive before either is written
+                fd = folder.create_file(file, mode=0o600, what="key file")
+                if fd is None:
+                    raise error("KEY_EXISTS", f"{folder.child(file)} exists: keygen never overwrites a file", path=file)
+                made.append((file, fd))
+        except BaseException:
+            for file, fd in made:  # the empty files this call made, and only those
+                os.close(fd)
+                folder.remove(file, what="key file")
+            raise
         private = Ed25519PrivateKey.generate()
         public = private.public_key().public_bytes_raw()
         seed = private.private_bytes_raw()
-        secret = f"{_PRIVATE}{name}+{key_id(name, public).hex()}+{base64.b64encode(bytes([ED25519]) + seed).decode()}"
+        secret = (
+            f"{PRIVATE_KEY}{name}+{key_id(name, public).hex()}+{base64.b64encode(bytes([ED25519]) + seed).decode()}"
+        )
         vkey = verifier_key(name, public)
-        _write_new(folder, f"{name}.key", secret + "\n", 0o600)
-        _write_new(folder, f"{name}.pub", vkey + "\n", 0o644)
+        (_, key_fd), (_, pub_fd) = made
+        _write(key_fd, secret + "\n", 0o600)
+        _write(pub_fd, vkey + "\n", 0o644)
         return folder.child(f"{name}.key"), folder.child(f"{name}.pub"), vkey
     finally:
         folder.close()
 
 
-def _write_new(folder: Folder, name: str, text: str, mode: int) -> None:
-    """Write ``text`` to the new file ``name``; KEY_EXISTS if another process made it meanwhile."""
-    fd = folder.open_file(name, write=True, create=True, mode=mode, what="key file")
+def _write(fd: int, text: str, mode: int) -> None:
+    """Write ``text`` to the new file open on ``fd`` with ``mode``, durably, and close it."""
     try:
-        if os.fstat(fd).st_size:
-            raise error("KEY_EXISTS", f"{folder.child(name)} appeared meanwhile: keygen never overwrites a key")
         os.fchmod(fd, mode)
         os.write(fd, text.encode())
         os.fsync(fd)
@@ -146,21 +167,13 @@ def load_signer(path: str) -> Signer:
     _crypto()
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    text = _read_key_text(path)
-    parts = text[len(_PRIVATE) :].split("+", 2) if text.startswith(_PRIVATE) else []
     try:
-        if len(parts) != 3:
-            raise NoteError("a private key is PRIVATE+KEY+<name>+<key id>+<key>")
-        name, hex_id, encoded = parts
-        raw = base64.b64decode(encoded.encode(), validate=True)
-        if len(raw) != 33 or raw[0] != ED25519:
-            raise NoteError("the key is no Ed25519 key (algorithm 1, 32 bytes)")
-        private = Ed25519PrivateKey.from_private_bytes(raw[1:])
+        name, hex_id, seed = parse_private_key(_read_key_text(path))
+        private = Ed25519PrivateKey.from_private_bytes(seed)
         public = private.public_key().public_bytes_raw()
-        verifier_key(name, public)  # checks the name
         if hex_id != key_id(name, public).hex():
             raise NoteError(f"the key id {hex_id} does not match the key")
-    except (NoteError, binascii.Error, ValueError) as exc:
+    except (NoteError, ValueError) as exc:
         raise error("SIGNING_KEY_INVALID", f"{path}: {exc}") from None
     return Signer(name, bytes.fromhex(hex_id), private)
 
@@ -184,6 +197,53 @@ def ed25519_check(public: bytes, message: bytes, signature: bytes) -> bool:
     except InvalidSignature:
         return False
     return True
+
+
+class HeadTree:
+    """The RFC 6962 tree over a run's records as one writer sees them appended, kept as its frontier (the compact
+    range: one subtree hash per bit of its size), so that signing the head costs O(log n) once the tree is
+    built. Records come in seq order; one that is not the next (a gap, or a record not chained to the last)
+    means the tree no longer follows the log, and the writer builds it again from the log."""
+
+    __slots__ = ("_frontier", "_head")
+
+    def __init__(self) -> None:
+        self._frontier = Frontier()
+        self._head = ""  # the line hash of the last record added
+
+    @classmethod
+    def of(cls, records: Iterable[Record]) -> HeadTree:
+        """The tree over ``records``, a log's records from seq 0 in order."""
+        tree = cls()
+        for record in records:
+            if not tree.add(record):
+                raise error("HASH_MISMATCH", f"seq {record.seq} does not follow the records before it", seq=record.seq)
+        return tree
+
+    @property
+    def size(self) -> int:
+        """How many records the tree holds (seq 0 to size - 1)."""
+        return self._frontier.size
+
+    def add(self, record: Record) -> bool:
+        """Add ``record`` when it is the next one; a record the tree holds already is skipped. False when it is
+        neither (the tree no longer follows the log; it is left unchanged)."""
+        size = self._frontier.size
+        if record.seq < size:
+            return True
+        if record.seq != size or (size and record.prev != self._head):
+            return False
+        self._frontier.append(leaf_hash(bytes.fromhex(record.h)))
+        self._head = record.h
+        return True
+
+    def covers(self, seq: int, head: str) -> bool:
+        """Whether the tree ends at the record ``seq`` whose line hash is ``head``."""
+        return self._frontier.size - 1 == seq and self._head == head
+
+    def root(self) -> bytes:
+        """The tree's root."""
+        return self._frontier.root()
 
 
 def origin_of(run: str) -> str:
@@ -249,8 +309,9 @@ def check_signed(record: Record, root: bytes | None, key: VerifierKey | None) ->
         raise error("SIGNATURE_INVALID", f"{where}: {exc}", seq=record.seq, line=line) from None
 
 
-def _read_note(path: str, key: VerifierKey | None) -> Checkpoint:
-    """The checkpoint in the signed note file ``path``, its signature by ``key`` checked when given."""
+def read_note(path: str, key: VerifierKey | None) -> Checkpoint:
+    """The checkpoint in the signed note file ``path``, its signature by ``key`` checked when given
+    (SIGNATURE_INVALID); USAGE when the file holds no signed checkpoint."""
     try:
         note = read_capped(path, KEY_FILE).decode("utf-8")
     except UnicodeDecodeError:
@@ -277,7 +338,7 @@ def prove_consistency(log: str, old: str, new: str, key: VerifierKey | None) -> 
     log does not reach, or a root its records do not have; USAGE when OLD is the larger tree."""
     from plantrail.ledger.reading import open_records
 
-    older, newer = _read_note(old, key), _read_note(new, key)
+    older, newer = read_note(old, key), read_note(new, key)
     if older.size > newer.size:
         raise error("USAGE", f"{old} covers {older.size} records, more than {new} ({newer.size}): give the older first")
     hashes: list[bytes] = []
@@ -302,3 +363,40 @@ def prove_consistency(log: str, old: str, new: str, key: VerifierKey | None) -> 
     if not verify_consistency(older.size, newer.size, older.root, newer.root, proof):  # a bug, never data
         raise error("CHECKPOINT_MISMATCH", f"the consistency proof from {old} to {new} does not verify")
     return older.size, newer.size, [base64.b64encode(p).decode() for p in proof]
+
+
+def prove_inclusion(log: str, seq: int, signed_seq: int | None) -> tuple[str, int, bytes, list[bytes]]:
+    """The proof that record ``seq`` of the log ``log`` is in the tree its last signed checkpoint signed (the one
+    covering seq 0..``signed_seq``, as :func:`plantrail.ledger.verify.verify_log` found it, checked): the
+    record's line hash, the tree's size and root, and the RFC 6962 audit path, checked before it is returned.
+    UNKNOWN_SEQ when the log has no such record; CHECKPOINT_MISSING when no signed checkpoint covers it."""
+    from plantrail.ledger.reading import open_records
+
+    if type(seq) is not int or seq < 0:
+        raise error("USAGE", f"a record is named by its seq, a whole number from 0, not {seq!r}")
+    hashes: list[bytes] = []
+    found = ""
+    last = -1
+    with open_records(log) as (_, records):
+        for record in records:
+            last = record.seq
+            if record.seq == seq:
+                found = record.h
+            if signed_seq is not None and record.seq <= signed_seq:
+                hashes.append(leaf_hash(bytes.fromhex(record.h)))
+            elif record.seq >= seq:
+                break
+    if not found:
+        raise error("UNKNOWN_SEQ", f"the log has no record at seq {seq} (it ends at seq {last})", seq=seq)
+    if signed_seq is None or seq > signed_seq:
+        covered = (
+            "no signed checkpoint" if signed_seq is None else f"the last signed checkpoint covers seq {signed_seq}"
+        )
+        raise error(
+            "CHECKPOINT_MISSING", f"no signed checkpoint covers seq {seq} ({covered}): nothing proves it", seq=seq
+        )
+    root = root_of(hashes)
+    proof = inclusion_proof(hashes, seq)
+    if not verify_inclusion(seq, len(hashes), hashes[seq], proof, root):  # a bug, never data
+        raise error("CHECKPOINT_MISMATCH", f"the inclusion proof of seq {seq} does not verify")
+    return found, len(hashes), root, proof

@@ -18,7 +18,9 @@
    least one checkpoint (:mod:`ledger.checkpoint`).
 7. Every signed checkpoint covers the record before it; given the public key, the RFC 6962 tree over the
    line hashes of every record before it has the root it names and its signature verifies, and there is at
-   least one (:mod:`ledger.signing`).
+   least one (:mod:`ledger.signing`). Optionally, signed notes held outside the log (a published or cosigned
+   checkpoint), each signed by that key: the log must still hold the tree each names, its size and its root,
+   which catches a log cut after its last signed checkpoint.
 8. Optionally, for a forked run, its parent's log: the parent's chain reaches the seq the fork names with the
    hash it names, and the parent's state there hashes to the state the fork carries (:mod:`ledger.rules.lineage`).
 """
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 from plantrail.ledger.checkpoint import check_checkpoint
@@ -49,7 +51,7 @@ from plantrail.projections.model import PlanState
 from plantrail.projections.state import evolve, in_place, initial
 
 if TYPE_CHECKING:
-    from plantrail.ledger.vocabulary.signed_note import VerifierKey
+    from plantrail.ledger.vocabulary.signed_note import Checkpoint, VerifierKey
 
 __all__ = ["WINDOW", "VerifyReport", "parse_anchor", "verify_log"]
 
@@ -81,6 +83,7 @@ class VerifyReport(NamedTuple):
     signed: int = 0  # the signed checkpoints (each checked against the tree and the public key, given one)
     signed_seq: int | None = None  # the last seq a signed checkpoint covers
     pubkey: str | None = None  # the verifier key the signatures were checked with (verify --pubkey)
+    notes: tuple[int, ...] = ()  # the tree sizes of the signed notes the log was held to (verify --note)
 
 
 def parse_anchor(text: str) -> tuple[int, str]:
@@ -125,10 +128,15 @@ class _Audit:
         on_progress: Callable[[int], None] | None = None,
         where: Callable[[], int] = lambda: 0,
         pubkey: VerifierKey | None = None,
+        notes: Sequence[tuple[str, Checkpoint]] = (),
     ) -> None:
         self.anchor = anchor
         self.key = key
         self.pubkey = pubkey
+        # The signed notes held outside the log (where each came from, and its checkpoint), smallest tree first.
+        self.notes = sorted(notes, key=lambda note: note[1].size)
+        self.held = 0  # the notes whose tree the records read so far were found to hold
+        self.run = ""  # the run id the records name
         # The RFC 6962 tree over the records read so far, kept only to check signed checkpoints with a key.
         self.tree = None if pubkey is None else Frontier()
         self.signed = 0
@@ -172,6 +180,7 @@ class _Audit:
         count = self.count
         head = self._head
         tree = self.tree
+        due = self._due()
         try:
             for record in records:
                 count += 1
@@ -209,6 +218,9 @@ class _Audit:
                 recent.append(record)
                 if tree is not None:
                     tree.append(leaf_hash(bytes.fromhex(record.h)))
+                    if tree.size == due:
+                        self.run = record.run
+                        due = self._hold(tree)
         finally:
             self.count, self._head = count, head
 
@@ -219,6 +231,47 @@ class _Audit:
         check_signed(record, None if self.tree is None else self.tree.root(), self.pubkey)
         self.signed += 1
         self.signed_seq = record.seq - 1
+
+    def _due(self) -> int:
+        """The tree size of the next signed note to hold the log to (-1 for none)."""
+        return self.notes[self.held][1].size if self.held < len(self.notes) else -1
+
+    def _hold(self, tree: Frontier) -> int:
+        """Check every note of the tree's size against it (ANCHOR_MISMATCH for another log or another root);
+        return the next note's size."""
+        from plantrail.ledger.signing import origin_of
+
+        while self.held < len(self.notes) and self.notes[self.held][1].size == tree.size:
+            where, note = self.notes[self.held]
+            if note.origin != origin_of(self.run):
+                raise error(
+                    "ANCHOR_MISMATCH",
+                    f"{where} is a checkpoint of {note.origin}, not of this log ({origin_of(self.run)})",
+                    path=where,
+                )
+            if note.root != tree.root():
+                raise error(
+                    "ANCHOR_MISMATCH",
+                    f"{where} names the tree of the first {note.size} records (seq 0..{note.size - 1}) with another "
+                    "root than the log's: the records it covers were rewritten since it was signed",
+                    path=where,
+                    seq=note.size - 1,
+                )
+            self.held += 1
+        return self._due()
+
+    def unheld(self, last_seq: int) -> None:
+        """ANCHOR_MISMATCH when a note names a tree larger than the log: the log was cut after it was signed."""
+        if self.held < len(self.notes):
+            where, note = self.notes[self.held]
+            raise error(
+                "ANCHOR_MISMATCH",
+                f"{where} is a signed checkpoint of {note.size} records (seq 0..{note.size - 1}), but the log ends at "
+                f"seq {last_seq}: the records after it were cut off",
+                path=where,
+                seq=note.size - 1,
+                actual=last_seq,
+            )
 
     def _anchor(self, record: Record) -> None:
         """Check the anchored record's hash."""
@@ -236,6 +289,7 @@ def _verify_rows(
     key: bytes | None,
     on_progress: Callable[[int], None] | None,
     pubkey: VerifierKey | None = None,
+    notes: Sequence[tuple[str, Checkpoint]] = (),
 ) -> tuple[_Audit, int]:
     """The checks over one read of a database run's rows: the audit, and the bytes of the lines read (each
     with its newline, as the run's JSONL copy holds them)."""
@@ -249,7 +303,7 @@ def _verify_rows(
             read += len(line)
             yield record
 
-    audit = _Audit(anchor, key, on_progress, lambda: read, pubkey)
+    audit = _Audit(anchor, key, on_progress, lambda: read, pubkey, notes)
     audit.check_all(records())
     return audit, read
 
@@ -260,12 +314,13 @@ def _verify_file(
     key: bytes | None,
     on_progress: Callable[[int], None] | None,
     pubkey: VerifierKey | None = None,
+    notes: Sequence[tuple[str, Checkpoint]] = (),
 ) -> tuple[_Audit, int, TornTail | None, bool]:
     """The checks over one read of a log file: the audit, the bytes of whole records read, the torn tail after
     them, and whether the file grew past the read. A large log is read by a child on another core while this
     process judges and folds its records (:mod:`ledger.stores.jsonl.read_ahead`): the same records in the same order."""
     with reading(reader) as read:
-        audit = _Audit(anchor, key, on_progress, lambda: read.offset, pubkey)
+        audit = _Audit(anchor, key, on_progress, lambda: read.offset, pubkey, notes)
         audit.check_all(read.records())
         end = read.end if read.torn is None else read.torn.offset + read.torn.length
         return audit, read.end, read.torn, os.fstat(reader.fd).st_size > end
@@ -280,6 +335,7 @@ def verify_log(
     on_progress: Callable[[int], None] | None = None,
     parent: str | os.PathLike[str] | None = None,
     pubkey: VerifierKey | None = None,
+    notes: Sequence[str | os.PathLike[str]] = (),
 ) -> VerifyReport:
     """Run every check over one read of the log; raise the first damage found (a LogDamaged error), else report.
 
@@ -290,14 +346,18 @@ def verify_log(
     run, is the log it was forked from: FORK_MISMATCH unless the parent holds, at the seq the fork names, the
     hash and the state the fork carries (USAGE when the log is no fork). ``pubkey`` checks every signed
     checkpoint's tree root (CHECKPOINT_MISMATCH) and signature (SIGNATURE_INVALID); ``signed_seq`` is the last
-    seq one covers: the records up to it are proven by the key, those after it are not signed.
+    seq one covers: the records up to it are proven by the key, those after it are not signed. ``notes`` are
+    files holding signed notes kept outside the log (a checkpoint published or cosigned by a witness), each
+    signed by ``pubkey`` (SIGNATURE_INVALID; USAGE without a key): the log must hold the tree each names, its
+    size and its root (ANCHOR_MISMATCH), so a log cut after its last signed checkpoint is caught.
     """
+    held = _read_notes(notes, pubkey)
     # The read makes no cycles (ledger.collector); a forked child reads without the collector too.
     with paused(), as_run(path) as run:
         if isinstance(run, FileRun):  # every byte of the file, read ahead by a child for a large log
-            audit, verified, torn, grew = _verify_file(run.reader, anchor, key, on_progress, pubkey)
+            audit, verified, torn, grew = _verify_file(run.reader, anchor, key, on_progress, pubkey, held)
         elif isinstance(run, DatabaseRun):  # every row, each line as stored
-            audit, verified = _verify_rows(run.location, anchor, key, on_progress, pubkey)
+            audit, verified = _verify_rows(run.location, anchor, key, on_progress, pubkey, held)
             torn, grew = None, False
         else:
             raise error("USAGE", f"verify reads a log file or a database run, not {run!r}")
@@ -311,6 +371,7 @@ def verify_log(
             seq=anchor[0],
             actual=state.last_seq,
         )
+    audit.unheld(state.last_seq)
     if key is not None and audit.checkpoints == 0:
         raise error(
             "CHECKPOINT_MISSING",
@@ -349,7 +410,23 @@ def verify_log(
         signed=audit.signed,
         signed_seq=audit.signed_seq,
         pubkey=None if pubkey is None else str(pubkey),
+        notes=tuple(note.size for _, note in held),
     )
+
+
+def _read_notes(paths: Sequence[str | os.PathLike[str]], pubkey: VerifierKey | None) -> list[tuple[str, Checkpoint]]:
+    """The signed notes in ``paths``, each signed by ``pubkey`` (USAGE when notes come without a key)."""
+    if not paths:
+        return []
+    if pubkey is None:
+        raise error("USAGE", "a signed note is held to the log only with the public key that signed it; none was given")
+    from plantrail.ledger.signing import read_note
+
+    notes = [(os.fspath(path), read_note(os.fspath(path), pubkey)) for path in paths]
+    for where, note in notes:
+        if note.size == 0:
+            raise error("USAGE", f"{where} is a checkpoint of no records: it holds the log to nothing")
+    return notes
 
 
 def _check_parent(state: PlanState, parent: str | os.PathLike[str]) -> tuple[str, int]:

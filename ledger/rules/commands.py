@@ -51,6 +51,7 @@ __all__ = [
     "LATE_REFUSED",
     "REPORT",
     "RULES",
+    "SIGNING",
     "UNPLANNED_RULES",
     "Attempted",
     "Declaration",
@@ -167,6 +168,24 @@ ENVELOPE: Final[Mapping[str, Field]] = {
         help="The W3C traceparent of the trace the command was issued in (00-<trace id>-<span id>-<flags>), "
         "recorded with its event; an invalid one is refused (INVALID_TRACE_CONTEXT).",
         metavar="TRACEPARENT",
+    ),
+}
+
+
+#: The signing policy every recording front door takes (``--sign-key``, ``--sign-every``, their environment
+#: variables; :mod:`plantrail.ledger.signing`): no command's field, the writer's, as ``expected_seq`` is.
+SIGNING: Final[Mapping[str, Field]] = {
+    "sign_key": Field(
+        help="Sign checkpoints with this private key (a .key file from keygen): after the turn that finishes "
+        "the run, and with --sign-every after every N records; a bad key is refused (SIGNING_KEY_INVALID) "
+        "before anything is written.",
+        metavar="FILE",
+    ),
+    "sign_every": Field(
+        help="With --sign-key, sign after every turn that leaves N or more records since the log's last signed "
+        "checkpoint (default: at the finish only).",
+        metavar="N",
+        minimum=1,
     ),
 }
 

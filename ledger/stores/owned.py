@@ -149,6 +149,25 @@ class Folder:
             raise
         return fd
 
+    def create_file(self, name: str, *, mode: int = 0o666, what: str = "file") -> int | None:
+        """A read-write descriptor for the new regular file ``name``, made exclusive with ``mode`` (less the
+        umask); None when anything by that name is there already (a file, even an empty one, a link, a
+        folder): nothing is opened or changed then."""
+        path = self.child(name)
+        _plain(name, path, what)
+        try:
+            fd = os.open(name, os.O_RDWR | _NO_FOLLOW | os.O_CREAT | os.O_EXCL, mode, dir_fd=self.fd)
+        except FileExistsError:
+            return None
+        except OSError as exc:
+            raise _refused(exc, path, what) from None
+        try:
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        except OSError as exc:
+            os.close(fd)
+            raise os_error(exc, path, what) from None
+        return fd
+
     def read(self, name: str, limit: int, *, what: str = "file") -> bytes | None:
         """The bytes of the regular file ``name`` (None when there is none), read without following a link
         or waiting on a FIFO; INPUT_TOO_LARGE past ``limit`` bytes."""

@@ -265,7 +265,7 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "PLAN_NOT_CREATED": (CommandRefused, "the log has no plan yet"),
     "PLAN_ALREADY_CREATED": (CommandRefused, "the log already has a plan (use replan)"),
     "LOG_EXISTS": (CommandRefused, "create refuses to overwrite an existing file"),
-    "KEY_EXISTS": (CommandRefused, "keygen refuses to overwrite an existing key file"),
+    "KEY_EXISTS": (CommandRefused, "keygen refuses to overwrite any existing file (an empty one too)"),
     "DRAFT_EXISTS": (CommandRefused, "new refuses to overwrite an existing file"),
     "STEP_NOT_FOUND": (CommandRefused, "no such step in the plan version"),
     "STEP_NOT_READY": (CommandRefused, "the step's dependencies are not all completed (they are named)"),
@@ -382,9 +382,19 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
     "NONDETERMINISTIC_FOLD": (LogDamaged, "verify: two folds of the log gave different bytes"),
     "PAYLOAD_MISSING": (LogDamaged, "the run's store holds no payload by that digest"),
     "PAYLOAD_ALTERED": (LogDamaged, "a stored payload's salt and bytes do not hash to its digest"),
-    "ANCHOR_MISMATCH": (LogDamaged, "the log does not contain the anchored head seq and hash"),
-    "CHECKPOINT_INVALID": (LogDamaged, "a keyed checkpoint does not verify with the given key"),
-    "CHECKPOINT_MISSING": (LogDamaged, "verify was given a checkpoint key but the log holds no checkpoint"),
+    "ANCHOR_MISMATCH": (
+        LogDamaged,
+        "the log does not contain the anchored head (its seq and hash, or a signed note's tree size and root)",
+    ),
+    "CHECKPOINT_INVALID": (
+        LogDamaged,
+        "a checkpoint (keyed or signed) does not cover the record just before it, or a keyed checkpoint's MAC "
+        "does not verify with the given key",
+    ),
+    "CHECKPOINT_MISSING": (
+        LogDamaged,
+        "verify was given a checkpoint key (a public key) but the log holds no keyed (signed) checkpoint",
+    ),
     "CHECKPOINT_MISMATCH": (
         LogDamaged,
         "a signed checkpoint's tree root or size is not that of the records it covers (or two notes disagree)",

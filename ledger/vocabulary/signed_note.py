@@ -20,6 +20,7 @@ from typing import Final
 
 __all__ = [
     "ED25519",
+    "PRIVATE_KEY",
     "Checkpoint",
     "NoteError",
     "Signature",
@@ -29,6 +30,7 @@ __all__ = [
     "open_note",
     "parse_checkpoint",
     "parse_note",
+    "parse_private_key",
     "parse_verifier_key",
     "signature_line",
     "verifier_key",
@@ -36,6 +38,8 @@ __all__ = [
 
 #: The signed-note algorithm byte of Ed25519.
 ED25519: Final = 1
+#: What a private key's text starts with (golang.org/x/mod/sumdb/note's form).
+PRIVATE_KEY: Final = "PRIVATE+KEY+"
 _DASH: Final = "\u2014 "
 
 
@@ -100,17 +104,32 @@ def _b64(text: str, what: str) -> bytes:
         raise NoteError(f"{what} is not base64: {text!r}") from None
 
 
-def parse_verifier_key(text: str) -> VerifierKey:
-    """A verifier key read from its text; NoteError unless it is an Ed25519 key whose key id matches."""
-    parts = text.strip().split("+", 2)
+def _key_parts(text: str, form: str) -> tuple[str, str, bytes]:
+    """The name, hex key id and 32 key bytes of ``<name>+<key id>+<base64(0x01 || key)>`` (a verifier key, or
+    a private key after its prefix); NoteError (saying ``form``) unless it is an Ed25519 key of that shape."""
+    parts = text.split("+", 2)
     if len(parts) != 3:
-        raise NoteError("a verifier key is <name>+<key id>+<key>")
+        raise NoteError(f"a {form}")
     name, hex_id, encoded = parts
     _check_name(name)
     raw = _b64(encoded, "the key")
     if len(raw) != 33 or raw[0] != ED25519:
         raise NoteError("the key is no Ed25519 key (algorithm 1, 32 bytes)")
-    public = raw[1:]
+    return name, hex_id, raw[1:]
+
+
+def parse_private_key(text: str) -> tuple[str, str, bytes]:
+    """The name, hex key id and 32-byte seed of a private key ``PRIVATE+KEY+<name>+<key id>+<base64(0x01 ||
+    seed)>``; NoteError unless it has that shape (the key id is checked by whoever derives the public key)."""
+    form = f"private key is {PRIVATE_KEY}<name>+<key id>+<key>"
+    if not text.startswith(PRIVATE_KEY):
+        raise NoteError(f"a {form}")
+    return _key_parts(text[len(PRIVATE_KEY) :], form)
+
+
+def parse_verifier_key(text: str) -> VerifierKey:
+    """A verifier key read from its text; NoteError unless it is an Ed25519 key whose key id matches."""
+    name, hex_id, public = _key_parts(text.strip(), "verifier key is <name>+<key id>+<key>")
     if hex_id != key_id(name, public).hex():
         raise NoteError(f"the key id {hex_id} does not match the key and name (it is {key_id(name, public).hex()})")
     return VerifierKey(name, bytes.fromhex(hex_id), public)

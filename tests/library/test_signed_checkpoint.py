@@ -265,3 +265,179 @@ def test_a_published_head_exposes_a_history_the_key_holder_re_signed(
     (tmp_path / "junk.note").write_text("not a note\n")
     junk = run_cli("verify", log, "--consistency", tmp_path / "junk.note", tmp_path / "resigned.note")
     assert junk.code == 2 and "USAGE" in junk.err and "Traceback" not in junk.err
+
+
+def _witness_accepts(old_note: str, new_note: str, proof: list[bytes], public: Path) -> bool:
+    """What a witness does before it cosigns NEW, holding only OLD (cosigned before) and the writer's public key:
+    both signatures verify, same origin, and the consistency proof shows OLD's tree a prefix of NEW's."""
+    from plantrail.ledger.signing import ed25519_check, load_verifier
+    from plantrail.ledger.vocabulary.signed_note import open_note
+
+    key = load_verifier(str(public))
+    old = parse_checkpoint(open_note(old_note, key, ed25519_check))
+    new = parse_checkpoint(open_note(new_note, key, ed25519_check))
+    return old.origin == new.origin and verify_consistency(old.size, new.size, old.root, new.root, proof)
+
+
+def _hashes(log: Path) -> list[bytes]:
+    """The leaf hashes of every record of the log."""
+    return [leaf_hash(bytes.fromhex(orjson.loads(line)["h"])) for line in lines_of(log)]
+
+
+def test_a_witness_accepts_the_next_head_of_a_run_but_not_a_rewritten_history(
+    log: Path, keys: tuple[Path, Path], tmp_path: Path, run_cli: Cli
+) -> None:
+    """Two signed heads of one run: the proof verify --consistency prints convinces a witness holding only the
+    older note and the public key. The key holder then rewrites a record, signs every checkpoint again and
+    signs a newer head: no proof it can make from its log convinces the witness that the old note is a prefix."""
+    from plantrail.ledger.signing import sign_checkpoint
+    from plantrail.ledger.vocabulary.merkle import consistency_proof
+
+    private, public = keys
+    old_note = run_cli("checkpoint", log, "--sign-key", private).out
+    more(log, 4)
+    new_note = run_cli("checkpoint", log, "--sign-key", private).out
+    (tmp_path / "old.note").write_text(old_note)
+    (tmp_path / "new.note").write_text(new_note)
+    shown = orjson.loads(
+        run_cli(
+            "verify", log, "--pubkey", public, "--json", "--consistency", tmp_path / "old.note", tmp_path / "new.note"
+        ).out
+    )["consistency"]
+    assert _witness_accepts(old_note, new_note, [base64.b64decode(p) for p in shown["proof"]], public)
+    assert not _witness_accepts(new_note, old_note, [base64.b64decode(p) for p in shown["proof"]], public)
+
+    signer = load_signer(str(private))
+    lines = lines_of(log)
+    run = orjson.loads(lines[0])["run"]
+    rewritten = rechain([*lines[:3], lines[3].replace(b"one failure", b"all passing"), *lines[4:]], 3)
+    assert rewritten[3] != lines[3]
+    for index, line in enumerate(rewritten):  # every signed checkpoint signed again over the new history
+        if b'"log.signed"' in line:
+            head = orjson.loads(rewritten[index - 1])["h"]
+            root = root_of([leaf_hash(bytes.fromhex(orjson.loads(x)["h"])) for x in rewritten[:index]])
+            again = sign_checkpoint(signer, run, index - 1, head, root)
+            line = re.sub(rb'"root":"[0-9a-f]{64}"', b'"root":"' + again.root.encode() + b'"', line)
+            rewritten[index] = re.sub(rb'"signature":"[^"]*"', b'"signature":"' + again.signature.encode() + b'"', line)
+            rewritten = rechain(rewritten, index)
+    write_lines(log, rewritten)
+    assert code_of(log, public) is None  # the key alone is fooled: every signature verifies
+    more(log, 2)
+    forged_note = run_cli("checkpoint", log, "--sign-key", private).out
+    old_size = parse_checkpoint(parse_note(old_note)[0]).size
+    hashes = _hashes(log)[: parse_checkpoint(parse_note(forged_note)[0]).size]
+    assert not _witness_accepts(old_note, forged_note, consistency_proof(hashes, old_size), public)
+    (tmp_path / "forged.note").write_text(forged_note)
+    refused = run_cli(
+        "verify", log, "--pubkey", public, "--consistency", tmp_path / "old.note", tmp_path / "forged.note"
+    )
+    assert refused.code == 3 and "CHECKPOINT_MISMATCH" in refused.err and "old.note" in refused.err
+
+
+@pytest.fixture
+def leaves_added(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts every leaf added to a Merkle frontier (each one a leaf hash computed): [count]."""
+    from plantrail.ledger.vocabulary.merkle import Frontier
+
+    count = [0]
+    append = Frontier.append
+
+    def counted(self: Frontier, leaf: bytes) -> None:
+        count[0] += 1
+        append(self, leaf)
+
+    monkeypatch.setattr(Frontier, "append", counted)
+    return count
+
+
+def test_a_writer_signing_every_10_events_hashes_each_record_once(
+    log: Path, keys: tuple[Path, Path], leaves_added: list[int]
+) -> None:
+    """sign_on(every=10) over 2,000 events: the writer keeps the tree's frontier as it appends, so the leaves
+    hashed are the log's records (each once), not the whole log again at each of the 200 checkpoints; every
+    checkpoint verifies with the public key."""
+    from plantrail.ledger.signing import load_verifier
+
+    with Ledger.open(log, fsync="none", cache=False) as ledger:
+        ledger.sign_on(load_signer(str(keys[0])), every=10)
+        for i in range(2000):
+            ledger.verify_criterion("login-test-passes", True, f"pass {i}")
+    records = len(lines_of(log))
+    assert records >= 2200
+    assert leaves_added[0] <= records  # a re-read per checkpoint would hash about 200 x 1,100
+    report = verify_log(log, pubkey=load_verifier(str(keys[1])))
+    assert report.signed == 200 and report.signed_seq == records - 2
+
+
+def test_the_tree_is_built_once_from_the_log_and_follows_other_writers(
+    log: Path, keys: tuple[Path, Path], leaves_added: list[int]
+) -> None:
+    """A ledger opened from its snapshot builds the tree from the log at its first signed checkpoint, then carries
+    it; records another writer appends in between are added as the ledger catches up. Every checkpoint
+    verifies."""
+    from plantrail.ledger.signing import load_verifier
+
+    signer = load_signer(str(keys[0]))
+    more(log, 3)  # leaves a snapshot beside the log
+    with Ledger.open(log, fsync="none") as ledger, Ledger.open(log, fsync="none") as other:
+        ledger.sign_checkpoint(signer)
+        first = leaves_added[0]
+        assert first == len(lines_of(log))  # every record before the checkpoint, read once, and the checkpoint
+        for i in range(5):
+            other.verify_criterion("login-test-passes", True, f"other {i}")
+            ledger.verify_criterion("login-test-passes", True, f"mine {i}")
+        ledger.sign_checkpoint(signer)
+        assert leaves_added[0] == first + 1 + 10  # its own checkpoint, then the ten records since
+    assert verify_log(log, pubkey=load_verifier(str(keys[1]))).signed == 2
+
+
+@pytest.mark.parametrize("present", ["audit.key", "audit.pub", "link"])
+def test_keygen_never_overwrites_any_file_an_empty_one_too(tmp_path: Path, run_cli: Cli, present: str) -> None:
+    """An empty NAME.key, an empty NAME.pub, or a dangling link in NAME.key's place: keygen refuses KEY_EXISTS
+    (exit 1), leaves that name as it was and makes no other file."""
+    if present == "link":
+        (tmp_path / "audit.key").symlink_to(tmp_path / "elsewhere")
+    else:
+        (tmp_path / present).write_bytes(b"")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    refused = run_cli("keygen", tmp_path / "audit")
+    assert refused.code == 1 and "error[KEY_EXISTS]" in refused.err and "Traceback" not in refused.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert not (tmp_path / "elsewhere").exists()
+    if present != "link":
+        assert (tmp_path / present).read_bytes() == b""
+
+
+def test_verify_proves_one_records_inclusion_under_the_last_signed_head(
+    log: Path, keys: tuple[Path, Path], run_cli: Cli
+) -> None:
+    """verify --pubkey --record SEQ prints the audit path of each record the last signed checkpoint covers, which
+    checks against that checkpoint's note alone (and fails for another record's hash); a record after it is
+    CHECKPOINT_MISSING, one past the log UNKNOWN_SEQ, and --record without --pubkey USAGE."""
+    from plantrail.ledger.vocabulary.merkle import verify_inclusion
+
+    private, public = keys
+    run_cli("checkpoint", log, "--sign-key", private)
+    more(log, 2)
+    note = run_cli("checkpoint", log, "--sign-key", private).out
+    more(log, 1)
+    head = parse_checkpoint(parse_note(note)[0])
+    hashes = [orjson.loads(line)["h"] for line in lines_of(log)]
+    for seq in range(head.size):
+        shown = run_cli("verify", log, "--pubkey", public, "--record", str(seq), "--json")
+        assert shown.code == 0, shown.err
+        inclusion = shown.json()["inclusion"]
+        proof = [base64.b64decode(p) for p in inclusion["proof"]]
+        assert (inclusion["seq"], inclusion["hash"], inclusion["tree_size"]) == (seq, hashes[seq], head.size)
+        assert base64.b64decode(inclusion["root"]) == head.root
+        assert verify_inclusion(seq, head.size, leaf_hash(bytes.fromhex(hashes[seq])), proof, head.root)
+        other = hashes[(seq + 1) % head.size]
+        assert not verify_inclusion(seq, head.size, leaf_hash(bytes.fromhex(other)), proof, head.root)
+    text = run_cli("verify", log, "--pubkey", public, "--record", "3").out
+    assert f"included: seq 3 ({hashes[3]}) is leaf 3 of the signed tree of {head.size} records" in text
+    after = run_cli("verify", log, "--pubkey", public, "--record", str(head.size + 1))
+    assert after.code == 3 and "error[CHECKPOINT_MISSING]" in after.err
+    past = run_cli("verify", log, "--pubkey", public, "--record", "999")
+    assert past.code == 1 and "error[UNKNOWN_SEQ]" in past.err
+    bare = run_cli("verify", log, "--record", "3")
+    assert bare.code == 2 and "error[USAGE]" in bare.err

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from plantrail.ledger.vocabulary.merkle import (
@@ -134,3 +134,17 @@ def test_every_inclusion_proof_verifies(data_leaves: list[bytes], data: st.DataO
     path = inclusion_proof(hashes, index)
     assert verify_inclusion(index, len(hashes), hashes[index], path, root_of(hashes))
     assert not verify_inclusion(index, len(hashes), leaf_hash(b"x" + data_leaves[index]), path, root_of(hashes))
+
+
+@settings(max_examples=5, deadline=None)
+@given(st.binary(min_size=1, max_size=32))
+def test_the_frontier_root_is_the_full_tree_root_at_every_size_to_300(seed: bytes) -> None:
+    """A frontier grown one leaf at a time has, after each of 0..300 leaves, the root the whole tree has
+    (RFC 6962's recursive definition), and keeps one subtree per bit of its size."""
+    hashes = [leaf_hash(hashlib.sha256(seed + n.to_bytes(2, "big")).digest()) for n in range(300)]
+    frontier = Frontier()
+    assert frontier.root() == root_of([]) == EMPTY_ROOT
+    for size in range(1, 301):
+        frontier.append(hashes[size - 1])
+        assert frontier.size == size and frontier.root() == root_of(hashes[:size])
+        assert len(frontier._stack) == bin(size).count("1")

@@ -104,3 +104,23 @@ def test_checkpoint_body_round_trips_and_refuses_malformed() -> None:
                 f"o\n1\n{base64.b64encode(b'short').decode()}\n", "o\n1\n"):  # fmt: skip
         with pytest.raises(NoteError):
             parse_checkpoint(bad)
+
+
+def test_a_private_key_is_parsed_as_a_verifier_key_is() -> None:
+    """The private key's text shares the verifier key's parsing: name, key id and 32 key bytes after the prefix;
+    a missing prefix, a bad name, a key that is not base64 or not Ed25519 is a NoteError."""
+    from plantrail.ledger.vocabulary.signed_note import ED25519, PRIVATE_KEY, parse_private_key
+
+    seed = bytes(range(32))
+    encoded = base64.b64encode(bytes([ED25519]) + seed).decode()
+    assert parse_private_key(f"{PRIVATE_KEY}audit+0a0b0c0d+{encoded}") == ("audit", "0a0b0c0d", seed)
+    for bad in (
+        f"audit+0a0b0c0d+{encoded}",
+        f"{PRIVATE_KEY}audit+{encoded}",
+        f"{PRIVATE_KEY}au dit+0a0b0c0d+{encoded}",
+        f"{PRIVATE_KEY}audit+0a0b0c0d+not base64",
+        f"{PRIVATE_KEY}audit+0a0b0c0d+{base64.b64encode(bytes([2]) + seed).decode()}",
+        f"{PRIVATE_KEY}audit+0a0b0c0d+{base64.b64encode(bytes([ED25519]) + seed[:31]).decode()}",
+    ):
+        with pytest.raises(NoteError):
+            parse_private_key(bad)
