@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from plantrail.ledger.stores.postgres_run import DatabaseRun, DatabaseStore
     from plantrail.ledger.stores.protocol import Run
 
-__all__ = ["CopiedRun", "copy_runs", "not_copied"]
+__all__ = ["CopiedRun", "checked_lines", "copy_runs", "not_copied"]
 
 Status = Literal["copied", "skipped", "failed"]
 
@@ -102,7 +102,7 @@ def _copy_one(run: Run, into: FolderStore | DatabaseStore | FileRun | DatabaseRu
     """One run copied, skipped or failed (a usage error, which no other run would escape, is raised)."""
     target: Run | None = None
     try:
-        records, lines = _checked_run(run)
+        records, lines = checked_lines(run)
         header = records[0].data
         assert isinstance(header, LogOpened)
         target = _target(into, header.run)
@@ -169,7 +169,7 @@ def _already_there(target: Run, copied: CopiedRun) -> CopiedRun:
     )
 
 
-def _checked_run(run: Run) -> tuple[list[Record], list[bytes]]:
+def checked_lines(run: Run) -> tuple[list[Record], list[bytes]]:
     """Every record of a run, checked, with its line exactly as stored (newline included)."""
     from plantrail.ledger.stores.jsonl.run import FileRun
 
