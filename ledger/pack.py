@@ -132,7 +132,7 @@ def _pack_run(name: str, store: str | None, keys: Sequence[VerifierKey]) -> _Pac
     from plantrail.ledger.verify import verify_bytes
 
     with open_run(name, store=store) as run:
-        records, lines = checked_lines(run)
+        records, lines = checked_lines(run, "packing")
         header = records[0].data
         assert isinstance(header, LogOpened)
         run_id = header.run

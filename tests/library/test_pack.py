@@ -257,6 +257,17 @@ def test_a_damaged_run_is_refused_and_no_pack_is_written(tmp_path: Path) -> None
     assert not (tmp_path / "x.zip").exists()
 
 
+def test_a_torn_run_is_refused_until_repaired(tmp_path: Path) -> None:
+    """A log that ends in a torn tail: TORN_TAIL (exit 3), advising repair, and no pack; after repair it packs."""
+    log = tmp_path / "run.jsonl"
+    log.write_bytes((ROOT / "samples" / "login-fix.jsonl").read_bytes() + b'{"v":1,"seq":16,"ts"')
+    done = plantrail("export", "pack", log, "-o", "x.zip", cwd=tmp_path)
+    assert done.code == 3 and "error[TORN_TAIL]" in done.err and "repair it before packing" in done.err, done.err
+    assert not (tmp_path / "x.zip").exists()
+    assert plantrail("repair", log, cwd=tmp_path).code == 0
+    assert plantrail("export", "pack", log, "-o", "x.zip", cwd=tmp_path).code == 0
+
+
 def test_bad_arguments_are_refused(tmp_path: Path) -> None:
     """An output that is no .zip, a run named twice: USAGE, nothing written."""
     sample = ROOT / "samples" / "login-fix.jsonl"
