@@ -56,8 +56,9 @@ def pack(runs: tuple[str, ...], store: str | None, output: str, pubkeys: tuple[s
     """
     from plantrail.ledger.pack import make_pack
 
-    manifest = make_pack(list(runs), output, pubkeys=list(pubkeys), store=store)
-    reports = {entry["run"]: entry for entry in manifest["runs"]}
+    made = make_pack(list(runs), output, pubkeys=list(pubkeys), store=store)
+    manifest = made.manifest
+    entries = {entry["run"]: entry for entry in manifest["runs"]}
     summary = {
         "ok": True,
         "pack": output,
@@ -65,18 +66,20 @@ def pack(runs: tuple[str, ...], store: str | None, output: str, pubkeys: tuple[s
         "members": len(manifest["members"]) + 1,
         "runs": [
             {
-                "run": run,
-                "pubkey": entry["pubkey"],
-                "payloads": len(entry["payloads"]),
+                "run": report["run"],
+                "head": report["head"],
+                "signed_seq": report["signed_seq"],
+                "pubkey": report["pubkey"],
+                "payloads": len(entries[report["run"]]["payloads"]),
             }
-            for run, entry in reports.items()
+            for report in made.reports
         ],
     }
 
     def human() -> str:
-        lines = [f"wrote {output}: {len(reports)} run(s), {summary['members']} members, made {manifest['made']}"]
+        lines = [f"wrote {output}: {len(entries)} run(s), {summary['members']} members, made {manifest['made']}"]
         for run in summary["runs"]:
-            signed = f", verified with {run['pubkey']}" if run["pubkey"] else ""
+            signed = f", signed up to seq {run['signed_seq']}, verified with {run['pubkey']}" if run["pubkey"] else ""
             lines.append(f"  {run['run']}: log, report, {run['payloads']} payload(s){signed}")
         return "\n".join(lines)
 

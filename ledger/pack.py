@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from plantrail.ledger.verify import VerifyReport
     from plantrail.ledger.vocabulary.signed_note import VerifierKey
 
-__all__ = ["FORMAT", "CheckedPack", "CheckedRun", "make_pack", "verify_pack"]
+__all__ = ["FORMAT", "CheckedPack", "CheckedRun", "MadePack", "make_pack", "verify_pack"]
 
 #: What a pack's manifest says it is.
 FORMAT: Final = "plantrail-evidence-pack/1"
@@ -121,8 +121,16 @@ class _Packed(NamedTuple):
     run: str
     members: dict[str, bytes]
     entry: dict[str, Any]
+    report: dict[str, Any]
     facts: RunFacts
     key: VerifierKey | None
+
+
+class MadePack(NamedTuple):
+    """A pack written: its manifest, and each run's report (what verify found), in the manifest's order."""
+
+    manifest: dict[str, Any]
+    reports: list[dict[str, Any]]
 
 
 def _pack_run(name: str, store: str | None, keys: Sequence[VerifierKey]) -> _Packed:
@@ -158,7 +166,7 @@ def _pack_run(name: str, store: str | None, keys: Sequence[VerifierKey]) -> _Pac
         "pubkey": None if key is None else _key_member(key),
         "store": "file" if _is_file(run) else "database",
     }
-    return _Packed(run_id, members, entry, run_facts(run_id, records, sizes), key)
+    return _Packed(run_id, members, entry, report, run_facts(run_id, records, sizes), key)
 
 
 def _is_file(run: object) -> bool:
@@ -179,14 +187,13 @@ def _made_at() -> str:
     return utc_now()
 
 
-def make_pack(
-    names: Sequence[str], output: str, *, pubkeys: Sequence[str] = (), store: str | None = None
-) -> dict[str, Any]:
+def make_pack(names: Sequence[str], output: str, *, pubkeys: Sequence[str] = (), store: str | None = None) -> MadePack:
     """Write the evidence pack of the runs ``names`` names (each as every command reads a run's name, with
     ``store``) to ``output`` (a ``.zip`` path: written whole under a temporary name, then renamed), with the
-    public keys in the files ``pubkeys``; return its manifest. Each run is read checked and verified first:
-    a damaged or torn run is refused with its code and nothing is written. USAGE for no run, a run named twice
-    (two runs of one id), or a key that signed none of the runs."""
+    public keys in the files ``pubkeys``; return its manifest and the runs' reports. Each run is read checked
+    and verified first: a damaged or torn run is refused with its code and nothing is written. USAGE for no
+    run, a run named twice (two runs of one id), or a key that signed none of the runs; INPUT_TOO_LARGE for a
+    pack past the cap verify --pack reads ($PLANTRAIL_MAX_PACK_BYTES)."""
     from plantrail.ledger.signing import load_verifier
 
     if not names:
@@ -232,8 +239,22 @@ def make_pack(
         "duties": duties([one.facts for one in runs], made),
     }
     members[MANIFEST] = _json(manifest)
-    _write(output, zip_bytes(members))
-    return manifest
+    data = zip_bytes(members)
+    _within_cap(sum(map(len, members.values())), len(data))
+    _write(output, data)
+    return MadePack(manifest, [one.report for one in runs])
+
+
+def _within_cap(expanded: int, size: int) -> None:
+    """INPUT_TOO_LARGE when verify --pack would refuse the pack for its size (a pack is made to be checked)."""
+    cap = PACK.cap()
+    if max(expanded, size) > cap:
+        raise error(
+            "INPUT_TOO_LARGE",
+            f"the pack would hold {expanded:,} bytes ({size:,} zipped), past the {cap:,} that verify --pack "
+            f"reads (set ${PACK.env} to change it); nothing was written",
+            limit=cap,
+        )
 
 
 def _write(output: str, data: bytes) -> None:
@@ -302,6 +323,9 @@ def _manifest(members: dict[str, bytes], path: str) -> dict[str, Any]:
     for entry in manifest["keys"]:
         if not (isinstance(entry, dict) and isinstance(entry.get("member"), str)):
             raise _invalid(path, f"lists a key as {entry!r}")
+    runs = [entry["run"] for entry in manifest["runs"]]
+    if len(set(runs)) != len(runs):
+        raise _invalid(path, "lists a run twice")
     return manifest
 
 

@@ -269,13 +269,35 @@ def test_a_torn_run_is_refused_until_repaired(tmp_path: Path) -> None:
 
 
 def test_bad_arguments_are_refused(tmp_path: Path) -> None:
-    """An output that is no .zip, a run named twice: USAGE, nothing written."""
+    """An output that is no .zip, a run named twice, a pack past the cap verify --pack reads; verify with
+    neither a LOG nor --pack, or --pack with a LOG or another check: each refused, nothing written."""
     sample = ROOT / "samples" / "login-fix.jsonl"
     done = plantrail("export", "pack", sample, "-o", "run.jsonl", cwd=tmp_path)
     assert done.code == 2 and "error[USAGE]" in done.err
     done = plantrail("export", "pack", sample, sample, "-o", "x.zip", cwd=tmp_path)
     assert done.code == 2 and "named twice" in done.err
+    done = plantrail("export", "pack", sample, "-o", "x.zip", cwd=tmp_path, env={"PLANTRAIL_MAX_PACK_BYTES": "5000"})
+    assert done.code == 1 and "error[INPUT_TOO_LARGE]" in done.err and "PLANTRAIL_MAX_PACK_BYTES" in done.err
     assert list(tmp_path.iterdir()) == []
+    assert plantrail("export", "pack", sample, "-o", "x.zip", cwd=tmp_path).code == 0
+    done = plantrail("verify", cwd=tmp_path)
+    assert done.code == 2 and "needs a LOG (or --pack" in done.err
+    for extra in ([sample], ["--anchor", "1:" + "0" * 64], ["--parent", sample]):
+        done = plantrail("verify", "--pack", "x.zip", *extra, cwd=tmp_path)
+        assert done.code == 2 and "error[USAGE]" in done.err and "checks the pack alone" in done.err, extra
+
+
+def test_export_pack_answers_in_json(tmp_path: Path, signed: tuple[Path, Path, Path]) -> None:
+    """--json: the pack, its make time, its members and each run's head, signed seq, key and payloads."""
+    log, _, pub = signed
+    done = plantrail("export", "pack", log, "--pubkey", pub, "-o", "s.zip", "--json", cwd=tmp_path)
+    assert done.code == 0, done.err
+    answer = done.json()
+    own = plantrail("verify", log, "--pubkey", pub, "--json", cwd=tmp_path).json()
+    assert answer["ok"] is True and answer["pack"] == "s.zip" and answer["members"] == 5
+    assert answer["runs"] == [
+        {"run": "run", "head": own["head"], "signed_seq": own["signed_seq"], "pubkey": own["pubkey"], "payloads": 1}
+    ]
 
 
 # --------------------------------------------------------------------------- tampering
@@ -298,6 +320,12 @@ def _edit_report(members: dict[str, bytes]) -> dict[str, bytes]:
     return {**members, "runs/login-fix/report.json": orjson.dumps(report)}
 
 
+def _list_a_run_twice(members: dict[str, bytes]) -> dict[str, bytes]:
+    manifest = orjson.loads(members["manifest.json"])
+    manifest["runs"].append(manifest["runs"][0])
+    return {**members, "manifest.json": orjson.dumps(manifest)}
+
+
 #: Each tampering: what it does to the members, whether the manifest is rewritten to match, the code and the
 #: text the error must name.
 TAMPERING: dict[str, tuple[Callable[[dict[str, bytes]], dict[str, bytes]], bool, str, str]] = {
@@ -316,6 +344,7 @@ TAMPERING: dict[str, tuple[Callable[[dict[str, bytes]], dict[str, bytes]], bool,
         "manifest.json",
     ),
     "the manifest not JSON": (lambda m: {**m, "manifest.json": b"{"}, False, "PACK_MANIFEST_INVALID", "not JSON"),
+    "a run listed twice": (_list_a_run_twice, True, "PACK_MANIFEST_INVALID", "lists a run twice"),
     "a log line changed, manifest rewritten": (_tamper_log, True, "HASH_MISMATCH", "runs/login-fix/log.jsonl: line 7"),
     "the last record cut, manifest rewritten": (_drop_last_record, True, "PACK_REPORT_MISMATCH", "last_seq"),
     "a report edited, manifest rewritten": (_edit_report, True, "PACK_REPORT_MISMATCH", "outcome"),
