@@ -73,7 +73,7 @@ def verify(
     one must exist. With a public key, every signed checkpoint's tree root and signature must verify and at
     least one must exist: the log is proven up to the last seq one covers, and what follows is unsigned.
     Everything is checked offline, from the log and the key alone. With --pack, an evidence pack is checked
-    instead (docs/evidence-packs.md).
+    instead (docs/evidence-packs.md); with --pubkey, every run in it must be proven by that key.
 
     \b
     JSON: {"ok", "records", "last_seq", "head_hash", "anchor": "SEQ:HASH" (the head), "anchor_checked"
@@ -93,6 +93,7 @@ def verify(
       plantrail verify run.jsonl --pubkey audit.pub --consistency old.note new.note
       plantrail verify retry.jsonl --parent run.jsonl   # a fork against the log it was forked from
       plantrail verify --pack evidence.zip
+      plantrail verify --pack evidence.zip --pubkey audit.pub   # every run proven by the key you hold
 
     \b
     JSON with --pack: {"ok", "pack", "plantrail", "made", "members", "keys", "runs": [{"run", "records",
@@ -108,8 +109,8 @@ def verify(
     from plantrail.ledger.vocabulary.errors import error
 
     if pack is not None:
-        given = {"LOG": log, "--anchor": anchor, "--key-file": key_file, "--pubkey": pubkey}
-        _verify_pack(pack, {**given, "--consistency": consistency, "--parent": parent}, as_json)
+        given = {"LOG": log, "--anchor": anchor, "--key-file": key_file}
+        _verify_pack(pack, pubkey, {**given, "--consistency": consistency, "--parent": parent}, as_json)
         return
     if log is None:
         raise error("USAGE", "verify needs a LOG (or --pack FILE.zip)")
@@ -155,18 +156,22 @@ def verify(
     raise_if_torn(log, report.torn)
 
 
-def _verify_pack(pack: str, given: dict[str, object], as_json: bool) -> None:
-    """verify --pack: the pack alone (USAGE with a LOG or another check's option, ``given`` when not None)."""
+def _verify_pack(pack: str, pubkey: str | None, given: dict[str, object], as_json: bool) -> None:
+    """verify --pack: the pack alone, with the public key the caller trusts (USAGE with a LOG or another check's
+    option, ``given`` when not None)."""
     from plantrail.cli.export_pack import checked_pack_document, render_checked_pack
     from plantrail.ledger.pack import verify_pack
     from plantrail.ledger.vocabulary.errors import error
 
     extra = [name for name, value in given.items() if value is not None]
     if extra:
-        raise error(
-            "USAGE", f"verify --pack checks the pack alone, with the keys it holds: {', '.join(extra)} goes without it"
-        )
-    checked = verify_pack(pack)
+        raise error("USAGE", f"verify --pack checks the pack alone (and --pubkey): {', '.join(extra)} goes without it")
+    trusted = []
+    if pubkey is not None:
+        from plantrail.ledger.signing import load_verifier
+
+        trusted.append(load_verifier(pubkey))
+    checked = verify_pack(pack, trusted=trusted)
     emit(as_json, checked_pack_document(checked), lambda: render_checked_pack(checked))
 
 

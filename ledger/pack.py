@@ -269,8 +269,12 @@ def _write(output: str, data: bytes) -> None:
 # --------------------------------------------------------------------------- checking a pack
 
 
-def verify_pack(path: str) -> CheckedPack:
-    """Check the evidence pack at ``path`` offline (see the module's text); raise the first damage found."""
+def verify_pack(path: str, *, trusted: Sequence[VerifierKey] = ()) -> CheckedPack:
+    """Check the evidence pack at ``path`` offline (see the module's text); raise the first damage found.
+
+    ``trusted``: public keys the caller holds from elsewhere. Given any, every run must be verified with one
+    of them: a run the pack verifies with no key is CHECKPOINT_MISSING, one it verifies with another key
+    SIGNATURE_INVALID (the key in a pack proves nothing to someone who does not already trust it)."""
     from plantrail.ledger.stores.files import read_capped
 
     cap = PACK.cap()
@@ -278,7 +282,7 @@ def verify_pack(path: str) -> CheckedPack:
     manifest = _manifest(members, path)
     _check_members(manifest, members, path)
     keys = _keys(manifest, members, path)
-    runs = [_check_run(entry, members, keys, path) for entry in manifest["runs"]]
+    runs = [_check_run(entry, members, keys, path, trusted) for entry in manifest["runs"]]
     return CheckedPack(
         path, manifest["plantrail"], manifest["made"], len(members), runs, [str(k) for k in keys.values()]
     )
@@ -381,7 +385,13 @@ def _keys(manifest: dict[str, Any], members: dict[str, bytes], path: str) -> dic
     return keys
 
 
-def _check_run(entry: dict[str, Any], members: dict[str, bytes], keys: dict[str, VerifierKey], path: str) -> CheckedRun:
+def _check_run(
+    entry: dict[str, Any],
+    members: dict[str, bytes],
+    keys: dict[str, VerifierKey],
+    path: str,
+    trusted: Sequence[VerifierKey],
+) -> CheckedRun:
     """One run: its log verified (with its key), its payloads against their names, its report matched."""
     from plantrail.ledger.stores.payloads import SALT_BYTES, check_payload
     from plantrail.ledger.verify import verify_bytes
@@ -391,6 +401,8 @@ def _check_run(entry: dict[str, Any], members: dict[str, bytes], keys: dict[str,
     if key_member is not None and key_member not in keys:
         raise _invalid(path, f"names the key {key_member} for run {run}, which is no key of the pack")
     key = None if key_member is None else keys[key_member]
+    if trusted:
+        _trusted(run, key, trusted, path, log)
     where = f"{path}:{log}"
     try:
         report = verify_bytes(members[log], where, pubkey=key)
@@ -430,6 +442,24 @@ def _check_run(entry: dict[str, Any], members: dict[str, bytes], keys: dict[str,
             member=entry["report"],
         )
     return CheckedRun(run, found)
+
+
+def _trusted(run: str, key: VerifierKey | None, trusted: Sequence[VerifierKey], path: str, log: str) -> None:
+    """Raise unless the pack verifies run ``run`` with one of the ``trusted`` keys."""
+    if key is None:
+        raise error(
+            "CHECKPOINT_MISSING",
+            f"{path}: run {run} is verified with no key in the pack: nothing in it is proven by the key given",
+            path=path,
+            member=log,
+        )
+    if str(key) not in {str(t) for t in trusted}:
+        raise error(
+            "SIGNATURE_INVALID",
+            f"{path}: run {run} is verified in the pack with the key {key}, not with the key given",
+            path=path,
+            member=log,
+        )
 
 
 def _header_run(log: bytes) -> str:

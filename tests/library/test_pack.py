@@ -214,6 +214,20 @@ def test_a_signed_run_verifies_with_the_key_in_the_pack(signed: tuple[Path, Path
     assert "proven up to seq" in plantrail("verify", "--pack", "s.zip", cwd=tmp_path).out
 
 
+def test_verify_pack_with_the_key_you_hold(signed: tuple[Path, Path, Path], sample_pack: Path, tmp_path: Path) -> None:
+    """verify --pack --pubkey: 0 when every run is proven by that key; SIGNATURE_INVALID when the pack verifies
+    a run with another key (a forger's own, say), CHECKPOINT_MISSING when it verifies one with none."""
+    log, _, pub = signed
+    assert plantrail("export", "pack", log, "--pubkey", pub, "-o", "s.zip", cwd=tmp_path).code == 0
+    assert plantrail("verify", "--pack", "s.zip", "--pubkey", pub, cwd=tmp_path).code == 0
+    (tmp_path / "other").mkdir()
+    assert plantrail("keygen", tmp_path / "other" / "audit", cwd=tmp_path).code == 0
+    done = plantrail("verify", "--pack", "s.zip", "--pubkey", tmp_path / "other" / "audit.pub", cwd=tmp_path)
+    assert done.code == 3 and "error[SIGNATURE_INVALID]" in done.err and "not with the key given" in done.err
+    done = plantrail("verify", "--pack", sample_pack, "--pubkey", pub, cwd=tmp_path)
+    assert done.code == 3 and "error[CHECKPOINT_MISSING]" in done.err and "contract-tour" in done.err
+
+
 def test_a_key_that_signed_none_of_the_runs_is_refused(signed: tuple[Path, Path, Path], tmp_path: Path) -> None:
     """USAGE, and no pack is written."""
     assert plantrail("keygen", tmp_path / "other", cwd=tmp_path).code == 0
