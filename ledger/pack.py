@@ -33,6 +33,7 @@ import orjson
 from plantrail._version import __version__
 from plantrail.ledger.pack_archive import read_members, zip_bytes
 from plantrail.ledger.pack_duties import RunFacts, duties, run_facts
+from plantrail.ledger.vocabulary.arguments import strict
 from plantrail.ledger.vocabulary.errors import PlantrailError, error
 from plantrail.ledger.vocabulary.events import LogOpened, LogSigned, Record
 from plantrail.ledger.vocabulary.limits import PACK
@@ -123,7 +124,6 @@ class _Packed(NamedTuple):
     entry: dict[str, Any]
     report: dict[str, Any]
     facts: RunFacts
-    key: VerifierKey | None
 
 
 class MadePack(NamedTuple):
@@ -166,7 +166,7 @@ def _pack_run(name: str, store: str | None, keys: Sequence[VerifierKey]) -> _Pac
         "pubkey": None if key is None else _key_member(key),
         "store": "file" if _is_file(run) else "database",
     }
-    return _Packed(run_id, members, entry, report, run_facts(run_id, records, sizes), key)
+    return _Packed(run_id, members, entry, report, run_facts(run_id, records, sizes))
 
 
 def _is_file(run: object) -> bool:
@@ -187,6 +187,7 @@ def _made_at() -> str:
     return utc_now()
 
 
+@strict
 def make_pack(names: Sequence[str], output: str, *, pubkeys: Sequence[str] = (), store: str | None = None) -> MadePack:
     """Write the evidence pack of the runs ``names`` names (each as every command reads a run's name, with
     ``store``) to ``output`` (a ``.zip`` path: written whole under a temporary name, then renamed), with the
@@ -196,8 +197,8 @@ def make_pack(names: Sequence[str], output: str, *, pubkeys: Sequence[str] = (),
     pack past the cap verify --pack reads ($PLANTRAIL_MAX_PACK_BYTES)."""
     from plantrail.ledger.signing import load_verifier
 
-    if not names:
-        raise error("USAGE", "export pack needs at least one run")
+    if isinstance(names, str) or not names:
+        raise error("USAGE", "export pack needs a list of runs (at least one)")
     if not isinstance(output, str) or not output.endswith(".zip") or os.path.basename(output) == ".zip":
         raise error("USAGE", f"the pack is written to a .zip file, not {output!r}")
     keys: dict[str, VerifierKey] = {}
@@ -269,6 +270,7 @@ def _write(output: str, data: bytes) -> None:
 # --------------------------------------------------------------------------- checking a pack
 
 
+@strict
 def verify_pack(path: str, *, trusted: Sequence[VerifierKey] = ()) -> CheckedPack:
     """Check the evidence pack at ``path`` offline (see the module's text); raise the first damage found.
 
@@ -276,7 +278,10 @@ def verify_pack(path: str, *, trusted: Sequence[VerifierKey] = ()) -> CheckedPac
     of them: a run the pack verifies with no key is CHECKPOINT_MISSING, one it verifies with another key
     SIGNATURE_INVALID (the key in a pack proves nothing to someone who does not already trust it)."""
     from plantrail.ledger.stores.files import read_capped
+    from plantrail.ledger.vocabulary.signed_note import VerifierKey
 
+    if isinstance(trusted, str) or not all(isinstance(key, VerifierKey) for key in trusted):
+        raise error("USAGE", "trusted is a list of verifier keys (ledger.signing.load_verifier reads one)")
     cap = PACK.cap()
     members = read_members(read_capped(path, PACK), path, cap=cap)
     manifest = _manifest(members, path)

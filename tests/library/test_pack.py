@@ -301,6 +301,25 @@ def test_bad_arguments_are_refused(tmp_path: Path) -> None:
         assert done.code == 2 and "error[USAGE]" in done.err and "checks the pack alone" in done.err, extra
 
 
+def test_the_library_refuses_wrong_types(tmp_path: Path) -> None:
+    """make_pack and verify_pack refuse an argument of the wrong type (never coerced): a name for the list of
+    runs, a path that is no text, a key that is no key."""
+    from plantrail.ledger.pack import make_pack
+
+    sample = str(ROOT / "samples" / "login-fix.jsonl")
+    for call in (
+        lambda: make_pack(sample, str(tmp_path / "x.zip")),
+        lambda: make_pack([sample], tmp_path / "x.zip"),  # type: ignore[arg-type]
+        lambda: make_pack([sample], str(tmp_path / "x.zip"), pubkeys=[7]),  # type: ignore[list-item]
+        lambda: verify_pack(tmp_path / "x.zip"),  # type: ignore[arg-type]
+        lambda: verify_pack(str(tmp_path / "x.zip"), trusted=["audit+00+key"]),  # type: ignore[list-item]
+    ):
+        with pytest.raises(PlantrailError) as caught:
+            call()
+        assert caught.value.code in ("USAGE", "INVALID_ARGUMENT") and caught.value.exit_code == 2
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_export_pack_answers_in_json(tmp_path: Path, signed: tuple[Path, Path, Path]) -> None:
     """--json: the pack, its make time, its members and each run's head, signed seq, key and payloads."""
     log, _, pub = signed
