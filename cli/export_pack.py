@@ -112,9 +112,8 @@ def render_checked_pack(checked: CheckedPack) -> str:
         )
         if r["signed"]:
             if r["pubkey"] is not None:
-                lines.append(
-                    f"    proven up to seq {r['signed_seq']} by {r['pubkey']}; {r['unsigned']} record(s) after"
-                )
+                proven = f"proven up to seq {r['signed_seq']} by {r['pubkey']}"
+                lines.append(f"    {proven}; {r['unsigned']} record(s) after it rest on the chain alone")
             else:
                 lines.append(f"    {r['signed']} signed checkpoint(s), signatures not checked (the pack holds no key)")
         lines.append(f"    payloads checked: {r['payloads_checked']}; the report in the pack says the same")
