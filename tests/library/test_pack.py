@@ -125,8 +125,13 @@ def test_a_pack_holds_each_log_byte_for_byte_and_a_manifest_of_every_member(samp
     assert set(duties) == {"period_of_use", "inputs_and_outputs", "people", "retention"}
     assert all(isinstance(section["says"], str) and len(section["says"]) > 40 for section in duties.values())
     period = {r["run"]: r for r in duties["period_of_use"]["runs"]}
-    first = orjson.loads((ROOT / "samples" / "login-fix.jsonl").read_bytes().split(b"\n")[0])
-    assert period["login-fix"]["first"] == first["ts"]
+    for sample in SAMPLES:  # the first and last event times, the log's own records left out
+        lines = (ROOT / "samples" / f"{sample}.jsonl").read_bytes().splitlines()
+        times = [r["ts"] for r in map(orjson.loads, lines) if not r["type"].startswith("log.")]
+        assert period[sample] == {"run": sample, "first": min(times), "last": max(times), "times_recorded": True}
+    retention = duties["retention"]
+    assert retention["records_since"] == min(p["first"] for p in period.values())
+    assert retention["records_until"] == max(p["last"] for p in period.values())
     assert duties["inputs_and_outputs"]["texts_in_logs"] is True
     assert "not redacted" in duties["inputs_and_outputs"]["says"]
     login = next(r for r in duties["inputs_and_outputs"]["runs"] if r["run"] == "login-fix")
@@ -140,6 +145,25 @@ def test_a_pack_holds_each_log_byte_for_byte_and_a_manifest_of_every_member(samp
     assert all(e not in text for e in evidence)
     assert {e["role"] for e in duties["people"]["entries"]} >= {"criterion passed"}
     assert duties["retention"]["made"] == manifest["made"]
+
+
+def test_a_run_imported_without_times_has_no_period_of_use(tmp_path: Path) -> None:
+    """A transcript that recorded no times (older Cline): the period of use and every entry's time are null,
+    never the import's 1970 placeholders; a timed import beside it keeps its times."""
+    fixtures = ROOT / "tests" / "fixtures" / "transcripts"
+    for name, transcript in (("untimed", "cline_history.json"), ("timed", "claude_task_burst.jsonl")):
+        done = plantrail("import", fixtures / transcript, "-o", f"{name}.jsonl", "--run", name, cwd=tmp_path)
+        assert done.code == 0, done.err
+    assert plantrail("export", "pack", "untimed.jsonl", "timed.jsonl", "-o", "i.zip", cwd=tmp_path).code == 0
+    text = members_of(tmp_path / "i.zip")["manifest.json"].decode()
+    duties = orjson.loads(text)["duties"]
+    period = {r["run"]: r for r in duties["period_of_use"]["runs"]}
+    assert period["untimed"] == {"run": "untimed", "first": None, "last": None, "times_recorded": False}
+    assert period["timed"]["times_recorded"] is True and period["timed"]["first"] > "2000"
+    assert duties["retention"]["records_since"] == period["timed"]["first"]
+    untimed = next(r for r in duties["inputs_and_outputs"]["runs"] if r["run"] == "untimed")
+    assert untimed["evidence"] and all(e["ts"] is None for e in untimed["evidence"])
+    assert "1970-" not in text
 
 
 def test_the_same_runs_give_the_same_zip(tmp_path: Path) -> None:
