@@ -206,6 +206,7 @@ def test_no_human_output_carries_a_raw_control_character_from_data(
     ]
     for name, args in runs:
         outputs.append((name, run_cli(name, *args)))
+    assert outputs[-1][1].code == 0 and (tmp_path / "pack \x1b[2J.zip").exists()  # the pack written and verified
     collector = Collector()  # export names the run it sent
     try:
         outputs.append(("export", run_cli("export", "otel", log, "--endpoint", collector.endpoint)))
