@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from plantrail.cli.common import FilePath, emit, json_option, log_argument, truncate
+from plantrail.cli.common import FilePath, emit, json_option, log_argument, store_option, truncate
 
 if TYPE_CHECKING:
     from plantrail.ledger.stores.jsonl.salvage import SalvageReport
@@ -16,7 +16,15 @@ __all__ = ["maintain_commands"]
 
 
 @click.command()
-@log_argument
+@click.argument("log", required=False, type=FilePath(dir_okay=True, path_type=str))
+@store_option
+@click.option(
+    "--pack",
+    metavar="FILE.zip",
+    type=FilePath(dir_okay=False, path_type=str),
+    help="Check an evidence pack (export pack) instead of a LOG, offline: every member against the manifest, "
+    "every log with the pack's keys, every payload against its name, and every report against what is found.",
+)
 @click.option(
     "--anchor",
     metavar="SEQ:HASH",
@@ -66,7 +74,8 @@ __all__ = ["maintain_commands"]
 )
 @json_option
 def verify(
-    log: str,
+    log: str | None,
+    pack: str | None,
     anchor: str | None,
     key_file: str | None,
     pubkey: str | None,
@@ -83,7 +92,8 @@ def verify(
     one must exist. With a public key, every signed checkpoint's tree root and signature must verify and at
     least one must exist: the log is proven up to the last seq one covers, and what follows is unsigned;
     a signed note kept outside the log (--note) proves the records up to the size it names were not cut.
-    Everything is checked offline, from the log and the key alone.
+    Everything is checked offline, from the log and the key alone. With --pack, an evidence pack is checked
+    instead (docs/evidence-packs.md); with --pubkey, every run in it must be proven by that key.
 
     \b
     JSON: {"ok", "records", "last_seq", "head_hash", "anchor": "SEQ:HASH" (the head), "anchor_checked"
@@ -106,6 +116,13 @@ def verify(
       plantrail verify run.jsonl --pubkey audit.pub --note published.note
       plantrail verify run.jsonl --pubkey audit.pub --record 12   # proves seq 12 under the last signed head
       plantrail verify retry.jsonl --parent run.jsonl   # a fork against the log it was forked from
+      plantrail verify --pack evidence.zip
+      plantrail verify --pack evidence.zip --pubkey audit.pub   # every run proven by the key you hold
+
+    \b
+    JSON with --pack: {"ok", "pack", "plantrail", "made", "members", "keys", "runs": [{"run", "records",
+      "last_seq", "head", "state_hash", "versions", "orphans", "outcome", "checkpoints", "signed",
+      "signed_seq", "unsigned", "pubkey", "payloads_checked"}]}
     """
     import os
 
@@ -113,11 +130,18 @@ def verify(
     from plantrail.cli.progress import progress_bar, size_of
     from plantrail.ledger.checkpoint import KEY_ENV, load_key
     from plantrail.ledger.verify import parse_anchor, verify_log
+    from plantrail.ledger.vocabulary.errors import error
 
+    if pack is not None:
+        given = {"LOG": log, "--anchor": anchor, "--key-file": key_file}
+        others = {"--consistency": consistency, "--note": notes or None, "--record": record_seq, "--parent": parent}
+        _verify_pack(pack, pubkey, {**given, **others}, as_json)
+        return
+    if log is None:
+        raise error("USAGE", "verify needs a LOG (or --pack FILE.zip)")
+    log = locate_log(log, store)
     key = load_key(key_file) if key_file is not None or os.environ.get(KEY_ENV) else None
     if record_seq is not None and pubkey is None:
-        from plantrail.ledger.vocabulary.errors import error
-
         raise error("USAGE", "--record proves a record under a signed checkpoint: give the public key (--pubkey)")
     verifier = None
     if pubkey is not None:
@@ -179,6 +203,25 @@ def verify(
         ]
     emit(as_json, data, lambda: "\n".join([_render_verify(report, anchor), *proof_lines]))
     raise_if_torn(log, report.torn)
+
+
+def _verify_pack(pack: str, pubkey: str | None, given: dict[str, object], as_json: bool) -> None:
+    """verify --pack: the pack alone, with the public key the caller trusts (USAGE with a LOG or another check's
+    option, ``given`` when not None)."""
+    from plantrail.cli.export_pack import checked_pack_document, render_checked_pack
+    from plantrail.ledger.pack import verify_pack
+    from plantrail.ledger.vocabulary.errors import error
+
+    extra = [name for name, value in given.items() if value is not None]
+    if extra:
+        raise error("USAGE", f"verify --pack checks the pack alone (and --pubkey): {', '.join(extra)} goes without it")
+    trusted = []
+    if pubkey is not None:
+        from plantrail.ledger.signing import load_verifier
+
+        trusted.append(load_verifier(pubkey))
+    checked = verify_pack(pack, trusted=trusted)
+    emit(as_json, checked_pack_document(checked), lambda: render_checked_pack(checked))
 
 
 def _render_verify(report: VerifyReport, anchor: str | None) -> str:

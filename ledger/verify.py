@@ -53,7 +53,7 @@ from plantrail.projections.state import evolve, in_place, initial
 if TYPE_CHECKING:
     from plantrail.ledger.vocabulary.signed_note import Checkpoint, VerifierKey
 
-__all__ = ["WINDOW", "VerifyReport", "parse_anchor", "verify_log"]
+__all__ = ["WINDOW", "VerifyReport", "parse_anchor", "verify_bytes", "verify_log"]
 
 _ANCHOR = re.compile(r"([0-9]{1,19}):([0-9a-f]{64})")
 #: The determinism check re-applies the last WINDOW to 2 x WINDOW records with :func:`evolve`.
@@ -361,6 +361,46 @@ def verify_log(
             torn, grew = None, False
         else:
             raise error("USAGE", f"verify reads a log file or a database run, not {run!r}")
+    return _report(audit, anchor=anchor, key=key, pubkey=pubkey, torn=torn, verified=verified, grew=grew, parent=parent)
+
+
+def verify_bytes(blob: bytes, name: str, *, pubkey: VerifierKey | None = None) -> VerifyReport:
+    """Every check of :func:`verify_log` over a JSONL log held in memory (an evidence pack's member), read by
+    the same reader a log file is (an anonymous in-memory file: nothing is written to disk); ``name`` is how
+    messages name it. A torn tail is reported in the answer, as for a file."""
+    if not hasattr(os, "memfd_create"):
+        raise error(
+            "USAGE", "a log held in memory is read through memfd_create, which this system lacks (Linux has it)"
+        )
+    if not blob:
+        raise error("EMPTY_LOG", f"log {name} is empty: a log starts with its header line", path=name, offset=0)
+    fd = os.memfd_create("plantrail-log", os.MFD_CLOEXEC)
+    try:
+        view = memoryview(blob)
+        while view:
+            view = view[os.write(fd, view) :]
+        reader = LogReader(name, fd=fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    with paused(), reader:
+        audit, verified, torn, grew = _verify_file(reader, None, None, None, pubkey)
+    return _report(audit, anchor=None, key=None, pubkey=pubkey, torn=torn, verified=verified, grew=grew, parent=None)
+
+
+def _report(
+    audit: _Audit,
+    *,
+    anchor: tuple[int, str] | None,
+    key: bytes | None,
+    pubkey: VerifierKey | None,
+    torn: TornTail | None,
+    verified: int,
+    grew: bool,
+    parent: str | os.PathLike[str] | None,
+) -> VerifyReport:
+    """The checks made once every record is read (the anchor found, keys used, determinism, the parent) and
+    the report."""
     state = audit.state
     if not audit.anchored:
         assert anchor is not None
@@ -410,7 +450,7 @@ def verify_log(
         signed=audit.signed,
         signed_seq=audit.signed_seq,
         pubkey=None if pubkey is None else str(pubkey),
-        notes=tuple(note.size for _, note in held),
+        notes=tuple(note.size for _, note in audit.notes),
     )
 
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from plantrail.ledger.stores.postgres_run import DatabaseRun, DatabaseStore
     from plantrail.ledger.stores.protocol import Run
 
-__all__ = ["CopiedRun", "copy_runs", "not_copied"]
+__all__ = ["CopiedRun", "checked_lines", "copy_runs", "not_copied"]
 
 Status = Literal["copied", "skipped", "failed"]
 
@@ -102,7 +102,7 @@ def _copy_one(run: Run, into: FolderStore | DatabaseStore | FileRun | DatabaseRu
     """One run copied, skipped or failed (a usage error, which no other run would escape, is raised)."""
     target: Run | None = None
     try:
-        records, lines = _checked_run(run)
+        records, lines = checked_lines(run)
         header = records[0].data
         assert isinstance(header, LogOpened)
         target = _target(into, header.run)
@@ -169,8 +169,9 @@ def _already_there(target: Run, copied: CopiedRun) -> CopiedRun:
     )
 
 
-def _checked_run(run: Run) -> tuple[list[Record], list[bytes]]:
-    """Every record of a run, checked, with its line exactly as stored (newline included)."""
+def checked_lines(run: Run, doing: str = "copying") -> tuple[list[Record], list[bytes]]:
+    """Every record of a run, checked, with its line exactly as stored (newline included); TORN_TAIL (repair it
+    before ``doing``) for a log that ends in a torn tail."""
     from plantrail.ledger.stores.jsonl.run import FileRun
 
     if not isinstance(run, FileRun):
@@ -183,14 +184,14 @@ def _checked_run(run: Run) -> tuple[list[Record], list[bytes]]:
     if reader.torn is not None:
         raise error(
             "TORN_TAIL",
-            f"{run.location} ends with a torn tail at line {reader.torn.line}: repair it before copying",
+            f"{run.location} ends with a torn tail at line {reader.torn.line}: repair it before {doing}",
             line=reader.torn.line,
             path=run.location,
         )
     blob = os.pread(reader.fd, reader.end, 0)  # exactly the bytes the records were checked from
     lines = blob.splitlines(keepends=True)
     if len(lines) != len(records) or len(blob) != reader.end:
-        raise error("IO_ERROR", f"{run.location} changed while it was copied; copy it again", path=run.location)
+        raise error("IO_ERROR", f"{run.location} changed while {doing} it; try again", path=run.location)
     return records, lines
 
 

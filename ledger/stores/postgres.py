@@ -88,11 +88,13 @@ __all__ = [
     "insert_run",
     "list_runs",
     "parse_location",
+    "payload_names",
     "read_checked_lines",
     "read_lines",
     "read_payload",
     "read_range",
     "read_records",
+    "read_salted",
     "record_at",
     "run_summaries",
     "store_payload",
@@ -790,6 +792,27 @@ def store_payload(location: Location, data: bytes, *, salt: bytes | None = None)
 def read_payload(url: str, digest: str) -> bytes:
     """The bytes of payload ``digest`` of the run ``url`` names, checked against the name (PAYLOAD_MISSING,
     PAYLOAD_ALTERED)."""
+    return read_salted(url, digest)[1]
+
+
+def payload_names(url: str) -> list[str]:
+    """The names of the payloads the run ``url`` names keeps, sorted (none before the first payload a database
+    keeps makes its table)."""
+    location = _with_run(parse_location(url))
+    with _connection(location) as conn, _faults(location):
+        _require_run(conn, location)
+        if location.conninfo not in _payloads_made:
+            made = conn.execute("SELECT to_regclass('plantrail_payloads') IS NOT NULL").fetchone()
+            if not made or not made[0]:
+                return []
+        rows = conn.execute(
+            "SELECT digest FROM plantrail_payloads WHERE run = %s ORDER BY digest", (location.run,)
+        ).fetchall()
+    return [row[0] for row in rows]
+
+
+def read_salted(url: str, digest: str) -> tuple[bytes, bytes]:
+    """The salt and the bytes of payload ``digest`` of the run ``url`` names, checked (as :func:`read_payload`)."""
     from plantrail.ledger.stores.payloads import check_digest, check_payload, missing
 
     check_digest(digest)
@@ -806,7 +829,8 @@ def read_payload(url: str, digest: str) -> bytes:
         ).fetchone()
     if row is None:
         raise missing(digest, where)
-    return check_payload(digest, bytes(row[0]), bytes(row[1]), where=where)
+    salt = bytes(row[0])
+    return salt, check_payload(digest, salt, bytes(row[1]), where=where)
 
 
 # --------------------------------------------------------------------------- reading

@@ -90,6 +90,18 @@ class DatabaseRun:
 
         return read_payload(self.location, digest)
 
+    def salted_payload(self, digest: str) -> tuple[bytes, bytes]:
+        """The salt and the bytes of payload ``digest`` from the run's payload rows, checked against the name."""
+        from plantrail.ledger.stores.postgres import read_salted
+
+        return read_salted(self.location, digest)
+
+    def payload_names(self) -> list[str]:
+        """The names of the payloads the run's payload rows holds, sorted."""
+        from plantrail.ledger.stores.postgres import payload_names
+
+        return payload_names(self.location)
+
     def tail(
         self, count: int, keep: Callable[[Record], bool], *, stop_below: int = 0
     ) -> tuple[list[Record], TornTail | None]:

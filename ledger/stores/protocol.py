@@ -198,6 +198,15 @@ class RunReader(Protocol):
         store holds none, PAYLOAD_ALTERED when they do not hash to it."""
         ...
 
+    def salted_payload(self, digest: str) -> tuple[bytes, bytes]:
+        """The salt and the bytes of the run's payload named ``digest``, checked as :meth:`payload` checks them:
+        what a copy of the payload needs for its name to be checked again elsewhere."""
+        ...
+
+    def payload_names(self) -> list[str]:
+        """The names of every payload the store keeps for the run, sorted (whether or not a record names it)."""
+        ...
+
     def tail(
         self, count: int, keep: Callable[[Record], bool], *, stop_below: int = 0
     ) -> tuple[list[Record], TornTail | None]:

@@ -410,6 +410,25 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
         LogDamaged,
         "verify --parent: the parent's hash or state at the fork's seq is not what the fork names",
     ),
+    # evidence packs (export pack, verify --pack)
+    "PACK_NOT_ZIP": (LogDamaged, "verify --pack: the file is not a zip archive (or is cut short)"),
+    "PACK_UNSAFE": (
+        LogDamaged,
+        "verify --pack: the archive is refused unread: a member name with '..', absolute or odd, a link, a folder, "
+        "a name twice, an encrypted member, or sizes past the cap (a zip bomb)",
+    ),
+    "PACK_MANIFEST_INVALID": (
+        LogDamaged,
+        "verify --pack: manifest.json is missing, is not JSON, or does not describe the pack's members "
+        "(or a key member holds no key)",
+    ),
+    "PACK_MEMBER_ALTERED": (LogDamaged, "verify --pack: a member's SHA-256 or size is not what the manifest says"),
+    "PACK_MEMBER_MISSING": (LogDamaged, "verify --pack: a member the manifest lists is not in the pack"),
+    "PACK_MEMBER_UNLISTED": (LogDamaged, "verify --pack: the pack holds a member the manifest does not list"),
+    "PACK_REPORT_MISMATCH": (
+        LogDamaged,
+        "verify --pack: a run's report in the pack does not say what verifying its log finds",
+    ),
     # storage
     "LOG_NOT_FOUND": (StorageError, "the log file does not exist"),
     "FORMAT_TOO_NEW": (

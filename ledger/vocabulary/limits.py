@@ -14,7 +14,7 @@ from typing import Final, NamedTuple
 
 from plantrail.ledger.vocabulary.errors import error
 
-__all__ = ["DRAFT", "HOOK_PAYLOAD", "KEY_FILE", "LIMITS", "PATCH", "PAYLOAD", "TRANSCRIPT", "Limit"]
+__all__ = ["DRAFT", "HOOK_PAYLOAD", "KEY_FILE", "LIMITS", "PACK", "PATCH", "PAYLOAD", "TRANSCRIPT", "Limit"]
 
 _BYTES = re.compile(r"[0-9]{1,19}")
 _MIB: Final = 1024 * 1024
@@ -54,5 +54,7 @@ HOOK_PAYLOAD: Final = Limit("hook payload", 4 * _MIB, "PLANTRAIL_MAX_HOOK_PAYLOA
 #: A payload a run keeps beside its records (stored by a writer, read back by a reader).
 PAYLOAD: Final = Limit("payload", 64 * _MIB, "PLANTRAIL_MAX_PAYLOAD_BYTES")
 
+#: An evidence pack given to verify --pack: the zip file, and everything its members expand to.
+PACK: Final = Limit("evidence pack", 1024 * _MIB, "PLANTRAIL_MAX_PACK_BYTES")
 #: Every cap, in the order docs/limits.md lists them.
-LIMITS: Final = (DRAFT, PATCH, REPORT, KEY_FILE, TRANSCRIPT, HOOK_PAYLOAD, PAYLOAD)
+LIMITS: Final = (DRAFT, PATCH, REPORT, KEY_FILE, TRANSCRIPT, HOOK_PAYLOAD, PAYLOAD, PACK)

@@ -76,6 +76,7 @@ def test_the_walk_sees_the_groups_subcommands() -> None:
     """The walk reaches into groups: hook's agents and store init are among the commands it checks."""
     commands = _every_command()
     assert {"hook claude", "hook gemini", "hook opencode", "store init", "status", "import", "mcp"} <= set(commands)
+    assert {"export otel", "export pack"} <= set(commands)
     assert "hook" not in commands
     bare = click.Command("bare", params=[click.Argument(["log"]), click.Option(["--store"])])
     assert not _takes_store(bare), "an option named --store without PLANTRAIL_STORE is not the shared one"

@@ -131,6 +131,17 @@ with FileRun(sys.argv[1]) as run:
     assert len(run.payload(stored.digest)) > 0
 """
 
+
+def _many_members(path: Path, size: int) -> None:
+    """A zip of many empty members (no manifest): each is a directory entry the reader holds while it checks
+    the archive, the worst shape for its memory."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as archive:
+        for n in range(max(1, size // 110)):
+            archive.writestr(f"runs/m{n:07d}", b"")
+
+
 #: A trial for every cap, by the cap's name (``Limit.what``).
 CAPPED: dict[str, Trial] = {
     "draft": Trial(_empty_steps, lambda folder, path: ["check", path]),
@@ -154,6 +165,7 @@ CAPPED: dict[str, Trial] = {
     ),
     "transcript": Trial(_claude_junk, lambda folder, path: ["import", path, "-o", folder / "out.jsonl"]),
     "hook payload": Trial(_hook_payload, lambda folder, path: ["hook", "claude"], stdin=True),
+    "evidence pack": Trial(_many_members, lambda folder, path: ["verify", "--pack", path]),
     "payload": Trial(
         lambda path, size: path.write_bytes(os.urandom(size)),
         lambda folder, path: ["--payload", folder / "run.jsonl", path],

@@ -201,9 +201,12 @@ def test_no_human_output_carries_a_raw_control_character_from_data(
         ("fork", [log, "--at-seq", "5", "-o", tmp_path / "fork \x1b[2J.jsonl", "--reason", "why " + HOSTILE]),
         ("status", [tmp_path / "fork \x1b[2J.jsonl"]),
         ("verify", [tmp_path / "fork \x1b[2J.jsonl", "--parent", log]),
+        ("export", ["pack", log, "-o", tmp_path / "pack \x1b[2J.zip"]),  # the pack it wrote, named back
+        ("verify", ["--pack", tmp_path / "pack \x1b[2J.zip"]),  # the pack and its runs, named back
     ]
     for name, args in runs:
         outputs.append((name, run_cli(name, *args)))
+    assert outputs[-1][1].code == 0 and (tmp_path / "pack \x1b[2J.zip").exists()  # the pack written and verified
     collector = Collector()  # export names the run it sent
     try:
         outputs.append(("export", run_cli("export", "otel", log, "--endpoint", collector.endpoint)))

@@ -106,6 +106,29 @@ def test_a_payload_of_another_run_is_not_this_runs(target: Target, location: str
         assert _code(lambda: run.payload(stored.digest)) == "PAYLOAD_MISSING"
 
 
+def test_a_run_lists_the_names_of_its_payloads(target: Target, location: str, writer: RunWriter) -> None:
+    """payload_names: none before the first payload, then every payload the run keeps, sorted, and no other
+    run's; salted_payload gives each one's salt and bytes, which hash to its name."""
+    with as_run(location) as run:
+        assert run.payload_names() == []
+    salt = b"t" * SALT_BYTES
+    stored = [writer.store_payload(b"first", salt=salt), writer.store_payload(b"second"), writer.store_payload(b"")]
+    other = target.location(unique_run("other"))
+    Ledger.create(other, copy.deepcopy(LOGIN_DRAFT), fsync="none").close()
+    with closing(as_run(other).open_writer()) as theirs:
+        theirs.store_payload(b"not mine")
+    with as_run(location) as run:
+        assert run.payload_names() == sorted(s.digest for s in stored)
+        assert run.salted_payload(stored[0].digest) == (salt, b"first")
+        for name in run.payload_names():
+            kept_salt, data = run.salted_payload(name)
+            assert "sha256:" + hashlib.sha256(kept_salt + data).hexdigest() == name
+        assert _code(lambda: run.salted_payload("sha256:" + "0" * 64)) == "PAYLOAD_MISSING"
+        assert _code(lambda: run.salted_payload("0" * 64)) == "USAGE"
+    with as_run(other) as run:
+        assert len(run.payload_names()) == 1
+
+
 def test_bad_arguments_are_refused_not_coerced(location: str, writer: RunWriter) -> None:
     """A text is not bytes, a salt is 32 bytes, a name is sha256:<64 lower-case hex>: USAGE, nothing stored."""
     assert _code(lambda: writer.store_payload("text")) == "USAGE"  # type: ignore[arg-type]
@@ -188,6 +211,22 @@ def test_planted_links_and_special_files_are_never_followed(log: str, tmp_path: 
     assert list(elsewhere.iterdir()) == []
     with as_run(log) as run:
         assert _code(lambda: run.payload(digest)) == "NOT_A_FILE"
+
+
+def test_only_payload_files_are_listed(log: str, tmp_path: Path) -> None:
+    """A temporary file a store left, a file of another name, a sub-folder or a link in the payload folder is no
+    payload: payload_names lists only the regular files named by a digest's hex."""
+    with closing(as_run(log).open_writer()) as writer:
+        stored = writer.store_payload(b"kept")
+    folder = Path(blobs_dir(log))
+    (folder / f".{'a' * 64}.tmp.1.abcd").write_bytes(b"x" * 40)
+    (folder / "notes.txt").write_bytes(b"x")
+    (folder / ("b" * 64)).mkdir()
+    outside = tmp_path / "outside"
+    outside.write_bytes(b"y" * 40)
+    (folder / ("c" * 64)).symlink_to(outside)
+    with as_run(log) as run:
+        assert run.payload_names() == [stored.digest]
 
 
 def test_a_closed_writer_stores_nothing(log: str) -> None:

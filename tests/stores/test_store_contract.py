@@ -317,3 +317,35 @@ def test_a_follower_gets_each_append_once_in_every_store(target: Target, ledgers
         seen.extend(r.seq for r in batch)
     thread.join()
     assert seen == [2, 3]
+
+
+def test_a_runs_payloads_are_listed_and_packed_alike_in_every_store(
+    target: Target, ledgers: list[Ledger], tmp_path: Path
+) -> None:
+    """payload_names and salted_payload answer the same way for a file and a database run, and an evidence pack
+    of the run holds each payload (its salt, then its bytes) under its name and verifies."""
+    import zipfile
+
+    from plantrail.ledger.pack import make_pack, verify_pack
+
+    location, ledger = _create(target, ledgers)
+    ledger.start("reproduce")
+    ledger.close()
+    with as_run(location) as run:
+        assert run.payload_names() == []
+        writer = run.open_writer()
+    try:
+        stored = sorted([writer.store_payload(b"first"), writer.store_payload(b"second")])
+    finally:
+        writer.close()
+    with as_run(location) as run:
+        assert run.payload_names() == [s.digest for s in stored]
+        salted = {name: run.salted_payload(name) for name in run.payload_names()}
+    assert sorted(data for _, data in salted.values()) == [b"first", b"second"]
+    pack = tmp_path / "pack.zip"
+    made = make_pack([location], str(pack))
+    run_id = made.manifest["runs"][0]["run"]
+    with zipfile.ZipFile(pack) as archive:
+        for name, (salt, data) in salted.items():
+            assert archive.read(f"runs/{run_id}/payloads/{name.removeprefix('sha256:')}") == salt + data
+    assert verify_pack(str(pack)).runs[0].report["payloads_checked"] == 2

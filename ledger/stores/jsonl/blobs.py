@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
 import stat
 from typing import Final
@@ -22,10 +23,11 @@ from plantrail.ledger.stores.payloads import SALT_BYTES, StoredPayload, check_di
 from plantrail.ledger.vocabulary.errors import error
 from plantrail.ledger.vocabulary.limits import PAYLOAD
 
-__all__ = ["SUFFIX", "blobs_dir", "read_payload", "store_payload"]
+__all__ = ["SUFFIX", "blobs_dir", "payload_names", "read_payload", "read_salted", "store_payload"]
 
 SUFFIX: Final = ".blobs"
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_NAME: Final = re.compile(r"[0-9a-f]{64}")
 
 
 def blobs_dir(log_path: str) -> str:
@@ -84,6 +86,11 @@ def read_payload(log_path: str, digest: str) -> bytes:
     PAYLOAD_MISSING when the folder holds no regular file by that name, PAYLOAD_ALTERED when its bytes do not
     hash to it, INPUT_TOO_LARGE when it is over the payload cap.
     """
+    return read_salted(log_path, digest)[1]
+
+
+def read_salted(log_path: str, digest: str) -> tuple[bytes, bytes]:
+    """The salt and the bytes of payload ``digest`` of the log, checked against the name (as :func:`read_payload`)."""
     name = check_digest(digest)
     folder = blobs_dir(log_path)
     try:
@@ -118,7 +125,35 @@ def read_payload(log_path: str, digest: str) -> bytes:
         raise os_error(exc, f"{folder}/{name}", "payload") from None
     finally:
         os.close(fd)
-    return check_payload(digest, blob[:SALT_BYTES], blob[SALT_BYTES:], where=folder)
+    salt = blob[:SALT_BYTES]
+    return salt, check_payload(digest, salt, blob[SALT_BYTES:], where=folder)
+
+
+def payload_names(log_path: str) -> list[str]:
+    """The names of the payloads the log's payload folder holds, sorted: each regular file named by 64
+    lower-case hex digits (a temporary file of a store that did not finish, or anything else, is no payload);
+    none when there is no folder."""
+    folder = blobs_dir(log_path)
+    try:
+        dir_fd = _open_folder(folder)
+    except FileNotFoundError:
+        return []
+    try:
+        names = []
+        for name in os.listdir(dir_fd):
+            if _NAME.fullmatch(name) is None:
+                continue
+            try:
+                found = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISREG(found.st_mode):
+                names.append("sha256:" + name)
+    except OSError as exc:
+        raise os_error(exc, folder, "payload folder") from None
+    finally:
+        os.close(dir_fd)
+    return sorted(names)
 
 
 def _open_folder(folder: str) -> int:
