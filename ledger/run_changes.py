@@ -8,6 +8,11 @@ grew, shrank (a repair) or went away is a change. On Linux, inotify wakes the sc
 queue can overflow). Either way the caller gets a batch of run ids per wake-up, never the records themselves: a
 reader of the list asks the store again for the rows it shows.
 
+Where the changes start is the store's :meth:`~plantrail.ledger.stores.protocol.Store.head_position`, taken when
+:func:`run_changes` is called (not when the first batch is asked for): a caller that reads everything there is
+after the call misses nothing appended meanwhile. Given one run instead of a store, only that run's changes are
+reported (a log is watched by its own size and times, whatever its file is named).
+
     from plantrail.ledger.run_changes import run_changes
 
     for changed in run_changes(".plantrail/runs", stop=lambda: done):
@@ -23,42 +28,17 @@ import os
 import select
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
-from typing import Final
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Final
 
+from plantrail.ledger.stores.jsonl.entries import Entries, changed_entries, folder_entries
 from plantrail.ledger.stores.opener import open_store
-from plantrail.ledger.stores.protocol import FollowsAll
+from plantrail.ledger.stores.protocol import FollowsAll, Store
+
+if TYPE_CHECKING:
+    from plantrail.ledger.stores.protocol import Run
 
 __all__ = ["changed_entries", "folder_entries", "run_changes"]
-
-#: A folder's logs by run id (the file's name without ``.jsonl``): size and modification time in nanoseconds.
-Entries = Mapping[str, tuple[int, int]]
-
-
-def folder_entries(folder: str) -> dict[str, tuple[int, int]]:
-    """The folder's ``*.jsonl`` regular files (a symbolic link names no run) by run id, each with its size and
-    modification time; empty when the folder is gone."""
-    found: dict[str, tuple[int, int]] = {}
-    try:
-        entries = list(os.scandir(folder))
-    except FileNotFoundError:
-        return found
-    for entry in entries:
-        if not entry.name.endswith(".jsonl"):
-            continue
-        try:
-            if not entry.is_file(follow_symlinks=False):
-                continue
-            st = entry.stat(follow_symlinks=False)
-        except FileNotFoundError:  # removed between the listing and the look
-            continue
-        found[entry.name[: -len(".jsonl")]] = (st.st_size, st.st_mtime_ns)
-    return found
-
-
-def changed_entries(before: Entries, after: Entries) -> set[str]:
-    """The run ids whose log appeared, went away, or changed size or modification time between two scans."""
-    return {run for run in before.keys() | after.keys() if before.get(run) != after.get(run)}
 
 
 #: inotify's events for a folder whose entries are created, written, moved or removed.
@@ -99,27 +79,25 @@ def _wait(fd: int | None, poll: float) -> None:
                 pass
 
 
-def _folder_changes(folder: str, poll: float, stop: Callable[[], bool]) -> Iterator[set[str]]:
+def _folder_changes(
+    folder: str, scan: Callable[[], Entries], seen: Entries, poll: float, stop: Callable[[], bool]
+) -> Iterator[set[str]]:
+    """The run ids whose entries (as ``scan`` gives them) differ from the last scan, starting from ``seen``."""
     with _inotify(folder) as fd:
-        yield from _scanned_changes(folder, fd, poll, stop)
+        while not stop():
+            _wait(fd, poll)
+            now = scan()
+            changed = changed_entries(seen, now)
+            seen = now
+            if changed:
+                yield changed
 
 
-def _scanned_changes(folder: str, fd: int | None, poll: float, stop: Callable[[], bool]) -> Iterator[set[str]]:
-    seen = folder_entries(folder)
-    while not stop():
-        _wait(fd, poll)
-        now = folder_entries(folder)
-        changed = changed_entries(seen, now)
-        seen = now
-        if changed:
-            yield changed
-
-
-def _followed_changes(store: FollowsAll, poll: float, stop: Callable[[], bool]) -> Iterator[set[str]]:
-    """The runs a store's follow across runs reports, from the records committed after it starts; each wake-up's
-    records as one batch (a batch ends when the follower would wait)."""
-    head = getattr(store, "head_position", None)
-    position = head() if head is not None else None  # only what is appended from now on is a change
+def _followed_changes(
+    store: FollowsAll, position: Any, ours: Callable[[str], bool], poll: float, stop: Callable[[], bool]
+) -> Iterator[set[str]]:
+    """The runs a store's follow across runs reports (those ``ours`` keeps), from the records committed after
+    ``position``; each wake-up's records as one batch (a batch ends when the follower would wait)."""
     pending: set[str] = set()
 
     def flushed() -> bool:
@@ -128,20 +106,55 @@ def _followed_changes(store: FollowsAll, poll: float, stop: Callable[[], bool]) 
     while not stop():
         for at, record in store.follow(after=position, poll=poll, stop=flushed):
             position = at
-            pending.add(record.run)
+            if ours(record.run):
+                pending.add(record.run)
         if pending:
             yield pending
             pending = set()
 
 
-def run_changes(
-    where: str | os.PathLike[str] | None = None, *, poll: float = 0.25, stop: Callable[[], bool] | None = None
-) -> Iterator[set[str]]:
-    """Batches of the ids of the runs of a runs folder or a database (as :func:`plantrail.ledger.runs.list_runs`
-    names them) appended to, repaired or removed after the call, until ``stop()`` is true (asked at least every
-    ``poll`` seconds). A folder's run id is its log's file name without ``.jsonl``."""
-    store = open_store(where)
-    halt = stop if stop is not None else (lambda: False)
+def _file_entry(path: str) -> Callable[[], Entries]:
+    """A scan of one log: its size and modification time under its run id (nothing when it is gone)."""
+    run_id = os.path.basename(path).removesuffix(".jsonl")
+
+    def scan() -> Entries:
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return {}
+        return {run_id: (st.st_size, st.st_mtime_ns)}
+
+    return scan
+
+
+def _one_run(run: Run, poll: float, stop: Callable[[], bool]) -> Iterator[set[str]]:
+    """The changes of ``run`` alone: a database's follow kept to the run's records, or the log's own entry."""
+    store = run.store
     if isinstance(store, FollowsAll):
-        return _followed_changes(store, poll, halt)
-    return _folder_changes(store.location, poll, halt)
+
+        def ours(found: str) -> bool:
+            return store.run(found).location == run.location
+
+        return _followed_changes(store, store.head_position(), ours, poll, stop)
+    scan = _file_entry(run.location)
+    return _folder_changes(os.path.dirname(run.location) or ".", scan, scan(), poll, stop)
+
+
+def run_changes(
+    where: str | os.PathLike[str] | Store | Run | None = None,
+    *,
+    poll: float = 0.25,
+    stop: Callable[[], bool] | None = None,
+) -> Iterator[set[str]]:
+    """Batches of the ids of the runs of a runs folder or a database (named, as
+    :func:`plantrail.ledger.runs.list_runs` names them, or a store object) appended to, repaired or removed
+    after the call, until ``stop()`` is true (asked at least every ``poll`` seconds). A folder's run id is its
+    log's file name without ``.jsonl``. Given a run object, only that run's changes, under its id in its store."""
+    halt = stop if stop is not None else (lambda: False)
+    if where is not None and not isinstance(where, str | os.PathLike | Store):
+        return _one_run(where, poll, halt)
+    store: Store = where if isinstance(where, Store) else open_store(where)
+    position = store.head_position()  # now: only what is appended from here on is a change
+    if isinstance(store, FollowsAll):
+        return _followed_changes(store, position, lambda found: True, poll, halt)
+    return _folder_changes(store.location, lambda: folder_entries(store.location), position, poll, halt)
