@@ -27,6 +27,7 @@ import ctypes.util
 import os
 import select
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Final
@@ -34,11 +35,12 @@ from typing import TYPE_CHECKING, Any, Final
 from plantrail.ledger.stores.jsonl.entries import Entries, changed_entries, folder_entries
 from plantrail.ledger.stores.opener import open_store
 from plantrail.ledger.stores.protocol import FollowsAll, Store
+from plantrail.ledger.vocabulary.errors import PlantrailError
 
 if TYPE_CHECKING:
     from plantrail.ledger.stores.protocol import Run
 
-__all__ = ["changed_entries", "folder_entries", "run_changes"]
+__all__ = ["Handed", "SharedChanges", "changed_entries", "folder_entries", "run_changes"]
 
 
 #: inotify's events for a folder whose entries are created, written, moved or removed.
@@ -158,3 +160,89 @@ def run_changes(
     if isinstance(store, FollowsAll):
         return _followed_changes(store, position, lambda found: True, poll, halt)
     return _folder_changes(store.location, lambda: folder_entries(store.location), position, poll, halt)
+
+
+#: What a subscriber of :class:`SharedChanges` is handed: a batch of run ids, or the error that ended the follow.
+Handed = set[str] | PlantrailError
+
+
+class SharedChanges:
+    """One follow of a store's changes (:func:`run_changes`, in a thread named ``name``) handed to every
+    subscriber, for a server whose many clients watch one store: the first subscriber starts it, the last to
+    leave stops it (within ``poll`` seconds). A follow that fails hands its error to the subscribers of the time
+    and ends; the next subscriber starts another.
+
+        changes = SharedChanges(".plantrail/runs")
+        leave = changes.subscribe(lambda batch: print(batch))
+        ...
+        leave()
+    """
+
+    def __init__(self, where: str | os.PathLike[str] | Store, *, poll: float = 0.25, name: str = "run-changes") -> None:
+        self._where = where
+        self._poll = poll
+        self._name = name
+        self._lock = threading.Lock()
+        #: The running follow's subscribers and its stop, or None while no follow runs.
+        self._follow: tuple[dict[int, Callable[[Handed], None]], threading.Event] | None = None
+        self._next = 0
+
+    def subscribe(self, hand: Callable[[Handed], None]) -> Callable[[], None]:
+        """Hand each batch (and the error that ends the follow) to ``hand``, called in the follow's thread; the
+        function returned unsubscribes. The first subscriber's call takes the store's head (a database's is a
+        query): the changes after it are handed on."""
+        with self._lock:
+            if self._follow is None:
+                follow: tuple[dict[int, Callable[[Handed], None]], threading.Event] = ({}, threading.Event())
+                try:  # the changes start now, before this subscriber reads what there is
+                    changes: Iterator[set[str]] | PlantrailError = run_changes(
+                        self._where, poll=self._poll, stop=follow[1].is_set
+                    )
+                except PlantrailError as exc:
+                    changes = exc
+                self._follow = follow
+                threading.Thread(target=self._run, args=(changes, *follow), name=self._name, daemon=True).start()
+            subscribers, _ = self._follow
+            key = self._next
+            self._next += 1
+            subscribers[key] = hand
+            mine = self._follow
+
+        def leave() -> None:
+            with self._lock:
+                subscribers, done = mine
+                if subscribers.pop(key, None) is not None and not subscribers:
+                    done.set()
+                    if self._follow is mine:
+                        self._follow = None
+
+        return leave
+
+    def _run(
+        self,
+        changes: Iterator[set[str]] | PlantrailError,
+        subscribers: dict[int, Callable[[Handed], None]],
+        done: threading.Event,
+    ) -> None:
+        try:
+            if isinstance(changes, PlantrailError):
+                raise changes
+            for changed in changes:
+                self._hand(subscribers, changed)
+        except PlantrailError as exc:
+            self._over(subscribers)
+            self._hand(subscribers, exc)
+        finally:
+            self._over(subscribers)
+
+    def _over(self, subscribers: dict[int, Callable[[Handed], None]]) -> None:
+        """This follow has ended: the next subscriber starts another."""
+        with self._lock:
+            if self._follow is not None and self._follow[0] is subscribers:
+                self._follow = None
+
+    def _hand(self, subscribers: dict[int, Callable[[Handed], None]], item: Handed) -> None:
+        with self._lock:
+            hands = list(subscribers.values())
+        for hand in hands:
+            hand(item)

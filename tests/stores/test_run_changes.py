@@ -4,6 +4,7 @@ appear, grow, are repaired or go away, and a database's runs appended to, each r
 from __future__ import annotations
 
 import copy
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -173,3 +174,62 @@ def test_a_database_run_reports_only_its_own_records(database: str) -> None:
         ledger.start("reproduce")
 
     assert _first_batch(changes) == {"mine"}
+
+
+def _followers(name: str) -> int:
+    return sum(1 for thread in threading.enumerate() if thread.name == name and thread.is_alive())
+
+
+def _until(condition: Callable[[], bool], seconds: float = 10) -> bool:
+    end = time.monotonic() + seconds
+    while not condition() and time.monotonic() < end:
+        time.sleep(0.02)
+    return condition()
+
+
+def test_shared_changes_follow_once_for_every_subscriber(tmp_path: Path) -> None:
+    """Two subscribers share one follow (one thread) and each gets the batch; after the last leaves the follow
+    stops, and a new subscriber starts another that still reports."""
+    from plantrail.ledger.run_changes import SharedChanges
+
+    name = f"test-shared-{tmp_path.name}"
+    changes = SharedChanges(str(tmp_path), poll=0.1, name=name)
+    first: list[object] = []
+    second: list[object] = []
+    leave_first = changes.subscribe(first.append)
+    leave_second = changes.subscribe(second.append)
+    assert _followers(name) == 1
+
+    (tmp_path / "a.jsonl").write_bytes(b"x")
+    assert _until(lambda: first == [{"a"}] and second == [{"a"}]), (first, second)
+
+    leave_first()
+    assert _followers(name) == 1  # the other subscriber still follows
+    leave_second()
+    assert _until(lambda: _followers(name) == 0)
+
+    third: list[object] = []
+    leave_third = changes.subscribe(third.append)
+    (tmp_path / "b.jsonl").write_bytes(b"y")
+    assert _until(lambda: third == [{"b"}]), third
+    assert first == [{"a"}] and second == [{"a"}] and _followers(name) == 1
+    leave_third()
+    assert _until(lambda: _followers(name) == 0)
+
+
+def test_a_failed_shared_follow_hands_its_error_and_the_next_subscriber_starts_again(tmp_path: Path) -> None:
+    """A follow that fails (here: a database that cannot be reached) hands its coded error to its subscribers
+    and ends; the next subscriber starts a new follow, which fails the same way rather than waiting forever."""
+    from plantrail.ledger.run_changes import SharedChanges
+    from plantrail.ledger.vocabulary.errors import PlantrailError
+
+    with socket.socket() as held:  # a port nothing listens on
+        held.bind(("127.0.0.1", 0))
+        port = held.getsockname()[1]
+    changes = SharedChanges(f"postgresql://127.0.0.1:{port}/nothing", poll=0.1, name=f"test-failed-{tmp_path.name}")
+    for _ in range(2):
+        handed: list[object] = []
+        leave = changes.subscribe(handed.append)
+        assert _until(lambda handed=handed: len(handed) == 1)
+        assert isinstance(handed[0], PlantrailError) and handed[0].code == "STORE_UNAVAILABLE"
+        leave()
