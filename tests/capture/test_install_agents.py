@@ -219,6 +219,19 @@ def test_install_opencode_never_overwrites_a_plugin_file_of_the_users(tmp_path: 
     assert removed.returncode == 0 and plugin.read_bytes() == theirs
 
 
+def test_install_opencode_refuses_a_fifo_at_the_plugin_path_without_waiting_on_it(tmp_path: Path) -> None:
+    """A FIFO planted at .opencode/plugins/plantrail.ts is refused (NOT_A_FILE) without blocking, before
+    opencode.json is written."""
+    plugin = tmp_path / ".opencode" / "plugins" / "plantrail.ts"
+    plugin.parent.mkdir(parents=True)
+    os.mkfifo(plugin)
+
+    done = _plantrail(tmp_path, "install", "opencode")
+
+    assert done.returncode == 4 and done.stderr.startswith("error[NOT_A_FILE]: "), done.stderr
+    assert not (tmp_path / "opencode.json").exists()
+
+
 def test_install_codex_keeps_the_users_comments_and_uninstalls_to_the_same_bytes(tmp_path: Path) -> None:
     path = tmp_path / ".codex" / "config.toml"
     path.parent.mkdir()
