@@ -120,14 +120,22 @@ def next_step(receipt: Mapping[str, Any]) -> str:
     if progress:
         step = progress[0]["step"]
         return f"carry on with {step} and end its attempt with step_update ({ending})"
+    waiting = _waiting(receipt)
+    stop = receipt.get("stop") or {}
+    if receipt["verdict"] == "paused" and stop.get("outcome") == "paused":
+        return _paused(stop)
+    effects = [e for e in (receipt.get("effects") or {}).get("in_doubt") or () if e["step"] in receipt["ready"]]
+    if receipt["verdict"] == "in_doubt" and effects:
+        effect = effects[0]
+        return (
+            f"before {effect['step']} starts again, check whether its side effect {effect['key']} on "
+            f"{effect['target']!r} already happened: if it did, record it with step_effect, phase committed; "
+            "never do it twice"
+        )
     if receipt["ready"]:
         return f"start {receipt['ready'][0]} with step_start"
-    waiting = _waiting(receipt)
     if waiting:
-        asked = [w for w in waiting if w.get("requests")]
-        if asked:
-            return f"wait for the person's answer on {asked[0]['step']} with approval_wait"
-        return f"ask for approval of {waiting[0]['step']} with approval_request, then wait with approval_wait"
+        return _ask_approval(waiting)
     if receipt["advice"]:
         return f"replan with plan_set, reason {receipt['advice']}, saying why (plan_brief gives what is left)"
     if receipt["criteria_unverified"]:
@@ -143,6 +151,29 @@ def _in_doubt(receipt: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 def _in_progress(receipt: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [d for d in receipt["in_doubt"] if not (d.get("lease_expired") or d.get("cut_off"))]
+
+
+def _paused(stop: Mapping[str, Any]) -> str:
+    """What ends a pause of the plan's stop policy: a replan without the denied steps, or an approval of the
+    wider scope a result needed (or that replan)."""
+    if stop.get("rule") == "approval_denied":
+        return (
+            f"the plan's stop policy paused this run: {stop['reason']}; replan with plan_set without those steps or "
+            "with them changed, or ask the user how to go on"
+        )
+    if stop.get("rule") == "scope_violation":
+        return (
+            f"the plan's stop policy paused this run: {stop['reason']}; ask for approval of the wider scope with "
+            "approval_request, or replan with plan_set"
+        )
+    return f"the plan's stop policy paused this run: {stop['reason']}; tell the user why and wait for their word"
+
+
+def _ask_approval(waiting: Sequence[Mapping[str, Any]]) -> str:
+    asked = [w for w in waiting if w.get("requests")]
+    if asked:
+        return f"wait for the person's answer on {asked[0]['step']} with approval_wait"
+    return f"ask for approval of {waiting[0]['step']} with approval_request, then wait with approval_wait"
 
 
 def _waiting(receipt: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:

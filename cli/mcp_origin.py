@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final
 
+from plantrail.ledger.vocabulary.cut import one_line
+
 if TYPE_CHECKING:
     from plantrail.ledger.vocabulary.events import Source
 
@@ -47,8 +49,7 @@ def client_of(context: Any) -> tuple[str | None, str | None]:
 def _kept(value: object) -> str | None:
     if not isinstance(value, str) or not value.strip():
         return None
-    text = " ".join(value.split())
-    return text if len(text) <= NAME_LIMIT else text[: NAME_LIMIT - 1] + "…"
+    return one_line(value, NAME_LIMIT)
 
 
 @contextmanager

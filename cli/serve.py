@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 import click
 
 from plantrail.cli.common import STORE_ENV, json_option, mark_printed
+from plantrail.ledger.stores.locations import default_run_id
 from plantrail.ledger.vocabulary.errors import PlantrailError, error
 
 if TYPE_CHECKING:
@@ -145,8 +146,7 @@ def _run_id(row: RunRow, database: bool) -> str:
     """The id the store opens a row's run by: a database's run id, a folder's file name without ``.jsonl``."""
     if database:
         return str(row.run)
-    name: str = os.path.basename(row.location)
-    return name[: -len(".jsonl")]
+    return default_run_id(row.location)
 
 
 def _item(row: RunRow, database: bool) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Final
 
 from plantrail.ledger.stores.jsonl.entries import Entries, changed_entries, folder_entries
+from plantrail.ledger.stores.locations import default_run_id
 from plantrail.ledger.stores.opener import open_store
 from plantrail.ledger.stores.protocol import FollowsAll, Store
 from plantrail.ledger.vocabulary.errors import PlantrailError
@@ -117,7 +118,7 @@ def _followed_changes(
 
 def _file_entry(path: str) -> Callable[[], Entries]:
     """A scan of one log: its size and modification time under its run id (nothing when it is gone)."""
-    run_id = os.path.basename(path).removesuffix(".jsonl")
+    run_id = default_run_id(path)
 
     def scan() -> Entries:
         try:

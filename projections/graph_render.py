@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping
 from html import escape
 from typing import Final, NamedTuple
 
+from plantrail.ledger.vocabulary.cut import one_line
 from plantrail.projections.graph import GraphEdge, GraphNode, PlanGraph
 
 __all__ = [
@@ -130,11 +131,6 @@ def _x(text: str) -> str:
     return escape(_clean(text), quote=True)
 
 
-def _short(text: str, width: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
 def wrapped(text: str, width: int, lines: int) -> list[str]:
     """``text`` wrapped at spaces into at most ``lines`` lines of at most ``width`` characters (a longer word is
     split); what does not fit ends the last line with …. The report's script wraps the same way."""
@@ -157,7 +153,7 @@ def wrapped(text: str, width: int, lines: int) -> list[str]:
     if line and len(out) < lines:
         out.append(line)
     if words:  # more than fits: the last line ends with …
-        out[-1] = _short(out[-1] + " " + " ".join(words), width)
+        out[-1] = one_line(out[-1] + " " + " ".join(words), width)
     return out
 
 
@@ -213,7 +209,7 @@ def _svg_node(node: GraphNode, version: int, g: Geometry) -> str:
         f"<title>{_x(node.id)}: {_x(node.title)} ({_x(style.label)})</title>"
         f'<rect x="{x}" y="{y}" width="{g.node_w}" height="{g.node_h}" rx="6" fill="{style.fill}" '
         f'stroke="{stroke}" stroke-width="{width}"{dash}/>'
-        f'<text x="{x + 8}" y="{y + 16}" fill="{style.text}" font-weight="bold">{_x(_short(node.id, g.title_chars))}'
+        f'<text x="{x + 8}" y="{y + 16}" fill="{style.text}" font-weight="bold">{_x(one_line(node.id, g.title_chars))}'
         f"</text>"
         f'<text x="{x + 8}" y="{y + 32}" fill="{style.text}">{title}</text>'
         f'<text x="{x + 8}" y="{y + g.node_h - 7}" fill="{style.text}" font-size="10">{_x(badges)}</text></g>'

@@ -32,10 +32,11 @@ import msgspec
 import orjson
 
 from plantrail.ledger.importers import acp
-from plantrail.ledger.importers.mapping import LiveMapping, quote
+from plantrail.ledger.importers.mapping import LiveMapping
 from plantrail.ledger.importers.model import ListSnapshot
 from plantrail.ledger.stores.locations import child_path, run_file
 from plantrail.ledger.vocabulary.clock import utc_now
+from plantrail.ledger.vocabulary.cut import one_line
 from plantrail.ledger.vocabulary.errors import PlantrailError
 
 from .hook import append_errors, plantrail_folder, plantrail_root
@@ -156,7 +157,7 @@ class AcpRecorder:
         return plan
 
     def _markdown(self, found: acp.Found, plan: PlanStream, update: acp.Markdown) -> None:
-        text = quote(update.content, NOTE_LIMIT)
+        text = one_line(update.content, NOTE_LIMIT)
         mapper = plan.mapping.mapper
         if mapper.plan is None:  # version 1's notes, made from these when the plan's first list comes
             mapper.file_notes = (*mapper.file_notes, f"message {update.line}: the agent's plan as Markdown: {text}")

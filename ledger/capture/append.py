@@ -36,6 +36,7 @@ from plantrail.ledger.importers.mapping import Batch, map_updates, with_their_ve
 from plantrail.ledger.importers.model import Observation
 from plantrail.ledger.rules.decide import Command, Create, Replan
 from plantrail.ledger.stores.opener import as_run
+from plantrail.ledger.vocabulary.clock import SetClock
 from plantrail.ledger.vocabulary.errors import PlantrailError, Refused
 from plantrail.ledger.vocabulary.plan import PlanSpec
 
@@ -66,16 +67,6 @@ class AppendReport(msgspec.Struct, frozen=True):
     refused: tuple[Refusal, ...]
     last_seq: int
     head_hash: str | None
-
-
-class _Clock:
-    """The time the ledger stamps: the transcript's, set before each update's batch."""
-
-    def __init__(self, now: str) -> None:
-        self.now = now
-
-    def __call__(self) -> str:
-        return self.now
 
 
 def append_transcript(
@@ -156,7 +147,7 @@ def write_batches(
     created = False
     if not as_run(log).exists():
         created = _create(log, batches[0][1].ts, keyed[0][1], run)
-    clock = _Clock(batches[0][1].ts)  # the transcript's times, as a whole import stamps them
+    clock = SetClock(batches[0][1].ts)  # the transcript's times, as a whole import stamps them
     with Ledger.open(log, clock=clock) as ledger:
         held, named = _held(ledger, log, keyed, own_journal)
         refused: list[Refusal] = []
@@ -259,7 +250,7 @@ def _create(log: str, ts: str, first: Sequence[Command], run: str) -> bool:
             actor=create.actor,
             source=create.source,
             idempotency_key=create.key,
-            clock=_Clock(ts),
+            clock=SetClock(ts),
         ).close()
     except PlantrailError as exc:
         if exc.code != "LOG_EXISTS":

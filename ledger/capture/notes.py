@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 from plantrail.ledger.importers.model import ListSnapshot, Observation, TaskEvent
 from plantrail.ledger.stores.opener import as_run
+from plantrail.ledger.vocabulary.clock import SetClock
+from plantrail.ledger.vocabulary.cut import one_line
 from plantrail.ledger.vocabulary.errors import PlantrailError
 
 if TYPE_CHECKING:
@@ -66,8 +68,7 @@ def note_of(observation: Observation) -> str:
         said += f" ({status})" if status else ""
     else:  # an approval or a plan proposal: named by its kind
         said = type(observation).__name__
-    said = " ".join(said.split())
-    return said if len(said) <= NOTE_LIMIT else said[: NOTE_LIMIT - 1] + "…"
+    return one_line(said, NOTE_LIMIT)
 
 
 def write_notes(
@@ -87,7 +88,7 @@ def write_notes(
             seen.append((identity, batch.ts))
     if not seen:
         return errors
-    clock = _Clock(seen[0][1])
+    clock = SetClock(seen[0][1])
     with Ledger.open(log, clock=clock) as ledger:
         if ledger.unread_state.finished:
             return errors  # a finished run takes no note: nothing the agent's list says changes it
@@ -99,11 +100,3 @@ def write_notes(
             except PlantrailError as exc:
                 errors.append(f"error[{exc.code}]: note of update {identity}: {exc.message}")
     return errors
-
-
-class _Clock:
-    def __init__(self, now: str) -> None:
-        self.now = now
-
-    def __call__(self) -> str:
-        return self.now

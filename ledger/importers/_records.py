@@ -13,6 +13,7 @@ import msgspec
 import orjson
 
 from plantrail.ledger.stores.files import open_capped
+from plantrail.ledger.vocabulary.cut import cut
 from plantrail.ledger.vocabulary.errors import StorageError
 from plantrail.ledger.vocabulary.evidence import Usage
 from plantrail.ledger.vocabulary.limits import TRANSCRIPT
@@ -74,8 +75,7 @@ def objects(values: list[object] | None) -> Iterator[JsonObject]:
 
 def clip(text: str, limit: int = CONTEXT_LIMIT) -> str:
     """`text` without surrounding whitespace, cut to `limit` characters with a trailing '…'."""
-    text = text.strip()
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return cut(text.strip(), limit)
 
 
 def with_prompt(prompts: tuple[tuple[str, int], ...], text: str, line: int) -> tuple[tuple[str, int], ...]:

@@ -48,6 +48,7 @@ from plantrail.ledger.stores.files import folder_of, fsync_dir, open_regular, os
 from plantrail.ledger.stores.opener import as_run
 from plantrail.ledger.stores.postgres_run import DatabaseRun
 from plantrail.ledger.stores.values import Ack
+from plantrail.ledger.vocabulary.clock import SetClock
 from plantrail.ledger.vocabulary.errors import PlantrailError, error
 from plantrail.ledger.vocabulary.plan import PlanSpec
 
@@ -116,16 +117,6 @@ class ImportReport(NamedTuple):
     """Updates that added items to an untouched version in place (``plan.extended``) instead of a new version."""
     files: tuple[FileReport, ...] = ()
     """Each file's part, the lead's first (their sums are the figures above)."""
-
-
-class _Clock:
-    """The time the ledger stamps on the next events: set from the transcript before each batch."""
-
-    def __init__(self, now: str) -> None:
-        self.now = now
-
-    def __call__(self) -> str:
-        return self.now
 
 
 def subagent_files(lead: str | os.PathLike[str]) -> tuple[Path, ...]:
@@ -411,7 +402,7 @@ def _record(
     first, *rest = batches
     create, *started = first.commands
     assert isinstance(create, Create) and isinstance(create.plan, PlanSpec)  # the mapper opens with the Create
-    clock = _Clock(first.ts)
+    clock = SetClock(first.ts)
     Ledger.create(
         path,
         create.plan,

@@ -104,6 +104,7 @@ import msgspec
 from plantrail.ledger.rules.approvals import Decide, RequestApproval
 from plantrail.ledger.rules.decide import Command, Complete, Create, Extend, Replan, Start
 from plantrail.ledger.vocabulary.contract import StepTerms
+from plantrail.ledger.vocabulary.cut import cut, one_line
 from plantrail.ledger.vocabulary.events import Actor, ReasonCode, Source
 from plantrail.ledger.vocabulary.evidence import Report, Usage
 from plantrail.ledger.vocabulary.plan import CriterionSpec, PlanSpec, Policy, StepSpec
@@ -287,12 +288,6 @@ def _readable(title: str) -> bool:
     return bool(letters) and 2 * latin >= len(letters)
 
 
-def quote(text: str, limit: int) -> str:
-    """`text` on one line (whitespace collapsed), cut to `limit` characters with a trailing '…'."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
 def _timestamp(observation: Observation) -> str:
     if observation.timestamp:
         return observation.timestamp
@@ -428,13 +423,13 @@ class _Mapper(msgspec.Struct, dict=True):
         asked = request(observation.prompts, (observation.context, observation.context_line))
         follow_ups: list[str] = []
         if asked is not None:
-            self.goal = quote(asked.goal, GOAL_LIMIT)
+            self.goal = one_line(asked.goal, GOAL_LIMIT)
             described = f'what the user asked for is done: "{self.goal}"'
             if asked.whole is not None:
                 where = location(self.format, asked.line)
                 follow_ups.append(f"transcript {where}: the user's prompt in full: {asked.whole}")
             follow_ups += [
-                f"transcript {location(self.format, line)}: the user also wrote: {quote(_said(text), NOTE_LIMIT)}"
+                f"transcript {location(self.format, line)}: the user also wrote: {one_line(_said(text), NOTE_LIMIT)}"
                 for text, line in observation.prompts
                 if line > asked.line
             ]
@@ -529,7 +524,7 @@ class _Mapper(msgspec.Struct, dict=True):
         granted = observation.decision == "granted"
         why = observation.decision_why or ("the user approved the plan" if granted else "the user rejected the plan")
         said = observation.decision_words
-        why += f' at {where}: "{quote(said, WHY_LIMIT)}"' if said else f" at {where}"
+        why += f' at {where}: "{one_line(said, WHY_LIMIT)}"' if said else f" at {where}"
         decided = Decide(request=request, granted=granted, by="user", why=why, actor="user", source=source)
         if not granted:
             self.denied = {key: where for key in self.plan}
@@ -628,7 +623,7 @@ class _Mapper(msgspec.Struct, dict=True):
         elif user is not None:
             reason = "user_request"
             where = location(self.format, observation.context_line or 0)
-            why = f'the user wrote at {where}: "{quote(user, WHY_LIMIT)}"'
+            why = f'the user wrote at {where}: "{one_line(user, WHY_LIMIT)}"'
             notes.append(f"transcript {where}: the user wrote: {user}")
         else:
             reason = "agent_revision"
@@ -638,11 +633,11 @@ class _Mapper(msgspec.Struct, dict=True):
             where = location(self.format, observation.explanation_line or observation.line)
             notes.append(f"transcript {where}: the agent wrote: {said}")
             if user is None and verdict is None:
-                why = f'the agent wrote at {where}: "{quote(said, WHY_LIMIT)}"'
+                why = f'the agent wrote at {where}: "{one_line(said, WHY_LIMIT)}"'
         notes += [f"{here}: {note}" for note in (*update.notes, *changes)]
         return Replan(
             reason=reason,
-            why=quote(why, WHY_LIMIT + 100),
+            why=one_line(why, WHY_LIMIT + 100),
             plan=self._plan_spec(),
             observations=tuple(_cut(note) for note in notes),
             actor="agent",
@@ -797,7 +792,7 @@ def _unchecked(where: str) -> str:
 
 def _cut(note: str) -> str:
     """An observation cut to NOTE_LIMIT characters with a trailing '…'."""
-    return note if len(note) <= NOTE_LIMIT else note[: NOTE_LIMIT - 1] + "…"
+    return cut(note, NOTE_LIMIT)
 
 
 def _with_policy(command: Command, policy: Policy) -> Command:

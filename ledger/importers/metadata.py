@@ -24,6 +24,8 @@ from typing import Any, Final
 
 import orjson
 
+from plantrail.ledger.vocabulary.cut import cut as shorten
+
 __all__ = ["CUT_NAMES", "META_CAP", "META_DEPTH", "NAME_LIMIT", "marked_meta", "source_meta"]
 
 META_CAP: Final = 2048
@@ -75,7 +77,7 @@ def marked_meta(
 
 def _names(cut: list[str]) -> list[str]:
     """The names of the fields left out, bounded (see the module)."""
-    named = [name if len(name) <= NAME_LIMIT else name[: NAME_LIMIT - 1] + "…" for name in cut[:CUT_NAMES]]
+    named = [shorten(name, NAME_LIMIT) for name in cut[:CUT_NAMES]]
     if len(cut) > CUT_NAMES:
         named.append(f"... and {len(cut) - CUT_NAMES} more")
     return named

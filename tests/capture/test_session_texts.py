@@ -320,3 +320,40 @@ def test_a_run_its_stop_policy_ends_is_not_told_to_start_a_step(tmp_path: Path) 
     ), said
     assert "step_start" not in said
     _model_text(said)
+
+
+def test_a_ready_step_whose_side_effect_may_have_happened_is_checked_before_it_starts(tmp_path: Path) -> None:
+    """docs asked to send an email, then its attempt failed before the email was known sent: resume says the
+    effect is in doubt, so the model is told to check the target first, never to start docs at once."""
+    with Ledger.set_plan(_log(tmp_path), STEPS, run="sess-1", goal="fix the login", criteria=CRITERIA) as ledger:
+        ledger.start("docs")
+        ledger.request_effect("docs", "notify", "mail:team@example.com", before="no mail sent")
+        ledger.fail("docs", "the mail server timed out")
+
+    output = _hook(_payload("SessionStart", tmp_path, source="resume"))
+
+    said = output["additionalContext"]
+    assert said.endswith(
+        "Next: before docs starts again, check whether its side effect notify on 'mail:team@example.com' already "
+        "happened: if it did, record it with step_effect, phase committed; never do it twice."
+    ), said
+    _model_text(said)
+
+
+def test_a_run_paused_by_a_denied_approval_is_told_to_replan_not_to_ask_again(tmp_path: Path) -> None:
+    """The person denied ship's approval: the stop policy pauses the run until a replan removes or changes
+    ship, so the model is told that, never to ask for the same approval again or to start the ready step."""
+    with Ledger.set_plan(_log(tmp_path), STEPS, run="sess-1", goal="fix the login", criteria=CRITERIA) as ledger:
+        ledger.request_approval("ship-it", "may I ship?", "ship")
+        ledger.deny("ship-it", why="not this week")
+
+    output = _hook(_payload("SessionStart", tmp_path, source="resume"))
+
+    said = output["additionalContext"]
+    assert said.endswith(
+        "Next: the plan's stop policy paused this run: an approval for ship was denied; a replan that removes or "
+        "changes those steps ends the pause; replan with plan_set without those steps or with them changed, or ask "
+        "the user how to go on."
+    ), said
+    assert "step_start" not in said and "approval_request" not in said
+    _model_text(said)

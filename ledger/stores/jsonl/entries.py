@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from plantrail.ledger.stores.locations import default_run_id
+
 __all__ = ["Entries", "changed_entries", "folder_entries"]
 
 #: A folder's logs by run id (the file's name without ``.jsonl``): size and modification time in nanoseconds.
@@ -34,7 +36,7 @@ def folder_entries(folder: str) -> dict[str, tuple[int, int]]:
             st = entry.stat(follow_symlinks=False)
         except FileNotFoundError:  # removed between the listing and the look
             continue
-        found[entry.name[: -len(".jsonl")]] = (st.st_size, st.st_mtime_ns)
+        found[default_run_id(entry.name)] = (st.st_size, st.st_mtime_ns)
     return found
 
 

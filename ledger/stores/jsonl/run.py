@@ -336,12 +336,14 @@ class FolderStore:
 
     def run_ids(self) -> list[str]:
         """The ids of the folder's logs (``*.jsonl`` regular files: a symbolic link names no run), in order."""
+        from plantrail.ledger.stores.locations import default_run_id
+
         try:
             entries = list(os.scandir(self.location))
         except FileNotFoundError:
             return []
         return sorted(
-            e.name[: -len(".jsonl")] for e in entries if e.name.endswith(".jsonl") and e.is_file(follow_symlinks=False)
+            default_run_id(e.name) for e in entries if e.name.endswith(".jsonl") and e.is_file(follow_symlinks=False)
         )
 
     def head_position(self) -> dict[str, tuple[int, int]]:
