@@ -300,6 +300,12 @@ def build_app(where: str, *, token: str | None = None, poll: float = 0.25) -> An
     return guard
 
 
+def _leave_once_subscribed(subscribing: asyncio.Future[Callable[[], None]]) -> None:
+    """Leave the shared follow a stream subscribed to after it was gone (its subscription ended in a thread)."""
+    if not subscribing.cancelled() and subscribing.exception() is None:
+        subscribing.result()()
+
+
 async def _event_stream(disconnected: Callable[[], Awaitable[bool]], changes: SharedChanges) -> AsyncIterator[str]:
     """``event: runs`` with the ids of the runs that changed, as the store's shared follow reports them (this
     stream leaves it when the client goes), and a comment now and then to keep the stream open."""
@@ -312,7 +318,13 @@ async def _event_stream(disconnected: Callable[[], Awaitable[bool]], changes: Sh
         with contextlib.suppress(RuntimeError):  # the loop is closed: the server is stopping
             loop.call_soon_threadsafe(queue.put_nowait, item)
 
-    leave = await asyncio.to_thread(changes.subscribe, hand)  # a database's head is a query: not on the loop
+    # a database's head is a query: taken off the loop; a client gone meanwhile still leaves once subscribed
+    subscribing = asyncio.ensure_future(asyncio.to_thread(changes.subscribe, hand))
+    try:
+        leave = await asyncio.shield(subscribing)
+    except asyncio.CancelledError:
+        subscribing.add_done_callback(_leave_once_subscribed)
+        raise
     try:
         yield "retry: 1000\n: following\n\n"
         while True:

@@ -233,6 +233,34 @@ def test_open_tabs_share_one_follow_of_the_store(tmp_path: Path) -> None:
     assert first_errors == [] and second_errors == []
 
 
+def test_a_stream_gone_while_it_subscribes_still_leaves_the_shared_follow(tmp_path: Path) -> None:
+    """An event stream cancelled while its subscription is being made (the client went at once) leaves the
+    store's follow once the subscription is done, so the follow stops rather than running on for nobody."""
+    import asyncio
+
+    from plantrail.cli.serve import _event_stream
+    from plantrail.ledger.run_changes import SharedChanges
+
+    name = f"test-serve-gone-{tmp_path.name}"
+    changes = SharedChanges(str(tmp_path), poll=0.1, name=name)
+
+    async def gone() -> bool:
+        return True
+
+    async def open_and_go() -> None:
+        first = asyncio.ensure_future(_event_stream(gone, changes).__anext__())
+        await asyncio.sleep(0)  # the stream is subscribing, in a thread
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        deadline = time.monotonic() + 10  # the server's loop runs on: the subscription ends, then leaves
+        while any(t.name == name for t in threading.enumerate()) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+
+    asyncio.run(open_and_go())
+    assert not any(t.name == name for t in threading.enumerate())
+
+
 def test_the_agent_filter_in_the_page(tmp_path: Path) -> None:
     """The page's agent field filters the list through the server (the rows of the agent given)."""
     from plantrail.ledger.vocabulary.events import Source
