@@ -121,8 +121,7 @@ def _one_shot(runs: list[Run], sender: Sender, payloads: bool) -> tuple[list[dic
 
 
 def _follow(
-    single: Run | None,
-    store: Store | None,
+    watched: Run | Store,
     sender: Sender,
     *,
     marks: str | None,
@@ -130,8 +129,8 @@ def _follow(
     interval: float,
     report: Callable[[Follower, list[Span]], None],
 ) -> None:
-    """Poll the run (or every run of the store) until SIGINT or SIGTERM, which end it between two polls: a send
-    and the mark that records it are never separated by a stop."""
+    """Follow the run (or every run of the store) until SIGINT or SIGTERM, which end it between two sends: a
+    send and the mark that records it are never separated by a stop."""
     import signal
     import threading
 
@@ -142,17 +141,14 @@ def _follow(
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        _poll_until(
-            single, store, sender, marks=marks, payloads=payloads, interval=interval, report=report, stopped=stopped
-        )
+        _send_until(watched, sender, marks=marks, payloads=payloads, interval=interval, report=report, stopped=stopped)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
 
-def _poll_until(
-    single: Run | None,
-    store: Store | None,
+def _send_until(
+    watched: Run | Store,
     sender: Sender,
     *,
     marks: str | None,
@@ -161,21 +157,40 @@ def _poll_until(
     report: Callable[[Follower, list[Span]], None],
     stopped: threading.Event,
 ) -> None:
+    """Send what the run (or each run of the store) holds past its mark, then what each run the changes name
+    holds, until ``stopped``. The changes are :func:`plantrail.ledger.run_changes.run_changes`'s, which looks at
+    least every ``interval`` seconds; they start before the first sends, so nothing appended meanwhile is
+    missed. A run of the store that is gone is passed over."""
+    from plantrail.ledger.run_changes import run_changes
+    from plantrail.ledger.stores.protocol import Store
+
     followers: dict[str, Follower] = {}
-    while not stopped.is_set():
-        runs = [single] if single is not None else [store.run(run_id) for run_id in store.run_ids()]  # type: ignore[union-attr]
-        for run in runs:
-            if run.location not in followers:
-                with run:
-                    if not run.exists():
-                        continue
-                    folder, name = _marks_for(run, marks)
-                    followers[run.location] = Follower(run.location, run.header().run, folder, name, payloads)
-            follower = followers[run.location]
-            sent = follower.poll(sender)
-            if sent:
-                report(follower, sent)
-        stopped.wait(interval)
+
+    def send(run: Run, *, of_store: bool) -> None:
+        if run.location not in followers:
+            with run:
+                if not run.exists():
+                    return
+                folder, name = _marks_for(run, marks)
+                followers[run.location] = Follower(run.location, run.header().run, folder, name, payloads)
+        elif of_store and not run.exists():
+            return
+        follower = followers[run.location]
+        sent = follower.poll(sender)
+        if sent:
+            report(follower, sent)
+
+    changes = run_changes(watched, poll=interval, stop=stopped.is_set)
+    if not isinstance(watched, Store):
+        send(watched, of_store=False)
+        for _ in changes:
+            send(watched, of_store=False)
+        return
+    for run_id in watched.run_ids():
+        send(watched.run(run_id), of_store=True)
+    for changed in changes:
+        for run_id in sorted(changed):
+            send(watched.run(run_id), of_store=True)
 
 
 @click.command()
@@ -205,7 +220,8 @@ def _poll_until(
     type=click.FloatRange(min=0.01, max=3600),
     default=0.5,
     show_default=True,
-    help="With --follow: seconds between reads.",
+    help="With --follow: the most seconds between two looks for changes (a database's notice, or on Linux a "
+    "folder's, wakes it sooner).",
 )
 @click.option(
     "--timeout",
@@ -246,18 +262,18 @@ def otel(
     from plantrail.cli.common import locate_log
     from plantrail.cli.otel_sdk import Sender
     from plantrail.ledger.stores.opener import as_run, open_store
+    from plantrail.ledger.stores.protocol import Store
     from plantrail.ledger.vocabulary.errors import error
 
     if log is None and store is None:
         raise error("USAGE", "export otel needs a LOG or --store URL")
     if endpoint is not None and not endpoint.startswith(("http://", "https://")):
         raise error("USAGE", f"--endpoint must be an http:// or https:// URL, not {endpoint!r}")
-    single = as_run(locate_log(log, store)) if log is not None else None
-    whole = open_store(store) if single is None and store is not None else None
+    watched: Run | Store = as_run(locate_log(log, store)) if log is not None else open_store(store)
     sender = Sender(endpoint, timeout=timeout)
     try:
         if not follow:
-            runs = [single] if single is not None else list(whole.runs())  # type: ignore[union-attr]
+            runs = list(watched.runs()) if isinstance(watched, Store) else [watched]
             sent, torn = _one_shot(runs, sender, payloads)
             summary = {"ok": True, "endpoint": endpoint, "runs": sent}
             emit(as_json, summary, lambda: "\n".join(f"sent {r['spans']} spans of {r['run']}" for r in sent))
@@ -282,7 +298,7 @@ def otel(
                 text = f"sent {len(spans)} spans of {follower.run_id} (up to seq {follower.sent})"
                 click.echo(printable(text), err=True)
 
-        _follow(single, whole, sender, marks=marks, payloads=payloads, interval=interval, report=report)
+        _follow(watched, sender, marks=marks, payloads=payloads, interval=interval, report=report)
         sys.stdout.flush()
     finally:
         sender.close()

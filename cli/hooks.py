@@ -73,7 +73,7 @@ def opencode_command(store: str | None, as_json: bool) -> None:
 
     \b
     Example:
-      cp integrations/opencode/plantrail.ts .opencode/plugins/
+      plantrail install opencode
     """
     _call("opencode", store, as_json)
 

@@ -46,8 +46,7 @@ _NOTES = {
     "codex": "Codex's plan tool reaches no hook, so only the plan server was installed; the model keeps its plan "
     "there.",
     "cursor": "plantrail reads no Cursor hooks, so only the plan server was installed; the model keeps its plan there.",
-    "opencode": "OpenCode's hooks are a plugin: copy integrations/opencode/plantrail.ts into .opencode/plugins/ to "
-    "record its todo list too (docs/live-agents.md); the plan server was installed.",
+    "opencode": "OpenCode loads its plugins when it starts: start it again to record its todo list.",
 }
 
 
@@ -176,21 +175,15 @@ def _claude_servers(settings: Path) -> Path:
 
 
 def _agent(name: str, title: str, where: str) -> None:
-    """``install NAME`` and ``uninstall NAME`` for an agent whose plan server (and Gemini's hooks) install
-    writes."""
+    """``install NAME`` and ``uninstall NAME`` for an agent whose plan server (and Gemini's hooks, OpenCode's
+    plugin) install writes."""
 
     def installing(project: bool, as_json: bool) -> None:
-        from plantrail.ledger.capture.servers import config_path
-
         command = running_command()
-        path = config_path(name, _scope(project))
-        _emit(name, as_json, "add", [_installers()[name][0](path, command)], command)
+        _emit(name, as_json, "add", _installers()[name][0](_scope(project), command), command)
 
     def removing(project: bool, as_json: bool) -> None:
-        from plantrail.ledger.capture.servers import config_path
-
-        path = config_path(name, _scope(project))
-        _emit(name, as_json, "remov", [_installers()[name][1](path)])
+        _emit(name, as_json, "remov", _installers()[name][1](_scope(project)))
 
     installing.__doc__ = (
         f"Write the plan server into {title}'s configuration ({where}), running this plantrail by its absolute "
@@ -204,33 +197,73 @@ def _agent(name: str, title: str, where: str) -> None:
     uninstall.command(name=name)(_SCOPE(json_option(removing)))
 
 
-def _installers() -> dict[str, tuple[Callable[..., InstallReport], Callable[[Path], InstallReport]]]:
+#: Install into a scope (``project``, ``user``) running a command; uninstall from a scope: the files' reports.
+_Installing = Callable[[str, Sequence[str]], Sequence["InstallReport"]]
+_Removing = Callable[[str], Sequence["InstallReport"]]
+
+
+def _installers() -> dict[str, tuple[_Installing, _Removing]]:
     from functools import partial
 
     from plantrail.ledger.capture.codex_config import install_codex, uninstall_codex
     from plantrail.ledger.capture.servers import install_gemini, uninstall_gemini
 
     return {
-        "codex": (install_codex, uninstall_codex),
-        "gemini": (install_gemini, uninstall_gemini),
+        "codex": (partial(_one, "codex", install_codex), partial(_one_removed, "codex", uninstall_codex)),
+        "gemini": (partial(_one, "gemini", install_gemini), partial(_one_removed, "gemini", uninstall_gemini)),
         "cursor": (partial(_server, "cursor"), partial(_server_removed, "cursor")),
-        "opencode": (partial(_server, "opencode"), partial(_server_removed, "opencode")),
+        "opencode": (_opencode, _opencode_removed),
     }
 
 
-def _server(agent: str, path: Path, command: Sequence[str]) -> InstallReport:
-    from plantrail.ledger.capture.servers import install_server
+def _one(
+    agent: str, installing: Callable[[Path, Sequence[str]], InstallReport], scope: str, command: Sequence[str]
+) -> list[InstallReport]:
+    from plantrail.ledger.capture.servers import config_path
 
-    return install_server(path, agent, command)
+    return [installing(config_path(agent, scope), command)]
 
 
-def _server_removed(agent: str, path: Path) -> InstallReport:
-    from plantrail.ledger.capture.servers import uninstall_server
+def _one_removed(agent: str, removing: Callable[[Path], InstallReport], scope: str) -> list[InstallReport]:
+    from plantrail.ledger.capture.servers import config_path
 
-    return uninstall_server(path, agent)
+    return [removing(config_path(agent, scope))]
+
+
+def _server(agent: str, scope: str, command: Sequence[str]) -> list[InstallReport]:
+    from plantrail.ledger.capture.servers import config_path, install_server
+
+    return [install_server(config_path(agent, scope), agent, command)]
+
+
+def _server_removed(agent: str, scope: str) -> list[InstallReport]:
+    from plantrail.ledger.capture.servers import config_path, uninstall_server
+
+    return [uninstall_server(config_path(agent, scope), agent)]
+
+
+def _opencode(scope: str, command: Sequence[str]) -> list[InstallReport]:
+    """The plan server into opencode.json and the plugin file, both running ``command``; a plugin file of the
+    user's is refused (PLUGIN_EXISTS) before either is written."""
+    from plantrail.ledger.capture.opencode_plugin import check_plugin, install_opencode_plugin, plugin_path
+
+    plugin = plugin_path(scope)
+    check_plugin(plugin)
+    return [*_server("opencode", scope, command), install_opencode_plugin(plugin, command)]
+
+
+def _opencode_removed(scope: str) -> list[InstallReport]:
+    from plantrail.ledger.capture.opencode_plugin import plugin_path, uninstall_opencode_plugin
+
+    return [*_server_removed("opencode", scope), uninstall_opencode_plugin(plugin_path(scope))]
 
 
 _agent("codex", "Codex", ".codex/config.toml; ~/.codex/config.toml with --user")
 _agent("gemini", "Gemini CLI", ".gemini/settings.json, with the plan hooks; ~/.gemini/settings.json with --user")
 _agent("cursor", "Cursor", ".cursor/mcp.json; ~/.cursor/mcp.json with --user")
-_agent("opencode", "OpenCode", "opencode.json; ~/.config/opencode/opencode.json with --user")
+_agent(
+    "opencode",
+    "OpenCode",
+    "opencode.json, and the plugin that records its todo list, .opencode/plugins/plantrail.ts, never over a "
+    "plugin file of your own; both under ~/.config/opencode/ with --user",
+)

@@ -4,7 +4,8 @@ A small Starlette application, thin over the library's reads: the list is :func:
 (its filters, ``--agent`` and ``--search`` included, a page at a time), a run opens as the report ``plantrail
 report`` writes (:func:`plantrail.projections.report.report_data`), and ``/events`` streams server-sent events
 fed by :func:`plantrail.ledger.run_changes.run_changes` (LISTEN/NOTIFY on PostgreSQL, a scan of a folder's
-entries and sizes), so an open list follows its runs as they are appended to.
+entries and sizes), so an open list follows its runs as they are appended to: one follow of the store, shared
+by every open stream (:class:`plantrail.ledger.run_changes.SharedChanges`).
 
 Only GET is answered. The server binds to loopback unless given a token file; with a token, every request must
 carry it (``Authorization: Bearer``, or ``?token=`` once, which the page keeps as a same-site cookie).
@@ -15,6 +16,7 @@ inline, and their Content-Security-Policy allows nothing else.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import ipaddress
 import os
@@ -33,6 +35,7 @@ from plantrail.ledger.stores.locations import default_run_id
 from plantrail.ledger.vocabulary.errors import PlantrailError, error
 
 if TYPE_CHECKING:
+    from plantrail.ledger.run_changes import Handed, SharedChanges
     from plantrail.projections.runs import RunRow
 
 __all__ = ["PAGE_SIZE", "build_app", "is_loopback", "read_token", "serve_command"]
@@ -181,6 +184,7 @@ def build_app(where: str, *, token: str | None = None, poll: float = 0.25) -> An
     from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
     from starlette.routing import Route
 
+    from plantrail.ledger.run_changes import SharedChanges
     from plantrail.ledger.stores.jsonl.run import FolderStore
     from plantrail.ledger.stores.opener import open_store
 
@@ -191,6 +195,8 @@ def build_app(where: str, *, token: str | None = None, poll: float = 0.25) -> An
     location = str(store.location)
 
     listing = threading.Lock()
+    # one follow of the store, shared by every open event stream (started by the first, stopped after the last)
+    changes = SharedChanges(store, poll=poll, name="plantrail-serve-follow")
 
     def refused(status: int, exc: PlantrailError) -> JSONResponse:
         body = {"ok": False, "error": {"code": exc.code, "message": exc.message}}
@@ -248,7 +254,7 @@ def build_app(where: str, *, token: str | None = None, poll: float = 0.25) -> An
 
     async def events(request: Request) -> Response:
         return StreamingResponse(
-            _event_stream(request.is_disconnected, store.location, poll),
+            _event_stream(request.is_disconnected, changes),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
@@ -294,26 +300,31 @@ def build_app(where: str, *, token: str | None = None, poll: float = 0.25) -> An
     return guard
 
 
-async def _event_stream(disconnected: Callable[[], Awaitable[bool]], where: str, poll: float) -> AsyncIterator[str]:
-    """``event: runs`` with the ids of the runs that changed, as the store's follow reports them (read in a
-    thread that ends when the client goes), and a comment now and then to keep the stream open."""
+def _leave_once_subscribed(subscribing: asyncio.Future[Callable[[], None]]) -> None:
+    """Leave the shared follow a stream subscribed to after it was gone (its subscription ended in a thread)."""
+    if not subscribing.cancelled() and subscribing.exception() is None:
+        subscribing.result()()
+
+
+async def _event_stream(disconnected: Callable[[], Awaitable[bool]], changes: SharedChanges) -> AsyncIterator[str]:
+    """``event: runs`` with the ids of the runs that changed, as the store's shared follow reports them (this
+    stream leaves it when the client goes), and a comment now and then to keep the stream open."""
     import orjson
 
-    from plantrail.ledger.run_changes import run_changes
-
     loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[set[str] | PlantrailError] = asyncio.Queue()
-    done = threading.Event()
+    queue: asyncio.Queue[Handed] = asyncio.Queue()
 
-    def watch() -> None:
-        try:
-            for changed in run_changes(where, poll=poll, stop=done.is_set):
-                loop.call_soon_threadsafe(queue.put_nowait, changed)
-        except PlantrailError as exc:
-            loop.call_soon_threadsafe(queue.put_nowait, exc)
+    def hand(item: Handed) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: the server is stopping
+            loop.call_soon_threadsafe(queue.put_nowait, item)
 
-    thread = threading.Thread(target=watch, name="plantrail-serve-follow", daemon=True)
-    thread.start()
+    # a database's head is a query: taken off the loop; a client gone meanwhile still leaves once subscribed
+    subscribing = asyncio.ensure_future(asyncio.to_thread(changes.subscribe, hand))
+    try:
+        leave = await asyncio.shield(subscribing)
+    except asyncio.CancelledError:
+        subscribing.add_done_callback(_leave_once_subscribed)
+        raise
     try:
         yield "retry: 1000\n: following\n\n"
         while True:
@@ -330,7 +341,7 @@ async def _event_stream(disconnected: Callable[[], Awaitable[bool]], where: str,
                 return
             yield f"event: runs\ndata: {orjson.dumps(sorted(item)).decode()}\n\n"
     finally:
-        done.set()
+        leave()
 
 
 # --------------------------------------------------------------------------- the command

@@ -8,6 +8,11 @@ grew, shrank (a repair) or went away is a change. On Linux, inotify wakes the sc
 queue can overflow). Either way the caller gets a batch of run ids per wake-up, never the records themselves: a
 reader of the list asks the store again for the rows it shows.
 
+Where the changes start is the store's :meth:`~plantrail.ledger.stores.protocol.Store.head_position`, taken when
+:func:`run_changes` is called (not when the first batch is asked for): a caller that reads everything there is
+after the call misses nothing appended meanwhile. Given one run instead of a store, only that run's changes are
+reported (a log is watched by its own size and times, whatever its file is named).
+
     from plantrail.ledger.run_changes import run_changes
 
     for changed in run_changes(".plantrail/runs", stop=lambda: done):
@@ -22,44 +27,21 @@ import ctypes.util
 import os
 import select
 import sys
+import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from typing import Final
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Final
 
+from plantrail.ledger.stores.jsonl.entries import Entries, changed_entries, folder_entries
 from plantrail.ledger.stores.locations import default_run_id
 from plantrail.ledger.stores.opener import open_store
-from plantrail.ledger.stores.protocol import FollowsAll
+from plantrail.ledger.stores.protocol import FollowsAll, Store
+from plantrail.ledger.vocabulary.errors import PlantrailError
 
-__all__ = ["changed_entries", "folder_entries", "run_changes"]
+if TYPE_CHECKING:
+    from plantrail.ledger.stores.protocol import Run
 
-#: A folder's logs by run id (the file's name without ``.jsonl``): size and modification time in nanoseconds.
-Entries = Mapping[str, tuple[int, int]]
-
-
-def folder_entries(folder: str) -> dict[str, tuple[int, int]]:
-    """The folder's ``*.jsonl`` regular files (a symbolic link names no run) by run id, each with its size and
-    modification time; empty when the folder is gone."""
-    found: dict[str, tuple[int, int]] = {}
-    try:
-        entries = list(os.scandir(folder))
-    except FileNotFoundError:
-        return found
-    for entry in entries:
-        if not entry.name.endswith(".jsonl"):
-            continue
-        try:
-            if not entry.is_file(follow_symlinks=False):
-                continue
-            st = entry.stat(follow_symlinks=False)
-        except FileNotFoundError:  # removed between the listing and the look
-            continue
-        found[default_run_id(entry.name)] = (st.st_size, st.st_mtime_ns)
-    return found
-
-
-def changed_entries(before: Entries, after: Entries) -> set[str]:
-    """The run ids whose log appeared, went away, or changed size or modification time between two scans."""
-    return {run for run in before.keys() | after.keys() if before.get(run) != after.get(run)}
+__all__ = ["Handed", "SharedChanges", "changed_entries", "folder_entries", "run_changes"]
 
 
 #: inotify's events for a folder whose entries are created, written, moved or removed.
@@ -100,27 +82,25 @@ def _wait(fd: int | None, poll: float) -> None:
                 pass
 
 
-def _folder_changes(folder: str, poll: float, stop: Callable[[], bool]) -> Iterator[set[str]]:
+def _folder_changes(
+    folder: str, scan: Callable[[], Entries], seen: Entries, poll: float, stop: Callable[[], bool]
+) -> Iterator[set[str]]:
+    """The run ids whose entries (as ``scan`` gives them) differ from the last scan, starting from ``seen``."""
     with _inotify(folder) as fd:
-        yield from _scanned_changes(folder, fd, poll, stop)
+        while not stop():
+            _wait(fd, poll)
+            now = scan()
+            changed = changed_entries(seen, now)
+            seen = now
+            if changed:
+                yield changed
 
 
-def _scanned_changes(folder: str, fd: int | None, poll: float, stop: Callable[[], bool]) -> Iterator[set[str]]:
-    seen = folder_entries(folder)
-    while not stop():
-        _wait(fd, poll)
-        now = folder_entries(folder)
-        changed = changed_entries(seen, now)
-        seen = now
-        if changed:
-            yield changed
-
-
-def _followed_changes(store: FollowsAll, poll: float, stop: Callable[[], bool]) -> Iterator[set[str]]:
-    """The runs a store's follow across runs reports, from the records committed after it starts; each wake-up's
-    records as one batch (a batch ends when the follower would wait)."""
-    head = getattr(store, "head_position", None)
-    position = head() if head is not None else None  # only what is appended from now on is a change
+def _followed_changes(
+    store: FollowsAll, position: Any, ours: Callable[[str], bool], poll: float, stop: Callable[[], bool]
+) -> Iterator[set[str]]:
+    """The runs a store's follow across runs reports (those ``ours`` keeps), from the records committed after
+    ``position``; each wake-up's records as one batch (a batch ends when the follower would wait)."""
     pending: set[str] = set()
 
     def flushed() -> bool:
@@ -129,20 +109,141 @@ def _followed_changes(store: FollowsAll, poll: float, stop: Callable[[], bool]) 
     while not stop():
         for at, record in store.follow(after=position, poll=poll, stop=flushed):
             position = at
-            pending.add(record.run)
+            if ours(record.run):
+                pending.add(record.run)
         if pending:
             yield pending
             pending = set()
 
 
-def run_changes(
-    where: str | os.PathLike[str] | None = None, *, poll: float = 0.25, stop: Callable[[], bool] | None = None
-) -> Iterator[set[str]]:
-    """Batches of the ids of the runs of a runs folder or a database (as :func:`plantrail.ledger.runs.list_runs`
-    names them) appended to, repaired or removed after the call, until ``stop()`` is true (asked at least every
-    ``poll`` seconds). A folder's run id is its log's file name without ``.jsonl``."""
-    store = open_store(where)
-    halt = stop if stop is not None else (lambda: False)
+def _file_entry(path: str) -> Callable[[], Entries]:
+    """A scan of one log: its size and modification time under its run id (nothing when it is gone)."""
+    run_id = default_run_id(path)
+
+    def scan() -> Entries:
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return {}
+        return {run_id: (st.st_size, st.st_mtime_ns)}
+
+    return scan
+
+
+def _one_run(run: Run, poll: float, stop: Callable[[], bool]) -> Iterator[set[str]]:
+    """The changes of ``run`` alone: a database's follow kept to the run's records, or the log's own entry."""
+    store = run.store
     if isinstance(store, FollowsAll):
-        return _followed_changes(store, poll, halt)
-    return _folder_changes(store.location, poll, halt)
+
+        def ours(found: str) -> bool:
+            return store.run(found).location == run.location
+
+        return _followed_changes(store, store.head_position(), ours, poll, stop)
+    scan = _file_entry(run.location)
+    return _folder_changes(os.path.dirname(run.location) or ".", scan, scan(), poll, stop)
+
+
+def run_changes(
+    where: str | os.PathLike[str] | Store | Run | None = None,
+    *,
+    poll: float = 0.25,
+    stop: Callable[[], bool] | None = None,
+) -> Iterator[set[str]]:
+    """Batches of the ids of the runs of a runs folder or a database (named, as
+    :func:`plantrail.ledger.runs.list_runs` names them, or a store object) appended to, repaired or removed
+    after the call, until ``stop()`` is true (asked at least every ``poll`` seconds). A folder's run id is its
+    log's file name without ``.jsonl``. Given a run object, only that run's changes, under its id in its store."""
+    halt = stop if stop is not None else (lambda: False)
+    if where is not None and not isinstance(where, str | os.PathLike | Store):
+        return _one_run(where, poll, halt)
+    store: Store = where if isinstance(where, Store) else open_store(where)
+    position = store.head_position()  # now: only what is appended from here on is a change
+    if isinstance(store, FollowsAll):
+        return _followed_changes(store, position, lambda found: True, poll, halt)
+    return _folder_changes(store.location, lambda: folder_entries(store.location), position, poll, halt)
+
+
+#: What a subscriber of :class:`SharedChanges` is handed: a batch of run ids, or the error that ended the follow.
+Handed = set[str] | PlantrailError
+
+
+class SharedChanges:
+    """One follow of a store's changes (:func:`run_changes`, in a thread named ``name``) handed to every
+    subscriber, for a server whose many clients watch one store: the first subscriber starts it, the last to
+    leave stops it (within ``poll`` seconds). A follow that fails hands its error to the subscribers of the time
+    and ends; the next subscriber starts another.
+
+        changes = SharedChanges(".plantrail/runs")
+        leave = changes.subscribe(lambda batch: print(batch))
+        ...
+        leave()
+    """
+
+    def __init__(self, where: str | os.PathLike[str] | Store, *, poll: float = 0.25, name: str = "run-changes") -> None:
+        self._where = where
+        self._poll = poll
+        self._name = name
+        self._lock = threading.Lock()
+        #: The running follow's subscribers and its stop, or None while no follow runs.
+        self._follow: tuple[dict[int, Callable[[Handed], None]], threading.Event] | None = None
+        self._next = 0
+
+    def subscribe(self, hand: Callable[[Handed], None]) -> Callable[[], None]:
+        """Hand each batch (and the error that ends the follow) to ``hand``, called in the follow's thread; the
+        function returned unsubscribes. The first subscriber's call takes the store's head (a database's is a
+        query): the changes after it are handed on."""
+        with self._lock:
+            if self._follow is None:
+                follow: tuple[dict[int, Callable[[Handed], None]], threading.Event] = ({}, threading.Event())
+                try:  # the changes start now, before this subscriber reads what there is
+                    changes: Iterator[set[str]] | PlantrailError = run_changes(
+                        self._where, poll=self._poll, stop=follow[1].is_set
+                    )
+                except PlantrailError as exc:
+                    changes = exc
+                self._follow = follow
+                threading.Thread(target=self._run, args=(changes, *follow), name=self._name, daemon=True).start()
+            subscribers, _ = self._follow
+            key = self._next
+            self._next += 1
+            subscribers[key] = hand
+            mine = self._follow
+
+        def leave() -> None:
+            with self._lock:
+                subscribers, done = mine
+                if subscribers.pop(key, None) is not None and not subscribers:
+                    done.set()
+                    if self._follow is mine:
+                        self._follow = None
+
+        return leave
+
+    def _run(
+        self,
+        changes: Iterator[set[str]] | PlantrailError,
+        subscribers: dict[int, Callable[[Handed], None]],
+        done: threading.Event,
+    ) -> None:
+        try:
+            if isinstance(changes, PlantrailError):
+                raise changes
+            for changed in changes:
+                self._hand(subscribers, changed)
+        except PlantrailError as exc:
+            self._over(subscribers)
+            self._hand(subscribers, exc)
+        finally:
+            self._over(subscribers)
+
+    def _over(self, subscribers: dict[int, Callable[[Handed], None]]) -> None:
+        """This follow has ended: the next subscriber starts another."""
+        with self._lock:
+            if self._follow is not None and self._follow[0] is subscribers:
+                self._follow = None
+
+    def _hand(self, subscribers: dict[int, Callable[[Handed], None]], item: Handed) -> None:
+        with self._lock:
+            hands = list(subscribers.values())
+        for hand in hands:
+            hand(item)

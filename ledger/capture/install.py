@@ -174,12 +174,12 @@ class ConfigFile:
         with _opened(cls, path) as settings:
             yield settings
 
-    def read_raw(self) -> bytes | None:
-        """The file's bytes (None when there is no file yet)."""
+    def read_raw(self, what: str = "settings file") -> bytes | None:
+        """The file's bytes (None when there is no file yet); ``what`` names the file in errors."""
         if self.folder is None:
             return None
         try:
-            fd = self.folder.open_file(self.name, what="settings file")
+            fd = self.folder.open_file(self.name, what=what)
         except PlantrailError as exc:
             if exc.code == "FILE_NOT_FOUND":
                 return None
@@ -188,7 +188,7 @@ class ConfigFile:
             from plantrail.ledger.stores.owned import read_descriptor
 
             self.found = os.fstat(fd)
-            self.raw = read_descriptor(fd, SETTINGS_CAP, self.folder.child(self.name), "settings file")
+            self.raw = read_descriptor(fd, SETTINGS_CAP, self.folder.child(self.name), what)
         finally:
             os.close(fd)
         return self.raw
@@ -207,22 +207,25 @@ class ConfigFile:
         """Write ``after`` as JSON when it changed anything (see :meth:`write_raw`)."""
         return self.write_raw(orjson.dumps(after, option=orjson.OPT_INDENT_2) + b"\n", changed)
 
-    def write_raw(self, new: bytes, changed: tuple[str, ...]) -> InstallReport:
-        """Write ``new`` when ``changed`` names anything: the file as it was kept as the backup beside it, the new
-        one renamed in; both with the file's mode and owner."""
+    def write_raw(
+        self, new: bytes, changed: tuple[str, ...], *, backup: bool = True, what: str = "settings file"
+    ) -> InstallReport:
+        """Write ``new`` when ``changed`` names anything: the file as it was kept as the backup beside it (unless
+        not ``backup``: a file holding nothing but what plantrail wrote), the new one renamed in; both with the
+        file's mode and owner."""
         if not changed:
             return InstallReport(str(self.path), (), None)
         if self.folder is None:
             self.folder = Folder.open(self.where, create=True, what="settings folder")
         mode = None if self.found is None else stat.S_IMODE(self.found.st_mode)
         owner = None if self.found is None else (self.found.st_uid, self.found.st_gid)
-        backup = None
-        if self.raw is not None:
+        kept = None
+        if self.raw is not None and backup:
             name = self.name + BACKUP_SUFFIX
             self.folder.replace(name, self.raw, mode=mode, owner=owner, what="settings backup")
-            backup = self.folder.child(name) if self.linked else str(self.path) + BACKUP_SUFFIX
-        self.folder.replace(self.name, new, mode=mode, owner=owner, what="settings file")
-        return InstallReport(str(self.path), changed, backup)
+            kept = self.folder.child(name) if self.linked else str(self.path) + BACKUP_SUFFIX
+        self.folder.replace(self.name, new, mode=mode, owner=owner, what=what)
+        return InstallReport(str(self.path), changed, kept)
 
 
 @contextmanager

@@ -273,7 +273,8 @@ class DatabaseStore:
         return follow(self.location, after=after, poll_s=poll_seconds(poll), stop=stop)
 
     def head_position(self) -> GlobalPosition | None:
-        """The position after every record committed now (None: the database holds none), for :meth:`follow`."""
+        """The position after every record committed now (None: the database holds none), for :meth:`follow`
+        and :func:`plantrail.ledger.run_changes.run_changes`."""
         from plantrail.ledger.stores.postgres import global_head
 
         return global_head(self.location)

@@ -298,6 +298,7 @@ class Run(RunReader, Protocol):
         ...
 
 
+@runtime_checkable
 class Store(Protocol):
     """Where runs live: a runs folder of JSONL files, or a database."""
 
@@ -308,6 +309,13 @@ class Store(Protocol):
 
     def run_ids(self) -> list[str]:
         """The ids of the runs the store holds, in order."""
+        ...
+
+    def head_position(self) -> Any:
+        """Where the store's changes stand now, for :func:`plantrail.ledger.run_changes.run_changes`: what is
+        appended to a run after it is a change. A database's position in the order it committed its records
+        (None when it holds none, the ``after`` of :meth:`FollowsAll.follow`); a folder's logs with their sizes
+        and times."""
         ...
 
     def run(self, run_id: str) -> Run:

@@ -460,6 +460,7 @@ CODES: Mapping[str, tuple[type[PlantrailError], str]] = {
         "a hook payload is not JSON, names no session, or is an event or tool the hook does not take",
     ),
     "SETTINGS_INVALID": (Refused, "an agent's settings file cannot be parsed, so install leaves it alone"),
+    "PLUGIN_EXISTS": (Refused, "a file plantrail did not write is at the plugin's path, so install leaves it alone"),
     # the web view (plantrail serve)
     "NON_LOOPBACK_BIND": (UsageError, "serve was asked to listen beyond loopback without a token file"),
     "TOKEN_FILE_INVALID": (UsageError, "serve's token file cannot be read, or holds no token of 16 characters or more"),

@@ -145,5 +145,6 @@ def test_the_opencode_plugin_forwards_todo_updated_to_the_hook() -> None:
     """The OpenCode plugin file forwards todo.updated events, with the directory, to `plantrail hook opencode`."""
     plugin = (INTEGRATIONS / "opencode" / "plantrail.ts").read_text()
 
-    assert 'event.type !== "todo.updated"' in plugin and "plantrail hook opencode" in plugin
+    assert 'event.type !== "todo.updated"' in plugin and "${PLANTRAIL} hook opencode" in plugin
+    assert 'const PLANTRAIL = ["plantrail"]' in plugin
     assert "directory" in plugin

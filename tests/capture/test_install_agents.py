@@ -133,9 +133,9 @@ def test_each_json_agent_installs_once_keeps_a_backup_and_uninstalls_back(
     again = json.loads(_plantrail(tmp_path, "install", agent, "--json").stdout)
 
     assert first.returncode == 0, first.stderr
-    [written] = json.loads(first.stdout)["files"]
+    written = json.loads(first.stdout)["files"][0]
     assert written["file"] == str(path) and json.loads(Path(written["backup"]).read_text()) == theirs
-    assert again["files"][0]["changed"] == []
+    assert [file["changed"] for file in again["files"]] == [[]] * len(again["files"])
     installed = json.loads(path.read_text())
     entry = installed[key]["plantrail"]
     command = entry["command"] if agent == "opencode" else [entry["command"], *entry["args"]]
@@ -143,11 +143,93 @@ def test_each_json_agent_installs_once_keeps_a_backup_and_uninstalls_back(
     if agent == "gemini":
         [hook] = installed["hooks"]["AfterTool"][0]["hooks"]
         assert hook["command"] == f"{PLANTRAIL} hook gemini" and installed["hooks"]["Stop"] == THEIRS["hooks"]["Stop"]
+    elif agent == "opencode":
+        assert json.loads(first.stdout)["note"].endswith("start it again to record its todo list.")
     else:
-        assert json.loads(first.stdout)["note"].endswith(("there.", "installed."))
+        assert json.loads(first.stdout)["note"].endswith("there.")
 
     _plantrail(tmp_path, "uninstall", agent)
     assert json.loads(path.read_text()) == theirs
+
+
+def test_install_opencode_writes_its_plugin_running_this_plantrail_and_uninstall_removes_it(tmp_path: Path) -> None:
+    """install opencode writes .opencode/plugins/plantrail.ts with this plantrail's absolute command (and no
+    backup of it), is idempotent, replaces an earlier plugin of its own, and uninstall removes the file."""
+    from plantrail.ledger.capture.opencode_plugin import plugin_source
+
+    plugin = tmp_path / ".opencode" / "plugins" / "plantrail.ts"
+    first = json.loads(_plantrail(tmp_path, "install", "opencode", "--json").stdout)
+    again = json.loads(_plantrail(tmp_path, "install", "opencode", "--json").stdout)
+
+    assert [(f["file"], f["changed"]) for f in first["files"]] == [
+        (str(tmp_path / "opencode.json"), ["mcp.plantrail"]),
+        (str(plugin), ["plugin"]),
+    ]
+    assert plugin.read_bytes() == plugin_source((str(PLANTRAIL),))
+    assert [f["changed"] for f in again["files"]] == [[], []]
+
+    plugin.write_bytes(plugin_source(("/old/bin/plantrail",)))  # an earlier install's, of another plantrail
+    replaced = json.loads(_plantrail(tmp_path, "install", "opencode", "--json").stdout)
+    assert replaced["files"][1] == {"file": str(plugin), "changed": ["plugin"], "backup": None}
+    assert plugin.read_bytes() == plugin_source((str(PLANTRAIL),))
+    assert sorted(p.name for p in plugin.parent.iterdir()) == ["plantrail.ts"]
+
+    removed = json.loads(_plantrail(tmp_path, "uninstall", "opencode", "--json").stdout)
+    assert [f["changed"] for f in removed["files"]] == [["mcp.plantrail"], ["plugin"]]
+    assert not plugin.exists() and json.loads((tmp_path / "opencode.json").read_text()) == {}
+    nothing = json.loads(_plantrail(tmp_path, "uninstall", "opencode", "--json").stdout)
+    assert [f["changed"] for f in nothing["files"]] == [[], []]
+
+
+def test_install_opencode_user_writes_under_the_home_config_folder(tmp_path: Path) -> None:
+    """With --user, the plan server goes into ~/.config/opencode/opencode.json and the plugin into
+    ~/.config/opencode/plugins/plantrail.ts; nothing is written in the project."""
+    home = tmp_path / "home"
+    project = tmp_path / "project"
+    project.mkdir()
+
+    done = _plantrail(project, "install", "opencode", "--user", "--json", home=home)
+
+    assert done.returncode == 0, done.stderr
+    folder = home / ".config" / "opencode"
+    assert [f["file"] for f in json.loads(done.stdout)["files"]] == [
+        str(folder / "opencode.json"),
+        str(folder / "plugins" / "plantrail.ts"),
+    ]
+    assert f'const PLANTRAIL = ["{PLANTRAIL}"]' in (folder / "plugins" / "plantrail.ts").read_text()
+    assert list(project.iterdir()) == []
+
+
+@pytest.mark.parametrize("theirs", [b"", b"export const Mine = async () => ({})\n", b"// plantrail for me\n"])
+def test_install_opencode_never_overwrites_a_plugin_file_of_the_users(tmp_path: Path, theirs: bytes) -> None:
+    """A file at .opencode/plugins/plantrail.ts without plantrail's first line is the user's: install refuses
+    it with PLUGIN_EXISTS before writing anything (no opencode.json), and uninstall leaves it."""
+    plugin = tmp_path / ".opencode" / "plugins" / "plantrail.ts"
+    plugin.parent.mkdir(parents=True)
+    plugin.write_bytes(theirs)
+
+    done = _plantrail(tmp_path, "install", "opencode")
+
+    assert done.returncode == 1 and done.stderr.startswith(f"error[PLUGIN_EXISTS]: {plugin} "), done.stderr
+    assert "Traceback" not in done.stderr and plugin.read_bytes() == theirs
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".opencode"]
+    assert sorted(p.name for p in plugin.parent.iterdir()) == ["plantrail.ts"]
+
+    removed = _plantrail(tmp_path, "uninstall", "opencode", "--json")
+    assert removed.returncode == 0 and plugin.read_bytes() == theirs
+
+
+def test_install_opencode_refuses_a_fifo_at_the_plugin_path_without_waiting_on_it(tmp_path: Path) -> None:
+    """A FIFO planted at .opencode/plugins/plantrail.ts is refused (NOT_A_FILE) without blocking, before
+    opencode.json is written."""
+    plugin = tmp_path / ".opencode" / "plugins" / "plantrail.ts"
+    plugin.parent.mkdir(parents=True)
+    os.mkfifo(plugin)
+
+    done = _plantrail(tmp_path, "install", "opencode")
+
+    assert done.returncode == 4 and done.stderr.startswith("error[NOT_A_FILE]: "), done.stderr
+    assert not (tmp_path / "opencode.json").exists()
 
 
 def test_install_codex_keeps_the_users_comments_and_uninstalls_to_the_same_bytes(tmp_path: Path) -> None:

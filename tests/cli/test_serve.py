@@ -204,6 +204,63 @@ def test_a_database_list_follows_its_runs_in_the_browser(tmp_path: Path) -> None
         _live_list(url, lambda run, url=url: f"{url}#{run}", lambda run: run)
 
 
+def _follows() -> int:
+    """The threads following a served store's changes in this process (the test's server runs in it)."""
+    return sum(1 for thread in threading.enumerate() if thread.name == "plantrail-serve-follow" and thread.is_alive())
+
+
+def test_open_tabs_share_one_follow_of_the_store(tmp_path: Path) -> None:
+    """Two tabs of the list keep two event streams open on one follow of the store (one thread), both redraw
+    the row of a run appended to, and the follow stops once both are closed."""
+    require_browser()
+    populate(lambda run: str(tmp_path / f"{run}.jsonl"))
+    with serving(str(tmp_path)) as base, launched() as browser:
+        before = _follows()
+        first, _, first_errors = _open_list(browser, base)
+        second, _, second_errors = _open_list(browser, base)
+        assert _follows() == before + 1
+        with Ledger.open(tmp_path / "beta.jsonl") as ledger:
+            ledger.start("reproduce")
+        for page in (first, second):
+            page.wait_for_selector('tr[data-run="beta"][data-seq="5"]', timeout=5_000)
+        assert _follows() == before + 1
+        first.close()
+        second.close()
+        deadline = time.monotonic() + 10
+        while _follows() > before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _follows() == before
+    assert first_errors == [] and second_errors == []
+
+
+def test_a_stream_gone_while_it_subscribes_still_leaves_the_shared_follow(tmp_path: Path) -> None:
+    """An event stream cancelled while its subscription is being made (the client went at once) leaves the
+    store's follow once the subscription is done, so the follow stops rather than running on for nobody."""
+    import asyncio
+
+    from plantrail.cli.serve import _event_stream
+    from plantrail.ledger.run_changes import SharedChanges
+
+    name = f"test-serve-gone-{tmp_path.name}"
+    changes = SharedChanges(str(tmp_path), poll=0.1, name=name)
+
+    async def gone() -> bool:
+        return True
+
+    async def open_and_go() -> None:
+        first = asyncio.ensure_future(_event_stream(gone, changes).__anext__())
+        await asyncio.sleep(0)  # the stream is subscribing, in a thread
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        deadline = time.monotonic() + 10  # the server's loop runs on: the subscription ends, then leaves
+        while any(t.name == name for t in threading.enumerate()) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+
+    asyncio.run(open_and_go())
+    assert not any(t.name == name for t in threading.enumerate())
+
+
 def test_the_agent_filter_in_the_page(tmp_path: Path) -> None:
     """The page's agent field filters the list through the server (the rows of the agent given)."""
     from plantrail.ledger.vocabulary.events import Source

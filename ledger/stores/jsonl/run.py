@@ -358,6 +358,13 @@ class FolderStore:
             default_run_id(e.name) for e in entries if e.name.endswith(".jsonl") and e.is_file(follow_symlinks=False)
         )
 
+    def head_position(self) -> dict[str, tuple[int, int]]:
+        """Where the folder's changes stand now: each ``*.jsonl`` regular file's size and modification time, by
+        run id (:func:`plantrail.ledger.stores.jsonl.entries.folder_entries`)."""
+        from plantrail.ledger.stores.jsonl.entries import folder_entries
+
+        return folder_entries(self.location)
+
     def run(self, run_id: str) -> FileRun:
         """Run ``run_id`` of the folder; INVALID_ID when it is no run id, NOT_A_FILE when the folder holds something
         other than a regular file at its name (a symbolic link is never followed)."""
