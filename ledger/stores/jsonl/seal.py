@@ -226,13 +226,23 @@ class CacheFolder:
     def stamp(self) -> tuple[int, int] | None:
         """The file system's clock now, as the change time of a fresh file in the folder, and the folder's device:
         a timestamp on the same clock and granularity as a log beside the folder (the racy-git rule compares
-        the two); None when no file can be made."""
+        the two); None when no file can be made.
+
+        The file's change time is looked at, then changed once more (its mode set to what it is) and read
+        again. Where the file system keeps multigrain timestamps (Linux 6.13 and later: ext4, XFS, Btrfs,
+        tmpfs), a change to a file whose change time was looked at gets a fine-grained time, past every
+        change time given before on any file, and every later change of any file gets one at or past it: so
+        the stamp is past the log's own last change at once, and a writer need not wait for the coarse clock
+        to tick (:func:`plantrail.ledger.stores.jsonl.cache.save_snapshot`). Elsewhere both changes read the
+        same coarse clock, and the later one is the stamp, as good as the first."""
         tmp = f".stamp.{secrets.token_hex(8)}.tmp"
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600, dir_fd=self._fd)
         except OSError:
             return None
         try:
+            os.fstat(fd)  # looked at: on a multigrain file system its next change gets a fine-grained time
+            os.fchmod(fd, 0o600)
             st = os.fstat(fd)
         except OSError:
             return None
