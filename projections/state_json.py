@@ -102,8 +102,24 @@ Lazy = Callable[[Any], Payload]
 _REF: Final = "$ref"
 
 
+#: The values :func:`_externalize` gives back as they are: JSON's scalars (orjson writes them, and tuples and
+#: lists of nothing else, itself).
+_ATOMS: Final = frozenset({int, float, bool, type(None)})
+
+
 def _externalize(value: Any, refer: Refer) -> Any:
-    """``value`` as plain JSON data, every string longer than INLINE_MAX that ``refer`` can name referenced."""
+    """``value`` as plain JSON data, every string longer than INLINE_MAX that ``refer`` can name referenced.
+
+    A state's history grows with its log (the adoption seq of every version, the late results, the attempts
+    replans cut off), so the common kinds are told by their exact type first, and a tuple or list of scalars
+    (every version's adoption seq) is given back whole rather than walked."""
+    kind = type(value)
+    if kind in _ATOMS:
+        return value
+    if kind is tuple or kind is list:
+        if set(map(type, value)) <= _ATOMS:
+            return value
+        return [_externalize(v, refer) for v in value]
     if isinstance(value, str):
         if len(value) > INLINE_MAX:
             ref = refer(value)
@@ -113,7 +129,7 @@ def _externalize(value: Any, refer: Refer) -> Any:
     if isinstance(value, Payload):
         return {_REF: list(value.ref)}  # the reference it was read as: the text itself is not needed
     if isinstance(value, tuple) and hasattr(value, "_asdict"):
-        return {k: _externalize(v, refer) for k, v in value._asdict().items()}
+        return {k: _externalize(v, refer) for k, v in zip(value._fields, value, strict=True)}
     if isinstance(value, Table):
         return [_externalize(v, refer) for v in value.values_in_order()]
     if isinstance(value, tuple | list):
