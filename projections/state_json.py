@@ -16,6 +16,7 @@ workers report).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -176,7 +177,13 @@ def _plan(d: dict[str, Any] | None) -> PlanSpec | None:
 
 
 def _step_spec(s: dict[str, Any]) -> StepSpec:
+    if len(s) == _SPEC_FIELDS and s.get("terms", 0) is None:  # a v1 step (every late result's, every cut-off's)
+        return StepSpec(s["id"], s["title"], tuple(s["depends_on"]), s["completion_evidence"], s["max_attempts"])
     return StepSpec(**{**s, "depends_on": tuple(s["depends_on"]), "terms": _terms(s)})
+
+
+#: How many fields a step's spec is written with (every one of its dataclass's).
+_SPEC_FIELDS: Final = len(dataclasses.fields(StepSpec))
 
 
 def _optional_spec(s: dict[str, Any] | None) -> StepSpec | None:
