@@ -58,6 +58,7 @@ from plantrail.projections.table import Table
 
 __all__ = [
     "INLINE_MAX",
+    "KEPT_FIELDS",
     "REDUCER_VERSION",
     "Fill",
     "Lazy",
@@ -65,8 +66,10 @@ __all__ = [
     "decode_orphans",
     "decode_state",
     "decode_version",
+    "encode_kept",
     "encode_state",
     "encode_version",
+    "without_kept",
 ]
 
 #: Bump whenever evolve's semantics change: snapshots made under another value are ignored. 2: a consumer that
@@ -130,7 +133,7 @@ def _externalize(value: Any, refer: Refer) -> Any:
     if isinstance(value, Payload):
         return {_REF: list(value.ref)}  # the reference it was read as: the text itself is not needed
     if isinstance(value, tuple) and hasattr(value, "_asdict"):
-        return {k: _externalize(v, refer) for k, v in zip(value._fields, value, strict=True)}
+        return {k: _externalize(v, refer) for k, v in value._asdict().items()}
     if isinstance(value, Table):
         return [_externalize(v, refer) for v in value.values_in_order()]
     if isinstance(value, tuple | list):
@@ -144,6 +147,27 @@ def encode_state(state: PlanState, refer: Refer | None = None) -> bytes:
     if refer is None:
         return orjson.dumps(state, default=_default)
     return orjson.dumps(_externalize(state, refer), default=_default)
+
+
+#: The members of a state that grow with its log, kept whole by the reducer: every late result, every attempt a
+#: replan cut off whose result has not come, every version's adoption seq (at 10^6 events about 90 % of the
+#: state's bytes). A snapshot holds them apart (:func:`encode_kept`), so that a writer whose turn changed none
+#: of them writes them again only when another writer replaced them.
+KEPT_FIELDS: Final = ("orphans", "cut_off", "adoptions")
+
+
+def without_kept(state: PlanState) -> PlanState:
+    """``state`` with its :data:`KEPT_FIELDS` empty (the rest of a snapshot; :func:`decode_state` puts them back)."""
+    return state._replace(orphans=(), cut_off=(), adoptions=())
+
+
+def encode_kept(state: PlanState, refer: Refer | None = None) -> bytes:
+    """The state's :data:`KEPT_FIELDS` as one compact JSON object, large strings referred to as
+    :func:`encode_state` refers to them."""
+    kept = {name: getattr(state, name) for name in KEPT_FIELDS}
+    if refer is None:
+        return orjson.dumps(kept, default=_default)
+    return orjson.dumps({name: _externalize(value, refer) for name, value in kept.items()}, default=_default)
 
 
 def _internalize(value: Any, fill: Fill) -> Any:
@@ -348,11 +372,20 @@ def _keep_lazy(d: dict[str, Any], lazy: Lazy) -> int:
     return made
 
 
-def decode_state(raw: bytes, fill: Fill | None = None, lazy: Lazy | None = None) -> PlanState:
+def decode_state(
+    raw: bytes, fill: Fill | None = None, lazy: Lazy | None = None, kept: bytes | None = None
+) -> PlanState:
     """The state :func:`encode_state` encoded; ``fill`` gives the string behind each reference (a reference
     without ``fill`` is a ValueError), but with ``lazy`` each reference in evidence is kept as the
-    :class:`Payload` ``lazy`` makes of it (not read)."""
+    :class:`Payload` ``lazy`` makes of it (not read). ``kept`` is the state's :data:`KEPT_FIELDS` as
+    :func:`encode_kept` wrote them, when ``raw`` is the rest (:func:`without_kept`)."""
     d = orjson.loads(raw)
+    if kept is not None:
+        members = orjson.loads(kept)
+        if not isinstance(members, dict) or set(members) != set(KEPT_FIELDS):
+            raise ValueError("a snapshot's kept members are not the state's")
+        d.update(members)
+        raw += kept  # the references below are counted over both
     # Each reference is an object ``{"$ref": ...}`` and a string holds its quotes escaped: when every such
     # object is evidence kept lazy, none is left to fill.
     lazy_only = lazy is not None and b'"$ref"' in raw and _keep_lazy(d, lazy) == raw.count(b'{"$ref":')

@@ -29,7 +29,7 @@ import os
 import secrets
 import stat
 import time
-from typing import Final
+from typing import Final, NamedTuple
 
 from plantrail.ledger.stores.files import read_regular
 
@@ -38,6 +38,7 @@ __all__ = [
     "MAX_CACHE_FILE",
     "STATE_ENV",
     "CacheFolder",
+    "FileId",
     "cache_key",
     "mac",
     "seal",
@@ -125,6 +126,14 @@ def unseal(key: bytes, kind: str, blob: bytes) -> bytes | None:
     tag = blob[len(_MAGIC) : len(_MAGIC) + _TAG]
     payload = blob[len(_MAGIC) + _TAG :]
     return payload if hmac.compare_digest(tag, _tag(key, kind, payload)) else None
+
+
+class FileId(NamedTuple):
+    """A cache file as :meth:`CacheFolder.file_id` tells it from another written under its name."""
+
+    ino: int
+    size: int
+    mtime_ns: int
 
 
 #: How old a temporary file left in a cache folder must be before a writer removes it (:meth:`CacheFolder.write`).
@@ -262,29 +271,41 @@ class CacheFolder:
         blob = read_regular(name, limit + len(_MAGIC) + _TAG, dir_fd=self._fd)
         return None if blob is None else unseal(self._key, kind, blob)
 
-    def write(self, name: str, kind: str, payload: bytes) -> bool:
-        """Seal ``payload`` into ``name`` atomically (exclusive temporary file, then rename); False on failure."""
+    def file_id(self, name: str) -> FileId | None:
+        """What tells the file ``name`` from any other written under that name (its inode, size and write time:
+        every write renames a new file into place), without reading it; None when it is missing or not a
+        regular file."""
+        try:
+            st = os.stat(name, dir_fd=self._fd, follow_symlinks=False)
+        except OSError:
+            return None
+        return FileId(st.st_ino, st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
+
+    def write(self, name: str, kind: str, payload: bytes) -> FileId | None:
+        """Seal ``payload`` into ``name`` atomically (exclusive temporary file, then rename); the written file's
+        :class:`FileId` (as :meth:`file_id` gives it while nobody replaced it since), None on failure."""
         tmp = f".{name}.{secrets.token_hex(8)}.tmp"
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600, dir_fd=self._fd)
         except OSError:
-            return False
+            return None
         try:
             try:
                 blob = memoryview(seal(self._key, kind, payload))
                 while blob:
                     blob = blob[os.write(fd, blob) :]
+                st = os.fstat(fd)
             finally:
                 os.close(fd)
             os.rename(tmp, name, src_dir_fd=self._fd, dst_dir_fd=self._fd)
         except OSError:
             with contextlib.suppress(OSError):
                 os.unlink(tmp, dir_fd=self._fd)
-            return False
+            return None
         if not self._swept:
             self._swept = True
             self._sweep()
-        return True
+        return FileId(st.st_ino, st.st_size, st.st_mtime_ns)
 
     def _sweep(self) -> None:
         """Remove the temporary files a writer killed between making one and renaming or removing it left behind
