@@ -107,8 +107,8 @@ SNAPSHOT_FORMAT: Final = "plantrail-snapshot/4"  # a snapshot's: large texts are
 _SNAPSHOT_KIND: Final = "snapshot"
 _KEYS_KIND: Final = "keys"
 _KEPT_KIND: Final = "snapshot.kept"
-#: The file of a snapshot's kept members (:data:`~plantrail.projections.state_json.KEPT_FIELDS`), named by its
-#: SHA-256 in the snapshot.
+#: The file of a snapshot's kept members (:data:`~plantrail.projections.state_json.KEPT_FIELDS`), named in the
+#: snapshot by its seal's tag (an HMAC-SHA256 under this user's key over its bytes).
 KEPT_FILE: Final = "kept.snap"
 _INDEX_KINDS: Final = ("versions.meta", "versions.idx", "versions.bin")
 SUFFIX: Final = ".plantrail-cache"
@@ -154,7 +154,7 @@ class TextRef(NamedTuple):
 class KeptFile(NamedTuple):
     """A snapshot's kept members (the state's parts that grow with its log, in their own sealed file) as the
     writer last read or wrote them: the members themselves (compared by identity: a state that did not change
-    them still holds these very objects), the file's SHA-256, which file it was (:class:`FileId`: None when not
+    them still holds these very objects), the file's seal tag (hex), which file it was (:class:`FileId`: None when not
     known), and where the large texts of the members lie in the log."""
 
     members: tuple[object, ...]
@@ -446,9 +446,10 @@ def _sealed(log_path: str, fd: int, *, check_prefix: bool, with_keys: bool) -> _
         if keys is None:
             return None
         kept_file = folder.file_id(KEPT_FILE)  # before the read: a file replaced meanwhile is written again
-        kept_line = folder.read(KEPT_FILE, _KEPT_KIND)
-        if kept_line is None or hashlib.sha256(kept_line).hexdigest() != meta.get("kept"):
+        kept = folder.read_tagged(KEPT_FILE, _KEPT_KIND)
+        if kept is None or kept[1].hex() != meta.get("kept"):  # named by its seal's tag: no second hash of it
             return None
+        kept_line = kept[0]
         position = Position(*meta["position"])
         now = identity_of(fd) if check_prefix else None
         trusted = now is not None and _unchanged_since(meta, now, position)
@@ -621,9 +622,9 @@ def save_snapshot(log_path: str, fd: int, snapshot: Snapshot) -> Saved:
     The idempotency index goes to its own file, ``keys.snap``, written only when it differs from the one
     ``snapshot.keys_digest`` names (so an append without a key does not rewrite it), and before the
     snapshot that names it by its SHA-256. So do the state's kept members (the late results, the cut-off
-    attempts and the adoption seqs, which grow with the log), to :data:`KEPT_FILE`: encoded and written only
-    when the state no longer holds the members ``snapshot.kept`` was read or written with, or the file is no
-    longer that one."""
+    attempts and the adoption seqs, which grow with the log), to :data:`KEPT_FILE`, named by its seal's tag:
+    encoded and written only when the state no longer holds the members ``snapshot.kept`` was read or written
+    with, or the file is no longer that one."""
     used: dict[str, TextRef] = {}
     header = first_hash(fd)
     if header is None:
@@ -661,11 +662,10 @@ def save_snapshot(log_path: str, fd: int, snapshot: Snapshot) -> Saved:
         kept = snapshot.kept
         if kept is None or not _unchanged_kept(folder, state, kept):
             kept_texts: dict[str, TextRef] = {}
-            kept_line = encode_kept(state, referring(kept_texts))
-            written = folder.write(KEPT_FILE, _KEPT_KIND, kept_line)
+            written = folder.write_tagged(KEPT_FILE, _KEPT_KIND, encode_kept(state, referring(kept_texts)))
             if written is None:
                 return Saved(used, None)
-            kept = KeptFile(_kept_members(state), hashlib.sha256(kept_line).hexdigest(), written, kept_texts)
+            kept = KeptFile(_kept_members(state), written[1].hex(), written[0], kept_texts)
         used.update(kept.texts)  # the references the kept file holds: a later one may need them again
         meta["kept"] = kept.digest
         file = _custody_record(folder, fd, snapshot)

@@ -268,8 +268,15 @@ class CacheFolder:
 
     def read(self, name: str, kind: str, limit: int = MAX_CACHE_FILE) -> bytes | None:
         """The payload of sealed file ``name`` of ``kind``; None when it is missing, unsafe or not sealed by us."""
+        read = self.read_tagged(name, kind, limit)
+        return None if read is None else read[0]
+
+    def read_tagged(self, name: str, kind: str, limit: int = MAX_CACHE_FILE) -> tuple[bytes, bytes] | None:
+        """:meth:`read`'s payload and the seal's tag, the HMAC over it (which names these bytes as a SHA-256 of
+        them would, to anyone without the key: a file that refers to another can name it by its tag)."""
         blob = read_regular(name, limit + len(_MAGIC) + _TAG, dir_fd=self._fd)
-        return None if blob is None else unseal(self._key, kind, blob)
+        payload = None if blob is None else unseal(self._key, kind, blob)
+        return None if payload is None or blob is None else (payload, blob[len(_MAGIC) : len(_MAGIC) + _TAG])
 
     def file_id(self, name: str) -> FileId | None:
         """What tells the file ``name`` from any other written under that name (its inode, size and write time:
@@ -284,6 +291,11 @@ class CacheFolder:
     def write(self, name: str, kind: str, payload: bytes) -> FileId | None:
         """Seal ``payload`` into ``name`` atomically (exclusive temporary file, then rename); the written file's
         :class:`FileId` (as :meth:`file_id` gives it while nobody replaced it since), None on failure."""
+        written = self.write_tagged(name, kind, payload)
+        return None if written is None else written[0]
+
+    def write_tagged(self, name: str, kind: str, payload: bytes) -> tuple[FileId, bytes] | None:
+        """:meth:`write`, and the seal's tag (:meth:`read_tagged` gives the same one back)."""
         tmp = f".{name}.{secrets.token_hex(8)}.tmp"
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600, dir_fd=self._fd)
@@ -291,7 +303,8 @@ class CacheFolder:
             return None
         try:
             try:
-                blob = memoryview(seal(self._key, kind, payload))
+                sealed = seal(self._key, kind, payload)
+                blob = memoryview(sealed)
                 while blob:
                     blob = blob[os.write(fd, blob) :]
                 st = os.fstat(fd)
@@ -305,7 +318,7 @@ class CacheFolder:
         if not self._swept:
             self._swept = True
             self._sweep()
-        return FileId(st.st_ino, st.st_size, st.st_mtime_ns)
+        return FileId(st.st_ino, st.st_size, st.st_mtime_ns), sealed[len(_MAGIC) : len(_MAGIC) + _TAG]
 
     def _sweep(self) -> None:
         """Remove the temporary files a writer killed between making one and renaming or removing it left behind
