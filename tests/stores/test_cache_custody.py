@@ -204,3 +204,60 @@ def test_a_writer_of_a_large_log_leaves_a_snapshot_its_next_writer_trusts(
     with Ledger.open(log, fsync="none") as ledger:
         ledger.verify_criterion("login-test-passes", passed=True, evidence="green")
     assert calls == []
+
+
+def _multigrain(folder: Path) -> bool:
+    """Whether the file system gives a file whose change time was just looked at a fine-grained one at its next
+    change (Linux 6.13 and later on ext4, XFS, Btrfs, tmpfs): twenty such changes in a row, well within one
+    tick of the coarse clock, each get a change time of their own."""
+    probe = folder / "probe"
+    probe.write_bytes(b"")
+    times = []
+    for _ in range(20):
+        times.append(os.stat(probe).st_ctime_ns)
+        os.chmod(probe, 0o600)
+    probe.unlink()
+    return len(set(times[1:])) == len(times) - 1
+
+
+def test_every_change_after_a_stamp_gets_a_change_time_at_or_past_it(tmp_path: Path) -> None:
+    """The racy-git rule's premise, for the stamps a writer takes: whatever a stamp is made of (a fine-grained
+    change time where the file system has them), a write to the log after it, at once or a little later, gets a
+    change time at or past the stamp."""
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(b"")
+    folder = seal.CacheFolder.open(str(log) + cache.SUFFIX, create=True)
+    assert folder is not None
+    with folder, open(log, "ab") as out:
+        for round_ in range(300):
+            os.fstat(out.fileno())  # a writer looks at the log before its append, as JsonlStore._write does
+            stamp = folder.stamp()
+            assert stamp is not None
+            if round_ % 3 == 1:
+                time.sleep(0.0005)
+            out.write(b"x\n")
+            out.flush()
+            assert os.fstat(out.fileno()).st_ctime_ns >= stamp[0]
+
+
+def test_a_large_logs_writer_hands_on_its_custody_without_waiting_for_the_clock(
+    make_ledger: Callable[..., Ledger], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """With multigrain timestamps a writer's stamp is past its own append at once: with no wait allowed at all,
+    every snapshot it leaves after an append is not racy, and the next writer does not re-read. Without them
+    the stamp reads the coarse clock as before (the wait is then what settles it: the test above)."""
+    monkeypatch.setattr(cache, "SETTLE_FROM_BYTES", 0)
+    monkeypatch.setattr(cache, "_SETTLE_WAIT", 0.0)
+    log = _settled(make_ledger)
+    fine = _multigrain(tmp_path)
+    calls = _full_reads(monkeypatch)
+    for _ in range(5):
+        _open_and_append(log)
+        file = _meta(log)["file"]
+        if fine:
+            assert file[4] < file[5]  # its change time is before the timestamp taken right after it
+    if fine:
+        assert calls == []
+    else:
+        assert file[4] <= file[5]
+    assert state_hash(reads.read_state(str(log)).state) == state_hash(reads.read_state(str(log), use_cache=False).state)

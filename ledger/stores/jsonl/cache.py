@@ -55,16 +55,19 @@ from typing import Any, Final, NamedTuple
 
 import orjson
 
-from plantrail.ledger.stores.jsonl.seal import CacheFolder, seal
+from plantrail.ledger.stores.jsonl.seal import CacheFolder, FileId, seal
 from plantrail.ledger.vocabulary.keys import KeyEntry
 from plantrail.ledger.vocabulary.payloads import Payload
 from plantrail.projections.model import PlanState
 from plantrail.projections.state_json import (
     INLINE_MAX,
+    KEPT_FIELDS,
     REDUCER_VERSION,
     decode_orphans,
     decode_state,
+    encode_kept,
     encode_state,
+    without_kept,
 )
 
 __all__ = [
@@ -74,6 +77,7 @@ __all__ = [
     "HistoryIndex",
     "HistoryWriter",
     "Identity",
+    "KeptFile",
     "Position",
     "Saved",
     "Snapshot",
@@ -99,9 +103,13 @@ __all__ = [
 ]
 
 FORMAT: Final = "plantrail-versions/5"  # the version index's format: each entry carries its own MAC and its end
-SNAPSHOT_FORMAT: Final = "plantrail-snapshot/3"  # a snapshot's: large texts are references into the log
+SNAPSHOT_FORMAT: Final = "plantrail-snapshot/4"  # a snapshot's: large texts are references, kept members apart
 _SNAPSHOT_KIND: Final = "snapshot"
 _KEYS_KIND: Final = "keys"
+_KEPT_KIND: Final = "snapshot.kept"
+#: The file of a snapshot's kept members (:data:`~plantrail.projections.state_json.KEPT_FIELDS`), named in the
+#: snapshot by its seal's tag (an HMAC-SHA256 under this user's key over its bytes).
+KEPT_FILE: Final = "kept.snap"
 _INDEX_KINDS: Final = ("versions.meta", "versions.idx", "versions.bin")
 SUFFIX: Final = ".plantrail-cache"
 _SCAN_BACK: Final = 64 * 1024
@@ -143,6 +151,18 @@ class TextRef(NamedTuple):
     path: tuple[str | int, ...]
 
 
+class KeptFile(NamedTuple):
+    """A snapshot's kept members (the state's parts that grow with its log, in their own sealed file) as the
+    writer last read or wrote them: the members themselves (compared by identity: a state that did not change
+    them still holds these very objects), the file's seal tag (hex), which file it was (:class:`FileId`: None when not
+    known), and where the large texts of the members lie in the log."""
+
+    members: tuple[object, ...]
+    digest: str
+    file: FileId | None
+    texts: Mapping[str, TextRef]
+
+
 class Snapshot(NamedTuple):
     """The state folded up to ``position``, the idempotency keys seen so far, the CRC-32 of the log's bytes
     before ``position.offset``, and where the state's large texts lie in the log (by the text itself)."""
@@ -157,6 +177,7 @@ class Snapshot(NamedTuple):
     #: writer's custody, recorded with a file-system timestamp; loading with ``check_prefix``: the custody the
     #: check established); None when there is no such moment (then the next writer reads every byte).
     identity: Identity | None = None
+    kept: KeptFile | None = None  # the kept members' file this snapshot was read with or written as
 
 
 def _strings(value: Any, path: tuple[str | int, ...]) -> Iterator[tuple[str, tuple[str | int, ...]]]:
@@ -376,6 +397,8 @@ class _Sealed(NamedTuple):
     keys: dict[str, KeyEntry]
     filler: _Filler
     custody: Identity | None
+    kept_line: bytes
+    kept_file: FileId | None
 
 
 def _unchanged_since(meta: dict[str, Any], now: Identity, position: Position) -> bool:
@@ -422,6 +445,11 @@ def _sealed(log_path: str, fd: int, *, check_prefix: bool, with_keys: bool) -> _
         keys = _read_keys(folder, meta["keys"]) if with_keys else {}
         if keys is None:
             return None
+        kept_file = folder.file_id(KEPT_FILE)  # before the read: a file replaced meanwhile is written again
+        kept = folder.read_tagged(KEPT_FILE, _KEPT_KIND)
+        if kept is None or kept[1].hex() != meta.get("kept"):  # named by its seal's tag: no second hash of it
+            return None
+        kept_line = kept[0]
         position = Position(*meta["position"])
         now = identity_of(fd) if check_prefix else None
         trusted = now is not None and _unchanged_since(meta, now, position)
@@ -438,7 +466,7 @@ def _sealed(log_path: str, fd: int, *, check_prefix: bool, with_keys: bool) -> _
     if check_prefix and not trusted:
         custody = _prefix_checked(fd, position, meta.get("crc"), stamp)
     filler = _Filler(fd, position.offset, rehash=not trusted)
-    return _Sealed(position, state_line, meta | {"held": held}, keys, filler, custody)
+    return _Sealed(position, state_line, meta | {"held": held}, keys, filler, custody, kept_line, kept_file)
 
 
 def load_snapshot(
@@ -459,7 +487,7 @@ def load_snapshot(
         if sealed is None:
             return None
         later = _Reread(fd, sealed.position.offset) if lazy else None
-        state = decode_state(sealed.state_line, sealed.filler, None if later is None else later.lazy)
+        state = decode_state(sealed.state_line, sealed.filler, None if later is None else later.lazy, sealed.kept_line)
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         return None
     position, meta = sealed.position, sealed.meta
@@ -473,6 +501,7 @@ def load_snapshot(
         sealed.filler.texts,
         meta["keys"] if with_keys else None,
         sealed.custody,
+        KeptFile(_kept_members(state), meta["kept"], sealed.kept_file, sealed.filler.texts),
     )
 
 
@@ -503,7 +532,6 @@ def _listed() -> Callable[[bytes], Any]:
             ("plan", goal | None),
             ("version", int),
             ("outcome", str | None),
-            ("orphans", list[msgspec.Raw]),
             ("last_seq", int),
             ("head", str | None),
         ],
@@ -519,14 +547,17 @@ def load_summary(log_path: str, fd: int) -> SnapshotSummary | None:
         sealed = _sealed(log_path, fd, check_prefix=False, with_keys=False)
         if sealed is None:
             return None
-        position, state_line, meta, _, filler, _ = sealed
+        position, state_line, meta, filler = sealed.position, sealed.state_line, sealed.meta, sealed.filler
         d = _listed()(state_line)
+        late = meta.get("orphans")
         if d.last_seq != position.seq or d.head != position.hash or not isinstance(meta["held"].get("ts"), str):
+            return None
+        if type(late) is not int:
             return None
         goal = None if d.plan is None else d.plan.goal
         if isinstance(goal, dict):  # a long goal is a reference into the log
             goal = decode_state(state_line, filler).goal
-        return SnapshotSummary(position, d.run, goal, d.version, d.outcome, len(d.orphans), meta["held"]["ts"])
+        return SnapshotSummary(position, d.run, goal, d.version, d.outcome, late, meta["held"]["ts"])
     except (OSError, ValueError, KeyError, TypeError, IndexError):  # msgspec's DecodeError is a ValueError
         return None
 
@@ -562,10 +593,26 @@ def _custody_record(folder: CacheFolder, fd: int, snapshot: Snapshot) -> list[in
 
 class Saved(NamedTuple):
     """What a written snapshot leaves for the next one: the references its state's large texts got (keyed by
-    the state's own strings) and the digest of the idempotency index file it names."""
+    the state's own strings), the digest of the idempotency index file it names, and its kept members' file."""
 
     texts: dict[str, TextRef]
     keys_digest: str | None
+    kept: KeptFile | None = None
+
+
+def _kept_members(state: PlanState) -> tuple[object, ...]:
+    return tuple(getattr(state, name) for name in KEPT_FIELDS)
+
+
+def _unchanged_kept(folder: CacheFolder, state: PlanState, kept: KeptFile | None) -> bool:
+    """True when the state still holds the very kept members ``kept`` was read or written with, and the file
+    under :data:`KEPT_FILE` is still the one that held them (nobody replaced it since): then it need not be
+    encoded or written again."""
+    if kept is None or kept.file is None:
+        return False
+    if any(now is not then for now, then in zip(_kept_members(state), kept.members, strict=True)):
+        return False
+    return folder.file_id(KEPT_FILE) == kept.file
 
 
 def save_snapshot(log_path: str, fd: int, snapshot: Snapshot) -> Saved:
@@ -574,21 +621,28 @@ def save_snapshot(log_path: str, fd: int, snapshot: Snapshot) -> Saved:
 
     The idempotency index goes to its own file, ``keys.snap``, written only when it differs from the one
     ``snapshot.keys_digest`` names (so an append without a key does not rewrite it), and before the
-    snapshot that names it by its SHA-256."""
+    snapshot that names it by its SHA-256. So do the state's kept members (the late results, the cut-off
+    attempts and the adoption seqs, which grow with the log), to :data:`KEPT_FILE`, named by its seal's tag:
+    encoded and written only when the state no longer holds the members ``snapshot.kept`` was read or written
+    with, or the file is no longer that one."""
     used: dict[str, TextRef] = {}
     header = first_hash(fd)
     if header is None:
         return Saved(used, None)
     texts = snapshot.texts
 
-    def refer(text: str) -> list[object] | None:
-        ref = texts.get(text)
-        if ref is None:
-            return None
-        used[text] = ref
-        return list(ref)
+    def referring(into: dict[str, TextRef]) -> Callable[[str], list[object] | None]:
+        def refer(text: str) -> list[object] | None:
+            ref = texts.get(text)
+            if ref is None:
+                return None
+            into[text] = ref
+            return list(ref)
 
-    state_line = encode_state(snapshot.state, refer)
+        return refer
+
+    state = snapshot.state
+    state_line = encode_state(without_kept(state), referring(used))
     keys_blob = orjson.dumps({k: list(v) for k, v in snapshot.keys.items()}) if snapshot.keys else None
     keys_digest = None if keys_blob is None else hashlib.sha256(keys_blob).hexdigest()
     meta = {
@@ -599,11 +653,21 @@ def save_snapshot(log_path: str, fd: int, snapshot: Snapshot) -> Saved:
         "crc": snapshot.crc,
         "digest": hashlib.sha256(state_line).hexdigest(),
         "keys": keys_digest,
+        "orphans": len(state.orphans),
     }
     folder = _folder(log_path, create=True)
     if folder is None:
         return Saved(used, None)
     with folder:
+        kept = snapshot.kept
+        if kept is None or not _unchanged_kept(folder, state, kept):
+            kept_texts: dict[str, TextRef] = {}
+            written = folder.write_tagged(KEPT_FILE, _KEPT_KIND, encode_kept(state, referring(kept_texts)))
+            if written is None:
+                return Saved(used, None)
+            kept = KeptFile(_kept_members(state), written[1].hex(), written[0], kept_texts)
+        used.update(kept.texts)  # the references the kept file holds: a later one may need them again
+        meta["kept"] = kept.digest
         file = _custody_record(folder, fd, snapshot)
         if file is not None:
             meta["file"] = file
@@ -611,8 +675,8 @@ def save_snapshot(log_path: str, fd: int, snapshot: Snapshot) -> Saved:
         if changed and keys_blob is not None and not folder.write("keys.snap", _KEYS_KIND, keys_blob):
             return Saved(used, None)
         if not folder.write("head.snap", _SNAPSHOT_KIND, orjson.dumps(meta) + b"\n" + state_line):
-            return Saved(used, None)
-    return Saved(used, keys_digest)
+            return Saved(used, None, kept)
+    return Saved(used, keys_digest, kept)
 
 
 # --------------------------------------------------------------------------- the version index

@@ -53,6 +53,7 @@ from plantrail.ledger.stores.files import (
 )
 from plantrail.ledger.stores.jsonl.cache import (
     Identity,
+    KeptFile,
     Position,
     Snapshot,
     TextRef,
@@ -445,6 +446,7 @@ class JsonlStore:
         self._crc = (0, 0)  # (offset, CRC-32 of the log's bytes before it), carried between snapshots
         self._texts: tuple[int, dict[str, TextRef]] = (0, {})  # where the large texts before an offset lie
         self._keys_digest: str | None = None  # the idempotency index file the cache holds (see save_snapshot)
+        self._kept: KeptFile | None = None  # the snapshot's kept members' file as last read or written
         # The log's identity when every byte before the head was known to be what this writer checked (the
         # carried CRC's bytes and the lines it read since), kept only while nobody else changes the file: the
         # custody a snapshot hands on so that the next writer need not re-read those bytes (see cache.py).
@@ -584,6 +586,7 @@ class JsonlStore:
         self._texts = (p.offset, dict(snapshot.texts))
         self._keys_digest = snapshot.keys_digest
         self._custody = snapshot.identity
+        self._kept = snapshot.kept
         return Resumed(snapshot.state, snapshot.keys)
 
     def checkpoint(self, state: PlanState, keys: Mapping[str, KeyEntry]) -> None:
@@ -601,10 +604,11 @@ class JsonlStore:
             crc = prefix_crc(self._fd, head.end, offset, crc)
             self._crc = (head.end, crc)
             texts = self._texts_until(head.end)
-            snapshot = Snapshot(position, state, keys, crc, texts, self._keys_digest, self._custody)
+            snapshot = Snapshot(position, state, keys, crc, texts, self._keys_digest, self._custody, self._kept)
             saved = save_snapshot(self.path, self._fd, snapshot)
             self._texts = (head.end, saved.texts)  # the texts the state still holds: the rest need not be kept
             self._keys_digest = saved.keys_digest
+            self._kept = saved.kept
 
     def _texts_until(self, end: int) -> dict[str, TextRef]:
         """Where the large texts of the log's first ``end`` bytes lie: those the last snapshot referenced plus

@@ -29,7 +29,7 @@ import os
 import secrets
 import stat
 import time
-from typing import Final
+from typing import Final, NamedTuple
 
 from plantrail.ledger.stores.files import read_regular
 
@@ -38,6 +38,7 @@ __all__ = [
     "MAX_CACHE_FILE",
     "STATE_ENV",
     "CacheFolder",
+    "FileId",
     "cache_key",
     "mac",
     "seal",
@@ -125,6 +126,14 @@ def unseal(key: bytes, kind: str, blob: bytes) -> bytes | None:
     tag = blob[len(_MAGIC) : len(_MAGIC) + _TAG]
     payload = blob[len(_MAGIC) + _TAG :]
     return payload if hmac.compare_digest(tag, _tag(key, kind, payload)) else None
+
+
+class FileId(NamedTuple):
+    """A cache file as :meth:`CacheFolder.file_id` tells it from another written under its name."""
+
+    ino: int
+    size: int
+    mtime_ns: int
 
 
 #: How old a temporary file left in a cache folder must be before a writer removes it (:meth:`CacheFolder.write`).
@@ -226,13 +235,23 @@ class CacheFolder:
     def stamp(self) -> tuple[int, int] | None:
         """The file system's clock now, as the change time of a fresh file in the folder, and the folder's device:
         a timestamp on the same clock and granularity as a log beside the folder (the racy-git rule compares
-        the two); None when no file can be made."""
+        the two); None when no file can be made.
+
+        The file's change time is looked at, then changed once more (its mode set to what it is) and read
+        again. Where the file system keeps multigrain timestamps (Linux 6.13 and later: ext4, XFS, Btrfs,
+        tmpfs), a change to a file whose change time was looked at gets a fine-grained time, past every
+        change time given before on any file, and every later change of any file gets one at or past it: so
+        the stamp is past the log's own last change at once, and a writer need not wait for the coarse clock
+        to tick (:func:`plantrail.ledger.stores.jsonl.cache.save_snapshot`). Elsewhere both changes read the
+        same coarse clock, and the later one is the stamp, as good as the first."""
         tmp = f".stamp.{secrets.token_hex(8)}.tmp"
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600, dir_fd=self._fd)
         except OSError:
             return None
         try:
+            os.fstat(fd)  # looked at: on a multigrain file system its next change gets a fine-grained time
+            os.fchmod(fd, 0o600)
             st = os.fstat(fd)
         except OSError:
             return None
@@ -249,32 +268,57 @@ class CacheFolder:
 
     def read(self, name: str, kind: str, limit: int = MAX_CACHE_FILE) -> bytes | None:
         """The payload of sealed file ``name`` of ``kind``; None when it is missing, unsafe or not sealed by us."""
-        blob = read_regular(name, limit + len(_MAGIC) + _TAG, dir_fd=self._fd)
-        return None if blob is None else unseal(self._key, kind, blob)
+        read = self.read_tagged(name, kind, limit)
+        return None if read is None else read[0]
 
-    def write(self, name: str, kind: str, payload: bytes) -> bool:
-        """Seal ``payload`` into ``name`` atomically (exclusive temporary file, then rename); False on failure."""
+    def read_tagged(self, name: str, kind: str, limit: int = MAX_CACHE_FILE) -> tuple[bytes, bytes] | None:
+        """:meth:`read`'s payload and the seal's tag, the HMAC over it (which names these bytes as a SHA-256 of
+        them would, to anyone without the key: a file that refers to another can name it by its tag)."""
+        blob = read_regular(name, limit + len(_MAGIC) + _TAG, dir_fd=self._fd)
+        payload = None if blob is None else unseal(self._key, kind, blob)
+        return None if payload is None or blob is None else (payload, blob[len(_MAGIC) : len(_MAGIC) + _TAG])
+
+    def file_id(self, name: str) -> FileId | None:
+        """What tells the file ``name`` from any other written under that name (its inode, size and write time:
+        every write renames a new file into place), without reading it; None when it is missing or not a
+        regular file."""
+        try:
+            st = os.stat(name, dir_fd=self._fd, follow_symlinks=False)
+        except OSError:
+            return None
+        return FileId(st.st_ino, st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
+
+    def write(self, name: str, kind: str, payload: bytes) -> FileId | None:
+        """Seal ``payload`` into ``name`` atomically (exclusive temporary file, then rename); the written file's
+        :class:`FileId` (as :meth:`file_id` gives it while nobody replaced it since), None on failure."""
+        written = self.write_tagged(name, kind, payload)
+        return None if written is None else written[0]
+
+    def write_tagged(self, name: str, kind: str, payload: bytes) -> tuple[FileId, bytes] | None:
+        """:meth:`write`, and the seal's tag (:meth:`read_tagged` gives the same one back)."""
         tmp = f".{name}.{secrets.token_hex(8)}.tmp"
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600, dir_fd=self._fd)
         except OSError:
-            return False
+            return None
         try:
             try:
-                blob = memoryview(seal(self._key, kind, payload))
+                sealed = seal(self._key, kind, payload)
+                blob = memoryview(sealed)
                 while blob:
                     blob = blob[os.write(fd, blob) :]
+                st = os.fstat(fd)
             finally:
                 os.close(fd)
             os.rename(tmp, name, src_dir_fd=self._fd, dst_dir_fd=self._fd)
         except OSError:
             with contextlib.suppress(OSError):
                 os.unlink(tmp, dir_fd=self._fd)
-            return False
+            return None
         if not self._swept:
             self._swept = True
             self._sweep()
-        return True
+        return FileId(st.st_ino, st.st_size, st.st_mtime_ns), sealed[len(_MAGIC) : len(_MAGIC) + _TAG]
 
     def _sweep(self) -> None:
         """Remove the temporary files a writer killed between making one and renaming or removing it left behind
