@@ -35,6 +35,7 @@ from plantrail._version import __version__
 from plantrail.ledger.vocabulary import events as ev
 from plantrail.ledger.vocabulary.errors import LogDamaged, error
 from plantrail.ledger.vocabulary.events import FORMAT_VERSION, FORMATS, V2_TYPES, Record, Source, Trace
+from plantrail.ledger.vocabulary.plan import PlanSpec, validated_as
 from plantrail.ledger.vocabulary.versions import V1, V2, added_defaults, needs_v2, never_v2, plain, v2_checker
 
 if TYPE_CHECKING:
@@ -458,7 +459,11 @@ def encode_checked(
         key=key,
         trace=trace,
     )
-    return line, check_schema(line[:-1], line_no=seq + 1)
+    record = check_schema(line[:-1], line_no=seq + 1)
+    plan = getattr(data, "plan", None)
+    if isinstance(plan, PlanSpec):  # the plan the rules validated: the fold adopting the decoded one need not
+        validated_as(getattr(record.data, "plan", None), plan)
+    return line, record
 
 
 def check_schema(line: bytes, *, line_no: int) -> Record:
