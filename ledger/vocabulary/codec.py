@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
 import re
 import threading
 import typing
@@ -34,6 +35,7 @@ from plantrail._version import __version__
 from plantrail.ledger.vocabulary import events as ev
 from plantrail.ledger.vocabulary.errors import LogDamaged, error
 from plantrail.ledger.vocabulary.events import FORMAT_VERSION, FORMATS, V2_TYPES, Record, Source, Trace
+from plantrail.ledger.vocabulary.plan import PlanSpec, validated_as
 from plantrail.ledger.vocabulary.versions import V1, V2, added_defaults, needs_v2, never_v2, plain, v2_checker
 
 if TYPE_CHECKING:
@@ -256,6 +258,72 @@ def _make_hot(kind: type[Any]) -> Callable[[Record, Any], bytes | None] | None:
     return typing.cast(Callable[[Record, Any], bytes | None], namespace["hot"])
 
 
+def _str_tuple(value: Any) -> bool:
+    """Whether ``value`` is a tuple of strings, each exactly a ``str``."""
+    if type(value) is not tuple:
+        return False
+    for item in value:  # noqa: SIM110 - the loop costs half of all() over a generator
+        if type(item) is not str:
+            return False
+    return True
+
+
+def _type_term(value: str, tp: Any, names: dict[str, Any]) -> str | None:
+    """A boolean expression saying that ``value`` holds exactly a value of type ``tp`` that msgspec decodes
+    back to an equal value of the same type and encodes to the same bytes (None: a type this does not know)."""
+    if tp is str:
+        return f"type({value}) is str"
+    if tp is int:
+        return f"(type({value}) is int and _LO <= {value} <= _HI)"
+    if tp is float:
+        return f"(type({value}) is float and _finite({value}))"
+    if tp is bool:
+        return f"type({value}) is bool"
+    if tp == tuple[str, ...]:
+        return f"_str_tuple({value})"
+    if typing.get_origin(tp) is Literal and all(type(arg) is str for arg in typing.get_args(tp)):
+        name = f"_L{len(names)}"
+        names[name] = frozenset(typing.get_args(tp))
+        return f"(type({value}) is str and {value} in {name})"
+    return None
+
+
+def _default_term(value: str, default: Any) -> str | None:
+    """A boolean expression saying that ``value`` is exactly a field's default (left out of a v1 line)."""
+    if default is None or default is False:
+        return f"{value} is {default!r}"
+    if default == () and type(default) is tuple:
+        return f"(type({value}) is tuple and not {value})"
+    return None
+
+
+def _make_typed(kind: type[Any]) -> Callable[..., bool] | None:
+    """For a native event type, a check that a record the writer is about to write holds exactly the types
+    its fields and envelope say, generated as one boolean expression: ``typed(seq, ts, run, plan_version,
+    actor, prev, data)``. Exact types (``type(x) is str``, an ``int`` within 64 bits, a finite ``float``, a
+    tuple of ``str``, a string of a ``Literal``, a field format v2 added at exactly its default) are what
+    msgspec decodes a line into: a line encoded from such values decodes back to equal values of the same
+    types, so :func:`encode_checked` need not decode it to know the reader accepts it. None for a type with a
+    field of any other type (its lines are decoded to be checked)."""
+    if not _NATIVE[kind] or not (isinstance(kind, type) and issubclass(kind, msgspec.Struct)):
+        return None
+    hints = _field_hints(kind)
+    added = dict(added_defaults(kind))
+    names: dict[str, Any] = {"_LO": _LOWEST, "_HI": _HIGHEST, "_finite": math.isfinite, "_str_tuple": _str_tuple}
+    actors = typing.get_type_hints(Record)["actor"]
+    envelope = {"seq": int, "ts": str, "run": str, "plan_version": int, "actor": actors, "prev": str}
+    terms: list[str] = []
+    for value, tp in [*envelope.items(), *((f"d.{name}", tp) for name, tp in hints.items())]:
+        name = value.removeprefix("d.")
+        term = _default_term(value, added[name]) if value != name and name in added else _type_term(value, tp, names)
+        if term is None:
+            return None
+        terms.append(term)
+    body = ["def typed(seq, ts, run, plan_version, actor, prev, d):", f"    return {' and '.join(terms)}"]
+    exec("\n".join(body), names)  # generated from field names and types
+    return typing.cast(Callable[..., bool], names["typed"])
+
+
 def _decode_in_full(line: bytes, line_no: int, digest: str, record: Record | None) -> Record:
     """A framed line's record checked in order: hash, then schema, then canonical form."""
     if digest.encode() != line[-66:-2]:
@@ -339,11 +407,14 @@ def encode_checked(
     decode it, the line checked against the schema and for canonical form as :func:`check_schema` checks it.
 
     The common line (a native event type holding nothing format v2 added, no source or key) is encoded once,
-    by msgspec as the reader's canonical-form check encodes it (:func:`_make_hot`), hashed once, and decoded
-    once by its type's own decoder; it stands when the decoded event equals the one given and encodes back to
-    the same bytes, which are then the bytes orjson writes for it (a value of another type than its field's
-    decodes to another value, or not at all). Any other record, and a common one that fails those checks, is
-    encoded and checked as :func:`encode` and :func:`check_schema` do, with their errors."""
+    by msgspec as the reader's canonical-form check encodes it (:func:`_make_hot`), and hashed once. When every
+    value of the record is of exactly its field's type (:func:`_make_typed`: the writer built it from checked
+    values, as the rules do), it stands as it is: decoding that line gives back those very values and encodes
+    them to the same bytes, so the line is one the reader accepts, without decoding it again. Otherwise the
+    line is decoded once by its type's own decoder and stands when the decoded event equals the one given and
+    encodes back to the same bytes, which are then the bytes orjson writes for it (a value of another type than
+    its field's decodes to another value, or not at all). Any other record, and a common one that fails those
+    checks, is encoded and checked as :func:`encode` and :func:`check_schema` do, with their errors."""
     kind = type(data)
     hot = _HOT[kind] if source is None and key is None and trace is None else None
     if hot is not None and not _OUTGROWS_V1[kind](data):
@@ -355,6 +426,21 @@ def encode_checked(
             h = _sha256(body).hexdigest()
             line = b'%s,"h":"%s"}\n' % (body[:-1], h.encode())
             if len(line) <= MAX_LINE_BYTES:
+                typed = _TYPED[kind]
+                if typed is not None and typed(seq, ts, run, plan_version, actor, prev, data):
+                    record_class = _RECORD_CLASSES[kind.TYPE]
+                    # typed() checked that actor is one of Actor's names
+                    return line, record_class(
+                        v=V1,
+                        seq=seq,
+                        ts=ts,
+                        run=run,
+                        plan_version=plan_version,
+                        actor=actor,  # type: ignore[arg-type]
+                        data=data,
+                        prev=prev,
+                        h=h,
+                    )
                 try:
                     record = _ONE_TYPE_ONLY[kind.TYPE](line[:-1])
                 except msgspec.MsgspecError:
@@ -373,7 +459,11 @@ def encode_checked(
         key=key,
         trace=trace,
     )
-    return line, check_schema(line[:-1], line_no=seq + 1)
+    record = check_schema(line[:-1], line_no=seq + 1)
+    plan = getattr(data, "plan", None)
+    if isinstance(plan, PlanSpec):  # the plan the rules validated: the fold adopting the decoded one need not
+        validated_as(getattr(record.data, "plan", None), plan)
+    return line, record
 
 
 def check_schema(line: bytes, *, line_no: int) -> Record:
@@ -639,6 +729,8 @@ _INT_FIELDS: Final[_OnDemand[type[Any], tuple[str, ...]]] = _OnDemand(_int_field
 _OUTGROWS_V1: Final[_OnDemand[type[Any], Callable[[Any], bool]]] = _OnDemand(_outgrows_v1)
 #: For each event type, the hot path's check of its records (:func:`_make_hot`; None: not native).
 _HOT: Final[_OnDemand[type[Any], Callable[[Record, Any], bytes | None] | None]] = _OnDemand(_make_hot)
+#: For each event type, the writer's check that a record holds exactly its fields' types (:func:`_make_typed`).
+_TYPED: Final[_OnDemand[type[Any], Callable[..., bool] | None]] = _OnDemand(_make_typed)
 
 
 def _v2_header(data: ev.LogOpened) -> bool:

@@ -682,6 +682,16 @@ def validate_plan(plan: PlanSpec, previous: tuple[PlanSpec, tuple[str, ...]] | N
     return order
 
 
+def validated_as(plan: Any, same: PlanSpec) -> None:
+    """Take ``plan`` as validated with the order :func:`validate_plan` gave ``same`` when ``same`` is the plan
+    validated last and ``plan`` equals it: the writer's record of a replan holds the plan decoded from the line
+    it wrote (what a reader decodes), equal to the one the rules validated, and the fold adopting it would
+    otherwise validate it again."""
+    entry = _VALIDATED[0] if _VALIDATED else None  # read once: another thread may replace it
+    if entry is not None and entry[0] is same and isinstance(plan, PlanSpec) and plan is not same and plan == same:
+        _VALIDATED[:] = [(plan, entry[1])]
+
+
 def _validated_order(plan: PlanSpec, previous: tuple[PlanSpec, tuple[str, ...]] | None) -> tuple[str, ...]:
     """:func:`validate_plan` without its memory."""
     problems = _graph_problems(plan.acceptance_criteria, plan.steps) + reference_problems(plan)

@@ -249,6 +249,35 @@ def test_a_replans_plan_is_validated_once_by_the_rules_and_the_fold(monkeypatch:
     assert judged == [revised, revised] and judged[1] is not revised  # a copy is judged afresh
 
 
+def test_a_writers_replan_is_validated_once(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through a writer, the record of a replan holds the plan decoded from the line it wrote (equal to the one
+    the rules validated, another object): the fold adopting it takes the rules' order instead of validating it
+    again, and the state is the one a reader folds from the log."""
+    from plantrail.ledger.api import Ledger
+    from plantrail.ledger.stores.jsonl.current import read_state
+    from plantrail.ledger.vocabulary import plan as plan_module
+
+    def spec(step_id: str, deps: list[str]) -> dict[str, Any]:
+        return {"id": step_id, "title": f"do {step_id}", "depends_on": deps, "completion_evidence": "output"}
+
+    criteria = [{"id": "c", "description": "done"}]
+    draft = {"goal": "g", "acceptance_criteria": criteria, "steps": [spec("m", []), spec("c", ["m"])]}
+    revised = draft | {"steps": [spec("m", []), spec("c", ["m"]), spec("a", ["c"]), spec("b", [])]}
+    path = tmp_path / "run.jsonl"
+    with Ledger.create(path, draft, fsync="none", cache=False) as ledger:
+        ledger.start("m")
+        ledger.complete("m", ["ok"])
+        judged: list[PlanSpec] = []
+        real = plan_module._validated_order
+        monkeypatch.setattr(plan_module, "_validated_order", lambda *args: judged.append(args[0]) or real(*args))
+        ledger.execute(Replan(reason="agent_revision", why="w", plan=plan_module.parse_draft(revised)))
+        assert len(judged) == 1  # by the rules; the fold took their order
+        written = ledger.unread_state
+    monkeypatch.undo()
+    assert tuple(written.steps) == ("b", "m", "c", "a")
+    assert read_state(str(path), use_cache=False).state == written
+
+
 def test_an_invalid_plan_is_never_remembered() -> None:
     """Each validation of a plan that does not validate raises again, after a valid one or after itself."""
     valid = _plan([_step("a", []), _step("b", ["a"])])

@@ -90,13 +90,30 @@ def test_a_field_of_another_type_gets_the_same_verdict(event: Any, data: st.Data
     assert _one_call(**fields) == _full_way(**fields)
 
 
+@settings(max_examples=1500, deadline=None)
+@given(EVENTS, st.sampled_from(["seq", "ts", "run", "plan_version", "actor", "prev"]), st.data())
+def test_an_envelope_member_of_another_type_gets_the_same_verdict(event: Any, name: str, data: st.DataObject) -> None:
+    """A record whose envelope member (seq, time, run, version, actor, previous hash) holds a value of another
+    type than its own, or an actor no line names, is written as the full way writes it, or refused with the
+    same code: the check of exact types lets through only what decoding the line gives back unchanged."""
+    # A store always gives an integer seq (both ways name the line by it): a bool, or one beyond 64 bits.
+    strange = (
+        st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
+        if name == "seq"
+        else _STRANGE | st.sampled_from(["agent", "robot", "runtime"])
+    )
+    fields = _fields(event, None, None, data.draw(counts)) | {name: data.draw(strange)}
+    assert _one_call(**fields) == _full_way(**fields)
+
+
 @pytest.mark.parametrize(
     "event",
     [StepStarted(step="s1", attempt=1), StepCompleted(step="s1", attempt=2, evidence=("ran the tests",))],
 )
 def test_a_step_line_is_encoded_and_checked_in_one_pass(event: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A step event's line (no source, no key) is written without the full encoding (orjson's, with a Python
-    call per struct) and without the full check that decodes it again: it is encoded, hashed and decoded once."""
+    """A step event's line (no source, no key) whose values are of exactly their fields' types is written
+    without the full encoding (orjson's, with a Python call per struct), without the full check, and without
+    being decoded again: it is encoded and hashed once, and the record holds the event given."""
 
     def refused(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the full way was taken")
@@ -104,4 +121,23 @@ def test_a_step_line_is_encoded_and_checked_in_one_pass(event: Any, monkeypatch:
     expected = _full_way(**_fields(event, None, None, 5))
     monkeypatch.setattr(codec, "encode", refused)
     monkeypatch.setattr(codec, "check_schema", refused)
-    assert encode_checked(**_fields(event, None, None, 5)) == expected
+    monkeypatch.setitem(codec._ONE_TYPE_ONLY, event.TYPE, refused)
+    line, record = encode_checked(**_fields(event, None, None, 5))
+    assert (line, record) == expected
+    assert type(record) is type(expected[1])
+    assert record.data is event
+
+
+def test_a_value_of_a_subclass_is_checked_by_decoding() -> None:
+    """A value whose type is a subclass of its field's (a ``str`` subclass here) is not of exactly that type:
+    the line is checked by decoding it, and the record holds what a reader decodes, a plain ``str``."""
+
+    class Name(str):
+        __slots__ = ()
+
+    event = StepStarted(step=Name("s1"), attempt=1)
+    fields = _fields(event, None, None, 5)
+    line, record = encode_checked(**fields)
+    assert (line, record) == _full_way(**fields)
+    assert type(record.data.step) is str
+    assert record.data is not event
