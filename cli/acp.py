@@ -16,6 +16,7 @@ for ``plantrail import``.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import queue
 import signal
@@ -63,7 +64,9 @@ def acp_command(command: Sequence[str], store: str | None, directory: str | None
     unchanged, in both directions; each session's plan (`session/update` plan entries) is recorded as the
     run `acp-<sessionId>`, each protocol v2 plan (`plan_update` with a `planId`) as
     `acp-<sessionId>.<planId>`, through the importers' mapping. A failure to record never breaks the relay:
-    it goes to `.plantrail/hook-errors.log` under the session's working directory.
+    it goes to `.plantrail/hook-errors.log` under the session's working directory. With $PLANTRAIL_SIGN_KEY
+    (and $PLANTRAIL_SIGN_EVERY) the runs are signed as the recording commands' --sign-key signs them; a bad
+    value is refused before the agent starts.
 
     \b
     Example:
@@ -71,7 +74,9 @@ def acp_command(command: Sequence[str], store: str | None, directory: str | None
       plantrail acp --save-stream session.acp.jsonl -- python my_agent.py
     """
     from plantrail.ledger.capture.acp_recorder import AcpRecorder
+    from plantrail.ledger.signing_policy import policy_from_env, signing
 
+    policy = policy_from_env(os.environ)  # a bad key or N is refused before the agent starts
     given = click.get_current_context().get_parameter_source("store") == click.core.ParameterSource.COMMANDLINE
     if directory is not None and store is not None and given:
         raise click.UsageError("--dir and --store name two places for the runs; give one")
@@ -81,7 +86,8 @@ def acp_command(command: Sequence[str], store: str | None, directory: str | None
     name = os.path.basename(save_stream) if save_stream is not None else "acp"
     recorder = AcpRecorder(store=store, directory=directory, stream_name=name)
     try:
-        return relay(list(command), recorder, saved)
+        with signing(policy):
+            return relay(list(command), recorder, saved)
     finally:
         if saved is not None:
             os.close(saved)
@@ -114,7 +120,10 @@ def relay(command: list[str], recorder: AcpRecorder, saved: int | None = None) -
     assert child.stdin is not None and child.stdout is not None
     previous = {sig: signal.signal(sig, lambda sig, _frame: _pass_on(child, sig)) for sig in _FORWARDED}
     messages: queue.Queue[tuple[Sender, bytes] | None] = queue.Queue()
-    recording = threading.Thread(target=_record, args=(messages, recorder, saved), daemon=True)
+    # The recorder's thread runs in this context: the signing policy (ledger.signing_policy) reaches its ledgers.
+    recording = threading.Thread(
+        target=contextvars.copy_context().run, args=(_record, messages, recorder, saved), daemon=True
+    )
     recording.start()
     to_agent = threading.Thread(
         target=_pump, args=(editor_in, child.stdin.fileno(), "editor", messages, child.stdin.close), daemon=True

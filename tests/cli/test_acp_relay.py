@@ -26,7 +26,7 @@ PLANTRAIL = [sys.executable, "-m", "plantrail"]
 
 
 def _session(
-    tmp_path: Path, mode: str, *options: str, agent: list[str] | None = None
+    tmp_path: Path, mode: str, *options: str, agent: list[str] | None = None, more_env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run the SDK editor against `plantrail acp [options] -- <the SDK agent>` in the project tmp_path/proj."""
     project = tmp_path / "proj"
@@ -39,6 +39,7 @@ def _session(
         *(agent or [sys.executable, str(AGENT), mode, str(tmp_path / "agent")]),
     ]
     env = {k: v for k, v in os.environ.items() if k not in ("PLANTRAIL_HOME", "PLANTRAIL_STORE")}
+    env |= more_env or {}
     return subprocess.run(
         [sys.executable, str(EDITOR), str(project), str(tmp_path / "editor"), "--", *command],
         capture_output=True,
@@ -292,3 +293,32 @@ def test_dir_overrides_the_store_of_the_environment_but_not_one_given(tmp_path: 
     assert done.returncode == 0, done.stderr
     assert [p.name for p in where.glob("*.jsonl")] == ["acp-session-1.jsonl"]
     assert list(elsewhere.iterdir()) == []
+
+
+def test_the_relay_signs_the_runs_it_records_on_its_environment(tmp_path: Path) -> None:
+    """With $PLANTRAIL_SIGN_KEY and $PLANTRAIL_SIGN_EVERY=2 the recorder's ledgers sign after every turn that
+    leaves 2 or more records since the last signed checkpoint, and the run verifies with the public key; a bad
+    N is refused (USAGE, exit 2) before the agent starts, and no run is recorded."""
+    from plantrail.ledger.signing import keygen, load_verifier
+    from plantrail.ledger.verify import verify_log
+
+    keygen(str(tmp_path / "audit"))
+    signing = {"PLANTRAIL_SIGN_KEY": str(tmp_path / "audit.key"), "PLANTRAIL_SIGN_EVERY": "2"}
+    done = _session(tmp_path, "v1", more_env=signing)
+    assert done.returncode == 0, done.stderr
+    _relayed_unchanged(tmp_path)
+    log = tmp_path / "proj" / ".plantrail" / "runs" / "acp-session-1.jsonl"
+    types = [orjson.loads(line)["type"] for line in log.read_bytes().splitlines()]
+    assert types.count("log.signed") >= 1
+    assert verify_log(log, pubkey=load_verifier(str(tmp_path / "audit.pub"))).signed == types.count("log.signed")
+
+    refused = subprocess.run(
+        [*PLANTRAIL, "acp", "--dir", str(tmp_path / "other"), "--", sys.executable, str(AGENT), "v1", "x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **signing, "PLANTRAIL_SIGN_EVERY": "0"},
+        stdin=subprocess.DEVNULL,
+    )
+    assert refused.returncode == 2 and "error[USAGE]" in refused.stderr and "Traceback" not in refused.stderr
+    assert not (tmp_path / "other").exists()

@@ -123,3 +123,30 @@ def test_a_folder_the_caller_names_is_made_with_its_parents(tmp_path: Path, outs
 
     assert _refused(lambda: Folder.open(str(tmp_path / "c" / "d"), create=True)) == "NOT_A_FILE"
     assert not (tmp_path / "nowhere").exists()
+
+
+@pytest.mark.parametrize("plant", [*PLANTS, "an empty file", "a folder"])
+def test_create_file_makes_only_a_new_file(folder: Path, outside: Path, plant: str) -> None:
+    """create_file makes a new regular file with the mode asked (less the umask) and returns its descriptor; with
+    anything at the name (a link, a FIFO, an empty file, a folder) it returns None and nothing changes, not even
+    what a link points at."""
+    with Folder.open(str(folder)) as place:
+        fd = place.create_file("new.key", mode=0o600)
+        assert fd is not None
+        os.write(fd, b"secret")
+        os.close(fd)
+        assert (folder / "new.key").read_bytes() == b"secret"
+        assert stat.S_IMODE((folder / "new.key").stat().st_mode) & 0o077 == 0
+
+        target = folder / "taken"
+        if plant == "an empty file":
+            target.write_bytes(b"")
+        elif plant == "a folder":
+            target.mkdir()
+        else:
+            PLANTS[plant](target, outside)
+        before = os.lstat(target)
+        assert place.create_file("taken") is None
+        after = os.lstat(target)
+        assert (after.st_ino, after.st_size, after.st_mode) == (before.st_ino, before.st_size, before.st_mode)
+    assert outside.read_text() == "precious\n"
