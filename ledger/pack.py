@@ -416,7 +416,8 @@ def _check_run(
     if report.torn is not None:
         raise error(
             "TORN_TAIL",
-            f"{path}: member {log} ends in a torn tail at line {report.torn.line}: a pack holds whole logs",
+            f"{path}: member {log} ends in a torn tail at line {report.torn.line}",
+            advice="PACK_TORN",
             path=path,
             member=log,
             line=report.torn.line,

@@ -372,6 +372,10 @@ def _drop_last_record(members: dict[str, bytes]) -> dict[str, bytes]:
     return {**members, "runs/login-fix/log.jsonl": b"\n".join(lines[:-2]) + b"\n"}
 
 
+def _append_torn(members: dict[str, bytes]) -> dict[str, bytes]:
+    return {**members, "runs/login-fix/log.jsonl": members["runs/login-fix/log.jsonl"] + b'{"v":1,"seq":16,'}
+
+
 def _edit_report(members: dict[str, bytes]) -> dict[str, bytes]:
     report = orjson.loads(members["runs/login-fix/report.json"])
     report["outcome"] = "failed"
@@ -405,6 +409,7 @@ TAMPERING: dict[str, tuple[Callable[[dict[str, bytes]], dict[str, bytes]], bool,
     "a run listed twice": (_list_a_run_twice, True, "PACK_MANIFEST_INVALID", "lists a run twice"),
     "a log line changed, manifest rewritten": (_tamper_log, True, "HASH_MISMATCH", "runs/login-fix/log.jsonl: line 7"),
     "the last record cut, manifest rewritten": (_drop_last_record, True, "PACK_REPORT_MISMATCH", "last_seq"),
+    "a torn line appended, manifest rewritten": (_append_torn, True, "TORN_TAIL", "make it again with `plantrail"),
     "a report edited, manifest rewritten": (_edit_report, True, "PACK_REPORT_MISMATCH", "outcome"),
 }
 
