@@ -252,7 +252,7 @@ def _within_cap(expanded: int, size: int) -> None:
     if max(expanded, size) > cap:
         raise error(
             "INPUT_TOO_LARGE",
-            f"the pack would hold {expanded:,} bytes ({size:,} zipped), past the {cap:,} that verify --pack "
+            f"the pack would hold {expanded:,} bytes ({size:,} zipped), past the {cap:,} a check of a pack "
             f"reads (set ${PACK.env} to change it); nothing was written",
             limit=cap,
         )
