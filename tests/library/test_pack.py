@@ -166,6 +166,23 @@ def test_a_run_imported_without_times_has_no_period_of_use(tmp_path: Path) -> No
     assert "1970-" not in text
 
 
+def test_a_store_without_a_run_named_is_packed_whole(tmp_path: Path) -> None:
+    """export pack --store FOLDER with no RUN: every run of the folder; no RUN and no store, or a store with no
+    run, is USAGE."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for sample in SAMPLES:
+        (runs / f"{sample}.jsonl").write_bytes((ROOT / "samples" / f"{sample}.jsonl").read_bytes())
+    done = plantrail("export", "pack", "--store", runs, "-o", "all.zip", "--json", cwd=tmp_path)
+    assert done.code == 0, done.err
+    assert [r["run"] for r in done.json()["runs"]] == sorted(SAMPLES)
+    (tmp_path / "empty").mkdir()
+    for extra in ([], ["--store", tmp_path / "empty"]):
+        done = plantrail("export", "pack", *extra, "-o", "none.zip", cwd=tmp_path, env={"PLANTRAIL_STORE": ""})
+        assert done.code == 2 and "error[USAGE]" in done.err, done.err
+    assert not (tmp_path / "none.zip").exists()
+
+
 def test_the_same_runs_give_the_same_zip(tmp_path: Path) -> None:
     """With $SOURCE_DATE_EPOCH the two packs are the same bytes; without it, only the manifest's make time
     differs; the members are sorted with a fixed timestamp."""
@@ -333,7 +350,7 @@ def test_the_library_refuses_wrong_types(tmp_path: Path) -> None:
 
     sample = str(ROOT / "samples" / "login-fix.jsonl")
     for call in (
-        lambda: make_pack(sample, str(tmp_path / "x.zip")),
+        lambda: make_pack(sample, str(tmp_path / "x.zip")),  # one name, not a list
         lambda: make_pack([sample], tmp_path / "x.zip"),  # type: ignore[arg-type]
         lambda: make_pack([sample], str(tmp_path / "x.zip"), pubkeys=[7]),  # type: ignore[list-item]
         lambda: verify_pack(tmp_path / "x.zip"),  # type: ignore[arg-type]
