@@ -347,6 +347,8 @@ def _manifest(members: dict[str, bytes], path: str) -> dict[str, Any]:
         if not (isinstance(entry, dict) and isinstance(entry.get("member"), str)):
             raise _invalid(path, f"lists a key as {entry!r}")
     runs = [entry["run"] for entry in manifest["runs"]]
+    if not runs:
+        raise _invalid(path, "lists no run: a pack holds one at least")
     if len(set(runs)) != len(runs):
         raise _invalid(path, "lists a run twice")
     return manifest

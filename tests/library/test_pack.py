@@ -399,6 +399,12 @@ def _edit_report(members: dict[str, bytes]) -> dict[str, bytes]:
     return {**members, "runs/login-fix/report.json": orjson.dumps(report)}
 
 
+def _no_runs(members: dict[str, bytes]) -> dict[str, bytes]:
+    manifest = orjson.loads(members["manifest.json"])
+    manifest["runs"] = []
+    return {"manifest.json": orjson.dumps(manifest)}
+
+
 def _list_a_run_twice(members: dict[str, bytes]) -> dict[str, bytes]:
     manifest = orjson.loads(members["manifest.json"])
     manifest["runs"].append(manifest["runs"][0])
@@ -424,6 +430,7 @@ TAMPERING: dict[str, tuple[Callable[[dict[str, bytes]], dict[str, bytes]], bool,
     ),
     "the manifest not JSON": (lambda m: {**m, "manifest.json": b"{"}, False, "PACK_MANIFEST_INVALID", "not JSON"),
     "a run listed twice": (_list_a_run_twice, True, "PACK_MANIFEST_INVALID", "lists a run twice"),
+    "every run taken out": (_no_runs, True, "PACK_MANIFEST_INVALID", "lists no run"),
     "a log line changed, manifest rewritten": (_tamper_log, True, "HASH_MISMATCH", "runs/login-fix/log.jsonl: line 7"),
     "the last record cut, manifest rewritten": (_drop_last_record, True, "PACK_REPORT_MISMATCH", "last_seq"),
     "a torn line appended, manifest rewritten": (_append_torn, True, "TORN_TAIL", "make it again with `plantrail"),
