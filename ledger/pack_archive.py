@@ -8,8 +8,8 @@ Reading (:func:`read_members`) never touches the disk: the archive is read from 
 What could harm a reader that extracts, or one that trusts the sizes an archive declares, is refused before a
 member is read, each with the code PACK_UNSAFE (PACK_NOT_ZIP for bytes that are no zip archive):
 
-* a member name that is empty, absolute, holds a ``..`` or ``.`` part, a backslash, a drive letter, a NUL or a
-  control character, or names a folder;
+* a member name that is empty, absolute, holds a ``..`` or ``.`` part, a backslash, a drive letter (a colon in
+  its first part), a NUL or a control character, or names a folder;
 * a member that is a link (its Unix mode says so), is encrypted, or is compressed by anything but deflate or
   nothing;
 * two members of the same name (a reader would see one, an extractor the other);
@@ -56,7 +56,11 @@ def zip_bytes(members: Mapping[str, bytes]) -> bytes:
 def check_name(name: str, where: str) -> None:
     """PACK_UNSAFE unless ``name`` is a relative path of plain parts (letters, digits and ``._:+@=-``)."""
     parts = name.split("/")
-    if not name or any(part in ("", ".", "..") or _PART.fullmatch(part) is None for part in parts):
+    if (
+        not name
+        or ":" in parts[0]  # a drive letter (C:) or a stream: absolute, or another file, on Windows
+        or any(part in ("", ".", "..") or _PART.fullmatch(part) is None for part in parts)
+    ):
         raise _unsafe(where, f"the member name {name!r} is not a plain relative path", member=name)
 
 

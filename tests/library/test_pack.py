@@ -478,6 +478,8 @@ UNSAFE: dict[str, list[tuple[zipfile.ZipInfo | str, bytes]]] = {
     "dot-dot": [("manifest.json", b"{}"), ("runs/../../evil", b"x")],
     "absolute": [("manifest.json", b"{}"), ("/etc/evil", b"x")],
     "backslash": [("manifest.json", b"{}"), ("runs\\..\\evil", b"x")],
+    "a drive letter": [("manifest.json", b"{}"), ("C:/evil", b"x")],
+    "a control character": [("manifest.json", b"{}"), ("runs/a\x1b[2J", b"x")],
     "a link": [("manifest.json", b"{}"), (_info("runs/link", stat.S_IFLNK | 0o777), b"/etc/passwd")],
     "a folder": [("manifest.json", b"{}"), ("runs/", b"")],
     "a name twice": [("manifest.json", b"{}"), ("runs/a", b"1"), ("runs/a", b"2")],
