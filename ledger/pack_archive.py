@@ -12,7 +12,8 @@ member is read, each with the code PACK_UNSAFE (PACK_NOT_ZIP for bytes that are 
   its first part), a NUL or a control character, or names a folder;
 * a member that is a link (its Unix mode says so), is encrypted, or is compressed by anything but deflate or
   nothing;
-* two members of the same name (a reader would see one, an extractor the other);
+* two members of the same name (a reader would see one, an extractor the other), or bytes before the first
+  member (a file that is something else too);
 * more than :data:`MAX_MEMBERS` members, a member over the pack cap, or members that together expand past it
   (a zip bomb): the declared sizes are checked first, and a member is never read past its declared size
   (``zipfile`` checks the CRC and the size at its end).
@@ -85,6 +86,8 @@ def _check_infos(infos: list[zipfile.ZipInfo], where: str, cap: int) -> None:
     """Refuse an archive by what its directory declares, before any member is read."""
     if len(infos) > MAX_MEMBERS:
         raise _unsafe(where, f"it holds {len(infos)} members, more than {MAX_MEMBERS}")
+    if infos and min(info.header_offset for info in infos) != 0:
+        raise _unsafe(where, "bytes that belong to no member come before its first member")
     seen: set[str] = set()
     total = 0
     for info in infos:

@@ -522,6 +522,15 @@ def test_a_zip_bomb_is_refused_from_its_declared_sizes(tmp_path: Path, monkeypat
     assert failure(pack).code == "PACK_UNSAFE"
 
 
+def test_bytes_before_the_first_member_are_refused(sample_pack: Path, tmp_path: Path) -> None:
+    """A pack with other bytes put in front of it (zip readers skip them, so the file can be something else too):
+    PACK_UNSAFE."""
+    joined = tmp_path / "joined.zip"
+    joined.write_bytes(b"#!/bin/sh\necho hidden\n" + sample_pack.read_bytes())
+    exc = failure(joined)
+    assert exc.code == "PACK_UNSAFE" and "before its first member" in exc.message
+
+
 def test_a_file_that_is_no_zip_is_refused(tmp_path: Path) -> None:
     """PACK_NOT_ZIP for text, an empty file and a zip cut short; FILE_NOT_FOUND for no file."""
     for name, body in (("text.zip", b"hello\n"), ("empty.zip", b"")):
