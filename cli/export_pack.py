@@ -16,7 +16,7 @@ __all__ = ["pack", "render_checked_pack"]
 
 
 @click.command()
-@click.argument("runs", nargs=-1, required=True, type=FilePath(dir_okay=True, path_type=str))
+@click.argument("runs", nargs=-1, type=FilePath(dir_okay=True, path_type=str))
 @store_option
 @click.option(
     "-o",
@@ -43,7 +43,8 @@ def pack(runs: tuple[str, ...], store: str | None, output: str, pubkeys: tuple[s
     verified which run, and what the pack holds for record keeping (period of use, inputs and outputs by
     digest, the people who approved or verified, retention; docs/evidence-packs.md). Each run is verified
     before anything is written: a damaged run is refused. The same runs and keys give the same zip, but for
-    the time in the manifest ($SOURCE_DATE_EPOCH fixes it). Check a pack with `plantrail verify --pack`.
+    the time in the manifest ($SOURCE_DATE_EPOCH fixes it). Without RUN, every run of --store. Check a pack
+    with `plantrail verify --pack`.
 
     \b
     JSON: {"ok", "pack", "made", "members", "runs": [{"run", "head", "signed_seq", "pubkey", "payloads"}]}
@@ -52,6 +53,7 @@ def pack(runs: tuple[str, ...], store: str | None, output: str, pubkeys: tuple[s
     Example:
       plantrail export pack samples/login-fix.jsonl -o evidence.zip
       plantrail export pack run-1 run-2 --store postgresql://localhost/plans -o evidence.zip
+      plantrail export pack --store runs/ -o everything.zip
       plantrail export pack run.jsonl --pubkey audit.pub -o evidence.zip
     """
     from plantrail.ledger.pack import make_pack

@@ -190,15 +190,17 @@ def _made_at() -> str:
 @strict
 def make_pack(names: Sequence[str], output: str, *, pubkeys: Sequence[str] = (), store: str | None = None) -> MadePack:
     """Write the evidence pack of the runs ``names`` names (each as every command reads a run's name, with
-    ``store``) to ``output`` (a ``.zip`` path: written whole under a temporary name, then renamed), with the
-    public keys in the files ``pubkeys``; return its manifest and the runs' reports. Each run is read checked
-    and verified first: a damaged or torn run is refused with its code and nothing is written. USAGE for no
-    run, a run named twice (two runs of one id), or a key that signed none of the runs; INPUT_TOO_LARGE for a
-    pack past the cap verify --pack reads ($PLANTRAIL_MAX_PACK_BYTES)."""
+    ``store``; none: every run of ``store``) to ``output`` (a ``.zip`` path: written whole under a temporary
+    name, then renamed), with the public keys in the files ``pubkeys``; return its manifest and the runs'
+    reports. Each run is read checked and verified first: a damaged or torn run is refused with its code and
+    nothing is written. USAGE for no run, a run named twice (two runs of one id), or a key that signed none of
+    the runs; INPUT_TOO_LARGE for a pack past the cap a check of a pack reads ($PLANTRAIL_MAX_PACK_BYTES)."""
     from plantrail.ledger.signing import load_verifier
 
-    if isinstance(names, str) or not names:
-        raise error("USAGE", "export pack needs a list of runs (at least one)")
+    if isinstance(names, str):
+        raise error("USAGE", "the runs of a pack are a list of names, not one text")
+    if not names:
+        names = _every_run(store)
     if not isinstance(output, str) or not output.endswith(".zip") or os.path.basename(output) == ".zip":
         raise error("USAGE", f"the pack is written to a .zip file, not {output!r}")
     keys: dict[str, VerifierKey] = {}
@@ -252,10 +254,22 @@ def _within_cap(expanded: int, size: int) -> None:
     if max(expanded, size) > cap:
         raise error(
             "INPUT_TOO_LARGE",
-            f"the pack would hold {expanded:,} bytes ({size:,} zipped), past the {cap:,} that verify --pack "
+            f"the pack would hold {expanded:,} bytes ({size:,} zipped), past the {cap:,} a check of a pack "
             f"reads (set ${PACK.env} to change it); nothing was written",
             limit=cap,
         )
+
+
+def _every_run(store: str | None) -> list[str]:
+    """The ids of every run of ``store`` (USAGE with no store, or a store that holds no run)."""
+    from plantrail.ledger.stores.opener import open_store
+
+    if store is None:
+        raise error("USAGE", "a pack needs runs: name them, or give the store whose every run it holds")
+    ids = open_store(store).run_ids()
+    if not ids:
+        raise error("USAGE", f"{store} holds no run to pack")
+    return ids
 
 
 def _write(output: str, data: bytes) -> None:
@@ -333,6 +347,8 @@ def _manifest(members: dict[str, bytes], path: str) -> dict[str, Any]:
         if not (isinstance(entry, dict) and isinstance(entry.get("member"), str)):
             raise _invalid(path, f"lists a key as {entry!r}")
     runs = [entry["run"] for entry in manifest["runs"]]
+    if not runs:
+        raise _invalid(path, "lists no run: a pack holds one at least")
     if len(set(runs)) != len(runs):
         raise _invalid(path, "lists a run twice")
     return manifest
@@ -416,7 +432,8 @@ def _check_run(
     if report.torn is not None:
         raise error(
             "TORN_TAIL",
-            f"{path}: member {log} ends in a torn tail at line {report.torn.line}: a pack holds whole logs",
+            f"{path}: member {log} ends in a torn tail at line {report.torn.line}",
+            advice="PACK_TORN",
             path=path,
             member=log,
             line=report.torn.line,

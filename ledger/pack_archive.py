@@ -8,11 +8,12 @@ Reading (:func:`read_members`) never touches the disk: the archive is read from 
 What could harm a reader that extracts, or one that trusts the sizes an archive declares, is refused before a
 member is read, each with the code PACK_UNSAFE (PACK_NOT_ZIP for bytes that are no zip archive):
 
-* a member name that is empty, absolute, holds a ``..`` or ``.`` part, a backslash, a drive letter, a NUL or a
-  control character, or names a folder;
+* a member name that is empty, absolute, holds a ``..`` or ``.`` part, a backslash, a drive letter (a colon in
+  its first part), a NUL or a control character, or names a folder;
 * a member that is a link (its Unix mode says so), is encrypted, or is compressed by anything but deflate or
   nothing;
-* two members of the same name (a reader would see one, an extractor the other);
+* two members of the same name (a reader would see one, an extractor the other), or bytes before the first
+  member (a file that is something else too);
 * more than :data:`MAX_MEMBERS` members, a member over the pack cap, or members that together expand past it
   (a zip bomb): the declared sizes are checked first, and a member is never read past its declared size
   (``zipfile`` checks the CRC and the size at its end).
@@ -56,7 +57,11 @@ def zip_bytes(members: Mapping[str, bytes]) -> bytes:
 def check_name(name: str, where: str) -> None:
     """PACK_UNSAFE unless ``name`` is a relative path of plain parts (letters, digits and ``._:+@=-``)."""
     parts = name.split("/")
-    if not name or any(part in ("", ".", "..") or _PART.fullmatch(part) is None for part in parts):
+    if (
+        not name
+        or ":" in parts[0]  # a drive letter (C:) or a stream: absolute, or another file, on Windows
+        or any(part in ("", ".", "..") or _PART.fullmatch(part) is None for part in parts)
+    ):
         raise _unsafe(where, f"the member name {name!r} is not a plain relative path", member=name)
 
 
@@ -81,6 +86,8 @@ def _check_infos(infos: list[zipfile.ZipInfo], where: str, cap: int) -> None:
     """Refuse an archive by what its directory declares, before any member is read."""
     if len(infos) > MAX_MEMBERS:
         raise _unsafe(where, f"it holds {len(infos)} members, more than {MAX_MEMBERS}")
+    if infos and min(info.header_offset for info in infos) != 0:
+        raise _unsafe(where, "bytes that belong to no member come before its first member")
     seen: set[str] = set()
     total = 0
     for info in infos:

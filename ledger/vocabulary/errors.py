@@ -482,6 +482,11 @@ ADVICE: Mapping[str, Advice] = {
         "plantrail.repair({path!r}) or Ledger.open({path!r}, repair=True)",
         cli="the output above covers the valid part; run `plantrail repair {path}`",
     ),
+    "PACK_TORN": Advice(
+        python="a pack holds whole logs: make it again from the run (repaired, if its log is torn)",
+        cli="a pack holds whole logs: make it again with `plantrail export pack` (after `plantrail repair` if "
+        "the run's log is torn)",
+    ),
     "PLAN_NOT_CREATED": Advice(
         python="a log gets its plan from Ledger.create(path, plan)",
         cli="a log gets its plan from `plantrail create LOG --plan DRAFT`",

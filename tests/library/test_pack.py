@@ -166,6 +166,23 @@ def test_a_run_imported_without_times_has_no_period_of_use(tmp_path: Path) -> No
     assert "1970-" not in text
 
 
+def test_a_store_without_a_run_named_is_packed_whole(tmp_path: Path) -> None:
+    """export pack --store FOLDER with no RUN: every run of the folder; no RUN and no store, or a store with no
+    run, is USAGE."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for sample in SAMPLES:
+        (runs / f"{sample}.jsonl").write_bytes((ROOT / "samples" / f"{sample}.jsonl").read_bytes())
+    done = plantrail("export", "pack", "--store", runs, "-o", "all.zip", "--json", cwd=tmp_path)
+    assert done.code == 0, done.err
+    assert [r["run"] for r in done.json()["runs"]] == sorted(SAMPLES)
+    (tmp_path / "empty").mkdir()
+    for extra in ([], ["--store", tmp_path / "empty"]):
+        done = plantrail("export", "pack", *extra, "-o", "none.zip", cwd=tmp_path, env={"PLANTRAIL_STORE": ""})
+        assert done.code == 2 and "error[USAGE]" in done.err, done.err
+    assert not (tmp_path / "none.zip").exists()
+
+
 def test_the_same_runs_give_the_same_zip(tmp_path: Path) -> None:
     """With $SOURCE_DATE_EPOCH the two packs are the same bytes; without it, only the manifest's make time
     differs; the members are sorted with a fixed timestamp."""
@@ -333,7 +350,7 @@ def test_the_library_refuses_wrong_types(tmp_path: Path) -> None:
 
     sample = str(ROOT / "samples" / "login-fix.jsonl")
     for call in (
-        lambda: make_pack(sample, str(tmp_path / "x.zip")),
+        lambda: make_pack(sample, str(tmp_path / "x.zip")),  # one name, not a list
         lambda: make_pack([sample], tmp_path / "x.zip"),  # type: ignore[arg-type]
         lambda: make_pack([sample], str(tmp_path / "x.zip"), pubkeys=[7]),  # type: ignore[list-item]
         lambda: verify_pack(tmp_path / "x.zip"),  # type: ignore[arg-type]
@@ -372,10 +389,20 @@ def _drop_last_record(members: dict[str, bytes]) -> dict[str, bytes]:
     return {**members, "runs/login-fix/log.jsonl": b"\n".join(lines[:-2]) + b"\n"}
 
 
+def _append_torn(members: dict[str, bytes]) -> dict[str, bytes]:
+    return {**members, "runs/login-fix/log.jsonl": members["runs/login-fix/log.jsonl"] + b'{"v":1,"seq":16,'}
+
+
 def _edit_report(members: dict[str, bytes]) -> dict[str, bytes]:
     report = orjson.loads(members["runs/login-fix/report.json"])
     report["outcome"] = "failed"
     return {**members, "runs/login-fix/report.json": orjson.dumps(report)}
+
+
+def _no_runs(members: dict[str, bytes]) -> dict[str, bytes]:
+    manifest = orjson.loads(members["manifest.json"])
+    manifest["runs"] = []
+    return {"manifest.json": orjson.dumps(manifest)}
 
 
 def _list_a_run_twice(members: dict[str, bytes]) -> dict[str, bytes]:
@@ -403,8 +430,10 @@ TAMPERING: dict[str, tuple[Callable[[dict[str, bytes]], dict[str, bytes]], bool,
     ),
     "the manifest not JSON": (lambda m: {**m, "manifest.json": b"{"}, False, "PACK_MANIFEST_INVALID", "not JSON"),
     "a run listed twice": (_list_a_run_twice, True, "PACK_MANIFEST_INVALID", "lists a run twice"),
+    "every run taken out": (_no_runs, True, "PACK_MANIFEST_INVALID", "lists no run"),
     "a log line changed, manifest rewritten": (_tamper_log, True, "HASH_MISMATCH", "runs/login-fix/log.jsonl: line 7"),
     "the last record cut, manifest rewritten": (_drop_last_record, True, "PACK_REPORT_MISMATCH", "last_seq"),
+    "a torn line appended, manifest rewritten": (_append_torn, True, "TORN_TAIL", "make it again with `plantrail"),
     "a report edited, manifest rewritten": (_edit_report, True, "PACK_REPORT_MISMATCH", "outcome"),
 }
 
@@ -449,6 +478,8 @@ UNSAFE: dict[str, list[tuple[zipfile.ZipInfo | str, bytes]]] = {
     "dot-dot": [("manifest.json", b"{}"), ("runs/../../evil", b"x")],
     "absolute": [("manifest.json", b"{}"), ("/etc/evil", b"x")],
     "backslash": [("manifest.json", b"{}"), ("runs\\..\\evil", b"x")],
+    "a drive letter": [("manifest.json", b"{}"), ("C:/evil", b"x")],
+    "a control character": [("manifest.json", b"{}"), ("runs/a\x1b[2J", b"x")],
     "a link": [("manifest.json", b"{}"), (_info("runs/link", stat.S_IFLNK | 0o777), b"/etc/passwd")],
     "a folder": [("manifest.json", b"{}"), ("runs/", b"")],
     "a name twice": [("manifest.json", b"{}"), ("runs/a", b"1"), ("runs/a", b"2")],
@@ -489,6 +520,15 @@ def test_a_zip_bomb_is_refused_from_its_declared_sizes(tmp_path: Path, monkeypat
     monkeypatch.setattr("plantrail.ledger.pack_archive.MAX_MEMBERS", 2)
     write_zip(pack, {"manifest.json": b"{}", "runs/a": b"1", "runs/b": b"2"})
     assert failure(pack).code == "PACK_UNSAFE"
+
+
+def test_bytes_before_the_first_member_are_refused(sample_pack: Path, tmp_path: Path) -> None:
+    """A pack with other bytes put in front of it (zip readers skip them, so the file can be something else too):
+    PACK_UNSAFE."""
+    joined = tmp_path / "joined.zip"
+    joined.write_bytes(b"#!/bin/sh\necho hidden\n" + sample_pack.read_bytes())
+    exc = failure(joined)
+    assert exc.code == "PACK_UNSAFE" and "before its first member" in exc.message
 
 
 def test_a_file_that_is_no_zip_is_refused(tmp_path: Path) -> None:
