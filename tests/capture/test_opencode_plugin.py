@@ -100,10 +100,11 @@ def test_the_repository_copy_is_the_template_for_a_plantrail_on_path() -> None:
     assert is_our_plugin(PLUGIN.read_bytes())
 
 
-def _installed(project: Path, launcher: Path = CONSOLE_SCRIPT) -> Path:
-    """`plantrail install opencode` run in ``project`` by ``launcher``; the plugin file it wrote."""
+def _installed(project: Path, launcher: Path = CONSOLE_SCRIPT, *how: str) -> Path:
+    """`plantrail install opencode` run in ``project`` by ``launcher`` (with ``how`` before the command's own
+    arguments); the plugin file it wrote."""
     done = subprocess.run(
-        [str(launcher), "install", "opencode", "--json"],
+        [str(launcher), *how, "install", "opencode", "--json"],
         cwd=project,
         env={"PATH": "/usr/bin:/bin", "HOME": str(project.parent / "home")},
         capture_output=True,
@@ -111,7 +112,7 @@ def _installed(project: Path, launcher: Path = CONSOLE_SCRIPT) -> Path:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["command"] == [str(launcher)]
+    assert json.loads(done.stdout)["command"] == [str(launcher), *how]
     return project / ".opencode" / "plugins" / "plantrail.ts"
 
 
@@ -156,4 +157,16 @@ def test_a_command_with_spaces_and_quotes_reaches_the_hook_as_one_argument(proje
 
     ran = [(run["argv"], run["exit"]) for run in report["runs"]]
     assert ran == [([str(folder / "plantrail"), "hook", "opencode"], 0)]
+    assert (project / ".plantrail" / "runs" / "ses_hooks0001.jsonl").exists()
+
+
+def test_a_plantrail_run_as_a_python_module_is_baked_in_as_three_arguments(project: Path) -> None:
+    """Installed by `python -m plantrail`, the plugin runs that Python with `-m plantrail` (each its own
+    argument), and records the plan with an empty PATH."""
+    plugin = _installed(project, Path(sys.executable), "-m", "plantrail")
+
+    report = _drive(project, _fixture_events()[:1], plugin=plugin, path="")
+
+    ran = [(run["argv"], run["exit"]) for run in report["runs"]]
+    assert ran == [([sys.executable, "-m", "plantrail", "hook", "opencode"], 0)]
     assert (project / ".plantrail" / "runs" / "ses_hooks0001.jsonl").exists()

@@ -233,32 +233,59 @@ def test_open_tabs_share_one_follow_of_the_store(tmp_path: Path) -> None:
     assert first_errors == [] and second_errors == []
 
 
+def _named(name: str) -> int:
+    return sum(1 for thread in threading.enumerate() if thread.name == name and thread.is_alive())
+
+
+async def _until_async(condition: Callable[[], bool], seconds: float = 10) -> bool:
+    import asyncio
+
+    end = time.monotonic() + seconds
+    while not condition() and time.monotonic() < end:
+        await asyncio.sleep(0.01)
+    return condition()
+
+
 def test_a_stream_gone_while_it_subscribes_still_leaves_the_shared_follow(tmp_path: Path) -> None:
-    """An event stream cancelled while its subscription is being made (the client went at once) leaves the
-    store's follow once the subscription is done, so the follow stops rather than running on for nobody."""
+    """An event stream cancelled while its subscription is being made in a thread (the client went at once)
+    leaves the store's follow once the subscription is done, so the follow stops rather than running on for
+    nobody."""
     import asyncio
 
     from plantrail.cli.serve import _event_stream
-    from plantrail.ledger.run_changes import SharedChanges
+    from plantrail.ledger.run_changes import Handed, SharedChanges
 
     name = f"test-serve-gone-{tmp_path.name}"
-    changes = SharedChanges(str(tmp_path), poll=0.1, name=name)
+    entered, release = threading.Event(), threading.Event()
+
+    left = threading.Event()
+
+    class Held(SharedChanges):
+        def subscribe(self, hand: Callable[[Handed], None]) -> Callable[[], None]:
+            entered.set()
+            release.wait(10)  # the subscription is under way until the stream is gone
+            leave = super().subscribe(hand)
+
+            def leaving() -> None:
+                leave()
+                left.set()
+
+            return leaving
 
     async def gone() -> bool:
         return True
 
     async def open_and_go() -> None:
-        first = asyncio.ensure_future(_event_stream(gone, changes).__anext__())
-        await asyncio.sleep(0)  # the stream is subscribing, in a thread
+        first = asyncio.ensure_future(_event_stream(gone, Held(str(tmp_path), poll=0.1, name=name)).__anext__())
+        assert await _until_async(entered.is_set)
         first.cancel()
         with pytest.raises(asyncio.CancelledError):
             await first
-        deadline = time.monotonic() + 10  # the server's loop runs on: the subscription ends, then leaves
-        while any(t.name == name for t in threading.enumerate()) and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
+        release.set()  # the server's loop runs on: the subscription ends (the follow starts), then is left
+        assert await _until_async(left.is_set)
+        assert await _until_async(lambda: _named(name) == 0)
 
     asyncio.run(open_and_go())
-    assert not any(t.name == name for t in threading.enumerate())
 
 
 def test_the_agent_filter_in_the_page(tmp_path: Path) -> None:
