@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from plantrail.cli.common import emit, json_option, locate_log, store_option
+from plantrail.cli.common import emit, json_option, locate_log, signing_options, store_option
 from plantrail.cli.terminal import printable, screen
 
 if TYPE_CHECKING:
@@ -156,6 +156,7 @@ def render_report(report: ImportReport) -> str:
     help="Like --append, again each time the transcript grows (a live Codex rollout); Ctrl-C stops (exit 0).",
 )
 @store_option
+@signing_options
 @json_option
 def import_command(
     transcript: str,

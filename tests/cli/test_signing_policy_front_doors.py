@@ -199,3 +199,27 @@ def test_the_hooks_sign_the_session_run_and_write_a_bad_policy_down(tmp_path: Pa
     _hook(project, _event(project, "SessionEnd", reason="other"), **signing)
     assert types_of(log)[-2:] == ["run.finished", "log.signed"]
     assert verify_log(log, pubkey=load_verifier(str(public))).signed == 1
+
+
+def test_an_import_signs_on_its_options_and_its_bytes_stay_the_same(
+    tmp_path: Path, keys: tuple[Path, Path], run_cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`plantrail import --sign-key --sign-every 5` signs the run it writes as the recording commands do, each
+    signature verifies with the public key, and the same transcript imported twice gives the same bytes (the
+    signatures are deterministic, their times the transcript's); without a policy nothing is signed."""
+    monkeypatch.delenv(SIGN_KEY_ENV, raising=False)
+    monkeypatch.delenv(SIGN_EVERY_ENV, raising=False)
+    private, public = keys
+    transcript = Path(__file__).resolve().parents[2] / "samples" / "claude-session.jsonl"
+    signing = ("--sign-key", str(private), "--sign-every", "5")
+    first, second, plain = tmp_path / "a.jsonl", tmp_path / "b.jsonl", tmp_path / "plain.jsonl"
+    assert run_cli("import", transcript, "-o", first, *signing).code == 0
+    assert run_cli("import", transcript, "-o", second, *signing).code == 0
+    assert run_cli("import", transcript, "-o", plain).code == 0
+
+    assert first.read_bytes() == second.read_bytes()
+    assert types_of(first).count("log.signed") >= 2 and "log.signed" not in types_of(plain)
+    report = verify_log(first, pubkey=load_verifier(str(public)))
+    assert report.signed == types_of(first).count("log.signed") and report.signed_seq is not None
+    refused = run_cli("import", transcript, "-o", tmp_path / "c.jsonl", "--sign-every", "5")
+    assert refused.code == 2 and not (tmp_path / "c.jsonl").exists()
