@@ -88,6 +88,8 @@ def _where(receipt: Mapping[str, Any]) -> list[str]:
         f"Waiting for approval: {_names(w['step'] for w in _waiting(receipt))}",
         f"In doubt (nobody knows whether its work happened): {_names(_attempt(d) for d in doubt)}",
     ]
+    if _denied(receipt):
+        lines.append(f"Approval denied (a replan must remove or change them): {_names(_denied(receipt))}")
     if receipt["blocked"]:
         blocked = (f"{b['step']} ({b['reason']})" for b in receipt["blocked"])
         lines.append(f"Blocked: {_names(blocked)}")
@@ -177,8 +179,15 @@ def _ask_approval(waiting: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _waiting(receipt: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
+    """The steps waiting for an approval nobody has denied (a denied one waits for a replan, not an answer)."""
+    denied = set(_denied(receipt))
     approvals = receipt.get("approvals") or {}
-    return list(approvals.get("waiting_approval") or ())
+    return [w for w in approvals.get("waiting_approval") or () if w["step"] not in denied]
+
+
+def _denied(receipt: Mapping[str, Any]) -> list[str]:
+    approvals = receipt.get("approvals") or {}
+    return list(approvals.get("denied") or ())
 
 
 def _attempt(entry: Mapping[str, Any]) -> str:

@@ -350,6 +350,8 @@ def test_a_run_paused_by_a_denied_approval_is_told_to_replan_not_to_ask_again(tm
     output = _hook(_payload("SessionStart", tmp_path, source="resume"))
 
     said = output["additionalContext"]
+    assert "Waiting for approval: none\n" in said, said
+    assert "Approval denied (a replan must remove or change them): ship\n" in said, said
     assert said.endswith(
         "Next: the plan's stop policy paused this run: an approval for ship was denied; a replan that removes or "
         "changes those steps ends the pause; replan with plan_set without those steps or with them changed, or ask "
