@@ -265,5 +265,5 @@ _agent(
     "opencode",
     "OpenCode",
     "opencode.json, and the plugin that records its todo list, .opencode/plugins/plantrail.ts, never over a "
-    "plugin file of your own; both under ~/.config/opencode/ with --user",
+    "plugin file of your own; both under ~/.config/opencode/ with --user, or $XDG_CONFIG_HOME/opencode/ when set",
 )

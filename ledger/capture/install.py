@@ -56,6 +56,7 @@ __all__ = [
     "check_hooks",
     "check_settings",
     "claude_hooks",
+    "config_home",
     "forget_plugin_command",
     "handler",
     "install_claude",
@@ -380,11 +381,22 @@ def without_hooks(
 PLUGIN_COMMAND = "plugin-command"
 
 
+def config_home(env: Mapping[str, str] | None = None, home: Path | None = None) -> Path:
+    """The user's configuration folder: ``$XDG_CONFIG_HOME`` when it is set to an absolute path (a relative one
+    is ignored, as the XDG base directory rules say), else ``~/.config``; a ``home`` given explicitly is used
+    as is (``home/.config``), whatever the environment says."""
+    if home is not None:
+        return home / ".config"
+    found = env if env is not None else os.environ
+    given = found.get("XDG_CONFIG_HOME") or ""
+    if os.path.isabs(given):
+        return Path(given)
+    return Path(found.get("HOME") or str(Path.home())) / ".config"
+
+
 def plugin_command_path(env: Mapping[str, str] | None = None) -> Path:
     """``$XDG_CONFIG_HOME/plantrail/plugin-command`` (``~/.config`` when unset), which the launcher reads."""
-    found = env if env is not None else os.environ
-    config = found.get("XDG_CONFIG_HOME") or os.path.join(found.get("HOME") or str(Path.home()), ".config")
-    return Path(config) / "plantrail" / PLUGIN_COMMAND
+    return config_home(env) / "plantrail" / PLUGIN_COMMAND
 
 
 def record_plugin_command(command: Sequence[str], env: Mapping[str, str] | None = None) -> InstallReport:

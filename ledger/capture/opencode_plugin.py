@@ -25,7 +25,7 @@ from pathlib import Path
 
 from plantrail.ledger.vocabulary.errors import error
 
-from .install import ConfigFile, InstallReport
+from .install import ConfigFile, InstallReport, config_home
 
 __all__ = [
     "MARKER",
@@ -83,9 +83,9 @@ def plugin_source(command: Sequence[str] = ON_PATH) -> bytes:
 
 def plugin_path(scope: str, cwd: Path | None = None, home: Path | None = None) -> Path:
     """The plugin file of ``scope``: ``project`` (``.opencode/plugins/`` under ``cwd``) or ``user``
-    (``~/.config/opencode/plugins/``)."""
+    (``$XDG_CONFIG_HOME/opencode/plugins/``, ``~/.config`` when unset)."""
     if scope == "user":
-        return (home if home is not None else Path.home()) / ".config" / "opencode" / "plugins" / PLUGIN_FILE
+        return config_home(home=home) / "opencode" / "plugins" / PLUGIN_FILE
     return (cwd if cwd is not None else Path.cwd()) / ".opencode" / "plugins" / PLUGIN_FILE
 
 

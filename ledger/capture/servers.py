@@ -10,9 +10,11 @@ agent       file (project; user)                             entry
 claude      ``.mcp.json``; ``~/.claude.json``                ``mcpServers.plantrail``: command, args
 gemini      ``.gemini/settings.json``; ``~/.gemini/…``       ``mcpServers.plantrail``: command, args
 cursor      ``.cursor/mcp.json``; ``~/.cursor/mcp.json``     ``mcpServers.plantrail``: command, args
-opencode    ``opencode.json``; ``~/.config/opencode/…``      ``mcp.plantrail``: type local, command list
+opencode    ``opencode.json``; ``~/.config/opencode/…`` (1)     ``mcp.plantrail``: type local, command list
 codex       ``.codex/config.toml``; ``~/.codex/…``           ``[mcp_servers.plantrail]`` (:mod:`.codex_config`)
 ==========  ===============================================  =========================================
+
+(1) ``$XDG_CONFIG_HOME/opencode/…`` when that is set to an absolute path, as OpenCode reads it.
 
 The file is edited as ``install claude`` edits settings (:class:`.install.ConfigFile`: every other key kept, a
 backup beside it, never through a planted link, a file that is not a JSON object refused with SETTINGS_INVALID
@@ -29,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .install import ConfigFile, InstallReport, check_hooks, invalid, merged_hooks, without_hooks
+from .install import ConfigFile, InstallReport, check_hooks, config_home, invalid, merged_hooks, without_hooks
 
 __all__ = [
     "GEMINI_HOOK_EVENTS",
@@ -68,6 +70,8 @@ def config_path(agent: str, scope: str, cwd: Path | None = None, home: Path | No
     """The file holding ``agent``'s MCP servers for ``scope`` (``project``: under ``cwd``; ``user``)."""
     project, user, _ = _FILES[agent]
     if scope == "user":
+        if agent == "opencode":  # OpenCode keeps its configuration under $XDG_CONFIG_HOME/opencode
+            return config_home(home=home) / "opencode" / "opencode.json"
         return (home if home is not None else Path.home()) / user
     return (cwd if cwd is not None else Path.cwd()) / project
 

@@ -200,6 +200,31 @@ def test_install_opencode_user_writes_under_the_home_config_folder(tmp_path: Pat
     assert list(project.iterdir()) == []
 
 
+@pytest.mark.parametrize("given", ["absolute", "relative"])
+def test_install_opencode_user_follows_xdg_config_home(tmp_path: Path, given: str) -> None:
+    """OpenCode reads its user configuration from $XDG_CONFIG_HOME/opencode: with it set to an absolute path,
+    --user writes both files there; a relative value is ignored (the XDG rules), and ~/.config is used."""
+    home, project, config = tmp_path / "home", tmp_path / "project", tmp_path / "config"
+    project.mkdir()
+    value = str(config) if given == "absolute" else "config"
+
+    done = subprocess.run(
+        [str(PLANTRAIL), "install", "opencode", "--user", "--json"],
+        cwd=project,
+        env=_env(home, XDG_CONFIG_HOME=value),
+        capture_output=True,
+        text=True,
+    )
+
+    assert done.returncode == 0, done.stderr
+    folder = (config if given == "absolute" else home / ".config") / "opencode"
+    assert [f["file"] for f in json.loads(done.stdout)["files"]] == [
+        str(folder / "opencode.json"),
+        str(folder / "plugins" / "plantrail.ts"),
+    ]
+    assert (folder / "plugins" / "plantrail.ts").is_file() and list(project.iterdir()) == []
+
+
 @pytest.mark.parametrize("theirs", [b"", b"export const Mine = async () => ({})\n", b"// plantrail for me\n"])
 def test_install_opencode_never_overwrites_a_plugin_file_of_the_users(tmp_path: Path, theirs: bytes) -> None:
     """A file at .opencode/plugins/plantrail.ts without plantrail's first line is the user's: install refuses

@@ -26,6 +26,7 @@ def test_changed_entries_compares_two_scans(tmp_path: Path) -> None:
     (tmp_path / "link.jsonl").symlink_to(tmp_path / "x.jsonl")
     assert list(folder_entries(str(tmp_path))) == ["x"]
     assert folder_entries(str(tmp_path / "gone")) == {}
+    assert folder_entries(str(tmp_path / "notes.txt")) == {}  # a file where the folder was: no runs, no error
 
 
 def _collect(where: str, act: Callable[[], None], wanted: set[str], **options: float) -> set[str]:

@@ -25,7 +25,7 @@ def folder_entries(folder: str) -> dict[str, tuple[int, int]]:
     found: dict[str, tuple[int, int]] = {}
     try:
         entries = list(os.scandir(folder))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # gone, or a file where the folder was: no runs
         return found
     for entry in entries:
         if not entry.name.endswith(".jsonl"):
