@@ -99,13 +99,23 @@ def _created_already(state: StateView) -> Exception:
     return error("PLAN_ALREADY_CREATED", "the log already has a plan", plan_version=state.version)
 
 
-def _as_plan(plan: Draft | PlanSpec, *, goal: str | None = None, base: PlanSpec | None = None) -> PlanSpec:
+def _as_plan(
+    plan: Draft | PlanSpec,
+    *,
+    goal: str | None = None,
+    base: PlanSpec | None = None,
+    previous: tuple[PlanSpec, tuple[str, ...]] | None = None,
+) -> PlanSpec:
+    """The plan a draft (or a whole plan) makes, validated; ``previous``: the plan it replaces and its order (the
+    state's steps), which a replan that keeps its steps' dependencies carries over instead of sorting again."""
     if isinstance(plan, PlanSpec):
-        validate_plan(plan)
+        validate_plan(plan, previous)
         return plan
     if base is None:
-        return build_plan(plan, goal=goal)
-    return build_plan(plan, goal=goal, policy=base.policy, scope=base.scope, artifacts=base.artifacts)
+        return build_plan(plan, goal=goal, previous=previous)
+    return build_plan(
+        plan, goal=goal, policy=base.policy, scope=base.scope, artifacts=base.artifacts, previous=previous
+    )
 
 
 # --------------------------------------------------------------------------- replan
@@ -139,7 +149,7 @@ def _build_replan(state: StateView, command: Replan) -> tuple[PlanReplanned, int
         assert command.plan is not None
         if isinstance(command.plan, Draft) and command.plan.goal not in (None, state.plan.goal):
             raise _goal_changed(state.plan.goal, command.plan.goal)
-        plan = _as_plan(command.plan, goal=state.plan.goal, base=state.plan)
+        plan = _as_plan(command.plan, goal=state.plan.goal, base=state.plan, previous=(state.plan, tuple(state.steps)))
     if command.strict:
         require_coverage(plan)
     replanned = PlanReplanned(

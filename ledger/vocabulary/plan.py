@@ -608,9 +608,11 @@ def build_plan(
     policy: Policy | None = None,
     scope: TaskScope | None = None,
     artifacts: TaskArtifacts | None = None,
+    previous: tuple[PlanSpec, tuple[str, ...]] | None = None,
 ) -> PlanSpec:
     """Fill in a draft's goal, policy and task scope (``goal``/``policy``/``scope`` are what it inherits) and
-    validate it."""
+    validate it (``previous``: the plan it replaces and that plan's order, which :func:`validate_plan` may carry
+    over)."""
     plan_goal = draft.goal if draft.goal is not None else goal
     problems: list[PlantrailError] = Problems()
     if plan_goal is None:
@@ -624,7 +626,7 @@ def build_plan(
         artifacts=draft.artifacts if draft.artifacts is not None else artifacts,
     )
     try:
-        validate_plan(spec)
+        validate_plan(spec, previous)
     except PlanInvalid as exc:
         problems.extend(exc.errors)
     _raise_if_any(problems)

@@ -252,7 +252,8 @@ def test_a_replans_plan_is_validated_once_by_the_rules_and_the_fold(monkeypatch:
 def test_a_writers_replan_is_validated_once(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Through a writer, the record of a replan holds the plan decoded from the line it wrote (equal to the one
     the rules validated, another object): the fold adopting it takes the rules' order instead of validating it
-    again, and the state is the one a reader folds from the log."""
+    again; the rules carry the active plan's order over (as a reader's fold does) rather than sort afresh; and
+    the state is the one a reader folds from the log."""
     from plantrail.ledger.api import Ledger
     from plantrail.ledger.stores.jsonl.current import read_state
     from plantrail.ledger.vocabulary import plan as plan_module
@@ -268,10 +269,13 @@ def test_a_writers_replan_is_validated_once(tmp_path: Any, monkeypatch: pytest.M
         ledger.start("m")
         ledger.complete("m", ["ok"])
         judged: list[PlanSpec] = []
-        real = plan_module._validated_order
+        sorted_afresh: list[Any] = []
+        real, real_sort = plan_module._validated_order, plan_module.topo_order
         monkeypatch.setattr(plan_module, "_validated_order", lambda *args: judged.append(args[0]) or real(*args))
+        monkeypatch.setattr(plan_module, "topo_order", lambda *args: sorted_afresh.append(args) or real_sort(*args))
         ledger.execute(Replan(reason="agent_revision", why="w", plan=plan_module.parse_draft(revised)))
         assert len(judged) == 1  # by the rules; the fold took their order
+        assert sorted_afresh == []  # the rules carried the active plan's order over, as a reader's fold does
         written = ledger.unread_state
     monkeypatch.undo()
     assert tuple(written.steps) == ("b", "m", "c", "a")
